@@ -1,0 +1,5 @@
+//! The `sluice` binary.
+
+fn main() {
+    println!("sluice: not yet");
+}

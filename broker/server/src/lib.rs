@@ -1,0 +1,4 @@
+//! Sluice's Kafka-protocol broker.
+//!
+//! # Layout
+//! (filled in as modules land)
