@@ -1,4 +1,32 @@
-//! Sluice's Kafka-protocol broker.
+//! Sluice's Kafka-protocol broker: the only crate that knows sockets, config files and
+//! signals. The storage engine below it is synchronous; this crate drives it from tokio.
 //!
 //! # Layout
-//! (filled in as modules land)
+//! Read in this order:
+//! - [`config`]: the one typed config (defaults < TOML < `SLUICE_*` env < flags), Kafka key
+//!   names; [`units`] parses "100 MiB" / "7d"; [`topic_config`] maps topic keys
+//!   (`retention.ms`, ...) onto broker keys and the storage `LogConfig`.
+//! - [`limits`]: every limit with its unit and reason.
+//! - [`listener`]: bind, accept, the connection limit, the log ticker, graceful shutdown.
+//! - [`connection`]: the only code touching socket bytes: bounded framing, read-ahead,
+//!   in-order responses, the sendfile writer.
+//! - [`versions`]: the one version table; ApiVersions is derived from it.
+//! - `handler/`: dispatch and one file per Kafka API, all shaped `handle(ctx, request) ->
+//!   response`; `handler/fetch_wire.rs` is the hand-encoded FetchResponse (zero-copy path).
+//! - [`broker`]: the topic registry, partitions (log + fetch wake-up), persisted topic metadata.
+//! - [`error`]: config, Kafka and server errors.
+
+pub mod broker;
+pub mod config;
+pub mod connection;
+pub mod error;
+mod handler;
+pub mod limits;
+pub mod listener;
+pub mod topic_config;
+pub mod units;
+pub mod versions;
+
+pub use config::BrokerConfig;
+pub use error::{ConfigError, ServerError};
+pub use listener::Server;

@@ -1,0 +1,504 @@
+//! The topic registry: topics, their partitions (each a storage `Log` behind a mutex plus a
+//! watch channel that wakes long-polling fetches), and topic metadata persisted as one small
+//! JSON file per topic, written atomically (temp file, fsync, rename, fsync dir).
+//!
+//! On-disk layout under `data.dir`:
+//! ```text
+//! cluster.json               {"cluster_id": "..."}
+//! <topic>/topic.json         {"name", "partitions", "configs"}
+//! <topic>/<partition>/       the storage engine's directory for one partition
+//! <topic>.<nanos>-delete/    a deleted topic, removed in the background (and at start)
+//! ```
+//! Methods here are synchronous (they do file I/O); async callers use `spawn_blocking`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+use kafka_protocol::ResponseError;
+use serde::{Deserialize, Serialize};
+use sluice_storage::Log;
+use tokio::sync::watch;
+
+use crate::config::{BrokerConfig, HostPort};
+use crate::error::{KafkaError, ServerError};
+use crate::limits;
+use crate::topic_config::{self, TopicOverrides};
+
+/// This broker's node id in Metadata (a single-node cluster).
+pub const NODE_ID: i32 = 0;
+
+const TOPIC_FILE: &str = "topic.json";
+const CLUSTER_FILE: &str = "cluster.json";
+const DELETED_SUFFIX: &str = "-delete";
+
+/// The broker's shared state.
+#[derive(Debug)]
+pub struct Broker {
+    /// Validated config.
+    pub config: BrokerConfig,
+    /// What Metadata advertises (set once the listener has bound).
+    advertised: RwLock<HostPort>,
+    /// Persisted at first start, stable across restarts.
+    pub cluster_id: String,
+    /// Topic name -> topic. Held only for lookups and inserts, never across I/O.
+    topics: RwLock<BTreeMap<String, Arc<Topic>>>,
+    /// Serialises topic creation and deletion (directory and registry changes together).
+    admin: Mutex<()>,
+}
+
+/// One topic.
+#[derive(Debug)]
+pub struct Topic {
+    /// Topic name.
+    pub name: String,
+    /// Config overrides given at creation.
+    pub overrides: TopicOverrides,
+    /// Partitions by index.
+    pub partitions: Vec<Arc<Partition>>,
+}
+
+/// One partition: the log and the fetch wake-up channel.
+#[derive(Debug)]
+pub struct Partition {
+    /// Topic name (for logs and errors).
+    pub topic: String,
+    /// Partition index.
+    pub index: i32,
+    /// `None` once the topic is deleted or the broker is shutting down.
+    log: Mutex<Option<Log>>,
+    /// Log end offset after each append; fetches waiting for data subscribe to it.
+    end_offset: watch::Sender<i64>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct TopicFile {
+    name: String,
+    partitions: i32,
+    configs: TopicOverrides,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct ClusterFile {
+    cluster_id: String,
+}
+
+/// Wall-clock milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl Partition {
+    fn new(topic: &str, index: i32, log: Log) -> Self {
+        let (end_offset, _) = watch::channel(log.log_end_offset().value());
+        Self {
+            topic: topic.to_owned(),
+            index,
+            log: Mutex::new(Some(log)),
+            end_offset,
+        }
+    }
+
+    /// Runs `f` on the open log; UNKNOWN_TOPIC_OR_PARTITION if it has been closed.
+    pub fn with_log<T>(&self, f: impl FnOnce(&mut Log) -> T) -> Result<T, KafkaError> {
+        let mut guard = self
+            .log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let log = guard.as_mut().ok_or_else(|| {
+            KafkaError::new(
+                ResponseError::UnknownTopicOrPartition,
+                format!("{}-{} is closed", self.topic, self.index),
+            )
+        })?;
+        Ok(f(log))
+    }
+
+    /// Tells waiting fetches that the log end offset moved.
+    pub fn notify_appended(&self, end_offset: i64) {
+        self.end_offset.send_replace(end_offset);
+    }
+
+    /// A receiver that changes when the partition gets new data.
+    pub fn subscribe(&self) -> watch::Receiver<i64> {
+        self.end_offset.subscribe()
+    }
+
+    /// Closes the log (flush + clean-shutdown marker); later calls find it closed.
+    fn close(&self) -> Result<(), ServerError> {
+        let log = self
+            .log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        match log {
+            Some(log) => log.close().map_err(|source| ServerError::Storage {
+                context: format!("closing {}-{}", self.topic, self.index),
+                source,
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Broker {
+    /// Opens the data dir: creates it, loads every topic and opens its partitions.
+    pub fn open(config: BrokerConfig) -> Result<Self, ServerError> {
+        let dir = config.data_dir.clone();
+        std::fs::create_dir_all(&dir).map_err(ServerError::io(format!(
+            "creating data dir {}",
+            dir.display()
+        )))?;
+        let cluster_id = load_or_create_cluster_id(&dir)?;
+        let advertised = config
+            .advertised_listeners
+            .clone()
+            .unwrap_or_else(|| config.listeners.clone());
+        let broker = Self {
+            config,
+            advertised: RwLock::new(advertised),
+            cluster_id,
+            topics: RwLock::new(BTreeMap::new()),
+            admin: Mutex::new(()),
+        };
+        broker.load_topics()?;
+        Ok(broker)
+    }
+
+    fn load_topics(&self) -> Result<(), ServerError> {
+        let dir = &self.config.data_dir;
+        let entries = std::fs::read_dir(dir)
+            .map_err(ServerError::io(format!("reading {}", dir.display())))?;
+        for entry in entries {
+            let path = entry.map_err(ServerError::io("reading data dir"))?.path();
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default()
+                .to_owned();
+            if name.ends_with(DELETED_SUFFIX) {
+                remove_dir_logged(&path);
+                continue;
+            }
+            let file = path.join(TOPIC_FILE);
+            if !file.is_file() {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file)
+                .map_err(ServerError::io(format!("reading {}", file.display())))?;
+            let meta: TopicFile = serde_json::from_str(&text).map_err(|e| ServerError::Io {
+                context: format!("parsing {}", file.display()),
+                source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+            })?;
+            let topic = self.open_topic(&meta.name, meta.partitions, meta.configs)?;
+            tracing::info!(topic = %meta.name, partitions = meta.partitions, "loaded topic");
+            self.topics_write().insert(meta.name, Arc::new(topic));
+        }
+        Ok(())
+    }
+
+    fn open_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        overrides: TopicOverrides,
+    ) -> Result<Topic, ServerError> {
+        let log_config = topic_config::log_config(&self.config, &overrides);
+        let dir = self.topic_dir(name);
+        let mut opened = Vec::with_capacity(partitions as usize);
+        for index in 0..partitions {
+            let log = Log::open(&dir.join(index.to_string()), log_config.clone(), now_ms())
+                .map_err(|source| ServerError::Storage {
+                    context: format!("opening {name}-{index}"),
+                    source,
+                })?;
+            opened.push(Arc::new(Partition::new(name, index, log)));
+        }
+        Ok(Topic {
+            name: name.to_owned(),
+            overrides,
+            partitions: opened,
+        })
+    }
+
+    fn topic_dir(&self, name: &str) -> PathBuf {
+        self.config.data_dir.join(name)
+    }
+
+    fn topics_write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Arc<Topic>>> {
+        self.topics
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn topics_read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<Topic>>> {
+        self.topics
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records the address the listener actually bound (used unless `advertised.listeners`).
+    pub fn set_bound_address(&self, bound: HostPort) {
+        if self.config.advertised_listeners.is_none() {
+            *self
+                .advertised
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = bound;
+        }
+    }
+
+    /// The host and port Metadata advertises.
+    pub fn advertised(&self) -> HostPort {
+        self.advertised
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Looks a topic up.
+    pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {
+        self.topics_read().get(name).cloned()
+    }
+
+    /// Looks a partition up.
+    pub fn partition(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
+        let topic = self.topic(topic)?;
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| topic.partitions.get(i).cloned())
+    }
+
+    /// Every topic, by name.
+    pub fn topics(&self) -> Vec<Arc<Topic>> {
+        self.topics_read().values().cloned().collect()
+    }
+
+    /// Every open partition (for the ticker).
+    pub fn partitions(&self) -> Vec<Arc<Partition>> {
+        self.topics_read()
+            .values()
+            .flat_map(|t| t.partitions.iter().cloned())
+            .collect()
+    }
+
+    /// Checks a CreateTopics request for one topic without creating anything.
+    pub fn validate_new_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        overrides: &TopicOverrides,
+    ) -> Result<(), KafkaError> {
+        validate_topic_name(name)?;
+        if !(1..=limits::PARTITIONS_PER_TOPIC_MAX).contains(&partitions) {
+            return Err(KafkaError::new(
+                ResponseError::InvalidPartitions,
+                format!(
+                    "{partitions} partitions is outside 1..={}",
+                    limits::PARTITIONS_PER_TOPIC_MAX
+                ),
+            ));
+        }
+        for (key, value) in overrides {
+            topic_config::validate(key, value)?;
+        }
+        if self.topic(name).is_some() {
+            return Err(KafkaError::new(
+                ResponseError::TopicAlreadyExists,
+                format!("topic {name:?} already exists"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Creates a topic: directory, metadata file, partitions. Returns the new topic.
+    pub fn create_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        overrides: TopicOverrides,
+    ) -> Result<Arc<Topic>, KafkaError> {
+        let _admin = self
+            .admin
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.validate_new_topic(name, partitions, &overrides)?;
+        let dir = self.topic_dir(name);
+        let storage_error = |e: String| KafkaError::new(ResponseError::KafkaStorageError, e);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| storage_error(format!("creating {}: {e}", dir.display())))?;
+        let meta = TopicFile {
+            name: name.to_owned(),
+            partitions,
+            configs: overrides.clone(),
+        };
+        let text = serde_json::to_string_pretty(&meta).map_err(|e| storage_error(e.to_string()))?;
+        write_atomically(&dir.join(TOPIC_FILE), text.as_bytes())
+            .map_err(|e| storage_error(format!("writing {}: {e}", dir.display())))?;
+        let topic = Arc::new(
+            self.open_topic(name, partitions, overrides)
+                .map_err(|e| storage_error(e.to_string()))?,
+        );
+        self.topics_write().insert(name.to_owned(), topic.clone());
+        tracing::info!(topic = name, partitions, "created topic");
+        Ok(topic)
+    }
+
+    /// Creates `name` with `num.partitions` if auto-creation is on and the name is valid.
+    pub fn auto_create(&self, name: &str) -> Result<Arc<Topic>, KafkaError> {
+        if let Some(topic) = self.topic(name) {
+            return Ok(topic);
+        }
+        if !self.config.auto_create_topics_enable {
+            return Err(KafkaError::new(
+                ResponseError::UnknownTopicOrPartition,
+                format!("unknown topic {name:?}"),
+            ));
+        }
+        match self.create_topic(name, self.config.num_partitions, TopicOverrides::new()) {
+            Err(e) if e.code == ResponseError::TopicAlreadyExists => self.topic(name).ok_or(e),
+            other => other,
+        }
+    }
+
+    /// Deletes a topic: unregisters it, closes its logs, renames its directory aside and
+    /// removes it. Fetches holding a read slice keep reading the unlinked files.
+    pub fn delete_topic(&self, name: &str) -> Result<(), KafkaError> {
+        let _admin = self
+            .admin
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let topic = self.topics_write().remove(name).ok_or_else(|| {
+            KafkaError::new(
+                ResponseError::UnknownTopicOrPartition,
+                format!("unknown topic {name:?}"),
+            )
+        })?;
+        for partition in &topic.partitions {
+            if let Err(e) = partition.close() {
+                tracing::warn!(topic = name, error = %e, "closing a deleted partition failed");
+            }
+        }
+        let dir = self.topic_dir(name);
+        let aside = self
+            .config
+            .data_dir
+            .join(format!("{name}.{}{DELETED_SUFFIX}", now_ms()));
+        std::fs::rename(&dir, &aside).map_err(|e| {
+            KafkaError::new(
+                ResponseError::KafkaStorageError,
+                format!("renaming {}: {e}", dir.display()),
+            )
+        })?;
+        sync_dir(&self.config.data_dir).ok();
+        remove_dir_logged(&aside);
+        tracing::info!(topic = name, "deleted topic");
+        Ok(())
+    }
+
+    /// Closes every partition (flush + clean-shutdown marker). Used at shutdown.
+    pub fn close_all(&self) -> Result<(), ServerError> {
+        let mut first_error = None;
+        for partition in self.partitions() {
+            if let Err(e) = partition.close() {
+                tracing::error!(error = %e, "closing partition failed");
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// Kafka's topic name rules: 1..=249 chars of `[a-zA-Z0-9._-]`, not `.` or `..`.
+pub fn validate_topic_name(name: &str) -> Result<(), KafkaError> {
+    let invalid = |why: &str| {
+        KafkaError::new(
+            ResponseError::InvalidTopicException,
+            format!("topic name {name:?} {why}"),
+        )
+    };
+    if name.is_empty() || name == "." || name == ".." {
+        return Err(invalid("is not allowed"));
+    }
+    if name.len() > limits::TOPIC_NAME_BYTES_MAX {
+        return Err(invalid(&format!(
+            "is longer than {} bytes",
+            limits::TOPIC_NAME_BYTES_MAX
+        )));
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+    {
+        return Err(invalid("has characters outside [a-zA-Z0-9._-]"));
+    }
+    if name.ends_with(DELETED_SUFFIX) && name.contains('.') {
+        return Err(invalid("looks like a deleted topic's directory"));
+    }
+    Ok(())
+}
+
+fn load_or_create_cluster_id(dir: &Path) -> Result<String, ServerError> {
+    let path = dir.join(CLUSTER_FILE);
+    if let Ok(text) = std::fs::read_to_string(&path)
+        && let Ok(file) = serde_json::from_str::<ClusterFile>(&text)
+    {
+        return Ok(file.cluster_id);
+    }
+    let cluster_id = random_id();
+    let text = serde_json::to_string(&ClusterFile {
+        cluster_id: cluster_id.clone(),
+    })
+    .unwrap_or_default();
+    write_atomically(&path, text.as_bytes())
+        .map_err(ServerError::io(format!("writing {}", path.display())))?;
+    Ok(cluster_id)
+}
+
+/// 22 URL-safe characters from the std hasher's random keys and the clock (Kafka's cluster
+/// ids are 22-character base64 UUIDs).
+fn random_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::with_capacity(22);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_i64(now_ms());
+    let mut bits = hasher.finish();
+    for i in 0..22 {
+        if i == 11 {
+            hasher.write_u64(bits);
+            bits = hasher.finish();
+        }
+        out.push(char::from(ALPHABET[(bits & 63) as usize]));
+        bits >>= 6;
+    }
+    out
+}
+
+/// Writes `path` so that a crash leaves either the old or the new content.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let tmp = path.with_extension("tmp");
+    let mut file = std::fs::File::create(&tmp)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    if let Some(parent) = path.parent() {
+        sync_dir(parent)?;
+    }
+    Ok(())
+}
+
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
+
+fn remove_dir_logged(path: &Path) {
+    if let Err(e) = std::fs::remove_dir_all(path) {
+        tracing::warn!(path = %path.display(), error = %e, "removing a deleted topic's directory failed");
+    }
+}
+
+#[cfg(test)]
+mod tests;

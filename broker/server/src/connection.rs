@@ -1,0 +1,276 @@
+//! One client connection; the only code that touches socket bytes.
+//!
+//! Three stages joined in one task, linked by bounded channels:
+//! - the reader parses length-prefixed frames (refusing a length above
+//!   `socket.request.max.bytes` before allocating, and growing the buffer only as bytes
+//!   arrive), and queues them (at most `IN_FLIGHT_REQUESTS_PER_CONNECTION_MAX`);
+//! - the processor handles them one at a time, in order (Kafka's per-connection ordering:
+//!   two produces to one partition must append in the order they were sent);
+//! - the writer sends responses in order: encoded bytes with `write_all`, record sets
+//!   straight from segment files with `sendfile(2)`.
+//!
+//! A framing error (bad length, unknown API, undecodable request) closes the connection after
+//! the responses already queued are written.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::{mpsc, watch};
+
+use crate::broker::Broker;
+use crate::handler;
+use crate::limits;
+
+/// Bytes the reader asks the socket for at a time while filling a large frame.
+const READ_CHUNK_BYTES: usize = 64 * 1024;
+
+/// A response ready to write: a frame's pieces, in order, without the length prefix.
+#[derive(Debug, Default)]
+pub struct Response {
+    /// The pieces of the frame body (header + message).
+    pub chunks: Vec<Chunk>,
+}
+
+/// A piece of a response frame.
+#[derive(Debug)]
+pub enum Chunk {
+    /// Encoded bytes.
+    Bytes(Bytes),
+    /// A range of a segment file, written with sendfile when the storage gives a file descriptor.
+    File(sluice_storage::ReadSlice),
+}
+
+impl Chunk {
+    fn len(&self) -> usize {
+        match self {
+            Self::Bytes(b) => b.len(),
+            Self::File(slice) => slice.len as usize,
+        }
+    }
+}
+
+/// Why a connection was closed by us.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// The socket failed.
+    #[error("socket: {0}")]
+    Io(#[from] io::Error),
+    /// The length prefix is negative, too small or above `socket.request.max.bytes`.
+    #[error("frame length {length} is outside {min}..={max} (socket.request.max.bytes)")]
+    BadLength {
+        /// The length prefix received.
+        length: i32,
+        /// Smallest valid frame.
+        min: usize,
+        /// `socket.request.max.bytes`.
+        max: u32,
+    },
+    /// A request we cannot parse or answer.
+    #[error("{0}")]
+    Malformed(String),
+}
+
+/// Per-connection context handed to handlers.
+#[derive(Debug, Clone)]
+pub struct ConnectionContext {
+    /// The broker.
+    pub broker: Arc<Broker>,
+    /// The client's address (for logs).
+    pub peer: SocketAddr,
+    /// Becomes true when the broker shuts down (long polls return early).
+    pub shutdown: watch::Receiver<bool>,
+}
+
+/// Serves one connection until the client closes it, a framing error, or shutdown.
+pub async fn serve(stream: TcpStream, ctx: ConnectionContext) {
+    let peer = ctx.peer;
+    let _ = stream.set_nodelay(true);
+    let (reader, writer) = stream.into_split();
+    let (request_tx, request_rx) = mpsc::channel(limits::IN_FLIGHT_REQUESTS_PER_CONNECTION_MAX);
+    let (response_tx, response_rx) = mpsc::channel(limits::QUEUED_RESPONSES_PER_CONNECTION_MAX);
+    let max = ctx.broker.config.socket_request_max_bytes;
+    let mut shutdown = ctx.shutdown.clone();
+    let read = read_loop(reader, request_tx, max, &mut shutdown);
+    let rest = async {
+        tokio::join!(
+            process_loop(&ctx, request_rx, response_tx),
+            write_loop(writer, response_rx)
+        )
+    };
+    tokio::pin!(read, rest);
+    tokio::select! {
+        result = &mut read => {
+            log_close(peer, "reader", result);
+            let (processed, written) = rest.await;
+            log_close(peer, "processor", processed);
+            log_close(peer, "writer", written);
+        }
+        (processed, written) = &mut rest => {
+            log_close(peer, "processor", processed);
+            log_close(peer, "writer", written);
+        }
+    }
+}
+
+fn log_close(peer: SocketAddr, stage: &str, result: Result<(), FrameError>) {
+    match result {
+        Ok(()) => {}
+        Err(FrameError::Io(e)) => tracing::debug!(%peer, stage, error = %e, "connection closed"),
+        Err(e) => tracing::warn!(%peer, stage, error = %e, "closing connection"),
+    }
+}
+
+async fn read_loop(
+    mut reader: OwnedReadHalf,
+    requests: mpsc::Sender<Bytes>,
+    max_bytes: u32,
+    shutdown: &mut watch::Receiver<bool>,
+) -> Result<(), FrameError> {
+    loop {
+        let frame = tokio::select! {
+            frame = read_frame(&mut reader, max_bytes) => frame?,
+            _ = shutdown.wait_for(|stop| *stop) => return Ok(()),
+        };
+        let Some(frame) = frame else { return Ok(()) };
+        if requests.send(frame).await.is_err() {
+            return Ok(());
+        }
+    }
+}
+
+/// Reads one frame body; `None` on a clean end of stream between frames.
+pub async fn read_frame(
+    reader: &mut OwnedReadHalf,
+    max_bytes: u32,
+) -> Result<Option<Bytes>, FrameError> {
+    let mut prefix = [0u8; 4];
+    match reader.read_exact(&mut prefix).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e.into()),
+    }
+    let length = i32::from_be_bytes(prefix);
+    let min = limits::REQUEST_HEADER_MIN_BYTES;
+    if length < min as i32 || length as u32 > max_bytes {
+        return Err(FrameError::BadLength {
+            length,
+            min,
+            max: max_bytes,
+        });
+    }
+    let length = length as usize;
+    let mut body = BytesMut::with_capacity(length.min(READ_CHUNK_BYTES));
+    while body.len() < length {
+        body.reserve((length - body.len()).min(READ_CHUNK_BYTES));
+        let mut limited = (&mut *reader).take((length - body.len()) as u64);
+        if limited.read_buf(&mut body).await? == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "connection closed mid-frame",
+            )
+            .into());
+        }
+    }
+    Ok(Some(body.freeze()))
+}
+
+async fn process_loop(
+    ctx: &ConnectionContext,
+    mut requests: mpsc::Receiver<Bytes>,
+    responses: mpsc::Sender<Response>,
+) -> Result<(), FrameError> {
+    while let Some(frame) = requests.recv().await {
+        let Some(response) = handler::handle(ctx, frame).await? else {
+            continue;
+        };
+        if responses.send(response).await.is_err() {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+async fn write_loop(
+    mut writer: OwnedWriteHalf,
+    mut responses: mpsc::Receiver<Response>,
+) -> Result<(), FrameError> {
+    while let Some(response) = responses.recv().await {
+        write_response(&mut writer, response).await?;
+    }
+    writer.shutdown().await.ok();
+    Ok(())
+}
+
+/// Writes one response frame: the length prefix, then each chunk.
+async fn write_response(writer: &mut OwnedWriteHalf, response: Response) -> io::Result<()> {
+    let body_bytes: usize = response.chunks.iter().map(Chunk::len).sum();
+    let length = i32::try_from(body_bytes).map_err(|_| io::Error::other("response above 2 GiB"))?;
+    writer.write_all(&length.to_be_bytes()).await?;
+    for chunk in response.chunks {
+        match chunk {
+            Chunk::Bytes(bytes) => writer.write_all(&bytes).await?,
+            Chunk::File(slice) => write_slice(writer, &slice).await?,
+        }
+    }
+    Ok(())
+}
+
+async fn write_slice(
+    writer: &mut OwnedWriteHalf,
+    slice: &sluice_storage::ReadSlice,
+) -> io::Result<()> {
+    if slice.len == 0 {
+        return Ok(());
+    }
+    match slice.raw_fd() {
+        Some(fd) => send_file(writer, fd, slice.position, slice.len as usize).await,
+        None => writer.write_all(&slice.read_to_vec()?).await,
+    }
+}
+
+/// Copies `len` bytes of `fd` from `offset` to the socket inside the kernel.
+async fn send_file(
+    writer: &OwnedWriteHalf,
+    fd: RawFd,
+    mut offset: u64,
+    mut len: usize,
+) -> io::Result<()> {
+    let stream: &TcpStream = writer.as_ref();
+    let socket = stream.as_raw_fd();
+    while len > 0 {
+        stream.writable().await?;
+        let sent = stream.try_io(tokio::io::Interest::WRITABLE, || {
+            let mut file_offset = libc::off_t::try_from(offset).map_err(io::Error::other)?;
+            // SAFETY: both descriptors are open for the duration of the call (the socket is
+            // borrowed from `writer`, the file from the caller's ReadSlice), and
+            // `file_offset` is a valid, exclusively borrowed off_t.
+            let n = unsafe { libc::sendfile(socket, fd, &mut file_offset, len) };
+            if n < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(n as usize)
+            }
+        });
+        match sent {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "segment file shorter than the read slice",
+                ));
+            }
+            Ok(n) => {
+                offset += n as u64;
+                len -= n;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}

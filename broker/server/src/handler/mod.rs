@@ -1,0 +1,175 @@
+//! Request dispatch: one `match` from API key to handler, after the version table says the
+//! version is served. Every handler has the same shape: `handle(ctx, request, version) ->
+//! response`; request-level problems become Kafka error codes in the response, and only
+//! frames we cannot parse close the connection.
+
+mod api_versions;
+mod create_topics;
+mod delete_topics;
+mod describe_configs;
+mod fetch;
+pub mod fetch_wire;
+mod list_offsets;
+mod metadata;
+mod produce;
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable};
+
+use crate::connection::{Chunk, ConnectionContext, FrameError, Response};
+use crate::versions;
+
+/// The first fields of every request header, read before choosing the header version.
+#[derive(Debug, Clone, Copy)]
+struct Peeked {
+    api_key: i16,
+    version: i16,
+    correlation_id: i32,
+}
+
+fn peek(frame: &[u8]) -> Result<Peeked, FrameError> {
+    let field = |at: usize, n: usize| {
+        frame.get(at..at + n).ok_or_else(|| {
+            FrameError::Malformed(format!(
+                "frame of {} bytes has no request header",
+                frame.len()
+            ))
+        })
+    };
+    Ok(Peeked {
+        api_key: i16::from_be_bytes(field(0, 2)?.try_into().unwrap_or_default()),
+        version: i16::from_be_bytes(field(2, 2)?.try_into().unwrap_or_default()),
+        correlation_id: i32::from_be_bytes(field(4, 4)?.try_into().unwrap_or_default()),
+    })
+}
+
+/// Handles one request frame; `None` when the request expects no response (acks=0).
+pub async fn handle(ctx: &ConnectionContext, frame: Bytes) -> Result<Option<Response>, FrameError> {
+    let peeked = peek(&frame)?;
+    let Some(support) = versions::lookup(peeked.api_key) else {
+        return Err(FrameError::Malformed(format!(
+            "unsupported API key {}",
+            peeked.api_key
+        )));
+    };
+    let (key, version) = (support.key, peeked.version);
+    if !support.serves(version) {
+        return match key {
+            ApiKey::ApiVersions => Ok(Some(api_versions::unsupported_version(
+                peeked.correlation_id,
+            )?)),
+            ApiKey::Produce if support.advertises(version) => {
+                produce::unsupported_old_version(frame, version, peeked.correlation_id).map(Some)
+            }
+            _ => Err(FrameError::Malformed(format!(
+                "{key:?} v{version} is not supported (this broker serves v{}..=v{})",
+                support.served_min, support.max
+            ))),
+        };
+    }
+    let mut body = frame;
+    let header = RequestHeader::decode(&mut body, key.request_header_version(version))
+        .map_err(|e| FrameError::Malformed(format!("{key:?} v{version} request header: {e}")))?;
+    tracing::trace!(peer = %ctx.peer, api = ?key, version, correlation_id = header.correlation_id, "request");
+    dispatch(ctx, key, version, &header, body).await
+}
+
+async fn dispatch(
+    ctx: &ConnectionContext,
+    key: ApiKey,
+    version: i16,
+    header: &RequestHeader,
+    mut body: Bytes,
+) -> Result<Option<Response>, FrameError> {
+    let cid = header.correlation_id;
+    let hv = key.response_header_version(version);
+    let response = match key {
+        ApiKey::ApiVersions => encode(
+            cid,
+            hv,
+            &api_versions::handle(decode(&mut body, key, version)?),
+            version,
+        )?,
+        ApiKey::Metadata => encode(
+            cid,
+            hv,
+            &metadata::handle(ctx, decode(&mut body, key, version)?, version).await,
+            version,
+        )?,
+        ApiKey::Produce => {
+            let request = decode(&mut body, key, version)?;
+            match produce::handle(ctx, request, version).await {
+                Some(response) => encode(cid, hv, &response, version)?,
+                None => return Ok(None),
+            }
+        }
+        ApiKey::Fetch => {
+            let response = fetch::handle(ctx, decode(&mut body, key, version)?, version).await;
+            let mut chunks = vec![Chunk::Bytes(encode_header(cid, hv)?)];
+            chunks.extend(fetch_wire::encode(response, version));
+            Response { chunks }
+        }
+        ApiKey::ListOffsets => encode(
+            cid,
+            hv,
+            &list_offsets::handle(ctx, decode(&mut body, key, version)?, version).await,
+            version,
+        )?,
+        ApiKey::CreateTopics => encode(
+            cid,
+            hv,
+            &create_topics::handle(ctx, decode(&mut body, key, version)?).await,
+            version,
+        )?,
+        ApiKey::DeleteTopics => encode(
+            cid,
+            hv,
+            &delete_topics::handle(ctx, decode(&mut body, key, version)?).await,
+            version,
+        )?,
+        ApiKey::DescribeConfigs => encode(
+            cid,
+            hv,
+            &describe_configs::handle(ctx, decode(&mut body, key, version)?, version),
+            version,
+        )?,
+        other => {
+            return Err(FrameError::Malformed(format!(
+                "{other:?} is in the version table but has no handler"
+            )));
+        }
+    };
+    Ok(Some(response))
+}
+
+fn decode<T: Decodable>(body: &mut Bytes, key: ApiKey, version: i16) -> Result<T, FrameError> {
+    T::decode(body, version)
+        .map_err(|e| FrameError::Malformed(format!("{key:?} v{version} request: {e}")))
+}
+
+fn encode_header(correlation_id: i32, header_version: i16) -> Result<Bytes, FrameError> {
+    let mut header = ResponseHeader::default();
+    header.correlation_id = correlation_id;
+    let mut buf = BytesMut::new();
+    header
+        .encode(&mut buf, header_version)
+        .map_err(|e| FrameError::Malformed(format!("encoding response header: {e}")))?;
+    Ok(buf.freeze())
+}
+
+/// Encodes a response header and message into one chunk.
+fn encode<M: Encodable>(
+    correlation_id: i32,
+    header_version: i16,
+    message: &M,
+    version: i16,
+) -> Result<Response, FrameError> {
+    let mut buf = BytesMut::from(&encode_header(correlation_id, header_version)?[..]);
+    message
+        .encode(&mut buf, version)
+        .map_err(|e| FrameError::Malformed(format!("encoding v{version} response: {e}")))?;
+    Ok(Response {
+        chunks: vec![Chunk::Bytes(buf.freeze())],
+    })
+}

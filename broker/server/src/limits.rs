@@ -1,0 +1,52 @@
+//! Every limit of the server, with its unit and why it has the value it has.
+//!
+//! Limits a user may want to change are config keys (see `config.rs`); their defaults live
+//! here so the two can be checked against each other at compile time.
+
+/// Default `socket.request.max.bytes`: Kafka's 100 MiB. A frame whose length prefix is above
+/// the configured value is refused before a buffer is allocated for it.
+pub const SOCKET_REQUEST_MAX_BYTES_DEFAULT: u32 = 100 * 1024 * 1024;
+
+/// Default `message.max.bytes`: Kafka's 1 MiB + 12 bytes of log overhead, per record batch.
+pub const MESSAGE_MAX_BYTES_DEFAULT: u32 = 1_048_588;
+
+/// Requests read from one connection but not yet answered. Kafka handles one request per
+/// connection at a time; we read ahead this far so parsing overlaps processing, then stop
+/// reading (TCP backpressure) until the writer catches up.
+pub const IN_FLIGHT_REQUESTS_PER_CONNECTION_MAX: usize = 16;
+
+/// Responses encoded but not yet written to one connection's socket.
+pub const QUEUED_RESPONSES_PER_CONNECTION_MAX: usize = 4;
+
+/// Open client connections; accepting stops (the kernel backlog holds the rest) above it.
+pub const CONNECTIONS_MAX: usize = 10_000;
+
+/// Upper bound on a Fetch's `max_wait_ms`, so a client cannot park a connection forever.
+pub const FETCH_MAX_WAIT_MS_MAX: u64 = 30_000;
+
+/// Default and cap of a Fetch response's total bytes when the request says 0 or less
+/// (Kafka's `fetch.max.bytes`, 50 MiB).
+pub const FETCH_RESPONSE_MAX_BYTES: u32 = 50 * 1024 * 1024;
+
+/// Topics in one Metadata / CreateTopics / DeleteTopics request, and partitions per topic at
+/// creation. Kafka has no hard cap; we refuse more rather than let a request balloon memory.
+pub const TOPICS_PER_REQUEST_MAX: usize = 10_000;
+
+/// `num.partitions` / CreateTopics `num_partitions` upper bound per topic.
+pub const PARTITIONS_PER_TOPIC_MAX: i32 = 10_000;
+
+/// Kafka's topic name length limit (249: leaves room for `-<partition>` in a 255-byte file name).
+pub const TOPIC_NAME_BYTES_MAX: usize = 249;
+
+/// How often the background ticker calls `Log::tick` (flush.ms, segment.ms, retention).
+pub const LOG_TICK_INTERVAL_MS: u64 = 200;
+
+/// Time a graceful shutdown waits for in-flight connections before closing logs anyway.
+pub const SHUTDOWN_GRACE_MS: u64 = 10_000;
+
+/// Smallest valid Kafka frame body: api_key (2) + api_version (2) + correlation_id (4).
+pub const REQUEST_HEADER_MIN_BYTES: usize = 8;
+
+const _: () = assert!(MESSAGE_MAX_BYTES_DEFAULT < SOCKET_REQUEST_MAX_BYTES_DEFAULT);
+const _: () = assert!(FETCH_RESPONSE_MAX_BYTES >= MESSAGE_MAX_BYTES_DEFAULT);
+const _: () = assert!(QUEUED_RESPONSES_PER_CONNECTION_MAX <= IN_FLIGHT_REQUESTS_PER_CONNECTION_MAX);

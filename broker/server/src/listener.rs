@@ -1,0 +1,171 @@
+//! The accept loop, the connection limit, the background log ticker, and graceful shutdown:
+//! stop accepting, let each connection finish the requests it has read, write their
+//! responses, then close every log (flush + clean-shutdown marker).
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinSet;
+
+use crate::broker::{Broker, now_ms};
+use crate::config::{BrokerConfig, HostPort};
+use crate::connection::{self, ConnectionContext};
+use crate::error::ServerError;
+use crate::limits;
+
+/// A bound, not yet running broker.
+#[derive(Debug)]
+pub struct Server {
+    /// Shared broker state (topics, config).
+    broker: Arc<Broker>,
+    /// The Kafka listener socket; dropped first at shutdown so no new clients arrive.
+    listener: TcpListener,
+    /// Flipped to true at shutdown: readers stop, long polls return.
+    shutdown_tx: watch::Sender<bool>,
+    /// One permit per open connection; accepting waits for a permit (backpressure).
+    connection_permits: Arc<Semaphore>,
+}
+
+impl Server {
+    /// Opens the data dir and binds the listener (port 0 picks a free port).
+    pub async fn bind(config: BrokerConfig) -> Result<Self, ServerError> {
+        config.validate()?;
+        let addr = config.listeners.socket_addr().map_err(|reason| {
+            crate::error::ConfigError::BadValue {
+                key: "listeners".into(),
+                value: config.listeners.to_string(),
+                reason,
+            }
+        })?;
+        let broker = tokio::task::spawn_blocking(move || Broker::open(config))
+            .await
+            .map_err(|e| ServerError::Io {
+                context: "opening the data dir".into(),
+                source: std::io::Error::other(e),
+            })??;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(ServerError::io(format!("binding {addr}")))?;
+        let bound = listener
+            .local_addr()
+            .map_err(ServerError::io("reading the bound address"))?;
+        broker.set_bound_address(HostPort {
+            host: bound.ip().to_string(),
+            port: bound.port(),
+        });
+        let (shutdown_tx, _) = watch::channel(false);
+        Ok(Self {
+            broker: Arc::new(broker),
+            listener,
+            shutdown_tx,
+            connection_permits: Arc::new(Semaphore::new(limits::CONNECTIONS_MAX)),
+        })
+    }
+
+    /// The address the listener bound.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
+    }
+
+    /// The shared broker (tests inspect it).
+    pub fn broker(&self) -> Arc<Broker> {
+        self.broker.clone()
+    }
+
+    /// Serves until `shutdown` resolves, then shuts down gracefully.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), ServerError> {
+        let Self {
+            broker,
+            listener,
+            shutdown_tx,
+            connection_permits,
+        } = self;
+        let ticker = tokio::spawn(tick_logs(broker.clone(), shutdown_tx.subscribe()));
+        let mut connections = JoinSet::new();
+        tokio::pin!(shutdown);
+        loop {
+            let permit = tokio::select! {
+                permit = connection_permits.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
+                () = &mut shutdown => break,
+            };
+            let (stream, peer) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        continue;
+                    }
+                },
+                () = &mut shutdown => break,
+            };
+            tracing::debug!(%peer, "connection accepted");
+            let ctx = ConnectionContext {
+                broker: broker.clone(),
+                peer,
+                shutdown: shutdown_tx.subscribe(),
+            };
+            connections.spawn(async move {
+                connection::serve(stream, ctx).await;
+                drop(permit);
+            });
+            while connections.try_join_next().is_some() {}
+        }
+        tracing::info!(
+            open_connections = connections.len(),
+            "shutting down: no longer accepting"
+        );
+        drop(listener);
+        shutdown_tx.send_replace(true);
+        let grace = Duration::from_millis(limits::SHUTDOWN_GRACE_MS);
+        if tokio::time::timeout(grace, async {
+            while connections.join_next().await.is_some() {}
+        })
+        .await
+        .is_err()
+        {
+            tracing::warn!(
+                grace_ms = limits::SHUTDOWN_GRACE_MS,
+                "connections still open after the grace period; closing logs anyway"
+            );
+            connections.abort_all();
+        }
+        ticker.await.ok();
+        let closing = broker.clone();
+        tokio::task::spawn_blocking(move || closing.close_all())
+            .await
+            .map_err(|e| ServerError::Io {
+                context: "closing logs".into(),
+                source: std::io::Error::other(e),
+            })??;
+        tracing::info!("shutdown complete");
+        Ok(())
+    }
+}
+
+/// Calls `Log::tick` on every partition (flush.ms, segment.ms, retention) until shutdown.
+async fn tick_logs(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
+    let mut interval = tokio::time::interval(Duration::from_millis(limits::LOG_TICK_INTERVAL_MS));
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = interval.tick() => {}
+            _ = shutdown.wait_for(|stop| *stop) => return,
+        }
+        let broker = broker.clone();
+        let ticked = tokio::task::spawn_blocking(move || {
+            for partition in broker.partitions() {
+                let result = partition.with_log(|log| log.tick(now_ms()));
+                if let Ok(Err(e)) = result {
+                    tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "log tick failed");
+                }
+            }
+        });
+        ticked.await.ok();
+    }
+}

@@ -1,0 +1,96 @@
+//! The one version table: which Kafka APIs and versions this broker implements. The
+//! ApiVersions response is derived from it, and the dispatcher consults it before decoding.
+
+use kafka_protocol::messages::ApiKey;
+
+/// One implemented API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApiSupport {
+    /// The API.
+    pub key: ApiKey,
+    /// Lowest version advertised in ApiVersions.
+    pub advertised_min: i16,
+    /// Lowest version actually served; advertised versions below it get UNSUPPORTED_VERSION.
+    pub served_min: i16,
+    /// Highest version advertised and served.
+    pub max: i16,
+}
+
+const fn api(key: ApiKey, min: i16, max: i16) -> ApiSupport {
+    ApiSupport {
+        key,
+        advertised_min: min,
+        served_min: min,
+        max,
+    }
+}
+
+/// Everything we implement. Non-flexible versions only, except ApiVersions v3.
+///
+/// Produce advertises v0-v2 without serving them: librdkafka before 2.x only enables
+/// compression when the broker advertises Produce v0 (KAFKA-18659); a v0-v2 request gets
+/// UNSUPPORTED_VERSION. CreateTopics/DeleteTopics/DescribeConfigs start where the
+/// `kafka-protocol` crate's codecs start (Kafka 4.0 dropped the older versions too).
+pub const SUPPORTED: &[ApiSupport] = &[
+    ApiSupport {
+        key: ApiKey::Produce,
+        advertised_min: 0,
+        served_min: 3,
+        max: 8,
+    },
+    api(ApiKey::Fetch, 4, 11),
+    api(ApiKey::ListOffsets, 1, 5),
+    api(ApiKey::Metadata, 0, 8),
+    api(ApiKey::CreateTopics, 2, 4),
+    api(ApiKey::DeleteTopics, 1, 3),
+    api(ApiKey::DescribeConfigs, 1, 3),
+    api(ApiKey::ApiVersions, 0, 3),
+];
+
+/// The table entry for a raw API key, if we implement it.
+pub fn lookup(api_key: i16) -> Option<&'static ApiSupport> {
+    SUPPORTED.iter().find(|s| s.key as i16 == api_key)
+}
+
+impl ApiSupport {
+    /// True if `version` is advertised.
+    pub fn advertises(&self, version: i16) -> bool {
+        (self.advertised_min..=self.max).contains(&version)
+    }
+
+    /// True if `version` is served (decoded and handled).
+    pub fn serves(&self, version: i16) -> bool {
+        (self.served_min..=self.max).contains(&version)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_served_version_has_a_codec() {
+        for s in SUPPORTED {
+            let codec = s.key.valid_versions();
+            assert!(
+                codec.min <= s.served_min && s.max <= codec.max,
+                "{:?} {codec}",
+                s.key
+            );
+            assert!(s.advertised_min <= s.served_min);
+        }
+    }
+
+    #[test]
+    fn only_api_versions_uses_flexible_versions() {
+        for s in SUPPORTED.iter().filter(|s| s.key != ApiKey::ApiVersions) {
+            assert_eq!(
+                s.key.request_header_version(s.max),
+                1,
+                "{:?} v{} is flexible",
+                s.key,
+                s.max
+            );
+        }
+    }
+}
