@@ -39,7 +39,7 @@ pub fn handle(
                 resource
                     .configuration_keys
                     .as_ref()
-                    .is_none_or(|keys| keys.iter().any(|k| k.as_str() == key))
+                    .is_none_or(|keys| keys.is_empty() || keys.iter().any(|k| k.as_str() == key))
             };
             match resource.resource_type {
                 RESOURCE_TOPIC => match ctx.broker.topic(resource.resource_name.as_str()) {

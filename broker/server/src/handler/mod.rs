@@ -12,6 +12,7 @@ pub mod fetch_wire;
 mod list_offsets;
 mod metadata;
 mod produce;
+mod shape;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
@@ -71,6 +72,8 @@ pub async fn handle(ctx: &ConnectionContext, frame: Bytes) -> Result<Option<Resp
     let mut body = frame;
     let header = RequestHeader::decode(&mut body, key.request_header_version(version))
         .map_err(|e| FrameError::Malformed(format!("{key:?} v{version} request header: {e}")))?;
+    shape::check(key, version, &body)
+        .map_err(|e| FrameError::Malformed(format!("{key:?} v{version} request: {e}")))?;
     tracing::trace!(peer = %ctx.peer, api = ?key, version, correlation_id = header.correlation_id, "request");
     dispatch(ctx, key, version, &header, body).await
 }
