@@ -127,3 +127,105 @@ pub(crate) fn partition_point(len: usize, pred: impl Fn(usize) -> bool) -> usize
     }
     lo
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::{FaultyFs, Fs, RealFs};
+    use std::path::Path;
+
+    /// Entries (10, 100), (20, 200), (30, 300) over `fs`.
+    fn three_entries(fs: &dyn Fs, path: &Path) -> OffsetIndex {
+        let mut index = OffsetIndex::open_active(fs.open(path, true).unwrap(), 0, 4096).unwrap();
+        for i in 1..=3u32 {
+            index
+                .push(IndexEntry {
+                    relative_offset: 10 * i,
+                    position: 100 * i,
+                })
+                .unwrap();
+        }
+        index
+    }
+
+    fn entry(relative_offset: u32, position: u32) -> Option<IndexEntry> {
+        Some(IndexEntry {
+            relative_offset,
+            position,
+        })
+    }
+
+    fn check_lookups(index: &OffsetIndex) {
+        assert_eq!(index.floor_by_offset(5), None, "before the first entry");
+        assert_eq!(index.floor_by_offset(10), entry(10, 100), "first");
+        assert_eq!(index.floor_by_offset(25), entry(20, 200), "between entries");
+        assert_eq!(index.floor_by_offset(30), entry(30, 300), "last");
+        assert_eq!(
+            index.floor_by_offset(u32::MAX),
+            entry(30, 300),
+            "past the end"
+        );
+        assert_eq!(index.floor_by_position(99), None);
+        assert_eq!(index.floor_by_position(100), entry(10, 100));
+        assert_eq!(index.floor_by_position(299), entry(20, 200));
+        assert_eq!(index.floor_by_position(10_000), entry(30, 300));
+    }
+
+    #[test]
+    fn lookups_in_memory_and_after_seal() {
+        let fs = FaultyFs::new();
+        let mut index = three_entries(&fs, Path::new("/p/0.index"));
+        check_lookups(&index);
+        index.seal().unwrap();
+        check_lookups(&index);
+        let reopened =
+            OffsetIndex::open_sealed(fs.open(Path::new("/p/0.index"), false).unwrap()).unwrap();
+        check_lookups(&reopened);
+    }
+
+    #[test]
+    fn lookups_memory_mapped_preallocated_then_trimmed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("0.index");
+        let mut index = three_entries(&RealFs, &path);
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            4096,
+            "preallocated"
+        );
+        check_lookups(&index);
+        index.seal().unwrap();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            24,
+            "trimmed on seal"
+        );
+        let reopened = OffsetIndex::open_sealed(RealFs.open(&path, false).unwrap()).unwrap();
+        check_lookups(&reopened);
+        assert!(reopened.is_sane(301) && !reopened.is_sane(300));
+    }
+
+    #[test]
+    fn empty_index_finds_nothing_and_full_index_says_so() {
+        let fs = FaultyFs::new();
+        let mut index =
+            OffsetIndex::open_active(fs.open(Path::new("/p/1.index"), true).unwrap(), 0, 16)
+                .unwrap();
+        assert_eq!(index.floor_by_offset(0), None);
+        assert_eq!(index.floor_by_position(0), None);
+        index
+            .push(IndexEntry {
+                relative_offset: 1,
+                position: 1,
+            })
+            .unwrap();
+        assert!(!index.is_full());
+        index
+            .push(IndexEntry {
+                relative_offset: 2,
+                position: 2,
+            })
+            .unwrap();
+        assert!(index.is_full());
+    }
+}

@@ -69,6 +69,12 @@ impl ReadSlice {
         self.file.std_file().map(AsRawFd::as_raw_fd)
     }
 
+    /// Copies the bytes into `buf` (resized to `len`), reusing its allocation.
+    pub fn read_into(&self, buf: &mut Vec<u8>) -> io::Result<()> {
+        buf.resize(self.len as usize, 0);
+        self.file.read_at(buf, self.position)
+    }
+
     /// Copies the bytes out (the fallback when zero-copy is not possible).
     pub fn read_to_vec(&self) -> io::Result<Vec<u8>> {
         let mut buf = vec![0u8; self.len as usize];

@@ -46,6 +46,8 @@ struct State {
     dirs: BTreeSet<PathBuf>,
     writes: u64,
     syncs: u64,
+    /// Bytes read from `*.log` files (to prove clean segments are not scanned).
+    log_bytes_read: u64,
     fail_write: Option<u64>,
     fail_sync: Option<u64>,
     last_write: Option<LastWrite>,
@@ -61,6 +63,7 @@ pub struct FaultyFs {
 struct FaultyFile {
     state: Arc<Mutex<State>>,
     inode: usize,
+    is_log: bool,
 }
 
 fn injected(what: &str) -> io::Error {
@@ -99,6 +102,12 @@ impl FaultyFs {
     #[must_use]
     pub fn syncs(&self) -> u64 {
         self.lock().syncs
+    }
+
+    /// Bytes read from segment `.log` files so far.
+    #[must_use]
+    pub fn log_bytes_read(&self) -> u64 {
+        self.lock().log_bytes_read
     }
 
     /// The filesystem a machine would find after crashing now.
@@ -211,7 +220,10 @@ impl FaultyFile {
 
 impl StorageFile for FaultyFile {
     fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<()> {
-        let s = self.lock();
+        let mut s = self.lock();
+        if self.is_log {
+            s.log_bytes_read += buf.len() as u64;
+        }
         let image = &s.inodes[self.inode].written;
         let pos = pos as usize;
         if pos + buf.len() > image.len() {
@@ -274,9 +286,11 @@ impl Fs for FaultyFs {
             }
             None => return Err(io::ErrorKind::NotFound.into()),
         };
+        let is_log = path.extension().is_some_and(|ext| ext == "log");
         Ok(Arc::new(FaultyFile {
             state: Arc::clone(&self.state),
             inode,
+            is_log,
         }))
     }
 
