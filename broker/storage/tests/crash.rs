@@ -194,7 +194,10 @@ fn io_error_fences_the_log_until_reopened() {
         Err(AppendError::Fenced)
     ));
     assert!(log.flush().is_err() && log.tick(0).is_err());
-    assert!(log.read(Offset(0), 100).unwrap().len > 0, "reads still work");
+    assert!(
+        log.read(Offset(0), 100).unwrap().len > 0,
+        "reads still work"
+    );
     drop(log);
     let mut log = open(&fs).unwrap();
     assert!(!log.is_fenced());
