@@ -13,11 +13,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use kafka_protocol::ResponseError;
 use serde::{Deserialize, Serialize};
-use sluice_storage::Log;
+use sluice_storage::{Fs, Log, RealFs};
 use tokio::sync::watch;
 
 use crate::config::{BrokerConfig, HostPort};
@@ -45,6 +46,10 @@ pub struct Broker {
     topics: RwLock<BTreeMap<String, Arc<Topic>>>,
     /// Serialises topic creation and deletion (directory and registry changes together).
     admin: Mutex<()>,
+    /// Fetches parked in a long poll right now (observability, and tests wait on it).
+    waiting_fetches: AtomicUsize,
+    /// The filesystem partition logs live on: the real one, or a fault-injecting twin in tests.
+    fs: Arc<dyn Fs>,
 }
 
 /// One topic.
@@ -146,6 +151,11 @@ impl Partition {
 impl Broker {
     /// Opens the data dir: creates it, loads every topic and opens its partitions.
     pub fn open(config: BrokerConfig) -> Result<Self, ServerError> {
+        Self::open_with(config, Arc::new(RealFs))
+    }
+
+    /// Same, with partition logs on `fs` (topic metadata stays on the real filesystem).
+    pub fn open_with(config: BrokerConfig, fs: Arc<dyn Fs>) -> Result<Self, ServerError> {
         let dir = config.data_dir.clone();
         std::fs::create_dir_all(&dir).map_err(ServerError::io(format!(
             "creating data dir {}",
@@ -162,6 +172,8 @@ impl Broker {
             cluster_id,
             topics: RwLock::new(BTreeMap::new()),
             admin: Mutex::new(()),
+            waiting_fetches: AtomicUsize::new(0),
+            fs,
         };
         broker.load_topics()?;
         Ok(broker)
@@ -209,11 +221,16 @@ impl Broker {
         let dir = self.topic_dir(name);
         let mut opened = Vec::with_capacity(partitions as usize);
         for index in 0..partitions {
-            let log = Log::open(&dir.join(index.to_string()), log_config.clone(), now_ms())
-                .map_err(|source| ServerError::Storage {
-                    context: format!("opening {name}-{index}"),
-                    source,
-                })?;
+            let log = Log::open_with(
+                self.fs.clone(),
+                &dir.join(index.to_string()),
+                log_config.clone(),
+                now_ms(),
+            )
+            .map_err(|source| ServerError::Storage {
+                context: format!("opening {name}-{index}"),
+                source,
+            })?;
             opened.push(Arc::new(Partition::new(name, index, log)));
         }
         Ok(Topic {
@@ -397,6 +414,17 @@ impl Broker {
         Ok(())
     }
 
+    /// Fetches parked in a long poll right now.
+    pub fn waiting_fetches(&self) -> usize {
+        self.waiting_fetches.load(Ordering::Relaxed)
+    }
+
+    /// Counts a fetch as parked until the returned guard drops.
+    pub fn park_fetch(&self) -> impl Drop + '_ {
+        self.waiting_fetches.fetch_add(1, Ordering::Relaxed);
+        ParkedFetch(&self.waiting_fetches)
+    }
+
     /// Closes every partition (flush + clean-shutdown marker). Used at shutdown.
     pub fn close_all(&self) -> Result<(), ServerError> {
         let mut first_error = None;
@@ -407,6 +435,14 @@ impl Broker {
             }
         }
         first_error.map_or(Ok(()), Err)
+    }
+}
+
+struct ParkedFetch<'a>(&'a AtomicUsize);
+
+impl Drop for ParkedFetch<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use sluice_storage::{Fs, RealFs};
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
@@ -33,6 +34,11 @@ pub struct Server {
 impl Server {
     /// Opens the data dir and binds the listener (port 0 picks a free port).
     pub async fn bind(config: BrokerConfig) -> Result<Self, ServerError> {
+        Self::bind_with(config, Arc::new(RealFs)).await
+    }
+
+    /// Same, with partition logs on `fs` (a fault-injecting twin in tests).
+    pub async fn bind_with(config: BrokerConfig, fs: Arc<dyn Fs>) -> Result<Self, ServerError> {
         config.validate()?;
         let addr = config.listeners.socket_addr().map_err(|reason| {
             crate::error::ConfigError::BadValue {
@@ -41,7 +47,7 @@ impl Server {
                 reason,
             }
         })?;
-        let broker = tokio::task::spawn_blocking(move || Broker::open(config))
+        let broker = tokio::task::spawn_blocking(move || Broker::open_with(config, fs))
             .await
             .map_err(|e| ServerError::Io {
                 context: "opening the data dir".into(),

@@ -74,6 +74,7 @@ pub async fn handle(ctx: &ConnectionContext, request: FetchRequest, _version: i1
             return output;
         }
         drop(output);
+        let _parked = ctx.broker.park_fetch();
         tokio::select! {
             () = any_changed(&mut wakers) => {}
             () = tokio::time::sleep_until(deadline) => {}

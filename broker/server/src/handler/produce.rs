@@ -9,7 +9,7 @@ use kafka_protocol::ResponseError;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::{Decodable, StrBytes};
-use sluice_storage::{AppendError, Durability};
+use sluice_storage::{AppendError, BatchError, Durability};
 
 use crate::broker::{Broker, now_ms};
 use crate::connection::{Chunk, ConnectionContext, FrameError, Response};
@@ -111,7 +111,7 @@ fn append_one(
 
 fn append_error(topic: &str, index: i32, error: AppendError) -> KafkaError {
     let code = match &error {
-        AppendError::InvalidBatch(_) => ResponseError::CorruptMessage,
+        AppendError::InvalidBatch(e) => batch_error_code(e),
         AppendError::TooLarge { .. } => ResponseError::MessageTooLarge,
         AppendError::Fenced | AppendError::Io(_) => ResponseError::KafkaStorageError,
     };
@@ -121,6 +121,18 @@ fn append_error(topic: &str, index: i32, error: AppendError) -> KafkaError {
         tracing::debug!(topic, partition = index, error = %error, "append refused");
     }
     KafkaError::new(code, format!("{topic}-{index}: {error}"))
+}
+
+/// Damaged bytes are CORRUPT_MESSAGE (the client may retry); well-formed batches we refuse
+/// (old magic, bad record count, unknown codec) are INVALID_RECORD, as Kafka answers them.
+fn batch_error_code(error: &BatchError) -> ResponseError {
+    match error {
+        BatchError::Truncated { .. }
+        | BatchError::BadLength { .. }
+        | BatchError::CrcMismatch { .. }
+        | BatchError::Empty => ResponseError::CorruptMessage,
+        _ => ResponseError::InvalidRecord,
+    }
 }
 
 fn partition_response(

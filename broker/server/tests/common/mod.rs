@@ -22,6 +22,7 @@ pub const DEADLINE: Duration = Duration::from_secs(10);
 /// A running broker; dropping it without `stop` aborts it.
 pub struct TestBroker {
     pub addr: SocketAddr,
+    pub broker: std::sync::Arc<sluice_server::broker::Broker>,
     dir: Option<tempfile::TempDir>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<Result<(), sluice_server::ServerError>>>,
@@ -33,18 +34,28 @@ impl TestBroker {
     }
 
     pub async fn start_in(dir: tempfile::TempDir, sets: &[(&str, &str)]) -> Self {
+        Self::start_with(dir, sets, std::sync::Arc::new(sluice_storage::RealFs)).await
+    }
+
+    pub async fn start_with(
+        dir: tempfile::TempDir,
+        sets: &[(&str, &str)],
+        fs: std::sync::Arc<dyn sluice_storage::Fs>,
+    ) -> Self {
         let mut config = config_for(dir.path());
         for (k, v) in sets {
             config.set(k, v).unwrap();
         }
-        let server = Server::bind(config).await.unwrap();
+        let server = Server::bind_with(config, fs).await.unwrap();
         let addr = server.local_addr();
+        let broker = server.broker();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(server.run(async move {
             let _ = stopped.await;
         }));
         Self {
             addr,
+            broker,
             dir: Some(dir),
             stop: Some(stop),
             task: Some(task),
@@ -77,6 +88,18 @@ impl Drop for TestBroker {
         if let Some(task) = &self.task {
             task.abort();
         }
+    }
+}
+
+/// Polls `condition` until it holds or the deadline passes.
+pub async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while !condition() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
 
@@ -193,8 +216,12 @@ pub fn encode_request<R: Encodable>(
     frame.freeze()
 }
 
-/// One uncompressed RecordBatch v2 holding `values` (keys `k0`, `k1`, ...).
+/// One uncompressed RecordBatch v2 holding `values` (keys `k0`, `k1`, ...), stamped now.
 pub fn batch(values: &[&str]) -> Bytes {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
     let records: Vec<records::Record> = values
         .iter()
         .enumerate()
@@ -208,7 +235,7 @@ pub fn batch(values: &[&str]) -> Bytes {
             timestamp_type: records::TimestampType::Creation,
             offset: i as i64,
             sequence: -1,
-            timestamp: 1_700_000_000_000 + i as i64,
+            timestamp: now_ms + i as i64,
             key: Some(Bytes::from(format!("k{i}"))),
             value: Some(Bytes::from(v.to_string())),
             headers: Default::default(),
