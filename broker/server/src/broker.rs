@@ -317,9 +317,7 @@ impl Broker {
                 ),
             ));
         }
-        for (key, value) in overrides {
-            topic_config::validate(key, value)?;
-        }
+        topic_config::validate_all(&self.config, overrides)?;
         if self.topic(name).is_some() {
             return Err(KafkaError::new(
                 ResponseError::TopicAlreadyExists,
@@ -342,21 +340,37 @@ impl Broker {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         self.validate_new_topic(name, partitions, &overrides)?;
         let dir = self.topic_dir(name);
-        let storage_error = |e: String| KafkaError::new(ResponseError::KafkaStorageError, e);
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| storage_error(format!("creating {}: {e}", dir.display())))?;
-        let meta = TopicFile {
-            name: name.to_owned(),
-            partitions,
-            configs: overrides.clone(),
+        // The partitions first, topic.json last: the file is the commit point, and a directory
+        // without it is ignored at start (and reused by the next creation of the name).
+        let created = std::fs::create_dir_all(&dir)
+            .map_err(ServerError::io(format!("creating {}", dir.display())))
+            .and_then(|()| self.open_topic(name, partitions, overrides))
+            .and_then(|topic| {
+                let meta = TopicFile {
+                    name: name.to_owned(),
+                    partitions,
+                    configs: topic.overrides.clone(),
+                };
+                let text = serde_json::to_string_pretty(&meta).map_err(|e| ServerError::Io {
+                    context: "encoding topic.json".into(),
+                    source: std::io::Error::other(e),
+                })?;
+                write_atomically(&dir.join(TOPIC_FILE), text.as_bytes()).map_err(
+                    ServerError::io(format!("writing {}", dir.join(TOPIC_FILE).display())),
+                )?;
+                Ok(topic)
+            });
+        let topic = match created {
+            Ok(topic) => Arc::new(topic),
+            Err(e) => {
+                tracing::error!(topic = name, error = %e, "creating topic failed");
+                remove_dir_logged(&dir);
+                return Err(KafkaError::new(
+                    ResponseError::KafkaStorageError,
+                    e.to_string(),
+                ));
+            }
         };
-        let text = serde_json::to_string_pretty(&meta).map_err(|e| storage_error(e.to_string()))?;
-        write_atomically(&dir.join(TOPIC_FILE), text.as_bytes())
-            .map_err(|e| storage_error(format!("writing {}: {e}", dir.display())))?;
-        let topic = Arc::new(
-            self.open_topic(name, partitions, overrides)
-                .map_err(|e| storage_error(e.to_string()))?,
-        );
         self.topics_write().insert(name.to_owned(), topic.clone());
         tracing::info!(topic = name, partitions, "created topic");
         Ok(topic)

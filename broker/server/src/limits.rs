@@ -21,6 +21,9 @@ pub const QUEUED_RESPONSES_PER_CONNECTION_MAX: usize = 4;
 /// Open client connections; accepting stops (the kernel backlog holds the rest) above it.
 pub const CONNECTIONS_MAX: usize = 10_000;
 
+/// Pause after a failed `accept` (EMFILE, ENOMEM) so the loop does not spin.
+pub const ACCEPT_ERROR_BACKOFF_MS: u64 = 100;
+
 /// Upper bound on a Fetch's `max_wait_ms`, so a client cannot park a connection forever.
 pub const FETCH_MAX_WAIT_MS_MAX: u64 = 30_000;
 

@@ -104,7 +104,9 @@ impl Server {
                 accepted = listener.accept() => match accepted {
                     Ok(accepted) => accepted,
                     Err(e) => {
-                        tracing::warn!(error = %e, "accept failed");
+                        // Out of file descriptors or memory: back off instead of spinning.
+                        tracing::warn!(error = %e, backoff_ms = limits::ACCEPT_ERROR_BACKOFF_MS, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(limits::ACCEPT_ERROR_BACKOFF_MS)).await;
                         continue;
                     }
                 },

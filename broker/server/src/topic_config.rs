@@ -51,6 +51,17 @@ pub fn validate(key: &str, value: &str) -> Result<(), KafkaError> {
         .map_err(|e| invalid(format!("topic config {key}: {e}")))
 }
 
+/// Checks every override and the storage engine's view of the result (ranges that depend on
+/// more than one key, such as `segment.bytes` against the storage limits).
+pub fn validate_all(broker: &BrokerConfig, overrides: &TopicOverrides) -> Result<(), KafkaError> {
+    for (key, value) in overrides {
+        validate(key, value)?;
+    }
+    log_config(broker, overrides)
+        .validate()
+        .map_err(|e| KafkaError::new(ResponseError::InvalidConfig, e.to_string()))
+}
+
 /// The broker config as this topic sees it.
 pub fn effective(broker: &BrokerConfig, overrides: &TopicOverrides) -> BrokerConfig {
     let mut config = broker.clone();

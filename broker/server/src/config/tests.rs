@@ -95,3 +95,28 @@ fn message_max_must_fit_in_a_request() {
     c.set("socket.request.max.bytes", "1000").unwrap();
     assert!(c.validate().is_err());
 }
+
+#[test]
+fn the_shipped_sluice_toml_documents_every_key_at_its_default() {
+    let shipped = include_str!("../../../../sluice.toml");
+    // Uncomment the `# key = value` lines: the result must parse and equal the defaults.
+    let uncommented: String = shipped
+        .lines()
+        .filter_map(|line| line.strip_prefix("# "))
+        .filter(|line| {
+            line.split_once(" = ")
+                .is_some_and(|(k, _)| !k.contains(' '))
+        })
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let mut c = BrokerConfig::default();
+    c.apply_toml(Path::new("sluice.toml"), &uncommented)
+        .unwrap();
+    assert_eq!(c, BrokerConfig::default());
+    for key in BROKER_KEYS {
+        assert!(
+            uncommented.contains(&format!("{key} = ")),
+            "sluice.toml does not document {key}"
+        );
+    }
+}
