@@ -38,7 +38,7 @@ fn start(dir: &std::path::Path, extra: &[&str], env: &[(&str, &str)]) -> (Child,
         let first = lines.next().and_then(Result::ok);
         tx.send(first).ok();
         // Anything more on stdout breaks the contract.
-        for line in lines.map_while(Result::ok) {
+        if let Some(Ok(line)) = lines.next() {
             panic!("unexpected stdout line: {line}");
         }
     });
