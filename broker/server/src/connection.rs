@@ -17,7 +17,7 @@ use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -211,14 +211,51 @@ async fn write_loop(
 async fn write_response(writer: &mut OwnedWriteHalf, response: Response) -> io::Result<()> {
     let body_bytes: usize = response.chunks.iter().map(Chunk::len).sum();
     let length = i32::try_from(body_bytes).map_err(|_| io::Error::other("response above 2 GiB"))?;
-    writer.write_all(&length.to_be_bytes()).await?;
+    let prefix = Bytes::copy_from_slice(&length.to_be_bytes());
+    // A response in several pieces (a fetch: headers around file ranges) is corked so the
+    // kernel sends full segments rather than one small packet per piece.
+    let corked = response.chunks.len() > 1 && set_cork(writer, true);
+    let mut pending = Some(prefix);
     for chunk in response.chunks {
         match chunk {
-            Chunk::Bytes(bytes) => writer.write_all(&bytes).await?,
-            Chunk::File(slice) => write_slice(writer, &slice).await?,
+            Chunk::Bytes(bytes) => {
+                // The length prefix goes out with the first piece in one writev.
+                let mut buf = pending.take().unwrap_or_default().chain(bytes);
+                writer.write_all_buf(&mut buf).await?;
+            }
+            Chunk::File(slice) => {
+                if let Some(mut prefix) = pending.take() {
+                    writer.write_all_buf(&mut prefix).await?;
+                }
+                write_slice(writer, &slice).await?;
+            }
         }
     }
+    if let Some(mut prefix) = pending.take() {
+        writer.write_all_buf(&mut prefix).await?;
+    }
+    if corked {
+        set_cork(writer, false);
+    }
     Ok(())
+}
+
+/// Sets TCP_CORK; false if the socket refused (the response is still written, just in more
+/// packets).
+fn set_cork(writer: &OwnedWriteHalf, on: bool) -> bool {
+    let stream: &TcpStream = writer.as_ref();
+    let value: libc::c_int = on.into();
+    // SAFETY: setsockopt on our open socket with a pointer to a live c_int and its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CORK,
+            (&raw const value).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    rc == 0
 }
 
 async fn write_slice(
