@@ -12,7 +12,9 @@
 //!   in-order responses, the sendfile writer.
 //! - [`versions`]: the one version table; ApiVersions is derived from it.
 //! - `handler/`: dispatch and one file per Kafka API, all shaped `handle(ctx, request) ->
-//!   response`; `handler/fetch_wire.rs` is the hand-encoded FetchResponse (zero-copy path).
+//!   response`; `handler/fetch_wire.rs` is the hand-encoded FetchResponse (zero-copy path),
+//!   `handler/shape.rs` refuses impossible array counts before decoding, and
+//!   `handler/compat.rs` serves the oldest admin API versions the codec crate dropped.
 //! - [`broker`]: the topic registry, partitions (log + fetch wake-up), persisted topic metadata.
 //! - [`error`]: config, Kafka and server errors.
 

@@ -4,6 +4,7 @@
 //! frames we cannot parse close the connection.
 
 mod api_versions;
+mod compat;
 mod create_topics;
 mod delete_topics;
 mod describe_configs;
@@ -43,6 +44,12 @@ fn peek(frame: &[u8]) -> Result<Peeked, FrameError> {
         version: i16::from_be_bytes(field(2, 2)?.try_into().unwrap_or_default()),
         correlation_id: i32::from_be_bytes(field(4, 4)?.try_into().unwrap_or_default()),
     })
+}
+
+/// True if `version` of `key` is served through the old-version shims.
+#[cfg(test)]
+pub(crate) fn has_compat(key: ApiKey, version: i16) -> bool {
+    compat::request_as(key, version).is_some()
 }
 
 /// Handles one request frame; `None` when the request expects no response (acks=0).
@@ -87,6 +94,11 @@ async fn dispatch(
 ) -> Result<Option<Response>, FrameError> {
     let cid = header.correlation_id;
     let hv = key.response_header_version(version);
+    let old = compat::request_as(key, version);
+    let decode_version = old.map_or(version, |(as_version, _)| as_version);
+    if let Some((_, suffix)) = old {
+        body = compat::upgrade_body(body, suffix);
+    }
     let response = match key {
         ApiKey::ApiVersions => encode(
             cid,
@@ -119,24 +131,33 @@ async fn dispatch(
             &list_offsets::handle(ctx, decode(&mut body, key, version)?, version).await,
             version,
         )?,
-        ApiKey::CreateTopics => encode(
-            cid,
-            hv,
-            &create_topics::handle(ctx, decode(&mut body, key, version)?).await,
-            version,
-        )?,
-        ApiKey::DeleteTopics => encode(
-            cid,
-            hv,
-            &delete_topics::handle(ctx, decode(&mut body, key, version)?).await,
-            version,
-        )?,
-        ApiKey::DescribeConfigs => encode(
-            cid,
-            hv,
-            &describe_configs::handle(ctx, decode(&mut body, key, version)?, version),
-            version,
-        )?,
+        ApiKey::CreateTopics => {
+            let response =
+                create_topics::handle(ctx, decode(&mut body, key, decode_version)?).await;
+            match old {
+                Some(_) => encode_raw(cid, hv, compat::create_topics(&response, version))?,
+                None => encode(cid, hv, &response, version)?,
+            }
+        }
+        ApiKey::DeleteTopics => {
+            let response =
+                delete_topics::handle(ctx, decode(&mut body, key, decode_version)?).await;
+            match old {
+                Some(_) => encode_raw(cid, hv, compat::delete_topics(&response))?,
+                None => encode(cid, hv, &response, version)?,
+            }
+        }
+        ApiKey::DescribeConfigs => {
+            let response = describe_configs::handle(
+                ctx,
+                decode(&mut body, key, decode_version)?,
+                decode_version,
+            );
+            match old {
+                Some(_) => encode_raw(cid, hv, compat::describe_configs(&response))?,
+                None => encode(cid, hv, &response, version)?,
+            }
+        }
         other => {
             return Err(FrameError::Malformed(format!(
                 "{other:?} is in the version table but has no handler"
@@ -159,6 +180,18 @@ fn encode_header(correlation_id: i32, header_version: i16) -> Result<Bytes, Fram
         .encode(&mut buf, header_version)
         .map_err(|e| FrameError::Malformed(format!("encoding response header: {e}")))?;
     Ok(buf.freeze())
+}
+
+/// A response header followed by an already encoded message (old versions, see `compat`).
+fn encode_raw(
+    correlation_id: i32,
+    header_version: i16,
+    message: Bytes,
+) -> Result<Response, FrameError> {
+    let header = encode_header(correlation_id, header_version)?;
+    Ok(Response {
+        chunks: vec![Chunk::Bytes(header), Chunk::Bytes(message)],
+    })
 }
 
 /// Encodes a response header and message into one chunk.
