@@ -126,6 +126,102 @@ async fn garbage_bodies_close_only_their_connection() {
     still_serving(&broker).await;
 }
 
+/// Valid requests of every served API, to mutate.
+fn seeds() -> Vec<(ApiKey, i16, Vec<u8>)> {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    let topic = || TopicName(StrBytes::from_static_str("t"));
+    let mut fetch = FetchRequest::default();
+    let mut ft = FetchTopic::default();
+    ft.topic = topic();
+    ft.partitions = vec![FetchPartition::default()];
+    fetch.topics = vec![ft];
+    let mut metadata = MetadataRequest::default();
+    let mut mt = MetadataRequestTopic::default();
+    mt.name = Some(topic());
+    metadata.topics = Some(vec![mt]);
+    let mut delete = DeleteTopicsRequest::default();
+    delete.topic_names = vec![topic()];
+    vec![
+        (
+            ApiKey::Produce,
+            8,
+            encode_request(
+                ApiKey::Produce,
+                8,
+                1,
+                &produce_request("t", batch(&["a", "b"])),
+            )
+            .to_vec(),
+        ),
+        (
+            ApiKey::Fetch,
+            11,
+            encode_request(ApiKey::Fetch, 11, 1, &fetch).to_vec(),
+        ),
+        (
+            ApiKey::Fetch,
+            4,
+            encode_request(ApiKey::Fetch, 4, 1, &fetch).to_vec(),
+        ),
+        (
+            ApiKey::Metadata,
+            8,
+            encode_request(ApiKey::Metadata, 8, 1, &metadata).to_vec(),
+        ),
+        (
+            ApiKey::DeleteTopics,
+            3,
+            encode_request(ApiKey::DeleteTopics, 3, 1, &delete).to_vec(),
+        ),
+        (
+            ApiKey::ApiVersions,
+            3,
+            encode_request(ApiKey::ApiVersions, 3, 1, &ApiVersionsRequest::default()).to_vec(),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn mutated_valid_requests_never_hang_or_crash_the_broker() {
+    let broker = TestBroker::start(&[("auto.create.topics.enable", "false")]).await;
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for (key, version, frame) in seeds() {
+        for _ in 0..40 {
+            let mut mutated = frame.clone();
+            // Keep the length prefix and API key/version; flip 1-4 bytes after them.
+            for _ in 0..(next() % 4 + 1) {
+                let at = 8 + (next() as usize) % (mutated.len() - 8);
+                mutated[at] = next() as u8;
+            }
+            let mut client = broker.client().await;
+            client.send_raw(&mutated).await;
+            // A probe behind it: the broker must answer it or close (a mutated acks=0 produce
+            // legitimately gets no answer of its own).
+            client
+                .send_raw(&encode_request(
+                    ApiKey::ApiVersions,
+                    0,
+                    999_999,
+                    &ApiVersionsRequest::default(),
+                ))
+                .await;
+            while let Some(frame) = client.recv_frame().await {
+                if frame[..4] == 999_999i32.to_be_bytes() {
+                    break;
+                }
+            }
+        }
+        let _ = (key, version);
+    }
+    still_serving(&broker).await;
+}
+
 #[tokio::test]
 async fn a_truncated_frame_does_not_stall_the_broker() {
     let broker = TestBroker::start(&[]).await;
