@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::FetchRequest;
+use kafka_protocol::messages::fetch_request::FetchTopic;
 use sluice_storage::{Offset, ReadError};
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -41,8 +42,43 @@ pub async fn handle(ctx: &ConnectionContext, request: FetchRequest, _version: i1
         .map_or(limits::FETCH_RESPONSE_MAX_BYTES, |b| {
             b.min(limits::FETCH_RESPONSE_MAX_BYTES)
         });
-    let targets: Vec<(String, Vec<Target>)> = request
-        .topics
+    let targets = resolve(ctx, request.topics);
+    // Subscribe before the first read, so an append between the read and the wait still wakes us.
+    let mut wakers: Vec<watch::Receiver<i64>> = targets
+        .iter()
+        .flat_map(|(_, ps)| {
+            ps.iter()
+                .filter_map(|t| t.partition.as_ref().map(|p| p.subscribe()))
+        })
+        .collect();
+    let mut shutdown = ctx.shutdown.clone();
+    loop {
+        // Reads take the partition lock, which an fsyncing append may hold: off the runtime.
+        let reading = targets.clone();
+        let Ok((output, bytes, errors)) =
+            tokio::task::spawn_blocking(move || read_all(&reading, max_bytes)).await
+        else {
+            return FetchOutput {
+                error_code: ResponseError::UnknownServerError.code(),
+                topics: Vec::new(),
+            };
+        };
+        if bytes >= min_bytes || errors || Instant::now() >= deadline || *shutdown.borrow() {
+            return output;
+        }
+        drop(output);
+        let _parked = ctx.broker.park_fetch();
+        tokio::select! {
+            () = any_changed(&mut wakers) => {}
+            () = tokio::time::sleep_until(deadline) => {}
+            _ = shutdown.changed() => {}
+        }
+    }
+}
+
+/// Looks up every requested partition once; unknown ones stay `None`.
+fn resolve(ctx: &ConnectionContext, topics: Vec<FetchTopic>) -> Arc<[(String, Vec<Target>)]> {
+    topics
         .into_iter()
         .map(|topic| {
             let name = topic.topic.0.to_string();
@@ -58,29 +94,7 @@ pub async fn handle(ctx: &ConnectionContext, request: FetchRequest, _version: i1
                 .collect();
             (name, partitions)
         })
-        .collect();
-    // Subscribe before the first read, so an append between the read and the wait still wakes us.
-    let mut wakers: Vec<watch::Receiver<i64>> = targets
-        .iter()
-        .flat_map(|(_, ps)| {
-            ps.iter()
-                .filter_map(|t| t.partition.as_ref().map(|p| p.subscribe()))
-        })
-        .collect();
-    let mut shutdown = ctx.shutdown.clone();
-    loop {
-        let (output, bytes, errors) = read_all(&targets, max_bytes);
-        if bytes >= min_bytes || errors || Instant::now() >= deadline || *shutdown.borrow() {
-            return output;
-        }
-        drop(output);
-        let _parked = ctx.broker.park_fetch();
-        tokio::select! {
-            () = any_changed(&mut wakers) => {}
-            () = tokio::time::sleep_until(deadline) => {}
-            _ = shutdown.changed() => {}
-        }
-    }
+        .collect()
 }
 
 /// Resolves when any receiver sees a new value.

@@ -8,6 +8,7 @@ use kafka_protocol::messages::list_offsets_response::{
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
+use crate::broker::Broker;
 use crate::connection::ConnectionContext;
 
 /// Kafka's "earliest" sentinel timestamp.
@@ -21,27 +22,36 @@ pub async fn handle(
     request: ListOffsetsRequest,
     _version: i16,
 ) -> ListOffsetsResponse {
+    let broker = ctx.broker.clone();
+    let topics = tokio::task::spawn_blocking(move || {
+        request
+            .topics
+            .into_iter()
+            .map(|topic| {
+                let name = topic.name.0.to_string();
+                let mut out = ListOffsetsTopicResponse::default();
+                out.partitions = topic
+                    .partitions
+                    .iter()
+                    .map(|p| lookup(&broker, &name, p.partition_index, p.timestamp))
+                    .collect();
+                out.name = topic.name;
+                out
+            })
+            .collect()
+    })
+    .await
+    .unwrap_or_else(|e| {
+        tracing::error!(error = %e, "list offsets task failed");
+        Vec::new()
+    });
     let mut response = ListOffsetsResponse::default();
-    response.topics = request
-        .topics
-        .into_iter()
-        .map(|topic| {
-            let name = topic.name.0.to_string();
-            let mut out = ListOffsetsTopicResponse::default();
-            out.partitions = topic
-                .partitions
-                .iter()
-                .map(|p| lookup(ctx, &name, p.partition_index, p.timestamp))
-                .collect();
-            out.name = topic.name;
-            out
-        })
-        .collect();
+    response.topics = topics;
     response
 }
 
 fn lookup(
-    ctx: &ConnectionContext,
+    broker: &Broker,
     topic: &str,
     index: i32,
     timestamp: i64,
@@ -51,7 +61,7 @@ fn lookup(
     out.timestamp = -1;
     out.offset = -1;
     out.leader_epoch = -1;
-    let Some(partition) = ctx.broker.partition(topic, index) else {
+    let Some(partition) = broker.partition(topic, index) else {
         out.error_code = ResponseError::UnknownTopicOrPartition.code();
         return out;
     };
