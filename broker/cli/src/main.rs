@@ -64,6 +64,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .build()
         .context("starting the runtime")?;
     runtime.block_on(async move {
+        let shutdown = shutdown_signal()?;
         let server = Server::bind(config).await?;
         let addr = server.local_addr();
         tracing::info!(%addr, "listening");
@@ -71,7 +72,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         writeln!(stdout, "sluice listening kafka={addr}")?;
         stdout.flush()?;
         drop(stdout);
-        server.run(shutdown_signal()).await?;
+        server.run(shutdown).await?;
         anyhow::Ok(())
     })
 }
@@ -138,18 +139,16 @@ fn raise_fd_limit() {
     }
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
+/// Installs the SIGINT and SIGTERM handlers now (before the listener binds, so a signal is
+/// never handled by the default disposition) and returns a future resolving on either.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::error!("cannot install signal handlers; stop with SIGKILL");
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
-        _ = int.recv() => tracing::info!("SIGINT: shutting down"),
-    }
+    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+            _ = int.recv() => tracing::info!("SIGINT: shutting down"),
+        }
+    })
 }

@@ -60,7 +60,7 @@ impl Server {
             .local_addr()
             .map_err(ServerError::io("reading the bound address"))?;
         broker.set_bound_address(HostPort {
-            host: bound.ip().to_string(),
+            host: advertised_host(bound.ip()),
             port: bound.port(),
         });
         let (shutdown_tx, _) = watch::channel(false);
@@ -154,6 +154,34 @@ impl Server {
         tracing::info!("shutdown complete");
         Ok(())
     }
+}
+
+/// The host to advertise for a bound IP. A wildcard bind (0.0.0.0, ::) is not an address a
+/// client can dial, so, like Kafka, advertise the machine's host name instead.
+fn advertised_host(ip: std::net::IpAddr) -> String {
+    if !ip.is_unspecified() {
+        return ip.to_string();
+    }
+    let mut name = [0u8; 256];
+    // SAFETY: gethostname writes at most `name.len()` bytes into our buffer.
+    let rc = unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) };
+    let host = if rc == 0 {
+        let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+        String::from_utf8_lossy(&name[..end]).into_owned()
+    } else {
+        String::new()
+    };
+    if host.is_empty() {
+        tracing::warn!(
+            "listening on a wildcard address and the host name is unknown: set advertised.listeners"
+        );
+        return "localhost".to_owned();
+    }
+    tracing::info!(
+        host,
+        "listening on a wildcard address: advertising the host name (set advertised.listeners to change it)"
+    );
+    host
 }
 
 /// Calls `Log::tick` on every partition (flush.ms, segment.ms, retention) until shutdown.
