@@ -124,6 +124,7 @@ impl Server {
             });
             while connections.try_join_next().is_some() {}
         }
+        while connections.try_join_next().is_some() {}
         tracing::info!(
             open_connections = connections.len(),
             "shutting down: no longer accepting"
