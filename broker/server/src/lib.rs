@@ -17,6 +17,19 @@
 //!   `handler/compat.rs` serves the oldest admin API versions the codec crate dropped.
 //! - [`broker`]: the topic registry, partitions (log + fetch wake-up), persisted topic metadata.
 //! - [`error`]: config, Kafka and server errors.
+//!
+//! Architecture Invariant: `connection.rs` is the only module that reads or writes socket
+//! bytes; handlers see decoded requests and return responses (or chunks of them).
+//!
+//! Architecture Invariant: only framing problems close a connection (bad length, unknown API
+//! or version, an undecodable body); everything else is a Kafka error code in the response.
+//!
+//! Architecture Invariant: nothing decodes or re-encodes stored record batches. Produce hands
+//! the client's bytes to the storage engine (which validates headers and CRCs), Fetch hands
+//! file ranges to the socket.
+//!
+//! Architecture Invariant: storage calls that may block on disk (append, read, tick, open,
+//! close) run on tokio's blocking pool, never on a runtime worker.
 
 pub mod broker;
 pub mod config;
