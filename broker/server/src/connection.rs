@@ -3,7 +3,8 @@
 //! Three stages joined in one task, linked by bounded channels:
 //! - the reader parses length-prefixed frames (refusing a length above
 //!   `socket.request.max.bytes` before allocating, and growing the buffer only as bytes
-//!   arrive), and queues them (at most `IN_FLIGHT_REQUESTS_PER_CONNECTION_MAX`);
+//!   arrive), and queues them (at most `IN_FLIGHT_REQUESTS_PER_CONNECTION_MAX` frames and
+//!   `READ_AHEAD_BYTES_PER_CONNECTION_MAX` bytes);
 //! - the processor handles them one at a time, in order (Kafka's per-connection ordering:
 //!   two produces to one partition must append in the order they were sent);
 //! - the writer sends responses in order: encoded bytes with `write_all`, record sets
@@ -21,7 +22,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
 use crate::broker::Broker;
 use crate::handler;
@@ -126,29 +127,56 @@ fn log_close(peer: SocketAddr, stage: &str, result: Result<(), FrameError>) {
     }
 }
 
+/// A request frame and its share of the connection's read-ahead byte budget, returned when the
+/// request has been handled.
+type Queued = (Bytes, OwnedSemaphorePermit);
+
 async fn read_loop(
     mut reader: OwnedReadHalf,
-    requests: mpsc::Sender<Bytes>,
+    requests: mpsc::Sender<Queued>,
     max_bytes: u32,
     shutdown: &mut watch::Receiver<bool>,
 ) -> Result<(), FrameError> {
+    let budget = Arc::new(Semaphore::new(
+        limits::READ_AHEAD_BYTES_PER_CONNECTION_MAX as usize,
+    ));
     loop {
-        let frame = tokio::select! {
-            frame = read_frame(&mut reader, max_bytes) => frame?,
+        let queued = tokio::select! {
+            queued = read_frame(&mut reader, max_bytes, &budget) => queued?,
             _ = shutdown.wait_for(|stop| *stop) => return Ok(()),
         };
-        let Some(frame) = frame else { return Ok(()) };
-        if requests.send(frame).await.is_err() {
+        let Some(queued) = queued else { return Ok(()) };
+        if requests.send(queued).await.is_err() {
             return Ok(());
         }
     }
 }
 
-/// Reads one frame body; `None` on a clean end of stream between frames.
-pub async fn read_frame(
+/// Reads one frame body once the read-ahead budget has room for it (a frame larger than the
+/// whole budget waits until it is alone); `None` on a clean end of stream between frames.
+async fn read_frame(
     reader: &mut OwnedReadHalf,
     max_bytes: u32,
-) -> Result<Option<Bytes>, FrameError> {
+    budget: &Arc<Semaphore>,
+) -> Result<Option<Queued>, FrameError> {
+    let Some(length) = read_length(reader, max_bytes).await? else {
+        return Ok(None);
+    };
+    let share = length.min(limits::READ_AHEAD_BYTES_PER_CONNECTION_MAX as usize) as u32;
+    let permit = budget
+        .clone()
+        .acquire_many_owned(share)
+        .await
+        .expect("the budget is never closed");
+    let body = read_body(reader, length).await?;
+    Ok(Some((body, permit)))
+}
+
+/// Reads and checks a length prefix; `None` on a clean end of stream.
+async fn read_length(
+    reader: &mut OwnedReadHalf,
+    max_bytes: u32,
+) -> Result<Option<usize>, FrameError> {
     let mut prefix = [0u8; 4];
     match reader.read_exact(&mut prefix).await {
         Ok(_) => {}
@@ -164,7 +192,11 @@ pub async fn read_frame(
             max: max_bytes,
         });
     }
-    let length = length as usize;
+    Ok(Some(length as usize))
+}
+
+/// Reads a frame body of `length` bytes, growing the buffer only as bytes arrive.
+async fn read_body(reader: &mut OwnedReadHalf, length: usize) -> Result<Bytes, FrameError> {
     let mut body = BytesMut::with_capacity(length.min(READ_CHUNK_BYTES));
     while body.len() < length {
         body.reserve((length - body.len()).min(READ_CHUNK_BYTES));
@@ -177,16 +209,18 @@ pub async fn read_frame(
             .into());
         }
     }
-    Ok(Some(body.freeze()))
+    Ok(body.freeze())
 }
 
 async fn process_loop(
     ctx: &ConnectionContext,
-    mut requests: mpsc::Receiver<Bytes>,
+    mut requests: mpsc::Receiver<Queued>,
     responses: mpsc::Sender<Response>,
 ) -> Result<(), FrameError> {
-    while let Some(frame) = requests.recv().await {
-        let Some(response) = handler::handle(ctx, frame).await? else {
+    while let Some((frame, budget_share)) = requests.recv().await {
+        let response = handler::handle(ctx, frame).await?;
+        drop(budget_share);
+        let Some(response) = response else {
             continue;
         };
         if responses.send(response).await.is_err() {

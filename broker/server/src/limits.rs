@@ -15,6 +15,11 @@ pub const MESSAGE_MAX_BYTES_DEFAULT: u32 = 1_048_588;
 /// reading (TCP backpressure) until the writer catches up.
 pub const IN_FLIGHT_REQUESTS_PER_CONNECTION_MAX: usize = 16;
 
+/// Bytes of request frames read from one connection but not yet handled. Together with the
+/// request count above it bounds a connection's read-ahead memory; a frame larger than this
+/// (up to `socket.request.max.bytes`) is read only when nothing else is queued.
+pub const READ_AHEAD_BYTES_PER_CONNECTION_MAX: u32 = 16 * 1024 * 1024;
+
 /// Responses encoded but not yet written to one connection's socket.
 pub const QUEUED_RESPONSES_PER_CONNECTION_MAX: usize = 4;
 
