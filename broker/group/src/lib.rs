@@ -1,0 +1,89 @@
+//! Sluice's consumer-group coordinator (the classic protocol) and committed-offset store.
+//!
+//! Pure: no tokio, no sockets, no clock, no wire format. The coordinator is a
+//! deterministic state machine fed `(now_ms, request)` that returns [`Effect`]s; time and
+//! randomness are injected, so every behaviour is unit-tested without sleeps and replays
+//! exactly in simulation.
+//!
+//! # How the server drives it
+//!
+//! ```text
+//! start:    let mut c = Coordinator::new(config, Box::new(rng), now_ms)?;
+//!           c.load(now_ms, records_of_the_offsets_log.map(OffsetRecord::decode));
+//! request:  JoinGroup / SyncGroup / Heartbeat / LeaveGroup / OffsetCommit
+//!             -> translate to `Request`, pick a unique `RequestId`, then
+//!                for e in c.handle(now_ms, request_id, request) { carry out e }
+//!           OffsetFetch / ListGroups / DescribeGroups / DeleteGroups
+//!             -> c.fetch_offsets / c.list_groups / c.describe_group / c.delete_groups
+//! effects:  Respond { request_id, response }  send it on that request's connection
+//!                                             (drop it if the connection is gone)
+//!           PersistOffsets { id, records }    append records (key = encode_key(),
+//!                                             value = encode_value(), None = tombstone)
+//!                                             to the offsets partition, then feed
+//!                                             c.persisted(id, Ok(()) or Err(code)) and
+//!                                             carry out its effects (the commit answer)
+//! timers:   sleep until c.next_deadline_ms(), then carry out c.on_tick(now_ms)'s effects;
+//!           recompute the deadline after every call above.
+//! compaction: c.snapshot() is the live content of the offsets log.
+//! ```
+//!
+//! Effects of one call are carried out in order. A JoinGroup answer is deferred until the
+//! rebalance's join phase completes (all members rejoined, the rebalance timeout, or the
+//! initial rebalance delay); a SyncGroup answer until the leader's SyncGroup; an
+//! OffsetCommit answer until `persisted`. Every deferred request is eventually answered
+//! (success, or an error such as `UNKNOWN_MEMBER_ID` when its member is removed, or
+//! `REBALANCE_IN_PROGRESS` when the same member sends a newer request).
+//!
+//! The server owns what needs the outside world: `NOT_COORDINATOR` and
+//! FindCoordinator (one broker is the coordinator of every group),
+//! `UNKNOWN_TOPIC_OR_PARTITION` for commits to partitions that do not exist, version
+//! differences of the Kafka messages (e.g. LeaveGroup v0-2 carry one member, JoinGroup v0
+//! has no rebalance timeout: pass the session timeout; `require_known_member_id` from v4).
+//!
+//! # Layout
+//! - [`limits`]: every bound, with its unit and why.
+//! - [`error`]: [`ErrorCode`] (Kafka's numbers) and [`DecodeError`] for log records.
+//! - [`config`]: [`GroupConfig`], Kafka's `group.*` and `offsets.*` broker keys.
+//! - [`rng`]: [`MemberIdRng`] injection and member ids (`<client_id>-<uuid>`).
+//! - [`api`]: requests, responses and [`Effect`]s as plain types.
+//! - [`state`]: [`GroupState`] and its legal moves.
+//! - [`member`]: one member: protocols, assignment, waiting requests, expiry.
+//! - `group.rs`: one [`Group`]: membership, protocol selection, heartbeat, leave, commit
+//!   validation, describe.
+//! - `rebalance.rs`: the rebalance moves of a group (join, sync, phase completion,
+//!   member removal, timers).
+//! - [`coordinator`]: [`Coordinator`]: routes by group id, deadline index, admin APIs.
+//! - `commit.rs`: OffsetCommit, the persist round trip, offset retention.
+//! - [`offsets`]: [`OffsetStore`] and the byte layout of [`OffsetRecord`]s.
+//!
+//! Architecture Invariant: this crate depends on no other Sluice crate, does no I/O and
+//! reads no clock; group membership is soft state (only offsets are persisted).
+
+pub mod api;
+mod commit;
+pub mod config;
+pub mod coordinator;
+pub mod error;
+mod group;
+pub mod limits;
+pub mod member;
+pub mod offsets;
+mod rebalance;
+pub mod rng;
+pub mod state;
+
+pub use api::{
+    CommitPartition, DescribedMember, Effect, FetchedOffset, GroupDescription, HeartbeatRequest,
+    HeartbeatResponse, JoinGroupMember, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,
+    LeaveGroupResponse, LeavingMember, LeftMember, ListedGroup, OffsetCommitRequest,
+    OffsetCommitResponse, PartitionResult, PersistId, Protocol, Request, RequestId, Response,
+    SyncGroupRequest, SyncGroupResponse, TopicPartition,
+};
+pub use config::{ConfigError, GroupConfig};
+pub use coordinator::Coordinator;
+pub use error::{DecodeError, ErrorCode};
+pub use group::Group;
+pub use member::Member;
+pub use offsets::{CommittedOffset, OffsetRecord, OffsetStore, RecordKey};
+pub use rng::{MemberIdRng, SplitMix64};
+pub use state::GroupState;
