@@ -199,10 +199,12 @@ impl Group {
     }
 
     /// A static member rejoining with an unknown member id (Kafka's
-    /// `updateStaticMemberAndRebalance`, KIP-345): the new id replaces the old one; in a
-    /// Stable group whose selected protocol would not change, no rebalance happens and the
-    /// member gets the current generation (leader field = the old leader id, so a
-    /// restarted leader does not reassign) and syncs to its previous assignment.
+    /// `updateStaticMemberAndRebalance`, KIP-345): the new id replaces the old one. In a
+    /// Stable group, if the member's protocols (names and metadata) are unchanged, no
+    /// rebalance happens: the member gets the current generation (leader field = the old
+    /// leader id, so a restarted leader does not reassign) and syncs to its previous
+    /// assignment. Kafka only compares the selected protocol, which misses a changed
+    /// subscription; we rebalance on any metadata change.
     fn rejoin_static(
         &mut self,
         ctx: &mut Ctx<'_>,
@@ -221,11 +223,12 @@ impl Group {
         match self.state {
             GroupState::Stable => {
                 let member = self.members.get_mut(new_id).expect("replaced member");
+                let unchanged = member.matches(&req.protocols);
                 member.protocols = req.protocols;
                 member.session_timeout_ms = u64::from(req.session_timeout_ms.unsigned_abs());
                 member.rebalance_timeout_ms = u64::from(req.rebalance_timeout_ms.unsigned_abs());
                 member.last_heartbeat_ms = ctx.now_ms;
-                if self.select_protocol() == self.protocol_name {
+                if unchanged && self.select_protocol() == self.protocol_name {
                     let response = self.join_response(new_id, old_leader.as_deref());
                     respond(out, rid, Response::JoinGroup(response));
                 } else {
@@ -404,6 +407,8 @@ impl Group {
             }
         };
         self.transition(GroupState::PreparingRebalance, ctx.now_ms);
+        // Kafka's tryCompleteElseWatch: e.g. the last member left, nobody to wait for.
+        self.try_complete_join(ctx, out);
     }
 
     /// Completes the join phase early if every member (and no pending one) has joined.
@@ -587,6 +592,5 @@ impl Group {
             self.remove_member(id, out);
         }
         self.prepare_rebalance(ctx, out);
-        self.try_complete_join(ctx, out);
     }
 }
