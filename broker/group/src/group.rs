@@ -207,20 +207,20 @@ impl Group {
         pick.map(|p| p.name.clone())
     }
 
-    /// True if `instance_id` is registered to a member other than `member_id`.
-    pub(crate) fn is_fenced(&self, instance_id: Option<&str>, member_id: &str) -> bool {
-        let current = instance_id.and_then(|i| self.static_members.get(i));
-        current.is_some_and(|id| id != member_id)
-    }
-
-    /// Kafka's `validateCurrentMember`: fenced static member, then unknown member.
+    /// Kafka's `validateCurrentMember`: a given `group.instance.id` must be registered
+    /// (else `UNKNOWN_MEMBER_ID`) to this member id (else `FENCED_INSTANCE_ID`), and the
+    /// member id must be in the group.
     pub(crate) fn validate_member(
         &self,
         member_id: &str,
         instance_id: Option<&str>,
     ) -> Result<(), ErrorCode> {
-        if self.is_fenced(instance_id, member_id) {
-            return Err(ErrorCode::FencedInstanceId);
+        if let Some(instance_id) = instance_id {
+            match self.static_members.get(instance_id) {
+                Some(current) if current != member_id => return Err(ErrorCode::FencedInstanceId),
+                Some(_) => {}
+                None => return Err(ErrorCode::UnknownMemberId),
+            }
         }
         if !self.members.contains_key(member_id) {
             return Err(ErrorCode::UnknownMemberId);

@@ -52,6 +52,7 @@
 //!   validation, describe.
 //! - `rebalance.rs`: the rebalance moves of a group (join, sync, phase completion,
 //!   member removal, timers).
+//! - `timers.rs`: member removal, session expiry, the join, initial-delay and sync timers.
 //! - [`coordinator`]: [`Coordinator`]: routes by group id, deadline index, admin APIs.
 //! - `commit.rs`: OffsetCommit, the persist round trip, offset retention.
 //! - [`offsets`]: [`OffsetStore`] and the byte layout of [`OffsetRecord`]s.
@@ -71,6 +72,7 @@ pub mod offsets;
 mod rebalance;
 pub mod rng;
 pub mod state;
+mod timers;
 
 pub use api::{
     CommitPartition, DescribedMember, Effect, FetchedOffset, GroupDescription, HeartbeatRequest,
