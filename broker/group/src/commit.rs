@@ -5,6 +5,8 @@
 //! the append with [`Coordinator::persisted`], so OffsetFetch never shows an offset the
 //! log could lose (Kafka's pending offset commits).
 
+use std::collections::HashMap;
+
 use crate::api::{
     CommitPartition, Effect, OffsetCommitRequest, OffsetCommitResponse, PartitionResult, PersistId,
     RequestId, Response,
@@ -99,12 +101,14 @@ impl Coordinator {
             self.create_group(now_ms, &req.group_id)?;
         }
         let group = self.groups.get_mut(&req.group_id).expect("group exists");
-        group.validate_commit(
+        let valid = group.validate_commit(
             now_ms,
             req.generation_id,
             &req.member_id,
             req.group_instance_id.as_deref(),
-        )?;
+        );
+        self.reindex(&req.group_id); // a valid commit counts as a heartbeat
+        valid?;
         if self.pending.len() >= limits::PENDING_PERSISTS_MAX {
             return Err(ErrorCode::CoordinatorNotAvailable);
         }
@@ -134,7 +138,19 @@ impl Coordinator {
         }
         let error = result.err().unwrap_or(ErrorCode::None);
         self.finish_commit(pending, error, &mut out);
+        self.debug_check();
         out
+    }
+
+    /// Commits waiting for persistence, by (group id, incarnation).
+    pub(crate) fn pending_commit_counts(&self) -> HashMap<(&str, u64), usize> {
+        let mut counts = HashMap::new();
+        for p in self.pending.values() {
+            *counts
+                .entry((p.group_id.as_str(), p.incarnation))
+                .or_default() += 1;
+        }
+        counts
     }
 
     fn finish_commit(

@@ -96,6 +96,7 @@ impl Coordinator {
             }
             Request::OffsetCommit(req) => self.offset_commit(now_ms, request_id, req, &mut out),
         }
+        self.debug_check();
         out
     }
 
@@ -118,6 +119,7 @@ impl Coordinator {
             self.next_retention_check_ms = now_ms + self.config.offsets_retention_check_interval_ms;
             self.expire_offsets(now_ms, &mut out);
         }
+        self.debug_check();
         out
     }
 
@@ -238,6 +240,7 @@ impl Coordinator {
                 records,
             });
         }
+        self.debug_check();
         (results, out)
     }
 
@@ -409,8 +412,20 @@ impl Coordinator {
         PersistId(self.next_persist_id)
     }
 
+    /// The group's deadline as filed in the index.
+    pub(crate) fn indexed_deadline(&self, group_id: &str) -> Option<u64> {
+        self.deadline_of.get(group_id).copied()
+    }
+
+    /// Runs [`Coordinator::check_invariants`] in debug builds.
+    pub(crate) fn debug_check(&self) {
+        if cfg!(debug_assertions) {
+            self.check_invariants();
+        }
+    }
+
     /// Re-files the group's next deadline in the index.
-    fn reindex(&mut self, group_id: &str) {
+    pub(crate) fn reindex(&mut self, group_id: &str) {
         if let Some(old) = self.deadline_of.remove(group_id) {
             self.deadlines.remove(&(old, group_id.to_owned()));
         }

@@ -55,6 +55,7 @@
 //! - `timers.rs`: member removal, session expiry, the join, initial-delay and sync timers.
 //! - [`coordinator`]: [`Coordinator`]: routes by group id, deadline index, admin APIs.
 //! - `commit.rs`: OffsetCommit, the persist round trip, offset retention.
+//! - `invariants.rs`: consistency checks run after every call in debug builds.
 //! - [`offsets`]: [`OffsetStore`] and the byte layout of [`OffsetRecord`]s.
 //!
 //! Architecture Invariant: this crate depends on no other Sluice crate, does no I/O and
@@ -66,6 +67,7 @@ pub mod config;
 pub mod coordinator;
 pub mod error;
 mod group;
+mod invariants;
 pub mod limits;
 pub mod member;
 pub mod offsets;

@@ -101,7 +101,10 @@ impl Group {
         req: JoinGroupRequest,
         out: &mut Vec<Effect>,
     ) {
-        if self.pending_members.remove(&req.member_id).is_some() {
+        // Pending ids come from the dynamic handshake only; one sent with an instance id
+        // goes through the static checks below instead (Kafka treats it as a bug).
+        let dynamic = req.group_instance_id.is_none();
+        if dynamic && self.pending_members.remove(&req.member_id).is_some() {
             let member_id = req.member_id.clone();
             return self.add_member(ctx, rid, member_id, req, out);
         }
