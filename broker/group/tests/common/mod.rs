@@ -4,7 +4,7 @@
 
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
 use sluice_group::{
@@ -23,6 +23,8 @@ pub struct Harness {
     pub now_ms: u64,
     next_request: u64,
     pub responses: BTreeMap<RequestId, Response>,
+    /// Every request answered so far (taken or not).
+    pub answered: BTreeSet<RequestId>,
     /// Every record persisted so far, in log order (the internal log).
     pub log: Vec<OffsetRecord>,
     /// Persist batches not yet acknowledged (with `manual_persist`).
@@ -43,6 +45,7 @@ impl Harness {
             now_ms,
             next_request: 0,
             responses: BTreeMap::new(),
+            answered: BTreeSet::new(),
             log: Vec::new(),
             unacked: Vec::new(),
             manual_persist: false,
@@ -64,8 +67,11 @@ impl Harness {
                     request_id,
                     response,
                 } => {
-                    let old = self.responses.insert(request_id, response);
-                    assert!(old.is_none(), "request {request_id:?} answered twice");
+                    assert!(
+                        self.answered.insert(request_id),
+                        "request {request_id:?} answered twice"
+                    );
+                    self.responses.insert(request_id, response);
                 }
                 Effect::PersistOffsets { id, records } => {
                     if self.manual_persist {
@@ -97,6 +103,16 @@ impl Harness {
             self.apply(effects);
         }
         self.now_ms = target;
+    }
+
+    /// Asserts every request sent so far was answered.
+    pub fn check_all_answered(&self) {
+        for n in 1..=self.next_request {
+            assert!(
+                self.answered.contains(&RequestId(n)),
+                "request {n} never answered"
+            );
+        }
     }
 
     pub fn take(&mut self, rid: RequestId) -> Option<Response> {
