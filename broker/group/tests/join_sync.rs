@@ -225,6 +225,11 @@ fn request_level_join_errors() {
         ..member("a")
     });
     assert_eq!(long.error, ErrorCode::InvalidSessionTimeout);
+    let negative = h.join_now(JoinGroupRequest {
+        rebalance_timeout_ms: -1,
+        ..member("a")
+    });
+    assert_eq!(negative.error, ErrorCode::InvalidRequest);
     let huge_id = h.join_now(JoinGroupRequest {
         client_id: "x".repeat(256),
         ..member("a")

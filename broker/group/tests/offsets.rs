@@ -317,3 +317,25 @@ fn offsets_per_group_and_partitions_per_commit_are_capped() {
     let too_many = commit(&mut h, (0..=max).collect());
     assert!(too_many.iter().all(|e| *e == ErrorCode::InvalidRequest));
 }
+
+#[test]
+fn commits_beyond_the_pending_persist_cap_are_refused_until_acknowledged() {
+    let mut h = Harness::new();
+    h.manual_persist = true;
+    let max = sluice_group::limits::PENDING_PERSISTS_MAX;
+    for _ in 0..max {
+        h.commit(-1, "", &[("t", 0, 1)]);
+    }
+    let over = h.commit(-1, "", &[("t", 0, 2)]);
+    assert_eq!(
+        h.commit_errors(over),
+        [ErrorCode::CoordinatorNotAvailable],
+        "retriable: the log is behind"
+    );
+    let (id, records) = h.unacked.remove(0);
+    h.log.extend(records);
+    let effects = h.c.persisted(id, Ok(()));
+    h.apply(effects);
+    let next = h.commit(-1, "", &[("t", 0, 3)]);
+    assert!(h.pending(next), "room again after an acknowledgement");
+}
