@@ -5,7 +5,7 @@
 //! the append with [`Coordinator::persisted`], so OffsetFetch never shows an offset the
 //! log could lose (Kafka's pending offset commits).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use crate::api::{
     CommitPartition, Effect, OffsetCommitRequest, OffsetCommitResponse, PartitionResult, PersistId,
@@ -13,10 +13,11 @@ use crate::api::{
 };
 use crate::coordinator::Coordinator;
 use crate::error::ErrorCode;
-use crate::group::respond;
+use crate::group::{Group, respond};
 use crate::limits;
 use crate::offsets::{CommittedOffset, OffsetRecord, RecordKey};
 use crate::state::GroupState;
+use crate::subscription::CONSUMER_PROTOCOL_TYPE;
 
 /// A commit waiting for its records to be persisted.
 #[derive(Debug, Clone)]
@@ -179,27 +180,24 @@ impl Coordinator {
         );
     }
 
-    /// The `offsets.retention.check.interval.ms` pass: expire offsets of Empty groups
-    /// (`offsets.retention.minutes` after the group became Empty and after the commit; for
-    /// offset-only groups after the commit), then drop Empty groups left without offsets.
-    /// Offsets of Stable groups for topics no longer subscribed are not expired yet.
+    /// The `offsets.retention.check.interval.ms` pass: expire offsets per [`expiry_rule`]
+    /// (`offsets.retention.minutes`), then drop Empty groups left without offsets.
     pub(crate) fn expire_offsets(&mut self, now_ms: u64, out: &mut Vec<Effect>) {
         let retention_ms = i64::try_from(self.config.offsets_retention_ms).unwrap_or(i64::MAX);
         let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
         let mut records = Vec::new();
         let mut dead = Vec::new();
         for group in self.groups.values() {
-            if group.state != GroupState::Empty || group.pending_commits > 0 {
+            let Some((base_ms, subscribed)) = expiry_rule(group) else {
                 continue;
-            }
-            let base_ms = if group.protocol_type.is_some() {
-                group.state_since_ms
-            } else {
-                0
             };
             let base = i64::try_from(base_ms).unwrap_or(i64::MAX);
-            records.extend(self.offsets.expire(&group.id, now, base, retention_ms));
-            if !self.offsets.has_offsets(&group.id) && group.pending_members.is_empty() {
+            records.extend(
+                self.offsets
+                    .expire(&group.id, now, base, retention_ms, subscribed),
+            );
+            let empty = group.state == GroupState::Empty;
+            if empty && !self.offsets.has_offsets(&group.id) && group.pending_members.is_empty() {
                 dead.push(group.id.clone());
             }
         }
@@ -212,6 +210,26 @@ impl Coordinator {
                 records,
             });
         }
+    }
+}
+
+/// Kafka's `removeExpiredOffsets` cases: which offsets of `group` may expire, as (time
+/// retention counts from, topics that never expire). `None`: none may.
+/// - Empty with a protocol type: retention counts from when it became Empty.
+/// - Empty without (offsets only, simple consumers): from each commit.
+/// - Stable `consumer` group with readable subscriptions: offsets of topics nobody
+///   subscribes to, from each commit.
+fn expiry_rule(group: &Group) -> Option<(u64, Option<&BTreeSet<String>>)> {
+    if group.pending_commits > 0 {
+        return None;
+    }
+    match group.state {
+        GroupState::Empty if group.protocol_type.is_some() => Some((group.state_since_ms, None)),
+        GroupState::Empty => Some((0, None)),
+        GroupState::Stable if group.protocol_type.as_deref() == Some(CONSUMER_PROTOCOL_TYPE) => {
+            group.subscribed_topics.as_ref().map(|s| (0, Some(s)))
+        }
+        _ => None,
     }
 }
 

@@ -77,6 +77,9 @@ pub struct Group {
     pub(crate) incarnation: u64,
     /// Offset commits of this group waiting for persistence (blocks expiry and removal).
     pub(crate) pending_commits: usize,
+    /// Topics the members of a `consumer` group subscribe to (current generation), `None`
+    /// if unknown: then no offset of a live group expires.
+    pub(crate) subscribed_topics: Option<BTreeSet<String>>,
 }
 
 impl Group {
@@ -97,6 +100,7 @@ impl Group {
             new_member_added: false,
             incarnation,
             pending_commits: 0,
+            subscribed_topics: None,
         }
     }
 

@@ -55,6 +55,7 @@
 //! - `timers.rs`: member removal, session expiry, the join, initial-delay and sync timers.
 //! - [`coordinator`]: [`Coordinator`]: routes by group id, deadline index, admin APIs.
 //! - `commit.rs`: OffsetCommit, the persist round trip, offset retention.
+//! - [`subscription`]: subscribed topics from consumer-protocol metadata (offset expiry).
 //! - `invariants.rs`: consistency checks run after every call in debug builds.
 //! - [`offsets`]: [`OffsetStore`] and the byte layout of [`OffsetRecord`]s.
 //!
@@ -74,6 +75,7 @@ pub mod offsets;
 mod rebalance;
 pub mod rng;
 pub mod state;
+pub mod subscription;
 mod timers;
 
 pub use api::{

@@ -26,7 +26,7 @@
 //! u32 metadata_len, metadata_len bytes of UTF-8 metadata (<= limits::OFFSET_METADATA_BYTES_MAX)
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::api::TopicPartition;
 use crate::error::DecodeError;
@@ -330,19 +330,22 @@ impl OffsetStore {
     }
 
     /// Removes the group's offsets whose retention has passed: an offset expires once
-    /// `now_ms - max(commit_timestamp_ms, base_ms) >= retention_ms`. Returns tombstones.
+    /// `now_ms - max(commit_timestamp_ms, base_ms) >= retention_ms`, unless its topic is in
+    /// `subscribed`. Returns tombstones.
     pub fn expire(
         &mut self,
         group: &str,
         now_ms: i64,
         base_ms: i64,
         retention_ms: i64,
+        subscribed: Option<&BTreeSet<String>>,
     ) -> Vec<OffsetRecord> {
         let Some(offsets) = self.groups.get_mut(group) else {
             return Vec::new();
         };
         let expired: Vec<TopicPartition> = offsets
             .iter()
+            .filter(|(tp, _)| subscribed.is_none_or(|s| !s.contains(&tp.topic)))
             .filter(|(_, v)| {
                 now_ms.saturating_sub(v.commit_timestamp_ms.max(base_ms)) >= retention_ms
             })
@@ -509,14 +512,14 @@ mod tests {
         let mut fresh = commit("a", tp("t", 1), 1);
         fresh.value.as_mut().unwrap().commit_timestamp_ms = 100;
         let mut store = OffsetStore::load(vec![commit("a", tp("t", 0), 1), fresh]);
-        assert!(store.expire("a", 50, 0, 100).is_empty());
-        let gone = store.expire("a", 109, 0, 100);
+        assert!(store.expire("a", 50, 0, 100, None).is_empty());
+        let gone = store.expire("a", 109, 0, 100, None);
         assert_eq!(gone, vec![OffsetRecord::offset_tombstone("a", tp("t", 0))]);
         assert!(
-            store.expire("a", 150, 60, 100).is_empty(),
+            store.expire("a", 150, 60, 100, None).is_empty(),
             "base time holds back expiry"
         );
-        assert_eq!(store.expire("a", 200, 60, 100).len(), 1);
+        assert_eq!(store.expire("a", 200, 60, 100, None).len(), 1);
         assert!(!store.has_offsets("a"));
     }
 }

@@ -2,6 +2,8 @@
 //! SyncGroup, preparing a rebalance and completing its join phase (Kafka's
 //! `GroupCoordinator` join/sync paths). Removal and timers are in `timers.rs`.
 
+use std::collections::BTreeSet;
+
 use bytes::Bytes;
 
 use crate::api::{Effect, JoinGroupRequest, RequestId, Response, SyncGroupRequest};
@@ -11,6 +13,7 @@ use crate::limits;
 use crate::member::Member;
 use crate::rng::new_member_id;
 use crate::state::GroupState;
+use crate::subscription::{self, CONSUMER_PROTOCOL_TYPE};
 
 impl Group {
     /// Whether one more member may join (Kafka's `acceptJoiningMember`, plus the hard cap
@@ -454,9 +457,11 @@ impl Group {
         self.phase = Phase::Idle;
         if self.members.is_empty() {
             self.protocol_name = None;
+            self.subscribed_topics = None;
             return self.transition(GroupState::Empty, ctx.now_ms);
         }
         self.protocol_name = self.select_protocol();
+        self.subscribed_topics = self.compute_subscribed_topics();
         self.transition(GroupState::CompletingRebalance, ctx.now_ms);
         let ids: Vec<String> = self.members.keys().cloned().collect();
         for id in ids {
@@ -472,6 +477,20 @@ impl Group {
         self.phase = Phase::Sync {
             deadline_ms: ctx.now_ms + self.rebalance_timeout_ms(),
         };
+    }
+
+    /// Union of the members' subscriptions for the selected protocol (`consumer` groups).
+    fn compute_subscribed_topics(&self) -> Option<BTreeSet<String>> {
+        if self.protocol_type.as_deref() != Some(CONSUMER_PROTOCOL_TYPE) {
+            return None;
+        }
+        let protocol = self.protocol_name.as_deref()?;
+        let metadata: Vec<Bytes> = self
+            .members
+            .values()
+            .map(|m| m.metadata(protocol))
+            .collect();
+        subscription::union(metadata.iter().map(|m| &m[..]))
     }
 
     /// Keeps the leader if it rejoined, else picks the first member that did.

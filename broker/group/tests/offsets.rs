@@ -2,11 +2,13 @@
 //! OffsetFetch (named partitions and all partitions), generation checks on commit
 //! (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID),
 //! simple consumers, metadata and count limits, reload from the persisted log (with
-//! tombstones) and expiry by `offsets.retention.minutes`.
+//! tombstones), expiry by `offsets.retention.minutes` (Empty groups, simple consumers,
+//! and topics a Stable consumer group no longer subscribes to) and the pending-persist cap.
 
 mod common;
 
 use common::*;
+use sluice_group::subscription::encode_subscription_v0;
 use sluice_group::{
     CommitPartition, Coordinator, ErrorCode, GroupConfig, GroupState, JoinGroupRequest,
     OffsetCommitRequest, OffsetRecord, Request, SplitMix64,
@@ -338,4 +340,36 @@ fn commits_beyond_the_pending_persist_cap_are_refused_until_acknowledged() {
     h.apply(effects);
     let next = h.commit(-1, "", &[("t", 0, 3)]);
     assert!(h.pending(next), "room again after an acknowledgement");
+}
+
+#[test]
+fn a_stable_consumer_group_loses_offsets_of_topics_it_no_longer_subscribes_to() {
+    let mut h = Harness::new();
+    let subscribe = |topics: &[&str], member_id: &str| JoinGroupRequest {
+        member_id: member_id.into(),
+        session_timeout_ms: 1_800_000,
+        protocols: protocols(&[("range", &encode_subscription_v0(topics))]),
+        ..member("a")
+    };
+    let a = h.join(subscribe(&["old", "kept"], ""));
+    h.advance(3_000);
+    let a = h.join_response(a);
+    let s = h.sync(1, &a.member_id, &[]);
+    h.sync_response(s);
+    let rid = h.commit(1, &a.member_id, &[("old", 0, 1), ("kept", 0, 1)]);
+    h.commit_errors(rid);
+    // The consumer drops "old" from its subscription: a rebalance to generation 2.
+    let again = h.join(subscribe(&["kept"], &a.member_id));
+    let again = h.join_response(again);
+    let s = h.sync(again.generation_id, &a.member_id, &[]);
+    h.sync_response(s);
+    for _ in 0..7 * 24 * 4 + 1 {
+        h.advance(15 * 60 * 1000);
+        assert_eq!(
+            h.heartbeat(again.generation_id, &a.member_id),
+            ErrorCode::None
+        );
+    }
+    assert_eq!(h.state(), GroupState::Stable);
+    assert_eq!((h.fetched("old", 0), h.fetched("kept", 0)), (-1, 1));
 }
