@@ -24,8 +24,15 @@
 //!                                             carry out its effects (the commit answer)
 //! timers:   sleep until c.next_deadline_ms(), then carry out c.on_tick(now_ms)'s effects;
 //!           recompute the deadline after every call above.
-//! compaction: c.snapshot() is the live content of the offsets log.
+//! compaction: c.snapshot() is the live content of the offsets log (one record per
+//!           live key); write it as the new log when the log has grown well past it,
+//!           with no PersistOffsets batch in flight in between.
 //! ```
+//!
+//! `now_ms` is wall-clock milliseconds since the Unix epoch (as Kafka's `time.milliseconds`):
+//! commit timestamps are persisted and offset retention spans restarts. Time going
+//! backwards delays timers; nothing breaks. The coordinator is single-threaded: the
+//! server owns it from one task and feeds it calls one at a time.
 //!
 //! Effects of one call are carried out in order. A JoinGroup answer is deferred until the
 //! rebalance's join phase completes (all members rejoined, the rebalance timeout, or the
@@ -40,6 +47,22 @@
 //! differences of the Kafka messages (e.g. LeaveGroup v0-2 carry one member, JoinGroup v0
 //! has no rebalance timeout: pass the session timeout; `require_known_member_id` from v4).
 //!
+//! # Where Sluice differs from Kafka's classic coordinator (on purpose)
+//! - Membership is soft state: after a restart every group is Empty and members rejoin
+//!   (their heartbeats get `UNKNOWN_MEMBER_ID`). Kafka also persists the generation and
+//!   assignment; clients recover the same way either way.
+//! - A static member rejoining a Stable group with changed protocol metadata triggers a
+//!   rebalance (Kafka only checks whether the selected protocol would change, which
+//!   misses a changed subscription).
+//! - Protocol selection breaks vote ties by the leader's preference (Kafka: hash order).
+//! - A request superseded by a newer one from the same member (a retried JoinGroup or
+//!   SyncGroup) is answered `REBALANCE_IN_PROGRESS`, and a removed member's waiting
+//!   SyncGroup `UNKNOWN_MEMBER_ID`; Kafka drops those callbacks.
+//! - Every collection has a cap ([`limits`]); Kafka's `group.max.size` defaults to
+//!   unbounded, ours to [`limits::GROUP_MEMBERS_MAX`].
+//! - An Empty group's offsets expire `offsets.retention.minutes` after both the group
+//!   became Empty and the commit (Kafka: after the group became Empty only).
+//!
 //! # Layout
 //! - [`limits`]: every bound, with its unit and why.
 //! - [`error`]: [`ErrorCode`] (Kafka's numbers) and [`DecodeError`] for log records.
@@ -50,8 +73,8 @@
 //! - [`member`]: one member: protocols, assignment, waiting requests, expiry.
 //! - `group.rs`: one [`Group`]: membership, protocol selection, heartbeat, leave, commit
 //!   validation, describe.
-//! - `rebalance.rs`: the rebalance moves of a group (join, sync, phase completion,
-//!   member removal, timers).
+//! - `rebalance.rs`: the rebalance moves of a group (join, sync, preparing a rebalance,
+//!   completing the join phase).
 //! - `timers.rs`: member removal, session expiry, the join, initial-delay and sync timers.
 //! - [`coordinator`]: [`Coordinator`]: routes by group id, deadline index, admin APIs.
 //! - `commit.rs`: OffsetCommit, the persist round trip, offset retention.
@@ -61,6 +84,11 @@
 //!
 //! Architecture Invariant: this crate depends on no other Sluice crate, does no I/O and
 //! reads no clock; group membership is soft state (only offsets are persisted).
+//!
+//! Architecture Invariant: a committed offset is visible to OffsetFetch only after the
+//! server acknowledged its record with `persisted`; once every handed-out batch is
+//! appended (failed appends left out), replaying the log gives exactly the in-memory
+//! store (the simulation test checks this).
 
 pub mod api;
 mod commit;
