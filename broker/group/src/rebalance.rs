@@ -16,26 +16,30 @@ use crate::state::GroupState;
 use crate::subscription::{self, CONSUMER_PROTOCOL_TYPE};
 
 impl Group {
-    /// Whether one more member may join (Kafka's `acceptJoiningMember`, plus the hard cap
-    /// that also counts pending members).
-    pub(crate) fn accepts_member(&self, ctx: &Ctx<'_>, member_id: &str) -> bool {
-        let known = self.members.get(member_id);
-        if known.is_none()
-            && self.members.len() + self.pending_members.len() >= limits::GROUP_MEMBERS_MAX
-        {
+    /// Whether this join may add a member (Kafka's `acceptJoiningMember`, plus the hard
+    /// cap that also counts pending members). A known member id, a pending one, or the
+    /// registered `group.instance.id` of a restarting static member takes no new seat.
+    pub(crate) fn accepts_member(&self, ctx: &Ctx<'_>, req: &JoinGroupRequest) -> bool {
+        let instance = req.group_instance_id.as_ref();
+        let static_id = instance.and_then(|i| self.static_members.get(i));
+        let known = self
+            .members
+            .get(&req.member_id)
+            .or(static_id.and_then(|id| self.members.get(id)));
+        let seated = known.is_some() || self.pending_members.contains_key(&req.member_id);
+        if !seated && self.members.len() + self.pending_members.len() >= limits::GROUP_MEMBERS_MAX {
             return false;
         }
         let max = ctx.config.group_max_size;
         match self.state {
             GroupState::Empty | GroupState::Dead => true,
             GroupState::PreparingRebalance => {
-                known.is_some_and(|m| m.join_request.is_some())
-                    || self
-                        .members
-                        .values()
-                        .filter(|m| m.join_request.is_some())
-                        .count()
-                        < max
+                let joined = self
+                    .members
+                    .values()
+                    .filter(|m| m.join_request.is_some())
+                    .count();
+                known.is_some_and(|m| m.join_request.is_some()) || joined < max
             }
             GroupState::CompletingRebalance | GroupState::Stable => {
                 known.is_some() || self.members.len() < max
@@ -51,7 +55,7 @@ impl Group {
         req: JoinGroupRequest,
         out: &mut Vec<Effect>,
     ) {
-        if !self.accepts_member(ctx, &req.member_id) {
+        if !self.accepts_member(ctx, &req) {
             return respond(out, rid, join_error("", ErrorCode::GroupMaxSizeReached));
         }
         if !self.supports(&req.protocol_type, &req.protocols) {

@@ -454,3 +454,20 @@ fn cooperative_rebalance_relays_owned_partitions_over_two_rounds() {
     h.sync_response(a_sync);
     assert_eq!(&h.sync_response(b_sync).assignment[..], b"t-1");
 }
+
+#[test]
+fn a_full_group_still_takes_back_its_restarting_static_member() {
+    let mut h = Harness::with_config(GroupConfig {
+        group_max_size: 1,
+        ..GroupConfig::default()
+    });
+    let s = h.join(static_member("s", "inst"));
+    h.advance(3_000);
+    let s = h.join_response(s);
+    let sync = h.sync(1, &s.member_id, &[(&s.member_id, b"p")]);
+    h.sync_response(sync);
+    let back = h.join_now(static_member("s", "inst"));
+    assert_eq!((back.error, back.generation_id), (ErrorCode::None, 1));
+    let other = h.join_now(static_member("t", "other"));
+    assert_eq!(other.error, ErrorCode::GroupMaxSizeReached);
+}

@@ -350,3 +350,36 @@ fn static_member_expires_by_session_timeout() {
         "a fresh member after expiry"
     );
 }
+
+#[test]
+fn a_pending_member_holds_the_join_until_it_joins_leaves_or_expires() {
+    let mut h = Harness::new();
+    let (ids, generation) = h.stable_group(&["a"]);
+    let handshake = |h: &mut Harness| {
+        let r = h.join_now(JoinGroupRequest {
+            require_known_member_id: true,
+            ..member("p")
+        });
+        assert_eq!(r.error, ErrorCode::MemberIdRequired);
+        r.member_id
+    };
+    // Leaves: the join completes at once.
+    let pending = handshake(&mut h);
+    let a = h.join(rejoin(&ids[0]));
+    assert!(
+        h.pending(a),
+        "every member rejoined, but a pending member may still join"
+    );
+    let left = h.leave(&[(&pending, None)]);
+    assert_eq!(left.members[0].error, ErrorCode::None);
+    assert_eq!(h.join_response(a).generation_id, generation + 1);
+    let s = h.sync(generation + 1, &ids[0], &[]);
+    h.sync_response(s);
+    // Expires after its session timeout: the join completes then.
+    let _pending = handshake(&mut h);
+    let a = h.join(rejoin(&ids[0]));
+    h.advance(SESSION_MS as u64 - 1);
+    assert!(h.pending(a));
+    h.advance(1);
+    assert_eq!(h.join_response(a).generation_id, generation + 2);
+}
