@@ -59,7 +59,8 @@
 //!   SyncGroup) is answered `REBALANCE_IN_PROGRESS`, and a removed member's waiting
 //!   SyncGroup `UNKNOWN_MEMBER_ID`; Kafka drops those callbacks.
 //! - Every collection has a cap ([`limits`]); Kafka's `group.max.size` defaults to
-//!   unbounded, ours to [`limits::GROUP_MEMBERS_MAX`].
+//!   unbounded, ours to [`limits::GROUP_MEMBERS_MAX`]. A full group still takes back a
+//!   restarting static member: its `group.instance.id` holds its seat.
 //! - An Empty group's offsets expire `offsets.retention.minutes` after both the group
 //!   became Empty and the commit (Kafka: after the group became Empty only).
 //!

@@ -471,3 +471,20 @@ fn a_full_group_still_takes_back_its_restarting_static_member() {
     let other = h.join_now(static_member("t", "other"));
     assert_eq!(other.error, ErrorCode::GroupMaxSizeReached);
 }
+
+#[test]
+fn five_hundred_members_rebalance_together() {
+    let mut h = Harness::new();
+    let names: Vec<String> = (0..500).map(|i| format!("m{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let (ids, generation) = h.stable_group(&refs);
+    assert_eq!((ids.len(), generation), (500, 1));
+    let described = h.c.describe_group(GROUP);
+    assert_eq!(described.members.len(), 500);
+    assert!(
+        described
+            .members
+            .iter()
+            .all(|m| m.assignment.starts_with(b"assign-"))
+    );
+}

@@ -55,7 +55,16 @@ impl Sim {
                 metadata: 0,
             })
             .collect();
-        let mut h = Harness::new();
+        // Odd seeds run with a small group.max.size, so some joins are refused.
+        let group_max_size = if seed % 2 == 1 {
+            2
+        } else {
+            GroupConfig::default().group_max_size
+        };
+        let mut h = Harness::with_config(GroupConfig {
+            group_max_size,
+            ..GroupConfig::default()
+        });
         h.manual_persist = true;
         Self {
             h,
