@@ -47,6 +47,37 @@
 //! differences of the Kafka messages (e.g. LeaveGroup v0-2 carry one member, JoinGroup v0
 //! has no rebalance timeout: pass the session timeout; `require_known_member_id` from v4).
 //!
+//! # Example
+//!
+//! ```
+//! use sluice_group::*;
+//!
+//! let rng = Box::new(SplitMix64::new(7));
+//! let mut c = Coordinator::new(GroupConfig::default(), rng, 0).unwrap();
+//! let join = JoinGroupRequest {
+//!     group_id: "g".into(),
+//!     member_id: String::new(),
+//!     group_instance_id: None,
+//!     client_id: "app".into(),
+//!     client_host: "/127.0.0.1".into(),
+//!     session_timeout_ms: 10_000,
+//!     rebalance_timeout_ms: 30_000,
+//!     protocol_type: "consumer".into(),
+//!     protocols: vec![Protocol { name: "range".into(), metadata: Bytes::new() }],
+//!     require_known_member_id: false,
+//! };
+//! // The first join of an empty group waits for group.initial.rebalance.delay.ms.
+//! assert!(c.handle(0, RequestId(1), Request::JoinGroup(join)).is_empty());
+//! let at = c.next_deadline_ms().unwrap();
+//! assert_eq!(at, 3_000);
+//! let effects = c.on_tick(at);
+//! let Effect::Respond { request_id, response: Response::JoinGroup(joined) } = &effects[0] else {
+//!     panic!("expected the deferred JoinGroup answer");
+//! };
+//! assert_eq!((*request_id, joined.generation_id), (RequestId(1), 1));
+//! assert_eq!(joined.leader, joined.member_id);
+//! ```
+//!
 //! # Where Sluice differs from Kafka's classic coordinator (on purpose)
 //! - Membership is soft state: after a restart every group is Empty and members rejoin
 //!   (their heartbeats get `UNKNOWN_MEMBER_ID`). Kafka also persists the generation and
@@ -106,6 +137,8 @@ pub mod rng;
 pub mod state;
 pub mod subscription;
 mod timers;
+
+pub use bytes::Bytes;
 
 pub use api::{
     CommitPartition, DescribedMember, Effect, FetchedOffset, GroupDescription, HeartbeatRequest,
