@@ -76,6 +76,11 @@ impl Coordinator {
             records,
         };
         if pending.records.is_empty() {
+            let group = self
+                .groups
+                .get_mut(&pending.group_id)
+                .expect("checked group");
+            group.pending_commits -= 1;
             return self.finish_commit(pending, ErrorCode::None, out);
         }
         let id = self.persist_id();
@@ -143,6 +148,41 @@ impl Coordinator {
         out
     }
 
+    /// Drops every committed offset of a deleted topic (Kafka's
+    /// `handleDeletedPartitions`); the tombstones come back as an effect. Commits of that
+    /// topic still waiting for persistence will not be applied: their records precede the
+    /// tombstones in the log, so a replay agrees.
+    pub fn delete_topic_offsets(&mut self, topic: &str) -> Vec<Effect> {
+        let of_topic =
+            |r: &OffsetRecord| matches!(&r.key, RecordKey::Offset { tp, .. } if tp.topic == topic);
+        // In-flight commits of the topic are logged before these tombstones: cover them.
+        let mut keys: BTreeSet<RecordKey> = BTreeSet::new();
+        for pending in self.pending.values_mut() {
+            keys.extend(
+                pending
+                    .records
+                    .iter()
+                    .filter(|r| of_topic(r))
+                    .map(|r| r.key.clone()),
+            );
+            pending.records.retain(|r| !of_topic(r));
+        }
+        keys.extend(self.offsets.delete_topic(topic).into_iter().map(|r| r.key));
+        let records: Vec<OffsetRecord> = keys
+            .into_iter()
+            .map(|key| OffsetRecord { key, value: None })
+            .collect();
+        let mut out = Vec::new();
+        if !records.is_empty() {
+            out.push(Effect::PersistOffsets {
+                id: self.persist_id(),
+                records,
+            });
+        }
+        self.debug_check();
+        out
+    }
+
     /// Commits waiting for persistence, by (group id, incarnation).
     pub(crate) fn pending_commit_counts(&self) -> HashMap<(&str, u64), usize> {
         let mut counts = HashMap::new();
@@ -160,11 +200,6 @@ impl Coordinator {
         persist_error: ErrorCode,
         out: &mut Vec<Effect>,
     ) {
-        if pending.records.is_empty()
-            && let Some(group) = self.groups.get_mut(&pending.group_id)
-        {
-            group.pending_commits -= 1;
-        }
         let partitions = pending
             .results
             .into_iter()

@@ -15,6 +15,7 @@
 //!                for e in c.handle(now_ms, request_id, request) { carry out e }
 //!           OffsetFetch / ListGroups / DescribeGroups / DeleteGroups
 //!             -> c.fetch_offsets / c.list_groups / c.describe_group / c.delete_groups
+//!           a topic is deleted -> c.delete_topic_offsets(topic)
 //! effects:  Respond { request_id, response }  send it on that request's connection
 //!                                             (drop it if the connection is gone)
 //!           PersistOffsets { id, records }    append records (key = encode_key(),
@@ -34,7 +35,8 @@
 //! backwards delays timers; nothing breaks. The coordinator is single-threaded: the
 //! server owns it from one task and feeds it calls one at a time.
 //!
-//! Effects of one call are carried out in order. A JoinGroup answer is deferred until the
+//! Effects of one call are carried out in order, and `PersistOffsets` batches are
+//! appended in the order they were emitted, across calls. A JoinGroup answer is deferred until the
 //! rebalance's join phase completes (all members rejoined, the rebalance timeout, or the
 //! initial rebalance delay); a SyncGroup answer until the leader's SyncGroup; an
 //! OffsetCommit answer until `persisted`. Every deferred request is eventually answered

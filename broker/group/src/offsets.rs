@@ -312,6 +312,25 @@ impl OffsetStore {
         out
     }
 
+    /// Deletes every group's offsets for `topic` (the topic was deleted); returns the
+    /// tombstones to persist.
+    pub fn delete_topic(&mut self, topic: &str) -> Vec<OffsetRecord> {
+        let mut out = Vec::new();
+        for (group, offsets) in &mut self.groups {
+            let gone: Vec<TopicPartition> = offsets
+                .keys()
+                .filter(|tp| tp.topic == topic)
+                .cloned()
+                .collect();
+            for tp in gone {
+                offsets.remove(&tp);
+                out.push(OffsetRecord::offset_tombstone(group, tp));
+            }
+        }
+        self.groups.retain(|_, offsets| !offsets.is_empty());
+        out
+    }
+
     /// Deletes a group's offsets; returns the tombstones to persist (per partition, then
     /// the group tombstone, so any compaction by key keeps the deletion).
     pub fn delete_group(&mut self, group: &str) -> Vec<OffsetRecord> {

@@ -373,3 +373,37 @@ fn a_stable_consumer_group_loses_offsets_of_topics_it_no_longer_subscribes_to() 
     assert_eq!(h.state(), GroupState::Stable);
     assert_eq!((h.fetched("old", 0), h.fetched("kept", 0)), (-1, 1));
 }
+
+#[test]
+fn deleting_a_topic_drops_its_offsets_in_every_group_even_commits_in_flight() {
+    let mut h = Harness::new();
+    let rid = h.commit(-1, "", &[("gone", 0, 1), ("kept", 0, 1)]);
+    h.commit_errors(rid);
+    h.manual_persist = true;
+    let in_flight = h.commit(-1, "", &[("gone", 1, 5)]);
+    let effects = h.c.delete_topic_offsets("gone");
+    h.apply(effects);
+    // The server appends in emission order: the in-flight commit, then the tombstones.
+    for (id, records) in std::mem::take(&mut h.unacked) {
+        h.log.extend(records);
+        let effects = h.c.persisted(id, Ok(()));
+        h.apply(effects);
+    }
+    assert_eq!(h.commit_errors(in_flight), [ErrorCode::None]);
+    assert_eq!(
+        (
+            h.fetched("gone", 0),
+            h.fetched("gone", 1),
+            h.fetched("kept", 0)
+        ),
+        (-1, -1, 1)
+    );
+    let mut reloaded = Coordinator::new(
+        GroupConfig::default(),
+        Box::new(SplitMix64::new(1)),
+        h.now_ms,
+    )
+    .unwrap();
+    reloaded.load(h.now_ms, h.log.clone());
+    assert_eq!(reloaded.offsets(), h.c.offsets());
+}

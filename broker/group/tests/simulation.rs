@@ -5,8 +5,9 @@
 //! and send stale or forged requests. The coordinator checks its own invariants after
 //! every call (debug build); this test adds the external ones: every request is answered
 //! exactly once, the group reaches Stable, nothing waits forever once clients go quiet,
-//! the group ends Empty, and the offsets log (appended in order, some appends failing)
-//! reloads to exactly the offsets held in memory. Each seed replays exactly.
+//! the group ends Empty, and the offsets log (appended in order, some appends failing,
+//! the committed topic deleted now and then) reloads to exactly the offsets held in
+//! memory. Each seed replays exactly.
 
 mod common;
 
@@ -87,7 +88,11 @@ impl Sim {
         match self.below(100) {
             0..=64 => self.behave(i),
             65..=74 => self.chaos(i),
-            75..=79 => self.persist_oldest(),
+            75..=78 => self.persist_oldest(),
+            79 => {
+                let effects = self.h.c.delete_topic_offsets("t"); // an admin deletes the topic
+                self.h.apply(effects);
+            }
             _ => {
                 let ms = if self.chance(5) {
                     20_000
