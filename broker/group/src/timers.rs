@@ -9,10 +9,11 @@ use crate::state::GroupState;
 
 impl Group {
     /// Removes a member; its waiting requests get `UNKNOWN_MEMBER_ID` (so the client
-    /// rejoins), and leadership passes to the first remaining member.
-    pub(crate) fn remove_member(&mut self, member_id: &str, out: &mut Vec<Effect>) {
+    /// rejoins), and leadership passes to the first remaining member. False if it was
+    /// not a member.
+    pub(crate) fn remove_member(&mut self, member_id: &str, out: &mut Vec<Effect>) -> bool {
         let Some(member) = self.members.remove(member_id) else {
-            return;
+            return false;
         };
         if let Some(join) = member.join_request {
             respond(out, join, join_error("", ErrorCode::UnknownMemberId));
@@ -27,6 +28,7 @@ impl Group {
         if self.leader.as_deref() == Some(member_id) {
             self.leader = self.members.keys().next().cloned();
         }
+        true
     }
 
     /// Kafka's `removeMemberAndUpdateGroup` (leave, session expiry).
@@ -36,7 +38,9 @@ impl Group {
         member_id: &str,
         out: &mut Vec<Effect>,
     ) {
-        self.remove_member(member_id, out);
+        if !self.remove_member(member_id, out) {
+            return;
+        }
         match self.state {
             GroupState::Stable | GroupState::CompletingRebalance => {
                 self.maybe_prepare_rebalance(ctx, out)
@@ -63,7 +67,14 @@ impl Group {
             .map(|m| m.id.clone())
             .collect();
         for id in expired {
-            self.remove_member_and_update(ctx, &id, out);
+            // An earlier removal may have completed a join, which removes or revives others.
+            let member = self.members.get(&id);
+            if member
+                .and_then(|m| m.expiry_ms())
+                .is_some_and(|at| at <= now_ms)
+            {
+                self.remove_member_and_update(ctx, &id, out);
+            }
         }
         match self.phase {
             Phase::Join {
