@@ -196,3 +196,10 @@ fn next_deadline_tracks_the_earliest_timer() {
         "the initial rebalance delay"
     );
 }
+
+/// The server moves the coordinator into one task: it must be `Send`.
+#[test]
+fn the_coordinator_is_send() {
+    fn assert_send<T: Send>() {}
+    assert_send::<sluice_group::Coordinator>();
+}
