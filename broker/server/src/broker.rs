@@ -4,6 +4,7 @@
 //!
 //! On-disk layout under `data.dir`:
 //! ```text
+//! .lock                      flock'd while a broker has the data dir open
 //! cluster.json               {"cluster_id": "..."}
 //! <topic>/topic.json         {"name", "partitions", "configs"}
 //! <topic>/<partition>/       the storage engine's directory for one partition
@@ -31,6 +32,7 @@ pub const NODE_ID: i32 = 0;
 
 const TOPIC_FILE: &str = "topic.json";
 const CLUSTER_FILE: &str = "cluster.json";
+const LOCK_FILE: &str = ".lock";
 const DELETED_SUFFIX: &str = "-delete";
 
 /// The broker's shared state.
@@ -50,6 +52,9 @@ pub struct Broker {
     waiting_fetches: AtomicUsize,
     /// The filesystem partition logs live on: the real one, or a fault-injecting twin in tests.
     fs: Arc<dyn Fs>,
+    /// The data dir's lock file, held (flock) while the broker runs so a second broker cannot
+    /// open the same data dir; released by `close_all` or by the kernel when the process dies.
+    dir_lock: Mutex<Option<std::fs::File>>,
 }
 
 /// One topic.
@@ -161,6 +166,7 @@ impl Broker {
             "creating data dir {}",
             dir.display()
         )))?;
+        let dir_lock = lock_data_dir(&dir)?;
         let cluster_id = load_or_create_cluster_id(&dir)?;
         let advertised = config
             .advertised_listeners
@@ -174,6 +180,7 @@ impl Broker {
             admin: Mutex::new(()),
             waiting_fetches: AtomicUsize::new(0),
             fs,
+            dir_lock: Mutex::new(Some(dir_lock)),
         };
         broker.load_topics()?;
         Ok(broker)
@@ -448,8 +455,36 @@ impl Broker {
                 first_error.get_or_insert(e);
             }
         }
+        self.dir_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
         first_error.map_or(Ok(()), Err)
     }
+}
+
+/// Takes an exclusive lock on `<data.dir>/.lock`, or fails naming the data dir.
+fn lock_data_dir(dir: &Path) -> Result<std::fs::File, ServerError> {
+    use std::os::fd::AsRawFd;
+    let path = dir.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(ServerError::io(format!("opening {}", path.display())))?;
+    // SAFETY: flock on a descriptor we own and keep open.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(ServerError::Io {
+            context: format!(
+                "data dir {} is in use by another sluice broker (locking {})",
+                dir.display(),
+                path.display()
+            ),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    Ok(file)
 }
 
 struct ParkedFetch<'a>(&'a AtomicUsize);

@@ -81,3 +81,13 @@ fn auto_create_follows_the_config() {
         ResponseError::UnknownTopicOrPartition
     );
 }
+
+#[test]
+fn a_data_dir_is_opened_by_one_broker_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = Broker::open(config(dir.path())).unwrap();
+    let err = Broker::open(config(dir.path())).unwrap_err().to_string();
+    assert!(err.contains("in use by another sluice broker"), "{err}");
+    first.close_all().unwrap();
+    Broker::open(config(dir.path())).unwrap();
+}
