@@ -59,3 +59,11 @@ pub use io::{Fs, RealFs, StorageFile};
 pub use log::{AppendOutcome, Log, ReadSlice};
 pub use offset::Offset;
 pub use retention::TickOutcome;
+
+/// The server keeps a `Log` behind a mutex shared by tokio tasks and hands `ReadSlice`s to
+/// connection tasks: both must cross threads.
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Log>();
+    send_sync::<ReadSlice>();
+};
