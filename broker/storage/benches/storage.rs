@@ -213,6 +213,30 @@ fn bench_append_small(dir: &Path, s: &Settings) {
     }
 }
 
+/// acks=all on one node: every append fsyncs the segment before returning.
+fn bench_append_fsync(dir: &Path, s: &Settings) {
+    let mut batch = build_value_batch(1, VALUE_BYTES, 0x33, 1_000);
+    let appends = s.single_record_appends / 500;
+    let mut times = Vec::new();
+    for rep in 0..s.reps {
+        let log_dir = dir.join(format!("fsync-{rep}"));
+        let mut log = Log::open(&log_dir, LogConfig::default(), 0).unwrap();
+        let start = Instant::now();
+        for _ in 0..appends {
+            log.append(&mut batch, Durability::Fsync, 0).unwrap();
+        }
+        times.push(start.elapsed());
+        drop(log);
+        std::fs::remove_dir_all(&log_dir).unwrap();
+    }
+    let t = secs(median(times));
+    println!(
+        "| append 1-record batches with Durability::Fsync (acks=all), {appends} per run | | {:.0} appends/s ({:.2} ms each) | |",
+        appends as f64 / t,
+        t * 1e3 / appends as f64
+    );
+}
+
 fn bench_read(dir: &Path, s: &Settings) {
     let mut batch = batch_of_at_most(16 * 1024);
     let per_batch = records_in(&batch) as i64;
@@ -353,6 +377,7 @@ fn main() {
     if run("append") {
         bench_append_large(dir.path(), &s);
         bench_append_small(dir.path(), &s);
+        bench_append_fsync(dir.path(), &s);
     }
     if run("read") {
         bench_read(dir.path(), &s);

@@ -366,12 +366,18 @@ impl Segment {
         self.index.seal()
     }
 
-    /// fsyncs the log, then both indexes.
-    pub fn flush(&mut self) -> io::Result<()> {
+    /// fsyncs the log's bytes (not the indexes: see `Log::sync_logs`).
+    pub fn sync_log(&mut self) -> io::Result<()> {
         if self.needs_sync {
             self.log.sync()?;
             self.needs_sync = false;
         }
+        Ok(())
+    }
+
+    /// fsyncs the log, then both indexes.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.sync_log()?;
         self.index.flush()?;
         self.time_index.flush()
     }
