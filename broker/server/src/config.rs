@@ -116,6 +116,8 @@ pub struct BrokerConfig {
     pub log_retention_ms: i64,
     /// `log.retention.bytes`: partition size above which old segments go; -1 unlimited.
     pub log_retention_bytes: i64,
+    /// `log.retention.check.interval.ms`: how often retention runs.
+    pub log_retention_check_interval_ms: u64,
     /// `log.flush.interval.messages`: fsync after this many records; `u64::MAX` never.
     pub log_flush_interval_messages: u64,
     /// `log.flush.interval.ms`: fsync at least this often; `u64::MAX` never.
@@ -147,6 +149,7 @@ impl Default for BrokerConfig {
             log_roll_ms: 7 * 86_400_000,
             log_retention_ms: 7 * 86_400_000,
             log_retention_bytes: -1,
+            log_retention_check_interval_ms: 300_000,
             log_flush_interval_messages: u64::MAX,
             log_flush_interval_ms: u64::MAX,
             log_message_timestamp_type: TimestampType::CreateTime,
@@ -170,6 +173,7 @@ pub const BROKER_KEYS: &[&str] = &[
     "log.roll.ms",
     "log.retention.ms",
     "log.retention.bytes",
+    "log.retention.check.interval.ms",
     "log.flush.interval.messages",
     "log.flush.interval.ms",
     "log.message.timestamp.type",
@@ -221,6 +225,10 @@ impl BrokerConfig {
             "log.retention.bytes" => {
                 self.log_retention_bytes = ranged(parse_bytes(value), -1, i64::MAX).map_err(bad)?
             }
+            "log.retention.check.interval.ms" => {
+                self.log_retention_check_interval_ms =
+                    ranged(parse_ms(value), 1, i64::MAX).map_err(bad)? as u64;
+            }
             "log.flush.interval.messages" => {
                 self.log_flush_interval_messages = never_or(parse_i64(value)).map_err(bad)?
             }
@@ -259,6 +267,7 @@ impl BrokerConfig {
             "log.roll.ms" => self.log_roll_ms.to_string(),
             "log.retention.ms" => self.log_retention_ms.to_string(),
             "log.retention.bytes" => self.log_retention_bytes.to_string(),
+            "log.retention.check.interval.ms" => self.log_retention_check_interval_ms.to_string(),
             "log.flush.interval.messages" => kafka_never(self.log_flush_interval_messages),
             "log.flush.interval.ms" => kafka_never(self.log_flush_interval_ms),
             "log.message.timestamp.type" => self.log_message_timestamp_type.as_str().to_owned(),
