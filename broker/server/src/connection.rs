@@ -302,10 +302,16 @@ async fn write_slice(
     if slice.len == 0 {
         return Ok(());
     }
-    match slice.raw_fd() {
-        Some(fd) => send_file(writer, fd, slice.position, slice.len as usize).await,
-        None => writer.write_all(&slice.read_to_vec()?).await,
+    if let Some(fd) = slice.raw_fd() {
+        match send_file(writer, fd, slice.position, slice.len as usize).await {
+            // The filesystem cannot sendfile (and nothing was sent): copy instead.
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                tracing::debug!(error = %e, "sendfile unsupported; copying the record set");
+            }
+            other => return other,
+        }
     }
+    writer.write_all(&slice.read_to_vec()?).await
 }
 
 /// Copies `len` bytes of `fd` from `offset` to the socket inside the kernel.
@@ -317,6 +323,7 @@ async fn send_file(
 ) -> io::Result<()> {
     let stream: &TcpStream = writer.as_ref();
     let socket = stream.as_raw_fd();
+    let mut sent_any = 0usize;
     while len > 0 {
         stream.writable().await?;
         let sent = stream.try_io(tokio::io::Interest::WRITABLE, || {
@@ -341,8 +348,15 @@ async fn send_file(
             Ok(n) => {
                 offset += n as u64;
                 len -= n;
+                sent_any += n;
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e)
+                if sent_any == 0
+                    && matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) =>
+            {
+                return Err(io::Error::new(io::ErrorKind::Unsupported, e));
+            }
             Err(e) => return Err(e),
         }
     }
