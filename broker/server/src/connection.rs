@@ -264,7 +264,7 @@ async fn write_response(writer: &mut OwnedWriteHalf, response: Response) -> io::
                 if let Some(mut prefix) = pending.take() {
                     writer.write_all_buf(&mut prefix).await?;
                 }
-                write_slice(writer, &slice).await?;
+                write_slice(writer, slice).await?;
             }
         }
     }
@@ -297,7 +297,7 @@ fn set_cork(writer: &OwnedWriteHalf, on: bool) -> bool {
 
 async fn write_slice(
     writer: &mut OwnedWriteHalf,
-    slice: &sluice_storage::ReadSlice,
+    slice: sluice_storage::ReadSlice,
 ) -> io::Result<()> {
     if slice.len == 0 {
         return Ok(());
@@ -311,7 +311,11 @@ async fn write_slice(
             other => return other,
         }
     }
-    writer.write_all(&slice.read_to_vec()?).await
+    // The copying path (no file descriptor, or no sendfile) reads on the blocking pool.
+    let bytes = tokio::task::spawn_blocking(move || slice.read_to_vec())
+        .await
+        .map_err(io::Error::other)??;
+    writer.write_all(&bytes).await
 }
 
 /// Copies `len` bytes of `fd` from `offset` to the socket inside the kernel.
