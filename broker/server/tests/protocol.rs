@@ -405,6 +405,7 @@ async fn create_describe_and_delete_topics() {
     resource.resource_type = 2;
     resource.resource_name = StrBytes::from_static_str("a");
     describe.resources = vec![resource];
+    describe.include_synonyms = true;
     let response: DescribeConfigsResponse =
         client.call(ApiKey::DescribeConfigs, 3, &describe).await;
     let retention = response.results[0]
@@ -414,6 +415,12 @@ async fn create_describe_and_delete_topics() {
         .unwrap();
     assert_eq!(retention.value.as_ref().unwrap().as_str(), "60000");
     assert_eq!(retention.config_source, 1);
+    let synonyms: Vec<(&str, i8)> = retention
+        .synonyms
+        .iter()
+        .map(|s| (s.name.as_str(), s.source))
+        .collect();
+    assert_eq!(synonyms, [("retention.ms", 1), ("log.retention.ms", 5)]);
 
     let mut delete = DeleteTopicsRequest::default();
     delete.topic_names = vec![topic_name("a"), topic_name("zzz")];
