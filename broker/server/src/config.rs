@@ -108,6 +108,8 @@ pub struct BrokerConfig {
     pub message_max_bytes: u32,
     /// `socket.request.max.bytes`: largest request frame accepted.
     pub socket_request_max_bytes: u32,
+    /// `connections.max.idle.ms`: a connection that sends no request for this long is closed.
+    pub connections_max_idle_ms: u64,
     /// `log.segment.bytes`: segment file size that triggers a roll.
     pub log_segment_bytes: u32,
     /// `log.roll.ms`: segment age that triggers a roll.
@@ -145,6 +147,7 @@ impl Default for BrokerConfig {
             auto_create_topics_enable: true,
             message_max_bytes: limits::MESSAGE_MAX_BYTES_DEFAULT,
             socket_request_max_bytes: limits::SOCKET_REQUEST_MAX_BYTES_DEFAULT,
+            connections_max_idle_ms: 600_000,
             log_segment_bytes: 1 << 30,
             log_roll_ms: 7 * 86_400_000,
             log_retention_ms: 7 * 86_400_000,
@@ -169,6 +172,7 @@ pub const BROKER_KEYS: &[&str] = &[
     "auto.create.topics.enable",
     "message.max.bytes",
     "socket.request.max.bytes",
+    "connections.max.idle.ms",
     "log.segment.bytes",
     "log.roll.ms",
     "log.retention.ms",
@@ -225,6 +229,10 @@ impl BrokerConfig {
             "log.retention.bytes" => {
                 self.log_retention_bytes = ranged(parse_bytes(value), -1, i64::MAX).map_err(bad)?
             }
+            "connections.max.idle.ms" => {
+                self.connections_max_idle_ms =
+                    ranged(parse_ms(value), 1, i64::MAX).map_err(bad)? as u64;
+            }
             "log.retention.check.interval.ms" => {
                 self.log_retention_check_interval_ms =
                     ranged(parse_ms(value), 1, i64::MAX).map_err(bad)? as u64;
@@ -268,6 +276,7 @@ impl BrokerConfig {
             "log.retention.ms" => self.log_retention_ms.to_string(),
             "log.retention.bytes" => self.log_retention_bytes.to_string(),
             "log.retention.check.interval.ms" => self.log_retention_check_interval_ms.to_string(),
+            "connections.max.idle.ms" => self.connections_max_idle_ms.to_string(),
             "log.flush.interval.messages" => kafka_never(self.log_flush_interval_messages),
             "log.flush.interval.ms" => kafka_never(self.log_flush_interval_ms),
             "log.message.timestamp.type" => self.log_message_timestamp_type.as_str().to_owned(),

@@ -100,7 +100,8 @@ pub async fn serve(stream: TcpStream, ctx: ConnectionContext) {
     let (response_tx, response_rx) = mpsc::channel(limits::QUEUED_RESPONSES_PER_CONNECTION_MAX);
     let max = ctx.broker.config.socket_request_max_bytes;
     let mut shutdown = ctx.shutdown.clone();
-    let read = read_loop(reader, request_tx, max, &mut shutdown);
+    let idle = std::time::Duration::from_millis(ctx.broker.config.connections_max_idle_ms);
+    let read = read_loop(reader, request_tx, max, idle, &mut shutdown);
     let rest = async {
         tokio::join!(
             process_loop(&ctx, request_rx, response_tx),
@@ -138,6 +139,7 @@ async fn read_loop(
     mut reader: OwnedReadHalf,
     requests: mpsc::Sender<Queued>,
     max_bytes: u32,
+    idle: std::time::Duration,
     shutdown: &mut watch::Receiver<bool>,
 ) -> Result<(), FrameError> {
     let budget = Arc::new(Semaphore::new(
@@ -147,6 +149,10 @@ async fn read_loop(
         let queued = tokio::select! {
             queued = read_frame(&mut reader, max_bytes, &budget) => queued?,
             _ = shutdown.wait_for(|stop| *stop) => return Ok(()),
+            () = tokio::time::sleep(idle) => {
+                tracing::debug!(idle_ms = idle.as_millis() as u64, "closing idle connection (connections.max.idle.ms)");
+                return Ok(());
+            }
         };
         let Some(queued) = queued else { return Ok(()) };
         if requests.send(queued).await.is_err() {
