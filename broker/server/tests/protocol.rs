@@ -449,3 +449,27 @@ async fn broker_has_no_topic(client: &mut common::Client, name: &str) -> bool {
         .await;
     response.topics[0].error_code == ResponseError::UnknownTopicOrPartition.code()
 }
+
+#[tokio::test]
+async fn find_coordinator_names_this_broker_for_groups_only() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    let mut request = FindCoordinatorRequest::default();
+    request.key = StrBytes::from_static_str("my-group");
+    for version in 0..=2 {
+        let response: FindCoordinatorResponse = client
+            .call(ApiKey::FindCoordinator, version, &request)
+            .await;
+        assert_eq!(response.error_code, 0);
+        assert_eq!(
+            (response.node_id.0, response.port),
+            (0, i32::from(broker.addr.port()))
+        );
+    }
+    request.key_type = 1; // transaction
+    let response: FindCoordinatorResponse = client.call(ApiKey::FindCoordinator, 2, &request).await;
+    assert_eq!(
+        response.error_code,
+        ResponseError::CoordinatorNotAvailable.code()
+    );
+}

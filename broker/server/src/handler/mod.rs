@@ -10,6 +10,7 @@ mod delete_topics;
 mod describe_configs;
 mod fetch;
 pub mod fetch_wire;
+mod find_coordinator;
 mod list_offsets;
 mod metadata;
 mod produce;
@@ -125,6 +126,12 @@ async fn dispatch(
             chunks.extend(fetch_wire::encode(response, version));
             Response { chunks }
         }
+        ApiKey::FindCoordinator => encode(
+            cid,
+            hv,
+            &find_coordinator::handle(ctx, decode(&mut body, key, version)?, version),
+            version,
+        )?,
         ApiKey::ListOffsets => encode(
             cid,
             hv,
