@@ -2,13 +2,14 @@
 //! watch channel that wakes long-polling fetches), and topic metadata persisted as one small
 //! JSON file per topic, written atomically (temp file, fsync, rename, fsync dir).
 //!
-//! On-disk layout under `data.dir`:
+//! On-disk layout under `data.dir` (topics live in their own directory, so no topic name can
+//! collide with the broker's files):
 //! ```text
-//! .lock                      flock'd while a broker has the data dir open
-//! cluster.json               {"cluster_id": "..."}
-//! <topic>/topic.json         {"name", "partitions", "configs"}
-//! <topic>/<partition>/       the storage engine's directory for one partition
-//! <topic>.<nanos>-delete/    a deleted topic, removed in the background (and at start)
+//! .lock                          flock'd while a broker has the data dir open
+//! cluster.json                   {"cluster_id": "..."}
+//! topics/<topic>/topic.json      {"name", "partitions", "configs"}, written last at creation
+//! topics/<topic>/<partition>/    the storage engine's directory for one partition
+//! deleting/<topic>.<ms>/         a deleted topic, removed in the background (and at start)
 //! ```
 //! Methods here are synchronous (they do file I/O); async callers use `spawn_blocking`.
 
@@ -33,7 +34,8 @@ pub const NODE_ID: i32 = 0;
 const TOPIC_FILE: &str = "topic.json";
 const CLUSTER_FILE: &str = "cluster.json";
 const LOCK_FILE: &str = ".lock";
-const DELETED_SUFFIX: &str = "-delete";
+const TOPICS_DIR: &str = "topics";
+const DELETING_DIR: &str = "deleting";
 
 /// The broker's shared state.
 #[derive(Debug)]
@@ -187,20 +189,19 @@ impl Broker {
     }
 
     fn load_topics(&self) -> Result<(), ServerError> {
-        let dir = &self.config.data_dir;
-        let entries = std::fs::read_dir(dir)
+        let deleting = self.config.data_dir.join(DELETING_DIR);
+        if deleting.exists() {
+            remove_dir_logged(&deleting);
+        }
+        let dir = self.config.data_dir.join(TOPICS_DIR);
+        std::fs::create_dir_all(&dir)
+            .map_err(ServerError::io(format!("creating {}", dir.display())))?;
+        let entries = std::fs::read_dir(&dir)
             .map_err(ServerError::io(format!("reading {}", dir.display())))?;
         for entry in entries {
-            let path = entry.map_err(ServerError::io("reading data dir"))?.path();
-            let name = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default()
-                .to_owned();
-            if name.ends_with(DELETED_SUFFIX) {
-                remove_dir_logged(&path);
-                continue;
-            }
+            let path = entry
+                .map_err(ServerError::io("reading the topics dir"))?
+                .path();
             let file = path.join(TOPIC_FILE);
             if !file.is_file() {
                 continue;
@@ -248,7 +249,7 @@ impl Broker {
     }
 
     fn topic_dir(&self, name: &str) -> PathBuf {
-        self.config.data_dir.join(name)
+        self.config.data_dir.join(TOPICS_DIR).join(name)
     }
 
     fn topics_write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Arc<Topic>>> {
@@ -418,18 +419,20 @@ impl Broker {
                 tracing::warn!(topic = name, error = %e, "closing a deleted partition failed");
             }
         }
+        // Renamed aside first (atomic: a crash leaves the topic either whole or gone), then
+        // removed; a leftover in deleting/ is cleared at the next start.
         let dir = self.topic_dir(name);
-        let aside = self
-            .config
-            .data_dir
-            .join(format!("{name}.{}{DELETED_SUFFIX}", now_ms()));
-        std::fs::rename(&dir, &aside).map_err(|e| {
-            KafkaError::new(
-                ResponseError::KafkaStorageError,
-                format!("renaming {}: {e}", dir.display()),
-            )
-        })?;
-        sync_dir(&self.config.data_dir).ok();
+        let deleting = self.config.data_dir.join(DELETING_DIR);
+        let aside = deleting.join(format!("{name}.{}", now_ms()));
+        std::fs::create_dir_all(&deleting)
+            .and_then(|()| std::fs::rename(&dir, &aside))
+            .map_err(|e| {
+                KafkaError::new(
+                    ResponseError::KafkaStorageError,
+                    format!("moving {} aside: {e}", dir.display()),
+                )
+            })?;
+        sync_dir(&self.config.data_dir.join(TOPICS_DIR)).ok();
         remove_dir_logged(&aside);
         tracing::info!(topic = name, "deleted topic");
         Ok(())
@@ -517,9 +520,6 @@ pub fn validate_topic_name(name: &str) -> Result<(), KafkaError> {
         .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
     {
         return Err(invalid("has characters outside [a-zA-Z0-9._-]"));
-    }
-    if name.ends_with(DELETED_SUFFIX) && name.contains('.') {
-        return Err(invalid("looks like a deleted topic's directory"));
     }
     Ok(())
 }

@@ -71,7 +71,7 @@ async fn topics_and_records_survive_a_restart() {
     drop(client);
     let dir = broker.stop().await;
     assert!(
-        dir.path().join("kept/0/clean-shutdown").exists(),
+        dir.path().join("topics/kept/0/clean-shutdown").exists(),
         "clean-shutdown marker written"
     );
 
