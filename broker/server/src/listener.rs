@@ -53,6 +53,12 @@ impl Server {
                 context: "opening the data dir".into(),
                 source: std::io::Error::other(e),
             })??;
+        tracing::info!(
+            data_dir = %broker.config.data_dir.display(),
+            cluster_id = %broker.cluster_id,
+            topics = broker.topics().len(),
+            "data dir open"
+        );
         let listener = TcpListener::bind(addr)
             .await
             .map_err(ServerError::io(format!("binding {addr}")))?;
