@@ -351,3 +351,37 @@ fn tick_without_retention_leaves_retention_to_enforce_retention() {
     assert_eq!(log.log_start_offset(), log.log_end_offset());
     assert_eq!(log.enforce_retention(100_001).unwrap(), 0);
 }
+
+/// Lines of /proc/self/maps naming a file under `dir`.
+fn mappings_under(dir: &Path) -> usize {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    maps.lines()
+        .filter(|l| l.contains(dir.to_str().unwrap()))
+        .count()
+}
+
+#[test]
+fn sealed_indexes_are_mapped_only_when_first_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = Log::open(dir.path(), config(), 0).unwrap();
+    for i in 0..100 {
+        append(&mut log, 2, i, i);
+    }
+    assert!(log.segment_count() > 20);
+    log.close().unwrap();
+    let log = Log::open(dir.path(), config(), 0).unwrap();
+    assert_eq!(
+        mappings_under(dir.path()),
+        2,
+        "only the active .index and .timeindex"
+    );
+    let bytes = log.read(Offset(3), 1).unwrap().read_to_vec().unwrap();
+    assert_eq!(
+        iter_batches(&bytes).next().unwrap().unwrap().0.base_offset,
+        2
+    );
+    assert!(
+        mappings_under(dir.path()) <= 3,
+        "a lookup maps that segment's index at most"
+    );
+}
