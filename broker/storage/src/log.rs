@@ -356,6 +356,21 @@ impl Log {
         Ok(None)
     }
 
+    /// The largest batch timestamp in the log and the last offset of the batch holding it
+    /// (ListOffsets with timestamp -3, KIP-734); `None` if no batch has a timestamp.
+    #[must_use]
+    pub fn max_timestamp(&self) -> Option<(Offset, i64)> {
+        let first = self.segment_index_of(self.log_start_offset);
+        let newest = self.segments[first..]
+            .iter()
+            .filter(|s| s.max_timestamp_ms >= 0);
+        let segment = newest.max_by_key(|s| (s.max_timestamp_ms, std::cmp::Reverse(s.base)))?;
+        Some((
+            segment.offset_of_max_timestamp.max(self.log_start_offset),
+            segment.max_timestamp_ms,
+        ))
+    }
+
     /// fsyncs the batches written since the last sync (acks=all), one fsync per segment
     /// touched. Indexes are left alone: they are rebuilt by recovery for everything past
     /// the recovery point, which only `flush` advances.

@@ -292,6 +292,7 @@ fn offset_for_timestamp_finds_the_first_record_at_or_after() {
         Some((Offset(119), 4_920))
     );
     assert_eq!(log.offset_for_timestamp(4_921).unwrap(), None);
+    assert_eq!(log.max_timestamp(), Some((Offset(119), 4_920)));
     log.close().unwrap();
     let log = Log::open(dir.path(), config(), 0).unwrap();
     assert_eq!(
