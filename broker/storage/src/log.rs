@@ -235,7 +235,7 @@ impl Log {
         let limit = self.config.batch_bytes_limit();
         let (mut records, mut bytes) = (0u32, 0u32);
         for item in batch::iter_batches(batches) {
-            let (header, bytes_of_batch) = item?;
+            let (header, bytes_of_batch) = item.map_err(|e| too_large_or_invalid(e, limit))?;
             let batch_bytes = bytes_of_batch.len() as u32;
             if batch_bytes > limit {
                 return Err(AppendError::TooLarge { batch_bytes, limit });
@@ -420,6 +420,21 @@ impl Log {
             .map_err(|e| self.fence(e))?;
         tracing::info!(dir = %self.dir.display(), %log_end, "closed log cleanly");
         Ok(())
+    }
+}
+
+/// A `batchLength` above every limit is a too-large batch (MESSAGE_TOO_LARGE), not a
+/// malformed one.
+fn too_large_or_invalid(error: BatchError, limit: u32) -> AppendError {
+    match error {
+        BatchError::BadLength {
+            batch_length, max, ..
+        } if batch_length > 0 && batch_length as u32 > max => AppendError::TooLarge {
+            batch_bytes: (batch_length as u32)
+                .saturating_add(crate::limits::BATCH_LOG_OVERHEAD_BYTES),
+            limit,
+        },
+        other => AppendError::InvalidBatch(other),
     }
 }
 
