@@ -125,6 +125,8 @@ impl Server {
                 shutdown: shutdown_tx.subscribe(),
             };
             connections.spawn(async move {
+                let broker = ctx.broker.clone();
+                let _open = broker.connection_opened();
                 connection::serve(stream, ctx).await;
                 drop(permit);
             });
