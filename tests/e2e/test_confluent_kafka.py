@@ -1,0 +1,192 @@
+"""confluent-kafka (Python on the librdkafka bundled in its wheel) against a real broker.
+
+Covers: a producer with acks=all and each compression codec (none, gzip, snappy, lz4, zstd)
+whose records (keys, null keys and values, empty values, duplicate and null-valued headers,
+explicit CreateTime timestamps, compressible and random payloads) are read back byte-exact by
+an assign()-based consumer, with contiguous offsets; key partitioning over several
+partitions; AdminClient create (with topic configs, validate_only, already-exists), delete,
+describe_configs (topic and broker) and list_topics.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from confluent_kafka import TIMESTAMP_CREATE_TIME, KafkaError, KafkaException
+from confluent_kafka.admin import ConfigResource, ConfigSource, NewTopic, ResourceType
+
+from clients import Record, admin, consume_partition, create_topic, produce_all, producer, topic_names, watermarks
+from conftest import wait_until
+
+CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+RECORDS_PER_CODEC = 600
+BASE_TS_MS = 1_700_000_000_000
+
+
+def sample_records(count: int) -> list[Record]:
+    """Records exercising every field shape the wire format has."""
+    out = []
+    for i in range(count):
+        kind = i % 6
+        key = None if kind == 0 else b"" if kind == 1 else f"key-{i}".encode()
+        if kind == 2:
+            value = None
+        elif kind == 3:
+            value = b""
+        elif kind == 4:
+            value = os.urandom(50 + i % 400)
+        else:
+            value = (f"compressible payload {i % 7} " * (1 + i % 40)).encode()
+        headers: tuple = ()
+        if i % 3 == 0:
+            headers = (("trace", f"t-{i}".encode()), ("dup", b"1"), ("dup", b"2"), ("nullhdr", None), ("empty", b""))
+        out.append(Record(key, value, headers, BASE_TS_MS + i * 13))
+    return out
+
+
+def assert_same_records(messages, records: list[Record], first_offset: int = 0):
+    assert len(messages) == len(records)
+    for i, (msg, rec) in enumerate(zip(messages, records)):
+        where = f"record {i} (offset {msg.offset()})"
+        assert msg.offset() == first_offset + i, where
+        assert msg.key() == rec.key, where
+        assert msg.value() == rec.value, where
+        assert tuple(msg.headers() or ()) == rec.headers, where
+        assert msg.timestamp() == (TIMESTAMP_CREATE_TIME, rec.timestamp_ms), where
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_acks_all_roundtrip_per_codec(broker, topic_name, codec):
+    create_topic(broker.bootstrap, topic_name)
+    records = sample_records(RECORDS_PER_CODEC)
+    p = producer(broker.bootstrap, compression_type=codec, batch_num_messages=100)
+    delivered = produce_all(p, topic_name, records)
+    assert [d.offset for d in delivered] == list(range(len(records)))
+    assert watermarks(broker.bootstrap, topic_name, 0) == (0, len(records))
+
+    messages = consume_partition(broker.bootstrap, topic_name, 0, len(records))
+    assert_same_records(messages, records)
+    # A consumer starting mid-log (inside a compressed batch) starts at exactly that offset.
+    middle = len(records) // 2 + 7
+    tail = consume_partition(broker.bootstrap, topic_name, 0, len(records) - middle, start_offset=middle)
+    assert_same_records(tail, records[middle:], first_offset=middle)
+
+
+def test_key_partitioning_over_partitions(broker, topic_name):
+    create_topic(broker.bootstrap, topic_name, partitions=4)
+    records = [Record(f"user-{i % 20}".encode(), f"event-{i}".encode()) for i in range(400)]
+    delivered = produce_all(producer(broker.bootstrap), topic_name, records, partition=None)
+    by_partition: dict[int, list] = {}
+    for d in delivered:
+        by_partition.setdefault(d.partition, []).append(d)
+    assert len(by_partition) > 1, "20 keys all hashed to one partition"
+    partition_of_key = {}
+    for part, items in by_partition.items():
+        messages = consume_partition(broker.bootstrap, topic_name, part, len(items))
+        assert sorted(m.offset() for m in messages) == list(range(len(items)))
+        assert {(m.key(), m.value()) for m in messages} == {(d.record.key, d.record.value) for d in items}
+        for m in messages:
+            assert partition_of_key.setdefault(m.key(), part) == part, "a key landed on two partitions"
+
+
+@pytest.fixture
+def admin_broker(broker_factory):
+    return broker_factory({"auto.create.topics.enable": "false", "message.max.bytes": "3000000"})
+
+
+def admin_error_code(future) -> int:
+    with pytest.raises(KafkaException) as info:
+        future.result(timeout=30)
+    return info.value.args[0].code()
+
+
+def test_admin_create_with_configs_and_describe(admin_broker, topic_name):
+    bootstrap = admin_broker.bootstrap
+    create_topic(bootstrap, topic_name, partitions=3, config={"retention.ms": "3600000", "cleanup.policy": "delete"})
+    md = admin(bootstrap).list_topics(timeout=30)
+    assert len(md.topics[topic_name].partitions) == 3
+
+    resource = ConfigResource(ResourceType.TOPIC, topic_name)
+    entries = admin(bootstrap).describe_configs([resource])[resource].result(timeout=30)
+    assert entries["retention.ms"].value == "3600000"
+    source = entries["retention.ms"].source
+    assert getattr(source, "value", source) == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert entries["cleanup.policy"].value == "delete"
+
+
+def test_admin_create_validate_only_creates_nothing(admin_broker, topic_name):
+    bootstrap = admin_broker.bootstrap
+    futures = admin(bootstrap).create_topics([NewTopic(topic_name, num_partitions=2, replication_factor=1)], validate_only=True)
+    assert futures[topic_name].result(timeout=30) is None
+    assert topic_name not in topic_names(bootstrap)
+    # And really creating it afterwards works.
+    create_topic(bootstrap, topic_name, partitions=2)
+    assert topic_name in topic_names(bootstrap)
+
+
+def test_admin_create_existing_and_invalid(admin_broker, topic_name):
+    bootstrap = admin_broker.bootstrap
+    create_topic(bootstrap, topic_name)
+    futures = admin(bootstrap).create_topics([NewTopic(topic_name, num_partitions=1, replication_factor=1)])
+    assert admin_error_code(futures[topic_name]) == KafkaError.TOPIC_ALREADY_EXISTS
+    bad = f"{topic_name}-badcfg"
+    futures = admin(bootstrap).create_topics([NewTopic(bad, num_partitions=1, replication_factor=1, config={"retention.ms": "not-a-number"})])
+    assert admin_error_code(futures[bad]) == KafkaError.INVALID_CONFIG
+    assert bad not in topic_names(bootstrap)
+
+
+def test_admin_delete_topics(admin_broker, topic_name):
+    bootstrap = admin_broker.bootstrap
+    create_topic(bootstrap, topic_name, partitions=2)
+    produce_all(producer(bootstrap), topic_name, [Record(b"k", b"v")])
+    futures = admin(bootstrap).delete_topics([topic_name], operation_timeout=30)
+    assert futures[topic_name].result(timeout=30) is None
+    wait_until(lambda: topic_name not in topic_names(bootstrap), 10, "deleted topic to leave metadata")
+    futures = admin(bootstrap).delete_topics([topic_name], operation_timeout=30)
+    assert admin_error_code(futures[topic_name]) == KafkaError.UNKNOWN_TOPIC_OR_PART
+    # The name is free again, and the new topic starts empty.
+    create_topic(bootstrap, topic_name)
+    assert watermarks(bootstrap, topic_name, 0) == (0, 0)
+
+
+def test_admin_describe_broker_configs(admin_broker):
+    md = admin(admin_broker.bootstrap).list_topics(timeout=30)
+    (broker_id,) = md.brokers.keys()
+    resource = ConfigResource(ResourceType.BROKER, str(broker_id))
+    entries = admin(admin_broker.bootstrap).describe_configs([resource])[resource].result(timeout=30)
+    assert entries["message.max.bytes"].value == "3000000"
+    assert entries["auto.create.topics.enable"].value == "false"
+    assert entries["num.partitions"].value == "1"
+    assert "log.retention.ms" in entries
+
+
+def test_list_topics(admin_broker, topic_name):
+    bootstrap = admin_broker.bootstrap
+    create_topic(bootstrap, topic_name, partitions=5)
+    md = admin(bootstrap).list_topics(timeout=30)
+    assert len(md.brokers) == 1
+    (b,) = md.brokers.values()
+    assert (b.host, b.port) == ("127.0.0.1", admin_broker.port)
+    assert md.controller_id == b.id
+    assert md.cluster_id, "Metadata v2+ should carry a cluster id"
+    t = md.topics[topic_name]
+    assert t.error is None
+    assert sorted(t.partitions) == list(range(5))
+    for p in t.partitions.values():
+        assert (p.leader, p.replicas, p.isrs) == (b.id, [b.id], [b.id])
+    # Asking for an unknown topic with auto-create off reports it unknown.
+    unknown = admin(bootstrap).list_topics(topic=f"{topic_name}-nope", timeout=30).topics[f"{topic_name}-nope"]
+    assert unknown.error is not None and unknown.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
+def test_timestamps_default_to_produce_time(broker, topic_name):
+    create_topic(broker.bootstrap, topic_name)
+    before_ms = int(time.time() * 1000)
+    produce_all(producer(broker.bootstrap), topic_name, [Record(b"k", b"now")])
+    after_ms = int(time.time() * 1000)
+    (msg,) = consume_partition(broker.bootstrap, topic_name, 0, 1)
+    kind, ts = msg.timestamp()
+    assert kind == TIMESTAMP_CREATE_TIME
+    assert before_ms - 1000 <= ts <= after_ms + 1000
