@@ -3,6 +3,7 @@
 #
 #   tests/bench/client_bench.sh              RUNS=3 runs, 5,000,000 records of 100 bytes per load
 #   RUNS=1 RECORDS=500000 tests/bench/client_bench.sh     a quick smoke run
+#   SLUICE_BIN=path/to/sluice tests/bench/client_bench.sh  use that binary, build nothing
 #
 # Each run starts a fresh broker (release build, ephemeral port, temp data dir deleted after)
 # and runs, on one partition with 100-byte records and linger.ms=5:
@@ -26,10 +27,12 @@ RECORD_BYTES=100
 LINGER_MS=5
 LATENCY_RATE="${LATENCY_RATE:-1000}"
 LATENCY_RECORDS="${LATENCY_RECORDS:-10000}"
+LATENCY_WARMUP=100
 RDKAFKA_SYS_VERSION="=4.10.0"
 WORK="$(pwd)/target/client-bench"
 PERF="$WORK/rdkafka_performance"
-SLUICE="$(pwd)/target/release/sluice"
+# SLUICE_BIN: use this broker binary instead of building target/release/sluice.
+SLUICE="${SLUICE_BIN:-$(pwd)/target/release/sluice}"
 START_DEADLINE_S=30
 CLK_TCK="$(getconf CLK_TCK)"
 
@@ -117,14 +120,15 @@ BOOTSTRAP=""
 start_broker() {
     BROKER_DIR="$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench.XXXXXX")"
     mkdir "$BROKER_DIR/data"
-    "$SLUICE" serve --data-dir "$BROKER_DIR/data" --listen 127.0.0.1:0 \
+    # The broker refuses unknown SLUICE_* variables, and SLUICE_BIN is ours, not its.
+    env -u SLUICE_BIN "$SLUICE" serve --data-dir "$BROKER_DIR/data" --listen 127.0.0.1:0 \
         --set auto.create.topics.enable=true --set num.partitions=1 \
         >"$BROKER_DIR/stdout" 2>"$BROKER_DIR/broker.log" </dev/null &
     BROKER_PID=$!
     local deadline=$((SECONDS + START_DEADLINE_S)) line=""
     while [ -z "$line" ]; do
         line="$(grep -m1 '^sluice listening kafka=' "$BROKER_DIR/stdout" || true)"
-        kill -0 "$BROKER_PID" 2>/dev/null || die "broker exited: $(tail -5 "$BROKER_DIR/broker.log")"
+        kill -0 "$BROKER_PID" 2>/dev/null || die "broker exited: $(grep -v '^ ' "$BROKER_DIR/broker.log" | head -5)"
         [ "$SECONDS" -le "$deadline" ] || die "broker did not print its listening line in ${START_DEADLINE_S}s"
         [ -n "$line" ] || sleep 0.05
     done
@@ -185,7 +189,8 @@ latency_load() {
     "$PERF" -b "$BOOTSTRAP" -q -X linger.ms="$2" -P -t "$1" -p 0 -s "$RECORD_BYTES" -a -1 \
         -c "$LATENCY_RECORDS" -r "$LATENCY_RATE" -l -A "$file" >/dev/null
     [ "$(wc -l <"$file")" -eq "$LATENCY_RECORDS" ] || die "latency file has $(wc -l <"$file") samples"
-    sort -n "$file" | awk '{ v[NR] = $1 } END {
+    # The first LATENCY_WARMUP deliveries include connection setup and metadata: not counted.
+    tail -n +"$((LATENCY_WARMUP + 1))" "$file" | sort -n | awk '{ v[NR] = $1 } END {
         printf "%.2f %.2f\n", v[int(NR * 0.50)] / 1000, v[int(NR * 0.99)] / 1000 }'
 }
 
@@ -221,8 +226,8 @@ print_table() {
             "$(awk -v l="$load" '$1 == l { print $3 }' "$results" | median)" \
             "$(awk -v l="$load" '$1 == l { print $4 }' "$results" | median)"
     done
-    printf '\nacks=all latency at %s msg/s, %s records\n\n| linger.ms | p50 ms | p99 ms |\n|---:|---:|---:|\n' \
-        "$LATENCY_RATE" "$LATENCY_RECORDS"
+    printf '\nacks=all latency at %s msg/s, %s records (first %s not counted)\n\n| linger.ms | p50 ms | p99 ms |\n|---:|---:|---:|\n' \
+        "$LATENCY_RATE" "$LATENCY_RECORDS" "$LATENCY_WARMUP"
     for load in 0 5; do
         printf '| %s | %s | %s |\n' "$load" \
             "$(awk -v l="latency_linger$load" '$1 == l { print $2 }' "$results" | median)" \
@@ -234,8 +239,10 @@ print_table() {
 main() {
     install_packages
     build_perf_tool
-    log "building the release broker"
-    cargo build --release --quiet -p sluice-cli
+    if [ -z "${SLUICE_BIN:-}" ]; then
+        log "building the release broker"
+        cargo build --release --quiet -p sluice-cli
+    fi
     local results="$WORK/results-$(date -u +%Y%m%dT%H%M%SZ).txt" run
     : >"$results"
     for run in $(seq 1 "$RUNS"); do

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -33,13 +33,23 @@ def admin(bootstrap: str) -> AdminClient:
     return AdminClient({"bootstrap.servers": bootstrap})
 
 
+def admin_op(bootstrap: str, op: str, *args, **kwargs) -> dict:
+    """Runs AdminClient.<op> and waits for every future: key -> its result, or the
+    KafkaError it failed with. (The client must outlive its futures, hence one call.)"""
+    client = admin(bootstrap)
+    out = {}
+    for key, future in getattr(client, op)(*args, **kwargs).items():
+        try:
+            out[key] = future.result(timeout=DEFAULT_TIMEOUT_S)
+        except KafkaException as err:
+            out[key] = err.args[0]
+    return out
+
+
 def create_topic(bootstrap: str, topic: str, partitions: int = 1, config: dict[str, str] | None = None):
-    futures = admin(bootstrap).create_topics(
-        [NewTopic(topic, num_partitions=partitions, replication_factor=1, config=config or {})],
-        operation_timeout=30,
-        request_timeout=30,
-    )
-    futures[topic].result(timeout=DEFAULT_TIMEOUT_S)
+    new = NewTopic(topic, num_partitions=partitions, replication_factor=1, config=config or {})
+    result = admin_op(bootstrap, "create_topics", [new], operation_timeout=30, request_timeout=30)
+    assert result == {topic: None}, f"create_topics {topic}: {result}"
 
 
 def producer(bootstrap: str, **config) -> Producer:

@@ -14,10 +14,10 @@ import os
 import time
 
 import pytest
-from confluent_kafka import TIMESTAMP_CREATE_TIME, KafkaError, KafkaException
+from confluent_kafka import TIMESTAMP_CREATE_TIME, KafkaError
 from confluent_kafka.admin import ConfigResource, ConfigSource, NewTopic, ResourceType
 
-from clients import Record, admin, consume_partition, create_topic, produce_all, producer, topic_names, watermarks
+from clients import Record, admin, admin_op, consume_partition, create_topic, produce_all, producer, topic_names, watermarks
 from conftest import wait_until
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -96,10 +96,9 @@ def admin_broker(broker_factory):
     return broker_factory({"auto.create.topics.enable": "false", "message.max.bytes": "3000000"})
 
 
-def admin_error_code(future) -> int:
-    with pytest.raises(KafkaException) as info:
-        future.result(timeout=30)
-    return info.value.args[0].code()
+def error_code(result) -> int | None:
+    """The code of an admin_op result that is a KafkaError, else None."""
+    return result.code() if isinstance(result, KafkaError) else None
 
 
 def test_admin_create_with_configs_and_describe(admin_broker, topic_name):
@@ -109,7 +108,7 @@ def test_admin_create_with_configs_and_describe(admin_broker, topic_name):
     assert len(md.topics[topic_name].partitions) == 3
 
     resource = ConfigResource(ResourceType.TOPIC, topic_name)
-    entries = admin(bootstrap).describe_configs([resource])[resource].result(timeout=30)
+    entries = admin_op(bootstrap, "describe_configs", [resource])[resource]
     assert entries["retention.ms"].value == "3600000"
     source = entries["retention.ms"].source
     assert getattr(source, "value", source) == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
@@ -118,8 +117,8 @@ def test_admin_create_with_configs_and_describe(admin_broker, topic_name):
 
 def test_admin_create_validate_only_creates_nothing(admin_broker, topic_name):
     bootstrap = admin_broker.bootstrap
-    futures = admin(bootstrap).create_topics([NewTopic(topic_name, num_partitions=2, replication_factor=1)], validate_only=True)
-    assert futures[topic_name].result(timeout=30) is None
+    result = admin_op(bootstrap, "create_topics", [NewTopic(topic_name, num_partitions=2, replication_factor=1)], validate_only=True)
+    assert result == {topic_name: None}
     assert topic_name not in topic_names(bootstrap)
     # And really creating it afterwards works.
     create_topic(bootstrap, topic_name, partitions=2)
@@ -129,11 +128,11 @@ def test_admin_create_validate_only_creates_nothing(admin_broker, topic_name):
 def test_admin_create_existing_and_invalid(admin_broker, topic_name):
     bootstrap = admin_broker.bootstrap
     create_topic(bootstrap, topic_name)
-    futures = admin(bootstrap).create_topics([NewTopic(topic_name, num_partitions=1, replication_factor=1)])
-    assert admin_error_code(futures[topic_name]) == KafkaError.TOPIC_ALREADY_EXISTS
+    result = admin_op(bootstrap, "create_topics", [NewTopic(topic_name, num_partitions=1, replication_factor=1)])
+    assert error_code(result[topic_name]) == KafkaError.TOPIC_ALREADY_EXISTS
     bad = f"{topic_name}-badcfg"
-    futures = admin(bootstrap).create_topics([NewTopic(bad, num_partitions=1, replication_factor=1, config={"retention.ms": "not-a-number"})])
-    assert admin_error_code(futures[bad]) == KafkaError.INVALID_CONFIG
+    result = admin_op(bootstrap, "create_topics", [NewTopic(bad, num_partitions=1, replication_factor=1, config={"retention.ms": "not-a-number"})])
+    assert error_code(result[bad]) == KafkaError.INVALID_CONFIG
     assert bad not in topic_names(bootstrap)
 
 
@@ -141,11 +140,10 @@ def test_admin_delete_topics(admin_broker, topic_name):
     bootstrap = admin_broker.bootstrap
     create_topic(bootstrap, topic_name, partitions=2)
     produce_all(producer(bootstrap), topic_name, [Record(b"k", b"v")])
-    futures = admin(bootstrap).delete_topics([topic_name], operation_timeout=30)
-    assert futures[topic_name].result(timeout=30) is None
+    assert admin_op(bootstrap, "delete_topics", [topic_name], operation_timeout=30) == {topic_name: None}
     wait_until(lambda: topic_name not in topic_names(bootstrap), 10, "deleted topic to leave metadata")
-    futures = admin(bootstrap).delete_topics([topic_name], operation_timeout=30)
-    assert admin_error_code(futures[topic_name]) == KafkaError.UNKNOWN_TOPIC_OR_PART
+    result = admin_op(bootstrap, "delete_topics", [topic_name], operation_timeout=30)
+    assert error_code(result[topic_name]) == KafkaError.UNKNOWN_TOPIC_OR_PART
     # The name is free again, and the new topic starts empty.
     create_topic(bootstrap, topic_name)
     assert watermarks(bootstrap, topic_name, 0) == (0, 0)
@@ -155,7 +153,7 @@ def test_admin_describe_broker_configs(admin_broker):
     md = admin(admin_broker.bootstrap).list_topics(timeout=30)
     (broker_id,) = md.brokers.keys()
     resource = ConfigResource(ResourceType.BROKER, str(broker_id))
-    entries = admin(admin_broker.bootstrap).describe_configs([resource])[resource].result(timeout=30)
+    entries = admin_op(admin_broker.bootstrap, "describe_configs", [resource])[resource]
     assert entries["message.max.bytes"].value == "3000000"
     assert entries["auto.create.topics.enable"].value == "false"
     assert entries["num.partitions"].value == "1"

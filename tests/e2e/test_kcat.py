@@ -145,6 +145,8 @@ def test_query_offsets_beginning_end_and_timestamp(kbroker, filled_topic):
     produce_lines(bootstrap, filled_topic, 1, ["new-0:n0", "new-1:n1"])
     assert query_offset(bootstrap, filled_topic, 1, boundary_ms) == 10
     assert query_offset(bootstrap, filled_topic, 1, min(first_ts)) == 0
+    # Past the newest timestamp there is no such offset: Kafka answers -1.
+    assert query_offset(bootstrap, filled_topic, 1, int(time.time() * 1000) + 3_600_000) == -1
     assert query_offset(bootstrap, filled_topic, 1, -1) == 12
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from clients import Record, admin, consume_partition, create_topic, produce_all, producer, topic_names, watermarks
+from clients import Record, admin, admin_op, consume_partition, create_topic, produce_all, producer, topic_names, watermarks
 from conftest import wait_until
 
 ACKED_BEFORE_KILL = 20_000
@@ -23,7 +23,7 @@ def test_graceful_restart_between_produce_and_consume(broker, topic_name):
     create_topic(broker.bootstrap, gone)
     records = [Record(f"k{i}".encode(), f"v{i}".encode() * 10, (("h", b"x"),), 1_700_000_000_000 + i) for i in range(2000)]
     produce_all(producer(broker.bootstrap, compression_type="lz4"), topic_name, records, partition=2)
-    admin(broker.bootstrap).delete_topics([gone])[gone].result(timeout=30)
+    assert admin_op(broker.bootstrap, "delete_topics", [gone]) == {gone: None}
     wait_until(lambda: gone not in topic_names(broker.bootstrap), 10, "deleted topic to leave metadata")
 
     broker.restart()
