@@ -22,7 +22,8 @@ from conftest import wait_until
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 RECORDS_PER_CODEC = 600
-BASE_TS_MS = 1_700_000_000_000
+# Explicit CreateTimes, recent enough that retention (log.retention.ms, 7 days) keeps them.
+BASE_TS_MS = int(time.time() * 1000) - 3_600_000
 
 
 def sample_records(count: int) -> list[Record]:

@@ -25,9 +25,12 @@ from kafka_wire import KafkaConnection
 CLOSE_DEADLINE_S = 10.0
 DEFAULT_SOCKET_REQUEST_MAX_BYTES = 100 * 1024 * 1024
 
-# The contract's version table (api key -> (min, max)).
+# The contract's version table (api key -> advertised (min, max)).
 CONTRACT_VERSIONS = {
-    0: (3, 8),  # Produce
+    # Produce is served from v3 but advertised from v0, as Kafka 4.0 does: librdkafka only
+    # compresses when the broker advertises Produce v0 (KAFKA-18659). v0-v2 get
+    # UNSUPPORTED_VERSION (test_produce_v2_is_unsupported).
+    0: (0, 8),
     1: (4, 11),  # Fetch
     2: (1, 5),  # ListOffsets
     3: (0, 8),  # Metadata

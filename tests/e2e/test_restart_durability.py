@@ -21,7 +21,9 @@ def test_graceful_restart_between_produce_and_consume(broker, topic_name):
     create_topic(broker.bootstrap, topic_name, partitions=3)
     gone = f"{topic_name}-deleted"
     create_topic(broker.bootstrap, gone)
-    records = [Record(f"k{i}".encode(), f"v{i}".encode() * 10, (("h", b"x"),), 1_700_000_000_000 + i) for i in range(2000)]
+    # Recent explicit timestamps: older than log.retention.ms (7 days) would be deleted.
+    base_ms = int(time.time() * 1000) - 60_000
+    records = [Record(f"k{i}".encode(), f"v{i}".encode() * 10, (("h", b"x"),), base_ms + i) for i in range(2000)]
     produce_all(producer(broker.bootstrap, compression_type="lz4"), topic_name, records, partition=2)
     assert admin_op(broker.bootstrap, "delete_topics", [gone]) == {gone: None}
     wait_until(lambda: gone not in topic_names(broker.bootstrap), 10, "deleted topic to leave metadata")
