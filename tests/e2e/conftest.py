@@ -58,7 +58,12 @@ class Broker:
         self.env = dict(env)
         self.proc: subprocess.Popen | None = None
         self.port: int | None = None
+        # The port of the latest start (kept after stop, unlike `port`).
+        self.last_port: int | None = None
+        # Every stdout line of the latest start; complete once the process has exited.
+        self.stdout_lines_seen: list[str] = []
         self._stdout_lines: queue.Queue[str | None] = queue.Queue()
+        self._stdout_reader: threading.Thread | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -84,19 +89,29 @@ class Broker:
         log.write(f"\n=== start {' '.join(self.command())}\n".encode())
         log.flush()
         self._stdout_lines = queue.Queue()
+        self.stdout_lines_seen = []
         self.proc = subprocess.Popen(
             self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, env=env
         )
         log.close()
-        threading.Thread(target=self._drain_stdout, args=(self.proc, self._stdout_lines), daemon=True).start()
-        self.port = self._wait_for_listening_line()
+        self._stdout_reader = threading.Thread(
+            target=self._drain_stdout, args=(self.proc, self._stdout_lines, self.stdout_lines_seen), daemon=True
+        )
+        self._stdout_reader.start()
+        self.port = self.last_port = self._wait_for_listening_line()
         return self
 
     @staticmethod
-    def _drain_stdout(proc: subprocess.Popen, lines: queue.Queue):
+    def _drain_stdout(proc: subprocess.Popen, lines: queue.Queue, seen: list[str]):
         for raw in proc.stdout:
-            lines.put(raw.decode(errors="replace"))
+            line = raw.decode(errors="replace")
+            seen.append(line)
+            lines.put(line)
         lines.put(None)
+
+    def _join_stdout_reader(self):
+        if self._stdout_reader is not None:
+            self._stdout_reader.join(timeout=STOP_DEADLINE_S)
 
     def _wait_for_listening_line(self) -> int:
         deadline = time.monotonic() + START_DEADLINE_S
@@ -129,6 +144,7 @@ class Broker:
             self.kill()
             raise AssertionError(f"broker ignored SIGTERM for {STOP_DEADLINE_S}s\n{self.log_tail()}")
         self.port = None
+        self._join_stdout_reader()
         assert rc == 0, f"broker exited {rc} after SIGTERM\n{self.log_tail()}"
         return rc
 
@@ -138,6 +154,7 @@ class Broker:
             self.proc.kill()
             self.proc.wait(timeout=STOP_DEADLINE_S)
         self.port = None
+        self._join_stdout_reader()
 
     def restart(self) -> "Broker":
         """Graceful stop (asserting exit 0) then start on the same data dir (the port changes)."""

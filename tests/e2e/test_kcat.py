@@ -1,6 +1,8 @@
 """kcat (Debian's kcat 1.7.1 on librdkafka 2.0.2) against a real broker.
 
-Covers: metadata listing (`-L`, `-L -J`), producing lines with keys (`-P -K:`) and headers,
+Covers: metadata listing (`-L`, `-L -J`), producing lines with keys (`-P -K:`), headers and
+each compression codec (`-z`: librdkafka 2.0.2 compresses only if the broker advertises
+Produce v0, see KAFKA-18659),
 consuming them back with offsets, keys, timestamps and headers (`-C -e -f ...`, `-J`), offset
 queries (`-Q -t topic:partition:timestamp` with -1/-2 and a real timestamp), and `-o`
 beginning/end/absolute/relative starts. Topics are auto-created by the producer (the broker
@@ -109,6 +111,14 @@ def test_consume_start_offsets(kbroker, filled_topic):
     assert consume(bootstrap, filled_topic, 1, "-o", "7") == [f"{i}|key-{i}|value-{i}" for i in (7, 8, 9)]
     assert consume(bootstrap, filled_topic, 1, "-o", "-2") == [f"{i}|key-{i}|value-{i}" for i in (8, 9)]
     assert consume(bootstrap, filled_topic, 1, "-o", "beginning", "-c", "3") == [f"{i}|key-{i}|value-{i}" for i in range(3)]
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_compressed_produce(kbroker, topic_name, codec):
+    lines = [f"k{i}:{'repetitive payload ' * (i % 9)}{i}" for i in range(200)]
+    produce_lines(kbroker.bootstrap, topic_name, 0, lines, "-z", codec)
+    rows = consume(kbroker.bootstrap, topic_name, 0, "-o", "beginning")
+    assert rows == [f"{i}|{line.replace(':', '|', 1)}" for i, line in enumerate(lines)]
 
 
 def test_appends_continue_after_existing_offsets(kbroker, filled_topic):

@@ -1,10 +1,13 @@
-"""Fetch long polling, timed from a raw socket (kafka_wire.py) so the client adds no waits.
+"""Fetch long polling and size limits, from a raw socket (kafka_wire.py) so the client adds
+no waits of its own.
 
 Covers: a Fetch with max_wait_ms=5000 and min_bytes=1 on an empty partition is held (no
 empty answer within the first half second) and answered promptly once a record is produced
 (well before the 5 s timeout: a broker that only answers at the timeout fails); a fetch
 with nothing to return answers empty at about max_wait_ms, not immediately and not never;
-a record produced to another partition does not wake the fetch early.
+a record produced to another partition does not wake the fetch early; a fetch whose
+max_bytes is smaller than the first batch still returns that whole batch (KIP-74: progress
+over the limit), and a large max_bytes returns several batches.
 """
 
 from __future__ import annotations
@@ -64,3 +67,17 @@ def test_record_on_other_partition_does_not_satisfy_fetch(broker, topic_name):
     assert result.error_code == kw.NONE
     assert not result.records
     assert waited_s >= 1.4, f"fetch of partition 0 returned after {waited_s:.2f}s with nothing"
+
+
+def test_fetch_returns_first_batch_even_above_max_bytes(broker, topic_name):
+    create_topic(broker.bootstrap, topic_name)
+    with KafkaConnection(broker.bootstrap) as conn:
+        for i in range(3):
+            assert conn.produce(topic_name, 0, kw.record_batch([bytes([65 + i]) * 5000, b"tail"])).error_code == kw.NONE
+        cid = conn.send_fetch(topic_name, 0, 0, max_bytes=100)
+        small = conn.recv_fetch(cid)
+        assert small.error_code == kw.NONE
+        assert kw.batch_record_values(small.records)[:2] == [(0, b"A" * 5000), (1, b"tail")]
+        everything = conn.fetch(topic_name, 0, 0)
+        assert [o for o, _ in kw.batch_record_values(everything.records)] == list(range(6))
+        assert everything.high_watermark == 6

@@ -4,7 +4,8 @@ Covers: records, topics, partition counts and deletions survive a graceful resta
 data dir, and appends continue at the right offset after it; a broker SIGKILLed while a
 confluent-kafka producer streams with acks=all still has every acknowledged record at its
 acknowledged offset after restart (acks=all is answered only once the append is durable:
-`sluice.acks.all.fsync`), and the recovered log is contiguous and holds only records we sent.
+`sluice.acks.all.fsync`), and the recovered log is contiguous and holds only records we sent;
+SIGTERM under the same load exits 0 and loses no acknowledged record either.
 """
 
 from __future__ import annotations
@@ -51,9 +52,11 @@ def test_two_restarts_keep_appending(broker, topic_name):
     assert [m.value() for m in messages] == [f"r{r}-{i}".encode() for r in range(3) for i in range(100)]
 
 
-def test_sigkill_mid_stream_keeps_every_acked_record(broker, topic_name):
-    create_topic(broker.bootstrap, topic_name)
-    p = producer(broker.bootstrap, acks="all", linger_ms=2, message_timeout_ms=10_000)
+def stream_until_acked(bootstrap: str, topic: str, wanted: int):
+    """Produces with acks=all, keeping the pipeline full, until `wanted` records are
+    acknowledged. Returns (producer, acked offset -> value, records sent); records are still
+    in flight when it returns."""
+    p = producer(bootstrap, acks="all", linger_ms=2, message_timeout_ms=10_000)
     acked: dict[int, bytes] = {}
     sent = 0
 
@@ -62,36 +65,66 @@ def test_sigkill_mid_stream_keeps_every_acked_record(broker, topic_name):
             acked[msg.offset()] = msg.value()
 
     deadline = time.monotonic() + 120
-    # Keep the pipeline full so records are in flight at the moment of the kill.
-    while len(acked) < ACKED_BEFORE_KILL:
+    while len(acked) < wanted:
         assert time.monotonic() < deadline, f"only {len(acked)} records acknowledged in 120s"
         try:
-            p.produce(topic_name, value=f"record-{sent:08d}".encode() * 4, partition=0, on_delivery=on_delivery)
+            p.produce(topic, value=stream_value(sent), partition=0, on_delivery=on_delivery)
             sent += 1
         except BufferError:
             p.poll(0.01)
         p.poll(0)
-    assert len(p) > 0, "nothing in flight at the kill; the test would prove nothing"
-    broker.kill()
-    # Serve delivery reports that were already received before the kill, then drop the rest.
+    assert len(p) > 0, "nothing in flight at the stop; the test would prove nothing"
+    return p, acked, sent
+
+
+def stream_value(i: int) -> bytes:
+    return f"record-{i:08d}".encode() * 4
+
+
+def finish_after_broker_gone(p, acked: dict[int, bytes]):
+    """Serves delivery reports received before the broker went away, then drops the rest."""
     p.poll(0.5)
     p.purge()
     p.flush(30)
-    assert len(acked) >= ACKED_BEFORE_KILL
 
-    broker.start()
-    low, high = watermarks(broker.bootstrap, topic_name, 0)
+
+def assert_acked_records_survived(bootstrap: str, topic: str, acked: dict[int, bytes], sent: int) -> int:
+    """Every acknowledged record is at its offset; the log is contiguous and holds only
+    records we sent. Returns the high watermark."""
+    low, high = watermarks(bootstrap, topic, 0)
     assert low == 0
     assert high >= max(acked) + 1, f"high watermark {high} lost acknowledged offset {max(acked)}"
-    messages = consume_partition(broker.bootstrap, topic_name, 0, high)
+    messages = consume_partition(bootstrap, topic, 0, high)
     log = {m.offset(): m.value() for m in messages}
     assert sorted(log) == list(range(high)), "recovered log has gaps or duplicates"
     missing = [o for o, v in acked.items() if log.get(o) != v]
     assert not missing, f"{len(missing)} acknowledged records lost or changed, first offsets {sorted(missing)[:5]}"
-    sent_values = {f"record-{i:08d}".encode() * 4 for i in range(sent)}
+    sent_values = {stream_value(i) for i in range(sent)}
     assert set(log.values()) <= sent_values, "recovered log holds records nobody sent"
+    return high
+
+
+def test_sigkill_mid_stream_keeps_every_acked_record(broker, topic_name):
+    create_topic(broker.bootstrap, topic_name)
+    p, acked, sent = stream_until_acked(broker.bootstrap, topic_name, ACKED_BEFORE_KILL)
+    broker.kill()
+    finish_after_broker_gone(p, acked)
+    assert len(acked) >= ACKED_BEFORE_KILL
+
+    broker.start()
+    high = assert_acked_records_survived(broker.bootstrap, topic_name, acked, sent)
     # The recovered partition accepts appends right after the recovered end.
     assert produce_all(producer(broker.bootstrap), topic_name, [Record(None, b"after-kill")])[0].offset == high
+
+
+def test_sigterm_under_load_exits_cleanly_and_keeps_acked_records(broker, topic_name):
+    create_topic(broker.bootstrap, topic_name)
+    p, acked, sent = stream_until_acked(broker.bootstrap, topic_name, ACKED_BEFORE_KILL // 4)
+    broker.stop()  # asserts exit 0 within the deadline despite the busy producer
+    finish_after_broker_gone(p, acked)
+
+    broker.start()
+    assert_acked_records_survived(broker.bootstrap, topic_name, acked, sent)
 
 
 def test_consumer_position_semantics_after_restart(broker, topic_name):
