@@ -168,6 +168,20 @@ def batch_record_values(records_bytes: bytes) -> list[tuple[int, bytes | None]]:
     return out
 
 
+def batch_compression_codecs(records_bytes: bytes) -> list[int]:
+    """The compression codec (attributes & 7: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd) of each
+    complete batch in a fetch response's records."""
+    codecs = []
+    pos = 0
+    while pos + 61 <= len(records_bytes):
+        batch_len = struct.unpack_from(">i", records_bytes, pos + 8)[0]
+        if pos + 12 + batch_len > len(records_bytes):
+            break
+        codecs.append(struct.unpack_from(">h", records_bytes, pos + 21)[0] & 0x7)
+        pos += 12 + batch_len
+    return codecs
+
+
 # --- response decoding -----------------------------------------------------------------------
 
 
@@ -335,21 +349,37 @@ class KafkaConnection:
         assert len(topics) == 1 and len(topics[0][1]) == 1, f"unexpected produce response shape {topics}"
         return topics[0][1][0]
 
-    def send_fetch(self, topic: str, partition: int, offset: int, max_wait_ms: int = 0, min_bytes: int = 1, max_bytes: int = 1 << 20) -> int:
-        """Sends Fetch v4 and returns the correlation id; read it with `recv_fetch`."""
+    def send_fetch(self, topic: str, partition: int, offset: int, max_wait_ms: int = 0, min_bytes: int = 1, max_bytes: int = 1 << 20, version: int = 4) -> int:
+        """Sends Fetch v4 or v11 (v10+ may carry zstd) and returns the correlation id; read
+        the answer with `recv_fetch` and the same version."""
+        assert version in (4, 11)
         body = i32(-1) + i32(max_wait_ms) + i32(min_bytes) + i32(max_bytes) + i8(0)
-        body += array([string(topic) + array([i32(partition) + i64(offset) + i32(max_bytes)])])
-        return self.send_request(API_FETCH, 4, body)
+        if version == 4:
+            part = i32(partition) + i64(offset) + i32(max_bytes)
+        else:
+            body += i32(0) + i32(-1)  # no fetch session
+            part = i32(partition) + i32(-1) + i64(offset) + i64(-1) + i32(max_bytes)
+        body += array([string(topic) + array([part])])
+        if version == 11:
+            body += array([]) + string("")  # forgotten topics, rack id
+        return self.send_request(API_FETCH, version, body)
 
-    def recv_fetch(self, correlation_id: int) -> PartitionResult:
+    def recv_fetch(self, correlation_id: int, version: int = 4) -> PartitionResult:
         r = self.recv_response(correlation_id)
         r.i32()  # throttle time
+        if version >= 7:
+            top_error, _session = r.i16(), r.i32()
+            assert top_error == NONE, f"fetch top-level error {top_error}"
 
         def part(x):
             p = PartitionResult(x.i32(), x.i16())
             p.high_watermark = x.i64()
             x.i64()  # last stable offset
+            if version >= 5:
+                x.i64()  # log start offset
             x.array(lambda y: (y.i64(), y.i64()))  # aborted transactions
+            if version >= 11:
+                x.i32()  # preferred read replica
             p.records = x.nbytes()
             return p
 
@@ -357,8 +387,8 @@ class KafkaConnection:
         assert len(topics) == 1 and len(topics[0][1]) == 1, f"unexpected fetch response shape {topics}"
         return topics[0][1][0]
 
-    def fetch(self, topic: str, partition: int, offset: int, max_wait_ms: int = 0) -> PartitionResult:
-        return self.recv_fetch(self.send_fetch(topic, partition, offset, max_wait_ms=max_wait_ms))
+    def fetch(self, topic: str, partition: int, offset: int, max_wait_ms: int = 0, version: int = 4) -> PartitionResult:
+        return self.recv_fetch(self.send_fetch(topic, partition, offset, max_wait_ms=max_wait_ms, version=version), version)
 
     def metadata_topic_errors(self, topics: list[str]) -> dict[str, int]:
         """Metadata v1 for `topics`: topic name -> topic-level error code."""

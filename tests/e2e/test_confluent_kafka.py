@@ -5,7 +5,8 @@ whose records (keys, null keys and values, empty values, duplicate and null-valu
 explicit CreateTime timestamps, compressible and random payloads) are read back byte-exact by
 an assign()-based consumer, with contiguous offsets; key partitioning over several
 partitions; AdminClient create (with topic configs, validate_only, already-exists), delete,
-describe_configs (topic and broker) and list_topics.
+describe_configs (topic and broker) and list_topics. The stored batches are fetched raw to
+check each codec was really used.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from confluent_kafka import TIMESTAMP_CREATE_TIME, KafkaError
 from confluent_kafka.admin import ConfigResource, ConfigSource, NewTopic, ResourceType
 
 from clients import Record, admin, admin_op, consume_partition, create_topic, produce_all, producer, topic_names, watermarks
+import kafka_wire as kw
 from conftest import wait_until
+from kafka_wire import KafkaConnection
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 RECORDS_PER_CODEC = 600
@@ -58,6 +61,20 @@ def assert_same_records(messages, records: list[Record], first_offset: int = 0):
         assert msg.timestamp() == (TIMESTAMP_CREATE_TIME, rec.timestamp_ms), where
 
 
+CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+def assert_stored_with_codec(bootstrap: str, topic: str, codec: str):
+    """The producer really compressed with `codec` (librdkafka silently falls back to plain
+    batches when its probe of ApiVersions says the broker lacks the codec) and the broker
+    kept the batches as sent. librdkafka may send a batch plain when compressing would not
+    shrink it, so: some batch in `codec`, none in another codec."""
+    with KafkaConnection(bootstrap) as conn:
+        fetched = conn.fetch(topic, 0, 0, version=11)
+    codecs = kw.batch_compression_codecs(fetched.records)
+    assert CODEC_IDS[codec] in codecs and set(codecs) <= {0, CODEC_IDS[codec]}, codecs
+
+
 @pytest.mark.parametrize("codec", CODECS)
 def test_acks_all_roundtrip_per_codec(broker, topic_name, codec):
     create_topic(broker.bootstrap, topic_name)
@@ -69,6 +86,7 @@ def test_acks_all_roundtrip_per_codec(broker, topic_name, codec):
 
     messages = consume_partition(broker.bootstrap, topic_name, 0, len(records))
     assert_same_records(messages, records)
+    assert_stored_with_codec(broker.bootstrap, topic_name, codec)
     # A consumer starting mid-log (inside a compressed batch) starts at exactly that offset.
     middle = len(records) // 2 + 7
     tail = consume_partition(broker.bootstrap, topic_name, 0, len(records) - middle, start_offset=middle)

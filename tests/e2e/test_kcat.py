@@ -21,6 +21,9 @@ import time
 
 import pytest
 
+import kafka_wire as kw
+from kafka_wire import KafkaConnection
+
 KCAT_TIMEOUT_S = 60
 PARTITIONS = 3
 
@@ -113,12 +116,23 @@ def test_consume_start_offsets(kbroker, filled_topic):
     assert consume(bootstrap, filled_topic, 1, "-o", "beginning", "-c", "3") == [f"{i}|key-{i}|value-{i}" for i in range(3)]
 
 
-@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+CODEC_IDS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+@pytest.mark.parametrize("codec", list(CODEC_IDS))
 def test_compressed_produce(kbroker, topic_name, codec):
     lines = [f"k{i}:{'repetitive payload ' * (i % 9)}{i}" for i in range(200)]
     produce_lines(kbroker.bootstrap, topic_name, 0, lines, "-z", codec)
     rows = consume(kbroker.bootstrap, topic_name, 0, "-o", "beginning")
     assert rows == [f"{i}|{line.replace(':', '|', 1)}" for i, line in enumerate(lines)]
+    # kcat really compressed (librdkafka silently sends plain batches when its feature probe
+    # of the broker's ApiVersions says the codec is unsupported), and the broker stored the
+    # batches as sent. librdkafka may still send a batch plain when compressing it would not
+    # shrink it, hence "some batch", not "every batch".
+    with KafkaConnection(kbroker.bootstrap) as conn:
+        fetched = conn.fetch(topic_name, 0, 0, version=11)
+    codecs = kw.batch_compression_codecs(fetched.records)
+    assert CODEC_IDS[codec] in codecs and set(codecs) <= {0, CODEC_IDS[codec]}, codecs
 
 
 def test_appends_continue_after_existing_offsets(kbroker, filled_topic):
