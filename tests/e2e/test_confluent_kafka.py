@@ -4,7 +4,7 @@ Covers: a producer with acks=all and each compression codec (none, gzip, snappy,
 whose records (keys, null keys and values, empty values, duplicate and null-valued headers,
 explicit CreateTime timestamps, compressible and random payloads) are read back byte-exact by
 an assign()-based consumer, with contiguous offsets; key partitioning over several
-partitions; AdminClient create (with topic configs, validate_only, already-exists), delete,
+partitions; four producers appending to one partition at once; a 900 KB record; AdminClient create (with topic configs, validate_only, already-exists), delete,
 describe_configs (topic and broker) and list_topics. The stored batches are fetched raw to
 check each codec was really used.
 """
@@ -12,6 +12,7 @@ check each codec was really used.
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import pytest
@@ -108,6 +109,39 @@ def test_key_partitioning_over_partitions(broker, topic_name):
         assert {(m.key(), m.value()) for m in messages} == {(d.record.key, d.record.value) for d in items}
         for m in messages:
             assert partition_of_key.setdefault(m.key(), part) == part, "a key landed on two partitions"
+
+
+def test_concurrent_producers_share_a_partition(broker, topic_name):
+    """Four producers append to one partition at once: every record gets exactly one offset,
+    offsets are contiguous, and each producer's records keep their order."""
+    create_topic(broker.bootstrap, topic_name)
+    per_producer = 2000
+    results: dict[int, list] = {}
+
+    def run(n: int):
+        records = [Record(f"p{n}".encode(), f"p{n}-{i}".encode()) for i in range(per_producer)]
+        results[n] = produce_all(producer(broker.bootstrap, linger_ms=1), topic_name, records)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert sorted(results) == [0, 1, 2, 3], "a producer thread failed"
+    offsets = sorted(d.offset for ds in results.values() for d in ds)
+    assert offsets == list(range(4 * per_producer))
+    messages = consume_partition(broker.bootstrap, topic_name, 0, 4 * per_producer)
+    for n in range(4):
+        mine = [m.value() for m in messages if m.key() == f"p{n}".encode()]
+        assert mine == [f"p{n}-{i}".encode() for i in range(per_producer)]
+
+
+def test_large_record_near_message_max_bytes(broker, topic_name):
+    create_topic(broker.bootstrap, topic_name)
+    big = os.urandom(900_000)
+    produce_all(producer(broker.bootstrap), topic_name, [Record(b"big", big), Record(b"small", b"s")])
+    messages = consume_partition(broker.bootstrap, topic_name, 0, 2)
+    assert [(m.key(), m.value()) for m in messages] == [(b"big", big), (b"small", b"s")]
 
 
 @pytest.fixture
