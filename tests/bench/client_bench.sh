@@ -199,6 +199,8 @@ run_once() {
     local run=$1 results=$2 r
     start_broker
     log "run $run: broker pid $BROKER_PID at $BOOTSTRAP"
+    # Other work on the machine skews the numbers: keep the load average with the results.
+    echo "loadavg_before_run_$run $(cut -d' ' -f1-3 /proc/loadavg)" >>"$results"
     r="$(produce_load bench-acks1 1)"
     echo "produce_acks1 $r" >>"$results"
     r="$(produce_load bench-acksall -1)"
