@@ -250,7 +250,8 @@ main() {
         log "building the release broker"
         cargo build --release --quiet -p sluice-cli
     fi
-    local results="$WORK/results-$(date -u +%Y%m%dT%H%M%SZ).txt" run
+    local results run
+    results="$WORK/results-$(date -u +%Y%m%dT%H%M%SZ).txt"
     : >"$results"
     for run in $(seq 1 "$RUNS"); do
         run_once "$run" "$results"

@@ -15,12 +15,21 @@ import os
 import threading
 import time
 
+import kafka_wire as kw
 import pytest
+from clients import (
+    Record,
+    admin,
+    admin_op,
+    consume_partition,
+    create_topic,
+    produce_all,
+    producer,
+    topic_names,
+    watermarks,
+)
 from confluent_kafka import TIMESTAMP_CREATE_TIME, KafkaError
 from confluent_kafka.admin import ConfigResource, ConfigSource, NewTopic, ResourceType
-
-from clients import Record, admin, admin_op, consume_partition, create_topic, produce_all, producer, topic_names, watermarks
-import kafka_wire as kw
 from conftest import wait_until
 from kafka_wire import KafkaConnection
 
@@ -53,7 +62,7 @@ def sample_records(count: int) -> list[Record]:
 
 def assert_same_records(messages, records: list[Record], first_offset: int = 0):
     assert len(messages) == len(records)
-    for i, (msg, rec) in enumerate(zip(messages, records)):
+    for i, (msg, rec) in enumerate(zip(messages, records, strict=True)):
         where = f"record {i} (offset {msg.offset()})"
         assert msg.offset() == first_offset + i, where
         assert msg.key() == rec.key, where
@@ -170,7 +179,9 @@ def test_admin_create_with_configs_and_describe(admin_broker, topic_name):
 
 def test_admin_create_validate_only_creates_nothing(admin_broker, topic_name):
     bootstrap = admin_broker.bootstrap
-    result = admin_op(bootstrap, "create_topics", [NewTopic(topic_name, num_partitions=2, replication_factor=1)], validate_only=True)
+    result = admin_op(
+        bootstrap, "create_topics", [NewTopic(topic_name, num_partitions=2, replication_factor=1)], validate_only=True
+    )
     assert result == {topic_name: None}
     assert topic_name not in topic_names(bootstrap)
     # And really creating it afterwards works.
@@ -184,7 +195,11 @@ def test_admin_create_existing_and_invalid(admin_broker, topic_name):
     result = admin_op(bootstrap, "create_topics", [NewTopic(topic_name, num_partitions=1, replication_factor=1)])
     assert error_code(result[topic_name]) == KafkaError.TOPIC_ALREADY_EXISTS
     bad = f"{topic_name}-badcfg"
-    result = admin_op(bootstrap, "create_topics", [NewTopic(bad, num_partitions=1, replication_factor=1, config={"retention.ms": "not-a-number"})])
+    result = admin_op(
+        bootstrap,
+        "create_topics",
+        [NewTopic(bad, num_partitions=1, replication_factor=1, config={"retention.ms": "not-a-number"})],
+    )
     assert error_code(result[bad]) == KafkaError.INVALID_CONFIG
     assert bad not in topic_names(bootstrap)
 

@@ -16,9 +16,8 @@ from __future__ import annotations
 import resource
 import socket
 
-import pytest
-
 import kafka_wire as kw
+import pytest
 from clients import Record, create_topic, produce_all, producer
 from kafka_wire import KafkaConnection
 
@@ -91,7 +90,9 @@ def test_configured_socket_request_max_bytes(broker_factory, topic_name):
         pytest.param(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n", id="http-request"),
         pytest.param(kw.i32(10) + kw.i16(32000) + kw.i16(0) + kw.i32(1) + kw.i16(-1), id="unknown-api-key"),
         pytest.param(kw.i32(3) + b"\x00\x12\x00", id="frame-shorter-than-header"),
-        pytest.param(kw.i32(40) + kw.i16(0) + kw.i16(3) + kw.i32(1) + kw.i16(500) + b"ab" * 15, id="string-past-frame-end"),
+        pytest.param(
+            kw.i32(40) + kw.i16(0) + kw.i16(3) + kw.i32(1) + kw.i16(500) + b"ab" * 15, id="string-past-frame-end"
+        ),
         pytest.param(kw.i32(1020) + b"\xfe\xed" + (bytes(range(256)) * 4)[:1018], id="random-body"),
     ],
 )
