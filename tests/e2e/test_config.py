@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import subprocess
 
+from confluent_kafka.admin import ConfigResource, ResourceType
+
 import kafka_wire as kw
 from clients import admin, admin_op, create_topic
-from confluent_kafka.admin import ConfigResource, ResourceType
 from conftest import START_DEADLINE_S, sluice_bin
 from kafka_wire import KafkaConnection
 

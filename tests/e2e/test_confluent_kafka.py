@@ -4,7 +4,8 @@ Covers: a producer with acks=all and each compression codec (none, gzip, snappy,
 whose records (keys, null keys and values, empty values, duplicate and null-valued headers,
 explicit CreateTime timestamps, compressible and random payloads) are read back byte-exact by
 an assign()-based consumer, with contiguous offsets; key partitioning over several
-partitions; four producers appending to one partition at once; a 900 KB record; AdminClient create (with topic configs, validate_only, already-exists), delete,
+partitions; four producers appending to one partition at once; a 900 KB record; AdminClient create (with topic configs, validate_only, already-exists, invalid names and
+configs), delete,
 describe_configs (topic and broker) and list_topics. The stored batches are fetched raw to
 check each codec was really used.
 """
@@ -15,8 +16,11 @@ import os
 import threading
 import time
 
-import kafka_wire as kw
 import pytest
+from confluent_kafka import TIMESTAMP_CREATE_TIME, KafkaError
+from confluent_kafka.admin import ConfigResource, ConfigSource, NewTopic, ResourceType
+
+import kafka_wire as kw
 from clients import (
     Record,
     admin,
@@ -28,8 +32,6 @@ from clients import (
     topic_names,
     watermarks,
 )
-from confluent_kafka import TIMESTAMP_CREATE_TIME, KafkaError
-from confluent_kafka.admin import ConfigResource, ConfigSource, NewTopic, ResourceType
 from conftest import wait_until
 from kafka_wire import KafkaConnection
 
@@ -202,6 +204,19 @@ def test_admin_create_existing_and_invalid(admin_broker, topic_name):
     )
     assert error_code(result[bad]) == KafkaError.INVALID_CONFIG
     assert bad not in topic_names(bootstrap)
+
+
+@pytest.mark.parametrize("name", ["bad/name", "..", "x" * 250, "spaces are bad"])
+def test_admin_create_invalid_topic_name(admin_broker, name):
+    result = admin_op(admin_broker.bootstrap, "create_topics", [NewTopic(name, num_partitions=1, replication_factor=1)])
+    assert error_code(result[name]) == KafkaError.TOPIC_EXCEPTION
+    assert name not in topic_names(admin_broker.bootstrap)
+
+
+def test_admin_describe_configs_of_unknown_topic(admin_broker, topic_name):
+    resource = ConfigResource(ResourceType.TOPIC, topic_name)
+    result = admin_op(admin_broker.bootstrap, "describe_configs", [resource])[resource]
+    assert error_code(result) == KafkaError.UNKNOWN_TOPIC_OR_PART
 
 
 def test_admin_delete_topics(admin_broker, topic_name):

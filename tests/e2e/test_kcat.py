@@ -19,8 +19,9 @@ import shutil
 import subprocess
 import time
 
-import kafka_wire as kw
 import pytest
+
+import kafka_wire as kw
 from kafka_wire import KafkaConnection
 
 KCAT_TIMEOUT_S = 60

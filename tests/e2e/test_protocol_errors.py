@@ -16,8 +16,9 @@ from __future__ import annotations
 import resource
 import socket
 
-import kafka_wire as kw
 import pytest
+
+import kafka_wire as kw
 from clients import Record, create_topic, produce_all, producer
 from kafka_wire import KafkaConnection
 
