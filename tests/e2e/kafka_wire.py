@@ -330,15 +330,21 @@ class KafkaConnection:
         entries = r.array(lambda x: (x.i16(), x.i16(), x.i16()))
         return ApiVersionsResult(error, {k: (lo, hi) for k, lo, hi in entries})
 
-    def produce(
+    def send_produce(
         self, topic: str, partition: int, batch: bytes, version: int = 3, acks: int = -1, timeout_ms: int = 10_000
-    ) -> PartitionResult:
+    ) -> int:
+        """Sends Produce and returns the correlation id (with acks=0 no answer comes)."""
         body = b""
         if version >= 3:
             body += string(None)  # transactional id
         body += i16(acks) + i32(timeout_ms)
         body += array([string(topic) + array([i32(partition) + nbytes(batch)])])
-        cid = self.send_request(API_PRODUCE, version, body)
+        return self.send_request(API_PRODUCE, version, body)
+
+    def produce(
+        self, topic: str, partition: int, batch: bytes, version: int = 3, acks: int = -1, timeout_ms: int = 10_000
+    ) -> PartitionResult:
+        cid = self.send_produce(topic, partition, batch, version, acks, timeout_ms)
         r = self.recv_response(cid)
 
         def part(x):
