@@ -75,6 +75,9 @@ pub enum FrameError {
     /// A request we cannot parse or answer.
     #[error("{0}")]
     Malformed(String),
+    /// A produce with acks=0 failed: closing the connection is the only way to tell the client.
+    #[error("acks=0 produce failed, closing so the client notices: {0}")]
+    AcksZeroFailed(String),
 }
 
 /// Per-connection context handed to handlers.

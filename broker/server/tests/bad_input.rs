@@ -323,3 +323,15 @@ async fn huge_array_counts_in_tiny_frames_are_refused() {
     }
     still_serving(&broker).await;
 }
+
+#[tokio::test]
+async fn a_failed_acks_zero_produce_closes_the_connection() {
+    // There is no response to carry the error; Kafka closes so the client notices.
+    let broker = TestBroker::start(&[("auto.create.topics.enable", "false")]).await;
+    let mut client = broker.client().await;
+    let mut request = produce_request("missing", batch(&["x"]));
+    request.acks = 0;
+    client.send(ApiKey::Produce, 8, &request).await;
+    assert!(client.closed_by_broker().await);
+    still_serving(&broker).await;
+}

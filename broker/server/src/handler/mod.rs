@@ -114,7 +114,7 @@ async fn dispatch(
         )?,
         ApiKey::Produce => {
             let request = decode(&mut body, key, version)?;
-            match produce::handle(ctx, request, version).await {
+            match produce::handle(ctx, request, version).await? {
                 Some(response) => encode(cid, hv, &response, version)?,
                 None => return Ok(None),
             }

@@ -15,12 +15,13 @@ use crate::broker::{Broker, now_ms};
 use crate::connection::{Chunk, ConnectionContext, FrameError, Response};
 use crate::error::KafkaError;
 
-/// Answers Produce; `None` for acks=0.
+/// Answers Produce; `None` for acks=0. A failed acks=0 produce closes the connection, as
+/// Kafka does: there is no response to carry the error, and the client notices a close.
 pub async fn handle(
     ctx: &ConnectionContext,
     request: ProduceRequest,
     _version: i16,
-) -> Option<ProduceResponse> {
+) -> Result<Option<ProduceResponse>, FrameError> {
     let acks = request.acks;
     let broker = ctx.broker.clone();
     let responses = if (-1..=1).contains(&acks) {
@@ -38,12 +39,25 @@ pub async fn handle(
     } else {
         error_for_all(&request, ResponseError::InvalidRequiredAcks)
     };
-    if acks == 0 {
-        return None;
-    }
     let mut response = ProduceResponse::default();
     response.responses = responses;
-    Some(response)
+    if acks != 0 {
+        return Ok(Some(response));
+    }
+    let failed = response
+        .responses
+        .iter()
+        .flat_map(|t| &t.partition_responses)
+        .find(|p| p.error_code != 0);
+    match failed {
+        None => Ok(None),
+        Some(p) => Err(FrameError::AcksZeroFailed(format!(
+            "partition {} error {}: {}",
+            p.index,
+            p.error_code,
+            p.error_message.as_deref().unwrap_or("")
+        ))),
+    }
 }
 
 fn append_all(
