@@ -6,14 +6,25 @@
 mod api_versions;
 mod compat;
 mod create_topics;
+mod delete_groups;
 mod delete_topics;
 mod describe_configs;
+mod describe_groups;
 mod fetch;
 pub mod fetch_wire;
+mod find_coordinator;
+mod group_common;
+mod heartbeat;
+mod join_group;
+mod leave_group;
+mod list_groups;
 mod list_offsets;
 mod metadata;
+mod offset_commit;
+mod offset_fetch;
 mod produce;
 mod shape;
+mod sync_group;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
@@ -159,12 +170,71 @@ async fn dispatch(
             }
         }
         other => {
-            return Err(FrameError::Malformed(format!(
-                "{other:?} is in the version table but has no handler"
-            )));
+            return dispatch_group(ctx, other, version, header, body)
+                .await
+                .map(Some);
         }
     };
     Ok(Some(response))
+}
+
+/// The consumer-group APIs (FindCoordinator, JoinGroup, ..., DeleteGroups).
+async fn dispatch_group(
+    ctx: &ConnectionContext,
+    key: ApiKey,
+    version: i16,
+    header: &RequestHeader,
+    mut body: Bytes,
+) -> Result<Response, FrameError> {
+    let cid = header.correlation_id;
+    let hv = key.response_header_version(version);
+    let body = &mut body;
+    match key {
+        ApiKey::FindCoordinator => {
+            let request = decode(body, key, version)?;
+            encode(cid, hv, &find_coordinator::handle(ctx, &request), version)
+        }
+        ApiKey::JoinGroup => {
+            let request = decode(body, key, version)?;
+            let response = join_group::handle(ctx, header, request, version).await;
+            encode(cid, hv, &response, version)
+        }
+        ApiKey::SyncGroup => {
+            let response = sync_group::handle(ctx, decode(body, key, version)?).await;
+            encode(cid, hv, &response, version)
+        }
+        ApiKey::Heartbeat => {
+            let response = heartbeat::handle(ctx, decode(body, key, version)?).await;
+            encode(cid, hv, &response, version)
+        }
+        ApiKey::LeaveGroup => {
+            let response = leave_group::handle(ctx, decode(body, key, version)?, version).await;
+            encode(cid, hv, &response, version)
+        }
+        ApiKey::OffsetCommit => {
+            let response = offset_commit::handle(ctx, decode(body, key, version)?).await;
+            encode(cid, hv, &response, version)
+        }
+        ApiKey::OffsetFetch => {
+            let response = offset_fetch::handle(ctx, decode(body, key, version)?, version).await;
+            encode(cid, hv, &response, version)
+        }
+        ApiKey::ListGroups => {
+            let _: kafka_protocol::messages::ListGroupsRequest = decode(body, key, version)?;
+            encode(cid, hv, &list_groups::handle(ctx).await, version)
+        }
+        ApiKey::DescribeGroups => {
+            let response = describe_groups::handle(ctx, decode(body, key, version)?).await;
+            encode(cid, hv, &response, version)
+        }
+        ApiKey::DeleteGroups => {
+            let response = delete_groups::handle(ctx, decode(body, key, version)?).await;
+            encode(cid, hv, &response, version)
+        }
+        other => Err(FrameError::Malformed(format!(
+            "{other:?} is in the version table but has no handler"
+        ))),
+    }
 }
 
 fn decode<T: Decodable>(body: &mut Bytes, key: ApiKey, version: i16) -> Result<T, FrameError> {

@@ -86,6 +86,36 @@ fn schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
         ])],
         ApiKey::DeleteTopics => vec![Array(vec![Str])],
         ApiKey::DescribeConfigs => vec![Array(vec![I8, Str, Array(vec![Str])])],
+        ApiKey::JoinGroup => fields([
+            Some(Str),
+            Some(I32),
+            since(v, 1, I32),
+            Some(Str),
+            since(v, 5, Str),
+            Some(Str),
+            Some(Array(vec![Str, Bytes])),
+        ]),
+        ApiKey::SyncGroup => fields([
+            Some(Str),
+            Some(I32),
+            Some(Str),
+            since(v, 3, Str),
+            Some(Array(vec![Str, Bytes])),
+        ]),
+        ApiKey::LeaveGroup if v >= 3 => vec![Str, Array(vec![Str, Str])],
+        ApiKey::OffsetCommit => fields([
+            Some(Str),
+            Some(I32),
+            Some(Str),
+            (2..=4).contains(&v).then_some(I64),
+            since(v, 7, Str),
+            Some(Array(vec![
+                Str,
+                Array(fields([Some(I32), Some(I64), since(v, 6, I32), Some(Str)])),
+            ])),
+        ]),
+        ApiKey::OffsetFetch => vec![Str, Array(vec![Str, Array(vec![I32])])],
+        ApiKey::DescribeGroups | ApiKey::DeleteGroups => vec![Array(vec![Str])],
         _ => return None,
     })
 }
