@@ -330,7 +330,7 @@ fn topic_partitions(client: &mut Client, topic: &str) -> anyhow::Result<Vec<i32>
 }
 
 fn reset_offsets(client: &mut Client, args: &ResetArgs) -> anyhow::Result<Value> {
-    let described = describe_groups(client, &[args.group.clone()])?
+    let described = describe_groups(client, std::slice::from_ref(&args.group))?
         .pop()
         .context("DescribeGroups returned no group")?;
     if !described.members.is_empty() {

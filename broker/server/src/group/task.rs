@@ -17,19 +17,17 @@ use crate::broker::now_ms;
 use crate::error::ServerError;
 use crate::limits;
 
+/// Per-group DeleteGroups results, and where to send them.
+type DeleteResults = Vec<(String, ErrorCode)>;
+type DeleteReply = oneshot::Sender<DeleteResults>;
+
 /// The coordinator task's state.
 struct Task {
     coordinator: Coordinator,
     /// Handlers waiting for an answer, by the id the coordinator echoes.
     waiting: HashMap<RequestId, oneshot::Sender<Response>>,
     /// DeleteGroups answers waiting for their tombstones to be appended.
-    deleting: HashMap<
-        PersistId,
-        (
-            oneshot::Sender<Vec<(String, ErrorCode)>>,
-            Vec<(String, ErrorCode)>,
-        ),
-    >,
+    deleting: HashMap<PersistId, (DeleteReply, DeleteResults)>,
     next_request_id: u64,
     /// Batches sent to the writer and not yet acknowledged.
     in_flight: usize,
