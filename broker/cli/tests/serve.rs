@@ -107,7 +107,7 @@ fn serve_prints_the_bound_port_and_stops_cleanly_on_sigterm() {
     assert!(status.success(), "{status:?}");
     assert!(
         dir.path()
-            .join("made-by-metadata/0/clean-shutdown")
+            .join("topics/made-by-metadata/0/clean-shutdown")
             .exists()
     );
     let mut stderr = String::new();
@@ -144,7 +144,7 @@ fn flags_beat_the_environment_which_beats_the_file() {
     );
     metadata(&addr, "auto");
     assert!(sigterm(&mut child).success());
-    let partitions = std::fs::read_dir(data.join("auto"))
+    let partitions = std::fs::read_dir(data.join("topics/auto"))
         .unwrap()
         .filter(|e| e.as_ref().unwrap().path().is_dir())
         .count();

@@ -2,12 +2,14 @@
 //! watch channel that wakes long-polling fetches), and topic metadata persisted as one small
 //! JSON file per topic, written atomically (temp file, fsync, rename, fsync dir).
 //!
-//! On-disk layout under `data.dir`:
+//! On-disk layout under `data.dir` (topics live in their own directory, so no topic name can
+//! collide with the broker's files):
 //! ```text
-//! cluster.json               {"cluster_id": "..."}
-//! <topic>/topic.json         {"name", "partitions", "configs"}
-//! <topic>/<partition>/       the storage engine's directory for one partition
-//! <topic>.<nanos>-delete/    a deleted topic, removed in the background (and at start)
+//! .lock                          flock'd while a broker has the data dir open
+//! cluster.json                   {"cluster_id": "..."}
+//! topics/<topic>/topic.json      {"name", "partitions", "configs"}, written last at creation
+//! topics/<topic>/<partition>/    the storage engine's directory for one partition
+//! deleting/<topic>.<ms>/         a deleted topic, removed in the background (and at start)
 //! ```
 //! Methods here are synchronous (they do file I/O); async callers use `spawn_blocking`.
 
@@ -31,7 +33,9 @@ pub const NODE_ID: i32 = 0;
 
 const TOPIC_FILE: &str = "topic.json";
 const CLUSTER_FILE: &str = "cluster.json";
-const DELETED_SUFFIX: &str = "-delete";
+const LOCK_FILE: &str = ".lock";
+const TOPICS_DIR: &str = "topics";
+const DELETING_DIR: &str = "deleting";
 
 /// The broker's shared state.
 #[derive(Debug)]
@@ -50,6 +54,9 @@ pub struct Broker {
     waiting_fetches: AtomicUsize,
     /// The filesystem partition logs live on: the real one, or a fault-injecting twin in tests.
     fs: Arc<dyn Fs>,
+    /// The data dir's lock file, held (flock) while the broker runs so a second broker cannot
+    /// open the same data dir; released by `close_all` or by the kernel when the process dies.
+    dir_lock: Mutex<Option<std::fs::File>>,
 }
 
 /// One topic.
@@ -161,6 +168,7 @@ impl Broker {
             "creating data dir {}",
             dir.display()
         )))?;
+        let dir_lock = lock_data_dir(&dir)?;
         let cluster_id = load_or_create_cluster_id(&dir)?;
         let advertised = config
             .advertised_listeners
@@ -174,26 +182,26 @@ impl Broker {
             admin: Mutex::new(()),
             waiting_fetches: AtomicUsize::new(0),
             fs,
+            dir_lock: Mutex::new(Some(dir_lock)),
         };
         broker.load_topics()?;
         Ok(broker)
     }
 
     fn load_topics(&self) -> Result<(), ServerError> {
-        let dir = &self.config.data_dir;
-        let entries = std::fs::read_dir(dir)
+        let deleting = self.config.data_dir.join(DELETING_DIR);
+        if deleting.exists() {
+            remove_dir_logged(&deleting);
+        }
+        let dir = self.config.data_dir.join(TOPICS_DIR);
+        std::fs::create_dir_all(&dir)
+            .map_err(ServerError::io(format!("creating {}", dir.display())))?;
+        let entries = std::fs::read_dir(&dir)
             .map_err(ServerError::io(format!("reading {}", dir.display())))?;
         for entry in entries {
-            let path = entry.map_err(ServerError::io("reading data dir"))?.path();
-            let name = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default()
-                .to_owned();
-            if name.ends_with(DELETED_SUFFIX) {
-                remove_dir_logged(&path);
-                continue;
-            }
+            let path = entry
+                .map_err(ServerError::io("reading the topics dir"))?
+                .path();
             let file = path.join(TOPIC_FILE);
             if !file.is_file() {
                 continue;
@@ -241,7 +249,7 @@ impl Broker {
     }
 
     fn topic_dir(&self, name: &str) -> PathBuf {
-        self.config.data_dir.join(name)
+        self.config.data_dir.join(TOPICS_DIR).join(name)
     }
 
     fn topics_write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Arc<Topic>>> {
@@ -411,18 +419,20 @@ impl Broker {
                 tracing::warn!(topic = name, error = %e, "closing a deleted partition failed");
             }
         }
+        // Renamed aside first (atomic: a crash leaves the topic either whole or gone), then
+        // removed; a leftover in deleting/ is cleared at the next start.
         let dir = self.topic_dir(name);
-        let aside = self
-            .config
-            .data_dir
-            .join(format!("{name}.{}{DELETED_SUFFIX}", now_ms()));
-        std::fs::rename(&dir, &aside).map_err(|e| {
-            KafkaError::new(
-                ResponseError::KafkaStorageError,
-                format!("renaming {}: {e}", dir.display()),
-            )
-        })?;
-        sync_dir(&self.config.data_dir).ok();
+        let deleting = self.config.data_dir.join(DELETING_DIR);
+        let aside = deleting.join(format!("{name}.{}", now_ms()));
+        std::fs::create_dir_all(&deleting)
+            .and_then(|()| std::fs::rename(&dir, &aside))
+            .map_err(|e| {
+                KafkaError::new(
+                    ResponseError::KafkaStorageError,
+                    format!("moving {} aside: {e}", dir.display()),
+                )
+            })?;
+        sync_dir(&self.config.data_dir.join(TOPICS_DIR)).ok();
         remove_dir_logged(&aside);
         tracing::info!(topic = name, "deleted topic");
         Ok(())
@@ -448,8 +458,36 @@ impl Broker {
                 first_error.get_or_insert(e);
             }
         }
+        self.dir_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
         first_error.map_or(Ok(()), Err)
     }
+}
+
+/// Takes an exclusive lock on `<data.dir>/.lock`, or fails naming the data dir.
+fn lock_data_dir(dir: &Path) -> Result<std::fs::File, ServerError> {
+    use std::os::fd::AsRawFd;
+    let path = dir.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(ServerError::io(format!("opening {}", path.display())))?;
+    // SAFETY: flock on a descriptor we own and keep open.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(ServerError::Io {
+            context: format!(
+                "data dir {} is in use by another sluice broker (locking {})",
+                dir.display(),
+                path.display()
+            ),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    Ok(file)
 }
 
 struct ParkedFetch<'a>(&'a AtomicUsize);
@@ -482,9 +520,6 @@ pub fn validate_topic_name(name: &str) -> Result<(), KafkaError> {
         .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
     {
         return Err(invalid("has characters outside [a-zA-Z0-9._-]"));
-    }
-    if name.ends_with(DELETED_SUFFIX) && name.contains('.') {
-        return Err(invalid("looks like a deleted topic's directory"));
     }
     Ok(())
 }

@@ -111,6 +111,8 @@ pub struct BrokerConfig {
     pub message_max_bytes: u32,
     /// `socket.request.max.bytes`: largest request frame accepted.
     pub socket_request_max_bytes: u32,
+    /// `connections.max.idle.ms`: a connection that sends no request for this long is closed.
+    pub connections_max_idle_ms: u64,
     /// `log.segment.bytes`: segment file size that triggers a roll.
     pub log_segment_bytes: u32,
     /// `log.roll.ms`: segment age that triggers a roll.
@@ -119,6 +121,8 @@ pub struct BrokerConfig {
     pub log_retention_ms: i64,
     /// `log.retention.bytes`: partition size above which old segments go; -1 unlimited.
     pub log_retention_bytes: i64,
+    /// `log.retention.check.interval.ms`: how often retention runs.
+    pub log_retention_check_interval_ms: u64,
     /// `log.flush.interval.messages`: fsync after this many records; `u64::MAX` never.
     pub log_flush_interval_messages: u64,
     /// `log.flush.interval.ms`: fsync at least this often; `u64::MAX` never.
@@ -157,10 +161,12 @@ impl Default for BrokerConfig {
             auto_create_topics_enable: true,
             message_max_bytes: limits::MESSAGE_MAX_BYTES_DEFAULT,
             socket_request_max_bytes: limits::SOCKET_REQUEST_MAX_BYTES_DEFAULT,
+            connections_max_idle_ms: 600_000,
             log_segment_bytes: 1 << 30,
             log_roll_ms: 7 * 86_400_000,
             log_retention_ms: 7 * 86_400_000,
             log_retention_bytes: -1,
+            log_retention_check_interval_ms: 300_000,
             log_flush_interval_messages: u64::MAX,
             log_flush_interval_ms: u64::MAX,
             log_message_timestamp_type: TimestampType::CreateTime,
@@ -185,10 +191,12 @@ pub const BROKER_KEYS: &[&str] = &[
     "auto.create.topics.enable",
     "message.max.bytes",
     "socket.request.max.bytes",
+    "connections.max.idle.ms",
     "log.segment.bytes",
     "log.roll.ms",
     "log.retention.ms",
     "log.retention.bytes",
+    "log.retention.check.interval.ms",
     "log.flush.interval.messages",
     "log.flush.interval.ms",
     "log.message.timestamp.type",
@@ -244,6 +252,14 @@ impl BrokerConfig {
             }
             "log.retention.bytes" => {
                 self.log_retention_bytes = ranged(parse_bytes(value), -1, i64::MAX).map_err(bad)?
+            }
+            "connections.max.idle.ms" => {
+                self.connections_max_idle_ms =
+                    ranged(parse_ms(value), 1, i64::MAX).map_err(bad)? as u64;
+            }
+            "log.retention.check.interval.ms" => {
+                self.log_retention_check_interval_ms =
+                    ranged(parse_ms(value), 1, i64::MAX).map_err(bad)? as u64;
             }
             "log.flush.interval.messages" => {
                 self.log_flush_interval_messages = never_or(parse_i64(value)).map_err(bad)?
@@ -301,6 +317,8 @@ impl BrokerConfig {
             "log.roll.ms" => self.log_roll_ms.to_string(),
             "log.retention.ms" => self.log_retention_ms.to_string(),
             "log.retention.bytes" => self.log_retention_bytes.to_string(),
+            "log.retention.check.interval.ms" => self.log_retention_check_interval_ms.to_string(),
+            "connections.max.idle.ms" => self.connections_max_idle_ms.to_string(),
             "log.flush.interval.messages" => kafka_never(self.log_flush_interval_messages),
             "log.flush.interval.ms" => kafka_never(self.log_flush_interval_ms),
             "log.message.timestamp.type" => self.log_message_timestamp_type.as_str().to_owned(),

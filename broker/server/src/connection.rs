@@ -102,7 +102,8 @@ pub async fn serve(stream: TcpStream, ctx: ConnectionContext) {
     let (response_tx, response_rx) = mpsc::channel(limits::QUEUED_RESPONSES_PER_CONNECTION_MAX);
     let max = ctx.broker.config.socket_request_max_bytes;
     let mut shutdown = ctx.shutdown.clone();
-    let read = read_loop(reader, request_tx, max, &mut shutdown);
+    let idle = std::time::Duration::from_millis(ctx.broker.config.connections_max_idle_ms);
+    let read = read_loop(reader, request_tx, max, idle, &mut shutdown);
     let rest = async {
         tokio::join!(
             process_loop(&ctx, request_rx, response_tx),
@@ -140,6 +141,7 @@ async fn read_loop(
     mut reader: OwnedReadHalf,
     requests: mpsc::Sender<Queued>,
     max_bytes: u32,
+    idle: std::time::Duration,
     shutdown: &mut watch::Receiver<bool>,
 ) -> Result<(), FrameError> {
     let budget = Arc::new(Semaphore::new(
@@ -149,6 +151,10 @@ async fn read_loop(
         let queued = tokio::select! {
             queued = read_frame(&mut reader, max_bytes, &budget) => queued?,
             _ = shutdown.wait_for(|stop| *stop) => return Ok(()),
+            () = tokio::time::sleep(idle) => {
+                tracing::debug!(idle_ms = idle.as_millis() as u64, "closing idle connection (connections.max.idle.ms)");
+                return Ok(());
+            }
         };
         let Some(queued) = queued else { return Ok(()) };
         if requests.send(queued).await.is_err() {
@@ -266,7 +272,7 @@ async fn write_response(writer: &mut OwnedWriteHalf, response: Response) -> io::
                 if let Some(mut prefix) = pending.take() {
                     writer.write_all_buf(&mut prefix).await?;
                 }
-                write_slice(writer, &slice).await?;
+                write_slice(writer, slice).await?;
             }
         }
     }
@@ -299,15 +305,25 @@ fn set_cork(writer: &OwnedWriteHalf, on: bool) -> bool {
 
 async fn write_slice(
     writer: &mut OwnedWriteHalf,
-    slice: &sluice_storage::ReadSlice,
+    slice: sluice_storage::ReadSlice,
 ) -> io::Result<()> {
     if slice.len == 0 {
         return Ok(());
     }
-    match slice.raw_fd() {
-        Some(fd) => send_file(writer, fd, slice.position, slice.len as usize).await,
-        None => writer.write_all(&slice.read_to_vec()?).await,
+    if let Some(fd) = slice.raw_fd() {
+        match send_file(writer, fd, slice.position, slice.len as usize).await {
+            // The filesystem cannot sendfile (and nothing was sent): copy instead.
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                tracing::debug!(error = %e, "sendfile unsupported; copying the record set");
+            }
+            other => return other,
+        }
     }
+    // The copying path (no file descriptor, or no sendfile) reads on the blocking pool.
+    let bytes = tokio::task::spawn_blocking(move || slice.read_to_vec())
+        .await
+        .map_err(io::Error::other)??;
+    writer.write_all(&bytes).await
 }
 
 /// Copies `len` bytes of `fd` from `offset` to the socket inside the kernel.
@@ -319,6 +335,7 @@ async fn send_file(
 ) -> io::Result<()> {
     let stream: &TcpStream = writer.as_ref();
     let socket = stream.as_raw_fd();
+    let mut sent_any = 0usize;
     while len > 0 {
         stream.writable().await?;
         let sent = stream.try_io(tokio::io::Interest::WRITABLE, || {
@@ -343,8 +360,15 @@ async fn send_file(
             Ok(n) => {
                 offset += n as u64;
                 len -= n;
+                sent_any += n;
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e)
+                if sent_any == 0
+                    && matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) =>
+            {
+                return Err(io::Error::new(io::ErrorKind::Unsupported, e));
+            }
             Err(e) => return Err(e),
         }
     }

@@ -49,6 +49,10 @@ pub const TOPIC_NAME_BYTES_MAX: usize = 249;
 /// How often the background ticker calls `Log::tick` (flush.ms, segment.ms, retention).
 pub const LOG_TICK_INTERVAL_MS: u64 = 200;
 
+/// Longest wait before the first retention run after start (Kafka's 30 s initial task delay),
+/// when `log.retention.check.interval.ms` is longer.
+pub const LOG_RETENTION_INITIAL_DELAY_MS: u64 = 30_000;
+
 /// Time a graceful shutdown waits for in-flight connections before closing logs anyway.
 pub const SHUTDOWN_GRACE_MS: u64 = 10_000;
 

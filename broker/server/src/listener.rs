@@ -198,24 +198,52 @@ fn advertised_host(ip: std::net::IpAddr) -> String {
     host
 }
 
-/// Calls `Log::tick` on every partition (flush.ms, segment.ms, retention) until shutdown.
+/// Periodic log work until shutdown: `tick_without_retention` (flush.ms, segment.ms, recovery
+/// checkpoints) every `LOG_TICK_INTERVAL_MS`, and retention every
+/// `log.retention.check.interval.ms` (first run after `LOG_RETENTION_INITIAL_DELAY_MS` at
+/// most, like Kafka, so a broker restarted often still enforces retention).
 async fn tick_logs(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
     let mut interval = tokio::time::interval(Duration::from_millis(limits::LOG_TICK_INTERVAL_MS));
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let retention_every = Duration::from_millis(broker.config.log_retention_check_interval_ms);
+    let first_retention = retention_every.min(Duration::from_millis(
+        limits::LOG_RETENTION_INITIAL_DELAY_MS,
+    ));
+    let mut next_retention = tokio::time::Instant::now() + first_retention;
     loop {
         tokio::select! {
             _ = interval.tick() => {}
             _ = shutdown.wait_for(|stop| *stop) => return,
         }
+        let retention = tokio::time::Instant::now() >= next_retention;
+        if retention {
+            next_retention = tokio::time::Instant::now() + retention_every;
+        }
         let broker = broker.clone();
-        let ticked = tokio::task::spawn_blocking(move || {
-            for partition in broker.partitions() {
-                let result = partition.with_log(|log| log.tick(now_ms()));
-                if let Ok(Err(e)) = result {
-                    tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "log tick failed");
+        tokio::task::spawn_blocking(move || tick_all(&broker, retention))
+            .await
+            .ok();
+    }
+}
+
+fn tick_all(broker: &Broker, retention: bool) {
+    for partition in broker.partitions() {
+        let result = partition.with_log(|log| {
+            let now = now_ms();
+            log.tick_without_retention(now)?;
+            if retention {
+                let deleted = log.enforce_retention(now)?;
+                if deleted > 0 {
+                    tracing::info!(topic = %partition.topic, partition = partition.index, deleted, "retention deleted segments");
                 }
             }
+            Ok::<_, sluice_storage::StorageError>(())
         });
-        ticked.await.ok();
+        match result {
+            Ok(Err(sluice_storage::StorageError::Fenced)) | Ok(Ok(())) | Err(_) => {}
+            Ok(Err(e)) => {
+                tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "periodic log work failed");
+            }
+        }
     }
 }

@@ -62,6 +62,15 @@ pub fn validate_all(broker: &BrokerConfig, overrides: &TopicOverrides) -> Result
         .map_err(|e| KafkaError::new(ResponseError::InvalidConfig, e.to_string()))
 }
 
+/// The broker key a topic key overrides (`None` for `cleanup.policy`).
+pub fn broker_key(topic_key: &str) -> Option<&'static str> {
+    TOPIC_KEYS
+        .iter()
+        .find(|(k, _)| *k == topic_key)
+        .map(|(_, b)| *b)
+        .filter(|b| !b.is_empty())
+}
+
 /// The broker config as this topic sees it.
 pub fn effective(broker: &BrokerConfig, overrides: &TopicOverrides) -> BrokerConfig {
     let mut config = broker.clone();

@@ -31,6 +31,7 @@ const fn api(key: ApiKey, min: i16, max: i16) -> ApiSupport {
 /// compression when the broker advertises Produce v0 (KAFKA-18659); a v0-v2 request gets
 /// UNSUPPORTED_VERSION. The oldest CreateTopics/DeleteTopics/DescribeConfigs versions, which
 /// the `kafka-protocol` crate no longer encodes, go through `handler/compat.rs`.
+/// FindCoordinator is advertised because librdkafka enables LZ4 only when it is.
 pub const SUPPORTED: &[ApiSupport] = &[
     ApiSupport {
         key: ApiKey::Produce,
@@ -41,11 +42,11 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::Fetch, 4, 11),
     api(ApiKey::ListOffsets, 1, 5),
     api(ApiKey::Metadata, 0, 8),
+    api(ApiKey::FindCoordinator, 0, 2),
     api(ApiKey::CreateTopics, 0, 4),
     api(ApiKey::DeleteTopics, 0, 3),
     api(ApiKey::DescribeConfigs, 0, 3),
     api(ApiKey::ApiVersions, 0, 3),
-    api(ApiKey::FindCoordinator, 0, 2),
     api(ApiKey::JoinGroup, 0, 5),
     api(ApiKey::SyncGroup, 0, 3),
     api(ApiKey::Heartbeat, 0, 3),

@@ -335,3 +335,11 @@ async fn a_failed_acks_zero_produce_closes_the_connection() {
     assert!(client.closed_by_broker().await);
     still_serving(&broker).await;
 }
+
+#[tokio::test]
+async fn idle_connections_are_closed_after_connections_max_idle_ms() {
+    let broker = TestBroker::start(&[("connections.max.idle.ms", "100")]).await;
+    let mut idle = broker.client().await;
+    assert!(idle.closed_by_broker().await);
+    still_serving(&broker).await;
+}

@@ -71,7 +71,7 @@ async fn topics_and_records_survive_a_restart() {
     drop(client);
     let dir = broker.stop().await;
     assert!(
-        dir.path().join("kept/0/clean-shutdown").exists(),
+        dir.path().join("topics/kept/0/clean-shutdown").exists(),
         "clean-shutdown marker written"
     );
 
@@ -101,8 +101,7 @@ async fn shutdown_answers_a_parked_long_poll() {
     let mut client = broker.client().await;
     create_topic(&mut client, "t", 1).await;
     let id = client.send(ApiKey::Fetch, 11, &fetch("t", 0, 30_000)).await;
-    let shared = broker.broker.clone();
-    common::wait_until("the fetch to park", || shared.waiting_fetches() == 1).await;
+    common::wait_until("the fetch to park", || broker.broker.waiting_fetches() == 1).await;
     let started = std::time::Instant::now();
     let stopping = tokio::spawn(broker.stop());
     let (got, response): (i32, FetchResponse) = client.recv(ApiKey::Fetch, 11).await;
@@ -114,4 +113,72 @@ async fn shutdown_answers_a_parked_long_poll() {
     );
     assert!(client.closed_by_broker().await);
     stopping.await.unwrap();
+}
+
+/// Produces one record stamped in 2023 (older than the topics' 1 h retention).
+async fn produce_ancient(client: &mut common::Client) {
+    const YEAR_2023_MS: i64 = 1_700_000_000_000;
+    let mut p = PartitionProduceData::default();
+    p.records = Some(common::batch_at(&["ancient"], YEAR_2023_MS));
+    let mut t = TopicProduceData::default();
+    t.name = name("old");
+    t.partition_data = vec![p];
+    let mut request = ProduceRequest::default();
+    request.acks = 1;
+    request.topic_data = vec![t];
+    let response: ProduceResponse = client.call(ApiKey::Produce, 8, &request).await;
+    assert_eq!(response.responses[0].partition_responses[0].error_code, 0);
+}
+
+async fn earliest_offset(client: &mut common::Client, topic: &str) -> i64 {
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    let mut p = ListOffsetsPartition::default();
+    p.timestamp = -2;
+    let mut t = ListOffsetsTopic::default();
+    t.name = name(topic);
+    t.partitions = vec![p];
+    let mut request = ListOffsetsRequest::default();
+    request.replica_id = BrokerId(-1);
+    request.topics = vec![t];
+    let response: ListOffsetsResponse = client.call(ApiKey::ListOffsets, 5, &request).await;
+    response.topics[0].partitions[0].offset
+}
+
+#[tokio::test]
+async fn retention_runs_on_its_check_interval() {
+    let broker = TestBroker::start(&[("log.retention.check.interval.ms", "50")]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "old", 1).await; // retention.ms = 1 h
+    produce_ancient(&mut client).await;
+    let deadline = tokio::time::Instant::now() + common::DEADLINE;
+    while earliest_offset(&mut client, "old").await != 1 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "retention never ran"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn old_records_stay_readable_until_the_retention_check() {
+    // Kafka checks retention every 5 minutes by default; replayed history must not vanish
+    // the moment it is written.
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "old", 1).await;
+    produce_ancient(&mut client).await;
+    // Several log ticks (flush/roll) pass; the record must still be there.
+    let ticks_before = std::time::Instant::now();
+    common::wait_until("a few log ticks", || {
+        ticks_before.elapsed().as_millis()
+            > 3 * u128::from(sluice_server::limits::LOG_TICK_INTERVAL_MS)
+    })
+    .await;
+    assert_eq!(earliest_offset(&mut client, "old").await, 0);
+    let response: FetchResponse = client.call(ApiKey::Fetch, 11, &fetch("old", 0, 0)).await;
+    assert_eq!(
+        values(response.responses[0].partitions[0].records.clone().unwrap()),
+        ["ancient"]
+    );
 }

@@ -349,22 +349,6 @@ async fn long_poll_times_out_with_an_empty_answer() {
 async fn create_describe_and_delete_topics() {
     let broker = TestBroker::start(&[]).await;
     let mut client = broker.client().await;
-    let creatable = |name: &str, partitions: i32, configs: &[(&'static str, &'static str)]| {
-        let mut t = CreatableTopic::default();
-        t.name = topic_name(name);
-        t.num_partitions = partitions;
-        t.replication_factor = 1;
-        t.configs = configs
-            .iter()
-            .map(|(k, v)| {
-                let mut c = CreatableTopicConfig::default();
-                c.name = StrBytes::from_static_str(k);
-                c.value = Some(StrBytes::from_static_str(v));
-                c
-            })
-            .collect();
-        t
-    };
     let mut request = CreateTopicsRequest::default();
     request.topics = vec![
         creatable("a", 2, &[("retention.ms", "60000")]),
@@ -400,20 +384,7 @@ async fn create_describe_and_delete_topics() {
     let _: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 4, &request).await;
     assert!(broker_has_no_topic(&mut client, "v").await);
 
-    let mut describe = DescribeConfigsRequest::default();
-    let mut resource = describe_configs_request::DescribeConfigsResource::default();
-    resource.resource_type = 2;
-    resource.resource_name = StrBytes::from_static_str("a");
-    describe.resources = vec![resource];
-    let response: DescribeConfigsResponse =
-        client.call(ApiKey::DescribeConfigs, 3, &describe).await;
-    let retention = response.results[0]
-        .configs
-        .iter()
-        .find(|c| c.name.as_str() == "retention.ms")
-        .unwrap();
-    assert_eq!(retention.value.as_ref().unwrap().as_str(), "60000");
-    assert_eq!(retention.config_source, 1);
+    assert_retention_described(&mut client, "a", "60000").await;
 
     let mut delete = DeleteTopicsRequest::default();
     delete.topic_names = vec![topic_name("a"), topic_name("zzz")];
@@ -426,9 +397,79 @@ async fn create_describe_and_delete_topics() {
     assert!(broker_has_no_topic(&mut client, "a").await);
 }
 
+fn creatable(
+    name: &str,
+    partitions: i32,
+    configs: &[(&'static str, &'static str)],
+) -> CreatableTopic {
+    let mut t = CreatableTopic::default();
+    t.name = topic_name(name);
+    t.num_partitions = partitions;
+    t.replication_factor = 1;
+    t.configs = configs
+        .iter()
+        .map(|(k, v)| {
+            let mut c = CreatableTopicConfig::default();
+            c.name = StrBytes::from_static_str(k);
+            c.value = Some(StrBytes::from_static_str(v));
+            c
+        })
+        .collect();
+    t
+}
+
+/// DescribeConfigs with synonyms: the topic's override first, then the broker default.
+async fn assert_retention_described(client: &mut common::Client, topic: &'static str, value: &str) {
+    let mut describe = DescribeConfigsRequest::default();
+    let mut resource = describe_configs_request::DescribeConfigsResource::default();
+    resource.resource_type = 2;
+    resource.resource_name = StrBytes::from_static_str(topic);
+    describe.resources = vec![resource];
+    describe.include_synonyms = true;
+    let response: DescribeConfigsResponse =
+        client.call(ApiKey::DescribeConfigs, 3, &describe).await;
+    let retention = response.results[0]
+        .configs
+        .iter()
+        .find(|c| c.name.as_str() == "retention.ms")
+        .unwrap();
+    assert_eq!(retention.value.as_ref().unwrap().as_str(), value);
+    assert_eq!(retention.config_source, 1);
+    let synonyms: Vec<(&str, i8)> = retention
+        .synonyms
+        .iter()
+        .map(|s| (s.name.as_str(), s.source))
+        .collect();
+    assert_eq!(synonyms, [("retention.ms", 1), ("log.retention.ms", 5)]);
+}
+
 async fn broker_has_no_topic(client: &mut common::Client, name: &str) -> bool {
     let response: MetadataResponse = client
         .call(ApiKey::Metadata, 8, &metadata_request(&[name], false))
         .await;
     response.topics[0].error_code == ResponseError::UnknownTopicOrPartition.code()
+}
+
+#[tokio::test]
+async fn find_coordinator_names_this_broker_for_groups_only() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    let mut request = FindCoordinatorRequest::default();
+    request.key = StrBytes::from_static_str("my-group");
+    for version in 0..=2 {
+        let response: FindCoordinatorResponse = client
+            .call(ApiKey::FindCoordinator, version, &request)
+            .await;
+        assert_eq!(response.error_code, 0);
+        assert_eq!(
+            (response.node_id.0, response.port),
+            (0, i32::from(broker.addr.port()))
+        );
+    }
+    request.key_type = 1; // transaction
+    let response: FindCoordinatorResponse = client.call(ApiKey::FindCoordinator, 2, &request).await;
+    assert_eq!(
+        response.error_code,
+        ResponseError::CoordinatorNotAvailable.code()
+    );
 }

@@ -10,7 +10,6 @@
 use crate::config::TimestampType;
 use crate::error::BatchError;
 use crate::limits;
-use crate::record;
 
 /// Bytes of the batch header (`baseOffset` .. `recordsCount`).
 pub const HEADER_BYTES: usize = limits::BATCH_HEADER_BYTES as usize;
@@ -255,24 +254,50 @@ fn split_batch(bytes: &[u8]) -> Result<(BatchHeader, &[u8], &[u8]), BatchError> 
 }
 
 /// Everything `append` checks of one whole batch: CRC, record count, codec, and for
-/// uncompressed batches that the records parse with offset deltas 0, 1, 2, ...
+/// uncompressed batches that the record length prefixes fill the batch exactly, with
+/// offset deltas 0 (first record) and `recordsCount - 1` (last). The CRC is checked first
+/// (a damaged batch is CORRUPT_MESSAGE whatever else is wrong with it).
 pub fn validate(batch: &[u8]) -> Result<BatchHeader, BatchError> {
-    verify_crc(batch)?;
     let header = parse_header(batch)?;
+    if batch.len() != header.total_bytes() {
+        return Err(BatchError::Truncated {
+            needed: header.total_bytes() as u64,
+            available: batch.len() as u64,
+        });
+    }
+    let records = match header.compression() {
+        Compression::None => {
+            let crc_region = &batch[pos::ATTRIBUTES..];
+            let (computed, records) = crate::crc_walk::crc_and_validate_records(
+                crc_region,
+                HEADER_BYTES - pos::ATTRIBUTES,
+                header.records_count,
+            );
+            check_crc(header.crc, computed)?;
+            records
+        }
+        Compression::Unknown(codec) => {
+            check_crc(header.crc, compute_crc(batch))?;
+            Err(BatchError::UnknownCompression { codec })
+        }
+        _ => check_crc(header.crc, compute_crc(batch)),
+    };
     if header.records_count <= 0 || header.last_offset_delta != header.records_count - 1 {
         return Err(BatchError::BadRecordCount {
             records_count: header.records_count,
             last_offset_delta: header.last_offset_delta,
         });
     }
-    match header.compression() {
-        Compression::Unknown(codec) => return Err(BatchError::UnknownCompression { codec }),
-        Compression::None => {
-            record::validate_records(&batch[HEADER_BYTES..], header.records_count)?
-        }
-        _ => {}
-    }
+    records?;
     Ok(header)
+}
+
+fn check_crc(stored: u32, computed: u32) -> Result<(), BatchError> {
+    if stored == computed {
+        Ok(())
+    } else {
+        Err(BatchError::CrcMismatch { stored, computed })
+    }
 }
 
 /// Rewrites `baseOffset` (not covered by the CRC).

@@ -11,8 +11,9 @@
 //!   on, mapped to Kafka codes by the server), `StorageError`.
 //! - [`offset`], [`config`]: the `Offset` newtype, `LogConfig` with Kafka's key names,
 //!   `Durability`, `TimestampType`.
-//! - [`batch`], `record`: RecordBatch v2 header view, CRC-32C, validation, the in-place
-//!   rewrites done on append; varints and record layout.
+//! - [`batch`], `record`, `crc_walk`: RecordBatch v2 header view, CRC-32C, validation,
+//!   the in-place rewrites done on append; varints and record layout; the record walk
+//!   fused with the CRC on append.
 //! - [`io`]: the positional-I/O seam (`Fs`, `StorageFile`), `RealFs`, and `FaultyFs`,
 //!   the in-memory twin that fails the Nth write or sync and keeps written and durable
 //!   images apart.
@@ -35,6 +36,7 @@
 pub mod batch;
 mod checkpoint;
 pub mod config;
+mod crc_walk;
 mod entry_file;
 pub mod error;
 mod index;
@@ -57,3 +59,11 @@ pub use io::{Fs, RealFs, StorageFile};
 pub use log::{AppendOutcome, Log, ReadSlice};
 pub use offset::Offset;
 pub use retention::TickOutcome;
+
+/// The server keeps a `Log` behind a mutex shared by tokio tasks and hands `ReadSlice`s to
+/// connection tasks: both must cross threads.
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Log>();
+    send_sync::<ReadSlice>();
+};

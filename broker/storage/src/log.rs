@@ -215,8 +215,10 @@ impl Log {
         );
         self.unflushed_records += u64::from(summary.records);
         self.first_unflushed_ms.get_or_insert(now_ms);
-        if durability == Durability::Fsync || self.unflushed_records >= self.config.flush_messages {
+        if self.unflushed_records >= self.config.flush_messages {
             self.flush()?;
+        } else if durability == Durability::Fsync {
+            self.sync_logs()?;
         }
         Ok(AppendOutcome {
             base_offset,
@@ -352,6 +354,18 @@ impl Log {
             }
         }
         Ok(None)
+    }
+
+    /// fsyncs the batches written since the last sync (acks=all), one fsync per segment
+    /// touched. Indexes are left alone: they are rebuilt by recovery for everything past
+    /// the recovery point, which only `flush` advances.
+    fn sync_logs(&mut self) -> Result<(), AppendError> {
+        let result = self
+            .segments
+            .iter_mut()
+            .filter(|s| s.needs_sync)
+            .try_for_each(Segment::sync_log);
+        result.map_err(|e| AppendError::Io(self.fence(e)))
     }
 
     /// fsyncs every segment written since the last flush; advances the recovery point.

@@ -11,24 +11,49 @@ const VARINT_BYTES_MAX: usize = 5;
 const VARLONG_BYTES_MAX: usize = 10;
 
 /// Reads a zigzag varint of at most `max_bytes` from `buf` at `*at`, advancing `*at`.
+/// One-byte values (most lengths, deltas and counts) take the inlined fast path.
+#[inline(always)]
 fn read_zigzag(buf: &[u8], at: &mut usize, max_bytes: usize) -> Option<i64> {
+    let first = *buf.get(*at)?;
+    if first < 0x80 {
+        *at += 1;
+        return Some(unzigzag(u64::from(first)));
+    }
+    match buf.get(*at + 1) {
+        Some(&second) if second < 0x80 => {
+            *at += 2;
+            Some(unzigzag(u64::from(first & 0x7f) | u64::from(second) << 7))
+        }
+        _ => read_zigzag_slow(buf, at, max_bytes),
+    }
+}
+
+#[inline(always)]
+fn unzigzag(raw: u64) -> i64 {
+    (raw >> 1) as i64 ^ -((raw & 1) as i64)
+}
+
+#[inline(never)]
+fn read_zigzag_slow(buf: &[u8], at: &mut usize, max_bytes: usize) -> Option<i64> {
     let mut raw: u64 = 0;
     for i in 0..max_bytes {
         let byte = *buf.get(*at)?;
         *at += 1;
         raw |= u64::from(byte & 0x7f) << (7 * i);
         if byte & 0x80 == 0 {
-            return Some((raw >> 1) as i64 ^ -((raw & 1) as i64));
+            return Some(unzigzag(raw));
         }
     }
     None
 }
 
+#[inline]
 pub(crate) fn read_varint(buf: &[u8], at: &mut usize) -> Option<i32> {
     let v = read_zigzag(buf, at, VARINT_BYTES_MAX)?;
     i32::try_from(v).ok()
 }
 
+#[inline]
 pub(crate) fn read_varlong(buf: &[u8], at: &mut usize) -> Option<i64> {
     read_zigzag(buf, at, VARLONG_BYTES_MAX)
 }
@@ -50,10 +75,11 @@ pub(crate) struct RecordMeta {
     pub offset_delta: i32,
 }
 
-fn bad(index: i32, reason: &'static str) -> BatchError {
+pub(crate) fn bad(index: i32, reason: &'static str) -> BatchError {
     BatchError::BadRecord { index, reason }
 }
 
+#[inline]
 /// Skips a `length varint | bytes` field (length -1 = null allowed if `nullable`).
 fn skip_bytes_field(body: &[u8], at: &mut usize, nullable: bool) -> Option<()> {
     let len = read_varint(body, at)?;
@@ -69,6 +95,7 @@ fn skip_bytes_field(body: &[u8], at: &mut usize, nullable: bool) -> Option<()> {
 }
 
 /// Parses one record body (after its length varint), checking every field fits exactly.
+#[inline]
 fn parse_body(body: &[u8], index: i32) -> Result<RecordMeta, BatchError> {
     let mut at = 1; // attributes (unused in v2)
     if body.is_empty() {
@@ -112,29 +139,6 @@ pub(crate) fn records(
         at += len;
         Ok(meta)
     })
-}
-
-/// Checks `count` records fill `body` exactly, with offset deltas 0, 1, 2, ...
-pub(crate) fn validate_records(body: &[u8], count: i32) -> Result<(), BatchError> {
-    let mut consumed = 0usize;
-    let mut at = 0usize;
-    for index in 0..count {
-        let len = read_varint(body, &mut at).ok_or_else(|| bad(index, "length"))?;
-        let len = usize::try_from(len).map_err(|_| bad(index, "negative length"))?;
-        if body.len() - at < len {
-            return Err(bad(index, "length past end of batch"));
-        }
-        let meta = parse_body(&body[at..at + len], index)?;
-        if meta.offset_delta != index {
-            return Err(bad(index, "offsetDelta out of sequence"));
-        }
-        at += len;
-        consumed = at;
-    }
-    if consumed != body.len() {
-        return Err(bad(count, "bytes after the last record"));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

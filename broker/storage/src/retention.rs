@@ -1,6 +1,7 @@
-//! Periodic work off the append path (`Log::tick`): `segment.ms` rolls, `flush.ms` and
-//! rolled-segment flushes, retention by time and size (whole segments only, advancing the
-//! log start offset), and persisting the recovery point. Also `advance_log_start_offset`.
+//! Periodic work off the append path. `Log::tick_without_retention`: `segment.ms` rolls,
+//! `flush.ms` and rolled-segment flushes, persisting the recovery point.
+//! `Log::enforce_retention`: retention by time and size (whole segments only, advancing
+//! the log start offset). `Log::tick` does both. Also `advance_log_start_offset`.
 
 use crate::error::StorageError;
 use crate::limits;
@@ -64,13 +65,25 @@ pub(crate) fn segments_to_delete(
 }
 
 impl Log {
-    /// Periodic work; call every ~100 ms - 1 s. Refused when fenced.
+    /// All periodic work: [`Log::tick_without_retention`] then [`Log::enforce_retention`].
+    /// Refused when fenced.
     pub fn tick(&mut self, now_ms: i64) -> Result<TickOutcome, StorageError> {
+        let mut outcome = self.tick_without_retention(now_ms)?;
+        let (rolled, deleted_segments) = self.retention(now_ms)?;
+        outcome.rolled |= rolled;
+        outcome.deleted_segments = deleted_segments;
+        outcome.log_start_offset = self.log_start_offset;
+        Ok(outcome)
+    }
+
+    /// Frequent periodic work (every ~100 ms - 1 s): `segment.ms` rolls, `flush.ms`
+    /// flushes, fsync of rolled segments, persisting the recovery point. No retention.
+    pub fn tick_without_retention(&mut self, now_ms: i64) -> Result<TickOutcome, StorageError> {
         if self.fenced {
             return Err(StorageError::Fenced);
         }
         let mut outcome = TickOutcome::default();
-        if self.active().is_due_to_roll(&self.config, now_ms) || self.active_expired(now_ms) {
+        if self.active().is_due_to_roll(&self.config, now_ms) {
             self.roll().map_err(|e| self.fence(e))?;
             outcome.rolled = true;
         }
@@ -84,7 +97,6 @@ impl Log {
         } else {
             self.flush_sealed()?;
         }
-        outcome.deleted_segments = self.apply_retention(now_ms)?;
         let checkpoint_due = now_ms.saturating_sub(self.last_checkpoint_ms)
             >= limits::RECOVERY_POINT_CHECKPOINT_INTERVAL_MS;
         if self.recovery_point != self.checkpointed_recovery_point && checkpoint_due {
@@ -92,6 +104,26 @@ impl Log {
         }
         outcome.log_start_offset = self.log_start_offset;
         Ok(outcome)
+    }
+
+    /// Retention by `retention.ms` and `retention.bytes` (Kafka runs it every
+    /// `log.retention.check.interval.ms`): rolls an active segment whose data all expired,
+    /// deletes whole segments, advances and persists the log start offset. Returns the
+    /// number of segments deleted. Refused when fenced.
+    pub fn enforce_retention(&mut self, now_ms: i64) -> Result<u32, StorageError> {
+        Ok(self.retention(now_ms)?.1)
+    }
+
+    /// Whether the active segment rolled, and how many segments were deleted.
+    fn retention(&mut self, now_ms: i64) -> Result<(bool, u32), StorageError> {
+        if self.fenced {
+            return Err(StorageError::Fenced);
+        }
+        let rolled = self.active_expired(now_ms);
+        if rolled {
+            self.roll().map_err(|e| self.fence(e))?;
+        }
+        Ok((rolled, self.apply_retention(now_ms)?))
     }
 
     /// The active segment holds data and all of it is past `retention.ms`.

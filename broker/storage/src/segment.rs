@@ -283,7 +283,7 @@ impl Segment {
         mut position: u32,
         mut visit: impl FnMut(u32, &BatchHeader) -> bool,
     ) -> io::Result<()> {
-        let mut chunk = vec![0u8; limits::READ_SCAN_CHUNK_BYTES as usize];
+        let mut chunk = Vec::new(); // grown to what is read: a read at the tail stays small
         let (mut chunk_start, mut chunk_len) = (0u32, 0u32);
         while position < self.size_bytes {
             if position < chunk_start || position + HEADER_BYTES as u32 > chunk_start + chunk_len {
@@ -293,6 +293,9 @@ impl Segment {
                         "segment {}: partial header at {position}",
                         self.base
                     )));
+                }
+                if chunk.len() < chunk_len as usize {
+                    chunk.resize(chunk_len as usize, 0);
                 }
                 self.log
                     .read_at(&mut chunk[..chunk_len as usize], u64::from(position))?;
@@ -363,12 +366,18 @@ impl Segment {
         self.index.seal()
     }
 
-    /// fsyncs the log, then both indexes.
-    pub fn flush(&mut self) -> io::Result<()> {
+    /// fsyncs the log's bytes (not the indexes: see `Log::sync_logs`).
+    pub fn sync_log(&mut self) -> io::Result<()> {
         if self.needs_sync {
             self.log.sync()?;
             self.needs_sync = false;
         }
+        Ok(())
+    }
+
+    /// fsyncs the log, then both indexes.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.sync_log()?;
         self.index.flush()?;
         self.time_index.flush()
     }

@@ -7,7 +7,9 @@
 //! written bytes survive, or all survive but the last write is torn. After reopening:
 //! every acknowledged (synced) batch is present and byte-identical, every batch present is
 //! one that was appended (nothing after a torn write survives), offsets are contiguous
-//! from 0, and the log takes new appends at its end.
+//! from 0, and the log takes new appends at its end. A second run of the workload keeps
+//! `retention.bytes` small so ticks delete segments and move the log start offset under
+//! the same faults; then offsets are contiguous from the recovered log start offset.
 
 use sluice_storage::batch::{iter_batches, verify_crc};
 use sluice_storage::io::{CrashMode, FaultyFs};
@@ -33,6 +35,14 @@ fn config() -> LogConfig {
     }
 }
 
+/// The same, with size retention: ticks delete old segments and move the log start offset.
+fn retention_config() -> LogConfig {
+    LogConfig {
+        retention_bytes: 2_500,
+        ..config()
+    }
+}
+
 /// What the workload did before it stopped (at its first error, or the end).
 #[derive(Debug, Default)]
 struct Outcome {
@@ -42,13 +52,15 @@ struct Outcome {
     durable_end: i64,
 }
 
-fn open(fs: &FaultyFs) -> Result<Log, sluice_storage::StorageError> {
-    Log::open_with(Arc::new(fs.clone()), Path::new(DIR), config(), 0)
+fn open(fs: &FaultyFs, cfg: &LogConfig) -> Result<Log, sluice_storage::StorageError> {
+    Log::open_with(Arc::new(fs.clone()), Path::new(DIR), cfg.clone(), 0)
 }
 
-fn run_workload(fs: &FaultyFs) -> Outcome {
+fn run_workload(fs: &FaultyFs, cfg: &LogConfig) -> Outcome {
     let mut out = Outcome::default();
-    let Ok(mut log) = open(fs) else { return out };
+    let Ok(mut log) = open(fs, cfg) else {
+        return out;
+    };
     for i in 0..APPENDS {
         let now_ms = 1_000 + i as i64;
         let mut batch = build_value_batch(1 + i % 4, 20 + (i * 37) % 200, i as u8, now_ms);
@@ -85,17 +97,23 @@ fn run_workload(fs: &FaultyFs) -> Outcome {
 }
 
 /// Reopens a crash image and checks the recovered log against what the workload did.
-fn check_recovered(fs: &FaultyFs, out: &Outcome, what: &str) {
-    let mut log = open(fs).unwrap_or_else(|e| panic!("{what}: recovery failed: {e}"));
+/// Without retention the log must start at 0; with it, at the start of an appended batch.
+fn check_recovered(fs: &FaultyFs, cfg: &LogConfig, out: &Outcome, what: &str) {
+    let mut log = open(fs, cfg).unwrap_or_else(|e| panic!("{what}: recovery failed: {e}"));
     let end = log.log_end_offset().value();
     assert!(
         end >= out.durable_end,
         "{what}: acknowledged offsets lost: end {end} < {}",
         out.durable_end
     );
-    assert_eq!(log.log_start_offset(), Offset(0), "{what}");
-    let mut next = 0;
+    let mut next = log.log_start_offset().value();
+    if cfg.retention_bytes < 0 {
+        assert_eq!(next, 0, "{what}");
+    }
     for (i, (base, expected)) in out.attempted.iter().enumerate() {
+        if *base < next {
+            continue;
+        }
         if next == end {
             break;
         }
@@ -123,48 +141,71 @@ fn check_recovered(fs: &FaultyFs, out: &Outcome, what: &str) {
     );
 }
 
-fn check_all_modes(fs: &FaultyFs, out: &Outcome, what: &str) {
+fn check_all_modes(fs: &FaultyFs, cfg: &LogConfig, out: &Outcome, what: &str) {
     for mode in MODES {
-        check_recovered(&fs.crash(mode), out, &format!("{what}, {mode:?}"));
+        check_recovered(&fs.crash(mode), cfg, out, &format!("{what}, {mode:?}"));
     }
 }
 
-#[test]
-fn crash_at_every_sync_point() {
+/// Fails each sync of the workload in turn, crashes, checks.
+fn every_sync_point(cfg: &LogConfig) {
     let reference = FaultyFs::new();
-    let full = run_workload(&reference);
+    let full = run_workload(&reference, cfg);
     assert_eq!(full.attempted.len(), APPENDS);
     let syncs = reference.syncs();
     assert!(syncs > 50, "workload exercises syncs ({syncs})");
     for n in 1..=syncs {
         let fs = FaultyFs::new();
         fs.fail_nth_sync(n);
-        let out = run_workload(&fs);
-        check_all_modes(&fs, &out, &format!("sync {n}/{syncs} fails"));
+        let out = run_workload(&fs, cfg);
+        check_all_modes(&fs, cfg, &out, &format!("sync {n}/{syncs} fails"));
     }
 }
 
-#[test]
-fn crash_at_every_write_point() {
+/// Fails each write of the workload in turn, crashes, checks.
+fn every_write_point(cfg: &LogConfig) {
     let reference = FaultyFs::new();
-    run_workload(&reference);
+    run_workload(&reference, cfg);
     let writes = reference.writes();
     assert!(writes > 100, "workload exercises writes ({writes})");
     for n in 1..=writes {
         let fs = FaultyFs::new();
         fs.fail_nth_write(n);
-        let out = run_workload(&fs);
-        check_all_modes(&fs, &out, &format!("write {n}/{writes} fails"));
+        let out = run_workload(&fs, cfg);
+        check_all_modes(&fs, cfg, &out, &format!("write {n}/{writes} fails"));
     }
+}
+
+#[test]
+fn crash_at_every_sync_point() {
+    every_sync_point(&config());
+}
+
+#[test]
+fn crash_at_every_write_point() {
+    every_write_point(&config());
+}
+
+#[test]
+fn crash_at_every_sync_and_write_point_with_retention_deleting_segments() {
+    let reference = FaultyFs::new();
+    run_workload(&reference, &retention_config());
+    let log = open(&reference, &retention_config()).unwrap();
+    assert!(
+        log.log_start_offset() > Offset(0),
+        "retention ran in the workload"
+    );
+    every_sync_point(&retention_config());
+    every_write_point(&retention_config());
 }
 
 #[test]
 fn crash_after_clean_close_and_mid_run_without_faults() {
     let fs = FaultyFs::new();
-    let out = run_workload(&fs);
-    check_all_modes(&fs, &out, "after close");
+    let out = run_workload(&fs, &config());
+    check_all_modes(&fs, &config(), &out, "after close");
     let fs = FaultyFs::new();
-    let mut log = open(&fs).unwrap();
+    let mut log = open(&fs, &config()).unwrap();
     let mut out = Outcome::default();
     for i in 0..25 {
         let mut batch = build_value_batch(3, 50, i, 1_000);
@@ -172,13 +213,13 @@ fn crash_after_clean_close_and_mid_run_without_faults() {
         log.append(&mut batch, Durability::OsCache, 1_000).unwrap();
         out.attempted.push((base, batch));
     }
-    check_all_modes(&fs, &out, "mid-run, nothing synced");
+    check_all_modes(&fs, &config(), &out, "mid-run, nothing synced");
 }
 
 #[test]
 fn io_error_fences_the_log_until_reopened() {
     let fs = FaultyFs::new();
-    let mut log = open(&fs).unwrap();
+    let mut log = open(&fs, &config()).unwrap();
     let mut batch = build_value_batch(1, 10, 1, 0);
     log.append(&mut batch, Durability::Fsync, 0).unwrap();
     fs.fail_nth_sync(1);
@@ -199,7 +240,7 @@ fn io_error_fences_the_log_until_reopened() {
         "reads still work"
     );
     drop(log);
-    let mut log = open(&fs).unwrap();
+    let mut log = open(&fs, &config()).unwrap();
     assert!(!log.is_fenced());
     let mut batch = build_value_batch(1, 10, 4, 0);
     log.append(&mut batch, Durability::Fsync, 0).unwrap();

@@ -325,3 +325,29 @@ fn clean_reopen_does_not_scan_segments_but_unclean_scans_only_the_tail() {
     assert!(read <= 2 * 1024, "unclean open read {read} bytes of {size}");
     assert_eq!(log.log_end_offset(), Offset(400));
 }
+
+#[test]
+fn tick_without_retention_leaves_retention_to_enforce_retention() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = LogConfig {
+        retention_ms: 10_000,
+        segment_ms: 1_000_000,
+        ..config()
+    };
+    let mut log = Log::open(dir.path(), cfg, 0).unwrap();
+    for _ in 0..12 {
+        append(&mut log, 4, 1_000, 1_000);
+    }
+    let segments = log.segment_count();
+    assert!(segments > 2);
+    let outcome = log.tick_without_retention(100_000).unwrap();
+    assert_eq!((outcome.rolled, outcome.deleted_segments), (false, 0));
+    assert_eq!(log.segment_count(), segments);
+    assert_eq!(
+        log.enforce_retention(100_000).unwrap() as usize,
+        segments,
+        "all expired, active rolled first"
+    );
+    assert_eq!(log.log_start_offset(), log.log_end_offset());
+    assert_eq!(log.enforce_retention(100_001).unwrap(), 0);
+}

@@ -55,7 +55,7 @@ fn deleted_topics_are_gone_and_can_be_recreated() {
     let partition = broker.partition("t", 1).unwrap();
     broker.delete_topic("t").unwrap();
     assert!(broker.topic("t").is_none());
-    assert!(!dir.path().join("t").exists());
+    assert!(!dir.path().join("topics/t").exists());
     let err = partition.with_log(|_| ()).unwrap_err();
     assert_eq!(err.code, ResponseError::UnknownTopicOrPartition);
     assert_eq!(
@@ -80,4 +80,36 @@ fn auto_create_follows_the_config() {
         broker.auto_create("other").unwrap_err().code,
         ResponseError::UnknownTopicOrPartition
     );
+}
+
+#[test]
+fn a_data_dir_is_opened_by_one_broker_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = Broker::open(config(dir.path())).unwrap();
+    let err = Broker::open(config(dir.path())).unwrap_err().to_string();
+    assert!(err.contains("in use by another sluice broker"), "{err}");
+    first.close_all().unwrap();
+    Broker::open(config(dir.path())).unwrap();
+}
+
+#[test]
+fn topic_names_cannot_collide_with_the_brokers_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::open(config(dir.path())).unwrap();
+    for name in [
+        "cluster.json",
+        ".lock",
+        "topics",
+        "deleting",
+        "cluster.tmp",
+        "x.123-delete",
+    ] {
+        broker
+            .create_topic(name, 1, TopicOverrides::new())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    broker.delete_topic("topics").unwrap();
+    broker.close_all().unwrap();
+    let broker = Broker::open(config(dir.path())).unwrap();
+    assert_eq!(broker.topics().len(), 5);
 }

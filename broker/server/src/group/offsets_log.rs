@@ -2,19 +2,19 @@
 //! (Kafka's `__consumer_offsets`, one partition on a single node), its replay at start, and
 //! its compaction.
 //!
-//! On-disk layout under `data.dir`:
+//! On-disk layout under `data.dir` (beside `topics/`, so it never collides with a topic and
+//! clients never see it in Metadata):
 //! ```text
-//! consumer-offsets.json        {"generation": N}: which directory is live (the commit point)
-//! @consumer-offsets.<N>/       the live log (a storage-engine partition directory)
+//! consumer-offsets/generation.json  {"generation": N}: which directory is live (the commit
+//!                                   point; absent = generation 0)
+//! consumer-offsets/<N>/             the live log (a storage-engine partition directory)
 //! ```
-//! `@` is not a valid topic-name character, so the directory can never collide with a topic
-//! and the topic loader skips it (it has no `topic.json`). Clients never see it in Metadata.
 //!
 //! Records are RecordBatch v2 (encoded with `kafka-protocol`); a record's key and value are
 //! [`OffsetRecord::encode_key`] / [`OffsetRecord::encode_value`] (a tombstone has no value).
 //!
 //! Compaction: the coordinator's snapshot (one record per live key) is written into
-//! `@consumer-offsets.<N+1>/`, fsynced and closed; then `consumer-offsets.json` is replaced
+//! `consumer-offsets/<N+1>/`, fsynced and closed; then `generation.json` is replaced
 //! atomically (temp file, fsync, rename, fsync dir) to point at it, and the old directory is
 //! removed. A crash before the rename leaves the old generation live (the half-written new
 //! one is removed at the next start); after it, the new one. Directories of other
@@ -36,8 +36,8 @@ use crate::broker::now_ms;
 use crate::error::ServerError;
 use crate::limits;
 
-const POINTER_FILE: &str = "consumer-offsets.json";
-const DIR_PREFIX: &str = "@consumer-offsets.";
+const OFFSETS_DIR: &str = "consumer-offsets";
+const POINTER_FILE: &str = "generation.json";
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Pointer {
@@ -47,7 +47,7 @@ struct Pointer {
 /// The open offsets log.
 #[derive(Debug)]
 pub struct OffsetsLog {
-    /// `data.dir`.
+    /// `data.dir/consumer-offsets`.
     data_dir: PathBuf,
     /// Generation of the live directory.
     generation: u64,
@@ -77,6 +77,9 @@ impl OffsetsLog {
     /// Opens the live generation under `data_dir` (creating generation 0 on first start) and
     /// removes leftovers of other generations. Returns the log and its records in log order.
     pub fn open(data_dir: &Path, fsync: bool) -> Result<(Self, Vec<OffsetRecord>), ServerError> {
+        let data_dir = &data_dir.join(OFFSETS_DIR);
+        std::fs::create_dir_all(data_dir)
+            .map_err(ServerError::io(format!("creating {}", data_dir.display())))?;
         let generation = read_pointer(data_dir)?;
         remove_other_generations(data_dir, generation);
         let dir = generation_dir(data_dir, generation);
@@ -192,7 +195,7 @@ impl OffsetsLog {
 }
 
 fn generation_dir(data_dir: &Path, generation: u64) -> PathBuf {
-    data_dir.join(format!("{DIR_PREFIX}{generation}"))
+    data_dir.join(generation.to_string())
 }
 
 fn read_pointer(data_dir: &Path) -> Result<u64, ServerError> {
@@ -231,10 +234,7 @@ fn remove_other_generations(data_dir: &Path, live: u64) {
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(generation) = name.strip_prefix(DIR_PREFIX) else {
-            continue;
-        };
-        if generation.parse::<u64>().is_ok_and(|g| g != live) {
+        if name.parse::<u64>().is_ok_and(|g| g != live) {
             tracing::info!(dir = name, "removing a stale offsets log generation");
             if let Err(e) = std::fs::remove_dir_all(entry.path()) {
                 tracing::warn!(dir = name, error = %e, "removing a stale offsets log failed");
@@ -388,7 +388,7 @@ mod tests {
         log.close().unwrap();
         let (log, loaded) = OffsetsLog::open(dir.path(), true).unwrap();
         assert_eq!(loaded, vec![b, c]);
-        assert!(!generation_dir(dir.path(), 0).exists());
+        assert!(!generation_dir(&dir.path().join(OFFSETS_DIR), 0).exists());
         log.close().unwrap();
     }
 
@@ -397,9 +397,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (log, _) = OffsetsLog::open(dir.path(), false).unwrap();
         log.close().unwrap();
-        std::fs::create_dir_all(generation_dir(dir.path(), 1)).unwrap();
+        let offsets_dir = dir.path().join(OFFSETS_DIR);
+        std::fs::create_dir_all(generation_dir(&offsets_dir, 1)).unwrap();
         let (log, _) = OffsetsLog::open(dir.path(), false).unwrap();
-        assert!(!generation_dir(dir.path(), 1).exists());
+        assert!(!generation_dir(&offsets_dir, 1).exists());
         log.close().unwrap();
     }
 }

@@ -103,71 +103,56 @@ async fn dispatch(
     header: &RequestHeader,
     mut body: Bytes,
 ) -> Result<Option<Response>, FrameError> {
-    let cid = header.correlation_id;
-    let hv = key.response_header_version(version);
+    let (cid, hv) = (header.correlation_id, key.response_header_version(version));
     let old = compat::request_as(key, version);
     let decode_version = old.map_or(version, |(as_version, _)| as_version);
     if let Some((_, suffix)) = old {
         body = compat::upgrade_body(body, suffix);
     }
-    let response = match key {
-        ApiKey::ApiVersions => encode(
-            cid,
-            hv,
-            &api_versions::handle(decode(&mut body, key, version)?),
-            version,
-        )?,
-        ApiKey::Metadata => encode(
-            cid,
-            hv,
-            &metadata::handle(ctx, decode(&mut body, key, version)?, version).await,
-            version,
-        )?,
-        ApiKey::Produce => {
-            let request = decode(&mut body, key, version)?;
-            match produce::handle(ctx, request, version).await? {
-                Some(response) => encode(cid, hv, &response, version)?,
-                None => return Ok(None),
+    // Decodes the request at the version it is read as.
+    macro_rules! request {
+        () => {
+            decode(&mut body, key, decode_version)?
+        };
+    }
+    // Encodes a response at the request's version (or the old-version shim's bytes).
+    macro_rules! reply {
+        ($response:expr) => {
+            encode(cid, hv, &$response, version)?
+        };
+        ($response:expr, $old:expr) => {
+            match old {
+                Some(_) => encode_raw(cid, hv, $old(&$response))?,
+                None => encode(cid, hv, &$response, version)?,
             }
-        }
+        };
+    }
+    let response = match key {
+        ApiKey::ApiVersions => reply!(api_versions::handle(request!())),
+        ApiKey::Metadata => reply!(metadata::handle(ctx, request!(), version).await),
+        ApiKey::Produce => match produce::handle(ctx, request!(), version).await? {
+            Some(response) => reply!(response),
+            None => return Ok(None),
+        },
         ApiKey::Fetch => {
-            let response = fetch::handle(ctx, decode(&mut body, key, version)?, version).await;
+            let response = fetch::handle(ctx, request!(), version).await;
             let mut chunks = vec![Chunk::Bytes(encode_header(cid, hv)?)];
             chunks.extend(fetch_wire::encode(response, version));
             Response { chunks }
         }
-        ApiKey::ListOffsets => encode(
-            cid,
-            hv,
-            &list_offsets::handle(ctx, decode(&mut body, key, version)?, version).await,
-            version,
-        )?,
+        ApiKey::FindCoordinator => reply!(find_coordinator::handle(ctx, request!(), version)),
+        ApiKey::ListOffsets => reply!(list_offsets::handle(ctx, request!(), version).await),
         ApiKey::CreateTopics => {
-            let response =
-                create_topics::handle(ctx, decode(&mut body, key, decode_version)?).await;
-            match old {
-                Some(_) => encode_raw(cid, hv, compat::create_topics(&response, version))?,
-                None => encode(cid, hv, &response, version)?,
-            }
+            let response = create_topics::handle(ctx, request!()).await;
+            reply!(response, |r| compat::create_topics(r, version))
         }
-        ApiKey::DeleteTopics => {
-            let response =
-                delete_topics::handle(ctx, decode(&mut body, key, decode_version)?).await;
-            match old {
-                Some(_) => encode_raw(cid, hv, compat::delete_topics(&response))?,
-                None => encode(cid, hv, &response, version)?,
-            }
-        }
+        ApiKey::DeleteTopics => reply!(
+            delete_topics::handle(ctx, request!()).await,
+            compat::delete_topics
+        ),
         ApiKey::DescribeConfigs => {
-            let response = describe_configs::handle(
-                ctx,
-                decode(&mut body, key, decode_version)?,
-                decode_version,
-            );
-            match old {
-                Some(_) => encode_raw(cid, hv, compat::describe_configs(&response))?,
-                None => encode(cid, hv, &response, version)?,
-            }
+            let response = describe_configs::handle(ctx, request!(), decode_version);
+            reply!(response, compat::describe_configs)
         }
         other => {
             return dispatch_group(ctx, other, version, header, body)
@@ -190,10 +175,6 @@ async fn dispatch_group(
     let hv = key.response_header_version(version);
     let body = &mut body;
     match key {
-        ApiKey::FindCoordinator => {
-            let request = decode(body, key, version)?;
-            encode(cid, hv, &find_coordinator::handle(ctx, &request), version)
-        }
         ApiKey::JoinGroup => {
             let request = decode(body, key, version)?;
             let response = join_group::handle(ctx, header, request, version).await;

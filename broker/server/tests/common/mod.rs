@@ -222,6 +222,12 @@ pub fn batch(values: &[&str]) -> Bytes {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64;
+    batch_at(values, now_ms)
+}
+
+/// Same, with record timestamps from `first_timestamp_ms` on.
+pub fn batch_at(values: &[&str], first_timestamp_ms: i64) -> Bytes {
+    let now_ms = first_timestamp_ms;
     let records: Vec<records::Record> = values
         .iter()
         .enumerate()
