@@ -8,8 +8,8 @@
 # Each run starts a fresh broker (release build, ephemeral port, temp data dir deleted after)
 # and runs, on one partition with 100-byte records and linger.ms=5:
 #   produce acks=1, produce acks=all (the broker fsyncs before answering acks=all by default),
-#   consume the acks=1 topic from the beginning, and a low-rate acks=all producer
-#   (LATENCY_RATE msg/s) that records every delivery latency for p50/p99.
+#   consume the acks=1 topic from the beginning, and rate-limited acks=all producers
+#   (LATENCY_RUNS) that record every delivery latency for p50/p99.
 # For every load it reads the broker's utime+stime from /proc/PID/stat before and after, and
 # reports broker CPU microseconds per record. The table shows medians over the runs.
 #
@@ -25,9 +25,9 @@ RUNS="${RUNS:-3}"
 RECORDS="${RECORDS:-5000000}"
 RECORD_BYTES=100
 LINGER_MS=5
-LATENCY_RATE="${LATENCY_RATE:-1000}"
-LATENCY_RECORDS="${LATENCY_RECORDS:-10000}"
-LATENCY_WARMUP=100
+# Latency runs: "rate_msgs_per_s linger_ms records" each, acks=all, one record per message.
+LATENCY_RUNS=("100 0 1000" "1000 0 5000" "1000 5 10000")
+LATENCY_WARMUP=50
 RDKAFKA_SYS_VERSION="=4.10.0"
 WORK="$(pwd)/target/client-bench"
 PERF="$WORK/rdkafka_performance"
@@ -183,12 +183,12 @@ consume_load() {
         "$(sed -E 's/.*\(([0-9.]+) MB\/s\).*/\1/' <<<"$line")" "$(us_per_record "$before" "$after" "$RECORDS")"
 }
 
-# latency TOPIC LINGER_MS -> "p50_ms p99_ms"
+# latency TOPIC RATE LINGER_MS RECORDS -> "p50_ms p99_ms"
 latency_load() {
-    local file="$BROKER_DIR/latency-$2.txt"
-    "$PERF" -b "$BOOTSTRAP" -q -X linger.ms="$2" -P -t "$1" -p 0 -s "$RECORD_BYTES" -a -1 \
-        -c "$LATENCY_RECORDS" -r "$LATENCY_RATE" -l -A "$file" >/dev/null
-    [ "$(wc -l <"$file")" -eq "$LATENCY_RECORDS" ] || die "latency file has $(wc -l <"$file") samples"
+    local file="$BROKER_DIR/latency-$1.txt"
+    "$PERF" -b "$BOOTSTRAP" -q -X linger.ms="$3" -P -t "$1" -p 0 -s "$RECORD_BYTES" -a -1 \
+        -c "$4" -r "$2" -l -A "$file" >/dev/null
+    [ "$(wc -l <"$file")" -eq "$4" ] || die "latency file has $(wc -l <"$file") of $4 samples"
     # The first LATENCY_WARMUP deliveries include connection setup and metadata: not counted.
     tail -n +"$((LATENCY_WARMUP + 1))" "$file" | sort -n | awk '{ v[NR] = $1 } END {
         printf "%.2f %.2f\n", v[int(NR * 0.50)] / 1000, v[int(NR * 0.99)] / 1000 }'
@@ -199,18 +199,22 @@ run_once() {
     local run=$1 results=$2 r
     start_broker
     log "run $run: broker pid $BROKER_PID at $BOOTSTRAP"
+    # Other work on the machine skews the numbers: keep the load average with the results.
+    echo "loadavg_before_run_$run $(cut -d' ' -f1-3 /proc/loadavg)" >>"$results"
     r="$(produce_load bench-acks1 1)"
     echo "produce_acks1 $r" >>"$results"
     r="$(produce_load bench-acksall -1)"
     echo "produce_acksall $r" >>"$results"
     r="$(consume_load bench-acks1)"
     echo "consume $r" >>"$results"
-    r="$(latency_load bench-latency0 0)"
-    echo "latency_linger0 $r" >>"$results"
-    r="$(latency_load bench-latency5 5)"
-    echo "latency_linger5 $r" >>"$results"
+    local spec rate linger count
+    for spec in "${LATENCY_RUNS[@]}"; do
+        read -r rate linger count <<<"$spec"
+        r="$(latency_load "bench-latency-$rate-$linger" "$rate" "$linger" "$count")"
+        echo "latency_${rate}_${linger}_${count} $r" >>"$results"
+    done
     stop_broker
-    tail -5 "$results" >&2
+    tail -"$((3 + ${#LATENCY_RUNS[@]}))" "$results" >&2
 }
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
@@ -226,12 +230,15 @@ print_table() {
             "$(awk -v l="$load" '$1 == l { print $3 }' "$results" | median)" \
             "$(awk -v l="$load" '$1 == l { print $4 }' "$results" | median)"
     done
-    printf '\nacks=all latency at %s msg/s, %s records (first %s not counted)\n\n| linger.ms | p50 ms | p99 ms |\n|---:|---:|---:|\n' \
-        "$LATENCY_RATE" "$LATENCY_RECORDS" "$LATENCY_WARMUP"
-    for load in 0 5; do
-        printf '| %s | %s | %s |\n' "$load" \
-            "$(awk -v l="latency_linger$load" '$1 == l { print $2 }' "$results" | median)" \
-            "$(awk -v l="latency_linger$load" '$1 == l { print $3 }' "$results" | median)"
+    printf '\nacks=all produce latency, first %s deliveries not counted\n\n' "$LATENCY_WARMUP"
+    printf '| msgs/s | linger.ms | records | p50 ms | p99 ms |\n|---:|---:|---:|---:|---:|\n'
+    local spec rate linger count key
+    for spec in "${LATENCY_RUNS[@]}"; do
+        read -r rate linger count <<<"$spec"
+        key="latency_${rate}_${linger}_${count}"
+        printf '| %s | %s | %s | %s | %s |\n' "$rate" "$linger" "$count" \
+            "$(awk -v l="$key" '$1 == l { print $2 }' "$results" | median)" \
+            "$(awk -v l="$key" '$1 == l { print $3 }' "$results" | median)"
     done
     printf '\nraw results: %s\n' "$results"
 }
@@ -243,7 +250,8 @@ main() {
         log "building the release broker"
         cargo build --release --quiet -p sluice-cli
     fi
-    local results="$WORK/results-$(date -u +%Y%m%dT%H%M%SZ).txt" run
+    local results run
+    results="$WORK/results-$(date -u +%Y%m%dT%H%M%SZ).txt"
     : >"$results"
     for run in $(seq 1 "$RUNS"); do
         run_once "$run" "$results"

@@ -112,7 +112,15 @@ def consumer(bootstrap: str, **config) -> Consumer:
     return Consumer(conf)
 
 
-def consume_partition(bootstrap: str, topic: str, partition: int, count: int, start_offset: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S, **config) -> list:
+def consume_partition(
+    bootstrap: str,
+    topic: str,
+    partition: int,
+    count: int,
+    start_offset: int = 0,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    **config,
+) -> list:
     """Reads exactly `count` messages from `start_offset` via assign(); fails on errors or
     if they do not arrive before the deadline. Returns confluent Message objects."""
     c = consumer(bootstrap, **config)

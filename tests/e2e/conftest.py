@@ -120,7 +120,9 @@ class Broker:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self.kill()
-                raise AssertionError(f"no listening line within {START_DEADLINE_S}s; stdout={seen!r}\n{self.log_tail()}")
+                raise AssertionError(
+                    f"no listening line within {START_DEADLINE_S}s; stdout={seen!r}\n{self.log_tail()}"
+                )
             try:
                 line = self._stdout_lines.get(timeout=remaining)
             except queue.Empty:
@@ -142,7 +144,7 @@ class Broker:
             rc = self.proc.wait(timeout=STOP_DEADLINE_S)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise AssertionError(f"broker ignored SIGTERM for {STOP_DEADLINE_S}s\n{self.log_tail()}")
+            raise AssertionError(f"broker ignored SIGTERM for {STOP_DEADLINE_S}s\n{self.log_tail()}") from None
         self.port = None
         self._join_stdout_reader()
         assert rc == 0, f"broker exited {rc} after SIGTERM\n{self.log_tail()}"

@@ -113,7 +113,9 @@ def record(offset_delta: int, key: bytes | None, value: bytes | None, timestamp_
     return varint(len(body)) + body
 
 
-def record_batch(values: list[bytes], key: bytes | None = None, timestamp_ms: int | None = None, corrupt_crc: bool = False) -> bytes:
+def record_batch(
+    values: list[bytes], key: bytes | None = None, timestamp_ms: int | None = None, corrupt_crc: bool = False
+) -> bytes:
     """An uncompressed magic-2 batch holding `values`, base offset 0."""
     ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
     records = b"".join(record(i, key, v) for i, v in enumerate(values))
@@ -328,13 +330,21 @@ class KafkaConnection:
         entries = r.array(lambda x: (x.i16(), x.i16(), x.i16()))
         return ApiVersionsResult(error, {k: (lo, hi) for k, lo, hi in entries})
 
-    def produce(self, topic: str, partition: int, batch: bytes, version: int = 3, acks: int = -1, timeout_ms: int = 10_000) -> PartitionResult:
+    def send_produce(
+        self, topic: str, partition: int, batch: bytes, version: int = 3, acks: int = -1, timeout_ms: int = 10_000
+    ) -> int:
+        """Sends Produce and returns the correlation id (with acks=0 no answer comes)."""
         body = b""
         if version >= 3:
             body += string(None)  # transactional id
         body += i16(acks) + i32(timeout_ms)
         body += array([string(topic) + array([i32(partition) + nbytes(batch)])])
-        cid = self.send_request(API_PRODUCE, version, body)
+        return self.send_request(API_PRODUCE, version, body)
+
+    def produce(
+        self, topic: str, partition: int, batch: bytes, version: int = 3, acks: int = -1, timeout_ms: int = 10_000
+    ) -> PartitionResult:
+        cid = self.send_produce(topic, partition, batch, version, acks, timeout_ms)
         r = self.recv_response(cid)
 
         def part(x):
@@ -349,7 +359,16 @@ class KafkaConnection:
         assert len(topics) == 1 and len(topics[0][1]) == 1, f"unexpected produce response shape {topics}"
         return topics[0][1][0]
 
-    def send_fetch(self, topic: str, partition: int, offset: int, max_wait_ms: int = 0, min_bytes: int = 1, max_bytes: int = 1 << 20, version: int = 4) -> int:
+    def send_fetch(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_wait_ms: int = 0,
+        min_bytes: int = 1,
+        max_bytes: int = 1 << 20,
+        version: int = 4,
+    ) -> int:
         """Sends Fetch v4 or v11 (v10+ may carry zstd) and returns the correlation id; read
         the answer with `recv_fetch` and the same version."""
         assert version in (4, 11)
@@ -388,7 +407,9 @@ class KafkaConnection:
         return topics[0][1][0]
 
     def fetch(self, topic: str, partition: int, offset: int, max_wait_ms: int = 0, version: int = 4) -> PartitionResult:
-        return self.recv_fetch(self.send_fetch(topic, partition, offset, max_wait_ms=max_wait_ms, version=version), version)
+        return self.recv_fetch(
+            self.send_fetch(topic, partition, offset, max_wait_ms=max_wait_ms, version=version), version
+        )
 
     def metadata_topic_errors(self, topics: list[str]) -> dict[str, int]:
         """Metadata v1 for `topics`: topic name -> topic-level error code."""

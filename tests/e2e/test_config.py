@@ -57,7 +57,9 @@ def run_expecting_refusal(tmp_path, args: list[str], extra_env: dict[str, str] |
     env.update(extra_env or {})
     (tmp_path / "data").mkdir(exist_ok=True)
     cmd = [sluice_bin(), "serve", "--data-dir", str(tmp_path / "data"), "--listen", "127.0.0.1:0", *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=START_DEADLINE_S, env=env, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=START_DEADLINE_S, env=env, stdin=subprocess.DEVNULL
+    )
     assert proc.returncode != 0, f"broker accepted {args}: {proc.stdout}"
     assert "listening" not in proc.stdout, proc.stdout
     return proc.stderr

@@ -4,7 +4,8 @@ Covers: a producer with acks=all and each compression codec (none, gzip, snappy,
 whose records (keys, null keys and values, empty values, duplicate and null-valued headers,
 explicit CreateTime timestamps, compressible and random payloads) are read back byte-exact by
 an assign()-based consumer, with contiguous offsets; key partitioning over several
-partitions; four producers appending to one partition at once; a 900 KB record; AdminClient create (with topic configs, validate_only, already-exists), delete,
+partitions; four producers appending to one partition at once; a 900 KB record; AdminClient create (with topic configs, validate_only, already-exists, invalid names and
+configs), delete,
 describe_configs (topic and broker) and list_topics. The stored batches are fetched raw to
 check each codec was really used.
 """
@@ -19,8 +20,18 @@ import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME, KafkaError
 from confluent_kafka.admin import ConfigResource, ConfigSource, NewTopic, ResourceType
 
-from clients import Record, admin, admin_op, consume_partition, create_topic, produce_all, producer, topic_names, watermarks
 import kafka_wire as kw
+from clients import (
+    Record,
+    admin,
+    admin_op,
+    consume_partition,
+    create_topic,
+    produce_all,
+    producer,
+    topic_names,
+    watermarks,
+)
 from conftest import wait_until
 from kafka_wire import KafkaConnection
 
@@ -53,7 +64,7 @@ def sample_records(count: int) -> list[Record]:
 
 def assert_same_records(messages, records: list[Record], first_offset: int = 0):
     assert len(messages) == len(records)
-    for i, (msg, rec) in enumerate(zip(messages, records)):
+    for i, (msg, rec) in enumerate(zip(messages, records, strict=True)):
         where = f"record {i} (offset {msg.offset()})"
         assert msg.offset() == first_offset + i, where
         assert msg.key() == rec.key, where
@@ -170,7 +181,9 @@ def test_admin_create_with_configs_and_describe(admin_broker, topic_name):
 
 def test_admin_create_validate_only_creates_nothing(admin_broker, topic_name):
     bootstrap = admin_broker.bootstrap
-    result = admin_op(bootstrap, "create_topics", [NewTopic(topic_name, num_partitions=2, replication_factor=1)], validate_only=True)
+    result = admin_op(
+        bootstrap, "create_topics", [NewTopic(topic_name, num_partitions=2, replication_factor=1)], validate_only=True
+    )
     assert result == {topic_name: None}
     assert topic_name not in topic_names(bootstrap)
     # And really creating it afterwards works.
@@ -184,9 +197,26 @@ def test_admin_create_existing_and_invalid(admin_broker, topic_name):
     result = admin_op(bootstrap, "create_topics", [NewTopic(topic_name, num_partitions=1, replication_factor=1)])
     assert error_code(result[topic_name]) == KafkaError.TOPIC_ALREADY_EXISTS
     bad = f"{topic_name}-badcfg"
-    result = admin_op(bootstrap, "create_topics", [NewTopic(bad, num_partitions=1, replication_factor=1, config={"retention.ms": "not-a-number"})])
+    result = admin_op(
+        bootstrap,
+        "create_topics",
+        [NewTopic(bad, num_partitions=1, replication_factor=1, config={"retention.ms": "not-a-number"})],
+    )
     assert error_code(result[bad]) == KafkaError.INVALID_CONFIG
     assert bad not in topic_names(bootstrap)
+
+
+@pytest.mark.parametrize("name", ["bad/name", "..", "x" * 250, "spaces are bad"])
+def test_admin_create_invalid_topic_name(admin_broker, name):
+    result = admin_op(admin_broker.bootstrap, "create_topics", [NewTopic(name, num_partitions=1, replication_factor=1)])
+    assert error_code(result[name]) == KafkaError.TOPIC_EXCEPTION
+    assert name not in topic_names(admin_broker.bootstrap)
+
+
+def test_admin_describe_configs_of_unknown_topic(admin_broker, topic_name):
+    resource = ConfigResource(ResourceType.TOPIC, topic_name)
+    result = admin_op(admin_broker.bootstrap, "describe_configs", [resource])[resource]
+    assert error_code(result) == KafkaError.UNKNOWN_TOPIC_OR_PART
 
 
 def test_admin_delete_topics(admin_broker, topic_name):

@@ -113,7 +113,9 @@ def test_consume_start_offsets(kbroker, filled_topic):
     assert consume(bootstrap, filled_topic, 1, "-o", "end") == []
     assert consume(bootstrap, filled_topic, 1, "-o", "7") == [f"{i}|key-{i}|value-{i}" for i in (7, 8, 9)]
     assert consume(bootstrap, filled_topic, 1, "-o", "-2") == [f"{i}|key-{i}|value-{i}" for i in (8, 9)]
-    assert consume(bootstrap, filled_topic, 1, "-o", "beginning", "-c", "3") == [f"{i}|key-{i}|value-{i}" for i in range(3)]
+    assert consume(bootstrap, filled_topic, 1, "-o", "beginning", "-c", "3") == [
+        f"{i}|key-{i}|value-{i}" for i in range(3)
+    ]
 
 
 CODEC_IDS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}

@@ -7,7 +7,8 @@ empty answer within the first half second) and answered promptly once a record i
 with nothing to return answers empty at about max_wait_ms, not immediately and not never;
 a record produced to another partition does not wake the fetch early; a fetch whose
 max_bytes is smaller than the first batch still returns that whole batch (KIP-74: progress
-over the limit), and a large max_bytes returns several batches.
+over the limit), and a large max_bytes returns several batches; a confluent-kafka consumer
+tailing the end of a partition sees records produced after it started.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from __future__ import annotations
 import select
 import time
 
+from confluent_kafka import OFFSET_END, KafkaError, TopicPartition
+
 import kafka_wire as kw
-from clients import create_topic
+from clients import Record, consumer, create_topic, produce_all, producer
 from kafka_wire import KafkaConnection
 
 MAX_WAIT_MS = 5000
@@ -81,3 +84,29 @@ def test_fetch_returns_first_batch_even_above_max_bytes(broker, topic_name):
         everything = conn.fetch(topic_name, 0, 0)
         assert [o for o, _ in kw.batch_record_values(everything.records)] == list(range(6))
         assert everything.high_watermark == 6
+
+
+def test_real_consumer_tails_new_records(broker, topic_name):
+    create_topic(broker.bootstrap, topic_name)
+    produce_all(producer(broker.bootstrap), topic_name, [Record(None, b"old")])
+    c = consumer(broker.bootstrap, **{"fetch.wait.max.ms": 5000})
+    try:
+        c.assign([TopicPartition(topic_name, 0, OFFSET_END)])
+        # Wait until the consumer has caught up with the end (it reports partition EOF).
+        deadline = time.monotonic() + 30
+        while True:
+            assert time.monotonic() < deadline, "consumer never reached the end of the partition"
+            msg = c.poll(0.2)
+            if msg is not None:
+                assert msg.error() and msg.error().code() == KafkaError._PARTITION_EOF, msg.error() or msg.value()
+                break
+        produced_at = time.monotonic()
+        produce_all(producer(broker.bootstrap), topic_name, [Record(None, b"new")])
+        while True:
+            assert time.monotonic() - produced_at < WAKE_BOUND_S + 1, "tailing consumer did not get the new record"
+            msg = c.poll(0.1)
+            if msg is not None and not msg.error():
+                break
+        assert (msg.offset(), msg.value()) == (1, b"new")
+    finally:
+        c.close()

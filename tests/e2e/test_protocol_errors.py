@@ -7,8 +7,9 @@ the ApiVersions table matches the contract and an unknown ApiVersions version ge
 UNSUPPORTED_VERSION with the table; Produce v2 -> UNSUPPORTED_VERSION; a record batch above
 message.max.bytes -> MESSAGE_TOO_LARGE; a bad CRC -> CORRUPT_MESSAGE; unknown topic with
 auto-create off -> UNKNOWN_TOPIC_OR_PARTITION; fetch past the end -> OFFSET_OUT_OF_RANGE
-(while fetching at the end is fine); rejected batches take no offsets; 1,000 concurrent idle
-connections while a producer keeps working.
+(while fetching at the end is fine); rejected batches take no offsets; acks=0 produce gets no
+answer, and a failed one closes the connection; 1,000 concurrent idle connections while a
+producer keeps working.
 """
 
 from __future__ import annotations
@@ -91,7 +92,9 @@ def test_configured_socket_request_max_bytes(broker_factory, topic_name):
         pytest.param(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n", id="http-request"),
         pytest.param(kw.i32(10) + kw.i16(32000) + kw.i16(0) + kw.i32(1) + kw.i16(-1), id="unknown-api-key"),
         pytest.param(kw.i32(3) + b"\x00\x12\x00", id="frame-shorter-than-header"),
-        pytest.param(kw.i32(40) + kw.i16(0) + kw.i16(3) + kw.i32(1) + kw.i16(500) + b"ab" * 15, id="string-past-frame-end"),
+        pytest.param(
+            kw.i32(40) + kw.i16(0) + kw.i16(3) + kw.i32(1) + kw.i16(500) + b"ab" * 15, id="string-past-frame-end"
+        ),
         pytest.param(kw.i32(1020) + b"\xfe\xed" + (bytes(range(256)) * 4)[:1018], id="random-body"),
     ],
 )
@@ -183,6 +186,24 @@ def test_unknown_topic_with_auto_create_off(strict_broker, topic_name):
 def test_unknown_partition_of_known_topic(strict_broker, topic):
     with KafkaConnection(strict_broker.bootstrap) as conn:
         assert conn.produce(topic, 7, kw.record_batch([b"x"])).error_code == kw.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_acks_0_produce_gets_no_response(strict_broker, topic):
+    with KafkaConnection(strict_broker.bootstrap) as conn:
+        conn.send_produce(topic, 0, kw.record_batch([b"fire", b"forget"]), acks=0)
+        # The next answer on this connection is for the next request (recv checks the id).
+        assert conn.api_versions().error_code == kw.NONE
+        fetched = conn.fetch(topic, 0, 0)
+        assert kw.batch_record_values(fetched.records) == [(0, b"fire"), (1, b"forget")]
+
+
+def test_failed_acks_0_produce_closes_connection(strict_broker, topic):
+    """With acks=0 the client hears of no error, so the broker closes the connection, as Kafka
+    does, to make the client notice."""
+    with KafkaConnection(strict_broker.bootstrap) as bystander, KafkaConnection(strict_broker.bootstrap) as conn:
+        conn.send_produce(topic, 0, kw.record_batch([b"bad"], corrupt_crc=True), acks=0)
+        assert conn.wait_closed(CLOSE_DEADLINE_S), "failed acks=0 produce left the connection open"
+        assert bystander.fetch(topic, 0, 0).high_watermark == 0
 
 
 # --- fetch errors ------------------------------------------------------------------------------

@@ -12,7 +12,17 @@ from __future__ import annotations
 
 import time
 
-from clients import Record, admin, admin_op, consume_partition, create_topic, produce_all, producer, topic_names, watermarks
+from clients import (
+    Record,
+    admin,
+    admin_op,
+    consume_partition,
+    create_topic,
+    produce_all,
+    producer,
+    topic_names,
+    watermarks,
+)
 from conftest import wait_until
 
 ACKED_BEFORE_KILL = 20_000
@@ -46,7 +56,9 @@ def test_graceful_restart_between_produce_and_consume(broker, topic_name):
 def test_two_restarts_keep_appending(broker, topic_name):
     create_topic(broker.bootstrap, topic_name)
     for round_ in range(3):
-        produce_all(producer(broker.bootstrap), topic_name, [Record(None, f"r{round_}-{i}".encode()) for i in range(100)])
+        produce_all(
+            producer(broker.bootstrap), topic_name, [Record(None, f"r{round_}-{i}".encode()) for i in range(100)]
+        )
         broker.restart()
     messages = consume_partition(broker.bootstrap, topic_name, 0, 300)
     assert [m.value() for m in messages] == [f"r{r}-{i}".encode() for r in range(3) for i in range(100)]
