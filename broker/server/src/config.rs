@@ -277,27 +277,44 @@ impl BrokerConfig {
                 self.log_segment_index_bytes = bytes_u32(value, 4096).map_err(bad)?
             }
             "sluice.acks.all.fsync" => self.acks_all_fsync = parse_bool(value).map_err(bad)?,
-            "group.initial.rebalance.delay.ms" => {
-                self.group_initial_rebalance_delay_ms = ms_u32(value, 0).map_err(bad)?
-            }
-            "group.min.session.timeout.ms" => {
-                self.group_min_session_timeout_ms = ms_u32(value, 1).map_err(bad)?
-            }
-            "group.max.session.timeout.ms" => {
-                self.group_max_session_timeout_ms = ms_u32(value, 1).map_err(bad)?
-            }
-            "group.max.size" => {
-                self.group_max_size =
-                    ranged(parse_i64(value), 1, group_limits::GROUP_MEMBERS_MAX as i64)
-                        .map_err(bad)? as u32
-            }
-            "offsets.retention.minutes" => {
-                self.offsets_retention_minutes =
-                    ranged(parse_i64(value), 1, i64::from(i32::MAX)).map_err(bad)? as u32
-            }
-            _ => return Err(ConfigError::UnknownKey(key.to_owned())),
+            _ => match self.set_group_key(key, value) {
+                Some(result) => result.map_err(bad)?,
+                None => return Err(ConfigError::UnknownKey(key.to_owned())),
+            },
         }
         Ok(())
+    }
+
+    /// Sets a `group.*` / `offsets.*` key; `None` for any other key.
+    fn set_group_key(&mut self, key: &str, value: &str) -> Option<Result<(), String>> {
+        let set = |key: &str, this: &mut Self| -> Result<bool, String> {
+            match key {
+                "group.initial.rebalance.delay.ms" => {
+                    this.group_initial_rebalance_delay_ms = ms_u32(value, 0)?
+                }
+                "group.min.session.timeout.ms" => {
+                    this.group_min_session_timeout_ms = ms_u32(value, 1)?
+                }
+                "group.max.session.timeout.ms" => {
+                    this.group_max_session_timeout_ms = ms_u32(value, 1)?
+                }
+                "group.max.size" => {
+                    this.group_max_size =
+                        ranged(parse_i64(value), 1, group_limits::GROUP_MEMBERS_MAX as i64)? as u32
+                }
+                "offsets.retention.minutes" => {
+                    this.offsets_retention_minutes =
+                        ranged(parse_i64(value), 1, i64::from(i32::MAX))? as u32
+                }
+                _ => return Ok(false),
+            }
+            Ok(true)
+        };
+        match set(key, self) {
+            Ok(true) => Some(Ok(())),
+            Ok(false) => None,
+            Err(e) => Some(Err(e)),
+        }
     }
 
     /// The current value of a key in Kafka's text form (DescribeConfigs).
