@@ -22,7 +22,6 @@ the suite is fast; every wait polls with a deadline.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -128,9 +127,14 @@ def test_three_consumers_share_partitions_and_survive_close_and_kill(broker_fact
     group = f"{topic_name}-g"
     members = [Member(broker.bootstrap, group, topic_name, session_timeout_ms=SESSION_TIMEOUT_MS) for _ in range(3)]
     try:
-        wait_until(lambda: exact_cover(members, 6) and all(len(m.assignment()) == 2 for m in members),
-                   DEADLINE_S, "three members with two partitions each")
-        wait_until(lambda: produced <= set().union(*(m.consumed() for m in members)), DEADLINE_S, "the first records consumed")
+        wait_until(
+            lambda: exact_cover(members, 6) and all(len(m.assignment()) == 2 for m in members),
+            DEADLINE_S,
+            "three members with two partitions each",
+        )
+        wait_until(
+            lambda: produced <= set().union(*(m.consumed() for m in members)), DEADLINE_S, "the first records consumed"
+        )
 
         closing, killed, survivor = members
         closed_at = time.monotonic()
@@ -141,7 +145,9 @@ def test_three_consumers_share_partitions_and_survive_close_and_kill(broker_fact
         assert moved_after_s < SESSION_TIMEOUT_MS / 1000, f"a clean close took {moved_after_s:.1f}s to rebalance"
 
         produced |= produce_spread(broker.bootstrap, topic_name, 6, 10, "middle")
-        wait_until(lambda: produced <= set().union(*(m.consumed() for m in members)), DEADLINE_S, "records after the close")
+        wait_until(
+            lambda: produced <= set().union(*(m.consumed() for m in members)), DEADLINE_S, "records after the close"
+        )
 
         killed_at = time.monotonic()
         killed.kill()
@@ -151,7 +157,9 @@ def test_three_consumers_share_partitions_and_survive_close_and_kill(broker_fact
         assert moved_after_s >= SESSION_TIMEOUT_MS / 1000 * 0.8, f"moved after {moved_after_s:.1f}s"
 
         produced |= produce_spread(broker.bootstrap, topic_name, 6, 10, "after")
-        wait_until(lambda: produced <= set().union(*(m.consumed() for m in members)), DEADLINE_S, "every record consumed")
+        wait_until(
+            lambda: produced <= set().union(*(m.consumed() for m in members)), DEADLINE_S, "every record consumed"
+        )
         consumed = set().union(*(m.consumed() for m in members))
         assert consumed == produced, f"consumed offsets never produced: {sorted(consumed - produced)[:5]}"
         assert not any(m.errors() for m in members), [m.errors() for m in members]
@@ -218,9 +226,25 @@ def test_kcat_balanced_consumer(broker_factory, topic_name):
     produce_spread(broker.bootstrap, topic_name, 3, 10, "k")
     group = f"{topic_name}-kcat"
     proc = subprocess.run(
-        [kcat_bin, "-b", broker.bootstrap, "-G", group, "-o", "beginning", "-e", "-q",
-         "-X", f"session.timeout.ms={SESSION_TIMEOUT_MS}", "-f", "%p %o\\n", topic_name],
-        capture_output=True, text=True, timeout=DEADLINE_S,
+        [
+            kcat_bin,
+            "-b",
+            broker.bootstrap,
+            "-G",
+            group,
+            "-o",
+            "beginning",
+            "-e",
+            "-q",
+            "-X",
+            f"session.timeout.ms={SESSION_TIMEOUT_MS}",
+            "-f",
+            "%p %o\\n",
+            topic_name,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
     )
     assert proc.returncode == 0, proc.stderr
     seen = sorted(tuple(map(int, line.split())) for line in proc.stdout.splitlines())
@@ -240,7 +264,11 @@ def test_cooperative_sticky_moves_only_what_it_must(broker_factory, topic_name):
     try:
         wait_until(lambda: first.assignment() == {0, 1, 2, 3}, DEADLINE_S, "the first member to own everything")
         second = Member(broker.bootstrap, group, topic_name, **coop)
-        wait_until(lambda: exact_cover([first, second], 4) and len(second.assignment()) == 2, DEADLINE_S, "an incremental rebalance")
+        wait_until(
+            lambda: exact_cover([first, second], 4) and len(second.assignment()) == 2,
+            DEADLINE_S,
+            "an incremental rebalance",
+        )
         kept = first.assignment()
         # Every assignment the first member reported held what it kept: it never gave up
         # all its partitions (an eager rebalance would revoke everything first).
@@ -279,7 +307,9 @@ def test_a_static_member_keeps_its_partitions_across_a_restart(broker_factory, t
 def sluice_group(bootstrap: str, *args: str, check: bool = True) -> dict | subprocess.CompletedProcess:
     proc = subprocess.run(
         [sluice_bin(), "group", "--brokers", bootstrap, "--output", "json", *args],
-        capture_output=True, text=True, timeout=DEADLINE_S,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
     )
     if not check:
         return proc
@@ -339,6 +369,10 @@ def test_sluice_group_cli(broker_factory, topic_name):
         wait_until(lambda: len(resumed.consumed()) == 20, DEADLINE_S, "re-consumption from offset 0")
     finally:
         resumed.close()
-    text = subprocess.run([sluice_bin(), "group", "--brokers", bootstrap, "describe", group],
-                          capture_output=True, text=True, timeout=DEADLINE_S)
+    text = subprocess.run(
+        [sluice_bin(), "group", "--brokers", bootstrap, "describe", group],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+    )
     assert text.returncode == 0 and "LAG" in text.stdout, text.stderr
