@@ -12,6 +12,8 @@ Covers:
   keeps the rest without giving them up;
 - a static member (`group.instance.id`) that restarts within its session timeout gets its
   partitions back without a rebalance of the others;
+- kafka-python (pure Python, its own protocol versions): two group consumers split a topic,
+  commit, and its admin client lists, describes and reads the group's offsets;
 - `sluice group list | describe | reset-offsets` with `--output json` parsed here, including
   the refusal to reset a group that has members.
 
@@ -30,6 +32,7 @@ import threading
 import time
 from pathlib import Path
 
+import kafka
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from clients import Record, create_topic, produce_all, producer
@@ -376,3 +379,48 @@ def test_sluice_group_cli(broker_factory, topic_name):
         timeout=DEADLINE_S,
     )
     assert text.returncode == 0 and "LAG" in text.stdout, text.stderr
+
+
+def test_kafka_python_group_consumers_and_admin(broker_factory, topic_name):
+    broker = broker_factory(settings=GROUP_SETTINGS)
+    create_topic(broker.bootstrap, topic_name, partitions=4)
+    produce_spread(broker.bootstrap, topic_name, 4, 5, "kp")
+    group = f"{topic_name}-kp"
+
+    def consumer():
+        return kafka.KafkaConsumer(
+            topic_name,
+            bootstrap_servers=broker.bootstrap,
+            group_id=group,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            session_timeout_ms=SESSION_TIMEOUT_MS,
+            heartbeat_interval_ms=500,
+        )
+
+    consumers = [consumer(), consumer()]
+    seen: set[tuple[int, int]] = set()
+    try:
+
+        def split_and_drained():
+            for c in consumers:
+                for batch in c.poll(timeout_ms=100).values():
+                    seen.update((m.partition, m.offset) for m in batch)
+            owned = [{tp.partition for tp in c.assignment()} for c in consumers]
+            return len(seen) == 20 and all(len(o) == 2 for o in owned) and set().union(*owned) == {0, 1, 2, 3}
+
+        wait_until(split_and_drained, DEADLINE_S, "two kafka-python members splitting four partitions")
+        for c in consumers:
+            c.commit()
+    finally:
+        for c in consumers:
+            c.close()
+    admin = kafka.KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        assert (group, "consumer") in admin.list_consumer_groups()
+        [info] = admin.describe_consumer_groups([group])
+        assert info.state == "Empty" and info.protocol_type == "consumer"
+        offsets = admin.list_consumer_group_offsets(group)
+        assert {tp.partition: o.offset for tp, o in offsets.items()} == {p: 5 for p in range(4)}
+    finally:
+        admin.close()
