@@ -31,6 +31,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 pub use offsets_log::OffsetsLog;
+pub use task::CompactionPolicy;
 
 use crate::error::ServerError;
 use crate::limits;
@@ -101,8 +102,18 @@ impl GroupService {
         log: OffsetsLog,
         records: Vec<sluice_group::OffsetRecord>,
     ) -> Result<Self, ServerError> {
+        Self::spawn_with(config, log, records, CompactionPolicy::default())
+    }
+
+    /// Same, with a compaction policy (tests compact small logs).
+    pub fn spawn_with(
+        config: GroupConfig,
+        log: OffsetsLog,
+        records: Vec<sluice_group::OffsetRecord>,
+        compaction: CompactionPolicy,
+    ) -> Result<Self, ServerError> {
         let (commands, rx) = mpsc::channel(limits::GROUP_COMMANDS_QUEUED_MAX);
-        let task = task::spawn(config, log, records, rx)?;
+        let task = task::spawn(config, log, records, rx, compaction)?;
         Ok(Self {
             handle: GroupHandle { commands },
             task,
@@ -189,3 +200,6 @@ impl sluice_group::MemberIdRng for OsRng {
         sluice_group::MemberIdRng::next_u64(&mut sluice_group::SplitMix64::new(nanos))
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -17,6 +17,25 @@ use crate::broker::now_ms;
 use crate::error::ServerError;
 use crate::limits;
 
+/// When the offsets log is compacted: once it is at least `min_bytes` and `growth_factor`
+/// times its live content.
+#[derive(Debug, Clone, Copy)]
+pub struct CompactionPolicy {
+    /// Smallest log worth compacting, in bytes.
+    pub min_bytes: u64,
+    /// Log size over live size that triggers a compaction.
+    pub growth_factor: u64,
+}
+
+impl Default for CompactionPolicy {
+    fn default() -> Self {
+        Self {
+            min_bytes: limits::OFFSETS_COMPACT_MIN_BYTES,
+            growth_factor: limits::OFFSETS_COMPACT_GROWTH_FACTOR,
+        }
+    }
+}
+
 /// Per-group DeleteGroups results, and where to send them.
 type DeleteResults = Vec<(String, ErrorCode)>;
 type DeleteReply = oneshot::Sender<DeleteResults>;
@@ -38,6 +57,7 @@ struct Task {
     /// The log size at which compaction is next considered (computing the live size walks
     /// every committed offset, so it is not done on every call).
     next_compact_check_bytes: u64,
+    compaction: CompactionPolicy,
     /// Bounded; a full queue fails the batch (retriable) rather than blocking the task.
     writer: mpsc::Sender<WriterJob>,
 }
@@ -52,6 +72,7 @@ pub fn spawn(
     log: OffsetsLog,
     records: Vec<OffsetRecord>,
     commands: mpsc::Receiver<Command>,
+    compaction: CompactionPolicy,
 ) -> Result<JoinHandle<()>, ServerError> {
     let now = clock();
     let mut coordinator = Coordinator::new(config, Box::new(OsRng), now)
@@ -69,7 +90,8 @@ pub fn spawn(
         in_flight: 0,
         log_bytes,
         compacting: false,
-        next_compact_check_bytes: limits::OFFSETS_COMPACT_MIN_BYTES,
+        next_compact_check_bytes: compaction.min_bytes,
+        compaction,
         writer: writer_tx,
     };
     Ok(tokio::spawn(async move {
@@ -233,8 +255,8 @@ impl Task {
                 self.compacting = false;
                 self.log_bytes = log_bytes;
                 self.next_compact_check_bytes = log_bytes
-                    .saturating_mul(limits::OFFSETS_COMPACT_GROWTH_FACTOR)
-                    .max(limits::OFFSETS_COMPACT_MIN_BYTES);
+                    .saturating_mul(self.compaction.growth_factor)
+                    .max(self.compaction.min_bytes);
             }
         }
     }
@@ -265,8 +287,8 @@ impl Task {
             .map(|r| (r.encode_key().len() + r.encode_value().map_or(0, |v| v.len()) + 16) as u64)
             .sum();
         let due_bytes = live_bytes
-            .saturating_mul(limits::OFFSETS_COMPACT_GROWTH_FACTOR)
-            .max(limits::OFFSETS_COMPACT_MIN_BYTES);
+            .saturating_mul(self.compaction.growth_factor)
+            .max(self.compaction.min_bytes);
         if self.log_bytes < due_bytes {
             self.next_compact_check_bytes = due_bytes;
             return;
