@@ -24,8 +24,20 @@ pub struct Client {
 }
 
 impl Client {
-    /// Connects to `host:port`.
-    pub fn connect(addr: &str) -> anyhow::Result<Self> {
+    /// Connects to the first reachable broker of a comma-separated `host:port` list (a
+    /// single node coordinates every group, so any broker answers).
+    pub fn connect(brokers: &str) -> anyhow::Result<Self> {
+        let mut last_error = None;
+        for addr in brokers.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+            match Self::connect_one(addr) {
+                Ok(client) => return Ok(client),
+                Err(e) => last_error = Some(e),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| anyhow::anyhow!("--brokers is empty")))
+    }
+
+    fn connect_one(addr: &str) -> anyhow::Result<Self> {
         let stream = TcpStream::connect(addr).with_context(|| format!("connecting to {addr}"))?;
         stream.set_read_timeout(Some(REQUEST_TIMEOUT))?;
         stream.set_write_timeout(Some(REQUEST_TIMEOUT))?;

@@ -35,7 +35,7 @@ pub enum Output {
 /// `sluice group ...`.
 #[derive(Debug, clap::Args)]
 pub struct GroupArgs {
-    /// Broker to talk to (host:port).
+    /// Brokers to talk to (host:port, comma-separated; the first reachable one is used).
     #[arg(long, global = true, default_value = "127.0.0.1:9092")]
     brokers: String,
     /// Output format.

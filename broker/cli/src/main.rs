@@ -58,7 +58,14 @@ enum LogFormat {
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Serve(args) => serve(args),
-        Command::Group(args) => group::run(args),
+        Command::Group(args) => {
+            // An operator error is one line on stderr and exit code 1, not a backtrace.
+            if let Err(e) = group::run(args) {
+                eprintln!("error: {e:#}");
+                std::process::exit(1);
+            }
+            Ok(())
+        }
     }
 }
 
