@@ -8,7 +8,7 @@
 mod common;
 
 use bytes::Bytes;
-use common::{Client, TestBroker};
+use common::{Client, TestBroker, encode_request as encode};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::leave_group_request::MemberIdentity;
@@ -356,4 +356,103 @@ async fn a_join_parked_in_a_rebalance_is_answered_at_shutdown() {
     assert_eq!(got, id);
     assert_eq!(parked.error_code, 15, "COORDINATOR_NOT_AVAILABLE");
     stopping.await.unwrap();
+}
+
+/// Valid group requests to mutate.
+fn group_seeds() -> Vec<(ApiKey, i16, Bytes)> {
+    let mut join = join_request("fuzz", "");
+    join.group_instance_id = Some(s("instance"));
+    let mut sync = SyncGroupRequest::default();
+    sync.group_id = group("fuzz");
+    sync.member_id = s("m");
+    let mut assignment = SyncGroupRequestAssignment::default();
+    assignment.member_id = s("m");
+    assignment.assignment = Bytes::from_static(b"bytes");
+    sync.assignments = vec![assignment];
+    let mut beat = HeartbeatRequest::default();
+    beat.group_id = group("fuzz");
+    beat.member_id = s("m");
+    let mut leave = LeaveGroupRequest::default();
+    leave.group_id = group("fuzz");
+    let mut identity = MemberIdentity::default();
+    identity.member_id = s("m");
+    leave.members = vec![identity];
+    let commit = commit_request("fuzz", "", -1, &[("t", 0, 5)]);
+    let mut fetch = OffsetFetchRequest::default();
+    fetch.group_id = group("fuzz");
+    let mut describe = DescribeGroupsRequest::default();
+    describe.groups = vec![group("fuzz")];
+    let mut delete = DeleteGroupsRequest::default();
+    delete.groups_names = vec![group("fuzz")];
+    vec![
+        (ApiKey::JoinGroup, 5, encode(ApiKey::JoinGroup, 5, 1, &join)),
+        (ApiKey::SyncGroup, 3, encode(ApiKey::SyncGroup, 3, 1, &sync)),
+        (ApiKey::Heartbeat, 3, encode(ApiKey::Heartbeat, 3, 1, &beat)),
+        (
+            ApiKey::LeaveGroup,
+            3,
+            encode(ApiKey::LeaveGroup, 3, 1, &leave),
+        ),
+        (
+            ApiKey::OffsetCommit,
+            7,
+            encode(ApiKey::OffsetCommit, 7, 1, &commit),
+        ),
+        (
+            ApiKey::OffsetFetch,
+            5,
+            encode(ApiKey::OffsetFetch, 5, 1, &fetch),
+        ),
+        (
+            ApiKey::DescribeGroups,
+            4,
+            encode(ApiKey::DescribeGroups, 4, 1, &describe),
+        ),
+        (
+            ApiKey::DeleteGroups,
+            1,
+            encode(ApiKey::DeleteGroups, 1, 1, &delete),
+        ),
+    ]
+}
+
+/// Mutated group requests (1-4 random bytes after the API key and version) never crash the
+/// broker or its coordinator. A mutated JoinGroup or SyncGroup may legitimately wait for a
+/// rebalance, so each goes on its own connection, dropped afterwards; the coordinator must still serve a
+/// full join, sync and commit at the end (a panic in it would answer
+/// COORDINATOR_NOT_AVAILABLE from then on).
+#[tokio::test]
+async fn mutated_group_requests_never_break_the_coordinator() {
+    let broker = TestBroker::start(FAST_GROUPS).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "t", 1).await;
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for (key, _, frame) in group_seeds() {
+        for _ in 0..60 {
+            let mut mutated = frame.to_vec();
+            for _ in 0..(next() % 4 + 1) {
+                let at = 8 + (next() as usize) % (mutated.len() - 8);
+                mutated[at] = next() as u8;
+            }
+            let mut fuzzed = broker.client().await;
+            fuzzed.send_raw(&mutated).await;
+            // Only JoinGroup and SyncGroup may park; every other request is answered (or
+            // its connection closed) at once.
+            if !matches!(key, ApiKey::JoinGroup | ApiKey::SyncGroup) {
+                let _answer_or_close = fuzzed.recv_frame().await;
+            }
+        }
+    }
+    let (member, generation) = join_and_sync(&mut client, "after-fuzz").await;
+    let commit = commit_request("after-fuzz", &member, generation, &[("t", 0, 1)]);
+    let answer: OffsetCommitResponse = client.call(ApiKey::OffsetCommit, 7, &commit).await;
+    assert_eq!(answer.topics[0].partitions[0].error_code, 0);
+    drop(client);
+    broker.stop().await;
 }
