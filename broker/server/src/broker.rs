@@ -52,6 +52,8 @@ pub struct Broker {
     admin: Mutex<()>,
     /// Fetches parked in a long poll right now (observability, and tests wait on it).
     waiting_fetches: AtomicUsize,
+    /// Client connections open right now.
+    open_connections: AtomicUsize,
     /// The filesystem partition logs live on: the real one, or a fault-injecting twin in tests.
     fs: Arc<dyn Fs>,
     /// The data dir's lock file, held (flock) while the broker runs so a second broker cannot
@@ -181,6 +183,7 @@ impl Broker {
             topics: RwLock::new(BTreeMap::new()),
             admin: Mutex::new(()),
             waiting_fetches: AtomicUsize::new(0),
+            open_connections: AtomicUsize::new(0),
             fs,
             dir_lock: Mutex::new(Some(dir_lock)),
         };
@@ -446,7 +449,18 @@ impl Broker {
     /// Counts a fetch as parked until the returned guard drops.
     pub fn park_fetch(&self) -> impl Drop + '_ {
         self.waiting_fetches.fetch_add(1, Ordering::Relaxed);
-        ParkedFetch(&self.waiting_fetches)
+        Gauge(&self.waiting_fetches)
+    }
+
+    /// Client connections open right now.
+    pub fn open_connections(&self) -> usize {
+        self.open_connections.load(Ordering::Relaxed)
+    }
+
+    /// Counts a connection as open until the returned guard drops.
+    pub fn connection_opened(&self) -> impl Drop + '_ {
+        self.open_connections.fetch_add(1, Ordering::Relaxed);
+        Gauge(&self.open_connections)
     }
 
     /// Closes every partition (flush + clean-shutdown marker). Used at shutdown.
@@ -490,9 +504,10 @@ fn lock_data_dir(dir: &Path) -> Result<std::fs::File, ServerError> {
     Ok(file)
 }
 
-struct ParkedFetch<'a>(&'a AtomicUsize);
+/// Decrements a gauge when dropped.
+struct Gauge<'a>(&'a AtomicUsize);
 
-impl Drop for ParkedFetch<'_> {
+impl Drop for Gauge<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
     }
