@@ -149,20 +149,24 @@ stop_broker() {
 }
 trap stop_broker EXIT
 
+# "utime stime" of the broker, in clock ticks.
 broker_cpu_ticks() {
-    awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$BROKER_PID/stat"
+    awk '{ sub(/^.*\) /, ""); print $12, $13 }' "/proc/$BROKER_PID/stat"
 }
 
-# us_per_record TICKS_BEFORE TICKS_AFTER RECORDS
-us_per_record() {
-    awk -v a="$1" -v b="$2" -v n="$3" -v hz="$CLK_TCK" 'BEGIN { printf "%.3f", (b - a) / hz * 1e6 / n }'
+# cpu_per_record "UTIME STIME" "UTIME STIME" RECORDS -> "total_us_per_record system_us_per_record"
+cpu_per_record() {
+    awk -v a="$1" -v b="$2" -v n="$3" -v hz="$CLK_TCK" 'BEGIN {
+        split(a, x, " "); split(b, y, " ")
+        total = (y[1] + y[2]) - (x[1] + x[2]); sys = y[2] - x[2]
+        printf "%.3f %.3f", total / hz * 1e6 / n, sys / hz * 1e6 / n }'
 }
 
 perf() {
     "${NICE[@]}" "$PERF" -b "$BOOTSTRAP" -q -X linger.ms="$LINGER_MS" "$@"
 }
 
-# produce TOPIC ACKS -> "msgs_per_s mb_per_s cpu_us_per_record"
+# produce TOPIC ACKS -> "msgs_per_s mb_per_s cpu_us_per_record sys_us_per_record"
 produce_load() {
     local before after out
     before="$(broker_cpu_ticks)"
@@ -172,7 +176,7 @@ produce_load() {
     line="$(grep -m1 'messages produced' <<<"$out")" || die "no producer summary: $out"
     grep -q " $RECORDS delivered .* 0 failed" <<<"$line" || die "not every record was delivered: $line"
     printf '%s %s %s\n' "$(sed -E 's/.* ([0-9]+) msgs\/s.*/\1/' <<<"$line")" \
-        "$(sed -E 's/.* ([0-9.]+) MB\/s.*/\1/' <<<"$line")" "$(us_per_record "$before" "$after" "$RECORDS")"
+        "$(sed -E 's/.* ([0-9.]+) MB\/s.*/\1/' <<<"$line")" "$(cpu_per_record "$before" "$after" "$RECORDS")"
 }
 
 consume_load() {
@@ -183,7 +187,7 @@ consume_load() {
     line="$(grep 'messages (.*consumed' <<<"$out" | tail -1)" || die "no consumer summary: $out"
     grep -q "^% $RECORDS messages" <<<"$line" || die "did not consume every record: $line"
     printf '%s %s %s\n' "$(sed -E 's/.* ([0-9]+) msgs\/s.*/\1/' <<<"$line")" \
-        "$(sed -E 's/.*\(([0-9.]+) MB\/s\).*/\1/' <<<"$line")" "$(us_per_record "$before" "$after" "$RECORDS")"
+        "$(sed -E 's/.*\(([0-9.]+) MB\/s\).*/\1/' <<<"$line")" "$(cpu_per_record "$before" "$after" "$RECORDS")"
 }
 
 # latency TOPIC RATE LINGER_MS RECORDS -> "p50_ms p99_ms"
@@ -226,12 +230,13 @@ print_table() {
     local results=$1 load
     printf '\n%s runs, %s records of %s bytes, 1 partition, linger.ms=%s (medians)\n\n' \
         "$RUNS" "$RECORDS" "$RECORD_BYTES" "$LINGER_MS"
-    printf '| load | msgs/s | MB/s | broker CPU us/record |\n|---|---:|---:|---:|\n'
+    printf '| load | msgs/s | MB/s | broker CPU us/record | of which system |\n|---|---:|---:|---:|---:|\n'
     for load in produce_acks1 produce_acksall consume; do
-        printf '| %s | %s | %s | %s |\n' "$load" \
+        printf '| %s | %s | %s | %s | %s |\n' "$load" \
             "$(awk -v l="$load" '$1 == l { print $2 }' "$results" | median)" \
             "$(awk -v l="$load" '$1 == l { print $3 }' "$results" | median)" \
-            "$(awk -v l="$load" '$1 == l { print $4 }' "$results" | median)"
+            "$(awk -v l="$load" '$1 == l { print $4 }' "$results" | median)" \
+            "$(awk -v l="$load" '$1 == l { print $5 }' "$results" | median)"
     done
     printf '\nacks=all produce latency, first %s deliveries not counted\n\n' "$LATENCY_WARMUP"
     printf '| msgs/s | linger.ms | records | p50 ms | p99 ms |\n|---:|---:|---:|---:|---:|\n'
