@@ -3,7 +3,8 @@
 //! OffsetCommit/OffsetFetch (all partitions from v2), LeaveGroup v3, ListGroups,
 //! DescribeGroups, DeleteGroups, FindCoordinator; committed offsets surviving a restart;
 //! commits to unknown partitions; a deleted topic's offsets; old versions (JoinGroup v0,
-//! LeaveGroup v0); a JoinGroup parked in a rebalance answered at shutdown.
+//! LeaveGroup v0); a JoinGroup parked in a rebalance answered at shutdown; the reserved
+//! `__consumer_offsets` name; mutated group requests.
 
 mod common;
 
@@ -305,6 +306,30 @@ async fn commits_to_unknown_partitions_are_refused_per_partition() {
         .map(|p| p.committed_offset)
         .collect();
     assert_eq!(offsets, vec![1, -1]);
+    broker.stop().await;
+}
+
+#[tokio::test]
+async fn the_internal_offsets_topic_name_is_reserved() {
+    let broker = TestBroker::start(FAST_GROUPS).await;
+    let mut client = broker.client().await;
+    let mut t = CreatableTopic::default();
+    t.name = TopicName(s("__consumer_offsets"));
+    t.num_partitions = 1;
+    t.replication_factor = 1;
+    let mut request = CreateTopicsRequest::default();
+    request.topics = vec![t];
+    let response: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 4, &request).await;
+    assert_eq!(response.topics[0].error_code, 17, "INVALID_TOPIC_EXCEPTION");
+    // Nor does asking Metadata for it create it.
+    let mut metadata = MetadataRequest::default();
+    let mut wanted = metadata_request::MetadataRequestTopic::default();
+    wanted.name = Some(TopicName(s("__consumer_offsets")));
+    metadata.topics = Some(vec![wanted]);
+    metadata.allow_auto_topic_creation = true;
+    let answer: MetadataResponse = client.call(ApiKey::Metadata, 8, &metadata).await;
+    assert_ne!(answer.topics[0].error_code, 0);
+    assert!(broker.broker.topic("__consumer_offsets").is_none());
     broker.stop().await;
 }
 
