@@ -481,3 +481,161 @@ async fn mutated_group_requests_never_break_the_coordinator() {
     drop(client);
     broker.stop().await;
 }
+
+/// Sends `request` at every served version of `key` that can encode it; returns the error
+/// codes `code` reads from each decoded response.
+async fn at_every_version<
+    Req: kafka_protocol::protocol::Encodable,
+    Resp: kafka_protocol::protocol::Decodable,
+>(
+    client: &mut Client,
+    key: ApiKey,
+    request: &Req,
+    code: impl Fn(&Resp) -> i16,
+) -> Vec<(i16, i16)> {
+    let support = sluice_server::versions::lookup(key as i16).unwrap();
+    let mut codes = Vec::new();
+    for version in support.served_min..=support.max {
+        let mut probe = bytes::BytesMut::new();
+        if request.encode(&mut probe, version).is_err() {
+            continue;
+        }
+        let response: Resp = client.call(key, version, request).await;
+        codes.push((version, code(&response)));
+    }
+    codes
+}
+
+/// Every served version of every group API is decoded, answered and encoded.
+#[tokio::test]
+async fn every_served_group_api_version_answers() {
+    let broker = TestBroker::start(FAST_GROUPS).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "t", 1).await;
+    // A new member of a fresh group per version: a second new member would (rightly) wait
+    // for the first to rejoin.
+    for version in 0..=5 {
+        let join = join_request(&format!("every-{version}"), "");
+        let joined: JoinGroupResponse = client.call(ApiKey::JoinGroup, version, &join).await;
+        let expected = if version >= 4 { 79 } else { 0 };
+        assert_eq!(joined.error_code, expected, "JoinGroup v{version}");
+    }
+
+    let mut sync = SyncGroupRequest::default();
+    sync.group_id = group("every");
+    sync.member_id = s("nobody");
+    let codes = at_every_version(
+        &mut client,
+        ApiKey::SyncGroup,
+        &sync,
+        |r: &SyncGroupResponse| r.error_code,
+    )
+    .await;
+    assert!(
+        codes.len() == 4 && codes.iter().all(|&(_, c)| c == 25),
+        "{codes:?}"
+    );
+
+    let mut beat = HeartbeatRequest::default();
+    beat.group_id = group("every");
+    beat.member_id = s("nobody");
+    let codes = at_every_version(
+        &mut client,
+        ApiKey::Heartbeat,
+        &beat,
+        |r: &HeartbeatResponse| r.error_code,
+    )
+    .await;
+    assert!(
+        codes.len() == 4 && codes.iter().all(|&(_, c)| c == 25),
+        "{codes:?}"
+    );
+
+    let mut leave = LeaveGroupRequest::default();
+    leave.group_id = group("every");
+    leave.member_id = s("nobody");
+    let old = at_every_version(
+        &mut client,
+        ApiKey::LeaveGroup,
+        &leave,
+        |r: &LeaveGroupResponse| r.error_code,
+    )
+    .await;
+    assert!(
+        old.len() == 3 && old.iter().all(|&(_, c)| c == 25),
+        "{old:?}"
+    );
+
+    let commit = commit_request("every-commit", "", -1, &[("t", 0, 4)]);
+    let codes = at_every_version(
+        &mut client,
+        ApiKey::OffsetCommit,
+        &commit,
+        |r: &OffsetCommitResponse| r.topics[0].partitions[0].error_code,
+    )
+    .await;
+    assert!(
+        codes.len() == 6 && codes.iter().all(|&(_, c)| c == 0),
+        "{codes:?}"
+    );
+
+    let mut fetch = OffsetFetchRequest::default();
+    fetch.group_id = group("every-commit");
+    let mut topic = OffsetFetchRequestTopic::default();
+    topic.name = TopicName(s("t"));
+    topic.partition_indexes = vec![0];
+    fetch.topics = Some(vec![topic]);
+    let offsets = at_every_version(
+        &mut client,
+        ApiKey::OffsetFetch,
+        &fetch,
+        |r: &OffsetFetchResponse| r.topics[0].partitions[0].committed_offset as i16,
+    )
+    .await;
+    assert!(
+        offsets.len() == 5 && offsets.iter().all(|&(_, o)| o == 4),
+        "{offsets:?}"
+    );
+
+    let listed = at_every_version(
+        &mut client,
+        ApiKey::ListGroups,
+        &ListGroupsRequest::default(),
+        |r: &ListGroupsResponse| r.groups.len() as i16,
+    )
+    .await;
+    assert!(
+        listed.len() == 3 && listed.iter().all(|&(_, n)| n == 7),
+        "{listed:?}"
+    );
+
+    let mut describe = DescribeGroupsRequest::default();
+    describe.groups = vec![group("every-commit")];
+    let codes = at_every_version(
+        &mut client,
+        ApiKey::DescribeGroups,
+        &describe,
+        |r: &DescribeGroupsResponse| r.groups[0].error_code,
+    )
+    .await;
+    assert!(
+        codes.len() == 5 && codes.iter().all(|&(_, c)| c == 0),
+        "{codes:?}"
+    );
+
+    let mut delete = DeleteGroupsRequest::default();
+    delete.groups_names = vec![group("no-such-group")];
+    let codes = at_every_version(
+        &mut client,
+        ApiKey::DeleteGroups,
+        &delete,
+        |r: &DeleteGroupsResponse| r.results[0].error_code,
+    )
+    .await;
+    assert!(
+        codes.len() == 2 && codes.iter().all(|&(_, c)| c == 69),
+        "{codes:?}"
+    );
+    drop(client);
+    broker.stop().await;
+}
