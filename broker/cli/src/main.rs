@@ -1,5 +1,5 @@
-//! The `sluice` binary. `sluice serve` runs the broker; other subcommands (`topic`, `produce`,
-//! `consume`, ...) will sit next to it.
+//! The `sluice` binary. `sluice serve` runs the broker; `sluice group` inspects consumer
+//! groups and resets their offsets over the Kafka protocol (`client.rs`, `group.rs`).
 //!
 //! Contract with scripts and tests: after binding, `serve` prints exactly one line to stdout,
 //! `sluice listening kafka=HOST:PORT`; every log line goes to stderr.
@@ -10,6 +10,10 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use sluice_server::{BrokerConfig, Server};
+
+mod client;
+mod datetime;
+mod group;
 
 #[derive(Debug, Parser)]
 #[command(name = "sluice", version, about = "A Kafka-compatible stream broker")]
@@ -22,6 +26,8 @@ struct Cli {
 enum Command {
     /// Run the broker. Config: defaults < --config file < SLUICE_* env < flags.
     Serve(ServeArgs),
+    /// Consumer groups: list, describe (lag per partition), reset-offsets.
+    Group(group::GroupArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -52,6 +58,14 @@ enum LogFormat {
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Serve(args) => serve(args),
+        Command::Group(args) => {
+            // An operator error is one line on stderr and exit code 1, not a backtrace.
+            if let Err(e) = group::run(args) {
+                eprintln!("error: {e:#}");
+                std::process::exit(1);
+            }
+            Ok(())
+        }
     }
 }
 

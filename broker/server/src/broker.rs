@@ -524,6 +524,11 @@ pub fn validate_topic_name(name: &str) -> Result<(), KafkaError> {
     if name.is_empty() || name == "." || name == ".." {
         return Err(invalid("is not allowed"));
     }
+    if name == crate::group::OFFSETS_TOPIC {
+        return Err(invalid(
+            "is Kafka's internal offsets topic; Sluice keeps committed offsets in data.dir/consumer-offsets/",
+        ));
+    }
     if name.len() > limits::TOPIC_NAME_BYTES_MAX {
         return Err(invalid(&format!(
             "is longer than {} bytes",

@@ -89,6 +89,8 @@ pub struct ConnectionContext {
     pub peer: SocketAddr,
     /// Becomes true when the broker shuts down (long polls return early).
     pub shutdown: watch::Receiver<bool>,
+    /// The consumer-group coordinator.
+    pub groups: crate::group::GroupHandle,
 }
 
 /// Serves one connection until the client closes it, a framing error, or shutdown.

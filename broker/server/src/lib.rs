@@ -16,6 +16,8 @@
 //!   `handler/shape.rs` refuses impossible array counts before decoding, and
 //!   `handler/compat.rs` serves the oldest admin API versions the codec crate dropped.
 //! - [`broker`]: the topic registry, partitions (log + fetch wake-up), persisted topic metadata.
+//! - [`group`]: the consumer-group coordinator service: the task that owns the pure
+//!   `sluice_group::Coordinator`, and the internal offsets log (committed offsets).
 //! - [`error`]: config, Kafka and server errors.
 //!
 //! Architecture Invariant: `connection.rs` is the only module that reads or writes socket
@@ -35,6 +37,7 @@ pub mod broker;
 pub mod config;
 pub mod connection;
 pub mod error;
+pub mod group;
 mod handler;
 pub mod limits;
 pub mod listener;

@@ -16,6 +16,7 @@ use crate::broker::{Broker, now_ms};
 use crate::config::{BrokerConfig, HostPort};
 use crate::connection::{self, ConnectionContext};
 use crate::error::ServerError;
+use crate::group::GroupService;
 use crate::limits;
 
 /// A bound, not yet running broker.
@@ -29,6 +30,8 @@ pub struct Server {
     shutdown_tx: watch::Sender<bool>,
     /// One permit per open connection; accepting waits for a permit (backpressure).
     connection_permits: Arc<Semaphore>,
+    /// The group coordinator; stopped after the connections (it closes the offsets log).
+    groups: GroupService,
 }
 
 impl Server {
@@ -47,12 +50,18 @@ impl Server {
                 reason,
             }
         })?;
-        let broker = tokio::task::spawn_blocking(move || Broker::open_with(config, fs))
-            .await
-            .map_err(|e| ServerError::Io {
-                context: "opening the data dir".into(),
-                source: std::io::Error::other(e),
-            })??;
+        let (broker, (offsets_log, offsets)) = tokio::task::spawn_blocking(move || {
+            let broker = Broker::open_with(config, fs)?;
+            let offsets =
+                GroupService::open(&broker.config.data_dir, broker.config.acks_all_fsync)?;
+            Ok::<_, ServerError>((broker, offsets))
+        })
+        .await
+        .map_err(|e| ServerError::Io {
+            context: "opening the data dir".into(),
+            source: std::io::Error::other(e),
+        })??;
+        let groups = GroupService::spawn(broker.config.group_config(), offsets_log, offsets)?;
         tracing::info!(
             data_dir = %broker.config.data_dir.display(),
             cluster_id = %broker.cluster_id,
@@ -75,6 +84,7 @@ impl Server {
             listener,
             shutdown_tx,
             connection_permits: Arc::new(Semaphore::new(limits::CONNECTIONS_MAX)),
+            groups,
         })
     }
 
@@ -97,6 +107,7 @@ impl Server {
             listener,
             shutdown_tx,
             connection_permits,
+            groups,
         } = self;
         let ticker = tokio::spawn(tick_logs(broker.clone(), shutdown_tx.subscribe()));
         let mut connections = JoinSet::new();
@@ -123,6 +134,7 @@ impl Server {
                 broker: broker.clone(),
                 peer,
                 shutdown: shutdown_tx.subscribe(),
+                groups: groups.handle.clone(),
             };
             connections.spawn(async move {
                 let broker = ctx.broker.clone();
@@ -153,6 +165,7 @@ impl Server {
             connections.abort_all();
         }
         ticker.await.ok();
+        groups.stop().await;
         let closing = broker.clone();
         tokio::task::spawn_blocking(move || closing.close_all())
             .await

@@ -6,15 +6,25 @@
 mod api_versions;
 mod compat;
 mod create_topics;
+mod delete_groups;
 mod delete_topics;
 mod describe_configs;
+mod describe_groups;
 mod fetch;
 pub mod fetch_wire;
 mod find_coordinator;
+mod group_common;
+mod heartbeat;
+mod join_group;
+mod leave_group;
+mod list_groups;
 mod list_offsets;
 mod metadata;
+mod offset_commit;
+mod offset_fetch;
 mod produce;
 mod shape;
+mod sync_group;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
@@ -144,6 +154,18 @@ async fn dispatch(
             let response = describe_configs::handle(ctx, request!(), decode_version);
             reply!(response, compat::describe_configs)
         }
+        ApiKey::JoinGroup => reply!(join_group::handle(ctx, header, request!(), version).await),
+        ApiKey::SyncGroup => reply!(sync_group::handle(ctx, request!()).await),
+        ApiKey::Heartbeat => reply!(heartbeat::handle(ctx, request!()).await),
+        ApiKey::LeaveGroup => reply!(leave_group::handle(ctx, request!(), version).await),
+        ApiKey::OffsetCommit => reply!(offset_commit::handle(ctx, request!()).await),
+        ApiKey::OffsetFetch => reply!(offset_fetch::handle(ctx, request!(), version).await),
+        ApiKey::ListGroups => {
+            let _: kafka_protocol::messages::ListGroupsRequest = request!();
+            reply!(list_groups::handle(ctx).await)
+        }
+        ApiKey::DescribeGroups => reply!(describe_groups::handle(ctx, request!()).await),
+        ApiKey::DeleteGroups => reply!(delete_groups::handle(ctx, request!()).await),
         other => {
             return Err(FrameError::Malformed(format!(
                 "{other:?} is in the version table but has no handler"
