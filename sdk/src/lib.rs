@@ -1,6 +1,6 @@
 //! Write Sluice plugins as plain Rust functions.
 //!
-//! ```ignore
+//! ```text
 //! use sluice_sdk::{partitioner, Record};
 //!
 //! #[partitioner]
