@@ -88,11 +88,21 @@ pub fn to_component(engine: &PluginEngine, bytes: &[u8]) -> Result<Vec<u8>, Regi
     if !has_header(bytes, MODULE_HEADER) {
         return Err(RegistryError::NotWasm("the bytes start with neither a wasm module nor a component header".into()));
     }
-    wit_component::ComponentEncoder::default()
-        .validate(true)
-        .module(bytes)
-        .and_then(|mut encoder| encoder.encode())
-        .map_err(|e| RegistryError::Componentize(format!("{e:#}")))
+    // wit-component trusts its input more than an upload deserves (a
+    // truncated module made it index out of bounds): validate first, and
+    // keep a panic in it from reaching the caller all the same.
+    wasmparser::Validator::new()
+        .validate_all(bytes)
+        .map_err(|e| RegistryError::Componentize(format!("invalid core module: {e}")))?;
+    let encode = || {
+        wit_component::ComponentEncoder::default()
+            .validate(true)
+            .module(bytes)
+            .and_then(|mut encoder| encoder.encode())
+            .map_err(|e| RegistryError::Componentize(format!("{e:#}")))
+    };
+    std::panic::catch_unwind(encode)
+        .unwrap_or_else(|_| Err(RegistryError::Componentize("wit-component panicked on this module".into())))
 }
 
 /// Compile component bytes (or load them from `cache_dir`), detect the

@@ -146,7 +146,7 @@ impl Registry {
     }
 
     pub fn describe(&self, name: &str) -> Option<PluginInfo> {
-        self.slot(name).as_ref().map(info)
+        self.slots.read().unwrap_or_else(std::sync::PoisonError::into_inner).get(name).map(info)
     }
 
     /// Remove a plugin and its file. A plugin in use (a topic holds a
@@ -197,6 +197,8 @@ impl Registry {
 
 use sha2::Digest as _;
 
+/// `slot` is borrowed from the map: the map holds one reference, every
+/// other is a handle.
 fn info(slot: &Arc<PluginSlot>) -> PluginInfo {
     let v = slot.current();
     PluginInfo {
