@@ -31,7 +31,9 @@ fn with_state<S: 'static, T>(
 ) -> Result<T, Error> {
     slot.with(|cell| {
         let mut cell = cell.borrow_mut();
-        let state = cell.as_mut().ok_or_else(|| Error::failed("called before init"))?;
+        let state = cell
+            .as_mut()
+            .ok_or_else(|| Error::failed("called before init"))?;
         f(state)
     })
 }

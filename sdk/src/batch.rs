@@ -48,17 +48,29 @@ impl<'a> Batch<'a> {
         ];
         for (name, len) in per_record {
             if len != n {
-                return Err(Error::failed(format!("column {name} has {len} entries, expected {n}")));
+                return Err(Error::failed(format!(
+                    "column {name} has {len} entries, expected {n}"
+                )));
             }
         }
-        for (name, bitmap) in [("key-nulls", columns.key_nulls), ("value-nulls", columns.value_nulls)] {
+        for (name, bitmap) in [
+            ("key-nulls", columns.key_nulls),
+            ("value-nulls", columns.value_nulls),
+        ] {
             if bitmap.len() < bitmap_len {
-                return Err(Error::failed(format!("bitmap {name} has {} bytes, expected {bitmap_len}", bitmap.len())));
+                return Err(Error::failed(format!(
+                    "bitmap {name} has {} bytes, expected {bitmap_len}",
+                    bitmap.len()
+                )));
             }
         }
         check_ends("key-ends", columns.key_ends, columns.key_bytes.len())?;
         check_ends("value-ends", columns.value_ends, columns.value_bytes.len())?;
-        check_ends("header-ends", columns.header_ends, columns.header_bytes.len())?;
+        check_ends(
+            "header-ends",
+            columns.header_ends,
+            columns.header_bytes.len(),
+        )?;
         let headers: u64 = columns.header_counts.iter().map(|&c| u64::from(c)).sum();
         if headers * 2 != columns.header_ends.len() as u64 {
             return Err(Error::failed(format!(
@@ -83,7 +95,13 @@ impl<'a> Batch<'a> {
     /// The records in order.
     #[must_use]
     pub fn iter(&self) -> Records<'a> {
-        Records { columns: self.columns, index: 0, key_start: 0, value_start: 0, header_index: 0 }
+        Records {
+            columns: self.columns,
+            index: 0,
+            key_start: 0,
+            value_start: 0,
+            header_index: 0,
+        }
     }
 }
 
@@ -119,9 +137,10 @@ impl<'a> Iterator for Records<'a> {
         let offset = *c.offsets.get(i)?;
         let key_end = c.key_ends[i];
         let value_end = c.value_ends[i];
-        let key = (!bit(c.key_nulls, i)).then(|| &c.key_bytes[self.key_start as usize..key_end as usize]);
-        let value =
-            (!bit(c.value_nulls, i)).then(|| &c.value_bytes[self.value_start as usize..value_end as usize]);
+        let key =
+            (!bit(c.key_nulls, i)).then(|| &c.key_bytes[self.key_start as usize..key_end as usize]);
+        let value = (!bit(c.value_nulls, i))
+            .then(|| &c.value_bytes[self.value_start as usize..value_end as usize]);
         let header_count = c.header_counts[i];
         let header_ends = &c.header_ends
             [self.header_index as usize * 2..(self.header_index + header_count) as usize * 2];
@@ -134,7 +153,11 @@ impl<'a> Iterator for Records<'a> {
             timestamp: c.timestamps[i],
             key,
             value,
-            headers: Headers { bytes: c.header_bytes, ends: header_ends, start: header_start },
+            headers: Headers {
+                bytes: c.header_bytes,
+                ends: header_ends,
+                start: header_start,
+            },
         };
         self.index += 1;
         self.key_start = key_end;
@@ -189,7 +212,10 @@ impl<'a> Record<'a> {
     /// The value of the first header called `name`.
     #[must_use]
     pub fn header(&self, name: &str) -> Option<&'a [u8]> {
-        self.headers.iter().find(|(n, _)| *n == name.as_bytes()).map(|(_, v)| v)
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name.as_bytes())
+            .map(|(_, v)| v)
     }
 }
 
@@ -261,8 +287,20 @@ impl BatchBuilder {
         let i = self.offsets.len();
         self.offsets.push(offset);
         self.timestamps.push(timestamp);
-        push_nullable(&mut self.key_bytes, &mut self.key_ends, &mut self.key_nulls, i, key);
-        push_nullable(&mut self.value_bytes, &mut self.value_ends, &mut self.value_nulls, i, value);
+        push_nullable(
+            &mut self.key_bytes,
+            &mut self.key_ends,
+            &mut self.key_nulls,
+            i,
+            key,
+        );
+        push_nullable(
+            &mut self.value_bytes,
+            &mut self.value_ends,
+            &mut self.value_nulls,
+            i,
+            value,
+        );
         self.header_counts.push(headers.len() as u32);
         for (name, value) in headers {
             self.header_bytes.extend_from_slice(name);
@@ -300,8 +338,14 @@ impl BatchBuilder {
     }
 }
 
-fn push_nullable(bytes: &mut Vec<u8>, ends: &mut Vec<u32>, nulls: &mut Vec<u8>, i: usize, data: Option<&[u8]>) {
-    if i % 8 == 0 {
+fn push_nullable(
+    bytes: &mut Vec<u8>,
+    ends: &mut Vec<u32>,
+    nulls: &mut Vec<u8>,
+    i: usize,
+    data: Option<&[u8]>,
+) {
+    if i.is_multiple_of(8) {
         nulls.push(0);
     }
     match data {
@@ -318,7 +362,13 @@ mod tests {
     #[test]
     fn records_round_trip_through_columns() {
         let mut b = BatchBuilder::new();
-        b.push(0, 10, Some(b"k0"), Some(b"v0"), &[(b"h", b"1"), (b"g", b"")]);
+        b.push(
+            0,
+            10,
+            Some(b"k0"),
+            Some(b"v0"),
+            &[(b"h", b"1"), (b"g", b"")],
+        );
         b.push(1, 11, None, None, &[]);
         b.push(2, 12, Some(b""), Some(b"value"), &[(b"h", b"2")]);
         let batch = b.batch();

@@ -62,7 +62,11 @@ const fn crc32_table() -> [u32; 256] {
         let mut c = i as u32;
         let mut bit = 0;
         while bit < 8 {
-            c = if c & 1 == 1 { 0xedb8_8320 ^ (c >> 1) } else { c >> 1 };
+            c = if c & 1 == 1 {
+                0xedb8_8320 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
             bit += 1;
         }
         table[i] = c;
@@ -104,7 +108,10 @@ mod tests {
             (b"foobar", -790_332_482),
             (b"a-little-bit-long-string", -985_981_536),
             (b"a-little-bit-longer-string", -1_486_304_829),
-            (b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58_897_971),
+            (
+                b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8",
+                -58_897_971,
+            ),
             (b"abc", 479_470_107),
             (b"1", -1_993_445_489),
             (b"12", 126_087_238),
@@ -113,7 +120,12 @@ mod tests {
             (b"12345", -1_188_365_604),
         ];
         for (key, expected) in cases {
-            assert_eq!(murmur2(key), expected, "key {:?}", String::from_utf8_lossy(key));
+            assert_eq!(
+                murmur2(key),
+                expected,
+                "key {:?}",
+                String::from_utf8_lossy(key)
+            );
         }
     }
 

@@ -15,9 +15,14 @@ impl Path {
     /// # Errors
     /// A message saying what is wrong with the path.
     pub fn parse(path: &str) -> Result<Self, String> {
-        let rest = path.strip_prefix("$.").or_else(|| path.strip_prefix('$')).unwrap_or(path);
+        let rest = path
+            .strip_prefix("$.")
+            .or_else(|| path.strip_prefix('$'))
+            .unwrap_or(path);
         if rest.is_empty() {
-            return Err(format!("path `{path}` names no field; expected e.g. `$.customer_id`"));
+            return Err(format!(
+                "path `{path}` names no field; expected e.g. `$.customer_id`"
+            ));
         }
         let segments: Vec<String> = rest.split('.').map(str::to_owned).collect();
         if segments.iter().any(String::is_empty) {
@@ -106,7 +111,11 @@ impl<'a> Scanner<'a> {
                 Some(&self.bytes[start..self.at])
             }
             _ => {
-                while self.bytes.get(self.at).is_some_and(|b| !b",}] \t\r\n".contains(b)) {
+                while self
+                    .bytes
+                    .get(self.at)
+                    .is_some_and(|b| !b",}] \t\r\n".contains(b))
+                {
                     self.at += 1;
                 }
                 (self.at > start).then(|| &self.bytes[start..self.at])
@@ -142,7 +151,10 @@ mod tests {
     use super::*;
 
     fn find(path: &str, json: &str) -> Option<String> {
-        Path::parse(path).unwrap().find(json.as_bytes()).map(|v| String::from_utf8(v.to_vec()).unwrap())
+        Path::parse(path)
+            .unwrap()
+            .find(json.as_bytes())
+            .map(|v| String::from_utf8(v.to_vec()).unwrap())
     }
 
     #[test]

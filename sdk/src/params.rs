@@ -20,11 +20,17 @@ pub enum ErrorKind {
 
 impl Error {
     pub fn invalid_params(message: impl Into<String>) -> Self {
-        Self { kind: ErrorKind::InvalidParams, message: message.into() }
+        Self {
+            kind: ErrorKind::InvalidParams,
+            message: message.into(),
+        }
     }
 
     pub fn failed(message: impl Into<String>) -> Self {
-        Self { kind: ErrorKind::Failed, message: message.into() }
+        Self {
+            kind: ErrorKind::Failed,
+            message: message.into(),
+        }
     }
 }
 
@@ -56,13 +62,21 @@ pub struct Params {
 
 impl Params {
     pub fn new<K: Into<String>, V: Into<String>>(pairs: impl IntoIterator<Item = (K, V)>) -> Self {
-        Self { pairs: pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect() }
+        Self {
+            pairs: pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        }
     }
 
     /// The value of `key`, if given.
     #[must_use]
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.pairs
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     /// The value of `key`.
@@ -70,7 +84,8 @@ impl Params {
     /// # Errors
     /// `invalid-params` when it is missing.
     pub fn require(&self, key: &str) -> Result<&str, Error> {
-        self.get(key).ok_or_else(|| Error::invalid_params(format!("missing required parameter `{key}`")))
+        self.get(key)
+            .ok_or_else(|| Error::invalid_params(format!("missing required parameter `{key}`")))
     }
 
     /// The value of `key` parsed as `T`, or `default` when not given.
@@ -81,7 +96,10 @@ impl Params {
         match self.get(key) {
             None => Ok(default),
             Some(v) => v.parse().map_err(|_| {
-                Error::invalid_params(format!("parameter `{key}` = `{v}` is not a valid {}", short_type::<T>()))
+                Error::invalid_params(format!(
+                    "parameter `{key}` = `{v}` is not a valid {}",
+                    short_type::<T>()
+                ))
             }),
         }
     }
@@ -92,11 +110,15 @@ impl Params {
     /// # Errors
     /// `invalid-params` naming the unknown key and the known ones.
     pub fn only(&self, known: &[&str]) -> Result<(), Error> {
-        match self.pairs.iter().find(|(k, _)| !known.contains(&k.as_str())) {
+        match self
+            .pairs
+            .iter()
+            .find(|(k, _)| !known.contains(&k.as_str()))
+        {
             None => Ok(()),
-            Some((k, _)) if known.is_empty() => {
-                Err(Error::invalid_params(format!("unknown parameter `{k}`: this plugin takes no parameters")))
-            }
+            Some((k, _)) if known.is_empty() => Err(Error::invalid_params(format!(
+                "unknown parameter `{k}`: this plugin takes no parameters"
+            ))),
             Some((k, _)) => Err(Error::invalid_params(format!(
                 "unknown parameter `{k}`; known parameters: {}",
                 known.join(", ")
@@ -131,9 +153,19 @@ mod tests {
         let p = Params::new([("field", "$.a"), ("n", "x")]);
         assert_eq!(p.require("field").unwrap(), "$.a");
         assert!(p.require("nope").unwrap_err().message.contains("`nope`"));
-        assert!(p.parse_or::<u32>("n", 1).unwrap_err().message.contains("`n` = `x`"));
+        assert!(
+            p.parse_or::<u32>("n", 1)
+                .unwrap_err()
+                .message
+                .contains("`n` = `x`")
+        );
         assert_eq!(p.parse_or::<u32>("m", 7).unwrap(), 7);
-        assert!(p.only(&["field"]).unwrap_err().message.contains("unknown parameter `n`"));
+        assert!(
+            p.only(&["field"])
+                .unwrap_err()
+                .message
+                .contains("unknown parameter `n`")
+        );
         assert!(<()>::init(&p).is_err());
         assert!(<()>::init(&Params::default()).is_ok());
     }

@@ -30,8 +30,15 @@ impl Output {
     }
 
     /// Emit a new record with the given timestamp (ms since the epoch).
-    pub fn push_at(&mut self, timestamp: i64, key: Option<&[u8]>, value: Option<&[u8]>, headers: &[(&[u8], &[u8])]) {
-        self.builder.push(self.source, timestamp, key, value, headers);
+    pub fn push_at(
+        &mut self,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[(&[u8], &[u8])],
+    ) {
+        self.builder
+            .push(self.source, timestamp, key, value, headers);
     }
 
     /// The records emitted so far.

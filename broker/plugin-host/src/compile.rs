@@ -52,7 +52,10 @@ pub struct PluginVersion {
     pub sha256: String,
     pub size_bytes: u64,
     /// Kept for the filter and transform `*Pre`s of the fetch path.
-    #[expect(dead_code, reason = "the fetch path links filters and transforms from it")]
+    #[expect(
+        dead_code,
+        reason = "the fetch path links filters and transforms from it"
+    )]
     pub(crate) component: Component,
     /// Linked once; instantiating from it is cheap. Only for partitioners
     /// so far: filters and transforms are recognised and stored, and get
@@ -80,13 +83,18 @@ impl fmt::Debug for PluginVersion {
 pub fn to_component(engine: &PluginEngine, bytes: &[u8]) -> Result<Vec<u8>, RegistryError> {
     let max_bytes = engine.config.module_bytes_max;
     if bytes.len() as u64 > max_bytes {
-        return Err(RegistryError::TooLarge { size_bytes: bytes.len() as u64, max_bytes });
+        return Err(RegistryError::TooLarge {
+            size_bytes: bytes.len() as u64,
+            max_bytes,
+        });
     }
     if has_header(bytes, COMPONENT_HEADER) {
         return Ok(bytes.to_vec());
     }
     if !has_header(bytes, MODULE_HEADER) {
-        return Err(RegistryError::NotWasm("the bytes start with neither a wasm module nor a component header".into()));
+        return Err(RegistryError::NotWasm(
+            "the bytes start with neither a wasm module nor a component header".into(),
+        ));
     }
     // wit-component trusts its input more than an upload deserves (a
     // truncated module made it index out of bounds): validate first, and
@@ -101,8 +109,11 @@ pub fn to_component(engine: &PluginEngine, bytes: &[u8]) -> Result<Vec<u8>, Regi
             .and_then(|mut encoder| encoder.encode())
             .map_err(|e| RegistryError::Componentize(format!("{e:#}")))
     };
-    std::panic::catch_unwind(encode)
-        .unwrap_or_else(|_| Err(RegistryError::Componentize("wit-component panicked on this module".into())))
+    std::panic::catch_unwind(encode).unwrap_or_else(|_| {
+        Err(RegistryError::Componentize(
+            "wit-component panicked on this module".into(),
+        ))
+    })
 }
 
 /// Compile component bytes (or load them from `cache_dir`), detect the
@@ -121,7 +132,10 @@ pub fn load(
     let (kind, wit_version) = detect_kind(engine, &component)?;
     let partitioner_pre = match kind {
         PluginKind::Partitioner => {
-            let pre = engine.linker.instantiate_pre(&component).map_err(|e| RegistryError::Imports(format!("{e:#}")))?;
+            let pre = engine
+                .linker
+                .instantiate_pre(&component)
+                .map_err(|e| RegistryError::Imports(format!("{e:#}")))?;
             Some(PartitionerPre::new(pre).map_err(|e| RegistryError::Invalid(format!("{e:#}")))?)
         }
         PluginKind::Filter | PluginKind::Transform => None,
@@ -144,10 +158,14 @@ fn compile_cached(
     cache_dir: Option<&Path>,
 ) -> Result<Component, RegistryError> {
     let Some(dir) = cache_dir else {
-        return Component::new(&engine.engine, bytes).map_err(|e| RegistryError::Invalid(format!("{e:#}")));
+        return Component::new(&engine.engine, bytes)
+            .map_err(|e| RegistryError::Invalid(format!("{e:#}")));
     };
     let mut hasher = DefaultHasher::new();
-    engine.engine.precompile_compatibility_hash().hash(&mut hasher);
+    engine
+        .engine
+        .precompile_compatibility_hash()
+        .hash(&mut hasher);
     let path = dir.join(format!("{sha256}-{:016x}.cwasm", hasher.finish()));
     if path.exists() {
         // SAFETY: the file is one we wrote with `precompile_component` into
@@ -155,18 +173,26 @@ fn compile_cached(
         // the engine's compatibility hash; wasmtime checks the header too.
         match unsafe { Component::deserialize_file(&engine.engine, &path) } {
             Ok(component) => return Ok(component),
-            Err(e) => tracing::warn!(path = %path.display(), "ignoring unusable compile cache entry: {e:#}"),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), "ignoring unusable compile cache entry: {e:#}")
+            }
         }
     }
-    let compiled =
-        engine.engine.precompile_component(bytes).map_err(|e| RegistryError::Invalid(format!("{e:#}")))?;
+    let compiled = engine
+        .engine
+        .precompile_component(bytes)
+        .map_err(|e| RegistryError::Invalid(format!("{e:#}")))?;
     std::fs::create_dir_all(dir).map_err(RegistryError::io(dir))?;
     crate::registry::write_atomically(&path, &compiled)?;
     // SAFETY: `compiled` was just produced by this engine.
-    unsafe { Component::deserialize(&engine.engine, &compiled) }.map_err(|e| RegistryError::Invalid(format!("{e:#}")))
+    unsafe { Component::deserialize(&engine.engine, &compiled) }
+        .map_err(|e| RegistryError::Invalid(format!("{e:#}")))
 }
 
-fn detect_kind(engine: &PluginEngine, component: &Component) -> Result<(PluginKind, String), RegistryError> {
+fn detect_kind(
+    engine: &PluginEngine,
+    component: &Component,
+) -> Result<(PluginKind, String), RegistryError> {
     let ty = component.component_type();
     for (export, _) in ty.exports(&engine.engine) {
         let kind = match export {
@@ -178,7 +204,9 @@ fn detect_kind(engine: &PluginEngine, component: &Component) -> Result<(PluginKi
         let version = export.rsplit('@').next().unwrap_or_default().to_owned();
         return Ok((kind, version));
     }
-    Err(RegistryError::UnknownKind { expected: [PARTITIONER_EXPORT, FILTER_EXPORT, TRANSFORM_EXPORT].join(", ") })
+    Err(RegistryError::UnknownKind {
+        expected: [PARTITIONER_EXPORT, FILTER_EXPORT, TRANSFORM_EXPORT].join(", "),
+    })
 }
 
 /// `\0asm` then the version and layer fields (binary format spec).

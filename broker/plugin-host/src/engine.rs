@@ -28,7 +28,9 @@ pub struct PluginEngine {
 
 impl std::fmt::Debug for PluginEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PluginEngine").field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("PluginEngine")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -37,12 +39,18 @@ impl PluginEngine {
     /// An invalid config, or wasmtime refusing it.
     pub fn new(config: PluginConfig) -> Result<Self, RegistryError> {
         config.validate().map_err(RegistryError::Engine)?;
-        let engine = Engine::new(&wasmtime_config(&config)).map_err(|e| RegistryError::Engine(e.to_string()))?;
+        let engine = Engine::new(&wasmtime_config(&config))
+            .map_err(|e| RegistryError::Engine(e.to_string()))?;
         let mut linker = Linker::new(&engine);
         Partitioner::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
             .map_err(|e| RegistryError::Engine(e.to_string()))?;
         let ticker = Ticker::start(&engine);
-        Ok(Self { engine, linker: Arc::new(linker), config: Arc::new(config), _ticker: ticker })
+        Ok(Self {
+            engine,
+            linker: Arc::new(linker),
+            config: Arc::new(config),
+            _ticker: ticker,
+        })
     }
 
     pub fn config(&self) -> &PluginConfig {

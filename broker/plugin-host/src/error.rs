@@ -9,8 +9,14 @@ use std::path::PathBuf;
 pub enum CallError {
     #[error("plugin `{plugin}` ran past plugin.call.timeout.ms = {timeout_ms} ms and was stopped")]
     Timeout { plugin: String, timeout_ms: u64 },
-    #[error("plugin `{plugin}` tried to grow its memory to {desired_bytes} bytes, past plugin.memory.bytes.max = {max_bytes}")]
-    MemoryExceeded { plugin: String, desired_bytes: u64, max_bytes: u64 },
+    #[error(
+        "plugin `{plugin}` tried to grow its memory to {desired_bytes} bytes, past plugin.memory.bytes.max = {max_bytes}"
+    )]
+    MemoryExceeded {
+        plugin: String,
+        desired_bytes: u64,
+        max_bytes: u64,
+    },
     #[error("plugin `{plugin}` trapped: {message}")]
     Trap { plugin: String, message: String },
     #[error("plugin `{plugin}` rejected its parameters: {message}")]
@@ -40,18 +46,29 @@ pub enum RegistryError {
     Invalid(String),
     #[error("the component exports none of {expected}: it is not a sluice:plugin@0.1 plugin")]
     UnknownKind { expected: String },
-    #[error("the component needs imports Sluice does not provide (plugins get no filesystem, network, clock or randomness): {0}")]
+    #[error(
+        "the component needs imports Sluice does not provide (plugins get no filesystem, network, clock or randomness): {0}"
+    )]
     Imports(String),
     #[error("no plugin named `{0}`")]
     NotFound(String),
     #[error("plugin `{name}` is a {actual}, not a {expected}")]
-    WrongKind { name: String, expected: &'static str, actual: &'static str },
-    #[error("plugin `{name}` is in use by {users} handle(s); delete with force to remove it anyway")]
+    WrongKind {
+        name: String,
+        expected: &'static str,
+        actual: &'static str,
+    },
+    #[error(
+        "plugin `{name}` is in use by {users} handle(s); delete with force to remove it anyway"
+    )]
     InUse { name: String, users: usize },
     #[error("{0}")]
     Call(#[from] CallError),
     #[error("I/O error on {path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot watch the plugin directory: {0}")]
     Watch(String),
     #[error("cannot set up the wasm engine: {0}")]

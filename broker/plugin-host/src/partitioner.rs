@@ -27,7 +27,9 @@ pub struct PartitionerInstance {
 
 impl std::fmt::Debug for PartitionerInstance {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PartitionerInstance").field("version", &self.version).finish_non_exhaustive()
+        f.debug_struct("PartitionerInstance")
+            .field("version", &self.version)
+            .finish_non_exhaustive()
     }
 }
 
@@ -36,17 +38,34 @@ impl PartitionerInstance {
     ///
     /// # Errors
     /// Instantiation failures and anything `init` does wrong.
-    pub fn new(engine: &PluginEngine, version: Arc<PluginVersion>, params: &[(String, String)]) -> Result<Self, CallError> {
-        let pre = version.partitioner_pre.as_ref().ok_or_else(|| CallError::Instantiate {
-            plugin: version.name.clone(),
-            message: format!("a {} is not a partitioner", version.kind),
-        })?;
-        let mut store = Store::new(&engine.engine, HostState::new(&version.name, engine.config.memory_bytes_max));
+    pub fn new(
+        engine: &PluginEngine,
+        version: Arc<PluginVersion>,
+        params: &[(String, String)],
+    ) -> Result<Self, CallError> {
+        let pre = version
+            .partitioner_pre
+            .as_ref()
+            .ok_or_else(|| CallError::Instantiate {
+                plugin: version.name.clone(),
+                message: format!("a {} is not a partitioner", version.kind),
+            })?;
+        let mut store = Store::new(
+            &engine.engine,
+            HostState::new(&version.name, engine.config.memory_bytes_max),
+        );
         store.limiter(|state| state);
         store.set_epoch_deadline(engine.config.deadline_ticks());
         store.epoch_deadline_trap();
-        let bindings = pre.instantiate(&mut store).map_err(|e| classify(&version.name, engine, e))?;
-        let mut instance = Self { version, store, bindings, engine: engine.clone() };
+        let bindings = pre
+            .instantiate(&mut store)
+            .map_err(|e| classify(&version.name, engine, e))?;
+        let mut instance = Self {
+            version,
+            store,
+            bindings,
+            engine: engine.clone(),
+        };
         instance.init(params)?;
         Ok(instance)
     }
@@ -57,9 +76,18 @@ impl PartitionerInstance {
     }
 
     fn init(&mut self, params: &[(String, String)]) -> Result<(), CallError> {
-        let params: Vec<Param> = params.iter().map(|(k, v)| Param { key: k.clone(), value: v.clone() }).collect();
+        let params: Vec<Param> = params
+            .iter()
+            .map(|(k, v)| Param {
+                key: k.clone(),
+                value: v.clone(),
+            })
+            .collect();
         self.begin_call();
-        let result = self.bindings.sluice_plugin_partitioner_api().call_init(&mut self.store, &params);
+        let result = self
+            .bindings
+            .sluice_plugin_partitioner_api()
+            .call_init(&mut self.store, &params);
         self.store.data_mut().end_call();
         match result {
             Ok(Ok(())) => Ok(()),
@@ -73,7 +101,11 @@ impl PartitionerInstance {
     /// # Errors
     /// A trap, a timeout, memory exhaustion, a guest error, or an answer
     /// that breaks the contract. The instance must be dropped afterwards.
-    pub fn partition(&mut self, batch: &ColumnarBatch, partition_count: u32) -> Result<Vec<u32>, CallError> {
+    pub fn partition(
+        &mut self,
+        batch: &ColumnarBatch,
+        partition_count: u32,
+    ) -> Result<Vec<u32>, CallError> {
         self.begin_call();
         let api = self.bindings.sluice_plugin_partitioner_api();
         let result = api.call_partition(&mut self.store, &batch.columns, partition_count);
@@ -87,19 +119,34 @@ impl PartitionerInstance {
     }
 
     /// The SDK checks this too; the host does not trust the guest.
-    fn check(&self, batch: &ColumnarBatch, partition_count: u32, partitions: Vec<u32>) -> Result<Vec<u32>, CallError> {
-        let contract = |message| CallError::Contract { plugin: self.version.name.clone(), message };
+    fn check(
+        &self,
+        batch: &ColumnarBatch,
+        partition_count: u32,
+        partitions: Vec<u32>,
+    ) -> Result<Vec<u32>, CallError> {
+        let contract = |message| CallError::Contract {
+            plugin: self.version.name.clone(),
+            message,
+        };
         if partitions.len() != batch.len() {
-            return Err(contract(format!("{} partitions for {} records", partitions.len(), batch.len())));
+            return Err(contract(format!(
+                "{} partitions for {} records",
+                partitions.len(),
+                batch.len()
+            )));
         }
         if let Some(p) = partitions.iter().find(|&&p| p >= partition_count) {
-            return Err(contract(format!("partition {p} out of range for {partition_count} partitions")));
+            return Err(contract(format!(
+                "partition {p} out of range for {partition_count} partitions"
+            )));
         }
         Ok(partitions)
     }
 
     fn begin_call(&mut self) {
-        self.store.set_epoch_deadline(self.engine.config.deadline_ticks());
+        self.store
+            .set_epoch_deadline(self.engine.config.deadline_ticks());
         self.store.data_mut().begin_call();
     }
 
@@ -116,14 +163,25 @@ impl PartitionerInstance {
 fn classify(plugin: &str, engine: &PluginEngine, e: wasmtime::Error) -> CallError {
     let plugin = plugin.to_owned();
     if let Some(hit) = e.downcast_ref::<MemoryLimitHit>() {
-        return CallError::MemoryExceeded { plugin, desired_bytes: hit.desired_bytes, max_bytes: hit.max_bytes };
+        return CallError::MemoryExceeded {
+            plugin,
+            desired_bytes: hit.desired_bytes,
+            max_bytes: hit.max_bytes,
+        };
     }
     match e.downcast_ref::<wasmtime::Trap>() {
-        Some(wasmtime::Trap::Interrupt) => {
-            CallError::Timeout { plugin, timeout_ms: engine.config.call_timeout_ms }
-        }
-        Some(trap) => CallError::Trap { plugin, message: format!("{trap}: {e:#}") },
-        None => CallError::Instantiate { plugin, message: format!("{e:#}") },
+        Some(wasmtime::Trap::Interrupt) => CallError::Timeout {
+            plugin,
+            timeout_ms: engine.config.call_timeout_ms,
+        },
+        Some(trap) => CallError::Trap {
+            plugin,
+            message: format!("{trap}: {e:#}"),
+        },
+        None => CallError::Instantiate {
+            plugin,
+            message: format!("{e:#}"),
+        },
     }
 }
 
@@ -141,16 +199,28 @@ pub struct Partitioner {
 
 impl std::fmt::Debug for Partitioner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Partitioner").field("plugin", &self.slot.name()).field("params", &self.params).finish_non_exhaustive()
+        f.debug_struct("Partitioner")
+            .field("plugin", &self.slot.name())
+            .field("params", &self.params)
+            .finish_non_exhaustive()
     }
 }
 
 impl Partitioner {
     /// Make the handle and one instance, so bad parameters fail here (at
     /// topic configuration) rather than on the first produce.
-    pub(crate) fn new(slot: Arc<PluginSlot>, engine: PluginEngine, params: Vec<(String, String)>) -> Result<Self, CallError> {
+    pub(crate) fn new(
+        slot: Arc<PluginSlot>,
+        engine: PluginEngine,
+        params: Vec<(String, String)>,
+    ) -> Result<Self, CallError> {
         let first = PartitionerInstance::new(&engine, slot.current(), &params)?;
-        Ok(Self { slot, engine, params, idle: Mutex::new(vec![first]) })
+        Ok(Self {
+            slot,
+            engine,
+            params,
+            idle: Mutex::new(vec![first]),
+        })
     }
 
     /// The plugin's name.
@@ -163,7 +233,11 @@ impl Partitioner {
     /// # Errors
     /// See [`CallError`]. The failed instance is discarded; the handle
     /// stays usable and the next call gets a fresh instance.
-    pub fn partition(&self, batch: &ColumnarBatch, partition_count: u32) -> Result<Vec<u32>, CallError> {
+    pub fn partition(
+        &self,
+        batch: &ColumnarBatch,
+        partition_count: u32,
+    ) -> Result<Vec<u32>, CallError> {
         let current = self.slot.current();
         let mut instance = match self.checkout(&current) {
             Some(instance) => instance,
@@ -177,7 +251,10 @@ impl Partitioner {
     }
 
     fn checkout(&self, current: &Arc<PluginVersion>) -> Option<PartitionerInstance> {
-        let mut idle = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         // Instances of a replaced version are dropped as they are found.
         idle.retain(|i| Arc::ptr_eq(i.version(), current));
         idle.pop()
@@ -187,7 +264,10 @@ impl Partitioner {
         if !Arc::ptr_eq(instance.version(), &self.slot.current()) {
             return;
         }
-        let mut idle = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if idle.len() < limits::IDLE_INSTANCES_PER_HANDLE_MAX {
             idle.push(instance);
         }

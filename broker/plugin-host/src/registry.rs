@@ -68,7 +68,11 @@ impl Registry {
     pub fn open(config: PluginConfig) -> Result<(Arc<Self>, LoadFailures), RegistryError> {
         let dir = config.dir.clone();
         std::fs::create_dir_all(&dir).map_err(RegistryError::io(&dir))?;
-        let registry = Arc::new(Self { engine: PluginEngine::new(config)?, dir, slots: RwLock::default() });
+        let registry = Arc::new(Self {
+            engine: PluginEngine::new(config)?,
+            dir,
+            slots: RwLock::default(),
+        });
         let mut failures = Vec::new();
         for entry in std::fs::read_dir(&registry.dir).map_err(RegistryError::io(&registry.dir))? {
             let path = entry.map_err(RegistryError::io(&registry.dir))?.path();
@@ -113,11 +117,15 @@ impl Registry {
     /// # Errors
     /// As [`Registry::install`].
     pub fn load_file(&self, path: &Path) -> Result<Option<PluginInfo>, RegistryError> {
-        let name = plugin_name(path).ok_or_else(|| RegistryError::InvalidName(path.display().to_string()))?;
+        let name = plugin_name(path)
+            .ok_or_else(|| RegistryError::InvalidName(path.display().to_string()))?;
         let bytes = std::fs::read(path).map_err(RegistryError::io(path))?;
         let component = compile::to_component(&self.engine, &bytes)?;
         let sha256 = compile::hex(&sha2::Sha256::digest(&component));
-        if self.slot(&name).is_some_and(|slot| slot.current().sha256 == sha256) {
+        if self
+            .slot(&name)
+            .is_some_and(|slot| slot.current().sha256 == sha256)
+        {
             return Ok(None);
         }
         let version = compile::load(&self.engine, &name, &component, Some(&self.cache_dir()))?;
@@ -128,25 +136,44 @@ impl Registry {
     fn swap_in(&self, version: PluginVersion) -> PluginInfo {
         let name = version.name.clone();
         let version = Arc::new(version);
-        let mut slots = self.slots.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut slots = self
+            .slots
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let slot = slots.entry(name.clone()).or_insert_with(|| {
-            Arc::new(PluginSlot { name: name.clone(), current: ArcSwap::new(Arc::clone(&version)) })
+            Arc::new(PluginSlot {
+                name: name.clone(),
+                current: ArcSwap::new(Arc::clone(&version)),
+            })
         });
         slot.current.store(version);
         info(slot)
     }
 
     fn slot(&self, name: &str) -> Option<Arc<PluginSlot>> {
-        self.slots.read().unwrap_or_else(std::sync::PoisonError::into_inner).get(name).cloned()
+        self.slots
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(name)
+            .cloned()
     }
 
     /// Every plugin, by name.
     pub fn list(&self) -> Vec<PluginInfo> {
-        self.slots.read().unwrap_or_else(std::sync::PoisonError::into_inner).values().map(info).collect()
+        self.slots
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .map(info)
+            .collect()
     }
 
     pub fn describe(&self, name: &str) -> Option<PluginInfo> {
-        self.slots.read().unwrap_or_else(std::sync::PoisonError::into_inner).get(name).map(info)
+        self.slots
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(name)
+            .map(info)
     }
 
     /// Remove a plugin and its file. A plugin in use (a topic holds a
@@ -156,11 +183,19 @@ impl Registry {
     /// # Errors
     /// Not found, in use, I/O.
     pub fn delete(&self, name: &str, force: bool) -> Result<(), RegistryError> {
-        let mut slots = self.slots.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let slot = slots.get(name).ok_or_else(|| RegistryError::NotFound(name.to_owned()))?;
+        let mut slots = self
+            .slots
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let slot = slots
+            .get(name)
+            .ok_or_else(|| RegistryError::NotFound(name.to_owned()))?;
         let users = Arc::strong_count(slot) - 1;
         if users > 0 && !force {
-            return Err(RegistryError::InUse { name: name.to_owned(), users });
+            return Err(RegistryError::InUse {
+                name: name.to_owned(),
+                users,
+            });
         }
         let path = self.dir.join(format!("{name}.wasm"));
         match std::fs::remove_file(&path) {
@@ -175,7 +210,10 @@ impl Registry {
     /// Forget a plugin whose file disappeared (watcher). Handles keep their
     /// last version.
     pub(crate) fn forget(&self, name: &str) {
-        self.slots.write().unwrap_or_else(std::sync::PoisonError::into_inner).remove(name);
+        self.slots
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(name);
     }
 
     /// A partitioner handle for a topic: `name` with `params` (from
@@ -184,14 +222,28 @@ impl Registry {
     ///
     /// # Errors
     /// Not found, not a partitioner, `init` failing.
-    pub fn partitioner(&self, name: &str, params: &[(String, String)]) -> Result<Partitioner, RegistryError> {
+    pub fn partitioner(
+        &self,
+        name: &str,
+        params: &[(String, String)],
+    ) -> Result<Partitioner, RegistryError> {
         check_params(params)?;
-        let slot = self.slot(name).ok_or_else(|| RegistryError::NotFound(name.to_owned()))?;
+        let slot = self
+            .slot(name)
+            .ok_or_else(|| RegistryError::NotFound(name.to_owned()))?;
         let kind = slot.current().kind;
         if kind != PluginKind::Partitioner {
-            return Err(RegistryError::WrongKind { name: name.to_owned(), expected: "partitioner", actual: kind.as_str() });
+            return Err(RegistryError::WrongKind {
+                name: name.to_owned(),
+                expected: "partitioner",
+                actual: kind.as_str(),
+            });
         }
-        Ok(Partitioner::new(slot, self.engine.clone(), params.to_vec())?)
+        Ok(Partitioner::new(
+            slot,
+            self.engine.clone(),
+            params.to_vec(),
+        )?)
     }
 }
 
@@ -224,22 +276,32 @@ pub(crate) fn plugin_name(path: &Path) -> Option<String> {
 fn check_name(name: &str) -> Result<(), RegistryError> {
     let ok = !name.is_empty()
         && name.len() <= limits::PLUGIN_NAME_BYTES_MAX
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
         && !name.starts_with('-');
-    if ok { Ok(()) } else { Err(RegistryError::InvalidName(name.to_owned())) }
+    if ok {
+        Ok(())
+    } else {
+        Err(RegistryError::InvalidName(name.to_owned()))
+    }
 }
 
 fn check_params(params: &[(String, String)]) -> Result<(), RegistryError> {
-    let too_long = params.iter().any(|(k, v)| k.len() > limits::PARAM_BYTES_MAX || v.len() > limits::PARAM_BYTES_MAX);
+    let too_long = params
+        .iter()
+        .any(|(k, v)| k.len() > limits::PARAM_BYTES_MAX || v.len() > limits::PARAM_BYTES_MAX);
     if params.len() > limits::PARAMS_MAX || too_long {
-        return Err(RegistryError::Call(crate::error::CallError::InvalidParams {
-            plugin: String::new(),
-            message: format!(
-                "at most {} parameters of at most {} bytes each",
-                limits::PARAMS_MAX,
-                limits::PARAM_BYTES_MAX
-            ),
-        }));
+        return Err(RegistryError::Call(
+            crate::error::CallError::InvalidParams {
+                plugin: String::new(),
+                message: format!(
+                    "at most {} parameters of at most {} bytes each",
+                    limits::PARAMS_MAX,
+                    limits::PARAM_BYTES_MAX
+                ),
+            },
+        ));
     }
     Ok(())
 }
@@ -249,9 +311,14 @@ fn check_params(params: &[(String, String)]) -> Result<(), RegistryError> {
 /// file or the new one, never a part.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), RegistryError> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or("plugin");
+    let file_name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("plugin");
     let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
     let mut file = std::fs::File::create(&tmp).map_err(RegistryError::io(&tmp))?;
-    file.write_all(bytes).and_then(|()| file.sync_all()).map_err(RegistryError::io(&tmp))?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(RegistryError::io(&tmp))?;
     std::fs::rename(&tmp, path).map_err(RegistryError::io(path))
 }

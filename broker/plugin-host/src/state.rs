@@ -25,7 +25,12 @@ pub(crate) struct HostState {
 
 impl HostState {
     pub fn new(plugin: &str, memory_bytes_max: u64) -> Self {
-        Self { plugin: plugin.to_owned(), memory_bytes_max, logs_left: 0, logs_dropped: 0 }
+        Self {
+            plugin: plugin.to_owned(),
+            memory_bytes_max,
+            logs_left: 0,
+            logs_dropped: 0,
+        }
     }
 
     /// Called before each call into the guest.
@@ -43,7 +48,12 @@ impl HostState {
 }
 
 impl ResourceLimiter for HostState {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired as u64 > self.memory_bytes_max {
             return Err(wasmtime::Error::new(MemoryLimitHit {
                 desired_bytes: desired as u64,
@@ -53,7 +63,12 @@ impl ResourceLimiter for HostState {
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         // Tables hold function references; ours have a handful.
         Ok(desired <= 100_000)
     }

@@ -4,8 +4,8 @@
 //! version stays.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Weak};
 use std::sync::mpsc;
+use std::sync::{Arc, Weak};
 use std::thread;
 
 use notify::event::{AccessKind, AccessMode};
@@ -32,8 +32,11 @@ impl Registry {
     /// The OS refusing the watch.
     pub fn watch(self: &Arc<Self>) -> Result<Watcher, RegistryError> {
         let (tx, rx) = mpsc::channel::<notify::Result<notify::Event>>();
-        let mut watcher = notify::recommended_watcher(tx).map_err(|e| RegistryError::Watch(e.to_string()))?;
-        watcher.watch(self.dir(), RecursiveMode::NonRecursive).map_err(|e| RegistryError::Watch(e.to_string()))?;
+        let mut watcher =
+            notify::recommended_watcher(tx).map_err(|e| RegistryError::Watch(e.to_string()))?;
+        watcher
+            .watch(self.dir(), RecursiveMode::NonRecursive)
+            .map_err(|e| RegistryError::Watch(e.to_string()))?;
         let registry = Arc::downgrade(self);
         thread::Builder::new()
             .name("plugin-watcher".into())
@@ -46,7 +49,9 @@ impl Registry {
 /// Ends when the watcher (the sender) or the registry is dropped.
 fn run(registry: &Weak<Registry>, events: &mpsc::Receiver<notify::Result<notify::Event>>) {
     while let Ok(event) = events.recv() {
-        let Some(registry) = registry.upgrade() else { return };
+        let Some(registry) = registry.upgrade() else {
+            return;
+        };
         let event = match event {
             Ok(event) => event,
             Err(e) => {
@@ -61,7 +66,9 @@ fn run(registry: &Weak<Registry>, events: &mpsc::Receiver<notify::Result<notify:
 }
 
 fn apply(registry: &Registry, kind: &EventKind, path: PathBuf) {
-    let Some(name) = plugin_name(&path) else { return };
+    let Some(name) = plugin_name(&path) else {
+        return;
+    };
     // Our own reads show up as opens and closes; only a closed writer
     // means new bytes.
     if matches!(kind, EventKind::Access(a) if *a != AccessKind::Close(AccessMode::Write)) {

@@ -11,14 +11,27 @@ use sluice_sdk::hash;
 fn keyed_batch(keys: &[Vec<u8>]) -> ColumnarBatch {
     let mut batch = ColumnarBatch::new();
     for (i, key) in keys.iter().enumerate() {
-        batch.push(i as i64, 1_700_000_000_000, Some(key), Some(b"{}"), &[(b"h", b"v")]);
+        batch.push(
+            i as i64,
+            1_700_000_000_000,
+            Some(key),
+            Some(b"{}"),
+            &[(b"h", b"v")],
+        );
     }
     batch
 }
 
 fn keys() -> Vec<Vec<u8>> {
-    let mut keys: Vec<Vec<u8>> = (0..500u32).map(|i| format!("key-{i}-{}", i * 7919).into_bytes()).collect();
-    keys.extend([b"21".to_vec(), b"foobar".to_vec(), b"a".to_vec(), Vec::new()]);
+    let mut keys: Vec<Vec<u8>> = (0..500u32)
+        .map(|i| format!("key-{i}-{}", i * 7919).into_bytes())
+        .collect();
+    keys.extend([
+        b"21".to_vec(),
+        b"foobar".to_vec(),
+        b"a".to_vec(),
+        Vec::new(),
+    ]);
     keys
 }
 
@@ -35,7 +48,10 @@ fn hash_partitioners_match_the_clients() {
     ];
     for (name, reference) in cases {
         let info = registry.install(name, &common::wasm(name)).expect(name);
-        assert_eq!((info.kind, info.wit_version.as_str()), (PluginKind::Partitioner, "0.1.0"));
+        assert_eq!(
+            (info.kind, info.wit_version.as_str()),
+            (PluginKind::Partitioner, "0.1.0")
+        );
         let partitioner = registry.partitioner(name, &[]).expect(name);
         for partition_count in [1, 3, 12, 1000] {
             let got = partitioner.partition(&batch, partition_count).expect(name);
@@ -48,11 +64,24 @@ fn hash_partitioners_match_the_clients() {
 #[test]
 fn json_field_hashes_the_field() {
     let (_dir, registry) = common::registry(|_| {});
-    registry.install("by-customer", &common::wasm("json-field")).unwrap();
-    let partitioner = registry.partitioner("by-customer", &common::params(&[("field", "$.customer_id")])).unwrap();
+    registry
+        .install("by-customer", &common::wasm("json-field"))
+        .unwrap();
+    let partitioner = registry
+        .partitioner(
+            "by-customer",
+            &common::params(&[("field", "$.customer_id")]),
+        )
+        .unwrap();
     let mut batch = ColumnarBatch::new();
     batch.push(0, 0, Some(b"k1"), Some(br#"{"customer_id":"21"}"#), &[]);
-    batch.push(1, 0, Some(b"k2"), Some(br#"{"x":1,"customer_id":"21"}"#), &[]);
+    batch.push(
+        1,
+        0,
+        Some(b"k2"),
+        Some(br#"{"x":1,"customer_id":"21"}"#),
+        &[],
+    );
     batch.push(2, 0, Some(b"foobar"), Some(b"not json"), &[]);
     batch.push(3, 0, None, None, &[]);
     let got = partitioner.partition(&batch, 10).unwrap();
@@ -63,13 +92,19 @@ fn json_field_hashes_the_field() {
 #[test]
 fn round_robin_and_keyless_records_spread_across_calls() {
     let (_dir, registry) = common::registry(|_| {});
-    registry.install("rr", &common::wasm("round-robin")).unwrap();
-    registry.install("murmur2", &common::wasm("murmur2")).unwrap();
+    registry
+        .install("rr", &common::wasm("round-robin"))
+        .unwrap();
+    registry
+        .install("murmur2", &common::wasm("murmur2"))
+        .unwrap();
     let mut batch = ColumnarBatch::new();
     for i in 0..3 {
         batch.push(i, 0, None, Some(b"v"), &[]);
     }
-    let rr = registry.partitioner("rr", &common::params(&[("start", "1")])).unwrap();
+    let rr = registry
+        .partitioner("rr", &common::params(&[("start", "1")]))
+        .unwrap();
     assert_eq!(rr.partition(&batch, 4).unwrap(), [1, 2, 3]);
     assert_eq!(rr.partition(&batch, 4).unwrap(), [0, 1, 2]);
     let murmur2 = registry.partitioner("murmur2", &[]).unwrap();
@@ -79,7 +114,12 @@ fn round_robin_and_keyless_records_spread_across_calls() {
 #[test]
 fn an_empty_batch_gets_no_partitions() {
     let (_dir, registry) = common::registry(|_| {});
-    registry.install("murmur2", &common::wasm("murmur2")).unwrap();
+    registry
+        .install("murmur2", &common::wasm("murmur2"))
+        .unwrap();
     let partitioner = registry.partitioner("murmur2", &[]).unwrap();
-    assert_eq!(partitioner.partition(&ColumnarBatch::new(), 3).unwrap(), Vec::<u32>::new());
+    assert_eq!(
+        partitioner.partition(&ColumnarBatch::new(), 3).unwrap(),
+        Vec::<u32>::new()
+    );
 }

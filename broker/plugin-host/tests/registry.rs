@@ -16,8 +16,12 @@ use sluice_sdk::hash;
 #[test]
 fn install_list_describe_delete() {
     let (dir, registry) = common::registry(|_| {});
-    let info = registry.install("murmur2", &common::wasm("murmur2")).unwrap();
-    registry.install("rr", &common::wasm("round-robin")).unwrap();
+    let info = registry
+        .install("murmur2", &common::wasm("murmur2"))
+        .unwrap();
+    registry
+        .install("rr", &common::wasm("round-robin"))
+        .unwrap();
     assert_eq!(info.kind, PluginKind::Partitioner);
     assert_eq!(info.sha256.len(), 64);
     assert!(info.size_bytes > 1000);
@@ -29,12 +33,18 @@ fn install_list_describe_delete() {
     let handle = registry.partitioner("murmur2", &[]).unwrap();
     assert_eq!(registry.describe("murmur2").unwrap().users, 1);
     let err = registry.delete("murmur2", false).unwrap_err();
-    assert!(matches!(err, RegistryError::InUse { users: 1, .. }), "{err}");
+    assert!(
+        matches!(err, RegistryError::InUse { users: 1, .. }),
+        "{err}"
+    );
     drop(handle);
     registry.delete("murmur2", false).unwrap();
     assert!(registry.describe("murmur2").is_none());
     assert!(!dir.path().join("plugins/murmur2.wasm").exists());
-    assert!(matches!(registry.delete("murmur2", false), Err(RegistryError::NotFound(_))));
+    assert!(matches!(
+        registry.delete("murmur2", false),
+        Err(RegistryError::NotFound(_))
+    ));
 
     // Forced: the handle keeps working on the last version.
     let handle = registry.partitioner("rr", &[]).unwrap();
@@ -47,13 +57,18 @@ fn install_list_describe_delete() {
 #[test]
 fn reopen_loads_plugins_from_the_warm_compile_cache() {
     let (dir, registry) = common::registry(|_| {});
-    let info = registry.install("murmur2", &common::wasm("murmur2")).unwrap();
+    let info = registry
+        .install("murmur2", &common::wasm("murmur2"))
+        .unwrap();
     drop(registry);
-    let cache: Vec<_> = std::fs::read_dir(dir.path().join("plugins/.cache")).unwrap().collect();
+    let cache: Vec<_> = std::fs::read_dir(dir.path().join("plugins/.cache"))
+        .unwrap()
+        .collect();
     assert_eq!(cache.len(), 1, "one compiled artifact per plugin version");
 
     let started = Instant::now();
-    let (registry, failures) = Registry::open(PluginConfig::new(dir.path().join("plugins"))).unwrap();
+    let (registry, failures) =
+        Registry::open(PluginConfig::new(dir.path().join("plugins"))).unwrap();
     let reopen = started.elapsed();
     assert!(failures.is_empty(), "{failures:?}");
     assert_eq!(registry.describe("murmur2").unwrap().sha256, info.sha256);
@@ -71,7 +86,8 @@ fn a_broken_file_in_the_directory_does_not_stop_the_others() {
     registry.install("good", &common::wasm("crc32")).unwrap();
     drop(registry);
     std::fs::write(dir.path().join("plugins/bad.wasm"), b"junk").unwrap();
-    let (registry, failures) = Registry::open(PluginConfig::new(dir.path().join("plugins"))).unwrap();
+    let (registry, failures) =
+        Registry::open(PluginConfig::new(dir.path().join("plugins"))).unwrap();
     assert_eq!(failures.len(), 1);
     assert!(failures[0].0.ends_with("bad.wasm"));
     assert!(registry.describe("good").is_some());
@@ -88,7 +104,10 @@ fn batch_and_expectations(partition_count: u32) -> (ColumnarBatch, Vec<u32>, Vec
         murmur2.push(hash::murmur2_partition(key.as_bytes(), partition_count));
         crc32.push(hash::crc32(key.as_bytes()) % partition_count);
     }
-    assert_ne!(murmur2, crc32, "the two plugins must disagree for the test to mean anything");
+    assert_ne!(
+        murmur2, crc32,
+        "the two plugins must disagree for the test to mean anything"
+    );
     (batch, murmur2, crc32)
 }
 
@@ -99,7 +118,9 @@ fn hot_reload_swaps_a_file_while_calls_run() {
     // Install crc32 under another name first: its component bytes (and
     // compiled artifact in the cache) are what gets copied in below.
     registry.install("swap", &common::wasm("murmur2")).unwrap();
-    registry.install("crc32-source", &common::wasm("crc32")).unwrap();
+    registry
+        .install("crc32-source", &common::wasm("crc32"))
+        .unwrap();
     let _watch = registry.watch().unwrap();
     let partitioner = Arc::new(registry.partitioner("swap", &[]).unwrap());
     let (batch, murmur2, crc32) = batch_and_expectations(8);
@@ -108,12 +129,22 @@ fn hot_reload_swaps_a_file_while_calls_run() {
     let stop = Arc::new(AtomicBool::new(false));
     let calls = Arc::new(AtomicU64::new(0));
     let caller = {
-        let (partitioner, batch, stop, calls) = (partitioner.clone(), batch.clone(), stop.clone(), calls.clone());
+        let (partitioner, batch, stop, calls) = (
+            partitioner.clone(),
+            batch.clone(),
+            stop.clone(),
+            calls.clone(),
+        );
         let (murmur2, crc32) = (murmur2.clone(), crc32.clone());
         thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
-                let got = partitioner.partition(&batch, 8).expect("no call fails during a swap");
-                assert!(got == murmur2 || got == crc32, "a call saw a mix of versions: {got:?}");
+                let got = partitioner
+                    .partition(&batch, 8)
+                    .expect("no call fails during a swap");
+                assert!(
+                    got == murmur2 || got == crc32,
+                    "a call saw a mix of versions: {got:?}"
+                );
                 calls.fetch_add(1, Ordering::Relaxed);
             }
         })
@@ -135,7 +166,10 @@ fn hot_reload_swaps_a_file_while_calls_run() {
 
     let deadline = swapped_at + Duration::from_secs(10);
     while partitioner.partition(&batch, 8).unwrap() != crc32 {
-        assert!(Instant::now() < deadline, "the new version was not picked up");
+        assert!(
+            Instant::now() < deadline,
+            "the new version was not picked up"
+        );
         thread::sleep(Duration::from_millis(5));
     }
     let took = swapped_at.elapsed();
@@ -143,7 +177,14 @@ fn hot_reload_swaps_a_file_while_calls_run() {
     wait_calls(after_swap + 5);
     stop.store(true, Ordering::Relaxed);
     caller.join().expect("the calling thread saw no failure");
-    assert_eq!(partitioner.partition(&batch, 8).unwrap(), crc32, "calls after the swap follow the new plugin");
+    assert_eq!(
+        partitioner.partition(&batch, 8).unwrap(),
+        crc32,
+        "calls after the swap follow the new plugin"
+    );
     assert!(took < Duration::from_secs(1), "swap took {took:?}");
-    assert_eq!(registry.describe("swap").unwrap().sha256, registry.describe("crc32-source").unwrap().sha256);
+    assert_eq!(
+        registry.describe("swap").unwrap().sha256,
+        registry.describe("crc32-source").unwrap().sha256
+    );
 }

@@ -36,7 +36,11 @@ mod tests {
     fn partition_of(key: &[u8], partition_count: u32) -> u32 {
         let mut b = BatchBuilder::new();
         b.push(0, 0, Some(key), None, &[]);
-        sarama_hash(&mut Keyless::default(), &b.batch().iter().next().unwrap(), partition_count)
+        sarama_hash(
+            &mut Keyless::default(),
+            &b.batch().iter().next().unwrap(),
+            partition_count,
+        )
     }
 
     #[test]

@@ -57,7 +57,11 @@ mod tests {
             (b"abc", 7, 4),
         ];
         for (key, n, expected) in cases {
-            assert_eq!(partition_of(Some(key), n, &mut state), expected, "key {key:?}, {n} partitions");
+            assert_eq!(
+                partition_of(Some(key), n, &mut state),
+                expected,
+                "key {key:?}, {n} partitions"
+            );
         }
     }
 

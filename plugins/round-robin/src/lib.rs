@@ -13,7 +13,9 @@ pub struct Cursor {
 impl Init for Cursor {
     fn init(params: &Params) -> Result<Self, Error> {
         params.only(&["start"])?;
-        Ok(Self { next: params.parse_or("start", 0u32)? })
+        Ok(Self {
+            next: params.parse_or("start", 0u32)?,
+        })
     }
 }
 
@@ -35,7 +37,9 @@ mod tests {
         let mut b = BatchBuilder::new();
         b.push(0, 0, Some(b"same key"), None, &[]);
         let record = b.batch().iter().next().unwrap();
-        let got: Vec<u32> = (0..5).map(|_| round_robin(&mut cursor, &record, 4)).collect();
+        let got: Vec<u32> = (0..5)
+            .map(|_| round_robin(&mut cursor, &record, 4))
+            .collect();
         assert_eq!(got, [2, 3, 0, 1, 2]);
     }
 

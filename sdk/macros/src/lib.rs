@@ -91,13 +91,13 @@ pub fn transform(attr: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 fn expand(kind: &Kind, attr: TokenStream, item: TokenStream) -> TokenStream {
+    let function = parse_macro_input!(item as ItemFn);
     if !attr.is_empty() {
         let attr = TokenStream2::from(attr);
-        return syn::Error::new(attr.span(), format!("#[{}] takes no arguments", kind.name))
-            .to_compile_error()
-            .into();
+        let error = syn::Error::new(attr.span(), format!("#[{}] takes no arguments", kind.name))
+            .to_compile_error();
+        return quote!(#function #error).into();
     }
-    let function = parse_macro_input!(item as ItemFn);
     match check_shape(kind, &function) {
         Ok(state) => {
             let glue = glue(kind, &function, state.as_ref());
@@ -117,23 +117,40 @@ fn expand(kind: &Kind, attr: TokenStream, item: TokenStream) -> TokenStream {
 fn check_shape(kind: &Kind, function: &ItemFn) -> syn::Result<Option<Type>> {
     let sig = &function.sig;
     let wrong = |span: Span, what: &str| {
-        syn::Error::new(span, format!("{what}\nexpected a #[{}] function like:\n{}", kind.name, kind.expected))
+        syn::Error::new(
+            span,
+            format!(
+                "{what}\nexpected a #[{}] function like:\n{}",
+                kind.name, kind.expected
+            ),
+        )
     };
     if let Some(asyncness) = sig.asyncness {
         return Err(wrong(asyncness.span(), "a plugin function cannot be async"));
     }
     if !sig.generics.params.is_empty() {
-        return Err(wrong(sig.generics.span(), "a plugin function cannot be generic"));
+        return Err(wrong(
+            sig.generics.span(),
+            "a plugin function cannot be generic",
+        ));
     }
     if let Some(receiver) = sig.receiver() {
-        return Err(wrong(receiver.span(), "a plugin function is a free function, without self"));
+        return Err(wrong(
+            receiver.span(),
+            "a plugin function is a free function, without self",
+        ));
     }
     let count = sig.inputs.len();
     if count == kind.args {
         return Ok(None);
     }
     if count != kind.args + 1 {
-        let what = format!("this function takes {count} arguments, a {} takes {} or {}", kind.name, kind.args, kind.args + 1);
+        let what = format!(
+            "this function takes {count} arguments, a {} takes {} or {}",
+            kind.name,
+            kind.args,
+            kind.args + 1
+        );
         return Err(wrong(sig.inputs.span(), &what));
     }
     match sig.inputs.first() {
@@ -151,7 +168,13 @@ fn glue(kind: &Kind, function: &ItemFn, state: Option<&Type>) -> TokenStream2 {
     let world = kind.world;
     let api = format_ident!("{}", kind.api);
     let state_type = state.map_or_else(|| quote!(()), |s| quote!(#s));
-    let (check, call) = check_and_call(kind, name, &state_type, state.is_some(), function.sig.span());
+    let (check, call) = check_and_call(
+        kind,
+        name,
+        &state_type,
+        state.is_some(),
+        function.sig.span(),
+    );
     let methods = guest_methods(kind, &call);
     quote! {
         #[doc(hidden)]
@@ -227,9 +250,21 @@ fn check_and_call(
     span: Span,
 ) -> (TokenStream2, TokenStream2) {
     let (args, ret, call_args) = match kind.name {
-        "partitioner" => (quote!(&::sluice_sdk::Record<'_>, u32), quote!(-> u32), quote!(r, n)),
-        "filter" => (quote!(&::sluice_sdk::Record<'_>), quote!(-> bool), quote!(r)),
-        _ => (quote!(&::sluice_sdk::Record<'_>, &mut ::sluice_sdk::Output), quote!(), quote!(r, o)),
+        "partitioner" => (
+            quote!(&::sluice_sdk::Record<'_>, u32),
+            quote!(-> u32),
+            quote!(r, n),
+        ),
+        "filter" => (
+            quote!(&::sluice_sdk::Record<'_>),
+            quote!(-> bool),
+            quote!(r),
+        ),
+        _ => (
+            quote!(&::sluice_sdk::Record<'_>, &mut ::sluice_sdk::Output),
+            quote!(),
+            quote!(r, o),
+        ),
     };
     let params = match kind.name {
         "partitioner" => quote!(r: &::sluice_sdk::Record<'_>, n: u32),
@@ -238,16 +273,19 @@ fn check_and_call(
     };
     if stateful {
         let check = quote_spanned! {span=>
-            const _: fn(&mut #state_type, #args) #ret = super::#name;
+            const USER_FN: fn(&mut #state_type, #args) #ret = super::#name;
             const _: fn() = || {
                 fn state_must_implement_init<S: ::sluice_sdk::Init>() {}
                 state_must_implement_init::<#state_type>();
             };
         };
-        (check, quote!(|s: &mut #state_type, #params| super::#name(s, #call_args)))
+        (
+            check,
+            quote!(|s: &mut #state_type, #params| USER_FN(s, #call_args)),
+        )
     } else {
-        let check = quote_spanned! {span=> const _: fn(#args) #ret = super::#name; };
-        (check, quote!(|_: &mut (), #params| super::#name(#call_args)))
+        let check = quote_spanned! {span=> const USER_FN: fn(#args) #ret = super::#name; };
+        (check, quote!(|_: &mut (), #params| USER_FN(#call_args)))
     }
 }
 

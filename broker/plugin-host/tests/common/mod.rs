@@ -23,7 +23,10 @@ pub fn wasm_dir() -> &'static Path {
             .arg(root.join("sdk/build-plugins.sh"))
             .status()
             .expect("running sdk/build-plugins.sh");
-        assert!(status.success(), "sdk/build-plugins.sh failed: the guest plugins could not be built");
+        assert!(
+            status.success(),
+            "sdk/build-plugins.sh failed: the guest plugins could not be built"
+        );
         root.join("plugins/target/wasm")
     })
 }
@@ -45,5 +48,8 @@ pub fn registry(config: impl FnOnce(&mut PluginConfig)) -> (tempfile::TempDir, A
 }
 
 pub fn params(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
 }

@@ -5,5 +5,7 @@ use sluice_sdk::{Record, filter};
 
 #[filter]
 pub fn eu_only(record: &Record<'_>) -> bool {
-    record.value().is_some_and(|v| v.windows(13).any(|w| w == br#""region":"eu""#))
+    record
+        .value()
+        .is_some_and(|v| v.windows(13).any(|w| w == br#""region":"eu""#))
 }
