@@ -11,6 +11,18 @@ pub mod partitioner {
     });
 }
 
+pub mod filter {
+    wasmtime::component::bindgen!({
+        path: "../../wit",
+        world: "sluice:plugin/filter",
+        // One set of types and one `host` import for every world.
+        with: {
+            "sluice:plugin/types": super::partitioner::sluice::plugin::types,
+            "sluice:plugin/host": super::partitioner::sluice::plugin::host,
+        },
+    });
+}
+
 pub use partitioner::sluice::plugin::types::{LogLevel, Param, PluginError, RecordBatch};
 
 /// Export names, one per plugin kind: how a component's kind is told.

@@ -11,6 +11,7 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
+use crate::bindings::filter::FilterPre;
 use crate::bindings::partitioner::PartitionerPre;
 use crate::bindings::{FILTER_EXPORT, PARTITIONER_EXPORT, TRANSFORM_EXPORT};
 use crate::engine::PluginEngine;
@@ -57,10 +58,11 @@ pub struct PluginVersion {
         reason = "the fetch path links filters and transforms from it"
     )]
     pub(crate) component: Component,
-    /// Linked once; instantiating from it is cheap. Only for partitioners
-    /// so far: filters and transforms are recognised and stored, and get
-    /// their `*Pre` when the fetch path wires them.
+    /// Linked once; instantiating from it is cheap. One per kind the host
+    /// can call; transforms are recognised and stored, and get their `*Pre`
+    /// when the fetch path wires them.
     pub(crate) partitioner_pre: Option<PartitionerPre<HostState>>,
+    pub(crate) filter_pre: Option<FilterPre<HostState>>,
 }
 
 impl fmt::Debug for PluginVersion {
@@ -130,15 +132,15 @@ pub fn load(
     let sha256 = hex(&Sha256::digest(component_bytes));
     let component = compile_cached(engine, component_bytes, &sha256, cache_dir)?;
     let (kind, wit_version) = detect_kind(engine, &component)?;
-    let partitioner_pre = match kind {
-        PluginKind::Partitioner => {
-            let pre = engine
-                .linker
-                .instantiate_pre(&component)
-                .map_err(|e| RegistryError::Imports(format!("{e:#}")))?;
-            Some(PartitionerPre::new(pre).map_err(|e| RegistryError::Invalid(format!("{e:#}")))?)
-        }
-        PluginKind::Filter | PluginKind::Transform => None,
+    let pre = engine
+        .linker
+        .instantiate_pre(&component)
+        .map_err(|e| RegistryError::Imports(format!("{e:#}")))?;
+    let invalid = |e: wasmtime::Error| RegistryError::Invalid(format!("{e:#}"));
+    let (partitioner_pre, filter_pre) = match kind {
+        PluginKind::Partitioner => (Some(PartitionerPre::new(pre).map_err(invalid)?), None),
+        PluginKind::Filter => (None, Some(FilterPre::new(pre).map_err(invalid)?)),
+        PluginKind::Transform => (None, None),
     };
     Ok(PluginVersion {
         name: name.to_owned(),
@@ -148,6 +150,7 @@ pub fn load(
         size_bytes: component_bytes.len() as u64,
         component,
         partitioner_pre,
+        filter_pre,
     })
 }
 

@@ -25,6 +25,8 @@
 //! - `batch`: [`ColumnarBatch`], the WIT `record-batch` built from records.
 //! - `partitioner`: [`PartitionerInstance`] (one `Store`, deadline and
 //!   limits on every call) and the shareable [`Partitioner`] handle.
+//! - `filter`: [`FilterInstance`], the same discipline for filters (the
+//!   fetch-path wiring comes with the filter issue).
 //! - `registry`: [`Registry`], owner of the plugin directory: install,
 //!   list, describe, delete (refused while in use unless forced), atomic
 //!   swap of new versions (`ArcSwap`): calls in flight finish on the old
@@ -61,6 +63,7 @@ mod batch;
 mod bindings;
 mod compile;
 mod engine;
+mod filter;
 mod partitioner;
 mod registry;
 mod state;
@@ -71,6 +74,7 @@ pub use compile::{PluginKind, PluginVersion, to_component};
 pub use config::PluginConfig;
 pub use engine::PluginEngine;
 pub use error::{CallError, RegistryError};
+pub use filter::FilterInstance;
 pub use partitioner::{Partitioner, PartitionerInstance};
 pub use registry::{LoadFailures, PluginInfo, PluginSlot, Registry};
 pub use watcher::Watcher;

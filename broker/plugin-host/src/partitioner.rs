@@ -160,7 +160,7 @@ impl PartitionerInstance {
 }
 
 /// Sort a wasmtime error into the typed call errors.
-fn classify(plugin: &str, engine: &PluginEngine, e: wasmtime::Error) -> CallError {
+pub(crate) fn classify(plugin: &str, engine: &PluginEngine, e: wasmtime::Error) -> CallError {
     let plugin = plugin.to_owned();
     if let Some(hit) = e.downcast_ref::<MemoryLimitHit>() {
         return CallError::MemoryExceeded {

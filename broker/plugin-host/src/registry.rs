@@ -158,6 +158,12 @@ impl Registry {
             .cloned()
     }
 
+    /// The current version of `name`, e.g. to make a
+    /// [`crate::FilterInstance`] of it.
+    pub fn version(&self, name: &str) -> Option<Arc<PluginVersion>> {
+        self.slot(name).map(|slot| slot.current())
+    }
+
     /// Every plugin, by name.
     pub fn list(&self) -> Vec<PluginInfo> {
         self.slots
