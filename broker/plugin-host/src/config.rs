@@ -1,0 +1,58 @@
+//! The host's configuration: the `plugin.*` keys, validated once.
+
+use std::path::PathBuf;
+
+use crate::limits;
+
+/// Named after the broker config keys the server maps onto it.
+#[derive(Debug, Clone)]
+pub struct PluginConfig {
+    /// `plugin.dir`: where plugins live (default `<data-dir>/plugins`).
+    pub dir: PathBuf,
+    /// `plugin.call.timeout.ms`
+    pub call_timeout_ms: u64,
+    /// `plugin.memory.bytes.max`
+    pub memory_bytes_max: u64,
+    /// `plugin.module.bytes.max`
+    pub module_bytes_max: u64,
+}
+
+impl PluginConfig {
+    /// Defaults from `limits.rs` for a plugin directory.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            dir: dir.into(),
+            call_timeout_ms: limits::PLUGIN_CALL_TIMEOUT_MS_DEFAULT,
+            memory_bytes_max: limits::PLUGIN_MEMORY_BYTES_MAX_DEFAULT,
+            module_bytes_max: limits::PLUGIN_MODULE_BYTES_MAX_DEFAULT,
+        }
+    }
+
+    /// # Errors
+    /// A message naming the key and the bad value; nothing is clamped.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.call_timeout_ms < limits::EPOCH_TICK_MS {
+            return Err(format!(
+                "plugin.call.timeout.ms = {} is below the deadline granularity of {} ms",
+                self.call_timeout_ms,
+                limits::EPOCH_TICK_MS
+            ));
+        }
+        if self.memory_bytes_max < 64 * 1024 || self.memory_bytes_max > 4 * 1024 * 1024 * 1024 {
+            return Err(format!(
+                "plugin.memory.bytes.max = {} must be between one wasm page (65536) and 4 GiB",
+                self.memory_bytes_max
+            ));
+        }
+        if self.module_bytes_max == 0 {
+            return Err("plugin.module.bytes.max must be above 0".into());
+        }
+        Ok(())
+    }
+
+    /// Deadline in epoch ticks: the timeout rounded up, plus one tick since
+    /// the call may start just before a tick.
+    pub(crate) fn deadline_ticks(&self) -> u64 {
+        self.call_timeout_ms.div_ceil(limits::EPOCH_TICK_MS) + 1
+    }
+}

@@ -1,0 +1,83 @@
+//! Plugin errors: what went wrong in a call (callers branch on it: discard
+//! the instance, answer the client) and what went wrong managing plugins.
+
+use std::path::PathBuf;
+
+/// A failed call into a plugin. After any of these the instance is
+/// discarded; the next call gets a fresh one.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("plugin `{plugin}` ran past plugin.call.timeout.ms = {timeout_ms} ms and was stopped")]
+    Timeout { plugin: String, timeout_ms: u64 },
+    #[error(
+        "plugin `{plugin}` tried to grow its memory to {desired_bytes} bytes, past plugin.memory.bytes.max = {max_bytes}"
+    )]
+    MemoryExceeded {
+        plugin: String,
+        desired_bytes: u64,
+        max_bytes: u64,
+    },
+    #[error("plugin `{plugin}` trapped: {message}")]
+    Trap { plugin: String, message: String },
+    #[error("plugin `{plugin}` rejected its parameters: {message}")]
+    InvalidParams { plugin: String, message: String },
+    #[error("plugin `{plugin}` failed: {message}")]
+    Guest { plugin: String, message: String },
+    /// The plugin returned something that breaks the contract (wrong
+    /// number of partitions, a partition out of range).
+    #[error("plugin `{plugin}` broke the contract: {message}")]
+    Contract { plugin: String, message: String },
+    #[error("cannot instantiate plugin `{plugin}`: {message}")]
+    Instantiate { plugin: String, message: String },
+}
+
+/// A failed registry operation (install, delete, look-up, load).
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error("invalid plugin name `{0}`: use 1-64 characters of a-z, 0-9, `-` and `_`")]
+    InvalidName(String),
+    #[error("plugin is {size_bytes} bytes, over plugin.module.bytes.max = {max_bytes}")]
+    TooLarge { size_bytes: u64, max_bytes: u64 },
+    #[error("not a wasm module or component: {0}")]
+    NotWasm(String),
+    #[error("cannot turn the core module into a component (was it built with sluice-sdk?): {0}")]
+    Componentize(String),
+    #[error("invalid component: {0}")]
+    Invalid(String),
+    #[error("the component exports none of {expected}: it is not a sluice:plugin@0.1 plugin")]
+    UnknownKind { expected: String },
+    #[error(
+        "the component needs imports Sluice does not provide (plugins get no filesystem, network, clock or randomness): {0}"
+    )]
+    Imports(String),
+    #[error("no plugin named `{0}`")]
+    NotFound(String),
+    #[error("plugin `{name}` is a {actual}, not a {expected}")]
+    WrongKind {
+        name: String,
+        expected: &'static str,
+        actual: &'static str,
+    },
+    #[error(
+        "plugin `{name}` is in use by {users} handle(s); delete with force to remove it anyway"
+    )]
+    InUse { name: String, users: usize },
+    #[error("{0}")]
+    Call(#[from] CallError),
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot watch the plugin directory: {0}")]
+    Watch(String),
+    #[error("cannot set up the wasm engine: {0}")]
+    Engine(String),
+}
+
+impl RegistryError {
+    pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.into();
+        move |source| Self::Io { path, source }
+    }
+}

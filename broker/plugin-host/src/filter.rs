@@ -1,0 +1,133 @@
+//! Filter calls (fetch time): the same instance discipline as partitioners
+//! (own `Store`, deadline and memory limit per call, discarded on any
+//! error). The fetch-path wiring, with a pooled handle like
+//! [`crate::Partitioner`], comes with the filter issue; this proves the
+//! contract and the host fit it.
+
+use std::sync::Arc;
+
+use wasmtime::Store;
+
+use crate::batch::ColumnarBatch;
+use crate::bindings::filter::Filter as Bindings;
+use crate::bindings::{Param, PluginError};
+use crate::compile::PluginVersion;
+use crate::engine::PluginEngine;
+use crate::error::CallError;
+use crate::partitioner::classify;
+use crate::state::HostState;
+
+/// One live, initialised instance of a filter plugin.
+pub struct FilterInstance {
+    version: Arc<PluginVersion>,
+    store: Store<HostState>,
+    bindings: Bindings,
+    engine: PluginEngine,
+}
+
+impl std::fmt::Debug for FilterInstance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FilterInstance")
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FilterInstance {
+    /// Instantiate `version` in a fresh store and call its `init`.
+    ///
+    /// # Errors
+    /// Not a filter, instantiation failures, anything `init` does wrong.
+    pub fn new(
+        engine: &PluginEngine,
+        version: Arc<PluginVersion>,
+        params: &[(String, String)],
+    ) -> Result<Self, CallError> {
+        let pre = version
+            .filter_pre
+            .as_ref()
+            .ok_or_else(|| CallError::Instantiate {
+                plugin: version.name.clone(),
+                message: format!("a {} is not a filter", version.kind),
+            })?;
+        let mut store = Store::new(
+            &engine.engine,
+            HostState::new(&version.name, engine.config.memory_bytes_max),
+        );
+        store.limiter(|state| state);
+        store.set_epoch_deadline(engine.config.deadline_ticks());
+        store.epoch_deadline_trap();
+        let bindings = pre
+            .instantiate(&mut store)
+            .map_err(|e| classify(&version.name, engine, e))?;
+        let mut instance = Self {
+            version,
+            store,
+            bindings,
+            engine: engine.clone(),
+        };
+        let params: Vec<Param> = params
+            .iter()
+            .map(|(k, v)| Param {
+                key: k.clone(),
+                value: v.clone(),
+            })
+            .collect();
+        instance.begin_call();
+        let result = instance
+            .bindings
+            .sluice_plugin_filter_api()
+            .call_init(&mut instance.store, &params);
+        instance.finish(result)?;
+        Ok(instance)
+    }
+
+    /// Which records of `batch` to keep, one `bool` per record.
+    ///
+    /// # Errors
+    /// As [`crate::PartitionerInstance::partition`]; drop the instance after.
+    pub fn filter(&mut self, batch: &ColumnarBatch) -> Result<Vec<bool>, CallError> {
+        self.begin_call();
+        let result = self
+            .bindings
+            .sluice_plugin_filter_api()
+            .call_filter(&mut self.store, &batch.columns);
+        let bitmap = self.finish(result)?;
+        if bitmap.len() != batch.len().div_ceil(8) {
+            let message = format!(
+                "a keep bitmap of {} bytes for {} records",
+                bitmap.len(),
+                batch.len()
+            );
+            return Err(CallError::Contract {
+                plugin: self.version.name.clone(),
+                message,
+            });
+        }
+        Ok((0..batch.len())
+            .map(|i| bitmap[i / 8] >> (i % 8) & 1 == 1)
+            .collect())
+    }
+
+    fn begin_call(&mut self) {
+        self.store
+            .set_epoch_deadline(self.engine.config.deadline_ticks());
+        self.store.data_mut().begin_call();
+    }
+
+    fn finish<T>(
+        &mut self,
+        result: wasmtime::Result<Result<T, PluginError>>,
+    ) -> Result<T, CallError> {
+        self.store.data_mut().end_call();
+        let plugin = self.version.name.clone();
+        match result {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(PluginError::InvalidParams(message))) => {
+                Err(CallError::InvalidParams { plugin, message })
+            }
+            Ok(Err(PluginError::Failed(message))) => Err(CallError::Guest { plugin, message }),
+            Err(e) => Err(classify(&plugin, &self.engine, e)),
+        }
+    }
+}

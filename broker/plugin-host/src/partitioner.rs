@@ -1,0 +1,275 @@
+//! Partitioner calls: one instance (own `Store`) per concurrent caller,
+//! with a wall-clock deadline and a memory limit on every call, and a
+//! shareable [`Partitioner`] handle that follows hot reloads.
+
+use std::sync::{Arc, Mutex};
+
+use wasmtime::Store;
+
+use crate::batch::ColumnarBatch;
+use crate::bindings::partitioner::Partitioner as Bindings;
+use crate::bindings::{Param, PluginError};
+use crate::compile::PluginVersion;
+use crate::engine::PluginEngine;
+use crate::error::CallError;
+use crate::limits;
+use crate::registry::PluginSlot;
+use crate::state::{HostState, MemoryLimitHit};
+
+/// One live instance of one partitioner version, initialised with its
+/// parameters. Not shared: callers check one out of a [`Partitioner`].
+pub struct PartitionerInstance {
+    version: Arc<PluginVersion>,
+    store: Store<HostState>,
+    bindings: Bindings,
+    engine: PluginEngine,
+}
+
+impl std::fmt::Debug for PartitionerInstance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PartitionerInstance")
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartitionerInstance {
+    /// Instantiate `version` in a fresh store and call its `init`.
+    ///
+    /// # Errors
+    /// Instantiation failures and anything `init` does wrong.
+    pub fn new(
+        engine: &PluginEngine,
+        version: Arc<PluginVersion>,
+        params: &[(String, String)],
+    ) -> Result<Self, CallError> {
+        let pre = version
+            .partitioner_pre
+            .as_ref()
+            .ok_or_else(|| CallError::Instantiate {
+                plugin: version.name.clone(),
+                message: format!("a {} is not a partitioner", version.kind),
+            })?;
+        let mut store = Store::new(
+            &engine.engine,
+            HostState::new(&version.name, engine.config.memory_bytes_max),
+        );
+        store.limiter(|state| state);
+        store.set_epoch_deadline(engine.config.deadline_ticks());
+        store.epoch_deadline_trap();
+        let bindings = pre
+            .instantiate(&mut store)
+            .map_err(|e| classify(&version.name, engine, e))?;
+        let mut instance = Self {
+            version,
+            store,
+            bindings,
+            engine: engine.clone(),
+        };
+        instance.init(params)?;
+        Ok(instance)
+    }
+
+    /// The version this instance runs.
+    pub fn version(&self) -> &Arc<PluginVersion> {
+        &self.version
+    }
+
+    fn init(&mut self, params: &[(String, String)]) -> Result<(), CallError> {
+        let params: Vec<Param> = params
+            .iter()
+            .map(|(k, v)| Param {
+                key: k.clone(),
+                value: v.clone(),
+            })
+            .collect();
+        self.begin_call();
+        let result = self
+            .bindings
+            .sluice_plugin_partitioner_api()
+            .call_init(&mut self.store, &params);
+        self.store.data_mut().end_call();
+        match result {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(self.guest_error(e)),
+            Err(e) => Err(classify(&self.version.name, &self.engine, e)),
+        }
+    }
+
+    /// One partition per record of `batch`, each below `partition_count`.
+    ///
+    /// # Errors
+    /// A trap, a timeout, memory exhaustion, a guest error, or an answer
+    /// that breaks the contract. The instance must be dropped afterwards.
+    pub fn partition(
+        &mut self,
+        batch: &ColumnarBatch,
+        partition_count: u32,
+    ) -> Result<Vec<u32>, CallError> {
+        self.begin_call();
+        let api = self.bindings.sluice_plugin_partitioner_api();
+        let result = api.call_partition(&mut self.store, &batch.columns, partition_count);
+        self.store.data_mut().end_call();
+        let partitions = match result {
+            Ok(Ok(partitions)) => partitions,
+            Ok(Err(e)) => return Err(self.guest_error(e)),
+            Err(e) => return Err(classify(&self.version.name, &self.engine, e)),
+        };
+        self.check(batch, partition_count, partitions)
+    }
+
+    /// The SDK checks this too; the host does not trust the guest.
+    fn check(
+        &self,
+        batch: &ColumnarBatch,
+        partition_count: u32,
+        partitions: Vec<u32>,
+    ) -> Result<Vec<u32>, CallError> {
+        let contract = |message| CallError::Contract {
+            plugin: self.version.name.clone(),
+            message,
+        };
+        if partitions.len() != batch.len() {
+            return Err(contract(format!(
+                "{} partitions for {} records",
+                partitions.len(),
+                batch.len()
+            )));
+        }
+        if let Some(p) = partitions.iter().find(|&&p| p >= partition_count) {
+            return Err(contract(format!(
+                "partition {p} out of range for {partition_count} partitions"
+            )));
+        }
+        Ok(partitions)
+    }
+
+    fn begin_call(&mut self) {
+        self.store
+            .set_epoch_deadline(self.engine.config.deadline_ticks());
+        self.store.data_mut().begin_call();
+    }
+
+    fn guest_error(&self, e: PluginError) -> CallError {
+        let plugin = self.version.name.clone();
+        match e {
+            PluginError::InvalidParams(message) => CallError::InvalidParams { plugin, message },
+            PluginError::Failed(message) => CallError::Guest { plugin, message },
+        }
+    }
+}
+
+/// Sort a wasmtime error into the typed call errors.
+pub(crate) fn classify(plugin: &str, engine: &PluginEngine, e: wasmtime::Error) -> CallError {
+    let plugin = plugin.to_owned();
+    if let Some(hit) = e.downcast_ref::<MemoryLimitHit>() {
+        return CallError::MemoryExceeded {
+            plugin,
+            desired_bytes: hit.desired_bytes,
+            max_bytes: hit.max_bytes,
+        };
+    }
+    match e.downcast_ref::<wasmtime::Trap>() {
+        Some(wasmtime::Trap::Interrupt) => CallError::Timeout {
+            plugin,
+            timeout_ms: engine.config.call_timeout_ms,
+        },
+        Some(trap) => CallError::Trap {
+            plugin,
+            message: format!("{trap}: {e:#}"),
+        },
+        None => CallError::Instantiate {
+            plugin,
+            message: format!("{e:#}"),
+        },
+    }
+}
+
+/// A partitioner as a topic uses it: a plugin name and its parameters.
+/// Cheap to share across connections (`Arc` it); each call checks out an
+/// idle instance of the current version (or makes one), so calls in flight
+/// finish on the version they started with while new calls pick up a hot
+/// reload. Holding a handle marks the plugin in use for the registry.
+pub struct Partitioner {
+    slot: Arc<PluginSlot>,
+    engine: PluginEngine,
+    params: Vec<(String, String)>,
+    idle: Mutex<Vec<PartitionerInstance>>,
+}
+
+impl std::fmt::Debug for Partitioner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Partitioner")
+            .field("plugin", &self.slot.name())
+            .field("params", &self.params)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Partitioner {
+    /// Make the handle and one instance, so bad parameters fail here (at
+    /// topic configuration) rather than on the first produce.
+    pub(crate) fn new(
+        slot: Arc<PluginSlot>,
+        engine: PluginEngine,
+        params: Vec<(String, String)>,
+    ) -> Result<Self, CallError> {
+        let first = PartitionerInstance::new(&engine, slot.current(), &params)?;
+        Ok(Self {
+            slot,
+            engine,
+            params,
+            idle: Mutex::new(vec![first]),
+        })
+    }
+
+    /// The plugin's name.
+    pub fn plugin(&self) -> &str {
+        self.slot.name()
+    }
+
+    /// One partition per record of `batch`, each below `partition_count`.
+    ///
+    /// # Errors
+    /// See [`CallError`]. The failed instance is discarded; the handle
+    /// stays usable and the next call gets a fresh instance.
+    pub fn partition(
+        &self,
+        batch: &ColumnarBatch,
+        partition_count: u32,
+    ) -> Result<Vec<u32>, CallError> {
+        let current = self.slot.current();
+        let mut instance = match self.checkout(&current) {
+            Some(instance) => instance,
+            None => PartitionerInstance::new(&self.engine, current, &self.params)?,
+        };
+        let result = instance.partition(batch, partition_count);
+        if result.is_ok() {
+            self.checkin(instance);
+        }
+        result
+    }
+
+    fn checkout(&self, current: &Arc<PluginVersion>) -> Option<PartitionerInstance> {
+        let mut idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Instances of a replaced version are dropped as they are found.
+        idle.retain(|i| Arc::ptr_eq(i.version(), current));
+        idle.pop()
+    }
+
+    fn checkin(&self, instance: PartitionerInstance) {
+        if !Arc::ptr_eq(instance.version(), &self.slot.current()) {
+            return;
+        }
+        let mut idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if idle.len() < limits::IDLE_INSTANCES_PER_HANDLE_MAX {
+            idle.push(instance);
+        }
+    }
+}

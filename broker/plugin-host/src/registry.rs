@@ -1,0 +1,330 @@
+//! The plugin registry: owns the plugin directory (`<name>.wasm` files,
+//! compiled artifacts in `.cache/`), installs, lists, describes and deletes
+//! plugins, and swaps new versions in atomically.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use arc_swap::ArcSwap;
+
+use crate::compile::{self, PluginKind, PluginVersion};
+use crate::config::PluginConfig;
+use crate::engine::PluginEngine;
+use crate::error::RegistryError;
+use crate::limits;
+use crate::partitioner::Partitioner;
+
+/// The current version of one plugin name. Handles hold the slot, so a
+/// swap reaches them and the slot's reference count says who uses it.
+#[derive(Debug)]
+pub struct PluginSlot {
+    name: String,
+    current: ArcSwap<PluginVersion>,
+}
+
+impl PluginSlot {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The version new calls use.
+    pub fn current(&self) -> Arc<PluginVersion> {
+        self.current.load_full()
+    }
+}
+
+/// What `list` and `describe` report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginInfo {
+    pub name: String,
+    pub kind: PluginKind,
+    pub wit_version: String,
+    pub sha256: String,
+    pub size_bytes: u64,
+    /// Handles (topics) using the plugin now.
+    pub users: usize,
+}
+
+/// The registry. Share it as `Arc<Registry>`.
+#[derive(Debug)]
+pub struct Registry {
+    engine: PluginEngine,
+    dir: PathBuf,
+    slots: RwLock<BTreeMap<String, Arc<PluginSlot>>>,
+}
+
+/// Files that failed to load at open; the broker logs them and goes on.
+pub type LoadFailures = Vec<(PathBuf, RegistryError)>;
+
+impl Registry {
+    /// Open (creating it if needed) the plugin directory and load every
+    /// `<name>.wasm` in it, using the compile cache.
+    ///
+    /// # Errors
+    /// An invalid config or an unusable directory. A plugin file that does
+    /// not load is reported in the failures, not fatal.
+    pub fn open(config: PluginConfig) -> Result<(Arc<Self>, LoadFailures), RegistryError> {
+        let dir = config.dir.clone();
+        std::fs::create_dir_all(&dir).map_err(RegistryError::io(&dir))?;
+        let registry = Arc::new(Self {
+            engine: PluginEngine::new(config)?,
+            dir,
+            slots: RwLock::default(),
+        });
+        let mut failures = Vec::new();
+        for entry in std::fs::read_dir(&registry.dir).map_err(RegistryError::io(&registry.dir))? {
+            let path = entry.map_err(RegistryError::io(&registry.dir))?.path();
+            if plugin_name(&path).is_some()
+                && let Err(e) = registry.load_file(&path)
+            {
+                failures.push((path, e));
+            }
+        }
+        Ok((registry, failures))
+    }
+
+    pub fn engine(&self) -> &PluginEngine {
+        &self.engine
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn cache_dir(&self) -> PathBuf {
+        self.dir.join(".cache")
+    }
+
+    /// Validate, compile and store a plugin under `name`, replacing any
+    /// previous version atomically. Invalid bytes never replace a working
+    /// version: everything is checked before the file is written.
+    ///
+    /// # Errors
+    /// Bad name, too large, not wasm, wrong world, unprovided imports, I/O.
+    pub fn install(&self, name: &str, bytes: &[u8]) -> Result<PluginInfo, RegistryError> {
+        check_name(name)?;
+        let component = compile::to_component(&self.engine, bytes)?;
+        let version = compile::load(&self.engine, name, &component, Some(&self.cache_dir()))?;
+        write_atomically(&self.dir.join(format!("{name}.wasm")), &component)?;
+        Ok(self.swap_in(version))
+    }
+
+    /// Load (or reload) `<dir>/<name>.wasm`; a file whose sha256 is the
+    /// current version's is left alone. Used at open and by the watcher.
+    ///
+    /// # Errors
+    /// As [`Registry::install`].
+    pub fn load_file(&self, path: &Path) -> Result<Option<PluginInfo>, RegistryError> {
+        let name = plugin_name(path)
+            .ok_or_else(|| RegistryError::InvalidName(path.display().to_string()))?;
+        let bytes = std::fs::read(path).map_err(RegistryError::io(path))?;
+        let component = compile::to_component(&self.engine, &bytes)?;
+        let sha256 = compile::hex(&sha2::Sha256::digest(&component));
+        if self
+            .slot(&name)
+            .is_some_and(|slot| slot.current().sha256 == sha256)
+        {
+            return Ok(None);
+        }
+        let version = compile::load(&self.engine, &name, &component, Some(&self.cache_dir()))?;
+        tracing::info!(plugin = %name, sha256 = %version.sha256, kind = %version.kind, "plugin loaded");
+        Ok(Some(self.swap_in(version)))
+    }
+
+    fn swap_in(&self, version: PluginVersion) -> PluginInfo {
+        let name = version.name.clone();
+        let version = Arc::new(version);
+        let mut slots = self
+            .slots
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let slot = slots.entry(name.clone()).or_insert_with(|| {
+            Arc::new(PluginSlot {
+                name: name.clone(),
+                current: ArcSwap::new(Arc::clone(&version)),
+            })
+        });
+        slot.current.store(version);
+        info(slot)
+    }
+
+    fn slot(&self, name: &str) -> Option<Arc<PluginSlot>> {
+        self.slots
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(name)
+            .cloned()
+    }
+
+    /// The current version of `name`, e.g. to make a
+    /// [`crate::FilterInstance`] of it.
+    pub fn version(&self, name: &str) -> Option<Arc<PluginVersion>> {
+        self.slot(name).map(|slot| slot.current())
+    }
+
+    /// Every plugin, by name.
+    pub fn list(&self) -> Vec<PluginInfo> {
+        self.slots
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .map(info)
+            .collect()
+    }
+
+    pub fn describe(&self, name: &str) -> Option<PluginInfo> {
+        self.slots
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(name)
+            .map(info)
+    }
+
+    /// Remove a plugin and its file. A plugin in use (a topic holds a
+    /// handle) is refused unless `force`; forced, the handles keep running
+    /// the last version until they are dropped.
+    ///
+    /// # Errors
+    /// Not found, in use, I/O.
+    pub fn delete(&self, name: &str, force: bool) -> Result<(), RegistryError> {
+        let mut slots = self
+            .slots
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let slot = slots
+            .get(name)
+            .ok_or_else(|| RegistryError::NotFound(name.to_owned()))?;
+        let users = Arc::strong_count(slot) - 1;
+        if users > 0 && !force {
+            return Err(RegistryError::InUse {
+                name: name.to_owned(),
+                users,
+            });
+        }
+        let path = self.dir.join(format!("{name}.wasm"));
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(RegistryError::Io { path, source: e }),
+        }
+        slots.remove(name);
+        Ok(())
+    }
+
+    /// Forget a plugin whose file disappeared (watcher). Handles keep their
+    /// last version.
+    pub(crate) fn forget(&self, name: &str) {
+        self.slots
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(name);
+    }
+
+    /// A partitioner handle for a topic: `name` with `params` (from
+    /// `sluice.partitioner.params`). One instance is made and initialised
+    /// now, so bad parameters are reported at configuration time.
+    ///
+    /// # Errors
+    /// Not found, not a partitioner, `init` failing.
+    pub fn partitioner(
+        &self,
+        name: &str,
+        params: &[(String, String)],
+    ) -> Result<Partitioner, RegistryError> {
+        check_params(params)?;
+        let slot = self
+            .slot(name)
+            .ok_or_else(|| RegistryError::NotFound(name.to_owned()))?;
+        let kind = slot.current().kind;
+        if kind != PluginKind::Partitioner {
+            return Err(RegistryError::WrongKind {
+                name: name.to_owned(),
+                expected: "partitioner",
+                actual: kind.as_str(),
+            });
+        }
+        Ok(Partitioner::new(
+            slot,
+            self.engine.clone(),
+            params.to_vec(),
+        )?)
+    }
+}
+
+use sha2::Digest as _;
+
+/// `slot` is borrowed from the map: the map holds one reference, every
+/// other is a handle.
+fn info(slot: &Arc<PluginSlot>) -> PluginInfo {
+    let v = slot.current();
+    PluginInfo {
+        name: v.name.clone(),
+        kind: v.kind,
+        wit_version: v.wit_version.clone(),
+        sha256: v.sha256.clone(),
+        size_bytes: v.size_bytes,
+        users: Arc::strong_count(slot) - 1,
+    }
+}
+
+/// `<dir>/<name>.wasm` -> `name`, for names we accept; hidden and
+/// temporary files are not plugins.
+pub(crate) fn plugin_name(path: &Path) -> Option<String> {
+    if path.extension()? != "wasm" {
+        return None;
+    }
+    let name = path.file_stem()?.to_str()?;
+    check_name(name).ok().map(|()| name.to_owned())
+}
+
+fn check_name(name: &str) -> Result<(), RegistryError> {
+    let ok = !name.is_empty()
+        && name.len() <= limits::PLUGIN_NAME_BYTES_MAX
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        && !name.starts_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(RegistryError::InvalidName(name.to_owned()))
+    }
+}
+
+fn check_params(params: &[(String, String)]) -> Result<(), RegistryError> {
+    let too_long = params
+        .iter()
+        .any(|(k, v)| k.len() > limits::PARAM_BYTES_MAX || v.len() > limits::PARAM_BYTES_MAX);
+    if params.len() > limits::PARAMS_MAX || too_long {
+        return Err(RegistryError::Call(
+            crate::error::CallError::InvalidParams {
+                plugin: String::new(),
+                message: format!(
+                    "at most {} parameters of at most {} bytes each",
+                    limits::PARAMS_MAX,
+                    limits::PARAM_BYTES_MAX
+                ),
+            },
+        ));
+    }
+    Ok(())
+}
+
+/// Write `bytes` to `path` through a hidden temporary file in the same
+/// directory, fsync, then rename: readers (and the watcher) see the old
+/// file or the new one, never a part.
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), RegistryError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let file_name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("plugin");
+    let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
+    let mut file = std::fs::File::create(&tmp).map_err(RegistryError::io(&tmp))?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(RegistryError::io(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(RegistryError::io(path))
+}

@@ -1,0 +1,101 @@
+//! What each plugin instance's `Store` holds: its memory limiter and its log
+//! budget. The host gives nothing else: no WASI at all.
+
+use wasmtime::ResourceLimiter;
+
+use crate::bindings::LogLevel;
+use crate::bindings::partitioner::sluice::plugin::{host, types};
+use crate::limits;
+
+/// The error a memory growth past the limit traps with.
+#[derive(Debug, thiserror::Error)]
+#[error("memory growth to {desired_bytes} bytes is past the limit of {max_bytes}")]
+pub(crate) struct MemoryLimitHit {
+    pub desired_bytes: u64,
+    pub max_bytes: u64,
+}
+
+#[derive(Debug)]
+pub(crate) struct HostState {
+    plugin: String,
+    memory_bytes_max: u64,
+    logs_left: u32,
+    logs_dropped: u32,
+}
+
+impl HostState {
+    pub fn new(plugin: &str, memory_bytes_max: u64) -> Self {
+        Self {
+            plugin: plugin.to_owned(),
+            memory_bytes_max,
+            logs_left: 0,
+            logs_dropped: 0,
+        }
+    }
+
+    /// Called before each call into the guest.
+    pub fn begin_call(&mut self) {
+        self.logs_left = limits::LOG_MESSAGES_PER_CALL_MAX;
+        self.logs_dropped = 0;
+    }
+
+    /// Called after each call: report what the budget cut.
+    pub fn end_call(&mut self) {
+        if self.logs_dropped > 0 {
+            tracing::warn!(plugin = %self.plugin, dropped = self.logs_dropped, "plugin log messages dropped");
+        }
+    }
+}
+
+impl ResourceLimiter for HostState {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired as u64 > self.memory_bytes_max {
+            return Err(wasmtime::Error::new(MemoryLimitHit {
+                desired_bytes: desired as u64,
+                max_bytes: self.memory_bytes_max,
+            }));
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        // Tables hold function references; ours have a handful.
+        Ok(desired <= 100_000)
+    }
+}
+
+impl types::Host for HostState {}
+
+impl host::Host for HostState {
+    fn log(&mut self, level: LogLevel, mut message: String) {
+        if self.logs_left == 0 {
+            self.logs_dropped += 1;
+            return;
+        }
+        self.logs_left -= 1;
+        if message.len() > limits::LOG_MESSAGE_BYTES_MAX {
+            let mut cut = limits::LOG_MESSAGE_BYTES_MAX;
+            while !message.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            message.truncate(cut);
+        }
+        let plugin = &self.plugin;
+        match level {
+            LogLevel::Debug => tracing::debug!(%plugin, "{message}"),
+            LogLevel::Info => tracing::info!(%plugin, "{message}"),
+            LogLevel::Warn => tracing::warn!(%plugin, "{message}"),
+            LogLevel::Error => tracing::error!(%plugin, "{message}"),
+        }
+    }
+}

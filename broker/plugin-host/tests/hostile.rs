@@ -1,0 +1,205 @@
+//! Hostile plugins (`plugins/hostile/*`) and hostile uploads: each is
+//! stopped or rejected with a clear typed error, and the host keeps
+//! serving: the same handle works on its next call, other plugins are
+//! untouched, and a failed upload never replaces a working version.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use sluice_plugin_host::{CallError, ColumnarBatch, PluginKind, RegistryError};
+
+fn batch_with_key(key: &[u8]) -> ColumnarBatch {
+    let mut batch = ColumnarBatch::new();
+    batch.push(0, 0, Some(key), Some(b"v"), &[]);
+    batch
+}
+
+#[test]
+fn an_infinite_loop_is_stopped_at_the_call_timeout() {
+    let (_dir, registry) = common::registry(|c| c.call_timeout_ms = 100);
+    registry
+        .install("spin", &common::wasm("hostile-infinite-loop"))
+        .unwrap();
+    registry
+        .install("murmur2", &common::wasm("murmur2"))
+        .unwrap();
+    let spin = registry.partitioner("spin", &[]).unwrap();
+    let started = Instant::now();
+    let err = spin.partition(&batch_with_key(b"loop"), 4).unwrap_err();
+    let elapsed = started.elapsed();
+    assert!(
+        matches!(
+            err,
+            CallError::Timeout {
+                timeout_ms: 100,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        elapsed >= Duration::from_millis(100),
+        "stopped after {elapsed:?}, before the timeout"
+    );
+    assert!(
+        elapsed < Duration::from_secs(2),
+        "stopped only after {elapsed:?}"
+    );
+    assert!(
+        err.to_string().contains("plugin.call.timeout.ms = 100"),
+        "{err}"
+    );
+    // The handle recovers with a fresh instance; other plugins never noticed.
+    assert_eq!(spin.partition(&batch_with_key(b"ok"), 4).unwrap(), [0]);
+    let murmur2 = registry.partitioner("murmur2", &[]).unwrap();
+    assert_eq!(murmur2.partition(&batch_with_key(b"21"), 3).unwrap(), [0]);
+}
+
+#[test]
+fn a_memory_bomb_traps_at_the_memory_limit() {
+    let max = 16 * 1024 * 1024;
+    let (_dir, registry) = common::registry(|c| c.memory_bytes_max = max);
+    registry
+        .install("bomb", &common::wasm("hostile-memory-bomb"))
+        .unwrap();
+    let bomb = registry.partitioner("bomb", &[]).unwrap();
+    let err = bomb.partition(&batch_with_key(b"bomb"), 4).unwrap_err();
+    match &err {
+        CallError::MemoryExceeded {
+            desired_bytes,
+            max_bytes,
+            ..
+        } => {
+            assert_eq!(*max_bytes, max);
+            assert!(*desired_bytes > max);
+        }
+        other => panic!("expected MemoryExceeded, got {other}"),
+    }
+    assert!(err.to_string().contains("plugin.memory.bytes.max"), "{err}");
+    assert_eq!(bomb.partition(&batch_with_key(b"calm"), 4).unwrap(), [0]);
+}
+
+#[test]
+fn a_huge_allocation_in_init_fails_the_handle_creation() {
+    let (_dir, registry) = common::registry(|c| c.memory_bytes_max = 32 * 1024 * 1024);
+    registry
+        .install("hoarder", &common::wasm("hostile-init-alloc"))
+        .unwrap();
+    let err = registry.partitioner("hoarder", &[]).unwrap_err();
+    assert!(
+        matches!(err, RegistryError::Call(CallError::MemoryExceeded { .. })),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_panic_is_a_trap_and_a_bad_answer_breaks_the_contract() {
+    let (_dir, registry) = common::registry(|_| {});
+    registry
+        .install("boom", &common::wasm("hostile-panic"))
+        .unwrap();
+    let boom = registry.partitioner("boom", &[]).unwrap();
+    let err = boom.partition(&batch_with_key(b"panic"), 4).unwrap_err();
+    assert!(matches!(err, CallError::Trap { .. }), "{err}");
+    // The SDK catches an out-of-range partition before the host does.
+    let err = boom.partition(&batch_with_key(b"range"), 4).unwrap_err();
+    assert!(
+        matches!(&err, CallError::Guest { message, .. } if message.contains("partition 5")),
+        "{err}"
+    );
+    assert_eq!(boom.partition(&batch_with_key(b"fine"), 4).unwrap(), [0]);
+}
+
+#[test]
+fn bad_parameters_are_rejected_when_the_topic_is_configured() {
+    let (_dir, registry) = common::registry(|_| {});
+    registry
+        .install("by-field", &common::wasm("json-field"))
+        .unwrap();
+    let err = registry.partitioner("by-field", &[]).unwrap_err();
+    assert!(
+        matches!(&err, RegistryError::Call(CallError::InvalidParams { message, .. }) if message.contains("`field`")),
+        "{err}"
+    );
+    let err = registry
+        .partitioner(
+            "by-field",
+            &common::params(&[("field", "$.a"), ("typo", "1")]),
+        )
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("unknown parameter `typo`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_plugin_of_another_kind_is_not_a_partitioner() {
+    let (_dir, registry) = common::registry(|_| {});
+    let info = registry
+        .install("eu-only", &common::wasm("hostile-filter-kind"))
+        .unwrap();
+    assert_eq!(info.kind, PluginKind::Filter);
+    let err = registry.partitioner("eu-only", &[]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            RegistryError::WrongKind {
+                actual: "filter",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn garbage_truncated_foreign_and_oversized_uploads_are_rejected() {
+    let (_dir, registry) = common::registry(|c| c.module_bytes_max = 1024 * 1024);
+    let good = common::wasm("murmur2");
+    let working = registry.install("p", &good).unwrap();
+
+    let garbage = registry.install("p", b"definitely not wasm").unwrap_err();
+    assert!(matches!(garbage, RegistryError::NotWasm(_)), "{garbage}");
+    let truncated = registry.install("p", &good[..good.len() / 2]).unwrap_err();
+    assert!(
+        matches!(truncated, RegistryError::Componentize(_)),
+        "{truncated}"
+    );
+    // A valid module not built with the SDK: no world embedded.
+    let empty_module = b"\0asm\x01\0\0\0";
+    let foreign = registry.install("p", empty_module).unwrap_err();
+    assert!(
+        matches!(
+            foreign,
+            RegistryError::Componentize(_) | RegistryError::UnknownKind { .. }
+        ),
+        "{foreign}"
+    );
+    let huge = vec![0u8; 1024 * 1024 + 1];
+    let too_large = registry.install("p", &huge).unwrap_err();
+    assert!(
+        matches!(
+            too_large,
+            RegistryError::TooLarge {
+                max_bytes: 1_048_576,
+                ..
+            }
+        ),
+        "{too_large}"
+    );
+    let bad_name = registry.install("../etc", &good).unwrap_err();
+    assert!(
+        matches!(bad_name, RegistryError::InvalidName(_)),
+        "{bad_name}"
+    );
+
+    // The working version is still the one installed, on disk and in use.
+    assert_eq!(registry.describe("p").unwrap().sha256, working.sha256);
+    let partitioner = registry.partitioner("p", &[]).unwrap();
+    assert_eq!(
+        partitioner.partition(&batch_with_key(b"21"), 3).unwrap(),
+        [0]
+    );
+}

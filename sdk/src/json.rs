@@ -1,0 +1,180 @@
+//! Find one field of a JSON document without parsing the rest of it.
+//!
+//! Enough JSON for a partitioner that hashes `$.customer_id`: objects are
+//! walked member by member, other values are skipped by scanning; nothing
+//! is allocated. A string's bytes are returned as written (escapes are not
+//! decoded), other values as their literal text (`42`, `true`, `{...}`).
+
+/// A parsed path: `$.a.b` or `a.b` (object members only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Path {
+    segments: Vec<String>,
+}
+
+impl Path {
+    /// # Errors
+    /// A message saying what is wrong with the path.
+    pub fn parse(path: &str) -> Result<Self, String> {
+        let rest = path
+            .strip_prefix("$.")
+            .or_else(|| path.strip_prefix('$'))
+            .unwrap_or(path);
+        if rest.is_empty() {
+            return Err(format!(
+                "path `{path}` names no field; expected e.g. `$.customer_id`"
+            ));
+        }
+        let segments: Vec<String> = rest.split('.').map(str::to_owned).collect();
+        if segments.iter().any(String::is_empty) {
+            return Err(format!("path `{path}` has an empty segment"));
+        }
+        Ok(Self { segments })
+    }
+
+    /// The field's bytes in `json`, or `None` when the document is not an
+    /// object along the path, the field is missing, or it is `null`.
+    #[must_use]
+    pub fn find<'a>(&self, json: &'a [u8]) -> Option<&'a [u8]> {
+        let mut scanner = Scanner { bytes: json, at: 0 };
+        for segment in &self.segments {
+            scanner.enter_member(segment.as_bytes())?;
+        }
+        let value = scanner.value()?;
+        (value != b"null").then_some(value)
+    }
+}
+
+struct Scanner<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Scanner<'a> {
+    fn skip_ws(&mut self) {
+        while self.bytes.get(self.at).is_some_and(u8::is_ascii_whitespace) {
+            self.at += 1;
+        }
+    }
+
+    fn eat(&mut self, byte: u8) -> Option<()> {
+        self.skip_ws();
+        (self.bytes.get(self.at) == Some(&byte)).then(|| self.at += 1)
+    }
+
+    /// Position the scanner at the value of member `name` of the object
+    /// that starts here.
+    fn enter_member(&mut self, name: &[u8]) -> Option<()> {
+        self.eat(b'{')?;
+        loop {
+            self.skip_ws();
+            if self.bytes.get(self.at) == Some(&b'}') {
+                return None;
+            }
+            let key = self.string()?;
+            self.eat(b':')?;
+            if key == name {
+                return Some(());
+            }
+            self.value()?;
+            self.skip_ws();
+            match self.bytes.get(self.at)? {
+                b',' => self.at += 1,
+                _ => return None,
+            }
+        }
+    }
+
+    /// A string's raw contents; the scanner ends after the closing quote.
+    fn string(&mut self) -> Option<&'a [u8]> {
+        self.eat(b'"')?;
+        let start = self.at;
+        loop {
+            match *self.bytes.get(self.at)? {
+                b'\\' => self.at += 2,
+                b'"' => {
+                    self.at += 1;
+                    return Some(&self.bytes[start..self.at - 1]);
+                }
+                _ => self.at += 1,
+            }
+        }
+    }
+
+    /// Any value: a string's contents, or the literal text of the rest.
+    fn value(&mut self) -> Option<&'a [u8]> {
+        self.skip_ws();
+        let start = self.at;
+        match *self.bytes.get(self.at)? {
+            b'"' => self.string(),
+            b'{' | b'[' => {
+                self.skip_nested()?;
+                Some(&self.bytes[start..self.at])
+            }
+            _ => {
+                while self
+                    .bytes
+                    .get(self.at)
+                    .is_some_and(|b| !b",}] \t\r\n".contains(b))
+                {
+                    self.at += 1;
+                }
+                (self.at > start).then(|| &self.bytes[start..self.at])
+            }
+        }
+    }
+
+    fn skip_nested(&mut self) -> Option<()> {
+        let mut depth = 0usize;
+        loop {
+            match *self.bytes.get(self.at)? {
+                b'"' => {
+                    self.string()?;
+                    continue;
+                }
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        self.at += 1;
+                        return Some(());
+                    }
+                }
+                _ => {}
+            }
+            self.at += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn find(path: &str, json: &str) -> Option<String> {
+        Path::parse(path)
+            .unwrap()
+            .find(json.as_bytes())
+            .map(|v| String::from_utf8(v.to_vec()).unwrap())
+    }
+
+    #[test]
+    fn finds_top_level_and_nested_fields() {
+        let doc = r#" { "a": [1, {"x": "}"}], "s": "q\"uote", "customer_id" : "c-42", "n": {"id": 7, "z": null} } "#;
+        assert_eq!(find("$.customer_id", doc).as_deref(), Some("c-42"));
+        assert_eq!(find("$.s", doc).as_deref(), Some(r#"q\"uote"#));
+        assert_eq!(find("n.id", doc).as_deref(), Some("7"));
+        assert_eq!(find("$.a", doc).as_deref(), Some(r#"[1, {"x": "}"}]"#));
+        assert_eq!(find("$.n.z", doc), None);
+        assert_eq!(find("$.missing", doc), None);
+        assert_eq!(find("$.a.b", doc), None);
+    }
+
+    #[test]
+    fn garbage_is_not_a_match() {
+        assert_eq!(find("$.a", "not json"), None);
+        assert_eq!(find("$.a", r#"{"a""#), None);
+        assert_eq!(find("$.a", ""), None);
+        assert!(Path::parse("$").is_err());
+        assert!(Path::parse("$.a..b").is_err());
+    }
+}
