@@ -26,6 +26,7 @@ MESSAGE_TOO_LARGE = 10
 UNSUPPORTED_VERSION = 35
 INVALID_REQUIRED_ACKS = 21
 UNSUPPORTED_COMPRESSION_TYPE = 76
+POLICY_VIOLATION = 44
 
 
 # --- primitive encoders -------------------------------------------------------------------

@@ -26,6 +26,7 @@ use tokio::sync::watch;
 use crate::config::{BrokerConfig, HostPort};
 use crate::error::{KafkaError, ServerError};
 use crate::limits;
+use crate::plugins::{Plugins, TopicPartitioner};
 use crate::topic_config::{self, TopicOverrides};
 
 /// This broker's node id in Metadata (a single-node cluster).
@@ -59,6 +60,8 @@ pub struct Broker {
     /// The data dir's lock file, held (flock) while the broker runs so a second broker cannot
     /// open the same data dir; released by `close_all` or by the kernel when the process dies.
     dir_lock: Mutex<Option<std::fs::File>>,
+    /// The plugin registry (`plugin.dir`) and its hot-reload watcher.
+    pub plugins: Plugins,
 }
 
 /// One topic.
@@ -70,6 +73,8 @@ pub struct Topic {
     pub overrides: TopicOverrides,
     /// Partitions by index.
     pub partitions: Vec<Arc<Partition>>,
+    /// `sluice.partitioner`: the plugin that decides the partition of every produced record.
+    pub partitioner: Option<TopicPartitioner>,
 }
 
 /// One partition: the log and the fetch wake-up channel.
@@ -172,6 +177,7 @@ impl Broker {
         )))?;
         let dir_lock = lock_data_dir(&dir)?;
         let cluster_id = load_or_create_cluster_id(&dir)?;
+        let plugins = Plugins::open(&config)?;
         let advertised = config
             .advertised_listeners
             .clone()
@@ -186,6 +192,7 @@ impl Broker {
             open_connections: AtomicUsize::new(0),
             fs,
             dir_lock: Mutex::new(Some(dir_lock)),
+            plugins,
         };
         broker.load_topics()?;
         Ok(broker)
@@ -215,7 +222,9 @@ impl Broker {
                 context: format!("parsing {}", file.display()),
                 source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
             })?;
-            let topic = self.open_topic(&meta.name, meta.partitions, meta.configs)?;
+            let partitioner =
+                TopicPartitioner::bind_loaded(&self.plugins.registry, &meta.name, &meta.configs);
+            let topic = self.open_topic(&meta.name, meta.partitions, meta.configs, partitioner)?;
             tracing::info!(topic = %meta.name, partitions = meta.partitions, "loaded topic");
             self.topics_write().insert(meta.name, Arc::new(topic));
         }
@@ -227,6 +236,7 @@ impl Broker {
         name: &str,
         partitions: i32,
         overrides: TopicOverrides,
+        partitioner: Option<TopicPartitioner>,
     ) -> Result<Topic, ServerError> {
         let log_config = topic_config::log_config(&self.config, &overrides);
         let dir = self.topic_dir(name);
@@ -248,6 +258,7 @@ impl Broker {
             name: name.to_owned(),
             overrides,
             partitions: opened,
+            partitioner,
         })
     }
 
@@ -329,6 +340,7 @@ impl Broker {
             ));
         }
         topic_config::validate_all(&self.config, overrides)?;
+        TopicPartitioner::bind(&self.plugins.registry, overrides)?;
         if self.topic(name).is_some() {
             return Err(KafkaError::new(
                 ResponseError::TopicAlreadyExists,
@@ -350,12 +362,13 @@ impl Broker {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         self.validate_new_topic(name, partitions, &overrides)?;
+        let partitioner = TopicPartitioner::bind(&self.plugins.registry, &overrides)?;
         let dir = self.topic_dir(name);
         // The partitions first, topic.json last: the file is the commit point, and a directory
         // without it is ignored at start (and reused by the next creation of the name).
         let created = std::fs::create_dir_all(&dir)
             .map_err(ServerError::io(format!("creating {}", dir.display())))
-            .and_then(|()| self.open_topic(name, partitions, overrides))
+            .and_then(|()| self.open_topic(name, partitions, overrides, partitioner))
             .and_then(|topic| {
                 let meta = TopicFile {
                     name: name.to_owned(),

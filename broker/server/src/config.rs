@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use sluice_group::GroupConfig;
 use sluice_group::limits as group_limits;
+use sluice_plugin_host::limits as plugin_limits;
 
 use crate::error::ConfigError;
 use crate::limits;
@@ -146,6 +147,14 @@ pub struct BrokerConfig {
     pub group_max_size: u32,
     /// `offsets.retention.minutes`: committed offsets of an empty group expire after this.
     pub offsets_retention_minutes: u32,
+    /// `plugin.dir`: where plugins live; `None` = `<data.dir>/plugins`.
+    pub plugin_dir: Option<PathBuf>,
+    /// `plugin.call.timeout.ms`: wall-clock budget of one call into a plugin.
+    pub plugin_call_timeout_ms: u64,
+    /// `plugin.memory.bytes.max`: most linear memory one plugin instance may grow to.
+    pub plugin_memory_bytes_max: u64,
+    /// `plugin.module.bytes.max`: largest plugin upload accepted.
+    pub plugin_module_bytes_max: u64,
 }
 
 impl Default for BrokerConfig {
@@ -178,6 +187,10 @@ impl Default for BrokerConfig {
             group_max_session_timeout_ms: group_limits::DEFAULT_SESSION_TIMEOUT_MAX_MS,
             group_max_size: group_limits::GROUP_MEMBERS_MAX as u32,
             offsets_retention_minutes: (group_limits::DEFAULT_OFFSETS_RETENTION_MS / 60_000) as u32,
+            plugin_dir: None,
+            plugin_call_timeout_ms: plugin_limits::PLUGIN_CALL_TIMEOUT_MS_DEFAULT,
+            plugin_memory_bytes_max: plugin_limits::PLUGIN_MEMORY_BYTES_MAX_DEFAULT,
+            plugin_module_bytes_max: plugin_limits::PLUGIN_MODULE_BYTES_MAX_DEFAULT,
         }
     }
 }
@@ -208,6 +221,10 @@ pub const BROKER_KEYS: &[&str] = &[
     "group.max.session.timeout.ms",
     "group.max.size",
     "offsets.retention.minutes",
+    "plugin.dir",
+    "plugin.call.timeout.ms",
+    "plugin.memory.bytes.max",
+    "plugin.module.bytes.max",
 ];
 
 /// Environment variables starting with `SLUICE_` that are not config keys.
@@ -277,7 +294,10 @@ impl BrokerConfig {
                 self.log_segment_index_bytes = bytes_u32(value, 4096).map_err(bad)?
             }
             "sluice.acks.all.fsync" => self.acks_all_fsync = parse_bool(value).map_err(bad)?,
-            _ => match self.set_group_key(key, value) {
+            _ => match self
+                .set_group_key(key, value)
+                .or_else(|| self.set_plugin_key(key, value))
+            {
                 Some(result) => result.map_err(bad)?,
                 None => return Err(ConfigError::UnknownKey(key.to_owned())),
             },
@@ -347,7 +367,7 @@ impl BrokerConfig {
             "group.max.session.timeout.ms" => self.group_max_session_timeout_ms.to_string(),
             "group.max.size" => self.group_max_size.to_string(),
             "offsets.retention.minutes" => self.offsets_retention_minutes.to_string(),
-            _ => return None,
+            _ => return self.get_plugin_key(key),
         })
     }
 
@@ -401,6 +421,9 @@ impl BrokerConfig {
         self.group_config()
             .validate()
             .map_err(|e| ConfigError::Inconsistent(e.to_string()))?;
+        self.plugin_config()
+            .validate()
+            .map_err(ConfigError::Inconsistent)?;
         self.listeners
             .socket_addr()
             .map_err(|reason| ConfigError::BadValue {
@@ -498,6 +521,8 @@ fn kafka_never(value: u64) -> String {
         value.to_string()
     }
 }
+
+mod plugin_keys;
 
 #[cfg(test)]
 mod tests;

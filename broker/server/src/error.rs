@@ -87,6 +87,9 @@ pub enum ServerError {
         /// The storage error.
         source: sluice_storage::StorageError,
     },
+    /// The plugin directory or the wasm engine could not be set up.
+    #[error("plugins: {0}")]
+    Plugins(#[from] sluice_plugin_host::RegistryError),
 }
 
 impl ServerError {

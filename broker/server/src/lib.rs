@@ -41,6 +41,8 @@ pub mod group;
 mod handler;
 pub mod limits;
 pub mod listener;
+pub mod plugins;
+mod reroute;
 pub mod topic_config;
 pub mod units;
 pub mod versions;

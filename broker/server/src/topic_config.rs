@@ -23,6 +23,8 @@ pub const TOPIC_KEYS: &[(&str, &str)] = &[
     ("max.message.bytes", "message.max.bytes"),
     ("flush.messages", "log.flush.interval.messages"),
     ("flush.ms", "log.flush.interval.ms"),
+    (crate::plugins::PARTITIONER_KEY, ""),
+    (crate::plugins::PARTITIONER_PARAMS_KEY, ""),
 ];
 
 /// The only `cleanup.policy` we implement.
@@ -37,6 +39,9 @@ pub fn validate(key: &str, value: &str) -> Result<(), KafkaError> {
     let Some(&(_, broker_key)) = TOPIC_KEYS.iter().find(|(k, _)| *k == key) else {
         return Err(invalid(format!("unknown topic config {key:?}")));
     };
+    if let Some(result) = crate::plugins::validate_topic_key(key, value) {
+        return result;
+    }
     if key == "cleanup.policy" {
         if value != CLEANUP_POLICY_DELETE {
             return Err(invalid(format!(
@@ -123,8 +128,10 @@ pub fn describe(broker: &BrokerConfig, overrides: &TopicOverrides) -> Vec<Descri
         .iter()
         .map(|&(key, broker_key)| DescribedConfig {
             key,
-            value: if broker_key.is_empty() {
+            value: if key == "cleanup.policy" {
                 CLEANUP_POLICY_DELETE.to_owned()
+            } else if broker_key.is_empty() {
+                overrides.get(key).cloned().unwrap_or_default()
             } else {
                 effective.get(broker_key).unwrap_or_default()
             },

@@ -56,6 +56,7 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::ListGroups, 0, 2),
     api(ApiKey::DescribeGroups, 0, 4),
     api(ApiKey::DeleteGroups, 0, 1),
+    api(ApiKey::InitProducerId, 0, 1),
 ];
 
 /// The table entry for a raw API key, if we implement it.

@@ -15,6 +15,7 @@ pub mod fetch_wire;
 mod find_coordinator;
 mod group_common;
 mod heartbeat;
+mod init_producer_id;
 mod join_group;
 mod leave_group;
 mod list_groups;
@@ -22,7 +23,7 @@ mod list_offsets;
 mod metadata;
 mod offset_commit;
 mod offset_fetch;
-mod produce;
+pub(crate) mod produce;
 mod shape;
 mod sync_group;
 
@@ -166,6 +167,7 @@ async fn dispatch(
         }
         ApiKey::DescribeGroups => reply!(describe_groups::handle(ctx, request!()).await),
         ApiKey::DeleteGroups => reply!(delete_groups::handle(ctx, request!()).await),
+        ApiKey::InitProducerId => reply!(init_producer_id::handle(&request!())),
         other => {
             return Err(FrameError::Malformed(format!(
                 "{other:?} is in the version table but has no handler"

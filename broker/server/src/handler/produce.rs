@@ -11,7 +11,7 @@ use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use sluice_storage::{AppendError, BatchError, Durability};
 
-use crate::broker::{Broker, now_ms};
+use crate::broker::{Broker, Topic, now_ms};
 use crate::connection::{Chunk, ConnectionContext, FrameError, Response};
 use crate::error::KafkaError;
 
@@ -70,12 +70,21 @@ fn append_all(
         .into_iter()
         .map(|topic| {
             let name = topic.name.0.to_string();
+            let rerouted = broker.topic(&name).filter(|t| t.partitioner.is_some());
             let mut out = TopicProduceResponse::default();
             out.partition_responses = topic
                 .partition_data
                 .into_iter()
                 .map(|p| {
-                    let result = append_one(broker, &name, p.index, p.records, durability);
+                    let result = match rerouted.as_deref() {
+                        Some(
+                            t @ Topic {
+                                partitioner: Some(tp),
+                                ..
+                            },
+                        ) => crate::reroute::append(broker, t, tp, p.index, p.records, durability),
+                        _ => append_one(broker, &name, p.index, p.records, durability),
+                    };
                     partition_response(p.index, result)
                 })
                 .collect();
@@ -86,13 +95,13 @@ fn append_all(
 }
 
 /// What an append gave back, for the response.
-struct Appended {
-    base_offset: i64,
-    log_append_time_ms: i64,
-    log_start_offset: i64,
+pub(crate) struct Appended {
+    pub base_offset: i64,
+    pub log_append_time_ms: i64,
+    pub log_start_offset: i64,
 }
 
-fn append_one(
+pub(crate) fn append_one(
     broker: &Broker,
     topic: &str,
     index: i32,
@@ -139,7 +148,7 @@ fn append_error(topic: &str, index: i32, error: AppendError) -> KafkaError {
 
 /// Damaged bytes are CORRUPT_MESSAGE (the client may retry); well-formed batches we refuse
 /// (old magic, bad record count, unknown codec) are INVALID_RECORD, as Kafka answers them.
-fn batch_error_code(error: &BatchError) -> ResponseError {
+pub(crate) fn batch_error_code(error: &BatchError) -> ResponseError {
     match error {
         BatchError::Truncated { .. }
         | BatchError::BadLength { .. }

@@ -1,0 +1,93 @@
+//! The `plugin.*` broker keys: where plugins live and the limits every call into one runs
+//! under. They map onto the plugin host's `PluginConfig`, which checks their ranges.
+
+use std::path::PathBuf;
+
+use sluice_plugin_host::PluginConfig;
+
+use super::{BrokerConfig, parse_bytes, parse_ms, ranged};
+
+/// Subdirectory of `data.dir` holding plugins when `plugin.dir` is not set.
+pub const PLUGIN_SUBDIR: &str = "plugins";
+
+impl BrokerConfig {
+    /// Sets a `plugin.*` key; `None` for any other key.
+    pub(super) fn set_plugin_key(&mut self, key: &str, value: &str) -> Option<Result<(), String>> {
+        let result = match key {
+            "plugin.dir" => {
+                self.plugin_dir = match value.trim() {
+                    "" => None,
+                    v => Some(PathBuf::from(v)),
+                };
+                Ok(())
+            }
+            "plugin.call.timeout.ms" => ranged(parse_ms(value), 1, i64::from(i32::MAX))
+                .map(|v| self.plugin_call_timeout_ms = v as u64),
+            "plugin.memory.bytes.max" => ranged(parse_bytes(value), 1, i64::MAX)
+                .map(|v| self.plugin_memory_bytes_max = v as u64),
+            "plugin.module.bytes.max" => ranged(parse_bytes(value), 1, i64::MAX)
+                .map(|v| self.plugin_module_bytes_max = v as u64),
+            _ => return None,
+        };
+        Some(result)
+    }
+
+    /// A `plugin.*` key's value in text form; `None` for any other key.
+    pub(super) fn get_plugin_key(&self, key: &str) -> Option<String> {
+        Some(match key {
+            "plugin.dir" => self
+                .plugin_dir
+                .as_ref()
+                .map_or_else(String::new, |d| d.display().to_string()),
+            "plugin.call.timeout.ms" => self.plugin_call_timeout_ms.to_string(),
+            "plugin.memory.bytes.max" => self.plugin_memory_bytes_max.to_string(),
+            "plugin.module.bytes.max" => self.plugin_module_bytes_max.to_string(),
+            _ => return None,
+        })
+    }
+
+    /// The plugin directory: `plugin.dir`, or `<data.dir>/plugins`.
+    pub fn plugin_dir(&self) -> PathBuf {
+        self.plugin_dir
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join(PLUGIN_SUBDIR))
+    }
+
+    /// The plugin host's settings (`plugin.*`).
+    pub fn plugin_config(&self) -> PluginConfig {
+        let mut config = PluginConfig::new(self.plugin_dir());
+        config.call_timeout_ms = self.plugin_call_timeout_ms;
+        config.memory_bytes_max = self.plugin_memory_bytes_max;
+        config.module_bytes_max = self.plugin_module_bytes_max;
+        config
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plugin_keys_take_units_and_reach_the_host_config() {
+        let mut c = BrokerConfig::default();
+        c.set("plugin.call.timeout.ms", "250ms").unwrap();
+        c.set("plugin.memory.bytes.max", "32 MiB").unwrap();
+        c.set("plugin.module.bytes.max", "4 MiB").unwrap();
+        let p = c.plugin_config();
+        assert_eq!(p.call_timeout_ms, 250);
+        assert_eq!(p.memory_bytes_max, 32 << 20);
+        assert_eq!(p.module_bytes_max, 4 << 20);
+        assert_eq!(p.dir, c.data_dir.join(PLUGIN_SUBDIR));
+        c.set("plugin.dir", "/tmp/p").unwrap();
+        assert_eq!(c.get("plugin.dir").unwrap(), "/tmp/p");
+    }
+
+    #[test]
+    fn out_of_range_plugin_limits_are_refused_naming_the_key() {
+        let mut c = BrokerConfig::default();
+        c.set("plugin.call.timeout.ms", "1").unwrap();
+        let err = c.validate().unwrap_err().to_string();
+        assert!(err.contains("plugin.call.timeout.ms"), "{err}");
+        assert!(c.set("plugin.memory.bytes.max", "0").is_err());
+    }
+}

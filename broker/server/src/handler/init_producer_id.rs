@@ -1,0 +1,57 @@
+//! InitProducerId v0-v1, the minimum an idempotent producer needs (librdkafka's
+//! `enable.idempotence=true`, the Java client's default since 3.0): a fresh producer id with
+//! epoch 0 per request. Transactions are not supported: a transactional id gets
+//! COORDINATOR_NOT_AVAILABLE, as FindCoordinator answers for transaction coordinators.
+//!
+//! Producer ids are unique per broker process and, as they start from the wall clock in
+//! microseconds, across restarts unless the clock goes back. The storage engine does not
+//! deduplicate by (producer id, sequence): a retried batch can be written twice.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
+
+use crate::broker::now_ms;
+
+/// The next producer id to hand out.
+static NEXT_PRODUCER_ID: OnceLock<AtomicI64> = OnceLock::new();
+
+/// Answers InitProducerId.
+pub fn handle(request: &InitProducerIdRequest) -> InitProducerIdResponse {
+    let mut response = InitProducerIdResponse::default();
+    if request.transactional_id.is_some() {
+        response.error_code = ResponseError::CoordinatorNotAvailable.code();
+        response.producer_id = ProducerId(-1);
+        response.producer_epoch = -1;
+        return response;
+    }
+    let next = NEXT_PRODUCER_ID.get_or_init(|| AtomicI64::new(now_ms().saturating_mul(1000)));
+    response.producer_id = ProducerId(next.fetch_add(1, Ordering::Relaxed));
+    response.producer_epoch = 0;
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_idempotent_producer_gets_its_own_id_and_transactions_are_refused() {
+        let mut idempotent = InitProducerIdRequest::default();
+        idempotent.transactional_id = None;
+        let a = handle(&idempotent);
+        let b = handle(&idempotent);
+        assert_eq!(a.error_code, 0);
+        assert!(a.producer_id.0 >= 0 && a.producer_id != b.producer_id);
+        let mut tx = InitProducerIdRequest::default();
+        tx.transactional_id = Some(kafka_protocol::messages::TransactionalId(
+            kafka_protocol::protocol::StrBytes::from_static_str("t"),
+        ));
+        assert_eq!(
+            handle(&tx).error_code,
+            ResponseError::CoordinatorNotAvailable.code()
+        );
+    }
+}

@@ -1,0 +1,132 @@
+//! Produce into a topic with a partitioner plugin (`sluice.partitioner`): the plugin, not
+//! the client, decides the partition of every record.
+//!
+//! For each partition entry of a Produce request, each record batch is decoded
+//! (decompressed if needed), handed to the plugin once as a columnar batch, and split into
+//! one new batch per target partition (same codec, new CRC; see [`codec`]). A batch whose
+//! records all stay in the partition the client sent it to is appended unchanged (the common
+//! case when the client's partitioner agrees, and the fast path). The plugin runs for every
+//! batch before anything is appended, so a plugin failure appends nothing of that entry.
+//!
+//! What the response says for the partition the client sent to (docs/plugins.md):
+//! - every record stayed there: error NONE with the real base offset, as without a plugin;
+//! - some went elsewhere: error NONE, base offset -1 (Kafka's "offset unknown", as for
+//!   acks=0); clients report the records delivered with offset -1;
+//! - the plugin failed (trap, timeout, memory, broken contract): POLICY_VIOLATION with the
+//!   plugin's error in `error_message` (Produce v8), nothing appended;
+//! - an append to a target partition failed: that append's error (KAFKA_STORAGE_ERROR, ...);
+//!   batches already appended to other partitions stay.
+
+pub mod codec;
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use kafka_protocol::ResponseError;
+use sluice_plugin_host::ColumnarBatch;
+use sluice_storage::Durability;
+use sluice_storage::batch::iter_batches;
+
+use crate::broker::{Broker, Topic};
+use crate::error::KafkaError;
+use crate::handler::produce::{Appended, append_one, batch_error_code};
+use crate::plugins::{TopicPartitioner, call_error};
+use codec::CodecError;
+
+/// Appends one partition entry of a Produce request through the topic's partitioner.
+pub(crate) fn append(
+    broker: &Broker,
+    topic: &Topic,
+    partitioner: &TopicPartitioner,
+    index: i32,
+    records: Option<Bytes>,
+    durability: Durability,
+) -> Result<Appended, KafkaError> {
+    let name = &topic.name;
+    let partition_count = topic.partitions.len() as u32;
+    if usize::try_from(index).map_or(true, |i| i >= topic.partitions.len()) {
+        return Err(KafkaError::new(
+            ResponseError::UnknownTopicOrPartition,
+            format!("unknown partition {name}-{index}"),
+        ));
+    }
+    let records = records
+        .filter(|r| !r.is_empty())
+        .ok_or_else(|| KafkaError::new(ResponseError::CorruptMessage, "no records"))?;
+    let plan = route(
+        broker,
+        topic,
+        partitioner,
+        index as u32,
+        partition_count,
+        &records,
+    )?;
+    let stayed = plan.keys().all(|&t| t == index as u32);
+    let mut sent = None;
+    for (target, bytes) in plan {
+        let appended = append_one(
+            broker,
+            name,
+            target as i32,
+            Some(Bytes::from(bytes)),
+            durability,
+        )?;
+        if target == index as u32 {
+            sent = Some(appended);
+        }
+    }
+    match sent {
+        Some(appended) if stayed => Ok(appended),
+        _ => Ok(Appended {
+            base_offset: -1,
+            log_append_time_ms: -1,
+            log_start_offset: -1,
+        }),
+    }
+}
+
+/// Runs the plugin on every batch and returns the bytes to append per target partition.
+fn route(
+    broker: &Broker,
+    topic: &Topic,
+    partitioner: &TopicPartitioner,
+    sent: u32,
+    partition_count: u32,
+    records: &[u8],
+) -> Result<BTreeMap<u32, Vec<u8>>, KafkaError> {
+    let handle = partitioner.handle(&broker.plugins.registry)?;
+    let invalid = |e: CodecError| codec_error(&topic.name, sent, e);
+    let mut plan: BTreeMap<u32, Vec<u8>> = BTreeMap::new();
+    let mut columns = ColumnarBatch::new();
+    for item in iter_batches(records) {
+        let (_, bytes) = item.map_err(|e| invalid(CodecError::Invalid(e)))?;
+        columns.clear();
+        let decoded = codec::decode(bytes, &mut columns).map_err(invalid)?;
+        let targets = handle
+            .partition(&columns, partition_count)
+            .map_err(|e| call_error(&topic.name, &e))?;
+        debug_assert_eq!(targets.len(), decoded.len());
+        if targets.iter().all(|&t| t == sent) {
+            plan.entry(sent).or_default().extend_from_slice(bytes);
+            continue;
+        }
+        let mut by_target: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        for (i, &t) in targets.iter().enumerate() {
+            by_target.entry(t).or_default().push(i as u32);
+        }
+        for (t, indices) in by_target {
+            let batch = codec::encode(&decoded, &indices).map_err(invalid)?;
+            plan.entry(t).or_default().extend_from_slice(&batch);
+        }
+    }
+    Ok(plan)
+}
+
+fn codec_error(topic: &str, index: u32, e: CodecError) -> KafkaError {
+    let code = match &e {
+        CodecError::Invalid(b) => batch_error_code(b),
+        CodecError::BadRecord { .. } | CodecError::Codec { .. } => ResponseError::CorruptMessage,
+        CodecError::Transactional => ResponseError::InvalidRecord,
+    };
+    KafkaError::new(code, format!("{topic}-{index}: {e}"))
+}
