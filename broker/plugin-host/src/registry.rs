@@ -233,7 +233,7 @@ impl Registry {
         name: &str,
         params: &[(String, String)],
     ) -> Result<Partitioner, RegistryError> {
-        check_params(params)?;
+        check_params(name, params)?;
         let slot = self
             .slot(name)
             .ok_or_else(|| RegistryError::NotFound(name.to_owned()))?;
@@ -293,14 +293,14 @@ fn check_name(name: &str) -> Result<(), RegistryError> {
     }
 }
 
-fn check_params(params: &[(String, String)]) -> Result<(), RegistryError> {
+fn check_params(name: &str, params: &[(String, String)]) -> Result<(), RegistryError> {
     let too_long = params
         .iter()
         .any(|(k, v)| k.len() > limits::PARAM_BYTES_MAX || v.len() > limits::PARAM_BYTES_MAX);
     if params.len() > limits::PARAMS_MAX || too_long {
         return Err(RegistryError::Call(
             crate::error::CallError::InvalidParams {
-                plugin: String::new(),
+                plugin: name.to_owned(),
                 message: format!(
                     "at most {} parameters of at most {} bytes each",
                     limits::PARAMS_MAX,
