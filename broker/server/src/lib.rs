@@ -1,4 +1,50 @@
-//! Sluice's Kafka-protocol broker.
+//! Sluice's Kafka-protocol broker: the only crate that knows sockets, config files and
+//! signals. The storage engine below it is synchronous; this crate drives it from tokio.
 //!
 //! # Layout
-//! (filled in as modules land)
+//! Read in this order:
+//! - [`config`]: the one typed config (defaults < TOML < `SLUICE_*` env < flags), Kafka key
+//!   names; [`units`] parses "100 MiB" / "7d"; [`topic_config`] maps topic keys
+//!   (`retention.ms`, ...) onto broker keys and the storage `LogConfig`.
+//! - [`limits`]: every limit with its unit and reason.
+//! - [`listener`]: bind, accept, the connection limit, the log ticker, graceful shutdown.
+//! - [`connection`]: the only code touching socket bytes: bounded framing, read-ahead,
+//!   in-order responses, the sendfile writer.
+//! - [`versions`]: the one version table; ApiVersions is derived from it.
+//! - `handler/`: dispatch and one file per Kafka API, all shaped `handle(ctx, request) ->
+//!   response`; `handler/fetch_wire.rs` is the hand-encoded FetchResponse (zero-copy path),
+//!   `handler/shape.rs` refuses impossible array counts before decoding, and
+//!   `handler/compat.rs` serves the oldest admin API versions the codec crate dropped.
+//! - [`broker`]: the topic registry, partitions (log + fetch wake-up), persisted topic metadata.
+//! - [`group`]: the consumer-group coordinator service: the task that owns the pure
+//!   `sluice_group::Coordinator`, and the internal offsets log (committed offsets).
+//! - [`error`]: config, Kafka and server errors.
+//!
+//! Architecture Invariant: `connection.rs` is the only module that reads or writes socket
+//! bytes; handlers see decoded requests and return responses (or chunks of them).
+//!
+//! Architecture Invariant: only framing problems close a connection (bad length, unknown API
+//! or version, an undecodable body); everything else is a Kafka error code in the response.
+//!
+//! Architecture Invariant: nothing decodes or re-encodes stored record batches. Produce hands
+//! the client's bytes to the storage engine (which validates headers and CRCs), Fetch hands
+//! file ranges to the socket.
+//!
+//! Architecture Invariant: storage calls that may block on disk (append, read, tick, open,
+//! close) run on tokio's blocking pool, never on a runtime worker.
+
+pub mod broker;
+pub mod config;
+pub mod connection;
+pub mod error;
+pub mod group;
+mod handler;
+pub mod limits;
+pub mod listener;
+pub mod topic_config;
+pub mod units;
+pub mod versions;
+
+pub use config::BrokerConfig;
+pub use error::{ConfigError, ServerError};
+pub use listener::Server;

@@ -1,4 +1,74 @@
 //! Sluice's partition log (synchronous; no tokio, no sockets).
 //!
+//! A partition is a directory of segments; a segment is Kafka RecordBatch v2 bytes exactly
+//! as the wire carries them, plus a sparse offset index and a time index. The byte-level
+//! format is in `docs/format.md`.
+//!
 //! # Layout
-//! (filled in as modules land)
+//! Read in this order:
+//! - [`limits`]: every bound, with its unit and why; relations checked at compile time.
+//! - [`error`]: `BatchError` (bad input), `AppendError`/`ReadError` (what callers branch
+//!   on, mapped to Kafka codes by the server), `StorageError`.
+//! - [`offset`], [`config`]: the `Offset` newtype, `LogConfig` with Kafka's key names,
+//!   `Durability`, `TimestampType`.
+//! - [`batch`], `record`, `crc_walk`: RecordBatch v2 header view, CRC-32C, validation,
+//!   the in-place rewrites done on append; varints and record layout; the record walk
+//!   fused with the CRC on append.
+//! - [`io`]: the positional-I/O seam (`Fs`, `StorageFile`), `RealFs`, and `FaultyFs`,
+//!   the in-memory twin that fails the Nth write or sync and keeps written and durable
+//!   images apart.
+//! - `entry_file`, `index`, `time_index`: fixed-size index entries (the active segment's
+//!   mapped writable, sealed ones mapped on first lookup), the sparse offset index and the
+//!   time index.
+//! - `segment`: one `.log` + `.index` + `.timeindex`: append, lookup, read ranges, seal.
+//! - `checkpoint`: `partition.checkpoint` (log start offset, recovery point) and the
+//!   `clean-shutdown` marker, written atomically.
+//! - `recovery`: opening a directory: trusted segments opened, the rest scanned and
+//!   truncated at the first bad byte, indexes rebuilt.
+//! - [`Log`] (`log.rs`): append, read, roll, flush, close, ListOffsets by time;
+//!   `retention.rs`: `tick_without_retention` (segment.ms rolls, flush.ms, checkpoint),
+//!   `enforce_retention` (retention.ms / retention.bytes), `tick` (both) and
+//!   `advance_log_start_offset`.
+//! - [`testing`]: builders of valid batches for tests and benchmarks.
+//!
+//! Architecture Invariant: nothing here spawns threads, knows sockets or reads clocks;
+//! callers pass `now_ms`. A `Log` is `Send + Sync` and used under one lock by the server.
+//! Architecture Invariant: every byte written to disk goes through `io::Fs` /
+//! `io::StorageFile` (memory-mapped index pages aside), so `FaultyFs` sees it.
+//! Architecture Invariant: after a failed write or fsync the log refuses appends until it
+//! is reopened; an fsync is never retried.
+
+pub mod batch;
+mod checkpoint;
+pub mod config;
+mod crc_walk;
+mod entry_file;
+pub mod error;
+mod index;
+pub mod io;
+pub mod limits;
+mod log;
+pub mod offset;
+mod record;
+mod recovery;
+mod retention;
+mod segment;
+#[doc(hidden)]
+pub mod testing;
+mod time_index;
+
+pub use batch::{BatchHeader, Compression};
+pub use config::{Durability, LogConfig, TimestampType};
+pub use error::{AppendError, BatchError, ReadError, StorageError};
+pub use io::{Fs, RealFs, StorageFile};
+pub use log::{AppendOutcome, Log, ReadSlice};
+pub use offset::Offset;
+pub use retention::TickOutcome;
+
+/// The server keeps a `Log` behind a mutex shared by tokio tasks and hands `ReadSlice`s to
+/// connection tasks: both must cross threads.
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Log>();
+    send_sync::<ReadSlice>();
+};

@@ -1,0 +1,297 @@
+//! OffsetCommit, its persistence round trip, and offset retention.
+//!
+//! A commit that passes validation becomes [`Effect::PersistOffsets`]; the offsets are
+//! applied to the in-memory store and the commit is answered only when the server reports
+//! the append with [`Coordinator::persisted`], so OffsetFetch never shows an offset the
+//! log could lose (Kafka's pending offset commits).
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::api::{
+    CommitPartition, Effect, OffsetCommitRequest, OffsetCommitResponse, PartitionResult, PersistId,
+    RequestId, Response,
+};
+use crate::coordinator::Coordinator;
+use crate::error::ErrorCode;
+use crate::group::{Group, respond};
+use crate::limits;
+use crate::offsets::{CommittedOffset, OffsetRecord, RecordKey};
+use crate::state::GroupState;
+use crate::subscription::CONSUMER_PROTOCOL_TYPE;
+
+/// A commit waiting for its records to be persisted.
+#[derive(Debug, Clone)]
+pub(crate) struct PendingCommit {
+    request_id: RequestId,
+    group_id: String,
+    /// The group's incarnation when the commit was accepted; a deleted and re-created
+    /// group must not receive it.
+    incarnation: u64,
+    /// Per-partition results in request order; `None` entries are decided by the persist.
+    results: Vec<(crate::api::TopicPartition, Option<ErrorCode>)>,
+    records: Vec<OffsetRecord>,
+}
+
+impl Coordinator {
+    /// OffsetCommit (Kafka's `handleCommitOffsets`).
+    pub(crate) fn offset_commit(
+        &mut self,
+        now_ms: u64,
+        rid: RequestId,
+        req: OffsetCommitRequest,
+        out: &mut Vec<Effect>,
+    ) {
+        if let Err(e) = self.check_commit(now_ms, &req) {
+            return respond(out, rid, all_failed(&req.partitions, e));
+        }
+        let group = self.groups.get_mut(&req.group_id).expect("checked group");
+        group.pending_commits += 1;
+        let incarnation = group.incarnation;
+        let known = self.offsets.group(&req.group_id);
+        let mut room = limits::GROUP_OFFSETS_MAX.saturating_sub(self.offsets.len(&req.group_id));
+        let mut results = Vec::with_capacity(req.partitions.len());
+        let mut records = Vec::new();
+        for p in req.partitions {
+            let is_new = known.is_none_or(|k| !k.contains_key(&p.tp));
+            let error = if p
+                .metadata
+                .as_ref()
+                .is_some_and(|m| m.len() > self.config.offset_metadata_max_bytes)
+            {
+                Some(ErrorCode::OffsetMetadataTooLarge)
+            } else if is_new && room == 0 {
+                Some(ErrorCode::InvalidCommitOffsetSize)
+            } else {
+                room -= usize::from(is_new);
+                records.push(commit_record(&req.group_id, now_ms, &p));
+                None
+            };
+            results.push((p.tp, error));
+        }
+        let pending = PendingCommit {
+            request_id: rid,
+            group_id: req.group_id,
+            incarnation,
+            results,
+            records,
+        };
+        if pending.records.is_empty() {
+            let group = self
+                .groups
+                .get_mut(&pending.group_id)
+                .expect("checked group");
+            group.pending_commits -= 1;
+            return self.finish_commit(pending, ErrorCode::None, out);
+        }
+        let id = self.persist_id();
+        out.push(Effect::PersistOffsets {
+            id,
+            records: pending.records.clone(),
+        });
+        self.pending.insert(id, pending);
+    }
+
+    /// Group-level checks of a commit; creates the group for a simple consumer.
+    fn check_commit(&mut self, now_ms: u64, req: &OffsetCommitRequest) -> Result<(), ErrorCode> {
+        if req.group_id.len() > limits::GROUP_ID_BYTES_MAX {
+            return Err(ErrorCode::InvalidGroupId);
+        }
+        if req.partitions.len() > limits::COMMIT_PARTITIONS_MAX {
+            return Err(ErrorCode::InvalidRequest);
+        }
+        if !self.groups.contains_key(&req.group_id) {
+            if req.generation_id >= 0 {
+                // A commit from an older incarnation of a group that no longer exists.
+                return Err(ErrorCode::IllegalGeneration);
+            }
+            self.create_group(now_ms, &req.group_id)?;
+        }
+        let group = self.groups.get_mut(&req.group_id).expect("group exists");
+        let valid = group.validate_commit(
+            now_ms,
+            req.generation_id,
+            &req.member_id,
+            req.group_instance_id.as_deref(),
+        );
+        self.reindex(&req.group_id); // a valid commit counts as a heartbeat
+        valid?;
+        if self.pending.len() >= limits::PENDING_PERSISTS_MAX {
+            return Err(ErrorCode::CoordinatorNotAvailable);
+        }
+        Ok(())
+    }
+
+    /// Reports the outcome of appending a [`Effect::PersistOffsets`] batch. On `Ok` the
+    /// commit's offsets become visible; on `Err(code)` its partitions are answered with
+    /// `code` (e.g. `UNKNOWN_SERVER_ERROR`). Batches that carried only tombstones
+    /// (deletes, expiry) need no report but may be reported; unknown ids are ignored.
+    pub fn persisted(&mut self, id: PersistId, result: Result<(), ErrorCode>) -> Vec<Effect> {
+        let mut out = Vec::new();
+        let Some(pending) = self.pending.remove(&id) else {
+            return out;
+        };
+        let group = self
+            .groups
+            .get_mut(&pending.group_id)
+            .filter(|g| g.incarnation == pending.incarnation);
+        if let Some(group) = group {
+            group.pending_commits -= 1;
+            if result.is_ok() {
+                for record in pending.records.iter().cloned() {
+                    self.offsets.apply(record);
+                }
+            }
+        }
+        let error = result.err().unwrap_or(ErrorCode::None);
+        self.finish_commit(pending, error, &mut out);
+        self.debug_check();
+        out
+    }
+
+    /// Drops every committed offset of a deleted topic (Kafka's
+    /// `handleDeletedPartitions`); the tombstones come back as an effect. Commits of that
+    /// topic still waiting for persistence will not be applied: their records precede the
+    /// tombstones in the log, so a replay agrees.
+    pub fn delete_topic_offsets(&mut self, topic: &str) -> Vec<Effect> {
+        let of_topic =
+            |r: &OffsetRecord| matches!(&r.key, RecordKey::Offset { tp, .. } if tp.topic == topic);
+        // In-flight commits of the topic are logged before these tombstones: cover them.
+        let mut keys: BTreeSet<RecordKey> = BTreeSet::new();
+        for pending in self.pending.values_mut() {
+            keys.extend(
+                pending
+                    .records
+                    .iter()
+                    .filter(|r| of_topic(r))
+                    .map(|r| r.key.clone()),
+            );
+            pending.records.retain(|r| !of_topic(r));
+        }
+        keys.extend(self.offsets.delete_topic(topic).into_iter().map(|r| r.key));
+        let records: Vec<OffsetRecord> = keys
+            .into_iter()
+            .map(|key| OffsetRecord { key, value: None })
+            .collect();
+        let mut out = Vec::new();
+        if !records.is_empty() {
+            out.push(Effect::PersistOffsets {
+                id: self.persist_id(),
+                records,
+            });
+        }
+        self.debug_check();
+        out
+    }
+
+    /// Commits waiting for persistence, by (group id, incarnation).
+    pub(crate) fn pending_commit_counts(&self) -> HashMap<(&str, u64), usize> {
+        let mut counts = HashMap::new();
+        for p in self.pending.values() {
+            *counts
+                .entry((p.group_id.as_str(), p.incarnation))
+                .or_default() += 1;
+        }
+        counts
+    }
+
+    fn finish_commit(
+        &mut self,
+        pending: PendingCommit,
+        persist_error: ErrorCode,
+        out: &mut Vec<Effect>,
+    ) {
+        let partitions = pending
+            .results
+            .into_iter()
+            .map(|(tp, error)| PartitionResult {
+                tp,
+                error: error.unwrap_or(persist_error),
+            })
+            .collect();
+        respond(
+            out,
+            pending.request_id,
+            Response::OffsetCommit(OffsetCommitResponse { partitions }),
+        );
+    }
+
+    /// The `offsets.retention.check.interval.ms` pass: expire offsets per [`expiry_rule`]
+    /// (`offsets.retention.minutes`), then drop Empty groups left without offsets.
+    pub(crate) fn expire_offsets(&mut self, now_ms: u64, out: &mut Vec<Effect>) {
+        let retention_ms = i64::try_from(self.config.offsets_retention_ms).unwrap_or(i64::MAX);
+        let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
+        let mut records = Vec::new();
+        let mut dead = Vec::new();
+        for group in self.groups.values() {
+            let Some((base_ms, subscribed)) = expiry_rule(group) else {
+                continue;
+            };
+            let base = i64::try_from(base_ms).unwrap_or(i64::MAX);
+            records.extend(
+                self.offsets
+                    .expire(&group.id, now, base, retention_ms, subscribed),
+            );
+            let empty = group.state == GroupState::Empty;
+            if empty && !self.offsets.has_offsets(&group.id) && group.pending_members.is_empty() {
+                dead.push(group.id.clone());
+            }
+        }
+        for id in dead {
+            self.remove_group(&id);
+        }
+        if !records.is_empty() {
+            out.push(Effect::PersistOffsets {
+                id: self.persist_id(),
+                records,
+            });
+        }
+    }
+}
+
+/// Kafka's `removeExpiredOffsets` cases: which offsets of `group` may expire, as (time
+/// retention counts from, topics that never expire). `None`: none may.
+/// - Empty with a protocol type: retention counts from when it became Empty.
+/// - Empty without (offsets only, simple consumers): from each commit.
+/// - Stable `consumer` group with readable subscriptions: offsets of topics nobody
+///   subscribes to, from each commit.
+fn expiry_rule(group: &Group) -> Option<(u64, Option<&BTreeSet<String>>)> {
+    if group.pending_commits > 0 {
+        return None;
+    }
+    match group.state {
+        GroupState::Empty if group.protocol_type.is_some() => Some((group.state_since_ms, None)),
+        GroupState::Empty => Some((0, None)),
+        GroupState::Stable if group.protocol_type.as_deref() == Some(CONSUMER_PROTOCOL_TYPE) => {
+            group.subscribed_topics.as_ref().map(|s| (0, Some(s)))
+        }
+        _ => None,
+    }
+}
+
+fn commit_record(group_id: &str, now_ms: u64, p: &CommitPartition) -> OffsetRecord {
+    let value = CommittedOffset {
+        offset: p.offset,
+        leader_epoch: p.leader_epoch,
+        metadata: p.metadata.clone().unwrap_or_default(),
+        commit_timestamp_ms: i64::try_from(now_ms).unwrap_or(i64::MAX),
+    };
+    let key = RecordKey::Offset {
+        group: group_id.to_owned(),
+        tp: p.tp.clone(),
+    };
+    OffsetRecord {
+        key,
+        value: Some(value),
+    }
+}
+
+fn all_failed(partitions: &[CommitPartition], error: ErrorCode) -> Response {
+    let partitions = partitions
+        .iter()
+        .map(|p| PartitionResult {
+            tp: p.tp.clone(),
+            error,
+        })
+        .collect();
+    Response::OffsetCommit(OffsetCommitResponse { partitions })
+}

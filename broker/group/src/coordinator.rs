@@ -1,0 +1,441 @@
+//! All groups of one coordinator: routes requests by group id, owns the committed-offset
+//! store, and keeps a deadline index so the server needs only one timer.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::api::{
+    Effect, FetchedOffset, GroupDescription, HeartbeatResponse, JoinGroupRequest,
+    LeaveGroupRequest, LeaveGroupResponse, LeftMember, ListedGroup, PersistId, Request, RequestId,
+    Response, SyncGroupRequest, TopicPartition,
+};
+use crate::commit::PendingCommit;
+use crate::config::{ConfigError, GroupConfig};
+use crate::error::ErrorCode;
+use crate::group::{Ctx, Group, join_error, respond, sync_error};
+use crate::limits;
+use crate::offsets::{OffsetRecord, OffsetStore};
+use crate::rng::MemberIdRng;
+use crate::state::GroupState;
+
+/// The consumer-group coordinator: a deterministic state machine over all groups.
+///
+/// Drive it with [`Coordinator::handle`], [`Coordinator::persisted`] and
+/// [`Coordinator::on_tick`]; each returns [`Effect`]s to carry out in order.
+#[derive(Debug)]
+pub struct Coordinator {
+    pub(crate) config: GroupConfig,
+    pub(crate) rng: Box<dyn MemberIdRng>,
+    pub(crate) groups: BTreeMap<String, Group>,
+    pub(crate) offsets: OffsetStore,
+    /// (deadline ms, group id) for every group with a timer; mirrors `deadline_of`.
+    deadlines: BTreeSet<(u64, String)>,
+    deadline_of: HashMap<String, u64>,
+    /// Commits handed to the server for persistence, answered in `persisted`.
+    pub(crate) pending: BTreeMap<PersistId, PendingCommit>,
+    next_persist_id: u64,
+    next_incarnation: u64,
+    /// When the next `offsets.retention.check.interval.ms` pass runs, in ms.
+    pub(crate) next_retention_check_ms: u64,
+}
+
+impl Coordinator {
+    /// A coordinator with no groups, starting its clock at `now_ms`.
+    pub fn new(
+        config: GroupConfig,
+        rng: Box<dyn MemberIdRng>,
+        now_ms: u64,
+    ) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let next_retention_check_ms = now_ms + config.offsets_retention_check_interval_ms;
+        Ok(Self {
+            config,
+            rng,
+            groups: BTreeMap::new(),
+            offsets: OffsetStore::default(),
+            deadlines: BTreeSet::new(),
+            deadline_of: HashMap::new(),
+            pending: BTreeMap::new(),
+            next_persist_id: 0,
+            next_incarnation: 0,
+            next_retention_check_ms,
+        })
+    }
+
+    /// Rebuilds committed offsets from the offsets log (records in log order). Call once,
+    /// before any request. Every group with offsets comes back Empty (membership is soft
+    /// state: members rejoin after a restart).
+    pub fn load(&mut self, now_ms: u64, records: impl IntoIterator<Item = OffsetRecord>) {
+        assert!(self.groups.is_empty(), "load runs before any request");
+        self.offsets = OffsetStore::load(records);
+        let ids: Vec<String> = self.offsets.group_ids().map(str::to_owned).collect();
+        for id in ids {
+            let group = Group::new(&id, now_ms, self.incarnation());
+            self.groups.insert(id, group);
+        }
+    }
+
+    /// Handles a request; the answer may be in the effects or come later (a JoinGroup
+    /// waits for the rebalance, a SyncGroup for the leader, an OffsetCommit for
+    /// [`Coordinator::persisted`]).
+    pub fn handle(&mut self, now_ms: u64, request_id: RequestId, request: Request) -> Vec<Effect> {
+        let mut out = Vec::new();
+        match request {
+            Request::JoinGroup(req) => self.join_group(now_ms, request_id, req, &mut out),
+            Request::SyncGroup(req) => self.sync_group(now_ms, request_id, req, &mut out),
+            Request::Heartbeat(req) => {
+                let error = self.heartbeat(now_ms, &req);
+                respond(
+                    &mut out,
+                    request_id,
+                    Response::Heartbeat(HeartbeatResponse { error }),
+                );
+            }
+            Request::LeaveGroup(req) => {
+                let response = self.leave_group(now_ms, req, &mut out);
+                respond(&mut out, request_id, Response::LeaveGroup(response));
+            }
+            Request::OffsetCommit(req) => self.offset_commit(now_ms, request_id, req, &mut out),
+        }
+        self.debug_check();
+        out
+    }
+
+    /// Fires every timer due at `now_ms` (session and rebalance timeouts, the initial
+    /// rebalance delay, pending syncs, offset retention).
+    pub fn on_tick(&mut self, now_ms: u64) -> Vec<Effect> {
+        let mut out = Vec::new();
+        let due: Vec<String> = self
+            .deadlines
+            .iter()
+            .take_while(|(at, _)| *at <= now_ms)
+            .map(|(_, id)| id.clone())
+            .collect();
+        for id in due {
+            self.with_group(now_ms, &id, &mut out, |group, ctx, out| {
+                group.on_tick(ctx, out)
+            });
+        }
+        if now_ms >= self.next_retention_check_ms {
+            self.next_retention_check_ms = now_ms + self.config.offsets_retention_check_interval_ms;
+            self.expire_offsets(now_ms, &mut out);
+        }
+        self.debug_check();
+        out
+    }
+
+    /// When [`Coordinator::on_tick`] must next run, in ms.
+    pub fn next_deadline_ms(&self) -> Option<u64> {
+        let group = self.deadlines.first().map(|(at, _)| *at);
+        Some(group.map_or(self.next_retention_check_ms, |g| {
+            g.min(self.next_retention_check_ms)
+        }))
+    }
+
+    /// A group, for inspection.
+    pub fn group(&self, group_id: &str) -> Option<&Group> {
+        self.groups.get(group_id)
+    }
+
+    /// The committed offsets.
+    pub fn offsets(&self) -> &OffsetStore {
+        &self.offsets
+    }
+
+    /// Live offset records, for writing a compacted offsets log.
+    pub fn snapshot(&self) -> Vec<OffsetRecord> {
+        self.offsets.snapshot()
+    }
+
+    /// OffsetFetch: the requested partitions (-1 where nothing is committed), or all of
+    /// the group's committed partitions when `partitions` is `None` (v2+). An unknown group
+    /// has no offsets. Commits not yet persisted are not visible.
+    pub fn fetch_offsets(
+        &self,
+        group_id: &str,
+        partitions: Option<&[TopicPartition]>,
+    ) -> Result<Vec<FetchedOffset>, ErrorCode> {
+        if group_id.len() > limits::GROUP_ID_BYTES_MAX {
+            return Err(ErrorCode::InvalidGroupId);
+        }
+        let committed = self.offsets.group(group_id);
+        let fetched = |tp: &TopicPartition| match committed.and_then(|c| c.get(tp)) {
+            Some(c) => FetchedOffset {
+                tp: tp.clone(),
+                offset: c.offset,
+                leader_epoch: c.leader_epoch,
+                metadata: c.metadata.clone(),
+            },
+            None => FetchedOffset {
+                tp: tp.clone(),
+                offset: -1,
+                leader_epoch: -1,
+                metadata: String::new(),
+            },
+        };
+        Ok(match partitions {
+            Some(tps) => tps.iter().map(fetched).collect(),
+            None => committed
+                .into_iter()
+                .flat_map(|c| c.keys())
+                .map(fetched)
+                .collect(),
+        })
+    }
+
+    /// ListGroups: every group with its protocol type and state, in id order.
+    pub fn list_groups(&self) -> Vec<ListedGroup> {
+        let listed = |g: &Group| ListedGroup {
+            group_id: g.id.clone(),
+            protocol_type: g.protocol_type.clone().unwrap_or_default(),
+            state: g.state,
+        };
+        self.groups.values().map(listed).collect()
+    }
+
+    /// DescribeGroups for one group; a missing group is described as `Dead`.
+    pub fn describe_group(&self, group_id: &str) -> GroupDescription {
+        if let Some(group) = self.groups.get(group_id) {
+            return group.describe();
+        }
+        let error = if group_id.len() > limits::GROUP_ID_BYTES_MAX {
+            ErrorCode::InvalidGroupId
+        } else {
+            ErrorCode::None
+        };
+        GroupDescription {
+            group_id: group_id.to_owned(),
+            error,
+            state: GroupState::Dead,
+            protocol_type: String::new(),
+            protocol: String::new(),
+            members: Vec::new(),
+        }
+    }
+
+    /// DeleteGroups: Empty groups are deleted with their offsets (tombstones to persist in
+    /// the returned effects); others get `NON_EMPTY_GROUP` or `GROUP_ID_NOT_FOUND`.
+    pub fn delete_groups(
+        &mut self,
+        group_ids: &[String],
+    ) -> (Vec<(String, ErrorCode)>, Vec<Effect>) {
+        let mut results = Vec::with_capacity(group_ids.len());
+        let mut records = Vec::new();
+        for id in group_ids {
+            let error = match self.groups.get(id).map(|g| g.state) {
+                _ if id.len() > limits::GROUP_ID_BYTES_MAX => ErrorCode::InvalidGroupId,
+                None | Some(GroupState::Dead) => ErrorCode::GroupIdNotFound,
+                Some(GroupState::Empty) => {
+                    self.remove_group(id);
+                    records.extend(self.offsets.delete_group(id));
+                    ErrorCode::None
+                }
+                Some(_) => ErrorCode::NonEmptyGroup,
+            };
+            results.push((id.clone(), error));
+        }
+        let mut out = Vec::new();
+        if !records.is_empty() {
+            out.push(Effect::PersistOffsets {
+                id: self.persist_id(),
+                records,
+            });
+        }
+        self.debug_check();
+        (results, out)
+    }
+
+    fn join_group(
+        &mut self,
+        now_ms: u64,
+        rid: RequestId,
+        req: JoinGroupRequest,
+        out: &mut Vec<Effect>,
+    ) {
+        if let Err(e) = self.check_join(&req) {
+            return respond(out, rid, join_error(&req.member_id, e));
+        }
+        if !self.groups.contains_key(&req.group_id) {
+            if !req.member_id.is_empty() {
+                return respond(
+                    out,
+                    rid,
+                    join_error(&req.member_id, ErrorCode::UnknownMemberId),
+                );
+            }
+            if let Err(e) = self.create_group(now_ms, &req.group_id) {
+                return respond(out, rid, join_error(&req.member_id, e));
+            }
+        }
+        let id = req.group_id.clone();
+        self.with_group(now_ms, &id, out, |group, ctx, out| {
+            group.join(ctx, rid, req, out)
+        });
+    }
+
+    /// Request-level checks of JoinGroup, in Kafka's order, plus our limits.
+    fn check_join(&self, req: &JoinGroupRequest) -> Result<(), ErrorCode> {
+        if req.group_id.is_empty() || req.group_id.len() > limits::GROUP_ID_BYTES_MAX {
+            return Err(ErrorCode::InvalidGroupId);
+        }
+        let timeout = i64::from(req.session_timeout_ms);
+        let (min, max) = (
+            self.config.session_timeout_min_ms,
+            self.config.session_timeout_max_ms,
+        );
+        if timeout < i64::from(min) || timeout > i64::from(max) {
+            return Err(ErrorCode::InvalidSessionTimeout);
+        }
+        let invalid = req.rebalance_timeout_ms < 0
+            || req
+                .group_instance_id
+                .as_ref()
+                .is_some_and(|i| i.len() > limits::GROUP_INSTANCE_ID_BYTES_MAX)
+            || req.client_id.len() > limits::CLIENT_ID_BYTES_MAX
+            || req.client_host.len() > limits::CLIENT_HOST_BYTES_MAX
+            || req.protocols.len() > limits::MEMBER_PROTOCOLS_MAX
+            || req
+                .protocols
+                .iter()
+                .any(|p| p.metadata.len() > limits::PROTOCOL_METADATA_BYTES_MAX);
+        if invalid {
+            return Err(ErrorCode::InvalidRequest);
+        }
+        Ok(())
+    }
+
+    fn sync_group(
+        &mut self,
+        now_ms: u64,
+        rid: RequestId,
+        req: SyncGroupRequest,
+        out: &mut Vec<Effect>,
+    ) {
+        if req.group_id.is_empty() || req.group_id.len() > limits::GROUP_ID_BYTES_MAX {
+            return respond(out, rid, sync_error(ErrorCode::InvalidGroupId));
+        }
+        if !self.groups.contains_key(&req.group_id) {
+            return respond(out, rid, sync_error(ErrorCode::UnknownMemberId));
+        }
+        let id = req.group_id.clone();
+        self.with_group(now_ms, &id, out, |group, ctx, out| {
+            group.sync(ctx.now_ms, rid, req, out)
+        });
+    }
+
+    fn heartbeat(&mut self, now_ms: u64, req: &crate::api::HeartbeatRequest) -> ErrorCode {
+        if req.group_id.is_empty() || req.group_id.len() > limits::GROUP_ID_BYTES_MAX {
+            return ErrorCode::InvalidGroupId;
+        }
+        let Some(group) = self.groups.get_mut(&req.group_id) else {
+            return ErrorCode::UnknownMemberId;
+        };
+        let error = group.heartbeat(now_ms, req);
+        self.reindex(&req.group_id);
+        error
+    }
+
+    fn leave_group(
+        &mut self,
+        now_ms: u64,
+        req: LeaveGroupRequest,
+        out: &mut Vec<Effect>,
+    ) -> LeaveGroupResponse {
+        if req.group_id.is_empty() || req.group_id.len() > limits::GROUP_ID_BYTES_MAX {
+            return LeaveGroupResponse {
+                error: ErrorCode::InvalidGroupId,
+                members: Vec::new(),
+            };
+        }
+        if !self.groups.contains_key(&req.group_id) {
+            let unknown = |m: &crate::api::LeavingMember| LeftMember {
+                member_id: m.member_id.clone(),
+                group_instance_id: m.group_instance_id.clone(),
+                error: ErrorCode::UnknownMemberId,
+            };
+            return LeaveGroupResponse {
+                error: ErrorCode::None,
+                members: req.members.iter().map(unknown).collect(),
+            };
+        }
+        let mut members = Vec::with_capacity(req.members.len());
+        self.with_group(now_ms, &req.group_id, out, |group, ctx, out| {
+            members.extend(req.members.iter().map(|m| group.leave(ctx, m, out)));
+        });
+        LeaveGroupResponse {
+            error: ErrorCode::None,
+            members,
+        }
+    }
+
+    /// Runs `f` on a group with a fresh [`Ctx`], then refreshes its deadline.
+    pub(crate) fn with_group(
+        &mut self,
+        now_ms: u64,
+        group_id: &str,
+        out: &mut Vec<Effect>,
+        f: impl FnOnce(&mut Group, &mut Ctx<'_>, &mut Vec<Effect>),
+    ) {
+        let Some(group) = self.groups.get_mut(group_id) else {
+            return;
+        };
+        let mut ctx = Ctx {
+            now_ms,
+            config: &self.config,
+            rng: self.rng.as_mut(),
+        };
+        f(group, &mut ctx, out);
+        self.reindex(group_id);
+    }
+
+    pub(crate) fn create_group(&mut self, now_ms: u64, group_id: &str) -> Result<(), ErrorCode> {
+        if self.groups.len() >= limits::GROUPS_MAX {
+            return Err(ErrorCode::CoordinatorNotAvailable);
+        }
+        let group = Group::new(group_id, now_ms, self.incarnation());
+        self.groups.insert(group_id.to_owned(), group);
+        Ok(())
+    }
+
+    pub(crate) fn remove_group(&mut self, group_id: &str) {
+        if let Some(mut group) = self.groups.remove(group_id) {
+            group.transition(GroupState::Dead, group.state_since_ms);
+        }
+        self.reindex(group_id);
+    }
+
+    fn incarnation(&mut self) -> u64 {
+        self.next_incarnation += 1;
+        self.next_incarnation
+    }
+
+    pub(crate) fn persist_id(&mut self) -> PersistId {
+        self.next_persist_id += 1;
+        PersistId(self.next_persist_id)
+    }
+
+    /// The group's deadline as filed in the index.
+    pub(crate) fn indexed_deadline(&self, group_id: &str) -> Option<u64> {
+        self.deadline_of.get(group_id).copied()
+    }
+
+    /// Runs [`Coordinator::check_invariants`] in debug builds, while the coordinator is
+    /// small enough (a full check is linear in groups and pending commits; tests and
+    /// simulations stay under the bound).
+    pub(crate) fn debug_check(&self) {
+        const FULL_CHECK_SIZE_MAX: usize = 1_000;
+        if cfg!(debug_assertions) && self.groups.len() + self.pending.len() <= FULL_CHECK_SIZE_MAX {
+            self.check_invariants();
+        }
+    }
+
+    /// Re-files the group's next deadline in the index.
+    pub(crate) fn reindex(&mut self, group_id: &str) {
+        if let Some(old) = self.deadline_of.remove(group_id) {
+            self.deadlines.remove(&(old, group_id.to_owned()));
+        }
+        if let Some(at) = self.groups.get(group_id).and_then(Group::next_deadline_ms) {
+            self.deadline_of.insert(group_id.to_owned(), at);
+            self.deadlines.insert((at, group_id.to_owned()));
+        }
+    }
+}

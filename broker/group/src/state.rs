@@ -1,0 +1,61 @@
+//! The classic group states (Kafka's `GroupState`), and which moves between them are legal.
+//!
+//! ```text
+//!            join                      all joined / timeout          leader's SyncGroup
+//!   Empty ─────────▶ PreparingRebalance ─────────────▶ CompletingRebalance ─────────▶ Stable
+//!     ▲                 │   ▲    ▲                            │                         │
+//!     │  no members left│   │    └──── join / leave / expiry ─┘                         │
+//!     └─────────────────┘   └───────────── join (new or changed) / leave / expiry ──────┘
+//!   Empty ──DeleteGroups / all offsets expired──▶ Dead (removed)
+//! ```
+
+use std::fmt;
+
+/// A group's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GroupState {
+    /// No members; may hold committed offsets.
+    Empty,
+    /// Waiting for members to (re)join.
+    PreparingRebalance,
+    /// Joined; waiting for the leader's assignment in SyncGroup.
+    CompletingRebalance,
+    /// Assignment distributed; members heartbeat.
+    Stable,
+    /// Deleted; only seen in DescribeGroups for groups that do not exist.
+    Dead,
+}
+
+impl GroupState {
+    /// Kafka's name, as in DescribeGroups and ListGroups v4.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            GroupState::Empty => "Empty",
+            GroupState::PreparingRebalance => "PreparingRebalance",
+            GroupState::CompletingRebalance => "CompletingRebalance",
+            GroupState::Stable => "Stable",
+            GroupState::Dead => "Dead",
+        }
+    }
+
+    /// Whether `self -> to` is a legal move (Kafka's `validPreviousStates`).
+    pub const fn can_move_to(self, to: GroupState) -> bool {
+        use GroupState::{CompletingRebalance, Dead, Empty, PreparingRebalance, Stable};
+        matches!(
+            (self, to),
+            (Stable | CompletingRebalance | Empty, PreparingRebalance)
+                | (PreparingRebalance, CompletingRebalance | Empty)
+                | (CompletingRebalance, Stable)
+                | (
+                    Empty | Stable | PreparingRebalance | CompletingRebalance,
+                    Dead
+                )
+        )
+    }
+}
+
+impl fmt::Display for GroupState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

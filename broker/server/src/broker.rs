@@ -1,0 +1,609 @@
+//! The topic registry: topics, their partitions (each a storage `Log` behind a mutex plus a
+//! watch channel that wakes long-polling fetches), and topic metadata persisted as one small
+//! JSON file per topic, written atomically (temp file, fsync, rename, fsync dir).
+//!
+//! On-disk layout under `data.dir` (topics live in their own directory, so no topic name can
+//! collide with the broker's files):
+//! ```text
+//! .lock                          flock'd while a broker has the data dir open
+//! cluster.json                   {"cluster_id": "..."}
+//! topics/<topic>/topic.json      {"name", "partitions", "configs"}, written last at creation
+//! topics/<topic>/<partition>/    the storage engine's directory for one partition
+//! deleting/<topic>.<ms>/         a deleted topic, removed in the background (and at start)
+//! ```
+//! Methods here are synchronous (they do file I/O); async callers use `spawn_blocking`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use kafka_protocol::ResponseError;
+use serde::{Deserialize, Serialize};
+use sluice_storage::{Fs, Log, RealFs};
+use tokio::sync::watch;
+
+use crate::config::{BrokerConfig, HostPort};
+use crate::error::{KafkaError, ServerError};
+use crate::limits;
+use crate::topic_config::{self, TopicOverrides};
+
+/// This broker's node id in Metadata (a single-node cluster).
+pub const NODE_ID: i32 = 0;
+
+const TOPIC_FILE: &str = "topic.json";
+const CLUSTER_FILE: &str = "cluster.json";
+const LOCK_FILE: &str = ".lock";
+const TOPICS_DIR: &str = "topics";
+const DELETING_DIR: &str = "deleting";
+
+/// The broker's shared state.
+#[derive(Debug)]
+pub struct Broker {
+    /// Validated config.
+    pub config: BrokerConfig,
+    /// What Metadata advertises (set once the listener has bound).
+    advertised: RwLock<HostPort>,
+    /// Persisted at first start, stable across restarts.
+    pub cluster_id: String,
+    /// Topic name -> topic. Held only for lookups and inserts, never across I/O.
+    topics: RwLock<BTreeMap<String, Arc<Topic>>>,
+    /// Serialises topic creation and deletion (directory and registry changes together).
+    admin: Mutex<()>,
+    /// Fetches parked in a long poll right now (observability, and tests wait on it).
+    waiting_fetches: AtomicUsize,
+    /// Client connections open right now.
+    open_connections: AtomicUsize,
+    /// The filesystem partition logs live on: the real one, or a fault-injecting twin in tests.
+    fs: Arc<dyn Fs>,
+    /// The data dir's lock file, held (flock) while the broker runs so a second broker cannot
+    /// open the same data dir; released by `close_all` or by the kernel when the process dies.
+    dir_lock: Mutex<Option<std::fs::File>>,
+}
+
+/// One topic.
+#[derive(Debug)]
+pub struct Topic {
+    /// Topic name.
+    pub name: String,
+    /// Config overrides given at creation.
+    pub overrides: TopicOverrides,
+    /// Partitions by index.
+    pub partitions: Vec<Arc<Partition>>,
+}
+
+/// One partition: the log and the fetch wake-up channel.
+#[derive(Debug)]
+pub struct Partition {
+    /// Topic name (for logs and errors).
+    pub topic: String,
+    /// Partition index.
+    pub index: i32,
+    /// `None` once the topic is deleted or the broker is shutting down.
+    log: Mutex<Option<Log>>,
+    /// Log end offset after each append; fetches waiting for data subscribe to it.
+    end_offset: watch::Sender<i64>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct TopicFile {
+    name: String,
+    partitions: i32,
+    configs: TopicOverrides,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct ClusterFile {
+    cluster_id: String,
+}
+
+/// Wall-clock milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl Partition {
+    fn new(topic: &str, index: i32, log: Log) -> Self {
+        let (end_offset, _) = watch::channel(log.log_end_offset().value());
+        Self {
+            topic: topic.to_owned(),
+            index,
+            log: Mutex::new(Some(log)),
+            end_offset,
+        }
+    }
+
+    /// Runs `f` on the open log; UNKNOWN_TOPIC_OR_PARTITION if it has been closed.
+    pub fn with_log<T>(&self, f: impl FnOnce(&mut Log) -> T) -> Result<T, KafkaError> {
+        let mut guard = self
+            .log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let log = guard.as_mut().ok_or_else(|| {
+            KafkaError::new(
+                ResponseError::UnknownTopicOrPartition,
+                format!("{}-{} is closed", self.topic, self.index),
+            )
+        })?;
+        Ok(f(log))
+    }
+
+    /// Tells waiting fetches that the log end offset moved.
+    pub fn notify_appended(&self, end_offset: i64) {
+        self.end_offset.send_replace(end_offset);
+    }
+
+    /// A receiver that changes when the partition gets new data.
+    pub fn subscribe(&self) -> watch::Receiver<i64> {
+        self.end_offset.subscribe()
+    }
+
+    /// Closes the log (flush + clean-shutdown marker); later calls find it closed.
+    fn close(&self) -> Result<(), ServerError> {
+        let log = self
+            .log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        match log {
+            Some(log) => log.close().map_err(|source| ServerError::Storage {
+                context: format!("closing {}-{}", self.topic, self.index),
+                source,
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Broker {
+    /// Opens the data dir: creates it, loads every topic and opens its partitions.
+    pub fn open(config: BrokerConfig) -> Result<Self, ServerError> {
+        Self::open_with(config, Arc::new(RealFs))
+    }
+
+    /// Same, with partition logs on `fs` (topic metadata stays on the real filesystem).
+    pub fn open_with(config: BrokerConfig, fs: Arc<dyn Fs>) -> Result<Self, ServerError> {
+        let dir = config.data_dir.clone();
+        std::fs::create_dir_all(&dir).map_err(ServerError::io(format!(
+            "creating data dir {}",
+            dir.display()
+        )))?;
+        let dir_lock = lock_data_dir(&dir)?;
+        let cluster_id = load_or_create_cluster_id(&dir)?;
+        let advertised = config
+            .advertised_listeners
+            .clone()
+            .unwrap_or_else(|| config.listeners.clone());
+        let broker = Self {
+            config,
+            advertised: RwLock::new(advertised),
+            cluster_id,
+            topics: RwLock::new(BTreeMap::new()),
+            admin: Mutex::new(()),
+            waiting_fetches: AtomicUsize::new(0),
+            open_connections: AtomicUsize::new(0),
+            fs,
+            dir_lock: Mutex::new(Some(dir_lock)),
+        };
+        broker.load_topics()?;
+        Ok(broker)
+    }
+
+    fn load_topics(&self) -> Result<(), ServerError> {
+        let deleting = self.config.data_dir.join(DELETING_DIR);
+        if deleting.exists() {
+            remove_dir_logged(&deleting);
+        }
+        let dir = self.config.data_dir.join(TOPICS_DIR);
+        std::fs::create_dir_all(&dir)
+            .map_err(ServerError::io(format!("creating {}", dir.display())))?;
+        let entries = std::fs::read_dir(&dir)
+            .map_err(ServerError::io(format!("reading {}", dir.display())))?;
+        for entry in entries {
+            let path = entry
+                .map_err(ServerError::io("reading the topics dir"))?
+                .path();
+            let file = path.join(TOPIC_FILE);
+            if !file.is_file() {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file)
+                .map_err(ServerError::io(format!("reading {}", file.display())))?;
+            let meta: TopicFile = serde_json::from_str(&text).map_err(|e| ServerError::Io {
+                context: format!("parsing {}", file.display()),
+                source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+            })?;
+            let topic = self.open_topic(&meta.name, meta.partitions, meta.configs)?;
+            tracing::info!(topic = %meta.name, partitions = meta.partitions, "loaded topic");
+            self.topics_write().insert(meta.name, Arc::new(topic));
+        }
+        Ok(())
+    }
+
+    fn open_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        overrides: TopicOverrides,
+    ) -> Result<Topic, ServerError> {
+        let log_config = topic_config::log_config(&self.config, &overrides);
+        let dir = self.topic_dir(name);
+        let mut opened = Vec::with_capacity(partitions as usize);
+        for index in 0..partitions {
+            let log = Log::open_with(
+                self.fs.clone(),
+                &dir.join(index.to_string()),
+                log_config.clone(),
+                now_ms(),
+            )
+            .map_err(|source| ServerError::Storage {
+                context: format!("opening {name}-{index}"),
+                source,
+            })?;
+            opened.push(Arc::new(Partition::new(name, index, log)));
+        }
+        Ok(Topic {
+            name: name.to_owned(),
+            overrides,
+            partitions: opened,
+        })
+    }
+
+    fn topic_dir(&self, name: &str) -> PathBuf {
+        self.config.data_dir.join(TOPICS_DIR).join(name)
+    }
+
+    fn topics_write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Arc<Topic>>> {
+        self.topics
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn topics_read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<Topic>>> {
+        self.topics
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records the address the listener actually bound (used unless `advertised.listeners`).
+    pub fn set_bound_address(&self, bound: HostPort) {
+        if self.config.advertised_listeners.is_none() {
+            *self
+                .advertised
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = bound;
+        }
+    }
+
+    /// The host and port Metadata advertises.
+    pub fn advertised(&self) -> HostPort {
+        self.advertised
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Looks a topic up.
+    pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {
+        self.topics_read().get(name).cloned()
+    }
+
+    /// Looks a partition up.
+    pub fn partition(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
+        let topic = self.topic(topic)?;
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| topic.partitions.get(i).cloned())
+    }
+
+    /// Every topic, by name.
+    pub fn topics(&self) -> Vec<Arc<Topic>> {
+        self.topics_read().values().cloned().collect()
+    }
+
+    /// Every open partition (for the ticker).
+    pub fn partitions(&self) -> Vec<Arc<Partition>> {
+        self.topics_read()
+            .values()
+            .flat_map(|t| t.partitions.iter().cloned())
+            .collect()
+    }
+
+    /// Checks a CreateTopics request for one topic without creating anything.
+    pub fn validate_new_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        overrides: &TopicOverrides,
+    ) -> Result<(), KafkaError> {
+        validate_topic_name(name)?;
+        if !(1..=limits::PARTITIONS_PER_TOPIC_MAX).contains(&partitions) {
+            return Err(KafkaError::new(
+                ResponseError::InvalidPartitions,
+                format!(
+                    "{partitions} partitions is outside 1..={}",
+                    limits::PARTITIONS_PER_TOPIC_MAX
+                ),
+            ));
+        }
+        topic_config::validate_all(&self.config, overrides)?;
+        if self.topic(name).is_some() {
+            return Err(KafkaError::new(
+                ResponseError::TopicAlreadyExists,
+                format!("topic {name:?} already exists"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Creates a topic: directory, metadata file, partitions. Returns the new topic.
+    pub fn create_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        overrides: TopicOverrides,
+    ) -> Result<Arc<Topic>, KafkaError> {
+        let _admin = self
+            .admin
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.validate_new_topic(name, partitions, &overrides)?;
+        let dir = self.topic_dir(name);
+        // The partitions first, topic.json last: the file is the commit point, and a directory
+        // without it is ignored at start (and reused by the next creation of the name).
+        let created = std::fs::create_dir_all(&dir)
+            .map_err(ServerError::io(format!("creating {}", dir.display())))
+            .and_then(|()| self.open_topic(name, partitions, overrides))
+            .and_then(|topic| {
+                let meta = TopicFile {
+                    name: name.to_owned(),
+                    partitions,
+                    configs: topic.overrides.clone(),
+                };
+                let text = serde_json::to_string_pretty(&meta).map_err(|e| ServerError::Io {
+                    context: "encoding topic.json".into(),
+                    source: std::io::Error::other(e),
+                })?;
+                write_atomically(&dir.join(TOPIC_FILE), text.as_bytes()).map_err(
+                    ServerError::io(format!("writing {}", dir.join(TOPIC_FILE).display())),
+                )?;
+                Ok(topic)
+            });
+        let topic = match created {
+            Ok(topic) => Arc::new(topic),
+            Err(e) => {
+                tracing::error!(topic = name, error = %e, "creating topic failed");
+                remove_dir_logged(&dir);
+                return Err(KafkaError::new(
+                    ResponseError::KafkaStorageError,
+                    e.to_string(),
+                ));
+            }
+        };
+        self.topics_write().insert(name.to_owned(), topic.clone());
+        tracing::info!(topic = name, partitions, "created topic");
+        Ok(topic)
+    }
+
+    /// Creates `name` with `num.partitions` if auto-creation is on and the name is valid.
+    pub fn auto_create(&self, name: &str) -> Result<Arc<Topic>, KafkaError> {
+        if let Some(topic) = self.topic(name) {
+            return Ok(topic);
+        }
+        if !self.config.auto_create_topics_enable {
+            return Err(KafkaError::new(
+                ResponseError::UnknownTopicOrPartition,
+                format!("unknown topic {name:?}"),
+            ));
+        }
+        match self.create_topic(name, self.config.num_partitions, TopicOverrides::new()) {
+            Err(e) if e.code == ResponseError::TopicAlreadyExists => self.topic(name).ok_or(e),
+            other => other,
+        }
+    }
+
+    /// Deletes a topic: unregisters it, closes its logs, renames its directory aside and
+    /// removes it. Fetches holding a read slice keep reading the unlinked files.
+    pub fn delete_topic(&self, name: &str) -> Result<(), KafkaError> {
+        let _admin = self
+            .admin
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let topic = self.topics_write().remove(name).ok_or_else(|| {
+            KafkaError::new(
+                ResponseError::UnknownTopicOrPartition,
+                format!("unknown topic {name:?}"),
+            )
+        })?;
+        for partition in &topic.partitions {
+            if let Err(e) = partition.close() {
+                tracing::warn!(topic = name, error = %e, "closing a deleted partition failed");
+            }
+        }
+        // Renamed aside first (atomic: a crash leaves the topic either whole or gone), then
+        // removed; a leftover in deleting/ is cleared at the next start.
+        let dir = self.topic_dir(name);
+        let deleting = self.config.data_dir.join(DELETING_DIR);
+        let aside = deleting.join(format!("{name}.{}", now_ms()));
+        std::fs::create_dir_all(&deleting)
+            .and_then(|()| std::fs::rename(&dir, &aside))
+            .map_err(|e| {
+                KafkaError::new(
+                    ResponseError::KafkaStorageError,
+                    format!("moving {} aside: {e}", dir.display()),
+                )
+            })?;
+        sync_dir(&self.config.data_dir.join(TOPICS_DIR)).ok();
+        remove_dir_logged(&aside);
+        tracing::info!(topic = name, "deleted topic");
+        Ok(())
+    }
+
+    /// Fetches parked in a long poll right now.
+    pub fn waiting_fetches(&self) -> usize {
+        self.waiting_fetches.load(Ordering::Relaxed)
+    }
+
+    /// Counts a fetch as parked until the returned guard drops.
+    pub fn park_fetch(&self) -> impl Drop + '_ {
+        self.waiting_fetches.fetch_add(1, Ordering::Relaxed);
+        Gauge(&self.waiting_fetches)
+    }
+
+    /// Client connections open right now.
+    pub fn open_connections(&self) -> usize {
+        self.open_connections.load(Ordering::Relaxed)
+    }
+
+    /// Counts a connection as open until the returned guard drops.
+    pub fn connection_opened(&self) -> impl Drop + '_ {
+        self.open_connections.fetch_add(1, Ordering::Relaxed);
+        Gauge(&self.open_connections)
+    }
+
+    /// Closes every partition (flush + clean-shutdown marker). Used at shutdown.
+    pub fn close_all(&self) -> Result<(), ServerError> {
+        let mut first_error = None;
+        for partition in self.partitions() {
+            if let Err(e) = partition.close() {
+                tracing::error!(error = %e, "closing partition failed");
+                first_error.get_or_insert(e);
+            }
+        }
+        self.dir_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// Takes an exclusive lock on `<data.dir>/.lock`, or fails naming the data dir.
+fn lock_data_dir(dir: &Path) -> Result<std::fs::File, ServerError> {
+    use std::os::fd::AsRawFd;
+    let path = dir.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(ServerError::io(format!("opening {}", path.display())))?;
+    // SAFETY: flock on a descriptor we own and keep open.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(ServerError::Io {
+            context: format!(
+                "data dir {} is in use by another sluice broker (locking {})",
+                dir.display(),
+                path.display()
+            ),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    Ok(file)
+}
+
+/// Decrements a gauge when dropped.
+struct Gauge<'a>(&'a AtomicUsize);
+
+impl Drop for Gauge<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Kafka's topic name rules: 1..=249 chars of `[a-zA-Z0-9._-]`, not `.` or `..`.
+pub fn validate_topic_name(name: &str) -> Result<(), KafkaError> {
+    let invalid = |why: &str| {
+        KafkaError::new(
+            ResponseError::InvalidTopicException,
+            format!("topic name {name:?} {why}"),
+        )
+    };
+    if name.is_empty() || name == "." || name == ".." {
+        return Err(invalid("is not allowed"));
+    }
+    if name == crate::group::OFFSETS_TOPIC {
+        return Err(invalid(
+            "is Kafka's internal offsets topic; Sluice keeps committed offsets in data.dir/consumer-offsets/",
+        ));
+    }
+    if name.len() > limits::TOPIC_NAME_BYTES_MAX {
+        return Err(invalid(&format!(
+            "is longer than {} bytes",
+            limits::TOPIC_NAME_BYTES_MAX
+        )));
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+    {
+        return Err(invalid("has characters outside [a-zA-Z0-9._-]"));
+    }
+    Ok(())
+}
+
+fn load_or_create_cluster_id(dir: &Path) -> Result<String, ServerError> {
+    let path = dir.join(CLUSTER_FILE);
+    if let Ok(text) = std::fs::read_to_string(&path)
+        && let Ok(file) = serde_json::from_str::<ClusterFile>(&text)
+    {
+        return Ok(file.cluster_id);
+    }
+    let cluster_id = random_id();
+    let text = serde_json::to_string(&ClusterFile {
+        cluster_id: cluster_id.clone(),
+    })
+    .unwrap_or_default();
+    write_atomically(&path, text.as_bytes())
+        .map_err(ServerError::io(format!("writing {}", path.display())))?;
+    Ok(cluster_id)
+}
+
+/// 22 URL-safe characters from the std hasher's random keys and the clock (Kafka's cluster
+/// ids are 22-character base64 UUIDs).
+fn random_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::with_capacity(22);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_i64(now_ms());
+    let mut bits = hasher.finish();
+    for i in 0..22 {
+        if i == 11 {
+            hasher.write_u64(bits);
+            bits = hasher.finish();
+        }
+        out.push(char::from(ALPHABET[(bits & 63) as usize]));
+        bits >>= 6;
+    }
+    out
+}
+
+/// Writes `path` so that a crash leaves either the old or the new content.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let tmp = path.with_extension("tmp");
+    let mut file = std::fs::File::create(&tmp)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    if let Some(parent) = path.parent() {
+        sync_dir(parent)?;
+    }
+    Ok(())
+}
+
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
+
+fn remove_dir_logged(path: &Path) {
+    if let Err(e) = std::fs::remove_dir_all(path) {
+        tracing::warn!(path = %path.display(), error = %e, "removing a deleted topic's directory failed");
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,115 @@
+//! Topic registry: creation, validation, persistence across reopen, deletion.
+
+use super::*;
+
+fn config(dir: &Path) -> BrokerConfig {
+    BrokerConfig {
+        data_dir: dir.to_owned(),
+        ..BrokerConfig::default()
+    }
+}
+
+#[test]
+fn topics_survive_reopen_with_their_configs() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::open(config(dir.path())).unwrap();
+    let overrides: TopicOverrides = [("retention.ms".to_owned(), "60000".to_owned())].into();
+    broker.create_topic("orders", 3, overrides.clone()).unwrap();
+    let cluster_id = broker.cluster_id.clone();
+    broker.close_all().unwrap();
+    drop(broker);
+
+    let broker = Broker::open(config(dir.path())).unwrap();
+    let topic = broker.topic("orders").expect("topic reloaded");
+    assert_eq!(topic.partitions.len(), 3);
+    assert_eq!(topic.overrides, overrides);
+    assert_eq!(broker.cluster_id, cluster_id);
+}
+
+#[test]
+fn bad_names_and_duplicates_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::open(config(dir.path())).unwrap();
+    for name in ["", ".", "..", "a/b", "sp ace", &"x".repeat(250)] {
+        let err = broker
+            .create_topic(name, 1, TopicOverrides::new())
+            .unwrap_err();
+        assert_eq!(err.code, ResponseError::InvalidTopicException, "{name:?}");
+    }
+    broker.create_topic("t", 1, TopicOverrides::new()).unwrap();
+    let err = broker
+        .create_topic("t", 1, TopicOverrides::new())
+        .unwrap_err();
+    assert_eq!(err.code, ResponseError::TopicAlreadyExists);
+    let err = broker
+        .create_topic("u", 0, TopicOverrides::new())
+        .unwrap_err();
+    assert_eq!(err.code, ResponseError::InvalidPartitions);
+}
+
+#[test]
+fn deleted_topics_are_gone_and_can_be_recreated() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::open(config(dir.path())).unwrap();
+    broker.create_topic("t", 2, TopicOverrides::new()).unwrap();
+    let partition = broker.partition("t", 1).unwrap();
+    broker.delete_topic("t").unwrap();
+    assert!(broker.topic("t").is_none());
+    assert!(!dir.path().join("topics/t").exists());
+    let err = partition.with_log(|_| ()).unwrap_err();
+    assert_eq!(err.code, ResponseError::UnknownTopicOrPartition);
+    assert_eq!(
+        broker.delete_topic("t").unwrap_err().code,
+        ResponseError::UnknownTopicOrPartition
+    );
+    broker.create_topic("t", 1, TopicOverrides::new()).unwrap();
+    assert_eq!(broker.topic("t").unwrap().partitions.len(), 1);
+}
+
+#[test]
+fn auto_create_follows_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.num_partitions = 4;
+    let broker = Broker::open(c.clone()).unwrap();
+    assert_eq!(broker.auto_create("new").unwrap().partitions.len(), 4);
+    broker.close_all().unwrap();
+    c.auto_create_topics_enable = false;
+    let broker = Broker::open(c).unwrap();
+    assert_eq!(
+        broker.auto_create("other").unwrap_err().code,
+        ResponseError::UnknownTopicOrPartition
+    );
+}
+
+#[test]
+fn a_data_dir_is_opened_by_one_broker_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = Broker::open(config(dir.path())).unwrap();
+    let err = Broker::open(config(dir.path())).unwrap_err().to_string();
+    assert!(err.contains("in use by another sluice broker"), "{err}");
+    first.close_all().unwrap();
+    Broker::open(config(dir.path())).unwrap();
+}
+
+#[test]
+fn topic_names_cannot_collide_with_the_brokers_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::open(config(dir.path())).unwrap();
+    for name in [
+        "cluster.json",
+        ".lock",
+        "topics",
+        "deleting",
+        "cluster.tmp",
+        "x.123-delete",
+    ] {
+        broker
+            .create_topic(name, 1, TopicOverrides::new())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    broker.delete_topic("topics").unwrap();
+    broker.close_all().unwrap();
+    let broker = Broker::open(config(dir.path())).unwrap();
+    assert_eq!(broker.topics().len(), 5);
+}

@@ -1,0 +1,503 @@
+//! The one typed broker config: embedded defaults, then a TOML file, then `SLUICE_*`
+//! environment variables, then command-line flags. Validated once at start; unknown keys and
+//! bad values are errors naming the key; nothing is silently clamped.
+//!
+//! Keys are Kafka's names (`num.partitions`, `log.retention.ms`, ...). Byte and time values
+//! accept Kafka's plain numbers or human units (`"100 MiB"`, `"7d"`).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use sluice_group::GroupConfig;
+use sluice_group::limits as group_limits;
+
+use crate::error::ConfigError;
+use crate::limits;
+use crate::units::{parse_bytes, parse_ms};
+
+/// How a record batch's timestamp is set (`log.message.timestamp.type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimestampType {
+    /// Keep the producer's timestamps.
+    CreateTime,
+    /// Stamp batches with the broker's clock at append.
+    LogAppendTime,
+}
+
+impl TimestampType {
+    /// Parses Kafka's spelling.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "CreateTime" => Ok(Self::CreateTime),
+            "LogAppendTime" => Ok(Self::LogAppendTime),
+            _ => Err(format!("{text:?} is not CreateTime or LogAppendTime")),
+        }
+    }
+
+    /// Kafka's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::CreateTime => "CreateTime",
+            Self::LogAppendTime => "LogAppendTime",
+        }
+    }
+}
+
+/// A host and port as clients should dial it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPort {
+    /// Host name or IP literal.
+    pub host: String,
+    /// TCP port; 0 in `listeners` means "pick one".
+    pub port: u16,
+}
+
+impl HostPort {
+    /// Parses `host:port` or Kafka's `PLAINTEXT://host:port`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        let text = text.strip_prefix("PLAINTEXT://").unwrap_or(text);
+        let (host, port) = text
+            .rsplit_once(':')
+            .ok_or_else(|| format!("{text:?} is not host:port"))?;
+        let port = port
+            .parse::<u16>()
+            .map_err(|_| format!("{port:?} is not a TCP port"))?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        if host.is_empty() || text.contains(',') {
+            return Err(format!("{text:?} is not a single host:port"));
+        }
+        Ok(Self {
+            host: host.to_owned(),
+            port,
+        })
+    }
+
+    /// The socket address to bind; the host must be an IP literal or `localhost`.
+    pub fn socket_addr(&self) -> Result<SocketAddr, String> {
+        let host = if self.host == "localhost" {
+            "127.0.0.1"
+        } else {
+            &self.host
+        };
+        let ip = host
+            .parse::<std::net::IpAddr>()
+            .map_err(|_| format!("{host:?} is not an IP address to bind"))?;
+        Ok(SocketAddr::new(ip, self.port))
+    }
+}
+
+impl std::fmt::Display for HostPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.host, self.port)
+    }
+}
+
+/// The broker's configuration. Field names are the Kafka keys with `.` -> `_`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrokerConfig {
+    /// `listeners`: where the Kafka protocol listener binds.
+    pub listeners: HostPort,
+    /// `advertised.listeners`: what Metadata tells clients; `None` = the bound address.
+    pub advertised_listeners: Option<HostPort>,
+    /// `data.dir`: topics and partitions live here.
+    pub data_dir: PathBuf,
+    /// `num.partitions`: partitions of an auto-created topic.
+    pub num_partitions: i32,
+    /// `auto.create.topics.enable`: Metadata/Produce for an unknown topic creates it.
+    pub auto_create_topics_enable: bool,
+    /// `message.max.bytes`: largest record batch accepted.
+    pub message_max_bytes: u32,
+    /// `socket.request.max.bytes`: largest request frame accepted.
+    pub socket_request_max_bytes: u32,
+    /// `connections.max.idle.ms`: a connection that sends no request for this long is closed.
+    pub connections_max_idle_ms: u64,
+    /// `log.segment.bytes`: segment file size that triggers a roll.
+    pub log_segment_bytes: u32,
+    /// `log.roll.ms`: segment age that triggers a roll.
+    pub log_roll_ms: i64,
+    /// `log.retention.ms`: age after which whole segments are deleted; -1 forever.
+    pub log_retention_ms: i64,
+    /// `log.retention.bytes`: partition size above which old segments go; -1 unlimited.
+    pub log_retention_bytes: i64,
+    /// `log.retention.check.interval.ms`: how often retention runs.
+    pub log_retention_check_interval_ms: u64,
+    /// `log.flush.interval.messages`: fsync after this many records; `u64::MAX` never.
+    pub log_flush_interval_messages: u64,
+    /// `log.flush.interval.ms`: fsync at least this often; `u64::MAX` never.
+    pub log_flush_interval_ms: u64,
+    /// `log.message.timestamp.type`: CreateTime or LogAppendTime.
+    pub log_message_timestamp_type: TimestampType,
+    /// `log.index.interval.bytes`: bytes between offset index entries.
+    pub log_index_interval_bytes: u32,
+    /// `log.segment.index.bytes`: index file size per segment.
+    pub log_segment_index_bytes: u32,
+    /// `sluice.acks.all.fsync`: a produce with acks=-1 fsyncs before it is answered.
+    pub acks_all_fsync: bool,
+    /// `group.initial.rebalance.delay.ms`: an empty group's first rebalance waits this long
+    /// for more members.
+    pub group_initial_rebalance_delay_ms: u32,
+    /// `group.min.session.timeout.ms`: smallest session timeout a member may ask for.
+    pub group_min_session_timeout_ms: u32,
+    /// `group.max.session.timeout.ms`: largest session timeout a member may ask for.
+    pub group_max_session_timeout_ms: u32,
+    /// `group.max.size`: members per consumer group.
+    pub group_max_size: u32,
+    /// `offsets.retention.minutes`: committed offsets of an empty group expire after this.
+    pub offsets_retention_minutes: u32,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        Self {
+            listeners: HostPort {
+                host: "127.0.0.1".into(),
+                port: 9092,
+            },
+            advertised_listeners: None,
+            data_dir: PathBuf::from("./sluice-data"),
+            num_partitions: 1,
+            auto_create_topics_enable: true,
+            message_max_bytes: limits::MESSAGE_MAX_BYTES_DEFAULT,
+            socket_request_max_bytes: limits::SOCKET_REQUEST_MAX_BYTES_DEFAULT,
+            connections_max_idle_ms: 600_000,
+            log_segment_bytes: 1 << 30,
+            log_roll_ms: 7 * 86_400_000,
+            log_retention_ms: 7 * 86_400_000,
+            log_retention_bytes: -1,
+            log_retention_check_interval_ms: 300_000,
+            log_flush_interval_messages: u64::MAX,
+            log_flush_interval_ms: u64::MAX,
+            log_message_timestamp_type: TimestampType::CreateTime,
+            log_index_interval_bytes: 4096,
+            log_segment_index_bytes: 10 * 1024 * 1024,
+            acks_all_fsync: true,
+            group_initial_rebalance_delay_ms: group_limits::DEFAULT_INITIAL_REBALANCE_DELAY_MS,
+            group_min_session_timeout_ms: group_limits::DEFAULT_SESSION_TIMEOUT_MIN_MS,
+            group_max_session_timeout_ms: group_limits::DEFAULT_SESSION_TIMEOUT_MAX_MS,
+            group_max_size: group_limits::GROUP_MEMBERS_MAX as u32,
+            offsets_retention_minutes: (group_limits::DEFAULT_OFFSETS_RETENTION_MS / 60_000) as u32,
+        }
+    }
+}
+
+/// Every broker key, in the order DescribeConfigs and the default file list them.
+pub const BROKER_KEYS: &[&str] = &[
+    "listeners",
+    "advertised.listeners",
+    "data.dir",
+    "num.partitions",
+    "auto.create.topics.enable",
+    "message.max.bytes",
+    "socket.request.max.bytes",
+    "connections.max.idle.ms",
+    "log.segment.bytes",
+    "log.roll.ms",
+    "log.retention.ms",
+    "log.retention.bytes",
+    "log.retention.check.interval.ms",
+    "log.flush.interval.messages",
+    "log.flush.interval.ms",
+    "log.message.timestamp.type",
+    "log.index.interval.bytes",
+    "log.segment.index.bytes",
+    "sluice.acks.all.fsync",
+    "group.initial.rebalance.delay.ms",
+    "group.min.session.timeout.ms",
+    "group.max.session.timeout.ms",
+    "group.max.size",
+    "offsets.retention.minutes",
+];
+
+/// Environment variables starting with `SLUICE_` that are not config keys.
+const ENV_NON_KEYS: &[&str] = &["SLUICE_LOG", "SLUICE_LOG_FORMAT", "SLUICE_CONFIG"];
+
+impl BrokerConfig {
+    /// Sets one key from its text form (file, env and flags all come through here).
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+        let bad = |reason: String| ConfigError::BadValue {
+            key: key.to_owned(),
+            value: value.to_owned(),
+            reason,
+        };
+        match key {
+            "listeners" => self.listeners = HostPort::parse(value).map_err(bad)?,
+            "advertised.listeners" => {
+                self.advertised_listeners = match value.trim() {
+                    "" => None,
+                    v => Some(HostPort::parse(v).map_err(bad)?),
+                }
+            }
+            "data.dir" => self.data_dir = PathBuf::from(value),
+            "num.partitions" => {
+                self.num_partitions =
+                    ranged(parse_i64(value), 1, limits::PARTITIONS_PER_TOPIC_MAX.into())
+                        .map_err(bad)? as i32;
+            }
+            "auto.create.topics.enable" => {
+                self.auto_create_topics_enable = parse_bool(value).map_err(bad)?
+            }
+            "message.max.bytes" => self.message_max_bytes = bytes_u32(value, 1).map_err(bad)?,
+            "socket.request.max.bytes" => {
+                self.socket_request_max_bytes =
+                    bytes_u32(value, limits::REQUEST_HEADER_MIN_BYTES as i64).map_err(bad)?;
+            }
+            "log.segment.bytes" => self.log_segment_bytes = bytes_u32(value, 1024).map_err(bad)?,
+            "log.roll.ms" => {
+                self.log_roll_ms = ranged(parse_ms(value), 1, i64::MAX).map_err(bad)?
+            }
+            "log.retention.ms" => {
+                self.log_retention_ms = ranged(parse_ms(value), -1, i64::MAX).map_err(bad)?
+            }
+            "log.retention.bytes" => {
+                self.log_retention_bytes = ranged(parse_bytes(value), -1, i64::MAX).map_err(bad)?
+            }
+            "connections.max.idle.ms" => {
+                self.connections_max_idle_ms =
+                    ranged(parse_ms(value), 1, i64::MAX).map_err(bad)? as u64;
+            }
+            "log.retention.check.interval.ms" => {
+                self.log_retention_check_interval_ms =
+                    ranged(parse_ms(value), 1, i64::MAX).map_err(bad)? as u64;
+            }
+            "log.flush.interval.messages" => {
+                self.log_flush_interval_messages = never_or(parse_i64(value)).map_err(bad)?
+            }
+            "log.flush.interval.ms" => {
+                self.log_flush_interval_ms = never_or(parse_ms(value)).map_err(bad)?
+            }
+            "log.message.timestamp.type" => {
+                self.log_message_timestamp_type = TimestampType::parse(value).map_err(bad)?
+            }
+            "log.index.interval.bytes" => {
+                self.log_index_interval_bytes = bytes_u32(value, 0).map_err(bad)?
+            }
+            "log.segment.index.bytes" => {
+                self.log_segment_index_bytes = bytes_u32(value, 4096).map_err(bad)?
+            }
+            "sluice.acks.all.fsync" => self.acks_all_fsync = parse_bool(value).map_err(bad)?,
+            _ => match self.set_group_key(key, value) {
+                Some(result) => result.map_err(bad)?,
+                None => return Err(ConfigError::UnknownKey(key.to_owned())),
+            },
+        }
+        Ok(())
+    }
+
+    /// Sets a `group.*` / `offsets.*` key; `None` for any other key.
+    fn set_group_key(&mut self, key: &str, value: &str) -> Option<Result<(), String>> {
+        let set = |key: &str, this: &mut Self| -> Result<bool, String> {
+            match key {
+                "group.initial.rebalance.delay.ms" => {
+                    this.group_initial_rebalance_delay_ms = ms_u32(value, 0)?
+                }
+                "group.min.session.timeout.ms" => {
+                    this.group_min_session_timeout_ms = ms_u32(value, 1)?
+                }
+                "group.max.session.timeout.ms" => {
+                    this.group_max_session_timeout_ms = ms_u32(value, 1)?
+                }
+                "group.max.size" => {
+                    this.group_max_size =
+                        ranged(parse_i64(value), 1, group_limits::GROUP_MEMBERS_MAX as i64)? as u32
+                }
+                "offsets.retention.minutes" => {
+                    this.offsets_retention_minutes =
+                        ranged(parse_i64(value), 1, i64::from(i32::MAX))? as u32
+                }
+                _ => return Ok(false),
+            }
+            Ok(true)
+        };
+        match set(key, self) {
+            Ok(true) => Some(Ok(())),
+            Ok(false) => None,
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    /// The current value of a key in Kafka's text form (DescribeConfigs).
+    pub fn get(&self, key: &str) -> Option<String> {
+        Some(match key {
+            "listeners" => format!("PLAINTEXT://{}", self.listeners),
+            "advertised.listeners" => self
+                .advertised_listeners
+                .as_ref()
+                .map_or_else(String::new, |a| format!("PLAINTEXT://{a}")),
+            "data.dir" => self.data_dir.display().to_string(),
+            "num.partitions" => self.num_partitions.to_string(),
+            "auto.create.topics.enable" => self.auto_create_topics_enable.to_string(),
+            "message.max.bytes" => self.message_max_bytes.to_string(),
+            "socket.request.max.bytes" => self.socket_request_max_bytes.to_string(),
+            "log.segment.bytes" => self.log_segment_bytes.to_string(),
+            "log.roll.ms" => self.log_roll_ms.to_string(),
+            "log.retention.ms" => self.log_retention_ms.to_string(),
+            "log.retention.bytes" => self.log_retention_bytes.to_string(),
+            "log.retention.check.interval.ms" => self.log_retention_check_interval_ms.to_string(),
+            "connections.max.idle.ms" => self.connections_max_idle_ms.to_string(),
+            "log.flush.interval.messages" => kafka_never(self.log_flush_interval_messages),
+            "log.flush.interval.ms" => kafka_never(self.log_flush_interval_ms),
+            "log.message.timestamp.type" => self.log_message_timestamp_type.as_str().to_owned(),
+            "log.index.interval.bytes" => self.log_index_interval_bytes.to_string(),
+            "log.segment.index.bytes" => self.log_segment_index_bytes.to_string(),
+            "sluice.acks.all.fsync" => self.acks_all_fsync.to_string(),
+            "group.initial.rebalance.delay.ms" => self.group_initial_rebalance_delay_ms.to_string(),
+            "group.min.session.timeout.ms" => self.group_min_session_timeout_ms.to_string(),
+            "group.max.session.timeout.ms" => self.group_max_session_timeout_ms.to_string(),
+            "group.max.size" => self.group_max_size.to_string(),
+            "offsets.retention.minutes" => self.offsets_retention_minutes.to_string(),
+            _ => return None,
+        })
+    }
+
+    /// Applies a TOML document. Dotted keys may be quoted (`"num.partitions" = 3`) or bare
+    /// (`num.partitions = 3`, which TOML reads as nested tables); both name the same key.
+    pub fn apply_toml(&mut self, path: &Path, text: &str) -> Result<(), ConfigError> {
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| ConfigError::Toml {
+                path: path.to_owned(),
+                reason: e.to_string(),
+            })?;
+        let mut flat = BTreeMap::new();
+        flatten_toml("", &toml::Value::Table(table), &mut flat);
+        for (key, value) in flat {
+            self.set(&key, &value)?;
+        }
+        Ok(())
+    }
+
+    /// Applies `SLUICE_<KEY>` variables (key uppercased, `.` -> `_`). Unknown `SLUICE_*`
+    /// variables are errors, so a typo is not silently ignored.
+    pub fn apply_env(
+        &mut self,
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<(), ConfigError> {
+        for (name, value) in vars {
+            let Some(_) = name.strip_prefix("SLUICE_") else {
+                continue;
+            };
+            if ENV_NON_KEYS.contains(&name.as_str()) {
+                continue;
+            }
+            let key = BROKER_KEYS
+                .iter()
+                .find(|k| env_name(k) == name)
+                .ok_or_else(|| ConfigError::UnknownEnv(name.clone()))?;
+            self.set(key, &value)?;
+        }
+        Ok(())
+    }
+
+    /// Cross-key checks, run once after every source is applied.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.message_max_bytes >= self.socket_request_max_bytes {
+            return Err(ConfigError::Inconsistent(format!(
+                "message.max.bytes ({}) must be below socket.request.max.bytes ({})",
+                self.message_max_bytes, self.socket_request_max_bytes
+            )));
+        }
+        self.group_config()
+            .validate()
+            .map_err(|e| ConfigError::Inconsistent(e.to_string()))?;
+        self.listeners
+            .socket_addr()
+            .map_err(|reason| ConfigError::BadValue {
+                key: "listeners".into(),
+                value: self.listeners.to_string(),
+                reason,
+            })?;
+        Ok(())
+    }
+}
+
+impl BrokerConfig {
+    /// The consumer-group coordinator's settings (`group.*`, `offsets.*`).
+    pub fn group_config(&self) -> GroupConfig {
+        GroupConfig {
+            session_timeout_min_ms: self.group_min_session_timeout_ms,
+            session_timeout_max_ms: self.group_max_session_timeout_ms,
+            initial_rebalance_delay_ms: self.group_initial_rebalance_delay_ms,
+            group_max_size: self.group_max_size as usize,
+            offsets_retention_ms: u64::from(self.offsets_retention_minutes) * 60_000,
+            ..GroupConfig::default()
+        }
+    }
+}
+
+/// The environment variable that sets `key`.
+pub fn env_name(key: &str) -> String {
+    format!("SLUICE_{}", key.to_ascii_uppercase().replace('.', "_"))
+}
+
+fn flatten_toml(prefix: &str, value: &toml::Value, out: &mut BTreeMap<String, String>) {
+    match value {
+        toml::Value::Table(table) => {
+            for (k, v) in table {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten_toml(&key, v, out);
+            }
+        }
+        toml::Value::String(s) => {
+            out.insert(prefix.to_owned(), s.clone());
+        }
+        other => {
+            out.insert(prefix.to_owned(), other.to_string());
+        }
+    }
+}
+
+fn parse_i64(text: &str) -> Result<i64, String> {
+    text.trim()
+        .parse::<i64>()
+        .map_err(|_| format!("{text:?} is not an integer"))
+}
+
+fn parse_bool(text: &str) -> Result<bool, String> {
+    match text.trim() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(format!("{text:?} is not true or false")),
+    }
+}
+
+fn ranged(value: Result<i64, String>, min: i64, max: i64) -> Result<i64, String> {
+    let value = value?;
+    if value < min || value > max {
+        return Err(format!("{value} is outside {min}..={max}"));
+    }
+    Ok(value)
+}
+
+fn ms_u32(text: &str, min: i64) -> Result<u32, String> {
+    ranged(parse_ms(text), min, i64::from(i32::MAX)).map(|v| v as u32)
+}
+
+fn bytes_u32(text: &str, min: i64) -> Result<u32, String> {
+    ranged(parse_bytes(text), min, i64::from(i32::MAX)).map(|v| v as u32)
+}
+
+/// Kafka writes "never" as `Long.MAX_VALUE`; `-1` is accepted as a spelling of it too.
+fn never_or(value: Result<i64, String>) -> Result<u64, String> {
+    match value? {
+        -1 | i64::MAX => Ok(u64::MAX),
+        v if v >= 1 => Ok(v as u64),
+        v => Err(format!("{v} must be positive (or -1 for never)")),
+    }
+}
+
+fn kafka_never(value: u64) -> String {
+    if value == u64::MAX {
+        i64::MAX.to_string()
+    } else {
+        value.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests;

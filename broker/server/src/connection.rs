@@ -1,0 +1,382 @@
+//! One client connection; the only code that touches socket bytes.
+//!
+//! Three stages joined in one task, linked by bounded channels:
+//! - the reader parses length-prefixed frames (refusing a length above
+//!   `socket.request.max.bytes` before allocating, and growing the buffer only as bytes
+//!   arrive), and queues them (at most `IN_FLIGHT_REQUESTS_PER_CONNECTION_MAX` frames and
+//!   `READ_AHEAD_BYTES_PER_CONNECTION_MAX` bytes);
+//! - the processor handles them one at a time, in order (Kafka's per-connection ordering:
+//!   two produces to one partition must append in the order they were sent);
+//! - the writer sends responses in order: encoded bytes with `write_all`, record sets
+//!   straight from segment files with `sendfile(2)`.
+//!
+//! A framing error (bad length, unknown API, undecodable request) closes the connection after
+//! the responses already queued are written.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::Arc;
+
+use bytes::{Buf, Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
+
+use crate::broker::Broker;
+use crate::handler;
+use crate::limits;
+
+/// Bytes the reader asks the socket for at a time while filling a large frame.
+const READ_CHUNK_BYTES: usize = 64 * 1024;
+
+/// A response ready to write: a frame's pieces, in order, without the length prefix.
+#[derive(Debug, Default)]
+pub struct Response {
+    /// The pieces of the frame body (header + message).
+    pub chunks: Vec<Chunk>,
+}
+
+/// A piece of a response frame.
+#[derive(Debug)]
+pub enum Chunk {
+    /// Encoded bytes.
+    Bytes(Bytes),
+    /// A range of a segment file, written with sendfile when the storage gives a file descriptor.
+    File(sluice_storage::ReadSlice),
+}
+
+impl Chunk {
+    fn len(&self) -> usize {
+        match self {
+            Self::Bytes(b) => b.len(),
+            Self::File(slice) => slice.len as usize,
+        }
+    }
+}
+
+/// Why a connection was closed by us.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// The socket failed.
+    #[error("socket: {0}")]
+    Io(#[from] io::Error),
+    /// The length prefix is negative, too small or above `socket.request.max.bytes`.
+    #[error("frame length {length} is outside {min}..={max} (socket.request.max.bytes)")]
+    BadLength {
+        /// The length prefix received.
+        length: i32,
+        /// Smallest valid frame.
+        min: usize,
+        /// `socket.request.max.bytes`.
+        max: u32,
+    },
+    /// A request we cannot parse or answer.
+    #[error("{0}")]
+    Malformed(String),
+    /// A produce with acks=0 failed: closing the connection is the only way to tell the client.
+    #[error("acks=0 produce failed, closing so the client notices: {0}")]
+    AcksZeroFailed(String),
+}
+
+/// Per-connection context handed to handlers.
+#[derive(Debug, Clone)]
+pub struct ConnectionContext {
+    /// The broker.
+    pub broker: Arc<Broker>,
+    /// The client's address (for logs).
+    pub peer: SocketAddr,
+    /// Becomes true when the broker shuts down (long polls return early).
+    pub shutdown: watch::Receiver<bool>,
+    /// The consumer-group coordinator.
+    pub groups: crate::group::GroupHandle,
+}
+
+/// Serves one connection until the client closes it, a framing error, or shutdown.
+pub async fn serve(stream: TcpStream, ctx: ConnectionContext) {
+    let peer = ctx.peer;
+    let _ = stream.set_nodelay(true);
+    let (reader, writer) = stream.into_split();
+    let (request_tx, request_rx) = mpsc::channel(limits::IN_FLIGHT_REQUESTS_PER_CONNECTION_MAX);
+    let (response_tx, response_rx) = mpsc::channel(limits::QUEUED_RESPONSES_PER_CONNECTION_MAX);
+    let max = ctx.broker.config.socket_request_max_bytes;
+    let mut shutdown = ctx.shutdown.clone();
+    let idle = std::time::Duration::from_millis(ctx.broker.config.connections_max_idle_ms);
+    let read = read_loop(reader, request_tx, max, idle, &mut shutdown);
+    let rest = async {
+        tokio::join!(
+            process_loop(&ctx, request_rx, response_tx),
+            write_loop(writer, response_rx, idle)
+        )
+    };
+    tokio::pin!(read, rest);
+    tokio::select! {
+        result = &mut read => {
+            log_close(peer, "reader", result);
+            let (processed, written) = rest.await;
+            log_close(peer, "processor", processed);
+            log_close(peer, "writer", written);
+        }
+        (processed, written) = &mut rest => {
+            log_close(peer, "processor", processed);
+            log_close(peer, "writer", written);
+        }
+    }
+}
+
+fn log_close(peer: SocketAddr, stage: &str, result: Result<(), FrameError>) {
+    match result {
+        Ok(()) => {}
+        Err(FrameError::Io(e)) => tracing::debug!(%peer, stage, error = %e, "connection closed"),
+        Err(e) => tracing::warn!(%peer, stage, error = %e, "closing connection"),
+    }
+}
+
+/// A request frame and its share of the connection's read-ahead byte budget, returned when the
+/// request has been handled.
+type Queued = (Bytes, OwnedSemaphorePermit);
+
+async fn read_loop(
+    mut reader: OwnedReadHalf,
+    requests: mpsc::Sender<Queued>,
+    max_bytes: u32,
+    idle: std::time::Duration,
+    shutdown: &mut watch::Receiver<bool>,
+) -> Result<(), FrameError> {
+    let budget = Arc::new(Semaphore::new(
+        limits::READ_AHEAD_BYTES_PER_CONNECTION_MAX as usize,
+    ));
+    loop {
+        let queued = tokio::select! {
+            queued = read_frame(&mut reader, max_bytes, &budget) => queued?,
+            _ = shutdown.wait_for(|stop| *stop) => return Ok(()),
+            () = tokio::time::sleep(idle) => {
+                tracing::debug!(idle_ms = idle.as_millis() as u64, "closing idle connection (connections.max.idle.ms)");
+                return Ok(());
+            }
+        };
+        let Some(queued) = queued else { return Ok(()) };
+        if requests.send(queued).await.is_err() {
+            return Ok(());
+        }
+    }
+}
+
+/// Reads one frame body once the read-ahead budget has room for it (a frame larger than the
+/// whole budget waits until it is alone); `None` on a clean end of stream between frames.
+async fn read_frame(
+    reader: &mut OwnedReadHalf,
+    max_bytes: u32,
+    budget: &Arc<Semaphore>,
+) -> Result<Option<Queued>, FrameError> {
+    let Some(length) = read_length(reader, max_bytes).await? else {
+        return Ok(None);
+    };
+    let share = length.min(limits::READ_AHEAD_BYTES_PER_CONNECTION_MAX as usize) as u32;
+    let permit = budget
+        .clone()
+        .acquire_many_owned(share)
+        .await
+        .expect("the budget is never closed");
+    let body = read_body(reader, length).await?;
+    Ok(Some((body, permit)))
+}
+
+/// Reads and checks a length prefix; `None` on a clean end of stream.
+async fn read_length(
+    reader: &mut OwnedReadHalf,
+    max_bytes: u32,
+) -> Result<Option<usize>, FrameError> {
+    let mut prefix = [0u8; 4];
+    match reader.read_exact(&mut prefix).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e.into()),
+    }
+    let length = i32::from_be_bytes(prefix);
+    let min = limits::REQUEST_HEADER_MIN_BYTES;
+    if length < min as i32 || length as u32 > max_bytes {
+        return Err(FrameError::BadLength {
+            length,
+            min,
+            max: max_bytes,
+        });
+    }
+    Ok(Some(length as usize))
+}
+
+/// Reads a frame body of `length` bytes, growing the buffer only as bytes arrive.
+async fn read_body(reader: &mut OwnedReadHalf, length: usize) -> Result<Bytes, FrameError> {
+    let mut body = BytesMut::with_capacity(length.min(READ_CHUNK_BYTES));
+    while body.len() < length {
+        body.reserve((length - body.len()).min(READ_CHUNK_BYTES));
+        let mut limited = (&mut *reader).take((length - body.len()) as u64);
+        if limited.read_buf(&mut body).await? == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "connection closed mid-frame",
+            )
+            .into());
+        }
+    }
+    Ok(body.freeze())
+}
+
+async fn process_loop(
+    ctx: &ConnectionContext,
+    mut requests: mpsc::Receiver<Queued>,
+    responses: mpsc::Sender<Response>,
+) -> Result<(), FrameError> {
+    while let Some((frame, budget_share)) = requests.recv().await {
+        let response = handler::handle(ctx, frame).await?;
+        drop(budget_share);
+        let Some(response) = response else {
+            continue;
+        };
+        if responses.send(response).await.is_err() {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+async fn write_loop(
+    mut writer: OwnedWriteHalf,
+    mut responses: mpsc::Receiver<Response>,
+    idle: std::time::Duration,
+) -> Result<(), FrameError> {
+    while let Some(response) = responses.recv().await {
+        // A client that stops reading is idle too: give up on it after connections.max.idle.ms.
+        tokio::time::timeout(idle, write_response(&mut writer, response))
+            .await
+            .map_err(|_| {
+                io::Error::new(io::ErrorKind::TimedOut, "client stopped reading responses")
+            })??;
+    }
+    writer.shutdown().await.ok();
+    Ok(())
+}
+
+/// Writes one response frame: the length prefix, then each chunk.
+async fn write_response(writer: &mut OwnedWriteHalf, response: Response) -> io::Result<()> {
+    let body_bytes: usize = response.chunks.iter().map(Chunk::len).sum();
+    let length = i32::try_from(body_bytes).map_err(|_| io::Error::other("response above 2 GiB"))?;
+    let prefix = Bytes::copy_from_slice(&length.to_be_bytes());
+    // A response in several pieces (a fetch: headers around file ranges) is corked so the
+    // kernel sends full segments rather than one small packet per piece.
+    let corked = response.chunks.len() > 1 && set_cork(writer, true);
+    let mut pending = Some(prefix);
+    for chunk in response.chunks {
+        match chunk {
+            Chunk::Bytes(bytes) => {
+                // The length prefix goes out with the first piece in one writev.
+                let mut buf = pending.take().unwrap_or_default().chain(bytes);
+                writer.write_all_buf(&mut buf).await?;
+            }
+            Chunk::File(slice) => {
+                if let Some(mut prefix) = pending.take() {
+                    writer.write_all_buf(&mut prefix).await?;
+                }
+                write_slice(writer, slice).await?;
+            }
+        }
+    }
+    if let Some(mut prefix) = pending.take() {
+        writer.write_all_buf(&mut prefix).await?;
+    }
+    if corked {
+        set_cork(writer, false);
+    }
+    Ok(())
+}
+
+/// Sets TCP_CORK; false if the socket refused (the response is still written, just in more
+/// packets).
+fn set_cork(writer: &OwnedWriteHalf, on: bool) -> bool {
+    let stream: &TcpStream = writer.as_ref();
+    let value: libc::c_int = on.into();
+    // SAFETY: setsockopt on our open socket with a pointer to a live c_int and its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CORK,
+            (&raw const value).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    rc == 0
+}
+
+async fn write_slice(
+    writer: &mut OwnedWriteHalf,
+    slice: sluice_storage::ReadSlice,
+) -> io::Result<()> {
+    if slice.len == 0 {
+        return Ok(());
+    }
+    if let Some(fd) = slice.raw_fd() {
+        match send_file(writer, fd, slice.position, slice.len as usize).await {
+            // The filesystem cannot sendfile (and nothing was sent): copy instead.
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                tracing::debug!(error = %e, "sendfile unsupported; copying the record set");
+            }
+            other => return other,
+        }
+    }
+    // The copying path (no file descriptor, or no sendfile) reads on the blocking pool.
+    let bytes = tokio::task::spawn_blocking(move || slice.read_to_vec())
+        .await
+        .map_err(io::Error::other)??;
+    writer.write_all(&bytes).await
+}
+
+/// Copies `len` bytes of `fd` from `offset` to the socket inside the kernel.
+async fn send_file(
+    writer: &OwnedWriteHalf,
+    fd: RawFd,
+    mut offset: u64,
+    mut len: usize,
+) -> io::Result<()> {
+    let stream: &TcpStream = writer.as_ref();
+    let socket = stream.as_raw_fd();
+    let mut sent_any = 0usize;
+    while len > 0 {
+        stream.writable().await?;
+        let sent = stream.try_io(tokio::io::Interest::WRITABLE, || {
+            let mut file_offset = libc::off_t::try_from(offset).map_err(io::Error::other)?;
+            // SAFETY: both descriptors are open for the duration of the call (the socket is
+            // borrowed from `writer`, the file from the caller's ReadSlice), and
+            // `file_offset` is a valid, exclusively borrowed off_t.
+            let n = unsafe { libc::sendfile(socket, fd, &mut file_offset, len) };
+            if n < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(n as usize)
+            }
+        });
+        match sent {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "segment file shorter than the read slice",
+                ));
+            }
+            Ok(n) => {
+                offset += n as u64;
+                len -= n;
+                sent_any += n;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e)
+                if sent_any == 0
+                    && matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) =>
+            {
+                return Err(io::Error::new(io::ErrorKind::Unsupported, e));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}

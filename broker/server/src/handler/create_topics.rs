@@ -1,0 +1,121 @@
+//! CreateTopics v2-v4: partition count (or -1 for `num.partitions`), replication factor 1 (or
+//! -1), topic configs by Kafka's names (validated; `cleanup.policy=compact` is refused), and
+//! `validate_only`. Each topic succeeds or fails on its own.
+
+use std::collections::BTreeSet;
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::broker::{Broker, NODE_ID};
+use crate::connection::ConnectionContext;
+use crate::error::KafkaError;
+use crate::limits;
+use crate::topic_config::TopicOverrides;
+
+/// Answers CreateTopics.
+pub async fn handle(ctx: &ConnectionContext, request: CreateTopicsRequest) -> CreateTopicsResponse {
+    let broker = ctx.broker.clone();
+    let topics = tokio::task::spawn_blocking(move || create_all(&broker, request))
+        .await
+        .unwrap_or_else(|e| {
+            tracing::error!(error = %e, "create topics task failed");
+            Vec::new()
+        });
+    let mut response = CreateTopicsResponse::default();
+    response.topics = topics;
+    response
+}
+
+fn create_all(broker: &Broker, request: CreateTopicsRequest) -> Vec<CreatableTopicResult> {
+    let mut seen = BTreeSet::new();
+    let duplicates: BTreeSet<String> = request
+        .topics
+        .iter()
+        .map(|t| t.name.0.to_string())
+        .filter(|n| !seen.insert(n.clone()))
+        .collect();
+    request
+        .topics
+        .into_iter()
+        .enumerate()
+        .map(|(i, topic)| {
+            let result = if i >= limits::TOPICS_PER_REQUEST_MAX {
+                Err(KafkaError::new(
+                    ResponseError::PolicyViolation,
+                    format!(
+                        "more than {} topics in one request",
+                        limits::TOPICS_PER_REQUEST_MAX
+                    ),
+                ))
+            } else if duplicates.contains(topic.name.0.as_str()) {
+                Err(KafkaError::new(
+                    ResponseError::InvalidRequest,
+                    "topic named twice in one request",
+                ))
+            } else {
+                create_one(broker, &topic, request.validate_only)
+            };
+            let mut out = CreatableTopicResult::default();
+            out.name = topic.name;
+            if let Err(e) = result {
+                out.error_code = e.code.code();
+                out.error_message = Some(StrBytes::from_string(e.message));
+            }
+            out
+        })
+        .collect()
+}
+
+fn create_one(
+    broker: &Broker,
+    topic: &CreatableTopic,
+    validate_only: bool,
+) -> Result<(), KafkaError> {
+    let name = topic.name.0.as_str();
+    let partitions = partition_count(broker, topic)?;
+    if !matches!(topic.replication_factor, -1 | 1) {
+        return Err(KafkaError::new(
+            ResponseError::InvalidReplicationFactor,
+            format!(
+                "replication factor {} is impossible on a single broker",
+                topic.replication_factor
+            ),
+        ));
+    }
+    let mut overrides = TopicOverrides::new();
+    for config in &topic.configs {
+        if let Some(value) = &config.value {
+            overrides.insert(config.name.to_string(), value.to_string());
+        }
+    }
+    if validate_only {
+        return broker.validate_new_topic(name, partitions, &overrides);
+    }
+    broker.create_topic(name, partitions, overrides).map(|_| ())
+}
+
+fn partition_count(broker: &Broker, topic: &CreatableTopic) -> Result<i32, KafkaError> {
+    if topic.assignments.is_empty() {
+        return Ok(if topic.num_partitions == -1 {
+            broker.config.num_partitions
+        } else {
+            topic.num_partitions
+        });
+    }
+    let valid = topic.assignments.iter().enumerate().all(|(i, a)| {
+        a.partition_index == i as i32 && a.broker_ids.len() == 1 && a.broker_ids[0].0 == NODE_ID
+    });
+    if !valid || topic.num_partitions != -1 {
+        return Err(KafkaError::new(
+            ResponseError::InvalidReplicaAssignment,
+            format!(
+                "assignments must list partitions 0.. in order, each on broker {NODE_ID} alone"
+            ),
+        ));
+    }
+    Ok(topic.assignments.len() as i32)
+}

@@ -1,0 +1,178 @@
+//! DescribeConfigs v1-v3: a topic's configs (its overrides, else the broker's values), and
+//! the broker's own config (resource name "" or our node id).
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
+};
+use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::broker::NODE_ID;
+use crate::config::{BROKER_KEYS, BrokerConfig};
+use crate::connection::ConnectionContext;
+use crate::topic_config::{self, TopicOverrides};
+
+/// Kafka's resource type for a topic.
+const RESOURCE_TOPIC: i8 = 2;
+/// Kafka's resource type for a broker.
+const RESOURCE_BROKER: i8 = 4;
+
+/// Kafka's ConfigSource values.
+const SOURCE_TOPIC_CONFIG: i8 = 1;
+const SOURCE_STATIC_BROKER_CONFIG: i8 = 4;
+const SOURCE_DEFAULT_CONFIG: i8 = 5;
+
+/// Answers DescribeConfigs.
+pub fn handle(
+    ctx: &ConnectionContext,
+    request: DescribeConfigsRequest,
+    _version: i16,
+) -> DescribeConfigsResponse {
+    let synonyms = request.include_synonyms;
+    let mut response = DescribeConfigsResponse::default();
+    response.results = request
+        .resources
+        .into_iter()
+        .map(|resource| {
+            // Null or empty: every key.
+            let keys = resource.configuration_keys.as_deref().unwrap_or_default();
+            let wanted = |key: &str| keys.is_empty() || keys.iter().any(|k| k.as_str() == key);
+            let name = resource.resource_name.as_str();
+            let configs = match resource.resource_type {
+                RESOURCE_TOPIC => match ctx.broker.topic(name) {
+                    Some(topic) => Ok(topic_configs(
+                        &ctx.broker.config,
+                        &topic.overrides,
+                        synonyms,
+                    )),
+                    None => Err((
+                        ResponseError::UnknownTopicOrPartition,
+                        format!("unknown topic {name:?}"),
+                    )),
+                },
+                RESOURCE_BROKER if name.is_empty() || name == NODE_ID.to_string() => {
+                    Ok(broker_configs(&ctx.broker.config, synonyms))
+                }
+                RESOURCE_BROKER => Err((
+                    ResponseError::InvalidRequest,
+                    format!("this is broker {NODE_ID}"),
+                )),
+                other => Err((
+                    ResponseError::InvalidRequest,
+                    format!("resource type {other} is not supported"),
+                )),
+            };
+            let mut result = DescribeConfigsResult::default();
+            match configs {
+                Ok(configs) => {
+                    result.configs = configs
+                        .into_iter()
+                        .filter(|c| wanted(c.name.as_str()))
+                        .collect()
+                }
+                Err((code, message)) => {
+                    result.error_code = code.code();
+                    result.error_message = Some(StrBytes::from_string(message));
+                }
+            }
+            result.resource_type = resource.resource_type;
+            result.resource_name = resource.resource_name;
+            result
+        })
+        .collect();
+    response
+}
+
+/// A topic's configs: its override, else the broker's value. Synonyms list both, most
+/// specific first, as Kafka does.
+fn topic_configs(
+    broker: &BrokerConfig,
+    overrides: &TopicOverrides,
+    synonyms: bool,
+) -> Vec<DescribeConfigsResourceResult> {
+    topic_config::describe(broker, overrides)
+        .into_iter()
+        .map(|d| {
+            let broker_key = topic_config::broker_key(d.key);
+            let broker_source = broker_key.map(|k| broker_source(broker, k));
+            let source = if d.overridden {
+                SOURCE_TOPIC_CONFIG
+            } else {
+                broker_source.unwrap_or(SOURCE_DEFAULT_CONFIG)
+            };
+            let mut out = entry(d.key, d.value.clone(), false, source);
+            if synonyms {
+                if d.overridden {
+                    out.synonyms
+                        .push(synonym(d.key, d.value, SOURCE_TOPIC_CONFIG));
+                }
+                if let (Some(key), Some(source)) = (broker_key, broker_source) {
+                    out.synonyms
+                        .push(synonym(key, broker.get(key).unwrap_or_default(), source));
+                }
+            }
+            out
+        })
+        .collect()
+}
+
+fn broker_configs(config: &BrokerConfig, synonyms: bool) -> Vec<DescribeConfigsResourceResult> {
+    BROKER_KEYS
+        .iter()
+        .map(|key| {
+            let value = config.get(key).unwrap_or_default();
+            let source = broker_source(config, key);
+            let mut out = entry(key, value.clone(), true, source);
+            if synonyms {
+                out.synonyms.push(synonym(key, value, source));
+            }
+            out
+        })
+        .collect()
+}
+
+/// STATIC_BROKER_CONFIG if the broker's value was set (file, env or flag), else DEFAULT_CONFIG.
+fn broker_source(config: &BrokerConfig, key: &str) -> i8 {
+    if BrokerConfig::default().get(key) == config.get(key) {
+        SOURCE_DEFAULT_CONFIG
+    } else {
+        SOURCE_STATIC_BROKER_CONFIG
+    }
+}
+
+fn synonym(key: &str, value: String, source: i8) -> DescribeConfigsSynonym {
+    let mut out = DescribeConfigsSynonym::default();
+    out.name = StrBytes::from_string(key.to_owned());
+    out.value = Some(StrBytes::from_string(value));
+    out.source = source;
+    out
+}
+
+fn entry(key: &str, value: String, read_only: bool, source: i8) -> DescribeConfigsResourceResult {
+    let mut out = DescribeConfigsResourceResult::default();
+    out.name = StrBytes::from_string(key.to_owned());
+    out.value = Some(StrBytes::from_string(value));
+    out.read_only = read_only;
+    out.config_source = source;
+    out.config_type = config_type(key);
+    out
+}
+
+/// Kafka's ConfigType: BOOLEAN 1, STRING 2, INT 3, LONG 5, LIST 7.
+fn config_type(key: &str) -> i8 {
+    match key {
+        "auto.create.topics.enable" | "sluice.acks.all.fsync" => 1,
+        "listeners" | "advertised.listeners" | "cleanup.policy" => 7,
+        "data.dir" | "log.message.timestamp.type" | "message.timestamp.type" => 2,
+        k if k.ends_with(".ms")
+            || k == "retention.bytes"
+            || k == "log.retention.bytes"
+            || k.starts_with("flush.")
+            || k.contains("flush.interval") =>
+        {
+            5
+        }
+        _ => 3,
+    }
+}

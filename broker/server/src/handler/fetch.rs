@@ -1,0 +1,211 @@
+//! Fetch v4-v11: whole stored batches from each requested offset, as file ranges (sent with
+//! sendfile by the connection writer). Long poll: when fewer than `min_bytes` are ready the
+//! request waits, woken by appends to its partitions (watch channels), until `max_wait_ms`.
+//! Sessionless (session_id 0); no preferred read replica.
+
+use std::future::poll_fn;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::FetchRequest;
+use kafka_protocol::messages::fetch_request::FetchTopic;
+use sluice_storage::{Offset, ReadError};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::fetch_wire::{FetchOutput, PartitionOutput, TopicOutput};
+use crate::broker::Partition;
+use crate::connection::{Chunk, ConnectionContext};
+use crate::limits;
+
+/// One requested partition.
+struct Target {
+    index: i32,
+    fetch_offset: i64,
+    partition_max_bytes: u32,
+    partition: Option<Arc<Partition>>,
+}
+
+/// Answers Fetch.
+pub async fn handle(ctx: &ConnectionContext, request: FetchRequest, _version: i16) -> FetchOutput {
+    let wait_ms = u64::try_from(request.max_wait_ms)
+        .unwrap_or(0)
+        .min(limits::FETCH_MAX_WAIT_MS_MAX);
+    let deadline = Instant::now() + Duration::from_millis(wait_ms);
+    let min_bytes = u64::try_from(request.min_bytes).unwrap_or(0);
+    let max_bytes = u32::try_from(request.max_bytes)
+        .ok()
+        .filter(|&b| b > 0)
+        .map_or(limits::FETCH_RESPONSE_MAX_BYTES, |b| {
+            b.min(limits::FETCH_RESPONSE_MAX_BYTES)
+        });
+    let targets = resolve(ctx, request.topics);
+    // Subscribe before the first read, so an append between the read and the wait still wakes us.
+    let mut wakers: Vec<watch::Receiver<i64>> = targets
+        .iter()
+        .flat_map(|(_, ps)| {
+            ps.iter()
+                .filter_map(|t| t.partition.as_ref().map(|p| p.subscribe()))
+        })
+        .collect();
+    let mut shutdown = ctx.shutdown.clone();
+    loop {
+        // Reads take the partition lock, which an fsyncing append may hold: off the runtime.
+        let reading = targets.clone();
+        let Ok((output, bytes, errors)) =
+            tokio::task::spawn_blocking(move || read_all(&reading, max_bytes)).await
+        else {
+            return FetchOutput {
+                error_code: ResponseError::UnknownServerError.code(),
+                topics: Vec::new(),
+            };
+        };
+        if bytes >= min_bytes || errors || Instant::now() >= deadline || *shutdown.borrow() {
+            return output;
+        }
+        drop(output);
+        let _parked = ctx.broker.park_fetch();
+        tokio::select! {
+            () = any_changed(&mut wakers) => {}
+            () = tokio::time::sleep_until(deadline) => {}
+            _ = shutdown.changed() => {}
+        }
+    }
+}
+
+/// Looks up every requested partition once; unknown ones stay `None`.
+fn resolve(ctx: &ConnectionContext, topics: Vec<FetchTopic>) -> Arc<[(String, Vec<Target>)]> {
+    topics
+        .into_iter()
+        .map(|topic| {
+            let name = topic.topic.0.to_string();
+            let partitions = topic
+                .partitions
+                .into_iter()
+                .map(|p| Target {
+                    index: p.partition,
+                    fetch_offset: p.fetch_offset,
+                    partition_max_bytes: u32::try_from(p.partition_max_bytes).unwrap_or(0),
+                    partition: ctx.broker.partition(&name, p.partition),
+                })
+                .collect();
+            (name, partitions)
+        })
+        .collect()
+}
+
+/// Resolves when any receiver sees a new value.
+async fn any_changed(receivers: &mut [watch::Receiver<i64>]) {
+    if receivers.is_empty() {
+        return std::future::pending().await;
+    }
+    let mut changes: Vec<Pin<Box<_>>> = receivers
+        .iter_mut()
+        .map(|r| Box::pin(r.changed()))
+        .collect();
+    poll_fn(|cx| {
+        if changes.iter_mut().any(|c| c.as_mut().poll(cx).is_ready()) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
+}
+
+/// Reads every target once; returns the response, its record bytes, and whether any
+/// partition had an error (which answers the fetch at once).
+fn read_all(targets: &[(String, Vec<Target>)], max_bytes: u32) -> (FetchOutput, u64, bool) {
+    let mut remaining = max_bytes;
+    let mut total: u64 = 0;
+    let mut errors = false;
+    let topics = targets
+        .iter()
+        .map(|(name, partitions)| TopicOutput {
+            name: name.clone(),
+            partitions: partitions
+                .iter()
+                .map(|t| {
+                    let out = read_one(t, remaining, total == 0);
+                    let len = out.records.as_ref().map_or(0, chunk_len);
+                    remaining = remaining.saturating_sub(len);
+                    total += u64::from(len);
+                    errors |= out.error_code != 0;
+                    out
+                })
+                .collect(),
+        })
+        .collect();
+    (
+        FetchOutput {
+            error_code: 0,
+            topics,
+        },
+        total,
+        errors,
+    )
+}
+
+fn chunk_len(chunk: &Chunk) -> u32 {
+    match chunk {
+        Chunk::Bytes(b) => b.len() as u32,
+        Chunk::File(s) => s.len,
+    }
+}
+
+/// Reads one partition within `remaining` bytes. The first non-empty partition of a response
+/// may exceed the limits by one batch (KIP-74), so a consumer never gets stuck on a big batch.
+fn read_one(target: &Target, remaining: u32, first: bool) -> PartitionOutput {
+    let mut out = PartitionOutput {
+        index: target.index,
+        error_code: 0,
+        high_watermark: -1,
+        last_stable_offset: -1,
+        log_start_offset: -1,
+        records: None,
+    };
+    let Some(partition) = &target.partition else {
+        out.error_code = ResponseError::UnknownTopicOrPartition.code();
+        return out;
+    };
+    let budget = target.partition_max_bytes.min(remaining);
+    let read = partition.with_log(|log| {
+        let slice = if budget == 0 {
+            None
+        } else {
+            Some(log.read(Offset(target.fetch_offset), budget))
+        };
+        (
+            slice,
+            log.log_end_offset().value(),
+            log.log_start_offset().value(),
+        )
+    });
+    let (slice, end, start) = match read {
+        Ok(r) => r,
+        Err(e) => {
+            out.error_code = e.code.code();
+            return out;
+        }
+    };
+    out.high_watermark = end;
+    out.last_stable_offset = end;
+    out.log_start_offset = start;
+    match slice {
+        None => {}
+        Some(Ok(slice)) if slice.is_empty() => {}
+        Some(Ok(slice)) if slice.len > budget && !first => {}
+        Some(Ok(slice)) => out.records = Some(Chunk::File(slice)),
+        Some(Err(ReadError::OffsetOutOfRange { .. })) => {
+            out.error_code = ResponseError::OffsetOutOfRange.code()
+        }
+        Some(Err(e)) => {
+            tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "read failed");
+            out.error_code = ResponseError::KafkaStorageError.code();
+        }
+    }
+    out
+}

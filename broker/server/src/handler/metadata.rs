@@ -1,0 +1,111 @@
+//! Metadata: this broker as the only node, leader of every partition (leader epoch -1:
+//! unknown), the advertised host and port, and the requested topics, auto-creating unknown
+//! ones when the client allows it (v4+) and `auto.create.topics.enable` is on.
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::broker::{NODE_ID, Topic};
+use crate::connection::ConnectionContext;
+use crate::error::KafkaError;
+use crate::limits;
+
+/// Answers Metadata.
+pub async fn handle(
+    ctx: &ConnectionContext,
+    request: MetadataRequest,
+    version: i16,
+) -> MetadataResponse {
+    let broker = &ctx.broker;
+    let mut response = MetadataResponse::default();
+    let advertised = broker.advertised();
+    let mut node = MetadataResponseBroker::default();
+    node.node_id = BrokerId(NODE_ID);
+    node.host = StrBytes::from_string(advertised.host);
+    node.port = i32::from(advertised.port);
+    response.brokers = vec![node];
+    response.cluster_id = Some(StrBytes::from_string(broker.cluster_id.clone()));
+    response.controller_id = BrokerId(NODE_ID);
+    let requested = match request.topics {
+        None => None,
+        Some(topics) if topics.is_empty() && version == 0 => None,
+        Some(topics) => Some(
+            topics
+                .into_iter()
+                .filter_map(|t| t.name)
+                .map(|n| n.0.to_string())
+                .collect::<Vec<_>>(),
+        ),
+    };
+    response.topics = match requested {
+        None => broker.topics().iter().map(|t| describe_topic(t)).collect(),
+        Some(names) => {
+            let allow_create = version < 4 || request.allow_auto_topic_creation;
+            let mut topics = Vec::with_capacity(names.len().min(limits::TOPICS_PER_REQUEST_MAX));
+            for name in names.into_iter().take(limits::TOPICS_PER_REQUEST_MAX) {
+                topics.push(lookup_or_create(ctx, name, allow_create).await);
+            }
+            topics
+        }
+    };
+    response
+}
+
+async fn lookup_or_create(
+    ctx: &ConnectionContext,
+    name: String,
+    allow_create: bool,
+) -> MetadataResponseTopic {
+    if let Some(topic) = ctx.broker.topic(&name) {
+        return describe_topic(&topic);
+    }
+    let result = if allow_create {
+        let broker = ctx.broker.clone();
+        let topic_name = name.clone();
+        tokio::task::spawn_blocking(move || broker.auto_create(&topic_name))
+            .await
+            .unwrap_or_else(|e| {
+                Err(KafkaError::new(
+                    ResponseError::UnknownServerError,
+                    e.to_string(),
+                ))
+            })
+    } else {
+        Err(KafkaError::new(
+            ResponseError::UnknownTopicOrPartition,
+            format!("unknown topic {name:?}"),
+        ))
+    };
+    match result {
+        Ok(topic) => describe_topic(&topic),
+        Err(e) => {
+            let mut topic = MetadataResponseTopic::default();
+            topic.name = Some(TopicName(StrBytes::from_string(name)));
+            topic.error_code = e.code.code();
+            topic
+        }
+    }
+}
+
+fn describe_topic(topic: &Topic) -> MetadataResponseTopic {
+    let mut out = MetadataResponseTopic::default();
+    out.name = Some(TopicName(StrBytes::from_string(topic.name.clone())));
+    out.partitions = topic
+        .partitions
+        .iter()
+        .map(|p| {
+            let mut partition = MetadataResponsePartition::default();
+            partition.partition_index = p.index;
+            partition.leader_id = BrokerId(NODE_ID);
+            partition.leader_epoch = -1;
+            partition.replica_nodes = vec![BrokerId(NODE_ID)];
+            partition.isr_nodes = vec![BrokerId(NODE_ID)];
+            partition
+        })
+        .collect();
+    out
+}

@@ -1,0 +1,219 @@
+//! Request dispatch: one `match` from API key to handler, after the version table says the
+//! version is served. Every handler has the same shape: `handle(ctx, request, version) ->
+//! response`; request-level problems become Kafka error codes in the response, and only
+//! frames we cannot parse close the connection.
+
+mod api_versions;
+mod compat;
+mod create_topics;
+mod delete_groups;
+mod delete_topics;
+mod describe_configs;
+mod describe_groups;
+mod fetch;
+pub mod fetch_wire;
+mod find_coordinator;
+mod group_common;
+mod heartbeat;
+mod join_group;
+mod leave_group;
+mod list_groups;
+mod list_offsets;
+mod metadata;
+mod offset_commit;
+mod offset_fetch;
+mod produce;
+mod shape;
+mod sync_group;
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable};
+
+use crate::connection::{Chunk, ConnectionContext, FrameError, Response};
+use crate::versions;
+
+/// The first fields of every request header, read before choosing the header version.
+#[derive(Debug, Clone, Copy)]
+struct Peeked {
+    api_key: i16,
+    version: i16,
+    correlation_id: i32,
+}
+
+fn peek(frame: &[u8]) -> Result<Peeked, FrameError> {
+    let field = |at: usize, n: usize| {
+        frame.get(at..at + n).ok_or_else(|| {
+            FrameError::Malformed(format!(
+                "frame of {} bytes has no request header",
+                frame.len()
+            ))
+        })
+    };
+    Ok(Peeked {
+        api_key: i16::from_be_bytes(field(0, 2)?.try_into().unwrap_or_default()),
+        version: i16::from_be_bytes(field(2, 2)?.try_into().unwrap_or_default()),
+        correlation_id: i32::from_be_bytes(field(4, 4)?.try_into().unwrap_or_default()),
+    })
+}
+
+/// True if `version` of `key` is served through the old-version shims.
+#[cfg(test)]
+pub(crate) fn has_compat(key: ApiKey, version: i16) -> bool {
+    compat::request_as(key, version).is_some()
+}
+
+/// Handles one request frame; `None` when the request expects no response (acks=0).
+pub async fn handle(ctx: &ConnectionContext, frame: Bytes) -> Result<Option<Response>, FrameError> {
+    let peeked = peek(&frame)?;
+    let Some(support) = versions::lookup(peeked.api_key) else {
+        return Err(FrameError::Malformed(format!(
+            "unsupported API key {}",
+            peeked.api_key
+        )));
+    };
+    let (key, version) = (support.key, peeked.version);
+    if !support.serves(version) {
+        return match key {
+            ApiKey::ApiVersions => Ok(Some(api_versions::unsupported_version(
+                peeked.correlation_id,
+            )?)),
+            ApiKey::Produce if support.advertises(version) => {
+                produce::unsupported_old_version(frame, version, peeked.correlation_id).map(Some)
+            }
+            _ => Err(FrameError::Malformed(format!(
+                "{key:?} v{version} is not supported (this broker serves v{}..=v{})",
+                support.served_min, support.max
+            ))),
+        };
+    }
+    let mut body = frame;
+    let header = RequestHeader::decode(&mut body, key.request_header_version(version))
+        .map_err(|e| FrameError::Malformed(format!("{key:?} v{version} request header: {e}")))?;
+    shape::check(key, version, &body)
+        .map_err(|e| FrameError::Malformed(format!("{key:?} v{version} request: {e}")))?;
+    tracing::trace!(peer = %ctx.peer, api = ?key, version, correlation_id = header.correlation_id, "request");
+    dispatch(ctx, key, version, &header, body).await
+}
+
+async fn dispatch(
+    ctx: &ConnectionContext,
+    key: ApiKey,
+    version: i16,
+    header: &RequestHeader,
+    mut body: Bytes,
+) -> Result<Option<Response>, FrameError> {
+    let (cid, hv) = (header.correlation_id, key.response_header_version(version));
+    let old = compat::request_as(key, version);
+    let decode_version = old.map_or(version, |(as_version, _)| as_version);
+    if let Some((_, suffix)) = old {
+        body = compat::upgrade_body(body, suffix);
+    }
+    // Decodes the request at the version it is read as.
+    macro_rules! request {
+        () => {
+            decode(&mut body, key, decode_version)?
+        };
+    }
+    // Encodes a response at the request's version (or the old-version shim's bytes).
+    macro_rules! reply {
+        ($response:expr) => {
+            encode(cid, hv, &$response, version)?
+        };
+        ($response:expr, $old:expr) => {
+            match old {
+                Some(_) => encode_raw(cid, hv, $old(&$response))?,
+                None => encode(cid, hv, &$response, version)?,
+            }
+        };
+    }
+    let response = match key {
+        ApiKey::ApiVersions => reply!(api_versions::handle(request!())),
+        ApiKey::Metadata => reply!(metadata::handle(ctx, request!(), version).await),
+        ApiKey::Produce => match produce::handle(ctx, request!(), version).await? {
+            Some(response) => reply!(response),
+            None => return Ok(None),
+        },
+        ApiKey::Fetch => {
+            let response = fetch::handle(ctx, request!(), version).await;
+            let mut chunks = vec![Chunk::Bytes(encode_header(cid, hv)?)];
+            chunks.extend(fetch_wire::encode(response, version));
+            Response { chunks }
+        }
+        ApiKey::FindCoordinator => reply!(find_coordinator::handle(ctx, request!(), version)),
+        ApiKey::ListOffsets => reply!(list_offsets::handle(ctx, request!(), version).await),
+        ApiKey::CreateTopics => {
+            let response = create_topics::handle(ctx, request!()).await;
+            reply!(response, |r| compat::create_topics(r, version))
+        }
+        ApiKey::DeleteTopics => reply!(
+            delete_topics::handle(ctx, request!()).await,
+            compat::delete_topics
+        ),
+        ApiKey::DescribeConfigs => {
+            let response = describe_configs::handle(ctx, request!(), decode_version);
+            reply!(response, compat::describe_configs)
+        }
+        ApiKey::JoinGroup => reply!(join_group::handle(ctx, header, request!(), version).await),
+        ApiKey::SyncGroup => reply!(sync_group::handle(ctx, request!()).await),
+        ApiKey::Heartbeat => reply!(heartbeat::handle(ctx, request!()).await),
+        ApiKey::LeaveGroup => reply!(leave_group::handle(ctx, request!(), version).await),
+        ApiKey::OffsetCommit => reply!(offset_commit::handle(ctx, request!()).await),
+        ApiKey::OffsetFetch => reply!(offset_fetch::handle(ctx, request!(), version).await),
+        ApiKey::ListGroups => {
+            let _: kafka_protocol::messages::ListGroupsRequest = request!();
+            reply!(list_groups::handle(ctx).await)
+        }
+        ApiKey::DescribeGroups => reply!(describe_groups::handle(ctx, request!()).await),
+        ApiKey::DeleteGroups => reply!(delete_groups::handle(ctx, request!()).await),
+        other => {
+            return Err(FrameError::Malformed(format!(
+                "{other:?} is in the version table but has no handler"
+            )));
+        }
+    };
+    Ok(Some(response))
+}
+
+fn decode<T: Decodable>(body: &mut Bytes, key: ApiKey, version: i16) -> Result<T, FrameError> {
+    T::decode(body, version)
+        .map_err(|e| FrameError::Malformed(format!("{key:?} v{version} request: {e}")))
+}
+
+fn encode_header(correlation_id: i32, header_version: i16) -> Result<Bytes, FrameError> {
+    let mut header = ResponseHeader::default();
+    header.correlation_id = correlation_id;
+    let mut buf = BytesMut::new();
+    header
+        .encode(&mut buf, header_version)
+        .map_err(|e| FrameError::Malformed(format!("encoding response header: {e}")))?;
+    Ok(buf.freeze())
+}
+
+/// A response header followed by an already encoded message (old versions, see `compat`).
+fn encode_raw(
+    correlation_id: i32,
+    header_version: i16,
+    message: Bytes,
+) -> Result<Response, FrameError> {
+    let header = encode_header(correlation_id, header_version)?;
+    Ok(Response {
+        chunks: vec![Chunk::Bytes(header), Chunk::Bytes(message)],
+    })
+}
+
+/// Encodes a response header and message into one chunk.
+fn encode<M: Encodable>(
+    correlation_id: i32,
+    header_version: i16,
+    message: &M,
+    version: i16,
+) -> Result<Response, FrameError> {
+    let mut buf = BytesMut::from(&encode_header(correlation_id, header_version)?[..]);
+    message
+        .encode(&mut buf, version)
+        .map_err(|e| FrameError::Malformed(format!("encoding v{version} response: {e}")))?;
+    Ok(Response {
+        chunks: vec![Chunk::Bytes(buf.freeze())],
+    })
+}

@@ -1,0 +1,263 @@
+//! Produce v3-v8: append each partition's record batches as sent (compressed batches stay
+//! compressed); the storage engine validates headers and CRCs without decoding records.
+//! acks=0 gets no response; acks=-1 fsyncs the written partitions first when
+//! `sluice.acks.all.fsync` is on. Produce v0-v2 are advertised (for old librdkafka's
+//! compression, KAFKA-18659) and answered with UNSUPPORTED_VERSION.
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
+use kafka_protocol::protocol::{Decodable, StrBytes};
+use sluice_storage::{AppendError, BatchError, Durability};
+
+use crate::broker::{Broker, now_ms};
+use crate::connection::{Chunk, ConnectionContext, FrameError, Response};
+use crate::error::KafkaError;
+
+/// Answers Produce; `None` for acks=0. A failed acks=0 produce closes the connection, as
+/// Kafka does: there is no response to carry the error, and the client notices a close.
+pub async fn handle(
+    ctx: &ConnectionContext,
+    request: ProduceRequest,
+    _version: i16,
+) -> Result<Option<ProduceResponse>, FrameError> {
+    let acks = request.acks;
+    let broker = ctx.broker.clone();
+    let responses = if (-1..=1).contains(&acks) {
+        let durability = if acks == -1 && broker.config.acks_all_fsync {
+            Durability::Fsync
+        } else {
+            Durability::OsCache
+        };
+        tokio::task::spawn_blocking(move || append_all(&broker, request, durability))
+            .await
+            .unwrap_or_else(|e| {
+                tracing::error!(error = %e, "produce task failed");
+                Vec::new()
+            })
+    } else {
+        error_for_all(&request, ResponseError::InvalidRequiredAcks)
+    };
+    let mut response = ProduceResponse::default();
+    response.responses = responses;
+    if acks != 0 {
+        return Ok(Some(response));
+    }
+    let failed = response
+        .responses
+        .iter()
+        .flat_map(|t| &t.partition_responses)
+        .find(|p| p.error_code != 0);
+    match failed {
+        None => Ok(None),
+        Some(p) => Err(FrameError::AcksZeroFailed(format!(
+            "partition {} error {}: {}",
+            p.index,
+            p.error_code,
+            p.error_message.as_deref().unwrap_or("")
+        ))),
+    }
+}
+
+fn append_all(
+    broker: &Broker,
+    request: ProduceRequest,
+    durability: Durability,
+) -> Vec<TopicProduceResponse> {
+    request
+        .topic_data
+        .into_iter()
+        .map(|topic| {
+            let name = topic.name.0.to_string();
+            let mut out = TopicProduceResponse::default();
+            out.partition_responses = topic
+                .partition_data
+                .into_iter()
+                .map(|p| {
+                    let result = append_one(broker, &name, p.index, p.records, durability);
+                    partition_response(p.index, result)
+                })
+                .collect();
+            out.name = topic.name;
+            out
+        })
+        .collect()
+}
+
+/// What an append gave back, for the response.
+struct Appended {
+    base_offset: i64,
+    log_append_time_ms: i64,
+    log_start_offset: i64,
+}
+
+fn append_one(
+    broker: &Broker,
+    topic: &str,
+    index: i32,
+    records: Option<Bytes>,
+    durability: Durability,
+) -> Result<Appended, KafkaError> {
+    let partition = broker.partition(topic, index).ok_or_else(|| {
+        KafkaError::new(
+            ResponseError::UnknownTopicOrPartition,
+            format!("unknown partition {topic}-{index}"),
+        )
+    })?;
+    let records = records
+        .filter(|r| !r.is_empty())
+        .ok_or_else(|| KafkaError::new(ResponseError::CorruptMessage, "no records"))?;
+    // The storage engine rewrites base offsets in place, so it needs its own copy.
+    let mut batches = records.to_vec();
+    let (outcome, end_offset) = partition.with_log(|log| {
+        let outcome = log.append(&mut batches, durability, now_ms());
+        (outcome, log.log_end_offset().value())
+    })?;
+    let outcome = outcome.map_err(|e| append_error(topic, index, e))?;
+    partition.notify_appended(end_offset);
+    Ok(Appended {
+        base_offset: outcome.base_offset.value(),
+        log_append_time_ms: outcome.log_append_time_ms,
+        log_start_offset: outcome.log_start_offset.value(),
+    })
+}
+
+fn append_error(topic: &str, index: i32, error: AppendError) -> KafkaError {
+    let code = match &error {
+        AppendError::InvalidBatch(e) => batch_error_code(e),
+        AppendError::TooLarge { .. } => ResponseError::MessageTooLarge,
+        AppendError::Fenced | AppendError::Io(_) => ResponseError::KafkaStorageError,
+    };
+    if code == ResponseError::KafkaStorageError {
+        tracing::error!(topic, partition = index, error = %error, "append failed; partition fenced");
+    } else {
+        tracing::debug!(topic, partition = index, error = %error, "append refused");
+    }
+    KafkaError::new(code, format!("{topic}-{index}: {error}"))
+}
+
+/// Damaged bytes are CORRUPT_MESSAGE (the client may retry); well-formed batches we refuse
+/// (old magic, bad record count, unknown codec) are INVALID_RECORD, as Kafka answers them.
+fn batch_error_code(error: &BatchError) -> ResponseError {
+    match error {
+        BatchError::Truncated { .. }
+        | BatchError::BadLength { .. }
+        | BatchError::CrcMismatch { .. }
+        | BatchError::Empty => ResponseError::CorruptMessage,
+        _ => ResponseError::InvalidRecord,
+    }
+}
+
+fn partition_response(
+    index: i32,
+    result: Result<Appended, KafkaError>,
+) -> PartitionProduceResponse {
+    let mut out = PartitionProduceResponse::default();
+    out.index = index;
+    match result {
+        Ok(a) => {
+            out.base_offset = a.base_offset;
+            out.log_append_time_ms = a.log_append_time_ms;
+            out.log_start_offset = a.log_start_offset;
+        }
+        Err(e) => {
+            out.error_code = e.code.code();
+            out.base_offset = -1;
+            out.log_append_time_ms = -1;
+            out.log_start_offset = -1;
+            out.error_message = Some(StrBytes::from_string(e.message));
+        }
+    }
+    out
+}
+
+fn error_for_all(request: &ProduceRequest, code: ResponseError) -> Vec<TopicProduceResponse> {
+    request
+        .topic_data
+        .iter()
+        .map(|topic| {
+            let mut out = TopicProduceResponse::default();
+            out.name = topic.name.clone();
+            out.partition_responses = topic
+                .partition_data
+                .iter()
+                .map(|p| {
+                    partition_response(
+                        p.index,
+                        Err(KafkaError::new(code, "acks must be 0, 1 or -1")),
+                    )
+                })
+                .collect();
+            out
+        })
+        .collect()
+}
+
+/// Answers Produce v0-v2 with UNSUPPORTED_VERSION for every partition. Their request body is
+/// v3's without the leading transactional_id, so it decodes as v3 behind a null one.
+pub fn unsupported_old_version(
+    frame: Bytes,
+    version: i16,
+    correlation_id: i32,
+) -> Result<Response, FrameError> {
+    let mut body = frame;
+    kafka_protocol::messages::RequestHeader::decode(
+        &mut body,
+        ApiKey::Produce.request_header_version(version),
+    )
+    .map_err(|e| FrameError::Malformed(format!("Produce v{version}: {e}")))?;
+    let mut v3 = BytesMut::with_capacity(body.len() + 2);
+    v3.extend_from_slice(&(-1i16).to_be_bytes());
+    v3.extend_from_slice(&body);
+    let request = ProduceRequest::decode(&mut v3.freeze(), 3)
+        .map_err(|e| FrameError::Malformed(format!("Produce v{version}: {e}")))?;
+    if request.acks == 0 {
+        return Ok(Response::default());
+    }
+    let mut response = ProduceResponse::default();
+    response.responses = error_for_all(&request, ResponseError::UnsupportedVersion);
+    for topic in &mut response.responses {
+        for p in &mut topic.partition_responses {
+            p.error_message = None;
+        }
+    }
+    encode_old(&response, version, correlation_id)
+}
+
+/// ProduceResponse v2 is v3's layout; v1 drops log_append_time; v0 also drops throttle_time.
+fn encode_old(
+    response: &ProduceResponse,
+    version: i16,
+    correlation_id: i32,
+) -> Result<Response, FrameError> {
+    if version == 2 {
+        return super::encode(correlation_id, 0, response, 3);
+    }
+    let mut buf = BytesMut::new();
+    put(&mut buf, &correlation_id.to_be_bytes());
+    put(&mut buf, &(response.responses.len() as i32).to_be_bytes());
+    for topic in &response.responses {
+        put(&mut buf, &(topic.name.0.len() as i16).to_be_bytes());
+        put(&mut buf, topic.name.0.as_bytes());
+        put(
+            &mut buf,
+            &(topic.partition_responses.len() as i32).to_be_bytes(),
+        );
+        for p in &topic.partition_responses {
+            put(&mut buf, &p.index.to_be_bytes());
+            put(&mut buf, &p.error_code.to_be_bytes());
+            put(&mut buf, &p.base_offset.to_be_bytes());
+        }
+    }
+    if version == 1 {
+        put(&mut buf, &0i32.to_be_bytes());
+    }
+    Ok(Response {
+        chunks: vec![Chunk::Bytes(buf.freeze())],
+    })
+}
+
+fn put(buf: &mut BytesMut, bytes: &[u8]) {
+    buf.extend_from_slice(bytes);
+}

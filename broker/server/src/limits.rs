@@ -1,0 +1,100 @@
+//! Every limit of the server, with its unit and why it has the value it has.
+//!
+//! Limits a user may want to change are config keys (see `config.rs`); their defaults live
+//! here so the two can be checked against each other at compile time.
+
+/// Default `socket.request.max.bytes`: Kafka's 100 MiB. A frame whose length prefix is above
+/// the configured value is refused before a buffer is allocated for it.
+pub const SOCKET_REQUEST_MAX_BYTES_DEFAULT: u32 = 100 * 1024 * 1024;
+
+/// Default `message.max.bytes`: Kafka's 1 MiB + 12 bytes of log overhead, per record batch.
+pub const MESSAGE_MAX_BYTES_DEFAULT: u32 = 1_048_588;
+
+/// Requests read from one connection but not yet answered. Kafka handles one request per
+/// connection at a time; we read ahead this far so parsing overlaps processing, then stop
+/// reading (TCP backpressure) until the writer catches up.
+pub const IN_FLIGHT_REQUESTS_PER_CONNECTION_MAX: usize = 16;
+
+/// Bytes of request frames read from one connection but not yet handled. Together with the
+/// request count above it bounds a connection's read-ahead memory; a frame larger than this
+/// (up to `socket.request.max.bytes`) is read only when nothing else is queued.
+pub const READ_AHEAD_BYTES_PER_CONNECTION_MAX: u32 = 16 * 1024 * 1024;
+
+/// Responses encoded but not yet written to one connection's socket.
+pub const QUEUED_RESPONSES_PER_CONNECTION_MAX: usize = 4;
+
+/// Open client connections; accepting stops (the kernel backlog holds the rest) above it.
+pub const CONNECTIONS_MAX: usize = 10_000;
+
+/// Pause after a failed `accept` (EMFILE, ENOMEM) so the loop does not spin.
+pub const ACCEPT_ERROR_BACKOFF_MS: u64 = 100;
+
+/// Upper bound on a Fetch's `max_wait_ms`, so a client cannot park a connection forever.
+pub const FETCH_MAX_WAIT_MS_MAX: u64 = 30_000;
+
+/// Default and cap of a Fetch response's total bytes when the request says 0 or less
+/// (Kafka's `fetch.max.bytes`, 50 MiB).
+pub const FETCH_RESPONSE_MAX_BYTES: u32 = 50 * 1024 * 1024;
+
+/// Topics in one Metadata / CreateTopics / DeleteTopics request, and partitions per topic at
+/// creation. Kafka has no hard cap; we refuse more rather than let a request balloon memory.
+pub const TOPICS_PER_REQUEST_MAX: usize = 10_000;
+
+/// `num.partitions` / CreateTopics `num_partitions` upper bound per topic.
+pub const PARTITIONS_PER_TOPIC_MAX: i32 = 10_000;
+
+/// Kafka's topic name length limit (249: leaves room for `-<partition>` in a 255-byte file name).
+pub const TOPIC_NAME_BYTES_MAX: usize = 249;
+
+/// How often the background ticker calls `Log::tick` (flush.ms, segment.ms, retention).
+pub const LOG_TICK_INTERVAL_MS: u64 = 200;
+
+/// Longest wait before the first retention run after start (Kafka's 30 s initial task delay),
+/// when `log.retention.check.interval.ms` is longer.
+pub const LOG_RETENTION_INITIAL_DELAY_MS: u64 = 30_000;
+
+/// Time a graceful shutdown waits for in-flight connections before closing logs anyway.
+pub const SHUTDOWN_GRACE_MS: u64 = 10_000;
+
+/// Smallest valid Kafka frame body: api_key (2) + api_version (2) + correlation_id (4).
+pub const REQUEST_HEADER_MIN_BYTES: usize = 8;
+
+const _: () = assert!(MESSAGE_MAX_BYTES_DEFAULT < SOCKET_REQUEST_MAX_BYTES_DEFAULT);
+const _: () = assert!(FETCH_RESPONSE_MAX_BYTES >= MESSAGE_MAX_BYTES_DEFAULT);
+const _: () = assert!(QUEUED_RESPONSES_PER_CONNECTION_MAX <= IN_FLIGHT_REQUESTS_PER_CONNECTION_MAX);
+
+/// Segment size of the internal offsets log, in bytes. Compaction keeps the log near its live
+/// size, so segments stay few.
+pub const OFFSETS_SEGMENT_BYTES: u32 = 100 * 1024 * 1024;
+
+/// Bytes read per step while replaying the offsets log at start.
+pub const OFFSETS_READ_CHUNK_BYTES: u32 = 4 * 1024 * 1024;
+
+/// Records per batch written to the offsets log (a large commit or snapshot is split).
+pub const OFFSETS_RECORDS_PER_BATCH_MAX: usize = 1_000;
+
+/// Key and value bytes after which a batch of the offsets log is closed and a new one begun
+/// (well under the storage engine's batch limit, since one record may reach 1 MiB).
+pub const OFFSETS_BATCH_BYTES_TARGET: usize = 1024 * 1024;
+
+/// The offsets log is compacted once it is larger than this many bytes ...
+pub const OFFSETS_COMPACT_MIN_BYTES: u64 = 16 * 1024 * 1024;
+
+/// ... and larger than this multiple of its live content's estimated size.
+pub const OFFSETS_COMPACT_GROWTH_FACTOR: u64 = 4;
+
+/// Requests queued for the group coordinator task. Senders wait when it is full
+/// (backpressure on the connections that send group requests).
+pub const GROUP_COMMANDS_QUEUED_MAX: usize = 1_024;
+
+/// Offset batches queued for the offsets-log writer, and results queued back. The
+/// coordinator caps unacknowledged batches at `sluice_group::limits::PENDING_PERSISTS_MAX`;
+/// beyond this queue a batch fails with COORDINATOR_NOT_AVAILABLE (retriable).
+pub const OFFSETS_WRITES_QUEUED_MAX: usize = 1_024;
+
+/// Persist batches the writer combines into one append (and one fsync).
+pub const OFFSETS_WRITES_PER_APPEND_MAX: usize = 256;
+
+/// Longest the coordinator task sleeps between timer checks, in ms: a wall-clock jump
+/// cannot park the timers for longer than this.
+pub const GROUP_TIMER_SLEEP_MAX_MS: u64 = 1_000;

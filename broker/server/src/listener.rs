@@ -1,0 +1,257 @@
+//! The accept loop, the connection limit, the background log ticker, and graceful shutdown:
+//! stop accepting, let each connection finish the requests it has read, write their
+//! responses, then close every log (flush + clean-shutdown marker).
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice_storage::{Fs, RealFs};
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinSet;
+
+use crate::broker::{Broker, now_ms};
+use crate::config::{BrokerConfig, HostPort};
+use crate::connection::{self, ConnectionContext};
+use crate::error::ServerError;
+use crate::group::GroupService;
+use crate::limits;
+
+/// A bound, not yet running broker.
+#[derive(Debug)]
+pub struct Server {
+    /// Shared broker state (topics, config).
+    broker: Arc<Broker>,
+    /// The Kafka listener socket; dropped first at shutdown so no new clients arrive.
+    listener: TcpListener,
+    /// Flipped to true at shutdown: readers stop, long polls return.
+    shutdown_tx: watch::Sender<bool>,
+    /// One permit per open connection; accepting waits for a permit (backpressure).
+    connection_permits: Arc<Semaphore>,
+    /// The group coordinator; stopped after the connections (it closes the offsets log).
+    groups: GroupService,
+}
+
+impl Server {
+    /// Opens the data dir and binds the listener (port 0 picks a free port).
+    pub async fn bind(config: BrokerConfig) -> Result<Self, ServerError> {
+        Self::bind_with(config, Arc::new(RealFs)).await
+    }
+
+    /// Same, with partition logs on `fs` (a fault-injecting twin in tests).
+    pub async fn bind_with(config: BrokerConfig, fs: Arc<dyn Fs>) -> Result<Self, ServerError> {
+        config.validate()?;
+        let addr = config.listeners.socket_addr().map_err(|reason| {
+            crate::error::ConfigError::BadValue {
+                key: "listeners".into(),
+                value: config.listeners.to_string(),
+                reason,
+            }
+        })?;
+        let (broker, (offsets_log, offsets)) = tokio::task::spawn_blocking(move || {
+            let broker = Broker::open_with(config, fs)?;
+            let offsets =
+                GroupService::open(&broker.config.data_dir, broker.config.acks_all_fsync)?;
+            Ok::<_, ServerError>((broker, offsets))
+        })
+        .await
+        .map_err(|e| ServerError::Io {
+            context: "opening the data dir".into(),
+            source: std::io::Error::other(e),
+        })??;
+        let groups = GroupService::spawn(broker.config.group_config(), offsets_log, offsets)?;
+        tracing::info!(
+            data_dir = %broker.config.data_dir.display(),
+            cluster_id = %broker.cluster_id,
+            topics = broker.topics().len(),
+            "data dir open"
+        );
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(ServerError::io(format!("binding {addr}")))?;
+        let bound = listener
+            .local_addr()
+            .map_err(ServerError::io("reading the bound address"))?;
+        broker.set_bound_address(HostPort {
+            host: advertised_host(bound.ip()),
+            port: bound.port(),
+        });
+        let (shutdown_tx, _) = watch::channel(false);
+        Ok(Self {
+            broker: Arc::new(broker),
+            listener,
+            shutdown_tx,
+            connection_permits: Arc::new(Semaphore::new(limits::CONNECTIONS_MAX)),
+            groups,
+        })
+    }
+
+    /// The address the listener bound.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
+    }
+
+    /// The shared broker (tests inspect it).
+    pub fn broker(&self) -> Arc<Broker> {
+        self.broker.clone()
+    }
+
+    /// Serves until `shutdown` resolves, then shuts down gracefully.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), ServerError> {
+        let Self {
+            broker,
+            listener,
+            shutdown_tx,
+            connection_permits,
+            groups,
+        } = self;
+        let ticker = tokio::spawn(tick_logs(broker.clone(), shutdown_tx.subscribe()));
+        let mut connections = JoinSet::new();
+        tokio::pin!(shutdown);
+        loop {
+            let permit = tokio::select! {
+                permit = connection_permits.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
+                () = &mut shutdown => break,
+            };
+            let (stream, peer) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        // Out of file descriptors or memory: back off instead of spinning.
+                        tracing::warn!(error = %e, backoff_ms = limits::ACCEPT_ERROR_BACKOFF_MS, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(limits::ACCEPT_ERROR_BACKOFF_MS)).await;
+                        continue;
+                    }
+                },
+                () = &mut shutdown => break,
+            };
+            tracing::debug!(%peer, "connection accepted");
+            let ctx = ConnectionContext {
+                broker: broker.clone(),
+                peer,
+                shutdown: shutdown_tx.subscribe(),
+                groups: groups.handle.clone(),
+            };
+            connections.spawn(async move {
+                let broker = ctx.broker.clone();
+                let _open = broker.connection_opened();
+                connection::serve(stream, ctx).await;
+                drop(permit);
+            });
+            while connections.try_join_next().is_some() {}
+        }
+        while connections.try_join_next().is_some() {}
+        tracing::info!(
+            open_connections = connections.len(),
+            "shutting down: no longer accepting"
+        );
+        drop(listener);
+        shutdown_tx.send_replace(true);
+        let grace = Duration::from_millis(limits::SHUTDOWN_GRACE_MS);
+        if tokio::time::timeout(grace, async {
+            while connections.join_next().await.is_some() {}
+        })
+        .await
+        .is_err()
+        {
+            tracing::warn!(
+                grace_ms = limits::SHUTDOWN_GRACE_MS,
+                "connections still open after the grace period; closing logs anyway"
+            );
+            connections.abort_all();
+        }
+        ticker.await.ok();
+        groups.stop().await;
+        let closing = broker.clone();
+        tokio::task::spawn_blocking(move || closing.close_all())
+            .await
+            .map_err(|e| ServerError::Io {
+                context: "closing logs".into(),
+                source: std::io::Error::other(e),
+            })??;
+        tracing::info!("shutdown complete");
+        Ok(())
+    }
+}
+
+/// The host to advertise for a bound IP. A wildcard bind (0.0.0.0, ::) is not an address a
+/// client can dial, so, like Kafka, advertise the machine's host name instead.
+fn advertised_host(ip: std::net::IpAddr) -> String {
+    if !ip.is_unspecified() {
+        return ip.to_string();
+    }
+    let mut name = [0u8; 256];
+    // SAFETY: gethostname writes at most `name.len()` bytes into our buffer.
+    let rc = unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) };
+    let host = if rc == 0 {
+        let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+        String::from_utf8_lossy(&name[..end]).into_owned()
+    } else {
+        String::new()
+    };
+    if host.is_empty() {
+        tracing::warn!(
+            "listening on a wildcard address and the host name is unknown: set advertised.listeners"
+        );
+        return "localhost".to_owned();
+    }
+    tracing::info!(
+        host,
+        "listening on a wildcard address: advertising the host name (set advertised.listeners to change it)"
+    );
+    host
+}
+
+/// Periodic log work until shutdown: `tick_without_retention` (flush.ms, segment.ms, recovery
+/// checkpoints) every `LOG_TICK_INTERVAL_MS`, and retention every
+/// `log.retention.check.interval.ms` (first run after `LOG_RETENTION_INITIAL_DELAY_MS` at
+/// most, like Kafka, so a broker restarted often still enforces retention).
+async fn tick_logs(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
+    let mut interval = tokio::time::interval(Duration::from_millis(limits::LOG_TICK_INTERVAL_MS));
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let retention_every = Duration::from_millis(broker.config.log_retention_check_interval_ms);
+    let first_retention = retention_every.min(Duration::from_millis(
+        limits::LOG_RETENTION_INITIAL_DELAY_MS,
+    ));
+    let mut next_retention = tokio::time::Instant::now() + first_retention;
+    loop {
+        tokio::select! {
+            _ = interval.tick() => {}
+            _ = shutdown.wait_for(|stop| *stop) => return,
+        }
+        let retention = tokio::time::Instant::now() >= next_retention;
+        if retention {
+            next_retention = tokio::time::Instant::now() + retention_every;
+        }
+        let broker = broker.clone();
+        tokio::task::spawn_blocking(move || tick_all(&broker, retention))
+            .await
+            .ok();
+    }
+}
+
+fn tick_all(broker: &Broker, retention: bool) {
+    for partition in broker.partitions() {
+        let result = partition.with_log(|log| {
+            let now = now_ms();
+            log.tick_without_retention(now)?;
+            if retention {
+                let deleted = log.enforce_retention(now)?;
+                if deleted > 0 {
+                    tracing::info!(topic = %partition.topic, partition = partition.index, deleted, "retention deleted segments");
+                }
+            }
+            Ok::<_, sluice_storage::StorageError>(())
+        });
+        match result {
+            Ok(Err(sluice_storage::StorageError::Fenced)) | Ok(Ok(())) | Err(_) => {}
+            Ok(Err(e)) => {
+                tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "periodic log work failed");
+            }
+        }
+    }
+}

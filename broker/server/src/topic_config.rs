@@ -1,0 +1,171 @@
+//! Topic-level configs (CreateTopics, DescribeConfigs): Kafka's topic key names, each the
+//! per-topic override of a broker key. A topic stores only its overrides; the effective value
+//! is the broker's value with the overrides applied, so changing a broker default reaches every
+//! topic that did not override it.
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::ResponseError;
+
+use crate::config::{BrokerConfig, TimestampType};
+use crate::error::KafkaError;
+
+/// Topic key -> the broker key it overrides.
+pub const TOPIC_KEYS: &[(&str, &str)] = &[
+    ("cleanup.policy", ""),
+    ("retention.ms", "log.retention.ms"),
+    ("retention.bytes", "log.retention.bytes"),
+    ("segment.bytes", "log.segment.bytes"),
+    ("segment.ms", "log.roll.ms"),
+    ("segment.index.bytes", "log.segment.index.bytes"),
+    ("index.interval.bytes", "log.index.interval.bytes"),
+    ("message.timestamp.type", "log.message.timestamp.type"),
+    ("max.message.bytes", "message.max.bytes"),
+    ("flush.messages", "log.flush.interval.messages"),
+    ("flush.ms", "log.flush.interval.ms"),
+];
+
+/// The only `cleanup.policy` we implement.
+const CLEANUP_POLICY_DELETE: &str = "delete";
+
+/// A topic's config overrides, validated.
+pub type TopicOverrides = BTreeMap<String, String>;
+
+/// Checks one override; the error names the key and is INVALID_CONFIG.
+pub fn validate(key: &str, value: &str) -> Result<(), KafkaError> {
+    let invalid = |msg: String| KafkaError::new(ResponseError::InvalidConfig, msg);
+    let Some(&(_, broker_key)) = TOPIC_KEYS.iter().find(|(k, _)| *k == key) else {
+        return Err(invalid(format!("unknown topic config {key:?}")));
+    };
+    if key == "cleanup.policy" {
+        if value != CLEANUP_POLICY_DELETE {
+            return Err(invalid(format!(
+                "cleanup.policy={value:?} is not supported: sluice implements only \"delete\" (no log compaction)"
+            )));
+        }
+        return Ok(());
+    }
+    let mut scratch = BrokerConfig::default();
+    scratch
+        .set(broker_key, value)
+        .map_err(|e| invalid(format!("topic config {key}: {e}")))
+}
+
+/// Checks every override and the storage engine's view of the result (ranges that depend on
+/// more than one key, such as `segment.bytes` against the storage limits).
+pub fn validate_all(broker: &BrokerConfig, overrides: &TopicOverrides) -> Result<(), KafkaError> {
+    for (key, value) in overrides {
+        validate(key, value)?;
+    }
+    log_config(broker, overrides)
+        .validate()
+        .map_err(|e| KafkaError::new(ResponseError::InvalidConfig, e.to_string()))
+}
+
+/// The broker key a topic key overrides (`None` for `cleanup.policy`).
+pub fn broker_key(topic_key: &str) -> Option<&'static str> {
+    TOPIC_KEYS
+        .iter()
+        .find(|(k, _)| *k == topic_key)
+        .map(|(_, b)| *b)
+        .filter(|b| !b.is_empty())
+}
+
+/// The broker config as this topic sees it.
+pub fn effective(broker: &BrokerConfig, overrides: &TopicOverrides) -> BrokerConfig {
+    let mut config = broker.clone();
+    for (key, value) in overrides {
+        if let Some(&(_, broker_key)) = TOPIC_KEYS.iter().find(|(k, _)| k == key)
+            && !broker_key.is_empty()
+        {
+            // Validated when the override was stored.
+            let _ = config.set(broker_key, value);
+        }
+    }
+    config
+}
+
+/// The storage engine's view of a topic's effective config.
+pub fn log_config(broker: &BrokerConfig, overrides: &TopicOverrides) -> sluice_storage::LogConfig {
+    let c = effective(broker, overrides);
+    sluice_storage::LogConfig {
+        segment_bytes: c.log_segment_bytes,
+        segment_ms: c.log_roll_ms,
+        segment_index_bytes: c.log_segment_index_bytes,
+        index_interval_bytes: c.log_index_interval_bytes,
+        retention_ms: c.log_retention_ms,
+        retention_bytes: c.log_retention_bytes,
+        flush_messages: c.log_flush_interval_messages,
+        flush_ms: c.log_flush_interval_ms,
+        message_timestamp_type: match c.log_message_timestamp_type {
+            TimestampType::CreateTime => sluice_storage::TimestampType::CreateTime,
+            TimestampType::LogAppendTime => sluice_storage::TimestampType::LogAppendTime,
+        },
+        max_message_bytes: c.message_max_bytes,
+    }
+}
+
+/// One described topic config: key, value, whether it is the topic's own override.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DescribedConfig {
+    /// Kafka topic key.
+    pub key: &'static str,
+    /// Effective value.
+    pub value: String,
+    /// True when the topic overrides the broker default.
+    pub overridden: bool,
+}
+
+/// Every topic key with its effective value (DescribeConfigs for a topic).
+pub fn describe(broker: &BrokerConfig, overrides: &TopicOverrides) -> Vec<DescribedConfig> {
+    let effective = effective(broker, overrides);
+    TOPIC_KEYS
+        .iter()
+        .map(|&(key, broker_key)| DescribedConfig {
+            key,
+            value: if broker_key.is_empty() {
+                CLEANUP_POLICY_DELETE.to_owned()
+            } else {
+                effective.get(broker_key).unwrap_or_default()
+            },
+            overridden: overrides.contains_key(key),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compact_is_refused_with_a_clear_message() {
+        let err = validate("cleanup.policy", "compact").unwrap_err();
+        assert_eq!(err.code, ResponseError::InvalidConfig);
+        assert!(err.message.contains("cleanup.policy"), "{}", err.message);
+        validate("cleanup.policy", "delete").unwrap();
+    }
+
+    #[test]
+    fn overrides_reach_the_effective_config() {
+        let overrides: TopicOverrides = [("retention.ms".to_owned(), "1000".to_owned())].into();
+        validate("retention.ms", "1000").unwrap();
+        let c = effective(&BrokerConfig::default(), &overrides);
+        assert_eq!(c.log_retention_ms, 1000);
+        let described = describe(&BrokerConfig::default(), &overrides);
+        let retention = described.iter().find(|d| d.key == "retention.ms").unwrap();
+        assert!(retention.overridden);
+        assert_eq!(retention.value, "1000");
+    }
+
+    #[test]
+    fn unknown_and_bad_values_are_invalid_config() {
+        assert_eq!(
+            validate("retention.mss", "1").unwrap_err().code,
+            ResponseError::InvalidConfig
+        );
+        assert_eq!(
+            validate("segment.bytes", "huge").unwrap_err().code,
+            ResponseError::InvalidConfig
+        );
+    }
+}

@@ -1,0 +1,110 @@
+//! The one version table: which Kafka APIs and versions this broker implements. The
+//! ApiVersions response is derived from it, and the dispatcher consults it before decoding.
+
+use kafka_protocol::messages::ApiKey;
+
+/// One implemented API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApiSupport {
+    /// The API.
+    pub key: ApiKey,
+    /// Lowest version advertised in ApiVersions.
+    pub advertised_min: i16,
+    /// Lowest version actually served; advertised versions below it get UNSUPPORTED_VERSION.
+    pub served_min: i16,
+    /// Highest version advertised and served.
+    pub max: i16,
+}
+
+const fn api(key: ApiKey, min: i16, max: i16) -> ApiSupport {
+    ApiSupport {
+        key,
+        advertised_min: min,
+        served_min: min,
+        max,
+    }
+}
+
+/// Everything we implement. Non-flexible versions only, except ApiVersions v3.
+///
+/// Produce advertises v0-v2 without serving them: librdkafka before 2.x only enables
+/// compression when the broker advertises Produce v0 (KAFKA-18659); a v0-v2 request gets
+/// UNSUPPORTED_VERSION. The oldest CreateTopics/DeleteTopics/DescribeConfigs versions, which
+/// the `kafka-protocol` crate no longer encodes, go through `handler/compat.rs`.
+/// FindCoordinator is advertised because librdkafka enables LZ4 only when it is.
+pub const SUPPORTED: &[ApiSupport] = &[
+    ApiSupport {
+        key: ApiKey::Produce,
+        advertised_min: 0,
+        served_min: 3,
+        max: 8,
+    },
+    api(ApiKey::Fetch, 4, 11),
+    api(ApiKey::ListOffsets, 1, 5),
+    api(ApiKey::Metadata, 0, 8),
+    api(ApiKey::FindCoordinator, 0, 2),
+    api(ApiKey::CreateTopics, 0, 4),
+    api(ApiKey::DeleteTopics, 0, 3),
+    api(ApiKey::DescribeConfigs, 0, 3),
+    api(ApiKey::ApiVersions, 0, 3),
+    api(ApiKey::JoinGroup, 0, 5),
+    api(ApiKey::SyncGroup, 0, 3),
+    api(ApiKey::Heartbeat, 0, 3),
+    api(ApiKey::LeaveGroup, 0, 3),
+    api(ApiKey::OffsetCommit, 2, 7),
+    api(ApiKey::OffsetFetch, 1, 5),
+    api(ApiKey::ListGroups, 0, 2),
+    api(ApiKey::DescribeGroups, 0, 4),
+    api(ApiKey::DeleteGroups, 0, 1),
+];
+
+/// The table entry for a raw API key, if we implement it.
+pub fn lookup(api_key: i16) -> Option<&'static ApiSupport> {
+    SUPPORTED.iter().find(|s| s.key as i16 == api_key)
+}
+
+impl ApiSupport {
+    /// True if `version` is advertised.
+    pub fn advertises(&self, version: i16) -> bool {
+        (self.advertised_min..=self.max).contains(&version)
+    }
+
+    /// True if `version` is served (decoded and handled).
+    pub fn serves(&self, version: i16) -> bool {
+        (self.served_min..=self.max).contains(&version)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_served_version_has_a_codec() {
+        for s in SUPPORTED {
+            let codec = s.key.valid_versions();
+            assert!(s.max <= codec.max, "{:?} {codec}", s.key);
+            assert!(s.advertised_min <= s.served_min);
+            for version in s.served_min..codec.min {
+                assert!(
+                    crate::handler::has_compat(s.key, version),
+                    "{:?} v{version} has no codec",
+                    s.key
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn only_api_versions_uses_flexible_versions() {
+        for s in SUPPORTED.iter().filter(|s| s.key != ApiKey::ApiVersions) {
+            assert_eq!(
+                s.key.request_header_version(s.max),
+                1,
+                "{:?} v{} is flexible",
+                s.key,
+                s.max
+            );
+        }
+    }
+}

@@ -1,0 +1,475 @@
+//! The Kafka APIs over a real socket, with requests encoded by kafka-protocol: ApiVersions
+//! negotiation, Metadata and auto-creation, produce -> fetch -> list offsets round trips,
+//! acks=0, pipelining order, long-poll wake-ups, and the topic admin APIs.
+
+mod common;
+
+use std::time::Instant;
+
+use common::{TestBroker, batch, values};
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+
+fn topic_name(name: &str) -> TopicName {
+    TopicName(StrBytes::from_string(name.to_owned()))
+}
+
+fn produce_request(
+    topic: &str,
+    partition: i32,
+    acks: i16,
+    records: bytes::Bytes,
+) -> ProduceRequest {
+    let mut p = PartitionProduceData::default();
+    p.index = partition;
+    p.records = Some(records);
+    let mut t = TopicProduceData::default();
+    t.name = topic_name(topic);
+    t.partition_data = vec![p];
+    let mut r = ProduceRequest::default();
+    r.acks = acks;
+    r.timeout_ms = 5000;
+    r.topic_data = vec![t];
+    r
+}
+
+fn fetch_request(
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    max_wait_ms: i32,
+    min_bytes: i32,
+) -> FetchRequest {
+    let mut p = FetchPartition::default();
+    p.partition = partition;
+    p.fetch_offset = offset;
+    p.partition_max_bytes = 1 << 20;
+    let mut t = FetchTopic::default();
+    t.topic = topic_name(topic);
+    t.partitions = vec![p];
+    let mut r = FetchRequest::default();
+    r.replica_id = BrokerId(-1);
+    r.max_wait_ms = max_wait_ms;
+    r.min_bytes = min_bytes;
+    r.max_bytes = 50 << 20;
+    r.session_epoch = -1;
+    r.topics = vec![t];
+    r
+}
+
+fn metadata_request(topics: &[&str], allow_auto_create: bool) -> MetadataRequest {
+    let mut r = MetadataRequest::default();
+    r.topics = Some(
+        topics
+            .iter()
+            .map(|t| {
+                let mut mt = MetadataRequestTopic::default();
+                mt.name = Some(topic_name(t));
+                mt
+            })
+            .collect(),
+    );
+    r.allow_auto_topic_creation = allow_auto_create;
+    r
+}
+
+async fn produce(
+    client: &mut common::Client,
+    topic: &str,
+    vals: &[&str],
+) -> PartitionProduceResponseAlias {
+    let response: ProduceResponse = client
+        .call(
+            ApiKey::Produce,
+            8,
+            &produce_request(topic, 0, -1, batch(vals)),
+        )
+        .await;
+    response.responses[0].partition_responses[0].clone()
+}
+
+type PartitionProduceResponseAlias = produce_response::PartitionProduceResponse;
+
+#[tokio::test]
+async fn api_versions_v3_v0_and_unknown_version() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    for version in [0, 3] {
+        let response: ApiVersionsResponse = client
+            .call(ApiKey::ApiVersions, version, &ApiVersionsRequest::default())
+            .await;
+        assert_eq!(response.error_code, 0);
+        let produce = response
+            .api_keys
+            .iter()
+            .find(|k| k.api_key == ApiKey::Produce as i16)
+            .unwrap();
+        assert_eq!((produce.min_version, produce.max_version), (0, 8));
+        let metadata = response
+            .api_keys
+            .iter()
+            .find(|k| k.api_key == ApiKey::Metadata as i16)
+            .unwrap();
+        assert!(
+            metadata.min_version <= 4 && 4 <= metadata.max_version,
+            "kafka-python needs Metadata v4"
+        );
+    }
+    // A version from the future: answered in v0 with UNSUPPORTED_VERSION and the table.
+    let id = client
+        .send(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default())
+        .await;
+    let mut frame = common::encode_request(
+        ApiKey::ApiVersions,
+        3,
+        id + 100,
+        &ApiVersionsRequest::default(),
+    )
+    .to_vec();
+    frame[6..8].copy_from_slice(&99i16.to_be_bytes());
+    let _: (i32, ApiVersionsResponse) = client.recv(ApiKey::ApiVersions, 3).await;
+    client.send_raw(&frame).await;
+    let (cid, response): (i32, ApiVersionsResponse) = client.recv(ApiKey::ApiVersions, 0).await;
+    assert_eq!(cid, id + 100);
+    assert_eq!(
+        response.error_code,
+        ResponseError::UnsupportedVersion.code()
+    );
+    assert!(!response.api_keys.is_empty());
+}
+
+#[tokio::test]
+async fn api_versions_v3_leaves_default_tagged_fields_out() {
+    // librdkafka 2.0.2 (Debian's kcat) mis-parses them: the body must end right after
+    // throttle_time_ms and an empty tagged-field section.
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    client
+        .send(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default())
+        .await;
+    let body = client.recv_frame().await.unwrap();
+    assert_eq!(body[body.len() - 1], 0, "no tagged fields");
+    assert_eq!(
+        &body[body.len() - 5..body.len() - 1],
+        &[0, 0, 0, 0],
+        "throttle_time_ms just before"
+    );
+}
+
+#[tokio::test]
+async fn metadata_advertises_the_bound_port_and_auto_creates() {
+    let broker = TestBroker::start(&[("num.partitions", "3")]).await;
+    let mut client = broker.client().await;
+    let response: MetadataResponse = client
+        .call(ApiKey::Metadata, 8, &metadata_request(&["fresh"], true))
+        .await;
+    assert_eq!(response.brokers[0].port, i32::from(broker.addr.port()));
+    assert_eq!(response.brokers[0].host.as_str(), "127.0.0.1");
+    let topic = &response.topics[0];
+    assert_eq!(topic.error_code, 0);
+    assert_eq!(topic.partitions.len(), 3);
+    assert_eq!(topic.partitions[0].leader_epoch, -1);
+    let response: MetadataResponse = client
+        .call(ApiKey::Metadata, 8, &metadata_request(&["other"], false))
+        .await;
+    assert_eq!(
+        response.topics[0].error_code,
+        ResponseError::UnknownTopicOrPartition.code()
+    );
+    let mut all = MetadataRequest::default();
+    all.topics = None;
+    let response: MetadataResponse = client.call(ApiKey::Metadata, 1, &all).await;
+    assert_eq!(response.topics.len(), 1);
+}
+
+#[tokio::test]
+async fn auto_create_off_gives_unknown_topic() {
+    let broker = TestBroker::start(&[("auto.create.topics.enable", "false")]).await;
+    let mut client = broker.client().await;
+    let response: MetadataResponse = client
+        .call(ApiKey::Metadata, 8, &metadata_request(&["nope"], true))
+        .await;
+    assert_eq!(
+        response.topics[0].error_code,
+        ResponseError::UnknownTopicOrPartition.code()
+    );
+    let p = produce(&mut client, "nope", &["x"]).await;
+    assert_eq!(p.error_code, ResponseError::UnknownTopicOrPartition.code());
+}
+
+#[tokio::test]
+async fn produce_fetch_and_list_offsets_round_trip() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    let _: MetadataResponse = client
+        .call(ApiKey::Metadata, 8, &metadata_request(&["t"], true))
+        .await;
+    let first = produce(&mut client, "t", &["a", "b", "c"]).await;
+    assert_eq!((first.error_code, first.base_offset), (0, 0));
+    let second = produce(&mut client, "t", &["d"]).await;
+    assert_eq!(second.base_offset, 3);
+
+    for version in [4, 7, 11] {
+        let response: FetchResponse = client
+            .call(ApiKey::Fetch, version, &fetch_request("t", 0, 0, 0, 0))
+            .await;
+        let p = &response.responses[0].partitions[0];
+        assert_eq!((p.error_code, p.high_watermark), (0, 4), "v{version}");
+        assert_eq!(
+            values(p.records.clone().unwrap()),
+            ["a", "b", "c", "d"],
+            "v{version}"
+        );
+    }
+    let response: FetchResponse = client
+        .call(ApiKey::Fetch, 11, &fetch_request("t", 0, 3, 0, 0))
+        .await;
+    assert_eq!(
+        values(response.responses[0].partitions[0].records.clone().unwrap()),
+        ["d"]
+    );
+    let response: FetchResponse = client
+        .call(ApiKey::Fetch, 11, &fetch_request("t", 0, 99, 0, 0))
+        .await;
+    assert_eq!(
+        response.responses[0].partitions[0].error_code,
+        ResponseError::OffsetOutOfRange.code()
+    );
+
+    let offsets = |timestamp| {
+        let mut p = ListOffsetsPartition::default();
+        p.timestamp = timestamp;
+        let mut t = ListOffsetsTopic::default();
+        t.name = topic_name("t");
+        t.partitions = vec![p];
+        let mut r = ListOffsetsRequest::default();
+        r.replica_id = BrokerId(-1);
+        r.topics = vec![t];
+        r
+    };
+    for (timestamp, expected) in [(-2, 0), (-1, 4), (1_700_000_000_000, 0), (i64::MAX, -1)] {
+        let response: ListOffsetsResponse = client
+            .call(ApiKey::ListOffsets, 5, &offsets(timestamp))
+            .await;
+        let p = &response.topics[0].partitions[0];
+        assert_eq!(
+            (p.error_code, p.offset),
+            (0, expected),
+            "timestamp {timestamp}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn acks_zero_gets_no_response_and_order_is_kept() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    let _: MetadataResponse = client
+        .call(ApiKey::Metadata, 8, &metadata_request(&["t"], true))
+        .await;
+    client
+        .send(
+            ApiKey::Produce,
+            8,
+            &produce_request("t", 0, 0, batch(&["fire-and-forget"])),
+        )
+        .await;
+    // Pipeline many requests at once; responses must come back in order.
+    let mut ids = Vec::new();
+    for i in 0..20 {
+        ids.push(
+            client
+                .send(
+                    ApiKey::Produce,
+                    8,
+                    &produce_request("t", 0, 1, batch(&[&i.to_string()])),
+                )
+                .await,
+        );
+    }
+    for (i, id) in ids.into_iter().enumerate() {
+        let (got, response): (i32, ProduceResponse) = client.recv(ApiKey::Produce, 8).await;
+        assert_eq!(got, id);
+        assert_eq!(
+            response.responses[0].partition_responses[0].base_offset,
+            i as i64 + 1
+        );
+    }
+}
+
+#[tokio::test]
+async fn long_poll_is_woken_by_an_append() {
+    let broker = TestBroker::start(&[]).await;
+    let mut consumer = broker.client().await;
+    let mut producer = broker.client().await;
+    let _: MetadataResponse = consumer
+        .call(ApiKey::Metadata, 8, &metadata_request(&["t"], true))
+        .await;
+    let started = Instant::now();
+    let id = consumer
+        .send(ApiKey::Fetch, 11, &fetch_request("t", 0, 0, 8000, 1))
+        .await;
+    let _ = produce(&mut producer, "t", &["wake"]).await;
+    let (got, response): (i32, FetchResponse) = consumer.recv(ApiKey::Fetch, 11).await;
+    assert_eq!(got, id);
+    assert!(
+        started.elapsed().as_millis() < 5000,
+        "woken by the append, not the timeout"
+    );
+    assert_eq!(
+        values(response.responses[0].partitions[0].records.clone().unwrap()),
+        ["wake"]
+    );
+}
+
+#[tokio::test]
+async fn long_poll_times_out_with_an_empty_answer() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    let _: MetadataResponse = client
+        .call(ApiKey::Metadata, 8, &metadata_request(&["t"], true))
+        .await;
+    let started = Instant::now();
+    let response: FetchResponse = client
+        .call(ApiKey::Fetch, 11, &fetch_request("t", 0, 0, 300, 1))
+        .await;
+    assert!(started.elapsed().as_millis() >= 250);
+    let p = &response.responses[0].partitions[0];
+    assert_eq!((p.error_code, p.high_watermark), (0, 0));
+    assert!(p.records.as_ref().is_none_or(|r| r.is_empty()));
+}
+
+#[tokio::test]
+async fn create_describe_and_delete_topics() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    let mut request = CreateTopicsRequest::default();
+    request.topics = vec![
+        creatable("a", 2, &[("retention.ms", "60000")]),
+        creatable("b", 1, &[("cleanup.policy", "compact")]),
+        creatable("c", 0, &[]),
+        creatable("bad/name", 1, &[]),
+    ];
+    let response: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 4, &request).await;
+    let codes: Vec<i16> = response.topics.iter().map(|t| t.error_code).collect();
+    assert_eq!(
+        codes,
+        [
+            0,
+            ResponseError::InvalidConfig.code(),
+            ResponseError::InvalidPartitions.code(),
+            ResponseError::InvalidTopicException.code()
+        ]
+    );
+    assert!(
+        response.topics[1]
+            .error_message
+            .as_ref()
+            .unwrap()
+            .contains("cleanup.policy")
+    );
+    let response: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 4, &request).await;
+    assert_eq!(
+        response.topics[0].error_code,
+        ResponseError::TopicAlreadyExists.code()
+    );
+    request.topics = vec![creatable("v", 1, &[])];
+    request.validate_only = true;
+    let _: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 4, &request).await;
+    assert!(broker_has_no_topic(&mut client, "v").await);
+
+    assert_retention_described(&mut client, "a", "60000").await;
+
+    let mut delete = DeleteTopicsRequest::default();
+    delete.topic_names = vec![topic_name("a"), topic_name("zzz")];
+    let response: DeleteTopicsResponse = client.call(ApiKey::DeleteTopics, 3, &delete).await;
+    assert_eq!(response.responses[0].error_code, 0);
+    assert_eq!(
+        response.responses[1].error_code,
+        ResponseError::UnknownTopicOrPartition.code()
+    );
+    assert!(broker_has_no_topic(&mut client, "a").await);
+}
+
+fn creatable(
+    name: &str,
+    partitions: i32,
+    configs: &[(&'static str, &'static str)],
+) -> CreatableTopic {
+    let mut t = CreatableTopic::default();
+    t.name = topic_name(name);
+    t.num_partitions = partitions;
+    t.replication_factor = 1;
+    t.configs = configs
+        .iter()
+        .map(|(k, v)| {
+            let mut c = CreatableTopicConfig::default();
+            c.name = StrBytes::from_static_str(k);
+            c.value = Some(StrBytes::from_static_str(v));
+            c
+        })
+        .collect();
+    t
+}
+
+/// DescribeConfigs with synonyms: the topic's override first, then the broker default.
+async fn assert_retention_described(client: &mut common::Client, topic: &'static str, value: &str) {
+    let mut describe = DescribeConfigsRequest::default();
+    let mut resource = describe_configs_request::DescribeConfigsResource::default();
+    resource.resource_type = 2;
+    resource.resource_name = StrBytes::from_static_str(topic);
+    describe.resources = vec![resource];
+    describe.include_synonyms = true;
+    let response: DescribeConfigsResponse =
+        client.call(ApiKey::DescribeConfigs, 3, &describe).await;
+    let retention = response.results[0]
+        .configs
+        .iter()
+        .find(|c| c.name.as_str() == "retention.ms")
+        .unwrap();
+    assert_eq!(retention.value.as_ref().unwrap().as_str(), value);
+    assert_eq!(retention.config_source, 1);
+    let synonyms: Vec<(&str, i8)> = retention
+        .synonyms
+        .iter()
+        .map(|s| (s.name.as_str(), s.source))
+        .collect();
+    assert_eq!(synonyms, [("retention.ms", 1), ("log.retention.ms", 5)]);
+}
+
+async fn broker_has_no_topic(client: &mut common::Client, name: &str) -> bool {
+    let response: MetadataResponse = client
+        .call(ApiKey::Metadata, 8, &metadata_request(&[name], false))
+        .await;
+    response.topics[0].error_code == ResponseError::UnknownTopicOrPartition.code()
+}
+
+#[tokio::test]
+async fn find_coordinator_names_this_broker_for_groups_only() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    let mut request = FindCoordinatorRequest::default();
+    request.key = StrBytes::from_static_str("my-group");
+    for version in 0..=2 {
+        let response: FindCoordinatorResponse = client
+            .call(ApiKey::FindCoordinator, version, &request)
+            .await;
+        assert_eq!(response.error_code, 0);
+        assert_eq!(
+            (response.node_id.0, response.port),
+            (0, i32::from(broker.addr.port()))
+        );
+    }
+    request.key_type = 1; // transaction
+    let response: FindCoordinatorResponse = client.call(ApiKey::FindCoordinator, 2, &request).await;
+    assert_eq!(
+        response.error_code,
+        ResponseError::CoordinatorNotAvailable.code()
+    );
+}

@@ -1,0 +1,347 @@
+//! `FaultyFs`: an in-memory twin of the filesystem for crash tests.
+//!
+//! Every file (inode) keeps two images: `written` (what reads see now) and `durable` (what
+//! survives a crash: the bytes at its last successful `sync`). Directory entries likewise:
+//! `names` now, `durable_names` as of the last `sync_dir`. A test can fail the Nth write
+//! (`write_at`/`set_len`; the failed write lands torn, first half only) or the Nth sync
+//! (`sync`/`sync_dir`), count operations, and take a crash image to reopen.
+
+use super::{Fs, StorageFile};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Which bytes survive `FaultyFs::crash`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrashMode {
+    /// Only synced file contents and synced directory entries.
+    DurableOnly,
+    /// Everything written (the OS flushed its page cache before dying).
+    AllWritten,
+    /// Everything written, except the last unsynced write lands only half.
+    TornLastWrite,
+}
+
+#[derive(Debug, Default, Clone)]
+struct Inode {
+    written: Vec<u8>,
+    durable: Vec<u8>,
+}
+
+#[derive(Debug, Clone)]
+struct LastWrite {
+    inode: usize,
+    pos: usize,
+    len: usize,
+    prev_len: usize,
+    prev_bytes: Vec<u8>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    inodes: Vec<Inode>,
+    names: BTreeMap<PathBuf, usize>,
+    durable_names: BTreeMap<PathBuf, usize>,
+    dirs: BTreeSet<PathBuf>,
+    writes: u64,
+    syncs: u64,
+    /// Bytes read from `*.log` files (to prove clean segments are not scanned).
+    log_bytes_read: u64,
+    fail_write: Option<u64>,
+    fail_sync: Option<u64>,
+    last_write: Option<LastWrite>,
+}
+
+/// The fault-injecting in-memory filesystem. Clones share state.
+#[derive(Debug, Default, Clone)]
+pub struct FaultyFs {
+    state: Arc<Mutex<State>>,
+}
+
+#[derive(Debug)]
+struct FaultyFile {
+    state: Arc<Mutex<State>>,
+    inode: usize,
+    is_log: bool,
+}
+
+fn injected(what: &str) -> io::Error {
+    io::Error::other(format!("injected {what} failure"))
+}
+
+impl FaultyFs {
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().expect("faulty fs lock")
+    }
+
+    /// Makes the `n`th write from now on (1-based, `write_at` or `set_len`) fail, torn.
+    pub fn fail_nth_write(&self, n: u64) {
+        let mut s = self.lock();
+        s.fail_write = Some(s.writes + n);
+    }
+
+    /// Makes the `n`th sync from now on (1-based, `sync` or `sync_dir`) fail.
+    pub fn fail_nth_sync(&self, n: u64) {
+        let mut s = self.lock();
+        s.fail_sync = Some(s.syncs + n);
+    }
+
+    /// Writes so far (`write_at` + `set_len`).
+    #[must_use]
+    pub fn writes(&self) -> u64 {
+        self.lock().writes
+    }
+
+    /// Syncs so far (`sync` + `sync_dir`).
+    #[must_use]
+    pub fn syncs(&self) -> u64 {
+        self.lock().syncs
+    }
+
+    /// Bytes read from segment `.log` files so far.
+    #[must_use]
+    pub fn log_bytes_read(&self) -> u64 {
+        self.lock().log_bytes_read
+    }
+
+    /// The filesystem a machine would find after crashing now.
+    #[must_use]
+    pub fn crash(&self, mode: CrashMode) -> FaultyFs {
+        let s = self.lock();
+        let mut inodes: Vec<Inode> = s.inodes.clone();
+        for inode in &mut inodes {
+            inode.written = match mode {
+                CrashMode::DurableOnly => inode.durable.clone(),
+                CrashMode::AllWritten | CrashMode::TornLastWrite => inode.written.clone(),
+            };
+            inode.durable = inode.written.clone();
+        }
+        if let (CrashMode::TornLastWrite, Some(last)) = (mode, &s.last_write) {
+            tear(&mut inodes[last.inode], last);
+        }
+        let names = if mode == CrashMode::DurableOnly {
+            s.durable_names.clone()
+        } else {
+            s.names.clone()
+        };
+        let state = State {
+            inodes,
+            durable_names: names.clone(),
+            names,
+            dirs: s.dirs.clone(),
+            ..State::default()
+        };
+        FaultyFs {
+            state: Arc::new(Mutex::new(state)),
+        }
+    }
+
+    /// Overwrites bytes of a file's written and durable images (a test's bit rot).
+    pub fn corrupt(&self, path: &Path, pos: usize, bytes: &[u8]) -> io::Result<()> {
+        let mut s = self.lock();
+        let id = *s
+            .names
+            .get(path)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        let inode = &mut s.inodes[id];
+        for image in [&mut inode.written, &mut inode.durable] {
+            if image.len() < pos + bytes.len() {
+                image.resize(pos + bytes.len(), 0);
+            }
+            image[pos..pos + bytes.len()].copy_from_slice(bytes);
+        }
+        Ok(())
+    }
+}
+
+/// Keeps the first half of the last write, restores what was there before for the rest.
+fn tear(inode: &mut Inode, last: &LastWrite) {
+    let keep = last.len / 2;
+    let torn_from = last.pos + keep;
+    let end = last.pos + last.len;
+    if inode.written.len() < end {
+        return; // the file was truncated since; nothing of the write is visible anyway
+    }
+    let restore_end = end.min(last.prev_len);
+    if restore_end > torn_from {
+        let from = torn_from - last.pos;
+        inode.written[torn_from..restore_end]
+            .copy_from_slice(&last.prev_bytes[from..restore_end - last.pos]);
+    }
+    let new_len = last.prev_len.max(torn_from);
+    if end == inode.written.len() {
+        inode.written.truncate(new_len);
+    }
+    inode.durable = inode.written.clone();
+}
+
+impl State {
+    fn next_write_fails(&mut self) -> bool {
+        self.writes += 1;
+        self.fail_write == Some(self.writes)
+    }
+
+    fn next_sync_fails(&mut self) -> bool {
+        self.syncs += 1;
+        self.fail_sync == Some(self.syncs)
+    }
+
+    fn apply_write(&mut self, id: usize, buf: &[u8], pos: usize) {
+        let image = &mut self.inodes[id].written;
+        let prev_len = image.len();
+        let prev_bytes = image[pos.min(prev_len)..(pos + buf.len()).min(prev_len)].to_vec();
+        let mut prev = vec![0u8; buf.len()];
+        prev[..prev_bytes.len()].copy_from_slice(&prev_bytes);
+        if image.len() < pos + buf.len() {
+            image.resize(pos + buf.len(), 0);
+        }
+        image[pos..pos + buf.len()].copy_from_slice(buf);
+        self.last_write = Some(LastWrite {
+            inode: id,
+            pos,
+            len: buf.len(),
+            prev_len,
+            prev_bytes: prev,
+        });
+    }
+}
+
+impl FaultyFile {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().expect("faulty fs lock")
+    }
+}
+
+impl StorageFile for FaultyFile {
+    fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<()> {
+        let mut s = self.lock();
+        if self.is_log {
+            s.log_bytes_read += buf.len() as u64;
+        }
+        let image = &s.inodes[self.inode].written;
+        let pos = pos as usize;
+        if pos + buf.len() > image.len() {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        buf.copy_from_slice(&image[pos..pos + buf.len()]);
+        Ok(())
+    }
+
+    fn write_at(&self, buf: &[u8], pos: u64) -> io::Result<()> {
+        let mut s = self.lock();
+        if s.next_write_fails() {
+            s.apply_write(self.inode, &buf[..buf.len() / 2], pos as usize);
+            return Err(injected("write"));
+        }
+        s.apply_write(self.inode, buf, pos as usize);
+        Ok(())
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        let mut s = self.lock();
+        if s.next_write_fails() {
+            return Err(injected("set_len"));
+        }
+        s.inodes[self.inode].written.resize(len as usize, 0);
+        if s.last_write.as_ref().is_some_and(|w| w.inode == self.inode) {
+            s.last_write = None;
+        }
+        Ok(())
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.lock().inodes[self.inode].written.len() as u64)
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        let mut s = self.lock();
+        if s.next_sync_fails() {
+            return Err(injected("sync"));
+        }
+        let inode = &mut s.inodes[self.inode];
+        inode.durable = inode.written.clone();
+        if s.last_write.as_ref().is_some_and(|w| w.inode == self.inode) {
+            s.last_write = None;
+        }
+        Ok(())
+    }
+}
+
+impl Fs for FaultyFs {
+    fn open(&self, path: &Path, create: bool) -> io::Result<Arc<dyn StorageFile>> {
+        let mut s = self.lock();
+        let inode = match s.names.get(path) {
+            Some(&id) => id,
+            None if create => {
+                s.inodes.push(Inode::default());
+                let id = s.inodes.len() - 1;
+                s.names.insert(path.to_path_buf(), id);
+                id
+            }
+            None => return Err(io::ErrorKind::NotFound.into()),
+        };
+        let is_log = path.extension().is_some_and(|ext| ext == "log");
+        Ok(Arc::new(FaultyFile {
+            state: Arc::clone(&self.state),
+            inode,
+            is_log,
+        }))
+    }
+
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.lock().dirs.insert(path.to_path_buf());
+        Ok(())
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let s = self.lock();
+        let in_dir = s.names.keys().filter(|p| p.parent() == Some(dir));
+        Ok(in_dir
+            .filter_map(|p| p.file_name()?.to_str().map(str::to_owned))
+            .collect())
+    }
+
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        let s = self.lock();
+        Ok(s.names.contains_key(path) || s.dirs.contains(path))
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        let removed = self.lock().names.remove(path);
+        removed
+            .map(|_| ())
+            .ok_or_else(|| io::ErrorKind::NotFound.into())
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        let id = s
+            .names
+            .remove(from)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        s.names.insert(to.to_path_buf(), id);
+        Ok(())
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        if s.next_sync_fails() {
+            return Err(injected("sync_dir"));
+        }
+        s.durable_names.retain(|p, _| p.parent() != Some(dir));
+        let now: Vec<(PathBuf, usize)> = s
+            .names
+            .iter()
+            .filter(|(p, _)| p.parent() == Some(dir))
+            .map(|(p, &id)| (p.clone(), id))
+            .collect();
+        s.durable_names.extend(now);
+        Ok(())
+    }
+}

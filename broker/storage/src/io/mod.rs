@@ -1,0 +1,72 @@
+//! The positional-I/O seam. Everything the log writes or reads goes through `Fs` and
+//! `StorageFile`, so tests can swap the real filesystem for [`FaultyFs`], which keeps
+//! written and durable images apart and injects failures.
+
+mod faulty;
+mod real;
+
+pub use faulty::{CrashMode, FaultyFs};
+pub use real::RealFs;
+
+use std::fmt::Debug;
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+/// One open file, addressed by position. Shared (`Arc`) so a reader keeps a deleted
+/// segment's bytes alive.
+pub trait StorageFile: Send + Sync + Debug {
+    /// Fills `buf` from `pos`; `UnexpectedEof` if the file is shorter.
+    fn read_at(&self, buf: &mut [u8], pos: u64) -> io::Result<()>;
+    /// Writes all of `buf` at `pos`, growing the file if needed.
+    fn write_at(&self, buf: &[u8], pos: u64) -> io::Result<()>;
+    /// Truncates or extends (with zeros) to `len` bytes.
+    fn set_len(&self, len: u64) -> io::Result<()>;
+    /// Current length in bytes.
+    fn len(&self) -> io::Result<u64>;
+    /// Whether the file has no bytes.
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
+    /// Makes the written bytes (and length) durable (fdatasync).
+    fn sync(&self) -> io::Result<()>;
+    /// The real file, for memory-mapping and `sendfile`; `None` for in-memory twins.
+    fn std_file(&self) -> Option<&std::fs::File> {
+        None
+    }
+}
+
+/// Directory-level operations.
+pub trait Fs: Send + Sync + Debug {
+    /// Opens a file read-write; creates it (empty) if `create`.
+    fn open(&self, path: &Path, create: bool) -> io::Result<Arc<dyn StorageFile>>;
+    fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+    /// File names (not paths) in `dir`.
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
+    fn exists(&self, path: &Path) -> io::Result<bool>;
+    fn remove(&self, path: &Path) -> io::Result<()>;
+    /// Atomically replaces `to` with `from`.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Makes creations, deletions and renames in `dir` durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+}
+
+/// Reads a whole (small) file.
+pub(crate) fn read_all(file: &dyn StorageFile) -> io::Result<Vec<u8>> {
+    let len = usize::try_from(file.len()?).map_err(io::Error::other)?;
+    let mut buf = vec![0u8; len];
+    file.read_at(&mut buf, 0)?;
+    Ok(buf)
+}
+
+/// Writes `bytes` to `path` atomically: temp file, sync, rename, sync dir.
+pub(crate) fn write_atomic(fs: &dyn Fs, dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
+    let tmp = dir.join(format!("{name}.tmp"));
+    let file = fs.open(&tmp, true)?;
+    file.set_len(0)?;
+    file.write_at(bytes, 0)?;
+    file.sync()?;
+    drop(file);
+    fs.rename(&tmp, &dir.join(name))?;
+    fs.sync_dir(dir)
+}

@@ -1,0 +1,61 @@
+//! Named limits of the storage engine, with their units and why they exist.
+//!
+//! Relations between limits are checked at compile time at the bottom of the file.
+
+/// Bytes of the RecordBatch v2 header, from `baseOffset` to `recordsCount` inclusive.
+pub const BATCH_HEADER_BYTES: u32 = 61;
+
+/// Bytes before `batchLength` counts: `baseOffset` (8) + `batchLength` (4).
+pub const BATCH_LOG_OVERHEAD_BYTES: u32 = 12;
+
+/// Largest RecordBatch accepted on append or trusted on recovery. `message.max.bytes` may not
+/// be set above it. 64 MiB keeps one batch well inside a segment and bounds the recovery
+/// scanner's buffer.
+pub const BATCH_BYTES_MAX: u32 = 64 * 1024 * 1024;
+
+/// Smallest `segment.bytes`: room for at least one minimal batch (tests use tiny segments).
+pub const SEGMENT_BYTES_MIN: u32 = 128;
+
+/// Largest `segment.bytes`: file positions in the offset index are u32, and Kafka caps
+/// `segment.bytes` at `i32::MAX`, so we do too (a segment is always < 2 GiB).
+pub const SEGMENT_BYTES_MAX: u32 = i32::MAX as u32;
+
+/// Bytes per offset-index entry: relative offset (u32) + file position (u32).
+pub const INDEX_ENTRY_BYTES: u32 = 8;
+
+/// Bytes per time-index entry: max timestamp so far (i64) + relative offset (u32).
+pub const TIME_INDEX_ENTRY_BYTES: u32 = 12;
+
+/// Smallest `segment.index.bytes`: a handful of entries of either index.
+pub const SEGMENT_INDEX_BYTES_MIN: u32 = 4 * INDEX_ENTRY_BYTES * TIME_INDEX_ENTRY_BYTES;
+
+/// Largest `segment.index.bytes` (1 GiB): an index is memory-mapped whole.
+pub const SEGMENT_INDEX_BYTES_MAX: u32 = 1024 * 1024 * 1024;
+
+/// Offsets inside one segment are stored relative to its base offset as u32; a segment rolls
+/// before its relative offsets would overflow.
+pub const SEGMENT_RELATIVE_OFFSET_MAX: i64 = u32::MAX as i64;
+
+/// Bytes read per call by the recovery scanner (and the benchmark's raw read baseline).
+pub const RECOVERY_READ_CHUNK_BYTES: u32 = 4 * 1024 * 1024;
+
+/// Bytes read per call when a fetch scans batch headers forward from an index entry.
+pub const READ_SCAN_CHUNK_BYTES: u32 = 16 * 1024;
+
+/// How often `tick` persists an advanced recovery point (ms). A stale recovery point only
+/// makes recovery scan more; it is never ahead of durable data.
+pub const RECOVERY_POINT_CHECKPOINT_INTERVAL_MS: i64 = 60_000;
+
+/// Digits of the zero-padded base offset in segment file names (as Kafka: 20).
+pub const SEGMENT_NAME_DIGITS: usize = 20;
+
+const _: () = assert!(BATCH_HEADER_BYTES > BATCH_LOG_OVERHEAD_BYTES);
+const _: () = assert!(SEGMENT_BYTES_MIN >= BATCH_HEADER_BYTES);
+const _: () = assert!(SEGMENT_BYTES_MIN < SEGMENT_BYTES_MAX);
+const _: () = assert!(BATCH_BYTES_MAX <= SEGMENT_BYTES_MAX);
+const _: () = assert!(SEGMENT_BYTES_MAX as u64 <= u32::MAX as u64);
+const _: () = assert!(SEGMENT_INDEX_BYTES_MIN.is_multiple_of(INDEX_ENTRY_BYTES));
+const _: () = assert!(SEGMENT_INDEX_BYTES_MIN.is_multiple_of(TIME_INDEX_ENTRY_BYTES));
+const _: () = assert!(SEGMENT_INDEX_BYTES_MIN < SEGMENT_INDEX_BYTES_MAX);
+const _: () = assert!(RECOVERY_READ_CHUNK_BYTES >= BATCH_HEADER_BYTES);
+const _: () = assert!(READ_SCAN_CHUNK_BYTES >= BATCH_HEADER_BYTES);

@@ -1,0 +1,458 @@
+//! `Log`: one partition. Appends, reads, rolls, flushes, close; retention and periodic
+//! work are in `retention.rs`, opening in `recovery.rs`.
+
+use crate::batch;
+use crate::checkpoint::{self, Checkpoint};
+use crate::config::{Durability, LogConfig, TimestampType};
+use crate::error::{AppendError, BatchError, ReadError, StorageError};
+use crate::io::{Fs, RealFs, StorageFile};
+use crate::offset::Offset;
+use crate::recovery;
+use crate::segment::Segment;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A partition's log: segments sorted by base offset; the last one takes appends.
+#[derive(Debug)]
+pub struct Log {
+    pub(crate) fs: Arc<dyn Fs>,
+    pub(crate) dir: PathBuf,
+    pub(crate) config: LogConfig,
+    /// Never empty; `segments[i].end_offset == segments[i + 1].base`.
+    pub(crate) segments: Vec<Segment>,
+    pub(crate) log_start_offset: Offset,
+    /// Everything below is fsynced (in memory; persisted by `tick` and `close`).
+    pub(crate) recovery_point: Offset,
+    /// The recovery point last written to `partition.checkpoint`, and when.
+    pub(crate) checkpointed_recovery_point: Offset,
+    pub(crate) last_checkpoint_ms: i64,
+    /// Records appended since the last flush (`flush.messages`).
+    pub(crate) unflushed_records: u64,
+    /// When the oldest unflushed append happened (`flush.ms`).
+    pub(crate) first_unflushed_ms: Option<i64>,
+    /// Set by any failed write or fsync; appends fail until the log is reopened.
+    pub(crate) fenced: bool,
+}
+
+/// What `append` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendOutcome {
+    pub base_offset: Offset,
+    pub last_offset: Offset,
+    /// The append time stamped into the batches, or -1 for CreateTime topics.
+    pub log_append_time_ms: i64,
+    pub log_start_offset: Offset,
+    pub record_count: u32,
+    pub bytes: u32,
+}
+
+/// A byte range of one segment file: whole batches, sendable without copying. Holding it
+/// keeps the file open, so retention may unlink the segment meanwhile.
+#[derive(Debug, Clone)]
+pub struct ReadSlice {
+    file: Arc<dyn StorageFile>,
+    pub position: u64,
+    pub len: u32,
+}
+
+impl ReadSlice {
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The file descriptor for `sendfile`, for real files.
+    #[must_use]
+    pub fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        self.file.std_file().map(AsRawFd::as_raw_fd)
+    }
+
+    /// Copies the bytes into `buf` (resized to `len`), reusing its allocation.
+    pub fn read_into(&self, buf: &mut Vec<u8>) -> io::Result<()> {
+        buf.resize(self.len as usize, 0);
+        self.file.read_at(buf, self.position)
+    }
+
+    /// Copies the bytes out (the fallback when zero-copy is not possible).
+    pub fn read_to_vec(&self) -> io::Result<Vec<u8>> {
+        let mut buf = vec![0u8; self.len as usize];
+        self.file.read_at(&mut buf, self.position)?;
+        Ok(buf)
+    }
+}
+
+/// What a validated append request holds.
+struct Summary {
+    records: u32,
+    bytes: u32,
+}
+
+impl Log {
+    /// Opens (creating if absent) the partition directory on the real filesystem.
+    pub fn open(dir: &Path, config: LogConfig, now_ms: i64) -> Result<Log, StorageError> {
+        Log::open_with(Arc::new(RealFs), dir, config, now_ms)
+    }
+
+    /// Opens over an injected filesystem; runs recovery (see `recovery.rs`).
+    pub fn open_with(
+        fs: Arc<dyn Fs>,
+        dir: &Path,
+        config: LogConfig,
+        now_ms: i64,
+    ) -> Result<Log, StorageError> {
+        config.validate()?;
+        let recovered = recovery::recover(fs.as_ref(), dir, &config)?;
+        let log_end = recovered
+            .segments
+            .last()
+            .expect("recovery leaves a segment")
+            .end_offset;
+        tracing::info!(dir = %dir.display(), segments = recovered.segments.len(), log_start = %recovered.log_start_offset, %log_end, "opened log");
+        Ok(Log {
+            fs,
+            dir: dir.to_path_buf(),
+            config,
+            segments: recovered.segments,
+            log_start_offset: recovered.log_start_offset,
+            recovery_point: log_end,
+            checkpointed_recovery_point: log_end,
+            last_checkpoint_ms: now_ms,
+            unflushed_records: 0,
+            first_unflushed_ms: None,
+            fenced: false,
+        })
+    }
+
+    #[must_use]
+    pub fn log_start_offset(&self) -> Offset {
+        self.log_start_offset
+    }
+
+    /// The next offset to be assigned (the high watermark on one node).
+    #[must_use]
+    pub fn log_end_offset(&self) -> Offset {
+        self.active().end_offset
+    }
+
+    /// Bytes of all segments.
+    #[must_use]
+    pub fn size_bytes(&self) -> u64 {
+        self.segments.iter().map(|s| u64::from(s.size_bytes)).sum()
+    }
+
+    #[must_use]
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+
+    #[must_use]
+    pub fn is_fenced(&self) -> bool {
+        self.fenced
+    }
+
+    #[must_use]
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+
+    /// Applies to future appends, rolls and retention. An invalid config is refused and
+    /// logged; use [`Log::try_set_config`] to get the error.
+    pub fn set_config(&mut self, config: LogConfig) {
+        if let Err(error) = self.try_set_config(config) {
+            tracing::error!(dir = %self.dir.display(), %error, "refusing invalid log config");
+        }
+    }
+
+    /// Like `set_config`, returning why a config is invalid.
+    pub fn try_set_config(&mut self, config: LogConfig) -> Result<(), StorageError> {
+        config.validate()?;
+        self.config = config;
+        Ok(())
+    }
+
+    pub(crate) fn active(&self) -> &Segment {
+        self.segments.last().expect("a log always has a segment")
+    }
+
+    pub(crate) fn active_mut(&mut self) -> &mut Segment {
+        self.segments
+            .last_mut()
+            .expect("a log always has a segment")
+    }
+
+    /// Remembers an I/O failure: the log refuses appends until reopened.
+    pub(crate) fn fence(&mut self, error: io::Error) -> io::Error {
+        tracing::error!(dir = %self.dir.display(), %error, "storage I/O error; fencing the log until it is reopened");
+        self.fenced = true;
+        error
+    }
+
+    /// Validates, numbers and appends one or more concatenated batches.
+    pub fn append(
+        &mut self,
+        batches: &mut [u8],
+        durability: Durability,
+        now_ms: i64,
+    ) -> Result<AppendOutcome, AppendError> {
+        if self.fenced {
+            return Err(AppendError::Fenced);
+        }
+        let summary = self.validate(batches)?;
+        let base_offset = self.log_end_offset();
+        let log_append_time_ms = match self.config.message_timestamp_type {
+            TimestampType::LogAppendTime => now_ms,
+            TimestampType::CreateTime => -1,
+        };
+        let last_offset = assign_offsets(batches, base_offset, log_append_time_ms);
+        self.write(batches, now_ms)
+            .map_err(|e| AppendError::Io(self.fence(e)))?;
+        assert_eq!(
+            self.log_end_offset(),
+            last_offset.plus(1),
+            "append advanced the log end by its records"
+        );
+        self.unflushed_records += u64::from(summary.records);
+        self.first_unflushed_ms.get_or_insert(now_ms);
+        if self.unflushed_records >= self.config.flush_messages {
+            self.flush()?;
+        } else if durability == Durability::Fsync {
+            self.sync_logs()?;
+        }
+        Ok(AppendOutcome {
+            base_offset,
+            last_offset,
+            log_append_time_ms,
+            log_start_offset: self.log_start_offset,
+            record_count: summary.records,
+            bytes: summary.bytes,
+        })
+    }
+
+    /// Checks every batch before anything is written.
+    fn validate(&self, batches: &[u8]) -> Result<Summary, AppendError> {
+        let limit = self.config.batch_bytes_limit();
+        let (mut records, mut bytes) = (0u32, 0u32);
+        for item in batch::iter_batches(batches) {
+            let (header, bytes_of_batch) = item.map_err(|e| too_large_or_invalid(e, limit))?;
+            let batch_bytes = bytes_of_batch.len() as u32;
+            if batch_bytes > limit {
+                return Err(AppendError::TooLarge { batch_bytes, limit });
+            }
+            batch::validate(bytes_of_batch)?;
+            records = records.saturating_add(header.records_count as u32);
+            bytes = bytes.saturating_add(batch_bytes);
+        }
+        if records == 0 {
+            return Err(BatchError::Empty.into());
+        }
+        Ok(Summary { records, bytes })
+    }
+
+    /// Writes numbered batches, rolling whenever the next one does not fit.
+    fn write(&mut self, batches: &[u8], now_ms: i64) -> io::Result<()> {
+        let mut position = 0;
+        while position < batches.len() {
+            let first = batch::parse_header(&batches[position..]).expect("validated");
+            if !self.active().can_take(&first, &self.config, now_ms) {
+                self.roll()?;
+            }
+            let end = self.chunk_end(batches, position, now_ms);
+            let config = self.config.clone();
+            self.active_mut()
+                .append(&batches[position..end], &config, now_ms)?;
+            position = end;
+        }
+        Ok(())
+    }
+
+    /// End of the longest run of batches from `position` that the active segment takes
+    /// (at least one: the caller rolled if the first did not fit).
+    fn chunk_end(&self, batches: &[u8], position: usize, now_ms: i64) -> usize {
+        let active = self.active();
+        let mut end = position;
+        let mut size = u64::from(active.size_bytes);
+        let room = active.index_room();
+        for (n, item) in batch::iter_batches(&batches[position..]).enumerate() {
+            let (header, bytes) = item.expect("validated");
+            let fits = size + bytes.len() as u64 <= u64::from(self.config.segment_bytes);
+            let offsets_fit = header.last_offset() - active.base.value()
+                <= crate::limits::SEGMENT_RELATIVE_OFFSET_MAX;
+            if end > position
+                && (!fits
+                    || !offsets_fit
+                    || n >= room
+                    || active.is_due_to_roll(&self.config, now_ms))
+            {
+                break;
+            }
+            size += bytes.len() as u64;
+            end += bytes.len();
+        }
+        end
+    }
+
+    /// Seals the active segment and starts a new one at the log end (directory fsynced).
+    pub(crate) fn roll(&mut self) -> io::Result<()> {
+        let base = self.log_end_offset();
+        self.active_mut().seal()?;
+        let segment = Segment::create(self.fs.as_ref(), &self.dir, base, &self.config)?;
+        self.fs.sync_dir(&self.dir)?;
+        tracing::debug!(dir = %self.dir.display(), %base, "rolled segment");
+        self.segments.push(segment);
+        Ok(())
+    }
+
+    /// Whole batches from the one containing `from`, up to `max_bytes` (at least one).
+    pub fn read(&self, from: Offset, max_bytes: u32) -> Result<ReadSlice, ReadError> {
+        let (log_start, log_end) = (self.log_start_offset, self.log_end_offset());
+        if from < log_start || from > log_end {
+            return Err(ReadError::OffsetOutOfRange {
+                requested: from,
+                log_start,
+                log_end,
+            });
+        }
+        if from == log_end {
+            let active = self.active();
+            return Ok(ReadSlice {
+                file: Arc::clone(&active.log),
+                position: u64::from(active.size_bytes),
+                len: 0,
+            });
+        }
+        let segment = &self.segments[self.segment_index_of(from)];
+        let (position, len) = segment.read_range(from, max_bytes)?;
+        Ok(ReadSlice {
+            file: Arc::clone(&segment.log),
+            position: u64::from(position),
+            len,
+        })
+    }
+
+    /// Index into `segments` of the segment holding `offset` (>= the first base).
+    pub(crate) fn segment_index_of(&self, offset: Offset) -> usize {
+        let after = self.segments.partition_point(|s| s.base <= offset);
+        assert!(after > 0, "offset {offset} below the first segment");
+        after - 1
+    }
+
+    /// The first offset whose record timestamp is >= `timestamp_ms`, with that timestamp
+    /// (ListOffsets by time); `None` if every record is older.
+    pub fn offset_for_timestamp(
+        &self,
+        timestamp_ms: i64,
+    ) -> Result<Option<(Offset, i64)>, StorageError> {
+        let first = self.segment_index_of(self.log_start_offset);
+        for segment in self.segments[first..]
+            .iter()
+            .filter(|s| s.max_timestamp_ms >= timestamp_ms)
+        {
+            if let Some(found) = segment.find_timestamp(timestamp_ms, self.log_start_offset)? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The largest batch timestamp in the log and the last offset of the batch holding it
+    /// (ListOffsets with timestamp -3, KIP-734); `None` if no batch has a timestamp.
+    #[must_use]
+    pub fn max_timestamp(&self) -> Option<(Offset, i64)> {
+        let first = self.segment_index_of(self.log_start_offset);
+        let newest = self.segments[first..]
+            .iter()
+            .filter(|s| s.max_timestamp_ms >= 0);
+        let segment = newest.max_by_key(|s| (s.max_timestamp_ms, std::cmp::Reverse(s.base)))?;
+        Some((
+            segment.offset_of_max_timestamp.max(self.log_start_offset),
+            segment.max_timestamp_ms,
+        ))
+    }
+
+    /// fsyncs the batches written since the last sync (acks=all), one fsync per segment
+    /// touched. Indexes are left alone: they are rebuilt by recovery for everything past
+    /// the recovery point, which only `flush` advances.
+    fn sync_logs(&mut self) -> Result<(), AppendError> {
+        let result = self
+            .segments
+            .iter_mut()
+            .filter(|s| s.needs_sync)
+            .try_for_each(Segment::sync_log);
+        result.map_err(|e| AppendError::Io(self.fence(e)))
+    }
+
+    /// fsyncs every segment written since the last flush; advances the recovery point.
+    pub fn flush(&mut self) -> Result<(), StorageError> {
+        if self.fenced {
+            return Err(StorageError::Fenced);
+        }
+        let result = self.segments.iter_mut().try_for_each(Segment::flush);
+        result.map_err(|e| self.fence(e))?;
+        self.recovery_point = self.log_end_offset();
+        self.unflushed_records = 0;
+        self.first_unflushed_ms = None;
+        Ok(())
+    }
+
+    /// Persists log start offset and recovery point (atomic write-and-rename).
+    pub(crate) fn write_checkpoint(&mut self, now_ms: i64) -> Result<(), StorageError> {
+        let checkpoint = Checkpoint {
+            log_start_offset: self.log_start_offset,
+            recovery_point: self.recovery_point,
+        };
+        checkpoint::write_checkpoint(self.fs.as_ref(), &self.dir, checkpoint)
+            .map_err(|e| self.fence(e))?;
+        self.checkpointed_recovery_point = self.recovery_point;
+        self.last_checkpoint_ms = now_ms;
+        Ok(())
+    }
+
+    /// Flushes, trims the active segment's indexes, persists the checkpoint and writes the
+    /// clean-shutdown marker, so the next open trusts every segment without scanning.
+    pub fn close(mut self) -> Result<(), StorageError> {
+        self.flush()?;
+        self.active_mut().seal().map_err(|e| self.fence(e))?;
+        self.write_checkpoint(self.last_checkpoint_ms)?;
+        let log_end = self.log_end_offset();
+        checkpoint::write_clean_shutdown(self.fs.as_ref(), &self.dir, log_end)
+            .map_err(|e| self.fence(e))?;
+        tracing::info!(dir = %self.dir.display(), %log_end, "closed log cleanly");
+        Ok(())
+    }
+}
+
+/// A `batchLength` above every limit is a too-large batch (MESSAGE_TOO_LARGE), not a
+/// malformed one.
+fn too_large_or_invalid(error: BatchError, limit: u32) -> AppendError {
+    match error {
+        BatchError::BadLength {
+            batch_length, max, ..
+        } if batch_length > 0 && batch_length as u32 > max => AppendError::TooLarge {
+            batch_bytes: (batch_length as u32)
+                .saturating_add(crate::limits::BATCH_LOG_OVERHEAD_BYTES),
+            limit,
+        },
+        other => AppendError::InvalidBatch(other),
+    }
+}
+
+/// Rewrites base offsets (and leader epoch, and log-append time) of validated batches;
+/// returns the last offset assigned.
+fn assign_offsets(batches: &mut [u8], base_offset: Offset, log_append_time_ms: i64) -> Offset {
+    let mut next = base_offset.value();
+    let mut position = 0;
+    while position < batches.len() {
+        let header = batch::parse_header(&batches[position..]).expect("validated");
+        let bytes = &mut batches[position..position + header.total_bytes()];
+        batch::set_base_offset(bytes, next);
+        batch::set_partition_leader_epoch(bytes, batch::PARTITION_LEADER_EPOCH);
+        if log_append_time_ms >= 0 {
+            batch::set_log_append_time(bytes, log_append_time_ms);
+        }
+        next += i64::from(header.last_offset_delta) + 1;
+        position += header.total_bytes();
+    }
+    Offset(next - 1)
+}

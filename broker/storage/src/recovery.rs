@@ -1,0 +1,320 @@
+//! Opening a partition directory: which segments are trusted, scanning the rest batch by
+//! batch (length, offsets, CRC), truncating at the first bad byte, rebuilding indexes.
+//!
+//! Trust comes from two files (see `checkpoint.rs`): with a valid clean-shutdown marker
+//! every segment is trusted; otherwise a segment is trusted only if it lies wholly below the
+//! recovery point. Trusted segments are opened without reading their batches, so a log of
+//! many clean segments opens in milliseconds.
+
+use crate::batch::{self, HEADER_BYTES};
+use crate::checkpoint::{self, Checkpoint};
+use crate::config::LogConfig;
+use crate::error::StorageError;
+use crate::io::{Fs, StorageFile};
+use crate::limits;
+use crate::offset::Offset;
+use crate::segment::{INDEX_EXT, LOG_EXT, Segment, TIME_INDEX_EXT, segment_path};
+use std::io;
+use std::path::Path;
+
+/// What `recover` found.
+#[derive(Debug)]
+pub(crate) struct Recovered {
+    pub segments: Vec<Segment>,
+    pub log_start_offset: Offset,
+}
+
+/// Base offsets of `<20 digits>.log` files, sorted. Removes leftover temp files and
+/// index files whose log is gone.
+fn list_segments(fs: &dyn Fs, dir: &Path) -> io::Result<Vec<Offset>> {
+    let names = fs.list(dir)?;
+    let parse = |name: &str, ext: &str| -> Option<Offset> {
+        let stem = name.strip_suffix(ext)?.strip_suffix('.')?;
+        (stem.len() == limits::SEGMENT_NAME_DIGITS && stem.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| stem.parse().ok().map(Offset))
+            .flatten()
+    };
+    let mut bases: Vec<Offset> = names.iter().filter_map(|n| parse(n, LOG_EXT)).collect();
+    bases.sort_unstable();
+    for name in &names {
+        let orphan = [INDEX_EXT, TIME_INDEX_EXT]
+            .iter()
+            .any(|ext| parse(name, ext).is_some_and(|b| bases.binary_search(&b).is_err()));
+        if orphan || name.ends_with(".tmp") {
+            tracing::info!(dir = %dir.display(), file = %name, "removing leftover file");
+            fs.remove(&dir.join(name))?;
+        }
+    }
+    Ok(bases)
+}
+
+/// Opens every segment of `dir`, recovering what is not trusted. Leaves the log fully
+/// synced, the checkpoint written and the clean-shutdown marker removed.
+pub(crate) fn recover(
+    fs: &dyn Fs,
+    dir: &Path,
+    config: &LogConfig,
+) -> Result<Recovered, StorageError> {
+    if !fs.exists(dir)? {
+        // A new partition: its directory entry must survive a crash like its segments do.
+        fs.create_dir_all(dir)?;
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs.sync_dir(parent)?;
+        }
+    }
+    let bases = list_segments(fs, dir)?;
+    let checkpoint = checkpoint::read_checkpoint(fs, dir).unwrap_or_else(|e| {
+        tracing::warn!(dir = %dir.display(), error = %e, "ignoring corrupt checkpoint; recovering every segment");
+        None
+    });
+    let clean_end = checkpoint::read_clean_shutdown(fs, dir)?;
+    let mut segments = load(fs, dir, config, &bases, checkpoint, clean_end.is_some())?;
+    let log_end = segments.last().map(|s| s.end_offset);
+    if let (Some(marker), Some(end)) = (clean_end, log_end)
+        && marker != end
+    {
+        tracing::warn!(dir = %dir.display(), %marker, %end, "clean-shutdown marker disagrees with the log; recovering");
+        drop(segments);
+        let bases = list_segments(fs, dir)?;
+        segments = load(fs, dir, config, &bases, checkpoint, false)?;
+    }
+    finish(fs, dir, config, segments, checkpoint)
+}
+
+/// Trusted segments opened, the rest scanned; inconsistent tails deleted.
+fn load(
+    fs: &dyn Fs,
+    dir: &Path,
+    config: &LogConfig,
+    bases: &[Offset],
+    checkpoint: Option<Checkpoint>,
+    clean: bool,
+) -> Result<Vec<Segment>, StorageError> {
+    let recovery_point = if clean {
+        Offset(i64::MAX)
+    } else {
+        checkpoint.map_or(Offset(0), |c| c.recovery_point)
+    };
+    let mut segments: Vec<Segment> = Vec::with_capacity(bases.len());
+    for (i, &base) in bases.iter().enumerate() {
+        let next = bases.get(i + 1).copied();
+        if let Some(prev) = segments.last()
+            && prev.end_offset != base
+        {
+            tracing::warn!(dir = %dir.display(), expected = %prev.end_offset, found = %base, "gap or overlap between segments; deleting the rest");
+            delete_from(fs, dir, &bases[i..])?;
+            break;
+        }
+        let trusted = match next {
+            Some(next) => next <= recovery_point,
+            None => clean,
+        };
+        if trusted {
+            if let Some(segment) = Segment::open_trusted(fs, dir, base, config, next)? {
+                segments.push(segment);
+                continue;
+            }
+            tracing::warn!(dir = %dir.display(), segment = %base, "index missing or inconsistent; rebuilding");
+        }
+        let (segment, complete) = scan(fs, dir, base, config)?;
+        segments.push(segment);
+        if !complete {
+            delete_from(fs, dir, &bases[i + 1..])?;
+            break;
+        }
+    }
+    Ok(segments)
+}
+
+fn delete_from(fs: &dyn Fs, dir: &Path, bases: &[Offset]) -> io::Result<()> {
+    for &base in bases {
+        tracing::warn!(dir = %dir.display(), segment = %base, "deleting segment after the recovered end of the log");
+        for ext in [LOG_EXT, INDEX_EXT, TIME_INDEX_EXT] {
+            match fs.remove(&segment_path(dir, base, ext)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Seals scanned non-last segments, syncs, creates a first segment if there is none, and
+/// persists the checkpoint with `recovery_point = log end`.
+fn finish(
+    fs: &dyn Fs,
+    dir: &Path,
+    config: &LogConfig,
+    mut segments: Vec<Segment>,
+    checkpoint: Option<Checkpoint>,
+) -> Result<Recovered, StorageError> {
+    let checkpointed_start = checkpoint.map_or(Offset(0), |c| c.log_start_offset);
+    if segments.is_empty() {
+        segments.push(Segment::create(fs, dir, checkpointed_start, config)?);
+    }
+    let last = segments.len() - 1;
+    for segment in &mut segments[..last] {
+        if segment.needs_sync {
+            segment.seal()?;
+        }
+    }
+    for segment in &mut segments {
+        segment.flush()?;
+    }
+    fs.sync_dir(dir)?;
+    let log_end = segments[last].end_offset;
+    let mut log_start_offset = checkpointed_start.max(segments[0].base);
+    if log_start_offset > log_end {
+        tracing::warn!(dir = %dir.display(), %log_start_offset, %log_end, "log start offset past the recovered end; clamping");
+        log_start_offset = log_end;
+    }
+    checkpoint::write_checkpoint(
+        fs,
+        dir,
+        Checkpoint {
+            log_start_offset,
+            recovery_point: log_end,
+        },
+    )?;
+    checkpoint::remove_clean_shutdown(fs, dir)?;
+    Ok(Recovered {
+        segments,
+        log_start_offset,
+    })
+}
+
+/// Why a scan stopped before the end of the file.
+fn stop_reason(
+    header: &batch::BatchHeader,
+    expected: Offset,
+    batch_bytes: &[u8],
+) -> Option<String> {
+    if header.base_offset != expected.value() {
+        return Some(format!(
+            "base offset {} where {expected} was expected",
+            header.base_offset
+        ));
+    }
+    if header.last_offset_delta < 0 {
+        return Some(format!(
+            "negative last offset delta {}",
+            header.last_offset_delta
+        ));
+    }
+    let computed = batch::compute_crc(batch_bytes);
+    (computed != header.crc).then(|| {
+        format!(
+            "CRC mismatch: header {:#010x}, bytes {computed:#010x}",
+            header.crc
+        )
+    })
+}
+
+/// Scans a segment batch by batch, rebuilding its indexes and truncating at the first bad
+/// byte. Returns the segment and whether the whole file was good.
+pub(crate) fn scan(
+    fs: &dyn Fs,
+    dir: &Path,
+    base: Offset,
+    config: &LogConfig,
+) -> Result<(Segment, bool), StorageError> {
+    let mut segment = Segment::open_for_rebuild(fs, dir, base, config)?;
+    let file_bytes = segment.log.len()?;
+    let mut reader = ChunkReader::new(file_bytes.min(u64::from(limits::SEGMENT_BYTES_MAX)));
+    let mut position: u64 = 0;
+    let reason = loop {
+        if position >= reader.file_bytes {
+            break (position < file_bytes).then(|| "bytes past the segment size limit".to_owned());
+        }
+        match scan_one(&mut reader, &mut segment, position, config)? {
+            Ok(batch_bytes) => position += batch_bytes,
+            Err(reason) => break Some(reason),
+        }
+    };
+    if let Some(reason) = &reason {
+        let truncated_bytes = file_bytes - position;
+        tracing::warn!(dir = %dir.display(), segment = %base, position, truncated_bytes, reason = %reason, "truncating log");
+    }
+    segment.finish_rebuild(position as u32, file_bytes)?;
+    tracing::info!(dir = %dir.display(), segment = %base, bytes = position, end_offset = %segment.end_offset, "recovered segment");
+    Ok((segment, reason.is_none()))
+}
+
+/// Checks and indexes the batch at `position`: its size, or why the scan stops there.
+fn scan_one(
+    reader: &mut ChunkReader,
+    segment: &mut Segment,
+    position: u64,
+    config: &LogConfig,
+) -> io::Result<Result<u64, String>> {
+    let header = match reader
+        .get(segment.log.as_ref(), position, HEADER_BYTES)?
+        .map(batch::parse_header)
+    {
+        None => return Ok(Err("partial batch header at the end".to_owned())),
+        Some(Err(e)) => return Ok(Err(e.to_string())),
+        Some(Ok(header)) => header,
+    };
+    let Some(batch_bytes) = reader.get(segment.log.as_ref(), position, header.total_bytes())?
+    else {
+        return Ok(Err(format!(
+            "batch of {} bytes cut off at the end",
+            header.total_bytes()
+        )));
+    };
+    if let Some(reason) = stop_reason(&header, segment.end_offset, batch_bytes) {
+        return Ok(Err(reason));
+    }
+    let offsets_fit =
+        header.last_offset() - segment.base.value() <= limits::SEGMENT_RELATIVE_OFFSET_MAX;
+    if !offsets_fit || segment.index.is_full() || segment.time_index.is_full() {
+        return Ok(Err("segment cannot index more batches".to_owned()));
+    }
+    segment.track_batch(position as u32, &header, config.index_interval_bytes)?;
+    Ok(Ok(header.total_bytes() as u64))
+}
+
+/// Sequential reads in large chunks; hands out byte ranges that lie wholly in the file.
+struct ChunkReader {
+    buf: Vec<u8>,
+    start: u64,
+    len: usize,
+    file_bytes: u64,
+}
+
+impl ChunkReader {
+    fn new(file_bytes: u64) -> Self {
+        let capacity = (limits::RECOVERY_READ_CHUNK_BYTES as u64)
+            .min(file_bytes.max(HEADER_BYTES as u64)) as usize;
+        ChunkReader {
+            buf: vec![0u8; capacity],
+            start: 0,
+            len: 0,
+            file_bytes,
+        }
+    }
+
+    /// `len` bytes at `position`, or `None` if the file ends first.
+    fn get(
+        &mut self,
+        file: &dyn StorageFile,
+        position: u64,
+        len: usize,
+    ) -> io::Result<Option<&[u8]>> {
+        if position + len as u64 > self.file_bytes {
+            return Ok(None);
+        }
+        let in_buffer =
+            position >= self.start && position + len as u64 <= self.start + self.len as u64;
+        if !in_buffer {
+            if len > self.buf.len() {
+                self.buf.resize(len, 0);
+            }
+            let read = (self.file_bytes - position).min(self.buf.len() as u64) as usize;
+            file.read_at(&mut self.buf[..read], position)?;
+            (self.start, self.len) = (position, read);
+        }
+        let at = (position - self.start) as usize;
+        Ok(Some(&self.buf[at..at + len]))
+    }
+}
