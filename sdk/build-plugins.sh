@@ -83,8 +83,9 @@ for wasm in "$target_dir/$target/release"/*.wasm; do
     name="$(basename "$wasm" .wasm)"
     name="${name#sluice_plugin_}"
     name="${name//_/-}"
-    # Copy then rename, so a reader never sees half a file.
-    cp "$wasm" "$out/.$name.wasm.tmp"
-    mv "$out/.$name.wasm.tmp" "$out/$name.wasm"
+    # Copy then rename (a temporary name per process, as test processes may
+    # run this concurrently), so a reader never sees half a file.
+    cp "$wasm" "$out/.$name.wasm.$$.tmp"
+    mv "$out/.$name.wasm.$$.tmp" "$out/$name.wasm"
 done
 echo "build-plugins.sh: plugins in $out" >&2

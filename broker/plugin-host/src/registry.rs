@@ -328,3 +328,34 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Registry
         .map_err(RegistryError::io(&tmp))?;
     std::fs::rename(&tmp, path).map_err(RegistryError::io(path))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plugin_names_are_safe_file_names() {
+        for good in ["murmur2", "json-field", "a_b", "x1"] {
+            assert!(check_name(good).is_ok(), "{good}");
+        }
+        let long = "a".repeat(limits::PLUGIN_NAME_BYTES_MAX + 1);
+        for bad in [
+            "",
+            "../x",
+            "a/b",
+            "Caps",
+            "-flag",
+            ".hidden",
+            "a.b",
+            long.as_str(),
+        ] {
+            assert!(check_name(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            plugin_name(Path::new("/d/murmur2.wasm")).as_deref(),
+            Some("murmur2")
+        );
+        assert_eq!(plugin_name(Path::new("/d/.murmur2.wasm.1.tmp")), None);
+        assert_eq!(plugin_name(Path::new("/d/.cache")), None);
+    }
+}
