@@ -61,8 +61,10 @@ else
     if ! have_debian_toolchain; then
         if [[ $install -eq 1 ]]; then
             echo "build-plugins.sh: installing ${debian_deps[*]} with apt-get" >&2
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${debian_deps[@]}" >&2 ||
-                { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${debian_deps[@]}" >&2; }
+            apt=(apt-get -o DPkg::Lock::Timeout=600)
+            export DEBIAN_FRONTEND=noninteractive
+            "${apt[@]}" install -y -qq "${debian_deps[@]}" >&2 </dev/null ||
+                { "${apt[@]}" update -qq && "${apt[@]}" install -y -qq "${debian_deps[@]}" >&2 </dev/null; }
         else
             echo "build-plugins.sh: no wasm32 toolchain: run \`rustup target add $target\`," >&2
             echo "  or \`apt-get install ${debian_deps[*]}\` (or pass --install-toolchain)" >&2
