@@ -61,8 +61,10 @@ else
     if ! have_debian_toolchain; then
         if [[ $install -eq 1 ]]; then
             echo "build-plugins.sh: installing ${debian_deps[*]} with apt-get" >&2
-            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${debian_deps[@]}" >&2 ||
-                { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${debian_deps[@]}" >&2; }
+            apt=(apt-get -o DPkg::Lock::Timeout=600)
+            export DEBIAN_FRONTEND=noninteractive
+            "${apt[@]}" install -y -qq "${debian_deps[@]}" >&2 </dev/null ||
+                { "${apt[@]}" update -qq && "${apt[@]}" install -y -qq "${debian_deps[@]}" >&2 </dev/null; }
         else
             echo "build-plugins.sh: no wasm32 toolchain: run \`rustup target add $target\`," >&2
             echo "  or \`apt-get install ${debian_deps[*]}\` (or pass --install-toolchain)" >&2
@@ -83,8 +85,9 @@ for wasm in "$target_dir/$target/release"/*.wasm; do
     name="$(basename "$wasm" .wasm)"
     name="${name#sluice_plugin_}"
     name="${name//_/-}"
-    # Copy then rename, so a reader never sees half a file.
-    cp "$wasm" "$out/.$name.wasm.tmp"
-    mv "$out/.$name.wasm.tmp" "$out/$name.wasm"
+    # Copy then rename (a temporary name per process, as test processes may
+    # run this concurrently), so a reader never sees half a file.
+    cp "$wasm" "$out/.$name.wasm.$$.tmp"
+    mv "$out/.$name.wasm.$$.tmp" "$out/$name.wasm"
 done
 echo "build-plugins.sh: plugins in $out" >&2

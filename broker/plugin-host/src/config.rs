@@ -56,3 +56,36 @@ impl PluginConfig {
         self.call_timeout_ms.div_ceil(limits::EPOCH_TICK_MS) + 1
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_bad_values_are_named() {
+        let ok = PluginConfig::new("/tmp/p");
+        assert!(ok.validate().is_ok());
+        assert_eq!(ok.deadline_ticks(), 100 / limits::EPOCH_TICK_MS + 1);
+        let mut c = ok.clone();
+        c.call_timeout_ms = 1;
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .contains("plugin.call.timeout.ms = 1")
+        );
+        let mut c = ok.clone();
+        c.memory_bytes_max = 1000;
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .contains("plugin.memory.bytes.max = 1000")
+        );
+        let mut c = ok;
+        c.module_bytes_max = 0;
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .contains("plugin.module.bytes.max")
+        );
+    }
+}

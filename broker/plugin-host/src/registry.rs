@@ -233,7 +233,7 @@ impl Registry {
         name: &str,
         params: &[(String, String)],
     ) -> Result<Partitioner, RegistryError> {
-        check_params(params)?;
+        check_params(name, params)?;
         let slot = self
             .slot(name)
             .ok_or_else(|| RegistryError::NotFound(name.to_owned()))?;
@@ -293,14 +293,14 @@ fn check_name(name: &str) -> Result<(), RegistryError> {
     }
 }
 
-fn check_params(params: &[(String, String)]) -> Result<(), RegistryError> {
+fn check_params(name: &str, params: &[(String, String)]) -> Result<(), RegistryError> {
     let too_long = params
         .iter()
         .any(|(k, v)| k.len() > limits::PARAM_BYTES_MAX || v.len() > limits::PARAM_BYTES_MAX);
     if params.len() > limits::PARAMS_MAX || too_long {
         return Err(RegistryError::Call(
             crate::error::CallError::InvalidParams {
-                plugin: String::new(),
+                plugin: name.to_owned(),
                 message: format!(
                     "at most {} parameters of at most {} bytes each",
                     limits::PARAMS_MAX,
@@ -327,4 +327,35 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Registry
         .and_then(|()| file.sync_all())
         .map_err(RegistryError::io(&tmp))?;
     std::fs::rename(&tmp, path).map_err(RegistryError::io(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plugin_names_are_safe_file_names() {
+        for good in ["murmur2", "json-field", "a_b", "x1"] {
+            assert!(check_name(good).is_ok(), "{good}");
+        }
+        let long = "a".repeat(limits::PLUGIN_NAME_BYTES_MAX + 1);
+        for bad in [
+            "",
+            "../x",
+            "a/b",
+            "Caps",
+            "-flag",
+            ".hidden",
+            "a.b",
+            long.as_str(),
+        ] {
+            assert!(check_name(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            plugin_name(Path::new("/d/murmur2.wasm")).as_deref(),
+            Some("murmur2")
+        );
+        assert_eq!(plugin_name(Path::new("/d/.murmur2.wasm.1.tmp")), None);
+        assert_eq!(plugin_name(Path::new("/d/.cache")), None);
+    }
 }

@@ -108,6 +108,8 @@ fn a_panic_is_a_trap_and_a_bad_answer_breaks_the_contract() {
         matches!(&err, CallError::Guest { message, .. } if message.contains("partition 5")),
         "{err}"
     );
+    // 1000 log messages of 4 KB: cut to the budget, the call succeeds.
+    assert_eq!(boom.partition(&batch_with_key(b"chatty"), 4).unwrap(), [0]);
     assert_eq!(boom.partition(&batch_with_key(b"fine"), 4).unwrap(), [0]);
 }
 
@@ -201,5 +203,52 @@ fn garbage_truncated_foreign_and_oversized_uploads_are_rejected() {
     assert_eq!(
         partitioner.partition(&batch_with_key(b"21"), 3).unwrap(),
         [0]
+    );
+}
+
+/// A component for `world`, written in WIT that may use our package.
+fn foreign_component(world_wit: &str) -> Vec<u8> {
+    let mut resolve = wit_parser::Resolve::default();
+    let ours = include_str!("../../../wit/sluice-plugin.wit");
+    resolve.push_str("sluice-plugin.wit", ours).unwrap();
+    let package = resolve.push_str("foreign.wit", world_wit).unwrap();
+    let world = resolve.select_world(&[package], Some("foreign")).unwrap();
+    let mut module =
+        wit_component::dummy_module(&resolve, world, wit_parser::ManglingAndAbi::Standard32);
+    wit_component::embed_component_metadata(
+        &mut module,
+        &resolve,
+        world,
+        wit_component::StringEncoding::UTF8,
+    )
+    .unwrap();
+    let mut encoder = wit_component::ComponentEncoder::default()
+        .module(&module)
+        .unwrap();
+    encoder.encode().unwrap()
+}
+
+#[test]
+fn a_component_of_an_unknown_world_is_rejected() {
+    let (_dir, registry) = common::registry(|_| {});
+    let component =
+        foreign_component("package test:foreign; world foreign { export run: func(); }");
+    let err = registry.install("foreign", &component).unwrap_err();
+    assert!(matches!(err, RegistryError::UnknownKind { .. }), "{err}");
+    assert!(registry.describe("foreign").is_none());
+}
+
+#[test]
+fn a_component_that_wants_a_filesystem_is_rejected() {
+    let (_dir, registry) = common::registry(|_| {});
+    let component = foreign_component(
+        "package test:foreign;
+         interface fs { read: func(path: string) -> list<u8>; }
+         world foreign { import fs; export sluice:plugin/partitioner-api@0.1.0; }",
+    );
+    let err = registry.install("greedy", &component).unwrap_err();
+    assert!(
+        matches!(&err, RegistryError::Imports(m) if m.contains("test:foreign/fs")),
+        "{err}"
     );
 }

@@ -1,0 +1,28 @@
+//! A Sluice partitioner. Build with `sdk/build-plugins.sh --workspace .`,
+//! deploy the `.wasm` with `sluice plugin deploy`, then set the topic config
+//! `sluice.partitioner` to its name.
+
+use sluice_sdk::{Record, partitioner};
+
+/// Same key, same partition: the Java client's choice for keyed records.
+/// Keyless records go to partition 0.
+#[partitioner]
+pub fn partition(record: &Record<'_>, partition_count: u32) -> u32 {
+    record.key().map_or(0, |key| sluice_sdk::hash::murmur2_partition(key, partition_count))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_sdk::BatchBuilder;
+
+    #[test]
+    fn same_key_same_partition() {
+        let mut b = BatchBuilder::new();
+        b.push(0, 0, Some(b"customer-1"), None, &[]);
+        b.push(1, 0, Some(b"customer-1"), None, &[]);
+        let p: Vec<u32> = b.batch().iter().map(|r| partition(&r, 12)).collect();
+        assert_eq!(p[0], p[1]);
+        assert!(p[0] < 12);
+    }
+}
