@@ -241,7 +241,7 @@ fn describe(client: &mut Client, group: &str) -> anyhow::Result<Value> {
 }
 
 /// Every committed offset of the group (OffsetFetch v5 with a null topic list).
-fn fetch_committed(
+pub(crate) fn fetch_committed(
     client: &mut Client,
     group: &str,
 ) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
@@ -403,7 +403,7 @@ fn reset_targets(
 }
 
 /// Commits as a simple (memberless) consumer: generation -1, empty member id.
-fn commit(
+pub(crate) fn commit(
     client: &mut Client,
     group: &str,
     offsets: &BTreeMap<(String, i32), i64>,

@@ -93,7 +93,16 @@ pub async fn handle(ctx: &ConnectionContext, frame: Bytes) -> Result<Option<Resp
     shape::check(key, version, &body)
         .map_err(|e| FrameError::Malformed(format!("{key:?} v{version} request: {e}")))?;
     tracing::trace!(peer = %ctx.peer, api = ?key, version, correlation_id = header.correlation_id, "request");
-    dispatch(ctx, key, version, &header, body).await
+    let started = std::time::Instant::now();
+    let result = dispatch(ctx, key, version, &header, body).await;
+    if let Some(api) = ctx.broker.metrics.api(key) {
+        api.latency.observe(started.elapsed());
+        if result.is_err() {
+            api.errors
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    result
 }
 
 async fn dispatch(
