@@ -24,6 +24,8 @@ CORRUPT_MESSAGE = 2
 UNKNOWN_TOPIC_OR_PARTITION = 3
 MESSAGE_TOO_LARGE = 10
 UNSUPPORTED_VERSION = 35
+INVALID_REQUIRED_ACKS = 21
+UNSUPPORTED_COMPRESSION_TYPE = 76
 
 
 # --- primitive encoders -------------------------------------------------------------------

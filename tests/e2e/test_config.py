@@ -4,7 +4,8 @@ names, SLUICE_* environment overrides, and refusal to start on bad input.
 Covers: flags and env both change behaviour seen over the wire (auto-create, partition count,
 message.max.bytes) and what DescribeConfigs reports; an unknown key, a malformed value and an
 unknown SLUICE_* variable each make `sluice serve` exit non-zero before it listens, with a
-message naming the culprit; the listening line is the only stdout line.
+message naming the culprit; so does a second broker on a data dir in use; the listening line
+is the only stdout line.
 """
 
 from __future__ import annotations
@@ -88,6 +89,23 @@ def test_malformed_value_is_refused(tmp_path):
 def test_unknown_env_variable_is_refused(tmp_path):
     stderr = run_expecting_refusal(tmp_path, [], extra_env={"SLUICE_NO_SUCH_KEY": "1"})
     assert "SLUICE_NO_SUCH_KEY" in stderr
+
+
+def test_second_broker_on_the_same_data_dir_is_refused(broker):
+    proc = subprocess.run(
+        [*broker.command()],
+        capture_output=True,
+        text=True,
+        timeout=START_DEADLINE_S,
+        stdin=subprocess.DEVNULL,
+        env={k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")},
+    )
+    assert proc.returncode != 0, "a second broker started on a data dir in use"
+    assert "listening" not in proc.stdout
+    assert str(broker.data_dir) in proc.stderr or "lock" in proc.stderr.lower(), proc.stderr
+    # The first broker is unharmed.
+    with KafkaConnection(broker.bootstrap) as conn:
+        assert conn.api_versions().error_code == kw.NONE
 
 
 def test_listening_line_is_the_only_stdout(broker):

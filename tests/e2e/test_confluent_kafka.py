@@ -4,7 +4,8 @@ Covers: a producer with acks=all and each compression codec (none, gzip, snappy,
 whose records (keys, null keys and values, empty values, duplicate and null-valued headers,
 explicit CreateTime timestamps, compressible and random payloads) are read back byte-exact by
 an assign()-based consumer, with contiguous offsets; key partitioning over several
-partitions; four producers appending to one partition at once; a 900 KB record; AdminClient create (with topic configs, validate_only, already-exists, invalid names and
+partitions; 10 topics x 32 partitions; four producers appending to one partition at once;
+a 900 KB record; AdminClient create (with topic configs, validate_only, already-exists, invalid names and
 configs), delete,
 describe_configs (topic and broker) and list_topics. The stored batches are fetched raw to
 check each codec was really used.
@@ -28,6 +29,7 @@ from clients import (
     consume_partition,
     create_topic,
     produce_all,
+    produce_with_backpressure,
     producer,
     topic_names,
     watermarks,
@@ -120,6 +122,24 @@ def test_key_partitioning_over_partitions(broker, topic_name):
         assert {(m.key(), m.value()) for m in messages} == {(d.record.key, d.record.value) for d in items}
         for m in messages:
             assert partition_of_key.setdefault(m.key(), part) == part, "a key landed on two partitions"
+
+
+def test_many_partitions_and_topics(broker, topic_name):
+    topics = [f"{topic_name}-{i}" for i in range(10)]
+    for t in topics:
+        create_topic(broker.bootstrap, t, partitions=32)
+    md = admin(broker.bootstrap).list_topics(timeout=30)
+    assert all(len(md.topics[t].partitions) == 32 for t in topics)
+    p = producer(broker.bootstrap)
+    for t in topics:
+        for part in range(32):
+            produce_with_backpressure(p, t, value=f"{t}/{part}".encode(), partition=part)
+    assert p.flush(60) == 0
+    for t in topics[:2]:
+        for part in (0, 17, 31):
+            (msg,) = consume_partition(broker.bootstrap, t, part, 1)
+            assert msg.value() == f"{t}/{part}".encode()
+    assert watermarks(broker.bootstrap, topics[-1], 31) == (0, 1)
 
 
 def test_concurrent_producers_share_a_partition(broker, topic_name):

@@ -6,7 +6,8 @@ Covers:
   partitions move within a rebalance (well before the session timeout); one is SIGKILLed and
   its partitions move after the session timeout; every produced record is consumed at least
   once and none is skipped;
-- committed offsets survive a broker restart: a new consumer in the group resumes there;
+- committed offsets survive a broker restart (and a SIGKILL right after the commit was
+  acknowledged: commits are fsynced): a new consumer in the group resumes there;
 - kcat's balanced consumer (`-G`);
 - a cooperative-sticky group: the second member takes partitions incrementally, the first
   keeps the rest without giving them up;
@@ -221,6 +222,22 @@ def test_committed_offsets_survive_a_restart(broker_factory, topic_name):
     assert all(v.startswith(b"new-") for _, _, v in got)
 
 
+def test_an_acknowledged_commit_survives_sigkill(broker_factory, topic_name):
+    broker = broker_factory(settings=GROUP_SETTINGS)
+    create_topic(broker.bootstrap, topic_name, partitions=2)
+    group = f"{topic_name}-g"
+    c = group_consumer(broker.bootstrap, group)
+    offsets = [TopicPartition(topic_name, p, 7 + p) for p in range(2)]
+    c.commit(offsets=offsets, asynchronous=False)
+    c.close()
+    broker.kill()
+    broker.start()
+    c = group_consumer(broker.bootstrap, group)
+    committed = c.committed([TopicPartition(topic_name, p) for p in range(2)], timeout=30)
+    c.close()
+    assert [tp.offset for tp in committed] == [7, 8]
+
+
 def test_kcat_balanced_consumer(broker_factory, topic_name):
     kcat_bin = shutil.which("kcat")
     assert kcat_bin, "kcat is not installed (tests/run installs it)"
@@ -362,6 +379,8 @@ def test_sluice_group_cli(broker_factory, topic_name):
     assert reset("--to-offset", "3") == {0: 3, 1: 3}
     assert reset("--to-offset", "999") == {0: 10, 1: 10}
     assert reset("--to-timestamp", str(start_ms - 60_000)) == {0: 0, 1: 0}
+    assert reset("--to-latest") == {0: 10, 1: 10}
+    assert reset("--to-datetime", "2000-01-01T00:00:00Z") == {0: 0, 1: 0}
     dry = sluice_group(bootstrap, "reset-offsets", group, "--topic", topic_name, "--to-latest", "--dry-run")
     assert dry["dry_run"] is True and {o["new_offset"] for o in dry["offsets"]} == {10}
     assert {o["committed_offset"] for o in sluice_group(bootstrap, "describe", group)["offsets"]} == {0}

@@ -7,7 +7,8 @@ the ApiVersions table matches the contract and an unknown ApiVersions version ge
 UNSUPPORTED_VERSION with the table; Produce v2 -> UNSUPPORTED_VERSION; a record batch above
 message.max.bytes -> MESSAGE_TOO_LARGE; a bad CRC -> CORRUPT_MESSAGE; unknown topic with
 auto-create off -> UNKNOWN_TOPIC_OR_PARTITION; fetch past the end -> OFFSET_OUT_OF_RANGE
-(while fetching at the end is fine); rejected batches take no offsets; acks=0 produce gets no
+(while fetching at the end is fine); Fetch below v10 of zstd data and zstd batches in Produce
+below v7 -> UNSUPPORTED_COMPRESSION_TYPE (KIP-110); acks=2 -> INVALID_REQUIRED_ACKS; rejected batches take no offsets; acks=0 produce gets no
 answer, and a failed one closes the connection; 1,000 concurrent idle connections while a
 producer keeps working.
 """
@@ -183,6 +184,12 @@ def test_unknown_topic_with_auto_create_off(strict_broker, topic_name):
         assert conn.metadata_topic_errors([topic_name]) == {topic_name: kw.UNKNOWN_TOPIC_OR_PARTITION}
 
 
+def test_invalid_required_acks(strict_broker, topic):
+    with KafkaConnection(strict_broker.bootstrap) as conn:
+        assert conn.produce(topic, 0, kw.record_batch([b"x"]), acks=2).error_code == kw.INVALID_REQUIRED_ACKS
+        assert conn.fetch(topic, 0, 0).high_watermark == 0
+
+
 def test_unknown_partition_of_known_topic(strict_broker, topic):
     with KafkaConnection(strict_broker.bootstrap) as conn:
         assert conn.produce(topic, 7, kw.record_batch([b"x"])).error_code == kw.UNKNOWN_TOPIC_OR_PARTITION
@@ -207,6 +214,31 @@ def test_failed_acks_0_produce_closes_connection(strict_broker, topic):
 
 
 # --- fetch errors ------------------------------------------------------------------------------
+
+
+def test_fetch_below_v10_of_zstd_data_is_unsupported_compression(strict_broker, topic):
+    """KIP-110: zstd needs Fetch v10+; an older fetcher gets UNSUPPORTED_COMPRESSION_TYPE
+    instead of batches it cannot decode."""
+    produce_all(producer(strict_broker.bootstrap, compression_type="zstd"), topic, [Record(None, b"z" * 500)] * 5)
+    with KafkaConnection(strict_broker.bootstrap) as conn:
+        new = conn.fetch(topic, 0, 0, version=11)
+        assert new.error_code == kw.NONE and 4 in kw.batch_compression_codecs(new.records)
+        assert conn.fetch(topic, 0, 0, version=4).error_code == kw.UNSUPPORTED_COMPRESSION_TYPE
+
+
+def test_produce_below_v7_of_zstd_data_is_unsupported_compression(strict_broker, topic):
+    """KIP-110: zstd batches need Produce v7+. The zstd batch is one librdkafka wrote, fetched
+    back raw and sent again."""
+    produce_all(producer(strict_broker.bootstrap, compression_type="zstd"), topic, [Record(None, b"z" * 500)] * 5)
+    with KafkaConnection(strict_broker.bootstrap) as conn:
+        records = conn.fetch(topic, 0, 0, version=11).records
+        batch_len = int.from_bytes(records[8:12], "big")
+        zstd_batch = records[: 12 + batch_len]
+        assert kw.batch_compression_codecs(zstd_batch) == [4]
+        old = conn.produce(topic, 0, zstd_batch, version=3)
+        assert old.error_code == kw.UNSUPPORTED_COMPRESSION_TYPE
+        new = conn.produce(topic, 0, zstd_batch, version=7)
+        assert (new.error_code, new.base_offset) == (kw.NONE, 5)
 
 
 def test_fetch_out_of_range(strict_broker, topic):

@@ -4,17 +4,19 @@ Covers: time retention (`retention.ms` with small `segment.bytes` and a short
 `log.retention.check.interval.ms`): whole old segments go away while the broker runs, the log
 start offset moves up, fetching below it is OFFSET_OUT_OF_RANGE, and recent records stay;
 size retention (`retention.bytes`); `message.timestamp.type=LogAppendTime`: consumers see
-the broker's append time, not the producer's.
+the broker's append time, not the producer's; with a small `segment.bytes`, a consumer reads
+across dozens of segments and ListOffsets by timestamp (offsets_for_times) finds the first
+offset at or after each time, whichever segment holds it.
 """
 
 from __future__ import annotations
 
 import time
 
-from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME
+from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, TopicPartition
 
 import kafka_wire as kw
-from clients import Record, consume_partition, create_topic, produce_all, producer, watermarks
+from clients import Record, consume_partition, consumer, create_topic, produce_all, producer, watermarks
 from conftest import wait_until
 from kafka_wire import KafkaConnection
 
@@ -77,3 +79,26 @@ def test_log_append_time_topics(broker, topic_name):
     kind, ts = msg.timestamp()
     assert kind == TIMESTAMP_LOG_APPEND_TIME
     assert before_ms - 1000 <= ts <= after_ms + 1000
+
+
+def test_reads_and_time_lookups_across_many_segments(broker, topic_name):
+    create_topic(broker.bootstrap, topic_name, config={"segment.bytes": "16384"})
+    base_ms = int(time.time() * 1000) - 600_000
+    records = [Record(f"k{i}".encode(), f"v{i}".encode() * 20, (), base_ms + 10 * i) for i in range(3000)]
+    produce_all(producer(broker.bootstrap, batch_size=4096), topic_name, records)
+    segments = list((broker.data_dir / "topics" / topic_name / "0").glob("*.log"))
+    assert len(segments) >= 20, f"only {len(segments)} segments: the test would not cross many"
+
+    messages = consume_partition(broker.bootstrap, topic_name, 0, len(records))
+    assert [(m.offset(), m.value()) for m in messages] == [(i, r.value) for i, r in enumerate(records)]
+
+    c = consumer(broker.bootstrap)
+    try:
+        for wanted in (0, 1, 777, 1500, 2999):
+            for ts in (base_ms + 10 * wanted, base_ms + 10 * wanted - 5):
+                (tp,) = c.offsets_for_times([TopicPartition(topic_name, 0, ts)], timeout=30)
+                assert tp.error is None and tp.offset == wanted, (ts, tp)
+        (tp,) = c.offsets_for_times([TopicPartition(topic_name, 0, base_ms + 10 * 3000)], timeout=30)
+        assert tp.offset == -1, tp  # after the newest record: none (Kafka answers -1)
+    finally:
+        c.close()

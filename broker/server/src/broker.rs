@@ -52,6 +52,8 @@ pub struct Broker {
     admin: Mutex<()>,
     /// Fetches parked in a long poll right now (observability, and tests wait on it).
     waiting_fetches: AtomicUsize,
+    /// Client connections open right now.
+    open_connections: AtomicUsize,
     /// The filesystem partition logs live on: the real one, or a fault-injecting twin in tests.
     fs: Arc<dyn Fs>,
     /// The data dir's lock file, held (flock) while the broker runs so a second broker cannot
@@ -186,6 +188,7 @@ impl Broker {
             topics: RwLock::new(BTreeMap::new()),
             admin: Mutex::new(()),
             waiting_fetches: AtomicUsize::new(0),
+            open_connections: AtomicUsize::new(0),
             fs,
             dir_lock: Mutex::new(Some(dir_lock)),
             metrics: crate::metrics::Metrics::default(),
@@ -452,7 +455,18 @@ impl Broker {
     /// Counts a fetch as parked until the returned guard drops.
     pub fn park_fetch(&self) -> impl Drop + '_ {
         self.waiting_fetches.fetch_add(1, Ordering::Relaxed);
-        ParkedFetch(&self.waiting_fetches)
+        Gauge(&self.waiting_fetches)
+    }
+
+    /// Client connections open right now.
+    pub fn open_connections(&self) -> usize {
+        self.open_connections.load(Ordering::Relaxed)
+    }
+
+    /// Counts a connection as open until the returned guard drops.
+    pub fn connection_opened(&self) -> impl Drop + '_ {
+        self.open_connections.fetch_add(1, Ordering::Relaxed);
+        Gauge(&self.open_connections)
     }
 
     /// Closes every partition (flush + clean-shutdown marker). Used at shutdown.
@@ -496,9 +510,10 @@ fn lock_data_dir(dir: &Path) -> Result<std::fs::File, ServerError> {
     Ok(file)
 }
 
-struct ParkedFetch<'a>(&'a AtomicUsize);
+/// Decrements a gauge when dropped.
+struct Gauge<'a>(&'a AtomicUsize);
 
-impl Drop for ParkedFetch<'_> {
+impl Drop for Gauge<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
     }
@@ -514,6 +529,11 @@ pub fn validate_topic_name(name: &str) -> Result<(), KafkaError> {
     };
     if name.is_empty() || name == "." || name == ".." {
         return Err(invalid("is not allowed"));
+    }
+    if name == crate::group::OFFSETS_TOPIC {
+        return Err(invalid(
+            "is Kafka's internal offsets topic; Sluice keeps committed offsets in data.dir/consumer-offsets/",
+        ));
     }
     if name.len() > limits::TOPIC_NAME_BYTES_MAX {
         return Err(invalid(&format!(

@@ -108,7 +108,7 @@ pub async fn serve(stream: TcpStream, ctx: ConnectionContext) {
     let rest = async {
         tokio::join!(
             process_loop(&ctx, request_rx, response_tx),
-            write_loop(writer, response_rx)
+            write_loop(writer, response_rx, idle)
         )
     };
     tokio::pin!(read, rest);
@@ -245,9 +245,15 @@ async fn process_loop(
 async fn write_loop(
     mut writer: OwnedWriteHalf,
     mut responses: mpsc::Receiver<Response>,
+    idle: std::time::Duration,
 ) -> Result<(), FrameError> {
     while let Some(response) = responses.recv().await {
-        write_response(&mut writer, response).await?;
+        // A client that stops reading is idle too: give up on it after connections.max.idle.ms.
+        tokio::time::timeout(idle, write_response(&mut writer, response))
+            .await
+            .map_err(|_| {
+                io::Error::new(io::ErrorKind::TimedOut, "client stopped reading responses")
+            })??;
     }
     writer.shutdown().await.ok();
     Ok(())

@@ -65,6 +65,12 @@ impl Server {
             source: std::io::Error::other(e),
         })??;
         let groups = GroupService::spawn(broker.config.group_config(), offsets_log, offsets)?;
+        tracing::info!(
+            data_dir = %broker.config.data_dir.display(),
+            cluster_id = %broker.cluster_id,
+            topics = broker.topics().len(),
+            "data dir open"
+        );
         let listener = TcpListener::bind(addr)
             .await
             .map_err(ServerError::io(format!("binding {addr}")))?;
@@ -166,6 +172,8 @@ impl Server {
                 groups: groups.handle.clone(),
             };
             connections.spawn(async move {
+                let broker = ctx.broker.clone();
+                let _open = broker.connection_opened();
                 connection::serve(stream, ctx).await;
                 drop(permit);
             });

@@ -343,3 +343,49 @@ async fn idle_connections_are_closed_after_connections_max_idle_ms() {
     assert!(idle.closed_by_broker().await);
     still_serving(&broker).await;
 }
+
+#[tokio::test]
+async fn a_client_that_stops_reading_is_closed_after_connections_max_idle_ms() {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use tokio::io::AsyncReadExt;
+    let broker = TestBroker::start(&[("connections.max.idle.ms", "300")]).await;
+    let mut client = broker.client().await;
+    create(&mut client, "t").await;
+    let big = "x".repeat(900_000);
+    assert_eq!(produce_error(&mut client, "t", batch(&[&big])).await, 0);
+    let mut fetch = FetchRequest::default();
+    let mut topic = FetchTopic::default();
+    topic.topic = TopicName(StrBytes::from_static_str("t"));
+    let mut partition = FetchPartition::default();
+    partition.partition_max_bytes = 1 << 20;
+    topic.partitions = vec![partition];
+    fetch.topics = vec![topic];
+    fetch.max_bytes = 1 << 20;
+    // 40 responses of ~900 KB, far more than the socket buffers hold, and nobody reads them.
+    const REQUESTS: usize = 40;
+    for _ in 0..REQUESTS {
+        client.send(ApiKey::Fetch, 11, &fetch).await;
+    }
+    let mut read_total = 0usize;
+    let mut buf = vec![0u8; 1 << 16];
+    let drained = tokio::time::timeout(common::DEADLINE, async {
+        // Start reading only once the broker has given up on us.
+        common::wait_until("the broker to close the connection", || {
+            broker.broker.open_connections() == 0
+        })
+        .await;
+        loop {
+            match client.stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => read_total += n,
+            }
+        }
+    })
+    .await;
+    assert!(drained.is_ok(), "the connection was not closed");
+    assert!(
+        read_total < REQUESTS * 900_000,
+        "all {read_total} bytes arrived: the broker never gave up"
+    );
+    still_serving(&broker).await;
+}

@@ -3,12 +3,13 @@
 //! OffsetCommit/OffsetFetch (all partitions from v2), LeaveGroup v3, ListGroups,
 //! DescribeGroups, DeleteGroups, FindCoordinator; committed offsets surviving a restart;
 //! commits to unknown partitions; a deleted topic's offsets; old versions (JoinGroup v0,
-//! LeaveGroup v0); a JoinGroup parked in a rebalance answered at shutdown.
+//! LeaveGroup v0); a JoinGroup parked in a rebalance answered at shutdown; the reserved
+//! `__consumer_offsets` name; mutated group requests; every served version of every group API.
 
 mod common;
 
 use bytes::Bytes;
-use common::{Client, TestBroker};
+use common::{Client, TestBroker, encode_request as encode};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::leave_group_request::MemberIdentity;
@@ -309,6 +310,30 @@ async fn commits_to_unknown_partitions_are_refused_per_partition() {
 }
 
 #[tokio::test]
+async fn the_internal_offsets_topic_name_is_reserved() {
+    let broker = TestBroker::start(FAST_GROUPS).await;
+    let mut client = broker.client().await;
+    let mut t = CreatableTopic::default();
+    t.name = TopicName(s("__consumer_offsets"));
+    t.num_partitions = 1;
+    t.replication_factor = 1;
+    let mut request = CreateTopicsRequest::default();
+    request.topics = vec![t];
+    let response: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 4, &request).await;
+    assert_eq!(response.topics[0].error_code, 17, "INVALID_TOPIC_EXCEPTION");
+    // Nor does asking Metadata for it create it.
+    let mut metadata = MetadataRequest::default();
+    let mut wanted = metadata_request::MetadataRequestTopic::default();
+    wanted.name = Some(TopicName(s("__consumer_offsets")));
+    metadata.topics = Some(vec![wanted]);
+    metadata.allow_auto_topic_creation = true;
+    let answer: MetadataResponse = client.call(ApiKey::Metadata, 8, &metadata).await;
+    assert_ne!(answer.topics[0].error_code, 0);
+    assert!(broker.broker.topic("__consumer_offsets").is_none());
+    broker.stop().await;
+}
+
+#[tokio::test]
 async fn old_versions_join_and_leave() {
     let broker = TestBroker::start(FAST_GROUPS).await;
     let mut client = broker.client().await;
@@ -356,4 +381,273 @@ async fn a_join_parked_in_a_rebalance_is_answered_at_shutdown() {
     assert_eq!(got, id);
     assert_eq!(parked.error_code, 15, "COORDINATOR_NOT_AVAILABLE");
     stopping.await.unwrap();
+}
+
+/// Valid group requests to mutate.
+fn group_seeds() -> Vec<(ApiKey, i16, Bytes)> {
+    let mut join = join_request("fuzz", "");
+    join.group_instance_id = Some(s("instance"));
+    let mut sync = SyncGroupRequest::default();
+    sync.group_id = group("fuzz");
+    sync.member_id = s("m");
+    let mut assignment = SyncGroupRequestAssignment::default();
+    assignment.member_id = s("m");
+    assignment.assignment = Bytes::from_static(b"bytes");
+    sync.assignments = vec![assignment];
+    let mut beat = HeartbeatRequest::default();
+    beat.group_id = group("fuzz");
+    beat.member_id = s("m");
+    let mut leave = LeaveGroupRequest::default();
+    leave.group_id = group("fuzz");
+    let mut identity = MemberIdentity::default();
+    identity.member_id = s("m");
+    leave.members = vec![identity];
+    let commit = commit_request("fuzz", "", -1, &[("t", 0, 5)]);
+    let mut fetch = OffsetFetchRequest::default();
+    fetch.group_id = group("fuzz");
+    let mut describe = DescribeGroupsRequest::default();
+    describe.groups = vec![group("fuzz")];
+    let mut delete = DeleteGroupsRequest::default();
+    delete.groups_names = vec![group("fuzz")];
+    vec![
+        (ApiKey::JoinGroup, 5, encode(ApiKey::JoinGroup, 5, 1, &join)),
+        (ApiKey::SyncGroup, 3, encode(ApiKey::SyncGroup, 3, 1, &sync)),
+        (ApiKey::Heartbeat, 3, encode(ApiKey::Heartbeat, 3, 1, &beat)),
+        (
+            ApiKey::LeaveGroup,
+            3,
+            encode(ApiKey::LeaveGroup, 3, 1, &leave),
+        ),
+        (
+            ApiKey::OffsetCommit,
+            7,
+            encode(ApiKey::OffsetCommit, 7, 1, &commit),
+        ),
+        (
+            ApiKey::OffsetFetch,
+            5,
+            encode(ApiKey::OffsetFetch, 5, 1, &fetch),
+        ),
+        (
+            ApiKey::DescribeGroups,
+            4,
+            encode(ApiKey::DescribeGroups, 4, 1, &describe),
+        ),
+        (
+            ApiKey::DeleteGroups,
+            1,
+            encode(ApiKey::DeleteGroups, 1, 1, &delete),
+        ),
+    ]
+}
+
+/// Mutated group requests (1-4 random bytes after the API key and version) never crash the
+/// broker or its coordinator. A mutated JoinGroup or SyncGroup may legitimately wait for a
+/// rebalance, so each goes on its own connection, dropped afterwards; the coordinator must still serve a
+/// full join, sync and commit at the end (a panic in it would answer
+/// COORDINATOR_NOT_AVAILABLE from then on).
+#[tokio::test]
+async fn mutated_group_requests_never_break_the_coordinator() {
+    let broker = TestBroker::start(FAST_GROUPS).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "t", 1).await;
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for (key, _, frame) in group_seeds() {
+        for _ in 0..60 {
+            let mut mutated = frame.to_vec();
+            for _ in 0..(next() % 4 + 1) {
+                let at = 8 + (next() as usize) % (mutated.len() - 8);
+                mutated[at] = next() as u8;
+            }
+            let mut fuzzed = broker.client().await;
+            fuzzed.send_raw(&mutated).await;
+            // Only JoinGroup and SyncGroup may park; every other request is answered (or
+            // its connection closed) at once.
+            if !matches!(key, ApiKey::JoinGroup | ApiKey::SyncGroup) {
+                let _answer_or_close = fuzzed.recv_frame().await;
+            }
+        }
+    }
+    let (member, generation) = join_and_sync(&mut client, "after-fuzz").await;
+    let commit = commit_request("after-fuzz", &member, generation, &[("t", 0, 1)]);
+    let answer: OffsetCommitResponse = client.call(ApiKey::OffsetCommit, 7, &commit).await;
+    assert_eq!(answer.topics[0].partitions[0].error_code, 0);
+    drop(client);
+    broker.stop().await;
+}
+
+/// Sends `request` at every served version of `key` that can encode it; returns the error
+/// codes `code` reads from each decoded response.
+async fn at_every_version<
+    Req: kafka_protocol::protocol::Encodable,
+    Resp: kafka_protocol::protocol::Decodable,
+>(
+    client: &mut Client,
+    key: ApiKey,
+    request: &Req,
+    code: impl Fn(&Resp) -> i16,
+) -> Vec<(i16, i16)> {
+    let support = sluice_server::versions::lookup(key as i16).unwrap();
+    let mut codes = Vec::new();
+    for version in support.served_min..=support.max {
+        let mut probe = bytes::BytesMut::new();
+        if request.encode(&mut probe, version).is_err() {
+            continue;
+        }
+        let response: Resp = client.call(key, version, request).await;
+        codes.push((version, code(&response)));
+    }
+    codes
+}
+
+/// Every served version of JoinGroup, SyncGroup, Heartbeat and LeaveGroup is decoded,
+/// answered and encoded.
+#[tokio::test]
+async fn every_served_membership_api_version_answers() {
+    let broker = TestBroker::start(FAST_GROUPS).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "t", 1).await;
+    // A new member of a fresh group per version: a second new member would (rightly) wait
+    // for the first to rejoin.
+    for version in 0..=5 {
+        let join = join_request(&format!("every-{version}"), "");
+        let joined: JoinGroupResponse = client.call(ApiKey::JoinGroup, version, &join).await;
+        let expected = if version >= 4 { 79 } else { 0 };
+        assert_eq!(joined.error_code, expected, "JoinGroup v{version}");
+    }
+
+    let mut sync = SyncGroupRequest::default();
+    sync.group_id = group("every");
+    sync.member_id = s("nobody");
+    let codes = at_every_version(
+        &mut client,
+        ApiKey::SyncGroup,
+        &sync,
+        |r: &SyncGroupResponse| r.error_code,
+    )
+    .await;
+    assert!(
+        codes.len() == 4 && codes.iter().all(|&(_, c)| c == 25),
+        "{codes:?}"
+    );
+
+    let mut beat = HeartbeatRequest::default();
+    beat.group_id = group("every");
+    beat.member_id = s("nobody");
+    let codes = at_every_version(
+        &mut client,
+        ApiKey::Heartbeat,
+        &beat,
+        |r: &HeartbeatResponse| r.error_code,
+    )
+    .await;
+    assert!(
+        codes.len() == 4 && codes.iter().all(|&(_, c)| c == 25),
+        "{codes:?}"
+    );
+
+    let mut leave = LeaveGroupRequest::default();
+    leave.group_id = group("every");
+    leave.member_id = s("nobody");
+    let old = at_every_version(
+        &mut client,
+        ApiKey::LeaveGroup,
+        &leave,
+        |r: &LeaveGroupResponse| r.error_code,
+    )
+    .await;
+    assert!(
+        old.len() == 3 && old.iter().all(|&(_, c)| c == 25),
+        "{old:?}"
+    );
+
+    drop(client);
+    broker.stop().await;
+}
+
+/// Every served version of OffsetCommit, OffsetFetch, ListGroups, DescribeGroups and
+/// DeleteGroups is decoded, answered and encoded.
+#[tokio::test]
+async fn every_served_offsets_and_admin_api_version_answers() {
+    let broker = TestBroker::start(FAST_GROUPS).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "t", 1).await;
+    let commit = commit_request("every-commit", "", -1, &[("t", 0, 4)]);
+    let codes = at_every_version(
+        &mut client,
+        ApiKey::OffsetCommit,
+        &commit,
+        |r: &OffsetCommitResponse| r.topics[0].partitions[0].error_code,
+    )
+    .await;
+    assert!(
+        codes.len() == 6 && codes.iter().all(|&(_, c)| c == 0),
+        "{codes:?}"
+    );
+
+    let mut fetch = OffsetFetchRequest::default();
+    fetch.group_id = group("every-commit");
+    let mut topic = OffsetFetchRequestTopic::default();
+    topic.name = TopicName(s("t"));
+    topic.partition_indexes = vec![0];
+    fetch.topics = Some(vec![topic]);
+    let offsets = at_every_version(
+        &mut client,
+        ApiKey::OffsetFetch,
+        &fetch,
+        |r: &OffsetFetchResponse| r.topics[0].partitions[0].committed_offset as i16,
+    )
+    .await;
+    assert!(
+        offsets.len() == 5 && offsets.iter().all(|&(_, o)| o == 4),
+        "{offsets:?}"
+    );
+
+    let listed = at_every_version(
+        &mut client,
+        ApiKey::ListGroups,
+        &ListGroupsRequest::default(),
+        |r: &ListGroupsResponse| r.groups.len() as i16,
+    )
+    .await;
+    assert!(
+        listed.len() == 3 && listed.iter().all(|&(_, n)| n == 1),
+        "{listed:?}"
+    );
+
+    let mut describe = DescribeGroupsRequest::default();
+    describe.groups = vec![group("every-commit")];
+    let codes = at_every_version(
+        &mut client,
+        ApiKey::DescribeGroups,
+        &describe,
+        |r: &DescribeGroupsResponse| r.groups[0].error_code,
+    )
+    .await;
+    assert!(
+        codes.len() == 5 && codes.iter().all(|&(_, c)| c == 0),
+        "{codes:?}"
+    );
+
+    let mut delete = DeleteGroupsRequest::default();
+    delete.groups_names = vec![group("no-such-group")];
+    let codes = at_every_version(
+        &mut client,
+        ApiKey::DeleteGroups,
+        &delete,
+        |r: &DeleteGroupsResponse| r.results[0].error_code,
+    )
+    .await;
+    assert!(
+        codes.len() == 2 && codes.iter().all(|&(_, c)| c == 69),
+        "{codes:?}"
+    );
+    drop(client);
+    broker.stop().await;
 }

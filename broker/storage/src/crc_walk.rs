@@ -16,7 +16,7 @@ use crate::record::{bad, read_varint, read_varlong};
 struct Walker {
     at: usize,
     index: i32,
-    first: usize,
+    /// Where the last record walked starts (after its length prefix).
     last: usize,
 }
 
@@ -25,7 +25,6 @@ impl Walker {
         Walker {
             at: 0,
             index: 0,
-            first: 0,
             last: 0,
         }
     }
@@ -38,9 +37,6 @@ impl Walker {
         };
         if len == 0 || body.len() - self.at < len {
             return Err(bad(self.index, "length past end of batch"));
-        }
-        if self.index == 0 {
-            self.first = self.at;
         }
         self.last = self.at;
         self.at += len;
@@ -61,7 +57,9 @@ impl Walker {
         if self.index != count || self.at != body.len() {
             return Err(bad(self.index, "record lengths do not fill the batch"));
         }
-        check_offset_delta(&body[self.first..], 0)?;
+        let mut first = 0;
+        read_length(body, &mut first);
+        check_offset_delta(&body[first..], 0)?;
         check_offset_delta(&body[self.last..], count - 1)
     }
 }

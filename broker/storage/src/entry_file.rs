@@ -2,21 +2,26 @@
 //!
 //! An active segment's index file is preallocated to `segment.index.bytes` and mapped
 //! whole; entries are written into the map. When the segment rolls (or the log closes) the
-//! file is trimmed to its entries and remapped. Over the in-memory twin (`FaultyFs`) there
-//! is nothing to map: entries live in a heap copy and go to the file with `write_at`.
+//! file is trimmed to its entries. A sealed index is mapped (read-only) on its first lookup
+//! only, as Kafka's lazy indexes: opening a log maps nothing but its active segment, and a
+//! broker with many segments stays far from `vm.max_map_count`. Over the in-memory twin
+//! (`FaultyFs`) there is nothing to map: entries live in a heap copy and go to the file
+//! with `write_at`.
 
 use crate::io::StorageFile;
-use memmap2::{MmapMut, MmapOptions};
+use memmap2::{Mmap, MmapMut, MmapOptions};
 use std::io;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 #[derive(Debug)]
 pub(crate) struct EntryFile {
     file: Arc<dyn StorageFile>,
     entry_bytes: usize,
-    /// The mapping (real files only); covers the whole file.
+    /// Active real file: the whole preallocated file, mapped writable.
     map: Option<MmapMut>,
-    /// Entries when the file cannot be mapped.
+    /// Sealed real file: mapped read-only on first use (`None` inside if that failed).
+    lazy: OnceLock<Option<Mmap>>,
+    /// Entries when the file cannot be mapped (the in-memory twin).
     heap: Vec<u8>,
     entries: usize,
     capacity_entries: usize,
@@ -32,6 +37,18 @@ fn map(file: &dyn StorageFile, len: usize) -> io::Result<Option<MmapMut>> {
         Some(std_file) if len > 0 => Ok(Some(unsafe {
             MmapOptions::new().len(len).map_mut(std_file)?
         })),
+        _ => Ok(None),
+    }
+}
+
+/// Maps `len` bytes of a sealed `file` read-only, or `None` if `len` is 0.
+fn map_read_only(file: &dyn StorageFile, len: usize) -> io::Result<Option<Mmap>> {
+    match file.std_file() {
+        // SAFETY: as for `map`; a sealed index is never written again, only unlinked, and
+        // the mapping (like an open descriptor) keeps its pages valid after that.
+        Some(std_file) if len > 0 => {
+            Ok(Some(unsafe { MmapOptions::new().len(len).map(std_file)? }))
+        }
         _ => Ok(None),
     }
 }
@@ -60,6 +77,7 @@ impl EntryFile {
             file,
             entry_bytes,
             map,
+            lazy: OnceLock::new(),
             heap,
             entries,
             capacity_entries,
@@ -67,21 +85,20 @@ impl EntryFile {
         })
     }
 
-    /// Opens a sealed (trimmed) file read-only-in-spirit: its length is its entries.
+    /// Opens a sealed (trimmed) file: its length is its entries. Maps nothing yet.
     pub fn open_sealed(file: Arc<dyn StorageFile>, entry_bytes: usize) -> io::Result<Self> {
         let len = file.len()? as usize;
         let entries = len / entry_bytes;
-        let (map, heap) = if file.std_file().is_some() {
-            (map(file.as_ref(), len)?, Vec::new())
-        } else {
-            let mut heap = vec![0u8; len];
+        let mut heap = Vec::new();
+        if file.std_file().is_none() {
+            heap = vec![0u8; entries * entry_bytes];
             file.read_at(&mut heap, 0)?;
-            (None, heap)
-        };
+        }
         Ok(EntryFile {
             file,
             entry_bytes,
-            map,
+            map: None,
+            lazy: OnceLock::new(),
             heap,
             entries,
             capacity_entries: entries,
@@ -89,21 +106,53 @@ impl EntryFile {
         })
     }
 
-    /// The valid entries, concatenated.
+    /// The valid entries, concatenated (maps a sealed real file on first use).
     pub fn bytes(&self) -> &[u8] {
         let len = self.entries * self.entry_bytes;
-        match &self.map {
-            Some(map) => &map[..len],
-            None => &self.heap[..len],
+        if let Some(map) = &self.map {
+            return &map[..len];
         }
+        if self.file.std_file().is_none() {
+            return &self.heap[..len];
+        }
+        let mapped = self.lazy.get_or_init(|| {
+            map_read_only(self.file.as_ref(), len).unwrap_or_else(|error| {
+                tracing::warn!(%error, "cannot map a sealed index; lookups fall back to scanning");
+                None
+            })
+        });
+        mapped.as_ref().map_or(&[], |map| &map[..len])
+    }
+
+    /// The first and last entries, read without mapping the file (sanity checks on open).
+    pub fn ends(&self) -> io::Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if self.entries == 0 {
+            return Ok(None);
+        }
+        let read = |i: usize| -> io::Result<Vec<u8>> {
+            let mut entry = vec![0u8; self.entry_bytes];
+            match (&self.map, self.file.std_file()) {
+                (Some(map), _) => {
+                    entry.copy_from_slice(&map[i * self.entry_bytes..(i + 1) * self.entry_bytes])
+                }
+                (None, None) => entry
+                    .copy_from_slice(&self.heap[i * self.entry_bytes..(i + 1) * self.entry_bytes]),
+                (None, Some(_)) => self
+                    .file
+                    .read_at(&mut entry, (i * self.entry_bytes) as u64)?,
+            }
+            Ok(entry)
+        };
+        Ok(Some((read(0)?, read(self.entries - 1)?)))
     }
 
     pub fn entry(&self, i: usize) -> &[u8] {
         &self.bytes()[i * self.entry_bytes..(i + 1) * self.entry_bytes]
     }
 
+    /// Entries available to lookups (0 if a sealed file could not be mapped).
     pub fn len(&self) -> usize {
-        self.entries
+        self.bytes().len() / self.entry_bytes
     }
 
     pub fn capacity(&self) -> usize {
@@ -134,13 +183,13 @@ impl EntryFile {
         Ok(())
     }
 
-    /// Trims the file to its entries and remaps it; no more appends.
+    /// Trims the file to its entries (mapped again lazily); no more appends.
     pub fn seal(&mut self) -> io::Result<()> {
         self.flush()?;
         self.map = None;
-        let len = self.entries * self.entry_bytes;
-        self.file.set_len(len as u64)?;
-        self.map = map(self.file.as_ref(), len)?;
+        self.lazy = OnceLock::new();
+        self.file
+            .set_len((self.entries * self.entry_bytes) as u64)?;
         self.capacity_entries = self.entries;
         self.file.sync()
     }

@@ -17,19 +17,24 @@
 //! - [`io`]: the positional-I/O seam (`Fs`, `StorageFile`), `RealFs`, and `FaultyFs`,
 //!   the in-memory twin that fails the Nth write or sync and keeps written and durable
 //!   images apart.
-//! - `entry_file`, `index`, `time_index`: fixed-size index entries (mmap'd for real
-//!   files), the sparse offset index and the time index.
+//! - `entry_file`, `index`, `time_index`: fixed-size index entries (the active segment's
+//!   mapped writable, sealed ones mapped on first lookup), the sparse offset index and the
+//!   time index.
 //! - `segment`: one `.log` + `.index` + `.timeindex`: append, lookup, read ranges, seal.
 //! - `checkpoint`: `partition.checkpoint` (log start offset, recovery point) and the
 //!   `clean-shutdown` marker, written atomically.
 //! - `recovery`: opening a directory: trusted segments opened, the rest scanned and
 //!   truncated at the first bad byte, indexes rebuilt.
-//! - [`Log`] (`log.rs`): append, read, roll, flush, close; `retention.rs`: `tick`
-//!   (segment.ms rolls, flush.ms, retention) and `advance_log_start_offset`.
+//! - [`Log`] (`log.rs`): append, read, roll, flush, close, ListOffsets by time;
+//!   `retention.rs`: `tick_without_retention` (segment.ms rolls, flush.ms, checkpoint),
+//!   `enforce_retention` (retention.ms / retention.bytes), `tick` (both) and
+//!   `advance_log_start_offset`.
 //! - [`testing`]: builders of valid batches for tests and benchmarks.
 //!
 //! Architecture Invariant: nothing here spawns threads, knows sockets or reads clocks;
-//! callers pass `now_ms`. A `Log` is `Send` and used under one lock by the server.
+//! callers pass `now_ms`. A `Log` is `Send + Sync` and used under one lock by the server.
+//! Architecture Invariant: every byte written to disk goes through `io::Fs` /
+//! `io::StorageFile` (memory-mapped index pages aside), so `FaultyFs` sees it.
 //! Architecture Invariant: after a failed write or fsync the log refuses appends until it
 //! is reopened; an fsync is never retried.
 

@@ -243,7 +243,7 @@ impl Log {
         let limit = self.config.batch_bytes_limit();
         let (mut records, mut bytes) = (0u32, 0u32);
         for item in batch::iter_batches(batches) {
-            let (header, bytes_of_batch) = item?;
+            let (header, bytes_of_batch) = item.map_err(|e| too_large_or_invalid(e, limit))?;
             let batch_bytes = bytes_of_batch.len() as u32;
             if batch_bytes > limit {
                 return Err(AppendError::TooLarge { batch_bytes, limit });
@@ -364,6 +364,21 @@ impl Log {
         Ok(None)
     }
 
+    /// The largest batch timestamp in the log and the last offset of the batch holding it
+    /// (ListOffsets with timestamp -3, KIP-734); `None` if no batch has a timestamp.
+    #[must_use]
+    pub fn max_timestamp(&self) -> Option<(Offset, i64)> {
+        let first = self.segment_index_of(self.log_start_offset);
+        let newest = self.segments[first..]
+            .iter()
+            .filter(|s| s.max_timestamp_ms >= 0);
+        let segment = newest.max_by_key(|s| (s.max_timestamp_ms, std::cmp::Reverse(s.base)))?;
+        Some((
+            segment.offset_of_max_timestamp.max(self.log_start_offset),
+            segment.max_timestamp_ms,
+        ))
+    }
+
     /// fsyncs the batches written since the last sync (acks=all), one fsync per segment
     /// touched. Indexes are left alone: they are rebuilt by recovery for everything past
     /// the recovery point, which only `flush` advances.
@@ -413,6 +428,21 @@ impl Log {
             .map_err(|e| self.fence(e))?;
         tracing::info!(dir = %self.dir.display(), %log_end, "closed log cleanly");
         Ok(())
+    }
+}
+
+/// A `batchLength` above every limit is a too-large batch (MESSAGE_TOO_LARGE), not a
+/// malformed one.
+fn too_large_or_invalid(error: BatchError, limit: u32) -> AppendError {
+    match error {
+        BatchError::BadLength {
+            batch_length, max, ..
+        } if batch_length > 0 && batch_length as u32 > max => AppendError::TooLarge {
+            batch_bytes: (batch_length as u32)
+                .saturating_add(crate::limits::BATCH_LOG_OVERHEAD_BYTES),
+            limit,
+        },
+        other => AppendError::InvalidBatch(other),
     }
 }
 

@@ -55,7 +55,13 @@ pub(crate) fn recover(
     dir: &Path,
     config: &LogConfig,
 ) -> Result<Recovered, StorageError> {
-    fs.create_dir_all(dir)?;
+    if !fs.exists(dir)? {
+        // A new partition: its directory entry must survive a crash like its segments do.
+        fs.create_dir_all(dir)?;
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs.sync_dir(parent)?;
+        }
+    }
     let bases = list_segments(fs, dir)?;
     let checkpoint = checkpoint::read_checkpoint(fs, dir).unwrap_or_else(|e| {
         tracing::warn!(dir = %dir.display(), error = %e, "ignoring corrupt checkpoint; recovering every segment");

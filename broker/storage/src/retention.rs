@@ -157,12 +157,20 @@ impl Log {
                 max_timestamp_ms: s.max_timestamp_ms,
             })
             .collect();
-        let count = segments_to_delete(
+        let by_config = segments_to_delete(
             &stats,
             self.config.retention_ms,
             self.config.retention_bytes,
             now_ms,
         );
+        // Segments wholly below the log start offset (a crash between persisting a new log
+        // start offset and unlinking the segments below it leaves them behind).
+        let sealed = &self.segments[..self.segments.len() - 1];
+        let below_start = sealed
+            .iter()
+            .take_while(|s| s.end_offset <= self.log_start_offset)
+            .count();
+        let count = by_config.max(below_start);
         if count > 0 {
             let new_start = self.segments[count].base;
             self.delete_oldest(count, new_start, now_ms)?;

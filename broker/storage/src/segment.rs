@@ -143,27 +143,30 @@ impl Segment {
 
     /// Fills in the end offset and timestamps of a trusted segment; false if inconsistent.
     fn finish_trusted_open(&mut self, next_base: Option<Offset>) -> io::Result<bool> {
-        if !self.index.is_sane(self.size_bytes) {
+        if !self.index.is_sane(self.size_bytes)? {
             return Ok(false);
         }
-        let last_index = self.index.last().unwrap_or(IndexEntry {
-            relative_offset: 0,
-            position: 0,
-        });
-        self.bytes_since_index_entry = self.size_bytes - last_index.position;
         self.end_offset = match next_base {
             Some(next) => next,
-            None => match self.scan_end_offset(last_index.position) {
-                Ok(end) => end,
-                Err(e) if e.kind() == io::ErrorKind::InvalidData => return Ok(false),
-                Err(e) => return Err(e),
-            },
+            None => {
+                let last_position = self.index.last().map_or(0, |e| e.position);
+                self.bytes_since_index_entry = self.size_bytes - last_position;
+                match self.scan_end_offset(last_position) {
+                    Ok(end) => end,
+                    Err(e) if e.kind() == io::ErrorKind::InvalidData => return Ok(false),
+                    Err(e) => return Err(e),
+                }
+            }
         };
-        let relative_end = self.relative(self.end_offset.value()).unwrap_or(u32::MAX);
-        if self.end_offset < self.base || !self.time_index.is_sane(relative_end) {
+        if self.end_offset < self.base {
             return Ok(false);
         }
-        if let Some(last) = self.time_index.last() {
+        if let Some((first, last)) = self.time_index.ends()? {
+            let relative_end = self.relative(self.end_offset.value()).unwrap_or(u32::MAX);
+            if first.timestamp_ms > last.timestamp_ms || last.relative_offset >= relative_end.max(1)
+            {
+                return Ok(false);
+            }
             self.max_timestamp_ms = last.timestamp_ms;
             self.offset_of_max_timestamp = self.base.plus(i64::from(last.relative_offset));
         }

@@ -55,11 +55,7 @@ impl TimeIndex {
     }
 
     pub fn entry(&self, i: usize) -> TimeEntry {
-        let e = self.entries.entry(i);
-        TimeEntry {
-            timestamp_ms: i64::from_be_bytes(e[0..8].try_into().expect("8 bytes")),
-            relative_offset: u32::from_be_bytes(e[8..12].try_into().expect("4 bytes")),
-        }
+        decode(self.entries.entry(i))
     }
 
     pub fn last(&self) -> Option<TimeEntry> {
@@ -109,18 +105,22 @@ impl TimeIndex {
         self.entries.push(&bytes)
     }
 
-    /// Cheap check: timestamps increase at both ends, offsets inside the segment.
-    pub fn is_sane(&self, relative_end: u32) -> bool {
-        match (self.len(), self.last()) {
-            (0, _) | (_, None) => true,
-            (_, Some(last)) => {
-                self.entry(0).timestamp_ms <= last.timestamp_ms
-                    && last.relative_offset < relative_end.max(1)
-            }
-        }
+    /// The first and last entries, read without mapping a sealed file.
+    pub fn ends(&self) -> io::Result<Option<(TimeEntry, TimeEntry)>> {
+        Ok(self
+            .entries
+            .ends()?
+            .map(|(first, last)| (decode(&first), decode(&last))))
     }
 
     pub fn flush(&mut self) -> io::Result<()> {
         self.entries.flush()
+    }
+}
+
+fn decode(e: &[u8]) -> TimeEntry {
+    TimeEntry {
+        timestamp_ms: i64::from_be_bytes(e[0..8].try_into().expect("8 bytes")),
+        relative_offset: u32::from_be_bytes(e[8..12].try_into().expect("4 bytes")),
     }
 }

@@ -122,6 +122,12 @@ fn bad_batches_are_rejected_and_nothing_is_written() {
         matches!(err, AppendError::TooLarge { limit: 4096, .. }),
         "{err}"
     );
+    let mut claims_huge = build_value_batch(1, 10, 0, 0);
+    claims_huge[8..12].copy_from_slice(&(200i32 << 20).to_be_bytes());
+    let err = log
+        .append(&mut claims_huge, Durability::OsCache, 0)
+        .unwrap_err();
+    assert!(matches!(err, AppendError::TooLarge { .. }), "{err}");
     let mut empty = Vec::new();
     assert!(matches!(
         log.append(&mut empty, Durability::OsCache, 0),

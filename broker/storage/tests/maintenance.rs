@@ -292,6 +292,7 @@ fn offset_for_timestamp_finds_the_first_record_at_or_after() {
         Some((Offset(119), 4_920))
     );
     assert_eq!(log.offset_for_timestamp(4_921).unwrap(), None);
+    assert_eq!(log.max_timestamp(), Some((Offset(119), 4_920)));
     log.close().unwrap();
     let log = Log::open(dir.path(), config(), 0).unwrap();
     assert_eq!(
@@ -350,4 +351,80 @@ fn tick_without_retention_leaves_retention_to_enforce_retention() {
     );
     assert_eq!(log.log_start_offset(), log.log_end_offset());
     assert_eq!(log.enforce_retention(100_001).unwrap(), 0);
+}
+
+/// Lines of /proc/self/maps naming a file under `dir`.
+fn mappings_under(dir: &Path) -> usize {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    maps.lines()
+        .filter(|l| l.contains(dir.to_str().unwrap()))
+        .count()
+}
+
+#[test]
+fn sealed_indexes_are_mapped_only_when_first_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = Log::open(dir.path(), config(), 0).unwrap();
+    for i in 0..100 {
+        append(&mut log, 2, i, i);
+    }
+    assert!(log.segment_count() > 20);
+    log.close().unwrap();
+    let log = Log::open(dir.path(), config(), 0).unwrap();
+    assert_eq!(
+        mappings_under(dir.path()),
+        2,
+        "only the active .index and .timeindex"
+    );
+    let bytes = log.read(Offset(3), 1).unwrap().read_to_vec().unwrap();
+    assert_eq!(
+        iter_batches(&bytes).next().unwrap().unwrap().0.base_offset,
+        2
+    );
+    assert!(
+        mappings_under(dir.path()) <= 3,
+        "a lookup maps that segment's index at most"
+    );
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+}
+
+#[test]
+fn segments_left_below_a_persisted_log_start_offset_are_deleted_by_retention() {
+    let (x, y) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut log = Log::open(x.path(), config(), 0).unwrap();
+    for i in 0..30 {
+        append(&mut log, 2, i, i);
+    }
+    log.close().unwrap();
+    copy_dir(x.path(), y.path());
+    let mut log = Log::open(x.path(), config(), 0).unwrap();
+    log.advance_log_start_offset(Offset(41), 0).unwrap();
+    log.close().unwrap();
+    // y: the new log start offset is persisted, but the segments below it are still there,
+    // as after a crash between the checkpoint and the unlinks.
+    std::fs::copy(
+        x.path().join("partition.checkpoint"),
+        y.path().join("partition.checkpoint"),
+    )
+    .unwrap();
+    let mut log = Log::open(y.path(), config(), 0).unwrap();
+    assert_eq!(log.log_start_offset(), Offset(41));
+    let before = log.segment_count();
+    let deleted = log.enforce_retention(0).unwrap() as usize;
+    assert!(deleted > 0);
+    assert_eq!(log.segment_count(), before - deleted);
+    assert_eq!(segment_files(y.path()), log.segment_count());
+    assert_eq!(log.log_start_offset(), Offset(41));
+    let bytes = log.read(Offset(41), 1).unwrap().read_to_vec().unwrap();
+    assert_eq!(
+        iter_batches(&bytes).next().unwrap().unwrap().0.base_offset,
+        40
+    );
 }

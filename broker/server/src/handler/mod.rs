@@ -163,68 +163,25 @@ async fn dispatch(
             let response = describe_configs::handle(ctx, request!(), decode_version);
             reply!(response, compat::describe_configs)
         }
+        ApiKey::JoinGroup => reply!(join_group::handle(ctx, header, request!(), version).await),
+        ApiKey::SyncGroup => reply!(sync_group::handle(ctx, request!()).await),
+        ApiKey::Heartbeat => reply!(heartbeat::handle(ctx, request!()).await),
+        ApiKey::LeaveGroup => reply!(leave_group::handle(ctx, request!(), version).await),
+        ApiKey::OffsetCommit => reply!(offset_commit::handle(ctx, request!()).await),
+        ApiKey::OffsetFetch => reply!(offset_fetch::handle(ctx, request!(), version).await),
+        ApiKey::ListGroups => {
+            let _: kafka_protocol::messages::ListGroupsRequest = request!();
+            reply!(list_groups::handle(ctx).await)
+        }
+        ApiKey::DescribeGroups => reply!(describe_groups::handle(ctx, request!()).await),
+        ApiKey::DeleteGroups => reply!(delete_groups::handle(ctx, request!()).await),
         other => {
-            return dispatch_group(ctx, other, version, header, body)
-                .await
-                .map(Some);
+            return Err(FrameError::Malformed(format!(
+                "{other:?} is in the version table but has no handler"
+            )));
         }
     };
     Ok(Some(response))
-}
-
-/// The consumer-group APIs (FindCoordinator, JoinGroup, ..., DeleteGroups).
-async fn dispatch_group(
-    ctx: &ConnectionContext,
-    key: ApiKey,
-    version: i16,
-    header: &RequestHeader,
-    mut body: Bytes,
-) -> Result<Response, FrameError> {
-    let cid = header.correlation_id;
-    let hv = key.response_header_version(version);
-    let body = &mut body;
-    match key {
-        ApiKey::JoinGroup => {
-            let request = decode(body, key, version)?;
-            let response = join_group::handle(ctx, header, request, version).await;
-            encode(cid, hv, &response, version)
-        }
-        ApiKey::SyncGroup => {
-            let response = sync_group::handle(ctx, decode(body, key, version)?).await;
-            encode(cid, hv, &response, version)
-        }
-        ApiKey::Heartbeat => {
-            let response = heartbeat::handle(ctx, decode(body, key, version)?).await;
-            encode(cid, hv, &response, version)
-        }
-        ApiKey::LeaveGroup => {
-            let response = leave_group::handle(ctx, decode(body, key, version)?, version).await;
-            encode(cid, hv, &response, version)
-        }
-        ApiKey::OffsetCommit => {
-            let response = offset_commit::handle(ctx, decode(body, key, version)?).await;
-            encode(cid, hv, &response, version)
-        }
-        ApiKey::OffsetFetch => {
-            let response = offset_fetch::handle(ctx, decode(body, key, version)?, version).await;
-            encode(cid, hv, &response, version)
-        }
-        ApiKey::ListGroups => {
-            let _: kafka_protocol::messages::ListGroupsRequest = decode(body, key, version)?;
-            encode(cid, hv, &list_groups::handle(ctx).await, version)
-        }
-        ApiKey::DescribeGroups => {
-            let response = describe_groups::handle(ctx, decode(body, key, version)?).await;
-            encode(cid, hv, &response, version)
-        }
-        ApiKey::DeleteGroups => {
-            let response = delete_groups::handle(ctx, decode(body, key, version)?).await;
-            encode(cid, hv, &response, version)
-        }
-        other => Err(FrameError::Malformed(format!(
-            "{other:?} is in the version table but has no handler"
-        ))),
-    }
 }
 
 fn decode<T: Decodable>(body: &mut Bytes, key: ApiKey, version: i16) -> Result<T, FrameError> {

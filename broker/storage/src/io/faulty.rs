@@ -308,7 +308,8 @@ impl Fs for FaultyFs {
     }
 
     fn exists(&self, path: &Path) -> io::Result<bool> {
-        Ok(self.lock().names.contains_key(path))
+        let s = self.lock();
+        Ok(s.names.contains_key(path) || s.dirs.contains(path))
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
