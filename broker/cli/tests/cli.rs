@@ -202,7 +202,7 @@ fn produce_then_consume_with_keys_headers_compression_format_and_filter() {
     let b = Broker::start(&[]);
     b.json(&["topic", "create", "events", "-p", "2"]);
     let input: String = (0..100).map(|i| format!("key{i}:value{i}\n")).collect();
-    for codec in ["none", "gzip", "snappy"] {
+    for codec in ["none", "gzip", "snappy", "lz4", "zstd"] {
         let out = b.sluice(
             &[
                 "produce", "events", "-K", ":", "-H", "src=test", "-z", codec, "--output", "json",
@@ -220,7 +220,7 @@ fn produce_then_consume_with_keys_headers_compression_format_and_filter() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(records.len(), 300);
+    assert_eq!(records.len(), 500);
     let first = records.iter().find(|r| r["key"] == "key7").unwrap();
     assert_eq!(first["value"], "value7");
     assert_eq!(first["headers"]["src"], "test");
