@@ -284,11 +284,7 @@ fn consume_from_offset_and_timestamp_and_with_a_group() {
         stderr(&out)
     );
     let described = b.json(&["group", "describe", "readers"]);
-    assert_eq!(
-        described.to_string().contains("\"lag\":6"),
-        true,
-        "{described}"
-    );
+    assert!(described.to_string().contains("\"lag\":6"), "{described}");
     let out = b.sluice(&["consume", "log", "-g", "readers", "-e"], b"");
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),

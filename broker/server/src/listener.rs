@@ -134,17 +134,7 @@ impl Server {
             admin,
         } = self;
         let ticker = tokio::spawn(tick_logs(broker.clone(), shutdown_tx.subscribe()));
-        let admin = admin.map(|admin| {
-            let state = AdminState {
-                broker: broker.clone(),
-                groups: groups.handle.clone(),
-                shutdown: shutdown_tx.subscribe(),
-            };
-            let mut stop = shutdown_tx.subscribe();
-            tokio::spawn(admin.run(state, async move {
-                stop.wait_for(|stop| *stop).await.ok();
-            }))
-        });
+        let admin = admin.map(|admin| spawn_admin(admin, &broker, &groups, &shutdown_tx));
         let mut connections = JoinSet::new();
         tokio::pin!(shutdown);
         loop {
@@ -214,6 +204,24 @@ impl Server {
         tracing::info!("shutdown complete");
         Ok(())
     }
+}
+
+/// Serves the admin API until the shutdown flag flips.
+fn spawn_admin(
+    admin: AdminServer,
+    broker: &Arc<Broker>,
+    groups: &GroupService,
+    shutdown_tx: &watch::Sender<bool>,
+) -> tokio::task::JoinHandle<()> {
+    let state = AdminState {
+        broker: broker.clone(),
+        groups: groups.handle.clone(),
+        shutdown: shutdown_tx.subscribe(),
+    };
+    let mut stop = shutdown_tx.subscribe();
+    tokio::spawn(admin.run(state, async move {
+        stop.wait_for(|stop| *stop).await.ok();
+    }))
 }
 
 /// The host to advertise for a bound IP. A wildcard bind (0.0.0.0, ::) is not an address a
