@@ -1,13 +1,18 @@
-//! `sluice topic create | list | describe | delete` over CreateTopics, Metadata, ListOffsets,
-//! DescribeConfigs and DeleteTopics, like `kafka-topics.sh` and `rpk topic`.
+//! `sluice topic create | list | describe | alter-config | delete` over CreateTopics,
+//! Metadata, ListOffsets, DescribeConfigs, IncrementalAlterConfigs and DeleteTopics, like
+//! `kafka-topics.sh`/`kafka-configs.sh` and `rpk topic`.
 
 use std::fmt::Write as _;
 
 use anyhow::{Context, bail};
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::incremental_alter_configs_request::{
+    AlterConfigsResource, AlterableConfig,
+};
 use kafka_protocol::messages::{
-    CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest, TopicName,
+    CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use serde_json::{Value, json};
@@ -19,6 +24,9 @@ use crate::common::{self, Common, EARLIEST, LATEST, emit};
 const ADMIN_TIMEOUT_MS: i32 = 30_000;
 /// DescribeConfigs resource type of a topic.
 const RESOURCE_TOPIC: i8 = 2;
+/// IncrementalAlterConfigs operations.
+const OP_SET: i8 = 0;
+const OP_DELETE: i8 = 1;
 
 /// `sluice topic ...`.
 #[derive(Debug, clap::Args)]
@@ -50,6 +58,20 @@ enum TopicCommand {
         /// Topic name.
         topic: String,
     },
+    /// Set or drop topic config overrides on a live topic (IncrementalAlterConfigs).
+    AlterConfig {
+        /// Topic name.
+        topic: String,
+        /// Override a key, e.g. --set retention.ms=3600000 (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// Drop an override, back to the broker's value (repeatable).
+        #[arg(long = "delete", value_name = "KEY")]
+        deletes: Vec<String>,
+        /// Only check that the change is valid.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Delete topics and their data.
     Delete {
         /// Topic names.
@@ -75,6 +97,25 @@ pub fn run(args: TopicArgs) -> anyhow::Result<()> {
         TopicCommand::List => emit(output, &list(&mut client)?, list_text),
         TopicCommand::Describe { topic } => {
             emit(output, &describe(&mut client, &topic)?, describe_text)
+        }
+        TopicCommand::AlterConfig {
+            topic,
+            sets,
+            deletes,
+            dry_run,
+        } => {
+            let doc = alter_config(&mut client, &topic, &sets, &deletes, dry_run)?;
+            emit(output, &doc, |d| {
+                format!(
+                    "{} {}\n",
+                    if d["dry_run"] == true {
+                        "would alter"
+                    } else {
+                        "altered"
+                    },
+                    d["topic"].as_str().unwrap_or("?")
+                )
+            })
         }
         TopicCommand::Delete { topics } => {
             emit(output, &delete(&mut client, &topics)?, results_text)
@@ -125,6 +166,54 @@ fn create(
         })
         .collect();
     check_results(json!({ "created": results }), "created")
+}
+
+fn alter_config(
+    client: &mut Client,
+    topic: &str,
+    sets: &[String],
+    deletes: &[String],
+    dry_run: bool,
+) -> anyhow::Result<Value> {
+    if sets.is_empty() && deletes.is_empty() {
+        bail!("nothing to change: pass --set KEY=VALUE or --delete KEY");
+    }
+    let mut configs = Vec::new();
+    for set in sets {
+        let (k, v) = set.split_once('=').with_context(|| {
+            format!("--set {set:?}: expected KEY=VALUE, e.g. retention.ms=3600000")
+        })?;
+        let mut c = AlterableConfig::default();
+        c.name = StrBytes::from_string(k.trim().to_owned());
+        c.config_operation = OP_SET;
+        c.value = Some(StrBytes::from_string(v.trim().to_owned()));
+        configs.push(c);
+    }
+    for key in deletes {
+        let mut c = AlterableConfig::default();
+        c.name = StrBytes::from_string(key.trim().to_owned());
+        c.config_operation = OP_DELETE;
+        configs.push(c);
+    }
+    let mut resource = AlterConfigsResource::default();
+    resource.resource_type = RESOURCE_TOPIC;
+    resource.resource_name = StrBytes::from_string(topic.to_owned());
+    resource.configs = configs;
+    let mut request = IncrementalAlterConfigsRequest::default();
+    request.resources = vec![resource];
+    request.validate_only = dry_run;
+    let response = client.send(&request, 0)?;
+    for r in &response.responses {
+        if r.error_code != 0 {
+            let detail = r
+                .error_message
+                .as_ref()
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default();
+            bail!("altering {topic}: {}{detail}", error_name(r.error_code));
+        }
+    }
+    Ok(json!({ "topic": topic, "set": sets, "deleted": deletes, "dry_run": dry_run }))
 }
 
 fn delete(client: &mut Client, topics: &[String]) -> anyhow::Result<Value> {

@@ -457,3 +457,64 @@ fn print_config_names_each_source_and_hides_the_token() {
     assert!(line("data.dir").ends_with("# default"), "{text}");
     assert!(!text.contains("hidden-value"), "{text}");
 }
+
+#[test]
+fn topic_alter_config_sets_and_drops_overrides_over_kafka_and_http() {
+    let b = Broker::start(&[]);
+    b.json(&["topic", "create", "cfg", "-c", "retention.ms=3600000"]);
+    let config = |b: &Broker| b.json(&["topic", "describe", "cfg"])["configs"].clone();
+
+    let dry = b.json(&[
+        "topic",
+        "alter-config",
+        "cfg",
+        "--set",
+        "segment.bytes=1048576",
+        "--dry-run",
+    ]);
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(config(&b)["segment.bytes"]["default"], true);
+
+    b.json(&[
+        "topic",
+        "alter-config",
+        "cfg",
+        "--set",
+        "segment.bytes=1048576",
+        "--delete",
+        "retention.ms",
+    ]);
+    let c = config(&b);
+    assert_eq!(c["segment.bytes"]["value"], "1048576");
+    assert_eq!(c["segment.bytes"]["default"], false);
+    assert_eq!(c["retention.ms"]["default"], true);
+
+    let bad = b.sluice(
+        &[
+            "topic",
+            "alter-config",
+            "cfg",
+            "--set",
+            "cleanup.policy=compact",
+        ],
+        b"",
+    );
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(stderr(&bad).contains("InvalidConfig"), "{}", stderr(&bad));
+
+    let (status, body) = b.http(
+        "PATCH",
+        "/v1/topics/cfg",
+        r#"{"set":{"retention.ms":"60000"},"delete":["segment.bytes"]}"#,
+        None,
+    );
+    assert_eq!(status, 200, "{body}");
+    let topic: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        topic["overrides"],
+        serde_json::json!({"retention.ms": "60000"})
+    );
+    let (status, body) = b.http("PATCH", "/v1/topics/cfg", r#"{"set":{"nope":"1"}}"#, None);
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("INVALID_CONFIG"), "{body}");
+}

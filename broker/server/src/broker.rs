@@ -611,5 +611,8 @@ fn remove_dir_logged(path: &Path) {
     }
 }
 
+mod alter;
+pub use alter::ConfigChange;
+
 #[cfg(test)]
 mod tests;

@@ -11,14 +11,14 @@ use kafka_protocol::ResponseError;
 use serde::{Deserialize, Serialize};
 
 use super::{AdminState, ApiError};
-use crate::broker::{Broker, Topic};
+use crate::broker::{Broker, ConfigChange, Topic};
 use crate::error::KafkaError;
 use crate::topic_config::{self, TopicOverrides};
 
 pub(super) fn routes() -> Router<AdminState> {
     Router::new()
         .route("/", get(list).post(create))
-        .route("/{name}", get(describe).delete(delete))
+        .route("/{name}", get(describe).delete(delete).patch(alter))
 }
 
 /// One topic as the API shows it.
@@ -97,6 +97,45 @@ async fn create(
     })
     .await??;
     Ok((StatusCode::CREATED, axum::Json(view)).into_response())
+}
+
+/// The body of `PATCH /v1/topics/{name}`: overrides to set and to drop.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AlterTopic {
+    #[serde(default)]
+    set: TopicOverrides,
+    #[serde(default)]
+    delete: Vec<String>,
+}
+
+async fn alter(
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+    body: Result<axum::Json<AlterTopic>, axum::extract::rejection::JsonRejection>,
+) -> Result<Response, ApiError> {
+    let axum::Json(body) = body.map_err(|e| {
+        ApiError::bad_request(format!(
+            "{e}: expected {{\"set\": {{\"retention.ms\": \"...\"}}, \"delete\": [\"segment.bytes\"]}}"
+        ))
+    })?;
+    let changes: Vec<ConfigChange> = body
+        .set
+        .into_iter()
+        .map(|(key, value)| ConfigChange::Set { key, value })
+        .chain(
+            body.delete
+                .into_iter()
+                .map(|key| ConfigChange::Delete { key }),
+        )
+        .collect();
+    let broker = state.broker.clone();
+    let view = blocking(move || {
+        let topic = broker.alter_topic_config(&name, &changes, false)?;
+        Ok::<_, KafkaError>(view(&broker, &topic))
+    })
+    .await??;
+    Ok(axum::Json(view).into_response())
 }
 
 async fn delete(

@@ -15,6 +15,7 @@ pub mod fetch_wire;
 mod find_coordinator;
 mod group_common;
 mod heartbeat;
+mod incremental_alter_configs;
 mod join_group;
 mod leave_group;
 mod list_groups;
@@ -175,6 +176,9 @@ async fn dispatch(
         }
         ApiKey::DescribeGroups => reply!(describe_groups::handle(ctx, request!()).await),
         ApiKey::DeleteGroups => reply!(delete_groups::handle(ctx, request!()).await),
+        ApiKey::IncrementalAlterConfigs => {
+            reply!(incremental_alter_configs::handle(ctx, request!()).await)
+        }
         other => {
             return Err(FrameError::Malformed(format!(
                 "{other:?} is in the version table but has no handler"
