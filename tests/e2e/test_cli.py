@@ -146,3 +146,22 @@ def test_exit_codes_and_errors_that_say_what_to_do(broker, topic_name):
     )
     assert nobody.returncode == 3
     assert "sluice serve" in nobody.stderr.decode()
+
+
+def test_alter_config_survives_restart_and_matches_confluent_kafka(broker, topic_name):
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    sluice(broker, "topic", "create", topic_name, "-c", "retention.ms=3600000")
+    sluice_json(broker, "topic", "alter-config", topic_name, "--set", "retention.bytes=1048576")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    resource = ConfigResource(
+        ResourceType.TOPIC,
+        topic_name,
+        incremental_configs=[ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE)],
+    )
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(30)
+    broker.restart()
+    configs = sluice_json(broker, "topic", "describe", topic_name)["configs"]
+    assert configs["retention.bytes"] == {"value": "1048576", "default": False}
+    assert configs["retention.ms"]["default"] is True
