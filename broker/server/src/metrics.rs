@@ -6,7 +6,7 @@
 //! counters live in [`crate::broker::Partition`]; gauges that the broker already knows (log
 //! start/end offsets, sizes, consumer lag) are read at scrape time instead of being mirrored.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use kafka_protocol::messages::ApiKey;
@@ -75,9 +75,7 @@ pub struct ApiMetrics {
 pub struct Metrics {
     /// One entry per row of [`versions::SUPPORTED`], same order.
     apis: Vec<ApiMetrics>,
-    /// Connections open right now.
-    pub connections_open: AtomicI64,
-    /// Connections accepted since start.
+    /// Connections accepted since start (the open ones: `Broker::open_connections`).
     pub connections_accepted: AtomicU64,
 }
 
@@ -88,7 +86,6 @@ impl Default for Metrics {
                 .iter()
                 .map(|_| ApiMetrics::default())
                 .collect(),
-            connections_open: AtomicI64::new(0),
             connections_accepted: AtomicU64::new(0),
         }
     }
@@ -106,21 +103,9 @@ impl Metrics {
         versions::SUPPORTED.iter().map(|s| s.key).zip(&self.apis)
     }
 
-    /// Counts an accepted connection until the returned guard drops.
-    pub fn connection_opened(&self) -> ConnectionGuard<'_> {
+    /// Counts an accepted connection.
+    pub fn connection_accepted(&self) {
         self.connections_accepted.fetch_add(1, Relaxed);
-        self.connections_open.fetch_add(1, Relaxed);
-        ConnectionGuard(self)
-    }
-}
-
-/// Decrements the open-connection gauge on drop.
-#[derive(Debug)]
-pub struct ConnectionGuard<'a>(&'a Metrics);
-
-impl Drop for ConnectionGuard<'_> {
-    fn drop(&mut self) {
-        self.0.connections_open.fetch_sub(1, Relaxed);
     }
 }
 
@@ -219,15 +204,5 @@ mod tests {
             assert!(m.api(s.key).is_some(), "{:?}", s.key);
         }
         assert_eq!(m.apis().count(), versions::SUPPORTED.len());
-    }
-
-    #[test]
-    fn connection_guard_balances_the_gauge() {
-        let m = Metrics::default();
-        let guard = m.connection_opened();
-        assert_eq!(m.connections_open.load(Relaxed), 1);
-        drop(guard);
-        assert_eq!(m.connections_open.load(Relaxed), 0);
-        assert_eq!(m.connections_accepted.load(Relaxed), 1);
     }
 }

@@ -41,11 +41,7 @@ fn broker_metrics(out: &mut String, broker: &Broker) {
         "gauge",
         "Kafka connections open now.",
     );
-    let _ = writeln!(
-        out,
-        "sluice_connections_open {}",
-        m.connections_open.load(Relaxed)
-    );
+    let _ = writeln!(out, "sluice_connections_open {}", broker.open_connections());
     family(
         out,
         "sluice_connections_accepted_total",
