@@ -518,3 +518,26 @@ fn topic_alter_config_sets_and_drops_overrides_over_kafka_and_http() {
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("INVALID_CONFIG"), "{body}");
 }
+
+#[test]
+fn an_admin_client_holding_a_connection_does_not_hold_up_shutdown() {
+    let mut b = Broker::start(&[]);
+    let _idle = TcpStream::connect(&b.admin).unwrap();
+    let mut half = TcpStream::connect(&b.admin).unwrap();
+    half.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    // SAFETY: kill(2) with a pid we spawned and a valid signal number.
+    unsafe { libc::kill(b.child.id() as libc::pid_t, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = b.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the broker did not exit within 10 s"
+        );
+        std::thread::yield_now();
+    };
+    assert!(status.success(), "{status:?}");
+}

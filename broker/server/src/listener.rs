@@ -191,7 +191,7 @@ impl Server {
         }
         ticker.await.ok();
         if let Some(admin) = admin {
-            admin.await.ok();
+            stop_admin(admin).await;
         }
         groups.stop().await;
         let closing = broker.clone();
@@ -222,6 +222,18 @@ fn spawn_admin(
     tokio::spawn(admin.run(state, async move {
         stop.wait_for(|stop| *stop).await.ok();
     }))
+}
+
+/// Waits for the admin API's graceful shutdown, at most `ADMIN_SHUTDOWN_GRACE_MS`.
+async fn stop_admin(mut admin: tokio::task::JoinHandle<()>) {
+    let grace = Duration::from_millis(limits::ADMIN_SHUTDOWN_GRACE_MS);
+    if tokio::time::timeout(grace, &mut admin).await.is_err() {
+        tracing::warn!(
+            grace_ms = limits::ADMIN_SHUTDOWN_GRACE_MS,
+            "admin API connections still open after the grace period; closing them"
+        );
+        admin.abort();
+    }
 }
 
 /// The host to advertise for a bound IP. A wildcard bind (0.0.0.0, ::) is not an address a
