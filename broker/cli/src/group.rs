@@ -36,7 +36,12 @@ pub enum Output {
 #[derive(Debug, clap::Args)]
 pub struct GroupArgs {
     /// Brokers to talk to (host:port, comma-separated; the first reachable one is used).
-    #[arg(long, global = true, default_value = "127.0.0.1:9092")]
+    #[arg(
+        long,
+        global = true,
+        env = "SLUICE_BROKERS",
+        default_value = "127.0.0.1:9092"
+    )]
     brokers: String,
     /// Output format.
     #[arg(long, global = true, value_enum, default_value_t = Output::Text)]

@@ -225,7 +225,13 @@ pub const BROKER_KEYS: &[&str] = &[
 pub const SENSITIVE_KEYS: &[&str] = &["admin.token"];
 
 /// Environment variables starting with `SLUICE_` that are not config keys.
-const ENV_NON_KEYS: &[&str] = &["SLUICE_LOG", "SLUICE_LOG_FORMAT", "SLUICE_CONFIG"];
+const ENV_NON_KEYS: &[&str] = &[
+    "SLUICE_LOG",
+    "SLUICE_LOG_FORMAT",
+    "SLUICE_CONFIG",
+    // The operator commands' default `--brokers`.
+    "SLUICE_BROKERS",
+];
 
 impl BrokerConfig {
     /// Sets one key from its text form (file, env and flags all come through here).
