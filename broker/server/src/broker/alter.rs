@@ -113,3 +113,49 @@ fn changed(
     }
     Ok(overrides)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(key: &str, value: &str) -> ConfigChange {
+        ConfigChange::Set {
+            key: key.into(),
+            value: value.into(),
+        }
+    }
+
+    #[test]
+    fn set_and_delete_apply_in_order() {
+        let mut current = TopicOverrides::new();
+        current.insert("retention.ms".into(), "1000".into());
+        let delete = ConfigChange::Delete {
+            key: "retention.ms".into(),
+        };
+        let out = changed(&current, &[set("segment.bytes", "1048576"), delete]).unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out["segment.bytes"], "1048576");
+        let out = changed(
+            &current,
+            &[set("retention.ms", "5"), set("retention.ms", "6")],
+        )
+        .unwrap();
+        assert_eq!(out["retention.ms"], "6");
+    }
+
+    #[test]
+    fn unknown_keys_and_unsupported_values_are_invalid_config() {
+        let current = TopicOverrides::new();
+        for change in [
+            set("no.such.key", "1"),
+            set("cleanup.policy", "compact"),
+            set("retention.ms", "soon"),
+            ConfigChange::Delete {
+                key: "no.such.key".into(),
+            },
+        ] {
+            let err = changed(&current, std::slice::from_ref(&change)).unwrap_err();
+            assert_eq!(err.code, ResponseError::InvalidConfig, "{change:?}");
+        }
+    }
+}
