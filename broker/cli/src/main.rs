@@ -38,7 +38,7 @@ struct Cli {
 enum Command {
     /// Run the broker. Config: defaults < --config file < SLUICE_* env < flags.
     Serve(ServeArgs),
-    /// Topics: create, list, describe, delete.
+    /// Topics: create, list, describe, alter-config, delete.
     Topic(topic::TopicArgs),
     /// Produce records from stdin lines or a file.
     Produce(produce::ProduceArgs),
