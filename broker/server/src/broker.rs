@@ -62,6 +62,8 @@ pub struct Broker {
     dir_lock: Mutex<Option<std::fs::File>>,
     /// The plugin registry (`plugin.dir`) and its hot-reload watcher.
     pub plugins: Plugins,
+    /// Request, connection and error counters (the admin API renders them).
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// One topic.
@@ -74,7 +76,7 @@ pub struct Topic {
     /// Partitions by index.
     pub partitions: Vec<Arc<Partition>>,
     /// `sluice.partitioner`: the plugin that decides the partition of every produced record.
-    pub partitioner: Option<TopicPartitioner>,
+    pub partitioner: Option<Arc<TopicPartitioner>>,
 }
 
 /// One partition: the log and the fetch wake-up channel.
@@ -88,6 +90,8 @@ pub struct Partition {
     log: Mutex<Option<Log>>,
     /// Log end offset after each append; fetches waiting for data subscribe to it.
     end_offset: watch::Sender<i64>,
+    /// Bytes and records in and out (relaxed atomics; rendered by the admin API).
+    pub metrics: crate::metrics::PartitionMetrics,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -117,6 +121,7 @@ impl Partition {
             index,
             log: Mutex::new(Some(log)),
             end_offset,
+            metrics: crate::metrics::PartitionMetrics::default(),
         }
     }
 
@@ -193,6 +198,7 @@ impl Broker {
             fs,
             dir_lock: Mutex::new(Some(dir_lock)),
             plugins,
+            metrics: crate::metrics::Metrics::default(),
         };
         broker.load_topics()?;
         Ok(broker)
@@ -238,6 +244,7 @@ impl Broker {
         overrides: TopicOverrides,
         partitioner: Option<TopicPartitioner>,
     ) -> Result<Topic, ServerError> {
+        let partitioner = partitioner.map(Arc::new);
         let log_config = topic_config::log_config(&self.config, &overrides);
         let dir = self.topic_dir(name);
         let mut opened = Vec::with_capacity(partitions as usize);
@@ -617,6 +624,9 @@ fn remove_dir_logged(path: &Path) {
         tracing::warn!(path = %path.display(), error = %e, "removing a deleted topic's directory failed");
     }
 }
+
+mod alter;
+pub use alter::ConfigChange;
 
 #[cfg(test)]
 mod tests;

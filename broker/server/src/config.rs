@@ -155,6 +155,10 @@ pub struct BrokerConfig {
     pub plugin_memory_bytes_max: u64,
     /// `plugin.module.bytes.max`: largest plugin upload accepted.
     pub plugin_module_bytes_max: u64,
+    /// `admin.listen`: where the admin HTTP API binds; `None` (empty string) turns it off.
+    pub admin_listen: Option<HostPort>,
+    /// `admin.token`: when set, admin requests need `Authorization: Bearer <token>`.
+    pub admin_token: Option<String>,
 }
 
 impl Default for BrokerConfig {
@@ -191,6 +195,11 @@ impl Default for BrokerConfig {
             plugin_call_timeout_ms: plugin_limits::PLUGIN_CALL_TIMEOUT_MS_DEFAULT,
             plugin_memory_bytes_max: plugin_limits::PLUGIN_MEMORY_BYTES_MAX_DEFAULT,
             plugin_module_bytes_max: plugin_limits::PLUGIN_MODULE_BYTES_MAX_DEFAULT,
+            admin_listen: Some(HostPort {
+                host: "127.0.0.1".into(),
+                port: limits::ADMIN_PORT_DEFAULT,
+            }),
+            admin_token: None,
         }
     }
 }
@@ -225,10 +234,21 @@ pub const BROKER_KEYS: &[&str] = &[
     "plugin.call.timeout.ms",
     "plugin.memory.bytes.max",
     "plugin.module.bytes.max",
+    "admin.listen",
+    "admin.token",
 ];
 
+/// Keys whose values are secrets: DescribeConfigs and `--print-config` never show them.
+pub const SENSITIVE_KEYS: &[&str] = &["admin.token"];
+
 /// Environment variables starting with `SLUICE_` that are not config keys.
-const ENV_NON_KEYS: &[&str] = &["SLUICE_LOG", "SLUICE_LOG_FORMAT", "SLUICE_CONFIG"];
+const ENV_NON_KEYS: &[&str] = &[
+    "SLUICE_LOG",
+    "SLUICE_LOG_FORMAT",
+    "SLUICE_CONFIG",
+    // The operator commands' default `--brokers`.
+    "SLUICE_BROKERS",
+];
 
 impl BrokerConfig {
     /// Sets one key from its text form (file, env and flags all come through here).
@@ -294,6 +314,15 @@ impl BrokerConfig {
                 self.log_segment_index_bytes = bytes_u32(value, 4096).map_err(bad)?
             }
             "sluice.acks.all.fsync" => self.acks_all_fsync = parse_bool(value).map_err(bad)?,
+            "admin.listen" => {
+                self.admin_listen = match value.trim() {
+                    "" => None,
+                    v => Some(HostPort::parse(v).map_err(bad)?),
+                }
+            }
+            "admin.token" => {
+                self.admin_token = Some(value.trim().to_owned()).filter(|t| !t.is_empty())
+            }
             _ => match self
                 .set_group_key(key, value)
                 .or_else(|| self.set_plugin_key(key, value))
@@ -367,6 +396,11 @@ impl BrokerConfig {
             "group.max.session.timeout.ms" => self.group_max_session_timeout_ms.to_string(),
             "group.max.size" => self.group_max_size.to_string(),
             "offsets.retention.minutes" => self.offsets_retention_minutes.to_string(),
+            "admin.listen" => self
+                .admin_listen
+                .as_ref()
+                .map_or_else(String::new, ToString::to_string),
+            "admin.token" => self.admin_token.clone().unwrap_or_default(),
             _ => return self.get_plugin_key(key),
         })
     }
@@ -431,6 +465,15 @@ impl BrokerConfig {
                 value: self.listeners.to_string(),
                 reason,
             })?;
+        if let Some(admin) = &self.admin_listen {
+            admin
+                .socket_addr()
+                .map_err(|reason| ConfigError::BadValue {
+                    key: "admin.listen".into(),
+                    value: admin.to_string(),
+                    reason,
+                })?;
+        }
         Ok(())
     }
 }
