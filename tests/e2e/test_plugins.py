@@ -243,8 +243,11 @@ def test_hot_reload_under_load_switches_records_to_the_new_partitioner(broker_fa
     t = threading.Thread(target=run)
     t.start()
     try:
-        wait_until(lambda: sum(len(m) for m in landed(broker.bootstrap, topic_name, PARTITIONS).values()) > 500,
-                   60, "load before the swap")
+        wait_until(
+            lambda: sum(len(m) for m in landed(broker.bootstrap, topic_name, PARTITIONS).values()) > 500,
+            60,
+            "load before the swap",
+        )
         replace_file(d / "router.wasm", wasm("crc32"))
 
         def probe_follows_crc32():

@@ -12,6 +12,7 @@
 //! With `admin.token` set, every route but `/health` needs `Authorization: Bearer <token>`.
 
 mod groups;
+mod plugins;
 mod prometheus;
 mod topics;
 
@@ -89,6 +90,7 @@ pub fn router(state: AdminState, token: Option<String>) -> Router {
         .route("/metrics", get(prometheus::handle))
         .nest("/v1/topics", topics::routes())
         .nest("/v1/groups", groups::routes())
+        .nest("/v1/plugins", plugins::routes())
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(Arc::new(token), authorize));
     Router::new()

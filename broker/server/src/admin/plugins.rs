@@ -1,0 +1,131 @@
+//! `/v1/plugins`: deploy (`PUT /v1/plugins/{name}` with the `.wasm` as body), list,
+//! describe (kind, WIT version, sha256, size, users) and delete (`?force=true` for a plugin
+//! a topic uses). The registry validates and compiles an upload before anything is written,
+//! so a bad upload never replaces a working version (docs/plugins.md).
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde::{Deserialize, Serialize};
+use sluice_plugin_host::{PluginInfo, RegistryError};
+
+use super::topics::blocking;
+use super::{AdminState, ApiError};
+
+pub(super) fn routes() -> Router<AdminState> {
+    Router::new().route("/", get(list)).route(
+        "/{name}",
+        get(describe)
+            .put(deploy)
+            .delete(delete)
+            // The upload is capped by plugin.module.bytes.max in `deploy`, not the API limit.
+            .layer(DefaultBodyLimit::disable()),
+    )
+}
+
+/// One plugin as the API shows it.
+#[derive(Debug, Serialize)]
+pub struct PluginView {
+    name: String,
+    kind: &'static str,
+    wit_version: String,
+    sha256: String,
+    size_bytes: u64,
+    /// Topics using the plugin now.
+    users: usize,
+}
+
+impl From<PluginInfo> for PluginView {
+    fn from(i: PluginInfo) -> Self {
+        Self {
+            name: i.name,
+            kind: i.kind.as_str(),
+            wit_version: i.wit_version,
+            sha256: i.sha256,
+            size_bytes: i.size_bytes,
+            users: i.users,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct DeleteQuery {
+    #[serde(default)]
+    force: bool,
+}
+
+async fn list(State(state): State<AdminState>) -> Response {
+    let plugins: Vec<PluginView> = state
+        .broker
+        .plugins
+        .registry
+        .list()
+        .into_iter()
+        .map(PluginView::from)
+        .collect();
+    axum::Json(plugins).into_response()
+}
+
+async fn describe(
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let info = state
+        .broker
+        .plugins
+        .registry
+        .describe(&name)
+        .ok_or_else(|| registry_error(RegistryError::NotFound(name)))?;
+    Ok(axum::Json(PluginView::from(info)).into_response())
+}
+
+async fn deploy(
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let registry = state.broker.plugins.registry.clone();
+    let max_bytes = registry.engine().config().module_bytes_max;
+    let limit = usize::try_from(max_bytes.saturating_add(1)).unwrap_or(usize::MAX);
+    let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| {
+        registry_error(RegistryError::TooLarge {
+            size_bytes: max_bytes.saturating_add(1),
+            max_bytes,
+        })
+    })?;
+    let info = blocking(move || registry.install(&name, &bytes))
+        .await?
+        .map_err(registry_error)?;
+    tracing::info!(plugin = %info.name, sha256 = %info.sha256, "plugin deployed (admin API)");
+    Ok((StatusCode::OK, axum::Json(PluginView::from(info))).into_response())
+}
+
+async fn delete(
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+    Query(query): Query<DeleteQuery>,
+) -> Result<Response, ApiError> {
+    let registry = state.broker.plugins.registry.clone();
+    let deleted = name.clone();
+    blocking(move || registry.delete(&name, query.force))
+        .await?
+        .map_err(registry_error)?;
+    tracing::info!(plugin = %deleted, force = query.force, "plugin deleted (admin API)");
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+fn registry_error(e: RegistryError) -> ApiError {
+    let (status, code) = match &e {
+        RegistryError::NotFound(_) => (StatusCode::NOT_FOUND, "NOT_FOUND"),
+        RegistryError::InUse { .. } => (StatusCode::CONFLICT, "PLUGIN_IN_USE"),
+        RegistryError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "PLUGIN_TOO_LARGE"),
+        RegistryError::Io { .. } | RegistryError::Watch(_) | RegistryError::Engine(_) => {
+            (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL")
+        }
+        _ => (StatusCode::BAD_REQUEST, "INVALID_PLUGIN"),
+    };
+    ApiError::new(status, code, e.to_string())
+}
