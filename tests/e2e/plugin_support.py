@@ -14,6 +14,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+
 from clients import consume_partition, watermarks
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

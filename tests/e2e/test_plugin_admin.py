@@ -12,9 +12,10 @@ import json
 import urllib.error
 import urllib.request
 
-from clients import Record, create_topic, producer, produce_all
-from conftest import wait_until
 from plugin_support import crc32_partition, landed, murmur2_partition, wasm
+
+from clients import Record, create_topic, produce_all, producer
+from conftest import wait_until
 
 PARTITIONS = 4
 KEYS = [f"order-{i}".encode() for i in range(60)]

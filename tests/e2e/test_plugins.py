@@ -19,12 +19,9 @@ import threading
 import time
 
 import pytest
-from clients import Record, admin_op, create_topic, producer, produce_all
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import NewTopic
-from conftest import wait_until
 from kafka import KafkaProducer
-from kafka_wire import POLICY_VIOLATION, record_batch
 from plugin_support import (
     crc32_partition,
     landed,
@@ -34,6 +31,10 @@ from plugin_support import (
     replace_file,
     wasm,
 )
+
+from clients import Record, admin_op, create_topic, produce_all, producer
+from conftest import wait_until
+from kafka_wire import POLICY_VIOLATION, record_batch
 
 PARTITIONS = 6
 KEYS = [f"customer-{i}".encode() for i in range(120)]

@@ -21,6 +21,9 @@
 //! - [`metrics`]: relaxed atomic counters and latency histograms on the request, produce and
 //!   fetch paths; [`admin`] serves them (Prometheus text) with the admin HTTP API (axum):
 //!   topics, groups, `/health`, `/ready`.
+//! - [`plugins`]: the plugin registry (`plugin.dir`, hot reload) opened with the broker, and a
+//!   topic's `sluice.partitioner` binding; `reroute/`: Produce through a partitioner plugin
+//!   (decode, one plugin call per batch, split per partition with the same codec).
 //! - [`error`]: config, Kafka and server errors.
 //!
 //! Architecture Invariant: `connection.rs` is the only module that reads or writes socket
@@ -29,9 +32,10 @@
 //! Architecture Invariant: only framing problems close a connection (bad length, unknown API
 //! or version, an undecodable body); everything else is a Kafka error code in the response.
 //!
-//! Architecture Invariant: nothing decodes or re-encodes stored record batches. Produce hands
-//! the client's bytes to the storage engine (which validates headers and CRCs), Fetch hands
-//! file ranges to the socket.
+//! Architecture Invariant: nothing decodes or re-encodes stored record batches, except
+//! `reroute/` for topics with a partitioner plugin (and there only batches whose records the
+//! plugin moves to another partition). Produce hands the client's bytes to the storage engine
+//! (which validates headers and CRCs), Fetch hands file ranges to the socket.
 //!
 //! Architecture Invariant: storage calls that may block on disk (append, read, tick, open,
 //! close) run on tokio's blocking pool, never on a runtime worker.
