@@ -50,7 +50,7 @@ impl Common {
 
 /// No broker answered: `main` exits with [`EXIT_UNREACHABLE`] so scripts can retry.
 #[derive(Debug)]
-pub struct Unreachable(String);
+pub struct Unreachable(pub String);
 
 impl std::fmt::Display for Unreachable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -24,6 +24,8 @@ mod consume;
 mod datetime;
 mod effective_config;
 mod group;
+mod plugin;
+mod plugin_test;
 mod produce;
 mod topic;
 
@@ -48,6 +50,8 @@ enum Command {
     Group(group::GroupArgs),
     /// The cluster: id, brokers, supported APIs.
     Cluster(cluster::ClusterArgs),
+    /// WebAssembly plugins: deploy, list, describe, delete, new, build, test.
+    Plugin(plugin::PluginArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -89,6 +93,7 @@ fn main() -> anyhow::Result<()> {
         Command::Consume(args) => consume::run(args),
         Command::Group(args) => group::run(args),
         Command::Cluster(args) => cluster::run(args),
+        Command::Plugin(args) => plugin::run(args),
     };
     // An operator error is one line on stderr and a meaningful exit code, not a backtrace.
     if let Err(e) = result {

@@ -59,3 +59,5 @@ pub mod versions;
 pub use config::BrokerConfig;
 pub use error::{ConfigError, ServerError};
 pub use listener::Server;
+/// The plugin host, for the CLI's `sluice plugin test` (the same host the broker runs).
+pub use sluice_plugin_host as plugin_host;

@@ -1,0 +1,299 @@
+//! `sluice plugin`: deploy, list, describe and delete plugins through the broker's admin HTTP
+//! API (`/v1/plugins`, see docs/plugins.md); scaffold (`new`), build (`build`, the project's
+//! guest build script) and try (`test`, runs a plugin locally on sample records with the
+//! same host the broker uses) a plugin.
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+use sluice_server::plugins::parse_params;
+
+use crate::common::{Output, emit};
+
+/// Longest admin API response read, in bytes (a plugin list is a few hundred per plugin).
+const RESPONSE_BYTES_MAX: u64 = 16 * 1024 * 1024;
+/// Connect and I/O timeout of one admin request (an upload is compiled before the answer).
+const HTTP_TIMEOUT: Duration = Duration::from_secs(60);
+
+#[derive(Debug, clap::Args)]
+pub struct PluginArgs {
+    #[command(subcommand)]
+    command: PluginCommand,
+    /// The broker's admin API (`admin.listen`).
+    #[arg(
+        long,
+        global = true,
+        env = "SLUICE_ADMIN",
+        default_value = "127.0.0.1:9644"
+    )]
+    admin: String,
+    #[arg(long, global = true, value_enum, default_value_t = Output::Text)]
+    output: Output,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum PluginCommand {
+    /// Upload a .wasm to the broker (validated and compiled before it replaces anything).
+    Deploy {
+        file: PathBuf,
+        /// Plugin name (default: the file name without .wasm).
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// List deployed plugins.
+    List,
+    /// Kind, WIT version, sha256, size and users of one plugin.
+    Describe { name: String },
+    /// Delete a plugin; one a topic uses needs --force.
+    Delete {
+        name: String,
+        #[arg(long)]
+        force: bool,
+    },
+    /// Scaffold a plugin crate whose Cargo.toml lists only sluice-sdk.
+    New {
+        name: String,
+        #[arg(long, value_parser = ["partitioner", "filter", "transform"], default_value = "partitioner")]
+        kind: String,
+        /// Where the sluice SDK is (default: $SLUICE_SDK or ./sdk).
+        #[arg(long, env = "SLUICE_SDK")]
+        sdk: Option<PathBuf>,
+    },
+    /// Build a plugin crate for wasm32 with the project's guest build script.
+    Build {
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+    },
+    /// Run a partitioner locally on sample records (JSON lines {"key": .., "value": ..}, or
+    /// plain lines as keyless values) and print each record's partition.
+    Test {
+        file: PathBuf,
+        #[arg(long)]
+        records: PathBuf,
+        /// Plugin parameter (repeatable).
+        #[arg(long = "param", value_name = "KEY=VALUE")]
+        params: Vec<String>,
+        #[arg(long, default_value_t = 6)]
+        partitions: u32,
+    },
+}
+
+pub fn run(args: PluginArgs) -> anyhow::Result<()> {
+    let (admin, output) = (args.admin.as_str(), args.output);
+    match args.command {
+        PluginCommand::Deploy { file, name } => {
+            let name = match name {
+                Some(n) => n,
+                None => stem(&file)?,
+            };
+            let bytes =
+                std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            let info = http(admin, "PUT", &format!("/v1/plugins/{name}"), &bytes)?;
+            emit(output, &info, |v| {
+                format!("deployed {}\n", describe_text(v))
+            })
+        }
+        PluginCommand::List => {
+            let list = http(admin, "GET", "/v1/plugins", &[])?;
+            emit(output, &list, |v| {
+                let rows: Vec<String> = v
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(describe_text)
+                    .collect();
+                rows.iter().map(|r| format!("{r}\n")).collect()
+            })
+        }
+        PluginCommand::Describe { name } => {
+            let info = http(admin, "GET", &format!("/v1/plugins/{name}"), &[])?;
+            emit(output, &info, |v| format!("{}\n", describe_text(v)))
+        }
+        PluginCommand::Delete { name, force } => {
+            let path = format!(
+                "/v1/plugins/{name}{}",
+                if force { "?force=true" } else { "" }
+            );
+            http(admin, "DELETE", &path, &[])?;
+            emit(output, &json!({"deleted": name}), |_| {
+                format!("deleted {name}\n")
+            })
+        }
+        PluginCommand::New { name, kind, sdk } => scaffold(&name, &kind, sdk, output),
+        PluginCommand::Build { dir } => build(&dir, output),
+        PluginCommand::Test {
+            file,
+            records,
+            params,
+            partitions,
+        } => crate::plugin_test::run(&file, &records, &params, partitions, output),
+    }
+}
+
+fn stem(file: &Path) -> anyhow::Result<String> {
+    file.file_stem()
+        .and_then(|s| s.to_str())
+        .map(|s| {
+            s.strip_prefix("sluice-plugin-")
+                .unwrap_or(s)
+                .replace('_', "-")
+        })
+        .context("the file has no name to deploy it under: pass --name")
+}
+
+fn describe_text(v: &Value) -> String {
+    format!(
+        "{} {} wit={} size={} sha256={} users={}",
+        v["name"].as_str().unwrap_or("?"),
+        v["kind"].as_str().unwrap_or("?"),
+        v["wit_version"].as_str().unwrap_or("?"),
+        v["size_bytes"],
+        v["sha256"].as_str().unwrap_or("?"),
+        v["users"]
+    )
+}
+
+/// One HTTP/1.1 request to the admin API; the JSON body of a 2xx answer, else an error with
+/// the API's message.
+fn http(admin: &str, method: &str, path: &str, body: &[u8]) -> anyhow::Result<Value> {
+    let addr = admin
+        .strip_prefix("http://")
+        .unwrap_or(admin)
+        .trim_end_matches('/');
+    let mut stream = TcpStream::connect(addr).map_err(|e| {
+        anyhow::Error::new(e).context(crate::common::Unreachable(format!(
+            "no admin API at {addr} (the broker's admin.listen; pass --admin HOST:PORT)"
+        )))
+    })?;
+    stream.set_read_timeout(Some(HTTP_TIMEOUT))?;
+    stream.set_write_timeout(Some(HTTP_TIMEOUT))?;
+    let token = std::env::var("SLUICE_ADMIN_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty());
+    let auth = token.map_or_else(String::new, |t| format!("Authorization: Bearer {t}\r\n"));
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{auth}Content-Type: application/wasm\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body)?;
+    let mut raw = Vec::new();
+    stream.take(RESPONSE_BYTES_MAX).read_to_end(&mut raw)?;
+    let text = String::from_utf8_lossy(&raw);
+    let (head, rest) = text
+        .split_once("\r\n\r\n")
+        .context("malformed HTTP response")?;
+    let status: u16 = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .context("malformed HTTP status line")?;
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    let body = if chunked {
+        dechunk(rest)
+    } else {
+        rest.to_owned()
+    };
+    let value: Value = if body.trim().is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&body).unwrap_or(Value::String(body.clone()))
+    };
+    if !(200..300).contains(&status) {
+        bail!(
+            "{method} {path}: HTTP {status}: {}",
+            value["error"]
+                .as_str()
+                .map_or_else(|| body.clone(), str::to_owned)
+        );
+    }
+    Ok(value)
+}
+
+fn dechunk(mut rest: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || after.len() < n {
+            break;
+        }
+        out.push_str(&after[..n]);
+        rest = after[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+fn scaffold(name: &str, kind: &str, sdk: Option<PathBuf>, output: Output) -> anyhow::Result<()> {
+    let dir = PathBuf::from(name);
+    if dir.exists() {
+        bail!("{} already exists", dir.display());
+    }
+    let sdk = sdk.unwrap_or_else(|| PathBuf::from("sdk"));
+    let sdk = std::path::absolute(&sdk).with_context(|| format!("resolving {}", sdk.display()))?;
+    std::fs::create_dir_all(dir.join("src"))?;
+    let crate_name = name.replace('-', "_");
+    let manifest = format!(
+        "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[lib]\ncrate-type = [\"cdylib\", \"rlib\"]\n\n[dependencies]\nsluice-sdk = {{ path = \"{}\" }}\n\n[profile.release]\nopt-level = 3\nlto = true\ncodegen-units = 1\npanic = \"abort\"\n\n[workspace]\n",
+        sdk.display()
+    );
+    let source = match kind {
+        "filter" => format!(
+            "use sluice_sdk::{{Record, filter}};\n\n/// Keeps records that have a key.\n#[filter]\npub fn {crate_name}(record: &Record<'_>) -> bool {{\n    record.key().is_some()\n}}\n"
+        ),
+        "transform" => format!(
+            "use sluice_sdk::{{Output, Record, transform}};\n\n/// Passes every record through unchanged.\n#[transform]\npub fn {crate_name}(record: &Record<'_>, out: &mut Output) {{\n    out.keep(record);\n}}\n"
+        ),
+        _ => format!(
+            "use sluice_sdk::{{Record, partitioner}};\n\n/// Partitions by key length; keyless records go to partition 0.\n#[partitioner]\npub fn {crate_name}(record: &Record<'_>, partition_count: u32) -> u32 {{\n    record.key().map_or(0, |k| k.len() as u32) % partition_count\n}}\n"
+        ),
+    };
+    std::fs::write(dir.join("Cargo.toml"), manifest)?;
+    std::fs::write(dir.join("src/lib.rs"), source)?;
+    emit(output, &json!({"created": name, "kind": kind}), |_| {
+        format!(
+            "created {kind} plugin crate {name}/ (build it with `sluice plugin build {name}`)\n"
+        )
+    })
+}
+
+fn build(dir: &Path, output: Output) -> anyhow::Result<()> {
+    let script = std::env::var_os("SLUICE_BUILD_PLUGINS")
+        .map_or_else(|| PathBuf::from("sdk/build-plugins.sh"), PathBuf::from);
+    if !script.is_file() {
+        bail!(
+            "{} not found: run from the sluice checkout or set SLUICE_BUILD_PLUGINS",
+            script.display()
+        );
+    }
+    let out = dir.join("target/wasm");
+    let status = std::process::Command::new(&script)
+        .arg("--workspace")
+        .arg(dir)
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::inherit())
+        .status()
+        .with_context(|| format!("running {}", script.display()))?;
+    if !status.success() {
+        bail!("{} failed ({status})", script.display());
+    }
+    let built: Vec<String> = std::fs::read_dir(&out)?
+        .filter_map(|e| e.ok().map(|e| e.path().display().to_string()))
+        .filter(|p| p.ends_with(".wasm"))
+        .collect();
+    emit(output, &json!({"built": built}), |_| {
+        built.iter().map(|p| format!("built {p}\n")).collect()
+    })
+}
+
+pub fn params(raw: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    parse_params(&raw.join(",")).map_err(|e| anyhow::anyhow!("--param: {e}"))
+}
