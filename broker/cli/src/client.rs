@@ -80,6 +80,28 @@ impl Client {
             .with_context(|| format!("decoding the {key:?} v{version} response"))
     }
 
+    /// Sends `request` at `version` without waiting for a response (Produce with acks=0,
+    /// which the broker never answers).
+    pub fn send_without_response<R: Request>(
+        &mut self,
+        request: &R,
+        version: i16,
+    ) -> anyhow::Result<()> {
+        let mut header = RequestHeader::default();
+        header.request_api_key = R::KEY;
+        header.request_api_version = version;
+        header.correlation_id = self.next_correlation_id;
+        self.next_correlation_id += 1;
+        header.client_id = Some(StrBytes::from_static_str("sluice-cli"));
+        let mut body = BytesMut::new();
+        header.encode(&mut body, R::header_version(version))?;
+        request.encode(&mut body, version)?;
+        let length = i32::try_from(body.len()).context("request too large")?;
+        self.stream.write_all(&length.to_be_bytes())?;
+        self.stream.write_all(&body)?;
+        Ok(())
+    }
+
     fn read_frame(&mut self) -> anyhow::Result<bytes::Bytes> {
         let mut prefix = [0u8; 4];
         self.stream.read_exact(&mut prefix)?;

@@ -36,7 +36,12 @@ pub enum Output {
 #[derive(Debug, clap::Args)]
 pub struct GroupArgs {
     /// Brokers to talk to (host:port, comma-separated; the first reachable one is used).
-    #[arg(long, global = true, default_value = "127.0.0.1:9092")]
+    #[arg(
+        long,
+        global = true,
+        env = "SLUICE_BROKERS",
+        default_value = "127.0.0.1:9092"
+    )]
     brokers: String,
     /// Output format.
     #[arg(long, global = true, value_enum, default_value_t = Output::Text)]
@@ -241,7 +246,7 @@ fn describe(client: &mut Client, group: &str) -> anyhow::Result<Value> {
 }
 
 /// Every committed offset of the group (OffsetFetch v5 with a null topic list).
-fn fetch_committed(
+pub(crate) fn fetch_committed(
     client: &mut Client,
     group: &str,
 ) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
@@ -403,7 +408,7 @@ fn reset_targets(
 }
 
 /// Commits as a simple (memberless) consumer: generation -1, empty member id.
-fn commit(
+pub(crate) fn commit(
     client: &mut Client,
     group: &str,
     offsets: &BTreeMap<(String, i32), i64>,

@@ -59,6 +59,8 @@ pub struct Broker {
     /// The data dir's lock file, held (flock) while the broker runs so a second broker cannot
     /// open the same data dir; released by `close_all` or by the kernel when the process dies.
     dir_lock: Mutex<Option<std::fs::File>>,
+    /// Request, connection and error counters (the admin API renders them).
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// One topic.
@@ -83,6 +85,8 @@ pub struct Partition {
     log: Mutex<Option<Log>>,
     /// Log end offset after each append; fetches waiting for data subscribe to it.
     end_offset: watch::Sender<i64>,
+    /// Bytes and records in and out (relaxed atomics; rendered by the admin API).
+    pub metrics: crate::metrics::PartitionMetrics,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -112,6 +116,7 @@ impl Partition {
             index,
             log: Mutex::new(Some(log)),
             end_offset,
+            metrics: crate::metrics::PartitionMetrics::default(),
         }
     }
 
@@ -186,6 +191,7 @@ impl Broker {
             open_connections: AtomicUsize::new(0),
             fs,
             dir_lock: Mutex::new(Some(dir_lock)),
+            metrics: crate::metrics::Metrics::default(),
         };
         broker.load_topics()?;
         Ok(broker)
@@ -604,6 +610,9 @@ fn remove_dir_logged(path: &Path) {
         tracing::warn!(path = %path.display(), error = %e, "removing a deleted topic's directory failed");
     }
 }
+
+mod alter;
+pub use alter::ConfigChange;
 
 #[cfg(test)]
 mod tests;

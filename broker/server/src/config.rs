@@ -146,6 +146,10 @@ pub struct BrokerConfig {
     pub group_max_size: u32,
     /// `offsets.retention.minutes`: committed offsets of an empty group expire after this.
     pub offsets_retention_minutes: u32,
+    /// `admin.listen`: where the admin HTTP API binds; `None` (empty string) turns it off.
+    pub admin_listen: Option<HostPort>,
+    /// `admin.token`: when set, admin requests need `Authorization: Bearer <token>`.
+    pub admin_token: Option<String>,
 }
 
 impl Default for BrokerConfig {
@@ -178,6 +182,11 @@ impl Default for BrokerConfig {
             group_max_session_timeout_ms: group_limits::DEFAULT_SESSION_TIMEOUT_MAX_MS,
             group_max_size: group_limits::GROUP_MEMBERS_MAX as u32,
             offsets_retention_minutes: (group_limits::DEFAULT_OFFSETS_RETENTION_MS / 60_000) as u32,
+            admin_listen: Some(HostPort {
+                host: "127.0.0.1".into(),
+                port: limits::ADMIN_PORT_DEFAULT,
+            }),
+            admin_token: None,
         }
     }
 }
@@ -208,10 +217,21 @@ pub const BROKER_KEYS: &[&str] = &[
     "group.max.session.timeout.ms",
     "group.max.size",
     "offsets.retention.minutes",
+    "admin.listen",
+    "admin.token",
 ];
 
+/// Keys whose values are secrets: DescribeConfigs and `--print-config` never show them.
+pub const SENSITIVE_KEYS: &[&str] = &["admin.token"];
+
 /// Environment variables starting with `SLUICE_` that are not config keys.
-const ENV_NON_KEYS: &[&str] = &["SLUICE_LOG", "SLUICE_LOG_FORMAT", "SLUICE_CONFIG"];
+const ENV_NON_KEYS: &[&str] = &[
+    "SLUICE_LOG",
+    "SLUICE_LOG_FORMAT",
+    "SLUICE_CONFIG",
+    // The operator commands' default `--brokers`.
+    "SLUICE_BROKERS",
+];
 
 impl BrokerConfig {
     /// Sets one key from its text form (file, env and flags all come through here).
@@ -277,6 +297,15 @@ impl BrokerConfig {
                 self.log_segment_index_bytes = bytes_u32(value, 4096).map_err(bad)?
             }
             "sluice.acks.all.fsync" => self.acks_all_fsync = parse_bool(value).map_err(bad)?,
+            "admin.listen" => {
+                self.admin_listen = match value.trim() {
+                    "" => None,
+                    v => Some(HostPort::parse(v).map_err(bad)?),
+                }
+            }
+            "admin.token" => {
+                self.admin_token = Some(value.trim().to_owned()).filter(|t| !t.is_empty())
+            }
             _ => match self.set_group_key(key, value) {
                 Some(result) => result.map_err(bad)?,
                 None => return Err(ConfigError::UnknownKey(key.to_owned())),
@@ -347,6 +376,11 @@ impl BrokerConfig {
             "group.max.session.timeout.ms" => self.group_max_session_timeout_ms.to_string(),
             "group.max.size" => self.group_max_size.to_string(),
             "offsets.retention.minutes" => self.offsets_retention_minutes.to_string(),
+            "admin.listen" => self
+                .admin_listen
+                .as_ref()
+                .map_or_else(String::new, ToString::to_string),
+            "admin.token" => self.admin_token.clone().unwrap_or_default(),
             _ => return None,
         })
     }
@@ -408,6 +442,15 @@ impl BrokerConfig {
                 value: self.listeners.to_string(),
                 reason,
             })?;
+        if let Some(admin) = &self.admin_listen {
+            admin
+                .socket_addr()
+                .map_err(|reason| ConfigError::BadValue {
+                    key: "admin.listen".into(),
+                    value: admin.to_string(),
+                    reason,
+                })?;
+        }
         Ok(())
     }
 }

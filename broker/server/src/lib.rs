@@ -18,6 +18,9 @@
 //! - [`broker`]: the topic registry, partitions (log + fetch wake-up), persisted topic metadata.
 //! - [`group`]: the consumer-group coordinator service: the task that owns the pure
 //!   `sluice_group::Coordinator`, and the internal offsets log (committed offsets).
+//! - [`metrics`]: relaxed atomic counters and latency histograms on the request, produce and
+//!   fetch paths; [`admin`] serves them (Prometheus text) with the admin HTTP API (axum):
+//!   topics, groups, `/health`, `/ready`.
 //! - [`error`]: config, Kafka and server errors.
 //!
 //! Architecture Invariant: `connection.rs` is the only module that reads or writes socket
@@ -33,6 +36,7 @@
 //! Architecture Invariant: storage calls that may block on disk (append, read, tick, open,
 //! close) run on tokio's blocking pool, never on a runtime worker.
 
+pub mod admin;
 pub mod broker;
 pub mod config;
 pub mod connection;
@@ -41,6 +45,7 @@ pub mod group;
 mod handler;
 pub mod limits;
 pub mod listener;
+pub mod metrics;
 pub mod topic_config;
 pub mod units;
 pub mod versions;

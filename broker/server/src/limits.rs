@@ -98,3 +98,18 @@ pub const OFFSETS_WRITES_PER_APPEND_MAX: usize = 256;
 /// Longest the coordinator task sleeps between timer checks, in ms: a wall-clock jump
 /// cannot park the timers for longer than this.
 pub const GROUP_TIMER_SLEEP_MAX_MS: u64 = 1_000;
+
+/// Default port of the admin HTTP API (`admin.listen`), Redpanda's admin port.
+pub const ADMIN_PORT_DEFAULT: u16 = 9644;
+
+/// Largest admin API request body, in bytes (a topic creation with its configs is < 1 KiB).
+pub const ADMIN_BODY_BYTES_MAX: usize = 64 * 1024;
+
+/// Consumer groups whose lag one `/metrics` scrape reports; beyond it the scrape is cut
+/// short (and says so in `sluice_metrics_groups_truncated`) so a scrape stays cheap.
+pub const ADMIN_METRICS_GROUPS_MAX: usize = 1_000;
+
+/// How long the admin API may take to finish its requests at shutdown, in milliseconds. An
+/// HTTP client that keeps a connection open (or sends half a request) would otherwise hold
+/// the broker's exit forever; after this the admin task is aborted.
+pub const ADMIN_SHUTDOWN_GRACE_MS: u64 = 2_000;

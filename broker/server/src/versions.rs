@@ -46,6 +46,7 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::CreateTopics, 0, 4),
     api(ApiKey::DeleteTopics, 0, 3),
     api(ApiKey::DescribeConfigs, 0, 3),
+    api(ApiKey::IncrementalAlterConfigs, 0, 0),
     api(ApiKey::ApiVersions, 0, 3),
     api(ApiKey::JoinGroup, 0, 5),
     api(ApiKey::SyncGroup, 0, 3),

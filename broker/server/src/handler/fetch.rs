@@ -198,7 +198,10 @@ fn read_one(target: &Target, remaining: u32, first: bool) -> PartitionOutput {
         None => {}
         Some(Ok(slice)) if slice.is_empty() => {}
         Some(Ok(slice)) if slice.len > budget && !first => {}
-        Some(Ok(slice)) => out.records = Some(Chunk::File(slice)),
+        Some(Ok(slice)) => {
+            partition.metrics.fetched(&slice);
+            out.records = Some(Chunk::File(slice));
+        }
         Some(Err(ReadError::OffsetOutOfRange { .. })) => {
             out.error_code = ResponseError::OffsetOutOfRange.code()
         }

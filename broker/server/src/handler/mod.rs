@@ -15,6 +15,7 @@ pub mod fetch_wire;
 mod find_coordinator;
 mod group_common;
 mod heartbeat;
+mod incremental_alter_configs;
 mod join_group;
 mod leave_group;
 mod list_groups;
@@ -93,7 +94,16 @@ pub async fn handle(ctx: &ConnectionContext, frame: Bytes) -> Result<Option<Resp
     shape::check(key, version, &body)
         .map_err(|e| FrameError::Malformed(format!("{key:?} v{version} request: {e}")))?;
     tracing::trace!(peer = %ctx.peer, api = ?key, version, correlation_id = header.correlation_id, "request");
-    dispatch(ctx, key, version, &header, body).await
+    let started = std::time::Instant::now();
+    let result = dispatch(ctx, key, version, &header, body).await;
+    if let Some(api) = ctx.broker.metrics.api(key) {
+        api.latency.observe(started.elapsed());
+        if result.is_err() {
+            api.errors
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    result
 }
 
 async fn dispatch(
@@ -166,6 +176,9 @@ async fn dispatch(
         }
         ApiKey::DescribeGroups => reply!(describe_groups::handle(ctx, request!()).await),
         ApiKey::DeleteGroups => reply!(delete_groups::handle(ctx, request!()).await),
+        ApiKey::IncrementalAlterConfigs => {
+            reply!(incremental_alter_configs::handle(ctx, request!()).await)
+        }
         other => {
             return Err(FrameError::Malformed(format!(
                 "{other:?} is in the version table but has no handler"

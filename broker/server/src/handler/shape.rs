@@ -86,6 +86,7 @@ fn schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
         ])],
         ApiKey::DeleteTopics => vec![Array(vec![Str])],
         ApiKey::DescribeConfigs => vec![Array(vec![I8, Str, Array(vec![Str])])],
+        ApiKey::IncrementalAlterConfigs => vec![Array(vec![I8, Str, Array(vec![Str, I8, Str])])],
         ApiKey::JoinGroup => fields([
             Some(Str),
             Some(I32),
