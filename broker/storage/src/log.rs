@@ -75,6 +75,23 @@ impl ReadSlice {
         self.file.read_at(buf, self.position)
     }
 
+    /// Visits the header of every batch in the slice, one positional read of
+    /// `HEADER_BYTES` per batch (for callers that must look at codecs or timestamps
+    /// without copying the records). A header that does not parse is `InvalidData`.
+    pub fn for_each_header(&self, mut visit: impl FnMut(&batch::BatchHeader)) -> io::Result<()> {
+        let mut header = [0u8; batch::HEADER_BYTES];
+        let end = self.position + u64::from(self.len);
+        let mut position = self.position;
+        while position < end {
+            self.file.read_at(&mut header, position)?;
+            let parsed = batch::parse_header(&header)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            visit(&parsed);
+            position += parsed.total_bytes() as u64;
+        }
+        Ok(())
+    }
+
     /// Copies the bytes out (the fallback when zero-copy is not possible).
     pub fn read_to_vec(&self) -> io::Result<Vec<u8>> {
         let mut buf = vec![0u8; self.len as usize];

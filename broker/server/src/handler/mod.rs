@@ -11,6 +11,7 @@ mod describe_configs;
 mod fetch;
 pub mod fetch_wire;
 mod find_coordinator;
+mod kip110;
 mod list_offsets;
 mod metadata;
 mod produce;

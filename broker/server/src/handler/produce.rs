@@ -15,12 +15,14 @@ use crate::broker::{Broker, now_ms};
 use crate::connection::{Chunk, ConnectionContext, FrameError, Response};
 use crate::error::KafkaError;
 
+use super::kip110;
+
 /// Answers Produce; `None` for acks=0. A failed acks=0 produce closes the connection, as
 /// Kafka does: there is no response to carry the error, and the client notices a close.
 pub async fn handle(
     ctx: &ConnectionContext,
     request: ProduceRequest,
-    _version: i16,
+    version: i16,
 ) -> Result<Option<ProduceResponse>, FrameError> {
     let acks = request.acks;
     let broker = ctx.broker.clone();
@@ -30,7 +32,7 @@ pub async fn handle(
         } else {
             Durability::OsCache
         };
-        tokio::task::spawn_blocking(move || append_all(&broker, request, durability))
+        tokio::task::spawn_blocking(move || append_all(&broker, request, version, durability))
             .await
             .unwrap_or_else(|e| {
                 tracing::error!(error = %e, "produce task failed");
@@ -63,6 +65,7 @@ pub async fn handle(
 fn append_all(
     broker: &Broker,
     request: ProduceRequest,
+    version: i16,
     durability: Durability,
 ) -> Vec<TopicProduceResponse> {
     request
@@ -75,7 +78,11 @@ fn append_all(
                 .partition_data
                 .into_iter()
                 .map(|p| {
-                    let result = append_one(broker, &name, p.index, p.records, durability);
+                    let result = p
+                        .records
+                        .as_deref()
+                        .map_or(Ok(()), |r| kip110::check_produce(r, version))
+                        .and_then(|()| append_one(broker, &name, p.index, p.records, durability));
                     partition_response(p.index, result)
                 })
                 .collect();
