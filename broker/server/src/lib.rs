@@ -16,6 +16,8 @@
 //!   `handler/shape.rs` refuses impossible array counts before decoding, and
 //!   `handler/compat.rs` serves the oldest admin API versions the codec crate dropped.
 //! - [`broker`]: the topic registry, partitions (log + fetch wake-up), persisted topic metadata.
+//! - `group_commit`: acks=all group commit, one sync task per busy partition (fsync without
+//!   the partition lock; one fsync answers every append made before it began).
 //! - [`error`]: config, Kafka and server errors.
 //!
 //! Architecture Invariant: `connection.rs` is the only module that reads or writes socket
@@ -35,6 +37,7 @@ pub mod broker;
 pub mod config;
 pub mod connection;
 pub mod error;
+mod group_commit;
 mod handler;
 pub mod limits;
 pub mod listener;

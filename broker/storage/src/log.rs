@@ -33,6 +33,9 @@ pub struct Log {
     pub(crate) first_unflushed_ms: Option<i64>,
     /// Set by any failed write or fsync; appends fail until the log is reopened.
     pub(crate) fenced: bool,
+    /// Everything below is fsynced (log bytes; indexes may lag): what acks=all waits for.
+    /// `>= recovery_point`; moved by `flush`, fsynced appends and `group_sync`.
+    pub(crate) durable_offset: Offset,
 }
 
 /// What `append` did.
@@ -139,6 +142,7 @@ impl Log {
             unflushed_records: 0,
             first_unflushed_ms: None,
             fenced: false,
+            durable_offset: log_end,
         })
     }
 
@@ -397,7 +401,9 @@ impl Log {
             .iter_mut()
             .filter(|s| s.needs_sync)
             .try_for_each(Segment::sync_log);
-        result.map_err(|e| AppendError::Io(self.fence(e)))
+        result.map_err(|e| AppendError::Io(self.fence(e)))?;
+        self.durable_offset = self.log_end_offset();
+        Ok(())
     }
 
     /// fsyncs every segment written since the last flush; advances the recovery point.
@@ -408,6 +414,7 @@ impl Log {
         let result = self.segments.iter_mut().try_for_each(Segment::flush);
         result.map_err(|e| self.fence(e))?;
         self.recovery_point = self.log_end_offset();
+        self.durable_offset = self.recovery_point;
         self.unflushed_records = 0;
         self.first_unflushed_ms = None;
         Ok(())

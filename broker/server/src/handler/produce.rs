@@ -1,6 +1,7 @@
 //! Produce v3-v8: append each partition's record batches as sent (compressed batches stay
 //! compressed); the storage engine validates headers and CRCs without decoding records.
-//! acks=0 gets no response; acks=-1 fsyncs the written partitions first when
+//! acks=0 gets no response; acks=-1 waits for the partitions' group commit (one fsync per
+//! partition answers every append made before it began, see `group_commit.rs`) when
 //! `sluice.acks.all.fsync` is on. Produce v0-v2 are advertised (for old librdkafka's
 //! compression, KAFKA-18659) and answered with UNSUPPORTED_VERSION.
 
@@ -11,9 +12,12 @@ use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use sluice_storage::{AppendError, BatchError, Durability};
 
-use crate::broker::{Broker, now_ms};
+use std::sync::Arc;
+
+use crate::broker::{Broker, Partition, now_ms};
 use crate::connection::{Chunk, ConnectionContext, FrameError, Response};
 use crate::error::KafkaError;
+use crate::group_commit;
 
 use super::kip110;
 
@@ -27,17 +31,16 @@ pub async fn handle(
     let acks = request.acks;
     let broker = ctx.broker.clone();
     let responses = if (-1..=1).contains(&acks) {
-        let durability = if acks == -1 && broker.config.acks_all_fsync {
-            Durability::Fsync
-        } else {
-            Durability::OsCache
-        };
-        tokio::task::spawn_blocking(move || append_all(&broker, request, version, durability))
-            .await
-            .unwrap_or_else(|e| {
-                tracing::error!(error = %e, "produce task failed");
-                Vec::new()
-            })
+        let durable = acks == -1 && broker.config.acks_all_fsync;
+        let (mut responses, waits) =
+            tokio::task::spawn_blocking(move || append_all(&broker, request, version, durable))
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::error!(error = %e, "produce task failed");
+                    (Vec::new(), Vec::new())
+                });
+        wait_durable(&mut responses, waits).await;
+        responses
     } else {
         error_for_all(&request, ResponseError::InvalidRequiredAcks)
     };
@@ -62,34 +65,71 @@ pub async fn handle(
     }
 }
 
+/// An acks=all partition append waiting for the group commit: where its response is, and
+/// the offset the partition's durable offset must reach.
+struct DurableWait {
+    topic: usize,
+    slot: usize,
+    partition: Arc<Partition>,
+    end_offset: i64,
+}
+
+/// Appends every partition's batches (no fsync); with `durable`, also returns what the
+/// group commit must cover before the response goes out.
 fn append_all(
     broker: &Broker,
     request: ProduceRequest,
     version: i16,
-    durability: Durability,
-) -> Vec<TopicProduceResponse> {
-    request
+    durable: bool,
+) -> (Vec<TopicProduceResponse>, Vec<DurableWait>) {
+    let mut waits = Vec::new();
+    let responses = request
         .topic_data
         .into_iter()
-        .map(|topic| {
+        .enumerate()
+        .map(|(topic_slot, topic)| {
             let name = topic.name.0.to_string();
             let mut out = TopicProduceResponse::default();
             out.partition_responses = topic
                 .partition_data
                 .into_iter()
-                .map(|p| {
+                .enumerate()
+                .map(|(slot, p)| {
                     let result = p
                         .records
                         .as_deref()
                         .map_or(Ok(()), |r| kip110::check_produce(r, version))
-                        .and_then(|()| append_one(broker, &name, p.index, p.records, durability));
+                        .and_then(|()| append_one(broker, &name, p.index, p.records));
+                    if let (true, Ok(appended)) = (durable, &result) {
+                        waits.push(DurableWait {
+                            topic: topic_slot,
+                            slot,
+                            partition: Arc::clone(&appended.partition),
+                            end_offset: appended.end_offset,
+                        });
+                    }
                     partition_response(p.index, result)
                 })
                 .collect();
             out.name = topic.name;
             out
         })
-        .collect()
+        .collect();
+    (responses, waits)
+}
+
+/// Waits for the group commit of every acks=all append (all partitions' syncs are requested
+/// first, so they run side by side); a failed one turns its response into the error.
+async fn wait_durable(responses: &mut [TopicProduceResponse], waits: Vec<DurableWait>) {
+    for wait in &waits {
+        group_commit::request_sync(&wait.partition);
+    }
+    for wait in waits {
+        if let Err(e) = group_commit::wait_durable(&wait.partition, wait.end_offset).await {
+            let response = &mut responses[wait.topic].partition_responses[wait.slot];
+            *response = partition_response(response.index, Err(e));
+        }
+    }
 }
 
 /// What an append gave back, for the response.
@@ -97,6 +137,9 @@ struct Appended {
     base_offset: i64,
     log_append_time_ms: i64,
     log_start_offset: i64,
+    /// The partition and its log end after the append (what acks=all waits for).
+    partition: Arc<Partition>,
+    end_offset: i64,
 }
 
 fn append_one(
@@ -104,7 +147,6 @@ fn append_one(
     topic: &str,
     index: i32,
     records: Option<Bytes>,
-    durability: Durability,
 ) -> Result<Appended, KafkaError> {
     let partition = broker.partition(topic, index).ok_or_else(|| {
         KafkaError::new(
@@ -118,7 +160,7 @@ fn append_one(
     // The storage engine rewrites base offsets in place, so it needs its own copy.
     let mut batches = records.to_vec();
     let (outcome, end_offset) = partition.with_log(|log| {
-        let outcome = log.append(&mut batches, durability, now_ms());
+        let outcome = log.append(&mut batches, Durability::OsCache, now_ms());
         (outcome, log.log_end_offset().value())
     })?;
     let outcome = outcome.map_err(|e| append_error(topic, index, e))?;
@@ -127,6 +169,8 @@ fn append_one(
         base_offset: outcome.base_offset.value(),
         log_append_time_ms: outcome.log_append_time_ms,
         log_start_offset: outcome.log_start_offset.value(),
+        end_offset: outcome.last_offset.value() + 1,
+        partition,
     })
 }
 
