@@ -19,6 +19,8 @@
 //! - `group_commit`: acks=all group commit, one sync task per busy partition (fsync without
 //!   the partition lock; one fsync answers every append made before it began).
 //! - [`error`]: config, Kafka and server errors.
+//! - `codec`: bounded decompression of batch payloads (ListOffsets by time only; produce
+//!   and fetch never decode records).
 //!
 //! Architecture Invariant: `connection.rs` is the only module that reads or writes socket
 //! bytes; handlers see decoded requests and return responses (or chunks of them).
@@ -34,6 +36,7 @@
 //! close) run on tokio's blocking pool, never on a runtime worker.
 
 pub mod broker;
+mod codec;
 pub mod config;
 pub mod connection;
 pub mod error;

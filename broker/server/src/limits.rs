@@ -59,6 +59,13 @@ pub const SHUTDOWN_GRACE_MS: u64 = 10_000;
 /// Smallest valid Kafka frame body: api_key (2) + api_version (2) + correlation_id (4).
 pub const REQUEST_HEADER_MIN_BYTES: usize = 8;
 
+/// Largest decompressed records section ListOffsets-by-time opens to find the exact record
+/// in a compressed batch (bytes); above it the batch's first offset answers. Bounds the
+/// memory a decompression bomb can claim.
+pub const TIMESTAMP_LOOKUP_DECOMPRESSED_BYTES_MAX: usize = 64 * 1024 * 1024;
+
 const _: () = assert!(MESSAGE_MAX_BYTES_DEFAULT < SOCKET_REQUEST_MAX_BYTES_DEFAULT);
 const _: () = assert!(FETCH_RESPONSE_MAX_BYTES >= MESSAGE_MAX_BYTES_DEFAULT);
 const _: () = assert!(QUEUED_RESPONSES_PER_CONNECTION_MAX <= IN_FLIGHT_REQUESTS_PER_CONNECTION_MAX);
+const _: () =
+    assert!(TIMESTAMP_LOOKUP_DECOMPRESSED_BYTES_MAX >= 16 * MESSAGE_MAX_BYTES_DEFAULT as usize);

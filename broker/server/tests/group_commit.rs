@@ -110,5 +110,9 @@ async fn a_failed_group_fsync_fails_its_waiters_and_fences_the_partition() {
     assert_eq!(later[0].0, storage_error, "fenced until reopened");
     let partition = broker.broker.partition("t", 0).unwrap();
     let durable_offset = partition.with_log(|log| log.durable_offset().value());
-    assert_eq!(durable_offset.unwrap(), 3, "the first three stay acknowledged");
+    assert_eq!(
+        durable_offset.unwrap(),
+        3,
+        "the first three stay acknowledged"
+    );
 }

@@ -67,6 +67,7 @@ pub use io::{Fs, RealFs, StorageFile};
 pub use log::{AppendOutcome, Log, ReadSlice};
 pub use offset::Offset;
 pub use retention::TickOutcome;
+pub use segment::Decompress;
 
 /// The server keeps a `Log` behind a mutex shared by tokio tasks and hands `ReadSlice`s to
 /// connection tasks: both must cross threads.

@@ -8,7 +8,7 @@ use crate::error::{AppendError, BatchError, ReadError, StorageError};
 use crate::io::{Fs, RealFs, StorageFile};
 use crate::offset::Offset;
 use crate::recovery;
-use crate::segment::Segment;
+use crate::segment::{Decompress, Segment};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -365,12 +365,23 @@ impl Log {
         &self,
         timestamp_ms: i64,
     ) -> Result<Option<(Offset, i64)>, StorageError> {
+        self.offset_for_timestamp_with(timestamp_ms, None)
+    }
+
+    /// Like `offset_for_timestamp`, exact in compressed batches too: `decompress` opens the
+    /// batch holding the target (the storage engine itself links no codec).
+    pub fn offset_for_timestamp_with(
+        &self,
+        timestamp_ms: i64,
+        decompress: Option<Decompress<'_>>,
+    ) -> Result<Option<(Offset, i64)>, StorageError> {
         let first = self.segment_index_of(self.log_start_offset);
         for segment in self.segments[first..]
             .iter()
             .filter(|s| s.max_timestamp_ms >= timestamp_ms)
         {
-            if let Some(found) = segment.find_timestamp(timestamp_ms, self.log_start_offset)? {
+            let found = segment.find_timestamp(timestamp_ms, self.log_start_offset, decompress)?;
+            if let Some(found) = found {
                 return Ok(Some(found));
             }
         }
