@@ -30,6 +30,10 @@ use crate::limits;
 
 /// Bytes the reader asks the socket for at a time while filling a large frame.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
+/// A frame up to this size gets its whole buffer at once: no reallocation (and copy of what
+/// was read so far) while it arrives. Covers a default-sized produce request
+/// (`message.max.bytes` is 1 MiB); larger frames grow as their bytes arrive, by doubling.
+const FRAME_PREALLOC_BYTES: usize = 1024 * 1024 + 64 * 1024;
 
 /// A response ready to write: a frame's pieces, in order, without the length prefix.
 #[derive(Debug, Default)]
@@ -206,9 +210,9 @@ async fn read_length(
 
 /// Reads a frame body of `length` bytes, growing the buffer only as bytes arrive.
 async fn read_body(reader: &mut OwnedReadHalf, length: usize) -> Result<Bytes, FrameError> {
-    let mut body = BytesMut::with_capacity(length.min(READ_CHUNK_BYTES));
+    let mut body = BytesMut::with_capacity(length.min(FRAME_PREALLOC_BYTES));
     while body.len() < length {
-        body.reserve((length - body.len()).min(READ_CHUNK_BYTES));
+        body.reserve((length - body.len()).min(READ_CHUNK_BYTES.max(body.len())));
         let mut limited = (&mut *reader).take((length - body.len()) as u64);
         if limited.read_buf(&mut body).await? == 0 {
             return Err(io::Error::new(

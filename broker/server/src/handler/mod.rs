@@ -84,7 +84,36 @@ pub async fn handle(ctx: &ConnectionContext, frame: Bytes) -> Result<Option<Resp
     shape::check(key, version, &body)
         .map_err(|e| FrameError::Malformed(format!("{key:?} v{version} request: {e}")))?;
     tracing::trace!(peer = %ctx.peer, api = ?key, version, correlation_id = header.correlation_id, "request");
+    if key == ApiKey::Produce {
+        let correlation_id = header.correlation_id;
+        drop(header);
+        return produce_frame(ctx, body, version, correlation_id).await;
+    }
     dispatch(ctx, key, version, &header, body).await
+}
+
+/// Produce, apart from `dispatch`: once the request is decoded, nothing but its record sets
+/// keeps the frame alive (the header and the rest of the body are dropped here, the topic
+/// names in `produce::handle`), so the storage engine can take a partition's records
+/// without copying them.
+async fn produce_frame(
+    ctx: &ConnectionContext,
+    mut body: Bytes,
+    version: i16,
+    correlation_id: i32,
+) -> Result<Option<Response>, FrameError> {
+    let request = decode(&mut body, ApiKey::Produce, version)?;
+    drop(body);
+    let header_version = ApiKey::Produce.response_header_version(version);
+    match produce::handle(ctx, request, version).await? {
+        Some(response) => Ok(Some(encode(
+            correlation_id,
+            header_version,
+            &response,
+            version,
+        )?)),
+        None => Ok(None),
+    }
 }
 
 async fn dispatch(
@@ -121,10 +150,6 @@ async fn dispatch(
     let response = match key {
         ApiKey::ApiVersions => reply!(api_versions::handle(request!())),
         ApiKey::Metadata => reply!(metadata::handle(ctx, request!(), version).await),
-        ApiKey::Produce => match produce::handle(ctx, request!(), version).await? {
-            Some(response) => reply!(response),
-            None => return Ok(None),
-        },
         ApiKey::Fetch => {
             let response = fetch::handle(ctx, request!(), version).await;
             let mut chunks = vec![Chunk::Bytes(encode_header(cid, hv)?)];

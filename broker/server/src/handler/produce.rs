@@ -8,7 +8,7 @@
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
-use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
+use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicName};
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use sluice_storage::{AppendError, BatchError, Durability};
 
@@ -78,17 +78,19 @@ struct DurableWait {
 /// group commit must cover before the response goes out.
 fn append_all(
     broker: &Broker,
-    request: ProduceRequest,
+    mut request: ProduceRequest,
     version: i16,
     durable: bool,
 ) -> (Vec<TopicProduceResponse>, Vec<DurableWait>) {
     let mut waits = Vec::new();
-    let responses = request
-        .topic_data
+    let topic_data = std::mem::take(&mut request.topic_data);
+    drop(request); // its transactional id shares the frame's buffer
+    let responses = topic_data
         .into_iter()
         .enumerate()
         .map(|(topic_slot, topic)| {
             let name = topic.name.0.to_string();
+            drop(topic.name); // shares the frame's buffer with the records
             let mut out = TopicProduceResponse::default();
             out.partition_responses = topic
                 .partition_data
@@ -111,7 +113,7 @@ fn append_all(
                     partition_response(p.index, result)
                 })
                 .collect();
-            out.name = topic.name;
+            out.name = TopicName(StrBytes::from_string(name));
             out
         })
         .collect();
@@ -157,8 +159,12 @@ fn append_one(
     let records = records
         .filter(|r| !r.is_empty())
         .ok_or_else(|| KafkaError::new(ResponseError::CorruptMessage, "no records"))?;
-    // The storage engine rewrites base offsets in place, so it needs its own copy.
-    let mut batches = records.to_vec();
+    // The storage engine rewrites base offsets in place, so it needs the bytes to itself:
+    // free when the frame's buffer is no longer shared (a request's last partition, see
+    // `handler::produce_frame`), a copy otherwise.
+    let mut batches = records
+        .try_into_mut()
+        .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
     let (outcome, end_offset) = partition.with_log(|log| {
         let outcome = log.append(&mut batches, Durability::OsCache, now_ms());
         (outcome, log.log_end_offset().value())
