@@ -6,8 +6,10 @@
 //!   arrive), and queues them (at most `IN_FLIGHT_REQUESTS_PER_CONNECTION_MAX` frames and
 //!   `READ_AHEAD_BYTES_PER_CONNECTION_MAX` bytes);
 //! - the processor handles them one at a time, in order (Kafka's per-connection ordering:
-//!   two produces to one partition must append in the order they were sent);
-//! - the writer sends responses in order: encoded bytes with `write_all`, record sets
+//!   two produces to one partition must append in the order they were sent); an acks=all
+//!   produce is appended in order but answered by a task once its group commit is done
+//!   (`Reply::Later`), so the next requests go on meanwhile;
+//! - the writer sends responses in order (awaiting a `Reply::Later` in its turn): encoded bytes with `write_all`, record sets
 //!   straight from segment files with `sendfile(2)`.
 //!
 //! A framing error (bad length, unknown API, undecodable request) closes the connection after
@@ -40,6 +42,16 @@ const FRAME_PREALLOC_BYTES: usize = 1024 * 1024 + 64 * 1024;
 pub struct Response {
     /// The pieces of the frame body (header + message).
     pub chunks: Vec<Chunk>,
+}
+
+/// What a handler gives the connection for one request, in request order.
+#[derive(Debug)]
+pub enum Reply {
+    /// The response (`None`: the request expects none, acks=0).
+    Now(Option<Response>),
+    /// A response still being finished by a task (an acks=all produce waiting for its group
+    /// commit); the writer awaits it in order while later requests are processed.
+    Later(tokio::task::JoinHandle<Result<Option<Response>, FrameError>>),
 }
 
 /// A piece of a response frame.
@@ -228,15 +240,15 @@ async fn read_body(reader: &mut OwnedReadHalf, length: usize) -> Result<Bytes, F
 async fn process_loop(
     ctx: &ConnectionContext,
     mut requests: mpsc::Receiver<Queued>,
-    responses: mpsc::Sender<Response>,
+    responses: mpsc::Sender<Reply>,
 ) -> Result<(), FrameError> {
     while let Some((frame, budget_share)) = requests.recv().await {
-        let response = handler::handle(ctx, frame).await?;
+        let reply = handler::handle(ctx, frame).await?;
         drop(budget_share);
-        let Some(response) = response else {
+        if let Reply::Now(None) = reply {
             continue;
-        };
-        if responses.send(response).await.is_err() {
+        }
+        if responses.send(reply).await.is_err() {
             return Ok(());
         }
     }
@@ -245,10 +257,15 @@ async fn process_loop(
 
 async fn write_loop(
     mut writer: OwnedWriteHalf,
-    mut responses: mpsc::Receiver<Response>,
+    mut responses: mpsc::Receiver<Reply>,
     idle: std::time::Duration,
 ) -> Result<(), FrameError> {
-    while let Some(response) = responses.recv().await {
+    while let Some(reply) = responses.recv().await {
+        let response = match reply {
+            Reply::Now(response) => response,
+            Reply::Later(task) => task.await.map_err(io::Error::other)??,
+        };
+        let Some(response) = response else { continue };
         // A client that stops reading is idle too: give up on it after connections.max.idle.ms.
         tokio::time::timeout(idle, write_response(&mut writer, response))
             .await

@@ -20,8 +20,10 @@ pub const IN_FLIGHT_REQUESTS_PER_CONNECTION_MAX: usize = 16;
 /// (up to `socket.request.max.bytes`) is read only when nothing else is queued.
 pub const READ_AHEAD_BYTES_PER_CONNECTION_MAX: u32 = 16 * 1024 * 1024;
 
-/// Responses encoded but not yet written to one connection's socket.
-pub const QUEUED_RESPONSES_PER_CONNECTION_MAX: usize = 4;
+/// Responses encoded (or, for acks=all produces, waiting for their group commit) but not yet
+/// written to one connection's socket. Also how many of one producer's pipelined acks=all
+/// requests one fsync can answer together.
+pub const QUEUED_RESPONSES_PER_CONNECTION_MAX: usize = 16;
 
 /// Open client connections; accepting stops (the kernel backlog holds the rest) above it.
 pub const CONNECTIONS_MAX: usize = 10_000;

@@ -1,6 +1,6 @@
 //! acks=all group commit through the broker: many pipelined acks=all produces from several
-//! connections to one partition all succeed with distinct offsets (answered by shared
-//! fsyncs); on the fault-injecting filesystem, a failed group fsync answers its waiters
+//! connections to one partition all succeed with distinct offsets, each connection's answers
+//! in request order (its appends go on while earlier requests wait for their fsync); on the fault-injecting filesystem, a failed group fsync answers its waiters
 //! with KAFKA_STORAGE_ERROR and fences the partition, while appends acknowledged by an
 //! earlier sync stay readable.
 
@@ -54,8 +54,11 @@ async fn pipelined(client: &mut Client, topic: &str, count: usize) -> Vec<(i16, 
         client.send(ApiKey::Produce, 8, &request).await;
     }
     let mut answers = Vec::new();
+    let mut last_correlation_id = 0;
     for _ in 0..count {
-        let (_, response): (i32, ProduceResponse) = client.recv(ApiKey::Produce, 8).await;
+        let (id, response): (i32, ProduceResponse) = client.recv(ApiKey::Produce, 8).await;
+        assert!(id > last_correlation_id, "answers come in request order");
+        last_correlation_id = id;
         let p = &response.responses[0].partition_responses[0];
         answers.push((p.error_code, p.base_offset));
     }

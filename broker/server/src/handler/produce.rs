@@ -21,29 +21,57 @@ use crate::group_commit;
 
 use super::kip110;
 
-/// Answers Produce; `None` for acks=0. A failed acks=0 produce closes the connection, as
-/// Kafka does: there is no response to carry the error, and the client notices a close.
-pub async fn handle(
-    ctx: &ConnectionContext,
-    request: ProduceRequest,
-    version: i16,
-) -> Result<Option<ProduceResponse>, FrameError> {
+/// A produce whose batches are appended, before its acks=all partitions are durable. The
+/// connection appends requests in order and lets the durable waits overlap, so one group
+/// fsync can answer several pipelined requests of one producer.
+pub struct Staged {
+    acks: i16,
+    responses: Vec<TopicProduceResponse>,
+    waits: Vec<DurableWait>,
+}
+
+/// Appends the request's batches (in order with the connection's other requests).
+pub async fn append(ctx: &ConnectionContext, request: ProduceRequest, version: i16) -> Staged {
     let acks = request.acks;
     let broker = ctx.broker.clone();
-    let responses = if (-1..=1).contains(&acks) {
+    let (responses, waits) = if (-1..=1).contains(&acks) {
         let durable = acks == -1 && broker.config.acks_all_fsync;
-        let (mut responses, waits) =
-            tokio::task::spawn_blocking(move || append_all(&broker, request, version, durable))
-                .await
-                .unwrap_or_else(|e| {
-                    tracing::error!(error = %e, "produce task failed");
-                    (Vec::new(), Vec::new())
-                });
-        wait_durable(&mut responses, waits).await;
-        responses
+        tokio::task::spawn_blocking(move || append_all(&broker, request, version, durable))
+            .await
+            .unwrap_or_else(|e| {
+                tracing::error!(error = %e, "produce task failed");
+                (Vec::new(), Vec::new())
+            })
     } else {
-        error_for_all(&request, ResponseError::InvalidRequiredAcks)
+        let errors = error_for_all(&request, ResponseError::InvalidRequiredAcks);
+        (errors, Vec::new())
     };
+    Staged {
+        acks,
+        responses,
+        waits,
+    }
+}
+
+impl Staged {
+    /// Whether the answer waits for a group commit.
+    pub fn waits_for_sync(&self) -> bool {
+        !self.waits.is_empty()
+    }
+
+    /// Waits for the acks=all partitions to be durable and answers; `None` for acks=0.
+    pub async fn finish(mut self) -> Result<Option<ProduceResponse>, FrameError> {
+        wait_durable(&mut self.responses, self.waits).await;
+        answer(self.acks, self.responses)
+    }
+}
+
+/// The response, or `None` for acks=0. A failed acks=0 produce closes the connection, as
+/// Kafka does: there is no response to carry the error, and the client notices a close.
+fn answer(
+    acks: i16,
+    responses: Vec<TopicProduceResponse>,
+) -> Result<Option<ProduceResponse>, FrameError> {
     let mut response = ProduceResponse::default();
     response.responses = responses;
     if acks != 0 {
