@@ -124,7 +124,7 @@ start_broker() {
     BROKER_DIR="$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench.XXXXXX")"
     mkdir "$BROKER_DIR/data"
     # The broker refuses unknown SLUICE_* variables, and SLUICE_BIN is ours, not its.
-    env -u SLUICE_BIN "${NICE[@]}" "$SLUICE" serve --data-dir "$BROKER_DIR/data" --listen 127.0.0.1:0 \
+    env -u SLUICE_BIN "${NICE[@]}" "$SLUICE" serve --data-dir "$BROKER_DIR/data" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
         --set auto.create.topics.enable=true --set num.partitions=1 \
         >"$BROKER_DIR/stdout" 2>"$BROKER_DIR/broker.log" </dev/null &
     BROKER_PID=$!
@@ -136,6 +136,7 @@ start_broker() {
         [ -n "$line" ] || sleep 0.05
     done
     BOOTSTRAP="${line#sluice listening kafka=}"
+    BOOTSTRAP="${BOOTSTRAP%% *}"
 }
 
 stop_broker() {

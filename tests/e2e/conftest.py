@@ -2,7 +2,8 @@
 
 Each test gets its own broker: a fresh temp data dir, `--listen 127.0.0.1:0` (an ephemeral
 port, so tests run in parallel and beside a broker already on 9092), the port parsed from the
-one stdout line `sluice listening kafka=127.0.0.1:PORT` with a deadline. At teardown the broker
+one stdout line `sluice listening kafka=127.0.0.1:PORT admin=127.0.0.1:PORT` with a deadline
+(the admin API also on an ephemeral port: `broker.admin_url`). At teardown the broker
 gets SIGTERM and must exit 0. Its stderr goes to `broker.log` in the test's temp dir and the
 tail is printed when a test fails.
 
@@ -23,7 +24,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-LISTENING_LINE = re.compile(r"^sluice listening kafka=(127\.0\.0\.1:(\d+))\s*$")
+LISTENING_LINE = re.compile(r"^sluice listening kafka=(127\.0\.0\.1:(\d+))(?: admin=(127\.0\.0\.1:(\d+)))?\s*$")
 START_DEADLINE_S = 30.0
 STOP_DEADLINE_S = 30.0
 LOG_TAIL_BYTES = 8000
@@ -60,6 +61,8 @@ class Broker:
         self.port: int | None = None
         # The port of the latest start (kept after stop, unlike `port`).
         self.last_port: int | None = None
+        # The admin HTTP API's port of the latest start.
+        self.admin_port: int | None = None
         # Every stdout line of the latest start; complete once the process has exited.
         self.stdout_lines_seen: list[str] = []
         self._stdout_lines: queue.Queue[str | None] = queue.Queue()
@@ -71,12 +74,26 @@ class Broker:
         return f"127.0.0.1:{self.port}"
 
     @property
+    def admin_url(self) -> str:
+        assert self.admin_port is not None, "broker is not running with the admin API"
+        return f"http://127.0.0.1:{self.admin_port}"
+
+    @property
     def pid(self) -> int:
         assert self.proc is not None
         return self.proc.pid
 
     def command(self) -> list[str]:
-        cmd = [sluice_bin(), "serve", "--data-dir", str(self.data_dir), "--listen", "127.0.0.1:0"]
+        cmd = [
+            sluice_bin(),
+            "serve",
+            "--data-dir",
+            str(self.data_dir),
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "127.0.0.1:0",
+        ]
         for key, value in self.settings.items():
             cmd += ["--set", f"{key}={value}"]
         return cmd
@@ -133,6 +150,7 @@ class Broker:
             seen.append(line)
             match = LISTENING_LINE.match(line)
             if match:
+                self.admin_port = int(match.group(4)) if match.group(4) else None
                 return int(match.group(2))
 
     def stop(self) -> int:

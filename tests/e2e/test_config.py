@@ -57,7 +57,17 @@ def run_expecting_refusal(tmp_path, args: list[str], extra_env: dict[str, str] |
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
     env.update(extra_env or {})
     (tmp_path / "data").mkdir(exist_ok=True)
-    cmd = [sluice_bin(), "serve", "--data-dir", str(tmp_path / "data"), "--listen", "127.0.0.1:0", *args]
+    cmd = [
+        sluice_bin(),
+        "serve",
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--listen",
+        "127.0.0.1:0",
+        "--admin-listen",
+        "127.0.0.1:0",
+        *args,
+    ]
     proc = subprocess.run(
         cmd, capture_output=True, text=True, timeout=START_DEADLINE_S, env=env, stdin=subprocess.DEVNULL
     )
@@ -102,4 +112,6 @@ def test_listening_line_is_the_only_stdout(broker):
     # Stopping right after the listening line also checks that SIGTERM is handled from the
     # moment the broker says it is ready.
     broker.stop()
-    assert broker.stdout_lines_seen == [f"sluice listening kafka=127.0.0.1:{broker.last_port}\n"]
+    assert broker.stdout_lines_seen == [
+        f"sluice listening kafka=127.0.0.1:{broker.last_port} admin=127.0.0.1:{broker.admin_port}\n"
+    ]

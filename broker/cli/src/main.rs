@@ -1,8 +1,14 @@
-//! The `sluice` binary. `sluice serve` runs the broker; other subcommands (`topic`, `produce`,
-//! `consume`, ...) will sit next to it.
+//! The `sluice` binary. `sluice serve` runs the broker; `sluice group` inspects consumer
+//! groups and resets their offsets over the Kafka protocol (`client.rs`, `group.rs`).
 //!
 //! Contract with scripts and tests: after binding, `serve` prints exactly one line to stdout,
-//! `sluice listening kafka=HOST:PORT`; every log line goes to stderr.
+//! `sluice listening kafka=HOST:PORT admin=HOST:PORT` (without ` admin=...` when the admin API
+//! is off); every log line goes to stderr.
+//!
+//! The operator commands (`topic`, `produce`, `consume`, `group`, `cluster`) talk the Kafka
+//! protocol through `client.rs`; each takes `--brokers` and `--output text|json`, prints
+//! errors as one line on stderr and exits 1 when the operation failed, 2 on bad usage, 3
+//! when no broker is reachable. `plugin` and `view` commands will sit beside them.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -10,6 +16,16 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use sluice_server::{BrokerConfig, Server};
+
+mod client;
+mod cluster;
+mod common;
+mod consume;
+mod datetime;
+mod effective_config;
+mod group;
+mod produce;
+mod topic;
 
 #[derive(Debug, Parser)]
 #[command(name = "sluice", version, about = "A Kafka-compatible stream broker")]
@@ -22,6 +38,16 @@ struct Cli {
 enum Command {
     /// Run the broker. Config: defaults < --config file < SLUICE_* env < flags.
     Serve(ServeArgs),
+    /// Topics: create, list, describe, alter-config, delete.
+    Topic(topic::TopicArgs),
+    /// Produce records from stdin lines or a file.
+    Produce(produce::ProduceArgs),
+    /// Consume records to stdout (kcat-style format, or JSON lines).
+    Consume(consume::ConsumeArgs),
+    /// Consumer groups: list, describe (lag per partition), reset-offsets.
+    Group(group::GroupArgs),
+    /// The cluster: id, brokers, supported APIs.
+    Cluster(cluster::ClusterArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -35,6 +61,12 @@ struct ServeArgs {
     /// Kafka listener host:port (`listeners`); port 0 picks a free one.
     #[arg(long)]
     listen: Option<String>,
+    /// Admin HTTP API host:port (`admin.listen`); port 0 picks a free one, "" turns it off.
+    #[arg(long)]
+    admin_listen: Option<String>,
+    /// Print the effective configuration, and where each value came from, then exit.
+    #[arg(long)]
+    print_config: bool,
     /// Set any config key by its Kafka name, e.g. --set num.partitions=3 (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
@@ -50,14 +82,33 @@ enum LogFormat {
 }
 
 fn main() -> anyhow::Result<()> {
-    match Cli::parse().command {
-        Command::Serve(args) => serve(args),
+    let result = match Cli::parse().command {
+        Command::Serve(args) => return serve(args),
+        Command::Topic(args) => topic::run(args),
+        Command::Produce(args) => produce::run(args),
+        Command::Consume(args) => consume::run(args),
+        Command::Group(args) => group::run(args),
+        Command::Cluster(args) => cluster::run(args),
+    };
+    // An operator error is one line on stderr and a meaningful exit code, not a backtrace.
+    if let Err(e) = result {
+        eprintln!("error: {e:#}");
+        let unreachable = e.downcast_ref::<common::Unreachable>().is_some();
+        std::process::exit(if unreachable {
+            common::EXIT_UNREACHABLE
+        } else {
+            common::EXIT_FAILED
+        });
     }
+    Ok(())
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let (config, sources) = load_config(&args)?;
+    if args.print_config {
+        return common::write_stdout(effective_config::render(&config, &sources).as_bytes());
+    }
     init_logging(args.log_format);
-    let config = load_config(&args)?;
     raise_fd_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -65,11 +116,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .context("starting the runtime")?;
     runtime.block_on(async move {
         let shutdown = shutdown_signal()?;
-        let server = Server::bind(config).await?;
+        let mut server = Server::bind(config).await?;
         let addr = server.local_addr();
-        tracing::info!(%addr, "listening");
+        let admin = server.bind_admin().await?;
+        tracing::info!(%addr, ?admin, "listening");
         let mut stdout = std::io::stdout().lock();
-        writeln!(stdout, "sluice listening kafka={addr}")?;
+        match admin {
+            Some(admin) => writeln!(stdout, "sluice listening kafka={addr} admin={admin}")?,
+            None => writeln!(stdout, "sluice listening kafka={addr}")?,
+        }
         stdout.flush()?;
         drop(stdout);
         server.run(shutdown).await?;
@@ -77,28 +132,25 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     })
 }
 
-fn load_config(args: &ServeArgs) -> anyhow::Result<BrokerConfig> {
-    let mut config = BrokerConfig::default();
-    if let Some(path) = &args.config {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading config file {}", path.display()))?;
-        config.apply_toml(path, &text)?;
-    }
-    config.apply_env(std::env::vars())?;
+/// The config from every source, and which source set each key.
+fn load_config(args: &ServeArgs) -> anyhow::Result<(BrokerConfig, effective_config::Sources)> {
+    let mut sets = Vec::new();
     for set in &args.sets {
         let Some((key, value)) = set.split_once('=') else {
             bail!("--set {set:?}: expected KEY=VALUE");
         };
-        config.set(key.trim(), value)?;
+        sets.push((key.trim().to_owned(), value.to_owned()));
     }
     if let Some(dir) = &args.data_dir {
-        config.data_dir.clone_from(dir);
+        sets.push(("data.dir".into(), dir.display().to_string()));
     }
     if let Some(listen) = &args.listen {
-        config.set("listeners", listen)?;
+        sets.push(("listeners".into(), listen.clone()));
     }
-    config.validate()?;
-    Ok(config)
+    if let Some(admin) = &args.admin_listen {
+        sets.push(("admin.listen".into(), admin.clone()));
+    }
+    effective_config::load(args.config.as_deref(), std::env::vars(), &sets)
 }
 
 fn init_logging(format: LogFormat) {

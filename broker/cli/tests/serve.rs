@@ -25,7 +25,7 @@ fn start(dir: &std::path::Path, extra: &[&str], env: &[(&str, &str)]) -> (Child,
     command
         .args(["serve", "--data-dir"])
         .arg(dir)
-        .args(["--listen", "127.0.0.1:0"])
+        .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
         .args(extra);
     for (k, v) in env {
         command.env(k, v);
@@ -45,6 +45,7 @@ fn start(dir: &std::path::Path, extra: &[&str], env: &[(&str, &str)]) -> (Child,
     let line = rx.recv_timeout(DEADLINE).unwrap().expect("a stdout line");
     let addr = line
         .strip_prefix("sluice listening kafka=")
+        .and_then(|rest| rest.split(" admin=").next())
         .unwrap_or_else(|| panic!("bad line {line:?}"));
     (child, addr.to_owned())
 }

@@ -60,6 +60,8 @@ pub struct Broker {
     /// The data dir's lock file, held (flock) while the broker runs so a second broker cannot
     /// open the same data dir; released by `close_all` or by the kernel when the process dies.
     dir_lock: Mutex<Option<std::fs::File>>,
+    /// Request, connection and error counters (the admin API renders them).
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// One topic.
@@ -86,6 +88,8 @@ pub struct Partition {
     end_offset: watch::Sender<i64>,
     /// Group commit for acks=all (`group_commit.rs`).
     pub(crate) sync: SyncCoordinator,
+    /// Bytes and records in and out (relaxed atomics; rendered by the admin API).
+    pub metrics: crate::metrics::PartitionMetrics,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -117,6 +121,7 @@ impl Partition {
             log: Mutex::new(Some(log)),
             end_offset,
             sync,
+            metrics: crate::metrics::PartitionMetrics::default(),
         }
     }
 
@@ -193,6 +198,7 @@ impl Broker {
             open_connections: AtomicUsize::new(0),
             fs,
             dir_lock: Mutex::new(Some(dir_lock)),
+            metrics: crate::metrics::Metrics::default(),
         };
         broker.load_topics()?;
         Ok(broker)
@@ -531,6 +537,11 @@ pub fn validate_topic_name(name: &str) -> Result<(), KafkaError> {
     if name.is_empty() || name == "." || name == ".." {
         return Err(invalid("is not allowed"));
     }
+    if name == crate::group::OFFSETS_TOPIC {
+        return Err(invalid(
+            "is Kafka's internal offsets topic; Sluice keeps committed offsets in data.dir/consumer-offsets/",
+        ));
+    }
     if name.len() > limits::TOPIC_NAME_BYTES_MAX {
         return Err(invalid(&format!(
             "is longer than {} bytes",
@@ -606,6 +617,9 @@ fn remove_dir_logged(path: &Path) {
         tracing::warn!(path = %path.display(), error = %e, "removing a deleted topic's directory failed");
     }
 }
+
+mod alter;
+pub use alter::ConfigChange;
 
 #[cfg(test)]
 mod tests;

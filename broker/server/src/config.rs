@@ -9,6 +9,9 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use sluice_group::GroupConfig;
+use sluice_group::limits as group_limits;
+
 use crate::error::ConfigError;
 use crate::limits;
 use crate::units::{parse_bytes, parse_ms};
@@ -132,6 +135,21 @@ pub struct BrokerConfig {
     pub log_segment_index_bytes: u32,
     /// `sluice.acks.all.fsync`: a produce with acks=-1 fsyncs before it is answered.
     pub acks_all_fsync: bool,
+    /// `group.initial.rebalance.delay.ms`: an empty group's first rebalance waits this long
+    /// for more members.
+    pub group_initial_rebalance_delay_ms: u32,
+    /// `group.min.session.timeout.ms`: smallest session timeout a member may ask for.
+    pub group_min_session_timeout_ms: u32,
+    /// `group.max.session.timeout.ms`: largest session timeout a member may ask for.
+    pub group_max_session_timeout_ms: u32,
+    /// `group.max.size`: members per consumer group.
+    pub group_max_size: u32,
+    /// `offsets.retention.minutes`: committed offsets of an empty group expire after this.
+    pub offsets_retention_minutes: u32,
+    /// `admin.listen`: where the admin HTTP API binds; `None` (empty string) turns it off.
+    pub admin_listen: Option<HostPort>,
+    /// `admin.token`: when set, admin requests need `Authorization: Bearer <token>`.
+    pub admin_token: Option<String>,
 }
 
 impl Default for BrokerConfig {
@@ -159,6 +177,16 @@ impl Default for BrokerConfig {
             log_index_interval_bytes: 4096,
             log_segment_index_bytes: 10 * 1024 * 1024,
             acks_all_fsync: true,
+            group_initial_rebalance_delay_ms: group_limits::DEFAULT_INITIAL_REBALANCE_DELAY_MS,
+            group_min_session_timeout_ms: group_limits::DEFAULT_SESSION_TIMEOUT_MIN_MS,
+            group_max_session_timeout_ms: group_limits::DEFAULT_SESSION_TIMEOUT_MAX_MS,
+            group_max_size: group_limits::GROUP_MEMBERS_MAX as u32,
+            offsets_retention_minutes: (group_limits::DEFAULT_OFFSETS_RETENTION_MS / 60_000) as u32,
+            admin_listen: Some(HostPort {
+                host: "127.0.0.1".into(),
+                port: limits::ADMIN_PORT_DEFAULT,
+            }),
+            admin_token: None,
         }
     }
 }
@@ -184,10 +212,26 @@ pub const BROKER_KEYS: &[&str] = &[
     "log.index.interval.bytes",
     "log.segment.index.bytes",
     "sluice.acks.all.fsync",
+    "group.initial.rebalance.delay.ms",
+    "group.min.session.timeout.ms",
+    "group.max.session.timeout.ms",
+    "group.max.size",
+    "offsets.retention.minutes",
+    "admin.listen",
+    "admin.token",
 ];
 
+/// Keys whose values are secrets: DescribeConfigs and `--print-config` never show them.
+pub const SENSITIVE_KEYS: &[&str] = &["admin.token"];
+
 /// Environment variables starting with `SLUICE_` that are not config keys.
-const ENV_NON_KEYS: &[&str] = &["SLUICE_LOG", "SLUICE_LOG_FORMAT", "SLUICE_CONFIG"];
+const ENV_NON_KEYS: &[&str] = &[
+    "SLUICE_LOG",
+    "SLUICE_LOG_FORMAT",
+    "SLUICE_CONFIG",
+    // The operator commands' default `--brokers`.
+    "SLUICE_BROKERS",
+];
 
 impl BrokerConfig {
     /// Sets one key from its text form (file, env and flags all come through here).
@@ -253,9 +297,53 @@ impl BrokerConfig {
                 self.log_segment_index_bytes = bytes_u32(value, 4096).map_err(bad)?
             }
             "sluice.acks.all.fsync" => self.acks_all_fsync = parse_bool(value).map_err(bad)?,
-            _ => return Err(ConfigError::UnknownKey(key.to_owned())),
+            "admin.listen" => {
+                self.admin_listen = match value.trim() {
+                    "" => None,
+                    v => Some(HostPort::parse(v).map_err(bad)?),
+                }
+            }
+            "admin.token" => {
+                self.admin_token = Some(value.trim().to_owned()).filter(|t| !t.is_empty())
+            }
+            _ => match self.set_group_key(key, value) {
+                Some(result) => result.map_err(bad)?,
+                None => return Err(ConfigError::UnknownKey(key.to_owned())),
+            },
         }
         Ok(())
+    }
+
+    /// Sets a `group.*` / `offsets.*` key; `None` for any other key.
+    fn set_group_key(&mut self, key: &str, value: &str) -> Option<Result<(), String>> {
+        let set = |key: &str, this: &mut Self| -> Result<bool, String> {
+            match key {
+                "group.initial.rebalance.delay.ms" => {
+                    this.group_initial_rebalance_delay_ms = ms_u32(value, 0)?
+                }
+                "group.min.session.timeout.ms" => {
+                    this.group_min_session_timeout_ms = ms_u32(value, 1)?
+                }
+                "group.max.session.timeout.ms" => {
+                    this.group_max_session_timeout_ms = ms_u32(value, 1)?
+                }
+                "group.max.size" => {
+                    this.group_max_size =
+                        ranged(parse_i64(value), 1, group_limits::GROUP_MEMBERS_MAX as i64)? as u32
+                }
+                "offsets.retention.minutes" => {
+                    this.offsets_retention_minutes =
+                        ranged(parse_i64(value), 1, i64::from(i32::MAX))? as u32
+                }
+                _ => return Ok(false),
+            }
+            Ok(true)
+        };
+        match set(key, self) {
+            Ok(true) => Some(Ok(())),
+            Ok(false) => None,
+            Err(e) => Some(Err(e)),
+        }
     }
 
     /// The current value of a key in Kafka's text form (DescribeConfigs).
@@ -283,6 +371,16 @@ impl BrokerConfig {
             "log.index.interval.bytes" => self.log_index_interval_bytes.to_string(),
             "log.segment.index.bytes" => self.log_segment_index_bytes.to_string(),
             "sluice.acks.all.fsync" => self.acks_all_fsync.to_string(),
+            "group.initial.rebalance.delay.ms" => self.group_initial_rebalance_delay_ms.to_string(),
+            "group.min.session.timeout.ms" => self.group_min_session_timeout_ms.to_string(),
+            "group.max.session.timeout.ms" => self.group_max_session_timeout_ms.to_string(),
+            "group.max.size" => self.group_max_size.to_string(),
+            "offsets.retention.minutes" => self.offsets_retention_minutes.to_string(),
+            "admin.listen" => self
+                .admin_listen
+                .as_ref()
+                .map_or_else(String::new, ToString::to_string),
+            "admin.token" => self.admin_token.clone().unwrap_or_default(),
             _ => return None,
         })
     }
@@ -334,6 +432,9 @@ impl BrokerConfig {
                 self.message_max_bytes, self.socket_request_max_bytes
             )));
         }
+        self.group_config()
+            .validate()
+            .map_err(|e| ConfigError::Inconsistent(e.to_string()))?;
         self.listeners
             .socket_addr()
             .map_err(|reason| ConfigError::BadValue {
@@ -341,7 +442,30 @@ impl BrokerConfig {
                 value: self.listeners.to_string(),
                 reason,
             })?;
+        if let Some(admin) = &self.admin_listen {
+            admin
+                .socket_addr()
+                .map_err(|reason| ConfigError::BadValue {
+                    key: "admin.listen".into(),
+                    value: admin.to_string(),
+                    reason,
+                })?;
+        }
         Ok(())
+    }
+}
+
+impl BrokerConfig {
+    /// The consumer-group coordinator's settings (`group.*`, `offsets.*`).
+    pub fn group_config(&self) -> GroupConfig {
+        GroupConfig {
+            session_timeout_min_ms: self.group_min_session_timeout_ms,
+            session_timeout_max_ms: self.group_max_session_timeout_ms,
+            initial_rebalance_delay_ms: self.group_initial_rebalance_delay_ms,
+            group_max_size: self.group_max_size as usize,
+            offsets_retention_ms: u64::from(self.offsets_retention_minutes) * 60_000,
+            ..GroupConfig::default()
+        }
     }
 }
 
@@ -391,6 +515,10 @@ fn ranged(value: Result<i64, String>, min: i64, max: i64) -> Result<i64, String>
         return Err(format!("{value} is outside {min}..={max}"));
     }
     Ok(value)
+}
+
+fn ms_u32(text: &str, min: i64) -> Result<u32, String> {
+    ranged(parse_ms(text), min, i64::from(i32::MAX)).map(|v| v as u32)
 }
 
 fn bytes_u32(text: &str, min: i64) -> Result<u32, String> {

@@ -105,11 +105,14 @@ pub struct ConnectionContext {
     pub peer: SocketAddr,
     /// Becomes true when the broker shuts down (long polls return early).
     pub shutdown: watch::Receiver<bool>,
+    /// The consumer-group coordinator.
+    pub groups: crate::group::GroupHandle,
 }
 
 /// Serves one connection until the client closes it, a framing error, or shutdown.
 pub async fn serve(stream: TcpStream, ctx: ConnectionContext) {
     let peer = ctx.peer;
+    ctx.broker.metrics.connection_accepted();
     let _ = stream.set_nodelay(true);
     let (reader, writer) = stream.into_split();
     let (request_tx, request_rx) = mpsc::channel(limits::IN_FLIGHT_REQUESTS_PER_CONNECTION_MAX);

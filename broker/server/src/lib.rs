@@ -18,6 +18,11 @@
 //! - [`broker`]: the topic registry, partitions (log + fetch wake-up), persisted topic metadata.
 //! - `group_commit`: acks=all group commit, one sync task per busy partition (fsync without
 //!   the partition lock; one fsync answers every append made before it began).
+//! - [`group`]: the consumer-group coordinator service: the task that owns the pure
+//!   `sluice_group::Coordinator`, and the internal offsets log (committed offsets).
+//! - [`metrics`]: relaxed atomic counters and latency histograms on the request, produce and
+//!   fetch paths; [`admin`] serves them (Prometheus text) with the admin HTTP API (axum):
+//!   topics, groups, `/health`, `/ready`.
 //! - [`error`]: config, Kafka and server errors.
 //! - `codec`: bounded decompression of batch payloads (ListOffsets by time only; produce
 //!   and fetch never decode records).
@@ -35,15 +40,18 @@
 //! Architecture Invariant: storage calls that may block on disk (append, read, tick, open,
 //! close) run on tokio's blocking pool, never on a runtime worker.
 
+pub mod admin;
 pub mod broker;
 mod codec;
 pub mod config;
 pub mod connection;
 pub mod error;
+pub mod group;
 mod group_commit;
 mod handler;
 pub mod limits;
 pub mod listener;
+pub mod metrics;
 pub mod topic_config;
 pub mod units;
 pub mod versions;

@@ -71,3 +71,54 @@ const _: () = assert!(FETCH_RESPONSE_MAX_BYTES >= MESSAGE_MAX_BYTES_DEFAULT);
 const _: () = assert!(QUEUED_RESPONSES_PER_CONNECTION_MAX <= IN_FLIGHT_REQUESTS_PER_CONNECTION_MAX);
 const _: () =
     assert!(TIMESTAMP_LOOKUP_DECOMPRESSED_BYTES_MAX >= 16 * MESSAGE_MAX_BYTES_DEFAULT as usize);
+
+/// Segment size of the internal offsets log, in bytes. Compaction keeps the log near its live
+/// size, so segments stay few.
+pub const OFFSETS_SEGMENT_BYTES: u32 = 100 * 1024 * 1024;
+
+/// Bytes read per step while replaying the offsets log at start.
+pub const OFFSETS_READ_CHUNK_BYTES: u32 = 4 * 1024 * 1024;
+
+/// Records per batch written to the offsets log (a large commit or snapshot is split).
+pub const OFFSETS_RECORDS_PER_BATCH_MAX: usize = 1_000;
+
+/// Key and value bytes after which a batch of the offsets log is closed and a new one begun
+/// (well under the storage engine's batch limit, since one record may reach 1 MiB).
+pub const OFFSETS_BATCH_BYTES_TARGET: usize = 1024 * 1024;
+
+/// The offsets log is compacted once it is larger than this many bytes ...
+pub const OFFSETS_COMPACT_MIN_BYTES: u64 = 16 * 1024 * 1024;
+
+/// ... and larger than this multiple of its live content's estimated size.
+pub const OFFSETS_COMPACT_GROWTH_FACTOR: u64 = 4;
+
+/// Requests queued for the group coordinator task. Senders wait when it is full
+/// (backpressure on the connections that send group requests).
+pub const GROUP_COMMANDS_QUEUED_MAX: usize = 1_024;
+
+/// Offset batches queued for the offsets-log writer, and results queued back. The
+/// coordinator caps unacknowledged batches at `sluice_group::limits::PENDING_PERSISTS_MAX`;
+/// beyond this queue a batch fails with COORDINATOR_NOT_AVAILABLE (retriable).
+pub const OFFSETS_WRITES_QUEUED_MAX: usize = 1_024;
+
+/// Persist batches the writer combines into one append (and one fsync).
+pub const OFFSETS_WRITES_PER_APPEND_MAX: usize = 256;
+
+/// Longest the coordinator task sleeps between timer checks, in ms: a wall-clock jump
+/// cannot park the timers for longer than this.
+pub const GROUP_TIMER_SLEEP_MAX_MS: u64 = 1_000;
+
+/// Default port of the admin HTTP API (`admin.listen`), Redpanda's admin port.
+pub const ADMIN_PORT_DEFAULT: u16 = 9644;
+
+/// Largest admin API request body, in bytes (a topic creation with its configs is < 1 KiB).
+pub const ADMIN_BODY_BYTES_MAX: usize = 64 * 1024;
+
+/// Consumer groups whose lag one `/metrics` scrape reports; beyond it the scrape is cut
+/// short (and says so in `sluice_metrics_groups_truncated`) so a scrape stays cheap.
+pub const ADMIN_METRICS_GROUPS_MAX: usize = 1_000;
+
+/// How long the admin API may take to finish its requests at shutdown, in milliseconds. An
+/// HTTP client that keeps a connection open (or sends half a request) would otherwise hold
+/// the broker's exit forever; after this the admin task is aborted.
+pub const ADMIN_SHUTDOWN_GRACE_MS: u64 = 2_000;

@@ -12,10 +12,12 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
+use crate::admin::{AdminServer, AdminState};
 use crate::broker::{Broker, now_ms};
 use crate::config::{BrokerConfig, HostPort};
 use crate::connection::{self, ConnectionContext};
 use crate::error::ServerError;
+use crate::group::GroupService;
 use crate::limits;
 
 /// A bound, not yet running broker.
@@ -29,6 +31,10 @@ pub struct Server {
     shutdown_tx: watch::Sender<bool>,
     /// One permit per open connection; accepting waits for a permit (backpressure).
     connection_permits: Arc<Semaphore>,
+    /// The group coordinator; stopped after the connections (it closes the offsets log).
+    groups: GroupService,
+    /// The admin HTTP API, when [`Server::bind_admin`] bound it; stops with the listener.
+    admin: Option<AdminServer>,
 }
 
 impl Server {
@@ -47,12 +53,18 @@ impl Server {
                 reason,
             }
         })?;
-        let broker = tokio::task::spawn_blocking(move || Broker::open_with(config, fs))
-            .await
-            .map_err(|e| ServerError::Io {
-                context: "opening the data dir".into(),
-                source: std::io::Error::other(e),
-            })??;
+        let (broker, (offsets_log, offsets)) = tokio::task::spawn_blocking(move || {
+            let broker = Broker::open_with(config, fs)?;
+            let offsets =
+                GroupService::open(&broker.config.data_dir, broker.config.acks_all_fsync)?;
+            Ok::<_, ServerError>((broker, offsets))
+        })
+        .await
+        .map_err(|e| ServerError::Io {
+            context: "opening the data dir".into(),
+            source: std::io::Error::other(e),
+        })??;
+        let groups = GroupService::spawn(broker.config.group_config(), offsets_log, offsets)?;
         tracing::info!(
             data_dir = %broker.config.data_dir.display(),
             cluster_id = %broker.cluster_id,
@@ -75,7 +87,28 @@ impl Server {
             listener,
             shutdown_tx,
             connection_permits: Arc::new(Semaphore::new(limits::CONNECTIONS_MAX)),
+            groups,
+            admin: None,
         })
+    }
+
+    /// Binds the admin HTTP API on `admin.listen` (if set) and returns its address. A
+    /// separate step, so embedders and tests that only want Kafka never take port 9644.
+    pub async fn bind_admin(&mut self) -> Result<Option<SocketAddr>, ServerError> {
+        let Some(listen) = &self.broker.config.admin_listen else {
+            return Ok(None);
+        };
+        let addr = listen
+            .socket_addr()
+            .map_err(|reason| crate::error::ConfigError::BadValue {
+                key: "admin.listen".into(),
+                value: listen.to_string(),
+                reason,
+            })?;
+        let admin = AdminServer::bind(addr).await?;
+        let bound = admin.local_addr();
+        self.admin = Some(admin);
+        Ok(Some(bound))
     }
 
     /// The address the listener bound.
@@ -97,8 +130,11 @@ impl Server {
             listener,
             shutdown_tx,
             connection_permits,
+            groups,
+            admin,
         } = self;
         let ticker = tokio::spawn(tick_logs(broker.clone(), shutdown_tx.subscribe()));
+        let admin = admin.map(|admin| spawn_admin(admin, &broker, &groups, &shutdown_tx));
         let mut connections = JoinSet::new();
         tokio::pin!(shutdown);
         loop {
@@ -123,6 +159,7 @@ impl Server {
                 broker: broker.clone(),
                 peer,
                 shutdown: shutdown_tx.subscribe(),
+                groups: groups.handle.clone(),
             };
             connections.spawn(async move {
                 let broker = ctx.broker.clone();
@@ -153,6 +190,10 @@ impl Server {
             connections.abort_all();
         }
         ticker.await.ok();
+        if let Some(admin) = admin {
+            stop_admin(admin).await;
+        }
+        groups.stop().await;
         let closing = broker.clone();
         tokio::task::spawn_blocking(move || closing.close_all())
             .await
@@ -162,6 +203,36 @@ impl Server {
             })??;
         tracing::info!("shutdown complete");
         Ok(())
+    }
+}
+
+/// Serves the admin API until the shutdown flag flips.
+fn spawn_admin(
+    admin: AdminServer,
+    broker: &Arc<Broker>,
+    groups: &GroupService,
+    shutdown_tx: &watch::Sender<bool>,
+) -> tokio::task::JoinHandle<()> {
+    let state = AdminState {
+        broker: broker.clone(),
+        groups: groups.handle.clone(),
+        shutdown: shutdown_tx.subscribe(),
+    };
+    let mut stop = shutdown_tx.subscribe();
+    tokio::spawn(admin.run(state, async move {
+        stop.wait_for(|stop| *stop).await.ok();
+    }))
+}
+
+/// Waits for the admin API's graceful shutdown, at most `ADMIN_SHUTDOWN_GRACE_MS`.
+async fn stop_admin(mut admin: tokio::task::JoinHandle<()>) {
+    let grace = Duration::from_millis(limits::ADMIN_SHUTDOWN_GRACE_MS);
+    if tokio::time::timeout(grace, &mut admin).await.is_err() {
+        tracing::warn!(
+            grace_ms = limits::ADMIN_SHUTDOWN_GRACE_MS,
+            "admin API connections still open after the grace period; closing them"
+        );
+        admin.abort();
     }
 }
 

@@ -46,7 +46,17 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::CreateTopics, 0, 4),
     api(ApiKey::DeleteTopics, 0, 3),
     api(ApiKey::DescribeConfigs, 0, 3),
+    api(ApiKey::IncrementalAlterConfigs, 0, 0),
     api(ApiKey::ApiVersions, 0, 3),
+    api(ApiKey::JoinGroup, 0, 5),
+    api(ApiKey::SyncGroup, 0, 3),
+    api(ApiKey::Heartbeat, 0, 3),
+    api(ApiKey::LeaveGroup, 0, 3),
+    api(ApiKey::OffsetCommit, 2, 7),
+    api(ApiKey::OffsetFetch, 1, 5),
+    api(ApiKey::ListGroups, 0, 2),
+    api(ApiKey::DescribeGroups, 0, 4),
+    api(ApiKey::DeleteGroups, 0, 1),
 ];
 
 /// The table entry for a raw API key, if we implement it.

@@ -95,6 +95,14 @@ impl ReadSlice {
         Ok(())
     }
 
+    /// Reads `buf.len()` bytes at file position `at`, inside the slice (batch headers, for
+    /// the server's records-out metric).
+    pub fn read_header_at(&self, at: u64, buf: &mut [u8]) -> io::Result<()> {
+        debug_assert!(at >= self.position);
+        debug_assert!(at + buf.len() as u64 <= self.position + u64::from(self.len));
+        self.file.read_at(buf, at)
+    }
+
     /// Copies the bytes out (the fallback when zero-copy is not possible).
     pub fn read_to_vec(&self) -> io::Result<Vec<u8>> {
         let mut buf = vec![0u8; self.len as usize];

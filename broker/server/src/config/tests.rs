@@ -120,3 +120,20 @@ fn the_shipped_sluice_toml_documents_every_key_at_its_default() {
         );
     }
 }
+
+#[test]
+fn group_keys_reach_the_coordinator_config_and_are_checked_together() {
+    let mut c = BrokerConfig::default();
+    c.set("group.initial.rebalance.delay.ms", "250ms").unwrap();
+    c.set("group.min.session.timeout.ms", "1s").unwrap();
+    c.set("offsets.retention.minutes", "60").unwrap();
+    let g = c.group_config();
+    assert_eq!(g.initial_rebalance_delay_ms, 250);
+    assert_eq!(g.session_timeout_min_ms, 1000);
+    assert_eq!(g.offsets_retention_ms, 3_600_000);
+    c.validate().unwrap();
+    c.set("group.max.session.timeout.ms", "500").unwrap();
+    let err = c.validate().unwrap_err().to_string();
+    assert!(err.contains("group.min.session.timeout.ms"), "{err}");
+    assert!(c.set("group.max.size", "0").is_err());
+}

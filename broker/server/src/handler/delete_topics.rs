@@ -39,6 +39,12 @@ pub async fn handle(ctx: &ConnectionContext, request: DeleteTopicsRequest) -> De
         tracing::error!(error = %e, "delete topics task failed");
         Vec::new()
     });
+    // Committed offsets of a deleted topic go too (Kafka's offset cleanup on deletion).
+    for deleted in responses.iter().filter(|r| r.error_code == 0) {
+        if let Some(name) = &deleted.name {
+            ctx.groups.delete_topic(name.0.to_string()).await;
+        }
+    }
     let mut response = DeleteTopicsResponse::default();
     response.responses = responses;
     response

@@ -9,7 +9,7 @@ use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::broker::NODE_ID;
-use crate::config::{BROKER_KEYS, BrokerConfig};
+use crate::config::{BROKER_KEYS, BrokerConfig, SENSITIVE_KEYS};
 use crate::connection::ConnectionContext;
 use crate::topic_config::{self, TopicOverrides};
 
@@ -120,6 +120,7 @@ fn topic_configs(
 fn broker_configs(config: &BrokerConfig, synonyms: bool) -> Vec<DescribeConfigsResourceResult> {
     BROKER_KEYS
         .iter()
+        .filter(|key| !SENSITIVE_KEYS.contains(key))
         .map(|key| {
             let value = config.get(key).unwrap_or_default();
             let source = broker_source(config, key);

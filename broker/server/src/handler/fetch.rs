@@ -204,7 +204,10 @@ fn read_one(target: &Target, remaining: u32, first: bool, version: i16) -> Parti
         Some(Ok(slice)) if slice.is_empty() => {}
         Some(Ok(slice)) if slice.len > budget && !first => {}
         Some(Ok(slice)) => match kip110::fetch_refuses(&slice, version) {
-            Ok(false) => out.records = Some(Chunk::File(slice)),
+            Ok(false) => {
+                partition.metrics.fetched(&slice);
+                out.records = Some(Chunk::File(slice));
+            }
             Ok(true) => out.error_code = ResponseError::UnsupportedCompressionType.code(),
             Err(e) => {
                 tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "read failed");

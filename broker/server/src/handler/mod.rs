@@ -6,16 +6,27 @@
 mod api_versions;
 mod compat;
 mod create_topics;
+mod delete_groups;
 mod delete_topics;
 mod describe_configs;
+mod describe_groups;
 mod fetch;
 pub mod fetch_wire;
 mod find_coordinator;
+mod group_common;
+mod heartbeat;
+mod incremental_alter_configs;
+mod join_group;
 mod kip110;
+mod leave_group;
+mod list_groups;
 mod list_offsets;
 mod metadata;
+mod offset_commit;
+mod offset_fetch;
 mod produce;
 mod shape;
+mod sync_group;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
@@ -85,14 +96,26 @@ pub async fn handle(ctx: &ConnectionContext, frame: Bytes) -> Result<Reply, Fram
     shape::check(key, version, &body)
         .map_err(|e| FrameError::Malformed(format!("{key:?} v{version} request: {e}")))?;
     tracing::trace!(peer = %ctx.peer, api = ?key, version, correlation_id = header.correlation_id, "request");
-    if key == ApiKey::Produce {
+    let started = std::time::Instant::now();
+    // Produce skips `dispatch` so the frame is not kept alive (see `produce_frame`); an
+    // acks=all answer's latency here covers the append, not the group commit.
+    let result = if key == ApiKey::Produce {
         let correlation_id = header.correlation_id;
         drop(header);
-        return produce_frame(ctx, body, version, correlation_id).await;
+        produce_frame(ctx, body, version, correlation_id).await
+    } else {
+        dispatch(ctx, key, version, &header, body)
+            .await
+            .map(Reply::Now)
+    };
+    if let Some(api) = ctx.broker.metrics.api(key) {
+        api.latency.observe(started.elapsed());
+        if result.is_err() {
+            api.errors
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
     }
-    dispatch(ctx, key, version, &header, body)
-        .await
-        .map(Reply::Now)
+    result
 }
 
 /// Produce, apart from `dispatch`: once the request is decoded, nothing but its record sets
@@ -180,6 +203,21 @@ async fn dispatch(
         ApiKey::DescribeConfigs => {
             let response = describe_configs::handle(ctx, request!(), decode_version);
             reply!(response, compat::describe_configs)
+        }
+        ApiKey::JoinGroup => reply!(join_group::handle(ctx, header, request!(), version).await),
+        ApiKey::SyncGroup => reply!(sync_group::handle(ctx, request!()).await),
+        ApiKey::Heartbeat => reply!(heartbeat::handle(ctx, request!()).await),
+        ApiKey::LeaveGroup => reply!(leave_group::handle(ctx, request!(), version).await),
+        ApiKey::OffsetCommit => reply!(offset_commit::handle(ctx, request!()).await),
+        ApiKey::OffsetFetch => reply!(offset_fetch::handle(ctx, request!(), version).await),
+        ApiKey::ListGroups => {
+            let _: kafka_protocol::messages::ListGroupsRequest = request!();
+            reply!(list_groups::handle(ctx).await)
+        }
+        ApiKey::DescribeGroups => reply!(describe_groups::handle(ctx, request!()).await),
+        ApiKey::DeleteGroups => reply!(delete_groups::handle(ctx, request!()).await),
+        ApiKey::IncrementalAlterConfigs => {
+            reply!(incremental_alter_configs::handle(ctx, request!()).await)
         }
         other => {
             return Err(FrameError::Malformed(format!(

@@ -5,6 +5,8 @@
 //! `sluice.acks.all.fsync` is on. Produce v0-v2 are advertised (for old librdkafka's
 //! compression, KAFKA-18659) and answered with UNSUPPORTED_VERSION.
 
+use std::sync::atomic::Ordering::Relaxed;
+
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
@@ -197,7 +199,13 @@ fn append_one(
         let outcome = log.append(&mut batches, Durability::OsCache, now_ms());
         (outcome, log.log_end_offset().value())
     })?;
-    let outcome = outcome.map_err(|e| append_error(topic, index, e))?;
+    let outcome = outcome.map_err(|e| {
+        partition.metrics.produce_errors.fetch_add(1, Relaxed);
+        append_error(topic, index, e)
+    })?;
+    partition
+        .metrics
+        .appended(outcome.record_count, outcome.bytes);
     partition.notify_appended(end_offset);
     Ok(Appended {
         base_offset: outcome.base_offset.value(),

@@ -86,6 +86,37 @@ fn schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
         ])],
         ApiKey::DeleteTopics => vec![Array(vec![Str])],
         ApiKey::DescribeConfigs => vec![Array(vec![I8, Str, Array(vec![Str])])],
+        ApiKey::IncrementalAlterConfigs => vec![Array(vec![I8, Str, Array(vec![Str, I8, Str])])],
+        ApiKey::JoinGroup => fields([
+            Some(Str),
+            Some(I32),
+            since(v, 1, I32),
+            Some(Str),
+            since(v, 5, Str),
+            Some(Str),
+            Some(Array(vec![Str, Bytes])),
+        ]),
+        ApiKey::SyncGroup => fields([
+            Some(Str),
+            Some(I32),
+            Some(Str),
+            since(v, 3, Str),
+            Some(Array(vec![Str, Bytes])),
+        ]),
+        ApiKey::LeaveGroup if v >= 3 => vec![Str, Array(vec![Str, Str])],
+        ApiKey::OffsetCommit => fields([
+            Some(Str),
+            Some(I32),
+            Some(Str),
+            (2..=4).contains(&v).then_some(I64),
+            since(v, 7, Str),
+            Some(Array(vec![
+                Str,
+                Array(fields([Some(I32), Some(I64), since(v, 6, I32), Some(Str)])),
+            ])),
+        ]),
+        ApiKey::OffsetFetch => vec![Str, Array(vec![Str, Array(vec![I32])])],
+        ApiKey::DescribeGroups | ApiKey::DeleteGroups => vec![Array(vec![Str])],
         _ => return None,
     })
 }
@@ -229,6 +260,55 @@ mod tests {
         accepts(ApiKey::Metadata, &metadata);
         metadata.topics = None;
         accepts(ApiKey::Metadata, &metadata);
+    }
+
+    #[test]
+    fn real_group_requests_pass() {
+        let name = || TopicName(StrBytes::from_static_str("orders"));
+        let mut join = JoinGroupRequest::default();
+        join.protocols = vec![join_group_request::JoinGroupRequestProtocol::default(); 2];
+        accepts(ApiKey::JoinGroup, &join);
+        join.group_instance_id = Some(StrBytes::from_static_str("static"));
+        accepts(ApiKey::JoinGroup, &join);
+
+        let mut sync = SyncGroupRequest::default();
+        sync.assignments = vec![sync_group_request::SyncGroupRequestAssignment::default(); 2];
+        accepts(ApiKey::SyncGroup, &sync);
+        sync.group_instance_id = Some(StrBytes::from_static_str("static"));
+        accepts(ApiKey::SyncGroup, &sync);
+
+        let mut leave = LeaveGroupRequest::default();
+        accepts(ApiKey::LeaveGroup, &leave);
+        leave.members = vec![leave_group_request::MemberIdentity::default(); 2];
+        accepts(ApiKey::LeaveGroup, &leave);
+
+        let mut commit = OffsetCommitRequest::default();
+        let mut topic = offset_commit_request::OffsetCommitRequestTopic::default();
+        topic.name = name();
+        topic.partitions = vec![offset_commit_request::OffsetCommitRequestPartition::default(); 3];
+        commit.topics = vec![topic];
+        accepts(ApiKey::OffsetCommit, &commit);
+        commit.group_instance_id = Some(StrBytes::from_static_str("static"));
+        accepts(ApiKey::OffsetCommit, &commit);
+
+        let mut fetch = OffsetFetchRequest::default();
+        let mut topic = offset_fetch_request::OffsetFetchRequestTopic::default();
+        topic.name = name();
+        topic.partition_indexes = vec![0, 1];
+        fetch.topics = Some(vec![topic]);
+        accepts(ApiKey::OffsetFetch, &fetch);
+        fetch.topics = None;
+        accepts(ApiKey::OffsetFetch, &fetch);
+
+        let mut describe = DescribeGroupsRequest::default();
+        describe.groups = vec![GroupId(StrBytes::from_static_str("g")); 2];
+        accepts(ApiKey::DescribeGroups, &describe);
+        let mut delete = DeleteGroupsRequest::default();
+        delete.groups_names = vec![GroupId(StrBytes::from_static_str("g")); 2];
+        accepts(ApiKey::DeleteGroups, &delete);
+        accepts(ApiKey::Heartbeat, &HeartbeatRequest::default());
+        accepts(ApiKey::ListGroups, &ListGroupsRequest::default());
+        accepts(ApiKey::FindCoordinator, &FindCoordinatorRequest::default());
     }
 
     #[test]

@@ -1,0 +1,126 @@
+//! A small blocking Kafka client for the operator commands: one connection to one broker,
+//! one request at a time, encoded and decoded with the `kafka-protocol` types (no C library).
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use bytes::{Buf, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+
+/// Largest response frame accepted, in bytes (a describe of a large group fits easily).
+const RESPONSE_BYTES_MAX: usize = 256 * 1024 * 1024;
+
+/// How long one request may take before the command gives up.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One connection to a broker.
+#[derive(Debug)]
+pub struct Client {
+    stream: TcpStream,
+    next_correlation_id: i32,
+}
+
+impl Client {
+    /// Connects to the first reachable broker of a comma-separated `host:port` list (a
+    /// single node coordinates every group, so any broker answers).
+    pub fn connect(brokers: &str) -> anyhow::Result<Self> {
+        let mut last_error = None;
+        for addr in brokers.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+            match Self::connect_one(addr) {
+                Ok(client) => return Ok(client),
+                Err(e) => last_error = Some(e),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| anyhow::anyhow!("--brokers is empty")))
+    }
+
+    fn connect_one(addr: &str) -> anyhow::Result<Self> {
+        let stream = TcpStream::connect(addr).with_context(|| format!("connecting to {addr}"))?;
+        stream.set_read_timeout(Some(REQUEST_TIMEOUT))?;
+        stream.set_write_timeout(Some(REQUEST_TIMEOUT))?;
+        stream.set_nodelay(true).ok();
+        Ok(Self {
+            stream,
+            next_correlation_id: 1,
+        })
+    }
+
+    /// Sends `request` at `version` and reads its response.
+    pub fn send<R: Request>(&mut self, request: &R, version: i16) -> anyhow::Result<R::Response> {
+        let key = ApiKey::try_from(R::KEY).map_err(|()| anyhow::anyhow!("API key {}", R::KEY))?;
+        let correlation_id = self.next_correlation_id;
+        self.next_correlation_id += 1;
+        let mut header = RequestHeader::default();
+        header.request_api_key = R::KEY;
+        header.request_api_version = version;
+        header.correlation_id = correlation_id;
+        header.client_id = Some(StrBytes::from_static_str("sluice-cli"));
+        let mut body = BytesMut::new();
+        header.encode(&mut body, R::header_version(version))?;
+        request
+            .encode(&mut body, version)
+            .with_context(|| format!("encoding {key:?} v{version}"))?;
+        let length = i32::try_from(body.len()).context("request too large")?;
+        self.stream.write_all(&length.to_be_bytes())?;
+        self.stream.write_all(&body)?;
+        let mut response = self
+            .read_frame()
+            .with_context(|| format!("reading the {key:?} response"))?;
+        let header = ResponseHeader::decode(&mut response, R::Response::header_version(version))?;
+        if header.correlation_id != correlation_id {
+            bail!(
+                "response correlation id {} does not match request {correlation_id}",
+                header.correlation_id
+            );
+        }
+        R::Response::decode(&mut response, version)
+            .with_context(|| format!("decoding the {key:?} v{version} response"))
+    }
+
+    /// Sends `request` at `version` without waiting for a response (Produce with acks=0,
+    /// which the broker never answers).
+    pub fn send_without_response<R: Request>(
+        &mut self,
+        request: &R,
+        version: i16,
+    ) -> anyhow::Result<()> {
+        let mut header = RequestHeader::default();
+        header.request_api_key = R::KEY;
+        header.request_api_version = version;
+        header.correlation_id = self.next_correlation_id;
+        self.next_correlation_id += 1;
+        header.client_id = Some(StrBytes::from_static_str("sluice-cli"));
+        let mut body = BytesMut::new();
+        header.encode(&mut body, R::header_version(version))?;
+        request.encode(&mut body, version)?;
+        let length = i32::try_from(body.len()).context("request too large")?;
+        self.stream.write_all(&length.to_be_bytes())?;
+        self.stream.write_all(&body)?;
+        Ok(())
+    }
+
+    fn read_frame(&mut self) -> anyhow::Result<bytes::Bytes> {
+        let mut prefix = [0u8; 4];
+        self.stream.read_exact(&mut prefix)?;
+        let length = usize::try_from(i32::from_be_bytes(prefix)).unwrap_or(usize::MAX);
+        if length > RESPONSE_BYTES_MAX {
+            bail!("response frame of {length} bytes is above {RESPONSE_BYTES_MAX}");
+        }
+        let mut frame = vec![0u8; length];
+        self.stream.read_exact(&mut frame)?;
+        let frame = bytes::Bytes::from(frame);
+        debug_assert!(frame.remaining() == length);
+        Ok(frame)
+    }
+}
+
+/// Kafka's name of an error code, for messages.
+pub fn error_name(code: i16) -> String {
+    match kafka_protocol::ResponseError::try_from_code(code) {
+        Some(e) => format!("{e:?}"),
+        None => format!("error code {code}"),
+    }
+}

@@ -1,0 +1,163 @@
+//! What every operator command shares: where the broker is, the output format, printing a
+//! JSON document or its text rendering, and Metadata/ListOffsets look-ups.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+
+use anyhow::bail;
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{
+    BrokerId, ListOffsetsRequest, MetadataRequest, MetadataResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use serde_json::Value;
+
+use crate::client::{Client, error_name};
+pub use crate::group::Output;
+
+/// Kafka's ListOffsets sentinels.
+pub const LATEST: i64 = -1;
+pub const EARLIEST: i64 = -2;
+
+/// `--brokers` and `--output`, on every command that talks to a broker.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Common {
+    /// Brokers to talk to (host:port, comma-separated; the first reachable one is used).
+    #[arg(
+        long,
+        global = true,
+        env = "SLUICE_BROKERS",
+        default_value = "127.0.0.1:9092"
+    )]
+    pub brokers: String,
+    /// Output format: text for people, json for scripts.
+    #[arg(long, global = true, value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+}
+
+impl Common {
+    /// Connects, with a hint when nothing listens there.
+    pub fn connect(&self) -> anyhow::Result<Client> {
+        Client::connect(&self.brokers).map_err(|e| {
+            e.context(Unreachable(format!(
+                "no broker reachable at {} (start one with `sluice serve`, or pass --brokers HOST:PORT)",
+                self.brokers
+            )))
+        })
+    }
+}
+
+/// No broker answered: `main` exits with [`EXIT_UNREACHABLE`] so scripts can retry.
+#[derive(Debug)]
+pub struct Unreachable(String);
+
+impl std::fmt::Display for Unreachable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Exit codes: 0 success, 1 the operation failed, 2 bad usage (clap), 3 no broker reachable.
+pub const EXIT_FAILED: i32 = 1;
+pub const EXIT_UNREACHABLE: i32 = 3;
+
+/// Prints `doc` as pretty JSON, or through `text` for people. A closed pipe is not an error.
+pub fn emit(
+    output: Output,
+    doc: &Value,
+    text: impl FnOnce(&Value) -> String,
+) -> anyhow::Result<()> {
+    let out = match output {
+        Output::Json => format!("{}\n", serde_json::to_string_pretty(doc)?),
+        Output::Text => text(doc),
+    };
+    write_stdout(out.as_bytes())
+}
+
+/// Writes to stdout, treating a closed pipe (`| head`) as success.
+pub fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+/// Metadata for some topics (`None`: all).
+pub fn metadata(
+    client: &mut Client,
+    topics: Option<&[String]>,
+    auto_create: bool,
+) -> anyhow::Result<MetadataResponse> {
+    let mut request = MetadataRequest::default();
+    request.topics = topics.map(|names| {
+        names
+            .iter()
+            .map(|n| {
+                let mut t = MetadataRequestTopic::default();
+                t.name = Some(TopicName(StrBytes::from_string(n.clone())));
+                t
+            })
+            .collect()
+    });
+    request.allow_auto_topic_creation = auto_create;
+    client.send(&request, 8)
+}
+
+/// The partition indexes of one topic, sorted; a clear error if it does not exist.
+pub fn partitions_of(
+    client: &mut Client,
+    topic: &str,
+    auto_create: bool,
+) -> anyhow::Result<Vec<i32>> {
+    let response = metadata(client, Some(&[topic.to_owned()]), auto_create)?;
+    let Some(found) = response.topics.first() else {
+        bail!("the broker returned no metadata for topic {topic:?}");
+    };
+    if found.error_code == 3 {
+        bail!("topic {topic:?} does not exist: create it with `sluice topic create {topic}`");
+    }
+    if found.error_code != 0 {
+        bail!("topic {topic:?}: {}", error_name(found.error_code));
+    }
+    let mut partitions: Vec<i32> = found.partitions.iter().map(|p| p.partition_index).collect();
+    partitions.sort_unstable();
+    Ok(partitions)
+}
+
+/// ListOffsets for one topic's partitions at `timestamp` (or [`EARLIEST`]/[`LATEST`]).
+pub fn list_offsets(
+    client: &mut Client,
+    topic: &str,
+    partitions: &[i32],
+    timestamp: i64,
+) -> anyhow::Result<BTreeMap<i32, i64>> {
+    let mut request = ListOffsetsRequest::default();
+    request.replica_id = BrokerId(-1);
+    let mut t = ListOffsetsTopic::default();
+    t.name = TopicName(StrBytes::from_string(topic.to_owned()));
+    t.partitions = partitions
+        .iter()
+        .map(|&p| {
+            let mut partition = ListOffsetsPartition::default();
+            partition.partition_index = p;
+            partition.timestamp = timestamp;
+            partition
+        })
+        .collect();
+    request.topics = vec![t];
+    let response = client.send(&request, 1)?;
+    let mut out = BTreeMap::new();
+    for p in response.topics.iter().flat_map(|t| &t.partitions) {
+        if p.error_code != 0 {
+            bail!(
+                "ListOffsets {topic}-{}: {}",
+                p.partition_index,
+                error_name(p.error_code)
+            );
+        }
+        out.insert(p.partition_index, p.offset);
+    }
+    Ok(out)
+}

@@ -1,0 +1,338 @@
+//! `sluice consume <topic>`: Fetch v11 from one or all partitions, from the beginning, the
+//! end, an offset or a timestamp; stops after `-n` records or at the end (`-e`), else follows
+//! the log. `-f` formats each record like kcat's `-f`; `--output json` prints one JSON object
+//! per record. `--group` starts from the group's committed offsets and commits what it
+//! printed (as a simple consumer: it does not join the group, so use a group with no
+//! members).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use anyhow::{Context, bail};
+use bytes::Bytes;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::{BrokerId, FetchRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::records::{Record, RecordBatchDecoder};
+use serde_json::json;
+
+use crate::client::{Client, error_name};
+use crate::common::{self, Common, EARLIEST, LATEST, Output, write_stdout};
+use crate::datetime::parse_rfc3339_ms;
+
+/// How long one fetch waits for new records, in milliseconds.
+const FETCH_MAX_WAIT_MS: i32 = 500;
+/// Bytes per fetch response and per partition.
+const FETCH_MAX_BYTES: i32 = 8 * 1024 * 1024;
+const PARTITION_MAX_BYTES: i32 = 1024 * 1024;
+
+/// `sluice consume`.
+#[derive(Debug, clap::Args)]
+pub struct ConsumeArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Topic to read.
+    topic: String,
+    /// Read only this partition (default: all).
+    #[arg(short, long)]
+    partition: Option<i32>,
+    /// Where to start: beginning, end, or an offset (for every partition read).
+    #[arg(short, long, default_value = "beginning", conflicts_with_all = ["from_timestamp", "from_datetime"])]
+    offset: String,
+    /// Start at the first record at or after this time (ms since the epoch).
+    #[arg(long, value_name = "MS")]
+    from_timestamp: Option<i64>,
+    /// Same, as an RFC 3339 time, e.g. 2026-01-31T12:00:00Z.
+    #[arg(long, value_name = "DATETIME")]
+    from_datetime: Option<String>,
+    /// Stop after this many records.
+    #[arg(short = 'n', long)]
+    count: Option<u64>,
+    /// Stop at the end of every partition instead of waiting for more.
+    #[arg(short = 'e', long)]
+    exit_at_end: bool,
+    /// Start from this group's committed offsets and commit what was printed.
+    #[arg(short, long)]
+    group: Option<String>,
+    /// Format per record (kcat's -f): %t topic, %p partition, %o offset, %k key, %s value,
+    /// %T timestamp (ms), %h headers (k=v,...), %K key bytes, %S value bytes, \n, \t, %%.
+    #[arg(short, long, default_value = "%s\\n")]
+    format: String,
+    /// Print only records whose key or value contains this text.
+    #[arg(long, value_name = "TEXT")]
+    filter: Option<String>,
+}
+
+/// Where each partition is.
+struct Position {
+    next: i64,
+    end: i64,
+}
+
+/// Runs `sluice consume`.
+pub fn run(args: ConsumeArgs) -> anyhow::Result<()> {
+    let mut client = args.common.connect()?;
+    let mut partitions = common::partitions_of(&mut client, &args.topic, false)?;
+    if let Some(p) = args.partition {
+        if !partitions.contains(&p) {
+            bail!(
+                "topic {} has no partition {p} (it has {})",
+                args.topic,
+                partitions.len()
+            );
+        }
+        partitions = vec![p];
+    }
+    let mut positions = start_positions(&mut client, &args, &partitions)?;
+    let mut printed = 0u64;
+    let mut committed: BTreeMap<i32, i64> = BTreeMap::new();
+    loop {
+        if args.count.is_some_and(|n| printed >= n) {
+            break;
+        }
+        if args.exit_at_end && positions.values().all(|p| p.next >= p.end) {
+            break;
+        }
+        let records = fetch(&mut client, &args.topic, &mut positions)?;
+        let mut out = String::new();
+        for (partition, record) in records {
+            if args.count.is_some_and(|n| printed >= n) {
+                break;
+            }
+            if let Some(p) = positions.get_mut(&partition) {
+                p.next = p.next.max(record.offset + 1);
+                committed.insert(partition, p.next);
+            }
+            if !matches(&record, args.filter.as_deref()) {
+                continue;
+            }
+            printed += 1;
+            format_record(&mut out, &args, partition, &record);
+        }
+        write_stdout(out.as_bytes())?;
+        if let Some(group) = &args.group {
+            commit(&mut client, group, &args.topic, &committed)?;
+        }
+    }
+    Ok(())
+}
+
+fn start_positions(
+    client: &mut Client,
+    args: &ConsumeArgs,
+    partitions: &[i32],
+) -> anyhow::Result<BTreeMap<i32, Position>> {
+    let ends = common::list_offsets(client, &args.topic, partitions, LATEST)?;
+    let starts = match (&args.from_timestamp, &args.from_datetime) {
+        (Some(ms), _) => common::list_offsets(client, &args.topic, partitions, *ms)?,
+        (None, Some(dt)) => {
+            let ms = parse_rfc3339_ms(dt)?;
+            common::list_offsets(client, &args.topic, partitions, ms)?
+        }
+        (None, None) => match args.offset.as_str() {
+            "beginning" | "earliest" | "start" => {
+                common::list_offsets(client, &args.topic, partitions, EARLIEST)?
+            }
+            "end" | "latest" => ends.clone(),
+            n => {
+                let offset: i64 = n.parse().with_context(|| {
+                    format!("--offset {n:?}: expected beginning, end or an offset")
+                })?;
+                partitions.iter().map(|&p| (p, offset)).collect()
+            }
+        },
+    };
+    let committed = match &args.group {
+        Some(group) => crate::group::fetch_committed(client, group)?,
+        None => BTreeMap::new(),
+    };
+    Ok(partitions
+        .iter()
+        .map(|&p| {
+            let end = ends.get(&p).copied().unwrap_or(0);
+            // A timestamp after the last record answers -1: start at the end.
+            let from = starts.get(&p).copied().filter(|&o| o >= 0).unwrap_or(end);
+            let from = committed
+                .get(&(args.topic.clone(), p))
+                .copied()
+                .filter(|&o| o >= 0)
+                .unwrap_or(from);
+            (p, Position { next: from, end })
+        })
+        .collect())
+}
+
+fn fetch(
+    client: &mut Client,
+    topic: &str,
+    positions: &mut BTreeMap<i32, Position>,
+) -> anyhow::Result<Vec<(i32, Record)>> {
+    let mut t = FetchTopic::default();
+    t.topic = TopicName(StrBytes::from_string(topic.to_owned()));
+    t.partitions = positions
+        .iter()
+        .map(|(&p, pos)| {
+            let mut fp = FetchPartition::default();
+            fp.partition = p;
+            fp.fetch_offset = pos.next;
+            fp.partition_max_bytes = PARTITION_MAX_BYTES;
+            fp
+        })
+        .collect();
+    let mut request = FetchRequest::default();
+    request.replica_id = BrokerId(-1);
+    request.max_wait_ms = FETCH_MAX_WAIT_MS;
+    request.min_bytes = 1;
+    request.max_bytes = FETCH_MAX_BYTES;
+    request.topics = vec![t];
+    let response = client.send(&request, 11)?;
+    if response.error_code != 0 {
+        bail!("Fetch: {}", error_name(response.error_code));
+    }
+    let mut records = Vec::new();
+    for p in response.responses.iter().flat_map(|t| &t.partitions) {
+        if p.error_code != 0 {
+            bail!(
+                "fetching {topic}-{}: {}",
+                p.partition_index,
+                error_name(p.error_code)
+            );
+        }
+        if let Some(pos) = positions.get_mut(&p.partition_index) {
+            pos.end = p.high_watermark;
+        }
+        let Some(bytes) = &p.records else { continue };
+        let mut buf: Bytes = bytes.clone();
+        let sets = RecordBatchDecoder::decode_all(&mut buf)
+            .with_context(|| format!("decoding records of {topic}-{}", p.partition_index))?;
+        let next = positions.get(&p.partition_index).map_or(0, |pos| pos.next);
+        records.extend(
+            sets.into_iter()
+                .flat_map(|s| s.records)
+                .filter(|r| r.offset >= next && !r.control)
+                .map(|r| (p.partition_index, r)),
+        );
+    }
+    Ok(records)
+}
+
+fn matches(record: &Record, filter: Option<&str>) -> bool {
+    let Some(needle) = filter.map(str::as_bytes) else {
+        return true;
+    };
+    let contains = |b: &Option<Bytes>| {
+        b.as_ref()
+            .is_some_and(|b| b.windows(needle.len().max(1)).any(|w| w == needle))
+    };
+    needle.is_empty() || contains(&record.key) || contains(&record.value)
+}
+
+fn text(bytes: &Option<Bytes>) -> String {
+    bytes
+        .as_ref()
+        .map(|b| String::from_utf8_lossy(b).into_owned())
+        .unwrap_or_default()
+}
+
+fn headers_text(record: &Record) -> String {
+    record
+        .headers
+        .iter()
+        .map(|(k, v)| format!("{k}={}", text(v)))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn format_record(out: &mut String, args: &ConsumeArgs, partition: i32, record: &Record) {
+    if args.common.output == Output::Json {
+        let headers: serde_json::Map<String, serde_json::Value> = record
+            .headers
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string(),
+                    json!(v.as_ref().map(|v| String::from_utf8_lossy(v).into_owned())),
+                )
+            })
+            .collect();
+        let doc = json!({
+            "topic": args.topic,
+            "partition": partition,
+            "offset": record.offset,
+            "timestamp": record.timestamp,
+            "key": record.key.as_ref().map(|k| String::from_utf8_lossy(k).into_owned()),
+            "value": record.value.as_ref().map(|v| String::from_utf8_lossy(v).into_owned()),
+            "headers": headers,
+        });
+        let _ = writeln!(out, "{doc}");
+        return;
+    }
+    let mut chars = args.format.chars();
+    while let Some(c) = chars.next() {
+        match (c, c == '%' || c == '\\') {
+            (_, false) => out.push(c),
+            ('%', true) => match chars.next() {
+                Some('%') => out.push('%'),
+                Some('t') => out.push_str(&args.topic),
+                Some('p') => {
+                    let _ = write!(out, "{partition}");
+                }
+                Some('o') => {
+                    let _ = write!(out, "{}", record.offset);
+                }
+                Some('k') => out.push_str(&text(&record.key)),
+                Some('s') => out.push_str(&text(&record.value)),
+                Some('T') => {
+                    let _ = write!(out, "{}", record.timestamp);
+                }
+                Some('h') => out.push_str(&headers_text(record)),
+                Some('K') => {
+                    let _ = write!(
+                        out,
+                        "{}",
+                        record.key.as_ref().map_or(-1, |k| k.len() as i64)
+                    );
+                }
+                Some('S') => {
+                    let _ = write!(
+                        out,
+                        "{}",
+                        record.value.as_ref().map_or(-1, |v| v.len() as i64)
+                    );
+                }
+                Some(other) => {
+                    out.push('%');
+                    out.push(other);
+                }
+                None => out.push('%'),
+            },
+            (_, true) => match chars.next() {
+                Some('n') => out.push('\n'),
+                Some('t') => out.push('\t'),
+                Some('\\') => out.push('\\'),
+                Some(other) => {
+                    out.push('\\');
+                    out.push(other);
+                }
+                None => out.push('\\'),
+            },
+        }
+    }
+}
+
+fn commit(
+    client: &mut Client,
+    group: &str,
+    topic: &str,
+    offsets: &BTreeMap<i32, i64>,
+) -> anyhow::Result<()> {
+    if offsets.is_empty() {
+        return Ok(());
+    }
+    let keyed = offsets
+        .iter()
+        .map(|(&p, &o)| ((topic.to_owned(), p), o))
+        .collect();
+    crate::group::commit(client, group, &keyed)
+        .with_context(|| format!("committing for group {group} (is it in use by a running consumer? `sluice group describe {group}`)"))
+}

@@ -1,0 +1,375 @@
+//! `sluice topic create | list | describe | alter-config | delete` over CreateTopics,
+//! Metadata, ListOffsets, DescribeConfigs, IncrementalAlterConfigs and DeleteTopics, like
+//! `kafka-topics.sh`/`kafka-configs.sh` and `rpk topic`.
+
+use std::fmt::Write as _;
+
+use anyhow::{Context, bail};
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::incremental_alter_configs_request::{
+    AlterConfigsResource, AlterableConfig,
+};
+use kafka_protocol::messages::{
+    CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use serde_json::{Value, json};
+
+use crate::client::{Client, error_name};
+use crate::common::{self, Common, EARLIEST, LATEST, emit};
+
+/// How long the broker may take to create or delete a topic, in milliseconds.
+const ADMIN_TIMEOUT_MS: i32 = 30_000;
+/// DescribeConfigs resource type of a topic.
+const RESOURCE_TOPIC: i8 = 2;
+/// IncrementalAlterConfigs operations.
+const OP_SET: i8 = 0;
+const OP_DELETE: i8 = 1;
+
+/// `sluice topic ...`.
+#[derive(Debug, clap::Args)]
+pub struct TopicArgs {
+    #[command(flatten)]
+    common: Common,
+    #[command(subcommand)]
+    command: TopicCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum TopicCommand {
+    /// Create topics.
+    Create {
+        /// Topic names.
+        #[arg(required = true)]
+        topics: Vec<String>,
+        /// Partitions per topic (default: the broker's num.partitions).
+        #[arg(short, long)]
+        partitions: Option<i32>,
+        /// Topic config, e.g. -c retention.ms=3600000 (repeatable).
+        #[arg(short = 'c', long = "config", value_name = "KEY=VALUE")]
+        configs: Vec<String>,
+    },
+    /// List topics with their partition counts.
+    List,
+    /// Partitions (log start and end offsets) and configs of a topic.
+    Describe {
+        /// Topic name.
+        topic: String,
+    },
+    /// Set or drop topic config overrides on a live topic (IncrementalAlterConfigs).
+    AlterConfig {
+        /// Topic name.
+        topic: String,
+        /// Override a key, e.g. --set retention.ms=3600000 (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// Drop an override, back to the broker's value (repeatable).
+        #[arg(long = "delete", value_name = "KEY")]
+        deletes: Vec<String>,
+        /// Only check that the change is valid.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Delete topics and their data.
+    Delete {
+        /// Topic names.
+        #[arg(required = true)]
+        topics: Vec<String>,
+    },
+}
+
+/// Runs a `sluice topic` command.
+pub fn run(args: TopicArgs) -> anyhow::Result<()> {
+    let mut client = args.common.connect()?;
+    let output = args.common.output;
+    match args.command {
+        TopicCommand::Create {
+            topics,
+            partitions,
+            configs,
+        } => emit(
+            output,
+            &create(&mut client, &topics, partitions, &configs)?,
+            results_text,
+        ),
+        TopicCommand::List => emit(output, &list(&mut client)?, list_text),
+        TopicCommand::Describe { topic } => {
+            emit(output, &describe(&mut client, &topic)?, describe_text)
+        }
+        TopicCommand::AlterConfig {
+            topic,
+            sets,
+            deletes,
+            dry_run,
+        } => {
+            let doc = alter_config(&mut client, &topic, &sets, &deletes, dry_run)?;
+            emit(output, &doc, |d| {
+                format!(
+                    "{} {}\n",
+                    if d["dry_run"] == true {
+                        "would alter"
+                    } else {
+                        "altered"
+                    },
+                    d["topic"].as_str().unwrap_or("?")
+                )
+            })
+        }
+        TopicCommand::Delete { topics } => {
+            emit(output, &delete(&mut client, &topics)?, results_text)
+        }
+    }
+}
+
+fn create(
+    client: &mut Client,
+    topics: &[String],
+    partitions: Option<i32>,
+    configs: &[String],
+) -> anyhow::Result<Value> {
+    let mut parsed = Vec::new();
+    for c in configs {
+        let (k, v) = c.split_once('=').with_context(|| {
+            format!("--config {c:?}: expected KEY=VALUE, e.g. retention.ms=3600000")
+        })?;
+        let mut config = CreatableTopicConfig::default();
+        config.name = StrBytes::from_string(k.trim().to_owned());
+        config.value = Some(StrBytes::from_string(v.trim().to_owned()));
+        parsed.push(config);
+    }
+    let mut request = CreateTopicsRequest::default();
+    request.timeout_ms = ADMIN_TIMEOUT_MS;
+    request.topics = topics
+        .iter()
+        .map(|name| {
+            let mut t = CreatableTopic::default();
+            t.name = TopicName(StrBytes::from_string(name.clone()));
+            t.num_partitions = partitions.unwrap_or(-1);
+            t.replication_factor = -1;
+            t.configs.clone_from(&parsed);
+            t
+        })
+        .collect();
+    let response = client.send(&request, 4)?;
+    let results: Vec<Value> = response
+        .topics
+        .iter()
+        .map(|t| {
+            json!({
+                "topic": t.name.0.as_str(),
+                "partitions": t.num_partitions,
+                "error": (t.error_code != 0).then(|| error_name(t.error_code)),
+                "message": t.error_message.as_ref().map(|m| m.to_string()),
+            })
+        })
+        .collect();
+    check_results(json!({ "created": results }), "created")
+}
+
+fn alter_config(
+    client: &mut Client,
+    topic: &str,
+    sets: &[String],
+    deletes: &[String],
+    dry_run: bool,
+) -> anyhow::Result<Value> {
+    if sets.is_empty() && deletes.is_empty() {
+        bail!("nothing to change: pass --set KEY=VALUE or --delete KEY");
+    }
+    let mut configs = Vec::new();
+    for set in sets {
+        let (k, v) = set.split_once('=').with_context(|| {
+            format!("--set {set:?}: expected KEY=VALUE, e.g. retention.ms=3600000")
+        })?;
+        let mut c = AlterableConfig::default();
+        c.name = StrBytes::from_string(k.trim().to_owned());
+        c.config_operation = OP_SET;
+        c.value = Some(StrBytes::from_string(v.trim().to_owned()));
+        configs.push(c);
+    }
+    for key in deletes {
+        let mut c = AlterableConfig::default();
+        c.name = StrBytes::from_string(key.trim().to_owned());
+        c.config_operation = OP_DELETE;
+        configs.push(c);
+    }
+    let mut resource = AlterConfigsResource::default();
+    resource.resource_type = RESOURCE_TOPIC;
+    resource.resource_name = StrBytes::from_string(topic.to_owned());
+    resource.configs = configs;
+    let mut request = IncrementalAlterConfigsRequest::default();
+    request.resources = vec![resource];
+    request.validate_only = dry_run;
+    let response = client.send(&request, 0)?;
+    for r in &response.responses {
+        if r.error_code != 0 {
+            let detail = r
+                .error_message
+                .as_ref()
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default();
+            bail!("altering {topic}: {}{detail}", error_name(r.error_code));
+        }
+    }
+    Ok(json!({ "topic": topic, "set": sets, "deleted": deletes, "dry_run": dry_run }))
+}
+
+fn delete(client: &mut Client, topics: &[String]) -> anyhow::Result<Value> {
+    let mut request = DeleteTopicsRequest::default();
+    request.timeout_ms = ADMIN_TIMEOUT_MS;
+    request.topic_names = topics
+        .iter()
+        .map(|n| TopicName(StrBytes::from_string(n.clone())))
+        .collect();
+    let response = client.send(&request, 3)?;
+    let results: Vec<Value> = response
+        .responses
+        .iter()
+        .map(|t| {
+            json!({
+                "topic": t.name.as_ref().map(|n| n.0.to_string()),
+                "error": (t.error_code != 0).then(|| error_name(t.error_code)),
+            })
+        })
+        .collect();
+    check_results(json!({ "deleted": results }), "deleted")
+}
+
+/// Fails the command, naming each topic and its Kafka error, if any topic failed.
+fn check_results(doc: Value, key: &str) -> anyhow::Result<Value> {
+    let failed: Vec<String> = doc[key]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| !r["error"].is_null())
+        .map(|r| {
+            let detail = r["message"]
+                .as_str()
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default();
+            format!(
+                "{}: {}{detail}",
+                r["topic"].as_str().unwrap_or("?"),
+                r["error"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    if failed.is_empty() {
+        return Ok(doc);
+    }
+    bail!("{}", failed.join("; "))
+}
+
+fn list(client: &mut Client) -> anyhow::Result<Value> {
+    let response = common::metadata(client, None, false)?;
+    let mut topics: Vec<Value> = response
+        .topics
+        .iter()
+        .filter(|t| t.error_code == 0)
+        .map(|t| {
+            json!({
+                "topic": t.name.as_ref().map(|n| n.0.to_string()),
+                "partitions": t.partitions.len(),
+            })
+        })
+        .collect();
+    topics.sort_by(|a, b| a["topic"].as_str().cmp(&b["topic"].as_str()));
+    Ok(json!({ "topics": topics }))
+}
+
+fn describe(client: &mut Client, topic: &str) -> anyhow::Result<Value> {
+    let partitions = common::partitions_of(client, topic, false)?;
+    let starts = common::list_offsets(client, topic, &partitions, EARLIEST)?;
+    let ends = common::list_offsets(client, topic, &partitions, LATEST)?;
+    let rows: Vec<Value> = partitions
+        .iter()
+        .map(|p| {
+            json!({
+                "partition": p,
+                "log_start_offset": starts.get(p),
+                "log_end_offset": ends.get(p),
+            })
+        })
+        .collect();
+    let mut request = DescribeConfigsRequest::default();
+    let mut resource = DescribeConfigsResource::default();
+    resource.resource_type = RESOURCE_TOPIC;
+    resource.resource_name = StrBytes::from_string(topic.to_owned());
+    resource.configuration_keys = None;
+    request.resources = vec![resource];
+    let described = client.send(&request, 3)?;
+    let mut configs = serde_json::Map::new();
+    for result in &described.results {
+        if result.error_code != 0 {
+            bail!("DescribeConfigs {topic}: {}", error_name(result.error_code));
+        }
+        for c in &result.configs {
+            configs.insert(
+                c.name.to_string(),
+                json!({
+                    "value": c.value.as_ref().map(|v| v.to_string()),
+                    "default": c.config_source != 1,
+                }),
+            );
+        }
+    }
+    Ok(json!({ "topic": topic, "partitions": rows, "configs": configs }))
+}
+
+fn results_text(doc: &Value) -> String {
+    let mut out = String::new();
+    for (verb, key) in [("created", "created"), ("deleted", "deleted")] {
+        for r in doc[key].as_array().into_iter().flatten() {
+            let _ = writeln!(out, "{verb} {}", r["topic"].as_str().unwrap_or("?"));
+        }
+    }
+    out
+}
+
+fn list_text(doc: &Value) -> String {
+    let mut out = format!("{:<50} PARTITIONS\n", "TOPIC");
+    for t in doc["topics"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            out,
+            "{:<50} {}",
+            t["topic"].as_str().unwrap_or("?"),
+            t["partitions"]
+        );
+    }
+    out
+}
+
+fn describe_text(doc: &Value) -> String {
+    let mut out = format!(
+        "topic {}\n\n{:<10} {:>18} {:>18}\n",
+        doc["topic"].as_str().unwrap_or("?"),
+        "PARTITION",
+        "LOG-START-OFFSET",
+        "LOG-END-OFFSET"
+    );
+    for p in doc["partitions"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            out,
+            "{:<10} {:>18} {:>18}",
+            p["partition"].to_string(),
+            p["log_start_offset"].to_string(),
+            p["log_end_offset"].to_string()
+        );
+    }
+    let _ = writeln!(out, "\n{:<40} {:<30} SOURCE", "CONFIG", "VALUE");
+    for (k, v) in doc["configs"].as_object().into_iter().flatten() {
+        let source = if v["default"] == true {
+            "default"
+        } else {
+            "topic"
+        };
+        let _ = writeln!(
+            out,
+            "{k:<40} {:<30} {source}",
+            v["value"].as_str().unwrap_or("")
+        );
+    }
+    out
+}

@@ -1,0 +1,137 @@
+//! `/v1/groups`: list, and describe with members and per-partition committed offset, log end
+//! offset and lag. Read-only: offsets are reset over the Kafka protocol (`sluice group
+//! reset-offsets`), where the coordinator checks the group is empty.
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use kafka_protocol::ResponseError;
+use serde::Serialize;
+use sluice_group::GroupState;
+
+use super::{AdminState, ApiError};
+use crate::error::KafkaError;
+
+pub(super) fn routes() -> Router<AdminState> {
+    Router::new()
+        .route("/", get(list))
+        .route("/{id}", get(describe))
+}
+
+/// One committed offset and how far behind the log end it is.
+#[derive(Debug, Serialize)]
+pub struct LagView {
+    pub topic: String,
+    pub partition: i32,
+    pub committed_offset: i64,
+    /// -1 when the partition no longer exists.
+    pub log_end_offset: i64,
+    /// `log_end_offset - committed_offset`, at least 0; -1 when unknown.
+    pub lag: i64,
+}
+
+#[derive(Debug, Serialize)]
+struct MemberView {
+    member_id: String,
+    group_instance_id: Option<String>,
+    client_id: String,
+    client_host: String,
+}
+
+async fn list(State(state): State<AdminState>) -> Result<Response, ApiError> {
+    let groups = state
+        .groups
+        .list_groups()
+        .await
+        .ok_or_else(|| ApiError::unavailable("the group coordinator is not running"))?;
+    let groups: Vec<_> = groups
+        .into_iter()
+        .map(|g| {
+            serde_json::json!({
+                "group_id": g.group_id,
+                "state": g.state.as_str(),
+                "protocol_type": g.protocol_type,
+            })
+        })
+        .collect();
+    Ok(axum::Json(serde_json::json!({ "groups": groups })).into_response())
+}
+
+async fn describe(
+    State(state): State<AdminState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let described = state
+        .groups
+        .describe_groups(vec![id.clone()])
+        .await
+        .and_then(|mut d| d.pop())
+        .ok_or_else(|| ApiError::unavailable("the group coordinator is not running"))?;
+    let offsets = lag(&state, &id).await?;
+    if described.state == GroupState::Dead && offsets.is_empty() {
+        return Err(KafkaError::new(
+            ResponseError::GroupIdNotFound,
+            format!("no group {id:?} (GET /v1/groups lists them)"),
+        )
+        .into());
+    }
+    let members: Vec<_> = described
+        .members
+        .into_iter()
+        .map(|m| MemberView {
+            member_id: m.member_id,
+            group_instance_id: m.group_instance_id,
+            client_id: m.client_id,
+            client_host: m.client_host,
+        })
+        .collect();
+    let total_lag: i64 = offsets.iter().map(|o| o.lag.max(0)).sum();
+    Ok(axum::Json(serde_json::json!({
+        "group_id": described.group_id,
+        "state": described.state.as_str(),
+        "protocol_type": described.protocol_type,
+        "protocol": described.protocol,
+        "members": members,
+        "offsets": offsets,
+        "total_lag": total_lag,
+    }))
+    .into_response())
+}
+
+/// Every committed offset of `group_id` with its lag against the log end offset.
+pub(super) async fn lag(state: &AdminState, group_id: &str) -> Result<Vec<LagView>, ApiError> {
+    let fetched = state
+        .groups
+        .fetch_offsets(group_id.to_owned(), None)
+        .await
+        .ok_or_else(|| ApiError::unavailable("the group coordinator is not running"))?
+        .map_err(|code| {
+            ApiError::from(KafkaError::new(
+                ResponseError::try_from_code(code.code())
+                    .unwrap_or(ResponseError::UnknownServerError),
+                format!("fetching the offsets of group {group_id:?}"),
+            ))
+        })?;
+    let broker = state.broker.clone();
+    super::topics::blocking(move || {
+        fetched
+            .into_iter()
+            .filter(|f| f.offset >= 0)
+            .map(|f| {
+                let end = broker
+                    .partition(&f.tp.topic, f.tp.partition)
+                    .and_then(|p| p.with_log(|log| log.log_end_offset().value()).ok())
+                    .unwrap_or(-1);
+                LagView {
+                    lag: if end < 0 { -1 } else { (end - f.offset).max(0) },
+                    topic: f.tp.topic,
+                    partition: f.tp.partition,
+                    committed_offset: f.offset,
+                    log_end_offset: end,
+                }
+            })
+            .collect()
+    })
+    .await
+}

@@ -1,0 +1,249 @@
+//! `GET /metrics`: every metric in Prometheus text exposition format 0.0.4. Counters come
+//! from [`crate::metrics`]; log offsets, sizes and consumer lag are read at scrape time.
+
+use std::fmt::Write;
+use std::sync::atomic::Ordering::Relaxed;
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+
+use super::{AdminState, ApiError};
+use crate::broker::Broker;
+use crate::limits;
+use crate::metrics::{Histogram, LATENCY_BUCKETS_US};
+
+const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+pub(super) async fn handle(State(state): State<AdminState>) -> Result<Response, ApiError> {
+    let broker = state.broker.clone();
+    let mut out = super::topics::blocking(move || {
+        let mut out = String::new();
+        broker_metrics(&mut out, &broker);
+        partition_metrics(&mut out, &broker);
+        out
+    })
+    .await?;
+    group_metrics(&mut out, &state).await;
+    Ok(([(header::CONTENT_TYPE, CONTENT_TYPE)], out).into_response())
+}
+
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+fn broker_metrics(out: &mut String, broker: &Broker) {
+    let m = &broker.metrics;
+    family(
+        out,
+        "sluice_connections_open",
+        "gauge",
+        "Kafka connections open now.",
+    );
+    let _ = writeln!(out, "sluice_connections_open {}", broker.open_connections());
+    family(
+        out,
+        "sluice_connections_accepted_total",
+        "counter",
+        "Kafka connections accepted since start.",
+    );
+    let _ = writeln!(
+        out,
+        "sluice_connections_accepted_total {}",
+        m.connections_accepted.load(Relaxed)
+    );
+    family(
+        out,
+        "sluice_fetches_waiting",
+        "gauge",
+        "Fetch requests parked in a long poll now.",
+    );
+    let _ = writeln!(out, "sluice_fetches_waiting {}", broker.waiting_fetches());
+    family(
+        out,
+        "sluice_request_errors_total",
+        "counter",
+        "Requests per Kafka API that closed the connection (undecodable, unsupported).",
+    );
+    for (key, api) in m.apis() {
+        let _ = writeln!(
+            out,
+            "sluice_request_errors_total{{api=\"{key:?}\"}} {}",
+            api.errors.load(Relaxed)
+        );
+    }
+    family(
+        out,
+        "sluice_request_duration_seconds",
+        "histogram",
+        "Time from request header to encoded response per Kafka API (long polls included).",
+    );
+    for (key, api) in m.apis() {
+        histogram(
+            out,
+            "sluice_request_duration_seconds",
+            &format!("api=\"{key:?}\""),
+            &api.latency,
+        );
+    }
+}
+
+fn histogram(out: &mut String, name: &str, labels: &str, h: &Histogram) {
+    let (buckets, sum_us, count) = h.snapshot();
+    for (bound, cumulative) in LATENCY_BUCKETS_US.iter().zip(&buckets) {
+        let le = *bound as f64 / 1e6;
+        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{le}\"}} {cumulative}");
+    }
+    let _ = writeln!(
+        out,
+        "{name}_bucket{{{labels},le=\"+Inf\"}} {}",
+        buckets.last().copied().unwrap_or(0)
+    );
+    let _ = writeln!(out, "{name}_sum{{{labels}}} {}", sum_us as f64 / 1e6);
+    let _ = writeln!(out, "{name}_count{{{labels}}} {count}");
+}
+
+/// One gauge or counter per partition; `read` returns `None` for a closed partition.
+const PARTITION_FAMILIES: &[(&str, &str, &str)] = &[
+    (
+        "sluice_partition_log_start_offset",
+        "gauge",
+        "First offset still readable.",
+    ),
+    (
+        "sluice_partition_log_end_offset",
+        "gauge",
+        "Next offset to be assigned (the high watermark on one node).",
+    ),
+    (
+        "sluice_partition_size_bytes",
+        "gauge",
+        "Bytes in the partition's segment files.",
+    ),
+    (
+        "sluice_partition_bytes_in_total",
+        "counter",
+        "Record-batch bytes appended by producers since start.",
+    ),
+    (
+        "sluice_partition_records_in_total",
+        "counter",
+        "Records appended by producers since start.",
+    ),
+    (
+        "sluice_partition_bytes_out_total",
+        "counter",
+        "Record-batch bytes sent to fetchers since start.",
+    ),
+    (
+        "sluice_partition_records_out_total",
+        "counter",
+        "Records sent to fetchers since start.",
+    ),
+    (
+        "sluice_partition_produce_errors_total",
+        "counter",
+        "Appends refused with an error since start.",
+    ),
+];
+
+fn partition_metrics(out: &mut String, broker: &Broker) {
+    let rows: Vec<_> = broker
+        .partitions()
+        .into_iter()
+        .filter_map(|p| {
+            let (start, end, size) = p
+                .with_log(|log| {
+                    (
+                        log.log_start_offset().value(),
+                        log.log_end_offset().value(),
+                        log.size_bytes(),
+                    )
+                })
+                .ok()?;
+            let m = &p.metrics;
+            let values = [
+                start as u64,
+                end as u64,
+                size,
+                m.bytes_in.load(Relaxed),
+                m.records_in.load(Relaxed),
+                m.bytes_out.load(Relaxed),
+                m.records_out.load(Relaxed),
+                m.produce_errors.load(Relaxed),
+            ];
+            Some((
+                format!("topic=\"{}\",partition=\"{}\"", escape(&p.topic), p.index),
+                values,
+            ))
+        })
+        .collect();
+    for (i, (name, kind, help)) in PARTITION_FAMILIES.iter().enumerate() {
+        family(out, name, kind, help);
+        for (labels, values) in &rows {
+            let _ = writeln!(out, "{name}{{{labels}}} {}", values[i]);
+        }
+    }
+}
+
+async fn group_metrics(out: &mut String, state: &AdminState) {
+    let groups = state.groups.list_groups().await.unwrap_or_default();
+    let truncated = groups.len() > limits::ADMIN_METRICS_GROUPS_MAX;
+    let mut lag_lines = String::new();
+    let mut committed_lines = String::new();
+    for group in groups.iter().take(limits::ADMIN_METRICS_GROUPS_MAX) {
+        let Ok(rows) = super::groups::lag(state, &group.group_id).await else {
+            continue;
+        };
+        for row in rows {
+            let labels = format!(
+                "group=\"{}\",topic=\"{}\",partition=\"{}\"",
+                escape(&group.group_id),
+                escape(&row.topic),
+                row.partition
+            );
+            let _ = writeln!(
+                committed_lines,
+                "sluice_group_committed_offset{{{labels}}} {}",
+                row.committed_offset
+            );
+            if row.lag >= 0 {
+                let _ = writeln!(lag_lines, "sluice_group_lag{{{labels}}} {}", row.lag);
+            }
+        }
+    }
+    family(
+        out,
+        "sluice_group_committed_offset",
+        "gauge",
+        "A consumer group's committed offset per partition.",
+    );
+    out.push_str(&committed_lines);
+    family(
+        out,
+        "sluice_group_lag",
+        "gauge",
+        "Log end offset minus the committed offset, per group and partition.",
+    );
+    out.push_str(&lag_lines);
+    family(
+        out,
+        "sluice_metrics_groups_truncated",
+        "gauge",
+        "1 when more groups exist than one scrape reports (ADMIN_METRICS_GROUPS_MAX).",
+    );
+    let _ = writeln!(
+        out,
+        "sluice_metrics_groups_truncated {}",
+        u8::from(truncated)
+    );
+}
+
+/// Escapes a label value (backslash, double quote, newline).
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}

@@ -1,0 +1,198 @@
+//! `/v1/topics`: list, describe (partitions with log start/end offsets and sizes, effective
+//! configs), create, delete. The same broker calls the CreateTopics and DeleteTopics
+//! handlers make, so both paths validate and persist alike.
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use kafka_protocol::ResponseError;
+use serde::{Deserialize, Serialize};
+
+use super::{AdminState, ApiError};
+use crate::broker::{Broker, ConfigChange, Topic};
+use crate::error::KafkaError;
+use crate::topic_config::{self, TopicOverrides};
+
+pub(super) fn routes() -> Router<AdminState> {
+    Router::new()
+        .route("/", get(list).post(create))
+        .route("/{name}", get(describe).delete(delete).patch(alter))
+}
+
+/// One topic as the API shows it.
+#[derive(Debug, Serialize)]
+pub struct TopicView {
+    name: String,
+    partition_count: usize,
+    partitions: Vec<PartitionView>,
+    /// Every topic key with its effective value.
+    configs: std::collections::BTreeMap<&'static str, String>,
+    /// The keys this topic overrides (the rest are broker defaults).
+    overrides: TopicOverrides,
+}
+
+/// One partition's log.
+#[derive(Debug, Serialize)]
+pub struct PartitionView {
+    partition: i32,
+    log_start_offset: i64,
+    log_end_offset: i64,
+    size_bytes: u64,
+    segments: usize,
+}
+
+/// The body of `POST /v1/topics`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateTopic {
+    name: String,
+    /// Defaults to `num.partitions`.
+    partitions: Option<i32>,
+    #[serde(default)]
+    configs: TopicOverrides,
+}
+
+async fn list(State(state): State<AdminState>) -> Result<Response, ApiError> {
+    let broker = state.broker.clone();
+    let topics = blocking(move || {
+        broker
+            .topics()
+            .iter()
+            .map(|t| view(&broker, t))
+            .collect::<Vec<_>>()
+    })
+    .await?;
+    Ok(axum::Json(serde_json::json!({ "topics": topics })).into_response())
+}
+
+async fn describe(
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let broker = state.broker.clone();
+    let topic = broker.topic(&name).ok_or_else(|| unknown(&name))?;
+    let view = blocking(move || view(&broker, &topic)).await?;
+    Ok(axum::Json(view).into_response())
+}
+
+async fn create(
+    State(state): State<AdminState>,
+    body: Result<axum::Json<CreateTopic>, axum::extract::rejection::JsonRejection>,
+) -> Result<Response, ApiError> {
+    let axum::Json(body) = body.map_err(|e| {
+        ApiError::bad_request(format!(
+            "{e}: expected {{\"name\": \"...\", \"partitions\": N, \"configs\": {{\"retention.ms\": \"...\"}}}}"
+        ))
+    })?;
+    for (key, value) in &body.configs {
+        topic_config::validate(key, value)?;
+    }
+    let broker = state.broker.clone();
+    let partitions = body.partitions.unwrap_or(broker.config.num_partitions);
+    let view = blocking(move || {
+        let topic = broker.create_topic(&body.name, partitions, body.configs)?;
+        Ok::<_, KafkaError>(view(&broker, &topic))
+    })
+    .await??;
+    Ok((StatusCode::CREATED, axum::Json(view)).into_response())
+}
+
+/// The body of `PATCH /v1/topics/{name}`: overrides to set and to drop.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AlterTopic {
+    #[serde(default)]
+    set: TopicOverrides,
+    #[serde(default)]
+    delete: Vec<String>,
+}
+
+async fn alter(
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+    body: Result<axum::Json<AlterTopic>, axum::extract::rejection::JsonRejection>,
+) -> Result<Response, ApiError> {
+    let axum::Json(body) = body.map_err(|e| {
+        ApiError::bad_request(format!(
+            "{e}: expected {{\"set\": {{\"retention.ms\": \"...\"}}, \"delete\": [\"segment.bytes\"]}}"
+        ))
+    })?;
+    let changes: Vec<ConfigChange> = body
+        .set
+        .into_iter()
+        .map(|(key, value)| ConfigChange::Set { key, value })
+        .chain(
+            body.delete
+                .into_iter()
+                .map(|key| ConfigChange::Delete { key }),
+        )
+        .collect();
+    let broker = state.broker.clone();
+    let view = blocking(move || {
+        let topic = broker.alter_topic_config(&name, &changes, false)?;
+        Ok::<_, KafkaError>(view(&broker, &topic))
+    })
+    .await??;
+    Ok(axum::Json(view).into_response())
+}
+
+async fn delete(
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let broker = state.broker.clone();
+    let deleting = name.clone();
+    blocking(move || broker.delete_topic(&deleting)).await??;
+    state.groups.delete_topic(name.clone()).await;
+    Ok(axum::Json(serde_json::json!({ "deleted": name })).into_response())
+}
+
+fn view(broker: &Broker, topic: &Topic) -> TopicView {
+    let partitions = topic
+        .partitions
+        .iter()
+        .filter_map(|p| {
+            p.with_log(|log| PartitionView {
+                partition: p.index,
+                log_start_offset: log.log_start_offset().value(),
+                log_end_offset: log.log_end_offset().value(),
+                size_bytes: log.size_bytes(),
+                segments: log.segment_count(),
+            })
+            .ok()
+        })
+        .collect();
+    TopicView {
+        name: topic.name.clone(),
+        partition_count: topic.partitions.len(),
+        partitions,
+        configs: topic_config::describe(&broker.config, &topic.overrides)
+            .into_iter()
+            .map(|c| (c.key, c.value))
+            .collect(),
+        overrides: topic.overrides.clone(),
+    }
+}
+
+fn unknown(name: &str) -> ApiError {
+    KafkaError::new(
+        ResponseError::UnknownTopicOrPartition,
+        format!("unknown topic {name:?} (GET /v1/topics lists them)"),
+    )
+    .into()
+}
+
+/// Runs partition-lock work (which may wait behind a disk append) on the blocking pool.
+pub(super) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL",
+            format!("admin task failed: {e}"),
+        )
+    })
+}

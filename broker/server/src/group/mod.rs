@@ -1,0 +1,209 @@
+//! The consumer-group coordinator service: one tokio task owns the pure
+//! [`sluice_group::Coordinator`] and feeds it requests one at a time; a second task owns the
+//! internal offsets log and appends the records the coordinator hands out, in order.
+//!
+//! ```text
+//! handler ──Command──▶ coordinator task ──WriterJob──▶ writer task (blocking pool: append, fsync)
+//!    ▲                   │   ▲                              │
+//!    └── oneshot reply ──┘   └────────── WriterDone ────────┘
+//! ```
+//! - [`GroupHandle`]: what handlers hold; every call is a message with a oneshot reply, so a
+//!   deferred JoinGroup/SyncGroup/OffsetCommit answer arrives when the coordinator says so.
+//! - `task.rs`: the coordinator loop (commands, persist results, the one timer).
+//! - `writer.rs`: the offsets-log writer (group commit: consecutive batches share an fsync).
+//! - `offsets_log.rs`: the log's directory, replay, compaction.
+//!
+//! Architecture Invariant: only the coordinator task touches the `Coordinator`; only the
+//! writer task touches the offsets log, and it appends batches in the order they were handed
+//! out. A commit is answered after its append (fsynced when `sluice.acks.all.fsync`).
+
+mod offsets_log;
+mod task;
+mod writer;
+
+use std::path::Path;
+
+use sluice_group::{
+    ErrorCode, FetchedOffset, GroupConfig, GroupDescription, ListedGroup, Request, Response,
+    TopicPartition,
+};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+pub use offsets_log::OffsetsLog;
+pub use task::CompactionPolicy;
+
+use crate::error::ServerError;
+use crate::limits;
+
+/// Kafka's internal topic of committed offsets. Sluice keeps them in its own log, not in a
+/// topic, and refuses to create a topic by this name (clients would mistake it for Kafka's).
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+
+/// A message to the coordinator task.
+#[derive(Debug)]
+enum Command {
+    /// A state-changing request; the answer may come later.
+    Handle {
+        request: Request,
+        reply: oneshot::Sender<Response>,
+    },
+    /// OffsetFetch (`None`: every partition of the group).
+    FetchOffsets {
+        group_id: String,
+        partitions: Option<Vec<TopicPartition>>,
+        reply: oneshot::Sender<Result<Vec<FetchedOffset>, ErrorCode>>,
+    },
+    /// ListGroups.
+    ListGroups {
+        reply: oneshot::Sender<Vec<ListedGroup>>,
+    },
+    /// DescribeGroups.
+    DescribeGroups {
+        group_ids: Vec<String>,
+        reply: oneshot::Sender<Vec<GroupDescription>>,
+    },
+    /// DeleteGroups: answered once the tombstones are appended.
+    DeleteGroups {
+        group_ids: Vec<String>,
+        reply: oneshot::Sender<Vec<(String, ErrorCode)>>,
+    },
+    /// A topic was deleted: drop its committed offsets.
+    DeleteTopic { topic: String },
+    /// Stop: close the offsets log.
+    Shutdown,
+}
+
+/// The handlers' side of the coordinator. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct GroupHandle {
+    /// Bounded: a flood of group requests waits here instead of growing memory.
+    commands: mpsc::Sender<Command>,
+}
+
+/// The running service: its handle and the tasks to await at shutdown.
+#[derive(Debug)]
+pub struct GroupService {
+    /// Cloned into every connection.
+    pub handle: GroupHandle,
+    /// The coordinator task; it stops the writer (closing the log) before it ends.
+    task: JoinHandle<()>,
+}
+
+impl GroupService {
+    /// Opens the offsets log (blocking I/O: call from the blocking pool or at start) and
+    /// loads the committed offsets; the tasks start with [`GroupService::spawn`].
+    pub fn open(
+        data_dir: &Path,
+        fsync: bool,
+    ) -> Result<(OffsetsLog, Vec<sluice_group::OffsetRecord>), ServerError> {
+        OffsetsLog::open(data_dir, fsync)
+    }
+
+    /// Starts the coordinator and writer tasks on the current runtime.
+    pub fn spawn(
+        config: GroupConfig,
+        log: OffsetsLog,
+        records: Vec<sluice_group::OffsetRecord>,
+    ) -> Result<Self, ServerError> {
+        Self::spawn_with(config, log, records, CompactionPolicy::default())
+    }
+
+    /// Same, with a compaction policy (tests compact small logs).
+    pub fn spawn_with(
+        config: GroupConfig,
+        log: OffsetsLog,
+        records: Vec<sluice_group::OffsetRecord>,
+        compaction: CompactionPolicy,
+    ) -> Result<Self, ServerError> {
+        let (commands, rx) = mpsc::channel(limits::GROUP_COMMANDS_QUEUED_MAX);
+        let task = task::spawn(config, log, records, rx, compaction)?;
+        Ok(Self {
+            handle: GroupHandle { commands },
+            task,
+        })
+    }
+
+    /// Stops the coordinator (after the connections are gone) and closes the offsets log.
+    pub async fn stop(self) {
+        self.handle.commands.send(Command::Shutdown).await.ok();
+        if let Err(e) = self.task.await {
+            tracing::error!(error = %e, "group coordinator task failed");
+        }
+    }
+}
+
+impl GroupHandle {
+    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Option<T> {
+        let (reply, answer) = oneshot::channel();
+        self.commands.send(make(reply)).await.ok()?;
+        answer.await.ok()
+    }
+
+    /// Sends a state-changing request; `None` if the coordinator is gone (shutting down).
+    pub async fn call(&self, request: Request) -> Option<Response> {
+        self.ask(|reply| Command::Handle { request, reply }).await
+    }
+
+    /// OffsetFetch.
+    pub async fn fetch_offsets(
+        &self,
+        group_id: String,
+        partitions: Option<Vec<TopicPartition>>,
+    ) -> Option<Result<Vec<FetchedOffset>, ErrorCode>> {
+        self.ask(|reply| Command::FetchOffsets {
+            group_id,
+            partitions,
+            reply,
+        })
+        .await
+    }
+
+    /// ListGroups.
+    pub async fn list_groups(&self) -> Option<Vec<ListedGroup>> {
+        self.ask(|reply| Command::ListGroups { reply }).await
+    }
+
+    /// DescribeGroups.
+    pub async fn describe_groups(&self, group_ids: Vec<String>) -> Option<Vec<GroupDescription>> {
+        self.ask(|reply| Command::DescribeGroups { group_ids, reply })
+            .await
+    }
+
+    /// DeleteGroups.
+    pub async fn delete_groups(&self, group_ids: Vec<String>) -> Option<Vec<(String, ErrorCode)>> {
+        self.ask(|reply| Command::DeleteGroups { group_ids, reply })
+            .await
+    }
+
+    /// Drops the committed offsets of a deleted topic (fire and forget).
+    pub async fn delete_topic(&self, topic: String) {
+        self.commands
+            .send(Command::DeleteTopic { topic })
+            .await
+            .ok();
+    }
+}
+
+/// Member ids act as weak credentials (see `sluice_group::MemberIdRng`): seed from the OS.
+#[derive(Debug)]
+struct OsRng;
+
+impl sluice_group::MemberIdRng for OsRng {
+    fn next_u64(&mut self) -> u64 {
+        let mut bytes = [0u8; 8];
+        // SAFETY: getrandom writes at most `bytes.len()` bytes into our buffer.
+        let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+        if n == 8 {
+            return u64::from_le_bytes(bytes);
+        }
+        // getrandom cannot fail for 8 bytes once the pool is initialised; fall back anyway.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        sluice_group::MemberIdRng::next_u64(&mut sluice_group::SplitMix64::new(nanos))
+    }
+}
+
+#[cfg(test)]
+mod tests;

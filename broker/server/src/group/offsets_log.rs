@@ -1,0 +1,406 @@
+//! The internal offsets log: committed offsets as records of one storage-engine [`Log`]
+//! (Kafka's `__consumer_offsets`, one partition on a single node), its replay at start, and
+//! its compaction.
+//!
+//! On-disk layout under `data.dir` (beside `topics/`, so it never collides with a topic and
+//! clients never see it in Metadata):
+//! ```text
+//! consumer-offsets/generation.json  {"generation": N}: which directory is live (the commit
+//!                                   point; absent = generation 0)
+//! consumer-offsets/<N>/             the live log (a storage-engine partition directory)
+//! ```
+//!
+//! Records are RecordBatch v2 (encoded with `kafka-protocol`); a record's key and value are
+//! [`OffsetRecord::encode_key`] / [`OffsetRecord::encode_value`] (a tombstone has no value).
+//!
+//! Compaction: the coordinator's snapshot (one record per live key) is written into
+//! `consumer-offsets/<N+1>/`, fsynced and closed; then `generation.json` is replaced
+//! atomically (temp file, fsync, rename, fsync dir) to point at it, and the old directory is
+//! removed. A crash before the rename leaves the old generation live (the half-written new
+//! one is removed at the next start); after it, the new one. Directories of other
+//! generations are removed at start.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::indexmap::IndexMap;
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+use serde::{Deserialize, Serialize};
+use sluice_group::OffsetRecord;
+use sluice_storage::{Durability, Log, LogConfig, Offset};
+
+use crate::broker::now_ms;
+use crate::error::ServerError;
+use crate::limits;
+
+const OFFSETS_DIR: &str = "consumer-offsets";
+const POINTER_FILE: &str = "generation.json";
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Pointer {
+    generation: u64,
+}
+
+/// The open offsets log.
+#[derive(Debug)]
+pub struct OffsetsLog {
+    /// `data.dir/consumer-offsets`.
+    data_dir: PathBuf,
+    /// Generation of the live directory.
+    generation: u64,
+    /// `None` only while being swapped or after close.
+    log: Option<Log>,
+    /// fsync each append before it is acknowledged (`sluice.acks.all.fsync`).
+    durability: Durability,
+}
+
+/// The storage settings of the offsets log: never deleted by time or size (compaction
+/// bounds it), segments and batches large enough for the biggest commit.
+fn log_config() -> LogConfig {
+    LogConfig {
+        segment_bytes: limits::OFFSETS_SEGMENT_BYTES,
+        retention_ms: -1,
+        retention_bytes: -1,
+        max_message_bytes: sluice_storage::limits::BATCH_BYTES_MAX,
+        ..LogConfig::default()
+    }
+}
+
+fn storage_error(context: String) -> impl FnOnce(sluice_storage::StorageError) -> ServerError {
+    move |source| ServerError::Storage { context, source }
+}
+
+impl OffsetsLog {
+    /// Opens the live generation under `data_dir` (creating generation 0 on first start) and
+    /// removes leftovers of other generations. Returns the log and its records in log order.
+    pub fn open(data_dir: &Path, fsync: bool) -> Result<(Self, Vec<OffsetRecord>), ServerError> {
+        let data_dir = &data_dir.join(OFFSETS_DIR);
+        std::fs::create_dir_all(data_dir)
+            .map_err(ServerError::io(format!("creating {}", data_dir.display())))?;
+        let generation = read_pointer(data_dir)?;
+        remove_other_generations(data_dir, generation);
+        let dir = generation_dir(data_dir, generation);
+        let log = Log::open(&dir, log_config(), now_ms())
+            .map_err(storage_error(format!("opening {}", dir.display())))?;
+        let records = read_all(&log)?;
+        tracing::info!(dir = %dir.display(), records = records.len(), "loaded the offsets log");
+        let durability = if fsync {
+            Durability::Fsync
+        } else {
+            Durability::OsCache
+        };
+        Ok((
+            Self {
+                data_dir: data_dir.to_owned(),
+                generation,
+                log: Some(log),
+                durability,
+            },
+            records,
+        ))
+    }
+
+    fn log_mut(&mut self) -> Result<&mut Log, ServerError> {
+        self.log.as_mut().ok_or_else(|| ServerError::Io {
+            context: "the offsets log is closed".into(),
+            source: std::io::Error::other("closed"),
+        })
+    }
+
+    /// Bytes of the log on disk.
+    pub fn size_bytes(&self) -> u64 {
+        self.log.as_ref().map_or(0, Log::size_bytes)
+    }
+
+    /// Appends batches of records (one call, one fsync under the fsync policy). After an
+    /// I/O error the storage engine fences the log; the next append reopens it first.
+    pub fn append(&mut self, records: &[&OffsetRecord]) -> Result<(), ServerError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        if self.log.as_ref().is_some_and(Log::is_fenced) {
+            self.reopen()?;
+        }
+        let mut bytes = encode_batches(records)?;
+        let durability = self.durability;
+        let log = self.log_mut()?;
+        log.append(&mut bytes, durability, now_ms())
+            .map_err(|e| ServerError::Io {
+                context: "appending to the offsets log".into(),
+                source: std::io::Error::other(e),
+            })?;
+        Ok(())
+    }
+
+    fn reopen(&mut self) -> Result<(), ServerError> {
+        if let Some(log) = self.log.take() {
+            log.close().ok();
+        }
+        let dir = generation_dir(&self.data_dir, self.generation);
+        let log = Log::open(&dir, log_config(), now_ms())
+            .map_err(storage_error(format!("reopening {}", dir.display())))?;
+        self.log = Some(log);
+        Ok(())
+    }
+
+    /// Replaces the log with `snapshot` (the live records), as described in the module docs.
+    pub fn compact(&mut self, snapshot: &[OffsetRecord]) -> Result<(), ServerError> {
+        let next = self.generation + 1;
+        let dir = generation_dir(&self.data_dir, next);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)
+                .map_err(ServerError::io(format!("removing {}", dir.display())))?;
+        }
+        let mut fresh = Log::open(&dir, log_config(), now_ms())
+            .map_err(storage_error(format!("creating {}", dir.display())))?;
+        let refs: Vec<&OffsetRecord> = snapshot.iter().collect();
+        if !refs.is_empty() {
+            let mut bytes = encode_batches(&refs)?;
+            fresh
+                .append(&mut bytes, Durability::Fsync, now_ms())
+                .map_err(|e| ServerError::Io {
+                    context: format!("writing {}", dir.display()),
+                    source: std::io::Error::other(e),
+                })?;
+        }
+        fresh
+            .close()
+            .map_err(storage_error(format!("closing {}", dir.display())))?;
+        write_pointer(&self.data_dir, next)?;
+        let old = self.generation;
+        if let Some(log) = self.log.take() {
+            log.close().ok();
+        }
+        self.generation = next;
+        self.reopen()?;
+        let old_dir = generation_dir(&self.data_dir, old);
+        if let Err(e) = std::fs::remove_dir_all(&old_dir) {
+            tracing::warn!(dir = %old_dir.display(), error = %e, "removing the old offsets log failed");
+        }
+        Ok(())
+    }
+
+    /// Flushes and closes the log (clean-shutdown marker).
+    pub fn close(mut self) -> Result<(), ServerError> {
+        match self.log.take() {
+            Some(log) => log
+                .close()
+                .map_err(storage_error("closing the offsets log".into())),
+            None => Ok(()),
+        }
+    }
+}
+
+fn generation_dir(data_dir: &Path, generation: u64) -> PathBuf {
+    data_dir.join(generation.to_string())
+}
+
+fn read_pointer(data_dir: &Path) -> Result<u64, ServerError> {
+    let path = data_dir.join(POINTER_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str::<Pointer>(&text)
+            .map(|p| p.generation)
+            .map_err(|e| ServerError::Io {
+                context: format!("parsing {}", path.display()),
+                source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+            }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+        Err(e) => Err(ServerError::io(format!("reading {}", path.display()))(e)),
+    }
+}
+
+fn write_pointer(data_dir: &Path, generation: u64) -> Result<(), ServerError> {
+    let path = data_dir.join(POINTER_FILE);
+    let text = serde_json::to_string(&Pointer { generation }).unwrap_or_default();
+    let tmp = path.with_extension("tmp");
+    let write = || -> std::io::Result<()> {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, &path)?;
+        std::fs::File::open(data_dir)?.sync_all()
+    };
+    write().map_err(ServerError::io(format!("writing {}", path.display())))
+}
+
+/// Removes directories of generations other than `live` (a half-written compaction, or an
+/// old generation whose removal was interrupted).
+fn remove_other_generations(data_dir: &Path, live: u64) {
+    let Ok(entries) = std::fs::read_dir(data_dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.parse::<u64>().is_ok_and(|g| g != live) {
+            tracing::info!(dir = name, "removing a stale offsets log generation");
+            if let Err(e) = std::fs::remove_dir_all(entry.path()) {
+                tracing::warn!(dir = name, error = %e, "removing a stale offsets log failed");
+            }
+        }
+    }
+}
+
+/// Every record of the log, in order. Undecodable records are logged and skipped (the
+/// storage engine has already checked every batch's CRC).
+fn read_all(log: &Log) -> Result<Vec<OffsetRecord>, ServerError> {
+    let mut out = Vec::new();
+    let mut from = log.log_start_offset();
+    let end = log.log_end_offset();
+    while from < end {
+        let slice = log
+            .read(from, limits::OFFSETS_READ_CHUNK_BYTES)
+            .map_err(|e| ServerError::Io {
+                context: "reading the offsets log".into(),
+                source: std::io::Error::other(e),
+            })?;
+        if slice.is_empty() {
+            break;
+        }
+        let bytes = slice
+            .read_to_vec()
+            .map_err(ServerError::io("reading the offsets log"))?;
+        let mut buf = Bytes::from(bytes);
+        let sets = RecordBatchDecoder::decode_all(&mut buf).map_err(|e| ServerError::Io {
+            context: "decoding the offsets log".into(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
+        })?;
+        let mut next = from;
+        for record in sets.into_iter().flat_map(|s| s.records) {
+            next = Offset(record.offset + 1);
+            let Some(key) = record.key else { continue };
+            match OffsetRecord::decode(&key, record.value.as_deref()) {
+                Ok(decoded) => out.push(decoded),
+                Err(e) => {
+                    tracing::warn!(offset = record.offset, error = %e, "skipping an undecodable offsets record")
+                }
+            }
+        }
+        if next <= from {
+            break;
+        }
+        from = next;
+    }
+    Ok(out)
+}
+
+/// Encodes records as RecordBatch v2 batches of bounded size.
+fn encode_batches(records: &[&OffsetRecord]) -> Result<Vec<u8>, ServerError> {
+    let now = now_ms();
+    let mut out = BytesMut::new();
+    let mut batch: Vec<Record> = Vec::new();
+    let mut batch_bytes = 0usize;
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::None,
+    };
+    let flush = |batch: &mut Vec<Record>, out: &mut BytesMut| -> Result<(), ServerError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        RecordBatchEncoder::encode(out, batch.iter(), &options).map_err(|e| ServerError::Io {
+            context: "encoding offsets records".into(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        batch.clear();
+        Ok(())
+    };
+    for r in records {
+        let key = Bytes::from(r.encode_key());
+        let value = r.encode_value().map(Bytes::from);
+        batch_bytes += key.len() + value.as_ref().map_or(0, Bytes::len);
+        batch.push(record(
+            i64::try_from(batch.len()).unwrap_or(0),
+            now,
+            key,
+            value,
+        ));
+        if batch.len() >= limits::OFFSETS_RECORDS_PER_BATCH_MAX
+            || batch_bytes >= limits::OFFSETS_BATCH_BYTES_TARGET
+        {
+            flush(&mut batch, &mut out)?;
+            batch_bytes = 0;
+        }
+    }
+    flush(&mut batch, &mut out)?;
+    Ok(out.to_vec())
+}
+
+fn record(offset: i64, timestamp: i64, key: Bytes, value: Option<Bytes>) -> Record {
+    Record {
+        transactional: false,
+        control: false,
+        delete_horizon: false,
+        partition_leader_epoch: -1,
+        producer_id: -1,
+        producer_epoch: -1,
+        timestamp_type: TimestampType::Creation,
+        offset,
+        sequence: -1,
+        timestamp,
+        key: Some(key),
+        value,
+        headers: IndexMap::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Append, reopen and compaction of the offsets log on a temp dir.
+    use super::*;
+    use sluice_group::{CommittedOffset, RecordKey, TopicPartition};
+
+    fn commit(group: &str, partition: i32, offset: i64) -> OffsetRecord {
+        OffsetRecord {
+            key: RecordKey::Offset {
+                group: group.into(),
+                tp: TopicPartition {
+                    topic: "t".into(),
+                    partition,
+                },
+            },
+            value: Some(CommittedOffset {
+                offset,
+                leader_epoch: -1,
+                metadata: "m".into(),
+                commit_timestamp_ms: 1,
+            }),
+        }
+    }
+
+    #[test]
+    fn records_survive_reopen_and_compaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, loaded) = OffsetsLog::open(dir.path(), true).unwrap();
+        assert!(loaded.is_empty());
+        let a = commit("g", 0, 5);
+        let b = commit("g", 0, 7);
+        log.append(&[&a]).unwrap();
+        log.append(&[&b]).unwrap();
+        log.close().unwrap();
+        let (mut log, loaded) = OffsetsLog::open(dir.path(), true).unwrap();
+        assert_eq!(loaded, vec![a, b.clone()]);
+        log.compact(std::slice::from_ref(&b)).unwrap();
+        let c = commit("g", 1, 3);
+        log.append(&[&c]).unwrap();
+        log.close().unwrap();
+        let (log, loaded) = OffsetsLog::open(dir.path(), true).unwrap();
+        assert_eq!(loaded, vec![b, c]);
+        assert!(!generation_dir(&dir.path().join(OFFSETS_DIR), 0).exists());
+        log.close().unwrap();
+    }
+
+    #[test]
+    fn a_half_written_generation_is_removed_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let (log, _) = OffsetsLog::open(dir.path(), false).unwrap();
+        log.close().unwrap();
+        let offsets_dir = dir.path().join(OFFSETS_DIR);
+        std::fs::create_dir_all(generation_dir(&offsets_dir, 1)).unwrap();
+        let (log, _) = OffsetsLog::open(dir.path(), false).unwrap();
+        assert!(!generation_dir(&offsets_dir, 1).exists());
+        log.close().unwrap();
+    }
+}

@@ -1,0 +1,309 @@
+//! The coordinator task: feeds the pure coordinator one call at a time, carries out its
+//! effects (answers to waiting handlers, batches to the writer), runs its one timer, and
+//! decides when to compact the offsets log.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use sluice_group::{
+    Coordinator, Effect, ErrorCode, GroupConfig, OffsetRecord, PersistId, RequestId, Response,
+};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use super::writer::{self, WriterDone, WriterJob};
+use super::{Command, OffsetsLog, OsRng};
+use crate::broker::now_ms;
+use crate::error::ServerError;
+use crate::limits;
+
+/// When the offsets log is compacted: once it is at least `min_bytes` and `growth_factor`
+/// times its live content.
+#[derive(Debug, Clone, Copy)]
+pub struct CompactionPolicy {
+    /// Smallest log worth compacting, in bytes.
+    pub min_bytes: u64,
+    /// Log size over live size that triggers a compaction.
+    pub growth_factor: u64,
+}
+
+impl Default for CompactionPolicy {
+    fn default() -> Self {
+        Self {
+            min_bytes: limits::OFFSETS_COMPACT_MIN_BYTES,
+            growth_factor: limits::OFFSETS_COMPACT_GROWTH_FACTOR,
+        }
+    }
+}
+
+/// Per-group DeleteGroups results, and where to send them.
+type DeleteResults = Vec<(String, ErrorCode)>;
+type DeleteReply = oneshot::Sender<DeleteResults>;
+
+/// The coordinator task's state.
+struct Task {
+    coordinator: Coordinator,
+    /// Handlers waiting for an answer, by the id the coordinator echoes.
+    waiting: HashMap<RequestId, oneshot::Sender<Response>>,
+    /// DeleteGroups answers waiting for their tombstones to be appended.
+    deleting: HashMap<PersistId, (DeleteReply, DeleteResults)>,
+    next_request_id: u64,
+    /// Batches sent to the writer and not yet acknowledged.
+    in_flight: usize,
+    /// The offsets log's size after the latest append, in bytes.
+    log_bytes: u64,
+    /// Set while a compaction is queued or running.
+    compacting: bool,
+    /// The log size at which compaction is next considered (computing the live size walks
+    /// every committed offset, so it is not done on every call).
+    next_compact_check_bytes: u64,
+    compaction: CompactionPolicy,
+    /// Bounded; a full queue fails the batch (retriable) rather than blocking the task.
+    writer: mpsc::Sender<WriterJob>,
+}
+
+fn clock() -> u64 {
+    u64::try_from(now_ms()).unwrap_or(0)
+}
+
+/// Starts the writer and the coordinator task.
+pub fn spawn(
+    config: GroupConfig,
+    log: OffsetsLog,
+    records: Vec<OffsetRecord>,
+    commands: mpsc::Receiver<Command>,
+    compaction: CompactionPolicy,
+) -> Result<JoinHandle<()>, ServerError> {
+    let now = clock();
+    let mut coordinator = Coordinator::new(config, Box::new(OsRng), now)
+        .map_err(|e| ServerError::Config(crate::error::ConfigError::Inconsistent(e.to_string())))?;
+    coordinator.load(now, records);
+    let log_bytes = log.size_bytes();
+    let (writer_tx, writer_rx) = mpsc::channel(limits::OFFSETS_WRITES_QUEUED_MAX);
+    let (done_tx, done_rx) = mpsc::channel(limits::OFFSETS_WRITES_QUEUED_MAX);
+    let writer_task = tokio::spawn(writer::run(log, writer_rx, done_tx));
+    let task = Task {
+        coordinator,
+        waiting: HashMap::new(),
+        deleting: HashMap::new(),
+        next_request_id: 0,
+        in_flight: 0,
+        log_bytes,
+        compacting: false,
+        next_compact_check_bytes: compaction.min_bytes,
+        compaction,
+        writer: writer_tx,
+    };
+    Ok(tokio::spawn(async move {
+        task.run(commands, done_rx).await;
+        if let Err(e) = writer_task.await {
+            tracing::error!(error = %e, "offsets-log writer failed");
+        }
+    }))
+}
+
+impl Task {
+    async fn run(
+        mut self,
+        mut commands: mpsc::Receiver<Command>,
+        mut done: mpsc::Receiver<WriterDone>,
+    ) {
+        loop {
+            let sleep = self.sleep_duration();
+            tokio::select! {
+                command = commands.recv() => match command {
+                    None | Some(Command::Shutdown) => break,
+                    Some(command) => self.on_command(command),
+                },
+                Some(result) = done.recv() => self.on_written(result),
+                () = tokio::time::sleep(sleep) => {
+                    let effects = self.coordinator.on_tick(clock());
+                    self.carry_out(effects);
+                }
+            }
+            self.maybe_compact();
+        }
+        // Let the appends already handed out finish, so their commits are not lost.
+        drop(self.writer);
+        while let Some(result) = done.recv().await {
+            if let WriterDone::Persisted { id, result, .. } = result {
+                self.coordinator.persisted(id, result);
+            }
+        }
+    }
+
+    fn sleep_duration(&self) -> Duration {
+        let now = clock();
+        let wait_ms = self
+            .coordinator
+            .next_deadline_ms()
+            .map_or(limits::GROUP_TIMER_SLEEP_MAX_MS, |at| {
+                at.saturating_sub(now)
+            })
+            .min(limits::GROUP_TIMER_SLEEP_MAX_MS);
+        Duration::from_millis(wait_ms)
+    }
+
+    fn on_command(&mut self, command: Command) {
+        let now = clock();
+        match command {
+            Command::Handle { request, reply } => {
+                self.next_request_id += 1;
+                let id = RequestId(self.next_request_id);
+                self.waiting.insert(id, reply);
+                let effects = self.coordinator.handle(now, id, request);
+                self.carry_out(effects);
+            }
+            Command::FetchOffsets {
+                group_id,
+                partitions,
+                reply,
+            } => {
+                let fetched = self
+                    .coordinator
+                    .fetch_offsets(&group_id, partitions.as_deref());
+                reply.send(fetched).ok();
+            }
+            Command::ListGroups { reply } => {
+                reply.send(self.coordinator.list_groups()).ok();
+            }
+            Command::DescribeGroups { group_ids, reply } => {
+                let described = group_ids
+                    .iter()
+                    .map(|id| self.coordinator.describe_group(id))
+                    .collect();
+                reply.send(described).ok();
+            }
+            Command::DeleteGroups { group_ids, reply } => self.delete_groups(&group_ids, reply),
+            Command::DeleteTopic { topic } => {
+                let effects = self.coordinator.delete_topic_offsets(&topic);
+                self.carry_out(effects);
+            }
+            Command::Shutdown => {}
+        }
+    }
+
+    fn delete_groups(
+        &mut self,
+        group_ids: &[String],
+        reply: oneshot::Sender<Vec<(String, ErrorCode)>>,
+    ) {
+        let (results, effects) = self.coordinator.delete_groups(group_ids);
+        let persist = effects.iter().find_map(|e| match e {
+            Effect::PersistOffsets { id, .. } => Some(*id),
+            Effect::Respond { .. } => None,
+        });
+        match persist {
+            Some(id) => {
+                self.deleting.insert(id, (reply, results));
+            }
+            None => {
+                reply.send(results).ok();
+            }
+        }
+        self.carry_out(effects);
+    }
+
+    /// Carries out effects in order; a batch the writer cannot take fails at once.
+    fn carry_out(&mut self, effects: Vec<Effect>) {
+        let mut queue = std::collections::VecDeque::from(effects);
+        while let Some(effect) = queue.pop_front() {
+            match effect {
+                Effect::Respond {
+                    request_id,
+                    response,
+                } => {
+                    // The handler may be gone (connection closed): drop the answer.
+                    if let Some(reply) = self.waiting.remove(&request_id) {
+                        reply.send(response).ok();
+                    }
+                }
+                Effect::PersistOffsets { id, records } => {
+                    match self.writer.try_send(WriterJob::Persist { id, records }) {
+                        Ok(()) => self.in_flight += 1,
+                        Err(_) => {
+                            tracing::warn!(
+                                queued_max = limits::OFFSETS_WRITES_QUEUED_MAX,
+                                "offsets-log writer queue full; failing a commit"
+                            );
+                            self.finish_delete(id, false);
+                            queue.extend(
+                                self.coordinator
+                                    .persisted(id, Err(ErrorCode::CoordinatorNotAvailable)),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_written(&mut self, done: WriterDone) {
+        match done {
+            WriterDone::Persisted {
+                id,
+                result,
+                log_bytes,
+            } => {
+                self.in_flight -= 1;
+                self.log_bytes = log_bytes;
+                self.finish_delete(id, result.is_ok());
+                let effects = self.coordinator.persisted(id, result);
+                self.carry_out(effects);
+            }
+            WriterDone::Compacted { log_bytes } => {
+                self.compacting = false;
+                self.log_bytes = log_bytes;
+                self.next_compact_check_bytes = log_bytes
+                    .saturating_mul(self.compaction.growth_factor)
+                    .max(self.compaction.min_bytes);
+            }
+        }
+    }
+
+    /// Answers a DeleteGroups whose tombstones were (or failed to be) appended.
+    fn finish_delete(&mut self, id: PersistId, appended: bool) {
+        if let Some((reply, mut results)) = self.deleting.remove(&id) {
+            if !appended {
+                for (_, error) in &mut results {
+                    if error.is_ok() {
+                        *error = ErrorCode::CoordinatorNotAvailable;
+                    }
+                }
+            }
+            reply.send(results).ok();
+        }
+    }
+
+    /// Compacts when the log has grown well past its live content and nothing is in flight
+    /// (the snapshot must hold every appended record).
+    fn maybe_compact(&mut self) {
+        if self.compacting || self.in_flight > 0 || self.log_bytes < self.next_compact_check_bytes {
+            return;
+        }
+        let snapshot = self.coordinator.snapshot();
+        let live_bytes: u64 = snapshot
+            .iter()
+            .map(|r| (r.encode_key().len() + r.encode_value().map_or(0, |v| v.len()) + 16) as u64)
+            .sum();
+        let due_bytes = live_bytes
+            .saturating_mul(self.compaction.growth_factor)
+            .max(self.compaction.min_bytes);
+        if self.log_bytes < due_bytes {
+            self.next_compact_check_bytes = due_bytes;
+            return;
+        }
+        tracing::info!(
+            log_bytes = self.log_bytes,
+            live_bytes,
+            "compacting the offsets log"
+        );
+        if self
+            .writer
+            .try_send(WriterJob::Compact { snapshot })
+            .is_ok()
+        {
+            self.compacting = true;
+        }
+    }
+}

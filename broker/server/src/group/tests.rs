@@ -1,0 +1,87 @@
+//! The coordinator service on a temp dir, without sockets: commits are answered after their
+//! append, the offsets log is compacted once it outgrows its live content, and a reopened
+//! service sees exactly the committed offsets.
+
+use sluice_group::{
+    CommitPartition, GroupConfig, OffsetCommitRequest, OffsetStore, Request, Response,
+    TopicPartition,
+};
+
+use super::{CompactionPolicy, GroupService};
+
+fn commit(offset: i64) -> Request {
+    let partitions = (0..3)
+        .map(|partition| CommitPartition {
+            tp: TopicPartition {
+                topic: "t".into(),
+                partition,
+            },
+            offset: offset + i64::from(partition),
+            leader_epoch: -1,
+            metadata: Some("m".into()),
+        })
+        .collect();
+    Request::OffsetCommit(OffsetCommitRequest {
+        group_id: "g".into(),
+        generation_id: -1,
+        member_id: String::new(),
+        group_instance_id: None,
+        partitions,
+    })
+}
+
+fn live_generation(data_dir: &std::path::Path) -> u64 {
+    std::fs::read_to_string(data_dir.join("consumer-offsets/generation.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|v| v["generation"].as_u64())
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn the_offsets_log_is_compacted_and_reloads_the_same_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, records) = GroupService::open(dir.path(), false).unwrap();
+    let policy = CompactionPolicy {
+        min_bytes: 8 * 1024,
+        growth_factor: 2,
+    };
+    let service = GroupService::spawn_with(GroupConfig::default(), log, records, policy).unwrap();
+    for offset in 0..300 {
+        let Some(Response::OffsetCommit(answer)) = service.handle.call(commit(offset)).await else {
+            panic!("no commit answer");
+        };
+        assert!(answer.partitions.iter().all(|p| p.error.is_ok()));
+    }
+    let fetched = service
+        .handle
+        .fetch_offsets("g".into(), None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        fetched.iter().map(|f| f.offset).collect::<Vec<_>>(),
+        vec![299, 300, 301]
+    );
+    service.stop().await;
+    assert!(
+        live_generation(dir.path()) >= 1,
+        "the log was never compacted"
+    );
+
+    let (log, records) = GroupService::open(dir.path(), false).unwrap();
+    assert!(
+        records.len() < 300 * 3,
+        "compaction left {} records",
+        records.len()
+    );
+    let store = OffsetStore::load(records);
+    let offsets: Vec<i64> = store
+        .group("g")
+        .unwrap()
+        .values()
+        .map(|c| c.offset)
+        .collect();
+    assert_eq!(offsets, vec![299, 300, 301]);
+    log.close().unwrap();
+}

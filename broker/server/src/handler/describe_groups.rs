@@ -1,0 +1,63 @@
+//! DescribeGroups v0-4: state, protocol and members (with their subscription metadata and
+//! assignment bytes while Stable). A group that does not exist is `Dead` with no error, as
+//! Kafka answers before v6.
+
+use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, GroupId};
+use kafka_protocol::protocol::StrBytes;
+use sluice_group::{ErrorCode, GroupDescription};
+
+use super::group_common::string;
+use crate::connection::ConnectionContext;
+
+/// Kafka's "authorized operations not requested" value.
+const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
+
+/// Answers DescribeGroups.
+pub async fn handle(
+    ctx: &ConnectionContext,
+    request: DescribeGroupsRequest,
+) -> DescribeGroupsResponse {
+    let ids: Vec<String> = request.groups.iter().map(|g| string(&g.0)).collect();
+    let mut response = DescribeGroupsResponse::default();
+    match ctx.groups.describe_groups(ids.clone()).await {
+        Some(described) => response.groups = described.into_iter().map(encode).collect(),
+        None => {
+            response.groups = ids
+                .into_iter()
+                .map(|id| {
+                    let mut group = DescribedGroup::default();
+                    group.group_id = GroupId(StrBytes::from_string(id));
+                    group.error_code = ErrorCode::CoordinatorNotAvailable.code();
+                    group
+                })
+                .collect();
+        }
+    }
+    response
+}
+
+fn encode(described: GroupDescription) -> DescribedGroup {
+    let mut group = DescribedGroup::default();
+    group.error_code = described.error.code();
+    group.group_id = GroupId(StrBytes::from_string(described.group_id));
+    group.group_state = StrBytes::from_static_str(described.state.as_str());
+    group.protocol_type = StrBytes::from_string(described.protocol_type);
+    group.protocol_data = StrBytes::from_string(described.protocol);
+    group.authorized_operations = AUTHORIZED_OPERATIONS_OMITTED;
+    group.members = described
+        .members
+        .into_iter()
+        .map(|m| {
+            let mut member = DescribedGroupMember::default();
+            member.member_id = StrBytes::from_string(m.member_id);
+            member.group_instance_id = m.group_instance_id.map(StrBytes::from_string);
+            member.client_id = StrBytes::from_string(m.client_id);
+            member.client_host = StrBytes::from_string(m.client_host);
+            member.member_metadata = m.metadata;
+            member.member_assignment = m.assignment;
+            member
+        })
+        .collect();
+    group
+}

@@ -1,0 +1,63 @@
+//! LeaveGroup v0-3: v0-2 carry one member id (the answer is that member's error, as Kafka);
+//! v3 batches members, static ones by `group.instance.id`.
+
+use kafka_protocol::messages::leave_group_response::MemberResponse;
+use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
+use kafka_protocol::protocol::StrBytes;
+use sluice_group::{ErrorCode, LeavingMember, Request, Response};
+
+use super::group_common::{call, opt_string, string};
+use crate::connection::ConnectionContext;
+
+/// Answers LeaveGroup.
+pub async fn handle(
+    ctx: &ConnectionContext,
+    request: LeaveGroupRequest,
+    version: i16,
+) -> LeaveGroupResponse {
+    let members = if version < 3 {
+        vec![LeavingMember {
+            member_id: string(&request.member_id),
+            group_instance_id: None,
+        }]
+    } else {
+        request
+            .members
+            .iter()
+            .map(|m| LeavingMember {
+                member_id: string(&m.member_id),
+                group_instance_id: opt_string(m.group_instance_id.as_ref()),
+            })
+            .collect()
+    };
+    let leave = sluice_group::LeaveGroupRequest {
+        group_id: string(&request.group_id.0),
+        members,
+    };
+    let mut response = LeaveGroupResponse::default();
+    let Some(Response::LeaveGroup(left)) = call(ctx, Request::LeaveGroup(leave)).await else {
+        response.error_code = ErrorCode::CoordinatorNotAvailable.code();
+        return response;
+    };
+    response.error_code = left.error.code();
+    if version < 3 {
+        if left.error.is_ok()
+            && let Some(first) = left.members.first()
+        {
+            response.error_code = first.error.code();
+        }
+        return response;
+    }
+    response.members = left
+        .members
+        .into_iter()
+        .map(|m| {
+            let mut member = MemberResponse::default();
+            member.member_id = StrBytes::from_string(m.member_id);
+            member.group_instance_id = m.group_instance_id.map(StrBytes::from_string);
+            member.error_code = m.error.code();
+            member
+        })
+        .collect();
+    response
+}

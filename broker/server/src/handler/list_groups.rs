@@ -1,0 +1,28 @@
+//! ListGroups v0-2: every group this coordinator knows (with members or committed offsets).
+
+use kafka_protocol::messages::list_groups_response::ListedGroup;
+use kafka_protocol::messages::{GroupId, ListGroupsResponse};
+use kafka_protocol::protocol::StrBytes;
+use sluice_group::ErrorCode;
+
+use crate::connection::ConnectionContext;
+
+/// Answers ListGroups.
+pub async fn handle(ctx: &ConnectionContext) -> ListGroupsResponse {
+    let mut response = ListGroupsResponse::default();
+    let Some(groups) = ctx.groups.list_groups().await else {
+        response.error_code = ErrorCode::CoordinatorNotAvailable.code();
+        return response;
+    };
+    response.groups = groups
+        .into_iter()
+        .map(|g| {
+            let mut listed = ListedGroup::default();
+            listed.group_id = GroupId(StrBytes::from_string(g.group_id));
+            listed.protocol_type = StrBytes::from_string(g.protocol_type);
+            listed.group_state = StrBytes::from_static_str(g.state.as_str());
+            listed
+        })
+        .collect();
+    response
+}

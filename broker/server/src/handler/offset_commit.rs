@@ -1,0 +1,89 @@
+//! OffsetCommit v2-7: partitions that do not exist get UNKNOWN_TOPIC_OR_PARTITION here; the
+//! rest go to the coordinator, which checks the member and generation and answers once the
+//! records are appended to the offsets log (fsynced under `sluice.acks.all.fsync`).
+//! `retention_time_ms` (v2-4) is ignored, as Kafka does since 2.1 (`offsets.retention.minutes`
+//! applies).
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
+use sluice_group::{CommitPartition, ErrorCode, Request, Response, TopicPartition};
+
+use super::group_common::{call, opt_string, string};
+use crate::connection::ConnectionContext;
+
+/// Answers OffsetCommit.
+pub async fn handle(ctx: &ConnectionContext, request: OffsetCommitRequest) -> OffsetCommitResponse {
+    // Every requested partition in request order, and whether it exists (else it is
+    // answered here).
+    let mut answered: Vec<(TopicPartition, bool)> = Vec::new();
+    let mut partitions = Vec::new();
+    for topic in &request.topics {
+        let name = string(&topic.name.0);
+        for p in &topic.partitions {
+            let tp = TopicPartition {
+                topic: name.clone(),
+                partition: p.partition_index,
+            };
+            if ctx.broker.partition(&name, p.partition_index).is_none() {
+                answered.push((tp, false));
+                continue;
+            }
+            answered.push((tp.clone(), true));
+            partitions.push(CommitPartition {
+                tp,
+                offset: p.committed_offset,
+                leader_epoch: p.committed_leader_epoch,
+                metadata: opt_string(p.committed_metadata.as_ref()),
+            });
+        }
+    }
+    let mut results = std::collections::VecDeque::new();
+    if !partitions.is_empty() {
+        let count = partitions.len();
+        let commit = sluice_group::OffsetCommitRequest {
+            group_id: string(&request.group_id.0),
+            generation_id: request.generation_id_or_member_epoch,
+            member_id: string(&request.member_id),
+            group_instance_id: opt_string(request.group_instance_id.as_ref()),
+            partitions,
+        };
+        match call(ctx, Request::OffsetCommit(commit)).await {
+            Some(Response::OffsetCommit(committed)) => {
+                results.extend(committed.partitions.into_iter().map(|r| r.error.code()));
+            }
+            _ => results.extend(std::iter::repeat_n(
+                ErrorCode::CoordinatorNotAvailable.code(),
+                count,
+            )),
+        }
+    }
+    let mut response = OffsetCommitResponse::default();
+    for (tp, exists) in answered {
+        let code = match exists {
+            false => ResponseError::UnknownTopicOrPartition.code(),
+            true => results
+                .pop_front()
+                .unwrap_or(ErrorCode::UnknownServerError.code()),
+        };
+        push(&mut response, tp, code);
+    }
+    response
+}
+
+fn push(response: &mut OffsetCommitResponse, tp: TopicPartition, error_code: i16) {
+    let mut partition = OffsetCommitResponsePartition::default();
+    partition.partition_index = tp.partition;
+    partition.error_code = error_code;
+    match response.topics.last_mut() {
+        Some(topic) if topic.name.0.as_str() == tp.topic => topic.partitions.push(partition),
+        _ => {
+            let mut topic = OffsetCommitResponseTopic::default();
+            topic.name = kafka_protocol::messages::TopicName(tp.topic.into());
+            topic.partitions.push(partition);
+            response.topics.push(topic);
+        }
+    }
+}

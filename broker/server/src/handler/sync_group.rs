@@ -1,0 +1,37 @@
+//! SyncGroup v0-3: the leader hands in every member's assignment (opaque bytes, relayed as
+//! they are: assignors stay client-side); every member waits for its own.
+
+use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
+use kafka_protocol::protocol::StrBytes;
+use sluice_group::{ErrorCode, Request, Response};
+
+use super::group_common::{call, opt_string, string};
+use crate::connection::ConnectionContext;
+
+/// Answers SyncGroup.
+pub async fn handle(ctx: &ConnectionContext, request: SyncGroupRequest) -> SyncGroupResponse {
+    let sync = sluice_group::SyncGroupRequest {
+        group_id: string(&request.group_id.0),
+        generation_id: request.generation_id,
+        member_id: string(&request.member_id),
+        group_instance_id: opt_string(request.group_instance_id.as_ref()),
+        protocol_type: opt_string(request.protocol_type.as_ref()),
+        protocol_name: opt_string(request.protocol_name.as_ref()),
+        assignments: request
+            .assignments
+            .into_iter()
+            .map(|a| (string(&a.member_id), a.assignment))
+            .collect(),
+    };
+    let mut response = SyncGroupResponse::default();
+    match call(ctx, Request::SyncGroup(sync)).await {
+        Some(Response::SyncGroup(synced)) => {
+            response.error_code = synced.error.code();
+            response.protocol_type = synced.protocol_type.map(StrBytes::from_string);
+            response.protocol_name = synced.protocol_name.map(StrBytes::from_string);
+            response.assignment = synced.assignment;
+        }
+        _ => response.error_code = ErrorCode::CoordinatorNotAvailable.code(),
+    }
+    response
+}

@@ -1,0 +1,208 @@
+//! Broker metrics: relaxed atomic counters bumped on the request, produce and fetch paths,
+//! rendered in Prometheus text format by the admin API (`admin/prometheus.rs`).
+//!
+//! The hot paths only do `fetch_add(_, Relaxed)`: no locks, no allocation, no map lookups.
+//! Per-API metrics are a fixed array indexed by the version table's position; per-partition
+//! counters live in [`crate::broker::Partition`]; gauges that the broker already knows (log
+//! start/end offsets, sizes, consumer lag) are read at scrape time instead of being mirrored.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+
+use kafka_protocol::messages::ApiKey;
+use sluice_storage::ReadSlice;
+
+use crate::versions;
+
+/// Upper bounds of the request latency buckets, in microseconds (Prometheus `le` in seconds).
+/// From 100 µs (a metadata request) to 30 s (a long poll at Kafka's largest common max wait).
+pub const LATENCY_BUCKETS_US: [u64; 16] = [
+    100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
+    1_000_000, 2_500_000, 10_000_000, 30_000_000,
+];
+
+/// A fixed-bucket latency histogram (cumulative counts are computed when rendered).
+#[derive(Debug, Default)]
+pub struct Histogram {
+    /// Observations per bucket (not cumulative); the last slot is `+Inf`.
+    buckets: [AtomicU64; LATENCY_BUCKETS_US.len() + 1],
+    /// Sum of all observations, in microseconds.
+    sum_us: AtomicU64,
+    /// Number of observations.
+    count: AtomicU64,
+}
+
+impl Histogram {
+    /// Records one observation.
+    pub fn observe(&self, elapsed: Duration) {
+        let us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+        let slot = LATENCY_BUCKETS_US.partition_point(|&bound| bound < us);
+        self.buckets[slot].fetch_add(1, Relaxed);
+        self.sum_us.fetch_add(us, Relaxed);
+        self.count.fetch_add(1, Relaxed);
+    }
+
+    /// Cumulative counts per bucket (`+Inf` last), the sum in microseconds, and the count.
+    pub fn snapshot(&self) -> (Vec<u64>, u64, u64) {
+        let mut running = 0;
+        let cumulative = self
+            .buckets
+            .iter()
+            .map(|b| {
+                running += b.load(Relaxed);
+                running
+            })
+            .collect();
+        (
+            cumulative,
+            self.sum_us.load(Relaxed),
+            self.count.load(Relaxed),
+        )
+    }
+}
+
+/// Metrics of one Kafka API.
+#[derive(Debug, Default)]
+pub struct ApiMetrics {
+    /// Time from a decoded request header to its encoded response (long polls included).
+    pub latency: Histogram,
+    /// Requests that closed the connection (undecodable body, unsupported version).
+    pub errors: AtomicU64,
+}
+
+/// Broker-wide metrics. One per broker, shared by every connection.
+#[derive(Debug)]
+pub struct Metrics {
+    /// One entry per row of [`versions::SUPPORTED`], same order.
+    apis: Vec<ApiMetrics>,
+    /// Connections accepted since start (the open ones: `Broker::open_connections`).
+    pub connections_accepted: AtomicU64,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self {
+            apis: versions::SUPPORTED
+                .iter()
+                .map(|_| ApiMetrics::default())
+                .collect(),
+            connections_accepted: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Metrics {
+    /// The metrics of `key`, if the broker implements it.
+    pub fn api(&self, key: ApiKey) -> Option<&ApiMetrics> {
+        let index = versions::SUPPORTED.iter().position(|s| s.key == key)?;
+        self.apis.get(index)
+    }
+
+    /// Every implemented API with its metrics, in version-table order.
+    pub fn apis(&self) -> impl Iterator<Item = (ApiKey, &ApiMetrics)> {
+        versions::SUPPORTED.iter().map(|s| s.key).zip(&self.apis)
+    }
+
+    /// Counts an accepted connection.
+    pub fn connection_accepted(&self) {
+        self.connections_accepted.fetch_add(1, Relaxed);
+    }
+}
+
+/// Counters of one partition, held in the partition itself.
+#[derive(Debug, Default)]
+pub struct PartitionMetrics {
+    /// Record-batch bytes appended by producers.
+    pub bytes_in: AtomicU64,
+    /// Records appended by producers.
+    pub records_in: AtomicU64,
+    /// Record-batch bytes handed to fetch responses.
+    pub bytes_out: AtomicU64,
+    /// Records handed to fetch responses (from the batch headers' last offset delta).
+    pub records_out: AtomicU64,
+    /// Produce requests for this partition that failed with an error code.
+    pub produce_errors: AtomicU64,
+}
+
+impl PartitionMetrics {
+    /// Counts one successful append.
+    pub fn appended(&self, records: u32, bytes: u32) {
+        self.records_in.fetch_add(u64::from(records), Relaxed);
+        self.bytes_in.fetch_add(u64::from(bytes), Relaxed);
+    }
+
+    /// Counts a slice handed to a fetch response: its bytes, and its records from the batch
+    /// headers (read through the page cache; a few bytes per batch, never the records).
+    pub fn fetched(&self, slice: &ReadSlice) {
+        self.bytes_out.fetch_add(u64::from(slice.len), Relaxed);
+        self.records_out.fetch_add(records_in_slice(slice), Relaxed);
+    }
+}
+
+/// Offsets within a RecordBatch v2 header: batch length (after the first 12 bytes) and last
+/// offset delta (see docs/format.md).
+const BATCH_LENGTH_AT: usize = 8;
+const LAST_OFFSET_DELTA_AT: usize = 23;
+const HEADER_PREFIX_BYTES: usize = LAST_OFFSET_DELTA_AT + 4;
+/// Bytes before the batch length field's count starts (base offset + length).
+const LOG_OVERHEAD_BYTES: u64 = 12;
+
+/// Sums `last_offset_delta + 1` over the whole batches of `slice`. Stops at the first header
+/// it cannot read (the count is observability, never a reason to fail a fetch).
+fn records_in_slice(slice: &ReadSlice) -> u64 {
+    let end = slice.position + u64::from(slice.len);
+    let mut at = slice.position;
+    let mut records = 0u64;
+    let mut header = [0u8; HEADER_PREFIX_BYTES];
+    while at + HEADER_PREFIX_BYTES as u64 <= end {
+        if slice.read_header_at(at, &mut header).is_err() {
+            break;
+        }
+        let field =
+            |from: usize| i32::from_be_bytes(header[from..from + 4].try_into().expect("4 bytes"));
+        let (Ok(length), Ok(delta)) = (
+            u64::try_from(field(BATCH_LENGTH_AT)),
+            u64::try_from(field(LAST_OFFSET_DELTA_AT)),
+        ) else {
+            break;
+        };
+        let next = at + LOG_OVERHEAD_BYTES + length;
+        if next > end {
+            break;
+        }
+        records += delta + 1;
+        at = next;
+    }
+    records
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_buckets_are_cumulative_and_inf_counts_everything() {
+        let h = Histogram::default();
+        h.observe(Duration::from_micros(50));
+        h.observe(Duration::from_micros(100));
+        h.observe(Duration::from_millis(3));
+        h.observe(Duration::from_secs(60));
+        let (buckets, sum_us, count) = h.snapshot();
+        assert_eq!(buckets.len(), LATENCY_BUCKETS_US.len() + 1);
+        assert_eq!(buckets[0], 2, "50 µs and 100 µs are both <= 100 µs");
+        assert_eq!(buckets[5], 3, "3 ms is <= 5 ms");
+        assert_eq!(buckets[LATENCY_BUCKETS_US.len() - 1], 3);
+        assert_eq!(*buckets.last().unwrap(), 4);
+        assert_eq!(count, 4);
+        assert_eq!(sum_us, 50 + 100 + 3_000 + 60_000_000);
+    }
+
+    #[test]
+    fn every_supported_api_has_metrics() {
+        let m = Metrics::default();
+        for s in versions::SUPPORTED {
+            assert!(m.api(s.key).is_some(), "{:?}", s.key);
+        }
+        assert_eq!(m.apis().count(), versions::SUPPORTED.len());
+    }
+}
