@@ -120,7 +120,7 @@ pub async fn handle(ctx: &ConnectionContext, frame: Bytes) -> Result<Reply, Fram
 
 /// Produce, apart from `dispatch`: once the request is decoded, nothing but its record sets
 /// keeps the frame alive (the header and the rest of the body are dropped here, the topic
-/// names in `produce::handle`), so the storage engine can take a partition's records
+/// names in `produce::append`), so the storage engine can take a partition's records
 /// without copying them.
 ///
 /// The append happens here, in request order; an acks=all answer that waits for the group
