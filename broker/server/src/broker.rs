@@ -25,6 +25,7 @@ use tokio::sync::watch;
 
 use crate::config::{BrokerConfig, HostPort};
 use crate::error::{KafkaError, ServerError};
+use crate::group_commit::SyncCoordinator;
 use crate::limits;
 use crate::plugins::{Plugins, TopicPartitioner};
 use crate::topic_config::{self, TopicOverrides};
@@ -92,6 +93,8 @@ pub struct Partition {
     end_offset: watch::Sender<i64>,
     /// Bytes and records in and out (relaxed atomics; rendered by the admin API).
     pub metrics: crate::metrics::PartitionMetrics,
+    /// Group commit for acks=all (`group_commit.rs`).
+    pub(crate) sync: SyncCoordinator,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -116,12 +119,14 @@ pub fn now_ms() -> i64 {
 impl Partition {
     fn new(topic: &str, index: i32, log: Log) -> Self {
         let (end_offset, _) = watch::channel(log.log_end_offset().value());
+        let sync = SyncCoordinator::new(log.durable_offset().value());
         Self {
             topic: topic.to_owned(),
             index,
             log: Mutex::new(Some(log)),
             end_offset,
             metrics: crate::metrics::PartitionMetrics::default(),
+            sync,
         }
     }
 
@@ -157,13 +162,15 @@ impl Partition {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
-        match log {
-            Some(log) => log.close().map_err(|source| ServerError::Storage {
-                context: format!("closing {}-{}", self.topic, self.index),
-                source,
-            }),
-            None => Ok(()),
-        }
+        let Some(log) = log else { return Ok(()) };
+        let end_offset = log.log_end_offset().value();
+        let closed = log.close();
+        self.sync
+            .closed(if closed.is_ok() { end_offset } else { -1 });
+        closed.map_err(|source| ServerError::Storage {
+            context: format!("closing {}-{}", self.topic, self.index),
+            source,
+        })
     }
 }
 

@@ -6,8 +6,10 @@
 //!   arrive), and queues them (at most `IN_FLIGHT_REQUESTS_PER_CONNECTION_MAX` frames and
 //!   `READ_AHEAD_BYTES_PER_CONNECTION_MAX` bytes);
 //! - the processor handles them one at a time, in order (Kafka's per-connection ordering:
-//!   two produces to one partition must append in the order they were sent);
-//! - the writer sends responses in order: encoded bytes with `write_all`, record sets
+//!   two produces to one partition must append in the order they were sent); an acks=all
+//!   produce is appended in order but answered by a task once its group commit is done
+//!   (`Reply::Later`), so the next requests go on meanwhile;
+//! - the writer sends responses in order (awaiting a `Reply::Later` in its turn): encoded bytes with `write_all`, record sets
 //!   straight from segment files with `sendfile(2)`.
 //!
 //! A framing error (bad length, unknown API, undecodable request) closes the connection after
@@ -30,12 +32,26 @@ use crate::limits;
 
 /// Bytes the reader asks the socket for at a time while filling a large frame.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
+/// A frame up to this size gets its whole buffer at once: no reallocation (and copy of what
+/// was read so far) while it arrives. Covers a default-sized produce request
+/// (`message.max.bytes` is 1 MiB); larger frames grow as their bytes arrive, by doubling.
+const FRAME_PREALLOC_BYTES: usize = 1024 * 1024 + 64 * 1024;
 
 /// A response ready to write: a frame's pieces, in order, without the length prefix.
 #[derive(Debug, Default)]
 pub struct Response {
     /// The pieces of the frame body (header + message).
     pub chunks: Vec<Chunk>,
+}
+
+/// What a handler gives the connection for one request, in request order.
+#[derive(Debug)]
+pub enum Reply {
+    /// The response (`None`: the request expects none, acks=0).
+    Now(Option<Response>),
+    /// A response still being finished by a task (an acks=all produce waiting for its group
+    /// commit); the writer awaits it in order while later requests are processed.
+    Later(tokio::task::JoinHandle<Result<Option<Response>, FrameError>>),
 }
 
 /// A piece of a response frame.
@@ -209,9 +225,9 @@ async fn read_length(
 
 /// Reads a frame body of `length` bytes, growing the buffer only as bytes arrive.
 async fn read_body(reader: &mut OwnedReadHalf, length: usize) -> Result<Bytes, FrameError> {
-    let mut body = BytesMut::with_capacity(length.min(READ_CHUNK_BYTES));
+    let mut body = BytesMut::with_capacity(length.min(FRAME_PREALLOC_BYTES));
     while body.len() < length {
-        body.reserve((length - body.len()).min(READ_CHUNK_BYTES));
+        body.reserve((length - body.len()).min(READ_CHUNK_BYTES.max(body.len())));
         let mut limited = (&mut *reader).take((length - body.len()) as u64);
         if limited.read_buf(&mut body).await? == 0 {
             return Err(io::Error::new(
@@ -227,15 +243,15 @@ async fn read_body(reader: &mut OwnedReadHalf, length: usize) -> Result<Bytes, F
 async fn process_loop(
     ctx: &ConnectionContext,
     mut requests: mpsc::Receiver<Queued>,
-    responses: mpsc::Sender<Response>,
+    responses: mpsc::Sender<Reply>,
 ) -> Result<(), FrameError> {
     while let Some((frame, budget_share)) = requests.recv().await {
-        let response = handler::handle(ctx, frame).await?;
+        let reply = handler::handle(ctx, frame).await?;
         drop(budget_share);
-        let Some(response) = response else {
+        if let Reply::Now(None) = reply {
             continue;
-        };
-        if responses.send(response).await.is_err() {
+        }
+        if responses.send(reply).await.is_err() {
             return Ok(());
         }
     }
@@ -244,10 +260,15 @@ async fn process_loop(
 
 async fn write_loop(
     mut writer: OwnedWriteHalf,
-    mut responses: mpsc::Receiver<Response>,
+    mut responses: mpsc::Receiver<Reply>,
     idle: std::time::Duration,
 ) -> Result<(), FrameError> {
-    while let Some(response) = responses.recv().await {
+    while let Some(reply) = responses.recv().await {
+        let response = match reply {
+            Reply::Now(response) => response,
+            Reply::Later(task) => task.await.map_err(io::Error::other)??,
+        };
+        let Some(response) = response else { continue };
         // A client that stops reading is idle too: give up on it after connections.max.idle.ms.
         tokio::time::timeout(idle, write_response(&mut writer, response))
             .await

@@ -21,10 +21,14 @@
 //! - [`metrics`]: relaxed atomic counters and latency histograms on the request, produce and
 //!   fetch paths; [`admin`] serves them (Prometheus text) with the admin HTTP API (axum):
 //!   topics, groups, `/health`, `/ready`.
+//! - `group_commit`: acks=all group commit, one sync task per busy partition (fsync without
+//!   the partition lock; one fsync answers every append made before it began).
 //! - [`plugins`]: the plugin registry (`plugin.dir`, hot reload) opened with the broker, and a
 //!   topic's `sluice.partitioner` binding; `reroute/`: Produce through a partitioner plugin
 //!   (decode, one plugin call per batch, split per partition with the same codec).
 //! - [`error`]: config, Kafka and server errors.
+//! - `codec`: bounded decompression of batch payloads (ListOffsets by time only; produce
+//!   and fetch never decode records).
 //!
 //! Architecture Invariant: `connection.rs` is the only module that reads or writes socket
 //! bytes; handlers see decoded requests and return responses (or chunks of them).
@@ -42,10 +46,12 @@
 
 pub mod admin;
 pub mod broker;
+mod codec;
 pub mod config;
 pub mod connection;
 pub mod error;
 pub mod group;
+mod group_commit;
 mod handler;
 pub mod limits;
 pub mod listener;

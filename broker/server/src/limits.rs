@@ -20,8 +20,10 @@ pub const IN_FLIGHT_REQUESTS_PER_CONNECTION_MAX: usize = 16;
 /// (up to `socket.request.max.bytes`) is read only when nothing else is queued.
 pub const READ_AHEAD_BYTES_PER_CONNECTION_MAX: u32 = 16 * 1024 * 1024;
 
-/// Responses encoded but not yet written to one connection's socket.
-pub const QUEUED_RESPONSES_PER_CONNECTION_MAX: usize = 4;
+/// Responses encoded (or, for acks=all produces, waiting for their group commit) but not yet
+/// written to one connection's socket. Also how many of one producer's pipelined acks=all
+/// requests one fsync can answer together.
+pub const QUEUED_RESPONSES_PER_CONNECTION_MAX: usize = 16;
 
 /// Open client connections; accepting stops (the kernel backlog holds the rest) above it.
 pub const CONNECTIONS_MAX: usize = 10_000;
@@ -58,6 +60,11 @@ pub const SHUTDOWN_GRACE_MS: u64 = 10_000;
 
 /// Smallest valid Kafka frame body: api_key (2) + api_version (2) + correlation_id (4).
 pub const REQUEST_HEADER_MIN_BYTES: usize = 8;
+
+/// Largest decompressed records section ListOffsets-by-time opens to find the exact record
+/// in a compressed batch (bytes); above it the batch's first offset answers. Bounds the
+/// memory a decompression bomb can claim.
+pub const TIMESTAMP_LOOKUP_DECOMPRESSED_BYTES_MAX: usize = 64 * 1024 * 1024;
 
 const _: () = assert!(MESSAGE_MAX_BYTES_DEFAULT < SOCKET_REQUEST_MAX_BYTES_DEFAULT);
 const _: () = assert!(FETCH_RESPONSE_MAX_BYTES >= MESSAGE_MAX_BYTES_DEFAULT);
@@ -113,3 +120,5 @@ pub const ADMIN_METRICS_GROUPS_MAX: usize = 1_000;
 /// HTTP client that keeps a connection open (or sends half a request) would otherwise hold
 /// the broker's exit forever; after this the admin task is aborted.
 pub const ADMIN_SHUTDOWN_GRACE_MS: u64 = 2_000;
+const _: () =
+    assert!(TIMESTAMP_LOOKUP_DECOMPRESSED_BYTES_MAX >= 16 * MESSAGE_MAX_BYTES_DEFAULT as usize);

@@ -139,40 +139,14 @@ impl PartitionMetrics {
     }
 }
 
-/// Offsets within a RecordBatch v2 header: batch length (after the first 12 bytes) and last
-/// offset delta (see docs/format.md).
-const BATCH_LENGTH_AT: usize = 8;
-const LAST_OFFSET_DELTA_AT: usize = 23;
-const HEADER_PREFIX_BYTES: usize = LAST_OFFSET_DELTA_AT + 4;
-/// Bytes before the batch length field's count starts (base offset + length).
-const LOG_OVERHEAD_BYTES: u64 = 12;
-
-/// Sums `last_offset_delta + 1` over the whole batches of `slice`. Stops at the first header
-/// it cannot read (the count is observability, never a reason to fail a fetch).
+/// Sums `last_offset_delta + 1` over the batches of `slice` (one header read per batch).
+/// Stops at the first header it cannot read: the count is observability, never a reason to
+/// fail a fetch.
 fn records_in_slice(slice: &ReadSlice) -> u64 {
-    let end = slice.position + u64::from(slice.len);
-    let mut at = slice.position;
     let mut records = 0u64;
-    let mut header = [0u8; HEADER_PREFIX_BYTES];
-    while at + HEADER_PREFIX_BYTES as u64 <= end {
-        if slice.read_header_at(at, &mut header).is_err() {
-            break;
-        }
-        let field =
-            |from: usize| i32::from_be_bytes(header[from..from + 4].try_into().expect("4 bytes"));
-        let (Ok(length), Ok(delta)) = (
-            u64::try_from(field(BATCH_LENGTH_AT)),
-            u64::try_from(field(LAST_OFFSET_DELTA_AT)),
-        ) else {
-            break;
-        };
-        let next = at + LOG_OVERHEAD_BYTES + length;
-        if next > end {
-            break;
-        }
-        records += delta + 1;
-        at = next;
-    }
+    let _ = slice.for_each_header(|header| {
+        records += u64::try_from(header.last_offset_delta).unwrap_or(0) + 1;
+    });
     records
 }
 

@@ -28,7 +28,8 @@
 //! - [`Log`] (`log.rs`): append, read, roll, flush, close, ListOffsets by time;
 //!   `retention.rs`: `tick_without_retention` (segment.ms rolls, flush.ms, checkpoint),
 //!   `enforce_retention` (retention.ms / retention.bytes), `tick` (both) and
-//!   `advance_log_start_offset`.
+//!   `advance_log_start_offset`; `group_sync.rs`: group commit for acks=all
+//!   (`begin_sync`, `PendingSync::run` without the lock, `complete_sync`).
 //! - [`testing`]: builders of valid batches for tests and benchmarks.
 //!
 //! Architecture Invariant: nothing here spawns threads, knows sockets or reads clocks;
@@ -44,6 +45,7 @@ pub mod config;
 mod crc_walk;
 mod entry_file;
 pub mod error;
+mod group_sync;
 mod index;
 pub mod io;
 pub mod limits;
@@ -60,10 +62,12 @@ mod time_index;
 pub use batch::{BatchHeader, Compression};
 pub use config::{Durability, LogConfig, TimestampType};
 pub use error::{AppendError, BatchError, ReadError, StorageError};
+pub use group_sync::PendingSync;
 pub use io::{Fs, RealFs, StorageFile};
 pub use log::{AppendOutcome, Log, ReadSlice};
 pub use offset::Offset;
 pub use retention::TickOutcome;
+pub use segment::Decompress;
 
 /// The server keeps a `Log` behind a mutex shared by tokio tasks and hands `ReadSlice`s to
 /// connection tasks: both must cross threads.
@@ -71,4 +75,5 @@ const _: fn() = || {
     fn send_sync<T: Send + Sync>() {}
     send_sync::<Log>();
     send_sync::<ReadSlice>();
+    send_sync::<PendingSync>();
 };

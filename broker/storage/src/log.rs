@@ -8,7 +8,7 @@ use crate::error::{AppendError, BatchError, ReadError, StorageError};
 use crate::io::{Fs, RealFs, StorageFile};
 use crate::offset::Offset;
 use crate::recovery;
-use crate::segment::Segment;
+use crate::segment::{Decompress, Segment};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -33,6 +33,9 @@ pub struct Log {
     pub(crate) first_unflushed_ms: Option<i64>,
     /// Set by any failed write or fsync; appends fail until the log is reopened.
     pub(crate) fenced: bool,
+    /// Everything below is fsynced (log bytes; indexes may lag): what acks=all waits for.
+    /// `>= recovery_point`; moved by `flush`, fsynced appends and `group_sync`.
+    pub(crate) durable_offset: Offset,
 }
 
 /// What `append` did.
@@ -75,12 +78,21 @@ impl ReadSlice {
         self.file.read_at(buf, self.position)
     }
 
-    /// Reads `buf.len()` bytes at file position `at`, inside the slice (batch headers, for
-    /// the server's records-out metric).
-    pub fn read_header_at(&self, at: u64, buf: &mut [u8]) -> io::Result<()> {
-        debug_assert!(at >= self.position);
-        debug_assert!(at + buf.len() as u64 <= self.position + u64::from(self.len));
-        self.file.read_at(buf, at)
+    /// Visits the header of every batch in the slice, one positional read of
+    /// `HEADER_BYTES` per batch (for callers that must look at codecs or timestamps
+    /// without copying the records). A header that does not parse is `InvalidData`.
+    pub fn for_each_header(&self, mut visit: impl FnMut(&batch::BatchHeader)) -> io::Result<()> {
+        let mut header = [0u8; batch::HEADER_BYTES];
+        let end = self.position + u64::from(self.len);
+        let mut position = self.position;
+        while position < end {
+            self.file.read_at(&mut header, position)?;
+            let parsed = batch::parse_header(&header)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            visit(&parsed);
+            position += parsed.total_bytes() as u64;
+        }
+        Ok(())
     }
 
     /// Copies the bytes out (the fallback when zero-copy is not possible).
@@ -130,6 +142,7 @@ impl Log {
             unflushed_records: 0,
             first_unflushed_ms: None,
             fenced: false,
+            durable_offset: log_end,
         })
     }
 
@@ -352,12 +365,23 @@ impl Log {
         &self,
         timestamp_ms: i64,
     ) -> Result<Option<(Offset, i64)>, StorageError> {
+        self.offset_for_timestamp_with(timestamp_ms, None)
+    }
+
+    /// Like `offset_for_timestamp`, exact in compressed batches too: `decompress` opens the
+    /// batch holding the target (the storage engine itself links no codec).
+    pub fn offset_for_timestamp_with(
+        &self,
+        timestamp_ms: i64,
+        decompress: Option<Decompress<'_>>,
+    ) -> Result<Option<(Offset, i64)>, StorageError> {
         let first = self.segment_index_of(self.log_start_offset);
         for segment in self.segments[first..]
             .iter()
             .filter(|s| s.max_timestamp_ms >= timestamp_ms)
         {
-            if let Some(found) = segment.find_timestamp(timestamp_ms, self.log_start_offset)? {
+            let found = segment.find_timestamp(timestamp_ms, self.log_start_offset, decompress)?;
+            if let Some(found) = found {
                 return Ok(Some(found));
             }
         }
@@ -388,7 +412,9 @@ impl Log {
             .iter_mut()
             .filter(|s| s.needs_sync)
             .try_for_each(Segment::sync_log);
-        result.map_err(|e| AppendError::Io(self.fence(e)))
+        result.map_err(|e| AppendError::Io(self.fence(e)))?;
+        self.durable_offset = self.log_end_offset();
+        Ok(())
     }
 
     /// fsyncs every segment written since the last flush; advances the recovery point.
@@ -399,6 +425,7 @@ impl Log {
         let result = self.segments.iter_mut().try_for_each(Segment::flush);
         result.map_err(|e| self.fence(e))?;
         self.recovery_point = self.log_end_offset();
+        self.durable_offset = self.recovery_point;
         self.unflushed_records = 0;
         self.first_unflushed_ms = None;
         Ok(())

@@ -30,6 +30,11 @@ pub(crate) fn corrupt(what: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, what)
 }
 
+/// Opens a compressed batch's records section (the bytes after the header) for the exact
+/// ListOffsets-by-time walk: `Ok(None)` when the caller will not (codec unknown, output over
+/// its limit), then the batch's first offset answers.
+pub type Decompress<'a> = &'a dyn Fn(batch::Compression, &[u8]) -> io::Result<Option<Vec<u8>>>;
+
 #[derive(Debug)]
 pub(crate) struct Segment {
     pub base: Offset,
@@ -453,12 +458,14 @@ impl Segment {
 
 impl Segment {
     /// First record at or after `min_offset` whose timestamp is >= `target_ms`, with that
-    /// timestamp; searched from the time index's hint. Exact for uncompressed CreateTime
-    /// batches; otherwise the batch's first offset and max timestamp.
+    /// timestamp; searched from the time index's hint. Exact for uncompressed batches, for
+    /// LogAppendTime batches (every record has the batch's time) and for compressed ones
+    /// `decompress` can open; otherwise the batch's first offset and max timestamp.
     pub fn find_timestamp(
         &self,
         target_ms: i64,
         min_offset: Offset,
+        decompress: Option<Decompress<'_>>,
     ) -> io::Result<Option<(Offset, i64)>> {
         let hint_offset = self
             .time_index
@@ -486,15 +493,29 @@ impl Segment {
             header.base_offset.max(min_offset.value()),
             header.max_timestamp,
         );
-        if header.compression() != batch::Compression::None
+        let compression = header.compression();
+        let decompress = decompress.filter(|_| compression != batch::Compression::None);
+        if (compression != batch::Compression::None && decompress.is_none())
             || header.timestamp_type() == crate::config::TimestampType::LogAppendTime
         {
             return Ok(Some((Offset(whole_batch.0), whole_batch.1)));
         }
         let mut bytes = vec![0u8; header.total_bytes()];
         self.log.read_at(&mut bytes, u64::from(position))?;
-        for record in crate::record::records(&bytes[HEADER_BYTES..], header.records_count) {
-            let record = record.map_err(|e| corrupt(format!("segment {}: {e}", self.base)))?;
+        let records = match decompress {
+            None => bytes.split_off(HEADER_BYTES),
+            Some(decompress) => match decompress(compression, &bytes[HEADER_BYTES..])? {
+                Some(records) => records,
+                None => return Ok(Some((Offset(whole_batch.0), whole_batch.1))),
+            },
+        };
+        for record in crate::record::records(&records, header.records_count) {
+            let record = match record {
+                Ok(record) => record,
+                // Compressed records were never walked on append: the producer's problem.
+                Err(_) if compression != batch::Compression::None => break,
+                Err(e) => return Err(corrupt(format!("segment {}: {e}", self.base))),
+            };
             let (offset, timestamp) = (
                 header.base_offset + i64::from(record.offset_delta),
                 header.base_timestamp + record.timestamp_delta,

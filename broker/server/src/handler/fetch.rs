@@ -17,6 +17,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::fetch_wire::{FetchOutput, PartitionOutput, TopicOutput};
+use super::kip110;
 use crate::broker::Partition;
 use crate::connection::{Chunk, ConnectionContext};
 use crate::limits;
@@ -30,7 +31,7 @@ struct Target {
 }
 
 /// Answers Fetch.
-pub async fn handle(ctx: &ConnectionContext, request: FetchRequest, _version: i16) -> FetchOutput {
+pub async fn handle(ctx: &ConnectionContext, request: FetchRequest, version: i16) -> FetchOutput {
     let wait_ms = u64::try_from(request.max_wait_ms)
         .unwrap_or(0)
         .min(limits::FETCH_MAX_WAIT_MS_MAX);
@@ -56,7 +57,7 @@ pub async fn handle(ctx: &ConnectionContext, request: FetchRequest, _version: i1
         // Reads take the partition lock, which an fsyncing append may hold: off the runtime.
         let reading = targets.clone();
         let Ok((output, bytes, errors)) =
-            tokio::task::spawn_blocking(move || read_all(&reading, max_bytes)).await
+            tokio::task::spawn_blocking(move || read_all(&reading, max_bytes, version)).await
         else {
             return FetchOutput {
                 error_code: ResponseError::UnknownServerError.code(),
@@ -118,7 +119,11 @@ async fn any_changed(receivers: &mut [watch::Receiver<i64>]) {
 
 /// Reads every target once; returns the response, its record bytes, and whether any
 /// partition had an error (which answers the fetch at once).
-fn read_all(targets: &[(String, Vec<Target>)], max_bytes: u32) -> (FetchOutput, u64, bool) {
+fn read_all(
+    targets: &[(String, Vec<Target>)],
+    max_bytes: u32,
+    version: i16,
+) -> (FetchOutput, u64, bool) {
     let mut remaining = max_bytes;
     let mut total: u64 = 0;
     let mut errors = false;
@@ -129,7 +134,7 @@ fn read_all(targets: &[(String, Vec<Target>)], max_bytes: u32) -> (FetchOutput, 
             partitions: partitions
                 .iter()
                 .map(|t| {
-                    let out = read_one(t, remaining, total == 0);
+                    let out = read_one(t, remaining, total == 0, version);
                     let len = out.records.as_ref().map_or(0, chunk_len);
                     remaining = remaining.saturating_sub(len);
                     total += u64::from(len);
@@ -158,7 +163,7 @@ fn chunk_len(chunk: &Chunk) -> u32 {
 
 /// Reads one partition within `remaining` bytes. The first non-empty partition of a response
 /// may exceed the limits by one batch (KIP-74), so a consumer never gets stuck on a big batch.
-fn read_one(target: &Target, remaining: u32, first: bool) -> PartitionOutput {
+fn read_one(target: &Target, remaining: u32, first: bool, version: i16) -> PartitionOutput {
     let mut out = PartitionOutput {
         index: target.index,
         error_code: 0,
@@ -198,10 +203,17 @@ fn read_one(target: &Target, remaining: u32, first: bool) -> PartitionOutput {
         None => {}
         Some(Ok(slice)) if slice.is_empty() => {}
         Some(Ok(slice)) if slice.len > budget && !first => {}
-        Some(Ok(slice)) => {
-            partition.metrics.fetched(&slice);
-            out.records = Some(Chunk::File(slice));
-        }
+        Some(Ok(slice)) => match kip110::fetch_refuses(&slice, version) {
+            Ok(false) => {
+                partition.metrics.fetched(&slice);
+                out.records = Some(Chunk::File(slice));
+            }
+            Ok(true) => out.error_code = ResponseError::UnsupportedCompressionType.code(),
+            Err(e) => {
+                tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "read failed");
+                out.error_code = ResponseError::KafkaStorageError.code();
+            }
+        },
         Some(Err(ReadError::OffsetOutOfRange { .. })) => {
             out.error_code = ResponseError::OffsetOutOfRange.code()
         }

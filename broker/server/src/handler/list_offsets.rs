@@ -1,15 +1,19 @@
 //! ListOffsets v1-v5: earliest (-2) is the log start offset, latest (-1) the log end offset,
-//! any other timestamp the first offset whose batch max timestamp is at or after it, found
-//! through the time index (-1/-1 when there is none).
+//! any other timestamp the first record whose timestamp is at or after it (-1/-1 when there
+//! is none): the storage engine finds the batch through the time index and walks its
+//! records, decompressing a compressed batch with `codec` (bounded), as Kafka does.
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
+use sluice_storage::Compression;
 
 use crate::broker::Broker;
+use crate::codec;
 use crate::connection::ConnectionContext;
+use crate::limits;
 
 /// Kafka's "earliest" sentinel timestamp.
 const EARLIEST_TIMESTAMP: i64 = -2;
@@ -69,7 +73,7 @@ fn lookup(
         EARLIEST_TIMESTAMP => Ok(Some((log.log_start_offset().value(), -1))),
         LATEST_TIMESTAMP => Ok(Some((log.log_end_offset().value(), -1))),
         ts => log
-            .offset_for_timestamp(ts)
+            .offset_for_timestamp_with(ts, Some(&decompress))
             .map(|hit| hit.map(|(offset, ts)| (offset.value(), ts))),
     });
     match found {
@@ -85,4 +89,18 @@ fn lookup(
         Err(e) => out.error_code = e.code.code(),
     }
     out
+}
+
+/// Opens a compressed batch for the record walk. A batch we cannot open (bad bytes from the
+/// producer, or over the limit) is answered by its first offset, not by an error.
+fn decompress(codec: Compression, payload: &[u8]) -> std::io::Result<Option<Vec<u8>>> {
+    let opened = codec::decompress(
+        codec,
+        payload,
+        limits::TIMESTAMP_LOOKUP_DECOMPRESSED_BYTES_MAX,
+    );
+    Ok(opened.unwrap_or_else(|error| {
+        tracing::warn!(?codec, %error, "cannot decompress a batch for ListOffsets; answering its first offset");
+        None
+    }))
 }

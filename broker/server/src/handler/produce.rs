@@ -1,6 +1,7 @@
 //! Produce v3-v8: append each partition's record batches as sent (compressed batches stay
 //! compressed); the storage engine validates headers and CRCs without decoding records.
-//! acks=0 gets no response; acks=-1 fsyncs the written partitions first when
+//! acks=0 gets no response; acks=-1 waits for the partitions' group commit (one fsync per
+//! partition answers every append made before it began, see `group_commit.rs`) when
 //! `sluice.acks.all.fsync` is on. Produce v0-v2 are advertised (for old librdkafka's
 //! compression, KAFKA-18659) and answered with UNSUPPORTED_VERSION.
 
@@ -9,38 +10,70 @@ use std::sync::atomic::Ordering::Relaxed;
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
-use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
+use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicName};
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use sluice_storage::{AppendError, BatchError, Durability};
 
-use crate::broker::{Broker, Topic, now_ms};
+use std::sync::Arc;
+
+use crate::broker::{Broker, Partition, Topic, now_ms};
 use crate::connection::{Chunk, ConnectionContext, FrameError, Response};
 use crate::error::KafkaError;
+use crate::group_commit;
 
-/// Answers Produce; `None` for acks=0. A failed acks=0 produce closes the connection, as
-/// Kafka does: there is no response to carry the error, and the client notices a close.
-pub async fn handle(
-    ctx: &ConnectionContext,
-    request: ProduceRequest,
-    _version: i16,
-) -> Result<Option<ProduceResponse>, FrameError> {
+use super::kip110;
+
+/// A produce whose batches are appended, before its acks=all partitions are durable. The
+/// connection appends requests in order and lets the durable waits overlap, so one group
+/// fsync can answer several pipelined requests of one producer.
+pub struct Staged {
+    acks: i16,
+    responses: Vec<TopicProduceResponse>,
+    waits: Vec<DurableWait>,
+}
+
+/// Appends the request's batches (in order with the connection's other requests).
+pub async fn append(ctx: &ConnectionContext, request: ProduceRequest, version: i16) -> Staged {
     let acks = request.acks;
     let broker = ctx.broker.clone();
-    let responses = if (-1..=1).contains(&acks) {
-        let durability = if acks == -1 && broker.config.acks_all_fsync {
-            Durability::Fsync
-        } else {
-            Durability::OsCache
-        };
-        tokio::task::spawn_blocking(move || append_all(&broker, request, durability))
+    let (responses, waits) = if (-1..=1).contains(&acks) {
+        let durable = acks == -1 && broker.config.acks_all_fsync;
+        tokio::task::spawn_blocking(move || append_all(&broker, request, version, durable))
             .await
             .unwrap_or_else(|e| {
                 tracing::error!(error = %e, "produce task failed");
-                Vec::new()
+                (Vec::new(), Vec::new())
             })
     } else {
-        error_for_all(&request, ResponseError::InvalidRequiredAcks)
+        let errors = error_for_all(&request, ResponseError::InvalidRequiredAcks);
+        (errors, Vec::new())
     };
+    Staged {
+        acks,
+        responses,
+        waits,
+    }
+}
+
+impl Staged {
+    /// Whether the answer waits for a group commit.
+    pub fn waits_for_sync(&self) -> bool {
+        !self.waits.is_empty()
+    }
+
+    /// Waits for the acks=all partitions to be durable and answers; `None` for acks=0.
+    pub async fn finish(mut self) -> Result<Option<ProduceResponse>, FrameError> {
+        wait_durable(&mut self.responses, self.waits).await;
+        answer(self.acks, self.responses)
+    }
+}
+
+/// The response, or `None` for acks=0. A failed acks=0 produce closes the connection, as
+/// Kafka does: there is no response to carry the error, and the client notices a close.
+fn answer(
+    acks: i16,
+    responses: Vec<TopicProduceResponse>,
+) -> Result<Option<ProduceResponse>, FrameError> {
     let mut response = ProduceResponse::default();
     response.responses = responses;
     if acks != 0 {
@@ -62,38 +95,88 @@ pub async fn handle(
     }
 }
 
+/// An acks=all partition append waiting for the group commit: where its response is, and
+/// the offset the partition's durable offset must reach.
+struct DurableWait {
+    topic: usize,
+    slot: usize,
+    partition: Arc<Partition>,
+    end_offset: i64,
+}
+
+/// Appends every partition's batches (no fsync); with `durable`, also returns what the
+/// group commit must cover before the response goes out.
 fn append_all(
     broker: &Broker,
-    request: ProduceRequest,
-    durability: Durability,
-) -> Vec<TopicProduceResponse> {
-    request
-        .topic_data
+    mut request: ProduceRequest,
+    version: i16,
+    durable: bool,
+) -> (Vec<TopicProduceResponse>, Vec<DurableWait>) {
+    let mut waits = Vec::new();
+    let topic_data = std::mem::take(&mut request.topic_data);
+    drop(request); // its transactional id shares the frame's buffer
+    let responses = topic_data
         .into_iter()
-        .map(|topic| {
+        .enumerate()
+        .map(|(topic_slot, topic)| {
             let name = topic.name.0.to_string();
+            drop(topic.name); // shares the frame's buffer with the records
             let rerouted = broker.topic(&name).filter(|t| t.partitioner.is_some());
             let mut out = TopicProduceResponse::default();
             out.partition_responses = topic
                 .partition_data
                 .into_iter()
-                .map(|p| {
-                    let result = match rerouted.as_deref() {
-                        Some(
-                            t @ Topic {
-                                partitioner: Some(tp),
-                                ..
-                            },
-                        ) => crate::reroute::append(broker, t, tp, p.index, p.records, durability),
-                        _ => append_one(broker, &name, p.index, p.records, durability),
-                    };
+                .enumerate()
+                .map(|(slot, p)| {
+                    let result = p
+                        .records
+                        .as_deref()
+                        .map_or(Ok(()), |r| kip110::check_produce(r, version))
+                        .and_then(|()| match rerouted.as_deref() {
+                            Some(
+                                t @ Topic {
+                                    partitioner: Some(tp),
+                                    ..
+                                },
+                            ) => crate::reroute::append(broker, t, tp, p.index, p.records),
+                            _ => append_one(broker, &name, p.index, p.records).map(|a| {
+                                let appended = vec![(Arc::clone(&a.partition), a.end_offset)];
+                                (a, appended)
+                            }),
+                        });
+                    if let (true, Ok((_, appended))) = (durable, &result) {
+                        for (partition, end_offset) in appended {
+                            waits.push(DurableWait {
+                                topic: topic_slot,
+                                slot,
+                                partition: Arc::clone(partition),
+                                end_offset: *end_offset,
+                            });
+                        }
+                    }
+                    let result = result.map(|(a, _)| a);
                     partition_response(p.index, result)
                 })
                 .collect();
-            out.name = topic.name;
+            out.name = TopicName(StrBytes::from_string(name));
             out
         })
-        .collect()
+        .collect();
+    (responses, waits)
+}
+
+/// Waits for the group commit of every acks=all append (all partitions' syncs are requested
+/// first, so they run side by side); a failed one turns its response into the error.
+async fn wait_durable(responses: &mut [TopicProduceResponse], waits: Vec<DurableWait>) {
+    for wait in &waits {
+        group_commit::request_sync(&wait.partition);
+    }
+    for wait in waits {
+        if let Err(e) = group_commit::wait_durable(&wait.partition, wait.end_offset).await {
+            let response = &mut responses[wait.topic].partition_responses[wait.slot];
+            *response = partition_response(response.index, Err(e));
+        }
+    }
 }
 
 /// What an append gave back, for the response.
@@ -101,6 +184,9 @@ pub(crate) struct Appended {
     pub base_offset: i64,
     pub log_append_time_ms: i64,
     pub log_start_offset: i64,
+    /// The partition and its log end after the append (what acks=all waits for).
+    pub partition: Arc<Partition>,
+    pub end_offset: i64,
 }
 
 pub(crate) fn append_one(
@@ -108,7 +194,6 @@ pub(crate) fn append_one(
     topic: &str,
     index: i32,
     records: Option<Bytes>,
-    durability: Durability,
 ) -> Result<Appended, KafkaError> {
     let partition = broker.partition(topic, index).ok_or_else(|| {
         KafkaError::new(
@@ -119,10 +204,14 @@ pub(crate) fn append_one(
     let records = records
         .filter(|r| !r.is_empty())
         .ok_or_else(|| KafkaError::new(ResponseError::CorruptMessage, "no records"))?;
-    // The storage engine rewrites base offsets in place, so it needs its own copy.
-    let mut batches = records.to_vec();
+    // The storage engine rewrites base offsets in place, so it needs the bytes to itself:
+    // free when the frame's buffer is no longer shared (a request's last partition, see
+    // `handler::produce_frame`), a copy otherwise.
+    let mut batches = records
+        .try_into_mut()
+        .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
     let (outcome, end_offset) = partition.with_log(|log| {
-        let outcome = log.append(&mut batches, durability, now_ms());
+        let outcome = log.append(&mut batches, Durability::OsCache, now_ms());
         (outcome, log.log_end_offset().value())
     })?;
     let outcome = outcome.map_err(|e| {
@@ -137,6 +226,8 @@ pub(crate) fn append_one(
         base_offset: outcome.base_offset.value(),
         log_append_time_ms: outcome.log_append_time_ms,
         log_start_offset: outcome.log_start_offset.value(),
+        end_offset: outcome.last_offset.value() + 1,
+        partition,
     })
 }
 

@@ -20,18 +20,22 @@
 pub mod codec;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use sluice_plugin_host::ColumnarBatch;
-use sluice_storage::Durability;
 use sluice_storage::batch::iter_batches;
 
-use crate::broker::{Broker, Topic};
+use crate::broker::{Broker, Partition, Topic};
 use crate::error::KafkaError;
 use crate::handler::produce::{Appended, append_one, batch_error_code};
 use crate::plugins::{TopicPartitioner, call_error};
 use codec::CodecError;
+
+/// What a re-routed append gives back: the response for the partition the client sent to,
+/// and every append made (partition and log end after it, for acks=all to wait on).
+pub(crate) type Rerouted = (Appended, Vec<(Arc<Partition>, i64)>);
 
 /// Appends one partition entry of a Produce request through the topic's partitioner.
 pub(crate) fn append(
@@ -40,16 +44,18 @@ pub(crate) fn append(
     partitioner: &TopicPartitioner,
     index: i32,
     records: Option<Bytes>,
-    durability: Durability,
-) -> Result<Appended, KafkaError> {
+) -> Result<Rerouted, KafkaError> {
     let name = &topic.name;
     let partition_count = topic.partitions.len() as u32;
-    if usize::try_from(index).map_or(true, |i| i >= topic.partitions.len()) {
+    let Some(sent_partition) = usize::try_from(index)
+        .ok()
+        .and_then(|i| topic.partitions.get(i))
+    else {
         return Err(KafkaError::new(
             ResponseError::UnknownTopicOrPartition,
             format!("unknown partition {name}-{index}"),
         ));
-    }
+    };
     let records = records
         .filter(|r| !r.is_empty())
         .ok_or_else(|| KafkaError::new(ResponseError::CorruptMessage, "no records"))?;
@@ -63,26 +69,25 @@ pub(crate) fn append(
     )?;
     let stayed = plan.keys().all(|&t| t == index as u32);
     let mut sent = None;
+    let mut appends = Vec::with_capacity(plan.len());
     for (target, bytes) in plan {
-        let appended = append_one(
-            broker,
-            name,
-            target as i32,
-            Some(Bytes::from(bytes)),
-            durability,
-        )?;
+        let appended = append_one(broker, name, target as i32, Some(Bytes::from(bytes)))?;
+        appends.push((Arc::clone(&appended.partition), appended.end_offset));
         if target == index as u32 {
             sent = Some(appended);
         }
     }
-    match sent {
-        Some(appended) if stayed => Ok(appended),
-        _ => Ok(Appended {
+    let response = match sent {
+        Some(appended) if stayed => appended,
+        _ => Appended {
             base_offset: -1,
             log_append_time_ms: -1,
             log_start_offset: -1,
-        }),
-    }
+            partition: Arc::clone(sent_partition),
+            end_offset: -1,
+        },
+    };
+    Ok((response, appends))
 }
 
 /// Runs the plugin on every batch and returns the bytes to append per target partition.
