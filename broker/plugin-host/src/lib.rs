@@ -61,20 +61,28 @@ pub mod limits;
 
 mod batch;
 mod bindings;
+mod columns;
 mod compile;
 mod engine;
 mod filter;
 mod partitioner;
+mod pool;
 mod registry;
 mod state;
+mod transform;
+mod view;
 mod watcher;
 
 pub use batch::{ColumnarBatch, Header};
+pub use columns::{RecordView, RecordViews};
 pub use compile::{PluginKind, PluginVersion, to_component};
 pub use config::PluginConfig;
 pub use engine::PluginEngine;
 pub use error::{CallError, RegistryError};
 pub use filter::FilterInstance;
 pub use partitioner::{Partitioner, PartitionerInstance};
+pub use pool::{Filter, Transform};
 pub use registry::{LoadFailures, PluginInfo, PluginSlot, Registry};
+pub use transform::TransformInstance;
+pub use view::{FailurePolicy, Stage, StageOutput, Step, View, ViewOutput, ViewStats, apply_with};
 pub use watcher::Watcher;
