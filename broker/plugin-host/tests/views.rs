@@ -131,7 +131,7 @@ fn regex_header_and_sample_filters() {
     let one_in_7 = registry.filter("sample", &p(&[("n", "7")])).unwrap();
     let got = one_in_7.filter(&many).unwrap();
     let expected: Vec<bool> = (0..2000)
-        .map(|i| hash::to_positive(hash::murmur2(format!("key-{i}").as_bytes())) % 7 == 0)
+        .map(|i| hash::to_positive(hash::murmur2(format!("key-{i}").as_bytes())).is_multiple_of(7))
         .collect();
     assert_eq!(got, expected);
 }
@@ -176,7 +176,8 @@ fn transforms_rewrite_values_and_keep_offsets() {
 #[test]
 fn bad_parameters_are_rejected_at_configuration() {
     let (_dir, registry) = registry_with(&EXAMPLES.map(|(n, _)| n));
-    let cases: [(&str, &[(&str, &str)], &str); 8] = [
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case<'_>; 8] = [
         (
             "json-filter",
             &[("field", "$.a"), ("op", "~"), ("value", "1")],
