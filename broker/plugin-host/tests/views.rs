@@ -323,3 +323,29 @@ fn a_batch_past_the_memory_limit_fails_or_is_skipped_and_the_view_goes_on() {
         assert_eq!(view.stats().batches_failed, 1);
     }
 }
+
+#[test]
+fn a_transform_that_breaks_the_contract_is_stopped_under_either_policy() {
+    let (_dir, registry) = common::registry(|_| {});
+    registry
+        .install("dup", &common::wasm("hostile-duplicate-transform"))
+        .unwrap();
+    let input = batch(&[Some("a"), Some("b")]);
+    let err = registry
+        .transform("dup", &[])
+        .unwrap()
+        .transform(&input)
+        .unwrap_err();
+    assert!(matches!(err, CallError::Contract { .. }), "{err}");
+    assert!(
+        err.to_string().contains("at most one output per input"),
+        "{err}"
+    );
+    let view = View::new(
+        vec![registry.stage("dup", &[]).unwrap()],
+        FailurePolicy::Skip,
+    );
+    let out = view.apply(&input).unwrap();
+    assert_eq!((out.batch.len(), out.skipped_records), (0, 2));
+    assert_eq!(view.stats().records_skipped, 2);
+}
