@@ -1,6 +1,6 @@
 //! Fetch-time filter benchmark for BENCHMARKS.md, in one run: a selective
 //! JSON filter (`plugins/json-filter`, `$.region == "eu"`, keeping 10% of
-//! 1M distinct ~90-byte JSON records, batches of 1000), medians of 5
+//! 1M distinct ~74-byte JSON records, batches of 1000), medians of 5
 //! passes:
 //! - records/s scanned by the wasm plugin (columns already built), and
 //!   through a whole [`View`] (filter call + copying the kept records out);
