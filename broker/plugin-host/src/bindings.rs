@@ -23,6 +23,17 @@ pub mod filter {
     });
 }
 
+pub mod transform {
+    wasmtime::component::bindgen!({
+        path: "../../wit",
+        world: "sluice:plugin/transform",
+        with: {
+            "sluice:plugin/types": super::partitioner::sluice::plugin::types,
+            "sluice:plugin/host": super::partitioner::sluice::plugin::host,
+        },
+    });
+}
+
 pub use partitioner::sluice::plugin::types::{LogLevel, Param, PluginError, RecordBatch};
 
 /// Export names, one per plugin kind: how a component's kind is told.

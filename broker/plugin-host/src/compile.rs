@@ -13,6 +13,7 @@ use wasmtime::component::Component;
 
 use crate::bindings::filter::FilterPre;
 use crate::bindings::partitioner::PartitionerPre;
+use crate::bindings::transform::TransformPre;
 use crate::bindings::{FILTER_EXPORT, PARTITIONER_EXPORT, TRANSFORM_EXPORT};
 use crate::engine::PluginEngine;
 use crate::error::RegistryError;
@@ -52,17 +53,11 @@ pub struct PluginVersion {
     /// sha256 of the component bytes, lowercase hex.
     pub sha256: String,
     pub size_bytes: u64,
-    /// Kept for the filter and transform `*Pre`s of the fetch path.
-    #[expect(
-        dead_code,
-        reason = "the fetch path links filters and transforms from it"
-    )]
-    pub(crate) component: Component,
-    /// Linked once; instantiating from it is cheap. One per kind the host
-    /// can call; transforms are recognised and stored, and get their `*Pre`
-    /// when the fetch path wires them.
+    /// Linked once; instantiating from it is cheap. Exactly one is set:
+    /// the one of the plugin's kind.
     pub(crate) partitioner_pre: Option<PartitionerPre<HostState>>,
     pub(crate) filter_pre: Option<FilterPre<HostState>>,
+    pub(crate) transform_pre: Option<TransformPre<HostState>>,
 }
 
 impl fmt::Debug for PluginVersion {
@@ -137,20 +132,23 @@ pub fn load(
         .instantiate_pre(&component)
         .map_err(|e| RegistryError::Imports(format!("{e:#}")))?;
     let invalid = |e: wasmtime::Error| RegistryError::Invalid(format!("{e:#}"));
-    let (partitioner_pre, filter_pre) = match kind {
-        PluginKind::Partitioner => (Some(PartitionerPre::new(pre).map_err(invalid)?), None),
-        PluginKind::Filter => (None, Some(FilterPre::new(pre).map_err(invalid)?)),
-        PluginKind::Transform => (None, None),
-    };
+    let (mut partitioner_pre, mut filter_pre, mut transform_pre) = (None, None, None);
+    match kind {
+        PluginKind::Partitioner => {
+            partitioner_pre = Some(PartitionerPre::new(pre).map_err(invalid)?)
+        }
+        PluginKind::Filter => filter_pre = Some(FilterPre::new(pre).map_err(invalid)?),
+        PluginKind::Transform => transform_pre = Some(TransformPre::new(pre).map_err(invalid)?),
+    }
     Ok(PluginVersion {
         name: name.to_owned(),
         kind,
         wit_version,
         sha256,
         size_bytes: component_bytes.len() as u64,
-        component,
         partitioner_pre,
         filter_pre,
+        transform_pre,
     })
 }
 

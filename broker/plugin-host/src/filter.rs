@@ -1,8 +1,7 @@
 //! Filter calls (fetch time): the same instance discipline as partitioners
 //! (own `Store`, deadline and memory limit per call, discarded on any
-//! error). The fetch-path wiring, with a pooled handle like
-//! [`crate::Partitioner`], comes with the filter issue; this proves the
-//! contract and the host fit it.
+//! error). The pooled handle is [`crate::Filter`]; views chain them with
+//! transforms ([`crate::View`]).
 
 use std::sync::Arc;
 
@@ -80,6 +79,11 @@ impl FilterInstance {
             .call_init(&mut instance.store, &params);
         instance.finish(result)?;
         Ok(instance)
+    }
+
+    /// The version this instance runs.
+    pub fn version(&self) -> &Arc<PluginVersion> {
+        &self.version
     }
 
     /// Which records of `batch` to keep, one `bool` per record.

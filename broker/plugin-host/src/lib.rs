@@ -22,11 +22,18 @@
 //!   component with `wit-component`, compile or load from the disk cache
 //!   (`<plugin.dir>/.cache/<sha256>-<engine hash>.cwasm`), tell the
 //!   [`PluginKind`] from the exported interface, link once (`*Pre`).
-//! - `batch`: [`ColumnarBatch`], the WIT `record-batch` built from records.
+//! - `batch`: [`ColumnarBatch`], the WIT `record-batch` built from records;
+//!   `columns`: reading one back ([`RecordView`]s), selecting records, and
+//!   the shape check on batches a plugin returns.
 //! - `partitioner`: [`PartitionerInstance`] (one `Store`, deadline and
 //!   limits on every call) and the shareable [`Partitioner`] handle.
-//! - `filter`: [`FilterInstance`], the same discipline for filters (the
-//!   fetch-path wiring comes with the filter issue).
+//! - `filter`, `transform`: [`FilterInstance`], [`TransformInstance`], the
+//!   same discipline for the fetch-time kinds; a transform's output is
+//!   checked and given its input records' offsets and timestamps.
+//! - `pool`: the shareable [`Filter`] and [`Transform`] handles (idle
+//!   instances reused across calls, hot reload followed).
+//! - `view`: [`View`], a chain of [`Stage`]s with a [`FailurePolicy`]
+//!   (`fail` or `skip`): what a consumer's fetch runs through.
 //! - `registry`: [`Registry`], owner of the plugin directory: install,
 //!   list, describe, delete (refused while in use unless forced), atomic
 //!   swap of new versions (`ArcSwap`): calls in flight finish on the old
@@ -47,7 +54,19 @@
 //! // produce: build one ColumnarBatch per produced batch, then
 //! let partitions: Vec<u32> = partitioner.partition(&batch, partition_count)?;
 //! ```
-//! `Partitioner::partition` is blocking and CPU-bound (bounded by
+//! Views (fetch time), per configured view:
+//! ```text
+//! let stages = view_config.plugins.iter()
+//!     .map(|(name, params)| registry.stage(name, params))
+//!     .collect::<Result<Vec<_>, _>>()?;             // bad params fail here
+//! let view = Arc::new(View::new(stages, "skip".parse()?));
+//! // fetch: per record batch, decompress, build a ColumnarBatch with the
+//! // records' real offsets, then
+//! let out = view.apply(&batch)?;                    // Err only under `fail`
+//! for r in out.batch.records() { /* re-encode r.offset, r.timestamp, r.key, r.value, r.headers() */ }
+//! if let Some(e) = out.skipped_because { tracing::warn!("view skipped {} records: {e}", out.skipped_records) }
+//! ```
+//! `Partitioner::partition` and `View::apply` are blocking and CPU-bound (bounded by
 //! `plugin.call.timeout.ms`): call it from `spawn_blocking` or a dedicated
 //! pool. Map [`CallError`] to the produce response (e.g. Kafka's
 //! `POLICY_VIOLATION` or `UNKNOWN_SERVER_ERROR`) and keep serving.
@@ -61,20 +80,28 @@ pub mod limits;
 
 mod batch;
 mod bindings;
+mod columns;
 mod compile;
 mod engine;
 mod filter;
 mod partitioner;
+mod pool;
 mod registry;
 mod state;
+mod transform;
+mod view;
 mod watcher;
 
 pub use batch::{ColumnarBatch, Header};
+pub use columns::{RecordView, RecordViews};
 pub use compile::{PluginKind, PluginVersion, to_component};
 pub use config::PluginConfig;
 pub use engine::PluginEngine;
 pub use error::{CallError, RegistryError};
 pub use filter::FilterInstance;
 pub use partitioner::{Partitioner, PartitionerInstance};
+pub use pool::{Filter, Transform};
 pub use registry::{LoadFailures, PluginInfo, PluginSlot, Registry};
+pub use transform::TransformInstance;
+pub use view::{FailurePolicy, Stage, StageOutput, Step, View, ViewOutput, ViewStats, apply_with};
 pub use watcher::Watcher;

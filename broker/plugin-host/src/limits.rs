@@ -27,9 +27,10 @@ pub const PLUGIN_INSTANCES_MAX: u32 = 256;
 /// fixup modules `wit-component` adds for imports that need its memory.
 pub const CORE_INSTANCES_PER_PLUGIN: u32 = 4;
 
-/// Idle instances kept per partitioner handle for reuse (a fresh instance's
-/// first call is 1.5-2x slower than a warm one's). Idle instances hold
-/// pool slots: 64 partitioned topics at 4 each fill the pool.
+/// Idle instances kept per handle (partitioner, filter, transform) for
+/// reuse (a fresh instance's first call is 1.5-2x slower than a warm
+/// one's). Idle instances hold pool slots: 64 handles at 4 each fill the
+/// pool.
 pub const IDLE_INSTANCES_PER_HANDLE_MAX: usize = 4;
 
 /// Log messages a plugin may emit per call; the rest are counted and

@@ -15,6 +15,7 @@ use crate::engine::PluginEngine;
 use crate::error::RegistryError;
 use crate::limits;
 use crate::partitioner::Partitioner;
+use crate::pool::{Filter, Pool, Transform};
 
 /// The current version of one plugin name. Handles hold the slot, so a
 /// swap reaches them and the slot's reference count says who uses it.
@@ -220,6 +221,84 @@ impl Registry {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(name);
+    }
+
+    /// A filter handle for a view: `name` with `params`. One instance is
+    /// made and initialised now, so bad parameters are reported when the
+    /// view is configured.
+    ///
+    /// # Errors
+    /// Not found, not a filter, `init` failing.
+    pub fn filter(&self, name: &str, params: &[(String, String)]) -> Result<Filter, RegistryError> {
+        let slot = self.slot_of_kind(name, params, PluginKind::Filter)?;
+        Ok(Filter::new(Pool::new(
+            slot,
+            self.engine.clone(),
+            params.to_vec(),
+        )?))
+    }
+
+    /// A transform handle for a view; as [`Registry::filter`].
+    ///
+    /// # Errors
+    /// Not found, not a transform, `init` failing.
+    pub fn transform(
+        &self,
+        name: &str,
+        params: &[(String, String)],
+    ) -> Result<Transform, RegistryError> {
+        let slot = self.slot_of_kind(name, params, PluginKind::Transform)?;
+        Ok(Transform::new(Pool::new(
+            slot,
+            self.engine.clone(),
+            params.to_vec(),
+        )?))
+    }
+
+    /// One stage of a view: a filter or a transform handle, whichever
+    /// `name` is.
+    ///
+    /// # Errors
+    /// Not found, a partitioner, `init` failing.
+    pub fn stage(
+        &self,
+        name: &str,
+        params: &[(String, String)],
+    ) -> Result<crate::view::Stage, RegistryError> {
+        let kind = self
+            .slot(name)
+            .ok_or_else(|| RegistryError::NotFound(name.to_owned()))?
+            .current()
+            .kind;
+        match kind {
+            PluginKind::Transform => Ok(crate::view::Stage::Transform(std::sync::Arc::new(
+                self.transform(name, params)?,
+            ))),
+            _ => Ok(crate::view::Stage::Filter(std::sync::Arc::new(
+                self.filter(name, params)?,
+            ))),
+        }
+    }
+
+    fn slot_of_kind(
+        &self,
+        name: &str,
+        params: &[(String, String)],
+        expected: PluginKind,
+    ) -> Result<Arc<PluginSlot>, RegistryError> {
+        check_params(name, params)?;
+        let slot = self
+            .slot(name)
+            .ok_or_else(|| RegistryError::NotFound(name.to_owned()))?;
+        let kind = slot.current().kind;
+        if kind != expected {
+            return Err(RegistryError::WrongKind {
+                name: name.to_owned(),
+                expected: expected.as_str(),
+                actual: kind.as_str(),
+            });
+        }
+        Ok(slot)
     }
 
     /// A partitioner handle for a topic: `name` with `params` (from

@@ -1,0 +1,210 @@
+//! Transform calls (fetch time): the same instance discipline as the other
+//! kinds (own `Store`, deadline and memory limit per call, discarded on any
+//! error), plus the checks a transform's output needs before the broker
+//! re-encodes it: well-formed columns, and each output record naming the
+//! input record it replaces.
+
+use std::sync::Arc;
+
+use wasmtime::Store;
+
+use crate::batch::ColumnarBatch;
+use crate::bindings::transform::Transform as Bindings;
+use crate::bindings::{Param, PluginError, RecordBatch};
+use crate::compile::PluginVersion;
+use crate::engine::PluginEngine;
+use crate::error::CallError;
+use crate::partitioner::classify;
+use crate::state::HostState;
+
+/// One live, initialised instance of a transform plugin. Not shared:
+/// callers check one out of a [`crate::Transform`] handle.
+pub struct TransformInstance {
+    version: Arc<PluginVersion>,
+    store: Store<HostState>,
+    bindings: Bindings,
+    engine: PluginEngine,
+}
+
+impl std::fmt::Debug for TransformInstance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TransformInstance")
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TransformInstance {
+    /// Instantiate `version` in a fresh store and call its `init`.
+    ///
+    /// # Errors
+    /// Not a transform, instantiation failures, anything `init` does wrong.
+    pub fn new(
+        engine: &PluginEngine,
+        version: Arc<PluginVersion>,
+        params: &[(String, String)],
+    ) -> Result<Self, CallError> {
+        let pre = version
+            .transform_pre
+            .as_ref()
+            .ok_or_else(|| CallError::Instantiate {
+                plugin: version.name.clone(),
+                message: format!("a {} is not a transform", version.kind),
+            })?;
+        let mut store = Store::new(
+            &engine.engine,
+            HostState::new(&version.name, engine.config.memory_bytes_max),
+        );
+        store.limiter(|state| state);
+        store.set_epoch_deadline(engine.config.deadline_ticks());
+        store.epoch_deadline_trap();
+        let bindings = pre
+            .instantiate(&mut store)
+            .map_err(|e| classify(&version.name, engine, e))?;
+        let mut instance = Self {
+            version,
+            store,
+            bindings,
+            engine: engine.clone(),
+        };
+        let params: Vec<Param> = params
+            .iter()
+            .map(|(k, v)| Param {
+                key: k.clone(),
+                value: v.clone(),
+            })
+            .collect();
+        instance.begin_call();
+        let result = instance
+            .bindings
+            .sluice_plugin_transform_api()
+            .call_init(&mut instance.store, &params);
+        instance.finish(result)?;
+        Ok(instance)
+    }
+
+    /// The version this instance runs.
+    pub fn version(&self) -> &Arc<PluginVersion> {
+        &self.version
+    }
+
+    /// The transformed batch: at most one output record per input record,
+    /// in order, each carrying the **input** record's offset and timestamp
+    /// (a transform rewrites key, value and headers; a record keeps its
+    /// place in the log). Input records without an output are dropped.
+    ///
+    /// # Errors
+    /// A trap, a timeout, memory exhaustion, a guest error, or an output
+    /// that breaks the contract (malformed columns, an output naming no
+    /// input record, two outputs for one input, out of order). The
+    /// instance must be dropped afterwards.
+    pub fn transform(&mut self, batch: &ColumnarBatch) -> Result<ColumnarBatch, CallError> {
+        self.begin_call();
+        let result = self
+            .bindings
+            .sluice_plugin_transform_api()
+            .call_transform(&mut self.store, &batch.columns);
+        let output = self.finish(result)?;
+        place(batch, output).map_err(|message| CallError::Contract {
+            plugin: self.version.name.clone(),
+            message,
+        })
+    }
+
+    fn begin_call(&mut self) {
+        self.store
+            .set_epoch_deadline(self.engine.config.deadline_ticks());
+        self.store.data_mut().begin_call();
+    }
+
+    fn finish<T>(
+        &mut self,
+        result: wasmtime::Result<Result<T, PluginError>>,
+    ) -> Result<T, CallError> {
+        self.store.data_mut().end_call();
+        let plugin = self.version.name.clone();
+        match result {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(PluginError::InvalidParams(message))) => {
+                Err(CallError::InvalidParams { plugin, message })
+            }
+            Ok(Err(PluginError::Failed(message))) => Err(CallError::Guest { plugin, message }),
+            Err(e) => Err(classify(&plugin, &self.engine, e)),
+        }
+    }
+}
+
+/// Check a transform's output against its input and give each output
+/// record its input record's offset and timestamp. The output's `offsets`
+/// are input record indices (what the SDK's `Output` writes), strictly
+/// increasing: a fetch cannot return two records at one offset.
+fn place(input: &ColumnarBatch, output: RecordBatch) -> Result<ColumnarBatch, String> {
+    let mut output = ColumnarBatch::from_guest(output)?;
+    let mut previous: Option<i64> = None;
+    for i in 0..output.len() {
+        let source = output.columns.offsets[i];
+        if source < 0 || source as u64 >= input.len() as u64 {
+            return Err(format!(
+                "output record {i} names input record {source}, but the batch has {} records",
+                input.len()
+            ));
+        }
+        if previous.is_some_and(|p| source <= p) {
+            return Err(format!(
+                "output record {i} names input record {source} after input record {}: \
+                 at most one output per input, in input order",
+                previous.unwrap_or_default()
+            ));
+        }
+        previous = Some(source);
+        let source = source as usize;
+        output.columns.offsets[i] = input.columns.offsets[source];
+        output.columns.timestamps[i] = input.columns.timestamps[source];
+    }
+    Ok(output)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input() -> ColumnarBatch {
+        let mut b = ColumnarBatch::new();
+        for (offset, ts) in [(100, 7), (101, 8), (102, 9)] {
+            b.push(offset, ts, None, Some(b"v"), &[]);
+        }
+        b
+    }
+
+    fn output(sources: &[i64]) -> RecordBatch {
+        let mut b = ColumnarBatch::new();
+        for &s in sources {
+            b.push(s, -1, Some(b"k"), Some(b"new"), &[(b"h", b"x")]);
+        }
+        b.columns
+    }
+
+    #[test]
+    fn outputs_take_their_inputs_offset_and_timestamp() {
+        let placed = place(&input(), output(&[0, 2])).unwrap();
+        let got: Vec<_> = placed.records().map(|r| (r.offset, r.timestamp)).collect();
+        assert_eq!(got, [(100, 7), (102, 9)]);
+        assert_eq!(placed.records().next().unwrap().value, Some(&b"new"[..]));
+        assert!(place(&input(), output(&[])).unwrap().is_empty());
+    }
+
+    #[test]
+    fn outputs_that_break_the_contract_are_named() {
+        let err = place(&input(), output(&[3])).unwrap_err();
+        assert!(err.contains("names input record 3"), "{err}");
+        let err = place(&input(), output(&[-1])).unwrap_err();
+        assert!(err.contains("names input record -1"), "{err}");
+        let err = place(&input(), output(&[1, 1])).unwrap_err();
+        assert!(err.contains("at most one output per input"), "{err}");
+        let err = place(&input(), output(&[2, 0])).unwrap_err();
+        assert!(err.contains("in input order"), "{err}");
+        let mut bad = output(&[0]);
+        bad.value_ends[0] = 99;
+        assert!(place(&input(), bad).unwrap_err().contains("value-ends"));
+    }
+}
