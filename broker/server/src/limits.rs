@@ -66,6 +66,11 @@ pub const REQUEST_HEADER_MIN_BYTES: usize = 8;
 /// memory a decompression bomb can claim.
 pub const TIMESTAMP_LOOKUP_DECOMPRESSED_BYTES_MAX: usize = 64 * 1024 * 1024;
 
+/// Largest decompressed records section of one batch a partitioner plugin re-routes
+/// (bytes); a batch inflating past it is refused with CORRUPT_MESSAGE. Bounds the memory a
+/// decompression bomb sent to a `sluice.partitioner` topic can claim.
+pub const REROUTE_DECOMPRESSED_BYTES_MAX: usize = 64 * 1024 * 1024;
+
 const _: () = assert!(MESSAGE_MAX_BYTES_DEFAULT < SOCKET_REQUEST_MAX_BYTES_DEFAULT);
 const _: () = assert!(FETCH_RESPONSE_MAX_BYTES >= MESSAGE_MAX_BYTES_DEFAULT);
 const _: () = assert!(QUEUED_RESPONSES_PER_CONNECTION_MAX <= IN_FLIGHT_REQUESTS_PER_CONNECTION_MAX);

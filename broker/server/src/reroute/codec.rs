@@ -5,7 +5,7 @@
 //! field by field: only the length prefix and the offset delta of each record change.
 
 use bytes::{Bytes, BytesMut};
-use kafka_protocol::compression::{Compressor, Decompressor, Gzip, Lz4, Snappy, Zstd};
+use kafka_protocol::compression::{Compressor, Gzip, Lz4, Snappy, Zstd};
 use sluice_plugin_host::ColumnarBatch;
 use sluice_storage::Compression;
 use sluice_storage::batch::{self, BatchHeader, HEADER_BYTES, pos};
@@ -171,20 +171,26 @@ pub fn encode(decoded: &Decoded, indices: &[u32]) -> Result<Vec<u8>, CodecError>
     Ok(out)
 }
 
+/// Decompresses through the broker's bounded codec (`crate::codec`), so a batch that
+/// inflates past `REROUTE_DECOMPRESSED_BYTES_MAX` is refused instead of exhausting memory.
 fn decompress(codec: Compression, section: &[u8]) -> Result<Bytes, CodecError> {
-    let mut input = Bytes::copy_from_slice(section);
-    let take = |b: &mut Bytes| Ok(std::mem::take(b));
-    let result = match codec {
-        Compression::Gzip => Gzip::decompress(&mut input, take),
-        Compression::Snappy => Snappy::decompress(&mut input, take),
-        Compression::Lz4 => Lz4::decompress(&mut input, take),
-        Compression::Zstd => Zstd::decompress(&mut input, take),
-        Compression::None | Compression::Unknown(_) => Ok(input),
-    };
-    result.map_err(|e| CodecError::Codec {
-        codec,
-        message: format!("{e:#}"),
-    })
+    let limit = crate::limits::REROUTE_DECOMPRESSED_BYTES_MAX;
+    match crate::codec::decompress(codec, section, limit) {
+        Ok(Some(records)) => Ok(Bytes::from(records)),
+        Ok(None) if matches!(codec, Compression::None | Compression::Unknown(_)) => {
+            Ok(Bytes::copy_from_slice(section))
+        }
+        Ok(None) => Err(CodecError::Codec {
+            codec,
+            message: format!(
+                "records decompress to more than REROUTE_DECOMPRESSED_BYTES_MAX ({limit} bytes)"
+            ),
+        }),
+        Err(e) => Err(CodecError::Codec {
+            codec,
+            message: e.to_string(),
+        }),
+    }
 }
 
 fn compress(codec: Compression, section: &[u8]) -> Result<Vec<u8>, CodecError> {
