@@ -8,8 +8,9 @@ use std::sync::Arc;
 use wasmtime::Store;
 
 use crate::batch::ColumnarBatch;
+use crate::bindings::PluginError;
 use crate::bindings::filter::Filter as Bindings;
-use crate::bindings::{Param, PluginError};
+use crate::call;
 use crate::compile::PluginVersion;
 use crate::engine::PluginEngine;
 use crate::error::CallError;
@@ -49,13 +50,7 @@ impl FilterInstance {
                 plugin: version.name.clone(),
                 message: format!("a {} is not a filter", version.kind),
             })?;
-        let mut store = Store::new(
-            &engine.engine,
-            HostState::new(&version.name, engine.config.memory_bytes_max),
-        );
-        store.limiter(|state| state);
-        store.set_epoch_deadline(engine.config.deadline_ticks());
-        store.epoch_deadline_trap();
+        let mut store = call::new_store(engine, &version.name);
         let bindings = pre
             .instantiate(&mut store)
             .map_err(|e| classify(&version.name, engine, e))?;
@@ -65,13 +60,7 @@ impl FilterInstance {
             bindings,
             engine: engine.clone(),
         };
-        let params: Vec<Param> = params
-            .iter()
-            .map(|(k, v)| Param {
-                key: k.clone(),
-                value: v.clone(),
-            })
-            .collect();
+        let params = call::wit_params(params);
         instance.begin_call();
         let result = instance
             .bindings
@@ -114,9 +103,7 @@ impl FilterInstance {
     }
 
     fn begin_call(&mut self) {
-        self.store
-            .set_epoch_deadline(self.engine.config.deadline_ticks());
-        self.store.data_mut().begin_call();
+        call::begin_call(&mut self.store, &self.engine);
     }
 
     fn finish<T>(
@@ -124,14 +111,10 @@ impl FilterInstance {
         result: wasmtime::Result<Result<T, PluginError>>,
     ) -> Result<T, CallError> {
         self.store.data_mut().end_call();
-        let plugin = self.version.name.clone();
         match result {
             Ok(Ok(value)) => Ok(value),
-            Ok(Err(PluginError::InvalidParams(message))) => {
-                Err(CallError::InvalidParams { plugin, message })
-            }
-            Ok(Err(PluginError::Failed(message))) => Err(CallError::Guest { plugin, message }),
-            Err(e) => Err(classify(&plugin, &self.engine, e)),
+            Ok(Err(e)) => Err(call::guest_error(&self.version.name, e)),
+            Err(e) => Err(classify(&self.version.name, &self.engine, e)),
         }
     }
 }

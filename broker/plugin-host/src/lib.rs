@@ -80,6 +80,7 @@ pub mod limits;
 
 mod batch;
 mod bindings;
+mod call;
 mod columns;
 mod compile;
 mod engine;

@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex};
 use wasmtime::Store;
 
 use crate::batch::ColumnarBatch;
+use crate::bindings::PluginError;
 use crate::bindings::partitioner::Partitioner as Bindings;
-use crate::bindings::{Param, PluginError};
+use crate::call;
 use crate::compile::PluginVersion;
 use crate::engine::PluginEngine;
 use crate::error::CallError;
@@ -50,13 +51,7 @@ impl PartitionerInstance {
                 plugin: version.name.clone(),
                 message: format!("a {} is not a partitioner", version.kind),
             })?;
-        let mut store = Store::new(
-            &engine.engine,
-            HostState::new(&version.name, engine.config.memory_bytes_max),
-        );
-        store.limiter(|state| state);
-        store.set_epoch_deadline(engine.config.deadline_ticks());
-        store.epoch_deadline_trap();
+        let mut store = call::new_store(engine, &version.name);
         let bindings = pre
             .instantiate(&mut store)
             .map_err(|e| classify(&version.name, engine, e))?;
@@ -76,13 +71,7 @@ impl PartitionerInstance {
     }
 
     fn init(&mut self, params: &[(String, String)]) -> Result<(), CallError> {
-        let params: Vec<Param> = params
-            .iter()
-            .map(|(k, v)| Param {
-                key: k.clone(),
-                value: v.clone(),
-            })
-            .collect();
+        let params = call::wit_params(params);
         self.begin_call();
         let result = self
             .bindings
@@ -145,17 +134,11 @@ impl PartitionerInstance {
     }
 
     fn begin_call(&mut self) {
-        self.store
-            .set_epoch_deadline(self.engine.config.deadline_ticks());
-        self.store.data_mut().begin_call();
+        call::begin_call(&mut self.store, &self.engine);
     }
 
     fn guest_error(&self, e: PluginError) -> CallError {
-        let plugin = self.version.name.clone();
-        match e {
-            PluginError::InvalidParams(message) => CallError::InvalidParams { plugin, message },
-            PluginError::Failed(message) => CallError::Guest { plugin, message },
-        }
+        call::guest_error(&self.version.name, e)
     }
 }
 
