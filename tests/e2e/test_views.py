@@ -338,8 +338,64 @@ def test_hostile_filters_under_fail_and_skip(broker_factory, tmp_path, topic_nam
     assert (errors, values) == ([], [b"before", b"after"])
     status, text = http(broker, "GET", f"/v1/views/{topic_name}-skip")
     assert json.loads(text)["stats"]["records_skipped"] == 1, text
+    labels = f'view="{topic_name}-skip",source="{topic_name}"'
+    samples = scrape(broker)
+    assert samples[f"sluice_view_records_skipped_total{{{labels}}}"] == 1
+    assert samples[f"sluice_view_batches_failed_total{{{labels}}}"] >= 1
 
     # The broker kept serving everything else.
     produce_all(p, topic_name, [Record(None, b"still")])
     assert watermarks(broker.bootstrap, topic_name, 0) == (0, 4)
     assert broker.is_running()
+
+
+def sluice_view(broker, *args: str) -> subprocess.CompletedProcess:
+    from conftest import sluice_bin
+
+    return subprocess.run(
+        [sluice_bin(), "view", *args, "--admin", broker.admin_url],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+    )
+
+
+def test_the_view_cli_creates_a_chain_lists_describes_and_deletes(broker_factory, tmp_path, topic_name):
+    broker = start(broker_factory, tmp_path)
+    create_topic(broker.bootstrap, topic_name, 1)
+    expected = load_orders(broker, topic_name)[0]
+    view = f"{topic_name}-eu-masked"
+    made = sluice_view(
+        broker, "create", view, "--from", topic_name,
+        "--filter", "json-filter", "--param", "field=$.region", "--param", "op===", "--param", "value=eu",
+        "--transform", "redact", "--param", "fields=card_number",
+        "--on-error", "skip", "--output", "json",
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    stages = json.loads(made.stdout)["stages"]
+    assert [(s["plugin"], s["kind"], s["params"]) for s in stages] == [
+        ("json-filter", "filter", EU),
+        ("redact", "transform", {"fields": "card_number"}),
+    ]
+    listed = sluice_view(broker, "list", "--output", "json")
+    assert [v["name"] for v in json.loads(listed.stdout)["views"]] == [view], listed.stderr
+    text = sluice_view(broker, "list").stdout
+    assert f"{view} <- {topic_name}: json-filter(" in text and "redact(fields=card_number)" in text, text
+
+    got = read_group(broker.bootstrap, view, "cli-view", len(expected))
+    assert [json.loads(m.value())["card_number"] for m in got] == ["****"] * len(expected)
+    described = json.loads(sluice_view(broker, "describe", view, "--output", "json").stdout)
+    assert described["stats"]["records_out"] == len(expected)
+    assert described["stats"]["records_in"] >= 800
+    samples = scrape(broker)
+    assert samples[f'sluice_view_records_out_total{{view="{view}",source="{topic_name}"}}'] == len(expected)
+
+    wrong = sluice_view(broker, "create", "v2", "--from", topic_name, "--filter", "redact", "--param", "fields=x")
+    assert wrong.returncode == 1 and "is a transform, not a filter" in wrong.stderr, wrong.stderr
+    orphan = sluice_view(broker, "create", "v3", "--from", topic_name, "--param", "x=1")
+    assert orphan.returncode == 1 and "at least one stage" in orphan.stderr, orphan.stderr
+
+    deleted = sluice_view(broker, "delete", view)
+    assert deleted.returncode == 0 and f"deleted view {view}" in deleted.stdout
+    missing = sluice_view(broker, "describe", view)
+    assert missing.returncode == 1 and "unknown view" in missing.stderr

@@ -157,9 +157,30 @@ fn describe_text(v: &Value) -> String {
     )
 }
 
+/// A request with a `.wasm` body (or none); see [`request`].
+fn http(admin: &str, method: &str, path: &str, body: &[u8]) -> anyhow::Result<Value> {
+    request(admin, method, path, "application/wasm", body)
+}
+
+/// A request with a JSON body (`Value::Null`: none); see [`request`].
+pub fn http_json(admin: &str, method: &str, path: &str, body: &Value) -> anyhow::Result<Value> {
+    let bytes = if body.is_null() {
+        Vec::new()
+    } else {
+        serde_json::to_vec(body)?
+    };
+    request(admin, method, path, "application/json", &bytes)
+}
+
 /// One HTTP/1.1 request to the admin API; the JSON body of a 2xx answer, else an error with
 /// the API's message.
-fn http(admin: &str, method: &str, path: &str, body: &[u8]) -> anyhow::Result<Value> {
+fn request(
+    admin: &str,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &[u8],
+) -> anyhow::Result<Value> {
     let addr = admin
         .strip_prefix("http://")
         .unwrap_or(admin)
@@ -176,7 +197,7 @@ fn http(admin: &str, method: &str, path: &str, body: &[u8]) -> anyhow::Result<Va
         .filter(|t| !t.is_empty());
     let auth = token.map_or_else(String::new, |t| format!("Authorization: Bearer {t}\r\n"));
     let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{auth}Content-Type: application/wasm\r\nContent-Length: {}\r\n\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{auth}Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     stream.write_all(head.as_bytes())?;

@@ -40,6 +40,10 @@ pub struct StageSpec {
     /// Parameters handed to the plugin's `init`.
     #[serde(default)]
     pub params: BTreeMap<String, String>,
+    /// `filter` or `transform`, when the creator said which it expects (checked against
+    /// the plugin; the plugin's own kind decides what the stage does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
 }
 
 /// A view as configured (the admin API's body, and the persisted file).
@@ -219,9 +223,23 @@ fn build(registry: &Registry, spec: &ViewSpec, policy: FailurePolicy) -> Result<
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
-            registry
+            let built = registry
                 .stage(&stage.plugin, &params)
-                .map_err(|e| stage_error(&spec.name, i, &stage.plugin, e))
+                .map_err(|e| stage_error(&spec.name, i, &stage.plugin, e))?;
+            let actual = match built {
+                Stage::Filter(_) => "filter",
+                Stage::Transform(_) => "transform",
+            };
+            match stage.kind.as_deref() {
+                Some(expected) if expected != actual => Err(KafkaError::new(
+                    ResponseError::InvalidConfig,
+                    format!(
+                        "view {:?} stage {i}: plugin `{}` is a {actual}, not a {expected} (--{actual} {})",
+                        spec.name, stage.plugin, stage.plugin
+                    ),
+                )),
+                _ => Ok(built),
+            }
         })
         .collect::<Result<Vec<Stage>, _>>()?;
     Ok(View::new(stages, policy))
@@ -254,6 +272,7 @@ mod tests {
                 .map(|i| StageSpec {
                     plugin: format!("p{i}"),
                     params: BTreeMap::new(),
+                    kind: None,
                 })
                 .collect(),
             on_error: on_error.into(),
