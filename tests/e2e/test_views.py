@@ -399,3 +399,27 @@ def test_the_view_cli_creates_a_chain_lists_describes_and_deletes(broker_factory
     assert deleted.returncode == 0 and f"deleted view {view}" in deleted.stdout
     missing = sluice_view(broker, "describe", view)
     assert missing.returncode == 1 and "unknown view" in missing.stderr
+
+
+def test_consume_filter_runs_a_plugin_for_one_consumer(broker_factory, tmp_path, topic_name):
+    from conftest import sluice_bin
+
+    broker = start(broker_factory, tmp_path)
+    create_topic(broker.bootstrap, topic_name, 1)
+    expected = load_orders(broker, topic_name)[0]
+    out = subprocess.run(
+        [
+            sluice_bin(), "consume", topic_name, "-e", "-f", "%o %s\\n",
+            "--filter", "json-filter", "--param", "field=$.region", "--param", "op===", "--param", "value=eu",
+            "--transform", "redact", "--param", "fields=card_number",
+            "--brokers", broker.bootstrap, "--admin", broker.admin_url,
+        ],
+        capture_output=True, text=True, timeout=DEADLINE_S,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert [int(line.split(" ", 1)[0]) for line in lines] == [o for o, _ in expected]
+    assert all(json.loads(line.split(" ", 1)[1])["card_number"] == "****" for line in lines)
+    # The ephemeral view is gone, and it never showed in the topic list.
+    assert json.loads(http(broker, "GET", "/v1/views")[1]) == {"views": []}
+    assert topic_names(broker.bootstrap) == {topic_name}

@@ -95,7 +95,7 @@ fn main() -> anyhow::Result<()> {
         Command::Serve(args) => return serve(args),
         Command::Topic(args) => topic::run(args),
         Command::Produce(args) => produce::run(args),
-        Command::Consume(args) => consume::run(args),
+        Command::Consume(args) => consume::run(args, matches.subcommand_matches("consume")),
         Command::Group(args) => group::run(args),
         Command::Cluster(args) => cluster::run(args),
         Command::Plugin(args) => plugin::run(args),
