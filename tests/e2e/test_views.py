@@ -423,3 +423,31 @@ def test_consume_filter_runs_a_plugin_for_one_consumer(broker_factory, tmp_path,
     # The ephemeral view is gone, and it never showed in the topic list.
     assert json.loads(http(broker, "GET", "/v1/views")[1]) == {"views": []}
     assert topic_names(broker.bootstrap) == {topic_name}
+
+
+def test_a_scaffolded_filter_is_built_deployed_and_read_through_a_view(broker, topic_name, tmp_path):
+    """The plugin author's path: `sluice plugin new` -> edit -> `plugin build` -> `plugin
+    deploy` -> `view create` -> read. The guest build shares plugins/target with tests/run's
+    build of plugins/, so the wasm32 std is not built again."""
+    from conftest import REPO_ROOT, sluice_bin
+
+    def sluice(*args: str) -> subprocess.CompletedProcess:
+        run = subprocess.run([sluice_bin(), *args], capture_output=True, text=True, timeout=600, cwd=REPO_ROOT)
+        assert run.returncode == 0, run.stderr
+        return run
+
+    crate = tmp_path / "keep-keyed"
+    sluice("plugin", "new", str(crate), "--kind", "filter", "--sdk", str(REPO_ROOT / "sdk"))
+    lib = crate / "src" / "lib.rs"
+    lib.write_text(lib.read_text().replace("record.key().is_some()", 'record.key() == Some(b"keep")'))
+    built = json.loads(
+        sluice("plugin", "build", str(crate), "--target-dir", str(REPO_ROOT / "plugins" / "target"), "--output", "json").stdout
+    )["built"]
+    assert [p.rsplit("/", 1)[1] for p in built] == ["keep-keyed.wasm"], built
+    admin = ["--admin", broker.admin_url]
+    sluice("plugin", "deploy", built[0], *admin)
+    create_topic(broker.bootstrap, topic_name, 1)
+    produce_all(producer(broker.bootstrap), topic_name, [Record(k, b"v") for k in (b"keep", b"drop", None, b"keep")])
+    sluice("view", "create", f"{topic_name}-kept", "--from", topic_name, "--filter", "keep-keyed", *admin)
+    got = read_group(broker.bootstrap, f"{topic_name}-kept", "scaffold", 2)
+    assert [(m.offset(), m.key()) for m in got] == [(0, b"keep"), (3, b"keep")]
