@@ -1,5 +1,6 @@
 //! `/v1/views`: create (`POST` a [`ViewSpec`]), list, describe (spec, partitions, plugin
-//! kinds, counters) and delete views (`crate::views`). Creating binds every stage, so an
+//! kinds, counters) and delete views (`crate::views`; deleting drops the offsets committed
+//! under the view's name, as for a topic). Creating binds every stage, so an
 //! unknown plugin or parameters the plugin rejects fail the request, naming the stage.
 
 use axum::Router;
@@ -129,6 +130,8 @@ async fn delete(
     let broker = state.broker.clone();
     let deleting = name.clone();
     blocking(move || broker.delete_view(&deleting)).await??;
+    // Offsets committed under the view's name go with it, as with a deleted topic.
+    state.groups.delete_topic(name.clone()).await;
     Ok(axum::Json(serde_json::json!({ "deleted": name })).into_response())
 }
 
