@@ -99,6 +99,10 @@ fn resolve(ctx: &ConnectionContext, topics: Vec<FetchTopic>) -> Arc<[(String, Ve
                         .broker
                         .read_partition(&name, p.partition)
                         .map_or((None, None), |(p, v)| (Some(p), v));
+                    if let Some(view) = &view {
+                        // An ephemeral view stays while fetched, even at the end of the log.
+                        view.touch(crate::broker::now_ms());
+                    }
                     Target {
                         index: p.partition,
                         fetch_offset: p.fetch_offset,
@@ -176,7 +180,6 @@ fn read_view(
     view: &ViewTopic,
     slice: &sluice_storage::ReadSlice,
 ) -> Result<Vec<u8>, crate::error::KafkaError> {
-    view.touch(crate::broker::now_ms());
     let chain = view
         .view(&target.registry)
         .map_err(|e| crate::error::KafkaError::new(ResponseError::UnknownServerError, e.message))?;
