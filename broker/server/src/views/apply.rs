@@ -1,7 +1,7 @@
 //! A view on fetched bytes: per stored batch, decode (decompress), one call of each stage for
 //! the whole batch, and re-encode the kept records at their original offsets (same codec,
 //! new CRC). What goes back for each source batch:
-//! - every record kept and no transform in the chain: the stored batch, byte for byte;
+//! - every record kept and unchanged (filters only): the stored batch, byte for byte;
 //! - some kept: a batch of those records over the original offset range;
 //! - none kept (or the batch skipped under `skip`): an empty batch over the original range,
 //!   merged with the empty ranges next to it, so a consumer moves past a fully filtered range
@@ -11,7 +11,7 @@
 //! blocking pool.
 
 use kafka_protocol::ResponseError;
-use sluice_plugin_host::{ColumnarBatch, Stage, View};
+use sluice_plugin_host::{ColumnarBatch, View};
 use sluice_storage::batch::{BatchHeader, iter_batches};
 
 use crate::error::KafkaError;
@@ -29,10 +29,6 @@ const DECOMPRESS_LIMIT: DecompressLimit = DecompressLimit {
 /// librdkafka consumers report it and retry). A batch that does not decode is
 /// KAFKA_STORAGE_ERROR (the log is damaged).
 pub fn apply(view: &View, name: &str, bytes: &[u8]) -> Result<Vec<u8>, KafkaError> {
-    let verbatim_when_all_kept = !view
-        .stages()
-        .iter()
-        .any(|s| matches!(s, Stage::Transform(_)));
     let mut out = Vec::with_capacity(bytes.len());
     let mut gap = EmptyRange::default();
     let mut columns = ColumnarBatch::new();
@@ -44,7 +40,7 @@ pub fn apply(view: &View, name: &str, bytes: &[u8]) -> Result<Vec<u8>, KafkaErro
             continue;
         }
         columns.clear();
-        let decoded = records::decode(batch, &mut columns, DECOMPRESS_LIMIT)
+        records::decode(batch, &mut columns, DECOMPRESS_LIMIT)
             .map_err(|e| storage_error(name, &e))?;
         let kept = match view.apply(&columns) {
             Ok(kept) => kept,
@@ -73,15 +69,16 @@ pub fn apply(view: &View, name: &str, bytes: &[u8]) -> Result<Vec<u8>, KafkaErro
                 "view plugin failed (on_error = skip): {e}"
             );
         }
-        if kept.batch.is_empty() {
+        let kept_len = kept.kept_len(&columns);
+        if kept_len == 0 {
             gap.extend(&header, &mut out);
-        } else if verbatim_when_all_kept && kept.batch.len() == decoded.len() {
+        } else if kept.changed.is_none() {
             gap.flush(&mut out);
             out.extend_from_slice(batch);
         } else {
             gap.flush(&mut out);
-            let encoded =
-                records::encode_kept(&header, &kept.batch).map_err(|e| storage_error(name, &e))?;
+            let encoded = records::encode_kept(&header, kept.kept(&columns))
+                .map_err(|e| storage_error(name, &e))?;
             out.extend_from_slice(&encoded);
         }
     }
