@@ -1,0 +1,188 @@
+"""`sluice consume --group` as a real consumer-group member, against a real broker.
+
+Covers:
+- two `sluice consume --group` processes on a 4-partition topic: the group splits the
+  partitions between them (`sluice group describe --output json` shows both members, two
+  partitions each), every record is read exactly once across both, and SIGTERM makes each
+  commit and leave at once (the group is empty long before the session timeout);
+- a confluent-kafka consumer (`group_member.py`) in the same group: the partitions are
+  rebalanced between it and the CLI, each record is read once; when it leaves, the CLI
+  takes all partitions back;
+- `-n` stops, commits and leaves; a restarted consumer resumes from the committed offsets.
+
+Records are produced to explicit partitions with confluent-kafka. Brokers run with
+`group.initial.rebalance.delay.ms=0`; every wait polls with a deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import threading
+
+from confluent_kafka import Producer
+
+from conftest import sluice_bin, wait_until
+from test_groups import GROUP_SETTINGS
+from test_groups import Member as ConfluentMember
+
+DEADLINE_S = 60.0
+PARTITIONS = 4
+
+
+class CliMember:
+    """A `sluice consume --group --output json` process and the records it printed."""
+
+    def __init__(self, broker, group: str, topic: str, *extra: str):
+        self.proc = subprocess.Popen(
+            [sluice_bin(), "consume", topic, "--group", group, "--output", "json", *extra],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={"SLUICE_BROKERS": broker.bootstrap, "PATH": "/usr/bin:/bin"},
+        )
+        self.records: list[tuple[int, int]] = []
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            record = json.loads(line)
+            with self._lock:
+                self.records.append((record["partition"], record["offset"]))
+
+    def seen(self) -> list[tuple[int, int]]:
+        with self._lock:
+            return list(self.records)
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        rc = self.proc.wait(timeout=DEADLINE_S)
+        self._reader.join(timeout=DEADLINE_S)
+        assert rc == 0, f"sluice consume exited {rc}: {self.proc.stderr.read()}"
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=DEADLINE_S)
+
+
+def sluice_json(broker, *args: str):
+    proc = subprocess.run(
+        [sluice_bin(), *args, "--brokers", broker.bootstrap, "--output", "json"],
+        capture_output=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, f"{args}: {proc.stderr.decode()}"
+    return json.loads(proc.stdout)
+
+
+def create_topic(broker, topic: str) -> None:
+    sluice_json(broker, "topic", "create", topic, "-p", str(PARTITIONS))
+
+
+def produce(broker, topic: str, start: int, count: int) -> None:
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(start, start + count):
+        p.produce(topic, value=f"v{i}", partition=i % PARTITIONS)
+    assert p.flush(30) == 0
+
+
+def assignments(broker, group: str) -> list[list[int]]:
+    """Each member's assigned partitions (sorted), once the group is Stable."""
+    doc = sluice_json(broker, "group", "describe", group)
+    if doc["state"] != "Stable":
+        return []
+    return sorted(sorted(a["partition"] for a in m["assignment"]) for m in doc["members"])
+
+
+def wait_for_split(broker, group: str, members: int) -> list[list[int]]:
+    def split():
+        parts = assignments(broker, group)
+        return parts if len(parts) == members and sum(map(len, parts)) == PARTITIONS else None
+
+    return wait_until(split, DEADLINE_S, f"{members} members sharing {PARTITIONS} partitions")
+
+
+def test_two_cli_members_split_the_partitions(broker_factory, topic_name):
+    broker = broker_factory(GROUP_SETTINGS)
+    create_topic(broker, topic_name)
+    produce(broker, topic_name, 0, 200)
+    first = CliMember(broker, "split", topic_name)
+    second = None
+    try:
+        assert wait_for_split(broker, "split", 1) == [[0, 1, 2, 3]]
+        wait_until(lambda: len(first.seen()) >= 200, DEADLINE_S, "the first member to read 200 records")
+        second = CliMember(broker, "split", topic_name)
+        assert wait_for_split(broker, "split", 2) == [[0, 1], [2, 3]]
+        members = sluice_json(broker, "group", "describe", "split")["members"]
+        assert {m["client_id"] for m in members} == {"sluice-cli"}, members
+        produce(broker, topic_name, 200, 200)
+        wait_until(
+            lambda: len(first.seen()) + len(second.seen()) >= 400, DEADLINE_S, "400 records across both members"
+        )
+        first.stop()
+        second.stop()
+    finally:
+        first.kill()
+        if second is not None:
+            second.kill()
+    everything = first.seen() + second.seen()
+    assert len(everything) == len(set(everything)) == 400, "a record was read twice or missed"
+    late = {p for p, o in second.seen()}
+    assert len(late) == 2 and late.isdisjoint({p for p, o in first.seen() if o >= 50})
+    group = sluice_json(broker, "group", "describe", "split")
+    assert group["members"] == [] and group["state"] == "Empty", group
+    assert sum(o["lag"] for o in group["offsets"]) == 0, group
+
+
+def test_cli_and_confluent_kafka_share_a_group(broker_factory, topic_name):
+    broker = broker_factory(GROUP_SETTINGS)
+    create_topic(broker, topic_name)
+    cli = CliMember(broker, "mixed", topic_name)
+    other = None
+    try:
+        wait_for_split(broker, "mixed", 1)
+        other = ConfluentMember(broker.bootstrap, "mixed", topic_name)
+        split = wait_for_split(broker, "mixed", 2)
+        assert sorted(map(len, split)) == [2, 2], split
+        wait_until(lambda: other.assignment() and len(other.assignment()) == 2, DEADLINE_S, "confluent assignment")
+        produce(broker, topic_name, 0, 400)
+
+        def confluent_records():
+            return [(e["partition"], e["offset"]) for e in other.snapshot() if e["event"] == "record"]
+
+        wait_until(lambda: len(cli.seen()) + len(confluent_records()) >= 400, DEADLINE_S, "400 records")
+        both = cli.seen() + confluent_records()
+        assert len(both) == len(set(both)) == 400
+        assert {p for p, _ in cli.seen()}.isdisjoint(other.assignment())
+
+        other.proc.send_signal(signal.SIGTERM)
+        assert other.proc.wait(timeout=DEADLINE_S) == 0
+        assert wait_for_split(broker, "mixed", 1) == [[0, 1, 2, 3]]
+        cli.stop()
+    finally:
+        cli.kill()
+        if other is not None and other.proc.poll() is None:
+            other.proc.kill()
+
+
+def test_count_commits_leaves_and_a_restart_resumes(broker_factory, topic_name):
+    broker = broker_factory(GROUP_SETTINGS)
+    create_topic(broker, topic_name)
+    produce(broker, topic_name, 0, 100)
+    first = CliMember(broker, "resume", topic_name, "-n", "30")
+    assert first.proc.wait(timeout=DEADLINE_S) == 0, first.proc.stderr.read()
+    first._reader.join(timeout=DEADLINE_S)
+    assert len(first.seen()) == 30
+    group = sluice_json(broker, "group", "describe", "resume")
+    assert group["members"] == [], "the member did not leave after -n"
+    assert sum(o["lag"] for o in group["offsets"]) == 70, group
+
+    rest = CliMember(broker, "resume", topic_name, "-e")
+    assert rest.proc.wait(timeout=DEADLINE_S) == 0, rest.proc.stderr.read()
+    rest._reader.join(timeout=DEADLINE_S)
+    both = first.seen() + rest.seen()
+    assert len(both) == len(set(both)) == 100
