@@ -1,6 +1,8 @@
 """`sluice plugin` end to end with --output json parsed: deploy a real plugin to a running
 broker through its admin API, list and describe it, refuse to delete it while a topic uses it
-(exit 1, the API's message on stderr) and delete it with --force; `plugin test` runs the
+(exit 1, the API's message on stderr) and delete it with --force; the admin API is found with
+`--admin-url`, `SLUICE_ADMIN_URL` or the older `--admin`/`SLUICE_ADMIN`, and a broker started
+with those variables in its environment runs; `plugin test` runs the
 murmur2 plugin locally on sample records and agrees with the Java client's mapping;
 `plugin new` scaffolds a crate whose Cargo.toml lists only sluice-sdk.
 """
@@ -8,6 +10,7 @@ murmur2 plugin locally on sample records and agrees with the Java client's mappi
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 from plugin_support import built_plugins_dir, murmur2_partition
@@ -44,6 +47,37 @@ def test_deploy_list_describe_delete(broker, topic_name):
 
     missing = sluice("plugin", "describe", "nope", *admin)
     assert missing.returncode == 1 and "no plugin named" in missing.stderr
+
+
+def test_admin_url_flag_environment_and_older_names(broker_factory):
+    # The broker refuses unknown SLUICE_* variables: these two must not stop it.
+    broker = broker_factory(env={"SLUICE_ADMIN_URL": "http://127.0.0.1:1", "SLUICE_ADMIN": "127.0.0.1:1"})
+    url = broker.admin_url
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
+
+    def plugin_list(*args: str, **env: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sluice_bin(), "plugin", "list", "--output", "json", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=clean | env,
+        )
+
+    for args, env in [
+        (["--admin-url", url], {}),
+        (["--admin-url", url + "/"], {"SLUICE_ADMIN_URL": "http://127.0.0.1:1"}),
+        ([], {"SLUICE_ADMIN_URL": url}),
+        (["--admin", url.removeprefix("http://")], {}),
+        ([], {"SLUICE_ADMIN": url}),
+    ]:
+        listed = plugin_list(*args, **env)
+        assert listed.returncode == 0, (args, env, listed.stderr)
+        assert json.loads(listed.stdout) == []
+    nobody = plugin_list("--admin-url", "http://127.0.0.1:1")
+    assert nobody.returncode == 3 and "--admin-url" in nobody.stderr, nobody.stderr
+    https = plugin_list("--admin-url", "https://127.0.0.1:1")
+    assert https.returncode == 1 and "plain HTTP" in https.stderr, https.stderr
 
 
 def test_plugin_test_runs_a_partitioner_locally(tmp_path):

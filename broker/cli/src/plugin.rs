@@ -23,14 +23,8 @@ const HTTP_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct PluginArgs {
     #[command(subcommand)]
     command: PluginCommand,
-    /// The broker's admin API (`admin.listen`).
-    #[arg(
-        long,
-        global = true,
-        env = "SLUICE_ADMIN",
-        default_value = "127.0.0.1:9644"
-    )]
-    admin: String,
+    #[command(flatten)]
+    admin: crate::common::Admin,
     #[arg(long, global = true, value_enum, default_value_t = Output::Text)]
     output: Output,
 }
@@ -83,7 +77,7 @@ enum PluginCommand {
 }
 
 pub fn run(args: PluginArgs) -> anyhow::Result<()> {
-    let (admin, output) = (args.admin.as_str(), args.output);
+    let (admin, output) = (&args.admin, args.output);
     match args.command {
         PluginCommand::Deploy { file, name } => {
             let name = match name {
@@ -159,14 +153,16 @@ fn describe_text(v: &Value) -> String {
 
 /// One HTTP/1.1 request to the admin API; the JSON body of a 2xx answer, else an error with
 /// the API's message.
-fn http(admin: &str, method: &str, path: &str, body: &[u8]) -> anyhow::Result<Value> {
-    let addr = admin
-        .strip_prefix("http://")
-        .unwrap_or(admin)
-        .trim_end_matches('/');
-    let mut stream = TcpStream::connect(addr).map_err(|e| {
+fn http(
+    admin: &crate::common::Admin,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> anyhow::Result<Value> {
+    let addr = admin.addr()?;
+    let mut stream = TcpStream::connect(addr.as_str()).map_err(|e| {
         anyhow::Error::new(e).context(crate::common::Unreachable(format!(
-            "no admin API at {addr} (the broker's admin.listen; pass --admin HOST:PORT)"
+            "no admin API at {addr} (the broker's admin.listen; pass --admin-url http://HOST:PORT)"
         )))
     })?;
     stream.set_read_timeout(Some(HTTP_TIMEOUT))?;
