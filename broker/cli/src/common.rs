@@ -77,7 +77,7 @@ fn admin_addr(url: &str) -> anyhow::Result<String> {
     }
     let rest = url.strip_prefix("http://").unwrap_or(url);
     let authority = rest.split('/').next().unwrap_or_default();
-    if authority.is_empty() || authority.contains("://") {
+    if authority.is_empty() || rest.contains("://") {
         bail!("--admin-url {url:?}: expected http://HOST:PORT");
     }
     Ok(if authority.contains(':') {
