@@ -105,7 +105,9 @@ pub fn run(args: PluginArgs) -> anyhow::Result<()> {
         }
         PluginCommand::Describe { name } => {
             let info = http(admin, "GET", &format!("/v1/plugins/{name}"), &[])?;
-            emit(output, &info, |v| format!("{}\n", describe_text(v)))
+            emit(output, &info, |v| {
+                format!("{}\n{}\n", describe_text(v), stats_text(&v["stats"]))
+            })
         }
         PluginCommand::Delete { name, force } => {
             let path = format!(
@@ -137,6 +139,25 @@ fn stem(file: &Path) -> anyhow::Result<String> {
                 .replace('_', "-")
         })
         .context("the file has no name to deploy it under: pass --name")
+}
+
+/// `calls=N errors=timeout:1,trap:2 mean_latency_us=M` (only the kinds that happened).
+fn stats_text(stats: &Value) -> String {
+    let calls = stats["calls"].as_u64().unwrap_or(0);
+    let errors: Vec<String> = stats["errors"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(_, n)| n.as_u64().unwrap_or(0) > 0)
+        .map(|(kind, n)| format!("{kind}:{n}"))
+        .collect();
+    let mean_us = stats["latency_sum_us"].as_u64().unwrap_or(0) / calls.max(1);
+    let errors = if errors.is_empty() {
+        "0".to_owned()
+    } else {
+        errors.join(",")
+    };
+    format!("  calls={calls} errors={errors} mean_latency_us={mean_us}")
 }
 
 fn describe_text(v: &Value) -> String {
