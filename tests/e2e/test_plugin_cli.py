@@ -4,6 +4,8 @@ broker through its admin API, list and describe it, refuse to delete it while a 
 `--admin-url`, `SLUICE_ADMIN_URL` or the older `--admin`/`SLUICE_ADMIN`, and a broker started
 with those variables in its environment runs; `plugin test` runs the
 murmur2 plugin locally on sample records and agrees with the Java client's mapping;
+`plugin test` runs the json-filter and redact plugins on sample records from a file and prints
+the kept and the transformed records (JSON parsed here, and the text form);
 `plugin new` scaffolds a crate whose Cargo.toml lists only sluice-sdk.
 """
 
@@ -90,6 +92,61 @@ def test_plugin_test_runs_a_partitioner_locally(tmp_path):
     assert [r["partition"] for r in doc["records"]] == [murmur2_partition(k.encode(), 7) for k in keys]
     bad = sluice("plugin", "test", wasm, "--records", str(records), "--param", "x=1")
     assert bad.returncode == 1 and "parameters" in bad.stderr, bad.stderr
+
+
+SAMPLES = [
+    {"key": "o1", "value": {"region": "eu", "card_number": "4111-1111", "total": 30}, "headers": {"src": "web"}},
+    {"key": "o2", "value": {"region": "us", "card_number": "5500-0000", "total": 80}},
+    {"key": "o3", "value": {"region": "eu", "card_number": "3400-0000", "total": 55}},
+    {"key": None, "value": None},
+]
+
+
+def write_samples(tmp_path) -> str:
+    path = tmp_path / "orders.jsonl"
+    # Values written without spaces: a transform's output is compared byte for byte.
+    path.write_text("\n".join(json.dumps(s, separators=(",", ":")) for s in SAMPLES) + "\nnot json at all\n")
+    return str(path)
+
+
+def test_plugin_test_runs_a_filter_locally(tmp_path):
+    records = write_samples(tmp_path)
+    wasm = str(built_plugins_dir() / "json-filter.wasm")
+    params = ["--param", "field=$.region", "--param", "op===", "--param", "value=eu"]
+    doc = ok_json("plugin", "test", wasm, "--records", records, *params)
+    assert doc["kind"] == "filter"
+    assert (doc["kept"], doc["total"]) == (2, 5)
+    assert [r["offset"] for r in doc["records"] if r["kept"]] == [0, 2]
+    assert doc["records"][0]["headers"] == {"src": "web"}
+    assert doc["records"][0]["value"] == json.dumps(SAMPLES[0]["value"], separators=(",", ":"))
+    text = sluice("plugin", "test", wasm, "--records", records, *params)
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    assert [line.split("\t")[1] for line in lines[:-1]] == ["o1", "o3"]
+    assert lines[-1] == "kept 2 of 5 records"
+    missing = sluice("plugin", "test", wasm, "--records", records)
+    assert missing.returncode == 1 and "field" in missing.stderr, missing.stderr
+
+
+def test_plugin_test_runs_a_transform_locally(tmp_path):
+    records = write_samples(tmp_path)
+    wasm = str(built_plugins_dir() / "redact.wasm")
+    doc = ok_json("plugin", "test", wasm, "--records", records, "--param", "fields=card_number")
+    assert doc["kind"] == "transform"
+    # Objects are masked; the tombstone passes; the line that is not JSON is dropped.
+    assert (doc["input_records"], doc["output_records"]) == (5, 4)
+    out = {r["offset"]: r for r in doc["records"]}
+    assert sorted(out) == [0, 1, 2, 3]
+    for offset in (0, 1, 2):
+        value = json.loads(out[offset]["value"])
+        assert value == SAMPLES[offset]["value"] | {"card_number": "****"}
+        assert out[offset]["key"] == SAMPLES[offset]["key"]
+    assert out[0]["headers"] == {"src": "web"}
+    assert out[3]["value"] is None
+    dropped = ok_json("plugin", "test", wasm, "--records", records, "--param", "fields=card_number", "--param", "mode=drop")
+    assert all("card_number" not in json.loads(r["value"]) for r in dropped["records"] if r["value"])
+    text = sluice("plugin", "test", wasm, "--records", records, "--param", "fields=card_number")
+    assert text.returncode == 0 and text.stdout.splitlines()[-1] == "5 records in, 4 out", text.stdout
 
 
 def test_plugin_new_scaffolds_a_crate_that_lists_only_the_sdk(tmp_path):

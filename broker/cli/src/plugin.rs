@@ -62,15 +62,19 @@ enum PluginCommand {
         #[arg(default_value = ".")]
         dir: PathBuf,
     },
-    /// Run a partitioner locally on sample records (JSON lines {"key": .., "value": ..}, or
-    /// plain lines as keyless values) and print each record's partition.
+    /// Run a plugin locally on sample records: a partitioner prints each record's
+    /// partition, a filter the records it keeps, a transform the records it returns.
     Test {
+        /// The plugin (.wasm).
         file: PathBuf,
+        /// Sample records: JSON lines {"key": .., "value": .., "headers": {..}}, or plain
+        /// lines as keyless values.
         #[arg(long)]
         records: PathBuf,
         /// Plugin parameter (repeatable).
         #[arg(long = "param", value_name = "KEY=VALUE")]
         params: Vec<String>,
+        /// Partition count a partitioner is asked to place records in.
         #[arg(long, default_value_t = 6)]
         partitions: u32,
     },
