@@ -4,7 +4,8 @@ Covers:
 - two `sluice consume --group` processes on a 4-partition topic: the group splits the
   partitions between them (`sluice group describe --output json` shows both members, two
   partitions each), every record is read exactly once across both, and SIGTERM makes each
-  commit and leave at once (the group is empty long before the session timeout);
+  commit and leave at once (the group is empty long before the session timeout), and
+  `/metrics` shows the group's committed offsets and zero lag per partition;
 - a confluent-kafka consumer (`group_member.py`) in the same group: the partitions are
   rebalanced between it and the CLI, each record is read once; when it leaves, the CLI
   takes all partitions back;
@@ -26,6 +27,7 @@ from confluent_kafka import Producer
 from conftest import sluice_bin, wait_until
 from test_groups import GROUP_SETTINGS
 from test_groups import Member as ConfluentMember
+from test_metrics import scrape
 
 DEADLINE_S = 60.0
 PARTITIONS = 4
@@ -136,6 +138,11 @@ def test_two_cli_members_split_the_partitions(broker_factory, topic_name):
     group = sluice_json(broker, "group", "describe", "split")
     assert group["members"] == [] and group["state"] == "Empty", group
     assert sum(o["lag"] for o in group["offsets"]) == 0, group
+    metrics = scrape(broker)
+    for p in range(PARTITIONS):
+        labels = f'group="split",topic="{topic_name}",partition="{p}"'
+        assert metrics[f"sluice_group_committed_offset{{{labels}}}"] == 100
+        assert metrics[f"sluice_group_lag{{{labels}}}"] == 0
 
 
 def test_cli_and_confluent_kafka_share_a_group(broker_factory, topic_name):
