@@ -9,7 +9,10 @@ Covers:
 - a confluent-kafka consumer (`group_member.py`) in the same group: the partitions are
   rebalanced between it and the CLI, each record is read once; when it leaves, the CLI
   takes all partitions back;
-- `-n` stops, commits and leaves; a restarted consumer resumes from the committed offsets.
+- `-n` stops, commits and leaves; a restarted consumer resumes from the committed offsets;
+- a committed offset past the log end is reset to the log start (`auto.offset.reset`), with a
+  warning; an explicit `--offset` out of range is an error;
+- SIGINT stops a member as SIGTERM does (commit, LeaveGroup).
 
 Records are produced to explicit partitions with confluent-kafka. Brokers run with
 `group.initial.rebalance.delay.ms=0`; every wait polls with a deadline.
@@ -22,7 +25,7 @@ import signal
 import subprocess
 import threading
 
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from conftest import sluice_bin, wait_until
 from test_groups import GROUP_SETTINGS
@@ -59,8 +62,8 @@ class CliMember:
         with self._lock:
             return list(self.records)
 
-    def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        self.proc.send_signal(sig)
         rc = self.proc.wait(timeout=DEADLINE_S)
         self._reader.join(timeout=DEADLINE_S)
         assert rc == 0, f"sluice consume exited {rc}: {self.proc.stderr.read()}"
@@ -125,7 +128,7 @@ def test_two_cli_members_split_the_partitions(broker_factory, topic_name):
         wait_until(
             lambda: len(first.seen()) + len(second.seen()) >= 400, DEADLINE_S, "400 records across both members"
         )
-        first.stop()
+        first.stop(signal.SIGINT)
         second.stop()
     finally:
         first.kill()
@@ -193,3 +196,31 @@ def test_count_commits_leaves_and_a_restart_resumes(broker_factory, topic_name):
     rest._reader.join(timeout=DEADLINE_S)
     both = first.seen() + rest.seen()
     assert len(both) == len(set(both)) == 100
+
+
+def test_a_committed_offset_out_of_range_is_reset(broker_factory, topic_name):
+    broker = broker_factory(GROUP_SETTINGS)
+    sluice_json(broker, "topic", "create", topic_name, "-p", "1")
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(10):
+        p.produce(topic_name, value=f"v{i}", partition=0)
+    assert p.flush(30) == 0
+    committer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "far", "enable.auto.commit": False})
+    committer.commit(offsets=[TopicPartition(topic_name, 0, 1000)], asynchronous=False)
+    committer.close()
+
+    member = CliMember(broker, "far", topic_name, "-e")
+    assert member.proc.wait(timeout=DEADLINE_S) == 0
+    member._reader.join(timeout=DEADLINE_S)
+    assert member.seen() == [(0, o) for o in range(10)]
+    assert "out of range" in member.proc.stderr.read()
+    group = sluice_json(broker, "group", "describe", "far")
+    assert [o["committed_offset"] for o in group["offsets"]] == [10]
+
+    explicit = subprocess.run(
+        [sluice_bin(), "consume", topic_name, "-o", "1000", "-n", "1", "--brokers", broker.bootstrap],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert explicit.returncode == 1 and "--offset beginning" in explicit.stderr, explicit.stderr

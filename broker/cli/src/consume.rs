@@ -108,7 +108,10 @@ pub(crate) fn poll(
     positions: &mut BTreeMap<i32, Position>,
     printed: &mut u64,
 ) -> anyhow::Result<usize> {
-    let records = fetch(client, &args.topic, positions)?;
+    let (records, out_of_range) = fetch(client, &args.topic, positions)?;
+    if !out_of_range.is_empty() {
+        reset_out_of_range(client, args, positions, &out_of_range)?;
+    }
     let mut out = String::new();
     let mut handled = 0;
     for (partition, record) in records {
@@ -170,21 +173,70 @@ pub(crate) fn start_positions(
             let end = ends.get(&p).copied().unwrap_or(0);
             // A timestamp after the last record answers -1: start at the end.
             let from = starts.get(&p).copied().filter(|&o| o >= 0).unwrap_or(end);
-            let from = committed
-                .get(&(args.topic.clone(), p))
-                .copied()
-                .filter(|&o| o >= 0)
-                .unwrap_or(from);
+            let from = match committed.get(&(args.topic.clone(), p)).copied() {
+                // Past the log end (the log was truncated or recreated): reset, as
+                // Kafka's auto.offset.reset does. Before the log start, Fetch tells.
+                Some(o) if o > end => {
+                    eprintln!(
+                        "warning: committed offset {o} of {}-{p} is out of range (log end {end}); resetting to {from}",
+                        args.topic
+                    );
+                    from
+                }
+                Some(o) if o >= 0 => o,
+                _ => from,
+            };
             (p, Position { next: from, end })
         })
         .collect())
 }
 
+/// Kafka's OFFSET_OUT_OF_RANGE: the position is before the log start or after its end.
+const OFFSET_OUT_OF_RANGE: i16 = 1;
+
+/// A group member whose committed offset fell out of the log (retention deleted it) starts
+/// over from `--offset end` or else the log start, as Kafka's `auto.offset.reset` does; an
+/// explicit `--offset` out of range is an error.
+fn reset_out_of_range(
+    client: &mut Client,
+    args: &ConsumeArgs,
+    positions: &mut BTreeMap<i32, Position>,
+    partitions: &[i32],
+) -> anyhow::Result<()> {
+    let topic = &args.topic;
+    if args.group.is_none() {
+        bail!(
+            "offset {} of {topic}-{} is out of range: start from --offset beginning or end",
+            positions.get(&partitions[0]).map_or(-1, |p| p.next),
+            partitions[0]
+        );
+    }
+    let to_end = matches!(args.offset.as_str(), "end" | "latest");
+    let reset = common::list_offsets(
+        client,
+        topic,
+        partitions,
+        if to_end { LATEST } else { EARLIEST },
+    )?;
+    for (p, offset) in reset {
+        if let Some(pos) = positions.get_mut(&p) {
+            eprintln!(
+                "warning: offset {} of {topic}-{p} is out of range; resetting to {offset}",
+                pos.next
+            );
+            pos.next = offset;
+        }
+    }
+    Ok(())
+}
+
+/// One Fetch: the records past each position, and the partitions whose position is out of
+/// range.
 fn fetch(
     client: &mut Client,
     topic: &str,
     positions: &mut BTreeMap<i32, Position>,
-) -> anyhow::Result<Vec<(i32, Record)>> {
+) -> anyhow::Result<(Vec<(i32, Record)>, Vec<i32>)> {
     let mut t = FetchTopic::default();
     t.topic = TopicName(StrBytes::from_string(topic.to_owned()));
     t.partitions = positions
@@ -208,7 +260,12 @@ fn fetch(
         bail!("Fetch: {}", error_name(response.error_code));
     }
     let mut records = Vec::new();
+    let mut out_of_range = Vec::new();
     for p in response.responses.iter().flat_map(|t| &t.partitions) {
+        if p.error_code == OFFSET_OUT_OF_RANGE {
+            out_of_range.push(p.partition_index);
+            continue;
+        }
         if p.error_code != 0 {
             bail!(
                 "fetching {topic}-{}: {}",
@@ -231,7 +288,7 @@ fn fetch(
                 .map(|r| (p.partition_index, r)),
         );
     }
-    Ok(records)
+    Ok((records, out_of_range))
 }
 
 fn matches(record: &Record, filter: Option<&str>) -> bool {
