@@ -230,13 +230,16 @@ fn reset_out_of_range(
     Ok(())
 }
 
-/// One Fetch: the records past each position, and the partitions whose position is out of
-/// range.
+/// What one Fetch returned: (partition, record) past each position, and the partitions
+/// whose position is out of range.
+type Fetched = (Vec<(i32, Record)>, Vec<i32>);
+
+/// One Fetch.
 fn fetch(
     client: &mut Client,
     topic: &str,
     positions: &mut BTreeMap<i32, Position>,
-) -> anyhow::Result<(Vec<(i32, Record)>, Vec<i32>)> {
+) -> anyhow::Result<Fetched> {
     let mut t = FetchTopic::default();
     t.topic = TopicName(StrBytes::from_string(topic.to_owned()));
     t.partitions = positions
