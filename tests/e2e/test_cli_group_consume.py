@@ -9,6 +9,8 @@ Covers:
 - a confluent-kafka consumer (`group_member.py`) in the same group: the partitions are
   rebalanced between it and the CLI, each record is read once; when it leaves, the CLI
   takes all partitions back;
+- a kafka-python consumer (its own protocol code, pure Python) in the same group: the CLI
+  commits what it read before giving up partitions, so across both every record is read once;
 - `-n` stops, commits and leaves; a restarted consumer resumes from the committed offsets;
 - a committed offset past the log end is reset to the log start (`auto.offset.reset`), with a
   warning; an explicit `--offset` out of range is an error;
@@ -25,6 +27,7 @@ import signal
 import subprocess
 import threading
 
+import kafka
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from conftest import sluice_bin, wait_until
@@ -177,6 +180,55 @@ def test_cli_and_confluent_kafka_share_a_group(broker_factory, topic_name):
         cli.kill()
         if other is not None and other.proc.poll() is None:
             other.proc.kill()
+
+
+def test_cli_and_kafka_python_share_a_group(broker_factory, topic_name):
+    broker = broker_factory(GROUP_SETTINGS)
+    create_topic(broker, topic_name)
+    produce(broker, topic_name, 0, 200)
+    cli = CliMember(broker, "kp-mixed", topic_name)
+    other = None
+    seen: list[tuple[int, int]] = []
+
+    def poll_other():
+        for batch in other.poll(timeout_ms=100).values():
+            seen.extend((m.partition, m.offset) for m in batch)
+
+    try:
+        wait_for_split(broker, "kp-mixed", 1)
+        wait_until(lambda: len(cli.seen()) >= 200, DEADLINE_S, "the CLI to read the first 200 records")
+        other = kafka.KafkaConsumer(
+            topic_name,
+            bootstrap_servers=broker.bootstrap,
+            group_id="kp-mixed",
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=500,
+        )
+
+        def split():
+            poll_other()
+            return len(other.assignment()) == 2 and len(assignments(broker, "kp-mixed")) == 2
+
+        wait_until(split, DEADLINE_S, "kafka-python and the CLI to share the partitions")
+        produce(broker, topic_name, 200, 200)
+
+        def drained():
+            poll_other()
+            return len(cli.seen()) + len(seen) >= 400
+
+        wait_until(drained, DEADLINE_S, "400 records across both")
+        owned = {tp.partition for tp in other.assignment()}
+        cli.stop()
+    finally:
+        cli.kill()
+        if other is not None:
+            other.close()
+    both = cli.seen() + seen
+    assert len(both) == len(set(both)) == 400, "a record was read twice or missed"
+    assert {p for p, _ in seen} == owned
+    assert owned.isdisjoint({p for p, o in cli.seen() if o >= 50})
 
 
 def test_count_commits_leaves_and_a_restart_resumes(broker_factory, topic_name):
