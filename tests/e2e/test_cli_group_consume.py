@@ -3,18 +3,17 @@
 Covers:
 - two `sluice consume --group` processes on a 4-partition topic: the group splits the
   partitions between them (`sluice group describe --output json` shows both members, two
-  partitions each), every record is read exactly once across both, and SIGTERM makes each
-  commit and leave at once (the group is empty long before the session timeout), and
+  partitions each), every record is read exactly once across both, and SIGINT/SIGTERM make
+  each commit and leave at once (the group is empty long before the session timeout), and
   `/metrics` shows the group's committed offsets and zero lag per partition;
-- a confluent-kafka consumer (`group_member.py`) in the same group: the partitions are
-  rebalanced between it and the CLI, each record is read once; when it leaves, the CLI
-  takes all partitions back;
+- a confluent-kafka consumer (`group_member.py`) in the same group, with either one leading
+  (computing the assignment): the partitions are rebalanced between it and the CLI, each
+  record is read once; when it leaves, the CLI takes all partitions back;
 - a kafka-python consumer (its own protocol code, pure Python) in the same group: the CLI
   commits what it read before giving up partitions, so across both every record is read once;
 - `-n` stops, commits and leaves; a restarted consumer resumes from the committed offsets;
 - a committed offset past the log end is reset to the log start (`auto.offset.reset`), with a
-  warning; an explicit `--offset` out of range is an error;
-- SIGINT stops a member as SIGTERM does (commit, LeaveGroup).
+  warning; an explicit `--offset` out of range is an error.
 
 Records are produced to explicit partitions with confluent-kafka. Brokers run with
 `group.initial.rebalance.delay.ms=0`; every wait polls with a deadline.
@@ -28,6 +27,7 @@ import subprocess
 import threading
 
 import kafka
+import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from conftest import sluice_bin, wait_until
@@ -151,14 +151,21 @@ def test_two_cli_members_split_the_partitions(broker_factory, topic_name):
         assert metrics[f"sluice_group_lag{{{labels}}}"] == 0
 
 
-def test_cli_and_confluent_kafka_share_a_group(broker_factory, topic_name):
+@pytest.mark.parametrize("cli_leads", [True, False], ids=["cli-leader", "confluent-leader"])
+def test_cli_and_confluent_kafka_share_a_group(broker_factory, topic_name, cli_leads):
     broker = broker_factory(GROUP_SETTINGS)
     create_topic(broker, topic_name)
-    cli = CliMember(broker, "mixed", topic_name)
-    other = None
+    cli = other = None
     try:
-        wait_for_split(broker, "mixed", 1)
-        other = ConfluentMember(broker.bootstrap, "mixed", topic_name)
+        # The first member leads the group and computes the assignment for both.
+        if cli_leads:
+            cli = CliMember(broker, "mixed", topic_name)
+            wait_for_split(broker, "mixed", 1)
+            other = ConfluentMember(broker.bootstrap, "mixed", topic_name)
+        else:
+            other = ConfluentMember(broker.bootstrap, "mixed", topic_name)
+            wait_for_split(broker, "mixed", 1)
+            cli = CliMember(broker, "mixed", topic_name)
         split = wait_for_split(broker, "mixed", 2)
         assert sorted(map(len, split)) == [2, 2], split
         wait_until(lambda: other.assignment() and len(other.assignment()) == 2, DEADLINE_S, "confluent assignment")
@@ -177,7 +184,8 @@ def test_cli_and_confluent_kafka_share_a_group(broker_factory, topic_name):
         assert wait_for_split(broker, "mixed", 1) == [[0, 1, 2, 3]]
         cli.stop()
     finally:
-        cli.kill()
+        if cli is not None:
+            cli.kill()
         if other is not None and other.proc.poll() is None:
             other.proc.kill()
 
