@@ -6,6 +6,8 @@ with those variables in its environment runs; `plugin test` runs the
 murmur2 plugin locally on sample records and agrees with the Java client's mapping;
 `plugin test` runs the json-filter and redact plugins on sample records from a file and prints
 the kept and the transformed records (JSON parsed here, and the text form);
+`plugin build` builds the plugins/ workspace (warm after tests/run built it; cold it takes
+minutes) and lists the modules; without the build script it says what to do;
 `plugin new` scaffolds a crate whose Cargo.toml lists only sluice-sdk.
 """
 
@@ -156,3 +158,13 @@ def test_plugin_new_scaffolds_a_crate_that_lists_only_the_sdk(tmp_path):
     deps = manifest.split("[dependencies]")[1].split("[")[0].strip().splitlines()
     assert len(deps) == 1 and deps[0].startswith("sluice-sdk"), deps
     assert "#[partitioner]" in (tmp_path / "my-router" / "src" / "lib.rs").read_text()
+
+
+def test_plugin_build_builds_a_plugin_workspace(tmp_path):
+    doc = ok_json("plugin", "build", "plugins", cwd=REPO_ROOT)
+    built = {p.rsplit("/", 1)[-1] for p in doc["built"]}
+    assert {"murmur2.wasm", "json-filter.wasm", "redact.wasm"} <= built, built
+    for path in doc["built"]:
+        assert (REPO_ROOT / path).read_bytes()[:4] == b"\0asm", path
+    elsewhere = sluice("plugin", "build", str(tmp_path), cwd=tmp_path)
+    assert elsewhere.returncode == 1 and "SLUICE_BUILD_PLUGINS" in elsewhere.stderr, elsewhere.stderr
