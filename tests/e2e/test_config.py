@@ -5,13 +5,17 @@ Covers: flags and env both change behaviour seen over the wire (auto-create, par
 message.max.bytes) and what DescribeConfigs reports; an unknown key, a malformed value and an
 unknown SLUICE_* variable each make `sluice serve` exit non-zero before it listens, with a
 message naming the culprit; so does a second broker on a data dir in use; the listening line
-is the only stdout line.
+is the only stdout line. `sluice serve --print-config` prints TOML (parsed here) with each
+key's source (default, file, env, flag), hides `admin.token`, and its output is a config file
+that gives the same configuration back.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+import tomllib
 
 from confluent_kafka.admin import ConfigResource, ResourceType
 
@@ -115,3 +119,45 @@ def test_listening_line_is_the_only_stdout(broker):
     assert broker.stdout_lines_seen == [
         f"sluice listening kafka=127.0.0.1:{broker.last_port} admin=127.0.0.1:{broker.admin_port}\n"
     ]
+
+
+def print_config(tmp_path, args: list[str], env: dict[str, str]) -> tuple[dict, dict, str]:
+    """`sluice serve --print-config ARGS`: (values, source comment per key, the text)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
+    proc = subprocess.run(
+        [sluice_bin(), "serve", "--print-config", *args],
+        capture_output=True,
+        text=True,
+        timeout=START_DEADLINE_S,
+        env=clean | env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    sources = {}
+    for line in proc.stdout.splitlines():
+        match = re.match(r'^"([^"]+)" = .*# (.+)$', line)
+        if match:
+            sources[match.group(1)] = match.group(2).strip()
+    return tomllib.loads(proc.stdout), sources, proc.stdout
+
+
+def test_print_config_shows_each_value_and_its_source(tmp_path):
+    config = tmp_path / "sluice.toml"
+    config.write_text('"num.partitions" = 5\n"log.retention.ms" = 60000\n')
+    args = ["--config", str(config), "--set", "message.max.bytes=2000000", "--data-dir", str(tmp_path / "d")]
+    env = {"SLUICE_LOG_RETENTION_MS": "1000", "SLUICE_ADMIN_TOKEN": "hunter2", "SLUICE_ADMIN_URL": "http://x:1"}
+    values, sources, _ = print_config(tmp_path, args, env)
+    assert values["num.partitions"] == "5" and sources["num.partitions"] == f"file {config}"
+    assert values["log.retention.ms"] == "1000" and sources["log.retention.ms"] == "env SLUICE_LOG_RETENTION_MS"
+    assert values["message.max.bytes"] == "2000000" and sources["message.max.bytes"] == "flag"
+    assert values["data.dir"] == str(tmp_path / "d") and sources["data.dir"] == "flag"
+    assert sources["log.segment.bytes"] == "default"
+    assert values["admin.token"] != "hunter2" and "hunter2" not in str(values)
+
+    # Without a token, the output is itself a config file that yields the same values.
+    del env["SLUICE_ADMIN_TOKEN"]
+    values, _, text = print_config(tmp_path, args, env)
+    printed = tmp_path / "printed.toml"
+    printed.write_text(text)
+    again, again_sources, _ = print_config(tmp_path, ["--config", str(printed)], {})
+    assert again == values
+    assert again_sources["num.partitions"] == f"file {printed}"

@@ -4,7 +4,9 @@ N records go in with confluent-kafka and come out with a confluent-kafka group c
 commits; then `/metrics` is scraped and parsed (Prometheus text format) and its counters must
 match: records and bytes in and out per partition, log end offsets, segment bytes, produce and
 fetch latency histograms, and the group's lag (0 once everything is committed, N after more
-is produced). Also `/health`, `/ready`, the `/v1` topic and group resources, JSON errors, and
+is produced). The same after the `sluice` CLI produces and reads a topic once: records and
+bytes out equal records and bytes in exactly; the connections gauge follows raw connections
+opened and closed. Also `/health`, `/ready`, the `/v1` topic and group resources, JSON errors, and
 the bearer token.
 """
 
@@ -12,12 +14,14 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import urllib.error
 import urllib.request
 
 from confluent_kafka import Consumer, Producer
 
-from conftest import wait_until
+from conftest import sluice_bin, wait_until
+from kafka_wire import KafkaConnection
 
 DEADLINE_S = 30.0
 SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$")
@@ -113,6 +117,59 @@ def test_metrics_match_a_known_workload(broker, topic_name):
         (0, n_per_partition),
         (1, n_per_partition),
     }
+
+
+def test_metrics_after_the_cli_produces_and_consumes(broker, topic_name):
+    def sluice(*args: str, stdin: bytes = b"") -> str:
+        proc = subprocess.run(
+            [sluice_bin(), *args, "--brokers", broker.bootstrap, "--output", "json"],
+            input=stdin,
+            capture_output=True,
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr.decode()
+        return proc.stdout.decode()
+
+    n = 250
+    sluice("topic", "create", topic_name, "-p", "1")
+    before = scrape(broker)
+    summary = json.loads(sluice("produce", topic_name, stdin="".join(f"line {i}\n" for i in range(n)).encode()))
+    assert summary["records"] == n
+    assert len(sluice("consume", topic_name, "-e").splitlines()) == n
+    m = scrape(broker)
+    labels = f'{{topic="{topic_name}",partition="0"}}'
+    size = m[f"sluice_partition_size_bytes{labels}"]
+    assert m[f"sluice_partition_records_in_total{labels}"] == n
+    assert m[f"sluice_partition_records_out_total{labels}"] == n
+    assert m[f"sluice_partition_bytes_in_total{labels}"] == size
+    assert m[f"sluice_partition_bytes_out_total{labels}"] == size
+    assert m[f"sluice_partition_log_end_offset{labels}"] == n
+    for api in ("Produce", "Fetch", "Metadata", "ListOffsets"):
+        key = f'sluice_request_duration_seconds_count{{api="{api}"}}'
+        assert m[key] > before[key], api
+    # topic create, produce, consume: one connection each (the scrapes are HTTP).
+    assert m["sluice_connections_accepted_total"] - before["sluice_connections_accepted_total"] >= 2
+
+
+def test_connections_gauge_follows_open_connections(broker):
+    base = scrape(broker)
+    conns = [KafkaConnection(broker.bootstrap) for _ in range(5)]
+    try:
+        wait_until(
+            lambda: scrape(broker)["sluice_connections_open"] == base["sluice_connections_open"] + 5,
+            DEADLINE_S,
+            "5 more open connections",
+        )
+        accepted = scrape(broker)["sluice_connections_accepted_total"]
+        assert accepted == base["sluice_connections_accepted_total"] + 5
+    finally:
+        for c in conns:
+            c.close()
+    wait_until(
+        lambda: scrape(broker)["sluice_connections_open"] == base["sluice_connections_open"],
+        DEADLINE_S,
+        "the connections to close",
+    )
 
 
 def test_admin_resources_health_and_errors(broker, topic_name):

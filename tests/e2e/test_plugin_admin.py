@@ -1,5 +1,5 @@
 """The plugin admin API (`/v1/plugins`) end to end: deploy a real plugin with PUT, list and
-describe it, bind a topic to it, refuse to delete it while in use (409) unless forced, reject
+describe it (with its call statistics), bind a topic to it, refuse to delete it while in use (409) unless forced, reject
 bad uploads (garbage, a filter where a partitioner is bound is still a valid upload, an
 oversized module) without replacing the working version, and hot-swap a topic's partitioner
 by uploading a new version under the same name.
@@ -48,7 +48,10 @@ def test_deploy_list_describe_delete_and_hot_swap_through_the_admin_api(broker_f
     assert info["wit_version"].startswith("0.1")
     assert len(info["sha256"]) == 64 and info["size_bytes"] > 0
     assert call("GET", api)[1] == [info]
-    assert call("GET", f"{api}/router") == (200, info)
+    status, described = call("GET", f"{api}/router")
+    stats = described.pop("stats")
+    assert (status, described) == (200, info)
+    assert stats["calls"] == 0 and set(stats["errors"]) >= {"timeout", "memory", "trap", "guest", "contract"}
     assert call("GET", f"{api}/nope")[0] == 404
 
     create_topic(broker.bootstrap, topic_name, PARTITIONS, {"sluice.partitioner": "router"})

@@ -1,13 +1,20 @@
 """`sluice plugin` end to end with --output json parsed: deploy a real plugin to a running
 broker through its admin API, list and describe it, refuse to delete it while a topic uses it
-(exit 1, the API's message on stderr) and delete it with --force; `plugin test` runs the
+(exit 1, the API's message on stderr) and delete it with --force; the admin API is found with
+`--admin-url`, `SLUICE_ADMIN_URL` or the older `--admin`/`SLUICE_ADMIN`, and a broker started
+with those variables in its environment runs; `plugin test` runs the
 murmur2 plugin locally on sample records and agrees with the Java client's mapping;
+`plugin test` runs the json-filter and redact plugins on sample records from a file and prints
+the kept and the transformed records (JSON parsed here, and the text form);
+`plugin build` builds the plugins/ workspace (warm after tests/run built it; cold it takes
+minutes) and lists the modules; without the build script it says what to do;
 `plugin new` scaffolds a crate whose Cargo.toml lists only sluice-sdk.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 from plugin_support import built_plugins_dir, murmur2_partition
@@ -46,6 +53,37 @@ def test_deploy_list_describe_delete(broker, topic_name):
     assert missing.returncode == 1 and "no plugin named" in missing.stderr
 
 
+def test_admin_url_flag_environment_and_older_names(broker_factory):
+    # The broker refuses unknown SLUICE_* variables: these two must not stop it.
+    broker = broker_factory(env={"SLUICE_ADMIN_URL": "http://127.0.0.1:1", "SLUICE_ADMIN": "127.0.0.1:1"})
+    url = broker.admin_url
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
+
+    def plugin_list(*args: str, **env: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sluice_bin(), "plugin", "list", "--output", "json", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=clean | env,
+        )
+
+    for args, env in [
+        (["--admin-url", url], {}),
+        (["--admin-url", url + "/"], {"SLUICE_ADMIN_URL": "http://127.0.0.1:1"}),
+        ([], {"SLUICE_ADMIN_URL": url}),
+        (["--admin", url.removeprefix("http://")], {}),
+        ([], {"SLUICE_ADMIN": url}),
+    ]:
+        listed = plugin_list(*args, **env)
+        assert listed.returncode == 0, (args, env, listed.stderr)
+        assert json.loads(listed.stdout) == []
+    nobody = plugin_list("--admin-url", "http://127.0.0.1:1")
+    assert nobody.returncode == 3 and "--admin-url" in nobody.stderr, nobody.stderr
+    https = plugin_list("--admin-url", "https://127.0.0.1:1")
+    assert https.returncode == 1 and "plain HTTP" in https.stderr, https.stderr
+
+
 def test_plugin_test_runs_a_partitioner_locally(tmp_path):
     keys = [f"user-{i}" for i in range(50)]
     records = tmp_path / "records.jsonl"
@@ -58,6 +96,61 @@ def test_plugin_test_runs_a_partitioner_locally(tmp_path):
     assert bad.returncode == 1 and "parameters" in bad.stderr, bad.stderr
 
 
+SAMPLES = [
+    {"key": "o1", "value": {"region": "eu", "card_number": "4111-1111", "total": 30}, "headers": {"src": "web"}},
+    {"key": "o2", "value": {"region": "us", "card_number": "5500-0000", "total": 80}},
+    {"key": "o3", "value": {"region": "eu", "card_number": "3400-0000", "total": 55}},
+    {"key": None, "value": None},
+]
+
+
+def write_samples(tmp_path) -> str:
+    path = tmp_path / "orders.jsonl"
+    # Values written without spaces: a transform's output is compared byte for byte.
+    path.write_text("\n".join(json.dumps(s, separators=(",", ":")) for s in SAMPLES) + "\nnot json at all\n")
+    return str(path)
+
+
+def test_plugin_test_runs_a_filter_locally(tmp_path):
+    records = write_samples(tmp_path)
+    wasm = str(built_plugins_dir() / "json-filter.wasm")
+    params = ["--param", "field=$.region", "--param", "op===", "--param", "value=eu"]
+    doc = ok_json("plugin", "test", wasm, "--records", records, *params)
+    assert doc["kind"] == "filter"
+    assert (doc["kept"], doc["total"]) == (2, 5)
+    assert [r["offset"] for r in doc["records"] if r["kept"]] == [0, 2]
+    assert doc["records"][0]["headers"] == {"src": "web"}
+    assert doc["records"][0]["value"] == json.dumps(SAMPLES[0]["value"], separators=(",", ":"))
+    text = sluice("plugin", "test", wasm, "--records", records, *params)
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    assert [line.split("\t")[1] for line in lines[:-1]] == ["o1", "o3"]
+    assert lines[-1] == "kept 2 of 5 records"
+    missing = sluice("plugin", "test", wasm, "--records", records)
+    assert missing.returncode == 1 and "field" in missing.stderr, missing.stderr
+
+
+def test_plugin_test_runs_a_transform_locally(tmp_path):
+    records = write_samples(tmp_path)
+    wasm = str(built_plugins_dir() / "redact.wasm")
+    doc = ok_json("plugin", "test", wasm, "--records", records, "--param", "fields=card_number")
+    assert doc["kind"] == "transform"
+    # Objects are masked; the tombstone passes; the line that is not JSON is dropped.
+    assert (doc["input_records"], doc["output_records"]) == (5, 4)
+    out = {r["offset"]: r for r in doc["records"]}
+    assert sorted(out) == [0, 1, 2, 3]
+    for offset in (0, 1, 2):
+        value = json.loads(out[offset]["value"])
+        assert value == SAMPLES[offset]["value"] | {"card_number": "****"}
+        assert out[offset]["key"] == SAMPLES[offset]["key"]
+    assert out[0]["headers"] == {"src": "web"}
+    assert out[3]["value"] is None
+    dropped = ok_json("plugin", "test", wasm, "--records", records, "--param", "fields=card_number", "--param", "mode=drop")
+    assert all("card_number" not in json.loads(r["value"]) for r in dropped["records"] if r["value"])
+    text = sluice("plugin", "test", wasm, "--records", records, "--param", "fields=card_number")
+    assert text.returncode == 0 and text.stdout.splitlines()[-1] == "5 records in, 4 out", text.stdout
+
+
 def test_plugin_new_scaffolds_a_crate_that_lists_only_the_sdk(tmp_path):
     doc = ok_json("plugin", "new", "my-router", "--kind", "partitioner", "--sdk", str(REPO_ROOT / "sdk"), cwd=tmp_path)
     assert doc == {"created": "my-router", "kind": "partitioner"}
@@ -65,3 +158,13 @@ def test_plugin_new_scaffolds_a_crate_that_lists_only_the_sdk(tmp_path):
     deps = manifest.split("[dependencies]")[1].split("[")[0].strip().splitlines()
     assert len(deps) == 1 and deps[0].startswith("sluice-sdk"), deps
     assert "#[partitioner]" in (tmp_path / "my-router" / "src" / "lib.rs").read_text()
+
+
+def test_plugin_build_builds_a_plugin_workspace(tmp_path):
+    doc = ok_json("plugin", "build", "plugins", cwd=REPO_ROOT)
+    built = {p.rsplit("/", 1)[-1] for p in doc["built"]}
+    assert {"murmur2.wasm", "json-filter.wasm", "redact.wasm"} <= built, built
+    for path in doc["built"]:
+        assert (REPO_ROOT / path).read_bytes()[:4] == b"\0asm", path
+    elsewhere = sluice("plugin", "build", str(tmp_path), cwd=tmp_path)
+    assert elsewhere.returncode == 1 and "SLUICE_BUILD_PLUGINS" in elsewhere.stderr, elsewhere.stderr

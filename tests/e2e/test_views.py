@@ -353,7 +353,7 @@ def sluice_view(broker, *args: str) -> subprocess.CompletedProcess:
     from conftest import sluice_bin
 
     return subprocess.run(
-        [sluice_bin(), "view", *args, "--admin", broker.admin_url],
+        [sluice_bin(), "view", *args, "--admin-url", broker.admin_url],
         capture_output=True,
         text=True,
         timeout=DEADLINE_S,
@@ -412,7 +412,7 @@ def test_consume_filter_runs_a_plugin_for_one_consumer(broker_factory, tmp_path,
             sluice_bin(), "consume", topic_name, "-e", "-f", "%o %s\\n",
             "--filter", "json-filter", "--param", "field=$.region", "--param", "op===", "--param", "value=eu",
             "--transform", "redact", "--param", "fields=card_number",
-            "--brokers", broker.bootstrap, "--admin", broker.admin_url,
+            "--brokers", broker.bootstrap, "--admin-url", broker.admin_url,
         ],
         capture_output=True, text=True, timeout=DEADLINE_S,
     )  # fmt: skip
@@ -444,7 +444,7 @@ def test_a_scaffolded_filter_is_built_deployed_and_read_through_a_view(broker, t
         sluice("plugin", "build", str(crate), "--target-dir", str(REPO_ROOT / "plugins" / "target"), "--output", "json").stdout
     )["built"]
     assert [p.rsplit("/", 1)[1] for p in built] == ["keep-keyed.wasm"], built
-    admin = ["--admin", broker.admin_url]
+    admin = ["--admin-url", broker.admin_url]
     sluice("plugin", "deploy", built[0], *admin)
     create_topic(broker.bootstrap, topic_name, 1)
     produce_all(producer(broker.bootstrap), topic_name, [Record(k, b"v") for k in (b"keep", b"drop", None, b"keep")])

@@ -48,6 +48,20 @@ impl Client {
         })
     }
 
+    /// Sends a request the broker may hold for up to `timeout` (JoinGroup waits for the
+    /// whole group to rejoin), then restores the usual per-request timeout.
+    pub fn send_with_timeout<R: Request>(
+        &mut self,
+        request: &R,
+        version: i16,
+        timeout: Duration,
+    ) -> anyhow::Result<R::Response> {
+        self.stream.set_read_timeout(Some(timeout))?;
+        let response = self.send(request, version);
+        self.stream.set_read_timeout(Some(REQUEST_TIMEOUT))?;
+        response
+    }
+
     /// Sends `request` at `version` and reads its response.
     pub fn send<R: Request>(&mut self, request: &R, version: i16) -> anyhow::Result<R::Response> {
         let key = ApiKey::try_from(R::KEY).map_err(|()| anyhow::anyhow!("API key {}", R::KEY))?;

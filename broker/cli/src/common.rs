@@ -36,6 +36,57 @@ pub struct Common {
     pub output: Output,
 }
 
+/// Where the admin HTTP API is when no flag or variable says (the default `admin.listen`).
+pub const DEFAULT_ADMIN_URL: &str = "http://127.0.0.1:9644";
+
+/// `--admin-url`, on every command that talks to the admin HTTP API (where Kafka has no API).
+#[derive(Debug, Clone, clap::Args)]
+pub struct Admin {
+    /// The broker's admin HTTP API (`admin.listen`) [default: http://127.0.0.1:9644].
+    /// `--admin` and SLUICE_ADMIN are older names for the same thing.
+    #[arg(
+        long = "admin-url",
+        visible_alias = "admin",
+        global = true,
+        env = "SLUICE_ADMIN_URL",
+        value_name = "URL"
+    )]
+    admin_url: Option<String>,
+}
+
+impl Admin {
+    /// The URL from the flag, SLUICE_ADMIN_URL, the older SLUICE_ADMIN, or the default.
+    pub fn url(&self) -> String {
+        self.admin_url
+            .clone()
+            .or_else(|| std::env::var("SLUICE_ADMIN").ok())
+            .filter(|u| !u.trim().is_empty())
+            .unwrap_or_else(|| DEFAULT_ADMIN_URL.to_owned())
+    }
+
+    /// The `host:port` to connect to (plain HTTP only; a bare `host:port` is accepted too).
+    pub fn addr(&self) -> anyhow::Result<String> {
+        admin_addr(&self.url())
+    }
+}
+
+fn admin_addr(url: &str) -> anyhow::Result<String> {
+    let url = url.trim();
+    if url.starts_with("https://") {
+        bail!("--admin-url {url}: the admin API speaks plain HTTP (use http://HOST:PORT)");
+    }
+    let rest = url.strip_prefix("http://").unwrap_or(url);
+    let authority = rest.split('/').next().unwrap_or_default();
+    if authority.is_empty() || rest.contains("://") {
+        bail!("--admin-url {url:?}: expected http://HOST:PORT");
+    }
+    Ok(if authority.contains(':') {
+        authority.to_owned()
+    } else {
+        format!("{authority}:80")
+    })
+}
+
 impl Common {
     /// Connects, with a hint when nothing listens there.
     pub fn connect(&self) -> anyhow::Result<Client> {
@@ -160,4 +211,25 @@ pub fn list_offsets(
         out.insert(p.partition_index, p.offset);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::admin_addr;
+
+    #[test]
+    fn admin_urls_become_host_port() {
+        assert_eq!(
+            admin_addr("http://127.0.0.1:9644").unwrap(),
+            "127.0.0.1:9644"
+        );
+        assert_eq!(
+            admin_addr("http://localhost:9644/").unwrap(),
+            "localhost:9644"
+        );
+        assert_eq!(admin_addr("127.0.0.1:1").unwrap(), "127.0.0.1:1");
+        assert_eq!(admin_addr("http://admin.local").unwrap(), "admin.local:80");
+        assert!(admin_addr("https://x:1").is_err());
+        assert!(admin_addr("ftp://x:1").is_err());
+    }
 }

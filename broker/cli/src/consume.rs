@@ -1,9 +1,8 @@
 //! `sluice consume <topic>`: Fetch v11 from one or all partitions, from the beginning, the
 //! end, an offset or a timestamp; stops after `-n` records or at the end (`-e`), else follows
 //! the log. `-f` formats each record like kcat's `-f`; `--output json` prints one JSON object
-//! per record. `--group` starts from the group's committed offsets and commits what it
-//! printed (as a simple consumer: it does not join the group, so use a group with no
-//! members).
+//! per record. `--group` joins the consumer group as a member (`consume_group.rs`): it reads
+//! the partitions the group assigns, from the committed offsets, and commits what it read.
 //!
 //! `--filter PLUGIN` / `--transform PLUGIN` (each followed by its `--param`s) run plugins on
 //! the broker for this consumer only: an ephemeral view of the topic is created through the
@@ -36,11 +35,11 @@ const PARTITION_MAX_BYTES: i32 = 1024 * 1024;
 #[derive(Debug, clap::Args)]
 pub struct ConsumeArgs {
     #[command(flatten)]
-    common: Common,
+    pub(crate) common: Common,
     /// Topic to read.
-    topic: String,
-    /// Read only this partition (default: all).
-    #[arg(short, long)]
+    pub(crate) topic: String,
+    /// Read only this partition (default: all; with --group, the group assigns them).
+    #[arg(short, long, conflicts_with = "group")]
     partition: Option<i32>,
     /// Where to start: beginning, end, or an offset (for every partition read).
     #[arg(short, long, default_value = "beginning", conflicts_with_all = ["from_timestamp", "from_datetime"])]
@@ -57,9 +56,10 @@ pub struct ConsumeArgs {
     /// Stop at the end of every partition instead of waiting for more.
     #[arg(short = 'e', long)]
     exit_at_end: bool,
-    /// Start from this group's committed offsets and commit what was printed.
+    /// Join this consumer group: read the partitions it assigns, from its committed offsets
+    /// (else --offset/--from-*), commit what was read, leave on exit (-n, -e, Ctrl-C).
     #[arg(short, long)]
-    group: Option<String>,
+    pub(crate) group: Option<String>,
     /// Format per record (kcat's -f): %t topic, %p partition, %o offset, %k key, %s value,
     /// %T timestamp (ms), %h headers (k=v,...), %K key bytes, %S value bytes, \n, \t, %%.
     #[arg(short, long, default_value = "%s\\n")]
@@ -78,14 +78,14 @@ pub struct ConsumeArgs {
     #[arg(long = "param", value_name = "KEY=VALUE")]
     params: Vec<String>,
     /// The broker's admin API, for --filter and --transform.
-    #[arg(long, env = "SLUICE_ADMIN", default_value = "127.0.0.1:9644")]
-    admin: String,
+    #[command(flatten)]
+    admin: crate::common::Admin,
 }
 
 /// Where each partition is.
-struct Position {
-    next: i64,
-    end: i64,
+pub(crate) struct Position {
+    pub(crate) next: i64,
+    pub(crate) end: i64,
 }
 
 /// Runs `sluice consume`; `matches` (this subcommand's) give the order of the plugin stages.
@@ -106,7 +106,7 @@ pub fn run(mut args: ConsumeArgs, matches: Option<&clap::ArgMatches>) -> anyhow:
 
 /// An ephemeral view for `--filter`/`--transform`, deleted when dropped.
 struct AdhocView {
-    admin: String,
+    admin: crate::common::Admin,
     name: String,
 }
 
@@ -153,6 +153,9 @@ impl Drop for AdhocView {
 fn consume(args: &ConsumeArgs) -> anyhow::Result<()> {
     let mut client = args.common.connect()?;
     let mut partitions = common::partitions_of(&mut client, &args.topic, false)?;
+    if let Some(group) = &args.group {
+        return crate::consume_group::run(&mut client, args, group);
+    }
     if let Some(p) = args.partition {
         if !partitions.contains(&p) {
             bail!(
@@ -163,45 +166,63 @@ fn consume(args: &ConsumeArgs) -> anyhow::Result<()> {
         }
         partitions = vec![p];
     }
-    let mut positions = start_positions(&mut client, args, &partitions)?;
+    let mut positions = start_positions(&mut client, args, &partitions, None)?;
     let mut printed = 0u64;
-    let mut committed: BTreeMap<i32, i64> = BTreeMap::new();
-    loop {
-        if args.count.is_some_and(|n| printed >= n) {
-            break;
-        }
-        if args.exit_at_end && positions.values().all(|p| p.next >= p.end) {
-            break;
-        }
-        let records = fetch(&mut client, &args.topic, &mut positions)?;
-        let mut out = String::new();
-        for (partition, record) in records {
-            if args.count.is_some_and(|n| printed >= n) {
-                break;
-            }
-            if let Some(p) = positions.get_mut(&partition) {
-                p.next = p.next.max(record.offset + 1);
-                committed.insert(partition, p.next);
-            }
-            if !matches(&record, args.grep.as_deref()) {
-                continue;
-            }
-            printed += 1;
-            format_record(&mut out, args, partition, &record);
-        }
-        write_stdout(out.as_bytes())?;
-        if let Some(group) = &args.group {
-            commit(&mut client, group, &args.topic, &committed)?;
-        }
+    while !done(args, printed, &positions) {
+        poll(&mut client, args, &mut positions, &mut printed)?;
     }
     Ok(())
 }
 
-fn start_positions(
+/// True when `-n` records were printed, or with `-e` every partition is at its end.
+pub(crate) fn done(args: &ConsumeArgs, printed: u64, positions: &BTreeMap<i32, Position>) -> bool {
+    args.count.is_some_and(|n| printed >= n)
+        || (args.exit_at_end && positions.values().all(|p| p.next >= p.end))
+}
+
+/// One fetch: prints the records (up to `-n` in all) and advances `positions` past every
+/// record handled. Returns how many records were handled (printed or filtered out).
+pub(crate) fn poll(
+    client: &mut Client,
+    args: &ConsumeArgs,
+    positions: &mut BTreeMap<i32, Position>,
+    printed: &mut u64,
+) -> anyhow::Result<usize> {
+    let (records, out_of_range) = fetch(client, &args.topic, positions)?;
+    if !out_of_range.is_empty() {
+        reset_out_of_range(client, args, positions, &out_of_range)?;
+    }
+    let mut out = String::new();
+    let mut handled = 0;
+    for (partition, record) in records {
+        if args.count.is_some_and(|n| *printed >= n) {
+            break;
+        }
+        handled += 1;
+        if let Some(p) = positions.get_mut(&partition) {
+            p.next = p.next.max(record.offset + 1);
+        }
+        if !matches(&record, args.grep.as_deref()) {
+            continue;
+        }
+        *printed += 1;
+        format_record(&mut out, args, partition, &record);
+    }
+    write_stdout(out.as_bytes())?;
+    Ok(handled)
+}
+
+/// Where to start on each partition: the group's committed offset when there is one,
+/// else `--offset`/`--from-*`.
+pub(crate) fn start_positions(
     client: &mut Client,
     args: &ConsumeArgs,
     partitions: &[i32],
+    group: Option<&str>,
 ) -> anyhow::Result<BTreeMap<i32, Position>> {
+    if partitions.is_empty() {
+        return Ok(BTreeMap::new());
+    }
     let ends = common::list_offsets(client, &args.topic, partitions, LATEST)?;
     let starts = match (&args.from_timestamp, &args.from_datetime) {
         (Some(ms), _) => common::list_offsets(client, &args.topic, partitions, *ms)?,
@@ -222,7 +243,7 @@ fn start_positions(
             }
         },
     };
-    let committed = match &args.group {
+    let committed = match group {
         Some(group) => crate::group::fetch_committed(client, group)?,
         None => BTreeMap::new(),
     };
@@ -232,21 +253,73 @@ fn start_positions(
             let end = ends.get(&p).copied().unwrap_or(0);
             // A timestamp after the last record answers -1: start at the end.
             let from = starts.get(&p).copied().filter(|&o| o >= 0).unwrap_or(end);
-            let from = committed
-                .get(&(args.topic.clone(), p))
-                .copied()
-                .filter(|&o| o >= 0)
-                .unwrap_or(from);
+            let from = match committed.get(&(args.topic.clone(), p)).copied() {
+                // Past the log end (the log was truncated or recreated): reset, as
+                // Kafka's auto.offset.reset does. Before the log start, Fetch tells.
+                Some(o) if o > end => {
+                    eprintln!(
+                        "warning: committed offset {o} of {}-{p} is out of range (log end {end}); resetting to {from}",
+                        args.topic
+                    );
+                    from
+                }
+                Some(o) if o >= 0 => o,
+                _ => from,
+            };
             (p, Position { next: from, end })
         })
         .collect())
 }
 
+/// Kafka's OFFSET_OUT_OF_RANGE: the position is before the log start or after its end.
+const OFFSET_OUT_OF_RANGE: i16 = 1;
+
+/// A group member whose committed offset fell out of the log (retention deleted it) starts
+/// over from `--offset end` or else the log start, as Kafka's `auto.offset.reset` does; an
+/// explicit `--offset` out of range is an error.
+fn reset_out_of_range(
+    client: &mut Client,
+    args: &ConsumeArgs,
+    positions: &mut BTreeMap<i32, Position>,
+    partitions: &[i32],
+) -> anyhow::Result<()> {
+    let topic = &args.topic;
+    if args.group.is_none() {
+        bail!(
+            "offset {} of {topic}-{} is out of range: start from --offset beginning or end",
+            positions.get(&partitions[0]).map_or(-1, |p| p.next),
+            partitions[0]
+        );
+    }
+    let to_end = matches!(args.offset.as_str(), "end" | "latest");
+    let reset = common::list_offsets(
+        client,
+        topic,
+        partitions,
+        if to_end { LATEST } else { EARLIEST },
+    )?;
+    for (p, offset) in reset {
+        if let Some(pos) = positions.get_mut(&p) {
+            eprintln!(
+                "warning: offset {} of {topic}-{p} is out of range; resetting to {offset}",
+                pos.next
+            );
+            pos.next = offset;
+        }
+    }
+    Ok(())
+}
+
+/// What one Fetch returned: (partition, record) past each position, and the partitions
+/// whose position is out of range.
+type Fetched = (Vec<(i32, Record)>, Vec<i32>);
+
+/// One Fetch.
 fn fetch(
     client: &mut Client,
     topic: &str,
     positions: &mut BTreeMap<i32, Position>,
-) -> anyhow::Result<Vec<(i32, Record)>> {
+) -> anyhow::Result<Fetched> {
     let mut t = FetchTopic::default();
     t.topic = TopicName(StrBytes::from_string(topic.to_owned()));
     t.partitions = positions
@@ -270,7 +343,12 @@ fn fetch(
         bail!("Fetch: {}", error_name(response.error_code));
     }
     let mut records = Vec::new();
+    let mut out_of_range = Vec::new();
     for p in response.responses.iter().flat_map(|t| &t.partitions) {
+        if p.error_code == OFFSET_OUT_OF_RANGE {
+            out_of_range.push(p.partition_index);
+            continue;
+        }
         if p.error_code != 0 {
             bail!(
                 "fetching {topic}-{}: {}",
@@ -302,7 +380,7 @@ fn fetch(
             }
         }
     }
-    Ok(records)
+    Ok((records, out_of_range))
 }
 
 /// The whole record batches in `bytes`, each with the offset after it (base offset + last
@@ -429,21 +507,4 @@ fn format_record(out: &mut String, args: &ConsumeArgs, partition: i32, record: &
             },
         }
     }
-}
-
-fn commit(
-    client: &mut Client,
-    group: &str,
-    topic: &str,
-    offsets: &BTreeMap<i32, i64>,
-) -> anyhow::Result<()> {
-    if offsets.is_empty() {
-        return Ok(());
-    }
-    let keyed = offsets
-        .iter()
-        .map(|(&p, &o)| ((topic.to_owned(), p), o))
-        .collect();
-    crate::group::commit(client, group, &keyed)
-        .with_context(|| format!("committing for group {group} (is it in use by a running consumer? `sluice group describe {group}`)"))
 }

@@ -166,7 +166,7 @@ fn describe_groups(
 }
 
 /// Decodes consumer-protocol assignment bytes (a version prefix, then the struct).
-fn decode_assignment(bytes: &bytes::Bytes) -> Vec<(String, i32)> {
+pub(crate) fn decode_assignment(bytes: &bytes::Bytes) -> Vec<(String, i32)> {
     let mut buf = bytes.clone();
     if buf.remaining() < 2 {
         return Vec::new();
@@ -413,6 +413,23 @@ pub(crate) fn commit(
     group: &str,
     offsets: &BTreeMap<(String, i32), i64>,
 ) -> anyhow::Result<()> {
+    match commit_as(client, group, -1, "", offsets)? {
+        None => Ok(()),
+        Some(((topic, partition), code)) => {
+            bail!("committing {topic}-{partition}: {}", error_name(code))
+        }
+    }
+}
+
+/// OffsetCommit v7 as `member_id` of `generation_id` (-1 and "" for a simple consumer);
+/// the first partition the broker refused, with its error code.
+pub(crate) fn commit_as(
+    client: &mut Client,
+    group: &str,
+    generation_id: i32,
+    member_id: &str,
+    offsets: &BTreeMap<(String, i32), i64>,
+) -> anyhow::Result<Option<((String, i32), i16)>> {
     let mut by_topic: BTreeMap<&str, Vec<OffsetCommitRequestPartition>> = BTreeMap::new();
     for ((t, p), o) in offsets {
         let mut partition = OffsetCommitRequestPartition::default();
@@ -424,7 +441,8 @@ pub(crate) fn commit(
     }
     let mut request = OffsetCommitRequest::default();
     request.group_id = GroupId(StrBytes::from_string(group.to_owned()));
-    request.generation_id_or_member_epoch = -1;
+    request.generation_id_or_member_epoch = generation_id;
+    request.member_id = StrBytes::from_string(member_id.to_owned());
     request.topics = by_topic
         .into_iter()
         .map(|(t, partitions)| {
@@ -435,19 +453,13 @@ pub(crate) fn commit(
         })
         .collect();
     let response = client.send(&request, 7)?;
-    for topic in &response.topics {
-        for p in &topic.partitions {
-            if p.error_code != 0 {
-                bail!(
-                    "committing {}-{}: {}",
-                    topic.name.0.as_str(),
-                    p.partition_index,
-                    error_name(p.error_code)
-                );
-            }
-        }
-    }
-    Ok(())
+    Ok(response.topics.iter().find_map(|topic| {
+        topic
+            .partitions
+            .iter()
+            .find(|p| p.error_code != 0)
+            .map(|p| ((topic.name.0.to_string(), p.partition_index), p.error_code))
+    }))
 }
 
 fn print_text(out: &mut String, doc: &Value) {

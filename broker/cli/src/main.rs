@@ -17,13 +17,16 @@ use anyhow::{Context, bail};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use sluice_server::{BrokerConfig, Server};
 
+mod assignor;
 mod client;
 mod cluster;
 mod common;
 mod consume;
+mod consume_group;
 mod datetime;
 mod effective_config;
 mod group;
+mod member;
 mod plugin;
 mod plugin_test;
 mod produce;

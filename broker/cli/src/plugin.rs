@@ -23,14 +23,8 @@ const HTTP_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct PluginArgs {
     #[command(subcommand)]
     command: PluginCommand,
-    /// The broker's admin API (`admin.listen`).
-    #[arg(
-        long,
-        global = true,
-        env = "SLUICE_ADMIN",
-        default_value = "127.0.0.1:9644"
-    )]
-    admin: String,
+    #[command(flatten)]
+    admin: crate::common::Admin,
     #[arg(long, global = true, value_enum, default_value_t = Output::Text)]
     output: Output,
 }
@@ -72,22 +66,26 @@ enum PluginCommand {
         #[arg(long)]
         target_dir: Option<PathBuf>,
     },
-    /// Run a partitioner locally on sample records (JSON lines {"key": .., "value": ..}, or
-    /// plain lines as keyless values) and print each record's partition.
+    /// Run a plugin locally on sample records: a partitioner prints each record's
+    /// partition, a filter the records it keeps, a transform the records it returns.
     Test {
+        /// The plugin (.wasm).
         file: PathBuf,
+        /// Sample records: JSON lines {"key": .., "value": .., "headers": {..}}, or plain
+        /// lines as keyless values.
         #[arg(long)]
         records: PathBuf,
         /// Plugin parameter (repeatable).
         #[arg(long = "param", value_name = "KEY=VALUE")]
         params: Vec<String>,
+        /// Partition count a partitioner is asked to place records in.
         #[arg(long, default_value_t = 6)]
         partitions: u32,
     },
 }
 
 pub fn run(args: PluginArgs) -> anyhow::Result<()> {
-    let (admin, output) = (args.admin.as_str(), args.output);
+    let (admin, output) = (&args.admin, args.output);
     match args.command {
         PluginCommand::Deploy { file, name } => {
             let name = match name {
@@ -115,7 +113,9 @@ pub fn run(args: PluginArgs) -> anyhow::Result<()> {
         }
         PluginCommand::Describe { name } => {
             let info = http(admin, "GET", &format!("/v1/plugins/{name}"), &[])?;
-            emit(output, &info, |v| format!("{}\n", describe_text(v)))
+            emit(output, &info, |v| {
+                format!("{}\n{}\n", describe_text(v), stats_text(&v["stats"]))
+            })
         }
         PluginCommand::Delete { name, force } => {
             let path = format!(
@@ -149,6 +149,25 @@ fn stem(file: &Path) -> anyhow::Result<String> {
         .context("the file has no name to deploy it under: pass --name")
 }
 
+/// `calls=N errors=timeout:1,trap:2 mean_latency_us=M` (only the kinds that happened).
+fn stats_text(stats: &Value) -> String {
+    let calls = stats["calls"].as_u64().unwrap_or(0);
+    let errors: Vec<String> = stats["errors"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(_, n)| n.as_u64().unwrap_or(0) > 0)
+        .map(|(kind, n)| format!("{kind}:{n}"))
+        .collect();
+    let mean_us = stats["latency_sum_us"].as_u64().unwrap_or(0) / calls.max(1);
+    let errors = if errors.is_empty() {
+        "0".to_owned()
+    } else {
+        errors.join(",")
+    };
+    format!("  calls={calls} errors={errors} mean_latency_us={mean_us}")
+}
+
 fn describe_text(v: &Value) -> String {
     format!(
         "{} {} wit={} size={} sha256={} users={}",
@@ -162,12 +181,22 @@ fn describe_text(v: &Value) -> String {
 }
 
 /// A request with a `.wasm` body (or none); see [`request`].
-fn http(admin: &str, method: &str, path: &str, body: &[u8]) -> anyhow::Result<Value> {
+fn http(
+    admin: &crate::common::Admin,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> anyhow::Result<Value> {
     request(admin, method, path, "application/wasm", body)
 }
 
 /// A request with a JSON body (`Value::Null`: none); see [`request`].
-pub fn http_json(admin: &str, method: &str, path: &str, body: &Value) -> anyhow::Result<Value> {
+pub fn http_json(
+    admin: &crate::common::Admin,
+    method: &str,
+    path: &str,
+    body: &Value,
+) -> anyhow::Result<Value> {
     let bytes = if body.is_null() {
         Vec::new()
     } else {
@@ -179,19 +208,16 @@ pub fn http_json(admin: &str, method: &str, path: &str, body: &Value) -> anyhow:
 /// One HTTP/1.1 request to the admin API; the JSON body of a 2xx answer, else an error with
 /// the API's message.
 fn request(
-    admin: &str,
+    admin: &crate::common::Admin,
     method: &str,
     path: &str,
     content_type: &str,
     body: &[u8],
 ) -> anyhow::Result<Value> {
-    let addr = admin
-        .strip_prefix("http://")
-        .unwrap_or(admin)
-        .trim_end_matches('/');
-    let mut stream = TcpStream::connect(addr).map_err(|e| {
+    let addr = admin.addr()?;
+    let mut stream = TcpStream::connect(addr.as_str()).map_err(|e| {
         anyhow::Error::new(e).context(crate::common::Unreachable(format!(
-            "no admin API at {addr} (the broker's admin.listen; pass --admin HOST:PORT)"
+            "no admin API at {addr} (the broker's admin.listen; pass --admin-url http://HOST:PORT)"
         )))
     })?;
     stream.set_read_timeout(Some(HTTP_TIMEOUT))?;

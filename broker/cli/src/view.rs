@@ -21,14 +21,8 @@ use crate::plugin::http_json;
 pub struct ViewArgs {
     #[command(subcommand)]
     command: ViewCommand,
-    /// The broker's admin API (`admin.listen`).
-    #[arg(
-        long,
-        global = true,
-        env = "SLUICE_ADMIN",
-        default_value = "127.0.0.1:9644"
-    )]
-    admin: String,
+    #[command(flatten)]
+    admin: crate::common::Admin,
     #[arg(long, global = true, value_enum, default_value_t = Output::Text)]
     output: Output,
 }
@@ -66,7 +60,7 @@ enum ViewCommand {
 
 /// Runs `sluice view ...`; `matches` are the `create` subcommand's (for the stage order).
 pub fn run(args: ViewArgs, create: Option<&ArgMatches>) -> anyhow::Result<()> {
-    let (admin, output) = (args.admin.as_str(), args.output);
+    let (admin, output) = (&args.admin, args.output);
     match args.command {
         ViewCommand::Create {
             name,

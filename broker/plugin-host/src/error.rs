@@ -62,7 +62,7 @@ pub enum RegistryError {
         "plugin `{name}` is in use by {users} handle(s); delete with force to remove it anyway"
     )]
     InUse { name: String, users: usize },
-    #[error("{0}")]
+    #[error(transparent)]
     Call(#[from] CallError),
     #[error("I/O error on {path}: {source}")]
     Io {

@@ -38,6 +38,10 @@
 //!   list, describe, delete (refused while in use unless forced), atomic
 //!   swap of new versions (`ArcSwap`): calls in flight finish on the old
 //!   version, new calls use the new one.
+//! - `stats`: per-plugin call counters (calls, [`CallErrorKind`]s, a latency
+//!   histogram) kept in each `PluginSlot`, so they cover every handle and
+//!   survive hot reloads; [`Registry::stats`] snapshots them as
+//!   [`PluginStats`].
 //! - `watcher`: [`Registry::watch`], hot reload of files dropped in the
 //!   directory.
 //!
@@ -49,6 +53,7 @@
 //! // admin API: PUT /v1/plugins/{name} -> registry.install(name, &body)
 //! //            GET /v1/plugins -> registry.list(); GET /v1/plugins/{name} -> describe
 //! //            DELETE /v1/plugins/{name}?force=true -> registry.delete(name, force)
+//! // /metrics: registry.stats() (calls, errors by kind, latency per plugin)
 //! // topic config sluice.partitioner = name, sluice.partitioner.params = k=v,...
 //! let partitioner = Arc::new(registry.partitioner(name, &params)?); // per topic
 //! // produce: build one ColumnarBatch per produced batch, then
@@ -89,6 +94,7 @@ mod partitioner;
 mod pool;
 mod registry;
 mod state;
+mod stats;
 mod transform;
 mod view;
 mod watcher;
@@ -103,6 +109,7 @@ pub use filter::FilterInstance;
 pub use partitioner::{Partitioner, PartitionerInstance};
 pub use pool::{Filter, Transform};
 pub use registry::{LoadFailures, PluginInfo, PluginSlot, Registry};
+pub use stats::{CALL_LATENCY_BUCKETS_US, CallErrorKind, PluginStats};
 pub use transform::TransformInstance;
 pub use view::{FailurePolicy, Stage, StageOutput, Step, View, ViewOutput, ViewStats, apply_with};
 pub use watcher::Watcher;

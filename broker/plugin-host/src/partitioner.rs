@@ -221,6 +221,17 @@ impl Partitioner {
         batch: &ColumnarBatch,
         partition_count: u32,
     ) -> Result<Vec<u32>, CallError> {
+        let started = std::time::Instant::now();
+        let result = self.partition_uncounted(batch, partition_count);
+        self.slot.stats().record(started, &result);
+        result
+    }
+
+    fn partition_uncounted(
+        &self,
+        batch: &ColumnarBatch,
+        partition_count: u32,
+    ) -> Result<Vec<u32>, CallError> {
         let current = self.slot.current();
         let mut instance = match self.checkout(&current) {
             Some(instance) => instance,

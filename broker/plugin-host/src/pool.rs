@@ -7,6 +7,7 @@
 //! they started with, and new calls pick up a hot reload.
 
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
 use crate::batch::ColumnarBatch;
 use crate::compile::PluginVersion;
@@ -80,8 +81,18 @@ impl<I: Pooled> Pool<I> {
     }
 
     /// Run `f` on an instance of the current version; keep the instance
-    /// only if `f` succeeded.
+    /// only if `f` succeeded. Counted in the plugin's stats.
     fn call<T>(&self, f: impl FnOnce(&mut I) -> Result<T, CallError>) -> Result<T, CallError> {
+        let started = Instant::now();
+        let result = self.call_uncounted(f);
+        self.slot.stats().record(started, &result);
+        result
+    }
+
+    fn call_uncounted<T>(
+        &self,
+        f: impl FnOnce(&mut I) -> Result<T, CallError>,
+    ) -> Result<T, CallError> {
         let current = self.slot.current();
         let mut instance = match self.checkout(&current) {
             Some(instance) => instance,

@@ -16,6 +16,7 @@ use crate::error::RegistryError;
 use crate::limits;
 use crate::partitioner::Partitioner;
 use crate::pool::{Filter, Pool, Transform};
+use crate::stats::{CallStats, PluginStats};
 
 /// The current version of one plugin name. Handles hold the slot, so a
 /// swap reaches them and the slot's reference count says who uses it.
@@ -23,11 +24,17 @@ use crate::pool::{Filter, Pool, Transform};
 pub struct PluginSlot {
     name: String,
     current: ArcSwap<PluginVersion>,
+    /// Calls through every handle of this name, across version swaps.
+    stats: CallStats,
 }
 
 impl PluginSlot {
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    pub(crate) fn stats(&self) -> &CallStats {
+        &self.stats
     }
 
     /// The version new calls use.
@@ -145,6 +152,7 @@ impl Registry {
             Arc::new(PluginSlot {
                 name: name.clone(),
                 current: ArcSwap::new(Arc::clone(&version)),
+                stats: CallStats::default(),
             })
         });
         slot.current.store(version);
@@ -181,6 +189,22 @@ impl Registry {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(name)
             .map(info)
+    }
+
+    /// Call statistics of every loaded plugin, by name (for `/metrics`).
+    pub fn stats(&self) -> Vec<PluginStats> {
+        self.slots
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .map(|slot| slot.stats.snapshot(&slot.name, slot.current().kind))
+            .collect()
+    }
+
+    /// Call statistics of one plugin.
+    pub fn stats_of(&self, name: &str) -> Option<PluginStats> {
+        self.slot(name)
+            .map(|slot| slot.stats.snapshot(&slot.name, slot.current().kind))
     }
 
     /// Remove a plugin and its file. A plugin in use (a topic holds a

@@ -248,6 +248,9 @@ const ENV_NON_KEYS: &[&str] = &[
     "SLUICE_CONFIG",
     // The operator commands' default `--brokers`.
     "SLUICE_BROKERS",
+    // Their default `--admin-url`, and its older name.
+    "SLUICE_ADMIN_URL",
+    "SLUICE_ADMIN",
 ];
 
 impl BrokerConfig {

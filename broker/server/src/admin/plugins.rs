@@ -1,5 +1,5 @@
 //! `/v1/plugins`: deploy (`PUT /v1/plugins/{name}` with the `.wasm` as body), list,
-//! describe (kind, WIT version, sha256, size, users) and delete (`?force=true` for a plugin
+//! describe (kind, WIT version, sha256, size, users, and call statistics) and delete (`?force=true` for a plugin
 //! a topic uses). The registry validates and compiles an upload before anything is written,
 //! so a bad upload never replaces a working version (docs/plugins.md).
 
@@ -10,7 +10,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::{Deserialize, Serialize};
-use sluice_plugin_host::{PluginInfo, RegistryError};
+use std::collections::BTreeMap;
+
+use sluice_plugin_host::{PluginInfo, PluginStats, RegistryError};
 
 use super::topics::blocking;
 use super::{AdminState, ApiError};
@@ -51,6 +53,34 @@ impl From<PluginInfo> for PluginView {
     }
 }
 
+/// `GET /v1/plugins/{name}`: the plugin and its call statistics.
+#[derive(Debug, Serialize)]
+struct PluginDescription {
+    #[serde(flatten)]
+    plugin: PluginView,
+    stats: StatsView,
+}
+
+/// A plugin's calls since it was loaded (across hot reloads), as `/metrics` counts them.
+#[derive(Debug, Serialize)]
+struct StatsView {
+    calls: u64,
+    /// Failed calls by kind (timeout, memory, trap, guest, contract, instantiate, params).
+    errors: BTreeMap<&'static str, u64>,
+    /// Sum of call latencies, in microseconds (mean = sum / calls).
+    latency_sum_us: u64,
+}
+
+impl From<PluginStats> for StatsView {
+    fn from(s: PluginStats) -> Self {
+        Self {
+            calls: s.calls,
+            errors: s.errors.iter().map(|(k, n)| (k.as_str(), *n)).collect(),
+            latency_sum_us: s.latency_sum_us,
+        }
+    }
+}
+
 #[derive(Debug, Deserialize)]
 struct DeleteQuery {
     #[serde(default)]
@@ -73,13 +103,15 @@ async fn describe(
     State(state): State<AdminState>,
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
-    let info = state
-        .broker
-        .plugins
-        .registry
-        .describe(&name)
-        .ok_or_else(|| registry_error(RegistryError::NotFound(name)))?;
-    Ok(axum::Json(PluginView::from(info)).into_response())
+    let registry = &state.broker.plugins.registry;
+    let (Some(info), Some(stats)) = (registry.describe(&name), registry.stats_of(&name)) else {
+        return Err(registry_error(RegistryError::NotFound(name)));
+    };
+    let description = PluginDescription {
+        plugin: PluginView::from(info),
+        stats: StatsView::from(stats),
+    };
+    Ok(axum::Json(description).into_response())
 }
 
 async fn deploy(

@@ -12,6 +12,7 @@ use super::{AdminState, ApiError};
 use crate::broker::Broker;
 use crate::limits;
 use crate::metrics::{Histogram, LATENCY_BUCKETS_US};
+use sluice_plugin_host::{CALL_LATENCY_BUCKETS_US, CallErrorKind, PluginStats};
 
 const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -22,6 +23,7 @@ pub(super) async fn handle(State(state): State<AdminState>) -> Result<Response, 
         broker_metrics(&mut out, &broker);
         partition_metrics(&mut out, &broker);
         view_metrics(&mut out, &broker);
+        plugin_metrics(&mut out, &broker.plugins.registry.stats());
         out
     })
     .await?;
@@ -92,7 +94,28 @@ fn broker_metrics(out: &mut String, broker: &Broker) {
 
 fn histogram(out: &mut String, name: &str, labels: &str, h: &Histogram) {
     let (buckets, sum_us, count) = h.snapshot();
-    for (bound, cumulative) in LATENCY_BUCKETS_US.iter().zip(&buckets) {
+    histogram_lines(
+        out,
+        name,
+        labels,
+        &LATENCY_BUCKETS_US,
+        &buckets,
+        sum_us,
+        count,
+    );
+}
+
+/// One histogram's lines from cumulative counts (`+Inf` last) over bounds in microseconds.
+fn histogram_lines(
+    out: &mut String,
+    name: &str,
+    labels: &str,
+    bounds_us: &[u64],
+    buckets: &[u64],
+    sum_us: u64,
+    count: u64,
+) {
+    for (bound, cumulative) in bounds_us.iter().zip(buckets) {
         let le = *bound as f64 / 1e6;
         let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{le}\"}} {cumulative}");
     }
@@ -103,6 +126,79 @@ fn histogram(out: &mut String, name: &str, labels: &str, h: &Histogram) {
     );
     let _ = writeln!(out, "{name}_sum{{{labels}}} {}", sum_us as f64 / 1e6);
     let _ = writeln!(out, "{name}_count{{{labels}}} {count}");
+}
+
+/// Per plugin: calls, failures by kind, timeouts, and the call latency.
+fn plugin_metrics(out: &mut String, plugins: &[PluginStats]) {
+    family(
+        out,
+        "sluice_plugin_calls_total",
+        "counter",
+        "Calls into a plugin (one per batch partitioned, filtered or transformed), failed ones included.",
+    );
+    for p in plugins {
+        let _ = writeln!(
+            out,
+            "sluice_plugin_calls_total{{{}}} {}",
+            plugin_labels(p),
+            p.calls
+        );
+    }
+    family(
+        out,
+        "sluice_plugin_errors_total",
+        "counter",
+        "Failed plugin calls by kind: timeout, memory, trap, guest, contract, instantiate, params.",
+    );
+    for p in plugins {
+        for (kind, n) in &p.errors {
+            let _ = writeln!(
+                out,
+                "sluice_plugin_errors_total{{{},error=\"{}\"}} {n}",
+                plugin_labels(p),
+                kind.as_str()
+            );
+        }
+    }
+    family(
+        out,
+        "sluice_plugin_timeouts_total",
+        "counter",
+        "Plugin calls stopped at plugin.call.timeout.ms (also in sluice_plugin_errors_total).",
+    );
+    for p in plugins {
+        let _ = writeln!(
+            out,
+            "sluice_plugin_timeouts_total{{{}}} {}",
+            plugin_labels(p),
+            p.errors_of(CallErrorKind::Timeout)
+        );
+    }
+    family(
+        out,
+        "sluice_plugin_call_duration_seconds",
+        "histogram",
+        "Time of one plugin call, including making an instance when none was idle.",
+    );
+    for p in plugins {
+        histogram_lines(
+            out,
+            "sluice_plugin_call_duration_seconds",
+            &plugin_labels(p),
+            &CALL_LATENCY_BUCKETS_US,
+            &p.latency_cumulative,
+            p.latency_sum_us,
+            p.latency_cumulative.last().copied().unwrap_or(0),
+        );
+    }
+}
+
+fn plugin_labels(p: &PluginStats) -> String {
+    format!(
+        "plugin=\"{}\",kind=\"{}\"",
+        escape(&p.name),
+        p.kind.as_str()
+    )
 }
 
 /// One gauge or counter per partition; `read` returns `None` for a closed partition.
