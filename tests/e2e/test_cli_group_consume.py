@@ -11,6 +11,8 @@ Covers:
   record is read once; when it leaves, the CLI takes all partitions back;
 - a kafka-python consumer (its own protocol code, pure Python) in the same group: the CLI
   commits what it read before giving up partitions, so across both every record is read once;
+- a member with no partitions, whose idle connection the broker closed
+  (`connections.max.idle.ms`), takes over when the other member leaves;
 - `-n` stops, commits and leaves; a restarted consumer resumes from the committed offsets;
 - a committed offset past the log end is reset to the log start (`auto.offset.reset`), with a
   warning; an explicit `--offset` out of range is an error.
@@ -284,3 +286,27 @@ def test_a_committed_offset_out_of_range_is_reset(broker_factory, topic_name):
         timeout=60,
     )
     assert explicit.returncode == 1 and "--offset beginning" in explicit.stderr, explicit.stderr
+
+
+def test_an_idle_member_reconnects_and_takes_over(broker_factory, topic_name):
+    broker = broker_factory(GROUP_SETTINGS | {"connections.max.idle.ms": "2000"})
+    sluice_json(broker, "topic", "create", topic_name, "-p", "1")
+    busy = CliMember(broker, "idle", topic_name)
+    idle = None
+    try:
+        wait_until(lambda: assignments(broker, "idle") == [[0]], DEADLINE_S, "the first member")
+        idle = CliMember(broker, "idle", topic_name)
+        wait_until(lambda: assignments(broker, "idle") == [[], [0]], DEADLINE_S, "one member with the partition")
+        # Two fetching or heartbeating connections per member, less the idle one's main.
+        wait_until(lambda: scrape(broker)["sluice_connections_open"] == 3, DEADLINE_S, "the idle connection closed")
+        busy.stop()
+        wait_until(lambda: assignments(broker, "idle") == [[0]], DEADLINE_S, "the idle member to take over")
+        produce_one = Producer({"bootstrap.servers": broker.bootstrap})
+        produce_one.produce(topic_name, value=b"late", partition=0)
+        assert produce_one.flush(30) == 0
+        wait_until(lambda: idle.seen() == [(0, 0)], DEADLINE_S, "the late record")
+        idle.stop()
+    finally:
+        busy.kill()
+        if idle is not None:
+            idle.kill()

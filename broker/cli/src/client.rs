@@ -21,6 +21,10 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct Client {
     stream: TcpStream,
     next_correlation_id: i32,
+    /// The broker this connection goes to, for [`Client::reconnecting`].
+    addr: String,
+    /// Resend a request once on a new connection when the broker closed this one.
+    reconnect: bool,
 }
 
 impl Client {
@@ -45,7 +49,17 @@ impl Client {
         Ok(Self {
             stream,
             next_correlation_id: 1,
+            addr: addr.to_owned(),
+            reconnect: false,
         })
+    }
+
+    /// From now on, a request that finds the connection closed by the broker (its
+    /// `connections.max.idle.ms`, a restart) is sent again, once, on a new connection. Only
+    /// for clients whose requests are safe to repeat (a group member's, not Produce).
+    pub fn reconnecting(mut self) -> Self {
+        self.reconnect = true;
+        self
     }
 
     /// Sends a request the broker may hold for up to `timeout` (JoinGroup waits for the
@@ -64,6 +78,19 @@ impl Client {
 
     /// Sends `request` at `version` and reads its response.
     pub fn send<R: Request>(&mut self, request: &R, version: i16) -> anyhow::Result<R::Response> {
+        match self.send_once(request, version) {
+            Err(e) if self.reconnect && is_disconnect(&e) => {
+                let timeout = self.stream.read_timeout()?;
+                let fresh = Self::connect_one(&self.addr)?;
+                self.stream = fresh.stream;
+                self.stream.set_read_timeout(timeout)?;
+                self.send_once(request, version)
+            }
+            result => result,
+        }
+    }
+
+    fn send_once<R: Request>(&mut self, request: &R, version: i16) -> anyhow::Result<R::Response> {
         let key = ApiKey::try_from(R::KEY).map_err(|()| anyhow::anyhow!("API key {}", R::KEY))?;
         let correlation_id = self.next_correlation_id;
         self.next_correlation_id += 1;
@@ -129,6 +156,19 @@ impl Client {
         debug_assert!(frame.remaining() == length);
         Ok(frame)
     }
+}
+
+/// True when `e` says the broker closed the connection.
+fn is_disconnect(e: &anyhow::Error) -> bool {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
+    e.chain().any(|cause| {
+        cause.downcast_ref::<std::io::Error>().is_some_and(|io| {
+            matches!(
+                io.kind(),
+                BrokenPipe | ConnectionAborted | ConnectionReset | UnexpectedEof
+            )
+        })
+    })
 }
 
 /// Kafka's name of an error code, for messages.

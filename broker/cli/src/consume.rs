@@ -151,7 +151,8 @@ impl Drop for AdhocView {
 }
 
 fn consume(args: &ConsumeArgs) -> anyhow::Result<()> {
-    let mut client = args.common.connect()?;
+    // Everything a consumer sends is safe to repeat on a new connection.
+    let mut client = args.common.connect()?.reconnecting();
     let mut partitions = common::partitions_of(&mut client, &args.topic, false)?;
     if let Some(group) = &args.group {
         return crate::consume_group::run(&mut client, args, group);

@@ -109,7 +109,7 @@ impl Member {
         group: &str,
         topic: &str,
     ) -> anyhow::Result<Self> {
-        let heartbeat_client = Client::connect(brokers)?;
+        let heartbeat_client = Client::connect(brokers)?.reconnecting();
         let shared = Arc::new(Shared::default());
         let (stop_tx, stop_rx) = mpsc::channel();
         let thread_shared = Arc::clone(&shared);
