@@ -67,16 +67,9 @@ pub struct ConsumeArgs {
     /// Print only records whose key or value contains this text (client side).
     #[arg(long, value_name = "TEXT")]
     grep: Option<String>,
-    /// Run this filter plugin on the broker for this consumer (repeatable, in order with
-    /// --transform; each followed by its --params).
-    #[arg(long = "filter", value_name = "PLUGIN")]
-    filters: Vec<String>,
-    /// Run this transform plugin on the broker for this consumer (repeatable).
-    #[arg(long = "transform", value_name = "PLUGIN")]
-    transforms: Vec<String>,
-    /// A parameter of the --filter or --transform before it (repeatable).
-    #[arg(long = "param", value_name = "KEY=VALUE")]
-    params: Vec<String>,
+    /// Plugins to run on the broker for this consumer only (an ephemeral view).
+    #[command(flatten)]
+    stages: crate::view::StageArgs,
     /// The broker's admin API, for --filter and --transform.
     #[command(flatten)]
     admin: crate::common::Admin,
@@ -91,9 +84,7 @@ pub(crate) struct Position {
 /// Runs `sluice consume`; `matches` (this subcommand's) give the order of the plugin stages.
 pub fn run(mut args: ConsumeArgs, matches: Option<&clap::ArgMatches>) -> anyhow::Result<()> {
     let adhoc = match matches {
-        Some(m) if !args.filters.is_empty() || !args.transforms.is_empty() => {
-            Some(AdhocView::create(&args, m)?)
-        }
+        Some(m) if args.stages.any() => Some(AdhocView::create(&args, m)?),
         _ => None,
     };
     if let Some(view) = &adhoc {

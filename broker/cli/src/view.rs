@@ -37,15 +37,8 @@ enum ViewCommand {
         /// The topic it reads.
         #[arg(long = "from", value_name = "TOPIC")]
         source: String,
-        /// A filter plugin stage (repeatable; stages run in command-line order).
-        #[arg(long = "filter", value_name = "PLUGIN")]
-        filters: Vec<String>,
-        /// A transform plugin stage (repeatable).
-        #[arg(long = "transform", value_name = "PLUGIN")]
-        transforms: Vec<String>,
-        /// A parameter of the stage named before it (repeatable).
-        #[arg(long = "param", value_name = "KEY=VALUE")]
-        params: Vec<String>,
+        #[command(flatten)]
+        stages: StageArgs,
         /// When a plugin fails: `fail` the fetch (the consumer retries) or `skip` the batch.
         #[arg(long, value_parser = ["fail", "skip"], default_value = "fail")]
         on_error: String,
@@ -56,6 +49,28 @@ enum ViewCommand {
     Describe { name: String },
     /// Delete a view (the source topic and its records are untouched).
     Delete { name: String },
+}
+
+/// The plugin chain of a view, on `view create` and `consume`: stages in command-line order.
+/// The order is read from the `ArgMatches` ([`stages`]); these fields only declare the flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StageArgs {
+    /// A filter plugin stage (repeatable; stages run in command-line order).
+    #[arg(long = "filter", value_name = "PLUGIN")]
+    pub filters: Vec<String>,
+    /// A transform plugin stage (repeatable).
+    #[arg(long = "transform", value_name = "PLUGIN")]
+    pub transforms: Vec<String>,
+    /// A parameter of the --filter or --transform before it (repeatable).
+    #[arg(long = "param", value_name = "KEY=VALUE")]
+    pub params: Vec<String>,
+}
+
+impl StageArgs {
+    /// Whether any stage was given.
+    pub fn any(&self) -> bool {
+        !self.filters.is_empty() || !self.transforms.is_empty()
+    }
 }
 
 /// Runs `sluice view ...`; `matches` are the `create` subcommand's (for the stage order).
