@@ -49,9 +49,20 @@ def start_broker(tmp: Path, plugins: list[str], admin: bool = False, settings: d
     (tmp / "plugins").mkdir()
     for name in plugins:
         shutil.copyfile(PLUGINS_DIR / f"{name}.wasm", tmp / "plugins" / f"{name}.wasm")
-    cmd = [SLUICE, "serve", "--data-dir", str(tmp / "data"), "--listen", "127.0.0.1:0",
-           "--admin-listen", "127.0.0.1:0" if admin else "",
-           "--set", f"plugin.dir={tmp / 'plugins'}", "--set", "sluice.acks.all.fsync=false"]
+    cmd = [
+        SLUICE,
+        "serve",
+        "--data-dir",
+        str(tmp / "data"),
+        "--listen",
+        "127.0.0.1:0",
+        "--admin-listen",
+        "127.0.0.1:0" if admin else "",
+        "--set",
+        f"plugin.dir={tmp / 'plugins'}",
+        "--set",
+        "sluice.acks.all.fsync=false",
+    ]
     for key, value in (settings or {}).items():
         cmd += ["--set", f"{key}={value}"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
@@ -65,6 +76,7 @@ def start_broker(tmp: Path, plugins: list[str], admin: bool = False, settings: d
 @dataclass
 class Run:
     """One rdkafka_performance run and what the broker spent on it."""
+
     msgs_per_s: float
     mb_per_s: float
     broker_us_per_record: float

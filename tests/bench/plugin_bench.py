@@ -35,8 +35,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 from bench_support import Broker, Run, loadavg, median, perf, start_broker  # noqa: E402
-from clients import create_topic  # noqa: E402
 from plugin_support import murmur2_partition  # noqa: E402
+
+from clients import create_topic  # noqa: E402
 
 RUNS = int(os.environ.get("RUNS", "5"))
 RECORDS = int(os.environ.get("RECORDS", "1000000"))
@@ -46,13 +47,13 @@ KEY = b"customer-42"
 HOME = murmur2_partition(KEY, PARTITIONS)
 # name -> (rdkafka_performance arguments, what it shows)
 LOADS = {
-    "random-stays": (["-K", str(KEYS), "-X", "partitioner=murmur2_random"],
-                     f"random keys (1 of {KEYS:,}), client partitions with murmur2: every record stays"),
-    "random-moved": (["-K", str(KEYS)],
-                     "random keys, client's default partitioner (CRC32): ~5/6 of records moved"),
+    "random-stays": (
+        ["-K", str(KEYS), "-X", "partitioner=murmur2_random"],
+        f"random keys (1 of {KEYS:,}), client partitions with murmur2: every record stays",
+    ),
+    "random-moved": (["-K", str(KEYS)], "random keys, client's default partitioner (CRC32): ~5/6 of records moved"),
     "one-key-stays": (["-k", KEY.decode(), "-p", str(HOME)], "one key, sent to murmur2's partition"),
-    "one-key-moved": (["-k", KEY.decode(), "-p", str((HOME + 1) % PARTITIONS)],
-                      "one key, sent to another partition"),
+    "one-key-moved": (["-k", KEY.decode(), "-p", str((HOME + 1) % PARTITIONS)], "one key, sent to another partition"),
     "keyless": ([], "keyless, sticky partitioner (every batch split in 6)"),
 }
 SELECTED = [n for n in os.environ.get("LOADS", ",".join(LOADS)).split(",") if n]
@@ -88,13 +89,17 @@ def main():
             loads.append(loadavg())
         finally:
             broker.stop()
-    print(f"\n{RUNS} pairs per load, {RECORDS:,} records of 100 B, acks=1, linger.ms=5, {PARTITIONS} partitions;"
-          f" load average before each load and at the end: {' | '.join(loads)}\n")
-    print("| load | no plugin msgs/s | murmur2 plugin msgs/s | ratio of medians | median of pair ratios"
-          " | broker CPU us/record, no plugin | with plugin |\n|---|---:|---:|---:|---:|---:|---:|")
+    print(
+        f"\n{RUNS} pairs per load, {RECORDS:,} records of 100 B, acks=1, linger.ms=5, {PARTITIONS} partitions;"
+        f" load average before each load and at the end: {' | '.join(loads)}\n"
+    )
+    print(
+        "| load | no plugin msgs/s | murmur2 plugin msgs/s | ratio of medians | median of pair ratios"
+        " | broker CPU us/record, no plugin | with plugin |\n|---|---:|---:|---:|---:|---:|---:|"
+    )
     for name, (plain, routed) in results.items():
         p, r = median([x.msgs_per_s for x in plain]), median([x.msgs_per_s for x in routed])
-        pairs = median([b.msgs_per_s / a.msgs_per_s for a, b in zip(plain, routed)])
+        pairs = median([b.msgs_per_s / a.msgs_per_s for a, b in zip(plain, routed, strict=True)])
         cp, cr = median([x.broker_us_per_record for x in plain]), median([x.broker_us_per_record for x in routed])
         print(f"| {LOADS[name][1]} | {p:,.0f} | {r:,.0f} | {r / p:.2f}x | {pairs:.2f}x | {cp:.3f} | {cr:.3f} |")
 
