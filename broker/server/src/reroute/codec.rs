@@ -58,16 +58,16 @@ impl Decoded {
 }
 
 /// Decodes one whole batch (validated by the storage engine's rules first) and fills
-/// `columns` with its records for the plugin (offset = index in the batch).
-pub fn decode(bytes: &[u8], columns: &mut ColumnarBatch) -> Result<Decoded, CodecError> {
+/// `columns` with its records for the plugin (offset = index in the batch). An uncompressed
+/// batch's records are not copied: `Decoded` holds a slice of `bytes`.
+pub fn decode(bytes: &Bytes, columns: &mut ColumnarBatch) -> Result<Decoded, CodecError> {
     let header = batch::validate(bytes)?;
     if header.is_transactional() || header.is_control() {
         return Err(CodecError::Transactional);
     }
-    let section = &bytes[HEADER_BYTES..];
     let records = match header.compression() {
-        Compression::None => Bytes::copy_from_slice(section),
-        codec => decompress(codec, section)?,
+        Compression::None => bytes.slice(HEADER_BYTES..),
+        codec => decompress(codec, &bytes[HEADER_BYTES..])?,
     };
     let mut spans = Vec::with_capacity(header.records_count.max(0) as usize);
     let mut at = 0usize;

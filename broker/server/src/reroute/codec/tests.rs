@@ -51,7 +51,7 @@ fn a_split_batch_keeps_every_record_for_every_codec() {
         KCompression::Lz4,
         KCompression::Zstd,
     ] {
-        let bytes = batch(compression);
+        let bytes = bytes::Bytes::from(batch(compression));
         let mut columns = ColumnarBatch::new();
         let decoded = decode(&bytes, &mut columns).unwrap();
         assert_eq!(decoded.len(), 300);
@@ -78,7 +78,7 @@ fn a_damaged_batch_is_refused() {
     let mut bytes = batch(KCompression::None);
     let last = bytes.len() - 1;
     bytes[last] ^= 1;
-    let err = decode(&bytes, &mut ColumnarBatch::new()).unwrap_err();
+    let err = decode(&bytes::Bytes::from(bytes), &mut ColumnarBatch::new()).unwrap_err();
     assert!(
         err.to_string().contains("CRC") || err.to_string().contains("crc"),
         "{err}"
