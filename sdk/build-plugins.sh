@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Build Sluice guest plugins for wasm32-unknown-unknown.
 #
-#   sdk/build-plugins.sh [--workspace DIR] [--out DIR] [--install-toolchain] [-p PACKAGE]...
+#   sdk/build-plugins.sh [--workspace DIR] [--out DIR] [--target-dir DIR] [--install-toolchain]
+#                        [-p PACKAGE]...
 #
 # --workspace DIR   the plugin workspace or crate to build (default: plugins/)
 # --out DIR         where to put <name>.wasm (default: <workspace>/target/wasm)
+# --target-dir DIR  where cargo builds, under guest-rustup/ or guest-debian/ (default:
+#                   <workspace>/target); share one across crates so std is built once
 #                   <name> is the package name without `sluice-plugin-`.
 # --install-toolchain  install Debian's guest toolchain with apt-get when
 #                   neither route below is available (needs root).
@@ -24,18 +27,21 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 workspace="$root/plugins"
 out=""
+target_base=""
 install=0
 packages=()
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --workspace) workspace="$(cd "$2" && pwd)"; shift 2 ;;
         --out) out="$2"; shift 2 ;;
+        --target-dir) mkdir -p "$2" && target_base="$(cd "$2" && pwd)"; shift 2 ;;
         --install-toolchain) install=1; shift ;;
         -p) packages+=(-p "$2"); shift 2 ;;
         *) echo "build-plugins.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
 [[ -n "$out" ]] || out="$workspace/target/wasm"
+[[ -n "$target_base" ]] || target_base="$workspace/target"
 [[ ${#packages[@]} -gt 0 ]] || packages=(--workspace)
 target=wasm32-unknown-unknown
 debian_deps=(rustc-web cargo-web rust-web-src lld-22)
@@ -52,11 +58,16 @@ have_debian_toolchain() {
 }
 
 manifest="$workspace/Cargo.toml"
+# Cargo's JSON messages name the .wasm files this build made (a shared target dir holds other
+# crates' too); diagnostics still go to the terminal.
+artifacts="$(mktemp)"
+trap 'rm -f "$artifacts"' EXIT
 if have_rustup_target; then
     echo "build-plugins.sh: rustup route (target $target installed)" >&2
-    target_dir="$workspace/target/guest-rustup"
+    target_dir="$target_base/guest-rustup"
     (cd "$workspace" && cargo build --release --target "$target" --manifest-path "$manifest" \
-        --target-dir "$target_dir" "${packages[@]}")
+        --target-dir "$target_dir" --message-format=json-render-diagnostics "${packages[@]}") \
+        >"$artifacts"
 else
     if ! have_debian_toolchain; then
         if [[ $install -eq 1 ]]; then
@@ -72,15 +83,17 @@ else
         fi
     fi
     echo "build-plugins.sh: Debian rustc-web route (build-std)" >&2
-    target_dir="$workspace/target/guest-debian"
+    target_dir="$target_base/guest-debian"
     (cd "$workspace" && env RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc RUSTC_BOOTSTRAP=1 \
         CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER=wasm-ld-22 \
         /usr/bin/cargo build --release --target "$target" --manifest-path "$manifest" \
-        --target-dir "$target_dir" -Zbuild-std=std,panic_abort "${packages[@]}")
+        --target-dir "$target_dir" -Zbuild-std=std,panic_abort \
+        --message-format=json-render-diagnostics "${packages[@]}") >"$artifacts"
 fi
 
 mkdir -p "$out"
-for wasm in "$target_dir/$target/release"/*.wasm; do
+grep -o '"[^"]*/'"$target"'/release/[^"/]*\.wasm"' "$artifacts" | tr -d '"' | sort -u |
+while read -r wasm; do
     [[ -e "$wasm" ]] || continue
     name="$(basename "$wasm" .wasm)"
     name="${name#sluice_plugin_}"

@@ -2,7 +2,7 @@
 
 Each command runs as a subprocess with `--output json` and the test parses what it prints:
 topic create/list/describe/delete, produce (stdin and --file, keys, headers, compression),
-consume (offsets, timestamps, -n, --group, -f templates, --filter), cluster info, and the
+consume (offsets, timestamps, -n, --group, -f templates, --grep), cluster info, and the
 exit codes (1 operation failed, 2 usage, 3 no broker). Records produced by the CLI are read
 back with confluent-kafka and vice versa, so the CLI and real clients agree on the wire.
 """
@@ -111,7 +111,7 @@ def test_consume_records_from_confluent_kafka(broker, topic_name):
     start = records[10]["timestamp"]
     assert consume_json(broker, topic_name, "--from-timestamp", str(start), "-n", "1")[0]["offset"] <= 10
 
-    text = sluice(broker, "consume", topic_name, "-e", "--filter", "v4", "-f", "%p:%o %k=%s %h\\n").stdout.decode()
+    text = sluice(broker, "consume", topic_name, "-e", "--grep", "v4", "-f", "%p:%o %k=%s %h\\n").stdout.decode()
     assert text.splitlines()[:2] == ["0:4 k4=v4 h=x", "0:40 k40=v40 h=x"]
 
 

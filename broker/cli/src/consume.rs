@@ -4,6 +4,12 @@
 //! per record. `--group` starts from the group's committed offsets and commits what it
 //! printed (as a simple consumer: it does not join the group, so use a group with no
 //! members).
+//!
+//! `--filter PLUGIN` / `--transform PLUGIN` (each followed by its `--param`s) run plugins on
+//! the broker for this consumer only: an ephemeral view of the topic is created through the
+//! admin API, read, and deleted at exit (the broker drops it anyway once unused). A fetch
+//! may answer a batch whose records were all filtered out (a gap over its offsets); the
+//! position moves past it.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -58,9 +64,22 @@ pub struct ConsumeArgs {
     /// %T timestamp (ms), %h headers (k=v,...), %K key bytes, %S value bytes, \n, \t, %%.
     #[arg(short, long, default_value = "%s\\n")]
     format: String,
-    /// Print only records whose key or value contains this text.
+    /// Print only records whose key or value contains this text (client side).
     #[arg(long, value_name = "TEXT")]
-    filter: Option<String>,
+    grep: Option<String>,
+    /// Run this filter plugin on the broker for this consumer (repeatable, in order with
+    /// --transform; each followed by its --params).
+    #[arg(long = "filter", value_name = "PLUGIN")]
+    filters: Vec<String>,
+    /// Run this transform plugin on the broker for this consumer (repeatable).
+    #[arg(long = "transform", value_name = "PLUGIN")]
+    transforms: Vec<String>,
+    /// A parameter of the --filter or --transform before it (repeatable).
+    #[arg(long = "param", value_name = "KEY=VALUE")]
+    params: Vec<String>,
+    /// The broker's admin API, for --filter and --transform.
+    #[arg(long, env = "SLUICE_ADMIN", default_value = "127.0.0.1:9644")]
+    admin: String,
 }
 
 /// Where each partition is.
@@ -69,8 +88,69 @@ struct Position {
     end: i64,
 }
 
-/// Runs `sluice consume`.
-pub fn run(args: ConsumeArgs) -> anyhow::Result<()> {
+/// Runs `sluice consume`; `matches` (this subcommand's) give the order of the plugin stages.
+pub fn run(mut args: ConsumeArgs, matches: Option<&clap::ArgMatches>) -> anyhow::Result<()> {
+    let adhoc = match matches {
+        Some(m) if !args.filters.is_empty() || !args.transforms.is_empty() => {
+            Some(AdhocView::create(&args, m)?)
+        }
+        _ => None,
+    };
+    if let Some(view) = &adhoc {
+        args.topic.clone_from(&view.name);
+    }
+    let result = consume(&args);
+    drop(adhoc);
+    result
+}
+
+/// An ephemeral view for `--filter`/`--transform`, deleted when dropped.
+struct AdhocView {
+    admin: String,
+    name: String,
+}
+
+impl AdhocView {
+    fn create(args: &ConsumeArgs, matches: &clap::ArgMatches) -> anyhow::Result<Self> {
+        if args.group.is_some() {
+            bail!(
+                "--group with --filter/--transform would commit offsets under a temporary view; \
+                 create a view (sluice view create) and consume it with --group"
+            );
+        }
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let name = format!("{}.adhoc-{}-{now_ms}", args.topic, std::process::id());
+        let body = json!({
+            "name": name,
+            "source": args.topic,
+            "stages": crate::view::stages(matches)?,
+            "ephemeral": true,
+        });
+        crate::plugin::http_json(&args.admin, "POST", "/v1/views", &body)?;
+        Ok(Self {
+            admin: args.admin.clone(),
+            name,
+        })
+    }
+}
+
+impl Drop for AdhocView {
+    fn drop(&mut self) {
+        let path = format!("/v1/views/{}", self.name);
+        if let Err(e) =
+            crate::plugin::http_json(&self.admin, "DELETE", &path, &serde_json::Value::Null)
+        {
+            eprintln!(
+                "warning: deleting the ad hoc view {}: {e:#} (the broker drops it when idle)",
+                self.name
+            );
+        }
+    }
+}
+
+fn consume(args: &ConsumeArgs) -> anyhow::Result<()> {
     let mut client = args.common.connect()?;
     let mut partitions = common::partitions_of(&mut client, &args.topic, false)?;
     if let Some(p) = args.partition {
@@ -83,7 +163,7 @@ pub fn run(args: ConsumeArgs) -> anyhow::Result<()> {
         }
         partitions = vec![p];
     }
-    let mut positions = start_positions(&mut client, &args, &partitions)?;
+    let mut positions = start_positions(&mut client, args, &partitions)?;
     let mut printed = 0u64;
     let mut committed: BTreeMap<i32, i64> = BTreeMap::new();
     loop {
@@ -103,11 +183,11 @@ pub fn run(args: ConsumeArgs) -> anyhow::Result<()> {
                 p.next = p.next.max(record.offset + 1);
                 committed.insert(partition, p.next);
             }
-            if !matches(&record, args.filter.as_deref()) {
+            if !matches(&record, args.grep.as_deref()) {
                 continue;
             }
             printed += 1;
-            format_record(&mut out, &args, partition, &record);
+            format_record(&mut out, args, partition, &record);
         }
         write_stdout(out.as_bytes())?;
         if let Some(group) = &args.group {
@@ -202,18 +282,49 @@ fn fetch(
             pos.end = p.high_watermark;
         }
         let Some(bytes) = &p.records else { continue };
-        let mut buf: Bytes = bytes.clone();
-        let sets = RecordBatchDecoder::decode_all(&mut buf)
-            .with_context(|| format!("decoding records of {topic}-{}", p.partition_index))?;
-        let next = positions.get(&p.partition_index).map_or(0, |pos| pos.next);
-        records.extend(
-            sets.into_iter()
-                .flat_map(|s| s.records)
-                .filter(|r| r.offset >= next && !r.control)
-                .map(|r| (p.partition_index, r)),
-        );
+        for (after, mut batch) in batches(bytes) {
+            let set = RecordBatchDecoder::decode(&mut batch)
+                .with_context(|| format!("decoding records of {topic}-{}", p.partition_index))?;
+            let Some(pos) = positions.get_mut(&p.partition_index) else {
+                continue;
+            };
+            let next = pos.next;
+            let before = records.len();
+            records.extend(
+                set.records
+                    .into_iter()
+                    .filter(|r| r.offset >= next && !r.control)
+                    .map(|r| (p.partition_index, r)),
+            );
+            if records.len() == before {
+                // Nothing to print in this batch (all filtered, or control): move past it.
+                pos.next = pos.next.max(after);
+            }
+        }
     }
     Ok(records)
+}
+
+/// The whole record batches in `bytes`, each with the offset after it (base offset + last
+/// offset delta + 1); a batch cut short at the end is left out.
+fn batches(bytes: &Bytes) -> Vec<(i64, Bytes)> {
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    while let Some(head) = bytes.get(at..at + 27) {
+        let base = i64::from_be_bytes(head[0..8].try_into().unwrap_or_default());
+        let len = i32::from_be_bytes(head[8..12].try_into().unwrap_or_default());
+        let last_delta = i32::from_be_bytes(head[23..27].try_into().unwrap_or_default());
+        let Some(end) = usize::try_from(len)
+            .ok()
+            .and_then(|l| (at + 12).checked_add(l))
+            .filter(|&e| e <= bytes.len())
+        else {
+            break;
+        };
+        out.push((base + i64::from(last_delta) + 1, bytes.slice(at..end)));
+        at = end;
+    }
+    out
 }
 
 fn matches(record: &Record, filter: Option<&str>) -> bool {

@@ -8,13 +8,13 @@
 //! The operator commands (`topic`, `produce`, `consume`, `group`, `cluster`) talk the Kafka
 //! protocol through `client.rs`; each takes `--brokers` and `--output text|json`, prints
 //! errors as one line on stderr and exits 1 when the operation failed, 2 on bad usage, 3
-//! when no broker is reachable. `plugin` and `view` commands will sit beside them.
+//! when no broker is reachable. `plugin` and `view` talk to the admin HTTP API.
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use sluice_server::{BrokerConfig, Server};
 
 mod client;
@@ -28,6 +28,7 @@ mod plugin;
 mod plugin_test;
 mod produce;
 mod topic;
+mod view;
 
 #[derive(Debug, Parser)]
 #[command(name = "sluice", version, about = "A Kafka-compatible stream broker")]
@@ -52,6 +53,8 @@ enum Command {
     Cluster(cluster::ClusterArgs),
     /// WebAssembly plugins: deploy, list, describe, delete, new, build, test.
     Plugin(plugin::PluginArgs),
+    /// Views: read-only topics filtered and transformed by plugins at fetch time.
+    View(view::ViewArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -86,14 +89,23 @@ enum LogFormat {
 }
 
 fn main() -> anyhow::Result<()> {
-    let result = match Cli::parse().command {
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let result = match cli.command {
         Command::Serve(args) => return serve(args),
         Command::Topic(args) => topic::run(args),
         Command::Produce(args) => produce::run(args),
-        Command::Consume(args) => consume::run(args),
+        Command::Consume(args) => consume::run(args, matches.subcommand_matches("consume")),
         Command::Group(args) => group::run(args),
         Command::Cluster(args) => cluster::run(args),
         Command::Plugin(args) => plugin::run(args),
+        Command::View(args) => {
+            // The stage order of `view create` is read from the matches.
+            let create = matches
+                .subcommand_matches("view")
+                .and_then(|m| m.subcommand_matches("create"));
+            view::run(args, create)
+        }
     };
     // An operator error is one line on stderr and a meaningful exit code, not a backtrace.
     if let Err(e) = result {

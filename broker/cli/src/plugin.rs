@@ -67,6 +67,10 @@ enum PluginCommand {
     Build {
         #[arg(default_value = ".")]
         dir: PathBuf,
+        /// Cargo's target dir for the guest build (default: DIR/target). Point several
+        /// plugin crates at one so the wasm32 std is built once.
+        #[arg(long)]
+        target_dir: Option<PathBuf>,
     },
     /// Run a partitioner locally on sample records (JSON lines {"key": .., "value": ..}, or
     /// plain lines as keyless values) and print each record's partition.
@@ -124,7 +128,7 @@ pub fn run(args: PluginArgs) -> anyhow::Result<()> {
             })
         }
         PluginCommand::New { name, kind, sdk } => scaffold(&name, &kind, sdk, output),
-        PluginCommand::Build { dir } => build(&dir, output),
+        PluginCommand::Build { dir, target_dir } => build(&dir, target_dir.as_deref(), output),
         PluginCommand::Test {
             file,
             records,
@@ -157,9 +161,30 @@ fn describe_text(v: &Value) -> String {
     )
 }
 
+/// A request with a `.wasm` body (or none); see [`request`].
+fn http(admin: &str, method: &str, path: &str, body: &[u8]) -> anyhow::Result<Value> {
+    request(admin, method, path, "application/wasm", body)
+}
+
+/// A request with a JSON body (`Value::Null`: none); see [`request`].
+pub fn http_json(admin: &str, method: &str, path: &str, body: &Value) -> anyhow::Result<Value> {
+    let bytes = if body.is_null() {
+        Vec::new()
+    } else {
+        serde_json::to_vec(body)?
+    };
+    request(admin, method, path, "application/json", &bytes)
+}
+
 /// One HTTP/1.1 request to the admin API; the JSON body of a 2xx answer, else an error with
 /// the API's message.
-fn http(admin: &str, method: &str, path: &str, body: &[u8]) -> anyhow::Result<Value> {
+fn request(
+    admin: &str,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &[u8],
+) -> anyhow::Result<Value> {
     let addr = admin
         .strip_prefix("http://")
         .unwrap_or(admin)
@@ -176,7 +201,7 @@ fn http(admin: &str, method: &str, path: &str, body: &[u8]) -> anyhow::Result<Va
         .filter(|t| !t.is_empty());
     let auth = token.map_or_else(String::new, |t| format!("Authorization: Bearer {t}\r\n"));
     let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{auth}Content-Type: application/wasm\r\nContent-Length: {}\r\n\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{auth}Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     stream.write_all(head.as_bytes())?;
@@ -231,17 +256,29 @@ fn dechunk(mut rest: &str) -> String {
     out
 }
 
-fn scaffold(name: &str, kind: &str, sdk: Option<PathBuf>, output: Output) -> anyhow::Result<()> {
-    let dir = PathBuf::from(name);
+/// `sluice plugin new PATH`: the crate goes in PATH, named after its last component.
+fn scaffold(path: &str, kind: &str, sdk: Option<PathBuf>, output: Output) -> anyhow::Result<()> {
+    let dir = PathBuf::from(path);
     if dir.exists() {
         bail!("{} already exists", dir.display());
     }
+    let name = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .filter(|n| {
+            n.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+                && n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        })
+        .with_context(|| {
+            format!("{path:?}: a plugin crate name is a letter, then letters, digits, - or _")
+        })?;
     let sdk = sdk.unwrap_or_else(|| PathBuf::from("sdk"));
     let sdk = std::path::absolute(&sdk).with_context(|| format!("resolving {}", sdk.display()))?;
     std::fs::create_dir_all(dir.join("src"))?;
     let crate_name = name.replace('-', "_");
     let manifest = format!(
-        "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[lib]\ncrate-type = [\"cdylib\", \"rlib\"]\n\n[dependencies]\nsluice-sdk = {{ path = \"{}\" }}\n\n[profile.release]\nopt-level = 3\nlto = true\ncodegen-units = 1\npanic = \"abort\"\n\n[workspace]\n",
+        "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[lib]\ncrate-type = [\"cdylib\", \"rlib\"]\n\n[dependencies]\nsluice-sdk = {{ path = \"{}\" }}\n\n[profile.release]\nopt-level = 3\nlto = true\ncodegen-units = 1\npanic = \"abort\"\ndebug = false\nstrip = \"debuginfo\"\n\n[workspace]\n",
         sdk.display()
     );
     let source = match kind {
@@ -259,12 +296,12 @@ fn scaffold(name: &str, kind: &str, sdk: Option<PathBuf>, output: Output) -> any
     std::fs::write(dir.join("src/lib.rs"), source)?;
     emit(output, &json!({"created": name, "kind": kind}), |_| {
         format!(
-            "created {kind} plugin crate {name}/ (build it with `sluice plugin build {name}`)\n"
+            "created {kind} plugin crate {path}/ (build it with `sluice plugin build {path}`)\n"
         )
     })
 }
 
-fn build(dir: &Path, output: Output) -> anyhow::Result<()> {
+fn build(dir: &Path, target_dir: Option<&Path>, output: Output) -> anyhow::Result<()> {
     let script = std::env::var_os("SLUICE_BUILD_PLUGINS")
         .map_or_else(|| PathBuf::from("sdk/build-plugins.sh"), PathBuf::from);
     if !script.is_file() {
@@ -274,11 +311,12 @@ fn build(dir: &Path, output: Output) -> anyhow::Result<()> {
         );
     }
     let out = dir.join("target/wasm");
-    let status = std::process::Command::new(&script)
-        .arg("--workspace")
-        .arg(dir)
-        .arg("--out")
-        .arg(&out)
+    let mut command = std::process::Command::new(&script);
+    command.arg("--workspace").arg(dir).arg("--out").arg(&out);
+    if let Some(target_dir) = target_dir {
+        command.arg("--target-dir").arg(target_dir);
+    }
+    let status = command
         .stdout(std::process::Stdio::inherit())
         .status()
         .with_context(|| format!("running {}", script.display()))?;

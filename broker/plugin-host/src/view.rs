@@ -94,13 +94,28 @@ impl Step for Stage {
 #[derive(Debug)]
 pub struct ViewOutput {
     /// The kept (and transformed) records, with their original offsets
-    /// and timestamps, in offset order.
-    pub batch: ColumnarBatch,
+    /// and timestamps, in offset order; `None` when that is the input
+    /// batch itself, every record kept and unchanged (no copy made).
+    pub changed: Option<ColumnarBatch>,
     /// Records dropped because a stage failed under [`FailurePolicy::Skip`]
     /// (not the ones a filter dropped).
     pub skipped_records: u64,
     /// The failure that made the batch skipped, for the broker's log.
     pub skipped_because: Option<CallError>,
+}
+
+impl ViewOutput {
+    /// The kept records: the changed batch, or `input` when nothing changed.
+    #[must_use]
+    pub fn kept<'a>(&'a self, input: &'a ColumnarBatch) -> &'a ColumnarBatch {
+        self.changed.as_ref().unwrap_or(input)
+    }
+
+    /// Records kept.
+    #[must_use]
+    pub fn kept_len(&self, input: &ColumnarBatch) -> usize {
+        self.kept(input).len()
+    }
 }
 
 /// Counters of one view since it was made.
@@ -161,7 +176,7 @@ impl View {
     /// `Skip`, never: the batch's records are dropped and counted instead.
     pub fn apply(&self, batch: &ColumnarBatch) -> Result<ViewOutput, CallError> {
         let output = apply_with(&self.stages, self.policy, batch);
-        self.count(batch.len(), &output);
+        self.count(batch, &output);
         output
     }
 
@@ -178,14 +193,15 @@ impl View {
         }
     }
 
-    fn count(&self, records_in: usize, output: &Result<ViewOutput, CallError>) {
+    fn count(&self, input: &ColumnarBatch, output: &Result<ViewOutput, CallError>) {
         let s = &self.stats;
         s.batches.fetch_add(1, Ordering::Relaxed);
-        s.records_in.fetch_add(records_in as u64, Ordering::Relaxed);
+        s.records_in
+            .fetch_add(input.len() as u64, Ordering::Relaxed);
         match output {
             Ok(o) => {
                 s.records_out
-                    .fetch_add(o.batch.len() as u64, Ordering::Relaxed);
+                    .fetch_add(o.kept_len(input) as u64, Ordering::Relaxed);
                 if o.skipped_because.is_some() {
                     s.batches_failed.fetch_add(1, Ordering::Relaxed);
                     s.records_skipped
@@ -209,13 +225,13 @@ pub fn apply_with<S: Step>(
     batch: &ColumnarBatch,
 ) -> Result<ViewOutput, CallError> {
     match run_chain(stages, batch) {
-        Ok(batch) => Ok(ViewOutput {
-            batch,
+        Ok(changed) => Ok(ViewOutput {
+            changed,
             skipped_records: 0,
             skipped_because: None,
         }),
         Err(e) if policy == FailurePolicy::Skip => Ok(ViewOutput {
-            batch: ColumnarBatch::new(),
+            changed: Some(ColumnarBatch::new()),
             skipped_records: batch.len() as u64,
             skipped_because: Some(e),
         }),
@@ -224,8 +240,12 @@ pub fn apply_with<S: Step>(
 }
 
 /// Each stage on the previous one's output; stops early once no record is
-/// left (an empty batch is never sent to a plugin).
-fn run_chain<S: Step>(stages: &[S], input: &ColumnarBatch) -> Result<ColumnarBatch, CallError> {
+/// left (an empty batch is never sent to a plugin). `None`: the input,
+/// unchanged.
+fn run_chain<S: Step>(
+    stages: &[S],
+    input: &ColumnarBatch,
+) -> Result<Option<ColumnarBatch>, CallError> {
     let mut current: Option<ColumnarBatch> = None;
     for stage in stages {
         let batch = current.as_ref().unwrap_or(input);
@@ -238,7 +258,7 @@ fn run_chain<S: Step>(stages: &[S], input: &ColumnarBatch) -> Result<ColumnarBat
             StageOutput::Replace(replaced) => replaced,
         });
     }
-    Ok(current.unwrap_or_else(|| input.clone()))
+    Ok(current)
 }
 
 #[cfg(test)]
@@ -303,7 +323,7 @@ mod tests {
         let stages = [even_offsets(), upper_values()];
         let out = apply_with(&stages, FailurePolicy::Fail, &input()).unwrap();
         assert_eq!(
-            values(&out.batch),
+            values(out.changed.as_ref().unwrap()),
             [
                 (40, b"ABC".to_vec()),
                 (42, b"ABC".to_vec()),
@@ -313,7 +333,8 @@ mod tests {
         assert_eq!(out.skipped_records, 0);
         let no_stages: [Fake; 0] = [];
         let same = apply_with(&no_stages, FailurePolicy::Fail, &input()).unwrap();
-        assert_eq!(same.batch.records().count(), 6);
+        assert!(same.changed.is_none(), "nothing copied");
+        assert_eq!(same.kept_len(&input()), 6);
     }
 
     #[test]
@@ -321,9 +342,10 @@ mod tests {
         let drop_all = Fake(Box::new(|b| Ok(StageOutput::Keep(vec![false; b.len()]))));
         let stages = [drop_all, failing()];
         let out = apply_with(&stages, FailurePolicy::Fail, &input()).unwrap();
-        assert!(out.batch.is_empty());
-        let out = apply_with(&[failing()], FailurePolicy::Fail, &ColumnarBatch::new()).unwrap();
-        assert!(out.batch.is_empty());
+        assert_eq!(out.kept_len(&input()), 0);
+        let empty = ColumnarBatch::new();
+        let out = apply_with(&[failing()], FailurePolicy::Fail, &empty).unwrap();
+        assert_eq!(out.kept_len(&empty), 0);
     }
 
     #[test]
@@ -332,7 +354,7 @@ mod tests {
         let err = apply_with(&stages, FailurePolicy::Fail, &input()).unwrap_err();
         assert!(matches!(err, CallError::Guest { .. }), "{err}");
         let out = apply_with(&stages, FailurePolicy::Skip, &input()).unwrap();
-        assert!(out.batch.is_empty());
+        assert_eq!(out.kept_len(&input()), 0);
         assert_eq!(out.skipped_records, 6);
         assert!(matches!(out.skipped_because, Some(CallError::Guest { .. })));
     }
@@ -355,8 +377,14 @@ mod tests {
             (stats.batches, stats.records_in, stats.records_out),
             (1, 6, 6)
         );
-        view.count(6, &apply_with(&[failing()], FailurePolicy::Skip, &input()));
-        view.count(6, &apply_with(&[failing()], FailurePolicy::Fail, &input()));
+        view.count(
+            &input(),
+            &apply_with(&[failing()], FailurePolicy::Skip, &input()),
+        );
+        view.count(
+            &input(),
+            &apply_with(&[failing()], FailurePolicy::Fail, &input()),
+        );
         let stats = view.stats();
         assert_eq!(stats.batches_failed, 2);
         assert_eq!(stats.records_skipped, 6);

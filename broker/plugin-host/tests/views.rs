@@ -273,7 +273,7 @@ fn a_view_chains_filters_and_transforms_reusing_instances() {
     for _ in 0..3 {
         let out = view.apply(&input).unwrap();
         assert_eq!(
-            values(&out.batch),
+            values(out.kept(&input)),
             [
                 (1000, Some(r#"{"region":"eu"}"#.into())),
                 (1004, Some(r#"{"region":"eu"}"#.into()))
@@ -310,7 +310,7 @@ fn a_batch_past_the_memory_limit_fails_or_is_skipped_and_the_view_goes_on() {
                 assert!(matches!(e, CallError::MemoryExceeded { .. }), "{e}");
             }
             (FailurePolicy::Skip, Ok(out)) => {
-                assert!(out.batch.is_empty());
+                assert_eq!(out.kept_len(&big), 0);
                 assert_eq!(out.skipped_records, 128);
                 assert!(matches!(
                     out.skipped_because,
@@ -319,7 +319,10 @@ fn a_batch_past_the_memory_limit_fails_or_is_skipped_and_the_view_goes_on() {
             }
             (policy, other) => panic!("{policy:?}: {other:?}"),
         }
-        assert_eq!(kept_offsets(&view.apply(&small).unwrap().batch), [1000]);
+        assert_eq!(
+            kept_offsets(view.apply(&small).unwrap().kept(&small)),
+            [1000]
+        );
         assert_eq!(view.stats().batches_failed, 1);
     }
 }
@@ -346,6 +349,6 @@ fn a_transform_that_breaks_the_contract_is_stopped_under_either_policy() {
         FailurePolicy::Skip,
     );
     let out = view.apply(&input).unwrap();
-    assert_eq!((out.batch.len(), out.skipped_records), (0, 2));
+    assert_eq!((out.kept_len(&input), out.skipped_records), (0, 2));
     assert_eq!(view.stats().records_skipped, 2);
 }

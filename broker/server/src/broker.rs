@@ -10,6 +10,7 @@
 //! topics/<topic>/topic.json      {"name", "partitions", "configs"}, written last at creation
 //! topics/<topic>/<partition>/    the storage engine's directory for one partition
 //! deleting/<topic>.<ms>/         a deleted topic, removed in the background (and at start)
+//! views/<view>.json              a view (`crate::views`): {"name", "source", "stages", ...}
 //! ```
 //! Methods here are synchronous (they do file I/O); async callers use `spawn_blocking`.
 
@@ -50,7 +51,10 @@ pub struct Broker {
     pub cluster_id: String,
     /// Topic name -> topic. Held only for lookups and inserts, never across I/O.
     topics: RwLock<BTreeMap<String, Arc<Topic>>>,
-    /// Serialises topic creation and deletion (directory and registry changes together).
+    /// View name -> view (`views.rs`); views and topics share one namespace.
+    views: RwLock<BTreeMap<String, Arc<crate::views::ViewTopic>>>,
+    /// Serialises topic and view creation and deletion (directory and registry changes
+    /// together).
     admin: Mutex<()>,
     /// Fetches parked in a long poll right now (observability, and tests wait on it).
     waiting_fetches: AtomicUsize,
@@ -199,6 +203,7 @@ impl Broker {
             advertised: RwLock::new(advertised),
             cluster_id,
             topics: RwLock::new(BTreeMap::new()),
+            views: RwLock::new(BTreeMap::new()),
             admin: Mutex::new(()),
             waiting_fetches: AtomicUsize::new(0),
             open_connections: AtomicUsize::new(0),
@@ -208,6 +213,7 @@ impl Broker {
             metrics: crate::metrics::Metrics::default(),
         };
         broker.load_topics()?;
+        broker.load_views()?;
         Ok(broker)
     }
 
@@ -292,6 +298,13 @@ impl Broker {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Held while topics or views are created or deleted.
+    fn admin_lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.admin
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Records the address the listener actually bound (used unless `advertised.listeners`).
     pub fn set_bound_address(&self, bound: HostPort) {
         if self.config.advertised_listeners.is_none() {
@@ -355,6 +368,12 @@ impl Broker {
         }
         topic_config::validate_all(&self.config, overrides)?;
         TopicPartitioner::bind(&self.plugins.registry, overrides)?;
+        if self.view(name).is_some() {
+            return Err(KafkaError::new(
+                ResponseError::TopicAlreadyExists,
+                format!("{name:?} is a view (sluice view list)"),
+            ));
+        }
         if self.topic(name).is_some() {
             return Err(KafkaError::new(
                 ResponseError::TopicAlreadyExists,
@@ -371,10 +390,7 @@ impl Broker {
         partitions: i32,
         overrides: TopicOverrides,
     ) -> Result<Arc<Topic>, KafkaError> {
-        let _admin = self
-            .admin
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _admin = self.admin_lock();
         self.validate_new_topic(name, partitions, &overrides)?;
         let partitioner = TopicPartitioner::bind(&self.plugins.registry, &overrides)?;
         let dir = self.topic_dir(name);
@@ -419,6 +435,9 @@ impl Broker {
         if let Some(topic) = self.topic(name) {
             return Ok(topic);
         }
+        if self.view(name).is_some() {
+            return Err(read_only(name));
+        }
         if !self.config.auto_create_topics_enable {
             return Err(KafkaError::new(
                 ResponseError::UnknownTopicOrPartition,
@@ -434,10 +453,22 @@ impl Broker {
     /// Deletes a topic: unregisters it, closes its logs, renames its directory aside and
     /// removes it. Fetches holding a read slice keep reading the unlinked files.
     pub fn delete_topic(&self, name: &str) -> Result<(), KafkaError> {
-        let _admin = self
-            .admin
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _admin = self.admin_lock();
+        if self.view(name).is_some() {
+            return Err(KafkaError::new(
+                ResponseError::InvalidTopicException,
+                format!("{name:?} is a view; delete it with `sluice view delete {name}`"),
+            ));
+        }
+        let views = self.views_of(name);
+        if !views.is_empty() {
+            return Err(KafkaError::new(
+                ResponseError::PolicyViolation,
+                format!(
+                    "topic {name:?} is the source of views {views:?}; delete them first (sluice view delete <view>)"
+                ),
+            ));
+        }
         let topic = self.topics_write().remove(name).ok_or_else(|| {
             KafkaError::new(
                 ResponseError::UnknownTopicOrPartition,
@@ -505,6 +536,14 @@ impl Broker {
             .take();
         first_error.map_or(Ok(()), Err)
     }
+}
+
+/// Producing to a view: Kafka's answer to producing to an internal topic.
+pub fn read_only(name: &str) -> KafkaError {
+    KafkaError::new(
+        ResponseError::InvalidTopicException,
+        format!("{name:?} is a view, which is read-only; produce to its source topic"),
+    )
 }
 
 /// Takes an exclusive lock on `<data.dir>/.lock`, or fails naming the data dir.
@@ -626,6 +665,12 @@ fn sync_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
 
+fn remove_file_logged(path: &Path) {
+    if let Err(e) = std::fs::remove_file(path) {
+        tracing::warn!(path = %path.display(), error = %e, "removing a file failed");
+    }
+}
+
 fn remove_dir_logged(path: &Path) {
     if let Err(e) = std::fs::remove_dir_all(path) {
         tracing::warn!(path = %path.display(), error = %e, "removing a deleted topic's directory failed");
@@ -633,6 +678,7 @@ fn remove_dir_logged(path: &Path) {
 }
 
 mod alter;
+mod views;
 pub use alter::ConfigChange;
 
 #[cfg(test)]

@@ -26,6 +26,9 @@
 //! - [`plugins`]: the plugin registry (`plugin.dir`, hot reload) opened with the broker, and a
 //!   topic's `sluice.partitioner` binding; `reroute/`: Produce through a partitioner plugin
 //!   (decode, one plugin call per batch, split per partition with the same codec).
+//! - [`views`]: read-only topics whose fetches run a source topic's records through filter
+//!   and transform plugins (`views/apply.rs`); `records` decodes and re-encodes the batches
+//!   for views and for `reroute/`.
 //! - [`error`]: config, Kafka and server errors.
 //! - `codec`: bounded decompression of batch payloads (ListOffsets by time only; produce
 //!   and fetch never decode records).
@@ -38,7 +41,8 @@
 //!
 //! Architecture Invariant: nothing decodes or re-encodes stored record batches, except
 //! `reroute/` for topics with a partitioner plugin (and there only batches whose records the
-//! plugin moves to another partition). Produce hands the client's bytes to the storage engine
+//! plugin moves to another partition) and `views/` for fetches of a view (and there only
+//! batches a plugin thinned out or transformed). Produce hands the client's bytes to the storage engine
 //! (which validates headers and CRCs), Fetch hands file ranges to the socket.
 //!
 //! Architecture Invariant: storage calls that may block on disk (append, read, tick, open,
@@ -57,10 +61,12 @@ pub mod limits;
 pub mod listener;
 pub mod metrics;
 pub mod plugins;
+mod records;
 mod reroute;
 pub mod topic_config;
 pub mod units;
 pub mod versions;
+pub mod views;
 
 pub use config::BrokerConfig;
 pub use error::{ConfigError, ServerError};

@@ -71,6 +71,22 @@ pub const TIMESTAMP_LOOKUP_DECOMPRESSED_BYTES_MAX: usize = 64 * 1024 * 1024;
 /// decompression bomb sent to a `sluice.partitioner` topic can claim.
 pub const REROUTE_DECOMPRESSED_BYTES_MAX: usize = 64 * 1024 * 1024;
 
+/// Largest decompressed records section of one stored batch a view's plugins see (bytes); a
+/// fetch over a bigger one fails with KAFKA_STORAGE_ERROR naming this limit.
+pub const VIEW_DECOMPRESSED_BYTES_MAX: usize = 64 * 1024 * 1024;
+
+/// Filters and transforms in one view's chain. Each stage is a plugin call per fetched batch.
+pub const VIEW_STAGES_MAX: usize = 16;
+
+/// Views per broker, ephemeral ones included (each holds pooled plugin instances).
+pub const VIEWS_MAX: usize = 1_000;
+
+/// An ephemeral view (`sluice consume --filter`) no fetch has used for this long is dropped
+/// (ms). Consumers fetch at least every `FETCH_MAX_WAIT_MS_MAX`, so a live one never expires.
+pub const VIEW_EPHEMERAL_IDLE_MS: u64 = 5 * 60 * 1000;
+
+const _: () = assert!(VIEW_EPHEMERAL_IDLE_MS > 2 * FETCH_MAX_WAIT_MS_MAX);
+
 const _: () = assert!(MESSAGE_MAX_BYTES_DEFAULT < SOCKET_REQUEST_MAX_BYTES_DEFAULT);
 const _: () = assert!(FETCH_RESPONSE_MAX_BYTES >= MESSAGE_MAX_BYTES_DEFAULT);
 const _: () = assert!(QUEUED_RESPONSES_PER_CONNECTION_MAX <= IN_FLIGHT_REQUESTS_PER_CONNECTION_MAX);

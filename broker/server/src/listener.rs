@@ -267,7 +267,8 @@ fn advertised_host(ip: std::net::IpAddr) -> String {
 /// Periodic log work until shutdown: `tick_without_retention` (flush.ms, segment.ms, recovery
 /// checkpoints) every `LOG_TICK_INTERVAL_MS`, and retention every
 /// `log.retention.check.interval.ms` (first run after `LOG_RETENTION_INITIAL_DELAY_MS` at
-/// most, like Kafka, so a broker restarted often still enforces retention).
+/// most, like Kafka, so a broker restarted often still enforces retention). Idle ephemeral
+/// views are dropped with retention.
 async fn tick_logs(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
     let mut interval = tokio::time::interval(Duration::from_millis(limits::LOG_TICK_INTERVAL_MS));
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -293,6 +294,9 @@ async fn tick_logs(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
 }
 
 fn tick_all(broker: &Broker, retention: bool) {
+    if retention {
+        broker.expire_views(now_ms());
+    }
     for partition in broker.partitions() {
         let result = partition.with_log(|log| {
             let now = now_ms();

@@ -1,9 +1,9 @@
 //! The admin HTTP API (axum, `admin.listen`, 127.0.0.1:9644 by default): topics, groups,
-//! `/health`, `/ready` and `/metrics` in Prometheus text format. Documented in
+//! plugins, views, `/health`, `/ready` and `/metrics` in Prometheus text format. Documented in
 //! docs/admin-api.md.
 //!
-//! - `topics.rs`, `groups.rs`: the JSON resources under `/v1/`, one file per resource (the
-//!   plugin and view resources slot in beside them as `/v1/plugins`, `/v1/views`).
+//! - `topics.rs`, `groups.rs`, `plugins.rs`, `views.rs`: the JSON resources under `/v1/`,
+//!   one file per resource.
 //! - `prometheus.rs`: renders [`crate::metrics`] and the gauges read at scrape time.
 //!
 //! Every error is JSON `{"error": "<what happened and what to do>", "code": "<NAME>"}` with
@@ -15,6 +15,7 @@ mod groups;
 mod plugins;
 mod prometheus;
 mod topics;
+mod views;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -83,7 +84,7 @@ impl AdminServer {
     }
 }
 
-/// Every route. Plugins and views will be `.nest`ed here as `/v1/plugins` and `/v1/views`.
+/// Every route.
 pub fn router(state: AdminState, token: Option<String>) -> Router {
     let protected = Router::new()
         .route("/ready", get(ready))
@@ -91,6 +92,7 @@ pub fn router(state: AdminState, token: Option<String>) -> Router {
         .nest("/v1/topics", topics::routes())
         .nest("/v1/groups", groups::routes())
         .nest("/v1/plugins", plugins::routes())
+        .nest("/v1/views", views::routes())
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(Arc::new(token), authorize));
     Router::new()

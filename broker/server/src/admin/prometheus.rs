@@ -21,6 +21,7 @@ pub(super) async fn handle(State(state): State<AdminState>) -> Result<Response, 
         let mut out = String::new();
         broker_metrics(&mut out, &broker);
         partition_metrics(&mut out, &broker);
+        view_metrics(&mut out, &broker);
         out
     })
     .await?;
@@ -181,6 +182,60 @@ fn partition_metrics(out: &mut String, broker: &Broker) {
         .collect();
     for (i, (name, kind, help)) in PARTITION_FAMILIES.iter().enumerate() {
         family(out, name, kind, help);
+        for (labels, values) in &rows {
+            let _ = writeln!(out, "{name}{{{labels}}} {}", values[i]);
+        }
+    }
+}
+
+const VIEW_FAMILIES: [(&str, &str); 5] = [
+    (
+        "sluice_view_batches_total",
+        "Source batches run through the view's plugins since start.",
+    ),
+    (
+        "sluice_view_records_in_total",
+        "Source records the view's plugins saw since start.",
+    ),
+    (
+        "sluice_view_records_out_total",
+        "Records the view sent to consumers since start.",
+    ),
+    (
+        "sluice_view_batches_failed_total",
+        "Batches on which a plugin failed (trap, timeout, memory, guest error) since start.",
+    ),
+    (
+        "sluice_view_records_skipped_total",
+        "Records dropped because a plugin failed under on_error = skip, since start.",
+    ),
+];
+
+fn view_metrics(out: &mut String, broker: &Broker) {
+    let rows: Vec<_> = broker
+        .views()
+        .iter()
+        .map(|v| {
+            let s = v.stats();
+            let values = [
+                s.batches,
+                s.records_in,
+                s.records_out,
+                s.batches_failed,
+                s.records_skipped,
+            ];
+            (
+                format!(
+                    "view=\"{}\",source=\"{}\"",
+                    escape(v.name()),
+                    escape(&v.spec.source)
+                ),
+                values,
+            )
+        })
+        .collect();
+    for (i, (name, help)) in VIEW_FAMILIES.iter().enumerate() {
+        family(out, name, "counter", help);
         for (labels, values) in &rows {
             let _ = writeln!(out, "{name}{{{labels}}} {}", values[i]);
         }

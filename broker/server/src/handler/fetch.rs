@@ -2,6 +2,9 @@
 //! sendfile by the connection writer). Long poll: when fewer than `min_bytes` are ready the
 //! request waits, woken by appends to its partitions (watch channels), until `max_wait_ms`.
 //! Sessionless (session_id 0); no preferred read replica.
+//!
+//! A view (`crate::views`) reads its source partition the same way, then runs the bytes
+//! through its plugins on the blocking pool and sends the re-encoded batches from memory.
 
 use std::future::poll_fn;
 use std::pin::Pin;
@@ -21,6 +24,7 @@ use super::kip110;
 use crate::broker::Partition;
 use crate::connection::{Chunk, ConnectionContext};
 use crate::limits;
+use crate::views::ViewTopic;
 
 /// One requested partition.
 struct Target {
@@ -28,6 +32,10 @@ struct Target {
     fetch_offset: i64,
     partition_max_bytes: u32,
     partition: Option<Arc<Partition>>,
+    /// Set when the name is a view: `partition` is its source's.
+    view: Option<Arc<ViewTopic>>,
+    /// For binding a view's plugins (a view loaded while its plugin was missing).
+    registry: Arc<sluice_plugin_host::Registry>,
 }
 
 /// Answers Fetch.
@@ -86,11 +94,23 @@ fn resolve(ctx: &ConnectionContext, topics: Vec<FetchTopic>) -> Arc<[(String, Ve
             let partitions = topic
                 .partitions
                 .into_iter()
-                .map(|p| Target {
-                    index: p.partition,
-                    fetch_offset: p.fetch_offset,
-                    partition_max_bytes: u32::try_from(p.partition_max_bytes).unwrap_or(0),
-                    partition: ctx.broker.partition(&name, p.partition),
+                .map(|p| {
+                    let (partition, view) = ctx
+                        .broker
+                        .read_partition(&name, p.partition)
+                        .map_or((None, None), |(p, v)| (Some(p), v));
+                    if let Some(view) = &view {
+                        // An ephemeral view stays while fetched, even at the end of the log.
+                        view.touch(crate::broker::now_ms());
+                    }
+                    Target {
+                        index: p.partition,
+                        fetch_offset: p.fetch_offset,
+                        partition_max_bytes: u32::try_from(p.partition_max_bytes).unwrap_or(0),
+                        partition,
+                        view,
+                        registry: Arc::clone(&ctx.broker.plugins.registry),
+                    }
                 })
                 .collect();
             (name, partitions)
@@ -154,6 +174,22 @@ fn read_all(
     )
 }
 
+/// The bytes of `slice` (whole batches of the view's source partition) through the view.
+fn read_view(
+    target: &Target,
+    view: &ViewTopic,
+    slice: &sluice_storage::ReadSlice,
+) -> Result<Vec<u8>, crate::error::KafkaError> {
+    let chain = view
+        .view(&target.registry)
+        .map_err(|e| crate::error::KafkaError::new(ResponseError::UnknownServerError, e.message))?;
+    let bytes = slice.read_to_vec().map_err(|e| {
+        tracing::error!(view = view.name(), partition = target.index, error = %e, "read failed");
+        crate::error::KafkaError::new(ResponseError::KafkaStorageError, e.to_string())
+    })?;
+    crate::views::apply(&chain, view.name(), &bytes)
+}
+
 fn chunk_len(chunk: &Chunk) -> u32 {
     match chunk {
         Chunk::Bytes(b) => b.len() as u32,
@@ -204,10 +240,16 @@ fn read_one(target: &Target, remaining: u32, first: bool, version: i16) -> Parti
         Some(Ok(slice)) if slice.is_empty() => {}
         Some(Ok(slice)) if slice.len > budget && !first => {}
         Some(Ok(slice)) => match kip110::fetch_refuses(&slice, version) {
-            Ok(false) => {
-                partition.metrics.fetched(&slice);
-                out.records = Some(Chunk::File(slice));
-            }
+            Ok(false) => match &target.view {
+                None => {
+                    partition.metrics.fetched(&slice);
+                    out.records = Some(Chunk::File(slice));
+                }
+                Some(view) => match read_view(target, view, &slice) {
+                    Ok(bytes) => out.records = Some(Chunk::Bytes(bytes.into())),
+                    Err(e) => out.error_code = e.code.code(),
+                },
+            },
             Ok(true) => out.error_code = ResponseError::UnsupportedCompressionType.code(),
             Err(e) => {
                 tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "read failed");

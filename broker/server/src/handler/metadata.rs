@@ -1,6 +1,7 @@
 //! Metadata: this broker as the only node, leader of every partition (leader epoch -1:
 //! unknown), the advertised host and port, and the requested topics, auto-creating unknown
-//! ones when the client allows it (v4+) and `auto.create.topics.enable` is on.
+//! ones when the client allows it (v4+) and `auto.create.topics.enable` is on. A view is
+//! listed as a topic with its source's partitions (ephemeral views only when named).
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::metadata_response::{
@@ -42,7 +43,16 @@ pub async fn handle(
         ),
     };
     response.topics = match requested {
-        None => broker.topics().iter().map(|t| describe_topic(t)).collect(),
+        None => {
+            let topics = broker.topics();
+            let views = broker.views();
+            let topics = topics.iter().map(|t| describe(&t.name, t));
+            let views = views
+                .iter()
+                .filter(|v| !v.spec.ephemeral)
+                .map(|v| describe(v.name(), &v.source));
+            topics.chain(views).collect()
+        }
         Some(names) => {
             let allow_create = version < 4 || request.allow_auto_topic_creation;
             let mut topics = Vec::with_capacity(names.len().min(limits::TOPICS_PER_REQUEST_MAX));
@@ -61,7 +71,10 @@ async fn lookup_or_create(
     allow_create: bool,
 ) -> MetadataResponseTopic {
     if let Some(topic) = ctx.broker.topic(&name) {
-        return describe_topic(&topic);
+        return describe(&topic.name, &topic);
+    }
+    if let Some(view) = ctx.broker.view(&name) {
+        return describe(view.name(), &view.source);
     }
     let result = if allow_create {
         let broker = ctx.broker.clone();
@@ -81,7 +94,7 @@ async fn lookup_or_create(
         ))
     };
     match result {
-        Ok(topic) => describe_topic(&topic),
+        Ok(topic) => describe(&topic.name, &topic),
         Err(e) => {
             let mut topic = MetadataResponseTopic::default();
             topic.name = Some(TopicName(StrBytes::from_string(name)));
@@ -91,9 +104,10 @@ async fn lookup_or_create(
     }
 }
 
-fn describe_topic(topic: &Topic) -> MetadataResponseTopic {
+/// `name` with `topic`'s partitions (a topic's own, or a view's source).
+fn describe(name: &str, topic: &Topic) -> MetadataResponseTopic {
     let mut out = MetadataResponseTopic::default();
-    out.name = Some(TopicName(StrBytes::from_string(topic.name.clone())));
+    out.name = Some(TopicName(StrBytes::from_string(name.to_owned())));
     out.partitions = topic
         .partitions
         .iter()

@@ -27,7 +27,11 @@ pub async fn handle(ctx: &ConnectionContext, request: OffsetCommitRequest) -> Of
                 topic: name.clone(),
                 partition: p.partition_index,
             };
-            if ctx.broker.partition(&name, p.partition_index).is_none() {
+            if ctx
+                .broker
+                .read_partition(&name, p.partition_index)
+                .is_none()
+            {
                 answered.push((tp, false));
                 continue;
             }

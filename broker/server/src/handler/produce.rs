@@ -196,6 +196,9 @@ pub(crate) fn append_one(
     records: Option<Bytes>,
 ) -> Result<Appended, KafkaError> {
     let partition = broker.partition(topic, index).ok_or_else(|| {
+        if broker.view(topic).is_some() {
+            return crate::broker::read_only(topic);
+        }
         KafkaError::new(
             ResponseError::UnknownTopicOrPartition,
             format!("unknown partition {topic}-{index}"),

@@ -3,7 +3,7 @@
 //!
 //! For each partition entry of a Produce request, each record batch is decoded
 //! (decompressed if needed), handed to the plugin once as a columnar batch, and split into
-//! one new batch per target partition (same codec, new CRC; see [`codec`]). A batch whose
+//! one new batch per target partition (same codec, new CRC; see `crate::records`). A batch whose
 //! records all stay in the partition the client sent it to is appended unchanged (the common
 //! case when the client's partitioner agrees, and the fast path). The plugin runs for every
 //! batch before anything is appended, so a plugin failure appends nothing of that entry.
@@ -17,8 +17,6 @@
 //! - an append to a target partition failed: that append's error (KAFKA_STORAGE_ERROR, ...);
 //!   batches already appended to other partitions stay.
 
-pub mod codec;
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -31,7 +29,13 @@ use crate::broker::{Broker, Partition, Topic};
 use crate::error::KafkaError;
 use crate::handler::produce::{Appended, append_one, batch_error_code};
 use crate::plugins::{TopicPartitioner, call_error};
-use codec::CodecError;
+use crate::records::{self, CodecError, DecompressLimit};
+
+/// How far a produced batch may decompress before the plugin sees it.
+const DECOMPRESS_LIMIT: DecompressLimit = DecompressLimit {
+    bytes: crate::limits::REROUTE_DECOMPRESSED_BYTES_MAX,
+    name: "REROUTE_DECOMPRESSED_BYTES_MAX",
+};
 
 /// What a re-routed append gives back: the response for the partition the client sent to,
 /// and every append made (partition and log end after it, for acks=all to wait on).
@@ -107,10 +111,12 @@ fn route(
     let mut stayed_bytes = 0;
     let mut columns = ColumnarBatch::new();
     for item in iter_batches(records) {
-        let (_, bytes) = item.map_err(|e| invalid(CodecError::Invalid(e)))?;
-        let bytes = records.slice_ref(bytes);
+        let (header, bytes) = item.map_err(|e| invalid(CodecError::Invalid(e)))?;
+        if header.is_transactional() || header.is_control() {
+            return Err(invalid(CodecError::Transactional));
+        }
         columns.clear();
-        let decoded = codec::decode(&bytes, &mut columns).map_err(invalid)?;
+        let decoded = records::decode(bytes, &mut columns, DECOMPRESS_LIMIT).map_err(invalid)?;
         let targets = handle
             .partition(&columns, partition_count)
             .map_err(|e| call_error(&topic.name, &e))?;
@@ -119,7 +125,7 @@ fn route(
             if plan.is_empty() {
                 stayed_bytes += bytes.len();
             } else {
-                plan.entry(sent).or_default().extend_from_slice(&bytes);
+                plan.entry(sent).or_default().extend_from_slice(bytes);
             }
             continue;
         }
@@ -131,7 +137,7 @@ fn route(
             by_target.entry(t).or_default().push(i as u32);
         }
         for (t, indices) in by_target {
-            let batch = codec::encode(&decoded, &indices).map_err(invalid)?;
+            let batch = records::encode_renumbered(&decoded, &indices).map_err(invalid)?;
             plan.entry(t).or_default().extend_from_slice(&batch);
         }
     }

@@ -1,8 +1,10 @@
-//! Records inside a produced RecordBatch v2, for re-routing: decode a batch (decompressing
-//! it with the codec its attributes name) into record spans plus the plugin's columnar view,
-//! and encode a new batch from a subset of its records (same codec, same base timestamp,
-//! offset deltas renumbered, new CRC). Record bodies are copied as bytes, never re-encoded
-//! field by field: only the length prefix and the offset delta of each record change.
+//! Records inside a RecordBatch v2, for the two paths that open batches: re-routing produced
+//! batches through a partitioner plugin (`reroute/`) and fetching through a view's filters
+//! and transforms (`views/`). [`decode`] checks a batch (the storage engine's rules),
+//! decompresses it with the codec its attributes name, under a named limit, and fills the
+//! plugin's columnar batch with its records; the encoders write new batches with the same
+//! codec and a new CRC: [`encode_renumbered`] (a subset for another partition) and
+//! [`encode_kept`] / [`empty_batch`] (what a view keeps, at the original offsets).
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::compression::{Compressor, Gzip, Lz4, Snappy, Zstd};
@@ -57,17 +59,26 @@ impl Decoded {
     }
 }
 
+/// The most a batch's records may decompress to, and the name of the limit (for errors).
+#[derive(Debug, Clone, Copy)]
+pub struct DecompressLimit {
+    pub bytes: usize,
+    pub name: &'static str,
+}
+
 /// Decodes one whole batch (validated by the storage engine's rules first) and fills
-/// `columns` with its records for the plugin (offset = index in the batch). An uncompressed
-/// batch's records are not copied: `Decoded` holds a slice of `bytes`.
-pub fn decode(bytes: &Bytes, columns: &mut ColumnarBatch) -> Result<Decoded, CodecError> {
+/// `columns` with its records for the plugin, each at its offset (base offset + offset
+/// delta; a produced batch's base offset is 0, so there the offset is the index).
+pub fn decode(
+    bytes: &[u8],
+    columns: &mut ColumnarBatch,
+    limit: DecompressLimit,
+) -> Result<Decoded, CodecError> {
     let header = batch::validate(bytes)?;
-    if header.is_transactional() || header.is_control() {
-        return Err(CodecError::Transactional);
-    }
+    let section = &bytes[HEADER_BYTES..];
     let records = match header.compression() {
-        Compression::None => bytes.slice(HEADER_BYTES..),
-        codec => decompress(codec, &bytes[HEADER_BYTES..])?,
+        Compression::None => Bytes::copy_from_slice(section),
+        codec => decompress(codec, section, limit)?,
     };
     let mut spans = Vec::with_capacity(header.records_count.max(0) as usize);
     let mut at = 0usize;
@@ -85,7 +96,7 @@ pub fn decode(bytes: &Bytes, columns: &mut ColumnarBatch) -> Result<Decoded, Cod
         let mut p = body + 1;
         let ts_delta = read_varlong(rec, &mut p).ok_or(bad("timestampDelta"))?;
         let head_len = p - body;
-        read_varint(rec, &mut p).ok_or(bad("offsetDelta"))?;
+        let offset_delta = read_varint(rec, &mut p).ok_or(bad("offsetDelta"))?;
         let after_offset_delta = p;
         let key = read_bytes(rec, &mut p).ok_or(bad("key"))?;
         let value = read_bytes(rec, &mut p).ok_or(bad("value"))?;
@@ -100,7 +111,8 @@ pub fn decode(bytes: &Bytes, columns: &mut ColumnarBatch) -> Result<Decoded, Cod
             return Err(bad("record length does not match its fields"));
         }
         let timestamp = header.base_timestamp.saturating_add(ts_delta);
-        columns.push(index as i64, timestamp, key, value, &headers);
+        let offset = header.base_offset + i64::from(offset_delta);
+        columns.push(offset, timestamp, key, value, &headers);
         spans.push(Span {
             body,
             end,
@@ -117,11 +129,12 @@ pub fn decode(bytes: &Bytes, columns: &mut ColumnarBatch) -> Result<Decoded, Cod
     })
 }
 
-/// A new batch of the records at `indices` (in order) of `decoded`: same attributes (codec,
-/// timestamp type), base timestamp, and leader epoch; offset deltas 0..n; written without
-/// producer id, epoch and sequence (-1), since the client's sequence numbers count the batch
-/// it sent to another partition.
-pub fn encode(decoded: &Decoded, indices: &[u32]) -> Result<Vec<u8>, CodecError> {
+/// A new batch of the records at `indices` (in order) of `decoded`, for another partition:
+/// same attributes (codec, timestamp type), base timestamp, and leader epoch; offset deltas
+/// 0..n; written without producer id, epoch and sequence (-1), since the client's sequence
+/// numbers count the batch it sent to another partition. Record bodies are copied as bytes:
+/// only the length prefix and the offset delta of each record change.
+pub fn encode_renumbered(decoded: &Decoded, indices: &[u32]) -> Result<Vec<u8>, CodecError> {
     let mut section = Vec::with_capacity(decoded.records.len());
     let mut max_timestamp = i64::MIN;
     for (delta, &i) in indices.iter().enumerate() {
@@ -136,34 +149,18 @@ pub fn encode(decoded: &Decoded, indices: &[u32]) -> Result<Vec<u8>, CodecError>
         section.extend_from_slice(&r[span.after_offset_delta..span.end]);
         max_timestamp = max_timestamp.max(span.timestamp);
     }
-    let codec = decoded.header.compression();
-    let section = match codec {
-        Compression::None => section,
-        codec => compress(codec, &section)?,
-    };
     let h = &decoded.header;
-    let mut out = Vec::with_capacity(HEADER_BYTES + section.len());
-    out.extend_from_slice(&0i64.to_be_bytes());
-    out.extend_from_slice(&((HEADER_BYTES - 12 + section.len()) as i32).to_be_bytes());
-    out.extend_from_slice(&h.partition_leader_epoch.to_be_bytes());
-    out.push(h.magic as u8);
-    out.extend_from_slice(&0u32.to_be_bytes());
-    out.extend_from_slice(&h.attributes.to_be_bytes());
-    out.extend_from_slice(&(indices.len() as i32 - 1).to_be_bytes());
-    out.extend_from_slice(&h.base_timestamp.to_be_bytes());
-    let max_timestamp = if h.timestamp_type() == sluice_storage::TimestampType::LogAppendTime {
-        h.max_timestamp
-    } else {
-        max_timestamp
+    let header = BatchHeader {
+        base_offset: 0,
+        last_offset_delta: indices.len() as i32 - 1,
+        max_timestamp: kept_max_timestamp(h, max_timestamp),
+        producer_id: -1,
+        producer_epoch: -1,
+        base_sequence: -1,
+        records_count: indices.len() as i32,
+        ..*h
     };
-    out.extend_from_slice(&max_timestamp.to_be_bytes());
-    out.extend_from_slice(&(-1i64).to_be_bytes());
-    out.extend_from_slice(&(-1i16).to_be_bytes());
-    out.extend_from_slice(&(-1i32).to_be_bytes());
-    out.extend_from_slice(&(indices.len() as i32).to_be_bytes());
-    out.extend_from_slice(&section);
-    let crc = batch::compute_crc(&out);
-    out[pos::CRC..pos::CRC + 4].copy_from_slice(&crc.to_be_bytes());
+    let out = write_batch(&header, &compress(h.compression(), section)?);
     debug_assert_eq!(
         batch::validate(&out).map(|h| h.records_count).ok(),
         Some(indices.len() as i32)
@@ -171,10 +168,104 @@ pub fn encode(decoded: &Decoded, indices: &[u32]) -> Result<Vec<u8>, CodecError>
     Ok(out)
 }
 
+/// The batch a view sends in place of `original`: the records of `kept` (a subset of its
+/// records, possibly transformed, each with its original offset and timestamp) under the
+/// same base offset, last offset delta, codec, producer fields and leader epoch; new CRC. The
+/// offset range stays the original's, so a consumer moves past dropped records (gaps, as on a
+/// compacted topic). Records are written field by field from `kept`.
+pub fn encode_kept(original: &BatchHeader, kept: &ColumnarBatch) -> Result<Vec<u8>, CodecError> {
+    let mut section = Vec::with_capacity(kept.len() * 64);
+    let mut record = Vec::with_capacity(256);
+    let mut max_timestamp = i64::MIN;
+    for r in kept.records() {
+        record.clear();
+        record.push(0); // attributes: unused in v2 records
+        write_varlong(&mut record, r.timestamp - original.base_timestamp);
+        write_varlong(&mut record, r.offset - original.base_offset);
+        write_nullable(&mut record, r.key);
+        write_nullable(&mut record, r.value);
+        write_varlong(&mut record, r.headers().len() as i64);
+        for (name, value) in r.headers() {
+            write_nullable(&mut record, Some(name));
+            write_nullable(&mut record, Some(value));
+        }
+        write_varlong(&mut section, record.len() as i64);
+        section.extend_from_slice(&record);
+        max_timestamp = max_timestamp.max(r.timestamp);
+    }
+    if kept.is_empty() {
+        return Ok(empty_batch(original, original.last_offset()));
+    }
+    let header = BatchHeader {
+        max_timestamp: kept_max_timestamp(original, max_timestamp),
+        records_count: kept.len() as i32,
+        ..*original
+    };
+    Ok(write_batch(
+        &header,
+        &compress(original.compression(), section)?,
+    ))
+}
+
+/// A batch of no records covering offsets `first.base_offset..=last_offset` (Kafka leaves
+/// such batches after compaction): clients take it as progress and fetch from
+/// `last_offset + 1`. Uncompressed, whatever `first`'s codec.
+pub fn empty_batch(first: &BatchHeader, last_offset: i64) -> Vec<u8> {
+    let span = last_offset - first.base_offset;
+    debug_assert!((0..=i64::from(i32::MAX)).contains(&span));
+    let header = BatchHeader {
+        attributes: first.attributes & !COMPRESSION_MASK,
+        last_offset_delta: span as i32,
+        records_count: 0,
+        ..*first
+    };
+    write_batch(&header, &[])
+}
+
+/// Bits of a batch's attributes that name its codec.
+const COMPRESSION_MASK: i16 = 0x07;
+
+/// The max timestamp of a batch holding some of `original`'s records: the batch's own under
+/// LogAppendTime (the broker's), else the largest of the kept records'.
+fn kept_max_timestamp(original: &BatchHeader, kept_max: i64) -> i64 {
+    if original.timestamp_type() == sluice_storage::TimestampType::LogAppendTime {
+        original.max_timestamp
+    } else {
+        kept_max
+    }
+}
+
+/// A whole v2 batch: `h`'s fields (its length, magic and CRC are computed) and `section`,
+/// the (compressed) records.
+fn write_batch(h: &BatchHeader, section: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER_BYTES + section.len());
+    out.extend_from_slice(&h.base_offset.to_be_bytes());
+    out.extend_from_slice(&((HEADER_BYTES - 12 + section.len()) as i32).to_be_bytes());
+    out.extend_from_slice(&h.partition_leader_epoch.to_be_bytes());
+    out.push(2); // magic
+    out.extend_from_slice(&0u32.to_be_bytes());
+    out.extend_from_slice(&h.attributes.to_be_bytes());
+    out.extend_from_slice(&h.last_offset_delta.to_be_bytes());
+    out.extend_from_slice(&h.base_timestamp.to_be_bytes());
+    out.extend_from_slice(&h.max_timestamp.to_be_bytes());
+    out.extend_from_slice(&h.producer_id.to_be_bytes());
+    out.extend_from_slice(&h.producer_epoch.to_be_bytes());
+    out.extend_from_slice(&h.base_sequence.to_be_bytes());
+    out.extend_from_slice(&h.records_count.to_be_bytes());
+    out.extend_from_slice(section);
+    let crc = batch::compute_crc(&out);
+    out[pos::CRC..pos::CRC + 4].copy_from_slice(&crc.to_be_bytes());
+    out
+}
+
 /// Decompresses through the broker's bounded codec (`crate::codec`), so a batch that
-/// inflates past `REROUTE_DECOMPRESSED_BYTES_MAX` is refused instead of exhausting memory.
-fn decompress(codec: Compression, section: &[u8]) -> Result<Bytes, CodecError> {
-    let limit = crate::limits::REROUTE_DECOMPRESSED_BYTES_MAX;
+/// inflates past `limit` is refused instead of exhausting memory.
+fn decompress(
+    codec: Compression,
+    section: &[u8],
+    limit: DecompressLimit,
+) -> Result<Bytes, CodecError> {
+    let DecompressLimit { bytes: limit, name } = limit;
     match crate::codec::decompress(codec, section, limit) {
         Ok(Some(records)) => Ok(Bytes::from(records)),
         Ok(None) if matches!(codec, Compression::None | Compression::Unknown(_)) => {
@@ -182,9 +273,7 @@ fn decompress(codec: Compression, section: &[u8]) -> Result<Bytes, CodecError> {
         }
         Ok(None) => Err(CodecError::Codec {
             codec,
-            message: format!(
-                "records decompress to more than REROUTE_DECOMPRESSED_BYTES_MAX ({limit} bytes)"
-            ),
+            message: format!("records decompress to more than {name} ({limit} bytes)"),
         }),
         Err(e) => Err(CodecError::Codec {
             codec,
@@ -193,10 +282,13 @@ fn decompress(codec: Compression, section: &[u8]) -> Result<Bytes, CodecError> {
     }
 }
 
-fn compress(codec: Compression, section: &[u8]) -> Result<Vec<u8>, CodecError> {
+fn compress(codec: Compression, section: Vec<u8>) -> Result<Vec<u8>, CodecError> {
+    if matches!(codec, Compression::None | Compression::Unknown(_)) {
+        return Ok(section);
+    }
     let mut out = BytesMut::with_capacity(section.len() / 2 + 64);
     let fill = |b: &mut BytesMut| {
-        b.extend_from_slice(section);
+        b.extend_from_slice(&section);
         Ok(())
     };
     let result = match codec {
@@ -240,6 +332,17 @@ fn read_bytes<'a>(buf: &'a [u8], at: &mut usize) -> Option<Option<&'a [u8]>> {
     let bytes = buf.get(*at..at.checked_add(len)?)?;
     *at += len;
     Some(Some(bytes))
+}
+
+/// A `length varint | bytes` field; length -1 for `None`.
+fn write_nullable(out: &mut Vec<u8>, bytes: Option<&[u8]>) {
+    match bytes {
+        None => write_varlong(out, -1),
+        Some(b) => {
+            write_varlong(out, b.len() as i64);
+            out.extend_from_slice(b);
+        }
+    }
 }
 
 fn write_varlong(out: &mut Vec<u8>, v: i64) {

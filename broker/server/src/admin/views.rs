@@ -1,0 +1,144 @@
+//! `/v1/views`: create (`POST` a [`ViewSpec`]), list, describe (spec, partitions, plugin
+//! kinds, counters) and delete views (`crate::views`; deleting drops the offsets committed
+//! under the view's name, as for a topic). Creating binds every stage, so an
+//! unknown plugin or parameters the plugin rejects fail the request, naming the stage.
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use kafka_protocol::ResponseError;
+use serde::Serialize;
+use sluice_plugin_host::ViewStats;
+
+use super::topics::blocking;
+use super::{AdminState, ApiError};
+use crate::error::KafkaError;
+use crate::views::{StageSpec, ViewSpec, ViewTopic};
+
+pub(super) fn routes() -> Router<AdminState> {
+    Router::new()
+        .route("/", get(list).post(create))
+        .route("/{name}", get(describe).delete(delete))
+}
+
+/// One view as the API shows it.
+#[derive(Debug, Serialize)]
+pub struct ViewView {
+    name: String,
+    source: String,
+    partition_count: usize,
+    stages: Vec<StageView>,
+    on_error: String,
+    ephemeral: bool,
+    /// False while a stage's plugin is missing (fetches fail until it is deployed).
+    bound: bool,
+    stats: StatsView,
+}
+
+/// One stage: the configured plugin, its parameters, and its kind now.
+#[derive(Debug, Serialize)]
+pub struct StageView {
+    #[serde(flatten)]
+    spec: StageSpec,
+    /// `filter` or `transform`; absent while the plugin is not deployed.
+    kind: Option<&'static str>,
+}
+
+/// A view's counters since the broker started (or the view was created).
+#[derive(Debug, Serialize)]
+pub struct StatsView {
+    batches: u64,
+    records_in: u64,
+    records_out: u64,
+    batches_failed: u64,
+    records_skipped: u64,
+}
+
+impl From<ViewStats> for StatsView {
+    fn from(s: ViewStats) -> Self {
+        Self {
+            batches: s.batches,
+            records_in: s.records_in,
+            records_out: s.records_out,
+            batches_failed: s.batches_failed,
+            records_skipped: s.records_skipped,
+        }
+    }
+}
+
+fn show(state: &AdminState, view: &ViewTopic) -> ViewView {
+    let registry = &state.broker.plugins.registry;
+    ViewView {
+        name: view.spec.name.clone(),
+        source: view.spec.source.clone(),
+        partition_count: view.source.partitions.len(),
+        stages: view
+            .spec
+            .stages
+            .iter()
+            .map(|s| StageView {
+                kind: registry.describe(&s.plugin).map(|i| i.kind.as_str()),
+                spec: s.clone(),
+            })
+            .collect(),
+        on_error: view.spec.on_error.clone(),
+        ephemeral: view.spec.ephemeral,
+        bound: view.is_bound(),
+        stats: view.stats().into(),
+    }
+}
+
+async fn list(State(state): State<AdminState>) -> Response {
+    let views: Vec<ViewView> = state
+        .broker
+        .views()
+        .iter()
+        .map(|v| show(&state, v))
+        .collect();
+    axum::Json(serde_json::json!({ "views": views })).into_response()
+}
+
+async fn describe(
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let view = state.broker.view(&name).ok_or_else(|| unknown(&name))?;
+    Ok(axum::Json(show(&state, &view)).into_response())
+}
+
+async fn create(
+    State(state): State<AdminState>,
+    body: Result<axum::Json<ViewSpec>, axum::extract::rejection::JsonRejection>,
+) -> Result<Response, ApiError> {
+    let axum::Json(spec) = body.map_err(|e| {
+        ApiError::bad_request(format!(
+            "{e}: expected {{\"name\": \"...\", \"source\": \"<topic>\", \"stages\": [{{\"plugin\": \"...\", \"params\": {{\"k\": \"v\"}}}}], \"on_error\": \"fail\" | \"skip\"}}"
+        ))
+    })?;
+    let broker = state.broker.clone();
+    // Binding runs each plugin's `init` (CPU, bounded by plugin.call.timeout.ms).
+    let view = blocking(move || broker.create_view(spec)).await??;
+    Ok((StatusCode::CREATED, axum::Json(show(&state, &view))).into_response())
+}
+
+async fn delete(
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let broker = state.broker.clone();
+    let deleting = name.clone();
+    blocking(move || broker.delete_view(&deleting)).await??;
+    // Offsets committed under the view's name go with it, as with a deleted topic.
+    state.groups.delete_topic(name.clone()).await;
+    Ok(axum::Json(serde_json::json!({ "deleted": name })).into_response())
+}
+
+fn unknown(name: &str) -> ApiError {
+    KafkaError::new(
+        ResponseError::UnknownTopicOrPartition,
+        format!("unknown view {name:?} (GET /v1/views lists them)"),
+    )
+    .into()
+}

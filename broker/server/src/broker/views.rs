@@ -1,0 +1,197 @@
+//! The broker's views (`crate::views`): create, delete, look up, load at start, expire the
+//! idle ephemeral ones. Views and topics share one namespace, changed under the broker's
+//! admin lock; a view file is `<data.dir>/views/<name>.json`, written atomically.
+
+use std::sync::Arc;
+
+use kafka_protocol::ResponseError;
+
+use super::{Broker, Partition, now_ms, remove_file_logged, validate_topic_name, write_atomically};
+use crate::error::{KafkaError, ServerError};
+use crate::limits;
+use crate::views::{ViewSpec, ViewTopic};
+
+/// Directory of the persisted views, under `data.dir`.
+pub(super) const VIEWS_DIR: &str = "views";
+
+impl Broker {
+    /// Looks a view up.
+    pub fn view(&self, name: &str) -> Option<Arc<ViewTopic>> {
+        self.views_read().get(name).cloned()
+    }
+
+    /// Every view, by name.
+    pub fn views(&self) -> Vec<Arc<ViewTopic>> {
+        self.views_read().values().cloned().collect()
+    }
+
+    /// A partition to read from under `name`: a topic's own, or a view's source partition
+    /// with the view. Produce must not use this (views are read-only).
+    pub fn read_partition(
+        &self,
+        name: &str,
+        index: i32,
+    ) -> Option<(Arc<Partition>, Option<Arc<ViewTopic>>)> {
+        if let Some(partition) = self.partition(name, index) {
+            return Some((partition, None));
+        }
+        let view = self.view(name)?;
+        let partition = usize::try_from(index)
+            .ok()
+            .and_then(|i| view.source.partitions.get(i).cloned())?;
+        Some((partition, Some(view)))
+    }
+
+    /// Creates a view of an existing topic: checks the name (a free topic name), the source,
+    /// and binds every stage (each plugin's `init` runs with its parameters); then persists
+    /// it unless ephemeral.
+    pub fn create_view(&self, spec: ViewSpec) -> Result<Arc<ViewTopic>, KafkaError> {
+        let _admin = self.admin_lock();
+        validate_topic_name(&spec.name)?;
+        if self.topic(&spec.name).is_some() || self.view(&spec.name).is_some() {
+            return Err(KafkaError::new(
+                ResponseError::TopicAlreadyExists,
+                format!("a topic or view named {:?} already exists", spec.name),
+            ));
+        }
+        if self.views_read().len() >= limits::VIEWS_MAX {
+            return Err(KafkaError::new(
+                ResponseError::PolicyViolation,
+                format!("VIEWS_MAX ({}) views exist already", limits::VIEWS_MAX),
+            ));
+        }
+        let source = self.topic(&spec.source).ok_or_else(|| {
+            KafkaError::new(
+                ResponseError::UnknownTopicOrPartition,
+                format!(
+                    "view {:?}: unknown source topic {:?} (a view reads a topic, not another view)",
+                    spec.name, spec.source
+                ),
+            )
+        })?;
+        let view = Arc::new(ViewTopic::bind(
+            &self.plugins.registry,
+            spec,
+            source,
+            now_ms(),
+        )?);
+        if !view.spec.ephemeral {
+            self.persist_view(&view.spec)?;
+        }
+        self.views_write()
+            .insert(view.name().to_owned(), Arc::clone(&view));
+        tracing::info!(view = view.name(), source = %view.spec.source, stages = view.spec.stages.len(), ephemeral = view.spec.ephemeral, "created view");
+        Ok(view)
+    }
+
+    /// Deletes a view (its file too). Fetches in flight finish on the chain they hold.
+    pub fn delete_view(&self, name: &str) -> Result<(), KafkaError> {
+        let _admin = self.admin_lock();
+        let view = self.views_write().remove(name).ok_or_else(|| {
+            KafkaError::new(
+                ResponseError::UnknownTopicOrPartition,
+                format!("unknown view {name:?}"),
+            )
+        })?;
+        if !view.spec.ephemeral {
+            remove_file_logged(&self.view_file(name));
+        }
+        tracing::info!(view = name, "deleted view");
+        Ok(())
+    }
+
+    /// Drops ephemeral views no fetch has used for `VIEW_EPHEMERAL_IDLE_MS`.
+    pub fn expire_views(&self, now_ms: i64) {
+        let expired: Vec<String> = self
+            .views_read()
+            .values()
+            .filter(|v| v.expired(now_ms))
+            .map(|v| v.name().to_owned())
+            .collect();
+        for name in expired {
+            tracing::info!(view = %name, "ephemeral view idle; dropping it");
+            self.views_write().remove(&name);
+        }
+    }
+
+    /// The views reading `topic` (a topic with views is not deleted).
+    pub(super) fn views_of(&self, topic: &str) -> Vec<String> {
+        self.views_read()
+            .values()
+            .filter(|v| v.spec.source == topic)
+            .map(|v| v.name().to_owned())
+            .collect()
+    }
+
+    /// Loads `<data.dir>/views/*.json` (after the topics). A view whose source is gone or
+    /// whose file does not parse is logged and skipped; one whose plugin is missing is kept,
+    /// its fetches failing until the plugin is deployed.
+    pub(super) fn load_views(&self) -> Result<(), ServerError> {
+        let dir = self.config.data_dir.join(VIEWS_DIR);
+        std::fs::create_dir_all(&dir)
+            .map_err(ServerError::io(format!("creating {}", dir.display())))?;
+        let entries = std::fs::read_dir(&dir)
+            .map_err(ServerError::io(format!("reading {}", dir.display())))?;
+        for entry in entries {
+            let path = entry
+                .map_err(ServerError::io("reading the views dir"))?
+                .path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            match self.load_view(&path) {
+                Ok(view) => {
+                    tracing::info!(view = view.name(), source = %view.spec.source, "loaded view");
+                    self.views_write().insert(view.name().to_owned(), view);
+                }
+                Err(e) => tracing::error!(path = %path.display(), "view not loaded: {e}"),
+            }
+        }
+        Ok(())
+    }
+
+    fn load_view(&self, path: &std::path::Path) -> Result<Arc<ViewTopic>, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+        let spec: ViewSpec = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+        let source = self
+            .topic(&spec.source)
+            .ok_or_else(|| format!("its source topic {:?} is gone", spec.source))?;
+        ViewTopic::bind_loaded(&self.plugins.registry, spec, source, now_ms())
+            .map(Arc::new)
+            .map_err(|e| e.message)
+    }
+
+    fn persist_view(&self, spec: &ViewSpec) -> Result<(), KafkaError> {
+        let path = self.view_file(&spec.name);
+        let text = serde_json::to_string_pretty(spec).unwrap_or_default();
+        write_atomically(&path, text.as_bytes()).map_err(|e| {
+            KafkaError::new(
+                ResponseError::KafkaStorageError,
+                format!("writing {}: {e}", path.display()),
+            )
+        })
+    }
+
+    fn view_file(&self, name: &str) -> std::path::PathBuf {
+        self.config
+            .data_dir
+            .join(VIEWS_DIR)
+            .join(format!("{name}.json"))
+    }
+
+    fn views_read(
+        &self,
+    ) -> std::sync::RwLockReadGuard<'_, std::collections::BTreeMap<String, Arc<ViewTopic>>> {
+        self.views
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn views_write(
+        &self,
+    ) -> std::sync::RwLockWriteGuard<'_, std::collections::BTreeMap<String, Arc<ViewTopic>>> {
+        self.views
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
