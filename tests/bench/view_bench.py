@@ -104,6 +104,12 @@ def create_view(broker: Broker, name: str, stages: list[dict]):
         time.sleep(0.1)
 
 
+def view_stats(broker: Broker, name: str) -> dict:
+    """The view's counters since the broker started (batches, records in and out, ...)."""
+    with urllib.request.urlopen(f"http://{broker.admin}/v1/views/{name}", timeout=30) as resp:
+        return json.load(resp)["stats"]
+
+
 def consume(broker: Broker, topic: str, count: int) -> Run:
     parts = [a for p in range(PARTITIONS) for a in ("-p", str(p))]
     return perf(broker, ["-C", "-t", topic, *parts, "-o", "beginning"], count)
@@ -131,6 +137,8 @@ def main():
                     file=sys.stderr,
                 )
             loads.append(loadavg())
+            for name in VIEWS:
+                print(f"{name}: {view_stats(broker, name)}", file=sys.stderr)
         finally:
             broker.stop()
     print(
