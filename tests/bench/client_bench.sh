@@ -17,7 +17,8 @@
 # rdkafka_performance.c is not in Debian's librdkafka-dev (it needs librdkafka's internal
 # headers), so this script takes the librdkafka tree vendored in the rdkafka-sys crate
 # (cargo fetch, pinned), compiles examples/rdkafka_performance.c against those headers, and
-# links Debian's librdkafka (the same 2.0.2 kcat uses). Everything it builds goes to
+# links Debian's librdkafka (the same 2.0.2 kcat uses), with one small patch (random keys,
+# rdkafka_performance-random-keys.patch). Everything it builds goes to
 # target/client-bench/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -32,6 +33,8 @@ LATENCY_WARMUP=50
 RDKAFKA_SYS_VERSION="=4.10.0"
 WORK="$(pwd)/target/client-bench"
 PERF="$WORK/rdkafka_performance"
+# Adds `-K <cnt>` (a random key out of <cnt> per record) for tests/bench/plugin_bench.py.
+KEYS_PATCH="$(pwd)/tests/bench/rdkafka_performance-random-keys.patch"
 # SLUICE_BIN: use this broker binary instead of building target/release/sluice.
 SLUICE="${SLUICE_BIN:-$(pwd)/target/release/sluice}"
 START_DEADLINE_S=30
@@ -44,7 +47,7 @@ die() { log "error: $*"; exit 1; }
 
 install_packages() {
     local missing=() pkg
-    for pkg in librdkafka-dev gcc libc6-dev; do
+    for pkg in librdkafka-dev gcc libc6-dev patch; do
         dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
     done
     [ ${#missing[@]} -eq 0 ] && return
@@ -102,7 +105,7 @@ EOF
 }
 
 build_perf_tool() {
-    if [ -x "$PERF" ] && [ "$PERF" -nt "$0" ]; then return; fi
+    if [ -x "$PERF" ] && [ "$PERF" -nt "$0" ] && [ "$PERF" -nt "$KEYS_PATCH" ]; then return; fi
     local src tree="$WORK/librdkafka"
     src="$(vendored_librdkafka)"
     log "building rdkafka_performance from $src against Debian's librdkafka"
@@ -110,6 +113,7 @@ build_perf_tool() {
     mkdir -p "$tree/examples"
     cp -r "$src/src" "$tree/src"
     cp "$src/examples/rdkafka_performance.c" "$tree/examples/"
+    patch --quiet -d "$tree" -p1 <"$KEYS_PATCH"
     write_config_h "$tree/config.h"
     # Debian's public header first, so the tool is compiled against the library it links.
     gcc -O2 -w -o "$PERF" -I/usr/include/librdkafka -I"$tree/src" \

@@ -1,101 +1,107 @@
 #!/usr/bin/env python3
-"""Produce throughput into a topic with the wasm murmur2 partitioner against the same topic
-without a plugin, in the same broker run, with librdkafka's rdkafka_performance.
+"""Produce throughput into a topic with the wasm murmur2 partitioner against the same kind of
+topic without a plugin, in the same broker run, with librdkafka's rdkafka_performance.
 
-    tests/bench/plugin_bench.py                    RUNS=3 alternating runs per load, 500,000 x 100 B
+    tests/bench/plugin_bench.py                         RUNS=5 pairs per load, 1,000,000 x 100 B
     RUNS=1 RECORDS=100000 tests/bench/plugin_bench.py   a quick smoke run
+    LOADS=random-stays,random-moved tests/bench/plugin_bench.py   only these loads
 
 Needs a release broker (target/release/sluice, or $SLUICE_BIN), the built murmur2 plugin
-(plugins/target/wasm, or $SLUICE_PLUGINS_DIR) and rdkafka_performance (built by
-tests/bench/client_bench.sh into target/client-bench/, or $PERF). Topics have 6 partitions;
-acks=1, linger.ms=5. Three loads, each on a plain topic and on a `sluice.partitioner=murmur2`
-topic:
-  - "stays": one key, sent to the partition murmur2 picks for it (the plugin runs on every
-    batch; batches are appended unchanged);
-  - "moved": one key, sent to another partition (every batch re-encoded for its target);
-  - "keyless": no key, librdkafka's sticky partitioner; the plugin spreads keyless records
+(sdk/build-plugins.sh -> plugins/target/wasm, or $SLUICE_PLUGINS_DIR) and rdkafka_performance
+with the random-keys patch (tests/bench/client_bench.sh builds it into target/client-bench/,
+or $PERF). Topics have 6 partitions; acks=1, linger.ms=5, 100-byte values. Each load runs on
+a plain topic and on a `sluice.partitioner=murmur2` topic, in pairs whose order alternates
+(plain first, then plugin first, ...), each run into a fresh topic:
+  - random-stays: a random key per record out of 1,000,000, and the client partitions with
+    murmur2 itself (librdkafka `partitioner=murmur2_random`): every record stays where the
+    client sent it (the plugin runs on every batch; batches are appended unchanged);
+  - random-moved: the same keys with librdkafka's default partitioner (CRC32): the plugin
+    moves about 5 records in 6, so every batch is split and re-encoded into 6;
+  - one-key-stays: one key, sent to the partition murmur2 picks for it;
+  - one-key-moved: one key, sent to another partition (every batch re-encoded whole);
+  - keyless: no key, librdkafka's sticky partitioner; the plugin spreads keyless records
     round-robin, so every batch is split into 6 (the worst case).
-Prints a markdown table of medians (msgs/s and the plugin/plain ratio).
+Prints a markdown table: median msgs/s, the ratio of the medians and the median of the
+per-pair ratios, and the broker's CPU per record (user + system, from /proc/PID/stat).
 """
 
 from __future__ import annotations
 
 import os
-import re
-import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
+from bench_support import Broker, Run, loadavg, median, perf, start_broker  # noqa: E402
 from plugin_support import murmur2_partition  # noqa: E402
 
 from clients import create_topic  # noqa: E402
 
-RUNS = int(os.environ.get("RUNS", "3"))
-RECORDS = int(os.environ.get("RECORDS", "500000"))
+RUNS = int(os.environ.get("RUNS", "5"))
+RECORDS = int(os.environ.get("RECORDS", "1000000"))
 PARTITIONS = 6
-SLUICE = os.environ.get("SLUICE_BIN") or str(ROOT / "target" / "release" / "sluice")
-PERF = os.environ.get("PERF") or str(ROOT / "target" / "client-bench" / "rdkafka_performance")
-WASM = Path(os.environ.get("SLUICE_PLUGINS_DIR") or ROOT / "plugins" / "target" / "wasm") / "murmur2.wasm"
+KEYS = 1_000_000
 KEY = b"customer-42"
+HOME = murmur2_partition(KEY, PARTITIONS)
+# name -> (rdkafka_performance arguments, what it shows)
+LOADS = {
+    "random-stays": (
+        ["-K", str(KEYS), "-X", "partitioner=murmur2_random"],
+        f"random keys (1 of {KEYS:,}), client partitions with murmur2: every record stays",
+    ),
+    "random-moved": (["-K", str(KEYS)], "random keys, client's default partitioner (CRC32): ~5/6 of records moved"),
+    "one-key-stays": (["-k", KEY.decode(), "-p", str(HOME)], "one key, sent to murmur2's partition"),
+    "one-key-moved": (["-k", KEY.decode(), "-p", str((HOME + 1) % PARTITIONS)], "one key, sent to another partition"),
+    "keyless": ([], "keyless, sticky partitioner (every batch split in 6)"),
+}
+SELECTED = [n for n in os.environ.get("LOADS", ",".join(LOADS)).split(",") if n]
 
 
-def start_broker(tmp: Path) -> tuple[subprocess.Popen, str]:
-    (tmp / "plugins").mkdir()
-    shutil.copyfile(WASM, tmp / "plugins" / "murmur2.wasm")
-    cmd = [SLUICE, "serve", "--data-dir", str(tmp / "data"), "--listen", "127.0.0.1:0", "--admin-listen", "",
-           "--set", f"plugin.dir={tmp / 'plugins'}", "--set", "sluice.acks.all.fsync=false"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=open(tmp / "broker.log", "wb"))
-    line = proc.stdout.readline().decode()
-    match = re.search(r"kafka=(\S+)", line)
-    assert match, f"no listening line: {line!r}"
-    return proc, match.group(1)
+def produce(broker: Broker, topic: str, args: list[str]) -> Run:
+    return perf(broker, ["-P", "-t", topic, "-s", "100", "-a", "1", "-X", "linger.ms=5", *args], RECORDS)
 
 
-def produce(bootstrap: str, topic: str, partition: int | None, key: bytes | None) -> float:
-    cmd = [PERF, "-P", "-b", bootstrap, "-t", topic, "-s", "100", "-c", str(RECORDS), "-a", "1", "-q",
-           "-X", "linger.ms=5"]
-    if partition is not None:
-        cmd += ["-p", str(partition)]
-    if key is not None:
-        cmd += ["-k", key.decode()]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600).stdout
-    line = next(l for l in out.splitlines() if "messages produced" in l)
-    assert f" {RECORDS} delivered" in line and " 0 failed" in line, line
-    return float(re.search(r" ([0-9]+) msgs/s", line).group(1))
+def run_pairs(broker: Broker, name: str, args: list[str]) -> tuple[list[Run], list[Run]]:
+    plain, routed = [], []
+    for i in range(RUNS):
+        order = [("plain", plain, {}), ("routed", routed, {"sluice.partitioner": "murmur2"})]
+        for kind, runs, config in order if i % 2 == 0 else order[::-1]:
+            topic = f"{name}-{kind}-{i}"
+            create_topic(broker.bootstrap, topic, PARTITIONS, config)
+            runs.append(produce(broker, topic, args))
+        print(f"{name} pair {i} (load {loadavg()}): plain {plain[-1]}, routed {routed[-1]}", file=sys.stderr)
+    return plain, routed
 
 
 def main():
-    home = murmur2_partition(KEY, PARTITIONS)
-    loads = {
-        "stays (key, sent to murmur2's partition)": (home, KEY),
-        "moved (key, sent to another partition)": ((home + 1) % PARTITIONS, KEY),
-        "keyless (every batch split in 6)": (None, None),
-    }
+    for name in SELECTED:
+        assert name in LOADS, f"unknown load {name}; one of {', '.join(LOADS)}"
+    results = {}
+    loads = []
     with tempfile.TemporaryDirectory() as d:
-        proc, bootstrap = start_broker(Path(d))
+        broker = start_broker(Path(d), ["murmur2"])
         try:
-            results = {}
-            for i, (name, (partition, key)) in enumerate(loads.items()):
-                create_topic(bootstrap, f"plain-{i}", PARTITIONS)
-                create_topic(bootstrap, f"routed-{i}", PARTITIONS, {"sluice.partitioner": "murmur2"})
-                plain, routed = [], []
-                for _ in range(RUNS):
-                    plain.append(produce(bootstrap, f"plain-{i}", partition, key))
-                    routed.append(produce(bootstrap, f"routed-{i}", partition, key))
-                results[name] = (statistics.median(plain), statistics.median(routed))
-                print(f"{name}: plain {plain} routed {routed}", file=sys.stderr)
+            for name in SELECTED:
+                loads.append(loadavg())
+                results[name] = run_pairs(broker, name, LOADS[name][0])
+            loads.append(loadavg())
         finally:
-            proc.terminate()
-            proc.wait(60)
-    print(f"{RUNS} runs per load, {RECORDS} records of 100 B, acks=1, linger.ms=5, {PARTITIONS} partitions\n")
-    print("| load | no plugin msgs/s | murmur2 plugin msgs/s | plugin / none |\n|---|---:|---:|---:|")
+            broker.stop()
+    print(
+        f"\n{RUNS} pairs per load, {RECORDS:,} records of 100 B, acks=1, linger.ms=5, {PARTITIONS} partitions;"
+        f" load average before each load and at the end: {' | '.join(loads)}\n"
+    )
+    print(
+        "| load | no plugin msgs/s | murmur2 plugin msgs/s | ratio of medians | median of pair ratios"
+        " | broker CPU us/record, no plugin | with plugin |\n|---|---:|---:|---:|---:|---:|---:|"
+    )
     for name, (plain, routed) in results.items():
-        print(f"| {name} | {plain:,.0f} | {routed:,.0f} | {routed / plain:.2f}x |")
+        p, r = median([x.msgs_per_s for x in plain]), median([x.msgs_per_s for x in routed])
+        pairs = median([b.msgs_per_s / a.msgs_per_s for a, b in zip(plain, routed, strict=True)])
+        cp, cr = median([x.broker_us_per_record for x in plain]), median([x.broker_us_per_record for x in routed])
+        print(f"| {LOADS[name][1]} | {p:,.0f} | {r:,.0f} | {r / p:.2f}x | {pairs:.2f}x | {cp:.3f} | {cr:.3f} |")
 
 
 if __name__ == "__main__":

@@ -75,7 +75,7 @@ pub(crate) fn append(
     let mut sent = None;
     let mut appends = Vec::with_capacity(plan.len());
     for (target, bytes) in plan {
-        let appended = append_one(broker, name, target as i32, Some(Bytes::from(bytes)))?;
+        let appended = append_one(broker, name, target as i32, Some(bytes))?;
         appends.push((Arc::clone(&appended.partition), appended.end_offset));
         if target == index as u32 {
             sent = Some(appended);
@@ -95,17 +95,20 @@ pub(crate) fn append(
 }
 
 /// Runs the plugin on every batch and returns the bytes to append per target partition.
+/// When every record stays, the plan is the request's own buffer (no copy).
 fn route(
     broker: &Broker,
     topic: &Topic,
     partitioner: &TopicPartitioner,
     sent: u32,
     partition_count: u32,
-    records: &[u8],
-) -> Result<BTreeMap<u32, Vec<u8>>, KafkaError> {
+    records: &Bytes,
+) -> Result<BTreeMap<u32, Bytes>, KafkaError> {
     let handle = partitioner.handle(&broker.plugins.registry)?;
     let invalid = |e: CodecError| codec_error(&topic.name, sent, e);
     let mut plan: BTreeMap<u32, Vec<u8>> = BTreeMap::new();
+    // Bytes of the leading batches whose records all stay: appended as they are.
+    let mut stayed_bytes = 0;
     let mut columns = ColumnarBatch::new();
     for item in iter_batches(records) {
         let (header, bytes) = item.map_err(|e| invalid(CodecError::Invalid(e)))?;
@@ -119,8 +122,15 @@ fn route(
             .map_err(|e| call_error(&topic.name, &e))?;
         debug_assert_eq!(targets.len(), decoded.len());
         if targets.iter().all(|&t| t == sent) {
-            plan.entry(sent).or_default().extend_from_slice(bytes);
+            if plan.is_empty() {
+                stayed_bytes += bytes.len();
+            } else {
+                plan.entry(sent).or_default().extend_from_slice(bytes);
+            }
             continue;
+        }
+        if plan.is_empty() && stayed_bytes > 0 {
+            plan.insert(sent, records[..stayed_bytes].to_vec());
         }
         let mut by_target: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
         for (i, &t) in targets.iter().enumerate() {
@@ -131,7 +141,10 @@ fn route(
             plan.entry(t).or_default().extend_from_slice(&batch);
         }
     }
-    Ok(plan)
+    if plan.is_empty() {
+        return Ok(BTreeMap::from([(sent, records.slice(..stayed_bytes))]));
+    }
+    Ok(plan.into_iter().map(|(t, b)| (t, Bytes::from(b))).collect())
 }
 
 fn codec_error(topic: &str, index: u32, e: CodecError) -> KafkaError {
