@@ -100,6 +100,14 @@ impl ColumnarBatch {
         self.len() == 0
     }
 
+    /// Bytes allocated for the variable-size columns (keys, values,
+    /// headers): what a caller keeping a batch for reuse weighs.
+    #[must_use]
+    pub fn capacity_bytes(&self) -> usize {
+        let c = &self.columns;
+        c.key_bytes.capacity() + c.value_bytes.capacity() + c.header_bytes.capacity()
+    }
+
     /// Empty the batch, keeping its allocations.
     pub fn clear(&mut self) {
         let c = &mut self.columns;

@@ -183,11 +183,7 @@ fn read_view(
     let chain = view
         .view(&target.registry)
         .map_err(|e| crate::error::KafkaError::new(ResponseError::UnknownServerError, e.message))?;
-    let bytes = slice.read_to_vec().map_err(|e| {
-        tracing::error!(view = view.name(), partition = target.index, error = %e, "read failed");
-        crate::error::KafkaError::new(ResponseError::KafkaStorageError, e.to_string())
-    })?;
-    crate::views::apply(&chain, view.name(), &bytes)
+    crate::views::apply_slice(&chain, view.name(), slice)
 }
 
 fn chunk_len(chunk: &Chunk) -> u32 {

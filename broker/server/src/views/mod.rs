@@ -30,7 +30,7 @@ use crate::broker::Topic;
 use crate::error::KafkaError;
 use crate::limits;
 
-pub use apply::apply;
+pub use apply::{apply, apply_slice};
 
 /// One stage of a view as configured: a filter or transform plugin and its parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
