@@ -198,7 +198,7 @@ fn topic_create_list_describe_delete() {
 }
 
 #[test]
-fn produce_then_consume_with_keys_headers_compression_format_and_filter() {
+fn produce_then_consume_with_keys_headers_compression_format_and_grep() {
     let b = Broker::start(&[]);
     b.json(&["topic", "create", "events", "-p", "2"]);
     let input: String = (0..100).map(|i| format!("key{i}:value{i}\n")).collect();
@@ -239,7 +239,7 @@ fn produce_then_consume_with_keys_headers_compression_format_and_filter() {
             "events",
             "-n",
             "3",
-            "--filter",
+            "--grep",
             "value42",
             "-f",
             "%k=%s@%p/%o %h\\n",
