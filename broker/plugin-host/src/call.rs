@@ -1,13 +1,117 @@
-//! What every plugin kind's instance does the same way: a fresh store under the engine's
-//! limits, the deadline armed before each call, parameters in WIT form, and guest errors
-//! sorted into [`CallError`]s.
+//! What every plugin kind's instance does the same way: [`Instance`], a fresh store under
+//! the engine's limits with the kind's bindings, instantiated and `init`ed; the deadline
+//! armed before each call; parameters in WIT form; wasmtime and guest errors sorted into
+//! [`CallError`]s. `partitioner.rs`, `filter.rs` and `transform.rs` add only their call and
+//! the check of its answer.
+
+use std::sync::Arc;
 
 use wasmtime::Store;
 
 use crate::bindings::{Param, PluginError};
+use crate::compile::PluginVersion;
 use crate::engine::PluginEngine;
 use crate::error::CallError;
-use crate::state::HostState;
+use crate::state::{HostState, MemoryLimitHit};
+
+/// A guest call's raw result: wasmtime's error (trap, deadline, memory) around the guest's.
+pub(crate) type GuestResult<T> = wasmtime::Result<Result<T, PluginError>>;
+
+/// One live, initialised instance of a plugin version with bindings `B` (one world's).
+/// Not shared: a caller checks one out of a handle's pool.
+pub(crate) struct Instance<B> {
+    pub(crate) version: Arc<PluginVersion>,
+    store: Store<HostState>,
+    bindings: B,
+    engine: PluginEngine,
+}
+
+impl<B> Instance<B> {
+    /// Instantiates `version` in a fresh store and calls its `init` with `params`.
+    /// `instantiate` is `None` when the version is not of this kind (`kind` names it).
+    pub(crate) fn new(
+        engine: &PluginEngine,
+        version: Arc<PluginVersion>,
+        kind: &str,
+        instantiate: impl FnOnce(&PluginVersion, &mut Store<HostState>) -> Option<wasmtime::Result<B>>,
+        init: impl FnOnce(&B, &mut Store<HostState>, &[Param]) -> GuestResult<()>,
+        params: &[(String, String)],
+    ) -> Result<Self, CallError> {
+        let mut store = new_store(engine, &version.name);
+        let bindings = instantiate(&version, &mut store)
+            .ok_or_else(|| CallError::Instantiate {
+                plugin: version.name.clone(),
+                message: format!("a {} is not a {kind}", version.kind),
+            })?
+            .map_err(|e| classify(&version.name, engine, e))?;
+        let mut instance = Self {
+            version,
+            store,
+            bindings,
+            engine: engine.clone(),
+        };
+        let params = wit_params(params);
+        instance.call(|b, store| init(b, store, &params))?;
+        Ok(instance)
+    }
+
+    /// One call into the guest under the deadline and the memory limit, its errors typed.
+    pub(crate) fn call<T>(
+        &mut self,
+        f: impl FnOnce(&B, &mut Store<HostState>) -> GuestResult<T>,
+    ) -> Result<T, CallError> {
+        begin_call(&mut self.store, &self.engine);
+        let result = f(&self.bindings, &mut self.store);
+        self.store.data_mut().end_call();
+        match result {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => Err(guest_error(&self.version.name, e)),
+            Err(e) => Err(classify(&self.version.name, &self.engine, e)),
+        }
+    }
+
+    /// A broken contract in the guest's answer.
+    pub(crate) fn contract(&self, message: String) -> CallError {
+        CallError::Contract {
+            plugin: self.version.name.clone(),
+            message,
+        }
+    }
+}
+
+impl<B> std::fmt::Debug for Instance<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Instance")
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Sort a wasmtime error into the typed call errors.
+pub(crate) fn classify(plugin: &str, engine: &PluginEngine, e: wasmtime::Error) -> CallError {
+    let plugin = plugin.to_owned();
+    if let Some(hit) = e.downcast_ref::<MemoryLimitHit>() {
+        return CallError::MemoryExceeded {
+            plugin,
+            desired_bytes: hit.desired_bytes,
+            max_bytes: hit.max_bytes,
+        };
+    }
+    match e.downcast_ref::<wasmtime::Trap>() {
+        Some(wasmtime::Trap::Interrupt) => CallError::Timeout {
+            plugin,
+            timeout_ms: engine.config.call_timeout_ms,
+        },
+        Some(trap) => CallError::Trap {
+            plugin,
+            message: format!("{trap}: {e:#}"),
+        },
+        None => CallError::Instantiate {
+            plugin,
+            message: format!("{e:#}"),
+        },
+    }
+}
 
 /// A store for one instance of plugin `name`: memory limiter and epoch deadline installed.
 pub(crate) fn new_store(engine: &PluginEngine, name: &str) -> Store<HostState> {

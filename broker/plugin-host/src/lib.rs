@@ -25,6 +25,9 @@
 //! - `batch`: [`ColumnarBatch`], the WIT `record-batch` built from records;
 //!   `columns`: reading one back ([`RecordView`]s), selecting records, and
 //!   the shape check on batches a plugin returns.
+//! - `call`: what every kind's instance shares: its own `Store` under the
+//!   limits, instantiation and `init`, the deadline armed per call, errors
+//!   typed into [`CallError`]s.
 //! - `partitioner`: [`PartitionerInstance`] (one `Store`, deadline and
 //!   limits on every call) and the shareable [`Partitioner`] handle.
 //! - `filter`, `transform`: [`FilterInstance`], [`TransformInstance`], the

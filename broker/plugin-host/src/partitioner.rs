@@ -4,35 +4,19 @@
 
 use std::sync::{Arc, Mutex};
 
-use wasmtime::Store;
-
 use crate::batch::ColumnarBatch;
-use crate::bindings::PluginError;
 use crate::bindings::partitioner::Partitioner as Bindings;
-use crate::call;
+use crate::call::Instance;
 use crate::compile::PluginVersion;
 use crate::engine::PluginEngine;
 use crate::error::CallError;
 use crate::limits;
 use crate::registry::PluginSlot;
-use crate::state::{HostState, MemoryLimitHit};
 
 /// One live instance of one partitioner version, initialised with its
 /// parameters. Not shared: callers check one out of a [`Partitioner`].
-pub struct PartitionerInstance {
-    version: Arc<PluginVersion>,
-    store: Store<HostState>,
-    bindings: Bindings,
-    engine: PluginEngine,
-}
-
-impl std::fmt::Debug for PartitionerInstance {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PartitionerInstance")
-            .field("version", &self.version)
-            .finish_non_exhaustive()
-    }
-}
+#[derive(Debug)]
+pub struct PartitionerInstance(Instance<Bindings>);
 
 impl PartitionerInstance {
     /// Instantiate `version` in a fresh store and call its `init`.
@@ -44,45 +28,20 @@ impl PartitionerInstance {
         version: Arc<PluginVersion>,
         params: &[(String, String)],
     ) -> Result<Self, CallError> {
-        let pre = version
-            .partitioner_pre
-            .as_ref()
-            .ok_or_else(|| CallError::Instantiate {
-                plugin: version.name.clone(),
-                message: format!("a {} is not a partitioner", version.kind),
-            })?;
-        let mut store = call::new_store(engine, &version.name);
-        let bindings = pre
-            .instantiate(&mut store)
-            .map_err(|e| classify(&version.name, engine, e))?;
-        let mut instance = Self {
+        Instance::new(
+            engine,
             version,
-            store,
-            bindings,
-            engine: engine.clone(),
-        };
-        instance.init(params)?;
-        Ok(instance)
+            "partitioner",
+            |v, store| v.partitioner_pre.as_ref().map(|pre| pre.instantiate(store)),
+            |b, store, params| b.sluice_plugin_partitioner_api().call_init(store, params),
+            params,
+        )
+        .map(Self)
     }
 
     /// The version this instance runs.
     pub fn version(&self) -> &Arc<PluginVersion> {
-        &self.version
-    }
-
-    fn init(&mut self, params: &[(String, String)]) -> Result<(), CallError> {
-        let params = call::wit_params(params);
-        self.begin_call();
-        let result = self
-            .bindings
-            .sluice_plugin_partitioner_api()
-            .call_init(&mut self.store, &params);
-        self.store.data_mut().end_call();
-        match result {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(self.guest_error(e)),
-            Err(e) => Err(classify(&self.version.name, &self.engine, e)),
-        }
+        &self.0.version
     }
 
     /// One partition per record of `batch`, each below `partition_count`.
@@ -95,76 +54,24 @@ impl PartitionerInstance {
         batch: &ColumnarBatch,
         partition_count: u32,
     ) -> Result<Vec<u32>, CallError> {
-        self.begin_call();
-        let api = self.bindings.sluice_plugin_partitioner_api();
-        let result = api.call_partition(&mut self.store, &batch.columns, partition_count);
-        self.store.data_mut().end_call();
-        let partitions = match result {
-            Ok(Ok(partitions)) => partitions,
-            Ok(Err(e)) => return Err(self.guest_error(e)),
-            Err(e) => return Err(classify(&self.version.name, &self.engine, e)),
-        };
-        self.check(batch, partition_count, partitions)
-    }
-
-    /// The SDK checks this too; the host does not trust the guest.
-    fn check(
-        &self,
-        batch: &ColumnarBatch,
-        partition_count: u32,
-        partitions: Vec<u32>,
-    ) -> Result<Vec<u32>, CallError> {
-        let contract = |message| CallError::Contract {
-            plugin: self.version.name.clone(),
-            message,
-        };
+        let partitions = self.0.call(|b, store| {
+            b.sluice_plugin_partitioner_api()
+                .call_partition(store, &batch.columns, partition_count)
+        })?;
+        // The SDK checks this too; the host does not trust the guest.
         if partitions.len() != batch.len() {
-            return Err(contract(format!(
+            return Err(self.0.contract(format!(
                 "{} partitions for {} records",
                 partitions.len(),
                 batch.len()
             )));
         }
         if let Some(p) = partitions.iter().find(|&&p| p >= partition_count) {
-            return Err(contract(format!(
+            return Err(self.0.contract(format!(
                 "partition {p} out of range for {partition_count} partitions"
             )));
         }
         Ok(partitions)
-    }
-
-    fn begin_call(&mut self) {
-        call::begin_call(&mut self.store, &self.engine);
-    }
-
-    fn guest_error(&self, e: PluginError) -> CallError {
-        call::guest_error(&self.version.name, e)
-    }
-}
-
-/// Sort a wasmtime error into the typed call errors.
-pub(crate) fn classify(plugin: &str, engine: &PluginEngine, e: wasmtime::Error) -> CallError {
-    let plugin = plugin.to_owned();
-    if let Some(hit) = e.downcast_ref::<MemoryLimitHit>() {
-        return CallError::MemoryExceeded {
-            plugin,
-            desired_bytes: hit.desired_bytes,
-            max_bytes: hit.max_bytes,
-        };
-    }
-    match e.downcast_ref::<wasmtime::Trap>() {
-        Some(wasmtime::Trap::Interrupt) => CallError::Timeout {
-            plugin,
-            timeout_ms: engine.config.call_timeout_ms,
-        },
-        Some(trap) => CallError::Trap {
-            plugin,
-            message: format!("{trap}: {e:#}"),
-        },
-        None => CallError::Instantiate {
-            plugin,
-            message: format!("{e:#}"),
-        },
     }
 }
 

@@ -6,34 +6,18 @@
 
 use std::sync::Arc;
 
-use wasmtime::Store;
-
 use crate::batch::ColumnarBatch;
+use crate::bindings::RecordBatch;
 use crate::bindings::transform::Transform as Bindings;
-use crate::bindings::{PluginError, RecordBatch};
-use crate::call;
+use crate::call::Instance;
 use crate::compile::PluginVersion;
 use crate::engine::PluginEngine;
 use crate::error::CallError;
-use crate::partitioner::classify;
-use crate::state::HostState;
 
 /// One live, initialised instance of a transform plugin. Not shared:
 /// callers check one out of a [`crate::Transform`] handle.
-pub struct TransformInstance {
-    version: Arc<PluginVersion>,
-    store: Store<HostState>,
-    bindings: Bindings,
-    engine: PluginEngine,
-}
-
-impl std::fmt::Debug for TransformInstance {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TransformInstance")
-            .field("version", &self.version)
-            .finish_non_exhaustive()
-    }
-}
+#[derive(Debug)]
+pub struct TransformInstance(Instance<Bindings>);
 
 impl TransformInstance {
     /// Instantiate `version` in a fresh store and call its `init`.
@@ -45,36 +29,20 @@ impl TransformInstance {
         version: Arc<PluginVersion>,
         params: &[(String, String)],
     ) -> Result<Self, CallError> {
-        let pre = version
-            .transform_pre
-            .as_ref()
-            .ok_or_else(|| CallError::Instantiate {
-                plugin: version.name.clone(),
-                message: format!("a {} is not a transform", version.kind),
-            })?;
-        let mut store = call::new_store(engine, &version.name);
-        let bindings = pre
-            .instantiate(&mut store)
-            .map_err(|e| classify(&version.name, engine, e))?;
-        let mut instance = Self {
+        Instance::new(
+            engine,
             version,
-            store,
-            bindings,
-            engine: engine.clone(),
-        };
-        let params = call::wit_params(params);
-        instance.begin_call();
-        let result = instance
-            .bindings
-            .sluice_plugin_transform_api()
-            .call_init(&mut instance.store, &params);
-        instance.finish(result)?;
-        Ok(instance)
+            "transform",
+            |v, store| v.transform_pre.as_ref().map(|pre| pre.instantiate(store)),
+            |b, store, params| b.sluice_plugin_transform_api().call_init(store, params),
+            params,
+        )
+        .map(Self)
     }
 
     /// The version this instance runs.
     pub fn version(&self) -> &Arc<PluginVersion> {
-        &self.version
+        &self.0.version
     }
 
     /// The transformed batch: at most one output record per input record,
@@ -88,32 +56,11 @@ impl TransformInstance {
     /// input record, two outputs for one input, out of order). The
     /// instance must be dropped afterwards.
     pub fn transform(&mut self, batch: &ColumnarBatch) -> Result<ColumnarBatch, CallError> {
-        self.begin_call();
-        let result = self
-            .bindings
-            .sluice_plugin_transform_api()
-            .call_transform(&mut self.store, &batch.columns);
-        let output = self.finish(result)?;
-        place(batch, output).map_err(|message| CallError::Contract {
-            plugin: self.version.name.clone(),
-            message,
-        })
-    }
-
-    fn begin_call(&mut self) {
-        call::begin_call(&mut self.store, &self.engine);
-    }
-
-    fn finish<T>(
-        &mut self,
-        result: wasmtime::Result<Result<T, PluginError>>,
-    ) -> Result<T, CallError> {
-        self.store.data_mut().end_call();
-        match result {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(call::guest_error(&self.version.name, e)),
-            Err(e) => Err(classify(&self.version.name, &self.engine, e)),
-        }
+        let output = self.0.call(|b, store| {
+            b.sluice_plugin_transform_api()
+                .call_transform(store, &batch.columns)
+        })?;
+        place(batch, output).map_err(|message| self.0.contract(message))
     }
 }
 
