@@ -35,7 +35,7 @@ impl Path {
     /// object along the path, the field is missing, or it is `null`.
     #[must_use]
     pub fn find<'a>(&self, json: &'a [u8]) -> Option<&'a [u8]> {
-        let mut scanner = Scanner { bytes: json, at: 0 };
+        let mut scanner = Scanner::new(json);
         for segment in &self.segments {
             scanner.enter_member(segment.as_bytes())?;
         }
@@ -44,19 +44,45 @@ impl Path {
     }
 }
 
-struct Scanner<'a> {
+/// A cursor over a JSON document for plugins that walk one themselves (the
+/// `redact` transform rewrites objects with it): whitespace is skipped
+/// before every token; strings come back as written (escapes not decoded).
+#[derive(Debug, Clone)]
+pub struct Scanner<'a> {
     bytes: &'a [u8],
     at: usize,
 }
 
 impl<'a> Scanner<'a> {
+    /// A scanner at the start of `bytes`.
+    #[must_use]
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Self { bytes, at: 0 }
+    }
+
+    /// The next token's first byte, without consuming it.
+    pub fn peek(&mut self) -> Option<u8> {
+        self.skip_ws();
+        self.bytes.get(self.at).copied()
+    }
+
+    /// The value that starts here as written: a string with its quotes,
+    /// anything else as its literal text.
+    pub fn raw_value(&mut self) -> Option<&'a [u8]> {
+        self.skip_ws();
+        let start = self.at;
+        self.value()?;
+        Some(&self.bytes[start..self.at])
+    }
+
     fn skip_ws(&mut self) {
         while self.bytes.get(self.at).is_some_and(u8::is_ascii_whitespace) {
             self.at += 1;
         }
     }
 
-    fn eat(&mut self, byte: u8) -> Option<()> {
+    /// Consumes `byte` (after whitespace), or `None` if something else is next.
+    pub fn eat(&mut self, byte: u8) -> Option<()> {
         self.skip_ws();
         (self.bytes.get(self.at) == Some(&byte)).then(|| self.at += 1)
     }
@@ -85,7 +111,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// A string's raw contents; the scanner ends after the closing quote.
-    fn string(&mut self) -> Option<&'a [u8]> {
+    pub fn string(&mut self) -> Option<&'a [u8]> {
         self.eat(b'"')?;
         let start = self.at;
         loop {
@@ -101,7 +127,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Any value: a string's contents, or the literal text of the rest.
-    fn value(&mut self) -> Option<&'a [u8]> {
+    pub fn value(&mut self) -> Option<&'a [u8]> {
         self.skip_ws();
         let start = self.at;
         match *self.bytes.get(self.at)? {

@@ -14,6 +14,7 @@
 //! read. Tombstones pass unchanged. Key, headers, offset and timestamp are
 //! kept.
 
+use sluice_sdk::json::Scanner;
 use sluice_sdk::{Error, Init, Output, Params, Record, transform};
 
 /// What replaces a masked value.
@@ -67,155 +68,63 @@ pub fn redact(redaction: &mut Redaction, record: &Record<'_>, out: &mut Output) 
     };
     let paths: Vec<&[Vec<u8>]> = redaction.paths.iter().map(Vec::as_slice).collect();
     let mut rewritten = Vec::with_capacity(value.len());
-    let mut scanner = Scanner {
-        bytes: value,
-        at: 0,
-    };
-    if scanner
-        .rewrite_object(&paths, redaction.mode, &mut rewritten)
-        .is_some()
-    {
+    let mut scanner = Scanner::new(value);
+    if rewrite_object(&mut scanner, &paths, redaction.mode, &mut rewritten).is_some() {
         let headers: Vec<_> = record.headers().iter().collect();
         out.push_at(record.timestamp, record.key(), Some(&rewritten), &headers);
     }
 }
 
-struct Scanner<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Scanner<'a> {
-    fn skip_ws(&mut self) {
-        while self.bytes.get(self.at).is_some_and(u8::is_ascii_whitespace) {
-            self.at += 1;
+/// Copy the object that starts at `scanner` to `out`, applying `paths`.
+fn rewrite_object(
+    scanner: &mut Scanner<'_>,
+    paths: &[&[Vec<u8>]],
+    mode: Mode,
+    out: &mut Vec<u8>,
+) -> Option<()> {
+    scanner.eat(b'{')?;
+    out.push(b'{');
+    if scanner.eat(b'}').is_some() {
+        out.push(b'}');
+        return Some(());
+    }
+    let mut first = true;
+    loop {
+        let name = scanner.string()?;
+        scanner.eat(b':')?;
+        let here = paths.iter().any(|p| p.len() == 1 && p[0] == name);
+        let below: Vec<&[Vec<u8>]> = paths
+            .iter()
+            .filter(|p| p.len() > 1 && p[0] == name)
+            .map(|p| &p[1..])
+            .collect();
+        if !(here && mode == Mode::Drop) {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            out.push(b'"');
+            out.extend_from_slice(name);
+            out.extend_from_slice(b"\":");
         }
-    }
-
-    fn peek(&mut self) -> Option<u8> {
-        self.skip_ws();
-        self.bytes.get(self.at).copied()
-    }
-
-    fn eat(&mut self, byte: u8) -> Option<()> {
-        (self.peek()? == byte).then(|| self.at += 1)
-    }
-
-    /// Copy the object that starts here to `out`, applying `paths`.
-    fn rewrite_object(
-        &mut self,
-        paths: &[&[Vec<u8>]],
-        mode: Mode,
-        out: &mut Vec<u8>,
-    ) -> Option<()> {
-        self.eat(b'{')?;
-        out.push(b'{');
-        let mut first = true;
-        if self.peek()? == b'}' {
-            self.at += 1;
-            out.push(b'}');
-            return Some(());
+        if here {
+            scanner.value()?;
+            if mode == Mode::Mask {
+                out.extend_from_slice(MASK);
+            }
+        } else if !below.is_empty() && scanner.peek()? == b'{' {
+            rewrite_object(scanner, &below, mode, out)?;
+        } else {
+            out.extend_from_slice(scanner.raw_value()?);
         }
-        loop {
-            let key = self.string()?;
-            self.eat(b':')?;
-            let name = &key[1..key.len() - 1];
-            let here = paths.iter().any(|p| p.len() == 1 && p[0] == name);
-            let below: Vec<&[Vec<u8>]> = paths
-                .iter()
-                .filter(|p| p.len() > 1 && p[0] == name)
-                .map(|p| &p[1..])
-                .collect();
-            if !(here && mode == Mode::Drop) {
-                if !first {
-                    out.push(b',');
-                }
-                first = false;
-                out.extend_from_slice(key);
-                out.push(b':');
+        match scanner.peek()? {
+            b',' => scanner.eat(b',')?,
+            b'}' => {
+                scanner.eat(b'}')?;
+                out.push(b'}');
+                return Some(());
             }
-            if here {
-                self.value()?;
-                if mode == Mode::Mask {
-                    out.extend_from_slice(MASK);
-                }
-            } else if !below.is_empty() && self.peek()? == b'{' {
-                self.rewrite_object(&below, mode, out)?;
-            } else {
-                out.extend_from_slice(self.value()?);
-            }
-            match self.peek()? {
-                b',' => self.at += 1,
-                b'}' => {
-                    self.at += 1;
-                    out.push(b'}');
-                    return Some(());
-                }
-                _ => return None,
-            }
-        }
-    }
-
-    /// A string, quotes included.
-    fn string(&mut self) -> Option<&'a [u8]> {
-        self.eat(b'"')?;
-        let start = self.at - 1;
-        loop {
-            match *self.bytes.get(self.at)? {
-                b'\\' => self.at += 2,
-                b'"' => {
-                    self.at += 1;
-                    return Some(&self.bytes[start..self.at]);
-                }
-                _ => self.at += 1,
-            }
-        }
-    }
-
-    /// Any value, as written.
-    fn value(&mut self) -> Option<&'a [u8]> {
-        let start = {
-            self.skip_ws();
-            self.at
-        };
-        match self.peek()? {
-            b'"' => self.string(),
-            b'{' | b'[' => {
-                self.skip_nested()?;
-                Some(&self.bytes[start..self.at])
-            }
-            _ => {
-                while self
-                    .bytes
-                    .get(self.at)
-                    .is_some_and(|b| !b",}] \t\r\n".contains(b))
-                {
-                    self.at += 1;
-                }
-                (self.at > start).then(|| &self.bytes[start..self.at])
-            }
-        }
-    }
-
-    fn skip_nested(&mut self) -> Option<()> {
-        let mut depth = 0usize;
-        loop {
-            match *self.bytes.get(self.at)? {
-                b'"' => {
-                    self.string()?;
-                    continue;
-                }
-                b'{' | b'[' => depth += 1,
-                b'}' | b']' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        self.at += 1;
-                        return Some(());
-                    }
-                }
-                _ => {}
-            }
-            self.at += 1;
+            _ => return None,
         }
     }
 }
