@@ -174,7 +174,10 @@ fn pending_member_expires_after_a_shorter_rebalance_timeout() {
         h.advance(0);
         h.join_response(rid).error
     };
-    assert_eq!(rejoin_after(rebalance_timeout_ms as u64 - 1), ErrorCode::None);
+    assert_eq!(
+        rejoin_after(rebalance_timeout_ms as u64 - 1),
+        ErrorCode::None
+    );
     assert_eq!(
         rejoin_after(rebalance_timeout_ms as u64),
         ErrorCode::UnknownMemberId,

@@ -52,11 +52,15 @@ impl Walker {
 
     /// After the walk: `count` records fill the body exactly.
     fn finish(&self, body: &[u8], count: i32) -> Result<(), BatchError> {
+        let mismatch = |reason| BatchError::RecordsMismatch {
+            records_count: count,
+            reason,
+        };
         if self.index < count {
-            return Err(bad(self.index, "fewer records than recordsCount"));
+            return Err(mismatch("fewer records are present"));
         }
         if self.at != body.len() {
-            return Err(bad(self.index, "bytes after the last of recordsCount records"));
+            return Err(mismatch("bytes follow the last record"));
         }
         Ok(())
     }

@@ -5,6 +5,11 @@
 
 use crate::error::BatchError;
 
+/// The smallest record: a 1-byte length, attributes, and one-byte timestampDelta,
+/// offsetDelta, key length, value length and header count. A section of `n` bytes holds at
+/// most `n / RECORD_BYTES_MIN` records, whatever its header claims.
+pub const RECORD_BYTES_MIN: usize = 7;
+
 /// Bytes of a varint (i32) at most.
 const VARINT_BYTES_MAX: usize = 5;
 /// Bytes of a varlong (i64) at most.
