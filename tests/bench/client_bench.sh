@@ -272,4 +272,7 @@ main() {
     print_table "$results"
 }
 
-main "$@"
+# Run as a script; sourced (tests/bench/validate_bench.sh), only the functions are defined.
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+    main "$@"
+fi
