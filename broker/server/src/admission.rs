@@ -35,7 +35,8 @@ impl Admission {
         Arc::new(Self {
             connections: Arc::new(Semaphore::new(config.max_connections as usize)),
             per_ip: Mutex::new(HashMap::new()),
-            per_ip_max: config.max_connections_per_ip,
+            // Above max.connections it can never be reached: setting only the total is valid.
+            per_ip_max: config.max_connections_per_ip.min(config.max_connections),
             request_bytes: Arc::new(Semaphore::new(queued)),
         })
     }

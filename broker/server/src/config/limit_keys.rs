@@ -41,12 +41,6 @@ impl BrokerConfig {
                 self.queued_max_request_bytes, self.socket_request_max_bytes
             )));
         }
-        if self.max_connections_per_ip > self.max_connections {
-            return Err(ConfigError::Inconsistent(format!(
-                "max.connections.per.ip ({}) must not exceed max.connections ({})",
-                self.max_connections_per_ip, self.max_connections
-            )));
-        }
         Ok(())
     }
 }
