@@ -112,7 +112,14 @@ fn schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
             since(v, 7, Str),
             Some(Array(vec![
                 Str,
-                Array(fields([Some(I32), Some(I64), since(v, 6, I32), Some(Str)])),
+                // v1 only: commit_timestamp.
+                Array(fields([
+                    Some(I32),
+                    Some(I64),
+                    since(v, 6, I32),
+                    (v == 1).then_some(I64),
+                    Some(Str),
+                ])),
             ])),
         ]),
         ApiKey::OffsetFetch => vec![Str, Array(vec![Str, Array(vec![I32])])],
