@@ -104,28 +104,32 @@ fn schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
             Some(Array(vec![Str, Bytes])),
         ]),
         ApiKey::LeaveGroup if v >= 3 => vec![Str, Array(vec![Str, Str])],
-        ApiKey::OffsetCommit => fields([
-            Some(Str),
-            Some(I32),
-            Some(Str),
-            (2..=4).contains(&v).then_some(I64),
-            since(v, 7, Str),
-            Some(Array(vec![
-                Str,
-                // v1 only: commit_timestamp.
-                Array(fields([
-                    Some(I32),
-                    Some(I64),
-                    since(v, 6, I32),
-                    (v == 1).then_some(I64),
-                    Some(Str),
-                ])),
-            ])),
-        ]),
+        ApiKey::OffsetCommit => offset_commit(v),
         ApiKey::OffsetFetch => vec![Str, Array(vec![Str, Array(vec![I32])])],
         ApiKey::DescribeGroups | ApiKey::DeleteGroups => vec![Array(vec![Str])],
         _ => return None,
     })
+}
+
+/// OffsetCommit: v1 has a per-partition commit_timestamp, v2-4 a retention_time_ms.
+fn offset_commit(v: i16) -> Vec<Field> {
+    fields([
+        Some(Str),
+        Some(I32),
+        Some(Str),
+        (2..=4).contains(&v).then_some(I64),
+        since(v, 7, Str),
+        Some(Array(vec![
+            Str,
+            Array(fields([
+                Some(I32),
+                Some(I64),
+                since(v, 6, I32),
+                (v == 1).then_some(I64),
+                Some(Str),
+            ])),
+        ])),
+    ])
 }
 
 /// Checks the array counts of a request body (after the header). Trailing fields after the
