@@ -29,8 +29,9 @@ const fn api(key: ApiKey, min: i16, max: i16) -> ApiSupport {
 ///
 /// Produce advertises v0-v2 without serving them: librdkafka before 2.x only enables
 /// compression when the broker advertises Produce v0 (KAFKA-18659); a v0-v2 request gets
-/// UNSUPPORTED_VERSION. The oldest CreateTopics/DeleteTopics/DescribeConfigs versions, which
-/// the `kafka-protocol` crate no longer encodes, go through `handler/compat.rs`.
+/// UNSUPPORTED_VERSION. The oldest CreateTopics/DeleteTopics/DescribeConfigs versions and
+/// OffsetCommit v1 (sarama 1.x's default), which the `kafka-protocol` crate no longer
+/// encodes, go through `handler/compat.rs`.
 /// FindCoordinator is advertised because librdkafka enables LZ4 only when it is.
 pub const SUPPORTED: &[ApiSupport] = &[
     ApiSupport {
@@ -52,7 +53,7 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::SyncGroup, 0, 3),
     api(ApiKey::Heartbeat, 0, 3),
     api(ApiKey::LeaveGroup, 0, 3),
-    api(ApiKey::OffsetCommit, 2, 7),
+    api(ApiKey::OffsetCommit, 1, 7),
     api(ApiKey::OffsetFetch, 1, 5),
     api(ApiKey::ListGroups, 0, 2),
     api(ApiKey::DescribeGroups, 0, 4),

@@ -1,13 +1,17 @@
-//! Old versions of CreateTopics (v0-v1), DeleteTopics (v0) and DescribeConfigs (v0), which the
-//! `kafka-protocol` crate no longer encodes. Their requests are a newer version's layout minus
-//! trailing fields, so they decode as that version once the missing fields are appended at
-//! their defaults; their responses are small and encoded here from the newer response struct.
+//! Old versions of CreateTopics (v0-v1), DeleteTopics (v0), DescribeConfigs (v0) and
+//! OffsetCommit (v1), which the `kafka-protocol` crate no longer encodes. The first three's
+//! requests are a newer version's layout minus trailing fields, so they decode as that
+//! version once the missing fields are appended at their defaults; their responses are small
+//! and encoded here from the newer response struct. OffsetCommit v1 (what sarama up to 1.x
+//! sends by default, with `Consumer.Offsets.Retention` 0) is rewritten into v2's layout, see
+//! [`offset_commit_v1_as_v2`].
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
     ApiKey, CreateTopicsResponse, DeleteTopicsResponse, DescribeConfigsResponse,
+    OffsetCommitResponse,
 };
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::protocol::{Encodable, StrBytes};
 
 /// For an old request version: the version to decode its body as, and the bytes to append
 /// first (the fields that version added, at their defaults).
@@ -20,6 +24,8 @@ pub fn request_as(key: ApiKey, version: i16) -> Option<(i16, &'static [u8])> {
         (ApiKey::DeleteTopics, 0) => Some((1, &[])),
         // v1 appended include_synonyms (false).
         (ApiKey::DescribeConfigs, 0) => Some((1, &[0])),
+        // Not a suffix: `offset_commit_v1_as_v2` rewrites the body.
+        (ApiKey::OffsetCommit, 1) => Some((2, &[])),
         _ => None,
     }
 }
@@ -85,6 +91,75 @@ pub fn describe_configs(response: &DescribeConfigsResponse) -> Bytes {
     buf.freeze()
 }
 
+/// Rewrites an OffsetCommit v1 body into v2's layout: v2 inserts `retention_time_ms` after
+/// `member_id` (here -1, the broker's default, which Kafka since 2.1 applies anyway) and drops
+/// each partition's `commit_timestamp` (v1 only; Kafka ignores it since 2.1 too, and so do
+/// we: committed offsets expire by `offsets.retention.minutes`). The counts were checked
+/// against the frame by `shape::check`; a body that ends early is an error.
+pub fn offset_commit_v1_as_v2(body: &[u8]) -> Result<Bytes, String> {
+    let mut v1 = Cursor { body, at: 0 };
+    let mut out = BytesMut::with_capacity(body.len() + 8);
+    out.put_slice(v1.string()?); // group_id
+    out.put_slice(v1.take(4)?); // generation_id
+    out.put_slice(v1.string()?); // member_id
+    out.put_i64(-1); // retention_time_ms
+    let topics = v1.take(4)?;
+    out.put_slice(topics);
+    for _ in 0..count(topics) {
+        out.put_slice(v1.string()?); // name
+        let partitions = v1.take(4)?;
+        out.put_slice(partitions);
+        for _ in 0..count(partitions) {
+            out.put_slice(v1.take(4 + 8)?); // partition_index, committed_offset
+            v1.take(8)?; // commit_timestamp, dropped
+            out.put_slice(v1.string()?); // committed_metadata
+        }
+    }
+    Ok(out.freeze())
+}
+
+/// Reads an old request body field by field.
+struct Cursor<'a> {
+    body: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let field = self.body.get(self.at..self.at + n).ok_or_else(|| {
+            format!(
+                "request body of {} bytes ends inside a field",
+                self.body.len()
+            )
+        })?;
+        self.at += n;
+        Ok(field)
+    }
+
+    /// A (nullable) string with its i16 length prefix.
+    fn string(&mut self) -> Result<&'a [u8], String> {
+        let len = self
+            .body
+            .get(self.at..self.at + 2)
+            .map_or(0, |b| i16::from_be_bytes([b[0], b[1]]));
+        self.take(2 + usize::try_from(len).unwrap_or(0))
+    }
+}
+
+/// An i32 array count (negative: null, no elements).
+fn count(field: &[u8]) -> usize {
+    let n = i32::from_be_bytes(field.try_into().unwrap_or([0; 4]));
+    usize::try_from(n).unwrap_or(0)
+}
+
+/// OffsetCommitResponse v1 is v2's layout (v3 added throttle_time_ms).
+pub fn offset_commit(response: &OffsetCommitResponse) -> Bytes {
+    let mut buf = BytesMut::new();
+    // The handler only fills v2's fields, which always encode.
+    let _ = response.encode(&mut buf, 2);
+    buf.freeze()
+}
+
 fn put_string(buf: &mut BytesMut, s: Option<&StrBytes>) {
     match s {
         None => buf.put_i16(-1),
@@ -102,8 +177,11 @@ mod tests {
     use super::*;
     use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
     use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
-    use kafka_protocol::messages::{CreateTopicsRequest, TopicName};
-    use kafka_protocol::protocol::{Decodable, Encodable};
+    use kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use kafka_protocol::messages::{CreateTopicsRequest, GroupId, OffsetCommitRequest, TopicName};
+    use kafka_protocol::protocol::Decodable;
 
     fn encoded<M: Encodable>(message: &M, version: i16) -> Bytes {
         let mut buf = BytesMut::new();
@@ -137,6 +215,49 @@ mod tests {
             create_topics(&response, 1),
             encoded(&response, 2).slice(4..)
         );
+    }
+
+    /// OffsetCommit v1 as sarama 1.22.1 sends it (captured from its wire, header removed):
+    /// group "group-a", generation 1, member "member-1", topic-a/0 at offset 42, commit
+    /// timestamp -1 (sarama's ReceiveTime), metadata "meta".
+    const SARAMA_OFFSET_COMMIT_V1: &str = "000767726f75702d610000000100086d656d6265722d31\
+        000000010007746f7069632d610000000100000000000000000000002affffffffffffffff00046d657461";
+
+    #[test]
+    fn offset_commit_v1_from_sarama_decodes_as_v2() {
+        let v1 = hex(SARAMA_OFFSET_COMMIT_V1);
+        let v2 = offset_commit_v1_as_v2(&v1).unwrap();
+        let decoded = OffsetCommitRequest::decode(&mut v2.clone(), 2).unwrap();
+        let mut want = OffsetCommitRequest::default();
+        want.group_id = GroupId(StrBytes::from_static_str("group-a"));
+        want.generation_id_or_member_epoch = 1;
+        want.member_id = StrBytes::from_static_str("member-1");
+        want.retention_time_ms = -1;
+        let mut partition = OffsetCommitRequestPartition::default();
+        partition.committed_offset = 42;
+        partition.committed_metadata = Some(StrBytes::from_static_str("meta"));
+        let mut topic = OffsetCommitRequestTopic::default();
+        topic.name = TopicName(StrBytes::from_static_str("topic-a"));
+        topic.partitions = vec![partition];
+        want.topics = vec![topic];
+        assert_eq!(decoded, want);
+        assert_eq!(v2, encoded(&want, 2), "nothing left over");
+    }
+
+    #[test]
+    fn a_truncated_offset_commit_v1_is_an_error() {
+        let v1 = hex(SARAMA_OFFSET_COMMIT_V1);
+        for len in 0..v1.len() {
+            assert!(offset_commit_v1_as_v2(&v1[..len]).is_err(), "{len} bytes");
+        }
+    }
+
+    fn hex(text: &str) -> Vec<u8> {
+        let digits: Vec<u8> = text.bytes().filter(u8::is_ascii_hexdigit).collect();
+        digits
+            .chunks(2)
+            .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).unwrap(), 16).unwrap())
+            .collect()
     }
 
     #[test]

@@ -243,7 +243,13 @@ async fn dispatch(
         ApiKey::SyncGroup => reply!(sync_group::handle(ctx, request!()).await),
         ApiKey::Heartbeat => reply!(heartbeat::handle(ctx, request!()).await),
         ApiKey::LeaveGroup => reply!(leave_group::handle(ctx, request!(), version).await),
-        ApiKey::OffsetCommit => reply!(offset_commit::handle(ctx, request!()).await),
+        ApiKey::OffsetCommit => {
+            if old.is_some() {
+                body = compat::offset_commit_v1_as_v2(&body).map_err(FrameError::Malformed)?;
+            }
+            let response = offset_commit::handle(ctx, request!()).await;
+            reply!(response, compat::offset_commit)
+        }
         ApiKey::OffsetFetch => reply!(offset_fetch::handle(ctx, request!(), version).await),
         ApiKey::ListGroups => {
             let _: kafka_protocol::messages::ListGroupsRequest = request!();

@@ -1,7 +1,7 @@
-//! OffsetCommit v2-7: partitions that do not exist get UNKNOWN_TOPIC_OR_PARTITION here; the
+//! OffsetCommit v1-7 (v1 rewritten to v2 by `compat`): partitions that do not exist get UNKNOWN_TOPIC_OR_PARTITION here; the
 //! rest go to the coordinator, which checks the member and generation and answers once the
 //! records are appended to the offsets log (fsynced under `sluice.acks.all.fsync`).
-//! `retention_time_ms` (v2-4) is ignored, as Kafka does since 2.1 (`offsets.retention.minutes`
+//! `retention_time_ms` (v2-4) and v1's per-partition `commit_timestamp` are ignored, as Kafka does since 2.1 (`offsets.retention.minutes`
 //! applies).
 
 use kafka_protocol::ResponseError;

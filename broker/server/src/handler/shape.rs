@@ -125,17 +125,7 @@ fn group_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
         ApiKey::Heartbeat => fields([Some(Str), Some(I32), Some(Str), since(v, 3, Str)]),
         ApiKey::LeaveGroup if v >= 3 => vec![Str, Array(vec![Str, Str])],
         ApiKey::LeaveGroup => vec![Str, Str],
-        ApiKey::OffsetCommit => fields([
-            Some(Str),
-            Some(I32),
-            Some(Str),
-            (2..=4).contains(&v).then_some(I64),
-            since(v, 7, Str),
-            Some(Array(vec![
-                Str,
-                Array(fields([Some(I32), Some(I64), since(v, 6, I32), Some(Str)])),
-            ])),
-        ]),
+        ApiKey::OffsetCommit => offset_commit(v),
         ApiKey::OffsetFetch => vec![Str, Array(vec![Str, Array(vec![I32])])],
         ApiKey::ListGroups => vec![],
         ApiKey::DescribeGroups | ApiKey::DeleteGroups => vec![Array(vec![Str])],
@@ -145,6 +135,27 @@ fn group_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
         ApiKey::ApiVersions => vec![],
         _ => return None,
     })
+}
+
+/// OffsetCommit: v1 has a per-partition commit_timestamp, v2-4 a retention_time_ms.
+fn offset_commit(v: i16) -> Vec<Field> {
+    fields([
+        Some(Str),
+        Some(I32),
+        Some(Str),
+        (2..=4).contains(&v).then_some(I64),
+        since(v, 7, Str),
+        Some(Array(vec![
+            Str,
+            Array(fields([
+                Some(I32),
+                Some(I64),
+                since(v, 6, I32),
+                (v == 1).then_some(I64),
+                Some(Str),
+            ])),
+        ])),
+    ])
 }
 
 /// Checks a request body (after the header) against its shape; refuses a request whose
