@@ -98,13 +98,14 @@ def delete_topics_body(topics: list[str]) -> Fields:
     return Fields().string_array(topics).i32(30_000)
 
 
-def describe_configs_body(version: int, resources: list[tuple[int, str]]) -> Fields:
+def describe_configs_body(version: int, resources: list[tuple[int, str]], documentation: bool = False) -> Fields:
+    """Every config key (null key list) of each resource."""
     items = [Fields().i8(kind).string(name).string_array(None) for kind, name in resources]
     f = Fields().array(items)
     if version >= 1:
         f.bool(False)  # include synonyms
     if version >= 3:
-        f.bool(False)  # include documentation
+        f.bool(documentation)
     return f
 
 
@@ -117,8 +118,10 @@ class ConfigResult:
     configs: dict[str, str | None]
 
 
-def describe_configs(conn: KafkaConnection, resources: list[tuple[int, str]], version: int = 1) -> list[ConfigResult]:
-    r = conn.request(kw.API_DESCRIBE_CONFIGS, version, describe_configs_body(version, resources))
+def describe_configs(
+    conn: KafkaConnection, resources: list[tuple[int, str]], version: int = 1, documentation: bool = False
+) -> list[ConfigResult]:
+    r = conn.request(kw.API_DESCRIBE_CONFIGS, version, describe_configs_body(version, resources, documentation))
     r.i32()  # throttle time
 
     def config(x):
