@@ -172,11 +172,12 @@ def test_describe_configs_with_thousands_of_resources(broker):
 
 
 def test_partition_budget(broker_factory, topic_name):
-    broker = broker_factory({"sluice.partitions.max": "20"})
+    # No auto-creation, so asking Metadata about the refused topic cannot create it.
+    broker = broker_factory({"sluice.partitions.max": "20", "auto.create.topics.enable": "false"})
     a, b, c = f"{topic_name}-a", f"{topic_name}-b", f"{topic_name}-c"
     with KafkaConnection(broker.bootstrap) as conn:
-        assert km.create_topics(conn, [(a, 10)]) == {a: (kw.NONE, None)}
-        assert km.create_topics(conn, [(b, 8)]) == {b: (kw.NONE, None)}
+        assert km.create_topics(conn, [(a, 10)])[a][0] == kw.NONE
+        assert km.create_topics(conn, [(b, 8)])[b][0] == kw.NONE
         error, message = km.create_topics(conn, [(c, 5)])[c]
         assert error == kw.POLICY_VIOLATION and "sluice.partitions.max" in (message or ""), (error, message)
         assert conn.metadata_topic_errors([c]) == {c: kw.UNKNOWN_TOPIC_OR_PARTITION}
@@ -289,8 +290,16 @@ def test_max_connections_per_ip(broker_factory):
             c.close()
 
 
-def test_max_connections_total(broker_factory):
+def test_max_connections_alone_is_a_valid_setting(broker_factory):
+    """As in Kafka, max.connections can be lowered without also setting
+    max.connections.per.ip (whose default must not then make the config inconsistent)."""
     broker = broker_factory({"max.connections": "5"})
+    with KafkaConnection(broker.bootstrap) as conn:
+        assert served(conn)
+
+
+def test_max_connections_total(broker_factory):
+    broker = broker_factory({"max.connections": "5", "max.connections.per.ip": "5"})
     first = [KafkaConnection(broker.bootstrap) for _ in range(5)]
     try:
         assert all(served(c) for c in first)
