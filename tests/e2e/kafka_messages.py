@@ -267,8 +267,8 @@ class FuzzNames:
 
 
 def sample_request(api_key: int, version: int, n: FuzzNames, unique: str) -> Fields:
-    """One valid request body of `api_key` at `version` (`unique` keeps CreateTopics and
-    JoinGroup from colliding with earlier sends). Unknown APIs get an empty body; a version
+    """One valid request body of `api_key` at `version` (`unique` keeps JoinGroup from
+    joining an earlier send's group). Unknown APIs get an empty body; a version
     the catalog cannot encode gets the nearest layout it can."""
     batch = kw.record_batch([b"fuzz-a", b"fuzz-b"], timestamp_ms=0)
     builders = {
@@ -287,8 +287,9 @@ def sample_request(api_key: int, version: int, n: FuzzNames, unique: str) -> Fie
         kw.API_DESCRIBE_GROUPS: lambda: describe_groups_body(version, [n.group]),
         kw.API_LIST_GROUPS: Fields,
         kw.API_API_VERSIONS: lambda: api_versions_body(version),
-        # validate_only where the version has it, so mutations rarely create partitions.
-        kw.API_CREATE_TOPICS: lambda: create_topics_body(version, [(f"fz-{unique}", 1)], validate_only=True),
+        # The existing scratch topic (TOPIC_ALREADY_EXISTS), and validate_only where the
+        # version has it: a mutated partition count must not create a 4,097-partition topic.
+        kw.API_CREATE_TOPICS: lambda: create_topics_body(version, [(n.topic, 1)], validate_only=True),
         kw.API_DELETE_TOPICS: lambda: delete_topics_body([n.doomed_topic]),
         kw.API_INIT_PRODUCER_ID: init_producer_id_body,
         kw.API_DESCRIBE_CONFIGS: lambda: describe_configs_body(version, [(RESOURCE_TOPIC, n.topic)]),

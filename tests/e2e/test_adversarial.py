@@ -41,13 +41,15 @@ import pytest
 
 import kafka_messages as km
 import kafka_wire as kw
-from clients import Record, consume_partition, create_topic, produce_all, producer
+from confluent_kafka import KafkaError, TopicPartition
+
+from clients import Record, consume_partition, consumer, create_topic, produce_all, producer
 from conftest import Broker, wait_until
 from kafka_wire import KafkaConnection
 from survival import CANARY_TOPIC, assert_survived, crash_signature, crashing, kcat_round_trip, seed_records
 from test_metrics import scrape
 from test_protocol_errors import raise_nofile_limit
-from wire_fuzz import Outcome, Prober, mutations
+from wire_fuzz import Outcome, Prober, batch_mutations, mutations
 
 ITERATIONS = int(os.environ.get("SLUICE_ADVERSARIAL_ITERATIONS", "200"))
 SEED = int(os.environ.get("SLUICE_ADVERSARIAL_SEED", "20261203"))
@@ -64,6 +66,7 @@ IDLE_MS = 8_000
 SOCKET_REQUEST_MAX_BYTES = 1024 * 1024
 HALF_OPEN_CONNECTIONS = 2_000
 CLOSE_DEADLINE_S = 10.0
+READ_TO_END_S = 30.0
 PROMPT_S = 15.0  # a kcat round trip during an attack must finish within this
 SETTINGS = {
     "connections.max.idle.ms": str(IDLE_MS),
@@ -214,6 +217,21 @@ class FuzzRun:
             self.broker.start()
 
 
+def all_mutations(api_key: int, version: int, template, rng: random.Random):
+    """Mutations of the request; for served Produce versions also of the record batches it
+    carries (plain and gzip) with their CRC kept valid, so the record parser is reached."""
+    yield from mutations(template, rng, ITERATIONS)
+    if api_key != kw.API_PRODUCE or version < 3:
+        return
+    records = [b"fuzz-a", b"fuzz-b", b"fuzz-c"]
+    for compression in (0, kw.COMPRESSION_GZIP):
+        batch = kw.record_batch(records, key=b"k", timestamp_ms=0, compression=compression)
+        for label, mutated in batch_mutations(batch, rng, ITERATIONS // 2):
+            yield f"{label} ({'gzip' if compression else 'plain'})", bytes(
+                kw.produce_body(version, {FUZZ_NAMES.topic: [(1, mutated)]})
+            )
+
+
 def fuzz_api_version(run: FuzzRun, api_key: int, version: int) -> tuple[int, list[str]]:
     """Sends the valid request and every mutation of it; returns (sends, failures)."""
     rng = random.Random(f"{SEED}:{api_key}:{version}")
@@ -233,7 +251,7 @@ def fuzz_api_version(run: FuzzRun, api_key: int, version: int) -> tuple[int, lis
     run.record(worker, f"api {api_key} v{version} valid", valid, bytes(template), failures)
     sends = 1
     try:
-        for index, (label, body) in enumerate(mutations(template, rng, ITERATIONS), 1):
+        for index, (label, body) in enumerate(all_mutations(api_key, version, template, rng), 1):
             if run.stop.is_set():
                 break
             body = body.replace(template_token.encode(), case_token(version, index).encode())
@@ -290,11 +308,41 @@ def test_every_api_version_survives_mutated_requests(phase):
         assert_survived(broker, seeded, "every-API mutations (and any restarts after crashes)")
     except AssertionError as err:
         failures.append(str(err))
+    # Whatever mutated batches the broker accepted, a real consumer reads them to the end.
+    problems = read_to_end(broker.bootstrap, FUZZ_NAMES.topic, 1)
+    if problems:
+        failures.append(f"{FUZZ_NAMES.topic}[1], where the mutated batches went, does not read back: {problems}")
     assert not failures, (
         f"{len(failures)} failures in {sends} sends, {run.restarts} broker restarts, crashes {dict(run.crashes)}"
         f" (seed {SEED}):\n"
         + "\n".join(failures[:40])
     )
+
+
+def read_to_end(bootstrap: str, topic: str, partition: int) -> list[str]:
+    """Consumes a partition from 0 with confluent-kafka up to its high watermark; returns
+    the errors seen (none when every stored batch decodes)."""
+    with KafkaConnection(bootstrap) as conn:
+        [(_, _, error, end)] = km.list_offsets(conn, [(topic, partition)])
+    if error != kw.NONE:
+        return [f"ListOffsets error {error}"]
+    c = consumer(bootstrap)
+    errors: list[str] = []
+    position = 0
+    try:
+        c.assign([TopicPartition(topic, partition, 0)])
+        deadline = time.monotonic() + READ_TO_END_S
+        while position < end and not errors:
+            if time.monotonic() > deadline:
+                return [f"stuck at offset {position} of {end} after {READ_TO_END_S}s"]
+            for msg in c.consume(num_messages=1000, timeout=0.5):
+                if msg.error() and msg.error().code() != KafkaError._PARTITION_EOF:
+                    errors.append(str(msg.error()))
+                elif not msg.error():
+                    position = msg.offset() + 1
+    finally:
+        c.close()
+    return errors
 
 
 # --- truncated frames -------------------------------------------------------------------------

@@ -80,6 +80,43 @@ def random_mutation(body: bytes, rng: random.Random, i: int) -> tuple[str, bytes
     return f"random#{i}:garbage({len(garbage)})", garbage
 
 
+# Record batch v2 header fields after the CRC (offset into the CRC-covered part, width).
+BATCH_FIELDS = {
+    "attributes": (0, 2),
+    "lastOffsetDelta": (2, 4),
+    "baseTimestamp": (6, 8),
+    "maxTimestamp": (14, 8),
+    "producerId": (22, 8),
+    "producerEpoch": (30, 2),
+    "baseSequence": (32, 4),
+    "recordsCount": (36, 4),
+}
+BATCH_CRC_COVERS_FROM = 21  # baseOffset 8, batchLength 4, partitionLeaderEpoch 4, magic 1, crc 4
+BATCH_VALUES = {2: [-1, 0x7FFF, -0x8000, 0x20, 0x10, 0x07, 0x05], 4: [-1, 0x7FFFFFFF, -0x80000000, 0, 1000], 8: [-1, 2**63 - 1, -(2**63)]}
+
+
+def reframe_batch(batch: bytes, covered: bytes) -> bytes:
+    """`batch`'s first 17 bytes with a new CRC-covered part: batchLength and CRC made right,
+    so the broker has to look inside."""
+    head = bytearray(batch[:17])
+    head[8:12] = struct.pack(">i", 4 + 1 + 4 + len(covered))
+    return bytes(head) + struct.pack(">I", kw.crc32c(covered)) + covered
+
+
+def batch_mutations(batch: bytes, rng: random.Random, iterations: int) -> Iterator[tuple[str, bytes]]:
+    """Mutations of one record batch that keep its CRC valid: every header field set to
+    extreme values, then random damage to the covered part (records or compressed bytes)."""
+    covered = batch[BATCH_CRC_COVERS_FROM:]
+    for name, (offset, width) in BATCH_FIELDS.items():
+        for value in BATCH_VALUES[width]:
+            packed = struct.pack({2: ">h", 4: ">i", 8: ">q"}[width], value)
+            yield f"batch:{name}={value}", reframe_batch(batch, covered[:offset] + packed + covered[offset + width :])
+    records_from = 40
+    for i in range(iterations):
+        label, damaged = random_mutation(covered[records_from:], rng, i)
+        yield f"batch:{label}", reframe_batch(batch, covered[:records_from] + damaged)
+
+
 @dataclass
 class Outcome:
     """What one probe saw: "answered", "answered+closed", "closed" are fine; "hung",
