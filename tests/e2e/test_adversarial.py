@@ -45,7 +45,7 @@ from confluent_kafka import KafkaError, TopicPartition
 
 from clients import Record, consume_partition, consumer, create_topic, produce_all, producer
 from conftest import Broker, wait_until
-from kafka_wire import KafkaConnection
+from kafka_wire import ConnectionClosed, KafkaConnection
 from survival import CANARY_TOPIC, assert_survived, crash_signature, crashing, kcat_round_trip, seed_records
 from test_metrics import scrape
 from test_protocol_errors import raise_nofile_limit
@@ -302,8 +302,12 @@ def test_every_api_version_survives_mutated_requests(phase):
     elapsed = time.monotonic() - started
     print(f"{sends} requests over {len(jobs)} API versions in {elapsed:.1f}s (seed {SEED}): {dict(run.outcomes)}")
     assert sends > len(jobs) * ITERATIONS or failures
-    if not broker.is_running():
-        broker.start()  # after RESTARTS_MAX crashes: the data must still be intact
+    if crashing(broker) or not broker.is_running():  # after RESTARTS_MAX crashes
+        try:
+            broker.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            broker.kill()
+        broker.start()  # the data must still be intact
     try:
         assert_survived(broker, seeded, "every-API mutations (and any restarts after crashes)")
     except AssertionError as err:
@@ -322,8 +326,11 @@ def test_every_api_version_survives_mutated_requests(phase):
 def read_to_end(bootstrap: str, topic: str, partition: int) -> list[str]:
     """Consumes a partition from 0 with confluent-kafka up to its high watermark; returns
     the errors seen (none when every stored batch decodes)."""
-    with KafkaConnection(bootstrap) as conn:
-        [(_, _, error, end)] = km.list_offsets(conn, [(topic, partition)])
+    try:
+        with KafkaConnection(bootstrap) as conn:
+            [(_, _, error, end)] = km.list_offsets(conn, [(topic, partition)])
+    except (ConnectionClosed, OSError) as err:
+        return [f"ListOffsets failed: {err!r}"]
     if error != kw.NONE:
         return [f"ListOffsets error {error}"]
     c = consumer(bootstrap)

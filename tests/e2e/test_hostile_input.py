@@ -332,18 +332,24 @@ REBALANCE_TIMEOUT_MS = 10_000
 SLACK_S = 8.0
 
 
-def assigned_within(bootstrap: str, group: str, topic: str, timeout_s: float) -> tuple[float, list[int]]:
-    """A confluent-kafka consumer joins `group`; returns (seconds until assigned, partitions)."""
-    assigned: list[int] = []
-    c = Consumer(
+def group_consumer(bootstrap: str, group: str, rebalance_timeout_ms: int = REBALANCE_TIMEOUT_MS) -> Consumer:
+    return Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": group,
-            "session.timeout.ms": REBALANCE_TIMEOUT_MS,
-            "max.poll.interval.ms": REBALANCE_TIMEOUT_MS,
+            "session.timeout.ms": rebalance_timeout_ms,
+            "max.poll.interval.ms": rebalance_timeout_ms,  # librdkafka's rebalance timeout
             "heartbeat.interval.ms": 500,
         }
     )
+
+
+def assigned_within(
+    bootstrap: str, group: str, topic: str, timeout_s: float, rebalance_timeout_ms: int = REBALANCE_TIMEOUT_MS
+) -> tuple[float, list[int]]:
+    """A confluent-kafka consumer joins `group`; returns (seconds until assigned, partitions)."""
+    assigned: list[int] = []
+    c = group_consumer(bootstrap, group, rebalance_timeout_ms)
     started = time.monotonic()
     try:
         c.subscribe([topic], on_assign=lambda _c, parts: assigned.extend(p.partition for p in parts))
@@ -355,20 +361,51 @@ def assigned_within(bootstrap: str, group: str, topic: str, timeout_s: float) ->
         c.close()
 
 
+class BackgroundMember:
+    """A confluent-kafka group member polling in a thread (so it rejoins rebalances)."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, rebalance_timeout_ms: int):
+        self.assignments: list[list[int]] = []
+        self.stop = threading.Event()
+        self.consumer = group_consumer(bootstrap, group, rebalance_timeout_ms)
+        self.consumer.subscribe([topic], on_assign=lambda _c, parts: self.assignments.append([p.partition for p in parts]))
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stop.is_set():
+            self.consumer.poll(0.1)
+        self.consumer.close()
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(timeout=30)
+
+
 @pytest.fixture
 def group_broker(broker_factory):
     return broker_factory({"group.initial.rebalance.delay.ms": "0"})
 
 
 def test_pending_join_does_not_lock_the_group(group_broker, topic_name):
+    """A member id handed out (MEMBER_ID_REQUIRED) but never used must not hold a rebalance
+    of the group's real members past that join's rebalance timeout (here 3 s, while its
+    session timeout and the real members' rebalance timeouts are 30 s)."""
     create_topic(group_broker.bootstrap, topic_name, 2)
     group = f"{topic_name}-g"
-    with KafkaConnection(group_broker.bootstrap) as conn:
-        pending = km.join_group(conn, group, "", version=4, session_timeout_ms=30_000, rebalance_timeout_ms=30_000)
-        assert pending.error_code == kw.MEMBER_ID_REQUIRED and pending.member_id, pending
-        # Never rejoins with that member id.
-        seconds, parts = assigned_within(group_broker.bootstrap, group, topic_name, REBALANCE_TIMEOUT_MS / 1000 + SLACK_S)
-    assert parts == [0, 1], f"assigned {parts} after {seconds:.1f}s"
+    slow_ms = 30_000
+    first = BackgroundMember(group_broker.bootstrap, group, topic_name, slow_ms)
+    try:
+        wait_until(lambda: first.assignments, 30, "the first member's assignment")
+        with KafkaConnection(group_broker.bootstrap) as conn:
+            pending = km.join_group(conn, group, "", version=4, session_timeout_ms=slow_ms, rebalance_timeout_ms=3_000)
+            assert pending.error_code == kw.MEMBER_ID_REQUIRED and pending.member_id, pending
+            # Never rejoins with that member id. A second real member joins: the rebalance
+            # must finish once the pending id expires, not when the 30 s timeouts run out.
+            seconds, parts = assigned_within(group_broker.bootstrap, group, topic_name, 3 + SLACK_S, slow_ms)
+        assert len(parts) == 1, f"assigned {parts} after {seconds:.1f}s"
+    finally:
+        first.close()
 
 
 def test_member_that_stops_rejoining_is_dropped_after_the_rebalance_timeout(group_broker, topic_name):
