@@ -89,7 +89,14 @@ impl Group {
         if let Some(old_id) = old_static {
             self.rejoin_static(ctx, rid, &old_id, &member_id, req, out);
         } else if req.group_instance_id.is_none() && req.require_known_member_id {
-            let expiry_ms = ctx.now_ms + u64::from(req.session_timeout_ms.unsigned_abs());
+            // A member id handed out but never used expires after the shorter of its
+            // session and rebalance timeouts: it blocks an early end of the join phase and
+            // takes a seat of `group.max.size` until then.
+            let timeout_ms = req
+                .session_timeout_ms
+                .unsigned_abs()
+                .min(req.rebalance_timeout_ms.unsigned_abs());
+            let expiry_ms = ctx.now_ms + u64::from(timeout_ms);
             self.pending_members.insert(member_id.clone(), expiry_ms);
             respond(
                 out,

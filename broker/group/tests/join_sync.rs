@@ -157,6 +157,35 @@ fn pending_member_expires_after_its_session_timeout() {
 }
 
 #[test]
+fn pending_member_expires_after_a_shorter_rebalance_timeout() {
+    let rebalance_timeout_ms = SESSION_MS / 4;
+    let rejoin_after = |wait_ms: u64| {
+        let mut h = Harness::no_delay();
+        let first = h.join_now(JoinGroupRequest {
+            require_known_member_id: true,
+            rebalance_timeout_ms,
+            ..member("rd")
+        });
+        h.advance(wait_ms);
+        let rid = h.join(JoinGroupRequest {
+            rebalance_timeout_ms,
+            ..rejoin(&first.member_id)
+        });
+        h.advance(0);
+        h.join_response(rid).error
+    };
+    assert_eq!(
+        rejoin_after(rebalance_timeout_ms as u64 - 1),
+        ErrorCode::None
+    );
+    assert_eq!(
+        rejoin_after(rebalance_timeout_ms as u64),
+        ErrorCode::UnknownMemberId,
+        "expired with the rebalance timeout, long before the session timeout"
+    );
+}
+
+#[test]
 fn protocol_with_most_votes_among_common_ones_is_selected() {
     let mut h = Harness::no_delay();
     let with = |n, p: &[(&str, &[u8])]| JoinGroupRequest {

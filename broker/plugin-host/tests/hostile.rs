@@ -59,7 +59,12 @@ fn an_infinite_loop_is_stopped_at_the_call_timeout() {
 #[test]
 fn a_memory_bomb_traps_at_the_memory_limit() {
     let max = 16 * 1024 * 1024;
-    let (_dir, registry) = common::registry(|c| c.memory_bytes_max = max);
+    // A generous deadline: growing to the limit takes a debug build on a loaded machine
+    // longer than the default 100 ms, and this test is about the memory limit.
+    let (_dir, registry) = common::registry(|c| {
+        c.memory_bytes_max = max;
+        c.call_timeout_ms = 10_000;
+    });
     registry
         .install("bomb", &common::wasm("hostile-memory-bomb"))
         .unwrap();

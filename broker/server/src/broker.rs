@@ -247,6 +247,15 @@ impl Broker {
             tracing::info!(topic = %meta.name, partitions = meta.partitions, "loaded topic");
             self.topics_write().insert(meta.name, Arc::new(topic));
         }
+        let open = self.partition_count();
+        if open > u64::from(self.config.partitions_max) {
+            // Startup never fails on the budget: it only refuses new partitions.
+            tracing::warn!(
+                partitions = open,
+                limit = self.config.partitions_max,
+                "the data dir holds more partitions than sluice.partitions.max; creating topics is refused until it holds fewer"
+            );
+        }
         Ok(())
     }
 
@@ -349,6 +358,32 @@ impl Broker {
             .collect()
     }
 
+    /// Partitions of every open topic.
+    pub fn partition_count(&self) -> u64 {
+        self.topics_read()
+            .values()
+            .map(|t| t.partitions.len() as u64)
+            .sum()
+    }
+
+    /// Refuses `more` partitions past `sluice.partitions.max` (POLICY_VIOLATION naming it).
+    pub fn check_partition_budget(&self, more: i32) -> Result<(), KafkaError> {
+        let open = self.partition_count();
+        let max = u64::from(self.config.partitions_max);
+        let more = u64::try_from(more).unwrap_or(0);
+        if open + more > max {
+            return Err(KafkaError::new(
+                ResponseError::PolicyViolation,
+                format!(
+                    "{more} more partitions would make {} on this broker, above \
+                     sluice.partitions.max ({max})",
+                    open + more
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Checks a CreateTopics request for one topic without creating anything.
     pub fn validate_new_topic(
         &self,
@@ -366,6 +401,7 @@ impl Broker {
                 ),
             ));
         }
+        self.check_partition_budget(partitions)?;
         topic_config::validate_all(&self.config, overrides)?;
         TopicPartitioner::bind(&self.plugins.registry, overrides)?;
         if self.view(name).is_some() {

@@ -1,7 +1,7 @@
 //! Bounded decompression of record batch payloads (gzip, snappy in Kafka's xerial framing or
-//! raw, lz4 frames, zstd). Used off the produce and fetch paths only (ListOffsets by time
-//! walks the records of the batch it lands in); the output is capped so a small batch that
-//! inflates to gigabytes cannot exhaust memory.
+//! raw, lz4 frames, zstd): Produce validates every compressed batch's records
+//! (`records::validate`), ListOffsets by time walks the records of the batch it lands in;
+//! the output is capped so a small batch that inflates to gigabytes cannot exhaust memory.
 
 use std::io::{self, Read};
 
@@ -18,29 +18,43 @@ pub fn decompress(
     input: &[u8],
     limit_bytes: usize,
 ) -> io::Result<Option<Vec<u8>>> {
+    let mut out = Vec::new();
+    Ok(decompress_into(codec, input, limit_bytes, &mut out)?.then_some(out))
+}
+
+/// Decompresses `input` of `codec` into `out` (cleared first, its capacity reused); false
+/// if the output would exceed `limit_bytes` or the codec is not one. Nothing past the limit
+/// is allocated: readers stop one byte after it, snappy checks its declared length first.
+pub fn decompress_into(
+    codec: Compression,
+    input: &[u8],
+    limit_bytes: usize,
+    out: &mut Vec<u8>,
+) -> io::Result<bool> {
+    out.clear();
     match codec {
-        Compression::Gzip => read_bounded(flate2::read::GzDecoder::new(input), limit_bytes),
-        Compression::Snappy => snappy(input, limit_bytes),
-        Compression::Lz4 => read_bounded(lz4::Decoder::new(input)?, limit_bytes),
-        Compression::Zstd => read_bounded(zstd::stream::read::Decoder::new(input)?, limit_bytes),
-        Compression::None | Compression::Unknown(_) => Ok(None),
+        Compression::Gzip => read_bounded(flate2::read::GzDecoder::new(input), limit_bytes, out),
+        Compression::Snappy => snappy(input, limit_bytes, out),
+        Compression::Lz4 => read_bounded(lz4::Decoder::new(input)?, limit_bytes, out),
+        Compression::Zstd => {
+            read_bounded(zstd::stream::read::Decoder::new(input)?, limit_bytes, out)
+        }
+        Compression::None | Compression::Unknown(_) => Ok(false),
     }
 }
 
-fn read_bounded(reader: impl Read, limit_bytes: usize) -> io::Result<Option<Vec<u8>>> {
-    let mut out = Vec::new();
-    reader.take(limit_bytes as u64 + 1).read_to_end(&mut out)?;
-    Ok((out.len() <= limit_bytes).then_some(out))
+fn read_bounded(reader: impl Read, limit_bytes: usize, out: &mut Vec<u8>) -> io::Result<bool> {
+    reader.take(limit_bytes as u64 + 1).read_to_end(out)?;
+    Ok(out.len() <= limit_bytes)
 }
 
 /// Kafka's Java clients write snappy-java's framing (16-byte header, then blocks of a
 /// big-endian u32 length and a raw snappy block); librdkafka and others may write raw snappy.
-fn snappy(input: &[u8], limit_bytes: usize) -> io::Result<Option<Vec<u8>>> {
+fn snappy(input: &[u8], limit_bytes: usize, out: &mut Vec<u8>) -> io::Result<bool> {
     if !input.starts_with(&XERIAL_MAGIC) {
-        return snappy_block(input, limit_bytes, Vec::new());
+        return snappy_block(input, limit_bytes, out);
     }
     let mut rest = input.get(XERIAL_HEADER_BYTES..).unwrap_or_default();
-    let mut out = Vec::new();
     while !rest.is_empty() {
         let (len, tail) = rest
             .split_first_chunk::<4>()
@@ -49,27 +63,26 @@ fn snappy(input: &[u8], limit_bytes: usize) -> io::Result<Option<Vec<u8>>> {
         let block = tail
             .get(..len)
             .ok_or_else(|| invalid("snappy block cut short"))?;
-        let Some(grown) = snappy_block(block, limit_bytes, out)? else {
-            return Ok(None);
-        };
-        out = grown;
+        if !snappy_block(block, limit_bytes, out)? {
+            return Ok(false);
+        }
         rest = &tail[len..];
     }
-    Ok(Some(out))
+    Ok(true)
 }
 
 /// Appends one raw snappy block to `out`, refusing before allocation past the limit.
-fn snappy_block(block: &[u8], limit_bytes: usize, mut out: Vec<u8>) -> io::Result<Option<Vec<u8>>> {
+fn snappy_block(block: &[u8], limit_bytes: usize, out: &mut Vec<u8>) -> io::Result<bool> {
     let len = snap::raw::decompress_len(block).map_err(io::Error::other)?;
     let start = out.len();
     if start.saturating_add(len) > limit_bytes {
-        return Ok(None);
+        return Ok(false);
     }
     out.resize(start + len, 0);
     snap::raw::Decoder::new()
         .decompress(block, &mut out[start..])
         .map_err(io::Error::other)?;
-    Ok(Some(out))
+    Ok(true)
 }
 
 fn invalid(what: &str) -> io::Error {

@@ -159,6 +159,15 @@ pub struct BrokerConfig {
     pub admin_listen: Option<HostPort>,
     /// `admin.token`: when set, admin requests need `Authorization: Bearer <token>`.
     pub admin_token: Option<String>,
+    /// `queued.max.request.bytes`: request bytes read but not yet answered, across every
+    /// connection; reading pauses above it (nothing is dropped).
+    pub queued_max_request_bytes: u64,
+    /// `max.connections`: open client connections; accepting pauses above it.
+    pub max_connections: u32,
+    /// `max.connections.per.ip`: open connections from one address; more are closed at once.
+    pub max_connections_per_ip: u32,
+    /// `sluice.partitions.max`: partitions on this broker; creating more is POLICY_VIOLATION.
+    pub partitions_max: u32,
 }
 
 impl Default for BrokerConfig {
@@ -200,6 +209,10 @@ impl Default for BrokerConfig {
                 port: limits::ADMIN_PORT_DEFAULT,
             }),
             admin_token: None,
+            queued_max_request_bytes: limits::QUEUED_MAX_REQUEST_BYTES_DEFAULT,
+            max_connections: limits::CONNECTIONS_MAX as u32,
+            max_connections_per_ip: limits::CONNECTIONS_MAX as u32,
+            partitions_max: limits::PARTITIONS_MAX_DEFAULT,
         }
     }
 }
@@ -213,7 +226,11 @@ pub const BROKER_KEYS: &[&str] = &[
     "auto.create.topics.enable",
     "message.max.bytes",
     "socket.request.max.bytes",
+    "queued.max.request.bytes",
     "connections.max.idle.ms",
+    "max.connections",
+    "max.connections.per.ip",
+    "sluice.partitions.max",
     "log.segment.bytes",
     "log.roll.ms",
     "log.retention.ms",
@@ -329,6 +346,7 @@ impl BrokerConfig {
             _ => match self
                 .set_group_key(key, value)
                 .or_else(|| self.set_plugin_key(key, value))
+                .or_else(|| self.set_limit_key(key, value))
             {
                 Some(result) => result.map_err(bad)?,
                 None => return Err(ConfigError::UnknownKey(key.to_owned())),
@@ -404,7 +422,7 @@ impl BrokerConfig {
                 .as_ref()
                 .map_or_else(String::new, ToString::to_string),
             "admin.token" => self.admin_token.clone().unwrap_or_default(),
-            _ => return self.get_plugin_key(key),
+            _ => return self.get_plugin_key(key).or_else(|| self.get_limit_key(key)),
         })
     }
 
@@ -455,6 +473,7 @@ impl BrokerConfig {
                 self.message_max_bytes, self.socket_request_max_bytes
             )));
         }
+        self.validate_limit_keys()?;
         self.group_config()
             .validate()
             .map_err(|e| ConfigError::Inconsistent(e.to_string()))?;
@@ -568,6 +587,7 @@ fn kafka_never(value: u64) -> String {
     }
 }
 
+mod limit_keys;
 mod plugin_keys;
 
 #[cfg(test)]

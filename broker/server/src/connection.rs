@@ -24,8 +24,9 @@ use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tokio::sync::{Semaphore, mpsc, watch};
 
+use crate::admission::FrameBudget;
 use crate::broker::Broker;
 use crate::handler;
 use crate::limits;
@@ -107,6 +108,8 @@ pub struct ConnectionContext {
     pub shutdown: watch::Receiver<bool>,
     /// The consumer-group coordinator.
     pub groups: crate::group::GroupHandle,
+    /// The broker-wide request budget (`queued.max.request.bytes`, see `admission`).
+    pub request_bytes: Arc<Semaphore>,
 }
 
 /// Serves one connection until the client closes it, a framing error, or shutdown.
@@ -120,7 +123,8 @@ pub async fn serve(stream: TcpStream, ctx: ConnectionContext) {
     let max = ctx.broker.config.socket_request_max_bytes;
     let mut shutdown = ctx.shutdown.clone();
     let idle = std::time::Duration::from_millis(ctx.broker.config.connections_max_idle_ms);
-    let read = read_loop(reader, request_tx, max, idle, &mut shutdown);
+    let global = Arc::clone(&ctx.request_bytes);
+    let read = read_loop(reader, request_tx, max, idle, &mut shutdown, global);
     let rest = async {
         tokio::join!(
             process_loop(&ctx, request_rx, response_tx),
@@ -150,9 +154,9 @@ fn log_close(peer: SocketAddr, stage: &str, result: Result<(), FrameError>) {
     }
 }
 
-/// A request frame and its share of the connection's read-ahead byte budget, returned when the
-/// request has been handled.
-type Queued = (Bytes, OwnedSemaphorePermit);
+/// A request frame and its share of the connection's read-ahead and of the broker-wide
+/// request budget, returned once the request is decoded (`handler::handle`).
+type Queued = (Bytes, FrameBudget);
 
 async fn read_loop(
     mut reader: OwnedReadHalf,
@@ -160,13 +164,14 @@ async fn read_loop(
     max_bytes: u32,
     idle: std::time::Duration,
     shutdown: &mut watch::Receiver<bool>,
+    global: Arc<Semaphore>,
 ) -> Result<(), FrameError> {
     let budget = Arc::new(Semaphore::new(
         limits::READ_AHEAD_BYTES_PER_CONNECTION_MAX as usize,
     ));
     loop {
         let queued = tokio::select! {
-            queued = read_frame(&mut reader, max_bytes, &budget) => queued?,
+            queued = read_frame(&mut reader, max_bytes, &budget, &global) => queued?,
             _ = shutdown.wait_for(|stop| *stop) => return Ok(()),
             () = tokio::time::sleep(idle) => {
                 tracing::debug!(idle_ms = idle.as_millis() as u64, "closing idle connection (connections.max.idle.ms)");
@@ -180,12 +185,15 @@ async fn read_loop(
     }
 }
 
-/// Reads one frame body once the read-ahead budget has room for it (a frame larger than the
-/// whole budget waits until it is alone); `None` on a clean end of stream between frames.
+/// Reads one frame body once the connection's read-ahead budget has room for it (a frame
+/// larger than the whole budget waits until it is alone) and the broker-wide budget
+/// (`queued.max.request.bytes`, never below `socket.request.max.bytes`) has room for all of
+/// it; `None` on a clean end of stream between frames.
 async fn read_frame(
     reader: &mut OwnedReadHalf,
     max_bytes: u32,
     budget: &Arc<Semaphore>,
+    global: &Arc<Semaphore>,
 ) -> Result<Option<Queued>, FrameError> {
     let Some(length) = read_length(reader, max_bytes).await? else {
         return Ok(None);
@@ -196,8 +204,13 @@ async fn read_frame(
         .acquire_many_owned(share)
         .await
         .expect("the budget is never closed");
+    let broker_share = global
+        .clone()
+        .acquire_many_owned(length as u32)
+        .await
+        .expect("the budget is never closed");
     let body = read_body(reader, length).await?;
-    Ok(Some((body, permit)))
+    Ok(Some((body, FrameBudget::new(permit, broker_share))))
 }
 
 /// Reads and checks a length prefix; `None` on a clean end of stream.
@@ -245,9 +258,8 @@ async fn process_loop(
     mut requests: mpsc::Receiver<Queued>,
     responses: mpsc::Sender<Reply>,
 ) -> Result<(), FrameError> {
-    while let Some((frame, budget_share)) = requests.recv().await {
-        let reply = handler::handle(ctx, frame).await?;
-        drop(budget_share);
+    while let Some((frame, budget)) = requests.recv().await {
+        let reply = handler::handle(ctx, frame, budget).await?;
         if let Reply::Now(None) = reply {
             continue;
         }

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use kafka_protocol::ResponseError;
+use sluice_storage::BatchError;
 
 /// A config source was wrong; the message names the key.
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +54,9 @@ pub struct KafkaError {
     pub code: ResponseError,
     /// The human message (CreateTopics/DeleteTopics carry it to the client).
     pub message: String,
+    /// The records that made a produced batch invalid: index in its batch and why (Produce
+    /// v8+ `record_errors`, KIP-467). Empty for errors that are not about one record.
+    pub record_errors: Vec<(i32, String)>,
 }
 
 impl KafkaError {
@@ -61,6 +65,33 @@ impl KafkaError {
         Self {
             code,
             message: message.into(),
+            record_errors: Vec::new(),
+        }
+    }
+
+    /// The same error, blaming the record at `index` of its batch.
+    #[must_use]
+    pub fn with_record_error(mut self, index: i32, reason: impl Into<String>) -> Self {
+        self.record_errors.push((index, reason.into()));
+        self
+    }
+
+    /// The Kafka answer to a batch the storage engine's rules refuse: damaged bytes are
+    /// CORRUPT_MESSAGE (the client may retry); well-formed batches we refuse (old magic, bad
+    /// record count, a malformed record, unknown codec) are INVALID_RECORD, as Kafka answers
+    /// them, with the record named for a malformed record.
+    pub fn from_batch(context: &str, error: &BatchError) -> Self {
+        let code = match error {
+            BatchError::Truncated { .. }
+            | BatchError::BadLength { .. }
+            | BatchError::CrcMismatch { .. }
+            | BatchError::Empty => ResponseError::CorruptMessage,
+            _ => ResponseError::InvalidRecord,
+        };
+        let out = Self::new(code, format!("{context}: {error}"));
+        match error {
+            BatchError::BadRecord { index, reason } => out.with_record_error(*index, *reason),
+            _ => out,
         }
     }
 }
@@ -87,6 +118,9 @@ pub enum ServerError {
         /// The storage error.
         source: sluice_storage::StorageError,
     },
+    /// A broken invariant of this build (our bug, never the user's input).
+    #[error("internal: {0}")]
+    Internal(String),
     /// The plugin directory or the wasm engine could not be set up.
     #[error("plugins: {0}")]
     Plugins(#[from] sluice_plugin_host::RegistryError),

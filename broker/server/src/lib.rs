@@ -7,7 +7,9 @@
 //!   names; [`units`] parses "100 MiB" / "7d"; [`topic_config`] maps topic keys
 //!   (`retention.ms`, ...) onto broker keys and the storage `LogConfig`.
 //! - [`limits`]: every limit with its unit and reason.
-//! - [`listener`]: bind, accept, the connection limit, the log ticker, graceful shutdown.
+//! - [`listener`]: bind, accept, the log ticker, graceful shutdown; [`admission`]: what a
+//!   client must be granted first (`max.connections`, `max.connections.per.ip`, and the
+//!   broker-wide request budget `queued.max.request.bytes`).
 //! - [`connection`]: the only code touching socket bytes: bounded framing, read-ahead,
 //!   in-order responses, the sendfile writer.
 //! - [`versions`]: the one version table; ApiVersions is derived from it.
@@ -49,6 +51,7 @@
 //! close) run on tokio's blocking pool, never on a runtime worker.
 
 pub mod admin;
+pub mod admission;
 pub mod broker;
 mod codec;
 pub mod config;

@@ -25,8 +25,27 @@ pub const READ_AHEAD_BYTES_PER_CONNECTION_MAX: u32 = 16 * 1024 * 1024;
 /// requests one fsync can answer together.
 pub const QUEUED_RESPONSES_PER_CONNECTION_MAX: usize = 16;
 
-/// Open client connections; accepting stops (the kernel backlog holds the rest) above it.
+/// Default `max.connections` (and `max.connections.per.ip`): open client connections;
+/// accepting stops (the kernel backlog holds the rest) above it.
 pub const CONNECTIONS_MAX: usize = 10_000;
+
+/// Default `queued.max.request.bytes`: request frame bytes read from every connection but
+/// not yet answered. Readers wait for room (TCP backpressure), so a flood of large requests
+/// from many connections cannot hold more than this; Kafka's key, which Kafka leaves
+/// unbounded by default.
+pub const QUEUED_MAX_REQUEST_BYTES_DEFAULT: u64 = 512 * 1024 * 1024;
+
+/// Default `sluice.partitions.max`: partitions on one broker. Each open partition maps its
+/// active segment's two index files (plus sealed ones on lookup) and holds file
+/// descriptors; Linux's default `vm.max_map_count` is 65,530, which the pooling plugin
+/// allocator shares. Creation past it is POLICY_VIOLATION; a data dir already holding more
+/// (after lowering the key) still opens.
+pub const PARTITIONS_MAX_DEFAULT: u32 = 10_000;
+
+const _: () = assert!(
+    QUEUED_MAX_REQUEST_BYTES_DEFAULT >= SOCKET_REQUEST_MAX_BYTES_DEFAULT as u64,
+    "the largest request must fit the broker-wide read budget"
+);
 
 /// Pause after a failed `accept` (EMFILE, ENOMEM) so the loop does not spin.
 pub const ACCEPT_ERROR_BACKOFF_MS: u64 = 100;
@@ -143,3 +162,23 @@ pub const ADMIN_METRICS_GROUPS_MAX: usize = 1_000;
 pub const ADMIN_SHUTDOWN_GRACE_MS: u64 = 2_000;
 const _: () =
     assert!(TIMESTAMP_LOOKUP_DECOMPRESSED_BYTES_MAX >= 16 * MESSAGE_MAX_BYTES_DEFAULT as usize);
+
+/// Largest decompressed records section of one produced batch (bytes). Produce inflates
+/// every compressed batch to walk its records before appending it; a batch inflating past
+/// this is refused with INVALID_RECORD naming this limit. Bounds the memory a decompression
+/// bomb can claim (one buffer per blocking thread at a time).
+pub const PRODUCE_DECOMPRESSED_BYTES_MAX: usize = 64 * 1024 * 1024;
+
+/// Capacity of a blocking thread's produce decompression buffer kept between batches
+/// (bytes); a larger one is freed after its batch, so idle threads do not hold bomb-sized
+/// buffers.
+pub const PRODUCE_SCRATCH_KEPT_BYTES_MAX: usize = 4 * 1024 * 1024;
+
+const _: () = assert!(PRODUCE_SCRATCH_KEPT_BYTES_MAX <= PRODUCE_DECOMPRESSED_BYTES_MAX);
+const _: () = assert!(PRODUCE_DECOMPRESSED_BYTES_MAX >= 16 * MESSAGE_MAX_BYTES_DEFAULT as usize);
+
+/// Resources answered in one DescribeConfigs request; the rest get INVALID_REQUEST naming
+/// this limit. Each answered resource carries every config key (about 60 with docs), so a
+/// 140 KB request of names otherwise builds a response of hundreds of MB. Kafka's tools ask
+/// for one resource at a time; admin UIs batch a few hundred topics.
+pub const DESCRIBE_CONFIGS_RESOURCES_MAX: usize = 1_000;

@@ -1,4 +1,5 @@
-//! The accept loop, the connection limit, the background log ticker, and graceful shutdown:
+//! The accept loop (with `admission`'s connection limits), the background log ticker, and
+//! graceful shutdown:
 //! stop accepting, let each connection finish the requests it has read, write their
 //! responses, then close every log (flush + clean-shutdown marker).
 
@@ -9,10 +10,11 @@ use std::time::Duration;
 
 use sluice_storage::{Fs, RealFs};
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::admin::{AdminServer, AdminState};
+use crate::admission::Admission;
 use crate::broker::{Broker, now_ms};
 use crate::config::{BrokerConfig, HostPort};
 use crate::connection::{self, ConnectionContext};
@@ -29,8 +31,8 @@ pub struct Server {
     listener: TcpListener,
     /// Flipped to true at shutdown: readers stop, long polls return.
     shutdown_tx: watch::Sender<bool>,
-    /// One permit per open connection; accepting waits for a permit (backpressure).
-    connection_permits: Arc<Semaphore>,
+    /// `max.connections`, `max.connections.per.ip` and the broker-wide request budget.
+    admission: Arc<Admission>,
     /// The group coordinator; stopped after the connections (it closes the offsets log).
     groups: GroupService,
     /// The admin HTTP API, when [`Server::bind_admin`] bound it; stops with the listener.
@@ -46,6 +48,7 @@ impl Server {
     /// Same, with partition logs on `fs` (a fault-injecting twin in tests).
     pub async fn bind_with(config: BrokerConfig, fs: Arc<dyn Fs>) -> Result<Self, ServerError> {
         config.validate()?;
+        crate::handler::shape::assert_complete().map_err(ServerError::Internal)?;
         let addr = config.listeners.socket_addr().map_err(|reason| {
             crate::error::ConfigError::BadValue {
                 key: "listeners".into(),
@@ -82,11 +85,12 @@ impl Server {
             port: bound.port(),
         });
         let (shutdown_tx, _) = watch::channel(false);
+        let admission = Admission::new(&broker.config);
         Ok(Self {
             broker: Arc::new(broker),
             listener,
             shutdown_tx,
-            connection_permits: Arc::new(Semaphore::new(limits::CONNECTIONS_MAX)),
+            admission,
             groups,
             admin: None,
         })
@@ -129,7 +133,7 @@ impl Server {
             broker,
             listener,
             shutdown_tx,
-            connection_permits,
+            admission,
             groups,
             admin,
         } = self;
@@ -139,7 +143,7 @@ impl Server {
         tokio::pin!(shutdown);
         loop {
             let permit = tokio::select! {
-                permit = connection_permits.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
+                permit = admission.connections.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
                 () = &mut shutdown => break,
             };
             let (stream, peer) = tokio::select! {
@@ -154,19 +158,17 @@ impl Server {
                 },
                 () = &mut shutdown => break,
             };
-            tracing::debug!(%peer, "connection accepted");
+            let Some(ip_slot) = admit_ip(&admission, &broker, peer) else {
+                continue;
+            };
             let ctx = ConnectionContext {
                 broker: broker.clone(),
                 peer,
                 shutdown: shutdown_tx.subscribe(),
                 groups: groups.handle.clone(),
+                request_bytes: Arc::clone(&admission.request_bytes),
             };
-            connections.spawn(async move {
-                let broker = ctx.broker.clone();
-                let _open = broker.connection_opened();
-                connection::serve(stream, ctx).await;
-                drop(permit);
-            });
+            connections.spawn(serve_admitted(stream, ctx, (permit, ip_slot)));
             while connections.try_join_next().is_some() {}
         }
         while connections.try_join_next().is_some() {}
@@ -204,6 +206,36 @@ impl Server {
         tracing::info!("shutdown complete");
         Ok(())
     }
+}
+
+/// The connection's slot of its address's `max.connections.per.ip`; `None` (the caller
+/// drops the stream, closing it) when the address has them all.
+fn admit_ip(
+    admission: &Arc<Admission>,
+    broker: &Broker,
+    peer: SocketAddr,
+) -> Option<crate::admission::IpSlot> {
+    let slot = admission.admit_ip(peer.ip());
+    if slot.is_none() {
+        let limit = broker.config.max_connections_per_ip;
+        tracing::warn!(%peer, limit, "closing connection: max.connections.per.ip reached");
+        broker.metrics.connection_refused();
+    } else {
+        tracing::debug!(%peer, "connection accepted");
+    }
+    slot
+}
+
+/// Serves one accepted connection; its admission slots go back when it closes.
+async fn serve_admitted(
+    stream: tokio::net::TcpStream,
+    ctx: ConnectionContext,
+    slots: (tokio::sync::OwnedSemaphorePermit, crate::admission::IpSlot),
+) {
+    let broker = ctx.broker.clone();
+    let _open = broker.connection_opened();
+    connection::serve(stream, ctx).await;
+    drop(slots);
 }
 
 /// Serves the admin API until the shutdown flag flips.

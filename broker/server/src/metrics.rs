@@ -77,6 +77,8 @@ pub struct Metrics {
     apis: Vec<ApiMetrics>,
     /// Connections accepted since start (the open ones: `Broker::open_connections`).
     pub connections_accepted: AtomicU64,
+    /// Connections closed at accept: their address had `max.connections.per.ip` open.
+    pub connections_refused: AtomicU64,
 }
 
 impl Default for Metrics {
@@ -87,6 +89,7 @@ impl Default for Metrics {
                 .map(|_| ApiMetrics::default())
                 .collect(),
             connections_accepted: AtomicU64::new(0),
+            connections_refused: AtomicU64::new(0),
         }
     }
 }
@@ -106,6 +109,11 @@ impl Metrics {
     /// Counts an accepted connection.
     pub fn connection_accepted(&self) {
         self.connections_accepted.fetch_add(1, Relaxed);
+    }
+
+    /// Counts a connection closed at accept (`max.connections.per.ip`).
+    pub fn connection_refused(&self) {
+        self.connections_refused.fetch_add(1, Relaxed);
     }
 }
 

@@ -254,8 +254,10 @@ fn split_batch(bytes: &[u8]) -> Result<(BatchHeader, &[u8], &[u8]), BatchError> 
 }
 
 /// Everything `append` checks of one whole batch: CRC, record count, codec, and for
-/// uncompressed batches that the record length prefixes fill the batch exactly, with
-/// offset deltas 0 (first record) and `recordsCount - 1` (last). The CRC is checked first
+/// uncompressed batches every record ([`crate::validate_records`]: each field well formed,
+/// offset deltas `0..recordsCount` in order, the records filling the batch exactly).
+/// Compressed batches' records are checked by the caller after bounded decompression
+/// (the server's produce path), with the same `validate_records`. The CRC is checked first
 /// (a damaged batch is CORRUPT_MESSAGE whatever else is wrong with it).
 pub fn validate(batch: &[u8]) -> Result<BatchHeader, BatchError> {
     let header = parse_header(batch)?;

@@ -34,6 +34,12 @@ pub enum BatchError {
     /// The records of an uncompressed batch do not parse as `recordsCount` v2 records.
     #[error("record {index} of batch is malformed: {reason}")]
     BadRecord { index: i32, reason: &'static str },
+    /// The records present are not the `recordsCount` the header claims.
+    #[error("record batch claims {records_count} records: {reason}")]
+    RecordsMismatch {
+        records_count: i32,
+        reason: &'static str,
+    },
     /// Compression codec 5..7 does not exist.
     #[error("unknown compression codec {codec}")]
     UnknownCompression { codec: u8 },

@@ -51,7 +51,7 @@ pub mod io;
 pub mod limits;
 mod log;
 pub mod offset;
-mod record;
+pub mod record;
 mod recovery;
 mod retention;
 mod segment;
@@ -61,6 +61,7 @@ mod time_index;
 
 pub use batch::{BatchHeader, Compression};
 pub use config::{Durability, LogConfig, TimestampType};
+pub use crc_walk::validate_records;
 pub use error::{AppendError, BatchError, ReadError, StorageError};
 pub use group_sync::PendingSync;
 pub use io::{Fs, RealFs, StorageFile};

@@ -5,6 +5,11 @@
 
 use crate::error::BatchError;
 
+/// The smallest record: a 1-byte length, attributes, and one-byte timestampDelta,
+/// offsetDelta, key length, value length and header count. A section of `n` bytes holds at
+/// most `n / RECORD_BYTES_MIN` records, whatever its header claims.
+pub const RECORD_BYTES_MIN: usize = 7;
+
 /// Bytes of a varint (i32) at most.
 const VARINT_BYTES_MAX: usize = 5;
 /// Bytes of a varlong (i64) at most.
@@ -48,13 +53,13 @@ fn read_zigzag_slow(buf: &[u8], at: &mut usize, max_bytes: usize) -> Option<i64>
 }
 
 #[inline]
-pub(crate) fn read_varint(buf: &[u8], at: &mut usize) -> Option<i32> {
+pub fn read_varint(buf: &[u8], at: &mut usize) -> Option<i32> {
     let v = read_zigzag(buf, at, VARINT_BYTES_MAX)?;
     i32::try_from(v).ok()
 }
 
 #[inline]
-pub(crate) fn read_varlong(buf: &[u8], at: &mut usize) -> Option<i64> {
+pub fn read_varlong(buf: &[u8], at: &mut usize) -> Option<i64> {
     read_zigzag(buf, at, VARLONG_BYTES_MAX)
 }
 
@@ -79,7 +84,6 @@ pub(crate) fn bad(index: i32, reason: &'static str) -> BatchError {
     BatchError::BadRecord { index, reason }
 }
 
-#[inline]
 /// Skips a `length varint | bytes` field (length -1 = null allowed if `nullable`).
 fn skip_bytes_field(body: &[u8], at: &mut usize, nullable: bool) -> Option<()> {
     let len = read_varint(body, at)?;
@@ -96,7 +100,7 @@ fn skip_bytes_field(body: &[u8], at: &mut usize, nullable: bool) -> Option<()> {
 
 /// Parses one record body (after its length varint), checking every field fits exactly.
 #[inline]
-fn parse_body(body: &[u8], index: i32) -> Result<RecordMeta, BatchError> {
+pub(crate) fn parse_body(body: &[u8], index: i32) -> Result<RecordMeta, BatchError> {
     let mut at = 1; // attributes (unused in v2)
     if body.is_empty() {
         return Err(bad(index, "empty record"));

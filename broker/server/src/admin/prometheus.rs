@@ -58,6 +58,17 @@ fn broker_metrics(out: &mut String, broker: &Broker) {
     );
     family(
         out,
+        "sluice_connections_refused_total",
+        "counter",
+        "Kafka connections closed at accept because their address had max.connections.per.ip open.",
+    );
+    let _ = writeln!(
+        out,
+        "sluice_connections_refused_total {}",
+        m.connections_refused.load(Relaxed)
+    );
+    family(
+        out,
         "sluice_fetches_waiting",
         "gauge",
         "Fetch requests parked in a long poll now.",

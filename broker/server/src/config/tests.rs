@@ -115,7 +115,8 @@ fn the_shipped_sluice_toml_documents_every_key_at_its_default() {
     assert_eq!(c, BrokerConfig::default());
     for key in BROKER_KEYS {
         assert!(
-            uncommented.contains(&format!("{key} = ")),
+            uncommented.contains(&format!("{key} = "))
+                || uncommented.contains(&format!("\"{key}\" = ")),
             "sluice.toml does not document {key}"
         );
     }

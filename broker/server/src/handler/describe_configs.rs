@@ -1,5 +1,7 @@
 //! DescribeConfigs v1-v3: a topic's configs (its overrides, else the broker's values), and
-//! the broker's own config (resource name "" or our node id).
+//! the broker's own config (resource name "" or our node id). Resources past
+//! `DESCRIBE_CONFIGS_RESOURCES_MAX` in one request are answered INVALID_REQUEST unread: each
+//! answered resource carries every config key, so the response grows with their count.
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::describe_configs_response::{
@@ -11,6 +13,7 @@ use kafka_protocol::protocol::StrBytes;
 use crate::broker::NODE_ID;
 use crate::config::{BROKER_KEYS, BrokerConfig, SENSITIVE_KEYS};
 use crate::connection::ConnectionContext;
+use crate::limits;
 use crate::topic_config::{self, TopicOverrides};
 
 /// Kafka's resource type for a topic.
@@ -31,10 +34,22 @@ pub fn handle(
 ) -> DescribeConfigsResponse {
     let synonyms = request.include_synonyms;
     let mut response = DescribeConfigsResponse::default();
+    let limit = limits::DESCRIBE_CONFIGS_RESOURCES_MAX;
     response.results = request
         .resources
         .into_iter()
-        .map(|resource| {
+        .enumerate()
+        .map(|(i, resource)| {
+            if i >= limit {
+                let mut result = DescribeConfigsResult::default();
+                result.error_code = ResponseError::InvalidRequest.code();
+                result.error_message = Some(StrBytes::from_static_str(
+                    "more resources than DESCRIBE_CONFIGS_RESOURCES_MAX in one request",
+                ));
+                result.resource_type = resource.resource_type;
+                result.resource_name = resource.resource_name;
+                return result;
+            }
             // Null or empty: every key.
             let keys = resource.configuration_keys.as_deref().unwrap_or_default();
             let wanted = |key: &str| keys.is_empty() || keys.iter().any(|k| k.as_str() == key);

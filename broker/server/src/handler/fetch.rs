@@ -1,7 +1,8 @@
 //! Fetch v4-v11: whole stored batches from each requested offset, as file ranges (sent with
 //! sendfile by the connection writer). Long poll: when fewer than `min_bytes` are ready the
 //! request waits, woken by appends to its partitions (watch channels), until `max_wait_ms`.
-//! Sessionless (session_id 0); no preferred read replica.
+//! Sessionless (session_id 0); no preferred read replica. A partition listed twice gets
+//! INVALID_REQUEST in every entry and is not read (the copies would each do the work).
 //!
 //! A view (`crate::views`) reads its source partition the same way, then runs the bytes
 //! through its plugins on the blocking pool and sends the re-encoded batches from memory.
@@ -36,10 +37,16 @@ struct Target {
     view: Option<Arc<ViewTopic>>,
     /// For binding a view's plugins (a view loaded while its plugin was missing).
     registry: Arc<sluice_plugin_host::Registry>,
+    /// The request lists this partition more than once: INVALID_REQUEST, nothing read.
+    duplicate: bool,
 }
 
 /// Answers Fetch.
-pub async fn handle(ctx: &ConnectionContext, request: FetchRequest, version: i16) -> FetchOutput {
+pub async fn handle(
+    ctx: &ConnectionContext,
+    mut request: FetchRequest,
+    version: i16,
+) -> FetchOutput {
     let wait_ms = u64::try_from(request.max_wait_ms)
         .unwrap_or(0)
         .min(limits::FETCH_MAX_WAIT_MS_MAX);
@@ -51,7 +58,9 @@ pub async fn handle(ctx: &ConnectionContext, request: FetchRequest, version: i16
         .map_or(limits::FETCH_RESPONSE_MAX_BYTES, |b| {
             b.min(limits::FETCH_RESPONSE_MAX_BYTES)
         });
-    let targets = resolve(ctx, request.topics);
+    let targets = resolve(ctx, std::mem::take(&mut request.topics));
+    // Nothing of the frame stays through the long poll (targets own their names).
+    drop(request);
     // Subscribe before the first read, so an append between the read and the wait still wakes us.
     let mut wakers: Vec<watch::Receiver<i64>> = targets
         .iter()
@@ -87,6 +96,15 @@ pub async fn handle(ctx: &ConnectionContext, request: FetchRequest, version: i16
 
 /// Looks up every requested partition once; unknown ones stay `None`.
 fn resolve(ctx: &ConnectionContext, topics: Vec<FetchTopic>) -> Arc<[(String, Vec<Target>)]> {
+    let duplicates = super::duplicates(topics.iter().flat_map(|t| {
+        t.partitions
+            .iter()
+            .map(|p| (t.topic.0.as_str(), p.partition))
+    }));
+    let duplicates: std::collections::HashSet<(String, i32)> = duplicates
+        .into_iter()
+        .map(|(name, index)| (name.to_owned(), index))
+        .collect();
     topics
         .into_iter()
         .map(|topic| {
@@ -95,10 +113,14 @@ fn resolve(ctx: &ConnectionContext, topics: Vec<FetchTopic>) -> Arc<[(String, Ve
                 .partitions
                 .into_iter()
                 .map(|p| {
-                    let (partition, view) = ctx
-                        .broker
-                        .read_partition(&name, p.partition)
-                        .map_or((None, None), |(p, v)| (Some(p), v));
+                    let duplicate = duplicates.contains(&(name.clone(), p.partition));
+                    let (partition, view) = if duplicate {
+                        (None, None)
+                    } else {
+                        ctx.broker
+                            .read_partition(&name, p.partition)
+                            .map_or((None, None), |(p, v)| (Some(p), v))
+                    };
                     if let Some(view) = &view {
                         // An ephemeral view stays while fetched, even at the end of the log.
                         view.touch(crate::broker::now_ms());
@@ -110,6 +132,7 @@ fn resolve(ctx: &ConnectionContext, topics: Vec<FetchTopic>) -> Arc<[(String, Ve
                         partition,
                         view,
                         registry: Arc::clone(&ctx.broker.plugins.registry),
+                        duplicate,
                     }
                 })
                 .collect();
@@ -204,6 +227,10 @@ fn read_one(target: &Target, remaining: u32, first: bool, version: i16) -> Parti
         log_start_offset: -1,
         records: None,
     };
+    if target.duplicate {
+        out.error_code = ResponseError::InvalidRequest.code();
+        return out;
+    }
     let Some(partition) = &target.partition else {
         out.error_code = ResponseError::UnknownTopicOrPartition.code();
         return out;

@@ -38,7 +38,8 @@ pub async fn handle(
             .into_iter()
             .map(|p| Protocol {
                 name: string(&p.name),
-                metadata: p.metadata,
+                // A copy: the member's metadata is kept for the rebalance, the frame is not.
+                metadata: bytes::Bytes::copy_from_slice(&p.metadata),
             })
             .collect(),
         require_known_member_id: version >= 4,

@@ -1,7 +1,8 @@
 //! ListOffsets v1-v5: earliest (-2) is the log start offset, latest (-1) the log end offset,
 //! any other timestamp the first record whose timestamp is at or after it (-1/-1 when there
 //! is none): the storage engine finds the batch through the time index and walks its
-//! records, decompressing a compressed batch with `codec` (bounded), as Kafka does.
+//! records, decompressing a compressed batch with `codec` (bounded), as Kafka does. A
+//! partition listed twice is INVALID_REQUEST in every entry, as in Kafka.
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::list_offsets_response::{
@@ -28,18 +29,28 @@ pub async fn handle(
 ) -> ListOffsetsResponse {
     let broker = ctx.broker.clone();
     let topics = tokio::task::spawn_blocking(move || {
+        let duplicates = super::duplicates(request.topics.iter().flat_map(|t| {
+            t.partitions
+                .iter()
+                .map(|p| (t.name.0.as_str(), p.partition_index))
+        }));
         request
             .topics
-            .into_iter()
+            .iter()
             .map(|topic| {
-                let name = topic.name.0.to_string();
+                let name = topic.name.0.as_str();
                 let mut out = ListOffsetsTopicResponse::default();
                 out.partitions = topic
                     .partitions
                     .iter()
-                    .map(|p| lookup(&broker, &name, p.partition_index, p.timestamp))
+                    .map(|p| {
+                        if duplicates.contains(&(name, p.partition_index)) {
+                            return duplicate(p.partition_index);
+                        }
+                        lookup(&broker, name, p.partition_index, p.timestamp)
+                    })
                     .collect();
-                out.name = topic.name;
+                out.name = topic.name.clone();
                 out
             })
             .collect()
@@ -52,6 +63,17 @@ pub async fn handle(
     let mut response = ListOffsetsResponse::default();
     response.topics = topics;
     response
+}
+
+/// A partition the request lists more than once: INVALID_REQUEST, as Kafka answers it.
+fn duplicate(index: i32) -> ListOffsetsPartitionResponse {
+    let mut out = ListOffsetsPartitionResponse::default();
+    out.partition_index = index;
+    out.timestamp = -1;
+    out.offset = -1;
+    out.leader_epoch = -1;
+    out.error_code = ResponseError::InvalidRequest.code();
+    out
 }
 
 fn lookup(

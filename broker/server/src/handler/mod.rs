@@ -26,13 +26,14 @@ mod metadata;
 mod offset_commit;
 mod offset_fetch;
 pub(crate) mod produce;
-mod shape;
+pub(crate) mod shape;
 mod sync_group;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable};
 
+use crate::admission::FrameBudget;
 use crate::connection::{Chunk, ConnectionContext, FrameError, Reply, Response};
 use crate::versions;
 
@@ -60,6 +61,21 @@ fn peek(frame: &[u8]) -> Result<Peeked, FrameError> {
     })
 }
 
+/// The (topic, partition) pairs listed more than once among `pairs` (bounded by the
+/// request's own entries, which the shape guard bounded by the frame's bytes).
+pub(crate) fn duplicates<'a>(
+    pairs: impl Iterator<Item = (&'a str, i32)>,
+) -> std::collections::HashSet<(&'a str, i32)> {
+    let mut seen = std::collections::HashSet::new();
+    let mut twice = std::collections::HashSet::new();
+    for pair in pairs {
+        if !seen.insert(pair) {
+            twice.insert(pair);
+        }
+    }
+    twice
+}
+
 /// True if `version` of `key` is served through the old-version shims.
 #[cfg(test)]
 pub(crate) fn has_compat(key: ApiKey, version: i16) -> bool {
@@ -67,7 +83,13 @@ pub(crate) fn has_compat(key: ApiKey, version: i16) -> bool {
 }
 
 /// Handles one request frame; `Reply::Now(None)` when the request expects no response (acks=0).
-pub async fn handle(ctx: &ConnectionContext, frame: Bytes) -> Result<Reply, FrameError> {
+/// The frame's `budget` is released once the request is decoded (a Produce's once its
+/// records are appended): a request that then waits holds none of it.
+pub async fn handle(
+    ctx: &ConnectionContext,
+    frame: Bytes,
+    budget: FrameBudget,
+) -> Result<Reply, FrameError> {
     let peeked = peek(&frame)?;
     let Some(support) = versions::lookup(peeked.api_key) else {
         return Err(FrameError::Malformed(format!(
@@ -92,8 +114,12 @@ pub async fn handle(ctx: &ConnectionContext, frame: Bytes) -> Result<Reply, Fram
         };
     }
     let mut body = frame;
-    let header = RequestHeader::decode(&mut body, key.request_header_version(version))
+    let mut header = RequestHeader::decode(&mut body, key.request_header_version(version))
         .map_err(|e| FrameError::Malformed(format!("{key:?} v{version} request header: {e}")))?;
+    // Owned, so a request that waits (JoinGroup) does not keep its frame alive through it.
+    header.client_id = header
+        .client_id
+        .map(|id| kafka_protocol::protocol::StrBytes::from_string(id.to_string()));
     shape::check(key, version, &body)
         .map_err(|e| FrameError::Malformed(format!("{key:?} v{version} request: {e}")))?;
     tracing::trace!(peer = %ctx.peer, api = ?key, version, correlation_id = header.correlation_id, "request");
@@ -103,9 +129,9 @@ pub async fn handle(ctx: &ConnectionContext, frame: Bytes) -> Result<Reply, Fram
     let result = if key == ApiKey::Produce {
         let correlation_id = header.correlation_id;
         drop(header);
-        produce_frame(ctx, body, version, correlation_id).await
+        produce_frame(ctx, body, version, correlation_id, budget).await
     } else {
-        dispatch(ctx, key, version, &header, body)
+        dispatch(ctx, key, version, &header, body, budget)
             .await
             .map(Reply::Now)
     };
@@ -132,10 +158,12 @@ async fn produce_frame(
     mut body: Bytes,
     version: i16,
     correlation_id: i32,
+    budget: FrameBudget,
 ) -> Result<Reply, FrameError> {
     let request = decode(&mut body, ApiKey::Produce, version)?;
     drop(body);
     let staged = produce::append(ctx, request, version).await;
+    drop(budget);
     let later = staged.waits_for_sync();
     let header_version = ApiKey::Produce.response_header_version(version);
     let reply = async move {
@@ -157,18 +185,24 @@ async fn dispatch(
     version: i16,
     header: &RequestHeader,
     mut body: Bytes,
+    budget: FrameBudget,
 ) -> Result<Option<Response>, FrameError> {
+    let mut budget = Some(budget);
     let (cid, hv) = (header.correlation_id, key.response_header_version(version));
     let old = compat::request_as(key, version);
     let decode_version = old.map_or(version, |(as_version, _)| as_version);
     if let Some((_, suffix)) = old {
         body = compat::upgrade_body(body, suffix);
     }
-    // Decodes the request at the version it is read as.
+    // Decodes the request at the version it is read as, and releases the frame's budget.
     macro_rules! request {
-        () => {
-            decode(&mut body, key, decode_version)?
-        };
+        () => {{
+            let request = decode(&mut body, key, decode_version)?;
+            // What the request kept of the frame it copied or shares; the rest goes now.
+            drop(std::mem::take(&mut body));
+            budget.take();
+            request
+        }};
     }
     // Encodes a response at the request's version (or the old-version shim's bytes).
     macro_rules! reply {

@@ -1,5 +1,9 @@
 //! Produce v3-v8: append each partition's record batches as sent (compressed batches stay
-//! compressed); the storage engine validates headers and CRCs without decoding records.
+//! compressed), after `records::validate` has checked what the storage engine cannot
+//! (client control batches, the records inside compressed batches); the storage engine
+//! checks headers, CRCs and uncompressed records at append. A refused batch fails its
+//! partition (CORRUPT_MESSAGE or INVALID_RECORD, with `record_errors` from v8), never the
+//! request.
 //! acks=0 gets no response; acks=-1 waits for the partitions' group commit (one fsync per
 //! partition answers every append made before it began, see `group_commit.rs`) when
 //! `sluice.acks.all.fsync` is on. Produce v0-v2 are advertised (for old librdkafka's
@@ -9,10 +13,12 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::ResponseError;
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicName};
 use kafka_protocol::protocol::{Decodable, StrBytes};
-use sluice_storage::{AppendError, BatchError, Durability};
+use sluice_storage::{AppendError, Durability};
 
 use std::sync::Arc;
 
@@ -131,7 +137,10 @@ fn append_all(
                     let result = p
                         .records
                         .as_deref()
-                        .map_or(Ok(()), |r| kip110::check_produce(r, version))
+                        .map_or(Ok(()), |r| {
+                            kip110::check_produce(r, version)?;
+                            crate::records::validate::produced(r)
+                        })
                         .and_then(|()| match rerouted.as_deref() {
                             Some(
                                 t @ Topic {
@@ -235,29 +244,25 @@ pub(crate) fn append_one(
 }
 
 fn append_error(topic: &str, index: i32, error: AppendError) -> KafkaError {
-    let code = match &error {
-        AppendError::InvalidBatch(e) => batch_error_code(e),
-        AppendError::TooLarge { .. } => ResponseError::MessageTooLarge,
-        AppendError::Fenced | AppendError::Io(_) => ResponseError::KafkaStorageError,
+    let context = format!("{topic}-{index}");
+    let error = match &error {
+        AppendError::InvalidBatch(e) => KafkaError::from_batch(&context, e),
+        AppendError::TooLarge { .. } => KafkaError::new(
+            ResponseError::MessageTooLarge,
+            format!("{context}: {error}"),
+        ),
+        AppendError::Fenced | AppendError::Io(_) => {
+            tracing::error!(topic, partition = index, error = %error, "append failed; partition fenced");
+            KafkaError::new(
+                ResponseError::KafkaStorageError,
+                format!("{context}: {error}"),
+            )
+        }
     };
-    if code == ResponseError::KafkaStorageError {
-        tracing::error!(topic, partition = index, error = %error, "append failed; partition fenced");
-    } else {
-        tracing::debug!(topic, partition = index, error = %error, "append refused");
+    if error.code != ResponseError::KafkaStorageError {
+        tracing::debug!(topic, partition = index, error = %error.message, "append refused");
     }
-    KafkaError::new(code, format!("{topic}-{index}: {error}"))
-}
-
-/// Damaged bytes are CORRUPT_MESSAGE (the client may retry); well-formed batches we refuse
-/// (old magic, bad record count, unknown codec) are INVALID_RECORD, as Kafka answers them.
-pub(crate) fn batch_error_code(error: &BatchError) -> ResponseError {
-    match error {
-        BatchError::Truncated { .. }
-        | BatchError::BadLength { .. }
-        | BatchError::CrcMismatch { .. }
-        | BatchError::Empty => ResponseError::CorruptMessage,
-        _ => ResponseError::InvalidRecord,
-    }
+    error
 }
 
 fn partition_response(
@@ -278,6 +283,16 @@ fn partition_response(
             out.log_append_time_ms = -1;
             out.log_start_offset = -1;
             out.error_message = Some(StrBytes::from_string(e.message));
+            out.record_errors = e
+                .record_errors
+                .into_iter()
+                .map(|(index, reason)| {
+                    let mut record = BatchIndexAndErrorMessage::default();
+                    record.batch_index = index;
+                    record.batch_index_error_message = Some(StrBytes::from_string(reason));
+                    record
+                })
+                .collect();
         }
     }
     out
@@ -318,6 +333,8 @@ pub fn unsupported_old_version(
         ApiKey::Produce.request_header_version(version),
     )
     .map_err(|e| FrameError::Malformed(format!("Produce v{version}: {e}")))?;
+    super::shape::check(ApiKey::Produce, version, &body)
+        .map_err(|e| FrameError::Malformed(format!("Produce v{version} request: {e}")))?;
     let mut v3 = BytesMut::with_capacity(body.len() + 2);
     v3.extend_from_slice(&(-1i16).to_be_bytes());
     v3.extend_from_slice(&body);

@@ -1,11 +1,15 @@
-//! A pre-decode check of every array count in a request body.
+//! A pre-decode check of every request body against its API's shape.
 //!
 //! kafka-protocol reserves `count` elements before decoding them, so a 20-byte frame that
 //! claims 2^31 topics would make it allocate ~100 GB and abort the process. Before decoding,
-//! we walk the body along the request's schema (the non-flexible versions we serve) and
-//! refuse any array whose count exceeds the bytes left divided by its element's minimum size.
-//! Strings and byte fields are bounds-checked by the decoder itself; only arrays need this.
-//! ApiVersions (the only flexible request we serve) has no arrays.
+//! we walk the body along the request's schema and refuse any array whose count exceeds the
+//! bytes left divided by its element's minimum size, and any string or bytes field that runs
+//! past the frame. Trailing fields after the last array are left to the decoder (which checks
+//! every length against the bytes it has).
+//!
+//! Every advertised (API, version) has a shape: [`check`] refuses a request that has none,
+//! and [`assert_complete`], run when the server binds, refuses to start a broker whose
+//! version table names a version without one, so an API cannot be added unguarded.
 
 use kafka_protocol::messages::ApiKey;
 
@@ -20,9 +24,14 @@ enum Field {
     Bytes,
     /// An array (nullable allowed): i32 count, then that many structs.
     Array(Vec<Field>),
+    /// `compact string` (flexible versions): unsigned varint length + 1, 0 for null.
+    CompactStr,
+    /// Tagged fields (flexible versions): unsigned varint count, then each tag's varint
+    /// number, varint size and that many bytes.
+    Tags,
 }
 
-use Field::{Array, Bytes, Fixed, Str};
+use Field::{Array, Bytes, CompactStr, Fixed, Str, Tags};
 
 const I8: Field = Fixed(1);
 const I16: Field = Fixed(2);
@@ -38,11 +47,14 @@ fn fields(list: impl IntoIterator<Item = Option<Field>>) -> Vec<Field> {
     list.into_iter().flatten().collect()
 }
 
-/// The request body schema of `key` at a served `version`; `None` for requests without arrays.
+/// The request body schema of `key` at an advertised `version` (fields up to the last
+/// array at least); `None` if we have none, which [`check`] refuses.
 fn schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
     Some(match key {
+        // v0-v2 are answered UNSUPPORTED_VERSION after decoding (produce.rs), so they are
+        // guarded too: v3's body without the leading transactional_id.
         ApiKey::Produce => fields([
-            Some(Str),
+            since(v, 3, Str),
             Some(I16),
             Some(I32),
             Some(Array(vec![Str, Array(vec![I32, Bytes])])),
@@ -84,9 +96,16 @@ fn schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
             Array(vec![I32, Array(vec![I32])]),
             Array(vec![Str, Str]),
         ])],
-        ApiKey::DeleteTopics => vec![Array(vec![Str])],
+        ApiKey::DeleteTopics => vec![Array(vec![Str]), I32],
         ApiKey::DescribeConfigs => vec![Array(vec![I8, Str, Array(vec![Str])])],
         ApiKey::IncrementalAlterConfigs => vec![Array(vec![I8, Str, Array(vec![Str, I8, Str])])],
+        _ => return group_schema(key, v),
+    })
+}
+
+/// The schemas of the consumer-group and the remaining small APIs.
+fn group_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
+    Some(match key {
         ApiKey::JoinGroup => fields([
             Some(Str),
             Some(I32),
@@ -103,7 +122,9 @@ fn schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
             since(v, 3, Str),
             Some(Array(vec![Str, Bytes])),
         ]),
+        ApiKey::Heartbeat => fields([Some(Str), Some(I32), Some(Str), since(v, 3, Str)]),
         ApiKey::LeaveGroup if v >= 3 => vec![Str, Array(vec![Str, Str])],
+        ApiKey::LeaveGroup => vec![Str, Str],
         ApiKey::OffsetCommit => fields([
             Some(Str),
             Some(I32),
@@ -116,19 +137,40 @@ fn schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
             ])),
         ]),
         ApiKey::OffsetFetch => vec![Str, Array(vec![Str, Array(vec![I32])])],
+        ApiKey::ListGroups => vec![],
         ApiKey::DescribeGroups | ApiKey::DeleteGroups => vec![Array(vec![Str])],
+        ApiKey::FindCoordinator => fields([Some(Str), since(v, 1, I8)]),
+        ApiKey::InitProducerId => vec![Str, I32],
+        ApiKey::ApiVersions if v >= 3 => vec![CompactStr, CompactStr, Tags],
+        ApiKey::ApiVersions => vec![],
         _ => return None,
     })
 }
 
-/// Checks the array counts of a request body (after the header). Trailing fields after the
-/// last array are left to the decoder.
+/// Checks a request body (after the header) against its shape; refuses a request whose
+/// (API, version) has no shape.
 pub fn check(key: ApiKey, version: i16, body: &[u8]) -> Result<(), String> {
     let Some(schema) = schema(key, version) else {
-        return Ok(());
+        return Err(format!("{key:?} v{version} has no request shape"));
     };
     let mut at = 0;
     walk(&schema, body, &mut at)
+}
+
+/// Every (API, version) the version table advertises has a shape. The server refuses to
+/// start otherwise.
+pub fn assert_complete() -> Result<(), String> {
+    for support in crate::versions::SUPPORTED {
+        for version in support.advertised_min..=support.max {
+            if schema(support.key, version).is_none() {
+                return Err(format!(
+                    "{:?} v{version} is in the version table but has no request shape (handler/shape.rs)",
+                    support.key
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn walk(schema: &[Field], body: &[u8], at: &mut usize) -> Result<(), String> {
@@ -142,6 +184,23 @@ fn walk(schema: &[Field], body: &[u8], at: &mut usize) -> Result<(), String> {
             Bytes => {
                 let len = i32::from_be_bytes(read::<4>(body, at)?);
                 take(body, at, usize::try_from(len).unwrap_or(0))?;
+            }
+            CompactStr => {
+                let len = read_uvarint(body, at)?;
+                take(body, at, len.saturating_sub(1))?;
+            }
+            Tags => {
+                let count = read_uvarint(body, at)?;
+                if count > (body.len() - *at) / 2 {
+                    return Err(format!(
+                        "{count} tagged fields in the bytes left of the frame"
+                    ));
+                }
+                for _ in 0..count {
+                    read_uvarint(body, at)?;
+                    let size = read_uvarint(body, at)?;
+                    take(body, at, size)?;
+                }
             }
             Array(element) => {
                 let count = i32::from_be_bytes(read::<4>(body, at)?);
@@ -169,6 +228,7 @@ fn min_size(schema: &[Field]) -> usize {
             Fixed(n) => *n,
             Str => 2,
             Bytes | Array(_) => 4,
+            CompactStr | Tags => 1,
         })
         .sum()
 }
@@ -179,6 +239,19 @@ fn read<const N: usize>(body: &[u8], at: &mut usize) -> Result<[u8; N], String> 
         .ok_or_else(|| format!("frame ends at byte {} inside a field", body.len()))?;
     *at += N;
     Ok(bytes.try_into().unwrap_or([0; N]))
+}
+
+/// An unsigned varint (flexible versions' lengths and counts), at most 5 bytes.
+fn read_uvarint(body: &[u8], at: &mut usize) -> Result<usize, String> {
+    let mut value = 0usize;
+    for i in 0..5 {
+        let [byte] = read::<1>(body, at)?;
+        value |= usize::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Ok(value);
+        }
+    }
+    Err("an unsigned varint longer than 5 bytes".into())
 }
 
 fn take(body: &[u8], at: &mut usize, n: usize) -> Result<(), String> {
@@ -309,6 +382,47 @@ mod tests {
         accepts(ApiKey::Heartbeat, &HeartbeatRequest::default());
         accepts(ApiKey::ListGroups, &ListGroupsRequest::default());
         accepts(ApiKey::FindCoordinator, &FindCoordinatorRequest::default());
+        let mut init = InitProducerIdRequest::default();
+        init.transactional_id = Some(TransactionalId(StrBytes::from_static_str("tx")));
+        accepts(ApiKey::InitProducerId, &init);
+        let mut versions = ApiVersionsRequest::default();
+        versions.client_software_name = StrBytes::from_static_str("librdkafka");
+        versions.client_software_version = StrBytes::from_static_str("2.3.0");
+        accepts(ApiKey::ApiVersions, &versions);
+        let mut alter = IncrementalAlterConfigsRequest::default();
+        let mut resource = incremental_alter_configs_request::AlterConfigsResource::default();
+        resource.configs = vec![incremental_alter_configs_request::AlterableConfig::default(); 2];
+        alter.resources = vec![resource];
+        accepts(ApiKey::IncrementalAlterConfigs, &alter);
+    }
+
+    #[test]
+    fn every_advertised_version_has_a_shape() {
+        assert_eq!(assert_complete(), Ok(()));
+        assert!(
+            check(ApiKey::SaslHandshake, 1, &[]).is_err(),
+            "no shape, refused"
+        );
+    }
+
+    #[test]
+    fn the_20_byte_produce_v0_is_refused() {
+        // acks, timeout, then a topic array claiming 2^31-1 topics.
+        let body = [0, 1, 0, 0, 0x13, 0x88, 0x7f, 0xff, 0xff, 0xff, 0, 0];
+        for version in 0..=2 {
+            let e = check(ApiKey::Produce, version, &body).unwrap_err();
+            assert!(e.contains("2147483647 elements"), "{e}");
+        }
+    }
+
+    #[test]
+    fn flexible_api_versions_lengths_are_checked() {
+        let good = [4, b's', b'l', b'u', 2, b'1', 0];
+        assert_eq!(check(ApiKey::ApiVersions, 3, &good), Ok(()));
+        let long_name = [0xff, 0xff, 0xff, 0x7f, 0];
+        assert!(check(ApiKey::ApiVersions, 3, &long_name).is_err());
+        let tags = [1, 1, 1, 0, 0x7f];
+        assert!(check(ApiKey::ApiVersions, 3, &tags).is_err());
     }
 
     #[test]

@@ -20,7 +20,13 @@ pub async fn handle(ctx: &ConnectionContext, request: SyncGroupRequest) -> SyncG
         assignments: request
             .assignments
             .into_iter()
-            .map(|a| (string(&a.member_id), a.assignment))
+            // Copies: assignments are kept until every member has synced, the frame is not.
+            .map(|a| {
+                (
+                    string(&a.member_id),
+                    bytes::Bytes::copy_from_slice(&a.assignment),
+                )
+            })
             .collect(),
     };
     let mut response = SyncGroupResponse::default();

@@ -6,6 +6,8 @@
 //! codec and a new CRC: [`encode_renumbered`] (a subset for another partition) and
 //! [`encode_kept`] / [`empty_batch`] (what a view keeps, at the original offsets).
 
+pub mod validate;
+
 use std::borrow::Cow;
 use std::cell::RefCell;
 
@@ -84,7 +86,9 @@ pub fn decode<'a>(
         Compression::None => Cow::Borrowed(section),
         codec => Cow::Owned(decompress(codec, section, limit)?),
     };
-    let mut spans = Vec::with_capacity(header.records_count.max(0) as usize);
+    // The count is the client's word: reserve no more than the bytes can hold.
+    let most = records.len() / sluice_storage::record::RECORD_BYTES_MIN;
+    let mut spans = Vec::with_capacity((header.records_count.max(0) as usize).min(most));
     let mut at = 0usize;
     let mut headers: Vec<(&[u8], &[u8])> = Vec::new();
     for index in 0..header.records_count as usize {

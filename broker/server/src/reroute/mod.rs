@@ -26,7 +26,7 @@ use sluice_storage::batch::iter_batches;
 
 use crate::broker::{Broker, Partition, Topic};
 use crate::error::KafkaError;
-use crate::handler::produce::{Appended, append_one, batch_error_code};
+use crate::handler::produce::{Appended, append_one};
 use crate::plugins::{TopicPartitioner, call_error};
 use crate::records::{self, CodecError, DecompressLimit};
 
@@ -150,7 +150,7 @@ fn route(
 
 fn codec_error(topic: &str, index: u32, e: CodecError) -> KafkaError {
     let code = match &e {
-        CodecError::Invalid(b) => batch_error_code(b),
+        CodecError::Invalid(b) => return KafkaError::from_batch(&format!("{topic}-{index}"), b),
         CodecError::BadRecord { .. } | CodecError::Codec { .. } => ResponseError::CorruptMessage,
         CodecError::Transactional => ResponseError::InvalidRecord,
     };
