@@ -9,8 +9,11 @@ Phases:
 - every API: for each (api key, version) the broker advertises, a valid request (which must
   be answered) and then seeded mutations of it (wire_fuzz.py); plus out-of-range versions
   and unknown API keys. Each send is answered or closes its connection; none hangs.
+  Served Produce versions also carry record batches mutated with a valid CRC (plain and
+  gzip); afterwards the partition they went to must read to its end with confluent-kafka.
   SLUICE_ADVERSARIAL_ITERATIONS (random mutations per API version, default 200) and
-  SLUICE_ADVERSARIAL_SEED make it longer or different; a failure's label reproduces it;
+  SLUICE_ADVERSARIAL_SEED make it longer (then raise pytest's --timeout, 300 s) or different;
+  a failure's label reproduces it;
   SLUICE_ADVERSARIAL_WORKERS=1 sends one request at a time (exact blame for a crash);
   SLUICE_ADVERSARIAL_APIS=1,3 fuzzes only those API keys. A crash restarts the broker and
   the run goes on (up to RESTARTS_MAX); the request that kills a fresh broker again is named.
