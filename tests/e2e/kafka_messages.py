@@ -203,7 +203,9 @@ def join_group(conn: KafkaConnection, group: str, member_id: str = "", version: 
     return JoinResult(error, generation, protocol, leader, member, r.array(member_entry))
 
 
-def sync_group_body(version: int, group: str, generation: int, member_id: str, assignments: list[tuple[str, bytes]]) -> Fields:
+def sync_group_body(
+    version: int, group: str, generation: int, member_id: str, assignments: list[tuple[str, bytes]]
+) -> Fields:
     f = Fields().string(group).i32(generation).string(member_id)
     if version >= 3:
         f.string(None)

@@ -165,7 +165,8 @@ def assert_survived(broker: Broker, seeded: Seeded, phase: str):
     kcat_round_trip(broker.bootstrap)
     counts = {t: (p, RECORDS_PER_PARTITION) for t, (p, _) in SEED_TOPICS.items()}
     rows = Seeded(read_rows(broker.bootstrap, counts))
-    assert rows.digest == seeded.digest, f"records changed during {phase}: {sorted(set(rows.rows) ^ set(seeded.rows))[:5]}"
+    changed = sorted(set(rows.rows) ^ set(seeded.rows))[:5]
+    assert rows.digest == seeded.digest, f"records changed during {phase}: {changed}"
     # Nothing was appended to the seeded partitions either.
     partitions = [(t, p) for t, (n, _) in SEED_TOPICS.items() for p in range(n)]
     with KafkaConnection(broker.bootstrap) as conn:

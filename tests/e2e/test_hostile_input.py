@@ -220,9 +220,20 @@ RECORDS_PER_REQUEST = 90
 VALUE_BYTES = 10_000  # 90 x 10 KB: a ~900 KB request
 
 
+def partition_answer(r) -> tuple[int, int, int]:
+    """(partition, error, base offset) of a Produce v3 partition answer."""
+    partition, error, base = r.i32(), r.i16(), r.i64()
+    r.i64()  # log append time
+    return partition, error, base
+
+
 def test_queued_request_bytes_pause_reading_without_dropping(broker_factory, topic_name):
     broker = broker_factory(
-        {"queued.max.request.bytes": str(2 * 1024 * 1024), "socket.request.max.bytes": "1048576", "message.max.bytes": "1000000"}
+        {
+            "queued.max.request.bytes": str(2 * 1024 * 1024),
+            "socket.request.max.bytes": "1048576",
+            "message.max.bytes": "1000000",
+        }
     )
     create_topic(broker.bootstrap, topic_name, PRODUCERS)
 
@@ -242,7 +253,7 @@ def test_queued_request_bytes_pause_reading_without_dropping(broker_factory, top
                 results[p] = []
                 for cid in cids:
                     r = conn.recv_response(cid)
-                    [(_, [(_, error, base)])] = r.array(lambda x: (x.string(), x.array(lambda y: (y.i32(), y.i16(), y.i64()))))
+                    [(_, [(_, error, base)])] = r.array(lambda x: (x.string(), x.array(partition_answer)))
                     results[p].append((error, base))
         except Exception as err:  # noqa: BLE001 - reported below
             results[p] = [repr(err)]
@@ -368,9 +379,12 @@ class BackgroundMember:
         self.assignments: list[list[int]] = []
         self.stop = threading.Event()
         self.consumer = group_consumer(bootstrap, group, rebalance_timeout_ms)
-        self.consumer.subscribe([topic], on_assign=lambda _c, parts: self.assignments.append([p.partition for p in parts]))
+        self.consumer.subscribe([topic], on_assign=self._on_assign)
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
+
+    def _on_assign(self, _consumer, partitions):
+        self.assignments.append([p.partition for p in partitions])
 
     def _run(self):
         while not self.stop.is_set():
@@ -425,5 +439,6 @@ def test_member_that_stops_rejoining_is_dropped_after_the_rebalance_timeout(grou
         # Now silent: no heartbeat, no rejoin, connection open. A new member must get every
         # partition within the group's rebalance timeout (the larger of the two members'),
         # well before this member's 60 s session timeout.
-        seconds, parts = assigned_within(group_broker.bootstrap, group, topic_name, REBALANCE_TIMEOUT_MS / 1000 + SLACK_S)
+        deadline_s = REBALANCE_TIMEOUT_MS / 1000 + SLACK_S
+        seconds, parts = assigned_within(group_broker.bootstrap, group, topic_name, deadline_s)
     assert parts == [0, 1], f"assigned {parts} after {seconds:.1f}s"

@@ -92,7 +92,11 @@ BATCH_FIELDS = {
     "recordsCount": (36, 4),
 }
 BATCH_CRC_COVERS_FROM = 21  # baseOffset 8, batchLength 4, partitionLeaderEpoch 4, magic 1, crc 4
-BATCH_VALUES = {2: [-1, 0x7FFF, -0x8000, 0x20, 0x10, 0x07, 0x05], 4: [-1, 0x7FFFFFFF, -0x80000000, 0, 1000], 8: [-1, 2**63 - 1, -(2**63)]}
+BATCH_VALUES = {
+    2: [-1, 0x7FFF, -0x8000, 0x20, 0x10, 0x07, 0x05],  # control bit, transactional, bad codecs
+    4: [-1, 0x7FFFFFFF, -0x80000000, 0, 1000],
+    8: [-1, 2**63 - 1, -(2**63)],
+}
 
 
 def reframe_batch(batch: bytes, covered: bytes) -> bytes:
