@@ -1,12 +1,19 @@
 """A tiny raw Kafka wire helper for tests that real clients cannot express (bad frames, bad
 CRCs, old versions, exact long-poll timing). Not a client: only the few request/response
 versions the tests use, encoded with `struct` from the protocol guide
-(https://kafka.apache.org/protocol): non-flexible versions only, request header v1,
-response header v0.
+(https://kafka.apache.org/protocol): non-flexible versions (request header v1, response
+header v0), plus ApiVersions v3's flexible header.
+
+Layout: primitive encoders; `Fields` (a body built field by field, so the fuzzer knows the
+field boundaries and which fields are lengths or counts); CRC-32C; record batches (any
+header values, gzip, raw payloads); the response reader; `KafkaConnection`. Request bodies
+of the other APIs are in kafka_messages.py.
 """
 
 from __future__ import annotations
 
+import gzip
+import random
 import socket
 import struct
 import time
@@ -16,7 +23,22 @@ API_PRODUCE = 0
 API_FETCH = 1
 API_LIST_OFFSETS = 2
 API_METADATA = 3
+API_OFFSET_COMMIT = 8
+API_OFFSET_FETCH = 9
+API_FIND_COORDINATOR = 10
+API_JOIN_GROUP = 11
+API_HEARTBEAT = 12
+API_LEAVE_GROUP = 13
+API_SYNC_GROUP = 14
+API_DESCRIBE_GROUPS = 15
+API_LIST_GROUPS = 16
 API_API_VERSIONS = 18
+API_CREATE_TOPICS = 19
+API_DELETE_TOPICS = 20
+API_INIT_PRODUCER_ID = 22
+API_DESCRIBE_CONFIGS = 32
+API_DELETE_GROUPS = 42
+API_INCREMENTAL_ALTER_CONFIGS = 44
 
 NONE = 0
 OFFSET_OUT_OF_RANGE = 1
@@ -25,8 +47,15 @@ UNKNOWN_TOPIC_OR_PARTITION = 3
 MESSAGE_TOO_LARGE = 10
 UNSUPPORTED_VERSION = 35
 INVALID_REQUIRED_ACKS = 21
-UNSUPPORTED_COMPRESSION_TYPE = 76
+INVALID_REQUEST = 42
 POLICY_VIOLATION = 44
+UNSUPPORTED_COMPRESSION_TYPE = 76
+MEMBER_ID_REQUIRED = 79
+INVALID_RECORD = 87
+
+# Record batch attributes.
+COMPRESSION_GZIP = 1
+ATTR_CONTROL = 0x20
 
 
 # --- primitive encoders -------------------------------------------------------------------
@@ -65,17 +94,120 @@ def array(items: list[bytes]) -> bytes:
     return i32(len(items)) + b"".join(items)
 
 
-def varint(v: int) -> bytes:
-    """Zig-zag varint (records use signed varints)."""
-    z = (v << 1) ^ (v >> 63)
+def uvarint(v: int) -> bytes:
+    """Unsigned varint (flexible versions' lengths and tag counts)."""
     out = bytearray()
     while True:
-        if z & ~0x7F:
-            out.append((z & 0x7F) | 0x80)
-            z >>= 7
+        if v & ~0x7F:
+            out.append((v & 0x7F) | 0x80)
+            v >>= 7
         else:
-            out.append(z)
+            out.append(v)
             return bytes(out)
+
+
+def varint(v: int) -> bytes:
+    """Zig-zag varint (records use signed varints)."""
+    return uvarint(((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF)
+
+
+def compact_string(s: str | None) -> bytes:
+    if s is None:
+        return uvarint(0)
+    b = s.encode()
+    return uvarint(len(b) + 1) + b
+
+
+NO_TAGGED_FIELDS = uvarint(0)
+
+
+class Fields:
+    """A request body built field by field. Besides the bytes it remembers where every field
+    starts (`boundaries`) and which fields are lengths or counts (`lengths`: offset, width),
+    so a fuzzer can truncate at a field boundary or set a count to a huge value."""
+
+    def __init__(self):
+        self.parts: list[tuple[str, bytes]] = []  # (kind: "value" | "length", bytes)
+
+    def _add(self, kind: str, b: bytes) -> "Fields":
+        self.parts.append((kind, b))
+        return self
+
+    def i8(self, v: int) -> "Fields":
+        return self._add("value", i8(v))
+
+    def bool(self, v: bool) -> "Fields":
+        return self._add("value", i8(1 if v else 0))
+
+    def i16(self, v: int) -> "Fields":
+        return self._add("value", i16(v))
+
+    def i32(self, v: int) -> "Fields":
+        return self._add("value", i32(v))
+
+    def i64(self, v: int) -> "Fields":
+        return self._add("value", i64(v))
+
+    def string(self, s: str | None) -> "Fields":
+        self._add("length", string(s)[:2])
+        return self if s is None else self._add("value", s.encode())
+
+    def nbytes(self, b: bytes | None) -> "Fields":
+        self._add("length", nbytes(b)[:4])
+        return self if b is None else self._add("value", b)
+
+    def array(self, items: list["Fields"] | None) -> "Fields":
+        """An array of sub-bodies (None: the null array, count -1)."""
+        self._add("length", i32(-1 if items is None else len(items)))
+        for item in items or []:
+            self.parts += item.parts
+        return self
+
+    def i32_array(self, values: list[int]) -> "Fields":
+        return self.array([Fields().i32(v) for v in values])
+
+    def string_array(self, values: list[str] | None) -> "Fields":
+        return self.array(None if values is None else [Fields().string(v) for v in values])
+
+    def compact_string(self, s: str | None) -> "Fields":
+        self._add("length", uvarint(0 if s is None else len(s.encode()) + 1))
+        return self if s is None else self._add("value", s.encode())
+
+    def tagged_fields(self) -> "Fields":
+        return self._add("length", NO_TAGGED_FIELDS)
+
+    def __bytes__(self) -> bytes:
+        return b"".join(b for _, b in self.parts)
+
+    def boundaries(self) -> list[int]:
+        out, pos = [0], 0
+        for _, b in self.parts:
+            pos += len(b)
+            out.append(pos)
+        return out
+
+    def lengths(self) -> list[tuple[int, int]]:
+        out, pos = [], 0
+        for kind, b in self.parts:
+            if kind == "length":
+                out.append((pos, len(b)))
+            pos += len(b)
+        return out
+
+
+def is_flexible(api_key: int, version: int) -> bool:
+    """Whether a request uses header v2 and compact fields: of what the broker serves, only
+    ApiVersions v3+."""
+    return api_key == API_API_VERSIONS and version >= 3
+
+
+def request_frame(api_key: int, version: int, correlation_id: int, body: bytes, client_id: str = "sluice-e2e") -> bytes:
+    """A whole request frame: length prefix, header (v1, or v2 when flexible), body."""
+    header = i16(api_key) + i16(version) + i32(correlation_id) + string(client_id)
+    if is_flexible(api_key, version):
+        header += NO_TAGGED_FIELDS
+    msg = header + body
+    return i32(len(msg)) + msg
 
 
 # --- CRC-32C (Castagnoli), as record batches use --------------------------------------------
@@ -117,21 +249,48 @@ def record(offset_delta: int, key: bytes | None, value: bytes | None, timestamp_
 
 
 def record_batch(
-    values: list[bytes], key: bytes | None = None, timestamp_ms: int | None = None, corrupt_crc: bool = False
+    values: list[bytes],
+    key: bytes | None = None,
+    timestamp_ms: int | None = None,
+    corrupt_crc: bool = False,
+    compression: int = 0,
 ) -> bytes:
-    """An uncompressed magic-2 batch holding `values`, base offset 0."""
-    ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+    """A magic-2 batch holding `values`, base offset 0, uncompressed or gzip
+    (`compression=COMPRESSION_GZIP`)."""
     records = b"".join(record(i, key, v) for i, v in enumerate(values))
+    payload = gzip.compress(records) if compression == COMPRESSION_GZIP else records
+    assert compression in (0, COMPRESSION_GZIP), "test helper writes none or gzip only"
+    return batch_with_header(
+        payload,
+        records_count=len(values),
+        attributes=compression,
+        timestamp_ms=timestamp_ms,
+        corrupt_crc=corrupt_crc,
+    )
+
+
+def batch_with_header(
+    payload: bytes,
+    records_count: int,
+    last_offset_delta: int | None = None,
+    attributes: int = 0,
+    timestamp_ms: int | None = None,
+    corrupt_crc: bool = False,
+) -> bytes:
+    """A magic-2 batch around `payload` (the records section as sent: compressed when the
+    attributes say so) with whatever header counts the caller says, and a valid CRC unless
+    `corrupt_crc`. Lets a test lie about recordsCount or lastOffsetDelta."""
+    ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
     after_crc = (
-        i16(0)  # attributes: no compression, CreateTime
-        + i32(len(values) - 1)  # last offset delta
+        i16(attributes)  # compression codec in bits 0-2, CreateTime, control bit 0x20
+        + i32(records_count - 1 if last_offset_delta is None else last_offset_delta)
         + i64(ts)
         + i64(ts)
         + i64(-1)  # producer id
         + i16(-1)  # producer epoch
         + i32(-1)  # base sequence
-        + i32(len(values))
-        + records
+        + i32(records_count)
+        + payload
     )
     crc = crc32c(after_crc)
     if corrupt_crc:
@@ -185,6 +344,57 @@ def batch_compression_codecs(records_bytes: bytes) -> list[int]:
         codecs.append(struct.unpack_from(">h", records_bytes, pos + 21)[0] & 0x7)
         pos += 12 + batch_len
     return codecs
+
+
+# --- Produce and Fetch bodies (the other APIs: kafka_messages.py) -------------------------------
+
+
+def produce_body(
+    version: int, batches: dict[str, list[tuple[int, bytes]]], acks: int = -1, timeout_ms: int = 10_000
+) -> Fields:
+    """Produce v0-v8: topic -> [(partition, record batch bytes)]."""
+    f = Fields()
+    if version >= 3:
+        f.string(None)  # transactional id
+    f.i16(acks).i32(timeout_ms)
+    topics = []
+    for topic, parts in batches.items():
+        topics.append(Fields().string(topic).array([Fields().i32(p).nbytes(b) for p, b in parts]))
+    return f.array(topics)
+
+
+def fetch_body(
+    version: int,
+    partitions: list[tuple[str, int, int]],
+    max_wait_ms: int = 0,
+    min_bytes: int = 1,
+    max_bytes: int = 1 << 20,
+) -> Fields:
+    """Fetch v4-v11 of (topic, partition, offset) entries; consecutive entries of one topic
+    share a topic entry, so a repeated partition stays repeated."""
+    assert 4 <= version <= 11
+    f = Fields().i32(-1).i32(max_wait_ms).i32(min_bytes).i32(max_bytes).i8(0)
+    if version >= 7:
+        f.i32(0).i32(-1)  # no fetch session
+    grouped: list[tuple[str, list[Fields]]] = []
+    for topic, partition, offset in partitions:
+        part = Fields().i32(partition)
+        if version >= 9:
+            part.i32(-1)  # current leader epoch
+        part.i64(offset)
+        if version >= 5:
+            part.i64(-1)  # log start offset
+        part.i32(max_bytes)
+        if grouped and grouped[-1][0] == topic:
+            grouped[-1][1].append(part)
+        else:
+            grouped.append((topic, [part]))
+    f.array([Fields().string(t).array(parts) for t, parts in grouped])
+    if version >= 7:
+        f.array([])  # forgotten topics
+    if version >= 11:
+        f.string("")  # rack id
+    return f
 
 
 # --- response decoding -----------------------------------------------------------------------
@@ -247,6 +457,10 @@ class PartitionResult:
     base_offset: int = -1
     high_watermark: int = -1
     records: bytes | None = None
+    topic: str | None = None
+    # Produce v8+: (batch_index, message) of each record the broker refused, and the message.
+    record_errors: list[tuple[int, str | None]] = field(default_factory=list)
+    error_message: str | None = None
 
 
 @dataclass
@@ -265,7 +479,10 @@ class KafkaConnection:
     def __init__(self, bootstrap: str, timeout_s: float = 10.0):
         host, port = bootstrap.rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=timeout_s)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.correlation_id = 0
+        # When set, (min, max) seconds between the bytes of every request sent: a slow sender.
+        self.trickle_s: tuple[float, float] | None = None
 
     def close(self):
         self.sock.close()
@@ -277,14 +494,22 @@ class KafkaConnection:
         self.close()
 
     def send_raw(self, data: bytes):
-        self.sock.sendall(data)
+        if self.trickle_s is None:
+            self.sock.sendall(data)
+            return
+        for i in range(len(data)):
+            if i:
+                time.sleep(random.uniform(*self.trickle_s))  # pacing the sender, not waiting for state
+            self.sock.sendall(data[i : i + 1])
 
-    def send_request(self, api_key: int, api_version: int, body: bytes) -> int:
+    def send_request(self, api_key: int, api_version: int, body: bytes | Fields) -> int:
         self.correlation_id += 1
-        header = i16(api_key) + i16(api_version) + i32(self.correlation_id) + string("sluice-e2e")
-        msg = header + body
-        self.sock.sendall(i32(len(msg)) + msg)
+        self.send_raw(request_frame(api_key, api_version, self.correlation_id, bytes(body)))
         return self.correlation_id
+
+    def request(self, api_key: int, api_version: int, body: bytes | Fields) -> _Reader:
+        """Sends one request and returns the reader positioned after the correlation id."""
+        return self.recv_response(self.send_request(api_key, api_version, body))
 
     def _recv_exact(self, n: int) -> bytes:
         buf = bytearray()
@@ -337,18 +562,21 @@ class KafkaConnection:
         self, topic: str, partition: int, batch: bytes, version: int = 3, acks: int = -1, timeout_ms: int = 10_000
     ) -> int:
         """Sends Produce and returns the correlation id (with acks=0 no answer comes)."""
-        body = b""
-        if version >= 3:
-            body += string(None)  # transactional id
-        body += i16(acks) + i32(timeout_ms)
-        body += array([string(topic) + array([i32(partition) + nbytes(batch)])])
+        body = produce_body(version, {topic: [(partition, batch)]}, acks, timeout_ms)
         return self.send_request(API_PRODUCE, version, body)
 
     def produce(
         self, topic: str, partition: int, batch: bytes, version: int = 3, acks: int = -1, timeout_ms: int = 10_000
     ) -> PartitionResult:
-        cid = self.send_produce(topic, partition, batch, version, acks, timeout_ms)
-        r = self.recv_response(cid)
+        results = self.produce_many({topic: [(partition, batch)]}, version, acks, timeout_ms)
+        assert len(results) == 1, f"unexpected produce response shape {results}"
+        return results[0]
+
+    def produce_many(
+        self, batches: dict[str, list[tuple[int, bytes]]], version: int = 3, acks: int = -1, timeout_ms: int = 10_000
+    ) -> list[PartitionResult]:
+        """One Produce of several topics and partitions; one result per partition answered."""
+        r = self.request(API_PRODUCE, version, produce_body(version, batches, acks, timeout_ms))
 
         def part(x):
             p = PartitionResult(x.i32(), x.i16(), base_offset=x.i64())
@@ -356,11 +584,17 @@ class KafkaConnection:
                 x.i64()  # log append time
             if version >= 5:
                 x.i64()  # log start offset
+            if version >= 8:
+                p.record_errors = x.array(lambda y: (y.i32(), y.string()))
+                p.error_message = x.string()
             return p
 
-        topics = r.array(lambda x: (x.string(), x.array(part)))
-        assert len(topics) == 1 and len(topics[0][1]) == 1, f"unexpected produce response shape {topics}"
-        return topics[0][1][0]
+        out = []
+        for name, parts in r.array(lambda x: (x.string(), x.array(part))):
+            for p in parts:
+                p.topic = name
+                out.append(p)
+        return out
 
     def send_fetch(
         self,
@@ -372,21 +606,18 @@ class KafkaConnection:
         max_bytes: int = 1 << 20,
         version: int = 4,
     ) -> int:
-        """Sends Fetch v4 or v11 (v10+ may carry zstd) and returns the correlation id; read
-        the answer with `recv_fetch` and the same version."""
-        assert version in (4, 11)
-        body = i32(-1) + i32(max_wait_ms) + i32(min_bytes) + i32(max_bytes) + i8(0)
-        if version == 4:
-            part = i32(partition) + i64(offset) + i32(max_bytes)
-        else:
-            body += i32(0) + i32(-1)  # no fetch session
-            part = i32(partition) + i32(-1) + i64(offset) + i64(-1) + i32(max_bytes)
-        body += array([string(topic) + array([part])])
-        if version == 11:
-            body += array([]) + string("")  # forgotten topics, rack id
+        """Sends Fetch (v4-v11; v10+ may carry zstd) and returns the correlation id; read the
+        answer with `recv_fetch` and the same version."""
+        body = fetch_body(version, [(topic, partition, offset)], max_wait_ms, min_bytes, max_bytes)
         return self.send_request(API_FETCH, version, body)
 
     def recv_fetch(self, correlation_id: int, version: int = 4) -> PartitionResult:
+        results = self.recv_fetch_many(correlation_id, version)
+        assert len(results) == 1, f"unexpected fetch response shape {results}"
+        return results[0]
+
+    def recv_fetch_many(self, correlation_id: int, version: int) -> list[PartitionResult]:
+        """Every partition of a Fetch answer, in response order."""
         r = self.recv_response(correlation_id)
         r.i32()  # throttle time
         if version >= 7:
@@ -405,14 +636,22 @@ class KafkaConnection:
             p.records = x.nbytes()
             return p
 
-        topics = r.array(lambda x: (x.string(), x.array(part)))
-        assert len(topics) == 1 and len(topics[0][1]) == 1, f"unexpected fetch response shape {topics}"
-        return topics[0][1][0]
+        out = []
+        for name, parts in r.array(lambda x: (x.string(), x.array(part))):
+            for p in parts:
+                p.topic = name
+                out.append(p)
+        return out
 
     def fetch(self, topic: str, partition: int, offset: int, max_wait_ms: int = 0, version: int = 4) -> PartitionResult:
         return self.recv_fetch(
             self.send_fetch(topic, partition, offset, max_wait_ms=max_wait_ms, version=version), version
         )
+
+    def fetch_many(self, partitions: list[tuple[str, int, int]], version: int = 11) -> list[PartitionResult]:
+        """One Fetch of (topic, partition, offset) entries, repeated ones included."""
+        cid = self.send_request(API_FETCH, version, fetch_body(version, partitions))
+        return self.recv_fetch_many(cid, version)
 
     def metadata_topic_errors(self, topics: list[str]) -> dict[str, int]:
         """Metadata v1 for `topics`: topic name -> topic-level error code."""

@@ -1,0 +1,301 @@
+"""Request bodies for every API the broker serves, as `kafka_wire.Fields` (so the adversarial
+fuzzer knows their field boundaries), and decoders for the few answers the hostile-input
+tests read. Non-flexible versions only (the broker serves no other, except ApiVersions v3),
+field layouts from https://kafka.apache.org/protocol. Produce and Fetch bodies live in
+kafka_wire.py beside the connection that uses them.
+
+`sample_request(api_key, version, names)` is the fuzzer's catalog: one valid request per
+(api key, version), aimed at the scratch topic and group in `names` so mutations cannot
+touch the data the tests check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import kafka_wire as kw
+from kafka_wire import Fields, KafkaConnection
+
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+CONFIG_OP_SET = 0
+
+
+def list_offsets_body(version: int, partitions: list[tuple[str, int]], timestamp: int = -1) -> Fields:
+    """ListOffsets v1-v5 of (topic, partition) entries (consecutive ones of a topic share a
+    topic entry, so a repeated partition stays repeated); timestamp -1 latest, -2 earliest."""
+    f = Fields().i32(-1)  # replica id
+    if version >= 2:
+        f.i8(0)  # isolation level
+    grouped: list[tuple[str, list[Fields]]] = []
+    for topic, partition in partitions:
+        part = Fields().i32(partition)
+        if version >= 4:
+            part.i32(-1)  # current leader epoch
+        part.i64(timestamp)
+        if grouped and grouped[-1][0] == topic:
+            grouped[-1][1].append(part)
+        else:
+            grouped.append((topic, [part]))
+    return f.array([Fields().string(t).array(parts) for t, parts in grouped])
+
+
+def list_offsets(
+    conn: KafkaConnection, partitions: list[tuple[str, int]], timestamp: int = -1, version: int = 1
+) -> list[tuple[str, int, int, int]]:
+    """(topic, partition, error, offset) of every answered entry, in response order."""
+    r = conn.request(kw.API_LIST_OFFSETS, version, list_offsets_body(version, partitions, timestamp))
+    if version >= 2:
+        r.i32()  # throttle time
+
+    def part(x):
+        partition, error, _ts, offset = x.i32(), x.i16(), x.i64(), x.i64()
+        if version >= 4:
+            x.i32()  # leader epoch
+        return partition, error, offset
+
+    out = []
+    for name, parts in r.array(lambda x: (x.string(), x.array(part))):
+        out += [(name, p, e, o) for p, e, o in parts]
+    return out
+
+
+def metadata_body(version: int, topics: list[str] | None) -> Fields:
+    f = Fields()
+    if version == 0:
+        f.string_array(topics or [])
+    else:
+        f.string_array(topics)
+    if version >= 4:
+        f.bool(True)  # allow auto topic creation
+    if version >= 8:
+        f.bool(False).bool(False)  # include cluster / topic authorized operations
+    return f
+
+
+def create_topics_body(version: int, topics: list[tuple[str, int]], validate_only: bool = False) -> Fields:
+    items = [
+        Fields().string(name).i32(partitions).i16(1).array([]).array([]) for name, partitions in topics
+    ]  # replication factor 1, no assignments, no configs
+    f = Fields().array(items).i32(30_000)
+    if version >= 1:
+        f.bool(validate_only)
+    return f
+
+
+def create_topics(
+    conn: KafkaConnection, topics: list[tuple[str, int]], version: int = 2
+) -> dict[str, tuple[int, str | None]]:
+    """topic -> (error code, error message) of a CreateTopics (v1-v4)."""
+    assert 1 <= version <= 4
+    r = conn.request(kw.API_CREATE_TOPICS, version, create_topics_body(version, topics))
+    if version >= 2:
+        r.i32()  # throttle time
+    return dict(r.array(lambda x: (x.string(), (x.i16(), x.string()))))
+
+
+def delete_topics_body(topics: list[str]) -> Fields:
+    return Fields().string_array(topics).i32(30_000)
+
+
+def describe_configs_body(version: int, resources: list[tuple[int, str]], documentation: bool = False) -> Fields:
+    """Every config key (null key list) of each resource."""
+    items = [Fields().i8(kind).string(name).string_array(None) for kind, name in resources]
+    f = Fields().array(items)
+    if version >= 1:
+        f.bool(False)  # include synonyms
+    if version >= 3:
+        f.bool(documentation)
+    return f
+
+
+@dataclass
+class ConfigResult:
+    error_code: int
+    error_message: str | None
+    resource_type: int
+    resource_name: str
+    configs: dict[str, str | None]
+
+
+def describe_configs(
+    conn: KafkaConnection, resources: list[tuple[int, str]], version: int = 1, documentation: bool = False
+) -> list[ConfigResult]:
+    r = conn.request(kw.API_DESCRIBE_CONFIGS, version, describe_configs_body(version, resources, documentation))
+    r.i32()  # throttle time
+
+    def config(x):
+        name, value = x.string(), x.string()
+        x.i8()  # read only
+        x.i8()  # is default (v0) / config source (v1+)
+        x.i8()  # is sensitive
+        if version >= 1:
+            x.array(lambda y: (y.string(), y.string(), y.i8()))  # synonyms
+        if version >= 3:
+            x.i8()  # config type
+            x.string()  # documentation
+        return name, value
+
+    def result(x):
+        error, message, kind, name = x.i16(), x.string(), x.i8(), x.string()
+        return ConfigResult(error, message, kind, name, dict(x.array(config)))
+
+    return r.array(result)
+
+
+def incremental_alter_configs_body(topic: str, configs: list[tuple[str, str]]) -> Fields:
+    ops = [Fields().string(k).i8(CONFIG_OP_SET).string(v) for k, v in configs]
+    return Fields().array([Fields().i8(RESOURCE_TOPIC).string(topic).array(ops)]).bool(False)
+
+
+def find_coordinator_body(version: int, key: str) -> Fields:
+    f = Fields().string(key)
+    return f.i8(0) if version >= 1 else f  # key type: group
+
+
+def join_group_body(
+    version: int,
+    group: str,
+    member_id: str = "",
+    session_timeout_ms: int = 10_000,
+    rebalance_timeout_ms: int = 10_000,
+    protocols: list[tuple[str, bytes]] | None = None,
+) -> Fields:
+    f = Fields().string(group).i32(session_timeout_ms)
+    if version >= 1:
+        f.i32(rebalance_timeout_ms)
+    f.string(member_id)
+    if version >= 5:
+        f.string(None)  # group instance id
+    f.string("consumer")
+    protocols = protocols if protocols is not None else [("range", consumer_subscription(["t"]))]
+    return f.array([Fields().string(name).nbytes(meta) for name, meta in protocols])
+
+
+def consumer_subscription(topics: list[str]) -> bytes:
+    """ConsumerProtocolSubscription v0: version, topics, user data."""
+    return kw.i16(0) + kw.array([kw.string(t) for t in topics]) + kw.nbytes(None)
+
+
+@dataclass
+class JoinResult:
+    error_code: int
+    generation_id: int
+    protocol_name: str | None
+    leader: str | None
+    member_id: str | None
+    members: list[str]
+
+
+def join_group(conn: KafkaConnection, group: str, member_id: str = "", version: int = 4, **kwargs) -> JoinResult:
+    r = conn.request(kw.API_JOIN_GROUP, version, join_group_body(version, group, member_id, **kwargs))
+    if version >= 2:
+        r.i32()  # throttle time
+    error, generation, protocol, leader, member = r.i16(), r.i32(), r.string(), r.string(), r.string()
+
+    def member_entry(x):
+        mid = x.string()
+        if version >= 5:
+            x.string()  # group instance id
+        x.nbytes()  # metadata
+        return mid
+
+    return JoinResult(error, generation, protocol, leader, member, r.array(member_entry))
+
+
+def sync_group_body(
+    version: int, group: str, generation: int, member_id: str, assignments: list[tuple[str, bytes]]
+) -> Fields:
+    f = Fields().string(group).i32(generation).string(member_id)
+    if version >= 3:
+        f.string(None)
+    return f.array([Fields().string(m).nbytes(a) for m, a in assignments])
+
+
+def heartbeat_body(version: int, group: str, generation: int, member_id: str) -> Fields:
+    f = Fields().string(group).i32(generation).string(member_id)
+    return f.string(None) if version >= 3 else f
+
+
+def leave_group_body(version: int, group: str, member_id: str) -> Fields:
+    if version >= 3:
+        return Fields().string(group).array([Fields().string(member_id).string(None)])
+    return Fields().string(group).string(member_id)
+
+
+def offset_commit_body(version: int, group: str, topic: str, offsets: list[tuple[int, int]]) -> Fields:
+    assert 2 <= version <= 7
+    f = Fields().string(group).i32(-1).string("")  # generation -1, no member: a simple commit
+    if version >= 7:
+        f.string(None)
+    if version <= 4:
+        f.i64(-1)  # retention time
+    parts = []
+    for partition, offset in offsets:
+        part = Fields().i32(partition).i64(offset)
+        if version >= 6:
+            part.i32(-1)  # committed leader epoch
+        parts.append(part.string("fuzz"))
+    return f.array([Fields().string(topic).array(parts)])
+
+
+def offset_fetch_body(group: str, topic: str, partitions: list[int]) -> Fields:
+    return Fields().string(group).array([Fields().string(topic).i32_array(partitions)])
+
+
+def describe_groups_body(version: int, groups: list[str]) -> Fields:
+    f = Fields().string_array(groups)
+    return f.bool(False) if version >= 3 else f
+
+
+def init_producer_id_body() -> Fields:
+    return Fields().string(None).i32(60_000)
+
+
+def api_versions_body(version: int) -> Fields:
+    if version >= 3:
+        return Fields().compact_string("sluice-e2e").compact_string("1.0").tagged_fields()
+    return Fields()
+
+
+@dataclass
+class FuzzNames:
+    """What the fuzzer's requests name: a scratch topic (existing, with data), a topic for
+    DeleteTopics to delete, and a group. None of them holds data another test checks."""
+
+    topic: str
+    doomed_topic: str
+    group: str
+
+
+def sample_request(api_key: int, version: int, n: FuzzNames, unique: str) -> Fields:
+    """One valid request body of `api_key` at `version` (`unique` keeps JoinGroup from
+    joining an earlier send's group). Unknown APIs get an empty body; a version
+    the catalog cannot encode gets the nearest layout it can."""
+    batch = kw.record_batch([b"fuzz-a", b"fuzz-b"], timestamp_ms=0)
+    builders = {
+        kw.API_PRODUCE: lambda: kw.produce_body(version, {n.topic: [(0, batch)]}),
+        kw.API_FETCH: lambda: kw.fetch_body(min(max(version, 4), 11), [(n.topic, 0, 0)]),
+        kw.API_LIST_OFFSETS: lambda: list_offsets_body(max(version, 1), [(n.topic, 0)]),
+        kw.API_METADATA: lambda: metadata_body(version, [n.topic]),
+        kw.API_OFFSET_COMMIT: lambda: offset_commit_body(min(max(version, 2), 7), n.group, n.topic, [(0, 1)]),
+        kw.API_OFFSET_FETCH: lambda: offset_fetch_body(n.group, n.topic, [0]),
+        kw.API_FIND_COORDINATOR: lambda: find_coordinator_body(version, n.group),
+        # A fresh group per send: a join never waits on another send's member.
+        kw.API_JOIN_GROUP: lambda: join_group_body(version, f"{n.group}-{unique}", session_timeout_ms=6_000),
+        kw.API_HEARTBEAT: lambda: heartbeat_body(version, n.group, 1, "no-such-member"),
+        kw.API_LEAVE_GROUP: lambda: leave_group_body(version, n.group, "no-such-member"),
+        kw.API_SYNC_GROUP: lambda: sync_group_body(version, n.group, 1, "no-such-member", [("m", b"\0\0")]),
+        kw.API_DESCRIBE_GROUPS: lambda: describe_groups_body(version, [n.group]),
+        kw.API_LIST_GROUPS: Fields,
+        kw.API_API_VERSIONS: lambda: api_versions_body(version),
+        # The existing scratch topic (TOPIC_ALREADY_EXISTS), and validate_only where the
+        # version has it: a mutated partition count must not create a 4,097-partition topic.
+        kw.API_CREATE_TOPICS: lambda: create_topics_body(version, [(n.topic, 1)], validate_only=True),
+        kw.API_DELETE_TOPICS: lambda: delete_topics_body([n.doomed_topic]),
+        kw.API_INIT_PRODUCER_ID: init_producer_id_body,
+        kw.API_DESCRIBE_CONFIGS: lambda: describe_configs_body(version, [(RESOURCE_TOPIC, n.topic)]),
+        kw.API_DELETE_GROUPS: lambda: Fields().string_array([f"{n.group}-gone"]),
+        kw.API_INCREMENTAL_ALTER_CONFIGS: lambda: incremental_alter_configs_body(n.topic, [("retention.ms", "-1")]),
+    }
+    return builders.get(api_key, Fields)()
