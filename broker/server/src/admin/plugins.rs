@@ -154,6 +154,12 @@ fn registry_error(e: RegistryError) -> ApiError {
         RegistryError::NotFound(_) => (StatusCode::NOT_FOUND, "NOT_FOUND"),
         RegistryError::InUse { .. } => (StatusCode::CONFLICT, "PLUGIN_IN_USE"),
         RegistryError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "PLUGIN_TOO_LARGE"),
+        RegistryError::OverLimit(_) | RegistryError::CompileTimeout { .. } => {
+            (StatusCode::BAD_REQUEST, "PLUGIN_OVER_LIMIT")
+        }
+        RegistryError::CompileBusy { .. } => {
+            (StatusCode::SERVICE_UNAVAILABLE, "PLUGIN_COMPILE_BUSY")
+        }
         RegistryError::Io { .. } | RegistryError::Watch(_) | RegistryError::Engine(_) => {
             (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL")
         }
