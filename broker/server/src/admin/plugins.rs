@@ -65,7 +65,7 @@ struct PluginDescription {
 #[derive(Debug, Serialize)]
 struct StatsView {
     calls: u64,
-    /// Failed calls by kind (timeout, memory, trap, guest, contract, instantiate, params).
+    /// Failed calls by kind (timeout, memory, trap, guest, contract, instantiate, params, busy).
     errors: BTreeMap<&'static str, u64>,
     /// Sum of call latencies, in microseconds (mean = sum / calls).
     latency_sum_us: u64,
