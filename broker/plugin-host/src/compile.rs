@@ -1,12 +1,18 @@
 //! From uploaded bytes to a ready-to-instantiate plugin version:
-//! size check, core module -> component (`wit-component`), compile (or load
-//! the compiled artifact from the disk cache), kind detection, and linking
-//! once (`instantiate_pre`), which rejects any import we do not provide.
+//! size check, core module -> component (`wit-component`), the shape check
+//! against the per-component and compile limits (`check.rs`), compile (or
+//! load the compiled artifact from the disk cache) on its own thread under
+//! `PLUGIN_COMPILE_TIMEOUT_MS` and at most `PLUGIN_COMPILES_CONCURRENT_MAX`
+//! at once, kind detection, and linking once (`instantiate_pre`), which
+//! rejects any import we do not provide.
 
 use std::collections::hash_map::DefaultHasher;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
@@ -17,6 +23,7 @@ use crate::bindings::transform::TransformPre;
 use crate::bindings::{FILTER_EXPORT, PARTITIONER_EXPORT, TRANSFORM_EXPORT};
 use crate::engine::PluginEngine;
 use crate::error::RegistryError;
+use crate::limits;
 use crate::state::HostState;
 
 /// What a plugin does, told by the interface its component exports.
@@ -125,6 +132,7 @@ pub fn load(
     cache_dir: Option<&Path>,
 ) -> Result<PluginVersion, RegistryError> {
     let sha256 = hex(&Sha256::digest(component_bytes));
+    crate::check::check_component(component_bytes)?;
     let component = compile_cached(engine, component_bytes, &sha256, cache_dir)?;
     let (kind, wit_version) = detect_kind(engine, &component)?;
     let pre = engine
@@ -159,8 +167,9 @@ fn compile_cached(
     cache_dir: Option<&Path>,
 ) -> Result<Component, RegistryError> {
     let Some(dir) = cache_dir else {
-        return Component::new(&engine.engine, bytes)
-            .map_err(|e| RegistryError::Invalid(format!("{e:#}")));
+        let wasmtime = engine.engine.clone();
+        return compile_bounded(engine, bytes, move |bytes| Component::new(&wasmtime, bytes))
+            .and_then(|compiled| compiled.map_err(loaded));
     };
     let mut hasher = DefaultHasher::new();
     engine
@@ -174,20 +183,118 @@ fn compile_cached(
         // the engine's compatibility hash; wasmtime checks the header too.
         match unsafe { Component::deserialize_file(&engine.engine, &path) } {
             Ok(component) => return Ok(component),
+            Err(e) if is_pool_limit(&e) => return Err(loaded(e)),
             Err(e) => {
                 tracing::warn!(path = %path.display(), "ignoring unusable compile cache entry: {e:#}")
             }
         }
     }
-    let compiled = engine
-        .engine
-        .precompile_component(bytes)
-        .map_err(|e| RegistryError::Invalid(format!("{e:#}")))?;
+    let wasmtime = engine.engine.clone();
+    let compiled = compile_bounded(engine, bytes, move |bytes| {
+        wasmtime.precompile_component(bytes)
+    })?
+    .map_err(|e| RegistryError::Invalid(format!("{e:#}")))?;
+    // SAFETY: `compiled` was just produced by this engine.
+    let component = unsafe { Component::deserialize(&engine.engine, &compiled) }.map_err(loaded)?;
     std::fs::create_dir_all(dir).map_err(RegistryError::io(dir))?;
     crate::registry::write_atomically(&path, &compiled)?;
-    // SAFETY: `compiled` was just produced by this engine.
-    unsafe { Component::deserialize(&engine.engine, &compiled) }
-        .map_err(|e| RegistryError::Invalid(format!("{e:#}")))
+    Ok(component)
+}
+
+/// A compiled component that wasmtime would not load: over a pooling allocator limit
+/// (checked when a component is loaded, so at install), or otherwise invalid.
+fn loaded(e: wasmtime::Error) -> RegistryError {
+    if is_pool_limit(&e) {
+        RegistryError::OverLimit(format!(
+            "{e:#} (the per-component PLUGIN_* limits in docs/plugins.md)"
+        ))
+    } else {
+        RegistryError::Invalid(format!("{e:#}"))
+    }
+}
+
+fn is_pool_limit(e: &wasmtime::Error) -> bool {
+    let message = format!("{e:#}");
+    message.contains("pooling allocator") || message.contains("exceeds the")
+}
+
+/// Compiles running now; at most `PLUGIN_COMPILES_CONCURRENT_MAX`. A compile past its
+/// timeout keeps its slot until its thread finishes.
+#[derive(Debug, Default)]
+pub(crate) struct CompileSlots {
+    running: Mutex<u32>,
+    freed: Condvar,
+}
+
+/// One running compile; frees its slot when dropped (by the compile thread, at its end).
+struct CompileSlot(Arc<CompileSlots>);
+
+impl CompileSlots {
+    fn acquire(self: &Arc<Self>, deadline: Instant) -> Option<CompileSlot> {
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        while *running >= limits::PLUGIN_COMPILES_CONCURRENT_MAX {
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            running = self
+                .freed
+                .wait_timeout(running, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        *running += 1;
+        Some(CompileSlot(Arc::clone(self)))
+    }
+}
+
+impl Drop for CompileSlot {
+    fn drop(&mut self) {
+        *self
+            .0
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) -= 1;
+        self.0.freed.notify_one();
+    }
+}
+
+/// Runs `compile` on its own thread, waiting for a compile slot and then for the result
+/// until the compile timeout (both within one deadline). Past it the caller gets
+/// [`RegistryError::CompileTimeout`]; the thread cannot be stopped and finishes in the
+/// background, holding its slot, and its result is dropped.
+fn compile_bounded<T: Send + 'static>(
+    engine: &PluginEngine,
+    bytes: &[u8],
+    compile: impl FnOnce(&[u8]) -> T + Send + 'static,
+) -> Result<T, RegistryError> {
+    let timeout_ms = engine.config.compile_timeout_ms;
+    let deadline = Instant::now() + Duration::from_millis(timeout_ms);
+    let slot = engine
+        .compiles
+        .acquire(deadline)
+        .ok_or(RegistryError::CompileBusy {
+            max: limits::PLUGIN_COMPILES_CONCURRENT_MAX,
+            timeout_ms,
+        })?;
+    let (tx, rx) = mpsc::sync_channel(1);
+    let bytes = bytes.to_vec();
+    std::thread::Builder::new()
+        .name("plugin-compile".into())
+        .spawn(move || {
+            let result = compile(&bytes);
+            // The receiver is gone if the install timed out.
+            let _ = tx.send(result);
+            drop(slot);
+        })
+        .map_err(|e| RegistryError::Engine(format!("cannot start a compile thread: {e}")))?;
+    rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        .map_err(|e| match e {
+            mpsc::RecvTimeoutError::Timeout => RegistryError::CompileTimeout { timeout_ms },
+            mpsc::RecvTimeoutError::Disconnected => {
+                RegistryError::Invalid("the compiler panicked on this component".into())
+            }
+        })
 }
 
 fn detect_kind(

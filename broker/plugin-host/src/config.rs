@@ -15,6 +15,13 @@ pub struct PluginConfig {
     pub memory_bytes_max: u64,
     /// `plugin.module.bytes.max`
     pub module_bytes_max: u64,
+    /// Wall-clock budget of one compile (not a broker key: the default is
+    /// `PLUGIN_COMPILE_TIMEOUT_MS_DEFAULT`; tests lower it).
+    pub compile_timeout_ms: u64,
+    /// One plugin's share of the instance pool (not a broker key: the
+    /// default is `PLUGIN_INSTANCES_PER_PLUGIN_MAX`, also the most it may be;
+    /// tests lower it).
+    pub instances_per_plugin_max: u32,
 }
 
 impl PluginConfig {
@@ -25,6 +32,8 @@ impl PluginConfig {
             call_timeout_ms: limits::PLUGIN_CALL_TIMEOUT_MS_DEFAULT,
             memory_bytes_max: limits::PLUGIN_MEMORY_BYTES_MAX_DEFAULT,
             module_bytes_max: limits::PLUGIN_MODULE_BYTES_MAX_DEFAULT,
+            compile_timeout_ms: limits::PLUGIN_COMPILE_TIMEOUT_MS_DEFAULT,
+            instances_per_plugin_max: limits::PLUGIN_INSTANCES_PER_PLUGIN_MAX,
         }
     }
 
@@ -46,6 +55,18 @@ impl PluginConfig {
         }
         if self.module_bytes_max == 0 {
             return Err("plugin.module.bytes.max must be above 0".into());
+        }
+        if self.compile_timeout_ms == 0 {
+            return Err("the plugin compile timeout must be above 0 ms".into());
+        }
+        if self.instances_per_plugin_max == 0
+            || self.instances_per_plugin_max > limits::PLUGIN_INSTANCES_PER_PLUGIN_MAX
+        {
+            return Err(format!(
+                "instances per plugin = {} must be between 1 and PLUGIN_INSTANCES_PER_PLUGIN_MAX = {}",
+                self.instances_per_plugin_max,
+                limits::PLUGIN_INSTANCES_PER_PLUGIN_MAX
+            ));
         }
         Ok(())
     }

@@ -14,6 +14,7 @@ use crate::bindings::partitioner::Partitioner;
 use crate::config::PluginConfig;
 use crate::error::RegistryError;
 use crate::limits;
+use crate::share::Budget;
 use crate::state::HostState;
 
 /// The engine, its linker, and the epoch ticker that makes deadlines work.
@@ -22,6 +23,10 @@ pub struct PluginEngine {
     pub(crate) engine: Engine,
     pub(crate) linker: Arc<Linker<HostState>>,
     pub(crate) config: Arc<PluginConfig>,
+    /// Instances of every plugin held now, and each plugin's share.
+    pub(crate) budget: Arc<Budget>,
+    /// Compiles running now, at most `PLUGIN_COMPILES_CONCURRENT_MAX`.
+    pub(crate) compiles: Arc<crate::compile::CompileSlots>,
     /// Stops the ticker thread when the last clone is dropped.
     _ticker: Arc<Ticker>,
 }
@@ -48,6 +53,8 @@ impl PluginEngine {
         Ok(Self {
             engine,
             linker: Arc::new(linker),
+            budget: Budget::new(config.instances_per_plugin_max),
+            compiles: Arc::default(),
             config: Arc::new(config),
             _ticker: ticker,
         })
@@ -59,11 +66,25 @@ impl PluginEngine {
 }
 
 fn wasmtime_config(config: &PluginConfig) -> Config {
+    use limits::{
+        PLUGIN_COMPONENT_INSTANCE_BYTES_MAX, PLUGIN_CORE_INSTANCE_BYTES_MAX,
+        PLUGIN_CORE_INSTANCES_PER_COMPONENT_MAX, PLUGIN_INSTANCES_MAX,
+        PLUGIN_MEMORIES_PER_COMPONENT_MAX, PLUGIN_MEMORIES_PER_MODULE_MAX,
+        PLUGIN_TABLE_ELEMENTS_MAX, PLUGIN_TABLES_PER_COMPONENT_MAX, PLUGIN_TABLES_PER_MODULE_MAX,
+    };
     let mut pool = PoolingAllocationConfig::default();
-    pool.total_component_instances(limits::PLUGIN_INSTANCES_MAX)
-        .total_core_instances(limits::PLUGIN_INSTANCES_MAX * limits::CORE_INSTANCES_PER_PLUGIN)
-        .total_memories(limits::PLUGIN_INSTANCES_MAX)
-        .total_tables(limits::PLUGIN_INSTANCES_MAX * 2)
+    pool.total_component_instances(PLUGIN_INSTANCES_MAX)
+        .total_core_instances(PLUGIN_INSTANCES_MAX * PLUGIN_CORE_INSTANCES_PER_COMPONENT_MAX)
+        .total_memories(PLUGIN_INSTANCES_MAX * PLUGIN_MEMORIES_PER_COMPONENT_MAX)
+        .total_tables(PLUGIN_INSTANCES_MAX * PLUGIN_TABLES_PER_COMPONENT_MAX)
+        .max_core_instances_per_component(PLUGIN_CORE_INSTANCES_PER_COMPONENT_MAX)
+        .max_memories_per_component(PLUGIN_MEMORIES_PER_COMPONENT_MAX)
+        .max_tables_per_component(PLUGIN_TABLES_PER_COMPONENT_MAX)
+        .max_memories_per_module(PLUGIN_MEMORIES_PER_MODULE_MAX)
+        .max_tables_per_module(PLUGIN_TABLES_PER_MODULE_MAX)
+        .table_elements(PLUGIN_TABLE_ELEMENTS_MAX as usize)
+        .max_core_instance_size(PLUGIN_CORE_INSTANCE_BYTES_MAX)
+        .max_component_instance_size(PLUGIN_COMPONENT_INSTANCE_BYTES_MAX)
         .max_memory_size(config.memory_bytes_max as usize);
     let mut c = Config::new();
     c.wasm_component_model(true)

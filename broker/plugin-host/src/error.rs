@@ -29,6 +29,21 @@ pub enum CallError {
     Contract { plugin: String, message: String },
     #[error("cannot instantiate plugin `{plugin}`: {message}")]
     Instantiate { plugin: String, message: String },
+    /// Every instance of the plugin's share of the pool is in a call; the caller waited
+    /// `waited_ms` for one. Other plugins are not affected; retry later.
+    #[error(
+        "plugin `{plugin}` is busy: all of its PLUGIN_INSTANCES_PER_PLUGIN_MAX = {max} instances are in calls (waited {waited_ms} ms for one)"
+    )]
+    Busy {
+        plugin: String,
+        max: u32,
+        waited_ms: u64,
+    },
+    /// Every instance of the whole pool is in a call (no idle one left to drop).
+    #[error(
+        "no instance for plugin `{plugin}`: all PLUGIN_INSTANCES_MAX = {max} plugin instances are in calls"
+    )]
+    PoolFull { plugin: String, max: u32 },
 }
 
 /// A failed registry operation (install, delete, look-up, load).
@@ -44,6 +59,18 @@ pub enum RegistryError {
     Componentize(String),
     #[error("invalid component: {0}")]
     Invalid(String),
+    /// The component is over one of the per-component or compile limits of `limits.rs`;
+    /// the message names the limit and its value.
+    #[error("plugin refused: {0}")]
+    OverLimit(String),
+    #[error(
+        "compiling the plugin took longer than plugin compile timeout = {timeout_ms} ms (PLUGIN_COMPILE_TIMEOUT_MS); the install is abandoned"
+    )]
+    CompileTimeout { timeout_ms: u64 },
+    #[error(
+        "PLUGIN_COMPILES_CONCURRENT_MAX = {max} plugin compiles are already running; none finished within {timeout_ms} ms, retry later"
+    )]
+    CompileBusy { max: u32, timeout_ms: u64 },
     #[error("the component exports none of {expected}: it is not a sluice:plugin@0.1 plugin")]
     UnknownKind { expected: String },
     #[error(

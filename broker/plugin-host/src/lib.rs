@@ -9,7 +9,7 @@
 //!   `plugin.call.timeout.ms`, `plugin.memory.bytes.max`,
 //!   `plugin.module.bytes.max`).
 //! - [`error`]: [`CallError`] (a call failed: timeout, memory, trap, guest
-//!   error, broken contract; the instance is discarded) and
+//!   error, broken contract, no instance to be had; the instance is discarded) and
 //!   [`RegistryError`] (managing plugins failed).
 //! - `bindings`: `component::bindgen!` on the WIT, one module per world.
 //! - `engine`: [`PluginEngine`], one wasmtime `Engine` (Cranelift,
@@ -18,10 +18,15 @@
 //!   so no filesystem, network, clock or randomness.
 //! - `state`: each `Store`'s data: the `ResourceLimiter` that traps a
 //!   memory growth past `plugin.memory.bytes.max`, and the rate-limited log.
+//! - `check`: the install-time shape check of a component against the
+//!   per-component limits (core instances, memories, tables, table
+//!   elements) and the compile limits (functions, body bytes, locals,
+//!   segments), before anything is compiled.
 //! - `compile`: bytes -> [`PluginVersion`]: size check, core module ->
-//!   component with `wit-component`, compile or load from the disk cache
-//!   (`<plugin.dir>/.cache/<sha256>-<engine hash>.cwasm`), tell the
-//!   [`PluginKind`] from the exported interface, link once (`*Pre`).
+//!   component with `wit-component`, the shape check, compile on its own
+//!   thread under a timeout and a bound on concurrent compiles, or load
+//!   from the disk cache (`<plugin.dir>/.cache/<sha256>-<engine hash>.cwasm`),
+//!   tell the [`PluginKind`] from the exported interface, link once (`*Pre`).
 //! - `batch`: [`ColumnarBatch`], the WIT `record-batch` built from records;
 //!   `columns`: reading one back ([`RecordView`]s), selecting records, and
 //!   the shape check on batches a plugin returns.
@@ -29,12 +34,18 @@
 //!   limits, instantiation and `init`, the deadline armed per call, errors
 //!   typed into [`CallError`]s.
 //! - `partitioner`: [`PartitionerInstance`] (one `Store`, deadline and
-//!   limits on every call) and the shareable [`Partitioner`] handle.
+//!   limits on every call).
 //! - `filter`, `transform`: [`FilterInstance`], [`TransformInstance`], the
 //!   same discipline for the fetch-time kinds; a transform's output is
 //!   checked and given its input records' offsets and timestamps.
-//! - `pool`: the shareable [`Filter`] and [`Transform`] handles (idle
-//!   instances reused across calls, hot reload followed).
+//! - `share`: the instance pool's accounting: at most `PLUGIN_INSTANCES_MAX`
+//!   instances of all plugins, each plugin's share of them (live + idle,
+//!   across all its handles), its idle instances (bounded, dropped under
+//!   pressure), and [`CallError::Busy`] for a caller whose plugin's share
+//!   is all in calls.
+//! - `pool`: the shareable [`Partitioner`], [`Filter`] and [`Transform`]
+//!   handles, one mechanism for every kind: a call checks an instance out
+//!   of the plugin's share, hot reload followed.
 //! - `view`: [`View`], a chain of [`Stage`]s with a [`FailurePolicy`]
 //!   (`fail` or `skip`): what a consumer's fetch runs through.
 //! - `registry`: [`Registry`], owner of the plugin directory: install,
@@ -89,6 +100,7 @@ pub mod limits;
 mod batch;
 mod bindings;
 mod call;
+mod check;
 mod columns;
 mod compile;
 mod engine;
@@ -96,6 +108,7 @@ mod filter;
 mod partitioner;
 mod pool;
 mod registry;
+mod share;
 mod state;
 mod stats;
 mod transform;
@@ -109,9 +122,10 @@ pub use config::PluginConfig;
 pub use engine::PluginEngine;
 pub use error::{CallError, RegistryError};
 pub use filter::FilterInstance;
-pub use partitioner::{Partitioner, PartitionerInstance};
-pub use pool::{Filter, Transform};
+pub use partitioner::PartitionerInstance;
+pub use pool::{Filter, Partitioner, Transform};
 pub use registry::{LoadFailures, PluginInfo, PluginSlot, Registry};
+pub use share::InstanceCounts;
 pub use stats::{CALL_LATENCY_BUCKETS_US, CallErrorKind, PluginStats};
 pub use transform::TransformInstance;
 pub use view::{FailurePolicy, Stage, StageOutput, Step, View, ViewOutput, ViewStats, apply_with};

@@ -19,19 +19,81 @@ pub const PLUGIN_MODULE_BYTES_MAX_DEFAULT: u64 = 16 * 1024 * 1024;
 /// call is stopped between `timeout` and `timeout + 2 ticks`.
 pub const EPOCH_TICK_MS: u64 = 5;
 
-/// Plugin instances alive at once across all plugins (the pooling
-/// allocator reserves address space for this many up front).
+/// Plugin instances alive at once across all plugins, live (in a call) or
+/// idle (kept for reuse). The pooling allocator reserves address space for
+/// this many up front.
 pub const PLUGIN_INSTANCES_MAX: u32 = 256;
 
-/// Core instances per plugin instance: the plugin's module plus the shim and
-/// fixup modules `wit-component` adds for imports that need its memory.
-pub const CORE_INSTANCES_PER_PLUGIN: u32 = 4;
+/// One plugin's share of the pool: its live + idle instances, across every
+/// handle (topic, view) of it. An eighth of the pool, so seven other
+/// plugins at their share still leave room; what one plugin's callers do
+/// (300 topics naming it, a flood of produces) never takes more.
+pub const PLUGIN_INSTANCES_PER_PLUGIN_MAX: u32 = 32;
 
-/// Idle instances kept per handle (partitioner, filter, transform) for
-/// reuse (a fresh instance's first call is 1.5-2x slower than a warm
-/// one's). Idle instances hold pool slots: 64 handles at 4 each fill the
-/// pool.
-pub const IDLE_INSTANCES_PER_HANDLE_MAX: usize = 4;
+/// Idle instances kept per plugin, across its handles, for reuse (a fresh
+/// instance's first call is 1.5-2x slower than a warm one's). Past it the
+/// least recently used is dropped; idle instances of any plugin are also
+/// dropped when the whole pool is full and a call needs a slot.
+pub const PLUGIN_IDLE_INSTANCES_PER_PLUGIN_MAX: u32 = 8;
+
+/// How long a call waits for an instance when its plugin's share is all in
+/// calls, in ms; then it fails with `CallError::Busy`. Calls last at most
+/// `plugin.call.timeout.ms`, so a short burst is absorbed, a flood is not.
+pub const PLUGIN_INSTANCE_WAIT_MS: u64 = 50;
+
+// Per component (one plugin instance), applied by the pooling allocator and
+// checked at install, so an oversized plugin is refused when it is
+// deployed, not when it is first called. Our plugins (plugins/, built by
+// sdk/build-plugins.sh) need at most 3 core instances (the module, the shim
+// and fixup modules wit-component adds for an import that needs memory), 1
+// memory, 2 tables (the module's and the shim's) and 208 table elements
+// (regex-filter, the largest).
+
+/// Core module instances per component.
+pub const PLUGIN_CORE_INSTANCES_PER_COMPONENT_MAX: u32 = 4;
+/// Linear memories defined per component, and per core module.
+pub const PLUGIN_MEMORIES_PER_COMPONENT_MAX: u32 = 1;
+pub const PLUGIN_MEMORIES_PER_MODULE_MAX: u32 = 1;
+/// Tables defined per component, and per core module.
+pub const PLUGIN_TABLES_PER_COMPONENT_MAX: u32 = 2;
+pub const PLUGIN_TABLES_PER_MODULE_MAX: u32 = 1;
+/// Elements of one table (its initial size must fit; growth stops here).
+pub const PLUGIN_TABLE_ELEMENTS_MAX: u32 = 4096;
+/// Runtime bookkeeping (`VMContext`) of one core instance, in bytes; it
+/// grows with a module's functions, globals and imports.
+pub const PLUGIN_CORE_INSTANCE_BYTES_MAX: usize = 256 * 1024;
+/// Runtime bookkeeping of one component instance and its core instances,
+/// in bytes.
+pub const PLUGIN_COMPONENT_INSTANCE_BYTES_MAX: usize = 512 * 1024;
+
+// Compilation: Cranelift's time and memory grow with the number of
+// functions and, worse than linearly, with the size of one function and its
+// locals. These are checked (wasmparser, no compiling) before compiling.
+
+/// Functions defined per core module. regex-filter, the largest of ours,
+/// has 646; real dependencies (serde_json, regex) add thousands.
+pub const PLUGIN_FUNCTIONS_PER_MODULE_MAX: u32 = 10_000;
+/// Bytes of one function body. The largest in our plugins is 21 KB.
+pub const PLUGIN_FUNCTION_BODY_BYTES_MAX: u32 = 256 * 1024;
+/// Locals of one function (ours: at most 49; wasmparser's own cap is 50,000).
+pub const PLUGIN_LOCALS_PER_FUNCTION_MAX: u32 = 1024;
+/// Data and element segments per core module (ours: at most 2 and 1).
+pub const PLUGIN_DATA_SEGMENTS_PER_MODULE_MAX: u32 = 256;
+pub const PLUGIN_ELEMENT_SEGMENTS_PER_MODULE_MAX: u32 = 256;
+/// Core modules and nested components in one component.
+pub const PLUGIN_MODULES_PER_COMPONENT_MAX: u32 = 8;
+
+/// Wall-clock budget of compiling one plugin, in ms. The compile runs on
+/// its own thread; past this the install fails, and the thread finishes
+/// in the background (Cranelift cannot be interrupted), still holding its
+/// compile slot. regex-filter (535 KB) took 31 s in a debug build on a
+/// loaded 2-core machine, murmur2 3 s; an optimized broker is ~10x faster.
+pub const PLUGIN_COMPILE_TIMEOUT_MS_DEFAULT: u64 = 120_000;
+
+/// Compiles running at once (installs, reloads, start-up loads); each can
+/// use a core and hundreds of MB. An install waits for a slot within its
+/// compile timeout.
+pub const PLUGIN_COMPILES_CONCURRENT_MAX: u32 = 2;
 
 /// Log messages a plugin may emit per call; the rest are counted and
 /// dropped, so a plugin cannot flood the broker's log.
@@ -47,6 +109,12 @@ pub const PLUGIN_NAME_BYTES_MAX: usize = 64;
 pub const PARAMS_MAX: usize = 64;
 pub const PARAM_BYTES_MAX: usize = 4096;
 
-const _: () = assert!(IDLE_INSTANCES_PER_HANDLE_MAX as u32 * 16 <= PLUGIN_INSTANCES_MAX);
+const _: () = assert!(PLUGIN_INSTANCES_PER_PLUGIN_MAX * 8 <= PLUGIN_INSTANCES_MAX);
+const _: () = assert!(PLUGIN_IDLE_INSTANCES_PER_PLUGIN_MAX < PLUGIN_INSTANCES_PER_PLUGIN_MAX);
+const _: () = assert!(PLUGIN_INSTANCE_WAIT_MS <= PLUGIN_CALL_TIMEOUT_MS_DEFAULT);
+const _: () = assert!(PLUGIN_MEMORIES_PER_MODULE_MAX <= PLUGIN_MEMORIES_PER_COMPONENT_MAX);
+const _: () = assert!(PLUGIN_TABLES_PER_MODULE_MAX <= PLUGIN_TABLES_PER_COMPONENT_MAX);
+const _: () = assert!(PLUGIN_CORE_INSTANCE_BYTES_MAX <= PLUGIN_COMPONENT_INSTANCE_BYTES_MAX);
+const _: () = assert!(PLUGIN_COMPILES_CONCURRENT_MAX >= 1);
 const _: () = assert!(EPOCH_TICK_MS > 0 && EPOCH_TICK_MS <= PLUGIN_CALL_TIMEOUT_MS_DEFAULT);
 const _: () = assert!(PLUGIN_MODULE_BYTES_MAX_DEFAULT <= PLUGIN_MEMORY_BYTES_MAX_DEFAULT * 4);

@@ -1,8 +1,8 @@
 //! Partitioner calls: one instance (own `Store`) per concurrent caller,
-//! with a wall-clock deadline and a memory limit on every call, and a
-//! shareable [`Partitioner`] handle that follows hot reloads.
+//! with a wall-clock deadline and a memory limit on every call. The
+//! shareable handle, [`crate::Partitioner`], is in `pool.rs`.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::batch::ColumnarBatch;
 use crate::bindings::partitioner::Partitioner as Bindings;
@@ -10,11 +10,9 @@ use crate::call::Instance;
 use crate::compile::PluginVersion;
 use crate::engine::PluginEngine;
 use crate::error::CallError;
-use crate::limits;
-use crate::registry::PluginSlot;
 
 /// One live instance of one partitioner version, initialised with its
-/// parameters. Not shared: callers check one out of a [`Partitioner`].
+/// parameters. Not shared: callers check one out of a [`crate::Partitioner`].
 #[derive(Debug)]
 pub struct PartitionerInstance(Instance<Bindings>);
 
@@ -72,105 +70,5 @@ impl PartitionerInstance {
             )));
         }
         Ok(partitions)
-    }
-}
-
-/// A partitioner as a topic uses it: a plugin name and its parameters.
-/// Cheap to share across connections (`Arc` it); each call checks out an
-/// idle instance of the current version (or makes one), so calls in flight
-/// finish on the version they started with while new calls pick up a hot
-/// reload. Holding a handle marks the plugin in use for the registry.
-pub struct Partitioner {
-    slot: Arc<PluginSlot>,
-    engine: PluginEngine,
-    params: Vec<(String, String)>,
-    idle: Mutex<Vec<PartitionerInstance>>,
-}
-
-impl std::fmt::Debug for Partitioner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Partitioner")
-            .field("plugin", &self.slot.name())
-            .field("params", &self.params)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Partitioner {
-    /// Make the handle and one instance, so bad parameters fail here (at
-    /// topic configuration) rather than on the first produce.
-    pub(crate) fn new(
-        slot: Arc<PluginSlot>,
-        engine: PluginEngine,
-        params: Vec<(String, String)>,
-    ) -> Result<Self, CallError> {
-        let first = PartitionerInstance::new(&engine, slot.current(), &params)?;
-        Ok(Self {
-            slot,
-            engine,
-            params,
-            idle: Mutex::new(vec![first]),
-        })
-    }
-
-    /// The plugin's name.
-    pub fn plugin(&self) -> &str {
-        self.slot.name()
-    }
-
-    /// One partition per record of `batch`, each below `partition_count`.
-    ///
-    /// # Errors
-    /// See [`CallError`]. The failed instance is discarded; the handle
-    /// stays usable and the next call gets a fresh instance.
-    pub fn partition(
-        &self,
-        batch: &ColumnarBatch,
-        partition_count: u32,
-    ) -> Result<Vec<u32>, CallError> {
-        let started = std::time::Instant::now();
-        let result = self.partition_uncounted(batch, partition_count);
-        self.slot.stats().record(started, &result);
-        result
-    }
-
-    fn partition_uncounted(
-        &self,
-        batch: &ColumnarBatch,
-        partition_count: u32,
-    ) -> Result<Vec<u32>, CallError> {
-        let current = self.slot.current();
-        let mut instance = match self.checkout(&current) {
-            Some(instance) => instance,
-            None => PartitionerInstance::new(&self.engine, current, &self.params)?,
-        };
-        let result = instance.partition(batch, partition_count);
-        if result.is_ok() {
-            self.checkin(instance);
-        }
-        result
-    }
-
-    fn checkout(&self, current: &Arc<PluginVersion>) -> Option<PartitionerInstance> {
-        let mut idle = self
-            .idle
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        // Instances of a replaced version are dropped as they are found.
-        idle.retain(|i| Arc::ptr_eq(i.version(), current));
-        idle.pop()
-    }
-
-    fn checkin(&self, instance: PartitionerInstance) {
-        if !Arc::ptr_eq(instance.version(), &self.slot.current()) {
-            return;
-        }
-        let mut idle = self
-            .idle
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if idle.len() < limits::IDLE_INSTANCES_PER_HANDLE_MAX {
-            idle.push(instance);
-        }
     }
 }

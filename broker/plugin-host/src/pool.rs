@@ -1,12 +1,13 @@
-//! Shareable, pooled handles for the fetch-time kinds: [`Filter`] and
-//! [`Transform`]. Like [`crate::Partitioner`]: cheap to share (`Arc` it,
-//! one per view and partition, or per view), each call checks out an idle
-//! instance of the plugin's current version or makes one, a failed
-//! instance is discarded, a good one goes back to the pool. So a steady
-//! consumer pays instantiation once, calls in flight finish on the version
-//! they started with, and new calls pick up a hot reload.
+//! Shareable, pooled handles for every kind: [`Partitioner`], [`Filter`] and
+//! [`Transform`]. Cheap to share (`Arc` it, one per topic, per view and partition, or per
+//! view); each call checks out an idle instance of the plugin's current version made with
+//! the handle's parameters, or makes one, under the plugin's [`crate::share::Share`] of the
+//! instance pool. A failed instance is discarded, a good one goes back to the plugin's idle
+//! instances (shared by all of its handles, bounded per plugin). So a steady caller pays
+//! instantiation once, calls in flight finish on the version they started with, new calls
+//! pick up a hot reload, and many handles of one plugin hold no more than its share.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::batch::ColumnarBatch;
@@ -14,12 +15,13 @@ use crate::compile::PluginVersion;
 use crate::engine::PluginEngine;
 use crate::error::CallError;
 use crate::filter::FilterInstance;
-use crate::limits;
+use crate::partitioner::PartitionerInstance;
 use crate::registry::PluginSlot;
+use crate::share::Checkout;
 use crate::transform::TransformInstance;
 
 /// What the pool needs of an instance.
-pub(crate) trait Pooled: Sized {
+pub(crate) trait Pooled: Sized + Send + 'static {
     fn create(
         engine: &PluginEngine,
         version: Arc<PluginVersion>,
@@ -29,6 +31,19 @@ pub(crate) trait Pooled: Sized {
 }
 
 impl Pooled for FilterInstance {
+    fn create(
+        engine: &PluginEngine,
+        version: Arc<PluginVersion>,
+        params: &[(String, String)],
+    ) -> Result<Self, CallError> {
+        Self::new(engine, version, params)
+    }
+    fn version(&self) -> &Arc<PluginVersion> {
+        self.version()
+    }
+}
+
+impl Pooled for PartitionerInstance {
     fn create(
         engine: &PluginEngine,
         version: Arc<PluginVersion>,
@@ -54,79 +69,71 @@ impl Pooled for TransformInstance {
     }
 }
 
-/// A plugin name, its parameters and the idle instances of it. Holding
-/// one marks the plugin in use for the registry.
+/// A plugin name and its parameters; its instances are in the plugin's share. Holding one
+/// marks the plugin in use for the registry.
 pub(crate) struct Pool<I> {
     slot: Arc<PluginSlot>,
     engine: PluginEngine,
     params: Vec<(String, String)>,
-    idle: Mutex<Vec<I>>,
+    _kind: std::marker::PhantomData<fn() -> I>,
 }
 
 impl<I: Pooled> Pool<I> {
-    /// Make one instance now, so bad parameters fail at configuration
-    /// time rather than on the first fetch.
+    /// Make one instance now (never reusing an idle one), so bad parameters fail at
+    /// configuration time rather than on the first call; it then goes idle.
     pub(crate) fn new(
         slot: Arc<PluginSlot>,
         engine: PluginEngine,
         params: Vec<(String, String)>,
     ) -> Result<Self, CallError> {
-        let first = I::create(&engine, slot.current(), &params)?;
-        Ok(Self {
+        let pool = Self {
             slot,
             engine,
             params,
-            idle: Mutex::new(vec![first]),
-        })
+            _kind: std::marker::PhantomData,
+        };
+        pool.run(false, |_| Ok(()))?;
+        Ok(pool)
     }
 
     /// Run `f` on an instance of the current version; keep the instance
     /// only if `f` succeeded. Counted in the plugin's stats.
     fn call<T>(&self, f: impl FnOnce(&mut I) -> Result<T, CallError>) -> Result<T, CallError> {
         let started = Instant::now();
-        let result = self.call_uncounted(f);
+        let result = self.run(true, f);
         self.slot.stats().record(started, &result);
         result
     }
 
-    fn call_uncounted<T>(
+    fn run<T>(
         &self,
+        reuse: bool,
         f: impl FnOnce(&mut I) -> Result<T, CallError>,
     ) -> Result<T, CallError> {
         let current = self.slot.current();
-        let mut instance = match self.checkout(&current) {
-            Some(instance) => instance,
-            None => I::create(&self.engine, current, &self.params)?,
+        let share = self.slot.share();
+        let (mut instance, lease) = match share.checkout::<I>(&current, &self.params, reuse)? {
+            Checkout::Idle(instance, lease) => (instance, lease),
+            // A failed instantiation drops the lease after the half-made instance.
+            Checkout::New(lease) => (I::create(&self.engine, current, &self.params)?, lease),
         };
         let result = f(&mut instance);
-        if result.is_ok() {
-            self.checkin(instance);
+        let version = Arc::clone(instance.version());
+        if result.is_ok() && Arc::ptr_eq(&version, &self.slot.current()) {
+            share.checkin(version, &self.params, instance, lease);
+        } else {
+            // The instance first: its slot is free before the lease says so.
+            drop(instance);
+            drop(lease);
         }
         result
     }
 
-    fn checkout(&self, current: &Arc<PluginVersion>) -> Option<I> {
-        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        // Instances of a replaced version are dropped as they are found.
-        idle.retain(|i| Arc::ptr_eq(i.version(), current));
-        idle.pop()
-    }
-
-    fn checkin(&self, instance: I) {
-        if !Arc::ptr_eq(instance.version(), &self.slot.current()) {
-            return;
-        }
-        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        if idle.len() < limits::IDLE_INSTANCES_PER_HANDLE_MAX {
-            idle.push(instance);
-        }
-    }
-
+    /// Idle instances of the current version with this handle's parameters.
     fn idle_count(&self) -> usize {
-        self.idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        self.slot
+            .share()
+            .idle_with(&self.slot.current(), &self.params)
     }
 }
 
@@ -136,6 +143,42 @@ impl<I> std::fmt::Debug for Pool<I> {
             .field("plugin", &self.slot.name())
             .field("params", &self.params)
             .finish_non_exhaustive()
+    }
+}
+
+/// A partitioner as a topic uses it: a plugin name and its parameters. Make it with
+/// [`crate::Registry::partitioner`]. Holding one marks the plugin in use for the registry.
+#[derive(Debug)]
+pub struct Partitioner {
+    pool: Pool<PartitionerInstance>,
+}
+
+impl Partitioner {
+    pub(crate) fn new(pool: Pool<PartitionerInstance>) -> Self {
+        Self { pool }
+    }
+
+    /// The plugin's name.
+    pub fn plugin(&self) -> &str {
+        self.pool.slot.name()
+    }
+
+    /// One partition per record of `batch`, each below `partition_count`.
+    ///
+    /// # Errors
+    /// See [`CallError`]. The failed instance is discarded; the handle
+    /// stays usable and the next call gets a fresh instance.
+    pub fn partition(
+        &self,
+        batch: &ColumnarBatch,
+        partition_count: u32,
+    ) -> Result<Vec<u32>, CallError> {
+        self.pool.call(|i| i.partition(batch, partition_count))
+    }
+
+    /// Idle instances ready for the next call (for tests and metrics).
+    pub fn idle_instances(&self) -> usize {
+        self.pool.idle_count()
     }
 }
 

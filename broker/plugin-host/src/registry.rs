@@ -14,8 +14,8 @@ use crate::config::PluginConfig;
 use crate::engine::PluginEngine;
 use crate::error::RegistryError;
 use crate::limits;
-use crate::partitioner::Partitioner;
-use crate::pool::{Filter, Pool, Transform};
+use crate::pool::{Filter, Partitioner, Pool, Transform};
+use crate::share::{InstanceCounts, Share};
 use crate::stats::{CallStats, PluginStats};
 
 /// The current version of one plugin name. Handles hold the slot, so a
@@ -26,6 +26,8 @@ pub struct PluginSlot {
     current: ArcSwap<PluginVersion>,
     /// Calls through every handle of this name, across version swaps.
     stats: CallStats,
+    /// This plugin's part of the instance pool: its live and idle instances.
+    share: Arc<Share>,
 }
 
 impl PluginSlot {
@@ -35,6 +37,10 @@ impl PluginSlot {
 
     pub(crate) fn stats(&self) -> &CallStats {
         &self.stats
+    }
+
+    pub(crate) fn share(&self) -> &Arc<Share> {
+        &self.share
     }
 
     /// The version new calls use.
@@ -153,6 +159,7 @@ impl Registry {
                 name: name.clone(),
                 current: ArcSwap::new(Arc::clone(&version)),
                 stats: CallStats::default(),
+                share: self.engine.budget.share(&name),
             })
         });
         slot.current.store(version);
@@ -199,6 +206,16 @@ impl Registry {
             .values()
             .map(|slot| slot.stats.snapshot(&slot.name, slot.current().kind))
             .collect()
+    }
+
+    /// Live and idle instances of one plugin, across its handles.
+    pub fn instances(&self, name: &str) -> Option<InstanceCounts> {
+        self.slot(name).map(|slot| slot.share.counts())
+    }
+
+    /// Instances of every plugin, live or idle (at most `PLUGIN_INSTANCES_MAX`).
+    pub fn instances_total(&self) -> u32 {
+        self.engine.budget.total()
     }
 
     /// Call statistics of one plugin.
@@ -348,11 +365,11 @@ impl Registry {
                 actual: kind.as_str(),
             });
         }
-        Ok(Partitioner::new(
+        Ok(Partitioner::new(Pool::new(
             slot,
             self.engine.clone(),
             params.to_vec(),
-        )?)
+        )?))
     }
 }
 

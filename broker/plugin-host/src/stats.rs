@@ -35,11 +35,13 @@ pub enum CallErrorKind {
     Instantiate,
     /// `init` rejected the parameters.
     Params,
+    /// No instance to be had: the plugin's share, or the whole pool, was in calls.
+    Busy,
 }
 
 impl CallErrorKind {
     /// Every kind, in the order snapshots list them.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::Timeout,
         Self::Memory,
         Self::Trap,
@@ -47,10 +49,11 @@ impl CallErrorKind {
         Self::Contract,
         Self::Instantiate,
         Self::Params,
+        Self::Busy,
     ];
 
     /// The label value: `timeout`, `memory`, `trap`, `guest`, `contract`, `instantiate`,
-    /// `params`.
+    /// `params`, `busy`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Timeout => "timeout",
@@ -60,6 +63,7 @@ impl CallErrorKind {
             Self::Contract => "contract",
             Self::Instantiate => "instantiate",
             Self::Params => "params",
+            Self::Busy => "busy",
         }
     }
 
@@ -79,6 +83,7 @@ impl CallError {
             Self::Contract { .. } => CallErrorKind::Contract,
             Self::Instantiate { .. } => CallErrorKind::Instantiate,
             Self::InvalidParams { .. } => CallErrorKind::Params,
+            Self::Busy { .. } | Self::PoolFull { .. } => CallErrorKind::Busy,
         }
     }
 }

@@ -212,12 +212,15 @@ fn config_error(plugin: &str, e: RegistryError) -> KafkaError {
 }
 
 /// A failed partitioner call on produce, as the partition's error: POLICY_VIOLATION
-/// (non-retriable: the same batch would fail the same way) with the plugin's error.
+/// (non-retriable: the same batch would fail the same way) with the plugin's error, except
+/// when no instance was to be had (the plugin's share of the pool was in calls):
+/// REQUEST_TIMED_OUT, which clients retry.
 pub fn call_error(topic: &str, e: &CallError) -> KafkaError {
-    KafkaError::new(
-        ResponseError::PolicyViolation,
-        format!("topic {topic}: partitioner {e}"),
-    )
+    let code = match e {
+        CallError::Busy { .. } | CallError::PoolFull { .. } => ResponseError::RequestTimedOut,
+        _ => ResponseError::PolicyViolation,
+    };
+    KafkaError::new(code, format!("topic {topic}: partitioner {e}"))
 }
 
 #[cfg(test)]
@@ -236,6 +239,27 @@ mod tests {
         assert!(parse_params("").unwrap().is_empty());
         assert!(parse_params("novalue").is_err());
         assert!(parse_params("=v").is_err());
+    }
+
+    #[test]
+    fn a_busy_partitioner_is_retriable_and_a_failing_one_is_not() {
+        let busy = CallError::Busy {
+            plugin: "murmur2".into(),
+            max: 32,
+            waited_ms: 50,
+        };
+        let e = call_error("t", &busy);
+        assert_eq!(e.code, ResponseError::RequestTimedOut);
+        assert!(
+            e.message.contains("PLUGIN_INSTANCES_PER_PLUGIN_MAX = 32"),
+            "{}",
+            e.message
+        );
+        let trap = CallError::Trap {
+            plugin: "murmur2".into(),
+            message: "unreachable".into(),
+        };
+        assert_eq!(call_error("t", &trap).code, ResponseError::PolicyViolation);
     }
 
     #[test]

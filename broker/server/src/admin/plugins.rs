@@ -65,7 +65,7 @@ struct PluginDescription {
 #[derive(Debug, Serialize)]
 struct StatsView {
     calls: u64,
-    /// Failed calls by kind (timeout, memory, trap, guest, contract, instantiate, params).
+    /// Failed calls by kind (timeout, memory, trap, guest, contract, instantiate, params, busy).
     errors: BTreeMap<&'static str, u64>,
     /// Sum of call latencies, in microseconds (mean = sum / calls).
     latency_sum_us: u64,
@@ -154,6 +154,12 @@ fn registry_error(e: RegistryError) -> ApiError {
         RegistryError::NotFound(_) => (StatusCode::NOT_FOUND, "NOT_FOUND"),
         RegistryError::InUse { .. } => (StatusCode::CONFLICT, "PLUGIN_IN_USE"),
         RegistryError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "PLUGIN_TOO_LARGE"),
+        RegistryError::OverLimit(_) | RegistryError::CompileTimeout { .. } => {
+            (StatusCode::BAD_REQUEST, "PLUGIN_OVER_LIMIT")
+        }
+        RegistryError::CompileBusy { .. } => {
+            (StatusCode::SERVICE_UNAVAILABLE, "PLUGIN_COMPILE_BUSY")
+        }
         RegistryError::Io { .. } | RegistryError::Watch(_) | RegistryError::Engine(_) => {
             (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL")
         }

@@ -159,7 +159,7 @@ fn plugin_metrics(out: &mut String, plugins: &[PluginStats]) {
         out,
         "sluice_plugin_errors_total",
         "counter",
-        "Failed plugin calls by kind: timeout, memory, trap, guest, contract, instantiate, params.",
+        "Failed plugin calls by kind: timeout, memory, trap, guest, contract, instantiate, params, busy.",
     );
     for p in plugins {
         for (kind, n) in &p.errors {
