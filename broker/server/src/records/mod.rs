@@ -119,7 +119,7 @@ pub fn decode<'a>(
             return Err(bad("record length does not match its fields"));
         }
         let timestamp = header.base_timestamp.saturating_add(ts_delta);
-        let offset = header.base_offset + i64::from(offset_delta);
+        let offset = header.base_offset.saturating_add(i64::from(offset_delta));
         columns.push(offset, timestamp, key, value, &headers);
         spans.push(Span {
             body,
