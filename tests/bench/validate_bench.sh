@@ -22,6 +22,8 @@ RECORDS="${RECORDS:-2000000}"
 CODECS="${CODECS:-none gzip snappy lz4 zstd}"
 A="${SLUICE_A:?set SLUICE_A to the baseline broker binary}"
 B="${SLUICE_B:?set SLUICE_B to the broker binary under test}"
+# The broker refuses unknown SLUICE_* variables: keep ours out of its environment.
+unset SLUICE_A SLUICE_B
 
 # produce_codec TOPIC CODEC -> "msgs_per_s cpu_us_per_record sys_us_per_record"
 produce_codec() {
