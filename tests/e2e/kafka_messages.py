@@ -224,15 +224,17 @@ def leave_group_body(version: int, group: str, member_id: str) -> Fields:
 
 
 def offset_commit_body(version: int, group: str, topic: str, offsets: list[tuple[int, int]]) -> Fields:
-    assert 2 <= version <= 7
+    assert 1 <= version <= 7
     f = Fields().string(group).i32(-1).string("")  # generation -1, no member: a simple commit
     if version >= 7:
         f.string(None)
-    if version <= 4:
+    if 2 <= version <= 4:
         f.i64(-1)  # retention time
     parts = []
     for partition, offset in offsets:
         part = Fields().i32(partition).i64(offset)
+        if version == 1:
+            part.i64(-1)  # commit timestamp (v1 only)
         if version >= 6:
             part.i32(-1)  # committed leader epoch
         parts.append(part.string("fuzz"))
@@ -278,7 +280,7 @@ def sample_request(api_key: int, version: int, n: FuzzNames, unique: str) -> Fie
         kw.API_FETCH: lambda: kw.fetch_body(min(max(version, 4), 11), [(n.topic, 0, 0)]),
         kw.API_LIST_OFFSETS: lambda: list_offsets_body(max(version, 1), [(n.topic, 0)]),
         kw.API_METADATA: lambda: metadata_body(version, [n.topic]),
-        kw.API_OFFSET_COMMIT: lambda: offset_commit_body(min(max(version, 2), 7), n.group, n.topic, [(0, 1)]),
+        kw.API_OFFSET_COMMIT: lambda: offset_commit_body(min(max(version, 1), 7), n.group, n.topic, [(0, 1)]),
         kw.API_OFFSET_FETCH: lambda: offset_fetch_body(n.group, n.topic, [0]),
         kw.API_FIND_COORDINATOR: lambda: find_coordinator_body(version, n.group),
         # A fresh group per send: a join never waits on another send's member.

@@ -24,7 +24,8 @@ from conftest import sluice_bin, wait_until
 from kafka_wire import KafkaConnection
 
 DEADLINE_S = 30.0
-SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$")
+# Label values are quoted and may hold any character (`}` too), with `\\`, `\"` and `\n` escaped.
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})? (\S+)$')
 
 
 def http(broker, method: str, path: str, body: dict | None = None, token: str | None = None):
