@@ -93,6 +93,8 @@ mod columns;
 mod compile;
 mod engine;
 mod filter;
+#[doc(hidden)]
+pub mod fuzz;
 mod partitioner;
 mod pool;
 mod registry;
