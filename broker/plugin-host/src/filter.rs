@@ -51,15 +51,20 @@ impl FilterInstance {
             b.sluice_plugin_filter_api()
                 .call_filter(store, &batch.columns)
         })?;
-        if bitmap.len() != batch.len().div_ceil(8) {
-            return Err(self.0.contract(format!(
-                "a keep bitmap of {} bytes for {} records",
-                bitmap.len(),
-                batch.len()
-            )));
-        }
-        Ok((0..batch.len())
-            .map(|i| bitmap[i / 8] >> (i % 8) & 1 == 1)
-            .collect())
+        keep_mask(&bitmap, batch.len()).map_err(|message| self.0.contract(message))
     }
+}
+
+/// The keep flags of a filter's answer: one bit per record, checked to be exactly as long as
+/// the batch needs (the guest's answer is untrusted).
+pub(crate) fn keep_mask(bitmap: &[u8], records: usize) -> Result<Vec<bool>, String> {
+    if bitmap.len() != records.div_ceil(8) {
+        return Err(format!(
+            "a keep bitmap of {} bytes for {records} records",
+            bitmap.len()
+        ));
+    }
+    Ok((0..records)
+        .map(|i| bitmap[i / 8] >> (i % 8) & 1 == 1)
+        .collect())
 }

@@ -105,6 +105,8 @@ mod columns;
 mod compile;
 mod engine;
 mod filter;
+#[doc(hidden)]
+pub mod fuzz;
 mod partitioner;
 mod pool;
 mod registry;

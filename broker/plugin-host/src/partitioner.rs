@@ -56,19 +56,29 @@ impl PartitionerInstance {
             b.sluice_plugin_partitioner_api()
                 .call_partition(store, &batch.columns, partition_count)
         })?;
-        // The SDK checks this too; the host does not trust the guest.
-        if partitions.len() != batch.len() {
-            return Err(self.0.contract(format!(
-                "{} partitions for {} records",
-                partitions.len(),
-                batch.len()
-            )));
-        }
-        if let Some(p) = partitions.iter().find(|&&p| p >= partition_count) {
-            return Err(self.0.contract(format!(
-                "partition {p} out of range for {partition_count} partitions"
-            )));
-        }
+        check_partitions(&partitions, batch.len(), partition_count)
+            .map_err(|message| self.0.contract(message))?;
         Ok(partitions)
     }
+}
+
+/// A partitioner's answer names one partition in range per record. The SDK checks this too;
+/// the host does not trust the guest.
+pub(crate) fn check_partitions(
+    partitions: &[u32],
+    records: usize,
+    partition_count: u32,
+) -> Result<(), String> {
+    if partitions.len() != records {
+        return Err(format!(
+            "{} partitions for {records} records",
+            partitions.len()
+        ));
+    }
+    if let Some(p) = partitions.iter().find(|&&p| p >= partition_count) {
+        return Err(format!(
+            "partition {p} out of range for {partition_count} partitions"
+        ));
+    }
+    Ok(())
 }

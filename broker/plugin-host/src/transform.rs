@@ -68,7 +68,7 @@ impl TransformInstance {
 /// record its input record's offset and timestamp. The output's `offsets`
 /// are input record indices (what the SDK's `Output` writes), strictly
 /// increasing: a fetch cannot return two records at one offset.
-fn place(input: &ColumnarBatch, output: RecordBatch) -> Result<ColumnarBatch, String> {
+pub(crate) fn place(input: &ColumnarBatch, output: RecordBatch) -> Result<ColumnarBatch, String> {
     let mut output = ColumnarBatch::from_guest(output)?;
     let mut previous: Option<i64> = None;
     for i in 0..output.len() {

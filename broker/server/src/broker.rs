@@ -101,16 +101,36 @@ pub struct Partition {
     pub(crate) sync: SyncCoordinator,
 }
 
+/// `topics/<topic>/topic.json`.
 #[derive(Debug, Serialize, Deserialize)]
-struct TopicFile {
-    name: String,
-    partitions: i32,
-    configs: TopicOverrides,
+pub(crate) struct TopicFile {
+    pub(crate) name: String,
+    pub(crate) partitions: i32,
+    pub(crate) configs: TopicOverrides,
 }
 
+impl TopicFile {
+    /// Parses a topic.json and checks what `create_topic` checked before writing it (the
+    /// name, the partition count), so a damaged file fails the start with its path instead
+    /// of opening a partition count nobody asked for.
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
+        let meta: Self = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        validate_topic_name(&meta.name).map_err(|e| e.message)?;
+        if !(1..=limits::PARTITIONS_PER_TOPIC_MAX).contains(&meta.partitions) {
+            return Err(format!(
+                "{} partitions is outside 1..={} (PARTITIONS_PER_TOPIC_MAX)",
+                meta.partitions,
+                limits::PARTITIONS_PER_TOPIC_MAX
+            ));
+        }
+        Ok(meta)
+    }
+}
+
+/// `<data.dir>/cluster.json`.
 #[derive(Debug, Serialize, Deserialize)]
-struct ClusterFile {
-    cluster_id: String,
+pub(crate) struct ClusterFile {
+    pub(crate) cluster_id: String,
 }
 
 /// Wall-clock milliseconds since the Unix epoch.
@@ -237,7 +257,7 @@ impl Broker {
             }
             let text = std::fs::read_to_string(&file)
                 .map_err(ServerError::io(format!("reading {}", file.display())))?;
-            let meta: TopicFile = serde_json::from_str(&text).map_err(|e| ServerError::Io {
+            let meta = TopicFile::parse(&text).map_err(|e| ServerError::Io {
                 context: format!("parsing {}", file.display()),
                 source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
             })?;

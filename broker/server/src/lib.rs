@@ -57,6 +57,8 @@ mod codec;
 pub mod config;
 pub mod connection;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod group;
 mod group_commit;
 mod handler;

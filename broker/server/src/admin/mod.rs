@@ -14,7 +14,7 @@
 mod groups;
 mod plugins;
 mod prometheus;
-mod topics;
+pub(crate) mod topics;
 mod views;
 
 use std::future::Future;

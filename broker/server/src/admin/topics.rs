@@ -46,12 +46,12 @@ pub struct PartitionView {
 /// The body of `POST /v1/topics`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct CreateTopic {
-    name: String,
+pub(crate) struct CreateTopic {
+    pub(crate) name: String,
     /// Defaults to `num.partitions`.
-    partitions: Option<i32>,
+    pub(crate) partitions: Option<i32>,
     #[serde(default)]
-    configs: TopicOverrides,
+    pub(crate) configs: TopicOverrides,
 }
 
 async fn list(State(state): State<AdminState>) -> Result<Response, ApiError> {
@@ -102,11 +102,11 @@ async fn create(
 /// The body of `PATCH /v1/topics/{name}`: overrides to set and to drop.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct AlterTopic {
+pub(crate) struct AlterTopic {
     #[serde(default)]
-    set: TopicOverrides,
+    pub(crate) set: TopicOverrides,
     #[serde(default)]
-    delete: Vec<String>,
+    pub(crate) delete: Vec<String>,
 }
 
 async fn alter(

@@ -17,7 +17,7 @@
 //! writer task touches the offsets log, and it appends batches in the order they were handed
 //! out. A commit is answered after its append (fsynced when `sluice.acks.all.fsync`).
 
-mod offsets_log;
+pub(crate) mod offsets_log;
 mod task;
 mod writer;
 

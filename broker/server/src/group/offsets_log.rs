@@ -262,22 +262,10 @@ fn read_all(log: &Log) -> Result<Vec<OffsetRecord>, ServerError> {
         let bytes = slice
             .read_to_vec()
             .map_err(ServerError::io("reading the offsets log"))?;
-        let mut buf = Bytes::from(bytes);
-        let sets = RecordBatchDecoder::decode_all(&mut buf).map_err(|e| ServerError::Io {
-            context: "decoding the offsets log".into(),
-            source: std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
-        })?;
-        let mut next = from;
-        for record in sets.into_iter().flat_map(|s| s.records) {
-            next = Offset(record.offset + 1);
-            let Some(key) = record.key else { continue };
-            match OffsetRecord::decode(&key, record.value.as_deref()) {
-                Ok(decoded) => out.push(decoded),
-                Err(e) => {
-                    tracing::warn!(offset = record.offset, error = %e, "skipping an undecodable offsets record")
-                }
-            }
-        }
+        let Some(last) = decode_chunk(bytes, &mut out)? else {
+            break;
+        };
+        let next = Offset(last.saturating_add(1));
         if next <= from {
             break;
         }
@@ -286,8 +274,34 @@ fn read_all(log: &Log) -> Result<Vec<OffsetRecord>, ServerError> {
     Ok(out)
 }
 
+/// Decodes the offsets records of one read of the log (whole batches) into `out`; returns
+/// the offset of the last record, `None` if there was none. Also the `offsets_log` fuzz
+/// target's entry: the bytes are the log's, but a damaged disk must not crash the broker.
+pub(crate) fn decode_chunk(
+    bytes: Vec<u8>,
+    out: &mut Vec<OffsetRecord>,
+) -> Result<Option<i64>, ServerError> {
+    let mut buf = Bytes::from(bytes);
+    let sets = RecordBatchDecoder::decode_all(&mut buf).map_err(|e| ServerError::Io {
+        context: "decoding the offsets log".into(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
+    })?;
+    let mut last = None;
+    for record in sets.into_iter().flat_map(|s| s.records) {
+        last = Some(record.offset);
+        let Some(key) = record.key else { continue };
+        match OffsetRecord::decode(&key, record.value.as_deref()) {
+            Ok(decoded) => out.push(decoded),
+            Err(e) => {
+                tracing::warn!(offset = record.offset, error = %e, "skipping an undecodable offsets record")
+            }
+        }
+    }
+    Ok(last)
+}
+
 /// Encodes records as RecordBatch v2 batches of bounded size.
-fn encode_batches(records: &[&OffsetRecord]) -> Result<Vec<u8>, ServerError> {
+pub(crate) fn encode_batches(records: &[&OffsetRecord]) -> Result<Vec<u8>, ServerError> {
     let now = now_ms();
     let mut out = BytesMut::new();
     let mut batch: Vec<Record> = Vec::new();

@@ -4,7 +4,7 @@
 //! frames we cannot parse close the connection.
 
 mod api_versions;
-mod compat;
+pub(crate) mod compat;
 mod create_topics;
 mod delete_groups;
 mod delete_topics;
@@ -39,13 +39,13 @@ use crate::versions;
 
 /// The first fields of every request header, read before choosing the header version.
 #[derive(Debug, Clone, Copy)]
-struct Peeked {
-    api_key: i16,
-    version: i16,
-    correlation_id: i32,
+pub(crate) struct Peeked {
+    pub(crate) api_key: i16,
+    pub(crate) version: i16,
+    pub(crate) correlation_id: i32,
 }
 
-fn peek(frame: &[u8]) -> Result<Peeked, FrameError> {
+pub(crate) fn peek(frame: &[u8]) -> Result<Peeked, FrameError> {
     let field = |at: usize, n: usize| {
         frame.get(at..at + n).ok_or_else(|| {
             FrameError::Malformed(format!(

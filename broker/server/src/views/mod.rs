@@ -189,7 +189,7 @@ impl ViewTopic {
 }
 
 /// The shape checks of a spec that need no plugin: stage count, policy name.
-fn check(spec: &ViewSpec) -> Result<FailurePolicy, KafkaError> {
+pub(crate) fn check(spec: &ViewSpec) -> Result<FailurePolicy, KafkaError> {
     let invalid = |msg: String| KafkaError::new(ResponseError::InvalidRequest, msg);
     if spec.stages.is_empty() {
         return Err(invalid(format!(

@@ -1,0 +1,161 @@
+//! Fuzz entry point for the checks the host applies to what a guest returns (the
+//! `guest_columns` target in `tests/fuzz/`, replayed by the server's `tests/fuzz_corpus.rs`).
+//! Not an API: hidden from the docs, for the fuzz targets and their corpus replay only.
+//!
+//! An input is a guest's answer in a compact form ([`encode_columns`] writes it): a selector
+//! byte (the input batch's record count and a partition count), then the eleven columns of
+//! a WIT `record-batch`, each as a one-byte element count and the elements (little-endian).
+//! A column cut short is empty. The same columns are then checked as a transform's output
+//! (`check_shape`, then read back with `records()` and `select`, and placed against an input
+//! batch), a filter's keep bitmap, and a partitioner's answer: whatever the bytes, every
+//! check returns an error value or columns that read back without a panic.
+
+use crate::batch::ColumnarBatch;
+use crate::bindings::RecordBatch;
+
+/// Elements of one column in an input (one count byte).
+const COLUMN_ELEMENTS_MAX: usize = u8::MAX as usize;
+
+/// Runs every check on guest columns decoded from `data`; never panics.
+pub fn guest_columns(data: &[u8]) {
+    let Some((&selector, rest)) = data.split_first() else {
+        return;
+    };
+    let columns = decode_columns(rest);
+    let input_records = usize::from(selector & 0x0f);
+    let partition_count = u32::from(selector >> 4);
+    let input = input_batch(input_records);
+    let _ = crate::filter::keep_mask(&columns.key_nulls, input_records);
+    let _ = crate::partitioner::check_partitions(&columns.key_ends, input_records, partition_count);
+    if let Ok(batch) = ColumnarBatch::from_guest(columns.clone()) {
+        read_back(&batch);
+    }
+    if let Ok(placed) = crate::transform::place(&input, columns) {
+        read_back(&placed);
+        assert_eq!(
+            placed
+                .offsets()
+                .iter()
+                .filter(|o| !input.offsets().contains(o))
+                .count(),
+            0,
+            "a placed record has an offset its input does not"
+        );
+    }
+}
+
+/// Reads every record and header of checked columns, and selects every other record.
+fn read_back(batch: &ColumnarBatch) {
+    let mut records = 0;
+    for record in batch.records() {
+        records += 1;
+        let bytes: usize = record.headers().map(|(n, v)| n.len() + v.len()).sum();
+        std::hint::black_box((record.key, record.value, bytes));
+    }
+    assert_eq!(records, batch.len(), "records() yields one view per record");
+    let keep: Vec<bool> = (0..batch.len()).map(|i| i % 2 == 0).collect();
+    let kept = batch.select(&keep);
+    assert_eq!(
+        kept.len(),
+        batch.len().div_ceil(2),
+        "select keeps the marked records"
+    );
+}
+
+/// An input batch of `records` records, as the host would send one.
+fn input_batch(records: usize) -> ColumnarBatch {
+    let mut batch = ColumnarBatch::new();
+    for i in 0..records as i64 {
+        batch.push(
+            100 + i,
+            1_700_000_000_000 + i,
+            Some(b"key"),
+            Some(b"value"),
+            &[(b"h", b"v")],
+        );
+    }
+    batch
+}
+
+/// Reads the eleven columns of a `record-batch` from `data` (see the module doc).
+fn decode_columns(data: &[u8]) -> RecordBatch {
+    let mut r = Reader(data);
+    RecordBatch {
+        offsets: r.list(|b| i64::from_le_bytes(b)),
+        timestamps: r.list(|b| i64::from_le_bytes(b)),
+        key_bytes: r.list(|[b]| b),
+        key_ends: r.list(|b| u32::from_le_bytes(b)),
+        key_nulls: r.list(|[b]| b),
+        value_bytes: r.list(|[b]| b),
+        value_ends: r.list(|b| u32::from_le_bytes(b)),
+        value_nulls: r.list(|[b]| b),
+        header_counts: r.list(|b| u32::from_le_bytes(b)),
+        header_bytes: r.list(|[b]| b),
+        header_ends: r.list(|b| u32::from_le_bytes(b)),
+    }
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn list<const N: usize, T>(&mut self, element: impl Fn([u8; N]) -> T) -> Vec<T> {
+        let Some((&count, rest)) = self.0.split_first() else {
+            return Vec::new();
+        };
+        self.0 = rest;
+        let mut out = Vec::with_capacity(usize::from(count));
+        for _ in 0..count {
+            let Some((bytes, rest)) = self.0.split_first_chunk::<N>() else {
+                break;
+            };
+            out.push(element(*bytes));
+            self.0 = rest;
+        }
+        out
+    }
+}
+
+/// Writes `batch`'s columns in the input form, after `selector` (for seeding the corpus
+/// with real batches). Columns longer than the form allows are cut.
+#[must_use]
+pub fn encode_columns(selector: u8, batch: &ColumnarBatch) -> Vec<u8> {
+    fn list<T: Copy, const N: usize>(out: &mut Vec<u8>, items: &[T], bytes: impl Fn(T) -> [u8; N]) {
+        let items = &items[..items.len().min(COLUMN_ELEMENTS_MAX)];
+        out.push(items.len() as u8);
+        for &item in items {
+            out.extend_from_slice(&bytes(item));
+        }
+    }
+    let c = &batch.columns;
+    let mut out = vec![selector];
+    list(&mut out, &c.offsets, i64::to_le_bytes);
+    list(&mut out, &c.timestamps, i64::to_le_bytes);
+    list(&mut out, &c.key_bytes, |b| [b]);
+    list(&mut out, &c.key_ends, u32::to_le_bytes);
+    list(&mut out, &c.key_nulls, |b| [b]);
+    list(&mut out, &c.value_bytes, |b| [b]);
+    list(&mut out, &c.value_ends, u32::to_le_bytes);
+    list(&mut out, &c.value_nulls, |b| [b]);
+    list(&mut out, &c.header_counts, u32::to_le_bytes);
+    list(&mut out, &c.header_bytes, |b| [b]);
+    list(&mut out, &c.header_ends, u32::to_le_bytes);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_real_batch_survives_the_input_form() {
+        let mut batch = ColumnarBatch::new();
+        batch.push(0, 5, Some(b"k"), None, &[(b"a", b"b")]);
+        batch.push(1, 6, None, Some(b"v"), &[]);
+        let encoded = encode_columns(0x32, &batch);
+        let decoded = decode_columns(&encoded[1..]);
+        assert!(crate::columns::check_shape(&decoded).is_ok());
+        assert_eq!(decoded.offsets, batch.columns.offsets);
+        assert_eq!(decoded.header_ends, batch.columns.header_ends);
+        guest_columns(&encoded);
+    }
+}

@@ -1,0 +1,67 @@
+//! Replays the committed fuzz corpus (`tests/fuzz/corpus/<target>/`) through the same
+//! functions the cargo-fuzz targets call (`sluice_server::fuzz`), under plain `cargo test`:
+//! every input the fuzzer kept, and every input that once crashed a target, must run
+//! without a panic. Each target's directory must hold inputs, and the request seeds must
+//! decode at every version the broker advertises and be committed (so the corpus keeps up
+//! with the version table).
+
+use std::path::PathBuf;
+
+use sluice_server::fuzz;
+
+fn corpus_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fuzz/corpus")
+}
+
+#[test]
+fn every_corpus_file_replays_without_a_panic() {
+    for (target, run) in fuzz::TARGETS {
+        let dir = corpus_dir().join(target);
+        let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        let mut replayed = 0;
+        for entry in entries {
+            let path = entry.unwrap().path();
+            let bytes = std::fs::read(&path).unwrap();
+            let outcome = std::panic::catch_unwind(|| run(&bytes));
+            assert!(outcome.is_ok(), "{target}: {} panicked", path.display());
+            replayed += 1;
+        }
+        assert!(
+            replayed > 0,
+            "{target}: no corpus files in {}",
+            dir.display()
+        );
+    }
+}
+
+#[test]
+fn the_request_seeds_decode_at_every_advertised_version() {
+    let seeds = fuzz::seeds::all();
+    for support in sluice_server::versions::SUPPORTED {
+        for version in support.advertised_min..=support.max {
+            let name = format!("{:?}-v{version}", support.key);
+            let (_, _, frame) = seeds
+                .iter()
+                .find(|(target, n, _)| *target == "request" && *n == name)
+                .unwrap_or_else(|| panic!("no request seed {name}"));
+            let decoded = fuzz::decode_request(frame.clone().into());
+            assert_eq!(
+                decoded.map_err(|e| e.to_string()),
+                Ok(Some((support.key, version))),
+                "{name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_seed_is_in_the_committed_corpus() {
+    for (target, name, _) in fuzz::seeds::all() {
+        let path = corpus_dir().join(target).join(format!("seed-{name}"));
+        assert!(
+            path.is_file(),
+            "{} is missing: cargo run -p sluice-server --example fuzz_seeds -- tests/fuzz/corpus",
+            path.display()
+        );
+    }
+}
