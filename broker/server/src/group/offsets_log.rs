@@ -281,11 +281,24 @@ pub(crate) fn decode_chunk(
     bytes: Vec<u8>,
     out: &mut Vec<OffsetRecord>,
 ) -> Result<Option<i64>, ServerError> {
+    // kafka-protocol's decoder reserves from each batch's recordsCount: check every batch
+    // first (CRC, and each record present and well formed), so a damaged file is an error
+    // instead of an allocation from a count it claims. The offsets log writes only
+    // uncompressed batches.
+    for item in sluice_storage::batch::iter_batches(&bytes) {
+        let header = item
+            .and_then(|(_, batch)| sluice_storage::batch::validate(batch))
+            .map_err(|e| damaged(e.to_string()))?;
+        if header.compression() != sluice_storage::Compression::None {
+            return Err(damaged(format!(
+                "a {:?} batch at offset {} (the offsets log writes none)",
+                header.compression(),
+                header.base_offset
+            )));
+        }
+    }
     let mut buf = Bytes::from(bytes);
-    let sets = RecordBatchDecoder::decode_all(&mut buf).map_err(|e| ServerError::Io {
-        context: "decoding the offsets log".into(),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
-    })?;
+    let sets = RecordBatchDecoder::decode_all(&mut buf).map_err(|e| damaged(e.to_string()))?;
     let mut last = None;
     for record in sets.into_iter().flat_map(|s| s.records) {
         last = Some(record.offset);
@@ -298,6 +311,13 @@ pub(crate) fn decode_chunk(
         }
     }
     Ok(last)
+}
+
+fn damaged(reason: String) -> ServerError {
+    ServerError::Io {
+        context: "decoding the offsets log".into(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, reason),
+    }
 }
 
 /// Encodes records as RecordBatch v2 batches of bounded size.
