@@ -14,7 +14,8 @@ A trial, in order:
    synchronous commit(); every partition offset the broker acknowledged is kept;
 4. once both are under way, a pause drawn from the seeded RNG, then SIGKILL; the broker is
    restarted on the same data dir and port, so the clients reconnect and retry what was in
-   flight (a retried batch whose ack was lost may be stored twice: counted, not failed);
+   flight (a retried batch whose ack was lost may be stored twice: counted, not failed); in a
+   third of the trials it is SIGKILLed once more within 0.5 s of listening again;
 5. the committed offsets are read before anything commits again, the producers send one more
    burst and flush, the log is read back whole, and the group member drains it to the end.
 """
@@ -34,6 +35,10 @@ from conftest import Broker
 CODECS = ("none", "lz4", "zstd", "gzip", "snappy")
 PRODUCERS_PER_TRIAL = 2
 KILL_AFTER_S = (0.2, 2.0)
+# A third of the trials kill the restarted broker once more, this soon after it listens,
+# while the clients are still reconnecting and retrying.
+SECOND_KILL_CHANCE = 1 / 3
+SECOND_KILL_AFTER_S = (0.0, 0.5)
 # Segment sizes drawn per trial: small enough to roll several times in a trial, larger than
 # the producers' batch.size (a batch bigger than a segment is refused).
 SEGMENT_BYTES_CHOICES = (32 * 1024, 128 * 1024, 1024 * 1024)
@@ -51,6 +56,8 @@ STARTED_DEADLINE_S = 30.0
 JOIN_DEADLINE_S = 60.0
 DRAIN_DEADLINE_S = 60.0
 FLUSH_DEADLINE_S = 45.0
+# librdkafka's level-3 connection errors while the broker is down are the experiment, not news.
+CLIENT_LOG_LEVEL = 2
 BROKER_SETTINGS = {"group.initial.rebalance.delay.ms": "0"}
 
 
@@ -80,6 +87,7 @@ class TrialPlan:
     partitions: int
     segment_bytes: int
     kill_after_s: float
+    second_kill_after_s: float | None
     producers: tuple[ProducerPlan, ...]
 
     @classmethod
@@ -100,16 +108,17 @@ class TrialPlan:
             partitions=rng.randint(2, 6),
             segment_bytes=rng.choice(SEGMENT_BYTES_CHOICES),
             kill_after_s=round(rng.uniform(*KILL_AFTER_S), 3),
+            second_kill_after_s=round(rng.uniform(*SECOND_KILL_AFTER_S), 3)
+            if rng.random() < SECOND_KILL_CHANCE
+            else None,
             producers=tuple(producers),
         )
 
     def describe(self) -> str:
-        clients = ", ".join(
-            f"{p.name}={p.compression}{'+idempotent' if p.idempotence else ''}" for p in self.producers
-        )
+        clients = ", ".join(f"{p.name}={p.compression}{'+idempotent' if p.idempotence else ''}" for p in self.producers)
         return (
             f"seed={self.seed} partitions={self.partitions} segment.bytes={self.segment_bytes} "
-            f"kill_after={self.kill_after_s}s producers: {clients}"
+            f"kill_after={self.kill_after_s}s second_kill_after={self.second_kill_after_s} producers: {clients}"
         )
 
 
@@ -136,6 +145,7 @@ class ProducerThread(threading.Thread):
             {
                 "bootstrap.servers": bootstrap,
                 "acks": "all",
+                "log_level": CLIENT_LOG_LEVEL,
                 "enable.idempotence": plan.idempotence,
                 "compression.type": plan.compression,
                 "linger.ms": 5,
@@ -179,8 +189,8 @@ class ProducerThread(threading.Thread):
     def run(self):
         while not self.stop_producing.is_set() and not self.fatal:
             self._burst()
-            # Serves delivery reports; the gap between bursts.
-            self.producer.poll(self.rng.uniform(*BURST_GAP_S))
+            # Delivery reports: the next burst once this one is acked, or after the gap.
+            self.producer.flush(self.rng.uniform(*BURST_GAP_S))
         if not self.broker_back.wait(JOIN_DEADLINE_S):
             return
         for _ in range(BURSTS_AFTER_RESTART):
@@ -202,6 +212,7 @@ class GroupMember:
         self.topic = topic
         self.rng = random.Random(f"{seed}/consumer")
         self.assigned = threading.Event()
+        self.assignments = 0
         self.stop = threading.Event()
         self.reads: list[tuple[int, int, bytes]] = []
         # Highest offset the broker acknowledged per partition, and the count of those acks.
@@ -214,13 +225,18 @@ class GroupMember:
                 "group.id": group,
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
+                "log_level": CLIENT_LOG_LEVEL,
                 "session.timeout.ms": SESSION_TIMEOUT_MS,
                 "heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
                 "reconnect.backoff.max.ms": RECONNECT_BACKOFF_MAX_MS,
             }
         )
-        self.consumer.subscribe([topic], on_assign=lambda _c, _parts: self.assigned.set())
+        self.consumer.subscribe([topic], on_assign=self._on_assign)
         self.thread = threading.Thread(target=self._until_stopped, name="kill9-consumer", daemon=True)
+
+    def _on_assign(self, _consumer, _partitions):
+        self.assignments += 1
+        self.assigned.set()
 
     def _until_stopped(self):
         while not self.stop.is_set():
@@ -249,13 +265,17 @@ class GroupMember:
         self.commits_acked += len(acked)
         return acked
 
-    def drain(self, highs: dict[int, int]):
-        """After the restart: consume and commit until every partition is committed at its end."""
-        done: dict[int, int] = {}
+    def drain(self, highs: dict[int, int], committed: dict[int, int], assignments_before: int):
+        """After the restart: rejoin (the broker forgot the member), then consume and commit
+        from the committed offsets until every partition is committed at its end."""
+        done = dict(committed)
         deadline = time.monotonic() + DRAIN_DEADLINE_S
         want = {p: h for p, h in highs.items() if h > 0}
-        while any(done.get(p, -1) < h for p, h in want.items()):
-            assert time.monotonic() < deadline, f"group member committed {done} of {want} before the deadline"
+        while self.assignments == assignments_before or any(done.get(p, -1) < h for p, h in want.items()):
+            assert time.monotonic() < deadline, (
+                f"group member (assignments {assignments_before} -> {self.assignments}) "
+                f"committed {done} of {want} before the deadline"
+            )
             for p, o in self.step().items():
                 done[p] = max(done.get(p, -1), o)
 
@@ -309,6 +329,9 @@ class Outcome:
     reads: int = 0
     commits: int = 0
     in_flight_at_kill: int = 0
+    kills: int = 1
+    # Seconds from the trial's start to each phase's end, for the log of a slow trial.
+    phases: dict[str, float] = field(default_factory=dict)
     duplicates: list[str] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
 
@@ -324,18 +347,29 @@ def run_trial(plan: TrialPlan, broker: Broker) -> Outcome:
     for t in producers:
         t.start()
     member.thread.start()
-    started = time.monotonic() + STARTED_DEADLINE_S
+    began = time.monotonic()
+    phases = {}
+    started = began + STARTED_DEADLINE_S
     while not (member.assigned.is_set() and all(t.acked for t in producers) and member.commits_acked):
         assert time.monotonic() < started, "producers and group member never got going"
         member.assigned.wait(0.01)
+    phases["under_way"] = time.monotonic() - began
     time.sleep(plan.kill_after_s)  # the experiment: where in the stream the kill lands
     broker.kill()
-    outcome = Outcome(in_flight_at_kill=sum(t.in_flight for t in producers))
+    assignments_before = member.assignments
+    outcome = Outcome(in_flight_at_kill=sum(t.in_flight for t in producers), phases=phases)
+    phases["killed"] = time.monotonic() - began
     for t in producers:
         t.stop_producing.set()
     member.stop.set()
     broker.start()
+    if plan.second_kill_after_s is not None:
+        time.sleep(plan.second_kill_after_s)  # the experiment again, just after the restart
+        broker.kill()
+        outcome.kills += 1
+        broker.start()
     back.set()
+    phases["restarted"] = time.monotonic() - began
     member.thread.join(JOIN_DEADLINE_S)
     assert not member.thread.is_alive(), "group member still busy after the restart"
     acked_commits = dict(member.acked_commits)
@@ -343,9 +377,12 @@ def run_trial(plan: TrialPlan, broker: Broker) -> Outcome:
     for t in producers:
         t.join(FLUSH_DEADLINE_S + 10)
         assert not t.is_alive(), f"producer {t.plan.name} did not finish"
+    phases["flushed"] = time.monotonic() - began
     marks, logs = read_log(broker.bootstrap, plan.topic, plan.partitions)
     highs = {p: high for p, (_, high) in marks.items()}
-    member.drain(highs)
+    phases["read_back"] = time.monotonic() - began
+    member.drain(highs, committed, assignments_before)
+    phases["drained"] = time.monotonic() - began
     final = committed_offsets(broker.bootstrap, group, plan.topic, plan.partitions)
     member.consumer.close()
     log = Recovered(marks, logs)
@@ -384,7 +421,9 @@ def check_records(producers: list[ProducerThread], log: Recovered, out: Outcome)
     for t in producers:
         sent |= t.sent
         acked.update(t.acked)
-        out.violations += [f"{t.plan.name}: {short(v)} acknowledged twice, at {a} and at {b}" for v, a, b in t.double_acks]
+        out.violations += [
+            f"{t.plan.name}: {short(v)} acknowledged twice, at {a} and at {b}" for v, a, b in t.double_acks
+        ]
         out.violations += [f"{t.plan.name}: fatal producer error: {e}" for e in t.fatal[:1]]
         if t.unflushed:
             out.violations.append(f"{t.plan.name}: {t.unflushed} records undelivered {FLUSH_DEADLINE_S}s after restart")
@@ -408,7 +447,9 @@ def check_records(producers: list[ProducerThread], log: Recovered, out: Outcome)
 def check_reads(member: GroupMember, log: Recovered, out: Outcome):
     """What the group member read (before and after the kill) is where it read it."""
     wrong = [(p, o, v) for p, o, v in member.reads if not log.holds(v, (p, o))]
-    out.violations += [f"group member read {short(v)} at {(p, o)}; the log has it at {log.places.get(v)}" for p, o, v in wrong[:5]]
+    out.violations += [
+        f"group member read {short(v)} at {(p, o)}; the log has it at {log.places.get(v)}" for p, o, v in wrong[:5]
+    ]
 
 
 def check_commits(
