@@ -23,6 +23,7 @@ A trial, in order:
 from __future__ import annotations
 
 import random
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -58,17 +59,44 @@ DRAIN_DEADLINE_S = 60.0
 FLUSH_DEADLINE_S = 45.0
 # librdkafka's level-3 connection errors while the broker is down are the experiment, not news.
 CLIENT_LOG_LEVEL = 2
+# Where PinnedBroker looks for its port: the span just below the ephemeral range (and 32000).
+PINNED_PORT_MAX = 32_000
+PINNED_PORT_SPAN = 12_000
+PINNED_PORT_TRIES = 50
 BROKER_SETTINGS = {"group.initial.rebalance.delay.ms": "0"}
 
 
 class PinnedBroker(Broker):
-    """A broker that comes back on the port of its first start (clients reconnect to it)."""
+    """A broker that always listens on one port, so its clients reconnect after a restart.
+
+    The port is below the kernel's ephemeral range: no port-0 listener or outgoing connection
+    (of a parallel worker, say) can take it between a kill and the restart."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.pinned_port = free_port_below_ephemeral()
 
     def command(self) -> list[str]:
         cmd = super().command()
-        if self.last_port is not None:
-            cmd[cmd.index("--listen") + 1] = f"127.0.0.1:{self.last_port}"
+        cmd[cmd.index("--listen") + 1] = f"127.0.0.1:{self.pinned_port}"
         return cmd
+
+
+def free_port_below_ephemeral() -> int:
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        ephemeral_low = int(f.read().split()[0])
+    high = min(PINNED_PORT_MAX, ephemeral_low)
+    rng = random.Random()  # not the trial's RNG: the port is no part of the plan
+    for _ in range(PINNED_PORT_TRIES):
+        port = rng.randrange(max(1024, high - PINNED_PORT_SPAN), high)
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError(f"no free port below {high} in {PINNED_PORT_TRIES} tries")
 
 
 @dataclass(frozen=True)
