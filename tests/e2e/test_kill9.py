@@ -20,9 +20,9 @@ the same data dir and port, lets the clients reconnect, retry and finish, then c
 `test_kill9_trials_page_cache_only` with it off: a SIGKILL does not take the page cache, so
 acknowledged records survive a process crash either way (not a machine crash; see
 docs/durability.md). Knobs: SLUICE_KILL9_TRIALS (fsync trials, default 20; a fifth as many,
-at least 2, without fsync) and SLUICE_KILL9_SEED (default 20261203). The seed of each trial
-is in its failure message; rerun with the same seed and trial count to replay the plan (the
-timing of the clients is the machine's). A summary line per test goes to the terminal.
+at least 2, without fsync), SLUICE_KILL9_SEED (default 20261203) and SLUICE_KILL9_TRIAL (run
+only the trial of that index). A failure names its seed and index; those two replay its plan
+(the clients' timing is the machine's). A summary line per test goes to the terminal.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ from kill9 import BROKER_SETTINGS, Outcome, PinnedBroker, TrialPlan, run_trial
 TRIALS = int(os.environ.get("SLUICE_KILL9_TRIALS", "20"))
 CACHE_TRIALS = max(2, TRIALS // 5)
 SEED = int(os.environ.get("SLUICE_KILL9_SEED", "20261203"))
+# Replays one trial (by index) instead of the whole run.
+ONLY_TRIAL = os.environ.get("SLUICE_KILL9_TRIAL")
 # A trial takes about 5 s on a busy 2-core machine; the budget leaves room for slow ones.
 TRIAL_BUDGET_S = 30
 
@@ -72,7 +74,7 @@ def run_trials(trial_brokers, fsync: bool, count: int) -> tuple[list[Outcome], f
     settings = {**BROKER_SETTINGS, "sluice.acks.all.fsync": str(fsync).lower()}
     outcomes = []
     began = time.monotonic()
-    for index in range(count):
+    for index in [int(ONLY_TRIAL)] if ONLY_TRIAL else range(count):
         plan = TrialPlan.draw(SEED, index, fsync)
         print(f"kill9 trial {index}: {plan.describe()}")
         broker = start(settings)
@@ -82,7 +84,7 @@ def run_trials(trial_brokers, fsync: bool, count: int) -> tuple[list[Outcome], f
             print(f"  {len(outcome.duplicates)} duplicates, e.g. {'; '.join(outcome.duplicates[:3])}")
         assert not outcome.violations, (
             f"kill9 trial {index} ({plan.describe()}; replay: SLUICE_KILL9_SEED={SEED} "
-            f"SLUICE_KILL9_TRIALS={TRIALS}) found {len(outcome.violations)} violations:\n"
+            f"SLUICE_KILL9_TRIAL={index}) found {len(outcome.violations)} violations:\n"
             + "\n".join(outcome.violations[:20])
         )
         done(broker)
