@@ -15,7 +15,8 @@ A trial, in order:
 4. once both are under way, a pause drawn from the seeded RNG, then SIGKILL; the broker is
    restarted on the same data dir and port, so the clients reconnect and retry what was in
    flight (a retried batch whose ack was lost may be stored twice: counted, not failed); in a
-   third of the trials it is SIGKILLed once more within 0.5 s of listening again;
+   third of the trials it is SIGKILLed once more within 0.5 s of listening again, and in a
+   quarter the first SIGKILL comes 0-0.2 s after a SIGTERM, in the middle of the shutdown;
 5. the committed offsets are read before anything commits again, the producers send one more
    burst and flush, the log is read back whole, and the group member drains it to the end.
 """
@@ -23,7 +24,9 @@ A trial, in order:
 from __future__ import annotations
 
 import random
+import signal
 import socket
+import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -40,6 +43,10 @@ KILL_AFTER_S = (0.2, 2.0)
 # while the clients are still reconnecting and retrying.
 SECOND_KILL_CHANCE = 1 / 3
 SECOND_KILL_AFTER_S = (0.0, 0.5)
+# A quarter of the trials send SIGTERM first and SIGKILL this soon after, mid-shutdown (a
+# broker that finished shutting down by then must have exited 0).
+TERM_FIRST_CHANCE = 1 / 4
+TERM_GRACE_S = (0.0, 0.2)
 # Segment sizes drawn per trial: small enough to roll several times in a trial, larger than
 # the producers' batch.size (a batch bigger than a segment is refused).
 SEGMENT_BYTES_CHOICES = (32 * 1024, 128 * 1024, 1024 * 1024)
@@ -116,6 +123,7 @@ class TrialPlan:
     segment_bytes: int
     kill_after_s: float
     second_kill_after_s: float | None
+    term_grace_s: float | None
     producers: tuple[ProducerPlan, ...]
 
     @classmethod
@@ -139,6 +147,7 @@ class TrialPlan:
             second_kill_after_s=round(rng.uniform(*SECOND_KILL_AFTER_S), 3)
             if rng.random() < SECOND_KILL_CHANCE
             else None,
+            term_grace_s=round(rng.uniform(*TERM_GRACE_S), 3) if rng.random() < TERM_FIRST_CHANCE else None,
             producers=tuple(producers),
         )
 
@@ -146,7 +155,8 @@ class TrialPlan:
         clients = ", ".join(f"{p.name}={p.compression}{'+idempotent' if p.idempotence else ''}" for p in self.producers)
         return (
             f"seed={self.seed} partitions={self.partitions} segment.bytes={self.segment_bytes} "
-            f"kill_after={self.kill_after_s}s second_kill_after={self.second_kill_after_s} producers: {clients}"
+            f"kill_after={self.kill_after_s}s term_grace={self.term_grace_s} "
+            f"second_kill_after={self.second_kill_after_s} producers: {clients}"
         )
 
 
@@ -358,10 +368,28 @@ class Outcome:
     commits: int = 0
     in_flight_at_kill: int = 0
     kills: int = 1
+    # How the first stop went: "kill", "term+kill" (SIGKILL mid-shutdown), "term" (exited 0 first).
+    stop: str = "kill"
     # Seconds from the trial's start to each phase's end, for the log of a slow trial.
     phases: dict[str, float] = field(default_factory=dict)
     duplicates: list[str] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
+
+
+def kill_maybe_mid_shutdown(broker: Broker, term_grace_s: float | None) -> str:
+    """SIGKILL; with a grace, SIGTERM first and SIGKILL once the grace is over. Says which."""
+    how = "kill"
+    if term_grace_s is not None:
+        broker.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = broker.proc.wait(timeout=term_grace_s)
+        except subprocess.TimeoutExpired:
+            how = "term+kill"
+        else:
+            assert rc == 0, f"broker exited {rc} after SIGTERM\n{broker.log_tail()}"
+            how = "term"
+    broker.kill()
+    return how
 
 
 def run_trial(plan: TrialPlan, broker: Broker) -> Outcome:
@@ -383,9 +411,9 @@ def run_trial(plan: TrialPlan, broker: Broker) -> Outcome:
         member.assigned.wait(0.01)
     phases["under_way"] = time.monotonic() - began
     time.sleep(plan.kill_after_s)  # the experiment: where in the stream the kill lands
-    broker.kill()
+    how = kill_maybe_mid_shutdown(broker, plan.term_grace_s)
     assignments_before = member.assignments
-    outcome = Outcome(in_flight_at_kill=sum(t.in_flight for t in producers), phases=phases)
+    outcome = Outcome(in_flight_at_kill=sum(t.in_flight for t in producers), phases=phases, stop=how)
     phases["killed"] = time.monotonic() - began
     for t in producers:
         t.stop_producing.set()

@@ -79,7 +79,9 @@ def run_trials(trial_brokers, fsync: bool, count: int) -> tuple[list[Outcome], f
         print(f"kill9 trial {index}: {plan.describe()}")
         broker = start(settings)
         outcome = run_trial(plan, broker)
-        print(f"  acked={outcome.acked} phases(s)={ {k: round(v, 2) for k, v in outcome.phases.items()} }")
+        print(
+            f"  stop={outcome.stop} acked={outcome.acked} phases(s)={ {k: round(v, 2) for k, v in outcome.phases.items()} }"
+        )
         if outcome.duplicates:
             print(f"  {len(outcome.duplicates)} duplicates, e.g. {'; '.join(outcome.duplicates[:3])}")
         assert not outcome.violations, (
@@ -97,6 +99,8 @@ def summarize(label: str, outcomes: list[Outcome], elapsed_s: float) -> str:
     first_acked = sum("first copy acked" in d for d in dups)
     return (
         f"kill9 summary ({label}): trials={len(outcomes)} kills={sum(o.kills for o in outcomes)} "
+        f"(mid-shutdown: {sum(o.stop == 'term+kill' for o in outcomes)}, "
+        f"shut down before the kill: {sum(o.stop == 'term' for o in outcomes)}) "
         f"records_acked_checked={sum(o.acked for o in outcomes)} "
         f"reads_checked={sum(o.reads for o in outcomes)} "
         f"commits_checked={sum(o.commits for o in outcomes)} "
