@@ -4,8 +4,9 @@ group loses nothing it acknowledged.
 Each trial (machinery and checker in `kill9.py`) runs a fresh broker with one topic of 2-6
 partitions and small segments, two confluent-kafka producers (acks=all; codec cycling none,
 lz4, zstd, gzip, snappy; idempotence off and on) and a consumer-group member committing each
-batch synchronously, SIGKILLs the broker after a pause drawn from a seeded RNG, restarts it on
-the same data dir and port, lets the clients reconnect, retry and finish, then checks:
+batch synchronously, SIGKILLs the broker after a pause drawn from a seeded RNG (some trials
+mid-shutdown, after a SIGTERM; some kill it again just after the restart), restarts it on the
+same data dir and port, lets the clients reconnect, retry and finish, then checks:
 - every successful delivery report's record is at its partition and offset with its value;
 - each partition's offsets run contiguously from 0 to the high watermark;
 - every record read back was produced by the trial (values carry a unique id);
