@@ -3,8 +3,9 @@
 //! Every file (inode) keeps two images: `written` (what reads see now) and `durable` (what
 //! survives a crash: the bytes at its last successful `sync`). Directory entries likewise:
 //! `names` now, `durable_names` as of the last `sync_dir`. A test can fail the Nth write
-//! (`write_at`/`set_len`; the failed write lands torn, first half only) or the Nth sync
-//! (`sync`/`sync_dir`), count operations, and take a crash image to reopen.
+//! (`write_at`/`set_len`; what the failed write leaves is a [`WriteFault`]: by default its
+//! first half) or the Nth sync (`sync`/`sync_dir`), count operations, and take a crash image
+//! to reopen.
 
 use super::{Fs, StorageFile};
 use std::collections::{BTreeMap, BTreeSet};
@@ -21,6 +22,20 @@ pub enum CrashMode {
     AllWritten,
     /// Everything written, except the last unsynced write lands only half.
     TornLastWrite,
+}
+
+/// What a failed `write_at` leaves in the file before it returns its error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WriteFault {
+    /// Its first half ([`FaultyFs::fail_nth_write`]).
+    #[default]
+    FirstHalf,
+    /// A short write: only its first `n` bytes (all of them if it is shorter), as when the
+    /// disk fills mid-write; the file grows by no more than that.
+    Short(usize),
+    /// A torn write: its full length, but from the middle on zeros instead of its bytes
+    /// (sectors the device never wrote), so the file has the new length and wrong bytes.
+    Torn,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -49,6 +64,7 @@ struct State {
     /// Bytes read from `*.log` files (to prove clean segments are not scanned).
     log_bytes_read: u64,
     fail_write: Option<u64>,
+    write_fault: WriteFault,
     fail_sync: Option<u64>,
     last_write: Option<LastWrite>,
 }
@@ -80,10 +96,18 @@ impl FaultyFs {
         self.state.lock().expect("faulty fs lock")
     }
 
-    /// Makes the `n`th write from now on (1-based, `write_at` or `set_len`) fail, torn.
+    /// Makes the `n`th write from now on (1-based, `write_at` or `set_len`) fail, landing
+    /// its first half.
     pub fn fail_nth_write(&self, n: u64) {
+        self.fail_nth_write_as(n, WriteFault::FirstHalf);
+    }
+
+    /// Makes the `n`th write from now on fail, leaving `fault` in the file (a failing
+    /// `set_len` changes nothing).
+    pub fn fail_nth_write_as(&self, n: u64, fault: WriteFault) {
         let mut s = self.lock();
         s.fail_write = Some(s.writes + n);
+        s.write_fault = fault;
     }
 
     /// Makes the `n`th sync from now on (1-based, `sync` or `sync_dir`) fail.
@@ -236,7 +260,16 @@ impl StorageFile for FaultyFile {
     fn write_at(&self, buf: &[u8], pos: u64) -> io::Result<()> {
         let mut s = self.lock();
         if s.next_write_fails() {
-            s.apply_write(self.inode, &buf[..buf.len() / 2], pos as usize);
+            let landed = match s.write_fault {
+                WriteFault::FirstHalf => buf[..buf.len() / 2].to_vec(),
+                WriteFault::Short(n) => buf[..n.min(buf.len())].to_vec(),
+                WriteFault::Torn => {
+                    let mut torn = buf.to_vec();
+                    torn[buf.len() / 2..].fill(0);
+                    torn
+                }
+            };
+            s.apply_write(self.inode, &landed, pos as usize);
             return Err(injected("write"));
         }
         s.apply_write(self.inode, buf, pos as usize);
