@@ -273,11 +273,16 @@ fn list(client: &mut Client) -> anyhow::Result<Value> {
         .filter(|t| t.error_code == 0 || t.error_code == KAFKA_STORAGE_ERROR)
         .map(|t| {
             let offline = t.error_code != 0 || t.partitions.iter().any(|p| p.error_code != 0);
-            json!({
+            let mut row = json!({
                 "topic": t.name.as_ref().map(|n| n.0.to_string()),
                 "partitions": t.partitions.len(),
-                "online": !offline,
-            })
+            });
+            // Only offline topics carry `online` (and `error`), so the rows of healthy
+            // topics stay what scripts already parse.
+            if offline {
+                row["online"] = json!(false);
+            }
+            row
         })
         .collect();
     topics.sort_by(|a, b| a["topic"].as_str().cmp(&b["topic"].as_str()));
