@@ -8,7 +8,8 @@
 //! (the log is fenced, so every later call must fail). A run without faults counts the write
 //! and sync operations; then, for every operation index N, the scenario is rerun with
 //! operation N failing as a torn write (full length, second half zeros), a short write (one
-//! byte, or part of a batch header) or an fsync error, the filesystem is crashed (durable
+//! byte, or part of a batch header) or an fsync error (also one that loses the file's dirty
+//! pages, as Linux may, so no later fsync writes them), the filesystem is crashed (durable
 //! bytes only, all written bytes, all written with the last write torn) and reopened. Then:
 //! recovery succeeds without panicking, every append acknowledged durable is at its offset
 //! with its bytes, offsets are contiguous from 0, every batch present is one that was
@@ -239,6 +240,48 @@ fn every_sync_of_the_produce_path_fails() {
         checked += check_all_modes(&fs, &out, &format!("sync {n}/{syncs} fails"));
     }
     println!("fault points: {syncs} syncs, {checked} crash images checked");
+}
+
+#[test]
+fn every_sync_of_the_produce_path_fails_losing_its_dirty_pages() {
+    let (_, syncs) = reference();
+    let mut checked = 0;
+    for n in 1..=syncs {
+        let fs = FaultyFs::new();
+        fs.fail_nth_sync_losing_pages(n);
+        let out = run_scenario(&fs);
+        assert!(out.failed, "sync {n}/{syncs} was not reported");
+        checked += check_all_modes(&fs, &out, &format!("sync {n}/{syncs} fails, pages lost"));
+    }
+    println!("fault points: {syncs} syncs losing pages, {checked} crash images checked");
+}
+
+#[test]
+fn a_failed_sync_that_loses_pages_is_not_undone_by_the_next_sync() {
+    let fs = FaultyFs::new();
+    let file = sluice_storage::Fs::open(&fs, Path::new("/f"), true).unwrap();
+    sluice_storage::Fs::sync_dir(&fs, Path::new("/")).unwrap();
+    file.write_at(&[1, 1], 0).unwrap();
+    file.sync().unwrap();
+    file.write_at(&[2, 2, 2], 0).unwrap();
+    fs.fail_nth_sync_losing_pages(1);
+    assert!(file.sync().is_err());
+    file.write_at(&[3], 3).unwrap();
+    file.sync().unwrap();
+    let mut seen = [0u8; 4];
+    file.read_at(&mut seen, 0).unwrap();
+    assert_eq!(seen, [2, 2, 2, 3], "the page cache still has the bytes");
+    for mode in [CrashMode::DurableOnly, CrashMode::AllWritten] {
+        let crashed = fs.crash(mode);
+        let file = sluice_storage::Fs::open(&crashed, Path::new("/f"), false).unwrap();
+        let mut disk = [9u8; 4];
+        file.read_at(&mut disk, 0).unwrap();
+        assert_eq!(
+            disk,
+            [1, 1, 0, 3],
+            "{mode:?}: the lost bytes never reached the disk"
+        );
+    }
 }
 
 #[test]

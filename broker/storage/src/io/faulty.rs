@@ -42,6 +42,26 @@ pub enum WriteFault {
 struct Inode {
     written: Vec<u8>,
     durable: Vec<u8>,
+    /// After a sync failed with `fail_nth_sync_losing_pages`: (durable, written) at the
+    /// failure. Bytes dirty then and not written since never reach the disk (the kernel
+    /// marked their pages clean), whatever later syncs say.
+    lost: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Inode {
+    /// `image` without the bytes a failed sync lost.
+    fn without_lost(&self, image: &[u8]) -> Vec<u8> {
+        let mut out = image.to_vec();
+        if let Some((durable, written)) = &self.lost {
+            for (i, byte) in out.iter_mut().enumerate().take(written.len()) {
+                let dirty = durable.get(i) != Some(&written[i]);
+                if dirty && *byte == written[i] {
+                    *byte = durable.get(i).copied().unwrap_or(0);
+                }
+            }
+        }
+        out
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -66,6 +86,8 @@ struct State {
     fail_write: Option<u64>,
     write_fault: WriteFault,
     fail_sync: Option<u64>,
+    /// Whether the failing sync also loses the file's dirty pages.
+    sync_loses_pages: bool,
     last_write: Option<LastWrite>,
 }
 
@@ -116,6 +138,15 @@ impl FaultyFs {
         s.fail_sync = Some(s.syncs + n);
     }
 
+    /// Makes the `n`th sync from now on fail as Linux may after an I/O error: the file's
+    /// dirty bytes stay readable but never reach the disk, even through later syncs that
+    /// succeed (the 2018 fsync-gate lesson: an fsync must never be retried as if it had
+    /// worked). A failing `sync_dir` loses nothing more.
+    pub fn fail_nth_sync_losing_pages(&self, n: u64) {
+        self.fail_nth_sync(n);
+        self.lock().sync_loses_pages = true;
+    }
+
     /// Writes so far (`write_at` + `set_len`).
     #[must_use]
     pub fn writes(&self) -> u64 {
@@ -142,9 +173,12 @@ impl FaultyFs {
         for inode in &mut inodes {
             inode.written = match mode {
                 CrashMode::DurableOnly => inode.durable.clone(),
-                CrashMode::AllWritten | CrashMode::TornLastWrite => inode.written.clone(),
+                CrashMode::AllWritten | CrashMode::TornLastWrite => {
+                    inode.without_lost(&inode.written)
+                }
             };
             inode.durable = inode.written.clone();
+            inode.lost = None;
         }
         if let (CrashMode::TornLastWrite, Some(last)) = (mode, &s.last_write) {
             tear(&mut inodes[last.inode], last);
@@ -295,10 +329,14 @@ impl StorageFile for FaultyFile {
     fn sync(&self) -> io::Result<()> {
         let mut s = self.lock();
         if s.next_sync_fails() {
+            if s.sync_loses_pages {
+                let inode = &mut s.inodes[self.inode];
+                inode.lost = Some((inode.durable.clone(), inode.written.clone()));
+            }
             return Err(injected("sync"));
         }
         let inode = &mut s.inodes[self.inode];
-        inode.durable = inode.written.clone();
+        inode.durable = inode.without_lost(&inode.written);
         if s.last_write.as_ref().is_some_and(|w| w.inode == self.inode) {
             s.last_write = None;
         }
