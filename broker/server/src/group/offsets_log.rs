@@ -22,6 +22,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::indexmap::IndexMap;
@@ -30,7 +31,7 @@ use kafka_protocol::records::{
 };
 use serde::{Deserialize, Serialize};
 use sluice_group::OffsetRecord;
-use sluice_storage::{Durability, Log, LogConfig, Offset};
+use sluice_storage::{Durability, Fs, Log, LogConfig, Offset, RealFs};
 
 use crate::broker::now_ms;
 use crate::error::ServerError;
@@ -55,6 +56,9 @@ pub struct OffsetsLog {
     log: Option<Log>,
     /// fsync each append before it is acknowledged (`sluice.acks.all.fsync`).
     durability: Durability,
+    /// The filesystem the log's segments live on: the real one, or a fault-injecting twin
+    /// in tests (the generation pointer stays on the real filesystem).
+    fs: Arc<dyn Fs>,
 }
 
 /// The storage settings of the offsets log: never deleted by time or size (compaction
@@ -77,13 +81,22 @@ impl OffsetsLog {
     /// Opens the live generation under `data_dir` (creating generation 0 on first start) and
     /// removes leftovers of other generations. Returns the log and its records in log order.
     pub fn open(data_dir: &Path, fsync: bool) -> Result<(Self, Vec<OffsetRecord>), ServerError> {
+        Self::open_with_fs(data_dir, fsync, Arc::new(RealFs))
+    }
+
+    /// Same, with the log's segments on `fs`.
+    pub fn open_with_fs(
+        data_dir: &Path,
+        fsync: bool,
+        fs: Arc<dyn Fs>,
+    ) -> Result<(Self, Vec<OffsetRecord>), ServerError> {
         let data_dir = &data_dir.join(OFFSETS_DIR);
         std::fs::create_dir_all(data_dir)
             .map_err(ServerError::io(format!("creating {}", data_dir.display())))?;
         let generation = read_pointer(data_dir)?;
         remove_other_generations(data_dir, generation);
         let dir = generation_dir(data_dir, generation);
-        let log = Log::open(&dir, log_config(), now_ms())
+        let log = Log::open_with(fs.clone(), &dir, log_config(), now_ms())
             .map_err(storage_error(format!("opening {}", dir.display())))?;
         let records = read_all(&log)?;
         tracing::info!(dir = %dir.display(), records = records.len(), "loaded the offsets log");
@@ -98,6 +111,7 @@ impl OffsetsLog {
                 generation,
                 log: Some(log),
                 durability,
+                fs,
             },
             records,
         ))
@@ -140,7 +154,7 @@ impl OffsetsLog {
             log.close().ok();
         }
         let dir = generation_dir(&self.data_dir, self.generation);
-        let log = Log::open(&dir, log_config(), now_ms())
+        let log = Log::open_with(self.fs.clone(), &dir, log_config(), now_ms())
             .map_err(storage_error(format!("reopening {}", dir.display())))?;
         self.log = Some(log);
         Ok(())
@@ -154,7 +168,7 @@ impl OffsetsLog {
             std::fs::remove_dir_all(&dir)
                 .map_err(ServerError::io(format!("removing {}", dir.display())))?;
         }
-        let mut fresh = Log::open(&dir, log_config(), now_ms())
+        let mut fresh = Log::open_with(self.fs.clone(), &dir, log_config(), now_ms())
             .map_err(storage_error(format!("creating {}", dir.display())))?;
         let refs: Vec<&OffsetRecord> = snapshot.iter().collect();
         if !refs.is_empty() {

@@ -3,8 +3,9 @@
 //! Every file (inode) keeps two images: `written` (what reads see now) and `durable` (what
 //! survives a crash: the bytes at its last successful `sync`). Directory entries likewise:
 //! `names` now, `durable_names` as of the last `sync_dir`. A test can fail the Nth write
-//! (`write_at`/`set_len`; the failed write lands torn, first half only) or the Nth sync
-//! (`sync`/`sync_dir`), count operations, and take a crash image to reopen.
+//! (`write_at`/`set_len`; what the failed write leaves is a [`WriteFault`]: by default its
+//! first half) or the Nth sync (`sync`/`sync_dir`), count operations, and take a crash image
+//! to reopen.
 
 use super::{Fs, StorageFile};
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,10 +24,44 @@ pub enum CrashMode {
     TornLastWrite,
 }
 
+/// What a failed `write_at` leaves in the file before it returns its error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WriteFault {
+    /// Its first half ([`FaultyFs::fail_nth_write`]).
+    #[default]
+    FirstHalf,
+    /// A short write: only its first `n` bytes (all of them if it is shorter), as when the
+    /// disk fills mid-write; the file grows by no more than that.
+    Short(usize),
+    /// A torn write: its full length, but from the middle on zeros instead of its bytes
+    /// (sectors the device never wrote), so the file has the new length and wrong bytes.
+    Torn,
+}
+
 #[derive(Debug, Default, Clone)]
 struct Inode {
     written: Vec<u8>,
     durable: Vec<u8>,
+    /// After a sync failed with `fail_nth_sync_losing_pages`: (durable, written) at the
+    /// failure. Bytes dirty then and not written since never reach the disk (the kernel
+    /// marked their pages clean), whatever later syncs say.
+    lost: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Inode {
+    /// `image` without the bytes a failed sync lost.
+    fn without_lost(&self, image: &[u8]) -> Vec<u8> {
+        let mut out = image.to_vec();
+        if let Some((durable, written)) = &self.lost {
+            for (i, byte) in out.iter_mut().enumerate().take(written.len()) {
+                let dirty = durable.get(i) != Some(&written[i]);
+                if dirty && *byte == written[i] {
+                    *byte = durable.get(i).copied().unwrap_or(0);
+                }
+            }
+        }
+        out
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -49,7 +84,10 @@ struct State {
     /// Bytes read from `*.log` files (to prove clean segments are not scanned).
     log_bytes_read: u64,
     fail_write: Option<u64>,
+    write_fault: WriteFault,
     fail_sync: Option<u64>,
+    /// Whether the failing sync also loses the file's dirty pages.
+    sync_loses_pages: bool,
     last_write: Option<LastWrite>,
 }
 
@@ -80,16 +118,33 @@ impl FaultyFs {
         self.state.lock().expect("faulty fs lock")
     }
 
-    /// Makes the `n`th write from now on (1-based, `write_at` or `set_len`) fail, torn.
+    /// Makes the `n`th write from now on (1-based, `write_at` or `set_len`) fail, landing
+    /// its first half.
     pub fn fail_nth_write(&self, n: u64) {
+        self.fail_nth_write_as(n, WriteFault::FirstHalf);
+    }
+
+    /// Makes the `n`th write from now on fail, leaving `fault` in the file (a failing
+    /// `set_len` changes nothing).
+    pub fn fail_nth_write_as(&self, n: u64, fault: WriteFault) {
         let mut s = self.lock();
         s.fail_write = Some(s.writes + n);
+        s.write_fault = fault;
     }
 
     /// Makes the `n`th sync from now on (1-based, `sync` or `sync_dir`) fail.
     pub fn fail_nth_sync(&self, n: u64) {
         let mut s = self.lock();
         s.fail_sync = Some(s.syncs + n);
+    }
+
+    /// Makes the `n`th sync from now on fail as Linux may after an I/O error: the file's
+    /// dirty bytes stay readable but never reach the disk, even through later syncs that
+    /// succeed (the 2018 fsync-gate lesson: an fsync must never be retried as if it had
+    /// worked). A failing `sync_dir` loses nothing more.
+    pub fn fail_nth_sync_losing_pages(&self, n: u64) {
+        self.fail_nth_sync(n);
+        self.lock().sync_loses_pages = true;
     }
 
     /// Writes so far (`write_at` + `set_len`).
@@ -118,9 +173,12 @@ impl FaultyFs {
         for inode in &mut inodes {
             inode.written = match mode {
                 CrashMode::DurableOnly => inode.durable.clone(),
-                CrashMode::AllWritten | CrashMode::TornLastWrite => inode.written.clone(),
+                CrashMode::AllWritten | CrashMode::TornLastWrite => {
+                    inode.without_lost(&inode.written)
+                }
             };
             inode.durable = inode.written.clone();
+            inode.lost = None;
         }
         if let (CrashMode::TornLastWrite, Some(last)) = (mode, &s.last_write) {
             tear(&mut inodes[last.inode], last);
@@ -236,7 +294,16 @@ impl StorageFile for FaultyFile {
     fn write_at(&self, buf: &[u8], pos: u64) -> io::Result<()> {
         let mut s = self.lock();
         if s.next_write_fails() {
-            s.apply_write(self.inode, &buf[..buf.len() / 2], pos as usize);
+            let landed = match s.write_fault {
+                WriteFault::FirstHalf => buf[..buf.len() / 2].to_vec(),
+                WriteFault::Short(n) => buf[..n.min(buf.len())].to_vec(),
+                WriteFault::Torn => {
+                    let mut torn = buf.to_vec();
+                    torn[buf.len() / 2..].fill(0);
+                    torn
+                }
+            };
+            s.apply_write(self.inode, &landed, pos as usize);
             return Err(injected("write"));
         }
         s.apply_write(self.inode, buf, pos as usize);
@@ -262,10 +329,14 @@ impl StorageFile for FaultyFile {
     fn sync(&self) -> io::Result<()> {
         let mut s = self.lock();
         if s.next_sync_fails() {
+            if s.sync_loses_pages {
+                let inode = &mut s.inodes[self.inode];
+                inode.lost = Some((inode.durable.clone(), inode.written.clone()));
+            }
             return Err(injected("sync"));
         }
         let inode = &mut s.inodes[self.inode];
-        inode.durable = inode.written.clone();
+        inode.durable = inode.without_lost(&inode.written);
         if s.last_write.as_ref().is_some_and(|w| w.inode == self.inode) {
             s.last_write = None;
         }
