@@ -25,8 +25,11 @@ pub mod seeds;
 
 pub use sluice_plugin_host::fuzz::guest_columns;
 
+/// One fuzz target: its name and what runs one input through it.
+pub type Target = (&'static str, fn(&[u8]));
+
 /// The fuzz targets, by name: the corpus directories under `tests/fuzz/corpus/`.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[Target] = &[
     ("request", request),
     ("record_batch", record_batch),
     ("decompress", decompress),

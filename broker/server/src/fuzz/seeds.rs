@@ -525,9 +525,9 @@ fn guest_columns() -> Vec<Seed> {
     // kafka-protocol's encoder writes one batch per record here (their sequences are -1, so
     // not contiguous): the first batch is one real batch.
     let batches = client_batch(Codec::None);
-    let first = batches
-        .get(8..12)
-        .map_or(0, |l| 12 + i32::from_be_bytes([l[0], l[1], l[2], l[3]]).max(0) as usize);
+    let first = batches.get(8..12).map_or(0, |l| {
+        12 + i32::from_be_bytes([l[0], l[1], l[2], l[3]]).max(0) as usize
+    });
     let batch = &batches[..first.min(batches.len())];
     let limit = crate::records::DecompressLimit {
         bytes: 1 << 20,
