@@ -277,6 +277,17 @@ fn a_created_directory_survives_a_crash_only_once_the_durable_call_returns() {
 }
 
 #[test]
+fn a_relative_directory_is_created_and_its_working_directory_synced() {
+    let fs = FaultyFs::new();
+    let syncs = fs.syncs();
+    io::create_dir_durable(&fs, Path::new("sluice-data")).unwrap();
+    assert!(fs.exists(Path::new("sluice-data")).unwrap());
+    assert_eq!(fs.syncs(), syncs + 1, "the working directory is synced");
+    let durable = fs.crash(CrashMode::DurableOnly);
+    assert!(durable.exists(Path::new("sluice-data")).unwrap());
+}
+
+#[test]
 fn a_failed_directory_fsync_is_reported_and_a_retry_syncs_again() {
     let dir = Path::new("/data/topics/t");
     let fs = FaultyFs::new();

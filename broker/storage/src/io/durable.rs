@@ -87,21 +87,19 @@ pub fn create_dir_durable(fs: &dyn Fs, path: &Path) -> io::Result<()> {
     let mut missing: Vec<&Path> = Vec::new();
     let mut at = path;
     while !fs.exists(at)? {
-        match at.parent().filter(|p| !p.as_os_str().is_empty()) {
-            Some(parent) => {
-                missing.push(at);
-                at = parent;
-            }
-            None => break, // the root, or a relative path's first component: taken as there
+        let Some(parent) = at.parent() else { break }; // the root is always there
+        missing.push(at);
+        if parent.as_os_str().is_empty() {
+            break; // a relative path's first component: its parent is the working directory
         }
+        at = parent;
     }
     if missing.is_empty() {
         return Ok(());
     }
     fs.create_dir_all(path)?;
     for dir in &missing {
-        let parent = dir.parent().expect("only paths with a parent are missing");
-        if let Err(e) = fs.sync_dir(parent) {
+        if let Err(e) = fs.sync_dir(split(dir)?.0) {
             if let Some(top) = missing.last() {
                 let _ = fs.remove_dir_all(top);
             }

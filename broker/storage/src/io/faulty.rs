@@ -408,6 +408,12 @@ impl Fs for FaultyFs {
         if s.next_sync_fails() {
             return Err(injected("sync_dir"));
         }
+        // `.` is the directory of a relative path's first component (whose parent is "").
+        let dir = if dir == Path::new(".") {
+            Path::new("")
+        } else {
+            dir
+        };
         s.durable_names.retain(|p, _| p.parent() != Some(dir));
         let now: Vec<(PathBuf, usize)> = s
             .names
