@@ -1,14 +1,13 @@
 //! From uploaded bytes to a ready-to-instantiate plugin version:
 //! size check, core module -> component (`wit-component`), the shape check
 //! against the per-component and compile limits (`check.rs`), compile (or
-//! load the compiled artifact from the disk cache) on its own thread under
+//! load the compiled artifact from the disk cache, `cache.rs`, when its
+//! recorded digest vouches for it) on its own thread under
 //! `PLUGIN_COMPILE_TIMEOUT_MS` and at most `PLUGIN_COMPILES_CONCURRENT_MAX`
 //! at once, kind detection, and linking once (`instantiate_pre`), which
 //! rejects any import we do not provide.
 
-use std::collections::hash_map::DefaultHasher;
 use std::fmt;
-use std::hash::{Hash, Hasher};
 use std::path::Path;
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -21,6 +20,7 @@ use crate::bindings::filter::FilterPre;
 use crate::bindings::partitioner::PartitionerPre;
 use crate::bindings::transform::TransformPre;
 use crate::bindings::{FILTER_EXPORT, PARTITIONER_EXPORT, TRANSFORM_EXPORT};
+use crate::cache;
 use crate::engine::PluginEngine;
 use crate::error::RegistryError;
 use crate::limits;
@@ -133,7 +133,7 @@ pub fn load(
 ) -> Result<PluginVersion, RegistryError> {
     let sha256 = hex(&Sha256::digest(component_bytes));
     crate::check::check_component(component_bytes)?;
-    let component = compile_cached(engine, component_bytes, &sha256, cache_dir)?;
+    let component = compile_cached(engine, name, component_bytes, cache_dir)?;
     let (kind, wit_version) = detect_kind(engine, &component)?;
     let pre = engine
         .linker
@@ -162,8 +162,8 @@ pub fn load(
 
 fn compile_cached(
     engine: &PluginEngine,
+    name: &str,
     bytes: &[u8],
-    sha256: &str,
     cache_dir: Option<&Path>,
 ) -> Result<Component, RegistryError> {
     let Some(dir) = cache_dir else {
@@ -171,22 +171,16 @@ fn compile_cached(
         return compile_bounded(engine, bytes, move |bytes| Component::new(&wasmtime, bytes))
             .and_then(|compiled| compiled.map_err(loaded));
     };
-    let mut hasher = DefaultHasher::new();
-    engine
-        .engine
-        .precompile_compatibility_hash()
-        .hash(&mut hasher);
-    let path = dir.join(format!("{sha256}-{:016x}.cwasm", hasher.finish()));
-    if path.exists() {
-        // SAFETY: the file is one we wrote with `precompile_component` into
-        // a directory the broker owns, named by the sha256 of its source and
-        // the engine's compatibility hash; wasmtime checks the header too.
-        match unsafe { Component::deserialize_file(&engine.engine, &path) } {
+    let key = cache::key(&engine.engine, bytes);
+    let entry = cache::Entry::new(dir, &key);
+    if let Some(cached) = entry.load(&key) {
+        // SAFETY: these bytes hash to the digest recorded (outside plugin.dir) when this
+        // engine configuration compiled them from this very source (`cache.rs`); they are
+        // deserialized from this in-memory copy, so the file cannot change after the check.
+        match unsafe { Component::deserialize(&engine.engine, &cached) } {
             Ok(component) => return Ok(component),
             Err(e) if is_pool_limit(&e) => return Err(loaded(e)),
-            Err(e) => {
-                tracing::warn!(path = %path.display(), "ignoring unusable compile cache entry: {e:#}")
-            }
+            Err(e) => tracing::warn!(plugin = name, "ignoring an unusable compiled plugin: {e:#}"),
         }
     }
     let wasmtime = engine.engine.clone();
@@ -196,8 +190,11 @@ fn compile_cached(
     .map_err(|e| RegistryError::Invalid(format!("{e:#}")))?;
     // SAFETY: `compiled` was just produced by this engine.
     let component = unsafe { Component::deserialize(&engine.engine, &compiled) }.map_err(loaded)?;
-    std::fs::create_dir_all(dir).map_err(RegistryError::io(dir))?;
-    crate::registry::write_atomically(&path, &compiled)?;
+    // The cache only saves the next start a compile: a plugin that compiled is served even
+    // if it cannot be stored.
+    if let Err(e) = entry.store(&key, &compiled) {
+        tracing::warn!(plugin = name, "cannot store the compiled plugin: {e}");
+    }
     Ok(component)
 }
 

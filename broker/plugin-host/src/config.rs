@@ -9,6 +9,10 @@ use crate::limits;
 pub struct PluginConfig {
     /// `plugin.dir`: where plugins live (default `<data-dir>/plugins`).
     pub dir: PathBuf,
+    /// Where compiled plugins are cached, with their digests (`cache.rs`); `None`: no
+    /// disk cache, every load compiles. Must lie outside `dir`. The broker sets
+    /// `<data.dir>/plugin-cache`.
+    pub cache_dir: Option<PathBuf>,
     /// `plugin.call.timeout.ms`
     pub call_timeout_ms: u64,
     /// `plugin.memory.bytes.max`
@@ -29,6 +33,7 @@ impl PluginConfig {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self {
             dir: dir.into(),
+            cache_dir: None,
             call_timeout_ms: limits::PLUGIN_CALL_TIMEOUT_MS_DEFAULT,
             memory_bytes_max: limits::PLUGIN_MEMORY_BYTES_MAX_DEFAULT,
             module_bytes_max: limits::PLUGIN_MODULE_BYTES_MAX_DEFAULT,
@@ -51,6 +56,14 @@ impl PluginConfig {
             return Err(format!(
                 "plugin.memory.bytes.max = {} must be between one wasm page (65536) and 4 GiB",
                 self.memory_bytes_max
+            ));
+        }
+        if let Some(cache) = self.cache_dir.as_ref().filter(|c| c.starts_with(&self.dir)) {
+            return Err(format!(
+                "the compiled-plugin cache {} must lie outside plugin.dir = {}: it holds native \
+                 code, trusted only by digests kept apart from the files deployers write",
+                cache.display(),
+                self.dir.display()
             ));
         }
         if self.module_bytes_max == 0 {
@@ -101,6 +114,11 @@ mod tests {
                 .unwrap_err()
                 .contains("plugin.memory.bytes.max = 1000")
         );
+        let mut c = ok.clone();
+        c.cache_dir = Some("/tmp/p/.cache".into());
+        assert!(c.validate().unwrap_err().contains("outside plugin.dir"));
+        c.cache_dir = Some("/tmp/plugin-cache".into());
+        assert!(c.validate().is_ok());
         let mut c = ok;
         c.module_bytes_max = 0;
         assert!(

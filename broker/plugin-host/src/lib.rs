@@ -25,8 +25,11 @@
 //! - `compile`: bytes -> [`PluginVersion`]: size check, core module ->
 //!   component with `wit-component`, the shape check, compile on its own
 //!   thread under a timeout and a bound on concurrent compiles, or load
-//!   from the disk cache (`<plugin.dir>/.cache/<sha256>-<engine hash>.cwasm`),
-//!   tell the [`PluginKind`] from the exported interface, link once (`*Pre`).
+//!   from the disk cache, tell the [`PluginKind`] from the exported
+//!   interface, link once (`*Pre`).
+//! - `cache`: the compiled-plugin cache (`PluginConfig::cache_dir`, outside
+//!   `plugin.dir`): `<source sha256>.cwasm`, loaded only when the `.digest`
+//!   beside it records its SHA-256, this source and this engine.
 //! - `batch`: [`ColumnarBatch`], the WIT `record-batch` built from records;
 //!   `columns`: reading one back ([`RecordView`]s), selecting records, and
 //!   the shape check on batches a plugin returns.
@@ -99,6 +102,7 @@ pub mod limits;
 
 mod batch;
 mod bindings;
+mod cache;
 mod call;
 mod check;
 mod columns;

@@ -1,13 +1,14 @@
-//! The plugin registry: owns the plugin directory (`<name>.wasm` files,
-//! compiled artifacts in `.cache/`), installs, lists, describes and deletes
-//! plugins, and swaps new versions in atomically.
+//! The plugin registry: owns the plugin directory (`<name>.wasm` files; the
+//! compiled artifacts are in `PluginConfig::cache_dir`, outside it), installs,
+//! lists, describes and deletes plugins, and swaps new versions in atomically.
+//! Every file change goes through `sluice_storage::io::durable`.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use arc_swap::ArcSwap;
+use sluice_storage::io::{self as storage_io, RealFs};
 
 use crate::compile::{self, PluginKind, PluginVersion};
 use crate::config::PluginConfig;
@@ -81,7 +82,12 @@ impl Registry {
     /// not load is reported in the failures, not fatal.
     pub fn open(config: PluginConfig) -> Result<(Arc<Self>, LoadFailures), RegistryError> {
         let dir = config.dir.clone();
-        std::fs::create_dir_all(&dir).map_err(RegistryError::io(&dir))?;
+        storage_io::create_dir_durable(&RealFs, &dir).map_err(RegistryError::io(&dir))?;
+        storage_io::remove_stale_temps(&RealFs, &dir).map_err(RegistryError::io(&dir))?;
+        let old_cache = dir.join(".cache");
+        if old_cache.exists() {
+            tracing::info!(dir = %old_cache.display(), "compiled plugins are no longer read from plugin.dir; this old cache can be deleted");
+        }
         let registry = Arc::new(Self {
             engine: PluginEngine::new(config)?,
             dir,
@@ -96,6 +102,7 @@ impl Registry {
                 failures.push((path, e));
             }
         }
+        registry.retain_cache();
         Ok((registry, failures))
     }
 
@@ -107,8 +114,24 @@ impl Registry {
         &self.dir
     }
 
-    fn cache_dir(&self) -> PathBuf {
-        self.dir.join(".cache")
+    fn cache_dir(&self) -> Option<&Path> {
+        self.engine.config.cache_dir.as_deref()
+    }
+
+    /// Removes compiled plugins no loaded plugin uses (logged on failure: the cache only
+    /// saves compiles).
+    fn retain_cache(&self) {
+        let Some(dir) = self.cache_dir() else { return };
+        let live = self
+            .slots
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .map(|slot| slot.current().sha256.clone())
+            .collect();
+        if let Err(e) = crate::cache::retain(dir, &live) {
+            tracing::warn!(dir = %dir.display(), "cannot clean the compiled plugin cache: {e}");
+        }
     }
 
     /// Validate, compile and store a plugin under `name`, replacing any
@@ -120,9 +143,12 @@ impl Registry {
     pub fn install(&self, name: &str, bytes: &[u8]) -> Result<PluginInfo, RegistryError> {
         check_name(name)?;
         let component = compile::to_component(&self.engine, bytes)?;
-        let version = compile::load(&self.engine, name, &component, Some(&self.cache_dir()))?;
-        write_atomically(&self.dir.join(format!("{name}.wasm")), &component)?;
-        Ok(self.swap_in(version))
+        let version = compile::load(&self.engine, name, &component, self.cache_dir())?;
+        let path = self.dir.join(format!("{name}.wasm"));
+        storage_io::write_durable(&RealFs, &path, &component).map_err(RegistryError::io(path))?;
+        let info = self.swap_in(version);
+        self.retain_cache();
+        Ok(info)
     }
 
     /// Load (or reload) `<dir>/<name>.wasm`; a file whose sha256 is the
@@ -142,7 +168,7 @@ impl Registry {
         {
             return Ok(None);
         }
-        let version = compile::load(&self.engine, &name, &component, Some(&self.cache_dir()))?;
+        let version = compile::load(&self.engine, &name, &component, self.cache_dir())?;
         tracing::info!(plugin = %name, sha256 = %version.sha256, kind = %version.kind, "plugin loaded");
         Ok(Some(self.swap_in(version)))
     }
@@ -246,12 +272,10 @@ impl Registry {
             });
         }
         let path = self.dir.join(format!("{name}.wasm"));
-        match std::fs::remove_file(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(RegistryError::Io { path, source: e }),
-        }
+        storage_io::remove_file_durable(&RealFs, &path).map_err(RegistryError::io(path))?;
         slots.remove(name);
+        drop(slots);
+        self.retain_cache();
         Ok(())
     }
 
@@ -430,23 +454,6 @@ fn check_params(name: &str, params: &[(String, String)]) -> Result<(), RegistryE
         ));
     }
     Ok(())
-}
-
-/// Write `bytes` to `path` through a hidden temporary file in the same
-/// directory, fsync, then rename: readers (and the watcher) see the old
-/// file or the new one, never a part.
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), RegistryError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let file_name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("plugin");
-    let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
-    let mut file = std::fs::File::create(&tmp).map_err(RegistryError::io(&tmp))?;
-    file.write_all(bytes)
-        .and_then(|()| file.sync_all())
-        .map_err(RegistryError::io(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(RegistryError::io(path))
 }
 
 #[cfg(test)]

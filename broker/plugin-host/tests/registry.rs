@@ -61,14 +61,16 @@ fn reopen_loads_plugins_from_the_warm_compile_cache() {
         .install("murmur2", &common::wasm("murmur2"))
         .unwrap();
     drop(registry);
-    let cache: Vec<_> = std::fs::read_dir(dir.path().join("plugins/.cache"))
+    let mut cache: Vec<_> = std::fs::read_dir(dir.path().join("plugin-cache"))
         .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
-    assert_eq!(cache.len(), 1, "one compiled artifact per plugin version");
+    cache.sort();
+    let entry = [0, 1].map(|i| format!("{}.{}", info.sha256, ["cwasm", "digest"][i]));
+    assert_eq!(cache, entry, "one entry per plugin version");
 
     let started = Instant::now();
-    let (registry, failures) =
-        Registry::open(PluginConfig::new(dir.path().join("plugins"))).unwrap();
+    let (registry, failures) = Registry::open(common::cached_config(dir.path())).unwrap();
     let reopen = started.elapsed();
     assert!(failures.is_empty(), "{failures:?}");
     assert_eq!(registry.describe("murmur2").unwrap().sha256, info.sha256);

@@ -1,6 +1,7 @@
 //! The topic registry: topics, their partitions (each a storage `Log` behind a mutex plus a
 //! watch channel that wakes long-polling fetches), and topic metadata persisted as one small
-//! JSON file per topic, written atomically (temp file, fsync, rename, fsync dir).
+//! JSON file per topic. Every metadata change here (files written, directories created,
+//! renamed and removed) goes through `sluice_storage::io::durable` on the real filesystem.
 //!
 //! On-disk layout under `data.dir` (topics live in their own directory, so no topic name can
 //! collide with the broker's files):
@@ -21,7 +22,8 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use kafka_protocol::ResponseError;
 use serde::{Deserialize, Serialize};
-use sluice_storage::{Fs, Log, RealFs};
+use sluice_storage::io::{self as storage_io, RealFs};
+use sluice_storage::{Fs, Log};
 use tokio::sync::watch;
 
 use crate::config::{BrokerConfig, HostPort};
@@ -240,11 +242,12 @@ impl Broker {
     /// Same, with partition logs on `fs` (topic metadata stays on the real filesystem).
     pub fn open_with(config: BrokerConfig, fs: Arc<dyn Fs>) -> Result<Self, ServerError> {
         let dir = config.data_dir.clone();
-        std::fs::create_dir_all(&dir).map_err(ServerError::io(format!(
+        storage_io::create_dir_durable(&RealFs, &dir).map_err(ServerError::io(format!(
             "creating data dir {}",
             dir.display()
         )))?;
         let dir_lock = lock_data_dir(&dir)?;
+        remove_stale_temps(&dir);
         let cluster_id = load_or_create_cluster_id(&dir)?;
         let plugins = Plugins::open(&config)?;
         let advertised = config
@@ -276,7 +279,7 @@ impl Broker {
             remove_dir_logged(&deleting);
         }
         let dir = self.config.data_dir.join(TOPICS_DIR);
-        std::fs::create_dir_all(&dir)
+        storage_io::create_dir_durable(&RealFs, &dir)
             .map_err(ServerError::io(format!("creating {}", dir.display())))?;
         let entries = std::fs::read_dir(&dir)
             .map_err(ServerError::io(format!("reading {}", dir.display())))?;
@@ -312,6 +315,7 @@ impl Broker {
         let partitioner = partitioner.map(Arc::new);
         let log_config = topic_config::log_config(&self.config, &overrides);
         let dir = self.topic_dir(name);
+        remove_stale_temps(&dir);
         let mut opened = Vec::with_capacity(usize::try_from(partitions).unwrap_or(0));
         for index in 0..partitions {
             let log = Log::open_with(
@@ -476,7 +480,7 @@ impl Broker {
         let dir = self.topic_dir(name);
         // The partitions first, topic.json last: the file is the commit point, and a directory
         // without it is ignored at start (and reused by the next creation of the name).
-        let created = std::fs::create_dir_all(&dir)
+        let created = storage_io::create_dir_durable(&RealFs, &dir)
             .map_err(ServerError::io(format!("creating {}", dir.display())))
             .and_then(|()| self.open_topic(name, partitions, overrides, partitioner))
             .and_then(|topic| {
@@ -489,9 +493,9 @@ impl Broker {
                     context: "encoding topic.json".into(),
                     source: std::io::Error::other(e),
                 })?;
-                write_atomically(&dir.join(TOPIC_FILE), text.as_bytes()).map_err(
-                    ServerError::io(format!("writing {}", dir.join(TOPIC_FILE).display())),
-                )?;
+                write_durable(&dir.join(TOPIC_FILE), text.as_bytes()).map_err(ServerError::io(
+                    format!("writing {}", dir.join(TOPIC_FILE).display()),
+                ))?;
                 Ok(topic)
             });
         let topic = match created {
@@ -560,20 +564,20 @@ impl Broker {
                 tracing::warn!(topic = name, error = %e, "closing a deleted partition failed");
             }
         }
-        // Renamed aside first (atomic: a crash leaves the topic either whole or gone), then
-        // removed; a leftover in deleting/ is cleared at the next start.
+        // Renamed aside first (atomic, and durable before the answer: a crash leaves the
+        // topic either whole or gone), then removed; a leftover in deleting/ is cleared at
+        // the next start.
         let dir = self.topic_dir(name);
         let deleting = self.config.data_dir.join(DELETING_DIR);
         let aside = deleting.join(format!("{name}.{}", now_ms()));
-        std::fs::create_dir_all(&deleting)
-            .and_then(|()| std::fs::rename(&dir, &aside))
+        storage_io::create_dir_durable(&RealFs, &deleting)
+            .and_then(|()| storage_io::rename_durable(&RealFs, &dir, &aside))
             .map_err(|e| {
                 KafkaError::new(
                     ResponseError::KafkaStorageError,
                     format!("moving {} aside: {e}", dir.display()),
                 )
             })?;
-        sync_dir(&self.config.data_dir.join(TOPICS_DIR)).ok();
         remove_dir_logged(&aside);
         tracing::info!(topic = name, "deleted topic");
         Ok(())
@@ -702,7 +706,7 @@ fn load_or_create_cluster_id(dir: &Path) -> Result<String, ServerError> {
         cluster_id: cluster_id.clone(),
     })
     .unwrap_or_default();
-    write_atomically(&path, text.as_bytes())
+    write_durable(&path, text.as_bytes())
         .map_err(ServerError::io(format!("writing {}", path.display())))?;
     Ok(cluster_id)
 }
@@ -727,33 +731,32 @@ fn random_id() -> String {
     out
 }
 
-/// Writes `path` so that a crash leaves either the old or the new content.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let tmp = path.with_extension("tmp");
-    let mut file = std::fs::File::create(&tmp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&tmp, path)?;
-    if let Some(parent) = path.parent() {
-        sync_dir(parent)?;
-    }
-    Ok(())
+/// Writes a metadata file so that a crash leaves either the old or the new content
+/// (`sluice_storage::io::write_durable` on the real filesystem).
+fn write_durable(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    storage_io::write_durable(&RealFs, path, bytes)
 }
 
-fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::File::open(dir)?.sync_all()
-}
-
+/// Removes a metadata file durably (the directory fsynced), logging a failure.
 fn remove_file_logged(path: &Path) {
-    if let Err(e) = std::fs::remove_file(path) {
+    if let Err(e) = storage_io::remove_file_durable(&RealFs, path) {
         tracing::warn!(path = %path.display(), error = %e, "removing a file failed");
     }
 }
 
+/// Removes a directory durably (the parent fsynced), logging a failure; a leftover is
+/// removed again at the next start.
 fn remove_dir_logged(path: &Path) {
-    if let Err(e) = std::fs::remove_dir_all(path) {
+    if let Err(e) = storage_io::remove_dir_durable(&RealFs, path) {
         tracing::warn!(path = %path.display(), error = %e, "removing a deleted topic's directory failed");
+    }
+}
+
+/// Removes temp files a crash left in `dir` (`io::durable`), logging a failure: they are
+/// never read, so one left behind is only a stray file.
+fn remove_stale_temps(dir: &Path) {
+    if let Err(e) = storage_io::remove_stale_temps(&RealFs, dir) {
+        tracing::warn!(dir = %dir.display(), error = %e, "removing stale temp files failed");
     }
 }
 

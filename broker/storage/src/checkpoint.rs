@@ -1,5 +1,5 @@
-//! The two small files beside the segments, both written atomically (temp file, fsync,
-//! rename, fsync directory) and both ending in a CRC-32C of the bytes before it:
+//! The two small files beside the segments, both written with `io::write_durable` (temp
+//! file, fsync, rename, fsync directory) and both ending in a CRC-32C of the bytes before it:
 //!
 //! - `partition.checkpoint` (28 bytes): `"SLCK" | version u16 = 1 | reserved u16 = 0 |
 //!   log_start_offset i64 | recovery_point i64 | crc u32`.
@@ -99,7 +99,7 @@ pub(crate) fn write_checkpoint(
         ],
     );
     debug_assert_eq!(bytes.len(), CHECKPOINT_BYTES);
-    io::write_atomic(fs, dir, CHECKPOINT_FILE, &bytes)
+    io::write_durable(fs, &dir.join(CHECKPOINT_FILE), &bytes)
 }
 
 /// Reads the clean-shutdown marker: the log end offset it vouches for. A marker that does
@@ -129,15 +129,14 @@ pub(crate) fn write_clean_shutdown(
 ) -> std::io::Result<()> {
     let bytes = frame(CLEAN_SHUTDOWN_MAGIC, &[log_end.value()]);
     debug_assert_eq!(bytes.len(), CLEAN_SHUTDOWN_BYTES);
-    io::write_atomic(fs, dir, CLEAN_SHUTDOWN_FILE, &bytes)
+    io::write_durable(fs, &dir.join(CLEAN_SHUTDOWN_FILE), &bytes)
 }
 
 /// Removes the marker (durably) so a crash after this open is not mistaken for clean.
 pub(crate) fn remove_clean_shutdown(fs: &dyn Fs, dir: &Path) -> std::io::Result<()> {
     let path = dir.join(CLEAN_SHUTDOWN_FILE);
     if fs.exists(&path)? {
-        fs.remove(&path)?;
-        fs.sync_dir(dir)?;
+        io::remove_file_durable(fs, &path)?;
     }
     Ok(())
 }

@@ -16,7 +16,9 @@
 //!   fused with the CRC on append.
 //! - [`io`]: the positional-I/O seam (`Fs`, `StorageFile`), `RealFs`, and `FaultyFs`,
 //!   the in-memory twin that fails the Nth write or sync and keeps written and durable
-//!   images apart.
+//!   images apart (of files and of directory entries); [`io::durable`], the one durable
+//!   metadata mechanism of every crate (write a file, create, rename and remove
+//!   directories, stale temp files).
 //! - `entry_file`, `index`, `time_index`: fixed-size index entries (the active segment's
 //!   mapped writable, sealed ones mapped on first lookup), the sparse offset index and the
 //!   time index.

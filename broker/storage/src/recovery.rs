@@ -40,7 +40,8 @@ fn list_segments(fs: &dyn Fs, dir: &Path) -> io::Result<Vec<Offset>> {
         let orphan = [INDEX_EXT, TIME_INDEX_EXT]
             .iter()
             .any(|ext| parse(name, ext).is_some_and(|b| bases.binary_search(&b).is_err()));
-        if orphan || name.ends_with(".tmp") {
+        // `.tmp`: the temp names of versions before `io::durable`.
+        if orphan || crate::io::is_temp_name(name) || name.ends_with(".tmp") {
             tracing::info!(dir = %dir.display(), file = %name, "removing leftover file");
             fs.remove(&dir.join(name))?;
         }
@@ -56,11 +57,9 @@ pub(crate) fn recover(
     config: &LogConfig,
 ) -> Result<Recovered, StorageError> {
     if !fs.exists(dir)? {
-        // A new partition: its directory entry must survive a crash like its segments do.
-        fs.create_dir_all(dir)?;
-        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-            fs.sync_dir(parent)?;
-        }
+        // A new partition: its directory entry (and its topic's, if that is new too) must
+        // survive a crash like its segments do.
+        crate::io::create_dir_durable(fs, dir)?;
     }
     let bases = list_segments(fs, dir)?;
     let checkpoint = checkpoint::read_checkpoint(fs, dir).unwrap_or_else(|e| {

@@ -37,10 +37,18 @@ pub fn wasm(name: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
 }
 
-/// A registry over a fresh temporary directory.
+/// The config of a broker-like layout under `dir`: plugins in `dir/plugins`, the compile
+/// cache outside it in `dir/plugin-cache`.
+pub fn cached_config(dir: &Path) -> PluginConfig {
+    let mut config = PluginConfig::new(dir.join("plugins"));
+    config.cache_dir = Some(dir.join("plugin-cache"));
+    config
+}
+
+/// A registry over a fresh temporary directory (laid out as `cached_config`).
 pub fn registry(config: impl FnOnce(&mut PluginConfig)) -> (tempfile::TempDir, Arc<Registry>) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut c = PluginConfig::new(dir.path().join("plugins"));
+    let mut c = cached_config(dir.path());
     config(&mut c);
     let (registry, failures) = Registry::open(c).expect("opening the registry");
     assert!(failures.is_empty(), "{failures:?}");

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
 
-use super::{Broker, TOPIC_FILE, Topic, TopicFile, write_atomically};
+use super::{Broker, TOPIC_FILE, Topic, TopicFile, write_durable};
 use crate::error::KafkaError;
 use crate::topic_config::{self, TopicOverrides};
 
@@ -103,7 +103,7 @@ impl Broker {
         let path = self.topic_dir(name).join(TOPIC_FILE);
         serde_json::to_string_pretty(&meta)
             .map_err(std::io::Error::other)
-            .and_then(|text| write_atomically(&path, text.as_bytes()))
+            .and_then(|text| write_durable(&path, text.as_bytes()))
             .map_err(|e| {
                 KafkaError::new(
                     ResponseError::KafkaStorageError,

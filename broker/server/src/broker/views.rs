@@ -6,7 +6,10 @@ use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
 
-use super::{Broker, Partition, now_ms, remove_file_logged, validate_topic_name, write_atomically};
+use super::{
+    Broker, Partition, now_ms, remove_file_logged, remove_stale_temps, validate_topic_name,
+    write_durable,
+};
 use crate::error::{KafkaError, ServerError};
 use crate::limits;
 use crate::views::{ViewSpec, ViewTopic};
@@ -128,8 +131,9 @@ impl Broker {
     /// its fetches failing until the plugin is deployed.
     pub(super) fn load_views(&self) -> Result<(), ServerError> {
         let dir = self.config.data_dir.join(VIEWS_DIR);
-        std::fs::create_dir_all(&dir)
+        sluice_storage::io::create_dir_durable(&sluice_storage::RealFs, &dir)
             .map_err(ServerError::io(format!("creating {}", dir.display())))?;
+        remove_stale_temps(&dir);
         let entries = std::fs::read_dir(&dir)
             .map_err(ServerError::io(format!("reading {}", dir.display())))?;
         for entry in entries {
@@ -164,7 +168,7 @@ impl Broker {
     fn persist_view(&self, spec: &ViewSpec) -> Result<(), KafkaError> {
         let path = self.view_file(&spec.name);
         let text = serde_json::to_string_pretty(spec).unwrap_or_default();
-        write_atomically(&path, text.as_bytes()).map_err(|e| {
+        write_durable(&path, text.as_bytes()).map_err(|e| {
             KafkaError::new(
                 ResponseError::KafkaStorageError,
                 format!("writing {}: {e}", path.display()),

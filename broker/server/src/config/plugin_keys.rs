@@ -10,6 +10,10 @@ use super::{BrokerConfig, parse_bytes, parse_ms, ranged};
 /// Subdirectory of `data.dir` holding plugins when `plugin.dir` is not set.
 pub const PLUGIN_SUBDIR: &str = "plugins";
 
+/// Subdirectory of `data.dir` holding compiled plugins and their digests: broker state, so
+/// beside the logs, and never inside `plugin.dir` (docs/plugins.md, "The compile cache").
+pub const PLUGIN_CACHE_SUBDIR: &str = "plugin-cache";
+
 impl BrokerConfig {
     /// Sets a `plugin.*` key; `None` for any other key.
     pub(super) fn set_plugin_key(&mut self, key: &str, value: &str) -> Option<Result<(), String>> {
@@ -56,6 +60,7 @@ impl BrokerConfig {
     /// The plugin host's settings (`plugin.*`).
     pub fn plugin_config(&self) -> PluginConfig {
         let mut config = PluginConfig::new(self.plugin_dir());
+        config.cache_dir = Some(self.data_dir.join(PLUGIN_CACHE_SUBDIR));
         config.call_timeout_ms = self.plugin_call_timeout_ms;
         config.memory_bytes_max = self.plugin_memory_bytes_max;
         config.module_bytes_max = self.plugin_module_bytes_max;
@@ -78,6 +83,8 @@ mod tests {
         assert_eq!(p.memory_bytes_max, 32 << 20);
         assert_eq!(p.module_bytes_max, 4 << 20);
         assert_eq!(p.dir, c.data_dir.join(PLUGIN_SUBDIR));
+        assert_eq!(p.cache_dir, Some(c.data_dir.join(PLUGIN_CACHE_SUBDIR)));
+        assert!(!c.data_dir.join(PLUGIN_CACHE_SUBDIR).starts_with(&p.dir));
         c.set("plugin.dir", "/tmp/p").unwrap();
         assert_eq!(c.get("plugin.dir").unwrap(), "/tmp/p");
     }

@@ -15,12 +15,11 @@
 //!
 //! Compaction: the coordinator's snapshot (one record per live key) is written into
 //! `consumer-offsets/<N+1>/`, fsynced and closed; then `generation.json` is replaced
-//! atomically (temp file, fsync, rename, fsync dir) to point at it, and the old directory is
-//! removed. A crash before the rename leaves the old generation live (the half-written new
+//! with `sluice_storage::io::write_durable` (temp file, fsync, rename, fsync dir) to point at
+//! it, and the old directory is removed (durably, like every directory change here). A crash before the rename leaves the old generation live (the half-written new
 //! one is removed at the next start); after it, the new one. Directories of other
 //! generations are removed at start.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -31,6 +30,7 @@ use kafka_protocol::records::{
 };
 use serde::{Deserialize, Serialize};
 use sluice_group::OffsetRecord;
+use sluice_storage::io as storage_io;
 use sluice_storage::{Durability, Fs, Log, LogConfig, Offset, RealFs};
 
 use crate::broker::now_ms;
@@ -91,8 +91,10 @@ impl OffsetsLog {
         fs: Arc<dyn Fs>,
     ) -> Result<(Self, Vec<OffsetRecord>), ServerError> {
         let data_dir = &data_dir.join(OFFSETS_DIR);
-        std::fs::create_dir_all(data_dir)
+        storage_io::create_dir_durable(&RealFs, data_dir)
             .map_err(ServerError::io(format!("creating {}", data_dir.display())))?;
+        storage_io::remove_stale_temps(&RealFs, data_dir)
+            .map_err(ServerError::io(format!("cleaning {}", data_dir.display())))?;
         let generation = read_pointer(data_dir)?;
         remove_other_generations(data_dir, generation);
         let dir = generation_dir(data_dir, generation);
@@ -165,7 +167,7 @@ impl OffsetsLog {
         let next = self.generation + 1;
         let dir = generation_dir(&self.data_dir, next);
         if dir.exists() {
-            std::fs::remove_dir_all(&dir)
+            storage_io::remove_dir_durable(&RealFs, &dir)
                 .map_err(ServerError::io(format!("removing {}", dir.display())))?;
         }
         let mut fresh = Log::open_with(self.fs.clone(), &dir, log_config(), now_ms())
@@ -191,7 +193,7 @@ impl OffsetsLog {
         self.generation = next;
         self.reopen()?;
         let old_dir = generation_dir(&self.data_dir, old);
-        if let Err(e) = std::fs::remove_dir_all(&old_dir) {
+        if let Err(e) = storage_io::remove_dir_durable(&RealFs, &old_dir) {
             tracing::warn!(dir = %old_dir.display(), error = %e, "removing the old offsets log failed");
         }
         Ok(())
@@ -229,15 +231,8 @@ fn read_pointer(data_dir: &Path) -> Result<u64, ServerError> {
 fn write_pointer(data_dir: &Path, generation: u64) -> Result<(), ServerError> {
     let path = data_dir.join(POINTER_FILE);
     let text = serde_json::to_string(&Pointer { generation }).unwrap_or_default();
-    let tmp = path.with_extension("tmp");
-    let write = || -> std::io::Result<()> {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, &path)?;
-        std::fs::File::open(data_dir)?.sync_all()
-    };
-    write().map_err(ServerError::io(format!("writing {}", path.display())))
+    storage_io::write_durable(&RealFs, &path, text.as_bytes())
+        .map_err(ServerError::io(format!("writing {}", path.display())))
 }
 
 /// Removes directories of generations other than `live` (a half-written compaction, or an
@@ -250,7 +245,7 @@ fn remove_other_generations(data_dir: &Path, live: u64) {
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.parse::<u64>().is_ok_and(|g| g != live) {
             tracing::info!(dir = name, "removing a stale offsets log generation");
-            if let Err(e) = std::fs::remove_dir_all(entry.path()) {
+            if let Err(e) = storage_io::remove_dir_durable(&RealFs, &entry.path()) {
                 tracing::warn!(dir = name, error = %e, "removing a stale offsets log failed");
             }
         }

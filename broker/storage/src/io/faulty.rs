@@ -2,7 +2,9 @@
 //!
 //! Every file (inode) keeps two images: `written` (what reads see now) and `durable` (what
 //! survives a crash: the bytes at its last successful `sync`). Directory entries likewise:
-//! `names` now, `durable_names` as of the last `sync_dir`. A test can fail the Nth write
+//! `names` now, `durable_names` as of the last `sync_dir`; directories too (`dirs` now,
+//! `durable_dirs` once their parent is synced), and a crash loses every entry under a
+//! directory whose own entry was not durable. A test can fail the Nth write
 //! (`write_at`/`set_len`; what the failed write leaves is a [`WriteFault`]: by default its
 //! first half) or the Nth sync (`sync`/`sync_dir`), count operations, and take a crash image
 //! to reopen.
@@ -78,7 +80,10 @@ struct State {
     inodes: Vec<Inode>,
     names: BTreeMap<PathBuf, usize>,
     durable_names: BTreeMap<PathBuf, usize>,
+    /// Directories created through this filesystem (with their ancestors); any other
+    /// directory a path names is taken as there and durable, like a real mount point.
     dirs: BTreeSet<PathBuf>,
+    durable_dirs: BTreeSet<PathBuf>,
     writes: u64,
     syncs: u64,
     /// Bytes read from `*.log` files (to prove clean segments are not scanned).
@@ -183,16 +188,23 @@ impl FaultyFs {
         if let (CrashMode::TornLastWrite, Some(last)) = (mode, &s.last_write) {
             tear(&mut inodes[last.inode], last);
         }
-        let names = if mode == CrashMode::DurableOnly {
-            s.durable_names.clone()
+        let (names, dirs) = if mode == CrashMode::DurableOnly {
+            let survives = |path: &Path| s.survives(path);
+            let names = s.durable_names.iter().filter(|(p, _)| survives(p));
+            let dirs = s.durable_dirs.iter().filter(|d| survives(d));
+            (
+                names.map(|(p, &id)| (p.clone(), id)).collect(),
+                dirs.cloned().collect(),
+            )
         } else {
-            s.names.clone()
+            (s.names.clone(), s.dirs.clone())
         };
         let state = State {
             inodes,
             durable_names: names.clone(),
             names,
-            dirs: s.dirs.clone(),
+            durable_dirs: dirs.clone(),
+            dirs,
             ..State::default()
         };
         FaultyFs {
@@ -240,6 +252,14 @@ fn tear(inode: &mut Inode, last: &LastWrite) {
 }
 
 impl State {
+    /// Whether every directory above `path` that this filesystem created is durable.
+    fn survives(&self, path: &Path) -> bool {
+        path.ancestors().skip(1).all(|dir| {
+            let known = self.dirs.contains(dir) || self.durable_dirs.contains(dir);
+            !known || self.durable_dirs.contains(dir)
+        })
+    }
+
     fn next_write_fails(&mut self) -> bool {
         self.writes += 1;
         self.fail_write == Some(self.writes)
@@ -366,7 +386,21 @@ impl Fs for FaultyFs {
     }
 
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-        self.lock().dirs.insert(path.to_path_buf());
+        let mut s = self.lock();
+        for dir in path.ancestors().filter(|d| d.parent().is_some()) {
+            s.dirs.insert(dir.to_path_buf());
+        }
+        Ok(())
+    }
+
+    fn remove_dir_all(&self, path: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        let had = s.dirs.contains(path) || s.names.keys().any(|p| p.starts_with(path));
+        if !had {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        s.names.retain(|p, _| !p.starts_with(path));
+        s.dirs.retain(|d| !d.starts_with(path));
         Ok(())
     }
 
@@ -390,13 +424,53 @@ impl Fs for FaultyFs {
             .ok_or_else(|| io::ErrorKind::NotFound.into())
     }
 
+    /// A file, or a directory: its subtree moves at once, now and in the durable image
+    /// (the entries inside travel with it); its own entry becomes durable at `to` only when
+    /// `to`'s parent is synced. Until then a crash finds it nowhere, which is stricter than
+    /// a real filesystem (which would find it at `from`).
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut s = self.lock();
-        let id = s
-            .names
-            .remove(from)
-            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
-        s.names.insert(to.to_path_buf(), id);
+        if let Some(id) = s.names.remove(from) {
+            s.names.insert(to.to_path_buf(), id);
+            return Ok(());
+        }
+        if !s.dirs.contains(from) {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        let moved = |p: &Path| to.join(p.strip_prefix(from).expect("under from"));
+        let rekey = |map: &mut BTreeMap<PathBuf, usize>, strict: bool| {
+            let under: Vec<PathBuf> = map
+                .keys()
+                .filter(|p| p.starts_with(from) && (!strict || *p != from))
+                .cloned()
+                .collect();
+            for p in under {
+                let id = map.remove(&p).expect("listed");
+                map.insert(moved(&p), id);
+            }
+        };
+        rekey(&mut s.names, false);
+        rekey(&mut s.durable_names, true);
+        let dirs: Vec<PathBuf> = s
+            .dirs
+            .iter()
+            .filter(|d| d.starts_with(from))
+            .cloned()
+            .collect();
+        for d in dirs {
+            s.dirs.remove(&d);
+            s.dirs.insert(moved(&d));
+        }
+        let durable: Vec<PathBuf> = s
+            .durable_dirs
+            .iter()
+            .filter(|d| d.starts_with(from) && *d != from)
+            .cloned()
+            .collect();
+        for d in durable {
+            s.durable_dirs.remove(&d);
+            s.durable_dirs.insert(moved(&d));
+        }
         Ok(())
     }
 
@@ -405,6 +479,12 @@ impl Fs for FaultyFs {
         if s.next_sync_fails() {
             return Err(injected("sync_dir"));
         }
+        // `.` is the directory of a relative path's first component (whose parent is "").
+        let dir = if dir == Path::new(".") {
+            Path::new("")
+        } else {
+            dir
+        };
         s.durable_names.retain(|p, _| p.parent() != Some(dir));
         let now: Vec<(PathBuf, usize)> = s
             .names
@@ -413,6 +493,24 @@ impl Fs for FaultyFs {
             .map(|(p, &id)| (p.clone(), id))
             .collect();
         s.durable_names.extend(now);
+        // A directory whose removal is now durable takes everything under it along.
+        let gone: Vec<PathBuf> = s
+            .durable_dirs
+            .iter()
+            .filter(|d| d.parent() == Some(dir) && !s.dirs.contains(*d))
+            .cloned()
+            .collect();
+        let under_gone = |p: &Path| gone.iter().any(|g| p.starts_with(g));
+        s.durable_names.retain(|p, _| !under_gone(p));
+        s.durable_dirs
+            .retain(|d| d.parent() != Some(dir) && !under_gone(d));
+        let now: Vec<PathBuf> = s
+            .dirs
+            .iter()
+            .filter(|d| d.parent() == Some(dir))
+            .cloned()
+            .collect();
+        s.durable_dirs.extend(now);
         Ok(())
     }
 }

@@ -1,10 +1,17 @@
 //! The positional-I/O seam. Everything the log writes or reads goes through `Fs` and
 //! `StorageFile`, so tests can swap the real filesystem for [`FaultyFs`], which keeps
-//! written and durable images apart and injects failures.
+//! written and durable images apart and injects failures. [`durable`] is the one way any
+//! Sluice crate changes a metadata file or directory durably (through `Fs`, so `RealFs` for
+//! callers off the seam).
 
+pub mod durable;
 mod faulty;
 mod real;
 
+pub use durable::{
+    create_dir_durable, is_temp_name, remove_dir_durable, remove_file_durable, remove_stale_temps,
+    rename_durable, write_durable,
+};
 pub use faulty::{CrashMode, FaultyFs, WriteFault};
 pub use real::RealFs;
 
@@ -40,12 +47,15 @@ pub trait StorageFile: Send + Sync + Debug {
 pub trait Fs: Send + Sync + Debug {
     /// Opens a file read-write; creates it (empty) if `create`.
     fn open(&self, path: &Path, create: bool) -> io::Result<Arc<dyn StorageFile>>;
+    /// Creates `path` and any missing ancestors (not durably: see [`create_dir_durable`]).
     fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+    /// Removes the directory `path` and everything under it; `NotFound` if it is absent.
+    fn remove_dir_all(&self, path: &Path) -> io::Result<()>;
     /// File names (not paths) in `dir`.
     fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
     fn exists(&self, path: &Path) -> io::Result<bool>;
     fn remove(&self, path: &Path) -> io::Result<()>;
-    /// Atomically replaces `to` with `from`.
+    /// Atomically replaces `to` with `from` (a file, or a directory onto an absent `to`).
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Makes creations, deletions and renames in `dir` durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
@@ -57,16 +67,4 @@ pub(crate) fn read_all(file: &dyn StorageFile) -> io::Result<Vec<u8>> {
     let mut buf = vec![0u8; len];
     file.read_at(&mut buf, 0)?;
     Ok(buf)
-}
-
-/// Writes `bytes` to `path` atomically: temp file, sync, rename, sync dir.
-pub(crate) fn write_atomic(fs: &dyn Fs, dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
-    let tmp = dir.join(format!("{name}.tmp"));
-    let file = fs.open(&tmp, true)?;
-    file.set_len(0)?;
-    file.write_at(bytes, 0)?;
-    file.sync()?;
-    drop(file);
-    fs.rename(&tmp, &dir.join(name))?;
-    fs.sync_dir(dir)
 }
