@@ -29,15 +29,18 @@
 //!   `retention.rs`: `tick_without_retention` (segment.ms rolls, flush.ms, checkpoint),
 //!   `enforce_retention` (retention.ms / retention.bytes), `tick` (both) and
 //!   `advance_log_start_offset`; `group_sync.rs`: group commit for acks=all
-//!   (`begin_sync`, `PendingSync::run` without the lock, `complete_sync`).
+//!   (`begin_sync`, `PendingSync::run` without the lock, `complete_sync`); `fence.rs`:
+//!   fencing after a failed write or fsync and `try_unfence` (probe, cut back to the
+//!   durable offset, reopen from disk).
 //! - [`testing`]: builders of valid batches for tests and benchmarks.
 //!
 //! Architecture Invariant: nothing here spawns threads, knows sockets or reads clocks;
 //! callers pass `now_ms`. A `Log` is `Send + Sync` and used under one lock by the server.
 //! Architecture Invariant: every byte written to disk goes through `io::Fs` /
 //! `io::StorageFile` (memory-mapped index pages aside), so `FaultyFs` sees it.
-//! Architecture Invariant: after a failed write or fsync the log refuses appends until it
-//! is reopened; an fsync is never retried.
+//! Architecture Invariant: after a failed write or fsync the log refuses appends until
+//! `try_unfence` has probed the disk and reopened it from disk; an fsync is never retried,
+//! and bytes whose fsync failed are cut off, never trusted from the page cache.
 
 pub mod batch;
 mod checkpoint;
@@ -45,6 +48,7 @@ pub mod config;
 mod crc_walk;
 mod entry_file;
 pub mod error;
+mod fence;
 mod group_sync;
 mod index;
 pub mod io;

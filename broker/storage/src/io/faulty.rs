@@ -5,6 +5,15 @@
 //! `names` now, `durable_names` as of the last `sync_dir`. A test can fail the Nth write
 //! (`write_at`/`set_len`; the failed write lands torn, first half only) or the Nth sync
 //! (`sync`/`sync_dir`), count operations, and take a crash image to reopen.
+//!
+//! Two models of a sick disk, for the fencing tests:
+//! - a failed file `sync` follows Linux after an fsync error (the 2018 "fsync-gate"): the
+//!   dirty bytes are marked clean without reaching the disk, so a later `sync` succeeds but
+//!   those bytes stay lost in every crash image until they are written again;
+//! - `set_disk_full(true)` makes every `write_at` (landing torn, first half only), every
+//!   growing `allocate` and every `sync` of a file with unsynced bytes fail with ENOSPC until
+//!   it is switched off. Removing files, shrinking them and `sync_dir` still work, as on a
+//!   real full filesystem (deleting is how it frees itself).
 
 use super::{Fs, StorageFile};
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,6 +36,44 @@ pub enum CrashMode {
 struct Inode {
     written: Vec<u8>,
     durable: Vec<u8>,
+    /// Bytes whose fsync failed (position -> what the disk still holds there): a crash
+    /// image and later syncs keep the disk's byte until the position is written again.
+    lost: BTreeMap<usize, u8>,
+}
+
+impl Inode {
+    /// A failed sync: every unsynced byte is now clean in the cache but not on disk.
+    fn lose_unsynced(&mut self) {
+        let common = self
+            .written
+            .iter()
+            .zip(&self.durable)
+            .take_while(|(w, d)| w == d)
+            .count();
+        for position in common..self.written.len() {
+            let on_disk = self.durable.get(position).copied().unwrap_or(0);
+            self.lost.entry(position).or_insert(on_disk);
+        }
+    }
+
+    /// `image` with the lost bytes as the disk holds them.
+    fn with_lost_applied(&self, mut image: Vec<u8>) -> Vec<u8> {
+        for (&position, &byte) in self.lost.range(..image.len()) {
+            image[position] = byte;
+        }
+        image
+    }
+
+    fn forget_lost(&mut self, range: std::ops::Range<usize>) {
+        let lost: Vec<usize> = self.lost.range(range).map(|(&p, _)| p).collect();
+        for position in lost {
+            self.lost.remove(&position);
+        }
+    }
+}
+
+fn disk_full() -> io::Error {
+    io::Error::from_raw_os_error(libc::ENOSPC)
 }
 
 #[derive(Debug, Clone)]
@@ -50,6 +97,8 @@ struct State {
     log_bytes_read: u64,
     fail_write: Option<u64>,
     fail_sync: Option<u64>,
+    /// `set_disk_full`: writes and syncs of dirty files fail with ENOSPC.
+    disk_full: bool,
     last_write: Option<LastWrite>,
 }
 
@@ -92,6 +141,12 @@ impl FaultyFs {
         s.fail_sync = Some(s.syncs + n);
     }
 
+    /// While `full`, every write, growing allocation and sync of unsynced bytes fails with
+    /// ENOSPC (see the module docs); `false` is the operator freeing space.
+    pub fn set_disk_full(&self, full: bool) {
+        self.lock().disk_full = full;
+    }
+
     /// Writes so far (`write_at` + `set_len`).
     #[must_use]
     pub fn writes(&self) -> u64 {
@@ -116,11 +171,13 @@ impl FaultyFs {
         let s = self.lock();
         let mut inodes: Vec<Inode> = s.inodes.clone();
         for inode in &mut inodes {
-            inode.written = match mode {
+            let image = match mode {
                 CrashMode::DurableOnly => inode.durable.clone(),
                 CrashMode::AllWritten | CrashMode::TornLastWrite => inode.written.clone(),
             };
+            inode.written = inode.with_lost_applied(image);
             inode.durable = inode.written.clone();
+            inode.lost.clear();
         }
         if let (CrashMode::TornLastWrite, Some(last)) = (mode, &s.last_write) {
             tear(&mut inodes[last.inode], last);
@@ -193,6 +250,7 @@ impl State {
     }
 
     fn apply_write(&mut self, id: usize, buf: &[u8], pos: usize) {
+        self.inodes[id].forget_lost(pos..pos + buf.len());
         let image = &mut self.inodes[id].written;
         let prev_len = image.len();
         let prev_bytes = image[pos.min(prev_len)..(pos + buf.len()).min(prev_len)].to_vec();
@@ -235,9 +293,13 @@ impl StorageFile for FaultyFile {
 
     fn write_at(&self, buf: &[u8], pos: u64) -> io::Result<()> {
         let mut s = self.lock();
-        if s.next_write_fails() {
+        if s.next_write_fails() || s.disk_full {
             s.apply_write(self.inode, &buf[..buf.len() / 2], pos as usize);
-            return Err(injected("write"));
+            return Err(if s.disk_full {
+                disk_full()
+            } else {
+                injected("write")
+            });
         }
         s.apply_write(self.inode, buf, pos as usize);
         Ok(())
@@ -249,6 +311,7 @@ impl StorageFile for FaultyFile {
             return Err(injected("set_len"));
         }
         s.inodes[self.inode].written.resize(len as usize, 0);
+        s.inodes[self.inode].forget_lost(len as usize..usize::MAX);
         if s.last_write.as_ref().is_some_and(|w| w.inode == self.inode) {
             s.last_write = None;
         }
@@ -259,13 +322,26 @@ impl StorageFile for FaultyFile {
         Ok(self.lock().inodes[self.inode].written.len() as u64)
     }
 
+    fn allocate(&self, len: u64) -> io::Result<()> {
+        let growing = len > self.len()?;
+        if growing && self.lock().disk_full {
+            return Err(disk_full());
+        }
+        self.set_len(len)
+    }
+
     fn sync(&self) -> io::Result<()> {
         let mut s = self.lock();
-        if s.next_sync_fails() {
-            return Err(injected("sync"));
+        let injected_failure = s.next_sync_fails();
+        let inode = &s.inodes[self.inode];
+        let dirty = inode.written != inode.durable;
+        if injected_failure || (s.disk_full && dirty) {
+            let full = s.disk_full && !injected_failure;
+            s.inodes[self.inode].lose_unsynced();
+            return Err(if full { disk_full() } else { injected("sync") });
         }
         let inode = &mut s.inodes[self.inode];
-        inode.durable = inode.written.clone();
+        inode.durable = inode.with_lost_applied(inode.written.clone());
         if s.last_write.as_ref().is_some_and(|w| w.inode == self.inode) {
             s.last_write = None;
         }
