@@ -10,7 +10,7 @@
 //! reopen moves nothing; index preallocation on a full disk is an error, not a crash.
 
 use sluice_storage::batch::iter_batches;
-use sluice_storage::io::{CrashMode, FaultyFs, Fs, StorageFile};
+use sluice_storage::io::{CrashMode, FaultyFs, Fs};
 use sluice_storage::testing::build_value_batch;
 use sluice_storage::{AppendError, Durability, Log, LogConfig, Offset, StorageError};
 use std::path::Path;

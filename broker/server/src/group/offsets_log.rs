@@ -38,7 +38,7 @@ use kafka_protocol::records::{
 };
 use serde::{Deserialize, Serialize};
 use sluice_group::OffsetRecord;
-use sluice_storage::{Durability, Log, LogConfig, Offset};
+use sluice_storage::{Durability, Fs, Log, LogConfig, Offset, RealFs};
 
 use crate::broker::now_ms;
 use crate::error::ServerError;
@@ -65,6 +65,8 @@ pub struct OffsetsLog {
     durability: Durability,
     /// Where the fenced state and lifted fences are reported (`/metrics`).
     fences: Arc<crate::metrics::FenceMetrics>,
+    /// The filesystem of the log's segments: the real one, or a fault-injecting twin in tests.
+    fs: Arc<dyn Fs>,
 }
 
 /// The storage settings of the offsets log: never deleted by time or size (compaction
@@ -87,13 +89,23 @@ impl OffsetsLog {
     /// Opens the live generation under `data_dir` (creating generation 0 on first start) and
     /// removes leftovers of other generations. Returns the log and its records in log order.
     pub fn open(data_dir: &Path, fsync: bool) -> Result<(Self, Vec<OffsetRecord>), ServerError> {
+        Self::open_with(data_dir, fsync, Arc::new(RealFs))
+    }
+
+    /// Like `open`, with the log's segments on `fs` (the generation pointer stays on the
+    /// real filesystem).
+    pub fn open_with(
+        data_dir: &Path,
+        fsync: bool,
+        fs: Arc<dyn Fs>,
+    ) -> Result<(Self, Vec<OffsetRecord>), ServerError> {
         let data_dir = &data_dir.join(OFFSETS_DIR);
         std::fs::create_dir_all(data_dir)
             .map_err(ServerError::io(format!("creating {}", data_dir.display())))?;
         let generation = read_pointer(data_dir)?;
         remove_other_generations(data_dir, generation);
         let dir = generation_dir(data_dir, generation);
-        let log = Log::open(&dir, log_config(), now_ms())
+        let log = Log::open_with(fs.clone(), &dir, log_config(), now_ms())
             .map_err(storage_error(format!("opening {}", dir.display())))?;
         let records = read_all(&log)?;
         tracing::info!(dir = %dir.display(), records = records.len(), "loaded the offsets log");
@@ -109,6 +121,7 @@ impl OffsetsLog {
                 log: Some(log),
                 durability,
                 fences: Arc::default(),
+                fs,
             },
             records,
         ))
@@ -172,7 +185,7 @@ impl OffsetsLog {
             log.close().ok();
         }
         let dir = generation_dir(&self.data_dir, self.generation);
-        let log = Log::open(&dir, log_config(), now_ms())
+        let log = Log::open_with(self.fs.clone(), &dir, log_config(), now_ms())
             .map_err(storage_error(format!("reopening {}", dir.display())))?;
         self.log = Some(log);
         Ok(())
@@ -186,7 +199,7 @@ impl OffsetsLog {
             std::fs::remove_dir_all(&dir)
                 .map_err(ServerError::io(format!("removing {}", dir.display())))?;
         }
-        let mut fresh = Log::open(&dir, log_config(), now_ms())
+        let mut fresh = Log::open_with(self.fs.clone(), &dir, log_config(), now_ms())
             .map_err(storage_error(format!("creating {}", dir.display())))?;
         let refs: Vec<&OffsetRecord> = snapshot.iter().collect();
         if !refs.is_empty() {
@@ -443,6 +456,39 @@ mod tests {
         assert_eq!(loaded, vec![b, c]);
         assert!(!generation_dir(&dir.path().join(OFFSETS_DIR), 0).exists());
         log.close().unwrap();
+    }
+
+    #[test]
+    fn a_failed_fsync_fences_the_log_and_the_next_append_probes_and_reopens_it() {
+        use sluice_storage::io::{CrashMode, FaultyFs};
+        use std::sync::atomic::Ordering::Relaxed;
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultyFs::new();
+        let (mut log, _) = OffsetsLog::open_with(dir.path(), true, Arc::new(fs.clone())).unwrap();
+        let fences = Arc::new(crate::metrics::FenceMetrics::default());
+        log.report_fences_to(fences.clone());
+        let (a, b, c) = (commit("g", 0, 5), commit("g", 0, 7), commit("g", 0, 9));
+        log.append(&[&a]).unwrap();
+        fs.fail_nth_sync(1);
+        assert!(log.append(&[&b]).is_err(), "the fsync failed");
+        assert!(fences.offsets_log_fenced.load(Relaxed));
+        fs.set_disk_full(true);
+        assert!(
+            log.append(&[&c]).is_err(),
+            "the probe fails while the disk is full"
+        );
+        fs.set_disk_full(false);
+        log.append(&[&c]).unwrap();
+        assert!(!fences.offsets_log_fenced.load(Relaxed));
+        assert_eq!(fences.lifted_total.load(Relaxed), 1);
+        drop(log); // a crash: only what was fsynced survives
+        let crashed = Arc::new(fs.crash(CrashMode::DurableOnly));
+        let (_, loaded) = OffsetsLog::open_with(dir.path(), true, crashed).unwrap();
+        assert_eq!(
+            loaded,
+            vec![a, c],
+            "b's fsync failed: cut off, never fsynced again; c, acknowledged after, survives"
+        );
     }
 
     #[test]
