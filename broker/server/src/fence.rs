@@ -17,12 +17,18 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 use crate::broker::{Broker, Partition, now_ms};
 use crate::{group_commit, limits};
 
+/// Starts the prober on the current runtime; it stops when `shutdown` turns true.
+pub fn spawn(broker: &Arc<Broker>, shutdown: &watch::Sender<bool>) -> JoinHandle<()> {
+    tokio::spawn(probe_fenced(broker.clone(), shutdown.subscribe()))
+}
+
 /// Probes fenced partitions until shutdown.
-pub async fn probe_fenced(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
+async fn probe_fenced(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
     let every = Duration::from_millis(limits::FENCE_PROBE_INTERVAL_MS);
     let mut interval = tokio::time::interval(every);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -139,10 +139,7 @@ impl Server {
             admin,
         } = self;
         let ticker = tokio::spawn(tick_logs(broker.clone(), shutdown_tx.subscribe()));
-        let prober = tokio::spawn(crate::fence::probe_fenced(
-            broker.clone(),
-            shutdown_tx.subscribe(),
-        ));
+        let prober = crate::fence::spawn(&broker, &shutdown_tx);
         let admin = admin.map(|admin| spawn_admin(admin, &broker, &groups, &shutdown_tx));
         let mut connections = JoinSet::new();
         tokio::pin!(shutdown);
