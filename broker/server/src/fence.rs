@@ -67,19 +67,18 @@ fn probe(broker: &Broker, partition: &Partition) {
     let tried = group_commit::when_no_sync_runs(partition, || {
         partition.with_log(|log| {
             let lifted = log.try_unfence(now_ms());
-            (
-                lifted,
-                log.durable_offset().value(),
-                log.log_end_offset().value(),
-            )
+            if matches!(lifted, Ok(true)) {
+                // Under the log lock: no append can wait on the old "stopped" state.
+                group_commit::reopened(partition, log.durable_offset().value());
+            }
+            (lifted, log.log_end_offset().value())
         })
     });
-    let Some(Ok((lifted, durable, end))) = tried else {
+    let Some(Ok((lifted, end))) = tried else {
         return;
     };
     match lifted {
         Ok(true) => {
-            group_commit::reopened(partition, durable);
             partition.notify_appended(end);
             broker.metrics.fences.lifted_total.fetch_add(1, Relaxed);
             tracing::warn!(topic = %partition.topic, partition = partition.index, log_end = end, "fence lifted: the probe write and fsync succeeded, the log was reopened from disk");
