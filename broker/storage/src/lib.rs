@@ -15,8 +15,9 @@
 //!   the in-place rewrites done on append; varints and record layout; the record walk
 //!   fused with the CRC on append.
 //! - [`io`]: the positional-I/O seam (`Fs`, `StorageFile`), `RealFs`, and `FaultyFs`,
-//!   the in-memory twin that fails the Nth write or sync and keeps written and durable
-//!   images apart.
+//!   the in-memory twin that fails the Nth write or sync, keeps written and durable
+//!   images apart, loses the unsynced bytes of a failed sync (as Linux can) and has a
+//!   "disk full" switch.
 //! - `entry_file`, `index`, `time_index`: fixed-size index entries (the active segment's
 //!   mapped writable, sealed ones mapped on first lookup), the sparse offset index and the
 //!   time index.
