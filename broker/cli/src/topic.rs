@@ -24,6 +24,9 @@ use crate::common::{self, Common, EARLIEST, LATEST, emit};
 const ADMIN_TIMEOUT_MS: i32 = 30_000;
 /// DescribeConfigs resource type of a topic.
 const RESOURCE_TOPIC: i8 = 2;
+/// Kafka's KAFKA_STORAGE_ERROR: a quarantined topic or offline partition (its reason in
+/// DescribeConfigs' error message).
+const KAFKA_STORAGE_ERROR: i16 = 56;
 /// IncrementalAlterConfigs operations.
 const OP_SET: i8 = 0;
 const OP_DELETE: i8 = 1;
@@ -267,22 +270,85 @@ fn list(client: &mut Client) -> anyhow::Result<Value> {
     let mut topics: Vec<Value> = response
         .topics
         .iter()
-        .filter(|t| t.error_code == 0)
+        .filter(|t| t.error_code == 0 || t.error_code == KAFKA_STORAGE_ERROR)
         .map(|t| {
-            json!({
+            let offline = t.error_code != 0 || t.partitions.iter().any(|p| p.error_code != 0);
+            let mut row = json!({
                 "topic": t.name.as_ref().map(|n| n.0.to_string()),
                 "partitions": t.partitions.len(),
-            })
+            });
+            // Only offline topics carry `online` (and `error`), so the rows of healthy
+            // topics stay what scripts already parse.
+            if offline {
+                row["online"] = json!(false);
+            }
+            row
         })
         .collect();
     topics.sort_by(|a, b| a["topic"].as_str().cmp(&b["topic"].as_str()));
+    let offline: Vec<String> = topics
+        .iter()
+        .filter(|t| t["online"] == false)
+        .filter_map(|t| t["topic"].as_str().map(str::to_owned))
+        .collect();
+    if !offline.is_empty() {
+        let errors = offline_errors(client, &offline)?;
+        for t in &mut topics {
+            if let Some(error) = t["topic"].as_str().and_then(|n| errors.get(n)) {
+                t["error"] = json!(error);
+            }
+        }
+    }
     Ok(json!({ "topics": topics }))
 }
 
+/// Why each of `topics` is offline: DescribeConfigs answers KAFKA_STORAGE_ERROR for them
+/// with the broker's reason (Metadata's partition errors carry no message).
+fn offline_errors(
+    client: &mut Client,
+    topics: &[String],
+) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
+    let mut request = DescribeConfigsRequest::default();
+    request.resources = topics
+        .iter()
+        .map(|topic| {
+            let mut resource = DescribeConfigsResource::default();
+            resource.resource_type = RESOURCE_TOPIC;
+            resource.resource_name = StrBytes::from_string(topic.clone());
+            resource.configuration_keys = Some(Vec::new());
+            resource
+        })
+        .collect();
+    let described = client.send(&request, 3)?;
+    Ok(described
+        .results
+        .iter()
+        .filter(|r| r.error_code != 0)
+        .map(|r| {
+            let message = r.error_message.as_ref().map(|m| m.to_string());
+            (
+                r.resource_name.to_string(),
+                message.unwrap_or_else(|| error_name(r.error_code)),
+            )
+        })
+        .collect())
+}
+
 fn describe(client: &mut Client, topic: &str) -> anyhow::Result<Value> {
-    let partitions = common::partitions_of(client, topic, false)?;
-    let starts = common::list_offsets(client, topic, &partitions, EARLIEST)?;
-    let ends = common::list_offsets(client, topic, &partitions, LATEST)?;
+    let (partitions, offline) = partition_states(client, topic)?;
+    let online: Vec<i32> = partitions
+        .iter()
+        .copied()
+        .filter(|p| !offline.contains_key(p))
+        .collect();
+    let (starts, ends) = if online.is_empty() {
+        Default::default()
+    } else {
+        (
+            common::list_offsets(client, topic, &online, EARLIEST)?,
+            common::list_offsets(client, topic, &online, LATEST)?,
+        )
+    };
     let rows: Vec<Value> = partitions
         .iter()
         .map(|p| {
@@ -290,6 +356,7 @@ fn describe(client: &mut Client, topic: &str) -> anyhow::Result<Value> {
                 "partition": p,
                 "log_start_offset": starts.get(p),
                 "log_end_offset": ends.get(p),
+                "error": offline.get(p),
             })
         })
         .collect();
@@ -301,7 +368,12 @@ fn describe(client: &mut Client, topic: &str) -> anyhow::Result<Value> {
     request.resources = vec![resource];
     let described = client.send(&request, 3)?;
     let mut configs = serde_json::Map::new();
+    let mut error = None;
     for result in &described.results {
+        if result.error_code == KAFKA_STORAGE_ERROR {
+            error = result.error_message.as_ref().map(|m| m.to_string());
+            continue;
+        }
         if result.error_code != 0 {
             bail!("DescribeConfigs {topic}: {}", error_name(result.error_code));
         }
@@ -315,7 +387,41 @@ fn describe(client: &mut Client, topic: &str) -> anyhow::Result<Value> {
             );
         }
     }
-    Ok(json!({ "topic": topic, "partitions": rows, "configs": configs }))
+    let online = offline.is_empty() && error.is_none();
+    Ok(json!({
+        "topic": topic,
+        "online": online,
+        "error": error,
+        "partitions": rows,
+        "configs": configs,
+    }))
+}
+
+/// A topic's partitions from Metadata, and the error name of each offline one. A topic
+/// quarantined with no partition left (KAFKA_STORAGE_ERROR) has none.
+fn partition_states(
+    client: &mut Client,
+    topic: &str,
+) -> anyhow::Result<(Vec<i32>, std::collections::BTreeMap<i32, String>)> {
+    let response = common::metadata(client, Some(&[topic.to_owned()]), false)?;
+    let Some(found) = response.topics.first() else {
+        bail!("the broker returned no metadata for topic {topic:?}");
+    };
+    if found.error_code == 3 {
+        bail!("topic {topic:?} does not exist: create it with `sluice topic create {topic}`");
+    }
+    if found.error_code != 0 && found.error_code != KAFKA_STORAGE_ERROR {
+        bail!("topic {topic:?}: {}", error_name(found.error_code));
+    }
+    let mut partitions: Vec<i32> = found.partitions.iter().map(|p| p.partition_index).collect();
+    partitions.sort_unstable();
+    let offline = found
+        .partitions
+        .iter()
+        .filter(|p| p.error_code != 0)
+        .map(|p| (p.partition_index, error_name(p.error_code)))
+        .collect();
+    Ok((partitions, offline))
 }
 
 fn results_text(doc: &Value) -> String {
@@ -329,34 +435,47 @@ fn results_text(doc: &Value) -> String {
 }
 
 fn list_text(doc: &Value) -> String {
-    let mut out = format!("{:<50} PARTITIONS\n", "TOPIC");
+    let mut out = format!("{:<50} {:<10} STATUS\n", "TOPIC", "PARTITIONS");
     for t in doc["topics"].as_array().into_iter().flatten() {
+        let status = match t["error"].as_str() {
+            Some(error) => format!("offline: {error}"),
+            None if t["online"] == false => "offline".to_owned(),
+            None => "online".to_owned(),
+        };
         let _ = writeln!(
             out,
-            "{:<50} {}",
+            "{:<50} {:<10} {status}",
             t["topic"].as_str().unwrap_or("?"),
-            t["partitions"]
+            t["partitions"].to_string()
         );
     }
     out
 }
 
 fn describe_text(doc: &Value) -> String {
-    let mut out = format!(
-        "topic {}\n\n{:<10} {:>18} {:>18}\n",
-        doc["topic"].as_str().unwrap_or("?"),
-        "PARTITION",
-        "LOG-START-OFFSET",
-        "LOG-END-OFFSET"
+    let mut out = format!("topic {}\n\n", doc["topic"].as_str().unwrap_or("?"));
+    if let Some(error) = doc["error"].as_str() {
+        let _ = writeln!(out, "OFFLINE: {error}\n");
+    }
+    let _ = writeln!(
+        out,
+        "{:<10} {:>18} {:>18}",
+        "PARTITION", "LOG-START-OFFSET", "LOG-END-OFFSET"
     );
     for p in doc["partitions"].as_array().into_iter().flatten() {
-        let _ = writeln!(
+        let _ = write!(
             out,
             "{:<10} {:>18} {:>18}",
             p["partition"].to_string(),
             p["log_start_offset"].to_string(),
             p["log_end_offset"].to_string()
         );
+        match p["error"].as_str() {
+            Some(error) => {
+                let _ = writeln!(out, "  offline ({error})");
+            }
+            None => out.push('\n'),
+        }
     }
     let _ = writeln!(out, "\n{:<40} {:<30} SOURCE", "CONFIG", "VALUE");
     for (k, v) in doc["configs"].as_object().into_iter().flatten() {

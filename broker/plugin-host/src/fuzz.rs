@@ -81,17 +81,17 @@ fn input_batch(records: usize) -> ColumnarBatch {
 fn decode_columns(data: &[u8]) -> RecordBatch {
     let mut r = Reader(data);
     RecordBatch {
-        offsets: r.list(|b| i64::from_le_bytes(b)),
-        timestamps: r.list(|b| i64::from_le_bytes(b)),
+        offsets: r.list(i64::from_le_bytes),
+        timestamps: r.list(i64::from_le_bytes),
         key_bytes: r.list(|[b]| b),
-        key_ends: r.list(|b| u32::from_le_bytes(b)),
+        key_ends: r.list(u32::from_le_bytes),
         key_nulls: r.list(|[b]| b),
         value_bytes: r.list(|[b]| b),
-        value_ends: r.list(|b| u32::from_le_bytes(b)),
+        value_ends: r.list(u32::from_le_bytes),
         value_nulls: r.list(|[b]| b),
-        header_counts: r.list(|b| u32::from_le_bytes(b)),
+        header_counts: r.list(u32::from_le_bytes),
         header_bytes: r.list(|[b]| b),
-        header_ends: r.list(|b| u32::from_le_bytes(b)),
+        header_ends: r.list(u32::from_le_bytes),
     }
 }
 

@@ -82,6 +82,9 @@ pub struct Topic {
     pub partitions: Vec<Arc<Partition>>,
     /// `sluice.partitioner`: the plugin that decides the partition of every produced record.
     pub partitioner: Option<Arc<TopicPartitioner>>,
+    /// Why the topic is quarantined (its `topic.json` could not be read at start), naming
+    /// the path; every partition is then offline too (`quarantine.rs`).
+    pub offline: Option<String>,
 }
 
 /// One partition: the log and the fetch wake-up channel.
@@ -99,6 +102,9 @@ pub struct Partition {
     pub metrics: crate::metrics::PartitionMetrics,
     /// Group commit for acks=all (`group_commit.rs`).
     pub(crate) sync: SyncCoordinator,
+    /// Why this partition could not be opened at start (naming the path): it has no log and
+    /// answers KAFKA_STORAGE_ERROR until the topic is deleted (`quarantine.rs`).
+    offline: Option<String>,
 }
 
 /// `topics/<topic>/topic.json`.
@@ -151,11 +157,38 @@ impl Partition {
             end_offset,
             metrics: crate::metrics::PartitionMetrics::default(),
             sync,
+            offline: None,
         }
     }
 
-    /// Runs `f` on the open log; UNKNOWN_TOPIC_OR_PARTITION if it has been closed.
+    /// A partition whose log could not be opened: no log, only the reason.
+    fn offline(topic: &str, index: i32, reason: String) -> Self {
+        let (end_offset, _) = watch::channel(0);
+        Self {
+            topic: topic.to_owned(),
+            index,
+            log: Mutex::new(None),
+            end_offset,
+            metrics: crate::metrics::PartitionMetrics::default(),
+            sync: SyncCoordinator::new(0),
+            offline: Some(reason),
+        }
+    }
+
+    /// Why the partition is offline (quarantined at start), if it is.
+    pub fn offline_reason(&self) -> Option<&str> {
+        self.offline.as_deref()
+    }
+
+    /// Runs `f` on the open log; KAFKA_STORAGE_ERROR if the partition is offline,
+    /// UNKNOWN_TOPIC_OR_PARTITION if it has been closed.
     pub fn with_log<T>(&self, f: impl FnOnce(&mut Log) -> T) -> Result<T, KafkaError> {
+        if let Some(reason) = &self.offline {
+            return Err(KafkaError::new(
+                ResponseError::KafkaStorageError,
+                format!("{}-{} is offline: {reason}", self.topic, self.index),
+            ));
+        }
         let mut guard = self
             .log
             .lock()
@@ -257,21 +290,11 @@ impl Broker {
             let path = entry
                 .map_err(ServerError::io("reading the topics dir"))?
                 .path();
-            let file = path.join(TOPIC_FILE);
-            if !file.is_file() {
-                continue;
+            // One bad topic never stops the start: it is quarantined (`quarantine.rs`).
+            if let Some(topic) = self.load_topic_dir(&path) {
+                self.topics_write()
+                    .insert(topic.name.clone(), Arc::new(topic));
             }
-            let text = std::fs::read_to_string(&file)
-                .map_err(ServerError::io(format!("reading {}", file.display())))?;
-            let meta = TopicFile::parse(&text).map_err(|e| ServerError::Io {
-                context: format!("parsing {}", file.display()),
-                source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
-            })?;
-            let partitioner =
-                TopicPartitioner::bind_loaded(&self.plugins.registry, &meta.name, &meta.configs);
-            let topic = self.open_topic(&meta.name, meta.partitions, meta.configs, partitioner)?;
-            tracing::info!(topic = %meta.name, partitions = meta.partitions, "loaded topic");
-            self.topics_write().insert(meta.name, Arc::new(topic));
         }
         let open = self.partition_count();
         if open > u64::from(self.config.partitions_max) {
@@ -295,7 +318,7 @@ impl Broker {
         let partitioner = partitioner.map(Arc::new);
         let log_config = topic_config::log_config(&self.config, &overrides);
         let dir = self.topic_dir(name);
-        let mut opened = Vec::with_capacity(partitions as usize);
+        let mut opened = Vec::with_capacity(usize::try_from(partitions).unwrap_or(0));
         for index in 0..partitions {
             let log = Log::open_with(
                 self.fs.clone(),
@@ -314,6 +337,7 @@ impl Broker {
             overrides,
             partitions: opened,
             partitioner,
+            offline: None,
         })
     }
 
@@ -740,6 +764,7 @@ fn remove_dir_logged(path: &Path) {
 }
 
 mod alter;
+mod quarantine;
 mod views;
 pub use alter::ConfigChange;
 

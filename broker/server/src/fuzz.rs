@@ -25,8 +25,11 @@ pub mod seeds;
 
 pub use sluice_plugin_host::fuzz::guest_columns;
 
+/// A fuzz target's entry: untrusted bytes in, no panic out.
+pub type Target = fn(&[u8]);
+
 /// The fuzz targets, by name: the corpus directories under `tests/fuzz/corpus/`.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("request", request),
     ("record_batch", record_batch),
     ("decompress", decompress),
@@ -58,7 +61,6 @@ pub fn decode_request(frame: Bytes) -> Result<Option<(ApiKey, i16)>, FrameError>
         if key != ApiKey::Produce || !support.advertises(version) {
             return Ok(None); // ApiVersions answers UNSUPPORTED_VERSION; others close
         }
-        old_produce_shape(&frame, version)?;
         produce::unsupported_old_version(frame, version, peeked.correlation_id)?;
         return Ok(Some((key, version)));
     }
@@ -67,30 +69,11 @@ pub fn decode_request(frame: Bytes) -> Result<Option<(ApiKey, i16)>, FrameError>
         .map_err(|e| malformed(format!("{key:?} v{version} request header: {e}")))?;
     shape::check(key, version, &body)
         .map_err(|e| malformed(format!("{key:?} v{version} request: {e}")))?;
-    let old = compat::request_as(key, version);
-    if let Some((_, suffix)) = old {
-        body = compat::upgrade_body(body, suffix);
-    }
-    let decode_version = old.map_or(version, |(as_version, _)| as_version);
+    let (decode_version, body) = compat::upgrade(key, version, body)
+        .map_err(|e| malformed(format!("{key:?} v{version} request: {e}")))?;
     decode_body(key, decode_version, body)
         .map_err(|e| malformed(format!("{key:?} v{version} request: {e}")))?;
     Ok(Some((key, version)))
-}
-
-/// The shape guard on a Produce v0-v2 body, which `unsupported_old_version` decodes as v3.
-///
-/// The broker's path (handler/mod.rs) does not run the guard for these versions yet, and
-/// without it a 30-byte frame claiming 2^31 topics aborts on allocation (found by this
-/// target). Until the handler runs it, the fuzz entry does, so the target keeps looking
-/// past that known finding.
-fn old_produce_shape(frame: &Bytes, version: i16) -> Result<(), FrameError> {
-    let mut body = frame.clone();
-    RequestHeader::decode(&mut body, ApiKey::Produce.request_header_version(version))
-        .map_err(|e| FrameError::Malformed(format!("Produce v{version}: {e}")))?;
-    let mut v3 = (-1i16).to_be_bytes().to_vec();
-    v3.extend_from_slice(&body);
-    shape::check(ApiKey::Produce, 3, &v3)
-        .map_err(|e| FrameError::Malformed(format!("Produce v{version} request: {e}")))
 }
 
 /// Decodes a request body as the handler of `key` reads it.

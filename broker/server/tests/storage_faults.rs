@@ -108,7 +108,7 @@ async fn a_failed_fsync_on_acks_all_is_a_storage_error() {
     let mut client = broker.client().await;
     create(&mut client, "t").await;
     assert_eq!(produce(&mut client, "t", batch(&["kept"])).await, 0);
-    fs.fail_nth_sync(1);
+    fs.fail_nth_sync_losing_pages(1);
     assert_eq!(
         produce(&mut client, "t", batch(&["x"])).await,
         ResponseError::KafkaStorageError.code()

@@ -62,7 +62,7 @@ fn a_failed_fsync_fences_and_its_bytes_are_not_durable_even_after_a_later_fsync(
     let fs = FaultyFs::new();
     let mut log = open(&fs, &config());
     append(&mut log, 1, Durability::Fsync).unwrap();
-    fs.fail_nth_sync(1);
+    fs.fail_nth_sync_losing_pages(1);
     assert!(matches!(
         append(&mut log, 2, Durability::Fsync),
         Err(AppendError::Io(_))

@@ -74,6 +74,7 @@ fn broker_metrics(out: &mut String, broker: &Broker) {
         "Fetch requests parked in a long poll now.",
     );
     let _ = writeln!(out, "sluice_fetches_waiting {}", broker.waiting_fetches());
+    quarantine_metrics(out, broker);
     storage_metrics(out, broker);
     family(
         out,
@@ -290,6 +291,30 @@ const PARTITION_FAMILIES: &[(&str, &str, &str)] = &[
         "Appends refused with an error since start.",
     ),
 ];
+
+/// Quarantined topics and offline partitions (`broker/quarantine.rs`), read at scrape time.
+fn quarantine_metrics(out: &mut String, broker: &Broker) {
+    let quarantined = broker.quarantined();
+    family(
+        out,
+        "sluice_topics_quarantined",
+        "gauge",
+        "Topics with unreadable metadata or an offline partition, left untouched on disk since start.",
+    );
+    let _ = writeln!(out, "sluice_topics_quarantined {}", quarantined.len());
+    family(
+        out,
+        "sluice_partitions_offline",
+        "gauge",
+        "Partitions whose log could not be opened at start (KAFKA_STORAGE_ERROR until the topic is deleted).",
+    );
+    let offline = quarantined
+        .iter()
+        .flat_map(|(t, _)| &t.partitions)
+        .filter(|p| p.offline_reason().is_some())
+        .count();
+    let _ = writeln!(out, "sluice_partitions_offline {offline}");
+}
 
 fn partition_metrics(out: &mut String, broker: &Broker) {
     let rows: Vec<_> = broker

@@ -1,5 +1,6 @@
 //! `/v1/topics`: list, describe (partitions with log start/end offsets and sizes, effective
-//! configs), create, delete. The same broker calls the CreateTopics and DeleteTopics
+//! configs, and for a quarantined topic or offline partition `online: false` with the
+//! reason), create, delete. The same broker calls the CreateTopics and DeleteTopics
 //! handlers make, so both paths validate and persist alike.
 
 use axum::Router;
@@ -31,16 +32,24 @@ pub struct TopicView {
     configs: std::collections::BTreeMap<&'static str, String>,
     /// The keys this topic overrides (the rest are broker defaults).
     overrides: TopicOverrides,
+    /// `false` when the topic is quarantined or any partition is offline.
+    online: bool,
+    /// Why it is offline (naming the paths), if it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
 }
 
-/// One partition's log.
+/// One partition's log (offsets and sizes `null` when offline).
 #[derive(Debug, Serialize)]
 pub struct PartitionView {
     partition: i32,
-    log_start_offset: i64,
-    log_end_offset: i64,
-    size_bytes: u64,
-    segments: usize,
+    log_start_offset: Option<i64>,
+    log_end_offset: Option<i64>,
+    size_bytes: Option<u64>,
+    segments: Option<usize>,
+    /// Why the partition is offline (quarantined at start), if it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
 }
 
 /// The body of `POST /v1/topics`.
@@ -154,16 +163,28 @@ fn view(broker: &Broker, topic: &Topic) -> TopicView {
         .partitions
         .iter()
         .filter_map(|p| {
+            if let Some(reason) = p.offline_reason() {
+                return Some(PartitionView {
+                    partition: p.index,
+                    log_start_offset: None,
+                    log_end_offset: None,
+                    size_bytes: None,
+                    segments: None,
+                    error: Some(reason.to_owned()),
+                });
+            }
             p.with_log(|log| PartitionView {
                 partition: p.index,
-                log_start_offset: log.log_start_offset().value(),
-                log_end_offset: log.log_end_offset().value(),
-                size_bytes: log.size_bytes(),
-                segments: log.segment_count(),
+                log_start_offset: Some(log.log_start_offset().value()),
+                log_end_offset: Some(log.log_end_offset().value()),
+                size_bytes: Some(log.size_bytes()),
+                segments: Some(log.segment_count()),
+                error: None,
             })
             .ok()
         })
         .collect();
+    let reasons = topic.offline_reasons();
     TopicView {
         name: topic.name.clone(),
         partition_count: topic.partitions.len(),
@@ -173,6 +194,8 @@ fn view(broker: &Broker, topic: &Topic) -> TopicView {
             .map(|c| (c.key, c.value))
             .collect(),
         overrides: topic.overrides.clone(),
+        online: reasons.is_empty(),
+        error: (!reasons.is_empty()).then(|| reasons.join("; ")),
     }
 }
 

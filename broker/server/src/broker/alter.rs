@@ -38,6 +38,13 @@ impl Broker {
                 format!("unknown topic {name:?}"),
             )
         })?;
+        if let Some(reason) = &topic.offline {
+            // Its topic.json is what could not be read; rewriting it is the operator's call.
+            return Err(KafkaError::new(
+                ResponseError::KafkaStorageError,
+                format!("topic {name:?} is offline ({reason}); delete it to recreate it"),
+            ));
+        }
         let overrides = changed(&topic.overrides, changes)?;
         topic_config::validate_all(&self.config, &overrides)?;
         let partitioner = self.rebind_partitioner(&topic, &overrides)?;
@@ -57,6 +64,7 @@ impl Broker {
             overrides,
             partitions: topic.partitions.clone(),
             partitioner,
+            offline: None,
         });
         self.topics_write().insert(name.to_owned(), altered.clone());
         tracing::info!(topic = name, overrides = ?altered.overrides, "altered topic config");

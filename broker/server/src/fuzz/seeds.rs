@@ -83,6 +83,9 @@ fn body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
         // v0-v2 are v3 without transactional_id (a null string, 2 bytes, first).
         return Some(encoded(&produce(), 3)?[2..].to_vec());
     }
+    if key == ApiKey::OffsetCommit && version == 1 {
+        return Some(offset_commit_v1());
+    }
     if let Some((as_version, suffix)) = compat::request_as(key, version) {
         let newer = body(key, as_version)?;
         return Some(newer[..newer.len() - suffix.len()].to_vec());
@@ -295,6 +298,27 @@ fn offset_commit() -> OffsetCommitRequest {
                         .with_committed_metadata(Some(s("meta"))),
                 ]),
         ])
+}
+
+/// [`offset_commit`] in v1's layout, which kafka-protocol no longer writes: no retention
+/// time, and a commit timestamp per partition (-1, as sarama sends it).
+fn offset_commit_v1() -> Vec<u8> {
+    fn string(out: &mut Vec<u8>, text: &str) {
+        out.extend_from_slice(&(text.len() as i16).to_be_bytes());
+        out.extend_from_slice(text.as_bytes());
+    }
+    let mut out = Vec::new();
+    string(&mut out, "group-1");
+    out.extend_from_slice(&1i32.to_be_bytes()); // generation_id
+    string(&mut out, "m-1");
+    out.extend_from_slice(&1i32.to_be_bytes()); // topics
+    string(&mut out, "orders");
+    out.extend_from_slice(&1i32.to_be_bytes()); // partitions
+    out.extend_from_slice(&0i32.to_be_bytes()); // partition_index
+    out.extend_from_slice(&42i64.to_be_bytes()); // committed_offset
+    out.extend_from_slice(&(-1i64).to_be_bytes()); // commit_timestamp
+    string(&mut out, "meta");
+    out
 }
 
 fn client_record(offset: i64, key: Option<&'static [u8]>, value: &'static [u8]) -> Record {
@@ -525,9 +549,9 @@ fn guest_columns() -> Vec<Seed> {
     // kafka-protocol's encoder writes one batch per record here (their sequences are -1, so
     // not contiguous): the first batch is one real batch.
     let batches = client_batch(Codec::None);
-    let first = batches
-        .get(8..12)
-        .map_or(0, |l| 12 + i32::from_be_bytes([l[0], l[1], l[2], l[3]]).max(0) as usize);
+    let first = batches.get(8..12).map_or(0, |l| {
+        12 + i32::from_be_bytes([l[0], l[1], l[2], l[3]]).max(0) as usize
+    });
     let batch = &batches[..first.min(batches.len())];
     let limit = crate::records::DecompressLimit {
         bytes: 1 << 20,

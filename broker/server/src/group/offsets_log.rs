@@ -65,7 +65,8 @@ pub struct OffsetsLog {
     durability: Durability,
     /// Where the fenced state and lifted fences are reported (`/metrics`).
     fences: Arc<crate::metrics::FenceMetrics>,
-    /// The filesystem of the log's segments: the real one, or a fault-injecting twin in tests.
+    /// The filesystem the log's segments live on: the real one, or a fault-injecting twin
+    /// in tests (the generation pointer stays on the real filesystem).
     fs: Arc<dyn Fs>,
 }
 
@@ -89,12 +90,11 @@ impl OffsetsLog {
     /// Opens the live generation under `data_dir` (creating generation 0 on first start) and
     /// removes leftovers of other generations. Returns the log and its records in log order.
     pub fn open(data_dir: &Path, fsync: bool) -> Result<(Self, Vec<OffsetRecord>), ServerError> {
-        Self::open_with(data_dir, fsync, Arc::new(RealFs))
+        Self::open_with_fs(data_dir, fsync, Arc::new(RealFs))
     }
 
-    /// Like `open`, with the log's segments on `fs` (the generation pointer stays on the
-    /// real filesystem).
-    pub fn open_with(
+    /// Same, with the log's segments on `fs`.
+    pub fn open_with_fs(
         data_dir: &Path,
         fsync: bool,
         fs: Arc<dyn Fs>,
@@ -333,11 +333,24 @@ pub(crate) fn decode_chunk(
     bytes: Vec<u8>,
     out: &mut Vec<OffsetRecord>,
 ) -> Result<Option<i64>, ServerError> {
+    // kafka-protocol's decoder reserves from each batch's recordsCount: check every batch
+    // first (CRC, and each record present and well formed), so a damaged file is an error
+    // instead of an allocation from a count it claims. The offsets log writes only
+    // uncompressed batches.
+    for item in sluice_storage::batch::iter_batches(&bytes) {
+        let header = item
+            .and_then(|(_, batch)| sluice_storage::batch::validate(batch))
+            .map_err(|e| damaged(e.to_string()))?;
+        if header.compression() != sluice_storage::Compression::None {
+            return Err(damaged(format!(
+                "a {:?} batch at offset {} (the offsets log writes none)",
+                header.compression(),
+                header.base_offset
+            )));
+        }
+    }
     let mut buf = Bytes::from(bytes);
-    let sets = RecordBatchDecoder::decode_all(&mut buf).map_err(|e| ServerError::Io {
-        context: "decoding the offsets log".into(),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
-    })?;
+    let sets = RecordBatchDecoder::decode_all(&mut buf).map_err(|e| damaged(e.to_string()))?;
     let mut last = None;
     for record in sets.into_iter().flat_map(|s| s.records) {
         last = Some(record.offset);
@@ -350,6 +363,13 @@ pub(crate) fn decode_chunk(
         }
     }
     Ok(last)
+}
+
+fn damaged(reason: String) -> ServerError {
+    ServerError::Io {
+        context: "decoding the offsets log".into(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, reason),
+    }
 }
 
 /// Encodes records as RecordBatch v2 batches of bounded size.
@@ -464,12 +484,12 @@ mod tests {
         use std::sync::atomic::Ordering::Relaxed;
         let dir = tempfile::tempdir().unwrap();
         let fs = FaultyFs::new();
-        let (mut log, _) = OffsetsLog::open_with(dir.path(), true, Arc::new(fs.clone())).unwrap();
+        let (mut log, _) = OffsetsLog::open_with_fs(dir.path(), true, Arc::new(fs.clone())).unwrap();
         let fences = Arc::new(crate::metrics::FenceMetrics::default());
         log.report_fences_to(fences.clone());
         let (a, b, c) = (commit("g", 0, 5), commit("g", 0, 7), commit("g", 0, 9));
         log.append(&[&a]).unwrap();
-        fs.fail_nth_sync(1);
+        fs.fail_nth_sync_losing_pages(1);
         assert!(log.append(&[&b]).is_err(), "the fsync failed");
         assert!(fences.offsets_log_fenced.load(Relaxed));
         fs.set_disk_full(true);
@@ -483,7 +503,7 @@ mod tests {
         assert_eq!(fences.lifted_total.load(Relaxed), 1);
         drop(log); // a crash: only what was fsynced survives
         let crashed = Arc::new(fs.crash(CrashMode::DurableOnly));
-        let (_, loaded) = OffsetsLog::open_with(dir.path(), true, crashed).unwrap();
+        let (_, loaded) = OffsetsLog::open_with_fs(dir.path(), true, crashed).unwrap();
         assert_eq!(
             loaded,
             vec![a, c],

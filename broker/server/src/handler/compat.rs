@@ -30,8 +30,25 @@ pub fn request_as(key: ApiKey, version: i16) -> Option<(i16, &'static [u8])> {
     }
 }
 
+/// An old request body in the layout of the version it is decoded as ([`request_as`]):
+/// the version and the body. Bodies of versions without a shim come back as they are.
+/// The one path from an old body to a decodable one: the handler and the `request` fuzz
+/// target both take it.
+///
+/// # Errors
+/// An OffsetCommit v1 body that ends early.
+pub fn upgrade(key: ApiKey, version: i16, body: Bytes) -> Result<(i16, Bytes), String> {
+    match request_as(key, version) {
+        None => Ok((version, body)),
+        Some((as_version, _)) if key == ApiKey::OffsetCommit => {
+            Ok((as_version, offset_commit_v1_as_v2(&body)?))
+        }
+        Some((as_version, suffix)) => Ok((as_version, upgrade_body(body, suffix))),
+    }
+}
+
 /// Appends `suffix` to an old request body.
-pub fn upgrade_body(body: Bytes, suffix: &[u8]) -> Bytes {
+fn upgrade_body(body: Bytes, suffix: &[u8]) -> Bytes {
     if suffix.is_empty() {
         return body;
     }

@@ -1,7 +1,9 @@
 //! DescribeConfigs v1-v3: a topic's configs (its overrides, else the broker's values), and
 //! the broker's own config (resource name "" or our node id). Resources past
 //! `DESCRIBE_CONFIGS_RESOURCES_MAX` in one request are answered INVALID_REQUEST unread: each
-//! answered resource carries every config key, so the response grows with their count.
+//! answered resource carries every config key, so the response grows with their count. A
+//! topic with an offline partition (`broker/quarantine.rs`) is KAFKA_STORAGE_ERROR, its error
+//! message the reasons.
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::describe_configs_response::{
@@ -56,6 +58,15 @@ pub fn handle(
             let name = resource.resource_name.as_str();
             let configs = match resource.resource_type {
                 RESOURCE_TOPIC => match ctx.broker.topic(name) {
+                    // The one Kafka answer with room for why (the partition errors of
+                    // Metadata have none): the reasons, naming the paths.
+                    Some(topic) if !topic.offline_reasons().is_empty() => Err((
+                        ResponseError::KafkaStorageError,
+                        format!(
+                            "topic {name:?} is offline: {}",
+                            topic.offline_reasons().join("; ")
+                        ),
+                    )),
                     Some(topic) => Ok(topic_configs(
                         &ctx.broker.config,
                         &topic.overrides,

@@ -1,7 +1,8 @@
 //! Metadata: this broker as the only node, leader of every partition (leader epoch -1:
 //! unknown), the advertised host and port, and the requested topics, auto-creating unknown
 //! ones when the client allows it (v4+) and `auto.create.topics.enable` is on. A view is
-//! listed as a topic with its source's partitions (ephemeral views only when named).
+//! listed as a topic with its source's partitions (ephemeral views only when named). An
+//! offline partition (`broker/quarantine.rs`) is LEADER_NOT_AVAILABLE with leader -1.
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::metadata_response::{
@@ -114,12 +115,23 @@ fn describe(name: &str, topic: &Topic) -> MetadataResponseTopic {
         .map(|p| {
             let mut partition = MetadataResponsePartition::default();
             partition.partition_index = p.index;
-            partition.leader_id = BrokerId(NODE_ID);
             partition.leader_epoch = -1;
             partition.replica_nodes = vec![BrokerId(NODE_ID)];
-            partition.isr_nodes = vec![BrokerId(NODE_ID)];
+            if p.offline_reason().is_some() {
+                // Kafka's answer for a partition whose only replica is on a failed log dir.
+                partition.error_code = ResponseError::LeaderNotAvailable.code();
+                partition.leader_id = BrokerId(-1);
+                partition.offline_replicas = vec![BrokerId(NODE_ID)];
+            } else {
+                partition.leader_id = BrokerId(NODE_ID);
+                partition.isr_nodes = vec![BrokerId(NODE_ID)];
+            }
             partition
         })
         .collect();
+    if topic.offline.is_some() && out.partitions.is_empty() {
+        // Quarantined with no partition directory left: nothing to list but the error.
+        out.error_code = ResponseError::KafkaStorageError.code();
+    }
     out
 }

@@ -190,10 +190,9 @@ async fn dispatch(
     let mut budget = Some(budget);
     let (cid, hv) = (header.correlation_id, key.response_header_version(version));
     let old = compat::request_as(key, version);
-    let decode_version = old.map_or(version, |(as_version, _)| as_version);
-    if let Some((_, suffix)) = old {
-        body = compat::upgrade_body(body, suffix);
-    }
+    let (decode_version, upgraded) =
+        compat::upgrade(key, version, body).map_err(FrameError::Malformed)?;
+    body = upgraded;
     // Decodes the request at the version it is read as, and releases the frame's budget.
     macro_rules! request {
         () => {{
@@ -244,9 +243,6 @@ async fn dispatch(
         ApiKey::Heartbeat => reply!(heartbeat::handle(ctx, request!()).await),
         ApiKey::LeaveGroup => reply!(leave_group::handle(ctx, request!(), version).await),
         ApiKey::OffsetCommit => {
-            if old.is_some() {
-                body = compat::offset_commit_v1_as_v2(&body).map_err(FrameError::Malformed)?;
-            }
             let response = offset_commit::handle(ctx, request!()).await;
             reply!(response, compat::offset_commit)
         }

@@ -3,17 +3,15 @@
 //! Every file (inode) keeps two images: `written` (what reads see now) and `durable` (what
 //! survives a crash: the bytes at its last successful `sync`). Directory entries likewise:
 //! `names` now, `durable_names` as of the last `sync_dir`. A test can fail the Nth write
-//! (`write_at`/`set_len`; the failed write lands torn, first half only) or the Nth sync
-//! (`sync`/`sync_dir`), count operations, and take a crash image to reopen.
+//! (`write_at`/`set_len`; what the failed write leaves is a [`WriteFault`]: by default its
+//! first half) or the Nth sync (`sync`/`sync_dir`), count operations, and take a crash image
+//! to reopen.
 //!
-//! Two models of a sick disk, for the fencing tests:
-//! - a failed file `sync` follows Linux after an fsync error (the 2018 "fsync-gate"): the
-//!   dirty bytes are marked clean without reaching the disk, so a later `sync` succeeds but
-//!   those bytes stay lost in every crash image until they are written again;
-//! - `set_disk_full(true)` makes every `write_at` (landing torn, first half only), every
-//!   growing `allocate` and every `sync` of a file with unsynced bytes fail with ENOSPC until
-//!   it is switched off. Removing files, shrinking them and `sync_dir` still work, as on a
-//!   real full filesystem (deleting is how it frees itself).
+//! `set_disk_full(true)` makes every `write_at` (landing its first half), every growing
+//! `allocate` and every `sync` of a file with unsynced bytes fail with ENOSPC until it is
+//! switched off; such a failed sync loses the dirty pages as `fail_nth_sync_losing_pages`
+//! does. Removing files, shrinking them and `sync_dir` still work, as on a real full
+//! filesystem (deleting is how it frees itself).
 
 use super::{Fs, StorageFile};
 use std::collections::{BTreeMap, BTreeSet};
@@ -32,17 +30,41 @@ pub enum CrashMode {
     TornLastWrite,
 }
 
+/// What a failed `write_at` leaves in the file before it returns its error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WriteFault {
+    /// Its first half ([`FaultyFs::fail_nth_write`]).
+    #[default]
+    FirstHalf,
+    /// A short write: only its first `n` bytes (all of them if it is shorter), as when the
+    /// disk fills mid-write; the file grows by no more than that.
+    Short(usize),
+    /// A torn write: its full length, but from the middle on zeros instead of its bytes
+    /// (sectors the device never wrote), so the file has the new length and wrong bytes.
+    Torn,
+}
+
 #[derive(Debug, Default, Clone)]
 struct Inode {
     written: Vec<u8>,
     durable: Vec<u8>,
-    /// Bytes whose fsync failed (position -> what the disk still holds there): a crash
-    /// image and later syncs keep the disk's byte until the position is written again.
+    /// After a sync failed with `fail_nth_sync_losing_pages` (or on a full disk): position
+    /// -> the byte the disk still holds there. Bytes dirty then and not written since never
+    /// reach the disk (the kernel marked their pages clean), whatever later syncs say.
     lost: BTreeMap<usize, u8>,
 }
 
 impl Inode {
-    /// A failed sync: every unsynced byte is now clean in the cache but not on disk.
+    /// `image` without the bytes a failed sync lost.
+    fn without_lost(&self, image: &[u8]) -> Vec<u8> {
+        let mut out = image.to_vec();
+        for (&position, &byte) in self.lost.range(..out.len()) {
+            out[position] = byte;
+        }
+        out
+    }
+
+    /// A failed sync that loses pages: every unsynced byte is clean now but not on disk.
     fn lose_unsynced(&mut self) {
         let common = self
             .written
@@ -56,17 +78,10 @@ impl Inode {
         }
     }
 
-    /// `image` with the lost bytes as the disk holds them.
-    fn with_lost_applied(&self, mut image: Vec<u8>) -> Vec<u8> {
-        for (&position, &byte) in self.lost.range(..image.len()) {
-            image[position] = byte;
-        }
-        image
-    }
-
+    /// Bytes written again (or cut off) are no longer lost.
     fn forget_lost(&mut self, range: std::ops::Range<usize>) {
-        let lost: Vec<usize> = self.lost.range(range).map(|(&p, _)| p).collect();
-        for position in lost {
+        let written: Vec<usize> = self.lost.range(range).map(|(&p, _)| p).collect();
+        for position in written {
             self.lost.remove(&position);
         }
     }
@@ -96,7 +111,10 @@ struct State {
     /// Bytes read from `*.log` files (to prove clean segments are not scanned).
     log_bytes_read: u64,
     fail_write: Option<u64>,
+    write_fault: WriteFault,
     fail_sync: Option<u64>,
+    /// Whether the failing sync also loses the file's dirty pages.
+    sync_loses_pages: bool,
     /// `set_disk_full`: writes and syncs of dirty files fail with ENOSPC.
     disk_full: bool,
     last_write: Option<LastWrite>,
@@ -129,16 +147,33 @@ impl FaultyFs {
         self.state.lock().expect("faulty fs lock")
     }
 
-    /// Makes the `n`th write from now on (1-based, `write_at` or `set_len`) fail, torn.
+    /// Makes the `n`th write from now on (1-based, `write_at` or `set_len`) fail, landing
+    /// its first half.
     pub fn fail_nth_write(&self, n: u64) {
+        self.fail_nth_write_as(n, WriteFault::FirstHalf);
+    }
+
+    /// Makes the `n`th write from now on fail, leaving `fault` in the file (a failing
+    /// `set_len` changes nothing).
+    pub fn fail_nth_write_as(&self, n: u64, fault: WriteFault) {
         let mut s = self.lock();
         s.fail_write = Some(s.writes + n);
+        s.write_fault = fault;
     }
 
     /// Makes the `n`th sync from now on (1-based, `sync` or `sync_dir`) fail.
     pub fn fail_nth_sync(&self, n: u64) {
         let mut s = self.lock();
         s.fail_sync = Some(s.syncs + n);
+    }
+
+    /// Makes the `n`th sync from now on fail as Linux may after an I/O error: the file's
+    /// dirty bytes stay readable but never reach the disk, even through later syncs that
+    /// succeed (the 2018 fsync-gate lesson: an fsync must never be retried as if it had
+    /// worked). A failing `sync_dir` loses nothing more.
+    pub fn fail_nth_sync_losing_pages(&self, n: u64) {
+        self.fail_nth_sync(n);
+        self.lock().sync_loses_pages = true;
     }
 
     /// While `full`, every write, growing allocation and sync of unsynced bytes fails with
@@ -171,11 +206,12 @@ impl FaultyFs {
         let s = self.lock();
         let mut inodes: Vec<Inode> = s.inodes.clone();
         for inode in &mut inodes {
-            let image = match mode {
+            inode.written = match mode {
                 CrashMode::DurableOnly => inode.durable.clone(),
-                CrashMode::AllWritten | CrashMode::TornLastWrite => inode.written.clone(),
+                CrashMode::AllWritten | CrashMode::TornLastWrite => {
+                    inode.without_lost(&inode.written)
+                }
             };
-            inode.written = inode.with_lost_applied(image);
             inode.durable = inode.written.clone();
             inode.lost.clear();
         }
@@ -294,7 +330,21 @@ impl StorageFile for FaultyFile {
     fn write_at(&self, buf: &[u8], pos: u64) -> io::Result<()> {
         let mut s = self.lock();
         if s.next_write_fails() || s.disk_full {
-            s.apply_write(self.inode, &buf[..buf.len() / 2], pos as usize);
+            let fault = if s.disk_full {
+                WriteFault::FirstHalf
+            } else {
+                s.write_fault
+            };
+            let landed = match fault {
+                WriteFault::FirstHalf => buf[..buf.len() / 2].to_vec(),
+                WriteFault::Short(n) => buf[..n.min(buf.len())].to_vec(),
+                WriteFault::Torn => {
+                    let mut torn = buf.to_vec();
+                    torn[buf.len() / 2..].fill(0);
+                    torn
+                }
+            };
+            s.apply_write(self.inode, &landed, pos as usize);
             return Err(if s.disk_full {
                 disk_full()
             } else {
@@ -334,14 +384,15 @@ impl StorageFile for FaultyFile {
         let mut s = self.lock();
         let injected_failure = s.next_sync_fails();
         let inode = &s.inodes[self.inode];
-        let dirty = inode.written != inode.durable;
-        if injected_failure || (s.disk_full && dirty) {
-            let full = s.disk_full && !injected_failure;
-            s.inodes[self.inode].lose_unsynced();
+        let full = !injected_failure && s.disk_full && inode.written != inode.durable;
+        if injected_failure || full {
+            if s.sync_loses_pages || full {
+                s.inodes[self.inode].lose_unsynced();
+            }
             return Err(if full { disk_full() } else { injected("sync") });
         }
         let inode = &mut s.inodes[self.inode];
-        inode.durable = inode.with_lost_applied(inode.written.clone());
+        inode.durable = inode.without_lost(&inode.written);
         if s.last_write.as_ref().is_some_and(|w| w.inode == self.inode) {
             s.last_write = None;
         }

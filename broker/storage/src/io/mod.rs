@@ -5,7 +5,7 @@
 mod faulty;
 mod real;
 
-pub use faulty::{CrashMode, FaultyFs};
+pub use faulty::{CrashMode, FaultyFs, WriteFault};
 pub use real::RealFs;
 
 use std::fmt::Debug;
