@@ -216,5 +216,7 @@ fn every_sync_of_the_offsets_log_fails_losing_its_dirty_pages() {
         let what = format!("sync {n}/{syncs} fails, pages lost");
         checked += check_all_modes(&fs, &out, &what, dir.path());
     }
-    println!("offsets log fault points: {syncs} syncs losing pages, {checked} crash images checked");
+    println!(
+        "offsets log fault points: {syncs} syncs losing pages, {checked} crash images checked"
+    );
 }

@@ -484,7 +484,8 @@ mod tests {
         use std::sync::atomic::Ordering::Relaxed;
         let dir = tempfile::tempdir().unwrap();
         let fs = FaultyFs::new();
-        let (mut log, _) = OffsetsLog::open_with_fs(dir.path(), true, Arc::new(fs.clone())).unwrap();
+        let (mut log, _) =
+            OffsetsLog::open_with_fs(dir.path(), true, Arc::new(fs.clone())).unwrap();
         let fences = Arc::new(crate::metrics::FenceMetrics::default());
         log.report_fences_to(fences.clone());
         let (a, b, c) = (commit("g", 0, 5), commit("g", 0, 7), commit("g", 0, 9));
