@@ -222,6 +222,12 @@ impl Partition {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
         let Some(log) = log else { return Ok(()) };
+        if log.is_fenced() {
+            // Nothing can be flushed; no clean-shutdown marker, so the next open recovers it.
+            tracing::warn!(topic = %self.topic, partition = self.index, "closing a fenced partition without flushing; it is recovered at the next start");
+            self.sync.closed(-1);
+            return Ok(());
+        }
         let end_offset = log.log_end_offset().value();
         let closed = log.close();
         self.sync

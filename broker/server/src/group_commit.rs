@@ -72,6 +72,24 @@ pub fn request_sync(partition: &Arc<Partition>) {
     tokio::task::spawn_blocking(move || sync_until_idle(&partition));
 }
 
+/// Runs `f` (under the partition's sync lock) unless a sync task is running; `None` if one
+/// is. The fence prober reopens a log only this way, so no fsync is in flight meanwhile.
+pub(crate) fn when_no_sync_runs<T>(partition: &Partition, f: impl FnOnce() -> T) -> Option<T> {
+    let running = lock(&partition.sync.running);
+    (!*running).then(f)
+}
+
+/// Tells waiters a fenced log was reopened: syncs work again from `durable_offset`.
+pub(crate) fn reopened(partition: &Partition, durable_offset: i64) {
+    publish(
+        partition,
+        Some(Durable {
+            offset: durable_offset,
+            stopped: false,
+        }),
+    );
+}
+
 /// Waits until every offset below `end_offset` is durable.
 pub async fn wait_durable(partition: &Arc<Partition>, end_offset: i64) -> Result<(), KafkaError> {
     let mut durable = partition.sync.durable.subscribe();

@@ -25,6 +25,8 @@
 //!   topics, groups, `/health`, `/ready`.
 //! - `group_commit`: acks=all group commit, one sync task per busy partition (fsync without
 //!   the partition lock; one fsync answers every append made before it began).
+//! - `fence`: the fence prober, one task that probes fenced partitions and reopens their
+//!   logs from disk once a probe write and fsync succeed.
 //! - [`plugins`]: the plugin registry (`plugin.dir`, hot reload) opened with the broker, and a
 //!   topic's `sluice.partitioner` binding; `reroute/`: Produce through a partitioner plugin
 //!   (decode, one plugin call per batch, split per partition with the same codec).
@@ -57,6 +59,7 @@ mod codec;
 pub mod config;
 pub mod connection;
 pub mod error;
+mod fence;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod group;

@@ -70,6 +70,16 @@ pub const TOPIC_NAME_BYTES_MAX: usize = 249;
 /// How often the background ticker calls `Log::tick` (flush.ms, segment.ms, retention).
 pub const LOG_TICK_INTERVAL_MS: u64 = 200;
 
+/// How often the fence prober (`fence.rs`) probes fenced partitions (ms). A fenced disk
+/// frees space by retention (every `log.retention.check.interval.ms`) or by an operator, so
+/// producers waiting a second more costs little, while each probe of a still-full disk is a
+/// page written and fsynced per fenced partition.
+pub const FENCE_PROBE_INTERVAL_MS: u64 = 1_000;
+
+/// Fenced partitions probed per tick of the fence prober (the rest wait for later ticks,
+/// round robin): bounds the fsyncs one tick issues when a whole disk of partitions fenced.
+pub const FENCE_PROBES_PER_TICK_MAX: usize = 32;
+
 /// Longest wait before the first retention run after start (Kafka's 30 s initial task delay),
 /// when `log.retention.check.interval.ms` is longer.
 pub const LOG_RETENTION_INITIAL_DELAY_MS: u64 = 30_000;

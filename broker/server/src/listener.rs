@@ -58,8 +58,9 @@ impl Server {
         })?;
         let (broker, (offsets_log, offsets)) = tokio::task::spawn_blocking(move || {
             let broker = Broker::open_with(config, fs)?;
-            let offsets =
+            let mut offsets =
                 GroupService::open(&broker.config.data_dir, broker.config.acks_all_fsync)?;
+            offsets.0.report_fences_to(broker.metrics.fences.clone());
             Ok::<_, ServerError>((broker, offsets))
         })
         .await
@@ -138,6 +139,7 @@ impl Server {
             admin,
         } = self;
         let ticker = tokio::spawn(tick_logs(broker.clone(), shutdown_tx.subscribe()));
+        let prober = crate::fence::spawn(&broker, &shutdown_tx);
         let admin = admin.map(|admin| spawn_admin(admin, &broker, &groups, &shutdown_tx));
         let mut connections = JoinSet::new();
         tokio::pin!(shutdown);
@@ -192,6 +194,7 @@ impl Server {
             connections.abort_all();
         }
         ticker.await.ok();
+        prober.await.ok();
         if let Some(admin) = admin {
             stop_admin(admin).await;
         }
@@ -332,7 +335,11 @@ fn tick_all(broker: &Broker, retention: bool) {
     for partition in broker.partitions() {
         let result = partition.with_log(|log| {
             let now = now_ms();
-            log.tick_without_retention(now)?;
+            // A fenced log still runs retention: deleting old segments frees its disk.
+            match log.tick_without_retention(now) {
+                Ok(_) | Err(sluice_storage::StorageError::Fenced) => {}
+                Err(e) => return Err(e),
+            }
             if retention {
                 let deleted = log.enforce_retention(now)?;
                 if deleted > 0 {

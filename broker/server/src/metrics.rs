@@ -6,7 +6,8 @@
 //! counters live in [`crate::broker::Partition`]; gauges that the broker already knows (log
 //! start/end offsets, sizes, consumer lag) are read at scrape time instead of being mirrored.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use kafka_protocol::messages::ApiKey;
@@ -79,6 +80,18 @@ pub struct Metrics {
     pub connections_accepted: AtomicU64,
     /// Connections closed at accept: their address had `max.connections.per.ip` open.
     pub connections_refused: AtomicU64,
+    /// Fences of storage logs: shared with the offsets-log writer, which owns its log.
+    pub fences: Arc<FenceMetrics>,
+}
+
+/// Fenced logs (after a failed write or fsync) and fences lifted. Partitions are counted at
+/// scrape time from their logs; the offsets log's state is mirrored here by its writer.
+#[derive(Debug, Default)]
+pub struct FenceMetrics {
+    /// The internal offsets log is fenced now.
+    pub offsets_log_fenced: AtomicBool,
+    /// Fences lifted since start (a probe write and fsync succeeded and the log reopened).
+    pub lifted_total: AtomicU64,
 }
 
 impl Default for Metrics {
@@ -90,6 +103,7 @@ impl Default for Metrics {
                 .collect(),
             connections_accepted: AtomicU64::new(0),
             connections_refused: AtomicU64::new(0),
+            fences: Arc::default(),
         }
     }
 }

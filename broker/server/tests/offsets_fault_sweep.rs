@@ -203,3 +203,20 @@ fn every_sync_of_the_offsets_log_fails() {
         "offsets log fault points: {syncs} syncs, {checked} crash images checked, {unreported} faults in the discarded generation's close"
     );
 }
+
+#[test]
+fn every_sync_of_the_offsets_log_fails_losing_its_dirty_pages() {
+    let (_, syncs) = reference();
+    let mut checked = 0;
+    for n in 1..=syncs {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultyFs::new();
+        fs.fail_nth_sync_losing_pages(n);
+        let out = run_scenario(dir.path(), &fs);
+        let what = format!("sync {n}/{syncs} fails, pages lost");
+        checked += check_all_modes(&fs, &out, &what, dir.path());
+    }
+    println!(
+        "offsets log fault points: {syncs} syncs losing pages, {checked} crash images checked"
+    );
+}

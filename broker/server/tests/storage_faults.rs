@@ -1,13 +1,16 @@
-//! A failed write fences its partition: that produce and every later one to the partition get
-//! KAFKA_STORAGE_ERROR, while other partitions keep serving. Runs on the storage engine's
-//! fault-injecting filesystem, which also exercises the copying (non-sendfile) fetch path.
+//! A failed write fences its partition: that produce and later ones to the partition get
+//! KAFKA_STORAGE_ERROR, while other partitions keep serving; the fence prober lifts the fence
+//! once its probe write and fsync succeed, and the partition, reopened from disk, takes
+//! appends again without the torn batch (a failed write) or anything not fsynced (a failed
+//! fsync). Runs on the storage engine's fault-injecting filesystem, which also exercises
+//! the copying (non-sendfile) fetch path.
 
 mod common;
 
 use std::sync::Arc;
 
 use bytes::Bytes;
-use common::{Client, TestBroker, batch, values};
+use common::{Client, TestBroker, batch, values, wait_until};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
@@ -75,14 +78,22 @@ async fn a_failed_write_fences_only_its_partition() {
         produce(&mut client, "doomed", batch(&["lost"])).await,
         storage_error
     );
-    assert_eq!(
-        produce(&mut client, "doomed", batch(&["after"])).await,
-        storage_error,
-        "fenced until reopened"
-    );
-
     assert_eq!(produce(&mut client, "healthy", batch(&["fine"])).await, 0);
     assert_eq!(fetch_values(&mut client, "healthy").await, ["fine"]);
+
+    let doomed = broker.broker.partition("doomed", 0).unwrap();
+    wait_until("the prober to lift the fence", || {
+        !doomed.with_log(|log| log.is_fenced()).unwrap()
+    })
+    .await;
+    assert_eq!(produce(&mut client, "doomed", batch(&["after"])).await, 0);
+    assert_eq!(
+        fetch_values(&mut client, "doomed").await,
+        ["before", "after"],
+        "the torn batch was cut off when the log was reopened from disk"
+    );
+    let lifted = &broker.broker.metrics.fences.lifted_total;
+    assert_eq!(lifted.load(std::sync::atomic::Ordering::Relaxed), 1);
 }
 
 #[tokio::test]
@@ -96,9 +107,21 @@ async fn a_failed_fsync_on_acks_all_is_a_storage_error() {
     .await;
     let mut client = broker.client().await;
     create(&mut client, "t").await;
-    fs.fail_nth_sync(1);
+    assert_eq!(produce(&mut client, "t", batch(&["kept"])).await, 0);
+    fs.fail_nth_sync_losing_pages(1);
     assert_eq!(
         produce(&mut client, "t", batch(&["x"])).await,
         ResponseError::KafkaStorageError.code()
+    );
+    let partition = broker.broker.partition("t", 0).unwrap();
+    wait_until("the prober to lift the fence", || {
+        !partition.with_log(|log| log.is_fenced()).unwrap()
+    })
+    .await;
+    assert_eq!(produce(&mut client, "t", batch(&["z"])).await, 0);
+    assert_eq!(
+        fetch_values(&mut client, "t").await,
+        ["kept", "z"],
+        "x was written but its fsync failed: cut off, never trusted from the page cache"
     );
 }

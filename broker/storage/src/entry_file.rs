@@ -6,7 +6,8 @@
 //! only, as Kafka's lazy indexes: opening a log maps nothing but its active segment, and a
 //! broker with many segments stays far from `vm.max_map_count`. Over the in-memory twin
 //! (`FaultyFs`) there is nothing to map: entries live in a heap copy and go to the file
-//! with `write_at`.
+//! with `write_at`. The preallocation reserves its blocks (`StorageFile::allocate`), so a
+//! full disk fails the roll or open, never a write into the map.
 
 use crate::io::StorageFile;
 use memmap2::{Mmap, MmapMut, MmapOptions};
@@ -65,7 +66,9 @@ impl EntryFile {
         let capacity_entries = (capacity_bytes / entry_bytes).max(entries);
         let mut heap = Vec::new();
         let map = if file.std_file().is_some() {
-            file.set_len((capacity_entries * entry_bytes) as u64)?;
+            // Blocks reserved, not a sparse file: a full disk fails here (an I/O error that
+            // fences the log), never later as SIGBUS on a write into the map.
+            file.allocate((capacity_entries * entry_bytes) as u64)?;
             map(file.as_ref(), capacity_entries * entry_bytes)?
         } else {
             heap = vec![0u8; entries * entry_bytes];

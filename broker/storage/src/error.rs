@@ -53,8 +53,8 @@ pub enum BatchError {
 pub enum StorageError {
     #[error("storage I/O error: {0}")]
     Io(#[from] io::Error),
-    /// A previous write or fsync failed; the log refuses work until reopened.
-    #[error("log is fenced after an I/O error; reopen it")]
+    /// A previous write or fsync failed; the log refuses work until a probe lifts the fence.
+    #[error("log is fenced after an I/O error until a probe write and fsync succeed")]
     Fenced,
     #[error("config {key}={value} out of range [{min}, {max}]")]
     InvalidConfig {
@@ -88,7 +88,7 @@ pub enum AppendError {
     )]
     TooLarge { batch_bytes: u32, limit: u32 },
     /// The log is fenced after an earlier I/O error. (KAFKA_STORAGE_ERROR)
-    #[error("log is fenced after an I/O error; reopen it")]
+    #[error("log is fenced after an I/O error until a probe write and fsync succeed")]
     Fenced,
     /// The write or fsync failed; the log is now fenced. (KAFKA_STORAGE_ERROR)
     #[error("storage I/O error on append: {0}")]

@@ -33,6 +33,8 @@ pub struct PendingSync {
     files: Vec<(Offset, u32, Arc<dyn StorageFile>)>,
     /// Every offset below this is durable once the files are synced.
     target: Offset,
+    /// The log's generation when captured: a reopen since makes this sync meaningless.
+    generation: u64,
 }
 
 impl PendingSync {
@@ -68,19 +70,28 @@ impl Log {
             .filter(|s| s.needs_sync)
             .map(|s| (s.base, s.size_bytes, Arc::clone(&s.log)))
             .collect();
-        Some(PendingSync { files, target })
+        Some(PendingSync {
+            files,
+            target,
+            generation: self.generation,
+        })
     }
 
     /// Ends a sync with `result` of [`PendingSync::run`]: on success the durable offset
     /// moves to the sync's target (also when the log was fenced meanwhile: those bytes are
-    /// on disk) and is returned; on failure the log is fenced.
+    /// on disk) and is returned; on failure the log is fenced. A sync begun before the log
+    /// was reopened moves nothing (the reopened log is durable up to its end already); if it
+    /// failed, the log is fenced again, since the failure may have lost reopened bytes.
     pub fn complete_sync(
         &mut self,
         pending: PendingSync,
         result: io::Result<()>,
     ) -> Result<Offset, StorageError> {
         if let Err(error) = result {
-            return Err(StorageError::Io(self.fence(error)));
+            return Err(StorageError::Io(self.fence_sync(error)));
+        }
+        if pending.generation != self.generation {
+            return Ok(self.durable_offset);
         }
         for (base, size_bytes, _) in &pending.files {
             // Not written since the capture: nothing left for `flush` to fsync in its log.

@@ -15,9 +15,10 @@
 //!   the in-place rewrites done on append; varints and record layout; the record walk
 //!   fused with the CRC on append.
 //! - [`io`]: the positional-I/O seam (`Fs`, `StorageFile`), `RealFs`, and `FaultyFs`,
-//!   the in-memory twin that fails the Nth write or sync and keeps written and durable
-//!   images apart (of files and of directory entries); [`io::durable`], the one durable
-//!   metadata mechanism of every crate (write a file, create, rename and remove
+//!   the in-memory twin that fails the Nth write or sync, keeps written and durable
+//!   images apart (of files and of directory entries), loses the unsynced bytes of a
+//!   failed sync (as Linux can) and has a "disk full" switch; [`io::durable`], the one
+//!   durable metadata mechanism of every crate (write a file, create, rename and remove
 //!   directories, stale temp files).
 //! - `entry_file`, `index`, `time_index`: fixed-size index entries (the active segment's
 //!   mapped writable, sealed ones mapped on first lookup), the sparse offset index and the
@@ -31,15 +32,18 @@
 //!   `retention.rs`: `tick_without_retention` (segment.ms rolls, flush.ms, checkpoint),
 //!   `enforce_retention` (retention.ms / retention.bytes), `tick` (both) and
 //!   `advance_log_start_offset`; `group_sync.rs`: group commit for acks=all
-//!   (`begin_sync`, `PendingSync::run` without the lock, `complete_sync`).
+//!   (`begin_sync`, `PendingSync::run` without the lock, `complete_sync`); `fence.rs`:
+//!   fencing after a failed write or fsync and `try_unfence` (probe, cut back to the
+//!   durable offset, reopen from disk).
 //! - [`testing`]: builders of valid batches for tests and benchmarks.
 //!
 //! Architecture Invariant: nothing here spawns threads, knows sockets or reads clocks;
 //! callers pass `now_ms`. A `Log` is `Send + Sync` and used under one lock by the server.
 //! Architecture Invariant: every byte written to disk goes through `io::Fs` /
 //! `io::StorageFile` (memory-mapped index pages aside), so `FaultyFs` sees it.
-//! Architecture Invariant: after a failed write or fsync the log refuses appends until it
-//! is reopened; an fsync is never retried.
+//! Architecture Invariant: after a failed write or fsync the log refuses appends until
+//! `try_unfence` has probed the disk and reopened it from disk; an fsync is never retried,
+//! and bytes whose fsync failed are cut off, never trusted from the page cache.
 
 pub mod batch;
 mod checkpoint;
@@ -47,6 +51,7 @@ pub mod config;
 mod crc_walk;
 mod entry_file;
 pub mod error;
+mod fence;
 mod group_sync;
 mod index;
 pub mod io;

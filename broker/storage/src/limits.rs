@@ -59,3 +59,9 @@ const _: () = assert!(SEGMENT_INDEX_BYTES_MIN.is_multiple_of(TIME_INDEX_ENTRY_BY
 const _: () = assert!(SEGMENT_INDEX_BYTES_MIN < SEGMENT_INDEX_BYTES_MAX);
 const _: () = assert!(RECOVERY_READ_CHUNK_BYTES >= BATCH_HEADER_BYTES);
 const _: () = assert!(READ_SCAN_CHUNK_BYTES >= BATCH_HEADER_BYTES);
+
+/// Bytes the fence probe writes and fsyncs in a fenced partition's directory before the log
+/// is reopened (`Log::try_unfence`): one page, the smallest write that needs a free block.
+/// (The probe also reserves, without writing, the blocks of the indexes the reopen
+/// preallocates, so a disk that is still full fails the probe instead of the reopen.)
+pub const FENCE_PROBE_BYTES: usize = 4096;

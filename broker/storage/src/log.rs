@@ -1,5 +1,6 @@
 //! `Log`: one partition. Appends, reads, rolls, flushes, close; retention and periodic
-//! work are in `retention.rs`, opening in `recovery.rs`.
+//! work are in `retention.rs`, opening in `recovery.rs`, fencing and lifting a fence in
+//! `fence.rs`.
 
 use crate::batch;
 use crate::checkpoint::{self, Checkpoint};
@@ -31,8 +32,16 @@ pub struct Log {
     pub(crate) unflushed_records: u64,
     /// When the oldest unflushed append happened (`flush.ms`).
     pub(crate) first_unflushed_ms: Option<i64>,
-    /// Set by any failed write or fsync; appends fail until the log is reopened.
+    /// Set by any failed write or fsync; appends fail until `try_unfence` reopens the log.
     pub(crate) fenced: bool,
+    /// A failed fsync (or reopen): bytes at or above `durable_offset` may be lost even though
+    /// reads still see them, so lifting the fence cuts the log back to `durable_offset`.
+    pub(crate) discard_pending: bool,
+    /// A reopen started and failed: the in-memory segments may describe files recovery has
+    /// changed, so reads are refused until a reopen succeeds.
+    pub(crate) stale: bool,
+    /// Bumped by every reopen; a `PendingSync` of an earlier generation is ignored.
+    pub(crate) generation: u64,
     /// Everything below is fsynced (log bytes; indexes may lag): what acks=all waits for.
     /// `>= recovery_point`; moved by `flush`, fsynced appends and `group_sync`.
     pub(crate) durable_offset: Offset,
@@ -142,6 +151,9 @@ impl Log {
             unflushed_records: 0,
             first_unflushed_ms: None,
             fenced: false,
+            discard_pending: false,
+            stale: false,
+            generation: 0,
             durable_offset: log_end,
         })
     }
@@ -203,13 +215,6 @@ impl Log {
             .expect("a log always has a segment")
     }
 
-    /// Remembers an I/O failure: the log refuses appends until reopened.
-    pub(crate) fn fence(&mut self, error: io::Error) -> io::Error {
-        tracing::error!(dir = %self.dir.display(), %error, "storage I/O error; fencing the log until it is reopened");
-        self.fenced = true;
-        error
-    }
-
     /// Validates, numbers and appends one or more concatenated batches.
     pub fn append(
         &mut self,
@@ -229,6 +234,7 @@ impl Log {
         let last_offset = assign_offsets(batches, base_offset, log_append_time_ms);
         self.write(batches, now_ms)
             .map_err(|e| AppendError::Io(self.fence(e)))?;
+        // From here the bytes are in the page cache: a failed fsync below loses them.
         assert_eq!(
             self.log_end_offset(),
             last_offset.plus(1),
@@ -327,6 +333,11 @@ impl Log {
 
     /// Whole batches from the one containing `from`, up to `max_bytes` (at least one).
     pub fn read(&self, from: Offset, max_bytes: u32) -> Result<ReadSlice, ReadError> {
+        if self.stale {
+            return Err(ReadError::Io(io::Error::other(
+                "the log is fenced and its reopen failed; reads wait for the next probe",
+            )));
+        }
         let (log_start, log_end) = (self.log_start_offset, self.log_end_offset());
         if from < log_start || from > log_end {
             return Err(ReadError::OffsetOutOfRange {
@@ -375,6 +386,9 @@ impl Log {
         timestamp_ms: i64,
         decompress: Option<Decompress<'_>>,
     ) -> Result<Option<(Offset, i64)>, StorageError> {
+        if self.stale {
+            return Err(StorageError::Fenced);
+        }
         let first = self.segment_index_of(self.log_start_offset);
         for segment in self.segments[first..]
             .iter()
@@ -412,7 +426,7 @@ impl Log {
             .iter_mut()
             .filter(|s| s.needs_sync)
             .try_for_each(Segment::sync_log);
-        result.map_err(|e| AppendError::Io(self.fence(e)))?;
+        result.map_err(|e| AppendError::Io(self.fence_sync(e)))?;
         self.durable_offset = self.log_end_offset();
         Ok(())
     }
@@ -423,7 +437,7 @@ impl Log {
             return Err(StorageError::Fenced);
         }
         let result = self.segments.iter_mut().try_for_each(Segment::flush);
-        result.map_err(|e| self.fence(e))?;
+        result.map_err(|e| self.fence_sync(e))?;
         self.recovery_point = self.log_end_offset();
         self.durable_offset = self.recovery_point;
         self.unflushed_records = 0;

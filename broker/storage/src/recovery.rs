@@ -26,7 +26,7 @@ pub(crate) struct Recovered {
 
 /// Base offsets of `<20 digits>.log` files, sorted. Removes leftover temp files and
 /// index files whose log is gone.
-fn list_segments(fs: &dyn Fs, dir: &Path) -> io::Result<Vec<Offset>> {
+pub(crate) fn list_segments(fs: &dyn Fs, dir: &Path) -> io::Result<Vec<Offset>> {
     let names = fs.list(dir)?;
     let parse = |name: &str, ext: &str| -> Option<Offset> {
         let stem = name.strip_suffix(ext)?.strip_suffix('.')?;

@@ -109,7 +109,9 @@ impl Log {
     /// Retention by `retention.ms` and `retention.bytes` (Kafka runs it every
     /// `log.retention.check.interval.ms`): rolls an active segment whose data all expired,
     /// deletes whole segments, advances and persists the log start offset. Returns the
-    /// number of segments deleted. Refused when fenced.
+    /// number of segments deleted. A fenced log still deletes whole sealed segments (that
+    /// needs no write to the active segment), so a full disk can free itself; it neither
+    /// rolls nor insists on the checkpoint (see `delete_oldest`).
     pub fn enforce_retention(&mut self, now_ms: i64) -> Result<u32, StorageError> {
         Ok(self.retention(now_ms)?.1)
     }
@@ -117,7 +119,7 @@ impl Log {
     /// Whether the active segment rolled, and how many segments were deleted.
     fn retention(&mut self, now_ms: i64) -> Result<(bool, u32), StorageError> {
         if self.fenced {
-            return Err(StorageError::Fenced);
+            return Ok((false, self.apply_retention(now_ms)?));
         }
         let rolled = self.active_expired(now_ms);
         if rolled {
@@ -143,7 +145,7 @@ impl Log {
             .iter_mut()
             .filter(|s| s.needs_sync)
             .try_for_each(Segment::flush);
-        result.map_err(|e| self.fence(e))?;
+        result.map_err(|e| self.fence_sync(e))?;
         self.recovery_point = self.recovery_point.max(self.active().base);
         Ok(())
     }
@@ -179,7 +181,10 @@ impl Log {
     }
 
     /// Raises the log start offset to `new_start`, persists it, then unlinks the `count`
-    /// oldest segments (readers holding them keep their open files).
+    /// oldest segments (readers holding them keep their open files). A fenced log unlinks
+    /// first and writes the checkpoint only if it can: on a full disk the checkpoint may
+    /// not fit before the segments are gone, and a crash in between is safe because
+    /// recovery takes the log start offset from the first segment left.
     fn delete_oldest(
         &mut self,
         count: usize,
@@ -191,6 +196,9 @@ impl Log {
             "never delete the active segment"
         );
         self.log_start_offset = self.log_start_offset.max(new_start);
+        if self.fenced {
+            return self.delete_oldest_fenced(count, now_ms);
+        }
         self.write_checkpoint(now_ms)?;
         let removed: Vec<Segment> = self.segments.drain(..count).collect();
         for segment in &removed {
@@ -200,6 +208,20 @@ impl Log {
                 .map_err(|e| self.fence(e))?;
         }
         self.fs.sync_dir(&self.dir).map_err(|e| self.fence(e))?;
+        Ok(())
+    }
+
+    /// `delete_oldest` on a fenced log: errors are returned, never fence again.
+    fn delete_oldest_fenced(&mut self, count: usize, now_ms: i64) -> Result<(), StorageError> {
+        let removed: Vec<Segment> = self.segments.drain(..count).collect();
+        for segment in &removed {
+            tracing::info!(dir = %self.dir.display(), segment = %segment.base, bytes = segment.size_bytes, "deleting segment of a fenced log");
+            segment.delete_files(self.fs.as_ref(), &self.dir)?;
+        }
+        self.fs.sync_dir(&self.dir)?;
+        if let Err(error) = self.write_checkpoint(now_ms) {
+            tracing::debug!(dir = %self.dir.display(), %error, "checkpoint of a fenced log not written");
+        }
         Ok(())
     }
 

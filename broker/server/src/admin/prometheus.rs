@@ -75,6 +75,7 @@ fn broker_metrics(out: &mut String, broker: &Broker) {
     );
     let _ = writeln!(out, "sluice_fetches_waiting {}", broker.waiting_fetches());
     quarantine_metrics(out, broker);
+    storage_metrics(out, broker);
     family(
         out,
         "sluice_request_errors_total",
@@ -203,6 +204,40 @@ fn plugin_metrics(out: &mut String, plugins: &[PluginStats]) {
             p.latency_cumulative.last().copied().unwrap_or(0),
         );
     }
+}
+
+/// Fenced logs now (every partition's log, read at scrape time, plus the offsets log) and
+/// fences lifted since start.
+fn storage_metrics(out: &mut String, broker: &Broker) {
+    let fences = &broker.metrics.fences;
+    let partitions = broker
+        .partitions()
+        .iter()
+        .filter(|p| p.with_log(|log| log.is_fenced()).unwrap_or(false))
+        .count();
+    let offsets_log = usize::from(fences.offsets_log_fenced.load(Relaxed));
+    family(
+        out,
+        "sluice_storage_fenced_partitions",
+        "gauge",
+        "Logs fenced now after a failed write or fsync (partitions and the offsets log); producers get KAFKA_STORAGE_ERROR until a probe lifts the fence.",
+    );
+    let _ = writeln!(
+        out,
+        "sluice_storage_fenced_partitions {}",
+        partitions + offsets_log
+    );
+    family(
+        out,
+        "sluice_storage_fence_lifted_total",
+        "counter",
+        "Fences lifted since start: a probe write and fsync succeeded and the log was reopened from disk.",
+    );
+    let _ = writeln!(
+        out,
+        "sluice_storage_fence_lifted_total {}",
+        fences.lifted_total.load(Relaxed)
+    );
 }
 
 fn plugin_labels(p: &PluginStats) -> String {

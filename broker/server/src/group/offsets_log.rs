@@ -19,9 +19,16 @@
 //! it, and the old directory is removed (durably, like every directory change here). A crash before the rename leaves the old generation live (the half-written new
 //! one is removed at the next start); after it, the new one. Directories of other
 //! generations are removed at start.
+//!
+//! A failed write or fsync fences the log (the storage engine never retries an fsync); the
+//! commits of that append fail with COORDINATOR_NOT_AVAILABLE, as Kafka answers a commit
+//! whose append hit a storage error, so clients retry. The next append first calls
+//! `Log::try_unfence`: a probe write and fsync, a cut back to the durable offset if an fsync
+//! failed, and a reopen from disk; until that works every commit fails the same way.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::indexmap::IndexMap;
@@ -56,6 +63,8 @@ pub struct OffsetsLog {
     log: Option<Log>,
     /// fsync each append before it is acknowledged (`sluice.acks.all.fsync`).
     durability: Durability,
+    /// Where the fenced state and lifted fences are reported (`/metrics`).
+    fences: Arc<crate::metrics::FenceMetrics>,
     /// The filesystem the log's segments live on: the real one, or a fault-injecting twin
     /// in tests (the generation pointer stays on the real filesystem).
     fs: Arc<dyn Fs>,
@@ -113,6 +122,7 @@ impl OffsetsLog {
                 generation,
                 log: Some(log),
                 durability,
+                fences: Arc::default(),
                 fs,
             },
             records,
@@ -126,28 +136,49 @@ impl OffsetsLog {
         })
     }
 
+    /// Reports the log's fence state to `fences` (the broker's metrics) from now on.
+    pub fn report_fences_to(&mut self, fences: Arc<crate::metrics::FenceMetrics>) {
+        self.fences = fences;
+    }
+
     /// Bytes of the log on disk.
     pub fn size_bytes(&self) -> u64 {
         self.log.as_ref().map_or(0, Log::size_bytes)
     }
 
     /// Appends batches of records (one call, one fsync under the fsync policy). After an
-    /// I/O error the storage engine fences the log; the next append reopens it first.
+    /// I/O error the storage engine fences the log; the next append probes the disk and
+    /// reopens the log from disk first (`Log::try_unfence`), or fails while it cannot.
     pub fn append(&mut self, records: &[&OffsetRecord]) -> Result<(), ServerError> {
         if records.is_empty() {
             return Ok(());
         }
-        if self.log.as_ref().is_some_and(Log::is_fenced) {
-            self.reopen()?;
-        }
+        self.lift_fence()?;
         let mut bytes = encode_batches(records)?;
         let durability = self.durability;
         let log = self.log_mut()?;
-        log.append(&mut bytes, durability, now_ms())
-            .map_err(|e| ServerError::Io {
-                context: "appending to the offsets log".into(),
-                source: std::io::Error::other(e),
-            })?;
+        let appended = log.append(&mut bytes, durability, now_ms());
+        let fenced = log.is_fenced();
+        self.fences.offsets_log_fenced.store(fenced, Relaxed);
+        appended.map_err(|e| ServerError::Io {
+            context: "appending to the offsets log".into(),
+            source: std::io::Error::other(e),
+        })?;
+        Ok(())
+    }
+
+    /// Probes and reopens a fenced log; an error while the disk still fails.
+    fn lift_fence(&mut self) -> Result<(), ServerError> {
+        let log = self.log_mut()?;
+        let lifted = log
+            .try_unfence(now_ms())
+            .map_err(storage_error("lifting the offsets log's fence".into()))?;
+        if lifted {
+            let log_end = log.log_end_offset();
+            self.fences.offsets_log_fenced.store(false, Relaxed);
+            self.fences.lifted_total.fetch_add(1, Relaxed);
+            tracing::warn!(%log_end, "offsets log fence lifted: the probe write and fsync succeeded, the log was reopened from disk");
+        }
         Ok(())
     }
 
@@ -192,6 +223,7 @@ impl OffsetsLog {
         }
         self.generation = next;
         self.reopen()?;
+        self.fences.offsets_log_fenced.store(false, Relaxed);
         let old_dir = generation_dir(&self.data_dir, old);
         if let Err(e) = storage_io::remove_dir_durable(&RealFs, &old_dir) {
             tracing::warn!(dir = %old_dir.display(), error = %e, "removing the old offsets log failed");
@@ -202,6 +234,12 @@ impl OffsetsLog {
     /// Flushes and closes the log (clean-shutdown marker).
     pub fn close(mut self) -> Result<(), ServerError> {
         match self.log.take() {
+            Some(log) if log.is_fenced() => {
+                tracing::warn!(
+                    "closing the fenced offsets log without flushing; it is recovered at the next start"
+                );
+                Ok(())
+            }
             Some(log) => log
                 .close()
                 .map_err(storage_error("closing the offsets log".into())),
@@ -433,6 +471,40 @@ mod tests {
         assert_eq!(loaded, vec![b, c]);
         assert!(!generation_dir(&dir.path().join(OFFSETS_DIR), 0).exists());
         log.close().unwrap();
+    }
+
+    #[test]
+    fn a_failed_fsync_fences_the_log_and_the_next_append_probes_and_reopens_it() {
+        use sluice_storage::io::{CrashMode, FaultyFs};
+        use std::sync::atomic::Ordering::Relaxed;
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultyFs::new();
+        let (mut log, _) =
+            OffsetsLog::open_with_fs(dir.path(), true, Arc::new(fs.clone())).unwrap();
+        let fences = Arc::new(crate::metrics::FenceMetrics::default());
+        log.report_fences_to(fences.clone());
+        let (a, b, c) = (commit("g", 0, 5), commit("g", 0, 7), commit("g", 0, 9));
+        log.append(&[&a]).unwrap();
+        fs.fail_nth_sync_losing_pages(1);
+        assert!(log.append(&[&b]).is_err(), "the fsync failed");
+        assert!(fences.offsets_log_fenced.load(Relaxed));
+        fs.set_disk_full(true);
+        assert!(
+            log.append(&[&c]).is_err(),
+            "the probe fails while the disk is full"
+        );
+        fs.set_disk_full(false);
+        log.append(&[&c]).unwrap();
+        assert!(!fences.offsets_log_fenced.load(Relaxed));
+        assert_eq!(fences.lifted_total.load(Relaxed), 1);
+        drop(log); // a crash: only what was fsynced survives
+        let crashed = Arc::new(fs.crash(CrashMode::DurableOnly));
+        let (_, loaded) = OffsetsLog::open_with_fs(dir.path(), true, crashed).unwrap();
+        assert_eq!(
+            loaded,
+            vec![a, c],
+            "b's fsync failed: cut off, never fsynced again; c, acknowledged after, survives"
+        );
     }
 
     #[test]

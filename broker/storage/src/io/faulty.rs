@@ -8,6 +8,12 @@
 //! (`write_at`/`set_len`; what the failed write leaves is a [`WriteFault`]: by default its
 //! first half) or the Nth sync (`sync`/`sync_dir`), count operations, and take a crash image
 //! to reopen.
+//!
+//! `set_disk_full(true)` makes every `write_at` (landing its first half), every growing
+//! `allocate` and every `sync` of a file with unsynced bytes fail with ENOSPC until it is
+//! switched off; such a failed sync loses the dirty pages as `fail_nth_sync_losing_pages`
+//! does. Removing files, shrinking them and `sync_dir` still work, as on a real full
+//! filesystem (deleting is how it frees itself).
 
 use super::{Fs, StorageFile};
 use std::collections::{BTreeMap, BTreeSet};
@@ -44,26 +50,47 @@ pub enum WriteFault {
 struct Inode {
     written: Vec<u8>,
     durable: Vec<u8>,
-    /// After a sync failed with `fail_nth_sync_losing_pages`: (durable, written) at the
-    /// failure. Bytes dirty then and not written since never reach the disk (the kernel
-    /// marked their pages clean), whatever later syncs say.
-    lost: Option<(Vec<u8>, Vec<u8>)>,
+    /// After a sync failed with `fail_nth_sync_losing_pages` (or on a full disk): position
+    /// -> the byte the disk still holds there. Bytes dirty then and not written since never
+    /// reach the disk (the kernel marked their pages clean), whatever later syncs say.
+    lost: BTreeMap<usize, u8>,
 }
 
 impl Inode {
     /// `image` without the bytes a failed sync lost.
     fn without_lost(&self, image: &[u8]) -> Vec<u8> {
         let mut out = image.to_vec();
-        if let Some((durable, written)) = &self.lost {
-            for (i, byte) in out.iter_mut().enumerate().take(written.len()) {
-                let dirty = durable.get(i) != Some(&written[i]);
-                if dirty && *byte == written[i] {
-                    *byte = durable.get(i).copied().unwrap_or(0);
-                }
-            }
+        for (&position, &byte) in self.lost.range(..out.len()) {
+            out[position] = byte;
         }
         out
     }
+
+    /// A failed sync that loses pages: every unsynced byte is clean now but not on disk.
+    fn lose_unsynced(&mut self) {
+        let common = self
+            .written
+            .iter()
+            .zip(&self.durable)
+            .take_while(|(w, d)| w == d)
+            .count();
+        for position in common..self.written.len() {
+            let on_disk = self.durable.get(position).copied().unwrap_or(0);
+            self.lost.entry(position).or_insert(on_disk);
+        }
+    }
+
+    /// Bytes written again (or cut off) are no longer lost.
+    fn forget_lost(&mut self, range: std::ops::Range<usize>) {
+        let written: Vec<usize> = self.lost.range(range).map(|(&p, _)| p).collect();
+        for position in written {
+            self.lost.remove(&position);
+        }
+    }
+}
+
+fn disk_full() -> io::Error {
+    io::Error::from_raw_os_error(libc::ENOSPC)
 }
 
 #[derive(Debug, Clone)]
@@ -93,6 +120,8 @@ struct State {
     fail_sync: Option<u64>,
     /// Whether the failing sync also loses the file's dirty pages.
     sync_loses_pages: bool,
+    /// `set_disk_full`: writes and syncs of dirty files fail with ENOSPC.
+    disk_full: bool,
     last_write: Option<LastWrite>,
 }
 
@@ -152,6 +181,12 @@ impl FaultyFs {
         self.lock().sync_loses_pages = true;
     }
 
+    /// While `full`, every write, growing allocation and sync of unsynced bytes fails with
+    /// ENOSPC (see the module docs); `false` is the operator freeing space.
+    pub fn set_disk_full(&self, full: bool) {
+        self.lock().disk_full = full;
+    }
+
     /// Writes so far (`write_at` + `set_len`).
     #[must_use]
     pub fn writes(&self) -> u64 {
@@ -183,7 +218,7 @@ impl FaultyFs {
                 }
             };
             inode.durable = inode.written.clone();
-            inode.lost = None;
+            inode.lost.clear();
         }
         if let (CrashMode::TornLastWrite, Some(last)) = (mode, &s.last_write) {
             tear(&mut inodes[last.inode], last);
@@ -271,6 +306,7 @@ impl State {
     }
 
     fn apply_write(&mut self, id: usize, buf: &[u8], pos: usize) {
+        self.inodes[id].forget_lost(pos..pos + buf.len());
         let image = &mut self.inodes[id].written;
         let prev_len = image.len();
         let prev_bytes = image[pos.min(prev_len)..(pos + buf.len()).min(prev_len)].to_vec();
@@ -313,8 +349,13 @@ impl StorageFile for FaultyFile {
 
     fn write_at(&self, buf: &[u8], pos: u64) -> io::Result<()> {
         let mut s = self.lock();
-        if s.next_write_fails() {
-            let landed = match s.write_fault {
+        if s.next_write_fails() || s.disk_full {
+            let fault = if s.disk_full {
+                WriteFault::FirstHalf
+            } else {
+                s.write_fault
+            };
+            let landed = match fault {
                 WriteFault::FirstHalf => buf[..buf.len() / 2].to_vec(),
                 WriteFault::Short(n) => buf[..n.min(buf.len())].to_vec(),
                 WriteFault::Torn => {
@@ -324,7 +365,11 @@ impl StorageFile for FaultyFile {
                 }
             };
             s.apply_write(self.inode, &landed, pos as usize);
-            return Err(injected("write"));
+            return Err(if s.disk_full {
+                disk_full()
+            } else {
+                injected("write")
+            });
         }
         s.apply_write(self.inode, buf, pos as usize);
         Ok(())
@@ -336,6 +381,7 @@ impl StorageFile for FaultyFile {
             return Err(injected("set_len"));
         }
         s.inodes[self.inode].written.resize(len as usize, 0);
+        s.inodes[self.inode].forget_lost(len as usize..usize::MAX);
         if s.last_write.as_ref().is_some_and(|w| w.inode == self.inode) {
             s.last_write = None;
         }
@@ -346,14 +392,24 @@ impl StorageFile for FaultyFile {
         Ok(self.lock().inodes[self.inode].written.len() as u64)
     }
 
+    fn allocate(&self, len: u64) -> io::Result<()> {
+        let growing = len > self.len()?;
+        if growing && self.lock().disk_full {
+            return Err(disk_full());
+        }
+        self.set_len(len)
+    }
+
     fn sync(&self) -> io::Result<()> {
         let mut s = self.lock();
-        if s.next_sync_fails() {
-            if s.sync_loses_pages {
-                let inode = &mut s.inodes[self.inode];
-                inode.lost = Some((inode.durable.clone(), inode.written.clone()));
+        let injected_failure = s.next_sync_fails();
+        let inode = &s.inodes[self.inode];
+        let full = !injected_failure && s.disk_full && inode.written != inode.durable;
+        if injected_failure || full {
+            if s.sync_loses_pages || full {
+                s.inodes[self.inode].lose_unsynced();
             }
-            return Err(injected("sync"));
+            return Err(if full { disk_full() } else { injected("sync") });
         }
         let inode = &mut s.inodes[self.inode];
         inode.durable = inode.without_lost(&inode.written);

@@ -37,6 +37,12 @@ pub trait StorageFile: Send + Sync + Debug {
     }
     /// Makes the written bytes (and length) durable (fdatasync).
     fn sync(&self) -> io::Result<()>;
+    /// Sets the length to `len` with every block reserved, so later writes inside it
+    /// (through a memory map too) cannot fail for space: on a full disk this call returns
+    /// ENOSPC instead of a write to the map raising SIGBUS. The twin just sets the length.
+    fn allocate(&self, len: u64) -> io::Result<()> {
+        self.set_len(len)
+    }
     /// The real file, for memory-mapping and `sendfile`; `None` for in-memory twins.
     fn std_file(&self) -> Option<&std::fs::File> {
         None

@@ -1,0 +1,91 @@
+//! The fence prober: one task per broker that lifts the fences of partitions whose log saw
+//! a failed write or fsync (see `sluice_storage`'s `fence.rs`).
+//!
+//! Every `FENCE_PROBE_INTERVAL_MS` it takes up to `FENCE_PROBES_PER_TICK_MAX` fenced
+//! partitions (round robin, so every one gets its turn) and calls `Log::try_unfence` on the
+//! blocking pool: a probe write and fsync in the partition directory, then a reopen from
+//! disk. A partition whose group sync is running is skipped this tick. When a fence lifts,
+//! acks=all waiters see a live durable offset again, long polls see the reopened log end,
+//! `sluice_storage_fence_lifted_total` counts it and a log line says so. While fenced,
+//! producers get KAFKA_STORAGE_ERROR; fetches and retention go on.
+//!
+//! The offsets log is not probed here: its writer task owns it and probes it before the
+//! next append (`group/offsets_log.rs`).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::broker::{Broker, Partition, now_ms};
+use crate::{group_commit, limits};
+
+/// Starts the prober on the current runtime; it stops when `shutdown` turns true.
+pub fn spawn(broker: &Arc<Broker>, shutdown: &watch::Sender<bool>) -> JoinHandle<()> {
+    tokio::spawn(probe_fenced(broker.clone(), shutdown.subscribe()))
+}
+
+/// Probes fenced partitions until shutdown.
+async fn probe_fenced(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
+    let every = Duration::from_millis(limits::FENCE_PROBE_INTERVAL_MS);
+    let mut interval = tokio::time::interval(every);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut cursor = 0usize;
+    loop {
+        tokio::select! {
+            _ = interval.tick() => {}
+            _ = shutdown.wait_for(|stop| *stop) => return,
+        }
+        let broker = broker.clone();
+        let worked = tokio::task::spawn_blocking(move || probe_some(&broker, cursor)).await;
+        cursor = worked.unwrap_or(cursor);
+    }
+}
+
+/// Probes up to `FENCE_PROBES_PER_TICK_MAX` fenced partitions from `cursor` on; returns the
+/// cursor for the next tick.
+fn probe_some(broker: &Broker, cursor: usize) -> usize {
+    let fenced: Vec<Arc<Partition>> = broker
+        .partitions()
+        .into_iter()
+        .filter(|p| p.with_log(|log| log.is_fenced()).unwrap_or(false))
+        .collect();
+    if fenced.is_empty() {
+        return 0;
+    }
+    let start = cursor % fenced.len();
+    let turn = fenced.len().min(limits::FENCE_PROBES_PER_TICK_MAX);
+    for partition in fenced.iter().cycle().skip(start).take(turn) {
+        probe(broker, partition);
+    }
+    start + turn
+}
+
+fn probe(broker: &Broker, partition: &Partition) {
+    let tried = group_commit::when_no_sync_runs(partition, || {
+        partition.with_log(|log| {
+            let lifted = log.try_unfence(now_ms());
+            if matches!(lifted, Ok(true)) {
+                // Under the log lock: no append can wait on the old "stopped" state.
+                group_commit::reopened(partition, log.durable_offset().value());
+            }
+            (lifted, log.log_end_offset().value())
+        })
+    });
+    let Some(Ok((lifted, end))) = tried else {
+        return;
+    };
+    match lifted {
+        Ok(true) => {
+            partition.notify_appended(end);
+            broker.metrics.fences.lifted_total.fetch_add(1, Relaxed);
+            tracing::warn!(topic = %partition.topic, partition = partition.index, log_end = end, "fence lifted: the probe write and fsync succeeded, the log was reopened from disk");
+        }
+        Ok(false) => {}
+        Err(error) => {
+            tracing::debug!(topic = %partition.topic, partition = partition.index, %error, "partition stays fenced: probe failed");
+        }
+    }
+}
