@@ -17,10 +17,11 @@ use crate::admin::{AdminServer, AdminState};
 use crate::admission::Admission;
 use crate::broker::{Broker, now_ms};
 use crate::config::{BrokerConfig, HostPort};
-use crate::connection::{self, ConnectionContext};
+use crate::connection;
 use crate::error::ServerError;
 use crate::group::GroupService;
 use crate::limits;
+use crate::wire::ConnectionContext;
 
 /// A bound, not yet running broker.
 #[derive(Debug)]

@@ -23,9 +23,9 @@ use sluice_storage::{AppendError, Durability};
 use std::sync::Arc;
 
 use crate::broker::{Broker, Partition, Topic, now_ms};
-use crate::connection::{Chunk, ConnectionContext, FrameError, Response};
 use crate::error::KafkaError;
 use crate::group_commit;
+use crate::wire::{Chunk, ConnectionContext, FrameError, Response};
 
 use super::kip110;
 
