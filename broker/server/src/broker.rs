@@ -767,6 +767,7 @@ fn remove_stale_temps(dir: &Path) {
 }
 
 mod alter;
+pub(crate) mod append;
 mod quarantine;
 mod views;
 pub use alter::ConfigChange;

@@ -24,9 +24,9 @@ use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use sluice_storage::batch::iter_batches;
 
+use crate::broker::append::{Appended, append_one};
 use crate::broker::{Broker, Partition, Topic};
 use crate::error::KafkaError;
-use crate::handler::produce::{Appended, append_one};
 use crate::plugins::{TopicPartitioner, call_error};
 use crate::records::{self, CodecError, DecompressLimit};
 

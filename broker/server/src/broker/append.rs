@@ -1,0 +1,91 @@
+//! Appending one client batch set to one partition: the step both produce paths end in
+//! (`handler/produce.rs` for a topic's own partitions, `reroute/` for the partitions a
+//! partitioner plugin chose), with the partition's metrics and fetch wake-up, and the
+//! Kafka error an append failure answers with.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::ResponseError;
+use sluice_storage::{AppendError, Durability};
+
+use super::{Broker, Partition, now_ms};
+use crate::error::KafkaError;
+
+/// What an append gave back, for the response.
+pub(crate) struct Appended {
+    pub base_offset: i64,
+    pub log_append_time_ms: i64,
+    pub log_start_offset: i64,
+    /// The partition and its log end after the append (what acks=all waits for).
+    pub partition: Arc<Partition>,
+    pub end_offset: i64,
+}
+
+pub(crate) fn append_one(
+    broker: &Broker,
+    topic: &str,
+    index: i32,
+    records: Option<Bytes>,
+) -> Result<Appended, KafkaError> {
+    let partition = broker.partition(topic, index).ok_or_else(|| {
+        if broker.view(topic).is_some() {
+            return crate::broker::read_only(topic);
+        }
+        KafkaError::new(
+            ResponseError::UnknownTopicOrPartition,
+            format!("unknown partition {topic}-{index}"),
+        )
+    })?;
+    let records = records
+        .filter(|r| !r.is_empty())
+        .ok_or_else(|| KafkaError::new(ResponseError::CorruptMessage, "no records"))?;
+    // The storage engine rewrites base offsets in place, so it needs the bytes to itself:
+    // free when the frame's buffer is no longer shared (a request's last partition, see
+    // `handler::produce_frame`), a copy otherwise.
+    let mut batches = records
+        .try_into_mut()
+        .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
+    let (outcome, end_offset) = partition.with_log(|log| {
+        let outcome = log.append(&mut batches, Durability::OsCache, now_ms());
+        (outcome, log.log_end_offset().value())
+    })?;
+    let outcome = outcome.map_err(|e| {
+        partition.metrics.produce_errors.fetch_add(1, Relaxed);
+        append_error(topic, index, e)
+    })?;
+    partition
+        .metrics
+        .appended(outcome.record_count, outcome.bytes);
+    partition.notify_appended(end_offset);
+    Ok(Appended {
+        base_offset: outcome.base_offset.value(),
+        log_append_time_ms: outcome.log_append_time_ms,
+        log_start_offset: outcome.log_start_offset.value(),
+        end_offset: outcome.last_offset.value() + 1,
+        partition,
+    })
+}
+
+fn append_error(topic: &str, index: i32, error: AppendError) -> KafkaError {
+    let context = format!("{topic}-{index}");
+    let error = match &error {
+        AppendError::InvalidBatch(e) => KafkaError::from_batch(&context, e),
+        AppendError::TooLarge { .. } => KafkaError::new(
+            ResponseError::MessageTooLarge,
+            format!("{context}: {error}"),
+        ),
+        AppendError::Fenced | AppendError::Io(_) => {
+            tracing::error!(topic, partition = index, error = %error, "append failed; partition fenced");
+            KafkaError::new(
+                ResponseError::KafkaStorageError,
+                format!("{context}: {error}"),
+            )
+        }
+    };
+    if error.code != ResponseError::KafkaStorageError {
+        tracing::debug!(topic, partition = index, error = %error.message, "append refused");
+    }
+    error
+}
