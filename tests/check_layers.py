@@ -68,6 +68,12 @@ MODULE_RULES = [
         "connection",
         "handlers take the request context from `wire`, never from connection.rs",
     ),
+    ModuleRule(
+        "broker/plugin-host",
+        "pool.rs",
+        "registry",
+        "the registry sits above the pool: handles hold a `slot::PluginSlot`, not the registry",
+    ),
     ModuleRule("broker/server", "wire.rs", "handler", "`wire` is below the handlers: it imports none"),
     ModuleRule("broker/server", "wire.rs", "connection", "`wire` is below the connection: it imports neither"),
     ModuleRule(

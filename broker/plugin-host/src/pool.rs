@@ -16,8 +16,8 @@ use crate::engine::PluginEngine;
 use crate::error::CallError;
 use crate::filter::FilterInstance;
 use crate::partitioner::PartitionerInstance;
-use crate::registry::PluginSlot;
 use crate::share::Checkout;
+use crate::slot::PluginSlot;
 use crate::transform::TransformInstance;
 
 /// What the pool needs of an instance.

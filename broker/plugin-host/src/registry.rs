@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use arc_swap::ArcSwap;
 use sluice_storage::io::{self as storage_io, RealFs};
 
 use crate::compile::{self, PluginKind, PluginVersion};
@@ -16,39 +15,10 @@ use crate::engine::PluginEngine;
 use crate::error::RegistryError;
 use crate::limits;
 use crate::pool::{Filter, Partitioner, Pool, Transform};
-use crate::share::{InstanceCounts, Share};
-use crate::stats::{CallStats, PluginStats};
 
-/// The current version of one plugin name. Handles hold the slot, so a
-/// swap reaches them and the slot's reference count says who uses it.
-#[derive(Debug)]
-pub struct PluginSlot {
-    name: String,
-    current: ArcSwap<PluginVersion>,
-    /// Calls through every handle of this name, across version swaps.
-    stats: CallStats,
-    /// This plugin's part of the instance pool: its live and idle instances.
-    share: Arc<Share>,
-}
-
-impl PluginSlot {
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    pub(crate) fn stats(&self) -> &CallStats {
-        &self.stats
-    }
-
-    pub(crate) fn share(&self) -> &Arc<Share> {
-        &self.share
-    }
-
-    /// The version new calls use.
-    pub fn current(&self) -> Arc<PluginVersion> {
-        self.current.load_full()
-    }
-}
+use crate::share::InstanceCounts;
+use crate::slot::PluginSlot;
+use crate::stats::PluginStats;
 
 /// What `list` and `describe` report.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -181,14 +151,13 @@ impl Registry {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let slot = slots.entry(name.clone()).or_insert_with(|| {
-            Arc::new(PluginSlot {
-                name: name.clone(),
-                current: ArcSwap::new(Arc::clone(&version)),
-                stats: CallStats::default(),
-                share: self.engine.budget.share(&name),
-            })
+            Arc::new(PluginSlot::new(
+                name.clone(),
+                Arc::clone(&version),
+                self.engine.budget.share(&name),
+            ))
         });
-        slot.current.store(version);
+        slot.swap(version);
         info(slot)
     }
 
@@ -230,13 +199,13 @@ impl Registry {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .values()
-            .map(|slot| slot.stats.snapshot(&slot.name, slot.current().kind))
+            .map(|slot| slot.stats().snapshot(slot.name(), slot.current().kind))
             .collect()
     }
 
     /// Live and idle instances of one plugin, across its handles.
     pub fn instances(&self, name: &str) -> Option<InstanceCounts> {
-        self.slot(name).map(|slot| slot.share.counts())
+        self.slot(name).map(|slot| slot.share().counts())
     }
 
     /// Instances of every plugin, live or idle (at most `PLUGIN_INSTANCES_MAX`).
@@ -247,7 +216,7 @@ impl Registry {
     /// Call statistics of one plugin.
     pub fn stats_of(&self, name: &str) -> Option<PluginStats> {
         self.slot(name)
-            .map(|slot| slot.stats.snapshot(&slot.name, slot.current().kind))
+            .map(|slot| slot.stats().snapshot(slot.name(), slot.current().kind))
     }
 
     /// Remove a plugin and its file. A plugin in use (a topic holds a

@@ -1,5 +1,5 @@
 //! Per-plugin call statistics: calls, failures by kind and a call latency histogram, kept in
-//! the plugin's [`crate::registry::PluginSlot`] so they cover every handle (every topic or
+//! the plugin's [`crate::slot::PluginSlot`] so they cover every handle (every topic or
 //! view using the plugin) and survive hot-reload version swaps. A deleted plugin's counters
 //! go with it; one installed again under the same name starts from zero.
 //!
