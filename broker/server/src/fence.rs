@@ -19,7 +19,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::broker::{Broker, Partition, now_ms};
+use crate::broker::{Broker, Partition};
+use crate::clock::now_ms;
 use crate::{group_commit, limits};
 
 /// Starts the prober on the current runtime; it stops when `shutdown` turns true.

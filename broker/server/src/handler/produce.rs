@@ -22,7 +22,8 @@ use sluice_storage::{AppendError, Durability};
 
 use std::sync::Arc;
 
-use crate::broker::{Broker, Partition, Topic, now_ms};
+use crate::broker::{Broker, Partition, Topic};
+use crate::clock::now_ms;
 use crate::connection::{Chunk, ConnectionContext, FrameError, Response};
 use crate::error::KafkaError;
 use crate::group_commit;
