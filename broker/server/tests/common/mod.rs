@@ -16,6 +16,16 @@ use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+/// A Kafka string from `text`.
+pub fn s(text: &str) -> StrBytes {
+    StrBytes::from_string(text.to_owned())
+}
+
+/// A topic name from `topic`.
+pub fn name(topic: &str) -> kafka_protocol::messages::TopicName {
+    kafka_protocol::messages::TopicName(StrBytes::from_string(topic.to_owned()))
+}
+
 /// Deadline for anything a test waits on.
 pub const DEADLINE: Duration = Duration::from_secs(10);
 
