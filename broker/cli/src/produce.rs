@@ -25,6 +25,7 @@ use sluice_server::clock::now_ms;
 
 use crate::client::{Client, error_name};
 use crate::common::{self, Common, Output, emit};
+use crate::murmur2::murmur2;
 
 /// Records per batch (one batch per partition per request).
 const BATCH_RECORDS_MAX: usize = 1_000;
@@ -239,35 +240,6 @@ fn split_once<'a>(line: &'a [u8], sep: &[u8]) -> Option<(&'a [u8], &'a [u8])> {
     Some((&line[..at], &line[at + sep.len()..]))
 }
 
-/// Kafka's murmur2 (the Java client's `Utils.murmur2`). The broker side's one copy of the
-/// guest SDK's `sluice_sdk::hash::murmur2` (the SDK is a wasm guest crate, so the binary does
-/// not link it); the tests check the two agree byte for byte, and the SDK's tests pin
-/// Kafka's vectors.
-pub fn murmur2(data: &[u8]) -> i32 {
-    const SEED: u32 = 0x9747_b28c;
-    const M: u32 = 0x5bd1_e995;
-    let mut h = SEED ^ data.len() as u32;
-    let chunks = data.chunks_exact(4);
-    let tail = chunks.remainder();
-    for chunk in chunks {
-        let mut k = u32::from_le_bytes(chunk.try_into().expect("4 bytes"));
-        k = k.wrapping_mul(M);
-        k ^= k >> 24;
-        k = k.wrapping_mul(M);
-        h = h.wrapping_mul(M) ^ k;
-    }
-    if !tail.is_empty() {
-        for (i, &b) in tail.iter().enumerate().rev() {
-            h ^= u32::from(b) << (8 * i);
-        }
-        h = h.wrapping_mul(M);
-    }
-    h ^= h >> 13;
-    h = h.wrapping_mul(M);
-    h ^= h >> 15;
-    h as i32
-}
-
 /// Records waiting per partition, sent when a batch is full.
 struct Producer<'a> {
     args: &'a ProduceArgs,
@@ -381,20 +353,6 @@ impl Producer<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn murmur2_agrees_with_the_sdk_on_every_tail_length_and_byte() {
-        // Kafka's vectors are pinned once, in `sluice_sdk::hash`'s tests; this copy must give
-        // the same hash for keys of every length (each tail length 0-3) and every byte value.
-        let keys: Vec<Vec<u8>> = (0..=64u8)
-            .map(|n| (0..n).map(|i| i.wrapping_mul(37).wrapping_add(n)).collect())
-            .chain((0..=255u8).map(|b| vec![b; usize::from(b % 9)]))
-            .chain([b"21".to_vec(), b"foobar".to_vec(), b"abc".to_vec()])
-            .collect();
-        for key in &keys {
-            assert_eq!(murmur2(key), sluice_sdk::hash::murmur2(key), "key {key:?}");
-        }
-    }
 
     #[test]
     fn key_separator_splits_at_the_first_occurrence() {
