@@ -16,9 +16,9 @@ use sluice_storage::batch;
 use sluice_storage::{Compression, batch::pos};
 
 use crate::config::BrokerConfig;
-use crate::connection::FrameError;
 use crate::handler::{compat, peek, produce, shape};
 use crate::records::{self, DecompressLimit};
+use crate::wire::FrameError;
 use crate::{limits, topic_config, versions};
 
 pub mod seeds;

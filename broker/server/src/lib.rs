@@ -11,7 +11,8 @@
 //!   client must be granted first (`max.connections`, `max.connections.per.ip`, and the
 //!   broker-wide request budget `queued.max.request.bytes`).
 //! - [`connection`]: the only code touching socket bytes: bounded framing, read-ahead,
-//!   in-order responses, the sendfile writer.
+//!   in-order responses, the sendfile writer. [`wire`]: the types between it and the
+//!   handlers (request context, responses as chunks, framing errors); it imports neither.
 //! - [`versions`]: the one version table; ApiVersions is derived from it.
 //! - `handler/`: dispatch and one file per Kafka API, all shaped `handle(ctx, request) ->
 //!   response`; `handler/fetch_wire.rs` is the hand-encoded FetchResponse (zero-copy path),
@@ -76,6 +77,7 @@ pub mod topic_config;
 pub mod units;
 pub mod versions;
 pub mod views;
+pub mod wire;
 
 pub use config::BrokerConfig;
 pub use error::{ConfigError, ServerError};

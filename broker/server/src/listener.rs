@@ -18,10 +18,11 @@ use crate::admission::Admission;
 use crate::broker::Broker;
 use crate::clock::now_ms;
 use crate::config::{BrokerConfig, HostPort};
-use crate::connection::{self, ConnectionContext};
+use crate::connection;
 use crate::error::ServerError;
 use crate::group::GroupService;
 use crate::limits;
+use crate::wire::ConnectionContext;
 
 /// A bound, not yet running broker.
 #[derive(Debug)]

@@ -9,8 +9,8 @@ use kafka_protocol::ResponseError;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
 
-use crate::connection::{FrameError, Response};
 use crate::versions::SUPPORTED;
+use crate::wire::{FrameError, Response};
 
 /// Answers ApiVersions.
 pub fn handle(_request: ApiVersionsRequest) -> ApiVersionsResponse {

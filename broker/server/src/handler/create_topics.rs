@@ -11,10 +11,10 @@ use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::broker::{Broker, NODE_ID};
-use crate::connection::ConnectionContext;
 use crate::error::KafkaError;
 use crate::limits;
 use crate::topic_config::TopicOverrides;
+use crate::wire::ConnectionContext;
 
 /// Answers CreateTopics.
 pub async fn handle(ctx: &ConnectionContext, request: CreateTopicsRequest) -> CreateTopicsResponse {

@@ -7,7 +7,7 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_group::ErrorCode;
 
 use super::group_common::string;
-use crate::connection::ConnectionContext;
+use crate::wire::ConnectionContext;
 
 /// Answers DeleteGroups.
 pub async fn handle(ctx: &ConnectionContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse {

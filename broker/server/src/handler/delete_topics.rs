@@ -4,9 +4,9 @@ use kafka_protocol::ResponseError;
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse};
 
-use crate::connection::ConnectionContext;
 use crate::error::KafkaError;
 use crate::limits;
+use crate::wire::ConnectionContext;
 
 /// Answers DeleteTopics.
 pub async fn handle(ctx: &ConnectionContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse {

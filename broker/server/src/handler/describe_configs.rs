@@ -14,9 +14,9 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::broker::NODE_ID;
 use crate::config::{BROKER_KEYS, BrokerConfig, SENSITIVE_KEYS};
-use crate::connection::ConnectionContext;
 use crate::limits;
 use crate::topic_config::{self, TopicOverrides};
+use crate::wire::ConnectionContext;
 
 /// Kafka's resource type for a topic.
 const RESOURCE_TOPIC: i8 = 2;

@@ -8,7 +8,7 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_group::{ErrorCode, GroupDescription};
 
 use super::group_common::string;
-use crate::connection::ConnectionContext;
+use crate::wire::ConnectionContext;
 
 /// Kafka's "authorized operations not requested" value.
 const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;

@@ -23,9 +23,9 @@ use tokio::time::Instant;
 use super::fetch_wire::{FetchOutput, PartitionOutput, TopicOutput};
 use super::kip110;
 use crate::broker::Partition;
-use crate::connection::{Chunk, ConnectionContext};
 use crate::limits;
 use crate::views::ViewTopic;
+use crate::wire::{Chunk, ConnectionContext};
 
 /// One requested partition.
 struct Target {

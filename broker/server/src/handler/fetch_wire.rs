@@ -8,7 +8,7 @@
 use bytes::Bytes;
 use bytes::{BufMut, BytesMut};
 
-use crate::connection::Chunk;
+use crate::wire::Chunk;
 
 /// A fetch response whose record sets are still file ranges.
 #[derive(Debug, Default)]

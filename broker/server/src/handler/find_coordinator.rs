@@ -10,7 +10,7 @@ use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinator
 use kafka_protocol::protocol::StrBytes;
 
 use crate::broker::NODE_ID;
-use crate::connection::ConnectionContext;
+use crate::wire::ConnectionContext;
 
 /// Kafka's coordinator key type for consumer groups.
 const KEY_TYPE_GROUP: i8 = 0;

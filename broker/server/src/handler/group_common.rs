@@ -4,7 +4,7 @@
 use kafka_protocol::protocol::StrBytes;
 use sluice_group::{Request, Response};
 
-use crate::connection::ConnectionContext;
+use crate::wire::ConnectionContext;
 
 /// Sends `request` to the coordinator and waits for its answer; `None` when the broker
 /// shuts down first or the coordinator is gone (handlers answer COORDINATOR_NOT_AVAILABLE,

@@ -4,7 +4,7 @@ use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
 use sluice_group::{ErrorCode, Request, Response};
 
 use super::group_common::{call, opt_string, string};
-use crate::connection::ConnectionContext;
+use crate::wire::ConnectionContext;
 
 /// Answers Heartbeat.
 pub async fn handle(ctx: &ConnectionContext, request: HeartbeatRequest) -> HeartbeatResponse {

@@ -9,8 +9,8 @@ use kafka_protocol::messages::{IncrementalAlterConfigsRequest, IncrementalAlterC
 use kafka_protocol::protocol::StrBytes;
 
 use crate::broker::ConfigChange;
-use crate::connection::ConnectionContext;
 use crate::error::KafkaError;
+use crate::wire::ConnectionContext;
 
 /// Kafka's resource type of a topic.
 const RESOURCE_TOPIC: i8 = 2;

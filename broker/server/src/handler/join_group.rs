@@ -9,7 +9,7 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_group::{ErrorCode, Protocol, Request, Response};
 
 use super::group_common::{call, opt_string, string};
-use crate::connection::ConnectionContext;
+use crate::wire::ConnectionContext;
 
 /// Answers JoinGroup.
 pub async fn handle(

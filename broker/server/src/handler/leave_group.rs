@@ -7,7 +7,7 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_group::{ErrorCode, LeavingMember, Request, Response};
 
 use super::group_common::{call, opt_string, string};
-use crate::connection::ConnectionContext;
+use crate::wire::ConnectionContext;
 
 /// Answers LeaveGroup.
 pub async fn handle(

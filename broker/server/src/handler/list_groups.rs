@@ -5,7 +5,7 @@ use kafka_protocol::messages::{GroupId, ListGroupsResponse};
 use kafka_protocol::protocol::StrBytes;
 use sluice_group::ErrorCode;
 
-use crate::connection::ConnectionContext;
+use crate::wire::ConnectionContext;
 
 /// Answers ListGroups.
 pub async fn handle(ctx: &ConnectionContext) -> ListGroupsResponse {

@@ -13,8 +13,8 @@ use sluice_storage::Compression;
 
 use crate::broker::Broker;
 use crate::codec;
-use crate::connection::ConnectionContext;
 use crate::limits;
+use crate::wire::ConnectionContext;
 
 /// Kafka's "earliest" sentinel timestamp.
 const EARLIEST_TIMESTAMP: i64 = -2;

@@ -12,9 +12,9 @@ use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, Topi
 use kafka_protocol::protocol::StrBytes;
 
 use crate::broker::{NODE_ID, Topic};
-use crate::connection::ConnectionContext;
 use crate::error::KafkaError;
 use crate::limits;
+use crate::wire::ConnectionContext;
 
 /// Answers Metadata.
 pub async fn handle(

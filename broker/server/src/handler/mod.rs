@@ -34,8 +34,8 @@ use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable};
 
 use crate::admission::FrameBudget;
-use crate::connection::{Chunk, ConnectionContext, FrameError, Reply, Response};
 use crate::versions;
+use crate::wire::{Chunk, ConnectionContext, FrameError, Reply, Response};
 
 /// The first fields of every request header, read before choosing the header version.
 #[derive(Debug, Clone, Copy)]

@@ -12,7 +12,7 @@ use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 use sluice_group::{CommitPartition, ErrorCode, Request, Response, TopicPartition};
 
 use super::group_common::{call, opt_string, string};
-use crate::connection::ConnectionContext;
+use crate::wire::ConnectionContext;
 
 /// Answers OffsetCommit.
 pub async fn handle(ctx: &ConnectionContext, request: OffsetCommitRequest) -> OffsetCommitResponse {

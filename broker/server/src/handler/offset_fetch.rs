@@ -10,7 +10,7 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_group::{ErrorCode, FetchedOffset, TopicPartition};
 
 use super::group_common::string;
-use crate::connection::ConnectionContext;
+use crate::wire::ConnectionContext;
 
 /// Answers OffsetFetch.
 pub async fn handle(

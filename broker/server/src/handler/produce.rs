@@ -24,9 +24,9 @@ use std::sync::Arc;
 
 use crate::broker::{Broker, Partition, Topic};
 use crate::clock::now_ms;
-use crate::connection::{Chunk, ConnectionContext, FrameError, Response};
 use crate::error::KafkaError;
 use crate::group_commit;
+use crate::wire::{Chunk, ConnectionContext, FrameError, Response};
 
 use super::kip110;
 

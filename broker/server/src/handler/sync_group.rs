@@ -6,7 +6,7 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_group::{ErrorCode, Request, Response};
 
 use super::group_common::{call, opt_string, string};
-use crate::connection::ConnectionContext;
+use crate::wire::ConnectionContext;
 
 /// Answers SyncGroup.
 pub async fn handle(ctx: &ConnectionContext, request: SyncGroupRequest) -> SyncGroupResponse {

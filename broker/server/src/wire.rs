@@ -1,0 +1,88 @@
+//! The wire types between the connection and the handlers: what a handler is given (the
+//! per-connection context) and what it gives back (a response as chunks, now or later), and
+//! the framing errors that close a connection. Imports nothing from `handler` or
+//! `connection`: both import it, so requests flow one way, socket -> frame -> dispatch ->
+//! handler -> broker state -> storage.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::sync::{Semaphore, watch};
+
+use crate::broker::Broker;
+
+/// A response ready to write: a frame's pieces, in order, without the length prefix.
+#[derive(Debug, Default)]
+pub struct Response {
+    /// The pieces of the frame body (header + message).
+    pub chunks: Vec<Chunk>,
+}
+
+/// What a handler gives the connection for one request, in request order.
+#[derive(Debug)]
+pub enum Reply {
+    /// The response (`None`: the request expects none, acks=0).
+    Now(Option<Response>),
+    /// A response still being finished by a task (an acks=all produce waiting for its group
+    /// commit); the writer awaits it in order while later requests are processed.
+    Later(tokio::task::JoinHandle<Result<Option<Response>, FrameError>>),
+}
+
+/// A piece of a response frame.
+#[derive(Debug)]
+pub enum Chunk {
+    /// Encoded bytes.
+    Bytes(Bytes),
+    /// A range of a segment file, written with sendfile when the storage gives a file descriptor.
+    File(sluice_storage::ReadSlice),
+}
+
+impl Chunk {
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Self::Bytes(b) => b.len(),
+            Self::File(slice) => slice.len as usize,
+        }
+    }
+}
+
+/// Why a connection was closed by us.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// The socket failed.
+    #[error("socket: {0}")]
+    Io(#[from] io::Error),
+    /// The length prefix is negative, too small or above `socket.request.max.bytes`.
+    #[error("frame length {length} is outside {min}..={max} (socket.request.max.bytes)")]
+    BadLength {
+        /// The length prefix received.
+        length: i32,
+        /// Smallest valid frame.
+        min: usize,
+        /// `socket.request.max.bytes`.
+        max: u32,
+    },
+    /// A request we cannot parse or answer.
+    #[error("{0}")]
+    Malformed(String),
+    /// A produce with acks=0 failed: closing the connection is the only way to tell the client.
+    #[error("acks=0 produce failed, closing so the client notices: {0}")]
+    AcksZeroFailed(String),
+}
+
+/// Per-connection context handed to handlers.
+#[derive(Debug, Clone)]
+pub struct ConnectionContext {
+    /// The broker.
+    pub broker: Arc<Broker>,
+    /// The client's address (for logs).
+    pub peer: SocketAddr,
+    /// Becomes true when the broker shuts down (long polls return early).
+    pub shutdown: watch::Receiver<bool>,
+    /// The consumer-group coordinator.
+    pub groups: crate::group::GroupHandle,
+    /// The broker-wide request budget (`queued.max.request.bytes`, see `admission`).
+    pub request_bytes: Arc<Semaphore>,
+}
