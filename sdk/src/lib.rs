@@ -10,7 +10,7 @@
 //! ```
 //!
 //! A plugin crate is a `cdylib` whose `Cargo.toml` lists only `sluice-sdk`;
-//! `sdk/build-plugin.sh` builds it for `wasm32-unknown-unknown` and the
+//! `sdk/build-plugins.sh` builds it for `wasm32-unknown-unknown` and the
 //! broker turns the module into a component on upload. The function stays
 //! an ordinary function: call it from `cargo test` with records made by
 //! [`BatchBuilder`].

@@ -27,6 +27,7 @@ mod datetime;
 mod effective_config;
 mod group;
 mod member;
+mod murmur2;
 mod plugin;
 mod plugin_test;
 mod produce;

@@ -21,8 +21,11 @@ use kafka_protocol::records::{
 };
 use serde_json::json;
 
+use sluice_server::clock::now_ms;
+
 use crate::client::{Client, error_name};
 use crate::common::{self, Common, Output, emit};
+use crate::murmur2::murmur2;
 
 /// Records per batch (one batch per partition per request).
 const BATCH_RECORDS_MAX: usize = 1_000;
@@ -237,38 +240,6 @@ fn split_once<'a>(line: &'a [u8], sep: &[u8]) -> Option<(&'a [u8], &'a [u8])> {
     Some((&line[..at], &line[at + sep.len()..]))
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
-/// Kafka's murmur2 (the Java client's `Utils.murmur2`).
-pub fn murmur2(data: &[u8]) -> i32 {
-    const SEED: u32 = 0x9747_b28c;
-    const M: u32 = 0x5bd1_e995;
-    let mut h = SEED ^ data.len() as u32;
-    let chunks = data.chunks_exact(4);
-    let tail = chunks.remainder();
-    for chunk in chunks {
-        let mut k = u32::from_le_bytes(chunk.try_into().expect("4 bytes"));
-        k = k.wrapping_mul(M);
-        k ^= k >> 24;
-        k = k.wrapping_mul(M);
-        h = h.wrapping_mul(M) ^ k;
-    }
-    if !tail.is_empty() {
-        for (i, &b) in tail.iter().enumerate().rev() {
-            h ^= u32::from(b) << (8 * i);
-        }
-        h = h.wrapping_mul(M);
-    }
-    h ^= h >> 13;
-    h = h.wrapping_mul(M);
-    h ^= h >> 15;
-    h as i32
-}
-
 /// Records waiting per partition, sent when a batch is full.
 struct Producer<'a> {
     args: &'a ProduceArgs,
@@ -382,20 +353,6 @@ impl Producer<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn murmur2_matches_the_java_client() {
-        // Vectors from Kafka's UtilsTest.testMurmur2.
-        assert_eq!(murmur2(b"21"), -973_932_308);
-        assert_eq!(murmur2(b"foobar"), -790_332_482);
-        assert_eq!(murmur2(b"a-little-bit-long-string"), -985_981_536);
-        assert_eq!(murmur2(b"a-little-bit-longer-string"), -1_486_304_829);
-        assert_eq!(
-            murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8"),
-            -58_897_971
-        );
-        assert_eq!(murmur2(b"abc"), 479_470_107);
-    }
 
     #[test]
     fn key_separator_splits_at_the_first_occurrence() {

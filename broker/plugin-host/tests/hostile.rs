@@ -7,13 +7,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use sluice_plugin_host::{CallError, ColumnarBatch, PluginKind, RegistryError};
-
-fn batch_with_key(key: &[u8]) -> ColumnarBatch {
-    let mut batch = ColumnarBatch::new();
-    batch.push(0, 0, Some(key), Some(b"v"), &[]);
-    batch
-}
+use common::batch_with_key;
+use sluice_plugin_host::{CallError, PluginKind, RegistryError};
 
 #[test]
 fn an_infinite_loop_is_stopped_at_the_call_timeout() {

@@ -9,16 +9,11 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::batch_with_key;
 use sluice_plugin_host::limits::{
     PLUGIN_IDLE_INSTANCES_PER_PLUGIN_MAX, PLUGIN_INSTANCES_MAX, PLUGIN_INSTANCES_PER_PLUGIN_MAX,
 };
-use sluice_plugin_host::{CallError, CallErrorKind, ColumnarBatch, Registry};
-
-fn batch_with_key(key: &[u8]) -> ColumnarBatch {
-    let mut batch = ColumnarBatch::new();
-    batch.push(0, 0, Some(key), Some(b"v"), &[]);
-    batch
-}
+use sluice_plugin_host::{CallError, CallErrorKind, Registry};
 
 /// Polls `cond` every millisecond until it holds; panics after 10 s.
 fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {

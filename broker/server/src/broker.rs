@@ -26,6 +26,7 @@ use sluice_storage::io::{self as storage_io, RealFs};
 use sluice_storage::{Fs, Log};
 use tokio::sync::watch;
 
+use crate::clock::now_ms;
 use crate::config::{BrokerConfig, HostPort};
 use crate::error::{KafkaError, ServerError};
 use crate::group_commit::SyncCoordinator;
@@ -139,13 +140,6 @@ impl TopicFile {
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct ClusterFile {
     pub(crate) cluster_id: String,
-}
-
-/// Wall-clock milliseconds since the Unix epoch.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 impl Partition {

@@ -19,7 +19,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::broker::{Broker, Partition, now_ms};
+use crate::broker::{Broker, Partition};
+use crate::clock::now_ms;
 use crate::{group_commit, limits};
 
 /// Starts the prober on the current runtime; it stops when `shutdown` turns true.
@@ -68,8 +69,10 @@ fn probe(broker: &Broker, partition: &Partition) {
         partition.with_log(|log| {
             let lifted = log.try_unfence(now_ms());
             if matches!(lifted, Ok(true)) {
-                // Under the log lock: no append can wait on the old "stopped" state.
+                // Under the log lock: no append can wait on the old "stopped" state, and
+                // whoever sees the log unfenced sees the lift counted.
                 group_commit::reopened(partition, log.durable_offset().value());
+                broker.metrics.fences.lifted_total.fetch_add(1, Relaxed);
             }
             (lifted, log.log_end_offset().value())
         })
@@ -80,7 +83,6 @@ fn probe(broker: &Broker, partition: &Partition) {
     match lifted {
         Ok(true) => {
             partition.notify_appended(end);
-            broker.metrics.fences.lifted_total.fetch_add(1, Relaxed);
             tracing::warn!(topic = %partition.topic, partition = partition.index, log_end = end, "fence lifted: the probe write and fsync succeeded, the log was reopened from disk");
         }
         Ok(false) => {}

@@ -56,6 +56,7 @@
 pub mod admin;
 pub mod admission;
 pub mod broker;
+pub mod clock;
 mod codec;
 pub mod config;
 pub mod connection;

@@ -15,7 +15,8 @@ use tokio::task::JoinSet;
 
 use crate::admin::{AdminServer, AdminState};
 use crate::admission::Admission;
-use crate::broker::{Broker, now_ms};
+use crate::broker::Broker;
+use crate::clock::now_ms;
 use crate::config::{BrokerConfig, HostPort};
 use crate::connection;
 use crate::error::ServerError;

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Client, TestBroker, batch};
+use common::{Client, TestBroker, batch, name};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
@@ -14,10 +14,6 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use sluice_server::versions::SUPPORTED;
-
-fn name(topic: &str) -> TopicName {
-    TopicName(StrBytes::from_string(topic.to_owned()))
-}
 
 /// Sends `request` at every served version of `key`; each must get a decodable response.
 async fn at_every_version<Req: Encodable, Resp: Decodable>(

@@ -10,30 +10,14 @@ mod common;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use common::{Client, TestBroker, batch, wait_until};
+use common::{Client, TestBroker, batch, create, name, wait_until};
 use kafka_protocol::ResponseError;
-use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
 use sluice_storage::io::FaultyFs;
 
 const CLIENTS: usize = 4;
 const REQUESTS_PER_CLIENT: usize = 50;
-
-fn name(topic: &str) -> TopicName {
-    TopicName(StrBytes::from_string(topic.to_owned()))
-}
-
-async fn create(client: &mut Client, topic: &str) {
-    let mut request = MetadataRequest::default();
-    let mut t = MetadataRequestTopic::default();
-    t.name = Some(name(topic));
-    request.topics = Some(vec![t]);
-    request.allow_auto_topic_creation = true;
-    let response: MetadataResponse = client.call(ApiKey::Metadata, 8, &request).await;
-    assert_eq!(response.topics[0].error_code, 0);
-}
 
 fn acks_all(topic: &str, records: Bytes) -> ProduceRequest {
     let mut p = PartitionProduceData::default();

@@ -9,7 +9,7 @@
 mod common;
 
 use bytes::Bytes;
-use common::{Client, TestBroker, encode_request as encode};
+use common::{Client, TestBroker, encode_request as encode, s};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::leave_group_request::MemberIdentity;
@@ -19,16 +19,11 @@ use kafka_protocol::messages::offset_commit_request::{
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
 
 const FAST_GROUPS: &[(&str, &str)] = &[
     ("group.initial.rebalance.delay.ms", "0"),
     ("group.min.session.timeout.ms", "100"),
 ];
-
-fn s(text: &str) -> StrBytes {
-    StrBytes::from_string(text.to_owned())
-}
 
 fn group(id: &str) -> GroupId {
     GroupId(s(id))

@@ -3,16 +3,12 @@
 
 mod common;
 
-use common::{TestBroker, batch, values};
+use common::{TestBroker, batch, name, values};
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
-
-fn name(topic: &str) -> TopicName {
-    TopicName(StrBytes::from_string(topic.to_owned()))
-}
 
 fn fetch(topic: &str, partition: i32, max_wait_ms: i32) -> FetchRequest {
     let mut p = FetchPartition::default();

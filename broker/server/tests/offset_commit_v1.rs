@@ -12,18 +12,14 @@
 mod common;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use common::{Client, TestBroker};
+use common::{Client, TestBroker, s};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Decodable, StrBytes};
+use kafka_protocol::protocol::Decodable;
 
 const FAST_GROUPS: &[(&str, &str)] = &[("group.initial.rebalance.delay.ms", "0")];
-
-fn s(text: &str) -> StrBytes {
-    StrBytes::from_string(text.to_owned())
-}
 
 async fn create_topic(client: &mut Client, topic: &str) {
     let mut t = CreatableTopic::default();

@@ -10,28 +10,12 @@ mod common;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use common::{Client, TestBroker, batch, values, wait_until};
+use common::{Client, TestBroker, batch, create, name, values, wait_until};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
 use sluice_storage::io::FaultyFs;
-
-fn name(topic: &str) -> TopicName {
-    TopicName(StrBytes::from_string(topic.to_owned()))
-}
-
-async fn create(client: &mut Client, topic: &str) {
-    let mut request = MetadataRequest::default();
-    let mut t = MetadataRequestTopic::default();
-    t.name = Some(name(topic));
-    request.topics = Some(vec![t]);
-    request.allow_auto_topic_creation = true;
-    let response: MetadataResponse = client.call(ApiKey::Metadata, 8, &request).await;
-    assert_eq!(response.topics[0].error_code, 0);
-}
 
 async fn produce(client: &mut Client, topic: &str, records: Bytes) -> i16 {
     let mut p = PartitionProduceData::default();

@@ -52,18 +52,22 @@ fn read_zigzag_slow(buf: &[u8], at: &mut usize, max_bytes: usize) -> Option<i64>
     None
 }
 
+/// Reads a zigzag varint (Kafka's `ByteUtils.readVarint`: at most 5 bytes, fits an `i32`)
+/// from `buf` at `*at`, advancing `*at`; `None` if truncated, too long or out of range.
+/// The one copy of Kafka's varint decoding: the server and the CLI use it too.
 #[inline]
 pub fn read_varint(buf: &[u8], at: &mut usize) -> Option<i32> {
     let v = read_zigzag(buf, at, VARINT_BYTES_MAX)?;
     i32::try_from(v).ok()
 }
 
+/// Reads a zigzag varlong (at most 10 bytes) from `buf` at `*at`, advancing `*at`.
 #[inline]
 pub fn read_varlong(buf: &[u8], at: &mut usize) -> Option<i64> {
     read_zigzag(buf, at, VARLONG_BYTES_MAX)
 }
 
-/// Appends `v` as a zigzag varint/varlong.
+/// Appends `v` as a zigzag varint/varlong (the same bytes for an `i32` widened to `i64`).
 pub fn write_varlong(out: &mut Vec<u8>, v: i64) {
     let mut raw = ((v << 1) ^ (v >> 63)) as u64;
     while raw >= 0x80 {

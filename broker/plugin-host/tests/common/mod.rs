@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, OnceLock};
 
-use sluice_plugin_host::{PluginConfig, Registry};
+use sluice_plugin_host::{ColumnarBatch, PluginConfig, Registry};
 
 /// Where the built plugins are: `SLUICE_PLUGIN_WASM_DIR` if set (CI builds
 /// them first), else built now, once per test binary, by the build script
@@ -60,4 +60,11 @@ pub fn params(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect()
+}
+
+/// A one-record batch with key `key` and value `v`.
+pub fn batch_with_key(key: &[u8]) -> ColumnarBatch {
+    let mut batch = ColumnarBatch::new();
+    batch.push(0, 0, Some(key), Some(b"v"), &[]);
+    batch
 }

@@ -10,7 +10,8 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::ResponseError;
 use sluice_storage::{AppendError, Durability};
 
-use super::{Broker, Partition, now_ms};
+use super::{Broker, Partition};
+use crate::clock::now_ms;
 use crate::error::KafkaError;
 
 /// What an append gave back, for the response.

@@ -20,7 +20,8 @@ use std::sync::Arc;
 
 use sluice_storage::{Fs, Log, LogConfig};
 
-use super::{Broker, Partition, TOPIC_FILE, Topic, TopicFile, now_ms};
+use super::{Broker, Partition, TOPIC_FILE, Topic, TopicFile};
+use crate::clock::now_ms;
 use crate::limits;
 use crate::plugins::TopicPartitioner;
 use crate::topic_config::{self, TopicOverrides};

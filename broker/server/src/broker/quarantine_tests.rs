@@ -38,7 +38,7 @@ fn snapshot(root: &Path) -> BTreeMap<String, Option<Vec<u8>>> {
 }
 
 fn one_batch() -> Vec<u8> {
-    sluice_storage::testing::build_value_batch(1, 8, b'v', super::super::now_ms())
+    sluice_storage::testing::build_value_batch(1, 8, b'v', crate::clock::now_ms())
 }
 
 /// A data dir with a healthy topic `good` and a damaged topic `bad` (2 partitions), made by

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use kafka_protocol::ResponseError;
 
 use super::{
-    Broker, Partition, now_ms, remove_file_logged, remove_stale_temps, validate_topic_name,
-    write_durable,
+    Broker, Partition, remove_file_logged, remove_stale_temps, validate_topic_name, write_durable,
 };
+use crate::clock::now_ms;
 use crate::error::{KafkaError, ServerError};
 use crate::limits;
 use crate::views::{ViewSpec, ViewTopic};

@@ -40,7 +40,7 @@ use sluice_group::OffsetRecord;
 use sluice_storage::io as storage_io;
 use sluice_storage::{Durability, Fs, Log, LogConfig, Offset, RealFs};
 
-use crate::broker::now_ms;
+use crate::clock::now_ms;
 use crate::error::ServerError;
 use crate::limits;
 

@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 
 use super::writer::{self, WriterDone, WriterJob};
 use super::{Command, OffsetsLog, OsRng};
-use crate::broker::now_ms;
+use crate::clock::now_ms;
 use crate::error::ServerError;
 use crate::limits;
 

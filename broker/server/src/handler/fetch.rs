@@ -123,7 +123,7 @@ fn resolve(ctx: &ConnectionContext, topics: Vec<FetchTopic>) -> Arc<[(String, Ve
                     };
                     if let Some(view) = &view {
                         // An ephemeral view stays while fetched, even at the end of the log.
-                        view.touch(crate::broker::now_ms());
+                        view.touch(crate::clock::now_ms());
                     }
                     Target {
                         index: p.partition,

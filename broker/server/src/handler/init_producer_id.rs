@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
-use crate::broker::now_ms;
+use crate::clock::now_ms;
 
 /// The next producer id to hand out.
 static NEXT_PRODUCER_ID: OnceLock<AtomicI64> = OnceLock::new();

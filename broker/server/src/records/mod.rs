@@ -16,6 +16,7 @@ use kafka_protocol::compression::{Compressor, Gzip, Lz4, Snappy, Zstd};
 use sluice_plugin_host::ColumnarBatch;
 use sluice_storage::Compression;
 use sluice_storage::batch::{self, BatchHeader, HEADER_BYTES, pos};
+use sluice_storage::record::{read_varint, read_varlong, write_varlong};
 
 /// A batch the broker cannot split; the produce handler maps it to a Kafka error.
 #[derive(Debug, thiserror::Error)]
@@ -336,23 +337,6 @@ fn compress(codec: Compression, section: Vec<u8>) -> Result<Vec<u8>, CodecError>
     Ok(out.to_vec())
 }
 
-fn read_varlong(buf: &[u8], at: &mut usize) -> Option<i64> {
-    let mut raw: u64 = 0;
-    for i in 0..10 {
-        let byte = *buf.get(*at)?;
-        *at += 1;
-        raw |= u64::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Some((raw >> 1) as i64 ^ -((raw & 1) as i64));
-        }
-    }
-    None
-}
-
-fn read_varint(buf: &[u8], at: &mut usize) -> Option<i32> {
-    read_varlong(buf, at).and_then(|v| i32::try_from(v).ok())
-}
-
 /// A `length varint | bytes` field; `Some(None)` for length -1 (null).
 fn read_bytes<'a>(buf: &'a [u8], at: &mut usize) -> Option<Option<&'a [u8]>> {
     let len = read_varint(buf, at)?;
@@ -374,15 +358,6 @@ fn write_nullable(out: &mut Vec<u8>, bytes: Option<&[u8]>) {
             out.extend_from_slice(b);
         }
     }
-}
-
-fn write_varlong(out: &mut Vec<u8>, v: i64) {
-    let mut raw = ((v << 1) ^ (v >> 63)) as u64;
-    while raw >= 0x80 {
-        out.push((raw as u8) | 0x80);
-        raw >>= 7;
-    }
-    out.push(raw as u8);
 }
 
 #[cfg(test)]

@@ -16,6 +16,29 @@ use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+/// A Kafka string from `text`.
+pub fn s(text: &str) -> StrBytes {
+    StrBytes::from_string(text.to_owned())
+}
+
+/// A topic name from `topic`.
+pub fn name(topic: &str) -> kafka_protocol::messages::TopicName {
+    kafka_protocol::messages::TopicName(StrBytes::from_string(topic.to_owned()))
+}
+
+/// Creates `topic` through Metadata v8 auto-creation; asserts it was created.
+pub async fn create(client: &mut Client, topic: &str) {
+    use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+    use kafka_protocol::messages::{MetadataRequest, MetadataResponse};
+    let mut request = MetadataRequest::default();
+    let mut t = MetadataRequestTopic::default();
+    t.name = Some(name(topic));
+    request.topics = Some(vec![t]);
+    request.allow_auto_topic_creation = true;
+    let response: MetadataResponse = client.call(ApiKey::Metadata, 8, &request).await;
+    assert_eq!(response.topics[0].error_code, 0);
+}
+
 /// Deadline for anything a test waits on.
 pub const DEADLINE: Duration = Duration::from_secs(10);
 
