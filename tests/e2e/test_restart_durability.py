@@ -66,6 +66,10 @@ def test_two_restarts_keep_appending(broker, topic_name):
     assert [m.value() for m in messages] == [f"r{r}-{i}".encode() for r in range(3) for i in range(100)]
 
 
+# Records produced after the wanted count is acknowledged, without polling for their reports.
+IN_FLIGHT_TAIL = 200
+
+
 def stream_until_acked(bootstrap: str, topic: str, wanted: int, acks: str = "all"):
     """Produces with `acks`, keeping the pipeline full, until `wanted` records are
     acknowledged. Returns (producer, acked offset -> value, records sent); records are still
@@ -87,6 +91,14 @@ def stream_until_acked(bootstrap: str, topic: str, wanted: int, acks: str = "all
         except BufferError:
             p.poll(0.01)
         p.poll(0)
+    # A fast broker can acknowledge everything before the loop ends: queue a tail that is
+    # not polled for, so records are still in flight when the broker is stopped.
+    for _ in range(IN_FLIGHT_TAIL):
+        try:
+            p.produce(topic, value=stream_value(sent), partition=0, on_delivery=on_delivery)
+            sent += 1
+        except BufferError:
+            break
     assert len(p) > 0, "nothing in flight at the stop; the test would prove nothing"
     return p, acked, sent
 
