@@ -281,6 +281,16 @@ def served(conn: KafkaConnection) -> bool:
         return False
 
 
+def wait_for_a_served_connection(broker):
+    """Once one of the 5 connections has closed, a new one is served again."""
+
+    def a_new_one_works():
+        with KafkaConnection(broker.bootstrap) as c:
+            return served(c)
+
+    wait_until(a_new_one_works, CLOSE_DEADLINE_S, "a connection after one of the 5 closed")
+
+
 def test_max_connections_per_ip(broker_factory):
     broker = broker_factory({"max.connections.per.ip": "5"})
     first = [KafkaConnection(broker.bootstrap) for _ in range(5)]
@@ -290,12 +300,7 @@ def test_max_connections_per_ip(broker_factory):
             assert sixth.wait_closed(CLOSE_DEADLINE_S), "the 6th connection from 127.0.0.1 was not closed"
         assert all(served(c) for c in first), "the first 5 stopped working"
         first.pop().close()
-
-        def a_new_one_works():
-            with KafkaConnection(broker.bootstrap) as c:
-                return served(c)
-
-        wait_until(a_new_one_works, CLOSE_DEADLINE_S, "a connection after one of the 5 closed")
+        wait_for_a_served_connection(broker)
     finally:
         for c in first:
             c.close()
@@ -326,12 +331,7 @@ def test_max_connections_total(broker_factory):
         assert all(served(c) for c in first), "existing connections stopped working"
         first.pop().close()
         extra.close()
-
-        def a_new_one_works():
-            with KafkaConnection(broker.bootstrap) as c:
-                return served(c)
-
-        wait_until(a_new_one_works, CLOSE_DEADLINE_S, "a connection after one of the 5 closed")
+        wait_for_a_served_connection(broker)
     finally:
         for c in first:
             c.close()

@@ -9,7 +9,7 @@
 mod common;
 
 use bytes::Bytes;
-use common::{Client, TestBroker, encode_request as encode, s};
+use common::{Client, TestBroker, create_topic, encode_request as encode, s};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::leave_group_request::MemberIdentity;
@@ -27,18 +27,6 @@ const FAST_GROUPS: &[(&str, &str)] = &[
 
 fn group(id: &str) -> GroupId {
     GroupId(s(id))
-}
-
-async fn create_topic(client: &mut Client, topic: &str, partitions: i32) {
-    let mut t = CreatableTopic::default();
-    t.name = TopicName(s(topic));
-    t.num_partitions = partitions;
-    t.replication_factor = 1;
-    let mut request = CreateTopicsRequest::default();
-    request.topics = vec![t];
-    request.timeout_ms = 5000;
-    let response: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 4, &request).await;
-    assert_eq!(response.topics[0].error_code, 0);
 }
 
 fn join_request(group_id: &str, member_id: &str) -> JoinGroupRequest {

@@ -12,26 +12,13 @@
 mod common;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use common::{Client, TestBroker, s};
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use common::{Client, TestBroker, create_topic, s};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::Decodable;
 
 const FAST_GROUPS: &[(&str, &str)] = &[("group.initial.rebalance.delay.ms", "0")];
-
-async fn create_topic(client: &mut Client, topic: &str) {
-    let mut t = CreatableTopic::default();
-    t.name = TopicName(s(topic));
-    t.num_partitions = 2;
-    t.replication_factor = 1;
-    let mut request = CreateTopicsRequest::default();
-    request.topics = vec![t];
-    request.timeout_ms = 5000;
-    let response: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 4, &request).await;
-    assert_eq!(response.topics[0].error_code, 0);
-}
 
 /// Joins a one-member group (JoinGroup v3, as sarama 1.22.1 with V2_1_0_0) and syncs;
 /// returns (member, generation).
@@ -96,7 +83,7 @@ fn sarama_commit_v1(correlation_id: i32, group: &str, generation: i32, member: &
 async fn a_sarama_offset_commit_v1_is_stored_and_the_connection_stays_open() {
     let broker = TestBroker::start(FAST_GROUPS).await;
     let mut client = broker.client().await;
-    create_topic(&mut client, "orders").await;
+    create_topic(&mut client, "orders", 2).await;
     let (member, generation) = join_and_sync(&mut client, "sarama-group").await;
 
     // The v1 commit and, pipelined behind it, a Metadata request on the same connection.
@@ -154,7 +141,7 @@ async fn a_sarama_offset_commit_v1_is_stored_and_the_connection_stays_open() {
 async fn a_stale_generation_in_v1_gets_its_error_code_in_v1_layout() {
     let broker = TestBroker::start(FAST_GROUPS).await;
     let mut client = broker.client().await;
-    create_topic(&mut client, "orders").await;
+    create_topic(&mut client, "orders", 2).await;
     let (member, generation) = join_and_sync(&mut client, "sarama-group").await;
     client
         .send_raw(&sarama_commit_v1(

@@ -26,6 +26,21 @@ pub fn name(topic: &str) -> kafka_protocol::messages::TopicName {
     kafka_protocol::messages::TopicName(StrBytes::from_string(topic.to_owned()))
 }
 
+/// Creates `topic` with `partitions` through CreateTopics v4; asserts it was created.
+pub async fn create_topic(client: &mut Client, topic: &str, partitions: i32) {
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
+    let mut t = CreatableTopic::default();
+    t.name = name(topic);
+    t.num_partitions = partitions;
+    t.replication_factor = 1;
+    let mut request = CreateTopicsRequest::default();
+    request.topics = vec![t];
+    request.timeout_ms = 5000;
+    let response: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 4, &request).await;
+    assert_eq!(response.topics[0].error_code, 0);
+}
+
 /// Creates `topic` through Metadata v8 auto-creation; asserts it was created.
 pub async fn create(client: &mut Client, topic: &str) {
     use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
