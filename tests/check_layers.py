@@ -28,11 +28,12 @@ ROOT = Path(__file__).resolve().parent.parent
 CRATES: dict[str, set[str]] = {
     "broker/storage": set(),
     "broker/group": set(),
-    "broker/plugin-host": {"sluice-storage"},
+    "broker/plugin-host": {"sluice-storage", "sluice-columns"},
     "broker/server": {"sluice-storage", "sluice-group", "sluice-plugin-host"},
     "broker/cli": {"sluice-server", "sluice-storage", "sluice-group", "sluice-plugin-host"},
     "sdk/macros": set(),
-    "sdk": {"sluice-sdk-macros"},
+    "sdk/columns": set(),
+    "sdk": {"sluice-sdk-macros", "sluice-columns"},
 }
 
 # A proc-macro crate writes `::sluice_sdk::` paths into the code it generates, for the crate
@@ -152,10 +153,153 @@ def check_modules() -> tuple[list[str], list[str]]:
     return errors, pending
 
 
+# Crates whose top-level modules must form a DAG (no two modules import each other, however
+# indirectly); `pending` lists crates still on the way there (their cycles are printed only).
+ACYCLIC = ["broker/storage", "broker/group", "broker/server", "broker/plugin-host", "broker/cli"]
+ACYCLIC_PENDING: set[str] = set()
+# Test code may reach across (a test module imports what it checks against).
+TEST_START = re.compile(r"^\s*#\[cfg\(test\)\]")
+
+
+def non_test_lines(path: Path) -> list[tuple[int, str]]:
+    """`code_lines` up to the file's first `#[cfg(test)]` item (test modules sit at the end)."""
+    if path.name == "tests.rs" or path.stem.endswith("_tests"):
+        return []
+    out = []
+    for number, code in code_lines(path):
+        if TEST_START.match(code):
+            break
+        out.append((number, code))
+    return out
+
+
+def module_graph(crate: str) -> dict[str, dict[str, tuple[str, int]]]:
+    """Top-level module -> imported top-level module -> (a file, line) that imports it."""
+    src = ROOT / crate / "src"
+    modules = {p.stem for p in src.glob("*.rs") if p.stem not in ("lib", "main")}
+    modules |= {p.name for p in src.iterdir() if p.is_dir()}
+    graph: dict[str, dict[str, tuple[str, int]]] = {m: {} for m in modules}
+    use = re.compile(r"\bcrate::(\{[^}]*\}|[a-z_0-9]+)")
+    for path in sorted(src.rglob("*.rs")):
+        rel = path.relative_to(src)
+        owner = rel.parts[0].removesuffix(".rs")
+        if owner not in graph:
+            continue
+        for number, code in non_test_lines(path):
+            for match in use.finditer(code):
+                names = re.findall(r"[a-z_0-9]+", match.group(1))
+                targets = names if match.group(1).startswith("{") else names[:1]
+                for target in targets:
+                    if target in graph and target != owner:
+                        graph[owner].setdefault(target, (str(path.relative_to(ROOT)), number))
+    return graph
+
+
+def cycles(graph: dict[str, dict[str, tuple[str, int]]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def check_cycles() -> tuple[list[str], list[str]]:
+    errors, pending = [], []
+    for crate in ACYCLIC:
+        graph = module_graph(crate)
+        for component in cycles(graph):
+            edges = [
+                f"{a} -> {b} ({graph[a][b][0]}:{graph[a][b][1]})"
+                for a in component
+                for b in component
+                if b in graph[a]
+            ]
+            line = f"{crate}: modules {', '.join(component)} import each other: " + "; ".join(edges)
+            (pending if crate in ACYCLIC_PENDING else errors).append(line)
+    return errors, pending
+
+
+# Crates whose modules ARCHITECTURE.md's code map lists one by one, with their imports.
+MAPPED = ["broker/storage", "broker/group", "broker/server", "broker/plugin-host", "broker/cli", "sdk"]
+
+
+def code_map() -> dict[str, dict[str, set[str]]]:
+    """ARCHITECTURE.md's module tables: crate -> module -> the modules it may import."""
+    text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    tables: dict[str, dict[str, set[str]]] = {}
+    crate = None
+    for line in text.split("## Code map", 1)[-1].splitlines():
+        if line.startswith("## "):
+            break
+        if line.startswith("### "):
+            crate = line[4:].strip()
+            tables[crate] = {}
+        elif crate and line.startswith("| `"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            module = cells[0].strip("`")
+            imports = set(re.findall(r"`([a-z_0-9]+)`", cells[-1]))
+            tables[crate][module] = imports
+    return tables
+
+
+def check_code_map() -> list[str]:
+    errors = []
+    tables = code_map()
+    for crate in MAPPED:
+        table = tables.get(crate)
+        if table is None:
+            errors.append(f"ARCHITECTURE.md has no code-map table `### {crate}`")
+            continue
+        graph = module_graph(crate)
+        for module in sorted(set(graph) - set(table)):
+            errors.append(f"{crate}/src: module `{module}` is missing from ARCHITECTURE.md's code map")
+        for module in sorted(set(table) - set(graph)):
+            errors.append(f"ARCHITECTURE.md's code map lists `{module}` of {crate}, which has no such module")
+        for module in sorted(set(graph) & set(table)):
+            for imported, (path, number) in sorted(graph[module].items()):
+                if imported not in table[module]:
+                    errors.append(
+                        f"{path}:{number}: `{module}` imports `{imported}`, which ARCHITECTURE.md's code map"
+                        f" does not list under \"may import\" for {crate}"
+                    )
+    return errors
+
+
 def main() -> int:
     errors = check_crates()
+    errors += check_code_map()
     module_errors, pending = check_modules()
     errors += module_errors
+    cycle_errors, cycle_pending = check_cycles()
+    errors += cycle_errors
+    pending += cycle_pending
     for line in pending:
         print(f"pending: {line}")
     if pending:
@@ -166,6 +310,7 @@ def main() -> int:
         print(f"{len(errors)} imports against the documented layers (ARCHITECTURE.md)", file=sys.stderr)
         return 1
     rules = len(CRATES) + len(NO_RUNTIME) + len([r for r in MODULE_RULES if not r.pending])
+    rules += len(ACYCLIC) - len(ACYCLIC_PENDING) + len(MAPPED)
     print(f"layers: {rules} rules hold")
     return 0
 

@@ -8,6 +8,9 @@ use crate::batch::{Batch, BatchBuilder, Columns, Record};
 use crate::params::{Error, Init, Params};
 use crate::transform::Output;
 
+/// Lends the generated `record-batch` as columns, in the code the attribute macros write.
+pub use sluice_columns::columns;
+
 /// Where a plugin instance keeps its state between calls. A wasm instance
 /// is single-threaded, so a thread-local is one slot per instance.
 pub type StateSlot<S> = LocalKey<RefCell<Option<S>>>;

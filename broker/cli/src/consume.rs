@@ -1,7 +1,7 @@
 //! `sluice consume <topic>`: Fetch v11 from one or all partitions, from the beginning, the
 //! end, an offset or a timestamp; stops after `-n` records or at the end (`-e`), else follows
 //! the log. `-f` formats each record like kcat's `-f`; `--output json` prints one JSON object
-//! per record. `--group` joins the consumer group as a member (`consume_group.rs`): it reads
+//! per record. `--group` joins the consumer group as a member (`consume/group.rs`): it reads
 //! the partitions the group assigns, from the committed offsets, and commits what it read.
 //!
 //! `--filter PLUGIN` / `--transform PLUGIN` (each followed by its `--param`s) run plugins on
@@ -24,6 +24,8 @@ use serde_json::json;
 use crate::client::{Client, error_name};
 use crate::common::{self, Common, EARLIEST, LATEST, Output, write_stdout};
 use crate::datetime::parse_rfc3339_ms;
+
+mod group;
 
 /// How long one fetch waits for new records, in milliseconds.
 const FETCH_MAX_WAIT_MS: i32 = 500;
@@ -146,7 +148,7 @@ fn consume(args: &ConsumeArgs) -> anyhow::Result<()> {
     let mut client = args.common.connect()?.reconnecting();
     let mut partitions = common::partitions_of(&mut client, &args.topic, false)?;
     if let Some(group) = &args.group {
-        return crate::consume_group::run(&mut client, args, group);
+        return group::run(&mut client, args, group);
     }
     if let Some(p) = args.partition {
         if !partitions.contains(&p) {

@@ -14,6 +14,8 @@ use sluice_server::plugins::parse_params;
 
 use crate::common::{Output, emit};
 
+mod test;
+
 /// Longest admin API response read, in bytes (a plugin list is a few hundred per plugin).
 const RESPONSE_BYTES_MAX: u64 = 16 * 1024 * 1024;
 /// Connect and I/O timeout of one admin request (an upload is compiled before the answer).
@@ -134,7 +136,7 @@ pub fn run(args: PluginArgs) -> anyhow::Result<()> {
             records,
             params,
             partitions,
-        } => crate::plugin_test::run(&file, &records, &params, partitions, output),
+        } => test::run(&file, &records, &params, partitions, output),
     }
 }
 

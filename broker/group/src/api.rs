@@ -5,6 +5,7 @@ use bytes::Bytes;
 
 use crate::error::ErrorCode;
 use crate::offsets::OffsetRecord;
+pub use crate::offsets::TopicPartition;
 
 /// Server-chosen id of one in-flight request, echoed in [`Effect::Respond`] so a deferred
 /// response finds its connection. Must be unique among requests still waiting.
@@ -218,15 +219,6 @@ pub struct LeaveGroupResponse {
     pub error: ErrorCode,
     /// One entry per leaving member, in request order.
     pub members: Vec<LeftMember>,
-}
-
-/// A topic-partition.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TopicPartition {
-    /// Topic name.
-    pub topic: String,
-    /// Partition index.
-    pub partition: i32,
 }
 
 /// One partition's commit.

@@ -8,7 +8,6 @@ use crate::api::{
     LeaveGroupRequest, LeaveGroupResponse, LeftMember, ListedGroup, PersistId, Request, RequestId,
     Response, SyncGroupRequest, TopicPartition,
 };
-use crate::commit::PendingCommit;
 use crate::config::{ConfigError, GroupConfig};
 use crate::error::ErrorCode;
 use crate::group::{Ctx, Group, join_error, respond, sync_error};
@@ -16,6 +15,9 @@ use crate::limits;
 use crate::offsets::{OffsetRecord, OffsetStore};
 use crate::rng::MemberIdRng;
 use crate::state::GroupState;
+use commit::PendingCommit;
+
+mod commit;
 
 /// The consumer-group coordinator: a deterministic state machine over all groups.
 ///

@@ -111,7 +111,7 @@
 //!   completing the join phase).
 //! - `timers.rs`: member removal, session expiry, the join, initial-delay and sync timers.
 //! - [`coordinator`]: [`Coordinator`]: routes by group id, deadline index, admin APIs.
-//! - `commit.rs`: OffsetCommit, the persist round trip, offset retention.
+//! - `coordinator/commit.rs`: OffsetCommit, the persist round trip, offset retention.
 //! - [`subscription`]: subscribed topics from consumer-protocol metadata (offset expiry).
 //! - `invariants.rs`: consistency checks run after every call in debug builds.
 //! - [`offsets`]: [`OffsetStore`] and the byte layout of [`OffsetRecord`]s.
@@ -125,7 +125,6 @@
 //! store (the simulation test checks this).
 
 pub mod api;
-mod commit;
 pub mod config;
 pub mod coordinator;
 pub mod error;

@@ -28,9 +28,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::api::TopicPartition;
 use crate::error::DecodeError;
 use crate::limits;
+
+/// A topic-partition.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopicPartition {
+    /// Topic name.
+    pub topic: String,
+    /// Partition index.
+    pub partition: i32,
+}
 
 const VERSION: u8 = 0;
 const KIND_OFFSET: u8 = 0;

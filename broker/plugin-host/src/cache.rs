@@ -29,7 +29,6 @@ use sha2::{Digest, Sha256};
 use sluice_storage::Fs;
 use sluice_storage::io::{self as storage_io, RealFs};
 
-use crate::compile::hex;
 use crate::error::RegistryError;
 
 /// The wasmtime version compiled in (pinned with `=` in the workspace `Cargo.toml`; a unit
@@ -233,6 +232,11 @@ fn parse(text: &str) -> Option<Record<'_>> {
         cwasm: field("cwasm")?,
     };
     lines.next().is_none().then_some(record)
+}
+
+/// Lowercase hex of a digest (the cache records and plugin versions name files by it).
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

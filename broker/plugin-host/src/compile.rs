@@ -10,7 +10,6 @@
 use std::fmt;
 use std::path::Path;
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
@@ -20,7 +19,7 @@ use crate::bindings::filter::FilterPre;
 use crate::bindings::partitioner::PartitionerPre;
 use crate::bindings::transform::TransformPre;
 use crate::bindings::{FILTER_EXPORT, PARTITIONER_EXPORT, TRANSFORM_EXPORT};
-use crate::cache;
+use crate::cache::{self, hex};
 use crate::engine::PluginEngine;
 use crate::error::RegistryError;
 use crate::limits;
@@ -215,47 +214,6 @@ fn is_pool_limit(e: &wasmtime::Error) -> bool {
     message.contains("pooling allocator") || message.contains("exceeds the")
 }
 
-/// Compiles running now; at most `PLUGIN_COMPILES_CONCURRENT_MAX`. A compile past its
-/// timeout keeps its slot until its thread finishes.
-#[derive(Debug, Default)]
-pub(crate) struct CompileSlots {
-    running: Mutex<u32>,
-    freed: Condvar,
-}
-
-/// One running compile; frees its slot when dropped (by the compile thread, at its end).
-struct CompileSlot(Arc<CompileSlots>);
-
-impl CompileSlots {
-    fn acquire(self: &Arc<Self>, deadline: Instant) -> Option<CompileSlot> {
-        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
-        while *running >= limits::PLUGIN_COMPILES_CONCURRENT_MAX {
-            let now = Instant::now();
-            if now >= deadline {
-                return None;
-            }
-            running = self
-                .freed
-                .wait_timeout(running, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-        *running += 1;
-        Some(CompileSlot(Arc::clone(self)))
-    }
-}
-
-impl Drop for CompileSlot {
-    fn drop(&mut self) {
-        *self
-            .0
-            .running
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) -= 1;
-        self.0.freed.notify_one();
-    }
-}
-
 /// Runs `compile` on its own thread, waiting for a compile slot and then for the result
 /// until the compile timeout (both within one deadline). Past it the caller gets
 /// [`RegistryError::CompileTimeout`]; the thread cannot be stopped and finishes in the
@@ -320,8 +278,4 @@ const COMPONENT_HEADER: [u8; 8] = *b"\0asm\x0d\0\x01\0";
 
 fn has_header(bytes: &[u8], header: [u8; 8]) -> bool {
     bytes.get(..8) == Some(&header[..])
-}
-
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

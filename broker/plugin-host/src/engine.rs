@@ -2,10 +2,10 @@
 //! component model, epoch interruption driven by a ticker thread, the
 //! pooling allocator, and a linker that provides nothing but `log`.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
@@ -14,7 +14,6 @@ use crate::bindings::partitioner::Partitioner;
 use crate::config::PluginConfig;
 use crate::error::RegistryError;
 use crate::limits;
-use crate::share::Budget;
 use crate::state::HostState;
 
 /// The engine, its linker, and the epoch ticker that makes deadlines work.
@@ -23,10 +22,8 @@ pub struct PluginEngine {
     pub(crate) engine: Engine,
     pub(crate) linker: Arc<Linker<HostState>>,
     pub(crate) config: Arc<PluginConfig>,
-    /// Instances of every plugin held now, and each plugin's share.
-    pub(crate) budget: Arc<Budget>,
     /// Compiles running now, at most `PLUGIN_COMPILES_CONCURRENT_MAX`.
-    pub(crate) compiles: Arc<crate::compile::CompileSlots>,
+    pub(crate) compiles: Arc<CompileSlots>,
     /// Stops the ticker thread when the last clone is dropped.
     _ticker: Arc<Ticker>,
 }
@@ -53,7 +50,6 @@ impl PluginEngine {
         Ok(Self {
             engine,
             linker: Arc::new(linker),
-            budget: Budget::new(config.instances_per_plugin_max),
             compiles: Arc::default(),
             config: Arc::new(config),
             _ticker: ticker,
@@ -123,5 +119,46 @@ impl Ticker {
 impl Drop for Ticker {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Compiles running now; at most `PLUGIN_COMPILES_CONCURRENT_MAX`. A compile past its
+/// timeout keeps its slot until its thread finishes.
+#[derive(Debug, Default)]
+pub(crate) struct CompileSlots {
+    running: Mutex<u32>,
+    freed: Condvar,
+}
+
+/// One running compile; frees its slot when dropped (by the compile thread, at its end).
+pub(crate) struct CompileSlot(Arc<CompileSlots>);
+
+impl CompileSlots {
+    pub(crate) fn acquire(self: &Arc<Self>, deadline: Instant) -> Option<CompileSlot> {
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        while *running >= limits::PLUGIN_COMPILES_CONCURRENT_MAX {
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            running = self
+                .freed
+                .wait_timeout(running, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        *running += 1;
+        Some(CompileSlot(Arc::clone(self)))
+    }
+}
+
+impl Drop for CompileSlot {
+    fn drop(&mut self) {
+        *self
+            .0
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) -= 1;
+        self.0.freed.notify_one();
     }
 }

@@ -49,8 +49,12 @@ fn read_back(batch: &ColumnarBatch) {
     let mut records = 0;
     for record in batch.records() {
         records += 1;
-        let bytes: usize = record.headers().map(|(n, v)| n.len() + v.len()).sum();
-        std::hint::black_box((record.key, record.value, bytes));
+        let bytes: usize = record
+            .headers()
+            .iter()
+            .map(|(n, v)| n.len() + v.len())
+            .sum();
+        std::hint::black_box((record.key(), record.value(), bytes));
     }
     assert_eq!(records, batch.len(), "records() yields one view per record");
     let keep: Vec<bool> = (0..batch.len()).map(|i| i % 2 == 0).collect();

@@ -85,7 +85,7 @@
 //! // fetch: per record batch, decompress, build a ColumnarBatch with the
 //! // records' real offsets, then
 //! let out = view.apply(&batch)?;                    // Err only under `fail`
-//! for r in out.kept(&batch).records() { /* re-encode r.offset, r.timestamp, r.key, r.value, r.headers() */ }
+//! for r in out.kept(&batch).records() { /* re-encode r.offset, r.timestamp, r.key(), r.value(), r.headers() */ }
 //! if let Some(e) = out.skipped_because { tracing::warn!("view skipped {} records: {e}", out.skipped_records) }
 //! ```
 //! `Partitioner::partition` and `View::apply` are blocking and CPU-bound (bounded by

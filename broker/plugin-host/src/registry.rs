@@ -16,7 +16,7 @@ use crate::error::RegistryError;
 use crate::limits;
 use crate::pool::{Filter, Partitioner, Pool, Transform};
 
-use crate::share::InstanceCounts;
+use crate::share::{Budget, InstanceCounts};
 use crate::slot::PluginSlot;
 use crate::stats::PluginStats;
 
@@ -36,6 +36,8 @@ pub struct PluginInfo {
 #[derive(Debug)]
 pub struct Registry {
     engine: PluginEngine,
+    /// Instances of every plugin held now, and each plugin's share of them.
+    budget: Arc<Budget>,
     dir: PathBuf,
     slots: RwLock<BTreeMap<String, Arc<PluginSlot>>>,
 }
@@ -59,6 +61,7 @@ impl Registry {
             tracing::info!(dir = %old_cache.display(), "compiled plugins are no longer read from plugin.dir; this old cache can be deleted");
         }
         let registry = Arc::new(Self {
+            budget: Budget::new(config.instances_per_plugin_max),
             engine: PluginEngine::new(config)?,
             dir,
             slots: RwLock::default(),
@@ -131,7 +134,7 @@ impl Registry {
             .ok_or_else(|| RegistryError::InvalidName(path.display().to_string()))?;
         let bytes = std::fs::read(path).map_err(RegistryError::io(path))?;
         let component = compile::to_component(&self.engine, &bytes)?;
-        let sha256 = compile::hex(&sha2::Sha256::digest(&component));
+        let sha256 = crate::cache::hex(&sha2::Sha256::digest(&component));
         if self
             .slot(&name)
             .is_some_and(|slot| slot.current().sha256 == sha256)
@@ -154,7 +157,7 @@ impl Registry {
             Arc::new(PluginSlot::new(
                 name.clone(),
                 Arc::clone(&version),
-                self.engine.budget.share(&name),
+                self.budget.share(&name),
             ))
         });
         slot.swap(version);
@@ -210,7 +213,7 @@ impl Registry {
 
     /// Instances of every plugin, live or idle (at most `PLUGIN_INSTANCES_MAX`).
     pub fn instances_total(&self) -> u32 {
-        self.engine.budget.total()
+        self.budget.total()
     }
 
     /// Call statistics of one plugin.

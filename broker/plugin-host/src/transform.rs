@@ -119,7 +119,7 @@ mod tests {
         let placed = place(&input(), output(&[0, 2])).unwrap();
         let got: Vec<_> = placed.records().map(|r| (r.offset, r.timestamp)).collect();
         assert_eq!(got, [(100, 7), (102, 9)]);
-        assert_eq!(placed.records().next().unwrap().value, Some(&b"new"[..]));
+        assert_eq!(placed.records().next().unwrap().value(), Some(&b"new"[..]));
         assert!(place(&input(), output(&[])).unwrap().is_empty());
     }
 

@@ -288,8 +288,8 @@ mod tests {
         Fake(Box::new(|b| {
             let mut out = ColumnarBatch::new();
             for r in b.records() {
-                let value = r.value.map(<[u8]>::to_ascii_uppercase);
-                out.push(r.offset, r.timestamp, r.key, value.as_deref(), &[]);
+                let value = r.value().map(<[u8]>::to_ascii_uppercase);
+                out.push(r.offset, r.timestamp, r.key(), value.as_deref(), &[]);
             }
             Ok(StageOutput::Replace(out))
         }))
@@ -314,7 +314,7 @@ mod tests {
 
     fn values(b: &ColumnarBatch) -> Vec<(i64, Vec<u8>)> {
         b.records()
-            .map(|r| (r.offset, r.value.unwrap_or_default().to_vec()))
+            .map(|r| (r.offset, r.value().unwrap_or_default().to_vec()))
             .collect()
     }
 

@@ -65,7 +65,7 @@ fn values(b: &ColumnarBatch) -> Vec<(i64, Option<String>)> {
         .map(|r| {
             (
                 r.offset,
-                r.value.map(|v| String::from_utf8(v.to_vec()).unwrap()),
+                r.value().map(|v| String::from_utf8(v.to_vec()).unwrap()),
             )
         })
         .collect()
@@ -157,7 +157,7 @@ fn transforms_rewrite_values_and_keep_offsets() {
     );
     let first = out.records().next().unwrap();
     assert_eq!(first.timestamp, 1_700_000_000_000);
-    assert_eq!(first.key, Some(&b"key-0"[..]));
+    assert_eq!(first.key(), Some(&b"key-0"[..]));
     assert_eq!(first.headers().len(), 2);
 
     let csv = registry

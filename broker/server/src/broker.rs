@@ -26,13 +26,13 @@ use sluice_storage::io::{self as storage_io, RealFs};
 use sluice_storage::{Fs, Log};
 use tokio::sync::watch;
 
-use crate::clock::now_ms;
+use crate::clock::{SharedClock, now_ms};
 use crate::config::{BrokerConfig, HostPort};
 use crate::error::{KafkaError, ServerError};
-use crate::group_commit::SyncCoordinator;
 use crate::limits;
 use crate::plugins::{Plugins, TopicPartitioner};
 use crate::topic_config::{self, TopicOverrides};
+use group_commit::SyncCoordinator;
 
 /// This broker's node id in Metadata (a single-node cluster).
 pub const NODE_ID: i32 = 0;
@@ -55,7 +55,7 @@ pub struct Broker {
     /// Topic name -> topic. Held only for lookups and inserts, never across I/O.
     topics: RwLock<BTreeMap<String, Arc<Topic>>>,
     /// View name -> view (`views.rs`); views and topics share one namespace.
-    views: RwLock<BTreeMap<String, Arc<crate::views::ViewTopic>>>,
+    views: RwLock<BTreeMap<String, Arc<ViewTopic>>>,
     /// Serialises topic and view creation and deletion (directory and registry changes
     /// together).
     admin: Mutex<()>,
@@ -65,6 +65,8 @@ pub struct Broker {
     open_connections: AtomicUsize,
     /// The filesystem partition logs live on: the real one, or a fault-injecting twin in tests.
     fs: Arc<dyn Fs>,
+    /// The clock everything this broker stamps or ages reads (`crate::clock`).
+    clock: SharedClock,
     /// The data dir's lock file, held (flock) while the broker runs so a second broker cannot
     /// open the same data dir; released by `close_all` or by the kernel when the process dies.
     dir_lock: Mutex<Option<std::fs::File>>,
@@ -233,6 +235,25 @@ impl Partition {
     }
 }
 
+/// What a broker reads the world through: the filesystem its partition logs live on and
+/// the clock. Production uses the real ones ([`Seams::default`]); tests substitute either.
+#[derive(Debug, Clone)]
+pub struct Seams {
+    /// Where partition logs live (topic metadata stays on the real filesystem).
+    pub fs: Arc<dyn Fs>,
+    /// What "now" is.
+    pub clock: SharedClock,
+}
+
+impl Default for Seams {
+    fn default() -> Self {
+        Self {
+            fs: Arc::new(RealFs),
+            clock: crate::clock::system(),
+        }
+    }
+}
+
 impl Broker {
     /// Opens the data dir: creates it, loads every topic and opens its partitions.
     pub fn open(config: BrokerConfig) -> Result<Self, ServerError> {
@@ -241,6 +262,18 @@ impl Broker {
 
     /// Same, with partition logs on `fs` (topic metadata stays on the real filesystem).
     pub fn open_with(config: BrokerConfig, fs: Arc<dyn Fs>) -> Result<Self, ServerError> {
+        Self::open_seams(
+            config,
+            Seams {
+                fs,
+                ..Seams::default()
+            },
+        )
+    }
+
+    /// Same, reading the world through `seams` (a fault-injecting filesystem, a manual clock).
+    pub fn open_seams(config: BrokerConfig, seams: Seams) -> Result<Self, ServerError> {
+        let Seams { fs, clock } = seams;
         let dir = config.data_dir.clone();
         storage_io::create_dir_durable(&RealFs, &dir).map_err(ServerError::io(format!(
             "creating data dir {}",
@@ -264,6 +297,7 @@ impl Broker {
             waiting_fetches: AtomicUsize::new(0),
             open_connections: AtomicUsize::new(0),
             fs,
+            clock,
             dir_lock: Mutex::new(Some(dir_lock)),
             plugins,
             metrics: crate::metrics::Metrics::default(),
@@ -322,7 +356,7 @@ impl Broker {
                 self.fs.clone(),
                 &dir.join(index.to_string()),
                 log_config.clone(),
-                now_ms(),
+                self.now_ms(),
             )
             .map_err(|source| ServerError::Storage {
                 context: format!("opening {name}-{index}"),
@@ -595,6 +629,16 @@ impl Broker {
     }
 
     /// Client connections open right now.
+    /// The broker's clock (`crate::clock`): the system's, or a test's.
+    pub fn clock(&self) -> &SharedClock {
+        &self.clock
+    }
+
+    /// Now, by the broker's clock, in Unix milliseconds.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
     pub fn open_connections(&self) -> usize {
         self.open_connections.load(Ordering::Relaxed)
     }
@@ -762,9 +806,12 @@ fn remove_stale_temps(dir: &Path) {
 
 mod alter;
 pub(crate) mod append;
+pub(crate) mod group_commit;
 mod quarantine;
 mod views;
+
 pub use alter::ConfigChange;
+pub use views::ViewTopic;
 
 #[cfg(test)]
 mod tests;

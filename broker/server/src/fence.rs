@@ -19,9 +19,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::broker::group_commit;
 use crate::broker::{Broker, Partition};
-use crate::clock::now_ms;
-use crate::{group_commit, limits};
+use crate::limits;
 
 /// Starts the prober on the current runtime; it stops when `shutdown` turns true.
 pub fn spawn(broker: &Arc<Broker>, shutdown: &watch::Sender<bool>) -> JoinHandle<()> {
@@ -67,7 +67,7 @@ fn probe_some(broker: &Broker, cursor: usize) -> usize {
 fn probe(broker: &Broker, partition: &Partition) {
     let tried = group_commit::when_no_sync_runs(partition, || {
         partition.with_log(|log| {
-            let lifted = log.try_unfence(now_ms());
+            let lifted = log.try_unfence(broker.now_ms());
             if matches!(lifted, Ok(true)) {
                 // Under the log lock: no append can wait on the old "stopped" state, and
                 // whoever sees the log unfenced sees the lift counted.

@@ -18,21 +18,23 @@
 //!   response`; `handler/fetch_wire.rs` is the hand-encoded FetchResponse (zero-copy path),
 //!   `handler/shape.rs` refuses impossible array counts before decoding, and
 //!   `handler/compat.rs` serves the oldest admin API versions the codec crate dropped.
-//! - [`broker`]: the topic registry, partitions (log + fetch wake-up), persisted topic metadata.
+//! - [`broker`]: the topic registry, partitions (log + fetch wake-up), persisted topic
+//!   metadata, the live views; `broker/group_commit.rs`: acks=all group commit, one sync task
+//!   per busy partition (fsync without the partition lock; one fsync answers every append
+//!   made before it began); `broker/append.rs`: one append with its Kafka error mapping.
 //! - [`group`]: the consumer-group coordinator service: the task that owns the pure
 //!   `sluice_group::Coordinator`, and the internal offsets log (committed offsets).
 //! - [`metrics`]: relaxed atomic counters and latency histograms on the request, produce and
 //!   fetch paths; [`admin`] serves them (Prometheus text) with the admin HTTP API (axum):
 //!   topics, groups, `/health`, `/ready`.
-//! - `group_commit`: acks=all group commit, one sync task per busy partition (fsync without
-//!   the partition lock; one fsync answers every append made before it began).
 //! - `fence`: the fence prober, one task that probes fenced partitions and reopens their
 //!   logs from disk once a probe write and fsync succeed.
 //! - [`plugins`]: the plugin registry (`plugin.dir`, hot reload) opened with the broker, and a
 //!   topic's `sluice.partitioner` binding; `reroute/`: Produce through a partitioner plugin
 //!   (decode, one plugin call per batch, split per partition with the same codec).
 //! - [`views`]: read-only topics whose fetches run a source topic's records through filter
-//!   and transform plugins (`views/apply.rs`); `records` decodes and re-encodes the batches
+//!   and transform plugins: the spec and its checks, and `views/apply.rs`; the live view
+//!   (spec + source topic + bound chain) is the broker's (`broker/views.rs`); `records` decodes and re-encodes the batches
 //!   for views and for `reroute/`.
 //! - [`error`]: config, Kafka and server errors.
 //! - `codec`: bounded decompression of batch payloads (ListOffsets by time only; produce
@@ -65,7 +67,6 @@ mod fence;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod group;
-mod group_commit;
 mod handler;
 pub mod limits;
 pub mod listener;
@@ -79,6 +80,8 @@ pub mod versions;
 pub mod views;
 pub mod wire;
 
+pub use broker::Seams;
+pub use clock::{Clock, ManualClock, SharedClock};
 pub use config::BrokerConfig;
 pub use error::{ConfigError, ServerError};
 pub use listener::Server;

@@ -15,8 +15,7 @@ use tokio::task::JoinSet;
 
 use crate::admin::{AdminServer, AdminState};
 use crate::admission::Admission;
-use crate::broker::Broker;
-use crate::clock::now_ms;
+use crate::broker::{Broker, Seams};
 use crate::config::{BrokerConfig, HostPort};
 use crate::connection;
 use crate::error::ServerError;
@@ -49,6 +48,19 @@ impl Server {
 
     /// Same, with partition logs on `fs` (a fault-injecting twin in tests).
     pub async fn bind_with(config: BrokerConfig, fs: Arc<dyn Fs>) -> Result<Self, ServerError> {
+        Self::bind_seams(
+            config,
+            Seams {
+                fs,
+                ..Seams::default()
+            },
+        )
+        .await
+    }
+
+    /// Same, reading the world through `seams` (a fault-injecting filesystem, a manual
+    /// clock that the log ticker, retention, views and group sessions all read).
+    pub async fn bind_seams(config: BrokerConfig, seams: Seams) -> Result<Self, ServerError> {
         config.validate()?;
         crate::handler::shape::assert_complete().map_err(ServerError::Internal)?;
         let addr = config.listeners.socket_addr().map_err(|reason| {
@@ -59,7 +71,7 @@ impl Server {
             }
         })?;
         let (broker, (offsets_log, offsets)) = tokio::task::spawn_blocking(move || {
-            let broker = Broker::open_with(config, fs)?;
+            let broker = Broker::open_seams(config, seams)?;
             let mut offsets =
                 GroupService::open(&broker.config.data_dir, broker.config.acks_all_fsync)?;
             offsets.0.report_fences_to(broker.metrics.fences.clone());
@@ -70,7 +82,12 @@ impl Server {
             context: "opening the data dir".into(),
             source: std::io::Error::other(e),
         })??;
-        let groups = GroupService::spawn(broker.config.group_config(), offsets_log, offsets)?;
+        let groups = GroupService::spawn(
+            broker.config.group_config(),
+            offsets_log,
+            offsets,
+            broker.clock().clone(),
+        )?;
         tracing::info!(
             data_dir = %broker.config.data_dir.display(),
             cluster_id = %broker.cluster_id,
@@ -332,11 +349,11 @@ async fn tick_logs(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
 
 fn tick_all(broker: &Broker, retention: bool) {
     if retention {
-        broker.expire_views(now_ms());
+        broker.expire_views(broker.now_ms());
     }
     for partition in broker.partitions() {
         let result = partition.with_log(|log| {
-            let now = now_ms();
+            let now = broker.now_ms();
             // A fenced log still runs retention: deleting old segments frees its disk.
             match log.tick_without_retention(now) {
                 Ok(_) | Err(sluice_storage::StorageError::Fenced) => {}

@@ -16,11 +16,7 @@ use sluice_plugin_host::{CallError, Partitioner, Registry, RegistryError, Watche
 use crate::config::BrokerConfig;
 use crate::error::{KafkaError, ServerError};
 use crate::topic_config::TopicOverrides;
-
-/// Topic key naming the partitioner plugin of a topic.
-pub const PARTITIONER_KEY: &str = "sluice.partitioner";
-/// Topic key with the partitioner's parameters: `k=v,k2=v2`.
-pub const PARTITIONER_PARAMS_KEY: &str = "sluice.partitioner.params";
+pub use crate::topic_config::{PARTITIONER_KEY, PARTITIONER_PARAMS_KEY, parse_params};
 
 /// The registry and the watcher that keeps it in step with the directory.
 pub struct Plugins {
@@ -53,42 +49,6 @@ impl Plugins {
             _watcher: watcher,
         })
     }
-}
-
-/// Syntax checks of the plugin topic keys (`None` for other keys). Whether the plugin
-/// exists and accepts the parameters is checked by [`TopicPartitioner::bind`].
-pub fn validate_topic_key(key: &str, value: &str) -> Option<Result<(), KafkaError>> {
-    let invalid = |msg: String| KafkaError::new(ResponseError::InvalidConfig, msg);
-    match key {
-        PARTITIONER_KEY if value.trim().is_empty() => Some(Err(invalid(format!(
-            "{PARTITIONER_KEY} must name a partitioner plugin"
-        )))),
-        PARTITIONER_KEY => Some(Ok(())),
-        PARTITIONER_PARAMS_KEY => Some(
-            parse_params(value)
-                .map(|_| ())
-                .map_err(|e| invalid(format!("{PARTITIONER_PARAMS_KEY}: {e}"))),
-        ),
-        _ => None,
-    }
-}
-
-/// Parses `k=v,k2=v2` (spaces around items trimmed; a value may contain `=` but not `,`).
-pub fn parse_params(text: &str) -> Result<Vec<(String, String)>, String> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|item| !item.is_empty())
-        .map(|item| {
-            let (k, v) = item
-                .split_once('=')
-                .ok_or_else(|| format!("{item:?} is not key=value"))?;
-            let k = k.trim();
-            if k.is_empty() {
-                return Err(format!("{item:?} has an empty key"));
-            }
-            Ok((k.to_owned(), v.trim().to_owned()))
-        })
-        .collect()
 }
 
 /// A topic's partitioner: the plugin name, its parameters, and the handle (made at
@@ -260,20 +220,5 @@ mod tests {
             message: "unreachable".into(),
         };
         assert_eq!(call_error("t", &trap).code, ResponseError::PolicyViolation);
-    }
-
-    #[test]
-    fn plugin_topic_keys_are_checked_for_syntax() {
-        assert!(
-            validate_topic_key(PARTITIONER_KEY, "murmur2")
-                .unwrap()
-                .is_ok()
-        );
-        assert!(validate_topic_key(PARTITIONER_KEY, " ").unwrap().is_err());
-        let err = validate_topic_key(PARTITIONER_PARAMS_KEY, "x")
-            .unwrap()
-            .unwrap_err();
-        assert_eq!(err.code, ResponseError::InvalidConfig);
-        assert!(validate_topic_key("retention.ms", "1").is_none());
     }
 }

@@ -23,9 +23,14 @@ pub const TOPIC_KEYS: &[(&str, &str)] = &[
     ("max.message.bytes", "message.max.bytes"),
     ("flush.messages", "log.flush.interval.messages"),
     ("flush.ms", "log.flush.interval.ms"),
-    (crate::plugins::PARTITIONER_KEY, ""),
-    (crate::plugins::PARTITIONER_PARAMS_KEY, ""),
+    (PARTITIONER_KEY, ""),
+    (PARTITIONER_PARAMS_KEY, ""),
 ];
+
+/// Topic key naming the partitioner plugin of a topic.
+pub const PARTITIONER_KEY: &str = "sluice.partitioner";
+/// Topic key with the partitioner's parameters: `k=v,k2=v2`.
+pub const PARTITIONER_PARAMS_KEY: &str = "sluice.partitioner.params";
 
 /// The only `cleanup.policy` we implement.
 const CLEANUP_POLICY_DELETE: &str = "delete";
@@ -39,7 +44,7 @@ pub fn validate(key: &str, value: &str) -> Result<(), KafkaError> {
     let Some(&(_, broker_key)) = TOPIC_KEYS.iter().find(|(k, _)| *k == key) else {
         return Err(invalid(format!("unknown topic config {key:?}")));
     };
-    if let Some(result) = crate::plugins::validate_topic_key(key, value) {
+    if let Some(result) = validate_plugin_key(key, value) {
         return result;
     }
     if key == "cleanup.policy" {
@@ -54,6 +59,42 @@ pub fn validate(key: &str, value: &str) -> Result<(), KafkaError> {
     scratch
         .set(broker_key, value)
         .map_err(|e| invalid(format!("topic config {key}: {e}")))
+}
+
+/// Syntax checks of the plugin topic keys (`None` for other keys). Whether the plugin
+/// exists and accepts the parameters is checked by `crate::plugins::TopicPartitioner::bind`.
+fn validate_plugin_key(key: &str, value: &str) -> Option<Result<(), KafkaError>> {
+    let invalid = |msg: String| KafkaError::new(ResponseError::InvalidConfig, msg);
+    match key {
+        PARTITIONER_KEY if value.trim().is_empty() => Some(Err(invalid(format!(
+            "{PARTITIONER_KEY} must name a partitioner plugin"
+        )))),
+        PARTITIONER_KEY => Some(Ok(())),
+        PARTITIONER_PARAMS_KEY => Some(
+            parse_params(value)
+                .map(|_| ())
+                .map_err(|e| invalid(format!("{PARTITIONER_PARAMS_KEY}: {e}"))),
+        ),
+        _ => None,
+    }
+}
+
+/// Parses `k=v,k2=v2` (spaces around items trimmed; a value may contain `=` but not `,`).
+pub fn parse_params(text: &str) -> Result<Vec<(String, String)>, String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(|item| {
+            let (k, v) = item
+                .split_once('=')
+                .ok_or_else(|| format!("{item:?} is not key=value"))?;
+            let k = k.trim();
+            if k.is_empty() {
+                return Err(format!("{item:?} has an empty key"));
+            }
+            Ok((k.to_owned(), v.trim().to_owned()))
+        })
+        .collect()
 }
 
 /// Checks every override and the storage engine's view of the result (ranges that depend on
@@ -174,5 +215,20 @@ mod tests {
             validate("segment.bytes", "huge").unwrap_err().code,
             ResponseError::InvalidConfig
         );
+    }
+
+    #[test]
+    fn plugin_topic_keys_are_checked_for_syntax() {
+        assert!(
+            validate_plugin_key(PARTITIONER_KEY, "murmur2")
+                .unwrap()
+                .is_ok()
+        );
+        assert!(validate_plugin_key(PARTITIONER_KEY, " ").unwrap().is_err());
+        let err = validate_plugin_key(PARTITIONER_PARAMS_KEY, "x")
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(err.code, ResponseError::InvalidConfig);
+        assert!(validate_plugin_key("retention.ms", "1").is_none());
     }
 }

@@ -157,6 +157,52 @@ async fn retention_runs_on_its_check_interval() {
 }
 
 #[tokio::test]
+async fn retention_ages_records_by_the_brokers_clock() {
+    // A record stamped "now" by a manual clock stays through many retention checks while the
+    // clock stands still, and goes at the first check after the clock passes retention.ms.
+    let start_ms = sluice_server::clock::now_ms();
+    let clock = sluice_server::ManualClock::new(start_ms);
+    let seams = sluice_server::Seams {
+        clock: clock.clone(),
+        ..sluice_server::Seams::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let broker =
+        TestBroker::start_seams(dir, &[("log.retention.check.interval.ms", "20")], seams).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "old", 1).await; // retention.ms = 1 h
+    let mut p = PartitionProduceData::default();
+    p.records = Some(common::batch_at(&["fresh"], start_ms));
+    let mut t = TopicProduceData::default();
+    t.name = name("old");
+    t.partition_data = vec![p];
+    let mut request = ProduceRequest::default();
+    request.acks = 1;
+    request.topic_data = vec![t];
+    let response: ProduceResponse = client.call(ApiKey::Produce, 8, &request).await;
+    assert_eq!(response.responses[0].partition_responses[0].error_code, 0);
+    let checks = std::time::Instant::now();
+    common::wait_until("several retention checks", || {
+        checks.elapsed().as_millis() > 3 * u128::from(sluice_server::limits::LOG_TICK_INTERVAL_MS)
+    })
+    .await;
+    assert_eq!(
+        earliest_offset(&mut client, "old").await,
+        0,
+        "the clock stood still"
+    );
+    clock.advance(2 * 3_600_000);
+    let deadline = tokio::time::Instant::now() + common::DEADLINE;
+    while earliest_offset(&mut client, "old").await != 1 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "retention did not follow the clock"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
 async fn old_records_stay_readable_until_the_retention_check() {
     // Kafka checks retention every 5 minutes by default; replayed history must not vanish
     // the moment it is written.

@@ -198,19 +198,7 @@ fn glue(kind: &Kind, function: &ItemFn, state: Option<&Type>) -> TokenStream2 {
             }
 
             fn columns(b: &RecordBatch) -> ::sluice_sdk::Columns<'_> {
-                ::sluice_sdk::Columns {
-                    offsets: &b.offsets,
-                    timestamps: &b.timestamps,
-                    key_bytes: &b.key_bytes,
-                    key_ends: &b.key_ends,
-                    key_nulls: &b.key_nulls,
-                    value_bytes: &b.value_bytes,
-                    value_ends: &b.value_ends,
-                    value_nulls: &b.value_nulls,
-                    header_counts: &b.header_counts,
-                    header_bytes: &b.header_bytes,
-                    header_ends: &b.header_ends,
-                }
+                ::sluice_sdk::__private::columns!(*b)
             }
 
             fn error(e: ::sluice_sdk::Error) -> PluginError {

@@ -14,8 +14,9 @@ use sluice_plugin_host::ViewStats;
 
 use super::topics::blocking;
 use super::{AdminState, ApiError};
+use crate::broker::ViewTopic;
 use crate::error::KafkaError;
-use crate::views::{StageSpec, ViewSpec, ViewTopic};
+use crate::views::{StageSpec, ViewSpec};
 
 pub(super) fn routes() -> Router<AdminState> {
     Router::new()

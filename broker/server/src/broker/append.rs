@@ -11,7 +11,6 @@ use kafka_protocol::ResponseError;
 use sluice_storage::{AppendError, Durability};
 
 use super::{Broker, Partition};
-use crate::clock::now_ms;
 use crate::error::KafkaError;
 
 /// What an append gave back, for the response.
@@ -49,7 +48,7 @@ pub(crate) fn append_one(
         .try_into_mut()
         .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
     let (outcome, end_offset) = partition.with_log(|log| {
-        let outcome = log.append(&mut batches, Durability::OsCache, now_ms());
+        let outcome = log.append(&mut batches, Durability::OsCache, broker.now_ms());
         (outcome, log.log_end_offset().value())
     })?;
     let outcome = outcome.map_err(|e| {

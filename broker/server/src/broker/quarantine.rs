@@ -21,7 +21,6 @@ use std::sync::Arc;
 use sluice_storage::{Fs, Log, LogConfig};
 
 use super::{Broker, Partition, TOPIC_FILE, Topic, TopicFile};
-use crate::clock::now_ms;
 use crate::limits;
 use crate::plugins::TopicPartitioner;
 use crate::topic_config::{self, TopicOverrides};
@@ -84,7 +83,7 @@ impl Broker {
     fn open_partition_at_start(&self, topic: &str, index: i32, config: &LogConfig) -> Partition {
         let dir = self.topic_dir(topic).join(index.to_string());
         let opened = probe(self.fs.as_ref(), &dir).and_then(|()| {
-            let open = || Log::open_with(self.fs.clone(), &dir, config.clone(), now_ms());
+            let open = || Log::open_with(self.fs.clone(), &dir, config.clone(), self.now_ms());
             match catch_unwind(AssertUnwindSafe(open)) {
                 Ok(Ok(log)) => Ok(log),
                 Ok(Err(e)) => Err(format!("opening {}: {e}", dir.display())),

@@ -2,20 +2,142 @@
 //! idle ephemeral ones. Views and topics share one namespace, changed under the broker's
 //! admin lock; a view file is `<data.dir>/views/<name>.json`, written atomically.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, RwLock};
 
 use kafka_protocol::ResponseError;
+use sluice_plugin_host::{FailurePolicy, Registry, View, ViewStats};
 
 use super::{
-    Broker, Partition, remove_file_logged, remove_stale_temps, validate_topic_name, write_durable,
+    Broker, Partition, Topic, remove_file_logged, remove_stale_temps, validate_topic_name,
+    write_durable,
 };
-use crate::clock::now_ms;
 use crate::error::{KafkaError, ServerError};
 use crate::limits;
-use crate::views::{ViewSpec, ViewTopic};
+use crate::views::{ViewSpec, build, check};
 
 /// Directory of the persisted views, under `data.dir`.
 pub(super) const VIEWS_DIR: &str = "views";
+
+/// A live view.
+#[derive(Debug)]
+pub struct ViewTopic {
+    /// What was configured.
+    pub spec: ViewSpec,
+    /// The source topic (a topic with views cannot be deleted, so this stays current).
+    pub source: Arc<Topic>,
+    /// The failure policy, parsed from `spec.on_error`.
+    policy: FailurePolicy,
+    /// The plugin chain; `None` while a plugin is missing (a view loaded at start whose
+    /// plugin was deleted): bound again at the next fetch.
+    bound: RwLock<Option<Arc<View>>>,
+    /// Wall-clock ms of the last fetch (ephemeral views expire on it).
+    last_used_ms: AtomicI64,
+}
+
+impl ViewTopic {
+    /// Binds a view being created: BAD request errors name the stage at fault.
+    pub fn bind(
+        registry: &Registry,
+        spec: ViewSpec,
+        source: Arc<Topic>,
+        now_ms: i64,
+    ) -> Result<Self, KafkaError> {
+        let policy = check(&spec)?;
+        let view = build(registry, &spec, policy)?;
+        Ok(Self::new(
+            spec,
+            source,
+            policy,
+            Some(Arc::new(view)),
+            now_ms,
+        ))
+    }
+
+    /// Binds a view loaded at start: a missing or failing plugin is logged, and binding is
+    /// retried at the view's next fetch.
+    pub fn bind_loaded(
+        registry: &Registry,
+        spec: ViewSpec,
+        source: Arc<Topic>,
+        now_ms: i64,
+    ) -> Result<Self, KafkaError> {
+        let policy = check(&spec)?;
+        let view = match build(registry, &spec, policy) {
+            Ok(view) => Some(Arc::new(view)),
+            Err(e) => {
+                tracing::warn!(view = %spec.name, "view not bound; its fetches fail until it is: {}", e.message);
+                None
+            }
+        };
+        Ok(Self::new(spec, source, policy, view, now_ms))
+    }
+
+    fn new(
+        spec: ViewSpec,
+        source: Arc<Topic>,
+        policy: FailurePolicy,
+        view: Option<Arc<View>>,
+        now_ms: i64,
+    ) -> Self {
+        Self {
+            spec,
+            source,
+            policy,
+            bound: RwLock::new(view),
+            last_used_ms: AtomicI64::new(now_ms),
+        }
+    }
+
+    /// The view's name.
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// The chain to run, binding it now if the view was loaded without it.
+    pub fn view(&self, registry: &Registry) -> Result<Arc<View>, KafkaError> {
+        if let Some(view) = self.read_bound().as_ref() {
+            return Ok(Arc::clone(view));
+        }
+        let view = Arc::new(build(registry, &self.spec, self.policy)?);
+        *self
+            .bound
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&view));
+        Ok(view)
+    }
+
+    /// Counters of the bound chain (zero while unbound).
+    pub fn stats(&self) -> ViewStats {
+        self.read_bound()
+            .as_ref()
+            .map(|v| v.stats())
+            .unwrap_or_default()
+    }
+
+    /// Whether the plugin chain is bound (false while a stage's plugin is missing).
+    pub fn is_bound(&self) -> bool {
+        self.read_bound().is_some()
+    }
+
+    /// Notes a fetch at `now_ms`.
+    pub fn touch(&self, now_ms: i64) {
+        self.last_used_ms.store(now_ms, Ordering::Relaxed);
+    }
+
+    /// An ephemeral view unused since `now_ms - VIEW_EPHEMERAL_IDLE_MS`.
+    pub fn expired(&self, now_ms: i64) -> bool {
+        self.spec.ephemeral
+            && now_ms - self.last_used_ms.load(Ordering::Relaxed)
+                > limits::VIEW_EPHEMERAL_IDLE_MS as i64
+    }
+
+    fn read_bound(&self) -> std::sync::RwLockReadGuard<'_, Option<Arc<View>>> {
+        self.bound
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
 
 impl Broker {
     /// Looks a view up.
@@ -76,7 +198,7 @@ impl Broker {
             &self.plugins.registry,
             spec,
             source,
-            now_ms(),
+            self.now_ms(),
         )?);
         if !view.spec.ephemeral {
             self.persist_view(&view.spec)?;
@@ -160,7 +282,7 @@ impl Broker {
         let source = self
             .topic(&spec.source)
             .ok_or_else(|| format!("its source topic {:?} is gone", spec.source))?;
-        ViewTopic::bind_loaded(&self.plugins.registry, spec, source, now_ms())
+        ViewTopic::bind_loaded(&self.plugins.registry, spec, source, self.now_ms())
             .map(Arc::new)
             .map_err(|e| e.message)
     }

@@ -563,11 +563,11 @@ fn guest_columns() -> Vec<Seed> {
     }
     let mut output = ColumnarBatch::new();
     for (index, record) in columns.records().enumerate() {
-        let headers: Vec<_> = record.headers().collect();
+        let headers: Vec<_> = record.headers().iter().collect();
         output.push(
             index as i64,
             -1,
-            record.key,
+            record.key(),
             Some(b"{\"masked\":true}"),
             &headers,
         );

@@ -33,6 +33,7 @@ use tokio::task::JoinHandle;
 pub use offsets_log::OffsetsLog;
 pub use task::CompactionPolicy;
 
+use crate::clock::SharedClock;
 use crate::error::ServerError;
 use crate::limits;
 
@@ -101,12 +102,14 @@ impl GroupService {
     }
 
     /// Starts the coordinator and writer tasks on the current runtime.
+    /// Coordinator time (sessions, rebalance timers, commit timestamps) is read from `clock`.
     pub fn spawn(
         config: GroupConfig,
         log: OffsetsLog,
         records: Vec<sluice_group::OffsetRecord>,
+        clock: SharedClock,
     ) -> Result<Self, ServerError> {
-        Self::spawn_with(config, log, records, CompactionPolicy::default())
+        Self::spawn_with(config, log, records, CompactionPolicy::default(), clock)
     }
 
     /// Same, with a compaction policy (tests compact small logs).
@@ -115,9 +118,10 @@ impl GroupService {
         log: OffsetsLog,
         records: Vec<sluice_group::OffsetRecord>,
         compaction: CompactionPolicy,
+        clock: SharedClock,
     ) -> Result<Self, ServerError> {
         let (commands, rx) = mpsc::channel(limits::GROUP_COMMANDS_QUEUED_MAX);
-        let task = task::spawn(config, log, records, rx, compaction)?;
+        let task = task::spawn(config, log, records, rx, compaction, clock)?;
         Ok(Self {
             handle: GroupHandle { commands },
             task,

@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 
 use super::writer::{self, WriterDone, WriterJob};
 use super::{Command, OffsetsLog, OsRng};
-use crate::clock::now_ms;
+use crate::clock::SharedClock;
 use crate::error::ServerError;
 use crate::limits;
 
@@ -60,10 +60,13 @@ struct Task {
     compaction: CompactionPolicy,
     /// Bounded; a full queue fails the batch (retriable) rather than blocking the task.
     writer: mpsc::Sender<WriterJob>,
+    /// The broker's clock (`crate::clock`).
+    clock: SharedClock,
 }
 
-fn clock() -> u64 {
-    u64::try_from(now_ms()).unwrap_or(0)
+/// Coordinator time: the broker's clock, as the unsigned ms the pure coordinator takes.
+fn coordinator_ms(clock: &SharedClock) -> u64 {
+    u64::try_from(clock.now_ms()).unwrap_or(0)
 }
 
 /// Starts the writer and the coordinator task.
@@ -73,8 +76,9 @@ pub fn spawn(
     records: Vec<OffsetRecord>,
     commands: mpsc::Receiver<Command>,
     compaction: CompactionPolicy,
+    clock: SharedClock,
 ) -> Result<JoinHandle<()>, ServerError> {
-    let now = clock();
+    let now = coordinator_ms(&clock);
     let mut coordinator = Coordinator::new(config, Box::new(OsRng), now)
         .map_err(|e| ServerError::Config(crate::error::ConfigError::Inconsistent(e.to_string())))?;
     coordinator.load(now, records);
@@ -93,6 +97,7 @@ pub fn spawn(
         next_compact_check_bytes: compaction.min_bytes,
         compaction,
         writer: writer_tx,
+        clock,
     };
     Ok(tokio::spawn(async move {
         task.run(commands, done_rx).await;
@@ -117,7 +122,7 @@ impl Task {
                 },
                 Some(result) = done.recv() => self.on_written(result),
                 () = tokio::time::sleep(sleep) => {
-                    let effects = self.coordinator.on_tick(clock());
+                    let effects = self.coordinator.on_tick(coordinator_ms(&self.clock));
                     self.carry_out(effects);
                 }
             }
@@ -133,7 +138,7 @@ impl Task {
     }
 
     fn sleep_duration(&self) -> Duration {
-        let now = clock();
+        let now = coordinator_ms(&self.clock);
         let wait_ms = self
             .coordinator
             .next_deadline_ms()
@@ -145,7 +150,7 @@ impl Task {
     }
 
     fn on_command(&mut self, command: Command) {
-        let now = clock();
+        let now = coordinator_ms(&self.clock);
         match command {
             Command::Handle { request, reply } => {
                 self.next_request_id += 1;

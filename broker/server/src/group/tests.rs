@@ -46,7 +46,14 @@ async fn the_offsets_log_is_compacted_and_reloads_the_same_offsets() {
         min_bytes: 8 * 1024,
         growth_factor: 2,
     };
-    let service = GroupService::spawn_with(GroupConfig::default(), log, records, policy).unwrap();
+    let service = GroupService::spawn_with(
+        GroupConfig::default(),
+        log,
+        records,
+        policy,
+        crate::clock::system(),
+    )
+    .unwrap();
     for offset in 0..300 {
         let Some(Response::OffsetCommit(answer)) = service.handle.call(commit(offset)).await else {
             panic!("no commit answer");

@@ -23,8 +23,8 @@ use tokio::time::Instant;
 use super::fetch_wire::{FetchOutput, PartitionOutput, TopicOutput};
 use super::kip110;
 use crate::broker::Partition;
+use crate::broker::ViewTopic;
 use crate::limits;
-use crate::views::ViewTopic;
 use crate::wire::{Chunk, ConnectionContext};
 
 /// One requested partition.
@@ -123,7 +123,7 @@ fn resolve(ctx: &ConnectionContext, topics: Vec<FetchTopic>) -> Arc<[(String, Ve
                     };
                     if let Some(view) = &view {
                         // An ephemeral view stays while fetched, even at the end of the log.
-                        view.touch(crate::clock::now_ms());
+                        view.touch(ctx.broker.now_ms());
                     }
                     Target {
                         index: p.partition,

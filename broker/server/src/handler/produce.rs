@@ -20,9 +20,9 @@ use kafka_protocol::protocol::{Decodable, StrBytes};
 use std::sync::Arc;
 
 use crate::broker::append::{Appended, append_one};
+use crate::broker::group_commit;
 use crate::broker::{Broker, Partition, Topic};
 use crate::error::KafkaError;
-use crate::group_commit;
 use crate::wire::{Chunk, ConnectionContext, FrameError, Response};
 
 use super::kip110;

@@ -214,10 +214,10 @@ pub fn encode_kept(original: &BatchHeader, kept: &ColumnarBatch) -> Result<Vec<u
         record.push(0); // attributes: unused in v2 records
         write_varlong(&mut record, r.timestamp - original.base_timestamp);
         write_varlong(&mut record, r.offset - original.base_offset);
-        write_nullable(&mut record, r.key);
-        write_nullable(&mut record, r.value);
+        write_nullable(&mut record, r.key());
+        write_nullable(&mut record, r.value());
         write_varlong(&mut record, r.headers().len() as i64);
-        for (name, value) in r.headers() {
+        for (name, value) in r.headers().iter() {
             write_nullable(&mut record, Some(name));
             write_nullable(&mut record, Some(value));
         }

@@ -6,8 +6,9 @@
 //! ListOffsets work unchanged.
 //!
 //! - this file: [`ViewSpec`] (what a user configures, persisted as
-//!   `<data.dir>/views/<name>.json`), [`ViewTopic`] (a live view: spec, source topic, the
-//!   plugin chain bound lazily), and the checks on a new view.
+//!   `<data.dir>/views/<name>.json`), the checks on a new view, and binding its plugin chain.
+//!   The live view (spec, source topic, the chain bound lazily) is the broker's
+//!   `crate::broker::ViewTopic`: this module imports nothing from the broker.
 //! - `apply.rs`: what Fetch does with the bytes read from the source partition: decode each
 //!   batch, one plugin call per stage per batch, re-encode the kept records at their original
 //!   offsets (`crate::records`).
@@ -19,14 +20,11 @@
 mod apply;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, RwLock};
 
 use kafka_protocol::ResponseError;
 use serde::{Deserialize, Serialize};
-use sluice_plugin_host::{FailurePolicy, Registry, RegistryError, Stage, View, ViewStats};
+use sluice_plugin_host::{FailurePolicy, Registry, RegistryError, Stage, View};
 
-use crate::broker::Topic;
 use crate::error::KafkaError;
 use crate::limits;
 
@@ -68,126 +66,6 @@ fn default_on_error() -> String {
     FailurePolicy::Fail.as_str().to_owned()
 }
 
-/// A live view.
-#[derive(Debug)]
-pub struct ViewTopic {
-    /// What was configured.
-    pub spec: ViewSpec,
-    /// The source topic (a topic with views cannot be deleted, so this stays current).
-    pub source: Arc<Topic>,
-    /// The failure policy, parsed from `spec.on_error`.
-    policy: FailurePolicy,
-    /// The plugin chain; `None` while a plugin is missing (a view loaded at start whose
-    /// plugin was deleted): bound again at the next fetch.
-    bound: RwLock<Option<Arc<View>>>,
-    /// Wall-clock ms of the last fetch (ephemeral views expire on it).
-    last_used_ms: AtomicI64,
-}
-
-impl ViewTopic {
-    /// Binds a view being created: BAD request errors name the stage at fault.
-    pub fn bind(
-        registry: &Registry,
-        spec: ViewSpec,
-        source: Arc<Topic>,
-        now_ms: i64,
-    ) -> Result<Self, KafkaError> {
-        let policy = check(&spec)?;
-        let view = build(registry, &spec, policy)?;
-        Ok(Self::new(
-            spec,
-            source,
-            policy,
-            Some(Arc::new(view)),
-            now_ms,
-        ))
-    }
-
-    /// Binds a view loaded at start: a missing or failing plugin is logged, and binding is
-    /// retried at the view's next fetch.
-    pub fn bind_loaded(
-        registry: &Registry,
-        spec: ViewSpec,
-        source: Arc<Topic>,
-        now_ms: i64,
-    ) -> Result<Self, KafkaError> {
-        let policy = check(&spec)?;
-        let view = match build(registry, &spec, policy) {
-            Ok(view) => Some(Arc::new(view)),
-            Err(e) => {
-                tracing::warn!(view = %spec.name, "view not bound; its fetches fail until it is: {}", e.message);
-                None
-            }
-        };
-        Ok(Self::new(spec, source, policy, view, now_ms))
-    }
-
-    fn new(
-        spec: ViewSpec,
-        source: Arc<Topic>,
-        policy: FailurePolicy,
-        view: Option<Arc<View>>,
-        now_ms: i64,
-    ) -> Self {
-        Self {
-            spec,
-            source,
-            policy,
-            bound: RwLock::new(view),
-            last_used_ms: AtomicI64::new(now_ms),
-        }
-    }
-
-    /// The view's name.
-    pub fn name(&self) -> &str {
-        &self.spec.name
-    }
-
-    /// The chain to run, binding it now if the view was loaded without it.
-    pub fn view(&self, registry: &Registry) -> Result<Arc<View>, KafkaError> {
-        if let Some(view) = self.read_bound().as_ref() {
-            return Ok(Arc::clone(view));
-        }
-        let view = Arc::new(build(registry, &self.spec, self.policy)?);
-        *self
-            .bound
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&view));
-        Ok(view)
-    }
-
-    /// Counters of the bound chain (zero while unbound).
-    pub fn stats(&self) -> ViewStats {
-        self.read_bound()
-            .as_ref()
-            .map(|v| v.stats())
-            .unwrap_or_default()
-    }
-
-    /// Whether the plugin chain is bound (false while a stage's plugin is missing).
-    pub fn is_bound(&self) -> bool {
-        self.read_bound().is_some()
-    }
-
-    /// Notes a fetch at `now_ms`.
-    pub fn touch(&self, now_ms: i64) {
-        self.last_used_ms.store(now_ms, Ordering::Relaxed);
-    }
-
-    /// An ephemeral view unused since `now_ms - VIEW_EPHEMERAL_IDLE_MS`.
-    pub fn expired(&self, now_ms: i64) -> bool {
-        self.spec.ephemeral
-            && now_ms - self.last_used_ms.load(Ordering::Relaxed)
-                > limits::VIEW_EPHEMERAL_IDLE_MS as i64
-    }
-
-    fn read_bound(&self) -> std::sync::RwLockReadGuard<'_, Option<Arc<View>>> {
-        self.bound
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
 /// The shape checks of a spec that need no plugin: stage count, policy name.
 pub(crate) fn check(spec: &ViewSpec) -> Result<FailurePolicy, KafkaError> {
     let invalid = |msg: String| KafkaError::new(ResponseError::InvalidRequest, msg);
@@ -212,7 +90,11 @@ pub(crate) fn check(spec: &ViewSpec) -> Result<FailurePolicy, KafkaError> {
 
 /// Makes one pooled handle per stage (each plugin's `init` runs once now, so bad parameters
 /// are reported here).
-fn build(registry: &Registry, spec: &ViewSpec, policy: FailurePolicy) -> Result<View, KafkaError> {
+pub(crate) fn build(
+    registry: &Registry,
+    spec: &ViewSpec,
+    policy: FailurePolicy,
+) -> Result<View, KafkaError> {
     let stages = spec
         .stages
         .iter()

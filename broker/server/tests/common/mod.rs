@@ -10,7 +10,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kafka_protocol::records;
-use sluice_server::{BrokerConfig, Server};
+use sluice_server::{BrokerConfig, Seams, Server};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
@@ -72,19 +72,33 @@ impl TestBroker {
     }
 
     pub async fn start_in(dir: tempfile::TempDir, sets: &[(&str, &str)]) -> Self {
-        Self::start_with(dir, sets, std::sync::Arc::new(sluice_storage::RealFs)).await
+        Self::start_seams(dir, sets, Seams::default()).await
     }
 
+    /// A broker whose partition logs live on `fs`.
     pub async fn start_with(
         dir: tempfile::TempDir,
         sets: &[(&str, &str)],
         fs: std::sync::Arc<dyn sluice_storage::Fs>,
     ) -> Self {
+        Self::start_seams(
+            dir,
+            sets,
+            Seams {
+                fs,
+                ..Seams::default()
+            },
+        )
+        .await
+    }
+
+    /// A broker reading the world through `seams` (a faulty filesystem, a manual clock).
+    pub async fn start_seams(dir: tempfile::TempDir, sets: &[(&str, &str)], seams: Seams) -> Self {
         let mut config = config_for(dir.path());
         for (k, v) in sets {
             config.set(k, v).unwrap();
         }
-        let server = Server::bind_with(config, fs).await.unwrap();
+        let server = Server::bind_seams(config, seams).await.unwrap();
         let addr = server.local_addr();
         let broker = server.broker();
         let (stop, stopped) = oneshot::channel::<()>();

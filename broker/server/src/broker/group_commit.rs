@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use kafka_protocol::ResponseError;
 use tokio::sync::watch;
 
-use crate::broker::Partition;
+use super::Partition;
 use crate::error::KafkaError;
 
 /// What waiters see: the durable offset, and whether no sync will move it again.

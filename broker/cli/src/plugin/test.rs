@@ -40,7 +40,7 @@ pub fn run(
     if partitions == 0 {
         bail!("--partitions must be at least 1");
     }
-    let params = crate::plugin::params(raw_params)?;
+    let params = super::params(raw_params)?;
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     let samples = read_samples(records)?;
     let dir = tempdir()?;
@@ -124,6 +124,7 @@ fn record_json(r: &sluice_server::plugin_host::RecordView<'_>) -> Value {
     let lossy = |b: Option<&[u8]>| b.map(|b| String::from_utf8_lossy(b).into_owned());
     let headers: Map<String, Value> = r
         .headers()
+        .iter()
         .map(|(k, v)| {
             (
                 String::from_utf8_lossy(k).into_owned(),
@@ -133,8 +134,8 @@ fn record_json(r: &sluice_server::plugin_host::RecordView<'_>) -> Value {
         .collect();
     json!({
         "offset": r.offset,
-        "key": lossy(r.key),
-        "value": lossy(r.value),
+        "key": lossy(r.key()),
+        "value": lossy(r.value()),
         "headers": headers,
     })
 }

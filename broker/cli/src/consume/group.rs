@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use anyhow::bail;
 
+use super::{self as consume, ConsumeArgs, Position};
 use crate::client::Client;
-use crate::consume::{self, ConsumeArgs, Position};
 use crate::member::Member;
 
 /// How long a member with no partitions waits between looks at the rebalance flag.

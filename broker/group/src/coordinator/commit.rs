@@ -7,11 +7,11 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use super::Coordinator;
 use crate::api::{
     CommitPartition, Effect, OffsetCommitRequest, OffsetCommitResponse, PartitionResult, PersistId,
     RequestId, Response,
 };
-use crate::coordinator::Coordinator;
 use crate::error::ErrorCode;
 use crate::group::{Group, respond};
 use crate::limits;
