@@ -10,7 +10,9 @@ TLS with `ssl.client.auth=required` (no certificate, and one from another CA, ar
 counted in `sluice_tls_handshake_failures_total`; a good one is served, and its principal is
 the subject in RFC 2253 form); both listeners of one broker serving, each advertising its own
 address in Metadata; and certificate reload (replacing the keystore file: a new connection
-sees the new certificate while an old one still works).
+sees the new certificate while an old one still works, and a broken file keeps the old one);
+and a client that never finishes its handshake holding its `max.connections.per.ip` slot only
+until the handshake timeout (`TLS_HANDSHAKE_TIMEOUT_MS`, 10 s: this test takes that long).
 """
 
 from __future__ import annotations
@@ -309,3 +311,25 @@ def test_certificates_reload_without_dropping_connections(tls_broker, certs):
     wait_until(lambda: peer_subject(ssl_addr, ctx) == "reloaded.localhost", RELOAD_DEADLINE_S, "the new certificate")
     assert old.api_versions().error_code == kw.NONE
     old.close()
+
+
+# TLS_HANDSHAKE_TIMEOUT_MS (broker/server/src/limits.rs), and how much later the close may come.
+HANDSHAKE_TIMEOUT_S = 10.0
+HANDSHAKE_CLOSE_SLACK_S = 10.0
+
+
+def test_a_stalled_handshake_holds_its_slot_only_until_the_handshake_timeout(tls_broker_factory, certs):
+    broker = tls_broker_factory({"max.connections.per.ip": "1"})
+    ssl_addr = broker.listener("SSL")
+    host, port = ssl_addr.rsplit(":", 1)
+    before = metric(broker, "sluice_tls_handshake_failures_total")
+    stalled = socket.create_connection((host, int(port)), timeout=HANDSHAKE_TIMEOUT_S + HANDSHAKE_CLOSE_SLACK_S)
+    try:
+        # Admitted and holding the address's one slot: a second connection is closed at once.
+        wait_until(lambda: refused(ssl_addr, ssl_context(certs)), 10, "the second connection refused")
+        # The broker closes the silent one at the handshake timeout (recv sees the end).
+        assert stalled.recv(1) == b""
+    finally:
+        stalled.close()
+    assert metric(broker, "sluice_tls_handshake_failures_total") >= before + 1
+    wait_until(lambda: not refused(ssl_addr, ssl_context(certs)), 10, "a TLS client served once the slot is free")
