@@ -189,9 +189,15 @@ def test_confluent_kafka_produces_and_consumes_over_ssl(tls_broker, certs):
     create_topic(tls_broker.bootstrap, "ck-tls")
     delivered = produce_all(producer(ssl_addr, **librdkafka_ssl(certs)), "ck-tls", RECORDS)
     assert [d.offset for d in delivered] == list(range(len(RECORDS)))
-    # Large enough that the fetch's record set goes through the chunked TLS file path.
     messages = consume_partition(ssl_addr, "ck-tls", 0, len(RECORDS), **librdkafka_ssl(certs))
     assert [(m.key(), m.value()) for m in messages] == [(r.key, r.value) for r in RECORDS]
+    # About 600 KiB in one partition: a fetch's record set larger than TLS_FILE_CHUNK_BYTES
+    # (256 KiB) goes out in several pieces, and must arrive whole and in order.
+    create_topic(tls_broker.bootstrap, "ck-tls-big")
+    big = [Record(key=b"%d" % i, value=os.urandom(1024)) for i in range(600)]
+    produce_all(producer(tls_broker.bootstrap), "ck-tls-big", big)
+    messages = consume_partition(ssl_addr, "ck-tls-big", 0, len(big), **librdkafka_ssl(certs))
+    assert [(m.key(), m.value()) for m in messages] == [(r.key, r.value) for r in big]
 
 
 def test_kafka_python_produces_and_consumes_over_ssl(tls_broker, certs):
