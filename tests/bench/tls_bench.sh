@@ -113,9 +113,12 @@ main() {
     declare -A results
     for run in $(seq 1 "$RUNS"); do
         for proto in plaintext ssl; do
-            results[$proto-produce]+="$(produce "$proto" "t-$proto-$run") "
-            results[$proto-consume]+="$(consume "$proto" "t-$proto-$run") "
-            log "run $run $proto: produce ${results[$proto-produce]##* } consume ${results[$proto-consume]}"
+            local produced consumed
+            produced="$(produce "$proto" "t-$proto-$run")"
+            consumed="$(consume "$proto" "t-$proto-$run")"
+            results[$proto-produce]+="$produced "
+            results[$proto-consume]+="$consumed "
+            log "run $run $proto: produce $produced MB/s, consume $consumed MB/s"
         done
     done
     printf '| load | plaintext MB/s | TLS MB/s | TLS / plaintext |\n|---|---|---|---|\n'
