@@ -1,0 +1,8 @@
+//! Sluice's security core (WIP).
+pub mod acl;
+pub mod limits;
+pub mod plain;
+pub mod principal;
+pub mod rng;
+pub mod sasl;
+pub mod scram;
