@@ -110,9 +110,7 @@ impl ScramServer {
         server_nonce: &str,
         lookup: &dyn CredentialLookup,
     ) -> Result<Vec<u8>, SaslError> {
-        self.expect("ReceiveClientFirst", |s| {
-            matches!(s, State::ReceiveClientFirst)
-        })?;
+        self.expect(|s| matches!(s, State::ReceiveClientFirst))?;
         assert!(
             !server_nonce.is_empty()
                 && server_nonce
@@ -129,9 +127,7 @@ impl ScramServer {
 
     /// Step 2. Returns the server-final-message (`v=<signature>`).
     pub fn receive_client_final(&mut self, message: &[u8]) -> Result<Vec<u8>, SaslError> {
-        self.expect("ReceiveClientFinal", |s| {
-            matches!(s, State::ReceiveClientFinal(_))
-        })?;
+        self.expect(|s| matches!(s, State::ReceiveClientFinal(_)))?;
         let State::ReceiveClientFinal(pending) = std::mem::replace(&mut self.state, State::Failed)
         else {
             unreachable!("checked above");
@@ -170,7 +166,7 @@ impl ScramServer {
         }
     }
 
-    fn expect(&mut self, _want: &str, ok: impl Fn(&State) -> bool) -> Result<(), SaslError> {
+    fn expect(&mut self, ok: impl Fn(&State) -> bool) -> Result<(), SaslError> {
         if ok(&self.state) {
             return Ok(());
         }
