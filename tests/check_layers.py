@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Checks the import directions ARCHITECTURE.md documents ("Layers"); exits 1 on a breach.
 
-Two kinds of rule:
+Three kinds of rule:
 - crate rules: which of our crates each crate may depend on (its `[dependencies]`, and the
   `sluice_*` paths its `src/` names), and which crates may not pull in an async runtime or
   sockets at all;
 - module rules: inside a crate, which modules may not import which (`use crate::x` or a
-  `crate::x::` path in code, comments ignored).
+  `crate::x::` path in code, comments ignored);
+- module maps: for the crates in MAPPED, ARCHITECTURE.md's table for the crate (under a
+  `### \`<crate dir>\`` heading: `| module | what it decides | may import |`) lists every
+  top-level module of `src/` once, and each module imports only the modules its row names.
 
 A rule marked `pending` is where the code is going (issue 19) but is not yet: its breaches are
 listed and counted, and fail nothing, so progress shows in every run. Run from the repo root:
@@ -28,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CRATES: dict[str, set[str]] = {
     "broker/storage": set(),
     "broker/group": set(),
+    "broker/security": set(),
     "broker/plugin-host": {"sluice-storage"},
     "broker/server": {"sluice-storage", "sluice-group", "sluice-plugin-host"},
     "broker/cli": {"sluice-server", "sluice-storage", "sluice-group", "sluice-plugin-host"},
@@ -40,7 +44,7 @@ CRATES: dict[str, set[str]] = {
 GENERATES_PATHS = {"sdk/macros"}
 
 # Crates that must stay synchronous and socket-free (ARCHITECTURE.md invariants).
-NO_RUNTIME = ["broker/storage", "broker/group", "broker/plugin-host"]
+NO_RUNTIME = ["broker/storage", "broker/group", "broker/security", "broker/plugin-host"]
 RUNTIME_CRATES = {"tokio", "axum", "hyper", "mio", "socket2", "tokio-util", "tower"}
 STRING = re.compile(r'"(?:\\.|[^"\\])*"')
 RUNTIME_PATHS = re.compile(r"\b(tokio|axum|hyper|mio|socket2)::|\bstd::net\b")
@@ -83,6 +87,11 @@ MODULE_RULES = [
         "partition routing is a step produce calls, not a module that calls back into it",
     ),
 ]
+
+# Crates whose ARCHITECTURE.md code map table lists each top-level module's allowed imports.
+MAPPED = ["broker/security"]
+CRATE_PATH = re.compile(r"\bcrate::([a-z_][a-z0-9_]*)|use crate::\{([^}]*)\}")
+
 
 # Modules allowed to break a rule by design (the rule's exceptions), as (crate, file).
 EXCEPTIONS = {
@@ -152,8 +161,58 @@ def check_modules() -> tuple[list[str], list[str]]:
     return errors, pending
 
 
+def module_map(crate: str) -> dict[str, set[str]] | None:
+    """The `may import` column of ARCHITECTURE.md's table for `crate`, by module."""
+    text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    at = text.find(f"### `{crate}`")
+    if at < 0:
+        return None
+    rows: dict[str, set[str]] = {}
+    for line in text[at:].splitlines()[1:]:
+        if line.startswith("#"):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or not cells[0].startswith("`"):
+            continue
+        rows[cells[0].strip("`")] = set(re.findall(r"`([a-z_]+)`", cells[2]))
+    return rows
+
+
+def top_level_modules(src: Path) -> dict[str, list[Path]]:
+    modules: dict[str, list[Path]] = {}
+    for path in sorted(src.iterdir()):
+        if path.is_dir():
+            modules[path.name] = sorted(path.rglob("*.rs"))
+        elif path.suffix == ".rs" and path.name != "lib.rs":
+            modules.setdefault(path.stem, []).append(path)
+    return modules
+
+
+def check_module_maps() -> list[str]:
+    errors = []
+    for crate in MAPPED:
+        rows = module_map(crate)
+        if rows is None:
+            errors.append(f"ARCHITECTURE.md has no ### `{crate}` table of modules")
+            continue
+        modules = top_level_modules(ROOT / crate / "src")
+        for name in sorted(set(rows) ^ set(modules)):
+            where = "ARCHITECTURE.md lists" if name in rows else f"{crate}/src has"
+            errors.append(f"{where} module {name} that the other does not")
+        for name, files in modules.items():
+            allowed = rows.get(name, set()) | {name}
+            for path in files:
+                for number, code in code_lines(path):
+                    for single, group in CRATE_PATH.findall(code):
+                        names = {single} if single else set(re.findall(r"\b([a-z_]+)\b(?:::|\s*[,}]|$)", group))
+                        for used in sorted(names - allowed):
+                            rel = path.relative_to(ROOT)
+                            errors.append(f"{rel}:{number} imports {used}, not in {name}'s row of ARCHITECTURE.md")
+    return errors
+
+
 def main() -> int:
-    errors = check_crates()
+    errors = check_crates() + check_module_maps()
     module_errors, pending = check_modules()
     errors += module_errors
     for line in pending:
@@ -165,7 +224,7 @@ def main() -> int:
     if errors:
         print(f"{len(errors)} imports against the documented layers (ARCHITECTURE.md)", file=sys.stderr)
         return 1
-    rules = len(CRATES) + len(NO_RUNTIME) + len([r for r in MODULE_RULES if not r.pending])
+    rules = len(CRATES) + len(NO_RUNTIME) + len(MAPPED) + len([r for r in MODULE_RULES if not r.pending])
     print(f"layers: {rules} rules hold")
     return 0
 
