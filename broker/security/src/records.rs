@@ -134,9 +134,52 @@ mod kind {
 }
 
 impl SecurityRecord {
-    /// The record's bytes (layout in the module docs). Records are built from validated
-    /// values, so every field is within its limit (asserted).
+    /// The live checks a record must pass before it is written: a non-empty user within
+    /// [`limits::USER_NAME_BYTES_MAX`], a credential within Kafka's bounds, a valid
+    /// binding, a valid quota entity and value. [`SecurityRecord::decode`] refuses
+    /// exactly what this refuses.
+    pub fn validate(&self) -> Result<(), DecodeError> {
+        let invalid = |e: &dyn std::fmt::Display| DecodeError::Invalid(e.to_string());
+        let user_ok = |user: &str| -> Result<(), DecodeError> {
+            if user.is_empty() {
+                return Err(DecodeError::Invalid("empty user name".into()));
+            }
+            let (len, max) = (user.len(), limits::USER_NAME_BYTES_MAX);
+            if len > max {
+                return Err(DecodeError::FieldTooLong {
+                    what: "user",
+                    len,
+                    max,
+                    limit: "USER_NAME_BYTES_MAX",
+                });
+            }
+            Ok(())
+        };
+        match self {
+            Self::ScramCredentialUpsert { user, credential } => {
+                user_ok(user)?;
+                credential.validate().map_err(|e| invalid(&e))
+            }
+            Self::ScramCredentialDelete { user, .. } => user_ok(user),
+            Self::AclCreate(b) | Self::AclDelete(b) => b.validate().map_err(|e| invalid(&e)),
+            Self::ClientQuotaSet {
+                entity,
+                kind,
+                value,
+            } => {
+                entity.validate().map_err(|e| invalid(&e))?;
+                validate_value(*kind, *value).map_err(|e| invalid(&e))
+            }
+            Self::ClientQuotaRemove { entity, .. } => entity.validate().map_err(|e| invalid(&e)),
+        }
+    }
+
+    /// The record's bytes (layout in the module docs). The record must pass
+    /// [`SecurityRecord::validate`] (asserted: writing an unchecked record is our bug).
     pub fn encode(&self) -> Vec<u8> {
+        if let Err(e) = self.validate() {
+            panic!("encoding an invalid security record: {e}");
+        }
         let mut w = Vec::with_capacity(64);
         w.push(VERSION);
         match self {

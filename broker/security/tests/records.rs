@@ -115,11 +115,45 @@ fn layouts_are_as_documented() {
 #[test]
 fn every_kind_round_trips() {
     for record in one_of_each() {
+        assert_eq!(record.validate(), Ok(()));
         assert_eq!(
             SecurityRecord::decode(&record.encode()).as_ref(),
             Ok(&record)
         );
     }
+}
+
+#[test]
+fn validate_refuses_what_decode_refuses() {
+    let long = "u".repeat(sluice_security::limits::USER_NAME_BYTES_MAX + 1);
+    let too_long = SecurityRecord::ScramCredentialDelete {
+        user: long,
+        mechanism: ScramMechanism::Sha256,
+    };
+    assert!(
+        too_long
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("USER_NAME_BYTES_MAX")
+    );
+    let empty = SecurityRecord::ScramCredentialDelete {
+        user: String::new(),
+        mechanism: ScramMechanism::Sha256,
+    };
+    assert!(empty.validate().is_err());
+    let mut weak = credential(ScramMechanism::Sha256, "a");
+    weak.iterations = 10;
+    let weak = SecurityRecord::ScramCredentialUpsert {
+        user: "a".into(),
+        credential: weak,
+    };
+    assert!(
+        weak.validate()
+            .unwrap_err()
+            .to_string()
+            .contains("SCRAM_ITERATIONS_MIN")
+    );
 }
 
 #[test]
