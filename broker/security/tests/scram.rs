@@ -1,6 +1,7 @@
 //! The SCRAM server against the RFC 7677 SCRAM-SHA-256 example (user `user`, password
-//! `pencil`, the RFC's nonces injected), and against a small SCRAM client written here
-//! for round trips with both mechanisms, wrong passwords and malformed steps.
+//! `pencil`, the RFC's nonces injected), against a SCRAM-SHA-512 exchange captured from
+//! kafka-python 2.2.15's `ScramClient` (golden bytes), and against a small SCRAM client
+//! written here for round trips with both mechanisms, wrong passwords and malformed steps.
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -61,6 +62,45 @@ fn rfc7677_with_a_changed_proof_fails() {
     assert_eq!(
         server.receive_client_final(RFC_CLIENT_FINAL.as_bytes()),
         Err(SaslError::IllegalState { state: "FAILED" })
+    );
+}
+
+/// kafka-python 2.2.15's `kafka.sasl.scram.ScramClient('alice', 'golden-pw',
+/// 'SCRAM-SHA-512')` with its nonce set to `kafkapythonclientnonce0123456789`, given the
+/// server-first message below: its two messages and the server-final it accepts.
+const KP_CLIENT_FIRST: &str = "n,,n=alice,r=kafkapythonclientnonce0123456789";
+const KP_SERVER_FIRST: &str =
+    "r=kafkapythonclientnonce0123456789servernonce,s=c2x1aWNlLWdvbGRlbi1zYWx0,i=4096";
+const KP_CLIENT_FINAL: &str = "c=biws,r=kafkapythonclientnonce0123456789servernonce,p=M3G91+0d4Wpk27cZzRAOK1i/2NS8z+WGLJXirlxkVqyi9nIPNtO0d17Rkw8TIKEqRi1LYwG9Flxetgv5wUHhmg==";
+const KP_SERVER_FINAL: &str =
+    "v=DgsrMkoBpRr7jC9/H0OLi5zCHXdEe/aBbY/Vpj/a8ZJPntc8h8+V97IrU7dOIUcYewoeyMtkcc+dEdKBcY28zg==";
+
+#[test]
+fn kafka_python_sha512_exchange() {
+    let m = ScramMechanism::Sha512;
+    let stored = ScramCredential::derive(m, "golden-pw", b"sluice-golden-salt", 4096).unwrap();
+    let lookup =
+        |u: &str, mech: ScramMechanism| (u == "alice" && mech == m).then(|| stored.clone());
+    let mut server = ScramServer::new(m);
+    let first = server
+        .receive_client_first(KP_CLIENT_FIRST.as_bytes(), "servernonce", &lookup)
+        .unwrap();
+    assert_eq!(String::from_utf8(first).unwrap(), KP_SERVER_FIRST);
+    let last = server
+        .receive_client_final(KP_CLIENT_FINAL.as_bytes())
+        .unwrap();
+    assert_eq!(String::from_utf8(last).unwrap(), KP_SERVER_FINAL);
+    assert_eq!(server.authorization_id(), Some("alice"));
+    let mut wrong_pw = ScramServer::new(m);
+    let other = ScramCredential::derive(m, "golden-pw!", b"sluice-golden-salt", 4096).unwrap();
+    let lookup = |_: &str, _: ScramMechanism| Some(other.clone());
+    wrong_pw
+        .receive_client_first(KP_CLIENT_FIRST.as_bytes(), "servernonce", &lookup)
+        .unwrap();
+    assert!(
+        wrong_pw
+            .receive_client_final(KP_CLIENT_FINAL.as_bytes())
+            .is_err()
     );
 }
 
