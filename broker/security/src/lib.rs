@@ -27,6 +27,7 @@
 //!   sampled byte rates and throttle times.
 //! - [`records`]: [`records::SecurityRecord`], the versioned, bounded byte layout.
 //! - [`state`]: [`state::SecurityState`], rebuilt from records; snapshots for compaction.
+//! - [`users`]: AlterUserScramCredentials and DescribeUserScramCredentials decisions.
 //! - [`fuzz`]: the fuzz targets' entry points.
 //!
 //! Architecture Invariant: this crate depends on no other Sluice crate, does no I/O,
@@ -48,3 +49,4 @@ pub mod rng;
 pub mod sasl;
 pub mod scram;
 pub mod state;
+pub mod users;

@@ -121,6 +121,11 @@ impl SecurityState {
         self.credentials.get(&(user.to_owned(), mechanism))
     }
 
+    /// Number of stored credentials (user, mechanism).
+    pub fn credential_count(&self) -> usize {
+        self.credentials.len()
+    }
+
     /// Users with credentials, each with its mechanisms (DescribeUserScramCredentials).
     pub fn users(&self) -> BTreeMap<&str, Vec<(ScramMechanism, u32)>> {
         let mut out: BTreeMap<&str, Vec<(ScramMechanism, u32)>> = BTreeMap::new();
