@@ -295,3 +295,64 @@ fn add_remove_describe_delete() {
     unknown.entry.permission_type = Perm::Unknown;
     assert!(a.describe(&unknown).is_err());
 }
+
+#[test]
+fn authorize_by_resource_type() {
+    let alice = KafkaPrincipal::user("alice");
+    // Each spec is a binding on a transactional id, "<pattern> <name> <principal> <host> <op> <perm>".
+    let by_type = |specs: &[&str], allow_if_none: bool| {
+        let bindings: Vec<AclBinding> = specs
+            .iter()
+            .map(|s| acl(&format!("transactional_id {s}")))
+            .collect();
+        let a = authorizer(&bindings, allow_if_none);
+        a.authorize_by_resource_type(&alice, "h", Op::Write, Res::TransactionalId)
+    };
+    let allow_tx1 = "literal tx-1 User:alice * write allow";
+    let cases: &[(&[&str], bool)] = &[
+        (&[], false),
+        (&[allow_tx1], true),
+        (&["literal tx-1 User:alice * read allow"], false),
+        (&["literal tx-1 User:alice * all allow"], true),
+        (&["literal tx-1 User:* * write allow"], true),
+        (&["literal tx-1 User:alice 10.0.0.1 write allow"], false),
+        (&[allow_tx1, "literal tx-1 User:alice * write deny"], false),
+        (&[allow_tx1, "literal tx-2 User:alice * write deny"], true),
+        (
+            &[
+                "prefixed tx-ab User:alice * write allow",
+                "prefixed tx-a User:alice * write deny",
+            ],
+            false,
+        ),
+        (
+            &[
+                "prefixed tx-ab User:alice * write allow",
+                "prefixed tx-abc User:alice * write deny",
+            ],
+            true,
+        ),
+        (&[allow_tx1, "prefixed tx- User:alice * write deny"], false),
+        (&[allow_tx1, "literal * User:alice * write deny"], false),
+        (&["literal * User:alice * write allow"], true),
+    ];
+    for (specs, want) in cases {
+        assert_eq!(by_type(specs, false), *want, "{specs:?}");
+    }
+    assert!(
+        by_type(&[], true),
+        "no ACL for the type: allow.everyone.if.no.acl.found"
+    );
+    let topic_only = authorizer(&[acl("topic literal tx-1 User:alice * write allow")], false);
+    assert!(!topic_only.authorize_by_resource_type(&alice, "h", Op::Write, Res::TransactionalId));
+    let a = authorizer(
+        &[acl("transactional_id literal * User:* * all deny")],
+        false,
+    );
+    assert!(a.authorize_by_resource_type(
+        &KafkaPrincipal::user("admin"),
+        "h",
+        Op::Write,
+        Res::TransactionalId
+    ));
+}

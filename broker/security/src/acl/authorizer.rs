@@ -255,6 +255,67 @@ impl Authorizer {
         }
     }
 
+    /// Whether `principal` may do `operation` on at least one resource of `resource_type`
+    /// (Kafka's default `Authorizer.authorizeByResourceType`, which StandardAuthorizer
+    /// keeps; Kafka uses it for IDEMPOTENT_WRITE and transactional producers). Allowed if
+    /// a resource named `hardcode` would be (so super users, and
+    /// `allow.everyone.if.no.acl.found`); else, over the bindings of the type whose host,
+    /// principal (or `User:*`) and operation (or ALL; no implied operations) match: a
+    /// LITERAL `*` DENY denies, a LITERAL `*` ALLOW allows, and otherwise an ALLOW allows
+    /// unless a DENY dominates it (the same LITERAL name, or a PREFIXED deny that is a
+    /// prefix of the allowed name).
+    pub fn authorize_by_resource_type(
+        &self,
+        principal: &KafkaPrincipal,
+        host: &str,
+        operation: AclOperation,
+        resource_type: ResourceType,
+    ) -> bool {
+        if self
+            .authorize(principal, host, operation, resource_type, "hardcode")
+            .allowed
+        {
+            return true;
+        }
+        let relevant = |entry: &AccessControlEntry| {
+            (entry.host == WILDCARD_HOST || entry.host == host)
+                && (entry.principal == *principal
+                    || entry.principal == KafkaPrincipal::wildcard_user())
+                && (entry.operation == operation || entry.operation == AclOperation::All)
+        };
+        let mut deny: [BTreeSet<String>; 2] = Default::default();
+        let mut allow: [BTreeSet<String>; 2] = Default::default();
+        let mut wildcard_allow = false;
+        for (i, map) in [&self.literal, &self.prefixed].into_iter().enumerate() {
+            for (name, entries) in of_type(map, resource_type) {
+                for entry in entries.iter().filter(|e| relevant(e)) {
+                    let literal_star = i == 0 && name == WILDCARD_RESOURCE;
+                    if entry.permission_type == AclPermissionType::Deny {
+                        if literal_star {
+                            return false;
+                        }
+                        deny[i].insert(name.clone());
+                    } else if literal_star {
+                        wildcard_allow = true;
+                    } else {
+                        allow[i].insert(name.clone());
+                    }
+                }
+            }
+        }
+        if wildcard_allow {
+            return true;
+        }
+        let dominated = |name: &str| {
+            name.char_indices()
+                .any(|(at, c)| deny[1].contains(&name[..at + c.len_utf8()]))
+        };
+        let literal_ok = allow[0]
+            .iter()
+            .any(|n| !deny[0].contains(n) && !dominated(n));
+        literal_ok || allow[1].iter().any(|n| !dominated(n))
+    }
+
     /// The stored patterns that apply to the resource, with their entries.
     fn applicable<'a>(
         &'a self,
@@ -288,6 +349,16 @@ impl Authorizer {
         });
         literal.chain(prefixed)
     }
+}
+
+/// The (name, entries) of one resource type in a binding map.
+fn of_type(
+    map: &BTreeMap<Key, BTreeSet<AccessControlEntry>>,
+    resource_type: ResourceType,
+) -> impl Iterator<Item = (&String, &BTreeSet<AccessControlEntry>)> {
+    map.range((resource_type, String::new())..)
+        .take_while(move |((t, _), _)| *t == resource_type)
+        .map(|((_, name), set)| (name, set))
 }
 
 /// Kafka's `StandardAuthorizerData.findResult` for one entry: `None` if it does not

@@ -6,7 +6,7 @@
 //!   [`AclPermissionType`]) with Kafka's `i8` codes and names; a code Kafka does not know
 //!   reads as `Unknown`, as Kafka's `fromCode` does.
 //! - [`binding`]: [`AclBinding`] and its validation, [`AclBindingFilter`] and its matching.
-//! - [`authorizer`]: [`Authorizer`], Kafka's `StandardAuthorizer` rules.
+//! - [`authorizer`]: [`Authorizer`], Kafka's `StandardAuthorizer` rules (and `authorizeByResourceType`).
 //!
 //! Sluice's own resources: [`ResourceType::Plugin`] (code 100) and [`ResourceType::View`]
 //! (code 101), far above Kafka's 0-7 so a resource type Kafka adds later cannot collide.
