@@ -30,8 +30,8 @@ CRATES: dict[str, set[str]] = {
     "broker/group": set(),
     "broker/security": set(),
     "broker/plugin-host": {"sluice-storage", "sluice-columns"},
-    "broker/server": {"sluice-storage", "sluice-group", "sluice-plugin-host"},
-    "broker/cli": {"sluice-server", "sluice-storage", "sluice-group", "sluice-plugin-host"},
+    "broker/server": {"sluice-storage", "sluice-group", "sluice-plugin-host", "sluice-security"},
+    "broker/cli": {"sluice-server", "sluice-storage", "sluice-group", "sluice-plugin-host", "sluice-security"},
     "sdk/macros": set(),
     "sdk/columns": set(),
     "sdk": {"sluice-sdk-macros", "sluice-columns"},
@@ -279,6 +279,9 @@ def code_map() -> dict[str, dict[str, set[str]]]:
             tables[crate] = {}
         elif crate and line.startswith("| `"):
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) != 3:
+                # A `|` inside a cell (even in a code span) splits a Markdown table row.
+                raise SystemExit(f"ARCHITECTURE.md code map, {crate}: a row with {len(cells)} cells, not 3: {line}")
             module = cells[0].strip("`")
             imports = set(re.findall(r"`([a-z_0-9]+)`", cells[-1]))
             tables[crate][module] = imports
