@@ -31,10 +31,18 @@ CRATES: dict[str, set[str]] = {
     "broker/security": set(),
     "broker/plugin-host": {"sluice-storage", "sluice-columns"},
     "broker/server": {"sluice-storage", "sluice-group", "sluice-plugin-host", "sluice-security"},
-    "broker/cli": {"sluice-server", "sluice-storage", "sluice-group", "sluice-plugin-host", "sluice-security"},
+    "broker/cli": {
+        "sluice-server",
+        "sluice-storage",
+        "sluice-group",
+        "sluice-plugin-host",
+        "sluice-security",
+        "sluice-hash",
+    },
     "sdk/macros": set(),
     "sdk/columns": set(),
-    "sdk": {"sluice-sdk-macros", "sluice-columns"},
+    "sdk/hash": set(),
+    "sdk": {"sluice-sdk-macros", "sluice-columns", "sluice-hash"},
 }
 
 # A proc-macro crate writes `::sluice_sdk::` paths into the code it generates, for the crate

@@ -26,7 +26,6 @@ mod datetime;
 mod effective_config;
 mod group;
 mod member;
-mod murmur2;
 mod plugin;
 mod produce;
 mod topic;
