@@ -29,7 +29,7 @@
 //! - `__private`: what the macros expand to; not an API.
 
 pub mod batch;
-pub mod hash;
+pub use sluice_hash as hash;
 pub mod json;
 pub mod log;
 pub mod params;

@@ -27,10 +27,10 @@ mod datetime;
 mod effective_config;
 mod group;
 mod member;
-mod murmur2;
 mod plugin;
 mod produce;
 mod topic;
+mod user;
 mod view;
 
 #[derive(Debug, Parser)]
@@ -58,6 +58,8 @@ enum Command {
     Plugin(plugin::PluginArgs),
     /// Views: read-only topics filtered and transformed by plugins at fetch time.
     View(view::ViewArgs),
+    /// SCRAM users: create, delete, list (in a stopped broker's data dir for now).
+    User(user::UserArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -102,6 +104,7 @@ fn main() -> anyhow::Result<()> {
         Command::Group(args) => group::run(args),
         Command::Cluster(args) => cluster::run(args),
         Command::Plugin(args) => plugin::run(args),
+        Command::User(args) => user::run(args),
         Command::View(args) => {
             // The stage order of `view create` is read from the matches.
             let create = matches

@@ -25,7 +25,7 @@ use sluice_server::clock::now_ms;
 
 use crate::client::{Client, error_name};
 use crate::common::{self, Common, Output, emit};
-use crate::murmur2::murmur2;
+use sluice_hash::murmur2;
 
 /// Records per batch (one batch per partition per request).
 const BATCH_RECORDS_MAX: usize = 1_000;

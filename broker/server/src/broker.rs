@@ -31,6 +31,7 @@ use crate::config::{BrokerConfig, HostPort};
 use crate::error::{KafkaError, ServerError};
 use crate::limits;
 use crate::plugins::{Plugins, TopicPartitioner};
+use crate::security::SecurityStore;
 use crate::topic_config::{self, TopicOverrides};
 use group_commit::SyncCoordinator;
 
@@ -39,7 +40,6 @@ pub const NODE_ID: i32 = 0;
 
 const TOPIC_FILE: &str = "topic.json";
 const CLUSTER_FILE: &str = "cluster.json";
-const LOCK_FILE: &str = ".lock";
 const TOPICS_DIR: &str = "topics";
 const DELETING_DIR: &str = "deleting";
 
@@ -72,6 +72,8 @@ pub struct Broker {
     dir_lock: Mutex<Option<std::fs::File>>,
     /// The plugin registry (`plugin.dir`) and its hot-reload watcher.
     pub plugins: Plugins,
+    /// Users (SCRAM credentials), replayed from `<data.dir>/security-log` (`crate::security`).
+    pub security: SecurityStore,
     /// Request, connection and error counters (the admin API renders them).
     pub metrics: crate::metrics::Metrics,
 }
@@ -279,10 +281,11 @@ impl Broker {
             "creating data dir {}",
             dir.display()
         )))?;
-        let dir_lock = lock_data_dir(&dir)?;
+        let dir_lock = crate::data_dir::lock(&dir)?;
         remove_stale_temps(&dir);
         let cluster_id = load_or_create_cluster_id(&dir)?;
         let plugins = Plugins::open(&config)?;
+        let security = SecurityStore::open(&dir)?;
         let advertised = config
             .listeners
             .iter()
@@ -302,6 +305,7 @@ impl Broker {
             open_connections: AtomicUsize::new(0),
             fs,
             clock,
+            security,
             dir_lock: Mutex::new(Some(dir_lock)),
             plugins,
             metrics: crate::metrics::Metrics::default(),
@@ -669,6 +673,10 @@ impl Broker {
                 first_error.get_or_insert(e);
             }
         }
+        if let Err(e) = self.security.close() {
+            tracing::error!(error = %e, "closing the security log failed");
+            first_error.get_or_insert(e);
+        }
         self.dir_lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -683,30 +691,6 @@ pub fn read_only(name: &str) -> KafkaError {
         ResponseError::InvalidTopicException,
         format!("{name:?} is a view, which is read-only; produce to its source topic"),
     )
-}
-
-/// Takes an exclusive lock on `<data.dir>/.lock`, or fails naming the data dir.
-fn lock_data_dir(dir: &Path) -> Result<std::fs::File, ServerError> {
-    use std::os::fd::AsRawFd;
-    let path = dir.join(LOCK_FILE);
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(ServerError::io(format!("opening {}", path.display())))?;
-    // SAFETY: flock on a descriptor we own and keep open.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        return Err(ServerError::Io {
-            context: format!(
-                "data dir {} is in use by another sluice broker (locking {})",
-                dir.display(),
-                path.display()
-            ),
-            source: std::io::Error::last_os_error(),
-        });
-    }
-    Ok(file)
 }
 
 /// Decrements a gauge when dropped.

@@ -5,10 +5,9 @@
 mod common;
 
 use bytes::Bytes;
-use common::{Client, TestBroker, batch, encode_request};
+use common::{Client, TestBroker, batch, create, encode_request, produce_request};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
@@ -20,30 +19,9 @@ async fn still_serving(broker: &TestBroker) {
     assert_eq!(response.error_code, 0);
 }
 
-fn produce_request(topic: &str, records: Bytes) -> ProduceRequest {
-    let mut p = PartitionProduceData::default();
-    p.records = Some(records);
-    let mut t = TopicProduceData::default();
-    t.name = TopicName(StrBytes::from_string(topic.to_owned()));
-    t.partition_data = vec![p];
-    let mut r = ProduceRequest::default();
-    r.acks = 1;
-    r.topic_data = vec![t];
-    r
-}
-
-async fn create(client: &mut Client, topic: &str) {
-    let mut request = MetadataRequest::default();
-    let mut t = MetadataRequestTopic::default();
-    t.name = Some(TopicName(StrBytes::from_string(topic.to_owned())));
-    request.topics = Some(vec![t]);
-    request.allow_auto_topic_creation = true;
-    let _: MetadataResponse = client.call(ApiKey::Metadata, 8, &request).await;
-}
-
 async fn produce_error(client: &mut Client, topic: &str, records: Bytes) -> i16 {
     let response: ProduceResponse = client
-        .call(ApiKey::Produce, 8, &produce_request(topic, records))
+        .call(ApiKey::Produce, 8, &produce_request(topic, 0, 1, records))
         .await;
     response.responses[0].partition_responses[0].error_code
 }
@@ -149,7 +127,7 @@ fn seeds() -> Vec<(ApiKey, i16, Vec<u8>)> {
                 ApiKey::Produce,
                 8,
                 1,
-                &produce_request("t", batch(&["a", "b"])),
+                &produce_request("t", 0, 1, batch(&["a", "b"])),
             )
             .to_vec(),
         ),
@@ -273,7 +251,13 @@ async fn old_produce_versions_get_unsupported_version() {
     let mut client = broker.client().await;
     create(&mut client, "t").await;
     // Produce v2's body is v3's without transactional_id: encode v3, strip the null id (2 bytes).
-    let v3 = encode_request(ApiKey::Produce, 3, 7, &produce_request("t", batch(&["x"]))).to_vec();
+    let v3 = encode_request(
+        ApiKey::Produce,
+        3,
+        7,
+        &produce_request("t", 0, 1, batch(&["x"])),
+    )
+    .to_vec();
     let header_len = 2 + 2 + 4 + 2 + "sluice-test".len();
     let mut body = v3[4..4 + header_len].to_vec();
     body[2..4].copy_from_slice(&2i16.to_be_bytes());
@@ -329,7 +313,7 @@ async fn a_failed_acks_zero_produce_closes_the_connection() {
     // There is no response to carry the error; Kafka closes so the client notices.
     let broker = TestBroker::start(&[("auto.create.topics.enable", "false")]).await;
     let mut client = broker.client().await;
-    let mut request = produce_request("missing", batch(&["x"]));
+    let mut request = produce_request("missing", 0, 1, batch(&["x"]));
     request.acks = 0;
     client.send(ApiKey::Produce, 8, &request).await;
     assert!(client.closed_by_broker().await);

@@ -9,7 +9,7 @@
 mod common;
 
 use bytes::Bytes;
-use common::{Client, TestBroker, create_topic, encode_request as encode, s};
+use common::{Client, TestBroker, at_every_version, create_topic, encode_request as encode, s};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::leave_group_request::MemberIdentity;
@@ -44,7 +44,7 @@ fn join_request(group_id: &str, member_id: &str) -> JoinGroupRequest {
 }
 
 /// Joins a one-member group through the v4 handshake and syncs; returns (member, generation).
-async fn join_and_sync(client: &mut Client, group_id: &str) -> (String, i32) {
+async fn join_and_sync_v4(client: &mut Client, group_id: &str) -> (String, i32) {
     let first: JoinGroupResponse = client
         .call(ApiKey::JoinGroup, 4, &join_request(group_id, ""))
         .await;
@@ -183,7 +183,7 @@ async fn a_member_joins_syncs_heartbeats_commits_and_leaves() {
     assert_eq!(find.error_code, 0);
     assert_eq!(i32::from(broker.addr.port()), find.port);
 
-    let (member, generation) = join_and_sync(&mut client, "g").await;
+    let (member, generation) = join_and_sync_v4(&mut client, "g").await;
     let mut beat = HeartbeatRequest::default();
     beat.group_id = group("g");
     beat.generation_id = generation;
@@ -457,36 +457,12 @@ async fn mutated_group_requests_never_break_the_coordinator() {
             }
         }
     }
-    let (member, generation) = join_and_sync(&mut client, "after-fuzz").await;
+    let (member, generation) = join_and_sync_v4(&mut client, "after-fuzz").await;
     let commit = commit_request("after-fuzz", &member, generation, &[("t", 0, 1)]);
     let answer: OffsetCommitResponse = client.call(ApiKey::OffsetCommit, 7, &commit).await;
     assert_eq!(answer.topics[0].partitions[0].error_code, 0);
     drop(client);
     broker.stop().await;
-}
-
-/// Sends `request` at every served version of `key` that can encode it; returns the error
-/// codes `code` reads from each decoded response.
-async fn at_every_version<
-    Req: kafka_protocol::protocol::Encodable,
-    Resp: kafka_protocol::protocol::Decodable,
->(
-    client: &mut Client,
-    key: ApiKey,
-    request: &Req,
-    code: impl Fn(&Resp) -> i16,
-) -> Vec<(i16, i16)> {
-    let support = sluice_server::versions::lookup(key as i16).unwrap();
-    let mut codes = Vec::new();
-    for version in support.served_min..=support.max {
-        let mut probe = bytes::BytesMut::new();
-        if request.encode(&mut probe, version).is_err() {
-            continue;
-        }
-        let response: Resp = client.call(key, version, request).await;
-        codes.push((version, code(&response)));
-    }
-    codes
 }
 
 /// Every served version of JoinGroup, SyncGroup, Heartbeat and LeaveGroup is decoded,

@@ -4,11 +4,9 @@
 mod common;
 
 use common::{TestBroker, batch, name, values};
-use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::StrBytes;
 
 fn fetch(topic: &str, partition: i32, max_wait_ms: i32) -> FetchRequest {
     let mut p = FetchPartition::default();
@@ -26,33 +24,14 @@ fn fetch(topic: &str, partition: i32, max_wait_ms: i32) -> FetchRequest {
     request
 }
 
+/// Creates `topic` with a 1 h retention.
 async fn create_topic(client: &mut common::Client, topic: &str, partitions: i32) {
-    let mut t = CreatableTopic::default();
-    t.name = name(topic);
-    t.num_partitions = partitions;
-    t.replication_factor = 1;
-    let mut config = CreatableTopicConfig::default();
-    config.name = StrBytes::from_static_str("retention.ms");
-    config.value = Some(StrBytes::from_static_str("3600000"));
-    t.configs = vec![config];
-    let mut request = CreateTopicsRequest::default();
-    request.topics = vec![t];
-    let response: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 4, &request).await;
-    assert_eq!(response.topics[0].error_code, 0);
+    common::create_topic_with(client, topic, partitions, &[("retention.ms", "3600000")]).await;
 }
 
+/// An acks=all produce of `vals` to one partition; returns the base offset.
 async fn produce(client: &mut common::Client, topic: &str, partition: i32, vals: &[&str]) -> i64 {
-    let mut p = PartitionProduceData::default();
-    p.index = partition;
-    p.records = Some(batch(vals));
-    let mut t = TopicProduceData::default();
-    t.name = name(topic);
-    t.partition_data = vec![p];
-    let mut request = ProduceRequest::default();
-    request.acks = -1;
-    request.topic_data = vec![t];
-    let response: ProduceResponse = client.call(ApiKey::Produce, 8, &request).await;
-    let p = &response.responses[0].partition_responses[0];
+    let p = common::produce(client, topic, partition, -1, batch(vals)).await;
     assert_eq!(p.error_code, 0);
     p.base_offset
 }

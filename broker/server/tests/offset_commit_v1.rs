@@ -22,7 +22,7 @@ const FAST_GROUPS: &[(&str, &str)] = &[("group.initial.rebalance.delay.ms", "0")
 
 /// Joins a one-member group (JoinGroup v3, as sarama 1.22.1 with V2_1_0_0) and syncs;
 /// returns (member, generation).
-async fn join_and_sync(client: &mut Client, group_id: &str) -> (String, i32) {
+async fn join_and_sync_v3(client: &mut Client, group_id: &str) -> (String, i32) {
     let mut protocol = JoinGroupRequestProtocol::default();
     protocol.name = s("range");
     protocol.metadata = Bytes::from_static(b"subscription");
@@ -84,7 +84,7 @@ async fn a_sarama_offset_commit_v1_is_stored_and_the_connection_stays_open() {
     let broker = TestBroker::start(FAST_GROUPS).await;
     let mut client = broker.client().await;
     create_topic(&mut client, "orders", 2).await;
-    let (member, generation) = join_and_sync(&mut client, "sarama-group").await;
+    let (member, generation) = join_and_sync_v3(&mut client, "sarama-group").await;
 
     // The v1 commit and, pipelined behind it, a Metadata request on the same connection.
     client
@@ -142,7 +142,7 @@ async fn a_stale_generation_in_v1_gets_its_error_code_in_v1_layout() {
     let broker = TestBroker::start(FAST_GROUPS).await;
     let mut client = broker.client().await;
     create_topic(&mut client, "orders", 2).await;
-    let (member, generation) = join_and_sync(&mut client, "sarama-group").await;
+    let (member, generation) = join_and_sync_v3(&mut client, "sarama-group").await;
     client
         .send_raw(&sarama_commit_v1(
             7,

@@ -6,37 +6,17 @@ mod common;
 
 use std::time::Instant;
 
-use common::{TestBroker, batch, values};
+use common::{TestBroker, batch, produce_request, values};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
 fn topic_name(name: &str) -> TopicName {
     TopicName(StrBytes::from_string(name.to_owned()))
-}
-
-fn produce_request(
-    topic: &str,
-    partition: i32,
-    acks: i16,
-    records: bytes::Bytes,
-) -> ProduceRequest {
-    let mut p = PartitionProduceData::default();
-    p.index = partition;
-    p.records = Some(records);
-    let mut t = TopicProduceData::default();
-    t.name = topic_name(topic);
-    t.partition_data = vec![p];
-    let mut r = ProduceRequest::default();
-    r.acks = acks;
-    r.timeout_ms = 5000;
-    r.topic_data = vec![t];
-    r
 }
 
 fn fetch_request(
@@ -79,22 +59,14 @@ fn metadata_request(topics: &[&str], allow_auto_create: bool) -> MetadataRequest
     r
 }
 
+/// An acks=all produce of `vals` to partition 0.
 async fn produce(
     client: &mut common::Client,
     topic: &str,
     vals: &[&str],
-) -> PartitionProduceResponseAlias {
-    let response: ProduceResponse = client
-        .call(
-            ApiKey::Produce,
-            8,
-            &produce_request(topic, 0, -1, batch(vals)),
-        )
-        .await;
-    response.responses[0].partition_responses[0].clone()
+) -> produce_response::PartitionProduceResponse {
+    common::produce(client, topic, 0, -1, batch(vals)).await
 }
-
-type PartitionProduceResponseAlias = produce_response::PartitionProduceResponse;
 
 #[tokio::test]
 async fn api_versions_v3_v0_and_unknown_version() {

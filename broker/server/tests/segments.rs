@@ -14,7 +14,7 @@ use kafka_protocol::protocol::StrBytes;
 const BATCHES: usize = 40;
 const VALUE_BYTES: usize = 30_000;
 
-fn name() -> TopicName {
+fn topic_name() -> TopicName {
     TopicName(StrBytes::from_static_str("big"))
 }
 
@@ -23,7 +23,7 @@ async fn create_small_segment_topic(client: &mut Client) {
     config.name = StrBytes::from_static_str("segment.bytes");
     config.value = Some(StrBytes::from_static_str("100000"));
     let mut topic = CreatableTopic::default();
-    topic.name = name();
+    topic.name = topic_name();
     topic.num_partitions = 1;
     topic.replication_factor = 1;
     topic.configs = vec![config];
@@ -47,7 +47,7 @@ async fn fetch_from(client: &mut Client, offset: i64, partition_max_bytes: i32) 
     p.fetch_offset = offset;
     p.partition_max_bytes = partition_max_bytes;
     let mut t = FetchTopic::default();
-    t.topic = name();
+    t.topic = topic_name();
     t.partitions = vec![p];
     let mut request = FetchRequest::default();
     request.replica_id = BrokerId(-1);
@@ -68,7 +68,7 @@ async fn fetch_loops_read_every_segment_in_order() {
         let mut p = PartitionProduceData::default();
         p.records = Some(batch(&[&value(i)]));
         let mut t = TopicProduceData::default();
-        t.name = name();
+        t.name = topic_name();
         t.partition_data = vec![p];
         let mut request = ProduceRequest::default();
         request.acks = 1;

@@ -13,21 +13,14 @@ use bytes::Bytes;
 use common::{Client, TestBroker, batch, create, name, values, wait_until};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 use sluice_storage::io::FaultyFs;
 
-async fn produce(client: &mut Client, topic: &str, records: Bytes) -> i16 {
-    let mut p = PartitionProduceData::default();
-    p.records = Some(records);
-    let mut t = TopicProduceData::default();
-    t.name = name(topic);
-    t.partition_data = vec![p];
-    let mut request = ProduceRequest::default();
-    request.acks = -1;
-    request.topic_data = vec![t];
-    let response: ProduceResponse = client.call(ApiKey::Produce, 8, &request).await;
-    response.responses[0].partition_responses[0].error_code
+/// The error code of an acks=all produce of `records` to partition 0.
+async fn produce_code(client: &mut Client, topic: &str, records: Bytes) -> i16 {
+    common::produce(client, topic, 0, -1, records)
+        .await
+        .error_code
 }
 
 async fn fetch_values(client: &mut Client, topic: &str) -> Vec<String> {
@@ -54,15 +47,21 @@ async fn a_failed_write_fences_only_its_partition() {
     let mut client = broker.client().await;
     create(&mut client, "doomed").await;
     create(&mut client, "healthy").await;
-    assert_eq!(produce(&mut client, "doomed", batch(&["before"])).await, 0);
+    assert_eq!(
+        produce_code(&mut client, "doomed", batch(&["before"])).await,
+        0
+    );
 
     fs.fail_nth_write(1);
     let storage_error = ResponseError::KafkaStorageError.code();
     assert_eq!(
-        produce(&mut client, "doomed", batch(&["lost"])).await,
+        produce_code(&mut client, "doomed", batch(&["lost"])).await,
         storage_error
     );
-    assert_eq!(produce(&mut client, "healthy", batch(&["fine"])).await, 0);
+    assert_eq!(
+        produce_code(&mut client, "healthy", batch(&["fine"])).await,
+        0
+    );
     assert_eq!(fetch_values(&mut client, "healthy").await, ["fine"]);
 
     let doomed = broker.broker.partition("doomed", 0).unwrap();
@@ -70,7 +69,10 @@ async fn a_failed_write_fences_only_its_partition() {
         !doomed.with_log(|log| log.is_fenced()).unwrap()
     })
     .await;
-    assert_eq!(produce(&mut client, "doomed", batch(&["after"])).await, 0);
+    assert_eq!(
+        produce_code(&mut client, "doomed", batch(&["after"])).await,
+        0
+    );
     assert_eq!(
         fetch_values(&mut client, "doomed").await,
         ["before", "after"],
@@ -91,10 +93,10 @@ async fn a_failed_fsync_on_acks_all_is_a_storage_error() {
     .await;
     let mut client = broker.client().await;
     create(&mut client, "t").await;
-    assert_eq!(produce(&mut client, "t", batch(&["kept"])).await, 0);
+    assert_eq!(produce_code(&mut client, "t", batch(&["kept"])).await, 0);
     fs.fail_nth_sync_losing_pages(1);
     assert_eq!(
-        produce(&mut client, "t", batch(&["x"])).await,
+        produce_code(&mut client, "t", batch(&["x"])).await,
         ResponseError::KafkaStorageError.code()
     );
     let partition = broker.broker.partition("t", 0).unwrap();
@@ -102,7 +104,7 @@ async fn a_failed_fsync_on_acks_all_is_a_storage_error() {
         !partition.with_log(|log| log.is_fenced()).unwrap()
     })
     .await;
-    assert_eq!(produce(&mut client, "t", batch(&["z"])).await, 0);
+    assert_eq!(produce_code(&mut client, "t", batch(&["z"])).await, 0);
     assert_eq!(
         fetch_values(&mut client, "t").await,
         ["kept", "z"],

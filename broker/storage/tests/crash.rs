@@ -11,12 +11,12 @@
 //! `retention.bytes` small so ticks delete segments and move the log start offset under
 //! the same faults; then offsets are contiguous from the recovered log start offset.
 
+mod common;
+
 use sluice_storage::batch::{iter_batches, verify_crc};
 use sluice_storage::io::{CrashMode, FaultyFs};
 use sluice_storage::testing::build_value_batch;
 use sluice_storage::{AppendError, Durability, Log, LogConfig, Offset};
-use std::path::Path;
-use std::sync::Arc;
 
 const DIR: &str = "/data/events-0";
 const APPENDS: usize = 40;
@@ -53,7 +53,7 @@ struct Outcome {
 }
 
 fn open(fs: &FaultyFs, cfg: &LogConfig) -> Result<Log, sluice_storage::StorageError> {
-    Log::open_with(Arc::new(fs.clone()), Path::new(DIR), cfg.clone(), 0)
+    common::open_faulty(fs, DIR, cfg.clone())
 }
 
 fn run_workload(fs: &FaultyFs, cfg: &LogConfig) -> Outcome {

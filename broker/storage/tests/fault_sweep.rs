@@ -16,12 +16,13 @@
 //! appended, and the log takes appends at its end. docs/durability.md, "Fault injection",
 //! reports the number of fault points.
 
+mod common;
+
 use sluice_storage::batch::{HEADER_BYTES, iter_batches, verify_crc};
 use sluice_storage::io::{CrashMode, FaultyFs, WriteFault};
 use sluice_storage::testing::build_value_batch;
 use sluice_storage::{Durability, Log, LogConfig, Offset};
 use std::path::Path;
-use std::sync::Arc;
 
 const DIR: &str = "/data/orders-0";
 /// Appends in the scenario: enough for several segment rolls at `config().segment_bytes`.
@@ -48,7 +49,7 @@ fn config() -> LogConfig {
 }
 
 fn open(fs: &FaultyFs) -> Result<Log, sluice_storage::StorageError> {
-    Log::open_with(Arc::new(fs.clone()), Path::new(DIR), config(), 0)
+    common::open_faulty(fs, DIR, config())
 }
 
 /// What the scenario did.

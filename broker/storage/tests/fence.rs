@@ -9,6 +9,8 @@
 //! failed write); retention deletes whole segments of a fenced log; a sync begun before a
 //! reopen moves nothing; index preallocation on a full disk is an error, not a crash.
 
+mod common;
+
 use sluice_storage::batch::iter_batches;
 use sluice_storage::io::{CrashMode, FaultyFs, Fs};
 use sluice_storage::testing::build_value_batch;
@@ -28,7 +30,7 @@ fn config() -> LogConfig {
 }
 
 fn open(fs: &FaultyFs, cfg: &LogConfig) -> Log {
-    Log::open_with(Arc::new(fs.clone()), Path::new(DIR), cfg.clone(), 0).unwrap()
+    common::open_faulty(fs, DIR, cfg.clone()).unwrap()
 }
 
 fn append(log: &mut Log, fill: u8, durability: Durability) -> Result<Offset, AppendError> {

@@ -4,16 +4,16 @@
 //! durable bytes; a failed group fsync fences the log and leaves the durable offset where
 //! the last successful sync put it; syncs span rolled segments.
 
+mod common;
+
 use sluice_storage::io::{CrashMode, FaultyFs};
 use sluice_storage::testing::build_value_batch;
 use sluice_storage::{AppendError, Durability, Log, LogConfig, Offset};
-use std::path::Path;
-use std::sync::Arc;
 
 const DIR: &str = "/data/acks-all-0";
 
 fn open(fs: &FaultyFs, config: LogConfig) -> Log {
-    Log::open_with(Arc::new(fs.clone()), Path::new(DIR), config, 0).unwrap()
+    common::open_faulty(fs, DIR, config).unwrap()
 }
 
 fn append(log: &mut Log, records: usize) -> Offset {

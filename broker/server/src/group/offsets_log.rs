@@ -30,19 +30,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::indexmap::IndexMap;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use sluice_group::OffsetRecord;
 use sluice_storage::io as storage_io;
-use sluice_storage::{Durability, Fs, Log, LogConfig, Offset, RealFs};
+use sluice_storage::{Durability, Fs, Log, LogConfig, RealFs};
 
 use crate::clock::now_ms;
 use crate::error::ServerError;
-use crate::limits;
+use crate::{internal_log, limits};
 
 const OFFSETS_DIR: &str = "consumer-offsets";
 const POINTER_FILE: &str = "generation.json";
@@ -293,32 +289,10 @@ fn remove_other_generations(data_dir: &Path, live: u64) {
 /// Every record of the log, in order. Undecodable records are logged and skipped (the
 /// storage engine has already checked every batch's CRC).
 fn read_all(log: &Log) -> Result<Vec<OffsetRecord>, ServerError> {
-    let mut out = Vec::new();
-    let mut from = log.log_start_offset();
-    let end = log.log_end_offset();
-    while from < end {
-        let slice = log
-            .read(from, limits::OFFSETS_READ_CHUNK_BYTES)
-            .map_err(|e| ServerError::Io {
-                context: "reading the offsets log".into(),
-                source: std::io::Error::other(e),
-            })?;
-        if slice.is_empty() {
-            break;
-        }
-        let bytes = slice
-            .read_to_vec()
-            .map_err(ServerError::io("reading the offsets log"))?;
-        let Some(last) = decode_chunk(bytes, &mut out)? else {
-            break;
-        };
-        let next = Offset(last.saturating_add(1));
-        if next <= from {
-            break;
-        }
-        from = next;
-    }
-    Ok(out)
+    internal_log::read_all(log, |bytes, out| {
+        decode_chunk(bytes, out).map_err(|e| e.to_string())
+    })
+    .map_err(damaged)
 }
 
 /// Decodes the offsets records of one read of the log (whole batches) into `out`; returns
@@ -328,26 +302,8 @@ pub(crate) fn decode_chunk(
     bytes: Vec<u8>,
     out: &mut Vec<OffsetRecord>,
 ) -> Result<Option<i64>, ServerError> {
-    // kafka-protocol's decoder reserves from each batch's recordsCount: check every batch
-    // first (CRC, and each record present and well formed), so a damaged file is an error
-    // instead of an allocation from a count it claims. The offsets log writes only
-    // uncompressed batches.
-    for item in sluice_storage::batch::iter_batches(&bytes) {
-        let header = item
-            .and_then(|(_, batch)| sluice_storage::batch::validate(batch))
-            .map_err(|e| damaged(e.to_string()))?;
-        if header.compression() != sluice_storage::Compression::None {
-            return Err(damaged(format!(
-                "a {:?} batch at offset {} (the offsets log writes none)",
-                header.compression(),
-                header.base_offset
-            )));
-        }
-    }
-    let mut buf = Bytes::from(bytes);
-    let sets = RecordBatchDecoder::decode_all(&mut buf).map_err(|e| damaged(e.to_string()))?;
     let mut last = None;
-    for record in sets.into_iter().flat_map(|s| s.records) {
+    for record in internal_log::decode(bytes).map_err(damaged)? {
         last = Some(record.offset);
         let Some(key) = record.key else { continue };
         match OffsetRecord::decode(&key, record.value.as_deref()) {
@@ -369,62 +325,19 @@ fn damaged(reason: String) -> ServerError {
 
 /// Encodes records as RecordBatch v2 batches of bounded size.
 pub(crate) fn encode_batches(records: &[&OffsetRecord]) -> Result<Vec<u8>, ServerError> {
-    let now = now_ms();
-    let mut out = BytesMut::new();
-    let mut batch: Vec<Record> = Vec::new();
-    let mut batch_bytes = 0usize;
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    let flush = |batch: &mut Vec<Record>, out: &mut BytesMut| -> Result<(), ServerError> {
-        if batch.is_empty() {
-            return Ok(());
-        }
-        RecordBatchEncoder::encode(out, batch.iter(), &options).map_err(|e| ServerError::Io {
-            context: "encoding offsets records".into(),
-            source: std::io::Error::other(e.to_string()),
-        })?;
-        batch.clear();
-        Ok(())
-    };
-    for r in records {
-        let key = Bytes::from(r.encode_key());
-        let value = r.encode_value().map(Bytes::from);
-        batch_bytes += key.len() + value.as_ref().map_or(0, Bytes::len);
-        batch.push(record(
-            i64::try_from(batch.len()).unwrap_or(0),
-            now,
-            key,
-            value,
-        ));
-        if batch.len() >= limits::OFFSETS_RECORDS_PER_BATCH_MAX
-            || batch_bytes >= limits::OFFSETS_BATCH_BYTES_TARGET
-        {
-            flush(&mut batch, &mut out)?;
-            batch_bytes = 0;
-        }
-    }
-    flush(&mut batch, &mut out)?;
-    Ok(out.to_vec())
-}
-
-fn record(offset: i64, timestamp: i64, key: Bytes, value: Option<Bytes>) -> Record {
-    Record {
-        transactional: false,
-        control: false,
-        delete_horizon: false,
-        partition_leader_epoch: -1,
-        producer_id: -1,
-        producer_epoch: -1,
-        timestamp_type: TimestampType::Creation,
-        offset,
-        sequence: -1,
-        timestamp,
-        key: Some(key),
-        value,
-        headers: IndexMap::new(),
-    }
+    let pairs: Vec<(Bytes, Option<Bytes>)> = records
+        .iter()
+        .map(|r| {
+            (
+                Bytes::from(r.encode_key()),
+                r.encode_value().map(Bytes::from),
+            )
+        })
+        .collect();
+    internal_log::encode(&pairs, now_ms()).map_err(|e| ServerError::Io {
+        context: "encoding offsets records".into(),
+        source: std::io::Error::other(e),
+    })
 }
 
 #[cfg(test)]

@@ -28,12 +28,31 @@ pub fn name(topic: &str) -> kafka_protocol::messages::TopicName {
 
 /// Creates `topic` with `partitions` through CreateTopics v4; asserts it was created.
 pub async fn create_topic(client: &mut Client, topic: &str, partitions: i32) {
-    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    create_topic_with(client, topic, partitions, &[]).await;
+}
+
+/// Same, with topic configs (`retention.ms`, ...).
+pub async fn create_topic_with(
+    client: &mut Client,
+    topic: &str,
+    partitions: i32,
+    configs: &[(&str, &str)],
+) {
+    use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
     use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
     let mut t = CreatableTopic::default();
     t.name = name(topic);
     t.num_partitions = partitions;
     t.replication_factor = 1;
+    t.configs = configs
+        .iter()
+        .map(|(k, v)| {
+            let mut config = CreatableTopicConfig::default();
+            config.name = s(k);
+            config.value = Some(s(v));
+            config
+        })
+        .collect();
     let mut request = CreateTopicsRequest::default();
     request.topics = vec![t];
     request.timeout_ms = 5000;
@@ -52,6 +71,69 @@ pub async fn create(client: &mut Client, topic: &str) {
     request.allow_auto_topic_creation = true;
     let response: MetadataResponse = client.call(ApiKey::Metadata, 8, &request).await;
     assert_eq!(response.topics[0].error_code, 0);
+}
+
+/// A Produce request of `records` to one partition (timeout 5 s).
+pub fn produce_request(
+    topic: &str,
+    partition: i32,
+    acks: i16,
+    records: Bytes,
+) -> kafka_protocol::messages::ProduceRequest {
+    use kafka_protocol::messages::ProduceRequest;
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    let mut p = PartitionProduceData::default();
+    p.index = partition;
+    p.records = Some(records);
+    let mut t = TopicProduceData::default();
+    t.name = name(topic);
+    t.partition_data = vec![p];
+    let mut r = ProduceRequest::default();
+    r.acks = acks;
+    r.timeout_ms = 5000;
+    r.topic_data = vec![t];
+    r
+}
+
+/// Produces `records` to one partition (Produce v8); returns that partition's response.
+pub async fn produce(
+    client: &mut Client,
+    topic: &str,
+    partition: i32,
+    acks: i16,
+    records: Bytes,
+) -> kafka_protocol::messages::produce_response::PartitionProduceResponse {
+    use kafka_protocol::messages::ProduceResponse;
+    let request = produce_request(topic, partition, acks, records);
+    let response: ProduceResponse = client.call(ApiKey::Produce, 8, &request).await;
+    response.responses[0].partition_responses[0].clone()
+}
+
+/// Sends `request` at every served version of `key` that can encode it; returns
+/// (version, `code` of the decoded response) for each. CreateTopics v0-v1 are skipped:
+/// the client-side codec starts at v2 (the broker serves them by shim).
+pub async fn at_every_version<Req: Encodable, Resp: Decodable>(
+    client: &mut Client,
+    key: ApiKey,
+    request: &Req,
+    code: impl Fn(&Resp) -> i16,
+) -> Vec<(i16, i16)> {
+    let support = sluice_server::versions::lookup(key as i16).unwrap();
+    let mut codes = Vec::new();
+    for version in support.served_min..=support.max {
+        // Fields newer than `version` make kafka-protocol refuse to encode; then the
+        // request simply does not exist at that version.
+        let mut probe = BytesMut::new();
+        if request.encode(&mut probe, version).is_err() {
+            continue;
+        }
+        if key == ApiKey::CreateTopics && version < 2 {
+            continue;
+        }
+        let response: Resp = client.call(key, version, request).await;
+        codes.push((version, code(&response)));
+    }
+    codes
 }
 
 /// Deadline for anything a test waits on.

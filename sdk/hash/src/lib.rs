@@ -1,5 +1,6 @@
 //! The key hashes of the Kafka clients, byte-exact, so a Sluice partitioner
-//! puts a key where the client's own partitioner would.
+//! puts a key where the client's own partitioner would. One copy: guest plugins reach it as
+//! `sluice_sdk::hash`, and `sluice produce` partitions keys with it.
 
 /// Kafka's `Utils.murmur2` (Java client, `DefaultPartitioner` /
 /// `BuiltInPartitioner` for keyed records), as a signed Java `int`.

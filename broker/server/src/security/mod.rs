@@ -1,0 +1,174 @@
+//! The broker's security state (SCRAM credentials now; ACLs and quotas as they are wired in),
+//! kept as Sluice keeps everything it must not lose: records in a log, the state rebuilt by
+//! replaying them. The records are `sluice_security::records::SecurityRecord`s, one per
+//! Kafka record value, in a storage `Log` under `<data.dir>/security-log/` written with an
+//! fsync before a change is answered. A replicated log can carry the same records later.
+//!
+//! `sluice user create --data-dir` writes here while the broker is stopped (holding the data
+//! dir lock), which is how the first super user is made before the first start.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError, RwLock};
+
+use bytes::Bytes;
+use sluice_security::principal::SuperUsers;
+use sluice_security::records::SecurityRecord;
+use sluice_security::rng::SecurityRng;
+use sluice_security::state::SecurityState;
+use sluice_storage::io as storage_io;
+use sluice_storage::{Durability, Log, LogConfig, RealFs};
+
+use crate::error::ServerError;
+use crate::{clock, internal_log};
+
+/// Directory of the security log, under `data.dir`.
+pub const SECURITY_DIR: &str = "security-log";
+
+/// The security log and the state replayed from it.
+#[derive(Debug)]
+pub struct SecurityStore {
+    dir: PathBuf,
+    /// `None` once closed.
+    log: Mutex<Option<Log>>,
+    state: RwLock<SecurityState>,
+}
+
+fn log_config() -> LogConfig {
+    LogConfig {
+        retention_ms: -1,
+        retention_bytes: -1,
+        max_message_bytes: sluice_storage::limits::BATCH_BYTES_MAX,
+        ..LogConfig::default()
+    }
+}
+
+impl SecurityStore {
+    /// Opens (creating) `<data_dir>/security-log` and replays it. A record the state refuses
+    /// is logged and skipped; a damaged log is an error naming it.
+    pub fn open(data_dir: &Path) -> Result<Self, ServerError> {
+        let dir = data_dir.join(SECURITY_DIR);
+        storage_io::create_dir_durable(&RealFs, &dir)
+            .map_err(ServerError::io(format!("creating {}", dir.display())))?;
+        let log = Log::open(&dir, log_config(), clock::now_ms()).map_err(|source| {
+            ServerError::Storage {
+                context: format!("opening {}", dir.display()),
+                source,
+            }
+        })?;
+        let records =
+            internal_log::read_all(&log, decode_chunk).map_err(|reason| ServerError::Io {
+                context: format!("reading {}", dir.display()),
+                source: std::io::Error::new(std::io::ErrorKind::InvalidData, reason),
+            })?;
+        let mut state = SecurityState::new(SuperUsers::default(), true);
+        for (i, e) in state.load(records) {
+            tracing::warn!(dir = %dir.display(), record = i, error = %e, "skipping a refused security record");
+        }
+        tracing::info!(dir = %dir.display(), credentials = state.credential_count(), "loaded the security log");
+        Ok(Self {
+            dir,
+            log: Mutex::new(Some(log)),
+            state: RwLock::new(state),
+        })
+    }
+
+    /// Appends `records` durably (fsync), then applies them. Either all are appended or
+    /// none is applied.
+    pub fn append(&self, records: &[SecurityRecord]) -> Result<(), ServerError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let pairs: Vec<(Bytes, Option<Bytes>)> = records
+            .iter()
+            .map(|r| {
+                (
+                    Bytes::from_static(b"security"),
+                    Some(Bytes::from(r.encode())),
+                )
+            })
+            .collect();
+        let encoded =
+            internal_log::encode(&pairs, clock::now_ms()).map_err(|e| ServerError::Io {
+                context: "encoding security records".into(),
+                source: std::io::Error::other(e),
+            })?;
+        let mut bytes = bytes::BytesMut::from(&encoded[..]);
+        let mut guard = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+        let log = guard.as_mut().ok_or_else(|| ServerError::Io {
+            context: format!("appending to {}", self.dir.display()),
+            source: std::io::Error::other("the security log is closed (shutting down)"),
+        })?;
+        log.append(&mut bytes, Durability::Fsync, clock::now_ms())
+            .map_err(|e| ServerError::Io {
+                context: format!("appending to {}", self.dir.display()),
+                source: std::io::Error::other(e.to_string()),
+            })?;
+        let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
+        for record in records {
+            if let Err(e) = state.apply(record.clone()) {
+                tracing::warn!(error = %e, "a stored security record was refused");
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the state.
+    pub fn read<T>(&self, f: impl FnOnce(&SecurityState) -> T) -> T {
+        f(&self.state.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Flushes and closes the log (a clean shutdown).
+    pub fn close(&self) -> Result<(), ServerError> {
+        let log = self
+            .log
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let Some(log) = log else { return Ok(()) };
+        log.close().map_err(|source| ServerError::Storage {
+            context: format!("closing {}", self.dir.display()),
+            source,
+        })
+    }
+}
+
+fn decode_chunk(bytes: Vec<u8>, out: &mut Vec<SecurityRecord>) -> Result<Option<i64>, String> {
+    let mut last = None;
+    for record in internal_log::decode(bytes)? {
+        last = Some(record.offset);
+        let Some(value) = record.value else { continue };
+        match SecurityRecord::decode(&value) {
+            Ok(decoded) => out.push(decoded),
+            Err(e) => {
+                tracing::warn!(offset = record.offset, error = %e, "skipping an undecodable security record")
+            }
+        }
+    }
+    Ok(last)
+}
+
+/// The operating system's CSPRNG (`/dev/urandom`), for salts and SCRAM nonces.
+#[derive(Debug)]
+pub struct OsRng(std::fs::File);
+
+impl OsRng {
+    /// Opens `/dev/urandom`.
+    pub fn open() -> Result<Self, ServerError> {
+        std::fs::File::open("/dev/urandom")
+            .map(Self)
+            .map_err(ServerError::io("opening /dev/urandom"))
+    }
+}
+
+impl SecurityRng for OsRng {
+    fn next_u64(&mut self) -> u64 {
+        let mut buf = [0u8; 8];
+        // /dev/urandom does not fail once open; a short read would be a kernel bug.
+        self.0.read_exact(&mut buf).expect("reading /dev/urandom");
+        u64::from_le_bytes(buf)
+    }
+}
+
+#[cfg(test)]
+mod tests;
