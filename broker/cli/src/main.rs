@@ -3,7 +3,8 @@
 //!
 //! Contract with scripts and tests: after binding, `serve` prints exactly one line to stdout,
 //! `sluice listening kafka=HOST:PORT admin=HOST:PORT` (without ` admin=...` when the admin API
-//! is off); every log line goes to stderr.
+//! is off; `kafka=` is the first of `listeners`); every log line goes to stderr. With several
+//! listeners, one `sluice listener NAME=HOST:PORT` line per listener comes before it.
 //!
 //! The operator commands (`topic`, `produce`, `consume`, `group`, `cluster`) talk the Kafka
 //! protocol through `client.rs`; each takes `--brokers` and `--output text|json`, prints
@@ -143,6 +144,14 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let admin = server.bind_admin().await?;
         tracing::info!(%addr, ?admin, "listening");
         let mut stdout = std::io::stdout().lock();
+        // With several listeners, one line each before the `listening` line (which names
+        // the first); with one, that line stays the only one.
+        let listeners = server.listener_addrs();
+        if listeners.len() > 1 {
+            for (name, bound) in listeners {
+                writeln!(stdout, "sluice listener {name}={bound}")?;
+            }
+        }
         match admin {
             Some(admin) => writeln!(stdout, "sluice listening kafka={addr} admin={admin}")?,
             None => writeln!(stdout, "sluice listening kafka={addr}")?,

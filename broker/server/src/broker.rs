@@ -49,7 +49,7 @@ pub struct Broker {
     /// Validated config.
     pub config: BrokerConfig,
     /// What Metadata advertises (set once the listener has bound).
-    advertised: RwLock<HostPort>,
+    advertised: RwLock<BTreeMap<String, HostPort>>,
     /// Persisted at first start, stable across restarts.
     pub cluster_id: String,
     /// Topic name -> topic. Held only for lookups and inserts, never across I/O.
@@ -287,9 +287,13 @@ impl Broker {
         let plugins = Plugins::open(&config)?;
         let security = SecurityStore::open(&dir)?;
         let advertised = config
-            .advertised_listeners
-            .clone()
-            .unwrap_or_else(|| config.listeners.clone());
+            .listeners
+            .iter()
+            .map(|l| {
+                let addr = config.advertised_for(&l.name).unwrap_or(&l.addr);
+                (l.name.clone(), addr.clone())
+            })
+            .collect();
         let broker = Self {
             config,
             advertised: RwLock::new(advertised),
@@ -400,22 +404,29 @@ impl Broker {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Records the address the listener actually bound (used unless `advertised.listeners`).
-    pub fn set_bound_address(&self, bound: HostPort) {
-        if self.config.advertised_listeners.is_none() {
-            *self
-                .advertised
+    /// Records the address listener `name` actually bound (used unless
+    /// `advertised.listeners` names the listener).
+    pub fn set_bound_address(&self, name: &str, bound: HostPort) {
+        if self.config.advertised_for(name).is_none() {
+            self.advertised
                 .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = bound;
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(name.to_owned(), bound);
         }
     }
 
-    /// The host and port Metadata advertises.
-    pub fn advertised(&self) -> HostPort {
-        self.advertised
+    /// The host and port Metadata advertises to a client of listener `name` (as Kafka does:
+    /// each listener advertises its own address).
+    pub fn advertised(&self, name: &str) -> HostPort {
+        let advertised = self
+            .advertised
             .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        advertised
+            .get(name)
+            .or_else(|| advertised.values().next())
+            .cloned()
+            .expect("a broker has at least one listener")
     }
 
     /// Looks a topic up.

@@ -17,6 +17,10 @@ use crate::error::ConfigError;
 use crate::limits;
 use crate::units::{parse_bytes, parse_ms};
 
+pub use listener_keys::{
+    ClientAuth, ListenerAddr, ListenerSpec, SecurityProtocol, parse_listener_list,
+};
+
 /// How a record batch's timestamp is set (`log.message.timestamp.type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimestampType {
@@ -98,10 +102,21 @@ impl std::fmt::Display for HostPort {
 /// The broker's configuration. Field names are the Kafka keys with `.` -> `_`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BrokerConfig {
-    /// `listeners`: where the Kafka protocol listener binds.
-    pub listeners: HostPort,
-    /// `advertised.listeners`: what Metadata tells clients; `None` = the bound address.
-    pub advertised_listeners: Option<HostPort>,
+    /// `listeners`: where the Kafka protocol listeners bind, `NAME://host:port` each.
+    pub listeners: Vec<ListenerAddr>,
+    /// `listener.security.protocol.map`: listener name -> protocol; a name not in it is
+    /// its own protocol (Kafka's default map).
+    pub listener_security_protocol_map: Vec<(String, SecurityProtocol)>,
+    /// `advertised.listeners`: what Metadata tells a client of each listener; a listener
+    /// not named here advertises its bound address.
+    pub advertised_listeners: Vec<ListenerAddr>,
+    /// `ssl.keystore.location`: one PEM file, the private key and the certificate chain
+    /// (`ssl.keystore.type` is always PEM).
+    pub ssl_keystore_location: Option<PathBuf>,
+    /// `ssl.truststore.location`: the PEM CA bundle client certificates are checked against.
+    pub ssl_truststore_location: Option<PathBuf>,
+    /// `ssl.client.auth`: none, requested or required.
+    pub ssl_client_auth: ClientAuth,
     /// `data.dir`: topics and partitions live here.
     pub data_dir: PathBuf,
     /// `num.partitions`: partitions of an auto-created topic.
@@ -173,11 +188,18 @@ pub struct BrokerConfig {
 impl Default for BrokerConfig {
     fn default() -> Self {
         Self {
-            listeners: HostPort {
-                host: "127.0.0.1".into(),
-                port: 9092,
-            },
-            advertised_listeners: None,
+            listeners: vec![ListenerAddr {
+                name: "PLAINTEXT".into(),
+                addr: HostPort {
+                    host: "127.0.0.1".into(),
+                    port: 9092,
+                },
+            }],
+            listener_security_protocol_map: Vec::new(),
+            advertised_listeners: Vec::new(),
+            ssl_keystore_location: None,
+            ssl_truststore_location: None,
+            ssl_client_auth: ClientAuth::None,
             data_dir: PathBuf::from("./sluice-data"),
             num_partitions: 1,
             auto_create_topics_enable: true,
@@ -221,6 +243,11 @@ impl Default for BrokerConfig {
 pub const BROKER_KEYS: &[&str] = &[
     "listeners",
     "advertised.listeners",
+    "listener.security.protocol.map",
+    "ssl.keystore.location",
+    "ssl.keystore.type",
+    "ssl.truststore.location",
+    "ssl.client.auth",
     "data.dir",
     "num.partitions",
     "auto.create.topics.enable",
@@ -279,13 +306,6 @@ impl BrokerConfig {
             reason,
         };
         match key {
-            "listeners" => self.listeners = HostPort::parse(value).map_err(bad)?,
-            "advertised.listeners" => {
-                self.advertised_listeners = match value.trim() {
-                    "" => None,
-                    v => Some(HostPort::parse(v).map_err(bad)?),
-                }
-            }
             "data.dir" => self.data_dir = PathBuf::from(value),
             "num.partitions" => {
                 self.num_partitions =
@@ -347,6 +367,7 @@ impl BrokerConfig {
                 .set_group_key(key, value)
                 .or_else(|| self.set_plugin_key(key, value))
                 .or_else(|| self.set_limit_key(key, value))
+                .or_else(|| self.set_listener_key(key, value))
             {
                 Some(result) => result.map_err(bad)?,
                 None => return Err(ConfigError::UnknownKey(key.to_owned())),
@@ -390,11 +411,6 @@ impl BrokerConfig {
     /// The current value of a key in Kafka's text form (DescribeConfigs).
     pub fn get(&self, key: &str) -> Option<String> {
         Some(match key {
-            "listeners" => format!("PLAINTEXT://{}", self.listeners),
-            "advertised.listeners" => self
-                .advertised_listeners
-                .as_ref()
-                .map_or_else(String::new, |a| format!("PLAINTEXT://{a}")),
             "data.dir" => self.data_dir.display().to_string(),
             "num.partitions" => self.num_partitions.to_string(),
             "auto.create.topics.enable" => self.auto_create_topics_enable.to_string(),
@@ -422,7 +438,12 @@ impl BrokerConfig {
                 .as_ref()
                 .map_or_else(String::new, ToString::to_string),
             "admin.token" => self.admin_token.clone().unwrap_or_default(),
-            _ => return self.get_plugin_key(key).or_else(|| self.get_limit_key(key)),
+            _ => {
+                return self
+                    .get_plugin_key(key)
+                    .or_else(|| self.get_limit_key(key))
+                    .or_else(|| self.get_listener_key(key));
+            }
         })
     }
 
@@ -480,13 +501,7 @@ impl BrokerConfig {
         self.plugin_config()
             .validate()
             .map_err(ConfigError::Inconsistent)?;
-        self.listeners
-            .socket_addr()
-            .map_err(|reason| ConfigError::BadValue {
-                key: "listeners".into(),
-                value: self.listeners.to_string(),
-                reason,
-            })?;
+        self.validate_listener_keys()?;
         if let Some(admin) = &self.admin_listen {
             admin
                 .socket_addr()
@@ -588,6 +603,7 @@ fn kafka_never(value: u64) -> String {
 }
 
 mod limit_keys;
+mod listener_keys;
 mod plugin_keys;
 
 #[cfg(test)]

@@ -10,7 +10,12 @@
 //!   produce is appended in order but answered by a task once its group commit is done
 //!   (`Reply::Later`), so the next requests go on meanwhile;
 //! - the writer sends responses in order (awaiting a `Reply::Later` in its turn): encoded bytes with `write_all`, record sets
-//!   straight from segment files with `sendfile(2)`.
+//!   straight from segment files with `sendfile(2)` (PLAINTEXT), or over TLS read from the
+//!   file and written through rustls in pieces of `TLS_FILE_CHUNK_BYTES`.
+//!
+//! An SSL listener's connection first shakes hands (`tls`), within
+//! `TLS_HANDSHAKE_TIMEOUT_MS`; the framing, idle and admission limits are the same after it.
+//! `stream` holds the plain-or-TLS halves.
 //!
 //! A framing error (bad length, unknown API, undecodable request) closes the connection after
 //! the responses already queued are written.
@@ -23,13 +28,18 @@ use std::sync::Arc;
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::{Semaphore, mpsc, watch};
 
 use crate::admission::FrameBudget;
 use crate::handler;
 use crate::limits;
+use crate::tls::{self, Tls};
 use crate::wire::{Chunk, ConnectionContext, FrameError, Reply, Response};
+
+mod stream;
+
+use stream::{Reader, Stream, Writer};
 
 /// Bytes the reader asks the socket for at a time while filling a large frame.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
@@ -38,12 +48,34 @@ const READ_CHUNK_BYTES: usize = 64 * 1024;
 /// (`message.max.bytes` is 1 MiB); larger frames grow as their bytes arrive, by doubling.
 const FRAME_PREALLOC_BYTES: usize = 1024 * 1024 + 64 * 1024;
 
-/// Serves one connection until the client closes it, a framing error, or shutdown.
-pub async fn serve(stream: TcpStream, ctx: ConnectionContext) {
+/// Serves one connection until the client closes it, a framing error, or shutdown; with
+/// `tls` (an SSL listener), after the handshake, which also gives the client's principal.
+pub async fn serve(stream: TcpStream, tls: Option<&Tls>, mut ctx: ConnectionContext) {
     let peer = ctx.peer;
     ctx.broker.metrics.connection_accepted();
     let _ = stream.set_nodelay(true);
-    let (reader, writer) = stream.into_split();
+    let stream = match tls {
+        None => Stream::Plain(stream),
+        Some(tls) => match tls.accept(stream).await {
+            Ok(stream) => {
+                ctx.principal = tls::principal_of(&stream);
+                Stream::Tls(Box::new(stream))
+            }
+            Err(reason) => {
+                tracing::warn!(%peer, listener = %ctx.listener_name, reason, "TLS handshake failed");
+                ctx.broker.metrics.tls_handshake_failed();
+                return;
+            }
+        },
+    };
+    tracing::debug!(
+        %peer,
+        listener = %ctx.listener_name,
+        protocol = ctx.security_protocol.as_str(),
+        principal = %ctx.principal,
+        "connection start"
+    );
+    let (reader, writer) = stream.split();
     let (request_tx, request_rx) = mpsc::channel(limits::IN_FLIGHT_REQUESTS_PER_CONNECTION_MAX);
     let (response_tx, response_rx) = mpsc::channel(limits::QUEUED_RESPONSES_PER_CONNECTION_MAX);
     let max = ctx.broker.config.socket_request_max_bytes;
@@ -85,7 +117,7 @@ fn log_close(peer: SocketAddr, stage: &str, result: Result<(), FrameError>) {
 type Queued = (Bytes, FrameBudget);
 
 async fn read_loop(
-    mut reader: OwnedReadHalf,
+    mut reader: Reader,
     requests: mpsc::Sender<Queued>,
     max_bytes: u32,
     idle: std::time::Duration,
@@ -116,7 +148,7 @@ async fn read_loop(
 /// (`queued.max.request.bytes`, never below `socket.request.max.bytes`) has room for all of
 /// it; `None` on a clean end of stream between frames.
 async fn read_frame(
-    reader: &mut OwnedReadHalf,
+    reader: &mut Reader,
     max_bytes: u32,
     budget: &Arc<Semaphore>,
     global: &Arc<Semaphore>,
@@ -140,10 +172,7 @@ async fn read_frame(
 }
 
 /// Reads and checks a length prefix; `None` on a clean end of stream.
-async fn read_length(
-    reader: &mut OwnedReadHalf,
-    max_bytes: u32,
-) -> Result<Option<usize>, FrameError> {
+async fn read_length(reader: &mut Reader, max_bytes: u32) -> Result<Option<usize>, FrameError> {
     let mut prefix = [0u8; 4];
     match reader.read_exact(&mut prefix).await {
         Ok(_) => {}
@@ -163,7 +192,7 @@ async fn read_length(
 }
 
 /// Reads a frame body of `length` bytes, growing the buffer only as bytes arrive.
-async fn read_body(reader: &mut OwnedReadHalf, length: usize) -> Result<Bytes, FrameError> {
+async fn read_body(reader: &mut Reader, length: usize) -> Result<Bytes, FrameError> {
     let mut body = BytesMut::with_capacity(length.min(FRAME_PREALLOC_BYTES));
     while body.len() < length {
         body.reserve((length - body.len()).min(READ_CHUNK_BYTES.max(body.len())));
@@ -197,7 +226,7 @@ async fn process_loop(
 }
 
 async fn write_loop(
-    mut writer: OwnedWriteHalf,
+    mut writer: Writer,
     mut responses: mpsc::Receiver<Reply>,
     idle: std::time::Duration,
 ) -> Result<(), FrameError> {
@@ -219,7 +248,7 @@ async fn write_loop(
 }
 
 /// Writes one response frame: the length prefix, then each chunk.
-async fn write_response(writer: &mut OwnedWriteHalf, response: Response) -> io::Result<()> {
+async fn write_response(writer: &mut Writer, response: Response) -> io::Result<()> {
     let body_bytes: usize = response.chunks.iter().map(Chunk::len).sum();
     let length = i32::try_from(body_bytes).map_err(|_| io::Error::other("response above 2 GiB"))?;
     let prefix = Bytes::copy_from_slice(&length.to_be_bytes());
@@ -248,12 +277,16 @@ async fn write_response(writer: &mut OwnedWriteHalf, response: Response) -> io::
     if corked {
         set_cork(writer, false);
     }
-    Ok(())
+    // rustls holds what it has not yet written to the socket: push it out now.
+    writer.flush().await
 }
 
-/// Sets TCP_CORK; false if the socket refused (the response is still written, just in more
-/// packets).
-fn set_cork(writer: &OwnedWriteHalf, on: bool) -> bool {
+/// Sets TCP_CORK; false if the socket refused or is TLS (the response is still written,
+/// just in more packets).
+fn set_cork(writer: &Writer, on: bool) -> bool {
+    let Writer::Plain(writer) = writer else {
+        return false;
+    };
     let stream: &TcpStream = writer.as_ref();
     let value: libc::c_int = on.into();
     // SAFETY: setsockopt on our open socket with a pointer to a live c_int and its size.
@@ -269,13 +302,14 @@ fn set_cork(writer: &OwnedWriteHalf, on: bool) -> bool {
     rc == 0
 }
 
-async fn write_slice(
-    writer: &mut OwnedWriteHalf,
-    slice: sluice_storage::ReadSlice,
-) -> io::Result<()> {
+async fn write_slice(writer: &mut Writer, slice: sluice_storage::ReadSlice) -> io::Result<()> {
     if slice.len == 0 {
         return Ok(());
     }
+    let writer = match writer {
+        Writer::Plain(writer) => writer,
+        tls @ Writer::Tls(_) => return write_slice_in_pieces(tls, slice).await,
+    };
     if let Some(fd) = slice.raw_fd() {
         match send_file(writer, fd, slice.position, slice.len as usize).await {
             // The filesystem cannot sendfile (and nothing was sent): copy instead.
@@ -290,6 +324,33 @@ async fn write_slice(
         .await
         .map_err(io::Error::other)??;
     writer.write_all(&bytes).await
+}
+
+/// Reads the slice from its file and writes it, `TLS_FILE_CHUNK_BYTES` at a time (TLS: the
+/// bytes must pass through rustls, so no sendfile; one bounded buffer, reused).
+async fn write_slice_in_pieces(
+    writer: &mut Writer,
+    slice: sluice_storage::ReadSlice,
+) -> io::Result<()> {
+    let end = slice.position + u64::from(slice.len);
+    let mut position = slice.position;
+    let mut buf = Vec::with_capacity(limits::TLS_FILE_CHUNK_BYTES.min(slice.len as usize));
+    while position < end {
+        let mut piece = slice.clone();
+        piece.position = position;
+        piece.len = (end - position).min(limits::TLS_FILE_CHUNK_BYTES as u64) as u32;
+        let (filled, read) = tokio::task::spawn_blocking(move || {
+            let read = piece.read_into(&mut buf);
+            (buf, read)
+        })
+        .await
+        .map_err(io::Error::other)?;
+        read?;
+        writer.write_all(&filled).await?;
+        position += filled.len() as u64;
+        buf = filled;
+    }
+    Ok(())
 }
 
 /// Copies `len` bytes of `fd` from `offset` to the socket inside the kernel.

@@ -13,6 +13,9 @@
 //! - [`connection`]: the only code touching socket bytes: bounded framing, read-ahead,
 //!   in-order responses, the sendfile writer. [`wire`]: the types between it and the
 //!   handlers (request context, responses as chunks, framing errors); it imports neither.
+//!   `connection/stream.rs`: the plain-or-TLS reader and writer halves.
+//! - [`tls`]: SSL listeners' rustls config from `ssl.*` keys, reloaded when the files
+//!   change; `tls/principal.rs`: a client certificate's subject as Kafka's principal.
 //! - [`versions`]: the one version table; ApiVersions is derived from it.
 //! - `handler/`: dispatch and one file per Kafka API, all shaped `handle(ctx, request) ->
 //!   response`; `handler/fetch_wire.rs` is the hand-encoded FetchResponse (zero-copy path),
@@ -77,6 +80,7 @@ pub mod plugins;
 mod records;
 mod reroute;
 pub mod security;
+pub mod tls;
 pub mod topic_config;
 pub mod units;
 pub mod versions;

@@ -47,6 +47,19 @@ const _: () = assert!(
     "the largest request must fit the broker-wide read budget"
 );
 
+/// A TLS client gets this long from its TCP accept to a finished handshake; then it is
+/// closed, so a client that never finishes does not hold a `max.connections` slot.
+pub const TLS_HANDSHAKE_TIMEOUT_MS: u64 = 10_000;
+
+/// Over TLS (no sendfile) a record set is read from its segment file and written through
+/// the TLS stream in pieces of at most this many bytes, so a large fetch never sits whole
+/// in memory.
+pub const TLS_FILE_CHUNK_BYTES: usize = 256 * 1024;
+
+/// Certificate file changes are gathered for this long before one reload, so a key and a
+/// chain written one after the other are read together.
+pub const TLS_RELOAD_DEBOUNCE_MS: u64 = 200;
+
 /// Pause after a failed `accept` (EMFILE, ENOMEM) so the loop does not spin.
 pub const ACCEPT_ERROR_BACKOFF_MS: u64 = 100;
 

@@ -1,5 +1,5 @@
-//! The accept loop (with `admission`'s connection limits), the background log ticker, and
-//! graceful shutdown:
+//! The accept loop over every listener (PLAINTEXT and SSL, with `admission`'s connection
+//! limits), the background log ticker, and graceful shutdown:
 //! stop accepting, let each connection finish the requests it has read, write their
 //! responses, then close every log (flush + clean-shutdown marker).
 
@@ -16,20 +16,34 @@ use tokio::task::JoinSet;
 use crate::admin::{AdminServer, AdminState};
 use crate::admission::Admission;
 use crate::broker::{Broker, Seams};
-use crate::config::{BrokerConfig, HostPort};
+use crate::config::{BrokerConfig, HostPort, SecurityProtocol};
 use crate::connection;
 use crate::error::ServerError;
 use crate::group::GroupService;
 use crate::limits;
+use crate::tls::{Tls, principal};
 use crate::wire::ConnectionContext;
+
+/// One bound listener of `listeners`.
+#[derive(Debug)]
+struct BoundListener {
+    /// The listener name (Metadata advertises this listener's address to its clients).
+    name: Arc<str>,
+    /// PLAINTEXT or SSL.
+    protocol: SecurityProtocol,
+    /// The socket; dropped at shutdown so no new clients arrive.
+    socket: TcpListener,
+}
 
 /// A bound, not yet running broker.
 #[derive(Debug)]
 pub struct Server {
     /// Shared broker state (topics, config).
     broker: Arc<Broker>,
-    /// The Kafka listener socket; dropped first at shutdown so no new clients arrive.
-    listener: TcpListener,
+    /// The Kafka listener sockets, in `listeners` order; dropped first at shutdown.
+    listeners: Vec<BoundListener>,
+    /// The TLS config of the SSL listeners (reloaded when its files change).
+    tls: Option<Arc<Tls>>,
     /// Flipped to true at shutdown: readers stop, long polls return.
     shutdown_tx: watch::Sender<bool>,
     /// `max.connections`, `max.connections.per.ip` and the broker-wide request budget.
@@ -63,13 +77,12 @@ impl Server {
     pub async fn bind_seams(config: BrokerConfig, seams: Seams) -> Result<Self, ServerError> {
         config.validate()?;
         crate::handler::shape::assert_complete().map_err(ServerError::Internal)?;
-        let addr = config.listeners.socket_addr().map_err(|reason| {
-            crate::error::ConfigError::BadValue {
-                key: "listeners".into(),
-                value: config.listeners.to_string(),
-                reason,
-            }
-        })?;
+        let specs = config.listener_specs()?;
+        let tls = if specs.iter().any(|s| s.protocol.is_tls()) {
+            Some(Arc::new(Tls::open(&config)?))
+        } else {
+            None
+        };
         let (broker, (offsets_log, offsets)) = tokio::task::spawn_blocking(move || {
             let broker = Broker::open_seams(config, seams)?;
             let mut offsets =
@@ -94,21 +107,36 @@ impl Server {
             topics = broker.topics().len(),
             "data dir open"
         );
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(ServerError::io(format!("binding {addr}")))?;
-        let bound = listener
-            .local_addr()
-            .map_err(ServerError::io("reading the bound address"))?;
-        broker.set_bound_address(HostPort {
-            host: advertised_host(bound.ip()),
-            port: bound.port(),
-        });
+        let mut listeners = Vec::with_capacity(specs.len());
+        for spec in specs {
+            let socket = TcpListener::bind(spec.bind)
+                .await
+                .map_err(ServerError::io(format!(
+                    "binding {} ({})",
+                    spec.bind, spec.name
+                )))?;
+            let bound = socket
+                .local_addr()
+                .map_err(ServerError::io("reading the bound address"))?;
+            broker.set_bound_address(
+                &spec.name,
+                HostPort {
+                    host: advertised_host(bound.ip()),
+                    port: bound.port(),
+                },
+            );
+            listeners.push(BoundListener {
+                name: spec.name.into(),
+                protocol: spec.protocol,
+                socket,
+            });
+        }
         let (shutdown_tx, _) = watch::channel(false);
         let admission = Admission::new(&broker.config);
         Ok(Self {
             broker: Arc::new(broker),
-            listener,
+            listeners,
+            tls,
             shutdown_tx,
             admission,
             groups,
@@ -135,11 +163,23 @@ impl Server {
         Ok(Some(bound))
     }
 
-    /// The address the listener bound.
+    /// The address the first listener of `listeners` bound.
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener
-            .local_addr()
-            .expect("a bound listener has an address")
+        self.listener_addrs()[0].1
+    }
+
+    /// Every listener's name and bound address, in `listeners` order.
+    pub fn listener_addrs(&self) -> Vec<(String, SocketAddr)> {
+        self.listeners
+            .iter()
+            .map(|l| {
+                let addr = l
+                    .socket
+                    .local_addr()
+                    .expect("a bound listener has an address");
+                (l.name.to_string(), addr)
+            })
+            .collect()
     }
 
     /// The shared broker (tests inspect it).
@@ -151,7 +191,8 @@ impl Server {
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), ServerError> {
         let Self {
             broker,
-            listener,
+            listeners,
+            tls,
             shutdown_tx,
             admission,
             groups,
@@ -167,9 +208,9 @@ impl Server {
                 permit = admission.connections.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
                 () = &mut shutdown => break,
             };
-            let (stream, peer) = tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok(accepted) => accepted,
+            let (index, (stream, peer)) = tokio::select! {
+                (index, accepted) = accept_any(&listeners) => match accepted {
+                    Ok(accepted) => (index, accepted),
                     Err(e) => {
                         // Out of file descriptors or memory: back off instead of spinning.
                         tracing::warn!(error = %e, backoff_ms = limits::ACCEPT_ERROR_BACKOFF_MS, "accept failed");
@@ -182,14 +223,10 @@ impl Server {
             let Some(ip_slot) = admit_ip(&admission, &broker, peer) else {
                 continue;
             };
-            let ctx = ConnectionContext {
-                broker: broker.clone(),
-                peer,
-                shutdown: shutdown_tx.subscribe(),
-                groups: groups.handle.clone(),
-                request_bytes: Arc::clone(&admission.request_bytes),
-            };
-            connections.spawn(serve_admitted(stream, ctx, (permit, ip_slot)));
+            let listener = &listeners[index];
+            let ctx = context(&broker, listener, peer, &shutdown_tx, &groups, &admission);
+            let tls = tls.clone().filter(|_| listener.protocol.is_tls());
+            connections.spawn(serve_admitted(stream, tls, ctx, (permit, ip_slot)));
             while connections.try_join_next().is_some() {}
         }
         while connections.try_join_next().is_some() {}
@@ -197,7 +234,7 @@ impl Server {
             open_connections = connections.len(),
             "shutting down: no longer accepting"
         );
-        drop(listener);
+        drop(listeners);
         shutdown_tx.send_replace(true);
         let grace = Duration::from_millis(limits::SHUTDOWN_GRACE_MS);
         if tokio::time::timeout(grace, async {
@@ -248,15 +285,57 @@ fn admit_ip(
     slot
 }
 
-/// Serves one accepted connection; its admission slots go back when it closes.
+/// A new connection's context; its principal is anonymous until a TLS handshake says more.
+fn context(
+    broker: &Arc<Broker>,
+    listener: &BoundListener,
+    peer: SocketAddr,
+    shutdown_tx: &watch::Sender<bool>,
+    groups: &GroupService,
+    admission: &Admission,
+) -> ConnectionContext {
+    ConnectionContext {
+        broker: broker.clone(),
+        peer,
+        shutdown: shutdown_tx.subscribe(),
+        groups: groups.handle.clone(),
+        request_bytes: Arc::clone(&admission.request_bytes),
+        listener_name: listener.name.clone(),
+        security_protocol: listener.protocol,
+        principal: principal::ANONYMOUS.to_owned(),
+    }
+}
+
+/// The next connection on any listener, with the listener's index. Polling starts at a
+/// different listener each time, so a busy one cannot starve the others.
+async fn accept_any(
+    listeners: &[BoundListener],
+) -> (usize, std::io::Result<(tokio::net::TcpStream, SocketAddr)>) {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let start = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    std::future::poll_fn(|cx| {
+        for i in 0..listeners.len() {
+            let index = (start + i) % listeners.len();
+            if let std::task::Poll::Ready(accepted) = listeners[index].socket.poll_accept(cx) {
+                return std::task::Poll::Ready((index, accepted));
+            }
+        }
+        std::task::Poll::Pending
+    })
+    .await
+}
+
+/// Serves one accepted connection (its TLS handshake first, on an SSL listener); its
+/// admission slots go back when it closes.
 async fn serve_admitted(
     stream: tokio::net::TcpStream,
+    tls: Option<Arc<Tls>>,
     ctx: ConnectionContext,
     slots: (tokio::sync::OwnedSemaphorePermit, crate::admission::IpSlot),
 ) {
     let broker = ctx.broker.clone();
     let _open = broker.connection_opened();
-    connection::serve(stream, ctx).await;
+    connection::serve(stream, tls.as_deref(), ctx).await;
     drop(slots);
 }
 

@@ -80,6 +80,8 @@ pub struct Metrics {
     pub connections_accepted: AtomicU64,
     /// Connections closed at accept: their address had `max.connections.per.ip` open.
     pub connections_refused: AtomicU64,
+    /// TLS handshakes that failed or timed out (`TLS_HANDSHAKE_TIMEOUT_MS`).
+    pub tls_handshake_failures: AtomicU64,
     /// Fences of storage logs: shared with the offsets-log writer, which owns its log.
     pub fences: Arc<FenceMetrics>,
 }
@@ -103,6 +105,7 @@ impl Default for Metrics {
                 .collect(),
             connections_accepted: AtomicU64::new(0),
             connections_refused: AtomicU64::new(0),
+            tls_handshake_failures: AtomicU64::new(0),
             fences: Arc::default(),
         }
     }
@@ -123,6 +126,11 @@ impl Metrics {
     /// Counts an accepted connection.
     pub fn connection_accepted(&self) {
         self.connections_accepted.fetch_add(1, Relaxed);
+    }
+
+    /// Counts a failed or timed-out TLS handshake.
+    pub fn tls_handshake_failed(&self) {
+        self.tls_handshake_failures.fetch_add(1, Relaxed);
     }
 
     /// Counts a connection closed at accept (`max.connections.per.ip`).

@@ -85,4 +85,11 @@ pub struct ConnectionContext {
     pub groups: crate::group::GroupHandle,
     /// The broker-wide request budget (`queued.max.request.bytes`, see `admission`).
     pub request_bytes: Arc<Semaphore>,
+    /// The name of the listener the connection came in on (Metadata advertises its address).
+    pub listener_name: Arc<str>,
+    /// That listener's security protocol.
+    pub security_protocol: crate::config::SecurityProtocol,
+    /// Who the client is, in Kafka's form: `User:` + the client certificate's subject DN
+    /// (RFC 2253) over mutual TLS, else `User:ANONYMOUS`.
+    pub principal: String,
 }

@@ -69,6 +69,17 @@ fn broker_metrics(out: &mut String, broker: &Broker) {
     );
     family(
         out,
+        "sluice_tls_handshake_failures_total",
+        "counter",
+        "TLS handshakes that failed or did not finish within the handshake timeout.",
+    );
+    let _ = writeln!(
+        out,
+        "sluice_tls_handshake_failures_total {}",
+        m.tls_handshake_failures.load(Relaxed)
+    );
+    family(
+        out,
         "sluice_fetches_waiting",
         "gauge",
         "Fetch requests parked in a long poll now.",

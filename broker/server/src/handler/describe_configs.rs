@@ -190,8 +190,12 @@ fn entry(key: &str, value: String, read_only: bool, source: i8) -> DescribeConfi
 fn config_type(key: &str) -> i8 {
     match key {
         "auto.create.topics.enable" | "sluice.acks.all.fsync" => 1,
-        "listeners" | "advertised.listeners" | "cleanup.policy" => 7,
+        "listeners"
+        | "advertised.listeners"
+        | "listener.security.protocol.map"
+        | "cleanup.policy" => 7,
         "data.dir" | "log.message.timestamp.type" | "message.timestamp.type" => 2,
+        k if k.starts_with("ssl.") => 2,
         k if k.ends_with(".ms")
             || k == "retention.bytes"
             || k == "log.retention.bytes"

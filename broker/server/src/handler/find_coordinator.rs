@@ -29,7 +29,7 @@ pub fn handle(
         response.port = -1;
         return response;
     }
-    let advertised = ctx.broker.advertised();
+    let advertised = ctx.broker.advertised(&ctx.listener_name);
     response.node_id = BrokerId(NODE_ID);
     response.host = StrBytes::from_string(advertised.host);
     response.port = i32::from(advertised.port);

@@ -24,7 +24,7 @@ pub async fn handle(
 ) -> MetadataResponse {
     let broker = &ctx.broker;
     let mut response = MetadataResponse::default();
-    let advertised = broker.advertised();
+    let advertised = broker.advertised(&ctx.listener_name);
     let mut node = MetadataResponseBroker::default();
     node.node_id = BrokerId(NODE_ID);
     node.host = StrBytes::from_string(advertised.host);

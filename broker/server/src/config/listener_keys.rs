@@ -1,0 +1,457 @@
+//! Listeners and their security, with Kafka's keys: `listeners` (`NAME://host:port,...`),
+//! `listener.security.protocol.map` (`NAME:PROTOCOL,...`; without it a listener's name is its
+//! protocol), `advertised.listeners` (per listener name), and TLS's `ssl.keystore.location`,
+//! `ssl.keystore.type` (PEM only), `ssl.truststore.location` and `ssl.client.auth`.
+//!
+//! All four of Kafka's protocols parse; SASL_PLAINTEXT and SASL_SSL listeners are refused at
+//! start (SASL is not built yet), naming the key.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use super::{BrokerConfig, HostPort};
+use crate::error::ConfigError;
+
+/// Kafka's security protocols.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecurityProtocol {
+    /// Plain TCP.
+    Plaintext,
+    /// TLS.
+    Ssl,
+    /// SASL over plain TCP (not built yet: refused at start).
+    SaslPlaintext,
+    /// SASL over TLS (not built yet: refused at start).
+    SaslSsl,
+}
+
+impl SecurityProtocol {
+    /// Parses Kafka's spelling (case-insensitive, as Kafka's clients accept it).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text.trim().to_ascii_uppercase().as_str() {
+            "PLAINTEXT" => Ok(Self::Plaintext),
+            "SSL" => Ok(Self::Ssl),
+            "SASL_PLAINTEXT" => Ok(Self::SaslPlaintext),
+            "SASL_SSL" => Ok(Self::SaslSsl),
+            _ => Err(format!(
+                "{text:?} is not PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"
+            )),
+        }
+    }
+
+    /// Kafka's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Plaintext => "PLAINTEXT",
+            Self::Ssl => "SSL",
+            Self::SaslPlaintext => "SASL_PLAINTEXT",
+            Self::SaslSsl => "SASL_SSL",
+        }
+    }
+
+    /// Whether the connection is TLS.
+    pub fn is_tls(self) -> bool {
+        matches!(self, Self::Ssl | Self::SaslSsl)
+    }
+}
+
+/// `ssl.client.auth`: whether a TLS listener asks for a client certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientAuth {
+    /// No client certificate is asked for.
+    None,
+    /// Asked for; a client without one is still served (as `User:ANONYMOUS`).
+    Requested,
+    /// A client without a certificate signed by the truststore's CA is refused.
+    Required,
+}
+
+impl ClientAuth {
+    /// Parses Kafka's spelling.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "none" => Ok(Self::None),
+            "requested" => Ok(Self::Requested),
+            "required" => Ok(Self::Required),
+            _ => Err(format!("{text:?} is not none, requested or required")),
+        }
+    }
+
+    /// Kafka's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Requested => "requested",
+            Self::Required => "required",
+        }
+    }
+}
+
+/// One `NAME://host:port` entry of `listeners` or `advertised.listeners`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenerAddr {
+    /// The listener name, uppercased (Kafka's names are case-insensitive).
+    pub name: String,
+    /// Where it binds (`listeners`) or what clients dial (`advertised.listeners`).
+    pub addr: HostPort,
+}
+
+impl std::fmt::Display for ListenerAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}://{}", self.name, self.addr)
+    }
+}
+
+/// A listener with everything resolved: what `Server::bind` binds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenerSpec {
+    /// The listener name.
+    pub name: String,
+    /// Its security protocol.
+    pub protocol: SecurityProtocol,
+    /// The address to bind (port 0 picks one).
+    pub bind: SocketAddr,
+}
+
+/// Parses a comma-separated `NAME://host:port` list; a bare `host:port` is PLAINTEXT. An
+/// empty text is an empty list.
+pub fn parse_listener_list(text: &str) -> Result<Vec<ListenerAddr>, String> {
+    let mut out: Vec<ListenerAddr> = Vec::new();
+    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (name, rest) = match entry.split_once("://") {
+            Some((name, rest)) => (name.trim().to_ascii_uppercase(), rest),
+            None => ("PLAINTEXT".to_owned(), entry),
+        };
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(format!(
+                "{entry:?}: listener name {name:?} is not [A-Z0-9_]+"
+            ));
+        }
+        if out.iter().any(|l| l.name == name) {
+            return Err(format!("listener name {name} appears twice"));
+        }
+        let addr = HostPort::parse(rest)?;
+        out.push(ListenerAddr { name, addr });
+    }
+    Ok(out)
+}
+
+fn render_listener_list(list: &[ListenerAddr]) -> String {
+    let entries: Vec<String> = list.iter().map(ToString::to_string).collect();
+    entries.join(",")
+}
+
+/// Parses `NAME:PROTOCOL,...`.
+fn parse_protocol_map(text: &str) -> Result<Vec<(String, SecurityProtocol)>, String> {
+    let mut out: Vec<(String, SecurityProtocol)> = Vec::new();
+    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let (name, protocol) = entry
+            .split_once(':')
+            .ok_or_else(|| format!("{entry:?} is not NAME:PROTOCOL"))?;
+        let name = name.trim().to_ascii_uppercase();
+        if out.iter().any(|(n, _)| *n == name) {
+            return Err(format!("listener name {name} appears twice"));
+        }
+        out.push((name, SecurityProtocol::parse(protocol)?));
+    }
+    Ok(out)
+}
+
+fn optional_path(value: &str) -> Option<PathBuf> {
+    Some(value.trim())
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+impl BrokerConfig {
+    /// Sets one of these keys; `None` for any other key.
+    pub(super) fn set_listener_key(
+        &mut self,
+        key: &str,
+        value: &str,
+    ) -> Option<Result<(), String>> {
+        let result = match key {
+            "listeners" => parse_listener_list(value).and_then(|list| {
+                if list.is_empty() {
+                    return Err("at least one listener is needed".into());
+                }
+                self.listeners = list;
+                Ok(())
+            }),
+            "advertised.listeners" => {
+                parse_listener_list(value).map(|list| self.advertised_listeners = list)
+            }
+            "listener.security.protocol.map" => {
+                parse_protocol_map(value).map(|map| self.listener_security_protocol_map = map)
+            }
+            "ssl.keystore.location" => {
+                self.ssl_keystore_location = optional_path(value);
+                Ok(())
+            }
+            "ssl.keystore.type" => match value.trim() {
+                "PEM" => Ok(()),
+                other => Err(format!(
+                    "{other:?} is not supported: only PEM (one file with the private key and \
+                     the certificate chain) is"
+                )),
+            },
+            "ssl.truststore.location" => {
+                self.ssl_truststore_location = optional_path(value);
+                Ok(())
+            }
+            "ssl.client.auth" => ClientAuth::parse(value).map(|a| self.ssl_client_auth = a),
+            _ => return None,
+        };
+        Some(result)
+    }
+
+    /// One of these keys' value in text form; `None` for any other key.
+    pub(super) fn get_listener_key(&self, key: &str) -> Option<String> {
+        let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+        Some(match key {
+            "listeners" => render_listener_list(&self.listeners),
+            "advertised.listeners" => render_listener_list(&self.advertised_listeners),
+            "listener.security.protocol.map" => {
+                let entries: Vec<String> = self
+                    .listener_security_protocol_map
+                    .iter()
+                    .map(|(name, p)| format!("{name}:{}", p.as_str()))
+                    .collect();
+                entries.join(",")
+            }
+            "ssl.keystore.location" => path(&self.ssl_keystore_location).unwrap_or_default(),
+            "ssl.keystore.type" => "PEM".to_owned(),
+            "ssl.truststore.location" => path(&self.ssl_truststore_location).unwrap_or_default(),
+            "ssl.client.auth" => self.ssl_client_auth.as_str().to_owned(),
+            _ => return None,
+        })
+    }
+
+    /// The security protocol of listener `name`: the protocol map's entry, or, with no map
+    /// entry, the name itself when it is a protocol's name (Kafka's default map).
+    pub fn listener_protocol(&self, name: &str) -> Result<SecurityProtocol, ConfigError> {
+        if let Some((_, protocol)) = self
+            .listener_security_protocol_map
+            .iter()
+            .find(|(n, _)| n == name)
+        {
+            return Ok(*protocol);
+        }
+        SecurityProtocol::parse(name).map_err(|_| ConfigError::BadValue {
+            key: "listener.security.protocol.map".into(),
+            value: self
+                .get_listener_key("listener.security.protocol.map")
+                .unwrap_or_default(),
+            reason: format!(
+                "listener {name} is not a security protocol's name and the map does not name it"
+            ),
+        })
+    }
+
+    /// Every listener, resolved and checked: what the server binds.
+    pub fn listener_specs(&self) -> Result<Vec<ListenerSpec>, ConfigError> {
+        let mut specs = Vec::with_capacity(self.listeners.len());
+        for listener in &self.listeners {
+            let protocol = self.listener_protocol(&listener.name)?;
+            if matches!(
+                protocol,
+                SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl
+            ) {
+                return Err(ConfigError::BadValue {
+                    key: "listeners".into(),
+                    value: listener.to_string(),
+                    reason: format!(
+                        "listener {} uses {}, and SASL is not supported yet: use PLAINTEXT or SSL",
+                        listener.name,
+                        protocol.as_str()
+                    ),
+                });
+            }
+            let bind = listener
+                .addr
+                .socket_addr()
+                .map_err(|reason| ConfigError::BadValue {
+                    key: "listeners".into(),
+                    value: listener.to_string(),
+                    reason,
+                })?;
+            if bind.port() != 0 && specs.iter().any(|s: &ListenerSpec| s.bind == bind) {
+                return Err(ConfigError::Inconsistent(format!(
+                    "listeners: two listeners bind {bind}"
+                )));
+            }
+            specs.push(ListenerSpec {
+                name: listener.name.clone(),
+                protocol,
+                bind,
+            });
+        }
+        Ok(specs)
+    }
+
+    /// Cross-key checks of these keys.
+    pub(super) fn validate_listener_keys(&self) -> Result<(), ConfigError> {
+        let specs = self.listener_specs()?;
+        for advertised in &self.advertised_listeners {
+            if !specs.iter().any(|s| s.name == advertised.name) {
+                return Err(ConfigError::Inconsistent(format!(
+                    "advertised.listeners names listener {}, which listeners does not have",
+                    advertised.name
+                )));
+            }
+        }
+        let tls = specs.iter().any(|s| s.protocol.is_tls());
+        if tls && self.ssl_keystore_location.is_none() {
+            return Err(ConfigError::Inconsistent(
+                "an SSL listener needs ssl.keystore.location (a PEM file with the private key \
+                 and the certificate chain)"
+                    .into(),
+            ));
+        }
+        if tls && self.ssl_client_auth != ClientAuth::None && self.ssl_truststore_location.is_none()
+        {
+            return Err(ConfigError::Inconsistent(format!(
+                "ssl.client.auth={} needs ssl.truststore.location (the PEM CA bundle that signs \
+                 client certificates)",
+                self.ssl_client_auth.as_str()
+            )));
+        }
+        Ok(())
+    }
+
+    /// What Metadata advertises for listener `name` when `advertised.listeners` names it.
+    pub fn advertised_for(&self, name: &str) -> Option<&HostPort> {
+        self.advertised_listeners
+            .iter()
+            .find(|a| a.name == name)
+            .map(|a| &a.addr)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(sets: &[(&str, &str)]) -> Result<BrokerConfig, ConfigError> {
+        let mut c = BrokerConfig::default();
+        for (key, value) in sets {
+            c.set(key, value)?;
+        }
+        Ok(c)
+    }
+
+    #[test]
+    fn several_listeners_resolve_through_the_protocol_map() {
+        let c = config(&[
+            (
+                "listeners",
+                "INTERNAL://127.0.0.1:9092, external://127.0.0.1:0,SSL://[::1]:9094",
+            ),
+            (
+                "listener.security.protocol.map",
+                "INTERNAL:SSL,EXTERNAL:PLAINTEXT",
+            ),
+            ("ssl.keystore.location", "/etc/sluice/broker.pem"),
+        ])
+        .unwrap();
+        c.validate().unwrap();
+        let specs = c.listener_specs().unwrap();
+        let got: Vec<(&str, SecurityProtocol, u16)> = specs
+            .iter()
+            .map(|s| (s.name.as_str(), s.protocol, s.bind.port()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("INTERNAL", SecurityProtocol::Ssl, 9092),
+                ("EXTERNAL", SecurityProtocol::Plaintext, 0),
+                ("SSL", SecurityProtocol::Ssl, 9094),
+            ]
+        );
+        assert_eq!(
+            c.get("listener.security.protocol.map").unwrap(),
+            "INTERNAL:SSL,EXTERNAL:PLAINTEXT"
+        );
+    }
+
+    #[test]
+    fn advertised_listeners_are_per_name_and_must_name_a_listener() {
+        let mut c = config(&[
+            (
+                "listeners",
+                "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9093",
+            ),
+            ("advertised.listeners", "SSL://kafka.example:19093"),
+            ("ssl.keystore.location", "/k.pem"),
+        ])
+        .unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.advertised_for("SSL").unwrap().port, 19093);
+        assert!(c.advertised_for("PLAINTEXT").is_none());
+        c.set("advertised.listeners", "OTHER://kafka.example:1")
+            .unwrap();
+        let err = c.validate().unwrap_err().to_string();
+        assert!(
+            err.contains("advertised.listeners") && err.contains("OTHER"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn sasl_listeners_are_refused_naming_the_key() {
+        for protocol in ["SASL_PLAINTEXT", "SASL_SSL"] {
+            let c = config(&[("listeners", &format!("{protocol}://127.0.0.1:9093"))]).unwrap();
+            let err = c.validate().unwrap_err().to_string();
+            assert!(
+                err.contains("listeners") && err.contains("SASL is not supported"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_listener_settings_are_errors_naming_the_key() {
+        let unmapped = config(&[("listeners", "INTERNAL://127.0.0.1:1")]).unwrap();
+        let err = unmapped.validate().unwrap_err().to_string();
+        assert!(err.contains("listener.security.protocol.map"), "{err}");
+        let err = config(&[("ssl.keystore.type", "JKS")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("ssl.keystore.type") && err.contains("PEM"),
+            "{err}"
+        );
+        let err = config(&[("ssl.client.auth", "maybe")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("ssl.client.auth"), "{err}");
+        let err = config(&[("listener.security.protocol.map", "A:TLS")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("listener.security.protocol.map"), "{err}");
+        let no_keystore = config(&[("listeners", "SSL://127.0.0.1:1")]).unwrap();
+        let err = no_keystore.validate().unwrap_err().to_string();
+        assert!(err.contains("ssl.keystore.location"), "{err}");
+        let no_truststore = config(&[
+            ("listeners", "SSL://127.0.0.1:1"),
+            ("ssl.keystore.location", "/k.pem"),
+            ("ssl.client.auth", "required"),
+        ])
+        .unwrap();
+        let err = no_truststore.validate().unwrap_err().to_string();
+        assert!(err.contains("ssl.truststore.location"), "{err}");
+        let twice = config(&[("listeners", "PLAINTEXT://127.0.0.1:5,SSL://127.0.0.1:5")]).unwrap();
+        assert!(twice.validate().is_err());
+        assert!(config(&[("listeners", "")]).is_err());
+    }
+
+    #[test]
+    fn a_bare_host_port_is_one_plaintext_listener_as_before() {
+        let c = config(&[("listeners", "127.0.0.1:0")]).unwrap();
+        let specs = c.listener_specs().unwrap();
+        assert_eq!(specs.len(), 1);
+        assert_eq!(specs[0].name, "PLAINTEXT");
+        assert_eq!(specs[0].protocol, SecurityProtocol::Plaintext);
+        assert_eq!(c.get("listeners").unwrap(), "PLAINTEXT://127.0.0.1:0");
+    }
+}
