@@ -86,7 +86,11 @@ impl Server {
         let (broker, (offsets_log, offsets)) = tokio::task::spawn_blocking(move || {
             let broker = Broker::open_seams(config, seams)?;
             let mut offsets =
-                GroupService::open(&broker.config.data_dir, broker.config.acks_all_fsync)?;
+                GroupService::open(
+                &broker.config.data_dir,
+                broker.config.acks_all_fsync,
+                broker.clock().clone(),
+            )?;
             offsets.0.report_fences_to(broker.metrics.fences.clone());
             Ok::<_, ServerError>((broker, offsets))
         })

@@ -3,7 +3,7 @@
 //! The scenario is what the group coordinator's writer does under `sluice.acks.all.fsync`:
 //! offset commits appended one call at a time (each acknowledged when `append` returns Ok),
 //! one compaction in the middle (a new generation written, closed, the pointer swapped), and
-//! a clean close. The log's segments live on a `FaultyFs` (`OffsetsLog::open_with_fs`); the
+//! a clean close. The log's segments live on a `FaultyFs` (`OffsetsLog::open_with`, with a fixed clock); the
 //! generation pointer on a real temp dir. A run without faults counts the write and sync
 //! operations; then, for every operation index N, the scenario is rerun with operation N
 //! failing as a torn write, a short write or an fsync error; after the failure the scenario
@@ -76,9 +76,16 @@ fn live(records: &[OffsetRecord]) -> Vec<OffsetRecord> {
     latest.into_values().collect()
 }
 
+/// One instant for every run: with the system clock, a millisecond tick between two appends
+/// adds a time-index entry, so the nth write of a faulted run was not always the reference
+/// run's nth write (and a fault could land in a different operation).
+fn fixed_clock() -> sluice_server::SharedClock {
+    sluice_server::ManualClock::new(1_700_000_000_000)
+}
+
 fn run_scenario(data_dir: &Path, fs: &FaultyFs) -> Outcome {
     let mut out = Outcome::default();
-    let Ok((mut log, _)) = OffsetsLog::open_with_fs(data_dir, true, Arc::new(fs.clone())) else {
+    let Ok((mut log, _)) = OffsetsLog::open_with(data_dir, true, Arc::new(fs.clone()), fixed_clock()) else {
         out.failed = true;
         return out;
     };
@@ -106,7 +113,7 @@ fn run_scenario(data_dir: &Path, fs: &FaultyFs) -> Outcome {
 /// Reopens a crash image: every acknowledged commit is replayed after what preceded it.
 fn check_recovered(data_dir: &Path, fs: FaultyFs, out: &Outcome, what: &str) {
     let opened =
-        std::panic::catch_unwind(|| OffsetsLog::open_with_fs(data_dir, true, Arc::new(fs)));
+        std::panic::catch_unwind(|| OffsetsLog::open_with(data_dir, true, Arc::new(fs), fixed_clock()));
     let (log, replayed) = match opened {
         Ok(Ok(opened)) => opened,
         Ok(Err(e)) => panic!("{what}: the offsets log does not open: {e}"),

@@ -467,7 +467,7 @@ fn offsets() -> Vec<Seed> {
         out.push(("offsets_log", format!("record-{name}"), input));
     }
     let all = [&committed, &tombstone, &group_gone];
-    if let Ok(log) = crate::group::offsets_log::encode_batches(&all) {
+    if let Ok(log) = crate::group::offsets_log::encode_batches(&all, 1_700_000_000_000) {
         let mut input = vec![1];
         input.extend_from_slice(&log);
         out.push(("offsets_log", "log-batches".into(), input));

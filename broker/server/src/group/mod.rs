@@ -97,8 +97,9 @@ impl GroupService {
     pub fn open(
         data_dir: &Path,
         fsync: bool,
+        clock: SharedClock,
     ) -> Result<(OffsetsLog, Vec<sluice_group::OffsetRecord>), ServerError> {
-        OffsetsLog::open(data_dir, fsync)
+        OffsetsLog::open_with(data_dir, fsync, std::sync::Arc::new(sluice_storage::RealFs), clock)
     }
 
     /// Starts the coordinator and writer tasks on the current runtime.

@@ -36,7 +36,7 @@ use sluice_group::OffsetRecord;
 use sluice_storage::io as storage_io;
 use sluice_storage::{Durability, Fs, Log, LogConfig, RealFs};
 
-use crate::clock::now_ms;
+use crate::clock::SharedClock;
 use crate::error::ServerError;
 use crate::{internal_log, limits};
 
@@ -64,6 +64,8 @@ pub struct OffsetsLog {
     /// The filesystem the log's segments live on: the real one, or a fault-injecting twin
     /// in tests (the generation pointer stays on the real filesystem).
     fs: Arc<dyn Fs>,
+    /// What "now" is for the log's segments and record timestamps.
+    clock: SharedClock,
 }
 
 /// The storage settings of the offsets log: never deleted by time or size (compaction
@@ -86,7 +88,7 @@ impl OffsetsLog {
     /// Opens the live generation under `data_dir` (creating generation 0 on first start) and
     /// removes leftovers of other generations. Returns the log and its records in log order.
     pub fn open(data_dir: &Path, fsync: bool) -> Result<(Self, Vec<OffsetRecord>), ServerError> {
-        Self::open_with_fs(data_dir, fsync, Arc::new(RealFs))
+        Self::open_with(data_dir, fsync, Arc::new(RealFs), crate::clock::system())
     }
 
     /// Same, with the log's segments on `fs`.
@@ -94,6 +96,17 @@ impl OffsetsLog {
         data_dir: &Path,
         fsync: bool,
         fs: Arc<dyn Fs>,
+    ) -> Result<(Self, Vec<OffsetRecord>), ServerError> {
+        Self::open_with(data_dir, fsync, fs, crate::clock::system())
+    }
+
+    /// Same, reading the time (segment and record timestamps) from `clock`: the broker's, or
+    /// a test's fixed one, so a fault sweep's runs write the same bytes.
+    pub fn open_with(
+        data_dir: &Path,
+        fsync: bool,
+        fs: Arc<dyn Fs>,
+        clock: SharedClock,
     ) -> Result<(Self, Vec<OffsetRecord>), ServerError> {
         let data_dir = &data_dir.join(OFFSETS_DIR);
         storage_io::create_dir_durable(&RealFs, data_dir)
@@ -103,7 +116,7 @@ impl OffsetsLog {
         let generation = read_pointer(data_dir)?;
         remove_other_generations(data_dir, generation);
         let dir = generation_dir(data_dir, generation);
-        let log = Log::open_with(fs.clone(), &dir, log_config(), now_ms())
+        let log = Log::open_with(fs.clone(), &dir, log_config(), clock.now_ms())
             .map_err(storage_error(format!("opening {}", dir.display())))?;
         let records = read_all(&log)?;
         tracing::info!(dir = %dir.display(), records = records.len(), "loaded the offsets log");
@@ -120,6 +133,7 @@ impl OffsetsLog {
                 durability,
                 fences: Arc::default(),
                 fs,
+                clock,
             },
             records,
         ))
@@ -150,10 +164,10 @@ impl OffsetsLog {
             return Ok(());
         }
         self.lift_fence()?;
-        let mut bytes = encode_batches(records)?;
+        let mut bytes = encode_batches(records, self.clock.now_ms())?;
         let durability = self.durability;
         let log = self.log_mut()?;
-        let appended = log.append(&mut bytes, durability, now_ms());
+        let appended = log.append(&mut bytes, durability, self.clock.now_ms());
         let fenced = log.is_fenced();
         self.fences.offsets_log_fenced.store(fenced, Relaxed);
         appended.map_err(|e| ServerError::Io {
@@ -167,7 +181,7 @@ impl OffsetsLog {
     fn lift_fence(&mut self) -> Result<(), ServerError> {
         let log = self.log_mut()?;
         let lifted = log
-            .try_unfence(now_ms())
+            .try_unfence(self.clock.now_ms())
             .map_err(storage_error("lifting the offsets log's fence".into()))?;
         if lifted {
             let log_end = log.log_end_offset();
@@ -183,7 +197,7 @@ impl OffsetsLog {
             log.close().ok();
         }
         let dir = generation_dir(&self.data_dir, self.generation);
-        let log = Log::open_with(self.fs.clone(), &dir, log_config(), now_ms())
+        let log = Log::open_with(self.fs.clone(), &dir, log_config(), self.clock.now_ms())
             .map_err(storage_error(format!("reopening {}", dir.display())))?;
         self.log = Some(log);
         Ok(())
@@ -197,13 +211,13 @@ impl OffsetsLog {
             storage_io::remove_dir_durable(&RealFs, &dir)
                 .map_err(ServerError::io(format!("removing {}", dir.display())))?;
         }
-        let mut fresh = Log::open_with(self.fs.clone(), &dir, log_config(), now_ms())
+        let mut fresh = Log::open_with(self.fs.clone(), &dir, log_config(), self.clock.now_ms())
             .map_err(storage_error(format!("creating {}", dir.display())))?;
         let refs: Vec<&OffsetRecord> = snapshot.iter().collect();
         if !refs.is_empty() {
-            let mut bytes = encode_batches(&refs)?;
+            let mut bytes = encode_batches(&refs, self.clock.now_ms())?;
             fresh
-                .append(&mut bytes, Durability::Fsync, now_ms())
+                .append(&mut bytes, Durability::Fsync, self.clock.now_ms())
                 .map_err(|e| ServerError::Io {
                     context: format!("writing {}", dir.display()),
                     source: std::io::Error::other(e),
@@ -324,7 +338,10 @@ fn damaged(reason: String) -> ServerError {
 }
 
 /// Encodes records as RecordBatch v2 batches of bounded size.
-pub(crate) fn encode_batches(records: &[&OffsetRecord]) -> Result<Vec<u8>, ServerError> {
+pub(crate) fn encode_batches(
+    records: &[&OffsetRecord],
+    now_ms: i64,
+) -> Result<Vec<u8>, ServerError> {
     let pairs: Vec<(Bytes, Option<Bytes>)> = records
         .iter()
         .map(|r| {
@@ -334,7 +351,7 @@ pub(crate) fn encode_batches(records: &[&OffsetRecord]) -> Result<Vec<u8>, Serve
             )
         })
         .collect();
-    internal_log::encode(&pairs, now_ms()).map_err(|e| ServerError::Io {
+    internal_log::encode(&pairs, now_ms).map_err(|e| ServerError::Io {
         context: "encoding offsets records".into(),
         source: std::io::Error::other(e),
     })

@@ -41,7 +41,7 @@ fn live_generation(data_dir: &std::path::Path) -> u64 {
 #[tokio::test]
 async fn the_offsets_log_is_compacted_and_reloads_the_same_offsets() {
     let dir = tempfile::tempdir().unwrap();
-    let (log, records) = GroupService::open(dir.path(), false).unwrap();
+    let (log, records) = GroupService::open(dir.path(), false, crate::clock::system()).unwrap();
     let policy = CompactionPolicy {
         min_bytes: 8 * 1024,
         growth_factor: 2,
@@ -76,7 +76,7 @@ async fn the_offsets_log_is_compacted_and_reloads_the_same_offsets() {
         "the log was never compacted"
     );
 
-    let (log, records) = GroupService::open(dir.path(), false).unwrap();
+    let (log, records) = GroupService::open(dir.path(), false, crate::clock::system()).unwrap();
     assert!(
         records.len() < 300 * 3,
         "compaction left {} records",
