@@ -164,10 +164,11 @@ impl OffsetsLog {
             return Ok(());
         }
         self.lift_fence()?;
-        let mut bytes = encode_batches(records, self.clock.now_ms())?;
+        let now = self.clock.now_ms();
+        let mut bytes = encode_batches(records, now)?;
         let durability = self.durability;
         let log = self.log_mut()?;
-        let appended = log.append(&mut bytes, durability, self.clock.now_ms());
+        let appended = log.append(&mut bytes, durability, now);
         let fenced = log.is_fenced();
         self.fences.offsets_log_fenced.store(fenced, Relaxed);
         appended.map_err(|e| ServerError::Io {
@@ -179,9 +180,10 @@ impl OffsetsLog {
 
     /// Probes and reopens a fenced log; an error while the disk still fails.
     fn lift_fence(&mut self) -> Result<(), ServerError> {
+        let now = self.clock.now_ms();
         let log = self.log_mut()?;
         let lifted = log
-            .try_unfence(self.clock.now_ms())
+            .try_unfence(now)
             .map_err(storage_error("lifting the offsets log's fence".into()))?;
         if lifted {
             let log_end = log.log_end_offset();
