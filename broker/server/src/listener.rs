@@ -85,8 +85,7 @@ impl Server {
         };
         let (broker, (offsets_log, offsets)) = tokio::task::spawn_blocking(move || {
             let broker = Broker::open_seams(config, seams)?;
-            let mut offsets =
-                GroupService::open(
+            let mut offsets = GroupService::open(
                 &broker.config.data_dir,
                 broker.config.acks_all_fsync,
                 broker.clock().clone(),

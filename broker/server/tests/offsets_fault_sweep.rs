@@ -85,7 +85,9 @@ fn fixed_clock() -> sluice_server::SharedClock {
 
 fn run_scenario(data_dir: &Path, fs: &FaultyFs) -> Outcome {
     let mut out = Outcome::default();
-    let Ok((mut log, _)) = OffsetsLog::open_with(data_dir, true, Arc::new(fs.clone()), fixed_clock()) else {
+    let Ok((mut log, _)) =
+        OffsetsLog::open_with(data_dir, true, Arc::new(fs.clone()), fixed_clock())
+    else {
         out.failed = true;
         return out;
     };
@@ -112,8 +114,9 @@ fn run_scenario(data_dir: &Path, fs: &FaultyFs) -> Outcome {
 
 /// Reopens a crash image: every acknowledged commit is replayed after what preceded it.
 fn check_recovered(data_dir: &Path, fs: FaultyFs, out: &Outcome, what: &str) {
-    let opened =
-        std::panic::catch_unwind(|| OffsetsLog::open_with(data_dir, true, Arc::new(fs), fixed_clock()));
+    let opened = std::panic::catch_unwind(|| {
+        OffsetsLog::open_with(data_dir, true, Arc::new(fs), fixed_clock())
+    });
     let (log, replayed) = match opened {
         Ok(Ok(opened)) => opened,
         Ok(Err(e)) => panic!("{what}: the offsets log does not open: {e}"),

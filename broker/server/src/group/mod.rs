@@ -99,7 +99,12 @@ impl GroupService {
         fsync: bool,
         clock: SharedClock,
     ) -> Result<(OffsetsLog, Vec<sluice_group::OffsetRecord>), ServerError> {
-        OffsetsLog::open_with(data_dir, fsync, std::sync::Arc::new(sluice_storage::RealFs), clock)
+        OffsetsLog::open_with(
+            data_dir,
+            fsync,
+            std::sync::Arc::new(sluice_storage::RealFs),
+            clock,
+        )
     }
 
     /// Starts the coordinator and writer tasks on the current runtime.
