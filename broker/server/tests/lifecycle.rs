@@ -5,7 +5,6 @@ mod common;
 
 use common::{TestBroker, batch, name, values};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::*;
 
 fn fetch(topic: &str, partition: i32, max_wait_ms: i32) -> FetchRequest {
@@ -93,16 +92,14 @@ async fn shutdown_answers_a_parked_long_poll() {
 /// Produces one record stamped in 2023 (older than the topics' 1 h retention).
 async fn produce_ancient(client: &mut common::Client) {
     const YEAR_2023_MS: i64 = 1_700_000_000_000;
-    let mut p = PartitionProduceData::default();
-    p.records = Some(common::batch_at(&["ancient"], YEAR_2023_MS));
-    let mut t = TopicProduceData::default();
-    t.name = name("old");
-    t.partition_data = vec![p];
-    let mut request = ProduceRequest::default();
-    request.acks = 1;
-    request.topic_data = vec![t];
-    let response: ProduceResponse = client.call(ApiKey::Produce, 8, &request).await;
-    assert_eq!(response.responses[0].partition_responses[0].error_code, 0);
+    produce_old_at(client, "ancient", YEAR_2023_MS).await;
+}
+
+/// Produces `value` to `old`, stamped `timestamp_ms` (acks=1); asserts it was appended.
+async fn produce_old_at(client: &mut common::Client, value: &str, timestamp_ms: i64) {
+    let records = common::batch_at(&[value], timestamp_ms);
+    let p = common::produce(client, "old", 0, 1, records).await;
+    assert_eq!(p.error_code, 0);
 }
 
 async fn earliest_offset(client: &mut common::Client, topic: &str) -> i64 {
@@ -150,16 +147,7 @@ async fn retention_ages_records_by_the_brokers_clock() {
         TestBroker::start_seams(dir, &[("log.retention.check.interval.ms", "20")], seams).await;
     let mut client = broker.client().await;
     create_topic(&mut client, "old", 1).await; // retention.ms = 1 h
-    let mut p = PartitionProduceData::default();
-    p.records = Some(common::batch_at(&["fresh"], start_ms));
-    let mut t = TopicProduceData::default();
-    t.name = name("old");
-    t.partition_data = vec![p];
-    let mut request = ProduceRequest::default();
-    request.acks = 1;
-    request.topic_data = vec![t];
-    let response: ProduceResponse = client.call(ApiKey::Produce, 8, &request).await;
-    assert_eq!(response.responses[0].partition_responses[0].error_code, 0);
+    produce_old_at(&mut client, "fresh", start_ms).await;
     let checks = std::time::Instant::now();
     common::wait_until("several retention checks", || {
         checks.elapsed().as_millis() > 3 * u128::from(sluice_server::limits::LOG_TICK_INTERVAL_MS)
