@@ -37,7 +37,15 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("topic_metadata", topic_metadata),
     ("guest_columns", guest_columns),
     ("admin_json", admin_json),
+    ("tls_principal", tls_principal),
 ];
+
+/// A client certificate (DER), through the reader that takes the mTLS principal from its
+/// subject (`tls/principal.rs`). rustls verifies a certificate before the broker reads it,
+/// but the reader must not trust its lengths either.
+pub fn tls_principal(der: &[u8]) {
+    let _ = crate::tls::principal::from_certificate(der);
+}
 
 /// A request frame (header and body, without the length prefix), through what the broker
 /// runs before a handler sees it: peek, version lookup, header decode, the shape guard,
