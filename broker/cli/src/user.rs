@@ -14,6 +14,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
+use sluice_security::principal::SuperUsers;
 use sluice_security::records::SecurityRecord;
 use sluice_security::scram::{ScramCredential, ScramMechanism};
 use sluice_server::security::{OsRng, SecurityStore};
@@ -69,7 +70,7 @@ pub fn run(args: UserArgs) -> anyhow::Result<()> {
         );
     };
     let _lock = sluice_server::data_dir::lock(&data_dir)?;
-    let store = SecurityStore::open(&data_dir)?;
+    let store = SecurityStore::open(&data_dir, SuperUsers::default(), true)?;
     let result = match args.command {
         UserCommand::Create {
             name,

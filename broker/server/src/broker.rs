@@ -285,7 +285,11 @@ impl Broker {
         remove_stale_temps(&dir);
         let cluster_id = load_or_create_cluster_id(&dir)?;
         let plugins = Plugins::open(&config)?;
-        let security = SecurityStore::open(&dir)?;
+        let security = SecurityStore::open(
+            &dir,
+            config.super_users.clone(),
+            config.allow_everyone_if_no_acl_found(),
+        )?;
         let advertised = config
             .listeners
             .iter()

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use sluice_group::GroupConfig;
 use sluice_group::limits as group_limits;
 use sluice_plugin_host::limits as plugin_limits;
+use sluice_security::principal::SuperUsers;
 
 use crate::error::ConfigError;
 use crate::limits;
@@ -20,6 +21,7 @@ use crate::units::{parse_bytes, parse_ms};
 pub use listener_keys::{
     ClientAuth, ListenerAddr, ListenerSpec, SecurityProtocol, parse_listener_list,
 };
+pub use security_keys::SaslMechanism;
 
 /// How a record batch's timestamp is set (`log.message.timestamp.type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +119,15 @@ pub struct BrokerConfig {
     pub ssl_truststore_location: Option<PathBuf>,
     /// `ssl.client.auth`: none, requested or required.
     pub ssl_client_auth: ClientAuth,
+    /// `sasl.enabled.mechanisms`: what SASL listeners offer in SaslHandshake.
+    pub sasl_enabled_mechanisms: Vec<SaslMechanism>,
+    /// `connections.max.reauth.ms`: a SASL session's lifetime (KIP-368); 0 = no limit.
+    pub connections_max_reauth_ms: u64,
+    /// `super.users`: principals every ACL check allows.
+    pub super_users: SuperUsers,
+    /// `allow.everyone.if.no.acl.found`; `None` = the default by the listeners (see
+    /// [`BrokerConfig::allow_everyone_if_no_acl_found`]).
+    pub allow_everyone_if_no_acl_found: Option<bool>,
     /// `data.dir`: topics and partitions live here.
     pub data_dir: PathBuf,
     /// `num.partitions`: partitions of an auto-created topic.
@@ -200,6 +211,10 @@ impl Default for BrokerConfig {
             ssl_keystore_location: None,
             ssl_truststore_location: None,
             ssl_client_auth: ClientAuth::None,
+            sasl_enabled_mechanisms: security_keys::SASL_ENABLED_MECHANISMS_DEFAULT.to_vec(),
+            connections_max_reauth_ms: 0,
+            super_users: SuperUsers::default(),
+            allow_everyone_if_no_acl_found: None,
             data_dir: PathBuf::from("./sluice-data"),
             num_partitions: 1,
             auto_create_topics_enable: true,
@@ -248,6 +263,10 @@ pub const BROKER_KEYS: &[&str] = &[
     "ssl.keystore.type",
     "ssl.truststore.location",
     "ssl.client.auth",
+    "sasl.enabled.mechanisms",
+    "connections.max.reauth.ms",
+    "super.users",
+    "allow.everyone.if.no.acl.found",
     "data.dir",
     "num.partitions",
     "auto.create.topics.enable",
@@ -368,6 +387,7 @@ impl BrokerConfig {
                 .or_else(|| self.set_plugin_key(key, value))
                 .or_else(|| self.set_limit_key(key, value))
                 .or_else(|| self.set_listener_key(key, value))
+                .or_else(|| self.set_security_key(key, value))
             {
                 Some(result) => result.map_err(bad)?,
                 None => return Err(ConfigError::UnknownKey(key.to_owned())),
@@ -442,7 +462,8 @@ impl BrokerConfig {
                 return self
                     .get_plugin_key(key)
                     .or_else(|| self.get_limit_key(key))
-                    .or_else(|| self.get_listener_key(key));
+                    .or_else(|| self.get_listener_key(key))
+                    .or_else(|| self.get_security_key(key));
             }
         })
     }
@@ -502,6 +523,7 @@ impl BrokerConfig {
             .validate()
             .map_err(ConfigError::Inconsistent)?;
         self.validate_listener_keys()?;
+        self.validate_security_keys()?;
         if let Some(admin) = &self.admin_listen {
             admin
                 .socket_addr()
@@ -605,6 +627,7 @@ fn kafka_never(value: u64) -> String {
 mod limit_keys;
 mod listener_keys;
 mod plugin_keys;
+mod security_keys;
 
 #[cfg(test)]
 mod tests;

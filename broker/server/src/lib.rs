@@ -16,6 +16,8 @@
 //!   `connection/stream.rs`: the plain-or-TLS reader and writer halves.
 //! - [`tls`]: SSL listeners' rustls config from `ssl.*` keys, reloaded when the files
 //!   change; `tls/principal.rs`: a client certificate's subject as Kafka's principal.
+//! - [`authz`]: where requests (and the admin API) ask the ACL engine in the security
+//!   state whether their principal may do an operation on a resource.
 //! - [`versions`]: the one version table; ApiVersions is derived from it.
 //! - `handler/`: dispatch and one file per Kafka API, all shaped `handle(ctx, request) ->
 //!   response`; `handler/fetch_wire.rs` is the hand-encoded FetchResponse (zero-copy path),
@@ -60,6 +62,7 @@
 
 pub mod admin;
 pub mod admission;
+pub mod authz;
 pub mod broker;
 pub mod clock;
 mod codec;

@@ -21,8 +21,9 @@ use crate::connection;
 use crate::error::ServerError;
 use crate::group::GroupService;
 use crate::limits;
-use crate::tls::{Tls, principal};
+use crate::tls::Tls;
 use crate::wire::ConnectionContext;
+use sluice_security::principal::KafkaPrincipal;
 
 /// One bound listener of `listeners`.
 #[derive(Debug)]
@@ -288,7 +289,7 @@ fn admit_ip(
     slot
 }
 
-/// A new connection's context; its principal is anonymous until a TLS handshake says more.
+/// A new connection's context; its principal is anonymous until a TLS handshake or SASL says more.
 fn context(
     broker: &Arc<Broker>,
     listener: &BoundListener,
@@ -305,7 +306,8 @@ fn context(
         request_bytes: Arc::clone(&admission.request_bytes),
         listener_name: listener.name.clone(),
         security_protocol: listener.protocol,
-        principal: principal::ANONYMOUS.to_owned(),
+        principal: KafkaPrincipal::anonymous(),
+        host: peer.ip().to_string().into(),
     }
 }
 

@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use sluice_security::principal::KafkaPrincipal;
 use tokio::sync::{Semaphore, watch};
 
 use crate::broker::Broker;
@@ -89,7 +90,9 @@ pub struct ConnectionContext {
     pub listener_name: Arc<str>,
     /// That listener's security protocol.
     pub security_protocol: crate::config::SecurityProtocol,
-    /// Who the client is, in Kafka's form: `User:` + the client certificate's subject DN
-    /// (RFC 2253) over mutual TLS, else `User:ANONYMOUS`.
-    pub principal: String,
+    /// Who the client is: the SASL user once authenticated (SASL listeners), `User:` + the
+    /// client certificate's subject DN (RFC 2253) over mutual TLS, else `User:ANONYMOUS`.
+    pub principal: KafkaPrincipal,
+    /// The client's address as ACLs match it (`host` of an ACL entry).
+    pub host: Arc<str>,
 }

@@ -2,9 +2,7 @@
 //! `listener.security.protocol.map` (`NAME:PROTOCOL,...`; without it a listener's name is its
 //! protocol), `advertised.listeners` (per listener name), and TLS's `ssl.keystore.location`,
 //! `ssl.keystore.type` (PEM only), `ssl.truststore.location` and `ssl.client.auth`.
-//!
-//! All four of Kafka's protocols parse; SASL_PLAINTEXT and SASL_SSL listeners are refused at
-//! start (SASL is not built yet), naming the key.
+//! The SASL keys are in `security_keys`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -19,9 +17,9 @@ pub enum SecurityProtocol {
     Plaintext,
     /// TLS.
     Ssl,
-    /// SASL over plain TCP (not built yet: refused at start).
+    /// SASL over plain TCP.
     SaslPlaintext,
-    /// SASL over TLS (not built yet: refused at start).
+    /// SASL over TLS.
     SaslSsl,
 }
 
@@ -253,20 +251,6 @@ impl BrokerConfig {
         let mut specs = Vec::with_capacity(self.listeners.len());
         for listener in &self.listeners {
             let protocol = self.listener_protocol(&listener.name)?;
-            if matches!(
-                protocol,
-                SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl
-            ) {
-                return Err(ConfigError::BadValue {
-                    key: "listeners".into(),
-                    value: listener.to_string(),
-                    reason: format!(
-                        "listener {} uses {}, and SASL is not supported yet: use PLAINTEXT or SSL",
-                        listener.name,
-                        protocol.as_str()
-                    ),
-                });
-            }
             let bind = listener
                 .addr
                 .socket_addr()
@@ -395,18 +379,6 @@ mod tests {
             err.contains("advertised.listeners") && err.contains("OTHER"),
             "{err}"
         );
-    }
-
-    #[test]
-    fn sasl_listeners_are_refused_naming_the_key() {
-        for protocol in ["SASL_PLAINTEXT", "SASL_SSL"] {
-            let c = config(&[("listeners", &format!("{protocol}://127.0.0.1:9093"))]).unwrap();
-            let err = c.validate().unwrap_err().to_string();
-            assert!(
-                err.contains("listeners") && err.contains("SASL is not supported"),
-                "{err}"
-            );
-        }
     }
 
     #[test]

@@ -44,9 +44,14 @@ fn log_config() -> LogConfig {
 }
 
 impl SecurityStore {
-    /// Opens (creating) `<data_dir>/security-log` and replays it. A record the state refuses
+    /// Opens (creating) `<data_dir>/security-log` and replays it, with the authorizer's
+    /// config (`super.users`, `allow.everyone.if.no.acl.found`). A record the state refuses
     /// is logged and skipped; a damaged log is an error naming it.
-    pub fn open(data_dir: &Path) -> Result<Self, ServerError> {
+    pub fn open(
+        data_dir: &Path,
+        super_users: SuperUsers,
+        allow_everyone_if_no_acl_found: bool,
+    ) -> Result<Self, ServerError> {
         let dir = data_dir.join(SECURITY_DIR);
         storage_io::create_dir_durable(&RealFs, &dir)
             .map_err(ServerError::io(format!("creating {}", dir.display())))?;
@@ -61,7 +66,7 @@ impl SecurityStore {
                 context: format!("reading {}", dir.display()),
                 source: std::io::Error::new(std::io::ErrorKind::InvalidData, reason),
             })?;
-        let mut state = SecurityState::new(SuperUsers::default(), true);
+        let mut state = SecurityState::new(super_users, allow_everyone_if_no_acl_found);
         for (i, e) in state.load(records) {
             tracing::warn!(dir = %dir.display(), record = i, error = %e, "skipping a refused security record");
         }

@@ -1,6 +1,7 @@
 //! The security log on a temp dir: credentials survive a reopen, and a damaged tail is cut
 //! off by the storage engine's recovery, not fatal.
 
+use sluice_security::principal::SuperUsers;
 use sluice_security::rng::SplitMix64;
 use sluice_security::scram::{ScramCredential, ScramMechanism};
 
@@ -17,7 +18,7 @@ fn upsert(user: &str, password: &str, mechanism: ScramMechanism) -> SecurityReco
 #[test]
 fn credentials_survive_a_reopen_and_verify_their_password() {
     let dir = tempfile::tempdir().unwrap();
-    let store = SecurityStore::open(dir.path()).unwrap();
+    let store = SecurityStore::open(dir.path(), SuperUsers::default(), true).unwrap();
     store
         .append(&[
             upsert("alice", "pw-a", ScramMechanism::Sha256),
@@ -31,7 +32,7 @@ fn credentials_survive_a_reopen_and_verify_their_password() {
         }])
         .unwrap();
     store.close().unwrap();
-    let again = SecurityStore::open(dir.path()).unwrap();
+    let again = SecurityStore::open(dir.path(), SuperUsers::default(), true).unwrap();
     again.read(|state| {
         assert_eq!(state.credential_count(), 1);
         let alice = state.credential("alice", ScramMechanism::Sha256).unwrap();
@@ -44,7 +45,7 @@ fn credentials_survive_a_reopen_and_verify_their_password() {
 #[test]
 fn a_torn_tail_loses_only_the_unfinished_write() {
     let dir = tempfile::tempdir().unwrap();
-    let store = SecurityStore::open(dir.path()).unwrap();
+    let store = SecurityStore::open(dir.path(), SuperUsers::default(), true).unwrap();
     store
         .append(&[upsert("alice", "pw", ScramMechanism::Sha256)])
         .unwrap();
@@ -56,6 +57,6 @@ fn a_torn_tail_loses_only_the_unfinished_write() {
     let mut bytes = std::fs::read(&segment).unwrap();
     bytes.extend_from_slice(&[0, 0, 1, 0, 9, 9, 9]); // half a batch header
     std::fs::write(&segment, bytes).unwrap();
-    let again = SecurityStore::open(dir.path()).unwrap();
+    let again = SecurityStore::open(dir.path(), SuperUsers::default(), true).unwrap();
     again.read(|state| assert_eq!(state.credential_count(), 1));
 }

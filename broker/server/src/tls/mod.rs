@@ -11,6 +11,7 @@
 
 pub mod principal;
 
+use sluice_security::principal::KafkaPrincipal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc;
@@ -94,13 +95,13 @@ impl Tls {
 }
 
 /// The principal of a finished handshake: the client certificate's subject, if it sent one.
-pub fn principal_of(stream: &TlsStream<TcpStream>) -> String {
+pub fn principal_of(stream: &TlsStream<TcpStream>) -> KafkaPrincipal {
     let (_, connection) = stream.get_ref();
     connection
         .peer_certificates()
         .and_then(|chain| chain.first())
-        .and_then(|leaf| principal::from_certificate(leaf.as_ref()))
-        .unwrap_or_else(|| principal::ANONYMOUS.to_owned())
+        .and_then(|leaf| principal::subject_rfc2253(leaf.as_ref()))
+        .map_or_else(KafkaPrincipal::anonymous, KafkaPrincipal::user)
 }
 
 fn bad(key: &str, path: &Path, reason: impl Into<String>) -> ConfigError {

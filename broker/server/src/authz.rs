@@ -1,0 +1,92 @@
+//! Authorization: where a request asks the ACL engine (`sluice_security::acl::Authorizer`,
+//! in the broker's security state) whether its connection's principal, from its host, may do
+//! an operation on a resource. Handlers call these and turn a refusal into Kafka's error
+//! code for the resource (TOPIC_AUTHORIZATION_FAILED and the rest); the admin API calls
+//! them with the HTTP caller's principal.
+//!
+//! A denial is logged at debug with the rule that decided it (Kafka's authorizer logger
+//! logs denials at INFO; a refused client retrying would flood a log at INFO).
+
+use sluice_security::acl::{AclOperation, CLUSTER_NAME, ResourceType};
+use sluice_security::principal::KafkaPrincipal;
+
+use crate::broker::Broker;
+use crate::wire::ConnectionContext;
+
+/// Whether `principal` at `host` may do `operation` on `(resource_type, name)`.
+pub fn allowed_for(
+    broker: &Broker,
+    principal: &KafkaPrincipal,
+    host: &str,
+    operation: AclOperation,
+    resource_type: ResourceType,
+    name: &str,
+) -> bool {
+    let decision = broker.security.read(|state| {
+        state
+            .authorizer()
+            .authorize(principal, host, operation, resource_type, name)
+    });
+    if !decision.allowed {
+        tracing::debug!(
+            %principal,
+            host,
+            operation = operation.name(),
+            resource_type = resource_type.name(),
+            resource = name,
+            rule = ?decision.rule,
+            "authorization denied"
+        );
+    }
+    decision.allowed
+}
+
+/// Whether the connection's principal may do `operation` on `(resource_type, name)`.
+pub fn allowed(
+    ctx: &ConnectionContext,
+    operation: AclOperation,
+    resource_type: ResourceType,
+    name: &str,
+) -> bool {
+    allowed_for(
+        &ctx.broker,
+        &ctx.principal,
+        &ctx.host,
+        operation,
+        resource_type,
+        name,
+    )
+}
+
+/// `operation` on the topic `name`.
+pub fn topic(ctx: &ConnectionContext, operation: AclOperation, name: &str) -> bool {
+    allowed(ctx, operation, ResourceType::Topic, name)
+}
+
+/// `operation` on the group `name`.
+pub fn group(ctx: &ConnectionContext, operation: AclOperation, name: &str) -> bool {
+    allowed(ctx, operation, ResourceType::Group, name)
+}
+
+/// `operation` on the cluster.
+pub fn cluster(ctx: &ConnectionContext, operation: AclOperation) -> bool {
+    allowed(ctx, operation, ResourceType::Cluster, CLUSTER_NAME)
+}
+
+/// Whether the principal may do `operation` on some resource of `resource_type` (Kafka's
+/// `authorizeByResourceType`: an idempotent producer without IDEMPOTENT_WRITE on the
+/// cluster may still init a producer id if it may write some topic).
+pub fn any_of_type(
+    ctx: &ConnectionContext,
+    operation: AclOperation,
+    resource_type: ResourceType,
+) -> bool {
+    ctx.broker.security.read(|state| {
+        state.authorizer().authorize_by_resource_type(
+            &ctx.principal,
+            &ctx.host,
+            operation,
+            resource_type,
+        )
+    })
+}

@@ -1,0 +1,229 @@
+//! Authentication and authorization, with Kafka's keys: `sasl.enabled.mechanisms`,
+//! `connections.max.reauth.ms` (KIP-368), `super.users` and
+//! `allow.everyone.if.no.acl.found` (whose default depends on the listeners: true while every
+//! listener is PLAINTEXT, false once any is SSL or SASL, so securing a listener never leaves
+//! the broker open by omission).
+
+use sluice_security::plain::PLAIN_MECHANISM;
+use sluice_security::principal::SuperUsers;
+use sluice_security::scram::ScramMechanism;
+
+use super::{BrokerConfig, SecurityProtocol, parse_bool};
+use crate::error::ConfigError;
+
+/// A SASL mechanism this broker serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SaslMechanism {
+    /// RFC 4616: the password in the clear (over TLS, or on a trusted network).
+    Plain,
+    /// RFC 5802/7677, with SHA-256 or SHA-512.
+    Scram(ScramMechanism),
+}
+
+impl SaslMechanism {
+    /// Every mechanism, in the order `sasl.enabled.mechanisms` lists them by default.
+    pub const ALL: [SaslMechanism; 3] = [
+        SaslMechanism::Scram(ScramMechanism::Sha256),
+        SaslMechanism::Scram(ScramMechanism::Sha512),
+        SaslMechanism::Plain,
+    ];
+
+    /// Kafka's name of the mechanism (what SaslHandshake carries).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Plain => PLAIN_MECHANISM,
+            Self::Scram(m) => m.name(),
+        }
+    }
+
+    /// The mechanism named `name` (case-sensitive, as Kafka compares).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.name() == name)
+    }
+}
+
+/// `sasl.enabled.mechanisms` by default: both SCRAM mechanisms. PLAIN sends the password
+/// itself, so it is served only when named.
+pub const SASL_ENABLED_MECHANISMS_DEFAULT: &[SaslMechanism] = &[
+    SaslMechanism::Scram(ScramMechanism::Sha256),
+    SaslMechanism::Scram(ScramMechanism::Sha512),
+];
+
+fn parse_mechanisms(value: &str) -> Result<Vec<SaslMechanism>, String> {
+    let mut out = Vec::new();
+    for name in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let mechanism = SaslMechanism::from_name(name).ok_or_else(|| {
+            format!("{name:?} is not a mechanism this broker serves (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)")
+        })?;
+        if !out.contains(&mechanism) {
+            out.push(mechanism);
+        }
+    }
+    Ok(out)
+}
+
+impl BrokerConfig {
+    /// Sets one of these keys; `None` for any other key.
+    pub(super) fn set_security_key(
+        &mut self,
+        key: &str,
+        value: &str,
+    ) -> Option<Result<(), String>> {
+        let result = match key {
+            "sasl.enabled.mechanisms" => {
+                parse_mechanisms(value).map(|m| self.sasl_enabled_mechanisms = m)
+            }
+            "connections.max.reauth.ms" => value
+                .trim()
+                .parse::<i64>()
+                .map_err(|_| format!("{value:?} is not a number of milliseconds"))
+                .and_then(|ms| u64::try_from(ms).map_err(|_| "must be 0 (off) or more".to_owned()))
+                .map(|ms| self.connections_max_reauth_ms = ms),
+            "super.users" => SuperUsers::parse(value)
+                .map(|s| self.super_users = s)
+                .map_err(|e| e.to_string()),
+            "allow.everyone.if.no.acl.found" => match value.trim() {
+                "" => {
+                    self.allow_everyone_if_no_acl_found = None;
+                    Ok(())
+                }
+                v => parse_bool(v).map(|b| self.allow_everyone_if_no_acl_found = Some(b)),
+            },
+            _ => return None,
+        };
+        Some(result)
+    }
+
+    /// One of these keys' value in text form; `None` for any other key.
+    pub(super) fn get_security_key(&self, key: &str) -> Option<String> {
+        Some(match key {
+            "sasl.enabled.mechanisms" => {
+                let names: Vec<&str> = self
+                    .sasl_enabled_mechanisms
+                    .iter()
+                    .map(|m| m.name())
+                    .collect();
+                names.join(",")
+            }
+            "connections.max.reauth.ms" => self.connections_max_reauth_ms.to_string(),
+            "super.users" => {
+                let names: Vec<String> = self.super_users.iter().map(ToString::to_string).collect();
+                names.join(";")
+            }
+            // Empty while unset (the default by the listeners), so the value round-trips.
+            "allow.everyone.if.no.acl.found" => self
+                .allow_everyone_if_no_acl_found
+                .map_or_else(String::new, |b| b.to_string()),
+            _ => return None,
+        })
+    }
+
+    /// Whether a resource no ACL names is open to everyone: the key's value, or by default
+    /// true only while every listener is PLAINTEXT.
+    pub fn allow_everyone_if_no_acl_found(&self) -> bool {
+        self.allow_everyone_if_no_acl_found.unwrap_or_else(|| {
+            self.listeners.iter().all(|l| {
+                self.listener_protocol(&l.name)
+                    .is_ok_and(|p| p == SecurityProtocol::Plaintext)
+            })
+        })
+    }
+
+    /// Cross-key checks of these keys: a SASL listener needs a mechanism to offer.
+    pub(super) fn validate_security_keys(&self) -> Result<(), ConfigError> {
+        let sasl = self.listeners.iter().find(|l| {
+            self.listener_protocol(&l.name).is_ok_and(|p| {
+                matches!(
+                    p,
+                    SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl
+                )
+            })
+        });
+        if let Some(listener) = sasl
+            && self.sasl_enabled_mechanisms.is_empty()
+        {
+            return Err(ConfigError::Inconsistent(format!(
+                "listener {} uses SASL, and sasl.enabled.mechanisms is empty: name PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
+                listener.name
+            )));
+        }
+        Ok(())
+    }
+
+    /// Whether SASL mechanism `mechanism` is enabled.
+    pub fn sasl_enabled(&self, mechanism: SaslMechanism) -> bool {
+        self.sasl_enabled_mechanisms.contains(&mechanism)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> Result<BrokerConfig, String> {
+        let mut c = BrokerConfig::default();
+        for (k, v) in pairs {
+            c.set(k, v).map_err(|e| e.to_string())?;
+        }
+        c.validate().map_err(|e| e.to_string())?;
+        Ok(c)
+    }
+
+    #[test]
+    fn allow_everyone_defaults_by_the_listeners() {
+        assert!(config(&[]).unwrap().allow_everyone_if_no_acl_found());
+        let sasl = config(&[("listeners", "SASL_PLAINTEXT://127.0.0.1:0")]).unwrap();
+        assert!(!sasl.allow_everyone_if_no_acl_found());
+        let mixed = config(&[
+            ("listeners", "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"),
+            ("ssl.keystore.location", "/etc/sluice/broker.pem"),
+        ])
+        .unwrap();
+        assert!(!mixed.allow_everyone_if_no_acl_found());
+        let open = config(&[
+            ("listeners", "SASL_PLAINTEXT://127.0.0.1:0"),
+            ("allow.everyone.if.no.acl.found", "true"),
+        ])
+        .unwrap();
+        assert!(open.allow_everyone_if_no_acl_found());
+    }
+
+    #[test]
+    fn mechanisms_parse_and_render() {
+        let c = config(&[]).unwrap();
+        assert_eq!(
+            c.get("sasl.enabled.mechanisms").unwrap(),
+            "SCRAM-SHA-256,SCRAM-SHA-512"
+        );
+        let c = config(&[("sasl.enabled.mechanisms", "PLAIN, SCRAM-SHA-512")]).unwrap();
+        assert!(c.sasl_enabled(SaslMechanism::Plain));
+        assert!(!c.sasl_enabled(SaslMechanism::Scram(ScramMechanism::Sha256)));
+        let none = config(&[
+            ("listeners", "SASL_SSL://127.0.0.1:0"),
+            ("ssl.keystore.location", "/etc/sluice/broker.pem"),
+            ("sasl.enabled.mechanisms", ""),
+        ])
+        .unwrap_err();
+        assert!(none.contains("sasl.enabled.mechanisms"), "{none}");
+        let err = config(&[("sasl.enabled.mechanisms", "GSSAPI")]).unwrap_err();
+        assert!(
+            err.contains("GSSAPI") && err.contains("sasl.enabled.mechanisms"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn super_users_and_reauth() {
+        let c = config(&[
+            ("super.users", "User:admin;User:ops"),
+            ("connections.max.reauth.ms", "60000"),
+        ])
+        .unwrap();
+        assert_eq!(c.get("super.users").unwrap(), "User:admin;User:ops");
+        assert_eq!(c.connections_max_reauth_ms, 60_000);
+        let err = config(&[("connections.max.reauth.ms", "-1")]).unwrap_err();
+        assert!(err.contains("connections.max.reauth.ms"), "{err}");
+        let err = config(&[("super.users", "admin")]).unwrap_err();
+        assert!(err.contains("super.users"), "{err}");
+    }
+}
