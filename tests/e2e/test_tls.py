@@ -18,153 +18,30 @@ until the handshake timeout (`TLS_HANDSHAKE_TIMEOUT_MS`, 10 s: this test takes t
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import socket
 import ssl
 import subprocess
-import urllib.request
 from pathlib import Path
 
-import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 import kafka_wire as kw
 from clients import Record, admin, consume_partition, create_topic, produce_all, producer
-from conftest import Broker, wait_until
+from conftest import wait_until
 from kafka_wire import KafkaConnection
+from tls_support import (
+    CLIENT_TIMEOUT_S,
+    certs,  # noqa: F401 (a fixture)
+    librdkafka_ssl,
+    metric,
+    ssl_context,
+    tls_broker,  # noqa: F401 (a fixture)
+    tls_broker_factory,  # noqa: F401 (a fixture)
+    tls_connection,
+)
 
-OPENSSL_TIMEOUT_S = 30
-CLIENT_TIMEOUT_S = 60
-LISTENER_LINE = re.compile(r"^sluice listener (\w+)=(127\.0\.0\.1:\d+)\s*$")
 RELOAD_DEADLINE_S = 15.0
-
-
-def openssl(*args: str, cwd: Path):
-    assert shutil.which("openssl"), "openssl is not installed (tests/run installs it)"
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=OPENSSL_TIMEOUT_S)
-
-
-def make_ca(dir: Path, name: str) -> None:
-    openssl(
-        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-        "-keyout", f"{name}.key", "-out", f"{name}.pem", "-days", "2", "-subj", f"/CN={name}",
-        "-addext", "basicConstraints=critical,CA:TRUE",
-        "-addext", "keyUsage=critical,keyCertSign,cRLSign",
-        cwd=dir,
-    )  # fmt: skip
-
-
-def make_leaf(dir: Path, ca: str, name: str, subject: str, usage: str) -> None:
-    """`name.key`, `name.crt` signed by `ca`, and `name.pem` (key + chain, a keystore)."""
-    ext = dir / f"{name}.ext"
-    ext.write_text(
-        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n"
-        f"extendedKeyUsage={usage}\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n"
-    )
-    openssl(
-        "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-        "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", subject,
-        cwd=dir,
-    )  # fmt: skip
-    openssl(
-        "x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.pem", "-CAkey", f"{ca}.key",
-        "-CAcreateserial", "-out", f"{name}.crt", "-days", "2", "-extfile", ext.name,
-        cwd=dir,
-    )  # fmt: skip
-    (dir / f"{name}.pem").write_text((dir / f"{name}.key").read_text() + (dir / f"{name}.crt").read_text())
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory) -> Path:
-    dir = tmp_path_factory.mktemp("certs")
-    make_ca(dir, "ca")
-    make_ca(dir, "otherca")
-    make_leaf(dir, "ca", "server", "/CN=localhost", "serverAuth")
-    make_leaf(dir, "ca", "reloaded", "/CN=reloaded.localhost", "serverAuth")
-    make_leaf(dir, "ca", "client", "/O=Test/CN=client", "clientAuth")
-    make_leaf(dir, "otherca", "stranger", "/CN=stranger", "clientAuth")
-    return dir
-
-
-class TlsBroker(Broker):
-    """conftest's Broker, but `listeners` comes from the settings (no `--listen` flag)."""
-
-    def command(self) -> list[str]:
-        cmd = super().command()
-        at = cmd.index("--listen")
-        del cmd[at : at + 2]
-        return cmd
-
-    def listener(self, name: str) -> str:
-        for line in self.stdout_lines_seen:
-            match = LISTENER_LINE.match(line)
-            if match and match.group(1) == name:
-                return match.group(2)
-        raise AssertionError(f"no listener line for {name}: {self.stdout_lines_seen!r}")
-
-
-@pytest.fixture
-def tls_broker_factory(tmp_path_factory, request, certs):
-    brokers: list[TlsBroker] = []
-
-    def start(settings: dict[str, str] | None = None, env: dict[str, str] | None = None) -> TlsBroker:
-        root = tmp_path_factory.mktemp("broker")
-        (root / "data").mkdir()
-        keystore = root / "keystore.pem"
-        shutil.copy(certs / "server.pem", keystore)
-        merged = {
-            "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
-            "ssl.keystore.location": str(keystore),
-            "ssl.keystore.type": "PEM",
-        }
-        merged.update(settings or {})
-        broker = TlsBroker(root / "data", root / "broker.log", merged, env or {})
-        brokers.append(broker)
-        return broker.start()
-
-    yield start
-    failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
-    for broker in brokers:
-        if failed:
-            print(broker.log_tail())
-        if broker.is_running():
-            broker.stop()
-
-
-@pytest.fixture
-def tls_broker(tls_broker_factory) -> TlsBroker:
-    return tls_broker_factory()
-
-
-def librdkafka_ssl(certs: Path, client: str | None = None) -> dict[str, str]:
-    conf = {"security.protocol": "ssl", "ssl.ca.location": str(certs / "ca.pem")}
-    if client:
-        conf["ssl.certificate.location"] = str(certs / f"{client}.crt")
-        conf["ssl.key.location"] = str(certs / f"{client}.key")
-    return conf
-
-
-def ssl_context(certs: Path, client: str | None = None) -> ssl.SSLContext:
-    ctx = ssl.create_default_context(cafile=str(certs / "ca.pem"))
-    if client:
-        ctx.load_cert_chain(str(certs / f"{client}.crt"), str(certs / f"{client}.key"))
-    return ctx
-
-
-def tls_connection(bootstrap: str, ctx: ssl.SSLContext) -> KafkaConnection:
-    conn = KafkaConnection(bootstrap)
-    conn.sock = ctx.wrap_socket(conn.sock, server_hostname="127.0.0.1")
-    return conn
-
-
-def metric(broker: Broker, name: str) -> float:
-    text = urllib.request.urlopen(f"{broker.admin_url}/metrics", timeout=10).read().decode()
-    for line in text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    raise AssertionError(f"no {name} in /metrics")
-
 
 RECORDS = [Record(key=f"k{i}".encode(), value=f"value-{i}".encode()) for i in range(20)]
 

@@ -126,6 +126,15 @@ impl Client {
 
     /// The client-final-message, and the server signature it expects.
     fn respond(&self, server_first: &str) -> (String, String) {
+        self.respond_echoing(server_first, |nonce| nonce.to_owned())
+    }
+
+    /// `respond`, echoing `echo(server nonce)` as the final message's nonce.
+    fn respond_echoing(
+        &self,
+        server_first: &str,
+        echo: impl Fn(&str) -> String,
+    ) -> (String, String) {
         let mut fields = server_first.split(',');
         let nonce = fields.next().unwrap().strip_prefix("r=").unwrap();
         assert!(
@@ -146,7 +155,7 @@ impl Client {
         let salted = m.hi(self.password.as_bytes(), &salt, iterations);
         let client_key = m.hmac(&salted, b"Client Key");
         let stored_key = m.hash(&client_key);
-        let without_proof = format!("c=biws,r={nonce}");
+        let without_proof = format!("c=biws,r={}", echo(nonce));
         let auth = format!("{},{server_first},{without_proof}", self.first_bare);
         let signature = m.hmac(&stored_key, auth.as_bytes());
         let proof: Vec<u8> = client_key
@@ -314,5 +323,38 @@ fn a_stored_credential_below_the_minimum_iterations_fails() {
     assert!(
         err.to_string().contains("less than the minimum 4096"),
         "{err}"
+    );
+}
+
+/// librdkafka before 2.6.1 echoes `<client nonce><client nonce><server nonce>`
+/// (librdkafka#4895): accepted, as Kafka 3.8.1+ does; a nonce without the server's part, or
+/// with anything else before it, is not.
+#[test]
+fn librdkafkas_doubled_client_nonce_is_accepted_and_nothing_looser() {
+    let m = ScramMechanism::Sha256;
+    let stored = ScramCredential::generate(m, "pw", 4096, &mut SplitMix64::new(5)).unwrap();
+    let lookup = |_: &str, _: ScramMechanism| Some(stored.clone());
+    let cnonce = "6P|p1sPALzLoLo-4ZueV^^cG8fkJ<`f_";
+    let attempt = |echo: &dyn Fn(&str) -> String| {
+        let mut server = ScramServer::new(m);
+        let (client, first) = Client::new(m, "alice", "pw", cnonce);
+        let server_first = server
+            .evaluate(first.as_bytes(), &mut SplitMix64::new(1), &lookup)
+            .unwrap();
+        let (last, _) = client.respond_echoing(std::str::from_utf8(&server_first).unwrap(), echo);
+        server.evaluate(last.as_bytes(), &mut SplitMix64::new(1), &lookup)
+    };
+    assert!(attempt(&|n: &str| n.to_owned()).is_ok());
+    assert!(
+        attempt(&|n: &str| format!("{cnonce}{n}")).is_ok(),
+        "librdkafka < 2.6.1"
+    );
+    assert!(
+        attempt(&|_: &str| cnonce.to_owned()).is_err(),
+        "the server nonce is required"
+    );
+    assert!(
+        attempt(&|n: &str| format!("{}{n}", "x".repeat(cnonce.len()))).is_err(),
+        "only the client's own nonce may come first"
     );
 }

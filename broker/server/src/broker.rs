@@ -74,6 +74,8 @@ pub struct Broker {
     pub plugins: Plugins,
     /// Users (SCRAM credentials), replayed from `<data.dir>/security-log` (`crate::security`).
     pub security: SecurityStore,
+    /// Failed SASL logins per source address (`crate::sasl` refuses an address over its limit).
+    pub login_failures: crate::security::LoginLimiter,
     /// Request, connection and error counters (the admin API renders them).
     pub metrics: crate::metrics::Metrics,
 }
@@ -310,6 +312,7 @@ impl Broker {
             fs,
             clock,
             security,
+            login_failures: crate::security::LoginLimiter::default(),
             dir_lock: Mutex::new(Some(dir_lock)),
             plugins,
             metrics: crate::metrics::Metrics::default(),

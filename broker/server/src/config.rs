@@ -123,6 +123,9 @@ pub struct BrokerConfig {
     pub sasl_enabled_mechanisms: Vec<SaslMechanism>,
     /// `connections.max.reauth.ms`: a SASL session's lifetime (KIP-368); 0 = no limit.
     pub connections_max_reauth_ms: u64,
+    /// `connection.failed.authentication.delay.ms`: how long a failed SASL authentication
+    /// waits before it is answered and the connection closed (slows password guessing).
+    pub connection_failed_authentication_delay_ms: u64,
     /// `super.users`: principals every ACL check allows.
     pub super_users: SuperUsers,
     /// `allow.everyone.if.no.acl.found`; `None` = the default by the listeners (see
@@ -213,6 +216,7 @@ impl Default for BrokerConfig {
             ssl_client_auth: ClientAuth::None,
             sasl_enabled_mechanisms: security_keys::SASL_ENABLED_MECHANISMS_DEFAULT.to_vec(),
             connections_max_reauth_ms: 0,
+            connection_failed_authentication_delay_ms: 100,
             super_users: SuperUsers::default(),
             allow_everyone_if_no_acl_found: None,
             data_dir: PathBuf::from("./sluice-data"),
@@ -265,6 +269,7 @@ pub const BROKER_KEYS: &[&str] = &[
     "ssl.client.auth",
     "sasl.enabled.mechanisms",
     "connections.max.reauth.ms",
+    "connection.failed.authentication.delay.ms",
     "super.users",
     "allow.everyone.if.no.acl.found",
     "data.dir",

@@ -13,6 +13,9 @@
 //!   straight from segment files with `sendfile(2)` (PLAINTEXT), or over TLS read from the
 //!   file and written through rustls in pieces of `TLS_FILE_CHUNK_BYTES`.
 //!
+//! On a SASL listener the processor lets only ApiVersions and the SASL requests through
+//! until the connection has authenticated (`sasl`).
+//!
 //! An SSL listener's connection first shakes hands (`tls`), within
 //! `TLS_HANDSHAKE_TIMEOUT_MS`; the framing, idle and admission limits are the same after it.
 //! `stream` holds the plain-or-TLS halves.
@@ -34,6 +37,7 @@ use tokio::sync::{Semaphore, mpsc, watch};
 use crate::admission::FrameBudget;
 use crate::handler;
 use crate::limits;
+use crate::sasl::{Admit, Session};
 use crate::tls::{self, Tls};
 use crate::wire::{Chunk, ConnectionContext, FrameError, Reply, Response};
 
@@ -108,6 +112,10 @@ fn log_close(peer: SocketAddr, stage: &str, result: Result<(), FrameError>) {
     match result {
         Ok(()) => {}
         Err(FrameError::Io(e)) => tracing::debug!(%peer, stage, error = %e, "connection closed"),
+        // Failed exchanges are logged by `sasl` (and limited per address there).
+        Err(e @ FrameError::Authentication(_)) => {
+            tracing::debug!(%peer, stage, error = %e, "closing connection")
+        }
         Err(e) => tracing::warn!(%peer, stage, error = %e, "closing connection"),
     }
 }
@@ -208,18 +216,29 @@ async fn read_body(reader: &mut Reader, length: usize) -> Result<Bytes, FrameErr
     Ok(body.freeze())
 }
 
+/// Handles requests in order. The processor owns the connection's SASL session and its
+/// copy of the context, whose principal a completed SASL exchange sets.
 async fn process_loop(
     ctx: &ConnectionContext,
     mut requests: mpsc::Receiver<Queued>,
     responses: mpsc::Sender<Reply>,
 ) -> Result<(), FrameError> {
+    let mut ctx = ctx.clone();
+    let mut session = Session::new(ctx.security_protocol.is_sasl());
     while let Some((frame, budget)) = requests.recv().await {
-        let reply = handler::handle(ctx, frame, budget).await?;
-        if let Reply::Now(None) = reply {
-            continue;
-        }
-        if responses.send(reply).await.is_err() {
+        let api_key = handler::peek(&frame)?.api_key;
+        let (reply, close) = match session.admit(api_key, ctx.broker.now_ms()) {
+            Admit::Request => (handler::handle(&ctx, frame, budget).await?, false),
+            Admit::Sasl => handler::handle_sasl(&mut ctx, &mut session, frame, budget).await?,
+            Admit::Refuse(reason) => return Err(FrameError::Authentication(reason)),
+        };
+        if !matches!(reply, Reply::Now(None)) && responses.send(reply).await.is_err() {
             return Ok(());
+        }
+        if close {
+            return Err(FrameError::Authentication(
+                "closing after a failed SASL handshake or authentication".into(),
+            ));
         }
     }
     Ok(())

@@ -113,6 +113,11 @@ fn decode_body(key: ApiKey, version: i16, mut body: Bytes) -> Result<(), String>
         ApiKey::DescribeGroups => d::<DescribeGroupsRequest>(b, version),
         ApiKey::DeleteGroups => d::<DeleteGroupsRequest>(b, version),
         ApiKey::InitProducerId => d::<InitProducerIdRequest>(b, version),
+        ApiKey::SaslHandshake => d::<SaslHandshakeRequest>(b, version),
+        ApiKey::SaslAuthenticate => d::<SaslAuthenticateRequest>(b, version),
+        ApiKey::CreateAcls => d::<CreateAclsRequest>(b, version),
+        ApiKey::DescribeAcls => d::<DescribeAclsRequest>(b, version),
+        ApiKey::DeleteAcls => d::<DeleteAclsRequest>(b, version),
         other => Err(format!(
             "{other:?} is in the version table but has no decoder here"
         )),

@@ -16,6 +16,9 @@
 //!   `connection/stream.rs`: the plain-or-TLS reader and writer halves.
 //! - [`tls`]: SSL listeners' rustls config from `ssl.*` keys, reloaded when the files
 //!   change; `tls/principal.rs`: a client certificate's subject as Kafka's principal.
+//! - [`sasl`]: SASL on a connection (SaslHandshake, SaslAuthenticate, KIP-368
+//!   re-authentication): what a connection may send before it authenticates, the PLAIN and
+//!   SCRAM exchanges against the security state, failed logins limited per address.
 //! - [`authz`]: where requests (and the admin API) ask the ACL engine in the security
 //!   state whether their principal may do an operation on a resource.
 //! - [`versions`]: the one version table; ApiVersions is derived from it.
@@ -49,7 +52,8 @@
 //! bytes; handlers see decoded requests and return responses (or chunks of them).
 //!
 //! Architecture Invariant: only framing problems close a connection (bad length, unknown API
-//! or version, an undecodable body); everything else is a Kafka error code in the response.
+//! or version, an undecodable body), and SASL (a request before authentication, a failed
+//! exchange, an ended session); everything else is a Kafka error code in the response.
 //!
 //! Architecture Invariant: nothing decodes or re-encodes stored record batches, except
 //! `reroute/` for topics with a partitioner plugin (and there only batches whose records the
@@ -82,6 +86,7 @@ pub mod metrics;
 pub mod plugins;
 mod records;
 mod reroute;
+pub mod sasl;
 pub mod security;
 pub mod tls;
 pub mod topic_config;

@@ -60,6 +60,17 @@ pub const TLS_FILE_CHUNK_BYTES: usize = 256 * 1024;
 /// chain written one after the other are read together.
 pub const TLS_RELOAD_DEBOUNCE_MS: u64 = 200;
 
+/// Failed SASL authentications one source address may make within
+/// `LOGIN_FAILURE_WINDOW_MS` before its next attempts are refused without being checked.
+pub const LOGIN_FAILURES_PER_SOURCE_MAX: u32 = 10;
+
+/// The window over which failed authentications are counted per source address.
+pub const LOGIN_FAILURE_WINDOW_MS: i64 = 60_000;
+
+/// Source addresses whose failed authentications are remembered at once; past it the
+/// address whose window started first is forgotten.
+pub const LOGIN_FAILURE_SOURCES_MAX: usize = 10_000;
+
 /// Pause after a failed `accept` (EMFILE, ENOMEM) so the loop does not spin.
 pub const ACCEPT_ERROR_BACKOFF_MS: u64 = 100;
 

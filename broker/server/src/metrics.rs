@@ -82,6 +82,11 @@ pub struct Metrics {
     pub connections_refused: AtomicU64,
     /// TLS handshakes that failed or timed out (`TLS_HANDSHAKE_TIMEOUT_MS`).
     pub tls_handshake_failures: AtomicU64,
+    /// SASL authentications (and re-authentications) that succeeded.
+    pub sasl_authentications: AtomicU64,
+    /// SASL authentications that failed: bad credentials, an unknown mechanism, a refused
+    /// re-authentication, or a source address over `LOGIN_FAILURES_PER_SOURCE_MAX`.
+    pub sasl_authentication_failures: AtomicU64,
     /// Fences of storage logs: shared with the offsets-log writer, which owns its log.
     pub fences: Arc<FenceMetrics>,
 }
@@ -106,6 +111,8 @@ impl Default for Metrics {
             connections_accepted: AtomicU64::new(0),
             connections_refused: AtomicU64::new(0),
             tls_handshake_failures: AtomicU64::new(0),
+            sasl_authentications: AtomicU64::new(0),
+            sasl_authentication_failures: AtomicU64::new(0),
             fences: Arc::default(),
         }
     }
@@ -131,6 +138,15 @@ impl Metrics {
     /// Counts a failed or timed-out TLS handshake.
     pub fn tls_handshake_failed(&self) {
         self.tls_handshake_failures.fetch_add(1, Relaxed);
+    }
+
+    /// Counts a SASL authentication: `ok` if it succeeded.
+    pub fn sasl_authentication(&self, ok: bool) {
+        if ok {
+            self.sasl_authentications.fetch_add(1, Relaxed);
+        } else {
+            self.sasl_authentication_failures.fetch_add(1, Relaxed);
+        }
     }
 
     /// Counts a connection closed at accept (`max.connections.per.ip`).

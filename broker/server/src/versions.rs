@@ -59,6 +59,19 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::DescribeGroups, 0, 4),
     api(ApiKey::DeleteGroups, 0, 1),
     api(ApiKey::InitProducerId, 0, 1),
+    // v0 is advertised, not served: librdkafka enables SASL only when the broker lists
+    // SaslHandshake v0, then uses v1 (SaslAuthenticate) when v1 is listed too. After a v0
+    // handshake the client would send raw SASL tokens without Kafka framing.
+    ApiSupport {
+        key: ApiKey::SaslHandshake,
+        advertised_min: 0,
+        served_min: 1,
+        max: 1,
+    },
+    api(ApiKey::SaslAuthenticate, 0, 1),
+    api(ApiKey::DescribeAcls, 1, 1),
+    api(ApiKey::CreateAcls, 1, 1),
+    api(ApiKey::DeleteAcls, 1, 1),
 ];
 
 /// The table entry for a raw API key, if we implement it.

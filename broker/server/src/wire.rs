@@ -68,6 +68,10 @@ pub enum FrameError {
     /// A request we cannot parse or answer.
     #[error("{0}")]
     Malformed(String),
+    /// SASL: a request before authentication, after the session ended, or a failed
+    /// exchange (already answered and logged).
+    #[error("SASL: {0}")]
+    Authentication(String),
     /// A produce with acks=0 failed: closing the connection is the only way to tell the client.
     #[error("acks=0 produce failed, closing so the client notices: {0}")]
     AcksZeroFailed(String),

@@ -7,6 +7,8 @@
 
 use std::path::PathBuf;
 
+use kafka_protocol::messages::ApiKey;
+
 use sluice_server::fuzz;
 
 fn corpus_dir() -> PathBuf {
@@ -45,9 +47,12 @@ fn the_request_seeds_decode_at_every_advertised_version() {
                 .find(|(target, n, _)| *target == "request" && *n == name)
                 .unwrap_or_else(|| panic!("no request seed {name}"));
             let decoded = fuzz::decode_request(frame.clone().into());
+            // Advertised but not served (SaslHandshake v0): refused before decoding. Produce
+            // v0-v2 are decoded to answer UNSUPPORTED_VERSION.
+            let served = support.serves(version) || support.key == ApiKey::Produce;
             assert_eq!(
                 decoded.map_err(|e| e.to_string()),
-                Ok(Some((support.key, version))),
+                Ok(served.then_some((support.key, version))),
                 "{name}"
             );
         }

@@ -45,39 +45,36 @@ fn broker_metrics(out: &mut String, broker: &Broker) {
         "Kafka connections open now.",
     );
     let _ = writeln!(out, "sluice_connections_open {}", broker.open_connections());
-    family(
-        out,
-        "sluice_connections_accepted_total",
-        "counter",
-        "Kafka connections accepted since start.",
-    );
-    let _ = writeln!(
-        out,
-        "sluice_connections_accepted_total {}",
-        m.connections_accepted.load(Relaxed)
-    );
-    family(
-        out,
-        "sluice_connections_refused_total",
-        "counter",
-        "Kafka connections closed at accept because their address had max.connections.per.ip open.",
-    );
-    let _ = writeln!(
-        out,
-        "sluice_connections_refused_total {}",
-        m.connections_refused.load(Relaxed)
-    );
-    family(
-        out,
-        "sluice_tls_handshake_failures_total",
-        "counter",
-        "TLS handshakes that failed or did not finish within the handshake timeout.",
-    );
-    let _ = writeln!(
-        out,
-        "sluice_tls_handshake_failures_total {}",
-        m.tls_handshake_failures.load(Relaxed)
-    );
+    for (name, help, value) in [
+        (
+            "sluice_connections_accepted_total",
+            "Kafka connections accepted since start.",
+            &m.connections_accepted,
+        ),
+        (
+            "sluice_connections_refused_total",
+            "Kafka connections closed at accept because their address had max.connections.per.ip open.",
+            &m.connections_refused,
+        ),
+        (
+            "sluice_tls_handshake_failures_total",
+            "TLS handshakes that failed or did not finish within the handshake timeout.",
+            &m.tls_handshake_failures,
+        ),
+        (
+            "sluice_sasl_authentications_total",
+            "SASL authentications and re-authentications that succeeded.",
+            &m.sasl_authentications,
+        ),
+        (
+            "sluice_sasl_authentication_failures_total",
+            "SASL authentications that failed (credentials, mechanism, re-authentication, or a source address over its failure limit).",
+            &m.sasl_authentication_failures,
+        ),
+    ] {
+        family(out, name, "counter", help);
+        let _ = writeln!(out, "{name} {}", value.load(Relaxed));
+    }
     family(
         out,
         "sluice_fetches_waiting",

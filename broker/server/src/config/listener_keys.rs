@@ -51,6 +51,11 @@ impl SecurityProtocol {
     pub fn is_tls(self) -> bool {
         matches!(self, Self::Ssl | Self::SaslSsl)
     }
+
+    /// Whether the connection must authenticate with SASL before its other requests.
+    pub fn is_sasl(self) -> bool {
+        matches!(self, Self::SaslPlaintext | Self::SaslSsl)
+    }
 }
 
 /// `ssl.client.auth`: whether a TLS listener asks for a client certificate.

@@ -1,5 +1,6 @@
 //! Authentication and authorization, with Kafka's keys: `sasl.enabled.mechanisms`,
-//! `connections.max.reauth.ms` (KIP-368), `super.users` and
+//! `connections.max.reauth.ms` (KIP-368), `connection.failed.authentication.delay.ms`,
+//! `super.users` and
 //! `allow.everyone.if.no.acl.found` (whose default depends on the listeners: true while every
 //! listener is PLAINTEXT, false once any is SSL or SASL, so securing a listener never leaves
 //! the broker open by omission).
@@ -49,6 +50,10 @@ pub const SASL_ENABLED_MECHANISMS_DEFAULT: &[SaslMechanism] = &[
     SaslMechanism::Scram(ScramMechanism::Sha512),
 ];
 
+/// The longest `connection.failed.authentication.delay.ms`: the delay holds the connection
+/// (and its `max.connections.per.ip` slot) open, so it must stay well under the idle timeout.
+pub const FAILED_AUTHENTICATION_DELAY_MS_MAX: u64 = 10_000;
+
 fn parse_mechanisms(value: &str) -> Result<Vec<SaslMechanism>, String> {
     let mut out = Vec::new();
     for name in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
@@ -79,6 +84,18 @@ impl BrokerConfig {
                 .map_err(|_| format!("{value:?} is not a number of milliseconds"))
                 .and_then(|ms| u64::try_from(ms).map_err(|_| "must be 0 (off) or more".to_owned()))
                 .map(|ms| self.connections_max_reauth_ms = ms),
+            "connection.failed.authentication.delay.ms" => value
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| format!("{value:?} is not a number of milliseconds (0 or more)"))
+                .and_then(|ms| {
+                    if ms > FAILED_AUTHENTICATION_DELAY_MS_MAX {
+                        Err(format!("at most {FAILED_AUTHENTICATION_DELAY_MS_MAX} ms (FAILED_AUTHENTICATION_DELAY_MS_MAX)"))
+                    } else {
+                        Ok(ms)
+                    }
+                })
+                .map(|ms| self.connection_failed_authentication_delay_ms = ms),
             "super.users" => SuperUsers::parse(value)
                 .map(|s| self.super_users = s)
                 .map_err(|e| e.to_string()),
@@ -106,6 +123,9 @@ impl BrokerConfig {
                 names.join(",")
             }
             "connections.max.reauth.ms" => self.connections_max_reauth_ms.to_string(),
+            "connection.failed.authentication.delay.ms" => {
+                self.connection_failed_authentication_delay_ms.to_string()
+            }
             "super.users" => {
                 let names: Vec<String> = self.super_users.iter().map(ToString::to_string).collect();
                 names.join(";")

@@ -144,6 +144,51 @@ fn body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
         ApiKey::InitProducerId => {
             enc!(InitProducerIdRequest::default().with_transaction_timeout_ms(60_000))
         }
+        _ => security_body(key, version),
+    }
+}
+
+/// The bodies of the SASL and ACL requests.
+fn security_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
+    macro_rules! enc {
+        ($m:expr) => {
+            encoded(&$m, version)
+        };
+    }
+    match key {
+        ApiKey::SaslHandshake => {
+            enc!(SaslHandshakeRequest::default().with_mechanism(s("SCRAM-SHA-256")))
+        }
+        ApiKey::SaslAuthenticate => enc!(
+            SaslAuthenticateRequest::default()
+                .with_auth_bytes(Bytes::from_static(b"n,,n=alice,r=fyko+d2lbbFgONRv9qkxdawL"))
+        ),
+        ApiKey::CreateAcls => enc!(CreateAclsRequest::default().with_creations(vec![
+            create_acls_request::AclCreation::default()
+                .with_resource_type(2)
+                .with_resource_name(s("orders"))
+                .with_resource_pattern_type(3)
+                .with_principal(s("User:alice"))
+                .with_host(s("*"))
+                .with_operation(3)
+                .with_permission_type(3)
+        ])),
+        ApiKey::DescribeAcls => enc!(
+            DescribeAclsRequest::default()
+                .with_resource_type_filter(1)
+                .with_pattern_type_filter(1)
+                .with_operation(1)
+                .with_permission_type(1)
+        ),
+        ApiKey::DeleteAcls => enc!(DeleteAclsRequest::default().with_filters(vec![
+            delete_acls_request::DeleteAclsFilter::default()
+                .with_resource_type_filter(2)
+                .with_resource_name_filter(Some(s("orders")))
+                .with_pattern_type_filter(3)
+                .with_principal_filter(Some(s("User:alice")))
+                .with_operation(1)
+                .with_permission_type(1)
+        ])),
         _ => None,
     }
 }

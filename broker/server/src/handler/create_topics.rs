@@ -1,6 +1,8 @@
 //! CreateTopics v2-v4: partition count (or -1 for `num.partitions`), replication factor 1 (or
 //! -1), topic configs by Kafka's names (validated; `cleanup.policy=compact` is refused), and
-//! `validate_only`. Each topic succeeds or fails on its own.
+//! `validate_only`. Each topic succeeds or fails on its own. Creating needs CREATE on the
+//! cluster or the topic, and a topic bound to a partitioner plugin READ on the plugin
+//! (TOPIC_AUTHORIZATION_FAILED otherwise).
 
 use std::collections::BTreeSet;
 
@@ -9,17 +11,25 @@ use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
+use sluice_security::acl::{AclOperation, ResourceType};
 
+use crate::authz;
 use crate::broker::{Broker, NODE_ID};
 use crate::error::KafkaError;
 use crate::limits;
-use crate::topic_config::TopicOverrides;
+use crate::topic_config::{PARTITIONER_KEY, TopicOverrides};
 use crate::wire::ConnectionContext;
 
 /// Answers CreateTopics.
 pub async fn handle(ctx: &ConnectionContext, request: CreateTopicsRequest) -> CreateTopicsResponse {
+    let denied: BTreeSet<String> = request
+        .topics
+        .iter()
+        .filter(|t| !may_create(ctx, t))
+        .map(|t| t.name.0.to_string())
+        .collect();
     let broker = ctx.broker.clone();
-    let topics = tokio::task::spawn_blocking(move || create_all(&broker, request))
+    let topics = tokio::task::spawn_blocking(move || create_all(&broker, request, &denied))
         .await
         .unwrap_or_else(|e| {
             tracing::error!(error = %e, "create topics task failed");
@@ -30,7 +40,28 @@ pub async fn handle(ctx: &ConnectionContext, request: CreateTopicsRequest) -> Cr
     response
 }
 
-fn create_all(broker: &Broker, request: CreateTopicsRequest) -> Vec<CreatableTopicResult> {
+/// CREATE on the cluster or on the topic (Kafka's check), and READ on the partitioner
+/// plugin the topic names (`sluice.partitioner`), if any.
+fn may_create(ctx: &ConnectionContext, topic: &CreatableTopic) -> bool {
+    let name = topic.name.0.as_str();
+    let create =
+        authz::cluster(ctx, AclOperation::Create) || authz::topic(ctx, AclOperation::Create, name);
+    let plugin = topic
+        .configs
+        .iter()
+        .find(|c| c.name.as_str() == PARTITIONER_KEY)
+        .and_then(|c| c.value.as_ref());
+    create
+        && plugin.is_none_or(|p| {
+            authz::allowed(ctx, AclOperation::Read, ResourceType::Plugin, p.as_str())
+        })
+}
+
+fn create_all(
+    broker: &Broker,
+    request: CreateTopicsRequest,
+    denied: &BTreeSet<String>,
+) -> Vec<CreatableTopicResult> {
     let mut seen = BTreeSet::new();
     let duplicates: BTreeSet<String> = request
         .topics
@@ -50,6 +81,11 @@ fn create_all(broker: &Broker, request: CreateTopicsRequest) -> Vec<CreatableTop
                         "more than {} topics in one request",
                         limits::TOPICS_PER_REQUEST_MAX
                     ),
+                ))
+            } else if denied.contains(topic.name.0.as_str()) {
+                Err(KafkaError::new(
+                    ResponseError::TopicAuthorizationFailed,
+                    "Authorization failed.",
                 ))
             } else if duplicates.contains(topic.name.0.as_str()) {
                 Err(KafkaError::new(

@@ -7,25 +7,38 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_group::ErrorCode;
 
 use super::group_common::string;
+use sluice_security::acl::AclOperation;
+
+use crate::authz;
 use crate::wire::ConnectionContext;
 
 /// Answers DeleteGroups.
 pub async fn handle(ctx: &ConnectionContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse {
     let ids: Vec<String> = request.groups_names.iter().map(|g| string(&g.0)).collect();
-    let results = match ctx.groups.delete_groups(ids.clone()).await {
-        Some(results) => results,
-        None => ids
-            .into_iter()
-            .map(|id| (id, ErrorCode::CoordinatorNotAvailable))
-            .collect(),
+    // Without DELETE on a group: GROUP_AUTHORIZATION_FAILED for it, and it is left alone.
+    let (allowed, denied): (Vec<String>, Vec<String>) = ids
+        .into_iter()
+        .partition(|id| authz::group(ctx, AclOperation::Delete, id));
+    let mut results: Vec<(String, i16)> = if allowed.is_empty() {
+        Vec::new()
+    } else {
+        match ctx.groups.delete_groups(allowed.clone()).await {
+            Some(results) => results.into_iter().map(|(id, e)| (id, e.code())).collect(),
+            None => allowed
+                .into_iter()
+                .map(|id| (id, ErrorCode::CoordinatorNotAvailable.code()))
+                .collect(),
+        }
     };
+    let denied_code = kafka_protocol::ResponseError::GroupAuthorizationFailed.code();
+    results.extend(denied.into_iter().map(|id| (id, denied_code)));
     let mut response = DeleteGroupsResponse::default();
     response.results = results
         .into_iter()
         .map(|(id, error)| {
             let mut result = DeletableGroupResult::default();
             result.group_id = GroupId(StrBytes::from_string(id));
-            result.error_code = error.code();
+            result.error_code = error;
             result
         })
         .collect();

@@ -1,9 +1,13 @@
-//! DeleteTopics v1-v3: by name; each topic succeeds or fails on its own.
+//! DeleteTopics v1-v3: by name; each topic succeeds or fails on its own. Deleting needs
+//! DELETE on the topic (TOPIC_AUTHORIZATION_FAILED otherwise).
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse};
 
+use sluice_security::acl::AclOperation;
+
+use crate::authz;
 use crate::error::KafkaError;
 use crate::limits;
 use crate::wire::ConnectionContext;
@@ -12,6 +16,10 @@ use crate::wire::ConnectionContext;
 pub async fn handle(ctx: &ConnectionContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse {
     let broker = ctx.broker.clone();
     let names = request.topic_names;
+    let denied: Vec<bool> = names
+        .iter()
+        .map(|n| !authz::topic(ctx, AclOperation::Delete, n.0.as_str()))
+        .collect();
     let responses = tokio::task::spawn_blocking(move || {
         names
             .into_iter()
@@ -21,6 +29,11 @@ pub async fn handle(ctx: &ConnectionContext, request: DeleteTopicsRequest) -> De
                     Err(KafkaError::new(
                         ResponseError::PolicyViolation,
                         "too many topics in one request",
+                    ))
+                } else if denied[i] {
+                    Err(KafkaError::new(
+                        ResponseError::TopicAuthorizationFailed,
+                        "Authorization failed.",
                     ))
                 } else {
                     broker.delete_topic(name.0.as_str())

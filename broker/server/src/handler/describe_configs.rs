@@ -12,6 +12,9 @@ use kafka_protocol::messages::describe_configs_response::{
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use sluice_security::acl::AclOperation;
+
+use crate::authz;
 use crate::broker::NODE_ID;
 use crate::config::{BROKER_KEYS, BrokerConfig, SENSITIVE_KEYS};
 use crate::limits;
@@ -57,6 +60,14 @@ pub fn handle(
             let wanted = |key: &str| keys.is_empty() || keys.iter().any(|k| k.as_str() == key);
             let name = resource.resource_name.as_str();
             let configs = match resource.resource_type {
+                RESOURCE_TOPIC if !authz::topic(ctx, AclOperation::DescribeConfigs, name) => Err((
+                    ResponseError::TopicAuthorizationFailed,
+                    "Topic authorization failed.".to_owned(),
+                )),
+                RESOURCE_BROKER if !authz::cluster(ctx, AclOperation::DescribeConfigs) => Err((
+                    ResponseError::ClusterAuthorizationFailed,
+                    "Cluster authorization failed.".to_owned(),
+                )),
                 RESOURCE_TOPIC => match ctx.broker.topic(name) {
                     // The one Kafka answer with room for why (the partition errors of
                     // Metadata have none): the reasons, naming the paths.

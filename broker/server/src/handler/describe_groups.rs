@@ -8,6 +8,9 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_group::{ErrorCode, GroupDescription};
 
 use super::group_common::string;
+use sluice_security::acl::AclOperation;
+
+use crate::authz;
 use crate::wire::ConnectionContext;
 
 /// Kafka's "authorized operations not requested" value.
@@ -20,8 +23,26 @@ pub async fn handle(
 ) -> DescribeGroupsResponse {
     let ids: Vec<String> = request.groups.iter().map(|g| string(&g.0)).collect();
     let mut response = DescribeGroupsResponse::default();
+    // Without DESCRIBE on a group: GROUP_AUTHORIZATION_FAILED for it.
+    let denied = |id: &str| !authz::group(ctx, AclOperation::Describe, id);
     match ctx.groups.describe_groups(ids.clone()).await {
-        Some(described) => response.groups = described.into_iter().map(encode).collect(),
+        Some(described) => {
+            response.groups = described
+                .into_iter()
+                .map(|d| {
+                    if denied(&d.group_id) {
+                        let mut group = DescribedGroup::default();
+                        group.group_id = GroupId(StrBytes::from_string(d.group_id));
+                        group.error_code =
+                            kafka_protocol::ResponseError::GroupAuthorizationFailed.code();
+                        group.authorized_operations = AUTHORIZED_OPERATIONS_OMITTED;
+                        group
+                    } else {
+                        encode(d)
+                    }
+                })
+                .collect();
+        }
         None => {
             response.groups = ids
                 .into_iter()

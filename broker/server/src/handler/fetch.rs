@@ -16,12 +16,15 @@ use std::time::Duration;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::FetchRequest;
 use kafka_protocol::messages::fetch_request::FetchTopic;
+use sluice_security::acl::{AclOperation, ResourceType};
 use sluice_storage::{Offset, ReadError};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::fetch_wire::{FetchOutput, PartitionOutput, TopicOutput};
 use super::kip110;
+
+use crate::authz;
 use crate::broker::Partition;
 use crate::broker::ViewTopic;
 use crate::limits;
@@ -37,8 +40,10 @@ struct Target {
     view: Option<Arc<ViewTopic>>,
     /// For binding a view's plugins (a view loaded while its plugin was missing).
     registry: Arc<sluice_plugin_host::Registry>,
-    /// The request lists this partition more than once: INVALID_REQUEST, nothing read.
-    duplicate: bool,
+    /// Answered with this error and nothing read: INVALID_REQUEST when the request lists
+    /// the partition more than once, TOPIC_AUTHORIZATION_FAILED without READ on the topic
+    /// (on the view, for a view).
+    refused: Option<ResponseError>,
 }
 
 /// Answers Fetch.
@@ -109,12 +114,24 @@ fn resolve(ctx: &ConnectionContext, topics: Vec<FetchTopic>) -> Arc<[(String, Ve
         .into_iter()
         .map(|topic| {
             let name = topic.topic.0.to_string();
+            let resource = if ctx.broker.view(&name).is_some() {
+                ResourceType::View
+            } else {
+                ResourceType::Topic
+            };
+            let readable = authz::allowed(ctx, AclOperation::Read, resource, &name);
             let partitions = topic
                 .partitions
                 .into_iter()
                 .map(|p| {
-                    let duplicate = duplicates.contains(&(name.clone(), p.partition));
-                    let (partition, view) = if duplicate {
+                    let refused = if !readable {
+                        Some(ResponseError::TopicAuthorizationFailed)
+                    } else if duplicates.contains(&(name.clone(), p.partition)) {
+                        Some(ResponseError::InvalidRequest)
+                    } else {
+                        None
+                    };
+                    let (partition, view) = if refused.is_some() {
                         (None, None)
                     } else {
                         ctx.broker
@@ -132,7 +149,7 @@ fn resolve(ctx: &ConnectionContext, topics: Vec<FetchTopic>) -> Arc<[(String, Ve
                         partition,
                         view,
                         registry: Arc::clone(&ctx.broker.plugins.registry),
-                        duplicate,
+                        refused,
                     }
                 })
                 .collect();
@@ -227,8 +244,8 @@ fn read_one(target: &Target, remaining: u32, first: bool, version: i16) -> Parti
         log_start_offset: -1,
         records: None,
     };
-    if target.duplicate {
-        out.error_code = ResponseError::InvalidRequest.code();
+    if let Some(error) = target.refused {
+        out.error_code = error.code();
         return out;
     }
     let Some(partition) = &target.partition else {

@@ -9,6 +9,9 @@ use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use sluice_security::acl::AclOperation;
+
+use crate::authz;
 use crate::broker::NODE_ID;
 use crate::wire::ConnectionContext;
 
@@ -25,6 +28,12 @@ pub fn handle(
     if request.key_type != KEY_TYPE_GROUP {
         response.error_code = ResponseError::CoordinatorNotAvailable.code();
         response.error_message = Some(StrBytes::from_static_str("transactions are not supported"));
+        response.node_id = BrokerId(-1);
+        response.port = -1;
+        return response;
+    }
+    if !authz::group(ctx, AclOperation::Describe, request.key.as_str()) {
+        response.error_code = ResponseError::GroupAuthorizationFailed.code();
         response.node_id = BrokerId(-1);
         response.port = -1;
         return response;

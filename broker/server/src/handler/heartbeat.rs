@@ -4,10 +4,18 @@ use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
 use sluice_group::{ErrorCode, Request, Response};
 
 use super::group_common::{call, opt_string, string};
+use sluice_security::acl::AclOperation;
+
+use crate::authz;
 use crate::wire::ConnectionContext;
 
 /// Answers Heartbeat.
 pub async fn handle(ctx: &ConnectionContext, request: HeartbeatRequest) -> HeartbeatResponse {
+    if !authz::group(ctx, AclOperation::Read, request.group_id.0.as_str()) {
+        let mut response = HeartbeatResponse::default();
+        response.error_code = kafka_protocol::ResponseError::GroupAuthorizationFailed.code();
+        return response;
+    }
     let heartbeat = sluice_group::HeartbeatRequest {
         group_id: string(&request.group_id.0),
         generation_id: request.generation_id,

@@ -8,8 +8,12 @@ use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsRe
 use kafka_protocol::messages::{IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use sluice_security::acl::{AclOperation, ResourceType};
+
+use crate::authz;
 use crate::broker::ConfigChange;
 use crate::error::KafkaError;
+use crate::topic_config::PARTITIONER_KEY;
 use crate::wire::ConnectionContext;
 
 /// Kafka's resource type of a topic.
@@ -23,22 +27,38 @@ pub async fn handle(
     ctx: &ConnectionContext,
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
+    let denied: Vec<bool> = request
+        .resources
+        .iter()
+        .map(|r| !may_alter(ctx, r))
+        .collect();
     let broker = ctx.broker.clone();
     let validate_only = request.validate_only;
     let responses = tokio::task::spawn_blocking(move || {
         request
             .resources
             .into_iter()
-            .map(|resource| {
-                let result = changes(&resource).and_then(|changes| {
-                    broker
-                        .alter_topic_config(
-                            resource.resource_name.as_str(),
-                            &changes,
-                            validate_only,
-                        )
-                        .map(|_| ())
-                });
+            .zip(denied)
+            .map(|(resource, denied)| {
+                let result = if denied {
+                    Err(KafkaError::new(
+                        ResponseError::TopicAuthorizationFailed,
+                        "Topic authorization failed.",
+                    ))
+                } else {
+                    Ok(())
+                };
+                let result = result
+                    .and_then(|()| changes(&resource))
+                    .and_then(|changes| {
+                        broker
+                            .alter_topic_config(
+                                resource.resource_name.as_str(),
+                                &changes,
+                                validate_only,
+                            )
+                            .map(|_| ())
+                    });
                 let mut out = AlterConfigsResourceResponse::default();
                 out.resource_type = resource.resource_type;
                 out.resource_name = resource.resource_name;
@@ -58,6 +78,24 @@ pub async fn handle(
     let mut response = IncrementalAlterConfigsResponse::default();
     response.responses = responses;
     response
+}
+
+/// ALTER_CONFIGS on the topic, and READ on a partitioner plugin a change binds it to.
+fn may_alter(
+    ctx: &ConnectionContext,
+    resource: &kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource,
+) -> bool {
+    if resource.resource_type != RESOURCE_TOPIC {
+        return true; // refused by `changes`
+    }
+    let name = resource.resource_name.as_str();
+    authz::topic(ctx, AclOperation::AlterConfigs, name)
+        && resource
+            .configs
+            .iter()
+            .filter(|c| c.name.as_str() == PARTITIONER_KEY && c.config_operation == OP_SET)
+            .filter_map(|c| c.value.as_ref())
+            .all(|p| authz::allowed(ctx, AclOperation::Read, ResourceType::Plugin, p.as_str()))
 }
 
 fn changes(

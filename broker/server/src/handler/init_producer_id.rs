@@ -13,13 +13,33 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
+use sluice_security::acl::{AclOperation, ResourceType};
+
+use crate::authz;
 use crate::clock::now_ms;
+use crate::wire::ConnectionContext;
 
 /// The next producer id to hand out.
 static NEXT_PRODUCER_ID: OnceLock<AtomicI64> = OnceLock::new();
 
 /// Answers InitProducerId.
-pub fn handle(request: &InitProducerIdRequest) -> InitProducerIdResponse {
+pub fn handle(ctx: &ConnectionContext, request: &InitProducerIdRequest) -> InitProducerIdResponse {
+    let mut response = InitProducerIdResponse::default();
+    // An idempotent producer needs IDEMPOTENT_WRITE on the cluster, or WRITE on some topic
+    // (Kafka's `authorizeByResourceType`, KIP-679).
+    let idempotent = authz::cluster(ctx, AclOperation::IdempotentWrite)
+        || authz::any_of_type(ctx, AclOperation::Write, ResourceType::Topic);
+    if request.transactional_id.is_none() && !idempotent {
+        response.error_code = ResponseError::ClusterAuthorizationFailed.code();
+        response.producer_id = ProducerId(-1);
+        response.producer_epoch = -1;
+        return response;
+    }
+    assign(request)
+}
+
+/// A fresh producer id (once authorized).
+fn assign(request: &InitProducerIdRequest) -> InitProducerIdResponse {
     let mut response = InitProducerIdResponse::default();
     if request.transactional_id.is_some() {
         response.error_code = ResponseError::CoordinatorNotAvailable.code();
@@ -41,8 +61,8 @@ mod tests {
     fn every_idempotent_producer_gets_its_own_id_and_transactions_are_refused() {
         let mut idempotent = InitProducerIdRequest::default();
         idempotent.transactional_id = None;
-        let a = handle(&idempotent);
-        let b = handle(&idempotent);
+        let a = assign(&idempotent);
+        let b = assign(&idempotent);
         assert_eq!(a.error_code, 0);
         assert!(a.producer_id.0 >= 0 && a.producer_id != b.producer_id);
         let mut tx = InitProducerIdRequest::default();
@@ -50,7 +70,7 @@ mod tests {
             kafka_protocol::protocol::StrBytes::from_static_str("t"),
         ));
         assert_eq!(
-            handle(&tx).error_code,
+            assign(&tx).error_code,
             ResponseError::CoordinatorNotAvailable.code()
         );
     }

@@ -9,6 +9,9 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_group::{ErrorCode, Protocol, Request, Response};
 
 use super::group_common::{call, opt_string, string};
+use sluice_security::acl::AclOperation;
+
+use crate::authz;
 use crate::wire::ConnectionContext;
 
 /// Answers JoinGroup.
@@ -18,6 +21,12 @@ pub async fn handle(
     request: JoinGroupRequest,
     version: i16,
 ) -> JoinGroupResponse {
+    if !authz::group(ctx, AclOperation::Read, request.group_id.0.as_str()) {
+        let mut response = JoinGroupResponse::default();
+        response.error_code = kafka_protocol::ResponseError::GroupAuthorizationFailed.code();
+        response.generation_id = -1;
+        return response;
+    }
     let rebalance_timeout_ms = if version == 0 {
         request.session_timeout_ms
     } else {

@@ -7,6 +7,9 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_group::{ErrorCode, LeavingMember, Request, Response};
 
 use super::group_common::{call, opt_string, string};
+use sluice_security::acl::AclOperation;
+
+use crate::authz;
 use crate::wire::ConnectionContext;
 
 /// Answers LeaveGroup.
@@ -15,6 +18,11 @@ pub async fn handle(
     request: LeaveGroupRequest,
     version: i16,
 ) -> LeaveGroupResponse {
+    if !authz::group(ctx, AclOperation::Read, request.group_id.0.as_str()) {
+        let mut response = LeaveGroupResponse::default();
+        response.error_code = kafka_protocol::ResponseError::GroupAuthorizationFailed.code();
+        return response;
+    }
     let members = if version < 3 {
         vec![LeavingMember {
             member_id: string(&request.member_id),

@@ -5,6 +5,9 @@ use kafka_protocol::messages::{GroupId, ListGroupsResponse};
 use kafka_protocol::protocol::StrBytes;
 use sluice_group::ErrorCode;
 
+use sluice_security::acl::AclOperation;
+
+use crate::authz;
 use crate::wire::ConnectionContext;
 
 /// Answers ListGroups.
@@ -14,8 +17,11 @@ pub async fn handle(ctx: &ConnectionContext) -> ListGroupsResponse {
         response.error_code = ErrorCode::CoordinatorNotAvailable.code();
         return response;
     };
+    // DESCRIBE on the cluster lists every group; else only those the principal may DESCRIBE.
+    let all = authz::cluster(ctx, AclOperation::Describe);
     response.groups = groups
         .into_iter()
+        .filter(|g| all || authz::group(ctx, AclOperation::Describe, &g.group_id))
         .map(|g| {
             let mut listed = ListedGroup::default();
             listed.group_id = GroupId(StrBytes::from_string(g.group_id));

@@ -11,6 +11,9 @@ use kafka_protocol::messages::list_offsets_response::{
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use sluice_storage::Compression;
 
+use sluice_security::acl::AclOperation;
+
+use crate::authz;
 use crate::broker::Broker;
 use crate::codec;
 use crate::limits;
@@ -27,6 +30,13 @@ pub async fn handle(
     request: ListOffsetsRequest,
     _version: i16,
 ) -> ListOffsetsResponse {
+    // Without DESCRIBE on a topic: TOPIC_AUTHORIZATION_FAILED for its partitions.
+    let denied: std::collections::HashSet<String> = request
+        .topics
+        .iter()
+        .map(|t| t.name.0.to_string())
+        .filter(|name| !authz::topic(ctx, AclOperation::Describe, name))
+        .collect();
     let broker = ctx.broker.clone();
     let topics = tokio::task::spawn_blocking(move || {
         let duplicates = super::duplicates(request.topics.iter().flat_map(|t| {
@@ -44,8 +54,14 @@ pub async fn handle(
                     .partitions
                     .iter()
                     .map(|p| {
+                        if denied.contains(name) {
+                            return refused(
+                                p.partition_index,
+                                ResponseError::TopicAuthorizationFailed,
+                            );
+                        }
                         if duplicates.contains(&(name, p.partition_index)) {
-                            return duplicate(p.partition_index);
+                            return refused(p.partition_index, ResponseError::InvalidRequest);
                         }
                         lookup(&broker, name, p.partition_index, p.timestamp)
                     })
@@ -65,14 +81,15 @@ pub async fn handle(
     response
 }
 
-/// A partition the request lists more than once: INVALID_REQUEST, as Kafka answers it.
-fn duplicate(index: i32) -> ListOffsetsPartitionResponse {
+/// A partition answered with `error` and nothing looked up: INVALID_REQUEST for one the
+/// request lists more than once (as Kafka answers it), TOPIC_AUTHORIZATION_FAILED.
+fn refused(index: i32, error: ResponseError) -> ListOffsetsPartitionResponse {
     let mut out = ListOffsetsPartitionResponse::default();
     out.partition_index = index;
     out.timestamp = -1;
     out.offset = -1;
     out.leader_epoch = -1;
-    out.error_code = ResponseError::InvalidRequest.code();
+    out.error_code = error.code();
     out
 }
 

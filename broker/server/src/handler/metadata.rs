@@ -3,6 +3,11 @@
 //! ones when the client allows it (v4+) and `auto.create.topics.enable` is on. A view is
 //! listed as a topic with its source's partitions (ephemeral views only when named). An
 //! offline partition (`broker/quarantine.rs`) is LEADER_NOT_AVAILABLE with leader -1.
+//!
+//! Authorization, as Kafka: a listing of all topics leaves out those the principal may not
+//! DESCRIBE (views: DESCRIBE on the view); a named one it may not describe is
+//! TOPIC_AUTHORIZATION_FAILED, and so is one that would be auto-created without CREATE on
+//! the cluster or the topic.
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::metadata_response::{
@@ -11,6 +16,9 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
+use sluice_security::acl::{AclOperation, ResourceType};
+
+use crate::authz;
 use crate::broker::{NODE_ID, Topic};
 use crate::error::KafkaError;
 use crate::limits;
@@ -47,10 +55,16 @@ pub async fn handle(
         None => {
             let topics = broker.topics();
             let views = broker.views();
-            let topics = topics.iter().map(|t| describe(&t.name, t));
+            let topics = topics
+                .iter()
+                .filter(|t| authz::topic(ctx, AclOperation::Describe, &t.name))
+                .map(|t| describe(&t.name, t));
             let views = views
                 .iter()
                 .filter(|v| !v.spec.ephemeral)
+                .filter(|v| {
+                    authz::allowed(ctx, AclOperation::Describe, ResourceType::View, v.name())
+                })
                 .map(|v| describe(v.name(), &v.source));
             topics.chain(views).collect()
         }
@@ -71,11 +85,28 @@ async fn lookup_or_create(
     name: String,
     allow_create: bool,
 ) -> MetadataResponseTopic {
+    let denied = |name: String| {
+        let mut topic = MetadataResponseTopic::default();
+        topic.name = Some(TopicName(StrBytes::from_string(name)));
+        topic.error_code = ResponseError::TopicAuthorizationFailed.code();
+        topic
+    };
+    if let Some(view) = ctx.broker.view(&name) {
+        if !authz::allowed(ctx, AclOperation::Describe, ResourceType::View, &name) {
+            return denied(name);
+        }
+        return describe(view.name(), &view.source);
+    }
+    if !authz::topic(ctx, AclOperation::Describe, &name) {
+        return denied(name);
+    }
     if let Some(topic) = ctx.broker.topic(&name) {
         return describe(&topic.name, &topic);
     }
-    if let Some(view) = ctx.broker.view(&name) {
-        return describe(view.name(), &view.source);
+    let may_create =
+        authz::cluster(ctx, AclOperation::Create) || authz::topic(ctx, AclOperation::Create, &name);
+    if allow_create && ctx.broker.config.auto_create_topics_enable && !may_create {
+        return denied(name);
     }
     let result = if allow_create {
         let broker = ctx.broker.clone();

@@ -3,6 +3,7 @@
 //! response`; request-level problems become Kafka error codes in the response, and only
 //! frames we cannot parse close the connection.
 
+mod acls;
 mod api_versions;
 pub(crate) mod compat;
 mod create_topics;
@@ -26,6 +27,7 @@ mod metadata;
 mod offset_commit;
 mod offset_fetch;
 pub(crate) mod produce;
+mod sasl;
 pub(crate) mod shape;
 mod sync_group;
 
@@ -34,6 +36,7 @@ use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable};
 
 use crate::admission::FrameBudget;
+use crate::sasl::Session;
 use crate::versions;
 use crate::wire::{Chunk, ConnectionContext, FrameError, Reply, Response};
 
@@ -113,15 +116,7 @@ pub async fn handle(
             ))),
         };
     }
-    let mut body = frame;
-    let mut header = RequestHeader::decode(&mut body, key.request_header_version(version))
-        .map_err(|e| FrameError::Malformed(format!("{key:?} v{version} request header: {e}")))?;
-    // Owned, so a request that waits (JoinGroup) does not keep its frame alive through it.
-    header.client_id = header
-        .client_id
-        .map(|id| kafka_protocol::protocol::StrBytes::from_string(id.to_string()));
-    shape::check(key, version, &body)
-        .map_err(|e| FrameError::Malformed(format!("{key:?} v{version} request: {e}")))?;
+    let (header, body) = header_and_body(key, version, frame)?;
     tracing::trace!(peer = %ctx.peer, api = ?key, version, correlation_id = header.correlation_id, "request");
     // Latency of a deferred acks=all answer (Reply::Later) is measured to the append; the
     // fsync wait is shared by the group commit and shows in the produce p99 of the bench.
@@ -143,6 +138,72 @@ pub async fn handle(
         }
     }
     result
+}
+
+/// Decodes the request header and checks the body against the request's shape.
+fn header_and_body(
+    key: ApiKey,
+    version: i16,
+    frame: Bytes,
+) -> Result<(RequestHeader, Bytes), FrameError> {
+    let mut body = frame;
+    let mut header = RequestHeader::decode(&mut body, key.request_header_version(version))
+        .map_err(|e| FrameError::Malformed(format!("{key:?} v{version} request header: {e}")))?;
+    // Owned, so a request that waits (JoinGroup) does not keep its frame alive through it.
+    header.client_id = header
+        .client_id
+        .map(|id| kafka_protocol::protocol::StrBytes::from_string(id.to_string()));
+    shape::check(key, version, &body)
+        .map_err(|e| FrameError::Malformed(format!("{key:?} v{version} request: {e}")))?;
+    Ok((header, body))
+}
+
+/// Handles a SaslHandshake or SaslAuthenticate frame (`sasl::Admit::Sasl`) with the
+/// connection's SASL session, which a completed exchange turns into the connection's
+/// principal. `true`: close the connection once the answer is written (a failed or refused
+/// exchange, as Kafka closes it).
+pub async fn handle_sasl(
+    ctx: &mut ConnectionContext,
+    session: &mut Session,
+    frame: Bytes,
+    budget: FrameBudget,
+) -> Result<(Reply, bool), FrameError> {
+    let peeked = peek(&frame)?;
+    let (key, version) = match versions::lookup(peeked.api_key) {
+        Some(support) if support.serves(peeked.version) => (support.key, peeked.version),
+        _ => {
+            return Err(FrameError::Malformed(format!(
+                "API key {} v{} is not a SASL version this broker serves",
+                peeked.api_key, peeked.version
+            )));
+        }
+    };
+    let (header, mut body) = header_and_body(key, version, frame)?;
+    let (cid, hv) = (header.correlation_id, key.response_header_version(version));
+    let started = std::time::Instant::now();
+    let (response, close) = match key {
+        ApiKey::SaslHandshake => {
+            let request = decode(&mut body, key, version)?;
+            drop(budget);
+            let (response, close) = sasl::handshake(ctx, session, &request);
+            (encode(cid, hv, &response, version)?, close)
+        }
+        ApiKey::SaslAuthenticate => {
+            let request = decode(&mut body, key, version)?;
+            drop(budget);
+            let (response, close) = sasl::authenticate(ctx, session, request).await;
+            (encode(cid, hv, &response, version)?, close)
+        }
+        other => {
+            return Err(FrameError::Malformed(format!(
+                "{other:?} is not a SASL request"
+            )));
+        }
+    };
+    if let Some(api) = ctx.broker.metrics.api(key) {
+        api.latency.observe(started.elapsed());
+    }
+    Ok((Reply::Now(Some(response)), close))
 }
 
 /// Produce, apart from `dispatch`: once the request is decoded, nothing but its record sets
@@ -253,7 +314,10 @@ async fn dispatch(
         }
         ApiKey::DescribeGroups => reply!(describe_groups::handle(ctx, request!()).await),
         ApiKey::DeleteGroups => reply!(delete_groups::handle(ctx, request!()).await),
-        ApiKey::InitProducerId => reply!(init_producer_id::handle(&request!())),
+        ApiKey::InitProducerId => reply!(init_producer_id::handle(ctx, &request!())),
+        ApiKey::CreateAcls => reply!(acls::create(ctx, request!())),
+        ApiKey::DescribeAcls => reply!(acls::describe(ctx, request!())),
+        ApiKey::DeleteAcls => reply!(acls::delete(ctx, request!())),
         ApiKey::IncrementalAlterConfigs => {
             reply!(incremental_alter_configs::handle(ctx, request!()).await)
         }

@@ -12,30 +12,46 @@ use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 use sluice_group::{CommitPartition, ErrorCode, Request, Response, TopicPartition};
 
 use super::group_common::{call, opt_string, string};
+use sluice_security::acl::AclOperation;
+
+use crate::authz;
 use crate::wire::ConnectionContext;
 
 /// Answers OffsetCommit.
 pub async fn handle(ctx: &ConnectionContext, request: OffsetCommitRequest) -> OffsetCommitResponse {
-    // Every requested partition in request order, and whether it exists (else it is
-    // answered here).
-    let mut answered: Vec<(TopicPartition, bool)> = Vec::new();
+    // Every requested partition in request order, and the error it is answered with here
+    // (None: the coordinator answers it): GROUP_AUTHORIZATION_FAILED for all without READ
+    // on the group, TOPIC_AUTHORIZATION_FAILED without READ on the topic (Kafka's checks),
+    // UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist.
+    let group_allowed = authz::group(ctx, AclOperation::Read, request.group_id.0.as_str());
+    let mut answered: Vec<(TopicPartition, Option<i16>)> = Vec::new();
     let mut partitions = Vec::new();
     for topic in &request.topics {
         let name = string(&topic.name.0);
+        let topic_allowed = group_allowed && authz::topic(ctx, AclOperation::Read, &name);
         for p in &topic.partitions {
             let tp = TopicPartition {
                 topic: name.clone(),
                 partition: p.partition_index,
             };
-            if ctx
+            let refused = if !group_allowed {
+                Some(ResponseError::GroupAuthorizationFailed)
+            } else if !topic_allowed {
+                Some(ResponseError::TopicAuthorizationFailed)
+            } else if ctx
                 .broker
                 .read_partition(&name, p.partition_index)
                 .is_none()
             {
-                answered.push((tp, false));
+                Some(ResponseError::UnknownTopicOrPartition)
+            } else {
+                None
+            };
+            if let Some(error) = refused {
+                answered.push((tp, Some(error.code())));
                 continue;
             }
-            answered.push((tp.clone(), true));
+            answered.push((tp.clone(), None));
             partitions.push(CommitPartition {
                 tp,
                 offset: p.committed_offset,
@@ -65,13 +81,12 @@ pub async fn handle(ctx: &ConnectionContext, request: OffsetCommitRequest) -> Of
         }
     }
     let mut response = OffsetCommitResponse::default();
-    for (tp, exists) in answered {
-        let code = match exists {
-            false => ResponseError::UnknownTopicOrPartition.code(),
-            true => results
+    for (tp, answer) in answered {
+        let code = answer.unwrap_or_else(|| {
+            results
                 .pop_front()
-                .unwrap_or(ErrorCode::UnknownServerError.code()),
-        };
+                .unwrap_or(ErrorCode::UnknownServerError.code())
+        });
         push(&mut response, tp, code);
     }
     response

@@ -2,6 +2,7 @@
 //! asks for every partition the group has committed. Commits not yet appended to the
 //! offsets log are not visible.
 
+use kafka_protocol::ResponseError;
 use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponsePartition, OffsetFetchResponseTopic,
 };
@@ -10,6 +11,9 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_group::{ErrorCode, FetchedOffset, TopicPartition};
 
 use super::group_common::string;
+use sluice_security::acl::AclOperation;
+
+use crate::authz;
 use crate::wire::ConnectionContext;
 
 /// Answers OffsetFetch.
@@ -33,41 +37,58 @@ pub async fn handle(
             .collect::<Vec<_>>()
     });
     let requested = partitions.clone();
-    let fetched = ctx
-        .groups
-        .fetch_offsets(string(&request.group_id.0), partitions)
-        .await
-        .unwrap_or(Err(ErrorCode::CoordinatorNotAvailable));
+    let group = string(&request.group_id.0);
+    // Kafka's checks: DESCRIBE on the group, then DESCRIBE on each topic.
+    let fetched = if authz::group(ctx, AclOperation::Describe, &group) {
+        ctx.groups
+            .fetch_offsets(group, partitions)
+            .await
+            .map_or(Err(ErrorCode::CoordinatorNotAvailable.code()), |r| {
+                r.map_err(|e| e.code())
+            })
+    } else {
+        Err(ResponseError::GroupAuthorizationFailed.code())
+    };
     let mut response = OffsetFetchResponse::default();
+    let none = |tp| FetchedOffset {
+        tp,
+        offset: -1,
+        leader_epoch: -1,
+        metadata: String::new(),
+    };
     match fetched {
         Ok(offsets) => {
+            let mut describable = std::collections::HashMap::new();
             for offset in offsets {
-                push(&mut response, offset, version, ErrorCode::None);
+                let allowed = *describable
+                    .entry(offset.tp.topic.clone())
+                    .or_insert_with(|| authz::topic(ctx, AclOperation::Describe, &offset.tp.topic));
+                match (allowed, &requested) {
+                    (true, _) => push(&mut response, offset, version, 0),
+                    // Named: answered with the error; all topics: left out.
+                    (false, Some(_)) => push(
+                        &mut response,
+                        none(offset.tp),
+                        version,
+                        ResponseError::TopicAuthorizationFailed.code(),
+                    ),
+                    (false, None) => {}
+                }
             }
         }
-        Err(error) => {
+        Err(code) => {
             // v2+ carry a top-level error; v1 only per partition.
-            response.error_code = error.code();
+            response.error_code = code;
+            let per_partition = if version < 2 { code } else { 0 };
             for tp in requested.unwrap_or_default() {
-                let none = FetchedOffset {
-                    tp,
-                    offset: -1,
-                    leader_epoch: -1,
-                    metadata: String::new(),
-                };
-                push(&mut response, none, version, error);
+                push(&mut response, none(tp), version, per_partition);
             }
         }
     }
     response
 }
 
-fn push(
-    response: &mut OffsetFetchResponse,
-    fetched: FetchedOffset,
-    version: i16,
-    error: ErrorCode,
-) {
+fn push(response: &mut OffsetFetchResponse, fetched: FetchedOffset, version: i16, error_code: i16) {
     let mut partition = OffsetFetchResponsePartition::default();
     partition.partition_index = fetched.tp.partition;
     partition.committed_offset = fetched.offset;
@@ -77,7 +98,7 @@ fn push(
         -1
     };
     partition.metadata = Some(StrBytes::from_string(fetched.metadata));
-    partition.error_code = if version < 2 { error.code() } else { 0 };
+    partition.error_code = error_code;
     match response.topics.last_mut() {
         Some(topic) if topic.name.0.as_str() == fetched.tp.topic => {
             topic.partitions.push(partition)

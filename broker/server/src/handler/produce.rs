@@ -8,6 +8,9 @@
 //! partition answers every append made before it began, see `group_commit.rs`) when
 //! `sluice.acks.all.fsync` is on. Produce v0-v2 are advertised (for old librdkafka's
 //! compression, KAFKA-18659) and answered with UNSUPPORTED_VERSION.
+//! Authorization (`crate::authz`): WRITE on the transactional id when one is set
+//! (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition), WRITE on each topic
+//! (TOPIC_AUTHORIZATION_FAILED for that topic's partitions, the others still appended).
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::ResponseError;
@@ -16,9 +19,12 @@ use kafka_protocol::messages::produce_response::{
 };
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicName};
 use kafka_protocol::protocol::{Decodable, StrBytes};
+use sluice_security::acl::{AclOperation, ResourceType};
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
+use crate::authz;
 use crate::broker::append::{Appended, append_one};
 use crate::broker::group_commit;
 use crate::broker::{Broker, Partition, Topic};
@@ -40,16 +46,43 @@ pub struct Staged {
 pub async fn append(ctx: &ConnectionContext, request: ProduceRequest, version: i16) -> Staged {
     let acks = request.acks;
     let broker = ctx.broker.clone();
+    // Kafka's checks: WRITE on the transactional id (if any), then WRITE on each topic.
+    let transactional = request.transactional_id.as_ref().map(|t| t.0.to_string());
+    if let Some(id) = transactional
+        && !authz::allowed(ctx, AclOperation::Write, ResourceType::TransactionalId, &id)
+    {
+        let errors = error_for_all(
+            &request,
+            ResponseError::TransactionalIdAuthorizationFailed,
+            "Transactional Id authorization failed.",
+        );
+        return Staged {
+            acks,
+            responses: errors,
+            waits: Vec::new(),
+        };
+    }
+    let denied: HashSet<String> = request
+        .topic_data
+        .iter()
+        .map(|t| t.name.0.as_str())
+        .filter(|name| !authz::topic(ctx, AclOperation::Write, name))
+        .map(str::to_owned)
+        .collect();
     let (responses, waits) = if (-1..=1).contains(&acks) {
         let durable = acks == -1 && broker.config.acks_all_fsync;
-        tokio::task::spawn_blocking(move || append_all(&broker, request, version, durable))
+        tokio::task::spawn_blocking(move || append_all(&broker, request, version, durable, &denied))
             .await
             .unwrap_or_else(|e| {
                 tracing::error!(error = %e, "produce task failed");
                 (Vec::new(), Vec::new())
             })
     } else {
-        let errors = error_for_all(&request, ResponseError::InvalidRequiredAcks);
+        let errors = error_for_all(
+            &request,
+            ResponseError::InvalidRequiredAcks,
+            "acks must be 0, 1 or -1",
+        );
         (errors, Vec::new())
     };
     Staged {
@@ -115,6 +148,7 @@ fn append_all(
     mut request: ProduceRequest,
     version: i16,
     durable: bool,
+    denied: &HashSet<String>,
 ) -> (Vec<TopicProduceResponse>, Vec<DurableWait>) {
     let mut waits = Vec::new();
     let topic_data = std::mem::take(&mut request.topic_data);
@@ -132,6 +166,15 @@ fn append_all(
                 .into_iter()
                 .enumerate()
                 .map(|(slot, p)| {
+                    if denied.contains(&name) {
+                        return partition_response(
+                            p.index,
+                            Err(KafkaError::new(
+                                ResponseError::TopicAuthorizationFailed,
+                                "Topic authorization failed.",
+                            )),
+                        );
+                    }
                     let result = p
                         .records
                         .as_deref()
@@ -219,7 +262,11 @@ fn partition_response(
     out
 }
 
-fn error_for_all(request: &ProduceRequest, code: ResponseError) -> Vec<TopicProduceResponse> {
+fn error_for_all(
+    request: &ProduceRequest,
+    code: ResponseError,
+    message: &str,
+) -> Vec<TopicProduceResponse> {
     request
         .topic_data
         .iter()
@@ -229,12 +276,7 @@ fn error_for_all(request: &ProduceRequest, code: ResponseError) -> Vec<TopicProd
             out.partition_responses = topic
                 .partition_data
                 .iter()
-                .map(|p| {
-                    partition_response(
-                        p.index,
-                        Err(KafkaError::new(code, "acks must be 0, 1 or -1")),
-                    )
-                })
+                .map(|p| partition_response(p.index, Err(KafkaError::new(code, message))))
                 .collect();
             out
         })
@@ -265,7 +307,7 @@ pub fn unsupported_old_version(
         return Ok(Response::default());
     }
     let mut response = ProduceResponse::default();
-    response.responses = error_for_all(&request, ResponseError::UnsupportedVersion);
+    response.responses = error_for_all(&request, ResponseError::UnsupportedVersion, "");
     for topic in &mut response.responses {
         for p in &mut topic.partition_responses {
             p.error_message = None;

@@ -131,6 +131,11 @@ fn group_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
         ApiKey::DescribeGroups | ApiKey::DeleteGroups => vec![Array(vec![Str])],
         ApiKey::FindCoordinator => fields([Some(Str), since(v, 1, I8)]),
         ApiKey::InitProducerId => vec![Str, I32],
+        ApiKey::SaslHandshake => vec![Str],
+        // v1: a binding is type, name, pattern type, principal, host, operation, permission.
+        ApiKey::CreateAcls | ApiKey::DeleteAcls => vec![Array(vec![I8, Str, I8, Str, Str, I8, I8])],
+        ApiKey::DescribeAcls => vec![I8, Str, I8, Str, Str, I8, I8],
+        ApiKey::SaslAuthenticate => vec![Bytes],
         ApiKey::ApiVersions if v >= 3 => vec![CompactStr, CompactStr, Tags],
         ApiKey::ApiVersions => vec![],
         _ => return None,

@@ -6,10 +6,18 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_group::{ErrorCode, Request, Response};
 
 use super::group_common::{call, opt_string, string};
+use sluice_security::acl::AclOperation;
+
+use crate::authz;
 use crate::wire::ConnectionContext;
 
 /// Answers SyncGroup.
 pub async fn handle(ctx: &ConnectionContext, request: SyncGroupRequest) -> SyncGroupResponse {
+    if !authz::group(ctx, AclOperation::Read, request.group_id.0.as_str()) {
+        let mut response = SyncGroupResponse::default();
+        response.error_code = kafka_protocol::ResponseError::GroupAuthorizationFailed.code();
+        return response;
+    }
     let sync = sluice_group::SyncGroupRequest {
         group_id: string(&request.group_id.0),
         generation_id: request.generation_id,

@@ -20,7 +20,11 @@ use sluice_storage::io as storage_io;
 use sluice_storage::{Durability, Log, LogConfig, RealFs};
 
 use crate::error::ServerError;
+
+mod login_limit;
+
 use crate::{clock, internal_log};
+pub use login_limit::LoginLimiter;
 
 /// Directory of the security log, under `data.dir`.
 pub const SECURITY_DIR: &str = "security-log";

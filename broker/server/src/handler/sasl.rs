@@ -1,0 +1,55 @@
+//! SaslHandshake (v1) and SaslAuthenticate (v0-v1): the wire side of `crate::sasl`. The
+//! connection sends these here with its session; a completed exchange sets the
+//! connection's principal.
+
+use kafka_protocol::messages::{
+    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::sasl::Session;
+use crate::wire::ConnectionContext;
+
+/// SaslHandshake; `true`: close the connection after the answer.
+pub(super) fn handshake(
+    ctx: &ConnectionContext,
+    session: &mut Session,
+    request: &SaslHandshakeRequest,
+) -> (SaslHandshakeResponse, bool) {
+    let outcome = session.handshake(&request.mechanism, &ctx.broker);
+    let mut response = SaslHandshakeResponse::default();
+    response.error_code = outcome.error_code;
+    response.mechanisms = outcome
+        .mechanisms
+        .into_iter()
+        .map(StrBytes::from_static_str)
+        .collect();
+    (response, outcome.close)
+}
+
+/// SaslAuthenticate; `true`: the exchange failed, so the answer waits
+/// `connection.failed.authentication.delay.ms` and the connection closes after it.
+pub(super) async fn authenticate(
+    ctx: &mut ConnectionContext,
+    session: &mut Session,
+    request: SaslAuthenticateRequest,
+) -> (SaslAuthenticateResponse, bool) {
+    let host = std::sync::Arc::clone(&ctx.host);
+    let outcome = session
+        .authenticate(request.auth_bytes, &ctx.broker, &host)
+        .await;
+    if let Some(principal) = outcome.principal {
+        tracing::debug!(peer = %ctx.peer, %principal, "authenticated");
+        ctx.principal = principal;
+    }
+    if outcome.failed {
+        let delay = ctx.broker.config.connection_failed_authentication_delay_ms;
+        tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
+    }
+    let mut response = SaslAuthenticateResponse::default();
+    response.error_code = outcome.error_code;
+    response.error_message = outcome.error_message.map(StrBytes::from_string);
+    response.auth_bytes = outcome.auth_bytes;
+    response.session_lifetime_ms = outcome.session_lifetime_ms;
+    (response, outcome.failed)
+}

@@ -1,0 +1,372 @@
+//! SASL on one connection (KIP-43 SaslHandshake, KIP-152 SaslAuthenticate, KIP-368
+//! re-authentication): which requests a connection may send before it has authenticated,
+//! the exchange itself (PLAIN and SCRAM-SHA-256/512 from `sluice_security`, checked against
+//! the security state's credentials), and the session's lifetime.
+//!
+//! On a SASL_PLAINTEXT or SASL_SSL listener a connection may send ApiVersions and
+//! SaslHandshake (v1: every later SASL message is a SaslAuthenticate request), then
+//! SaslAuthenticate until the mechanism completes; any other request before that closes
+//! the connection, as Kafka's `SaslServerAuthenticator` does. A failed exchange is answered
+//! after `connection.failed.authentication.delay.ms` and the connection is closed; the
+//! failure is counted against the source address (`security::LoginLimiter`), logged with the
+//! user name and address and never the password.
+//!
+//! With `connections.max.reauth.ms` set, the SaslAuthenticate response carries the
+//! session's lifetime and the client re-authenticates on the same connection before it ends
+//! (SaslHandshake again, same mechanism, same principal). A connection whose session ended
+//! without that is closed at its next request.
+
+use bytes::Bytes;
+use kafka_protocol::messages::ApiKey;
+use sluice_security::principal::KafkaPrincipal;
+use sluice_security::sasl::{ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED, SaslError};
+use sluice_security::scram::{ScramMechanism, ScramServer};
+use sluice_security::users::UNSUPPORTED_SASL_MECHANISM;
+
+use crate::broker::Broker;
+use crate::config::SaslMechanism;
+use crate::limits::LOGIN_FAILURES_PER_SOURCE_MAX;
+use crate::security::OsRng;
+
+/// What the connection does with a request, before decoding it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admit {
+    /// Handle it as usual.
+    Request,
+    /// A SASL request: `handler::handle_sasl` with this session.
+    Sasl,
+    /// Close the connection; the reason is for the log.
+    Refuse(String),
+}
+
+/// An authenticated SASL session.
+#[derive(Debug, Clone)]
+struct Authenticated {
+    user: String,
+    mechanism: SaslMechanism,
+    /// When the session ends (KIP-368), if `connections.max.reauth.ms` is set.
+    expires_at_ms: Option<i64>,
+}
+
+#[derive(Debug)]
+enum Exchange {
+    Plain,
+    Scram(Box<ScramServer>),
+}
+
+#[derive(Debug)]
+enum State {
+    /// No exchange under way (before the first, or between re-authentications).
+    Idle,
+    /// SaslHandshake chose the mechanism: SaslAuthenticate requests next.
+    Exchanging(SaslMechanism, Exchange),
+    /// An exchange failed: the connection is closing.
+    Failed,
+}
+
+/// One connection's SASL state.
+#[derive(Debug)]
+pub struct Session {
+    /// The listener is SASL_PLAINTEXT or SASL_SSL.
+    required: bool,
+    state: State,
+    authenticated: Option<Authenticated>,
+}
+
+/// A SaslHandshake's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandshakeOutcome {
+    /// 0, UNSUPPORTED_SASL_MECHANISM or ILLEGAL_SASL_STATE.
+    pub error_code: i16,
+    /// The enabled mechanisms (Kafka lists them in every answer).
+    pub mechanisms: Vec<&'static str>,
+    /// Close the connection after the answer.
+    pub close: bool,
+}
+
+/// A SaslAuthenticate's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthenticateOutcome {
+    /// 0, SASL_AUTHENTICATION_FAILED or ILLEGAL_SASL_STATE.
+    pub error_code: i16,
+    /// Kafka's text for the client on an error.
+    pub error_message: Option<String>,
+    /// The server's SASL message (SCRAM's server-first or server-final; empty for PLAIN).
+    pub auth_bytes: Bytes,
+    /// KIP-368: the session's remaining lifetime once complete; 0 = no limit.
+    pub session_lifetime_ms: i64,
+    /// The principal, once the exchange completed.
+    pub principal: Option<KafkaPrincipal>,
+    /// A failure: answer after `connection.failed.authentication.delay.ms`, then close.
+    pub failed: bool,
+}
+
+impl AuthenticateOutcome {
+    fn step(auth_bytes: Vec<u8>) -> Self {
+        Self {
+            error_code: 0,
+            error_message: None,
+            auth_bytes: Bytes::from(auth_bytes),
+            session_lifetime_ms: 0,
+            principal: None,
+            failed: false,
+        }
+    }
+
+    fn failure(error_code: i16, message: String) -> Self {
+        Self {
+            error_code,
+            error_message: Some(message),
+            auth_bytes: Bytes::new(),
+            session_lifetime_ms: 0,
+            principal: None,
+            failed: true,
+        }
+    }
+}
+
+impl Session {
+    /// A session on a listener that requires SASL (`required`) or not.
+    pub fn new(required: bool) -> Self {
+        Self {
+            required,
+            state: State::Idle,
+            authenticated: None,
+        }
+    }
+
+    fn reauthenticating(&self) -> bool {
+        self.authenticated.is_some()
+    }
+
+    /// Whether the connection may send a request of `api_key` now.
+    pub fn admit(&self, api_key: i16, now_ms: i64) -> Admit {
+        let key = ApiKey::try_from(api_key).ok();
+        match key {
+            Some(ApiKey::ApiVersions) => return Admit::Request,
+            Some(ApiKey::SaslHandshake | ApiKey::SaslAuthenticate) => return Admit::Sasl,
+            _ => {}
+        }
+        if !self.required {
+            return Admit::Request;
+        }
+        let api = key.map_or_else(|| format!("API key {api_key}"), |k| format!("{k:?}"));
+        match (&self.state, &self.authenticated) {
+            (State::Failed, _) => {
+                Admit::Refuse(format!("{api} after a failed SASL authentication"))
+            }
+            (State::Exchanging(..), _) => {
+                Admit::Refuse(format!("{api} during SASL authentication"))
+            }
+            (State::Idle, None) => Admit::Refuse(format!(
+                "{api} before SASL authentication (this listener requires SaslHandshake and SaslAuthenticate first)"
+            )),
+            (State::Idle, Some(session)) => match session.expires_at_ms {
+                Some(at) if now_ms >= at => Admit::Refuse(format!(
+                    "{api} after the SASL session of {} ended without re-authentication (connections.max.reauth.ms)",
+                    session.user
+                )),
+                _ => Admit::Request,
+            },
+        }
+    }
+
+    /// SaslHandshake v1 asking for `mechanism`.
+    pub fn handshake(&mut self, mechanism: &str, broker: &Broker) -> HandshakeOutcome {
+        let enabled = &broker.config.sasl_enabled_mechanisms;
+        let mechanisms: Vec<&'static str> = enabled.iter().map(|m| m.name()).collect();
+        let refuse = |error_code| HandshakeOutcome {
+            error_code,
+            mechanisms: mechanisms.clone(),
+            close: true,
+        };
+        if !self.required || !matches!(self.state, State::Idle) {
+            tracing::debug!(
+                mechanism,
+                required = self.required,
+                "SaslHandshake refused: no SASL exchange may start now"
+            );
+            self.state = State::Failed;
+            return refuse(ILLEGAL_SASL_STATE);
+        }
+        let chosen = SaslMechanism::from_name(mechanism).filter(|m| enabled.contains(m));
+        let Some(chosen) = chosen else {
+            tracing::info!(mechanism, enabled = ?mechanisms, "SaslHandshake asked for a mechanism that is not enabled (sasl.enabled.mechanisms)");
+            broker.metrics.sasl_authentication(false);
+            self.state = State::Failed;
+            return refuse(UNSUPPORTED_SASL_MECHANISM);
+        };
+        if let Some(session) = &self.authenticated
+            && session.mechanism != chosen
+        {
+            tracing::info!(
+                user = session.user,
+                from = session.mechanism.name(),
+                to = chosen.name(),
+                "re-authentication refused: the mechanism changed"
+            );
+            broker.metrics.sasl_authentication(false);
+            self.state = State::Failed;
+            return refuse(UNSUPPORTED_SASL_MECHANISM);
+        }
+        let exchange = match chosen {
+            SaslMechanism::Plain => Exchange::Plain,
+            SaslMechanism::Scram(m) => Exchange::Scram(Box::new(ScramServer::new(m))),
+        };
+        self.state = State::Exchanging(chosen, exchange);
+        HandshakeOutcome {
+            error_code: 0,
+            mechanisms,
+            close: false,
+        }
+    }
+
+    /// One SaslAuthenticate message from the client at `host`.
+    pub async fn authenticate(
+        &mut self,
+        auth_bytes: Bytes,
+        broker: &Broker,
+        host: &str,
+    ) -> AuthenticateOutcome {
+        let reauth = self.reauthenticating();
+        let State::Exchanging(mechanism, exchange) = &mut self.state else {
+            self.state = State::Failed;
+            let e = SaslError::IllegalState {
+                state: "HANDSHAKE_REQUEST",
+            };
+            return AuthenticateOutcome::failure(e.error_code(), e.to_string());
+        };
+        let mechanism = *mechanism;
+        let now = broker.now_ms();
+        if let Err(retry_ms) = broker.login_failures.check(host, now) {
+            tracing::debug!(
+                host,
+                "SASL authentication refused: the address is over its failure limit"
+            );
+            broker.metrics.sasl_authentication(false);
+            self.state = State::Failed;
+            return AuthenticateOutcome::failure(
+                SASL_AUTHENTICATION_FAILED,
+                format!(
+                    "Too many failed authentication attempts from {host}: retry in {} s (LOGIN_FAILURES_PER_SOURCE_MAX is {LOGIN_FAILURES_PER_SOURCE_MAX})",
+                    (retry_ms + 999) / 1000
+                ),
+            );
+        }
+        let result = match exchange {
+            Exchange::Plain => plain(broker, auth_bytes)
+                .await
+                .map(|user| (Vec::new(), Some(user))),
+            Exchange::Scram(server) => scram_step(server, broker, &auth_bytes),
+        };
+        match result {
+            Ok((reply, None)) => AuthenticateOutcome::step(reply),
+            Ok((reply, Some(user))) => self.complete(broker, mechanism, user, reply, now),
+            Err(e) => self.fail(broker, host, mechanism, &e, reauth, now),
+        }
+    }
+
+    fn complete(
+        &mut self,
+        broker: &Broker,
+        mechanism: SaslMechanism,
+        user: String,
+        reply: Vec<u8>,
+        now: i64,
+    ) -> AuthenticateOutcome {
+        if let Some(previous) = &self.authenticated
+            && previous.user != user
+        {
+            let message = format!(
+                "Cannot change principals during re-authentication from User:{}: User:{user}",
+                previous.user
+            );
+            tracing::info!(message, "re-authentication refused");
+            broker.metrics.sasl_authentication(false);
+            self.state = State::Failed;
+            return AuthenticateOutcome::failure(SASL_AUTHENTICATION_FAILED, message);
+        }
+        let lifetime = broker.config.connections_max_reauth_ms;
+        let lifetime_ms = i64::try_from(lifetime).unwrap_or(i64::MAX);
+        let expires_at_ms = (lifetime > 0).then(|| now.saturating_add(lifetime_ms));
+        tracing::debug!(
+            user,
+            mechanism = mechanism.name(),
+            reauth = self.authenticated.is_some(),
+            "SASL authentication succeeded"
+        );
+        broker.metrics.sasl_authentication(true);
+        self.state = State::Idle;
+        self.authenticated = Some(Authenticated {
+            user: user.clone(),
+            mechanism,
+            expires_at_ms,
+        });
+        AuthenticateOutcome {
+            session_lifetime_ms: expires_at_ms.map_or(0, |_| lifetime_ms),
+            principal: Some(KafkaPrincipal::user(user)),
+            ..AuthenticateOutcome::step(reply)
+        }
+    }
+
+    fn fail(
+        &mut self,
+        broker: &Broker,
+        host: &str,
+        mechanism: SaslMechanism,
+        error: &SaslError,
+        reauth: bool,
+        now: i64,
+    ) -> AuthenticateOutcome {
+        let failures = broker.login_failures.record_failure(host, now);
+        broker.metrics.sasl_authentication(false);
+        // Logged until the address reaches its limit; after that it is refused unchecked.
+        if failures <= LOGIN_FAILURES_PER_SOURCE_MAX {
+            tracing::warn!(host, mechanism = mechanism.name(), reason = %error, failures, "SASL authentication failed");
+        }
+        self.state = State::Failed;
+        AuthenticateOutcome::failure(error.error_code(), error.client_message(reauth))
+    }
+}
+
+/// The SCRAM step: `(server message, Some(user) once complete)`.
+fn scram_step(
+    server: &mut ScramServer,
+    broker: &Broker,
+    message: &[u8],
+) -> Result<(Vec<u8>, Option<String>), SaslError> {
+    let mut rng = OsRng::open().map_err(|e| SaslError::Failed {
+        mechanism: server.mechanism().name(),
+        reason: e.to_string(),
+    })?;
+    let lookup =
+        |user: &str, m: ScramMechanism| broker.security.read(|s| s.credential(user, m).cloned());
+    let reply = server.evaluate(message, &mut rng, &lookup)?;
+    Ok((reply, server.authorization_id().map(str::to_owned)))
+}
+
+/// PLAIN: the password is checked against the stored SCRAM keys, which costs the
+/// credential's iterations of HMAC: off the async workers.
+async fn plain(broker: &Broker, message: Bytes) -> Result<String, SaslError> {
+    let credentials: Vec<_> = {
+        let user = sluice_security::plain::PlainMessage::parse(&message)?.username;
+        broker.security.read(|s| {
+            ScramMechanism::ALL
+                .into_iter()
+                .filter_map(|m| s.credential(&user, m).cloned())
+                .collect()
+        })
+    };
+    tokio::task::spawn_blocking(move || {
+        let lookup =
+            |_: &str, m: ScramMechanism| credentials.iter().find(|c| c.mechanism == m).cloned();
+        sluice_security::plain::authenticate(&message, &lookup)
+    })
+    .await
+    .unwrap_or_else(|e| {
+        Err(SaslError::Failed {
+            mechanism: sluice_security::plain::PLAIN_MECHANISM,
+            reason: format!("the check did not finish: {e}"),
+        })
+    })
+}
