@@ -1,0 +1,243 @@
+"""ACLs with real clients: confluent-kafka's AdminClient creates, describes and deletes them
+(CreateAcls/DescribeAcls/DeleteAcls), and users logged in over SASL_PLAINTEXT (SCRAM-SHA-256)
+get what they are granted and nothing else.
+
+The broker has a PLAINTEXT and a SASL_PLAINTEXT listener, `super.users = User:admin`, and
+the default `allow.everyone.if.no.acl.found` (false: a SASL listener is configured). Covers:
+an unauthorized user sees TOPIC_AUTHORIZATION_FAILED when it produces and no topic it may not
+describe in Metadata; a DENY beats a PREFIXED ALLOW; a consumer group needs READ on the
+group; a user may not change ACLs (CLUSTER_AUTHORIZATION_FAILED); the anonymous PLAINTEXT
+principal is refused like any other; ACLs survive a restart, and deleting one takes the
+right away. kafka-python and kcat check the same rights with their own clients.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
+from kafka import KafkaProducer
+from kafka.errors import TopicAuthorizationFailedError
+
+from conftest import Broker, sluice_bin
+from tls_support import LISTENER_LINE, metric
+
+PASSWORDS = {"admin": "admin-pw", "alice": "alice-pw", "bob": "bob-pw"}
+TIMEOUT_S = 30
+
+
+def create_users(data_dir):
+    for name, password in PASSWORDS.items():
+        proc = subprocess.run(
+            [sluice_bin(), "user", "create", name, "--mechanism", "SCRAM-SHA-256", "--password-stdin",
+             "--data-dir", str(data_dir)],
+            input=password.encode(), capture_output=True, timeout=60,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr.decode()
+
+
+class AclBroker(Broker):
+    def command(self) -> list[str]:
+        cmd = super().command()
+        at = cmd.index("--listen")
+        del cmd[at : at + 2]
+        return cmd
+
+    def listener(self, name: str) -> str:
+        for line in self.stdout_lines_seen:
+            match = LISTENER_LINE.match(line)
+            if match and match.group(1) == name:
+                return match.group(2)
+        raise AssertionError(f"no listener line for {name}")
+
+
+@pytest.fixture
+def acl_broker(tmp_path, request):
+    data = tmp_path / "data"
+    data.mkdir()
+    create_users(data)
+    settings = {
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "super.users": "User:admin",
+    }
+    broker = AclBroker(data, tmp_path / "broker.log", settings, {}).start()
+    yield broker
+    if getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed:
+        print(broker.log_tail())
+    if broker.is_running():
+        broker.stop()
+
+
+def sasl(broker: AclBroker, user: str) -> dict:
+    return {
+        "bootstrap.servers": broker.listener("SASL_PLAINTEXT"),
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": "SCRAM-SHA-256",
+        "sasl.username": user,
+        "sasl.password": PASSWORDS[user],
+    }
+
+
+def wait(futures: dict) -> dict:
+    out = {}
+    for key, future in futures.items():
+        try:
+            out[key] = future.result(timeout=TIMEOUT_S)
+        except KafkaException as e:
+            out[key] = e.args[0]
+    return out
+
+
+def produce(conf: dict, topic: str, value: bytes = b"v") -> KafkaError | None:
+    """Produces one record; the delivery error, or None."""
+    reports = []
+    p = Producer({**conf, "message.timeout.ms": 10_000, "acks": "all"})
+    p.produce(topic, value=value, on_delivery=lambda err, msg: reports.append(err))
+    assert p.flush(TIMEOUT_S) == 0
+    return reports[0]
+
+
+def topics_seen(conf: dict) -> set[str]:
+    return set(AdminClient(conf).list_topics(timeout=TIMEOUT_S).topics)
+
+
+def allow(principal: str, rtype, name: str, op, pattern=ResourcePatternType.LITERAL, permission=AclPermissionType.ALLOW):
+    return AclBinding(rtype, name, pattern, principal, "*", op, permission)
+
+
+def test_users_get_what_they_are_granted_and_nothing_else(acl_broker):
+    admin = AdminClient(sasl(acl_broker, "admin"))
+    new = [NewTopic(t, num_partitions=1, replication_factor=1) for t in ("orders", "secret", "logs-app", "logs-audit")]
+    assert all(v is None for v in wait(admin.create_topics(new)).values())
+
+    # Before any ACL: a user is refused everywhere, a super user is not.
+    alice = sasl(acl_broker, "alice")
+    assert produce(alice, "orders").code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert topics_seen(alice) == set()
+    assert produce(sasl(acl_broker, "admin"), "orders") is None
+
+    bindings = [
+        allow("User:alice", ResourceType.TOPIC, "orders", AclOperation.WRITE),
+        allow("User:alice", ResourceType.TOPIC, "orders", AclOperation.READ),
+        allow("User:alice", ResourceType.GROUP, "alice-group", AclOperation.READ),
+        allow("User:alice", ResourceType.TOPIC, "logs-", AclOperation.WRITE, ResourcePatternType.PREFIXED),
+        allow("User:alice", ResourceType.TOPIC, "logs-audit", AclOperation.WRITE, permission=AclPermissionType.DENY),
+    ]
+    assert all(v is None for v in wait(admin.create_acls(bindings)).values())
+
+    assert produce(alice, "orders") is None
+    assert produce(alice, "logs-app") is None
+    # DENY beats the PREFIXED ALLOW.
+    assert produce(alice, "logs-audit").code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert produce(alice, "secret").code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    # Metadata lists what alice may describe (WRITE and READ imply DESCRIBE, and the DENY is
+    # of WRITE only), nothing else.
+    assert topics_seen(alice) == {"orders", "logs-app", "logs-audit"}
+    # bob has nothing.
+    bob = sasl(acl_broker, "bob")
+    assert produce(bob, "orders").code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert topics_seen(bob) == set()
+    # Neither does the anonymous PLAINTEXT principal.
+    plaintext = {"bootstrap.servers": acl_broker.bootstrap}
+    assert produce(plaintext, "orders").code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+    # A user may not change ACLs.
+    alice_admin = AdminClient(alice)  # outlives its futures
+    refused = wait(alice_admin.create_acls([allow("User:bob", ResourceType.TOPIC, "*", AclOperation.ALL)]))
+    assert [e.code() for e in refused.values()] == [KafkaError.CLUSTER_AUTHORIZATION_FAILED]
+
+    # Described as created.
+    described = admin.describe_acls(
+        AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY, AclPermissionType.ANY)
+    ).result(timeout=TIMEOUT_S)
+    assert sorted(map(str, described)) == sorted(map(str, bindings))
+
+
+def consume_with_group(conf: dict, topic: str, group: str) -> list:
+    c = Consumer({**conf, "group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        c.subscribe([topic])
+        deadline = time.monotonic() + TIMEOUT_S
+        while time.monotonic() < deadline:
+            msg = c.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                return [msg.error()]
+            c.commit(msg, asynchronous=False)
+            return [msg]
+        raise AssertionError("nothing consumed before the deadline")
+    finally:
+        c.close()
+
+
+def test_a_group_needs_read_on_the_group_and_acls_survive_a_restart(acl_broker):
+    admin = AdminClient(sasl(acl_broker, "admin"))
+    assert wait(admin.create_topics([NewTopic("orders", num_partitions=1, replication_factor=1)])) == {"orders": None}
+    assert produce(sasl(acl_broker, "admin"), "orders", b"first") is None
+    grants = [
+        allow("User:alice", ResourceType.TOPIC, "orders", AclOperation.READ),
+        allow("User:alice", ResourceType.GROUP, "alice-", AclOperation.READ, ResourcePatternType.PREFIXED),
+    ]
+    assert all(v is None for v in wait(admin.create_acls(grants)).values())
+    alice = sasl(acl_broker, "alice")
+    [msg] = consume_with_group(alice, "orders", "alice-consumers")
+    assert msg.value() == b"first"
+    [err] = consume_with_group(alice, "orders", "bobs-group")
+    assert err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED, err
+
+    acl_broker.stop()
+    acl_broker.start()
+    alice = sasl(acl_broker, "alice")
+    [msg] = consume_with_group(alice, "orders", "alice-again")
+    assert msg.value() == b"first"
+
+    # Deleting the topic grant takes the right away.
+    admin = AdminClient(sasl(acl_broker, "admin"))
+    deleted = wait(admin.delete_acls([
+        AclBindingFilter(ResourceType.TOPIC, "orders", ResourcePatternType.LITERAL, "User:alice", None,
+                         AclOperation.ANY, AclPermissionType.ANY)
+    ]))  # fmt: skip
+    assert [len(v) for v in deleted.values()] == [1]
+    [err] = consume_with_group(alice, "orders", "alice-third")
+    assert err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, err
+
+
+def test_kafka_python_and_kcat_see_the_same_rights(acl_broker):
+    admin = AdminClient(sasl(acl_broker, "admin"))
+    new = [NewTopic(t, num_partitions=1, replication_factor=1) for t in ("granted", "hidden")]
+    assert all(v is None for v in wait(admin.create_topics(new)).values())
+    assert all(
+        v is None
+        for v in wait(admin.create_acls([allow("User:alice", ResourceType.TOPIC, "granted", AclOperation.ALL)])).values()
+    )
+    addr = acl_broker.listener("SASL_PLAINTEXT")
+    kp = dict(
+        bootstrap_servers=addr, security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256",
+        sasl_plain_username="alice", sasl_plain_password=PASSWORDS["alice"],
+    )  # fmt: skip
+    p = KafkaProducer(**kp, max_block_ms=10_000)
+    assert p.send("granted", b"ok").get(timeout=TIMEOUT_S).offset == 0
+    with pytest.raises(TopicAuthorizationFailedError):
+        p.send("hidden", b"no").get(timeout=TIMEOUT_S)
+    p.close()
+
+    x = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=SCRAM-SHA-256",
+         "-X", "sasl.username=alice", "-X", f"sasl.password={PASSWORDS['alice']}"]  # fmt: skip
+    listing = subprocess.run(
+        ["kcat", "-b", addr, *x, "-L", "-J"], text=True, capture_output=True, timeout=TIMEOUT_S, check=True
+    ).stdout
+    assert '"topic":"granted"' in listing.replace(" ", "") and "hidden" not in listing
+    assert metric(acl_broker, "sluice_sasl_authentication_failures_total") == 0
