@@ -241,3 +241,49 @@ def test_kafka_python_and_kcat_see_the_same_rights(acl_broker):
     ).stdout
     assert '"topic":"granted"' in listing.replace(" ", "") and "hidden" not in listing
     assert metric(acl_broker, "sluice_sasl_authentication_failures_total") == 0
+
+
+def sluice(broker: AclBroker, user: str | None, *args: str, stdin: str = "", check: bool = True):
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("SLUICE_")}
+    login = []
+    if user:
+        env["SLUICE_PASSWORD"] = PASSWORDS[user]
+        login = ["--user", user]
+    proc = subprocess.run(
+        [sluice_bin(), *args, "--brokers", broker.listener("SASL_PLAINTEXT"), *login],
+        input=stdin, text=True, capture_output=True, timeout=60, env=env,
+    )  # fmt: skip
+    if check:
+        assert proc.returncode == 0, f"{args}: {proc.stderr}"
+    return proc
+
+
+def test_sluice_acl_and_the_cli_log_in_over_sasl(acl_broker):
+    import json
+
+    sluice(acl_broker, "admin", "topic", "create", "orders")
+    created = sluice(acl_broker, "admin", "acl", "create", "--allow-principal", "User:alice",
+                     "--operation", "write,describe", "--topic", "orders", "--output", "json")  # fmt: skip
+    assert len(json.loads(created.stdout)["acls"]) == 2
+    listed = json.loads(sluice(acl_broker, "admin", "acl", "list", "--topic", "orders", "--output", "json").stdout)
+    assert sorted(a["operation"] for a in listed["acls"]) == ["DESCRIBE", "WRITE"]
+    assert {a["principal"] for a in listed["acls"]} == {"User:alice"}
+
+    # alice produces with the CLI (SCRAM-SHA-256, then PLAIN is not enabled: refused).
+    sluice(acl_broker, "alice", "produce", "orders", stdin="a\nb\n")
+    plain = sluice(acl_broker, "alice", "produce", "orders", "--sasl-mechanism", "PLAIN", stdin="c\n", check=False)
+    assert plain.returncode == 1 and "UnsupportedSaslMechanism" in plain.stderr, plain.stderr
+    # A wrong password is refused with Kafka's message.
+    env_wrong = sluice(acl_broker, None, "topic", "list", "--user", "alice", check=False)
+    assert env_wrong.returncode != 0 and "SLUICE_PASSWORD" in env_wrong.stderr
+    # alice may not change ACLs; bob may not produce.
+    denied = sluice(acl_broker, "alice", "acl", "create", "--allow-principal", "User:alice", "--operation", "all",
+                    "--cluster", check=False)  # fmt: skip
+    assert denied.returncode != 0 and "ClusterAuthorizationFailed" in denied.stderr, denied.stderr
+    refused = sluice(acl_broker, "bob", "produce", "orders", stdin="x\n", check=False)
+    assert refused.returncode != 0 and "TopicAuthorizationFailed" in refused.stderr, refused.stderr
+
+    deleted = sluice(acl_broker, "admin", "acl", "delete", "--allow-principal", "User:alice", "--topic", "orders",
+                     "--output", "json")  # fmt: skip
+    assert len(json.loads(deleted.stdout)["acls"]) == 2
+    assert json.loads(sluice(acl_broker, "admin", "acl", "list", "--output", "json").stdout)["acls"] == []

@@ -1,5 +1,7 @@
 //! A small blocking Kafka client for the operator commands: one connection to one broker,
 //! one request at a time, encoded and decoded with the `kafka-protocol` types (no C library).
+//! With `--user`, each connection logs in over SASL first (`client/sasl.rs`: PLAIN,
+//! SCRAM-SHA-256/512).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -9,6 +11,8 @@ use anyhow::{Context, bail};
 use bytes::{Buf, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+
+mod sasl;
 
 /// Largest response frame accepted, in bytes (a describe of a large group fits easily).
 const RESPONSE_BYTES_MAX: usize = 256 * 1024 * 1024;
@@ -25,33 +29,87 @@ pub struct Client {
     addr: String,
     /// Resend a request once on a new connection when the broker closed this one.
     reconnect: bool,
+    /// How every connection of this client logs in (SASL), if it does.
+    login: Option<Login>,
+}
+
+/// A broker was reached and refused the login (not [`crate::common::Unreachable`]).
+#[derive(Debug)]
+pub struct LoginFailed(pub String);
+
+impl std::fmt::Display for LoginFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Where the password of `--user` comes from (never a flag: flags show in `ps`).
+pub const PASSWORD_ENV: &str = "SLUICE_PASSWORD";
+
+/// `--user` and `--sasl-mechanism`: log in to a SASL_PLAINTEXT listener.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Login {
+    /// Log in as this user (SASL; the password is read from SLUICE_PASSWORD).
+    #[arg(long, global = true, env = "SLUICE_USER")]
+    pub user: Option<String>,
+    /// The SASL mechanism for --user: SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN.
+    #[arg(
+        long,
+        global = true,
+        env = "SLUICE_SASL_MECHANISM",
+        default_value = "SCRAM-SHA-256"
+    )]
+    pub sasl_mechanism: String,
+}
+
+impl Login {
+    /// `Some` when `--user` is given.
+    pub fn given(&self) -> Option<Self> {
+        self.user.is_some().then(|| self.clone())
+    }
 }
 
 impl Client {
     /// Connects to the first reachable broker of a comma-separated `host:port` list (a
     /// single node coordinates every group, so any broker answers).
-    pub fn connect(brokers: &str) -> anyhow::Result<Self> {
+    /// Logs every connection in with `login` (SASL) when given.
+    pub fn connect_as(brokers: &str, login: Option<Login>) -> anyhow::Result<Self> {
         let mut last_error = None;
         for addr in brokers.split(',').map(str::trim).filter(|a| !a.is_empty()) {
-            match Self::connect_one(addr) {
+            match Self::connect_one(addr, login.clone()) {
                 Ok(client) => return Ok(client),
+                // The broker answered and refused: another broker would refuse the same.
+                Err(e) if e.downcast_ref::<LoginFailed>().is_some() => return Err(e),
                 Err(e) => last_error = Some(e),
             }
         }
         Err(last_error.unwrap_or_else(|| anyhow::anyhow!("--brokers is empty")))
     }
 
-    fn connect_one(addr: &str) -> anyhow::Result<Self> {
+    fn connect_one(addr: &str, login: Option<Login>) -> anyhow::Result<Self> {
         let stream = TcpStream::connect(addr).with_context(|| format!("connecting to {addr}"))?;
         stream.set_read_timeout(Some(REQUEST_TIMEOUT))?;
         stream.set_write_timeout(Some(REQUEST_TIMEOUT))?;
         stream.set_nodelay(true).ok();
-        Ok(Self {
+        let mut client = Self {
             stream,
             next_correlation_id: 1,
             addr: addr.to_owned(),
             reconnect: false,
-        })
+            login,
+        };
+        if let Some(login) = client.login.clone() {
+            sasl::log_in(&mut client, &login).map_err(|e| {
+                let user = login.user.as_deref().unwrap_or_default();
+                e.context(LoginFailed(format!("logging in to {addr} as {user}")))
+            })?;
+        }
+        Ok(client)
+    }
+
+    /// Another connection to the same broker, logged in the same way.
+    pub fn another(&self) -> anyhow::Result<Self> {
+        Self::connect_one(&self.addr, self.login.clone())
     }
 
     /// From now on, a request that finds the connection closed by the broker (its
@@ -81,7 +139,7 @@ impl Client {
         match self.send_once(request, version) {
             Err(e) if self.reconnect && is_disconnect(&e) => {
                 let timeout = self.stream.read_timeout()?;
-                let fresh = Self::connect_one(&self.addr)?;
+                let fresh = Self::connect_one(&self.addr, self.login.clone())?;
                 self.stream = fresh.stream;
                 self.stream.set_read_timeout(timeout)?;
                 self.send_once(request, version)

@@ -13,7 +13,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use serde_json::Value;
 
-use crate::client::{Client, error_name};
+use crate::client::{Client, Login, error_name};
 pub use crate::group::Output;
 
 /// Kafka's ListOffsets sentinels.
@@ -34,6 +34,9 @@ pub struct Common {
     /// Output format: text for people, json for scripts.
     #[arg(long, global = true, value_enum, default_value_t = Output::Text)]
     pub output: Output,
+    /// SASL login (`--user`, `--sasl-mechanism`; the password from SLUICE_PASSWORD).
+    #[command(flatten)]
+    pub login: Login,
 }
 
 /// Where the admin HTTP API is when no flag or variable says (the default `admin.listen`).
@@ -90,7 +93,10 @@ fn admin_addr(url: &str) -> anyhow::Result<String> {
 impl Common {
     /// Connects, with a hint when nothing listens there.
     pub fn connect(&self) -> anyhow::Result<Client> {
-        Client::connect(&self.brokers).map_err(|e| {
+        Client::connect_as(&self.brokers, self.login.given()).map_err(|e| {
+            if e.downcast_ref::<crate::client::LoginFailed>().is_some() {
+                return e;
+            }
             e.context(Unreachable(format!(
                 "no broker reachable at {} (start one with `sluice serve`, or pass --brokers HOST:PORT)",
                 self.brokers

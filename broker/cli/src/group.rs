@@ -46,6 +46,9 @@ pub struct GroupArgs {
     /// Output format.
     #[arg(long, global = true, value_enum, default_value_t = Output::Text)]
     output: Output,
+    /// SASL login (`--user`, `--sasl-mechanism`; the password from SLUICE_PASSWORD).
+    #[command(flatten)]
+    login: crate::client::Login,
     #[command(subcommand)]
     command: GroupCommand,
 }
@@ -97,7 +100,7 @@ const EARLIEST: i64 = -2;
 
 /// Runs a `sluice group` command.
 pub fn run(args: GroupArgs) -> anyhow::Result<()> {
-    let mut client = Client::connect(&args.brokers)?;
+    let mut client = Client::connect_as(&args.brokers, args.login.given())?;
     let doc = match args.command {
         GroupCommand::List => list(&mut client)?,
         GroupCommand::Describe { group } => describe(&mut client, &group)?,

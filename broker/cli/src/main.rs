@@ -6,8 +6,9 @@
 //! is off; `kafka=` is the first of `listeners`); every log line goes to stderr. With several
 //! listeners, one `sluice listener NAME=HOST:PORT` line per listener comes before it.
 //!
-//! The operator commands (`topic`, `produce`, `consume`, `group`, `cluster`) talk the Kafka
-//! protocol through `client.rs`; each takes `--brokers` and `--output text|json`, prints
+//! The operator commands (`topic`, `produce`, `consume`, `group`, `cluster`, `acl`) talk the
+//! Kafka protocol through `client.rs`; each takes `--brokers`, `--user` (SASL, `sasl.rs`;
+//! the password from SLUICE_PASSWORD) and `--output text|json`, prints
 //! errors as one line on stderr and exits 1 when the operation failed, 2 on bad usage, 3
 //! when no broker is reachable. `plugin` and `view` talk to the admin HTTP API.
 
@@ -18,6 +19,7 @@ use anyhow::{Context, bail};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use sluice_server::{BrokerConfig, Server};
 
+mod acl;
 mod assignor;
 mod client;
 mod cluster;
@@ -60,6 +62,8 @@ enum Command {
     View(view::ViewArgs),
     /// SCRAM users: create, delete, list (in a stopped broker's data dir for now).
     User(user::UserArgs),
+    /// ACLs: create, list, delete (Kafka's CreateAcls, DescribeAcls, DeleteAcls).
+    Acl(acl::AclArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -105,6 +109,7 @@ fn main() -> anyhow::Result<()> {
         Command::Cluster(args) => cluster::run(args),
         Command::Plugin(args) => plugin::run(args),
         Command::User(args) => user::run(args),
+        Command::Acl(args) => acl::run(args),
         Command::View(args) => {
             // The stage order of `view create` is read from the matches.
             let create = matches

@@ -103,13 +103,8 @@ pub struct Member {
 
 impl Member {
     /// Joins `group` subscribed to `topic` and starts heartbeating.
-    pub fn join(
-        client: &mut Client,
-        brokers: &str,
-        group: &str,
-        topic: &str,
-    ) -> anyhow::Result<Self> {
-        let heartbeat_client = Client::connect(brokers)?.reconnecting();
+    pub fn join(client: &mut Client, group: &str, topic: &str) -> anyhow::Result<Self> {
+        let heartbeat_client = client.another()?.reconnecting();
         let shared = Arc::new(Shared::default());
         let (stop_tx, stop_rx) = mpsc::channel();
         let thread_shared = Arc::clone(&shared);

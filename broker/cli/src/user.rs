@@ -2,11 +2,16 @@
 //! Kafka stores them (salted, iterated; never the password). With `--data-dir DIR` the command
 //! writes into a stopped broker's data dir (it takes the data dir's lock, so it refuses while a
 //! broker runs there): that is how the first super user is made before the first start, as
-//! `kafka-storage format --add-scram` does. Over the wire (AlterUserScramCredentials, as a
-//! super user) is not built yet: `--data-dir` is required for now.
+//! `kafka-storage format --add-scram` does. Without `--data-dir` it goes over the wire to a
+//! running broker (AlterUserScramCredentials and DescribeUserScramCredentials, which need
+//! ALTER and DESCRIBE on the cluster: log in as a super user with `--user`). Either way the
+//! password never leaves this process: the salted password is derived here, as Kafka's
+//! admin client does.
 //!
 //! ```text
 //! echo -n 's3cret' | sluice user create admin --mechanism SCRAM-SHA-512 --password-stdin --data-dir /var/lib/sluice
+//! echo -n 'alice-pw' | SLUICE_PASSWORD=s3cret sluice user create alice --mechanism SCRAM-SHA-256 \
+//!     --password-stdin --user admin --sasl-mechanism SCRAM-SHA-512
 //! ```
 
 use std::io::Read as _;
@@ -19,7 +24,9 @@ use sluice_security::records::SecurityRecord;
 use sluice_security::scram::{ScramCredential, ScramMechanism};
 use sluice_server::security::{OsRng, SecurityStore};
 
-use crate::common::{Output, emit};
+use crate::common::{Common, Output, emit};
+
+mod wire;
 
 /// Iterations of a new credential when `--iterations` is not given (Kafka's tools use 4096,
 /// the minimum Kafka accepts).
@@ -31,15 +38,16 @@ const PASSWORD_BYTES_MAX: u64 = 1024;
 pub struct UserArgs {
     #[command(subcommand)]
     command: UserCommand,
-    /// The stopped broker's data directory (`data.dir`) to read or write users in.
+    /// The stopped broker's data directory (`data.dir`) to read or write users in; without
+    /// it, the running broker at --brokers.
     #[arg(long, global = true)]
     data_dir: Option<PathBuf>,
-    #[arg(long, global = true, value_enum, default_value_t = Output::Text)]
-    output: Output,
+    #[command(flatten)]
+    common: Common,
 }
 
 #[derive(Debug, clap::Subcommand)]
-enum UserCommand {
+pub(crate) enum UserCommand {
     /// Create a user, or set its password for one mechanism.
     Create {
         name: String,
@@ -64,10 +72,10 @@ enum UserCommand {
 }
 
 pub fn run(args: UserArgs) -> anyhow::Result<()> {
+    let output = args.common.output;
     let Some(data_dir) = args.data_dir else {
-        bail!(
-            "--data-dir is required: users are written into a stopped broker's data dir (managing users over the wire is not built yet)"
-        );
+        let mut client = args.common.connect()?;
+        return wire::run(&mut client, args.command, output);
     };
     let _lock = sluice_server::data_dir::lock(&data_dir)?;
     let store = SecurityStore::open(&data_dir, SuperUsers::default(), true)?;
@@ -88,7 +96,7 @@ pub fn run(args: UserArgs) -> anyhow::Result<()> {
                 credential,
             }])?;
             emit(
-                args.output,
+                output,
                 &json!({"user": name, "mechanism": mechanism.name(), "iterations": iterations}),
                 |d| {
                     format!(
@@ -109,7 +117,7 @@ pub fn run(args: UserArgs) -> anyhow::Result<()> {
                 mechanism,
             }])?;
             emit(
-                args.output,
+                output,
                 &json!({"user": name, "mechanism": mechanism.name(), "deleted": true}),
                 |d| {
                     format!(
@@ -120,7 +128,7 @@ pub fn run(args: UserArgs) -> anyhow::Result<()> {
                 },
             )
         }
-        UserCommand::List => list(&store, args.output),
+        UserCommand::List => list(&store, output),
     };
     store.close()?;
     result
@@ -142,6 +150,11 @@ fn list(store: &SecurityStore, output: Output) -> anyhow::Result<()> {
             })
             .collect()
     });
+    emit_users(output, users)
+}
+
+/// Prints a user listing: `{"users": [{"user", "mechanisms": [{"mechanism", "iterations"}]}]}`.
+pub(crate) fn emit_users(output: Output, users: Vec<Value>) -> anyhow::Result<()> {
     emit(output, &json!({ "users": users }), |d| {
         let mut out = String::from("USER\tMECHANISMS\n");
         for u in d["users"].as_array().into_iter().flatten() {
@@ -161,12 +174,12 @@ fn list(store: &SecurityStore, output: Output) -> anyhow::Result<()> {
     })
 }
 
-fn parse_mechanism(name: &str) -> anyhow::Result<ScramMechanism> {
+pub(crate) fn parse_mechanism(name: &str) -> anyhow::Result<ScramMechanism> {
     ScramMechanism::from_name(name)
         .with_context(|| format!("--mechanism {name:?}: expected SCRAM-SHA-256 or SCRAM-SHA-512"))
 }
 
-fn read_password() -> anyhow::Result<String> {
+pub(crate) fn read_password() -> anyhow::Result<String> {
     let mut raw = Vec::new();
     std::io::stdin()
         .take(PASSWORD_BYTES_MAX + 1)

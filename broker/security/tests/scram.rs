@@ -358,3 +358,35 @@ fn librdkafkas_doubled_client_nonce_is_accepted_and_nothing_looser() {
         "only the client's own nonce may come first"
     );
 }
+
+/// The crate's own client (what `sluice` logs in with) against the server, both mechanisms;
+/// a wrong password fails at the server, and a server that does not know the password is
+/// caught by the client.
+#[test]
+fn the_scram_client_round_trips_and_checks_the_server() {
+    use sluice_security::scram::ScramClient;
+    for m in ScramMechanism::ALL {
+        let stored = ScramCredential::generate(m, "pw", 4096, &mut SplitMix64::new(3)).unwrap();
+        let lookup = |_: &str, _: ScramMechanism| Some(stored.clone());
+        let mut rng = SplitMix64::new(8);
+        let mut server = ScramServer::new(m);
+        let mut client = ScramClient::new(m, "alice", "pw", "clientnonce123");
+        let server_first = server
+            .evaluate(&client.first_message(), &mut rng, &lookup)
+            .unwrap();
+        let last = client.final_message(&server_first).unwrap();
+        let server_final = server.evaluate(&last, &mut rng, &lookup).unwrap();
+        assert_eq!(client.verify_server_final(&server_final), Ok(()), "{m}");
+        assert_eq!(server.authorization_id(), Some("alice"));
+
+        let mut server = ScramServer::new(m);
+        let mut wrong = ScramClient::new(m, "alice", "not-pw", "clientnonce123");
+        let server_first = server
+            .evaluate(&wrong.first_message(), &mut rng, &lookup)
+            .unwrap();
+        let last = wrong.final_message(&server_first).unwrap();
+        assert!(server.evaluate(&last, &mut rng, &lookup).is_err());
+        // A server signature made with another password is refused by the client.
+        assert!(wrong.verify_server_final(&server_final).is_err());
+    }
+}

@@ -118,6 +118,10 @@ fn decode_body(key: ApiKey, version: i16, mut body: Bytes) -> Result<(), String>
         ApiKey::CreateAcls => d::<CreateAclsRequest>(b, version),
         ApiKey::DescribeAcls => d::<DescribeAclsRequest>(b, version),
         ApiKey::DeleteAcls => d::<DeleteAclsRequest>(b, version),
+        ApiKey::DescribeUserScramCredentials => {
+            d::<DescribeUserScramCredentialsRequest>(b, version)
+        }
+        ApiKey::AlterUserScramCredentials => d::<AlterUserScramCredentialsRequest>(b, version),
         other => Err(format!(
             "{other:?} is in the version table but has no decoder here"
         )),

@@ -25,7 +25,8 @@ const fn api(key: ApiKey, min: i16, max: i16) -> ApiSupport {
     }
 }
 
-/// Everything we implement. Non-flexible versions only, except ApiVersions v3.
+/// Everything we implement. Non-flexible versions only, except ApiVersions v3 and the two
+/// SCRAM credential APIs, whose only version is flexible.
 ///
 /// Produce advertises v0-v2 without serving them: librdkafka before 2.x only enables
 /// compression when the broker advertises Produce v0 (KAFKA-18659); a v0-v2 request gets
@@ -72,6 +73,9 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::DescribeAcls, 1, 1),
     api(ApiKey::CreateAcls, 1, 1),
     api(ApiKey::DeleteAcls, 1, 1),
+    // v0 is flexible (KIP-554 came after KIP-482); no other version exists.
+    api(ApiKey::DescribeUserScramCredentials, 0, 0),
+    api(ApiKey::AlterUserScramCredentials, 0, 0),
 ];
 
 /// The table entry for a raw API key, if we implement it.
@@ -113,7 +117,12 @@ mod tests {
 
     #[test]
     fn only_api_versions_uses_flexible_versions() {
-        for s in SUPPORTED.iter().filter(|s| s.key != ApiKey::ApiVersions) {
+        let flexible_only = [
+            ApiKey::ApiVersions,
+            ApiKey::DescribeUserScramCredentials,
+            ApiKey::AlterUserScramCredentials,
+        ];
+        for s in SUPPORTED.iter().filter(|s| !flexible_only.contains(&s.key)) {
             assert_eq!(
                 s.key.request_header_version(s.max),
                 1,

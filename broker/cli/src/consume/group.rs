@@ -49,7 +49,7 @@ fn install_stop_handler() -> anyhow::Result<()> {
 /// Consumes `args.topic` as a member of `group`.
 pub fn run(client: &mut Client, args: &ConsumeArgs, group: &str) -> anyhow::Result<()> {
     install_stop_handler()?;
-    let mut member = Member::join(client, &args.common.brokers, group, &args.topic)?;
+    let mut member = Member::join(client, group, &args.topic)?;
     let consumed = consume(client, args, group, &mut member);
     // Leave even after an error, so the others need not wait for our session to expire.
     let left = member.leave(client);

@@ -7,7 +7,9 @@
 //!   password is its UTF-8 bytes (Kafka's `normalize` does no SASLprep).
 //! - [`messages`]: strict parsers for the client-first and client-final messages.
 //! - [`server`]: [`ScramServer`], the server side of one exchange as a state machine.
+//! - [`client`]: [`ScramClient`], the client side, for Sluice's own tools.
 
+pub mod client;
 pub mod messages;
 pub mod server;
 
@@ -20,6 +22,7 @@ use subtle::ConstantTimeEq;
 use crate::limits;
 use crate::rng::{SecurityRng, secure_random_string};
 
+pub use client::ScramClient;
 pub use server::{CredentialLookup, ScramServer};
 
 /// A SCRAM mechanism Kafka supports.

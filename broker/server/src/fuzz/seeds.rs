@@ -189,6 +189,27 @@ fn security_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
                 .with_operation(1)
                 .with_permission_type(1)
         ])),
+        ApiKey::DescribeUserScramCredentials => enc!(
+            DescribeUserScramCredentialsRequest::default().with_users(Some(vec![
+                describe_user_scram_credentials_request::UserName::default().with_name(s("alice"))
+            ]))
+        ),
+        ApiKey::AlterUserScramCredentials => enc!(
+            AlterUserScramCredentialsRequest::default()
+                .with_deletions(vec![
+                    alter_user_scram_credentials_request::ScramCredentialDeletion::default()
+                        .with_name(s("bob"))
+                        .with_mechanism(2)
+                ])
+                .with_upsertions(vec![
+                    alter_user_scram_credentials_request::ScramCredentialUpsertion::default()
+                        .with_name(s("alice"))
+                        .with_mechanism(1)
+                        .with_iterations(4096)
+                        .with_salt(Bytes::from_static(b"salt-salt-salt"))
+                        .with_salted_password(Bytes::from_static(&[7; 32]))
+                ])
+        ),
         _ => None,
     }
 }

@@ -1,5 +1,6 @@
 //! ListGroups v0-2: every group this coordinator knows (with members or committed offsets).
 
+use kafka_protocol::messages::ListGroupsRequest;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{GroupId, ListGroupsResponse};
 use kafka_protocol::protocol::StrBytes;
@@ -11,7 +12,7 @@ use crate::authz;
 use crate::wire::ConnectionContext;
 
 /// Answers ListGroups.
-pub async fn handle(ctx: &ConnectionContext) -> ListGroupsResponse {
+pub async fn handle(ctx: &ConnectionContext, _request: ListGroupsRequest) -> ListGroupsResponse {
     let mut response = ListGroupsResponse::default();
     let Some(groups) = ctx.groups.list_groups().await else {
         response.error_code = ErrorCode::CoordinatorNotAvailable.code();

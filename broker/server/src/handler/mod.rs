@@ -30,6 +30,7 @@ pub(crate) mod produce;
 mod sasl;
 pub(crate) mod shape;
 mod sync_group;
+mod users;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
@@ -308,16 +309,15 @@ async fn dispatch(
             reply!(response, compat::offset_commit)
         }
         ApiKey::OffsetFetch => reply!(offset_fetch::handle(ctx, request!(), version).await),
-        ApiKey::ListGroups => {
-            let _: kafka_protocol::messages::ListGroupsRequest = request!();
-            reply!(list_groups::handle(ctx).await)
-        }
+        ApiKey::ListGroups => reply!(list_groups::handle(ctx, request!()).await),
         ApiKey::DescribeGroups => reply!(describe_groups::handle(ctx, request!()).await),
         ApiKey::DeleteGroups => reply!(delete_groups::handle(ctx, request!()).await),
         ApiKey::InitProducerId => reply!(init_producer_id::handle(ctx, &request!())),
         ApiKey::CreateAcls => reply!(acls::create(ctx, request!())),
         ApiKey::DescribeAcls => reply!(acls::describe(ctx, request!())),
         ApiKey::DeleteAcls => reply!(acls::delete(ctx, request!())),
+        ApiKey::DescribeUserScramCredentials => reply!(users::describe(ctx, request!())),
+        ApiKey::AlterUserScramCredentials => reply!(users::alter(ctx, request!())),
         ApiKey::IncrementalAlterConfigs => {
             reply!(incremental_alter_configs::handle(ctx, request!()).await)
         }

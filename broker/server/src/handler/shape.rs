@@ -24,14 +24,18 @@ enum Field {
     Bytes,
     /// An array (nullable allowed): i32 count, then that many structs.
     Array(Vec<Field>),
-    /// `compact string` (flexible versions): unsigned varint length + 1, 0 for null.
+    /// `compact string` or `compact bytes` (flexible versions): unsigned varint length + 1,
+    /// 0 for null.
     CompactStr,
+    /// `compact array` (flexible versions): unsigned varint count + 1 (0 for null), then
+    /// that many structs.
+    CompactArray(Vec<Field>),
     /// Tagged fields (flexible versions): unsigned varint count, then each tag's varint
     /// number, varint size and that many bytes.
     Tags,
 }
 
-use Field::{Array, Bytes, CompactStr, Fixed, Str, Tags};
+use Field::{Array, Bytes, CompactArray, CompactStr, Fixed, Str, Tags};
 
 const I8: Field = Fixed(1);
 const I16: Field = Fixed(2);
@@ -135,6 +139,17 @@ fn group_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
         // v1: a binding is type, name, pattern type, principal, host, operation, permission.
         ApiKey::CreateAcls | ApiKey::DeleteAcls => vec![Array(vec![I8, Str, I8, Str, Str, I8, I8])],
         ApiKey::DescribeAcls => vec![I8, Str, I8, Str, Str, I8, I8],
+        // v0 (flexible): users [name, tags], tags.
+        ApiKey::DescribeUserScramCredentials => {
+            vec![CompactArray(vec![CompactStr, Tags]), Tags]
+        }
+        // v0 (flexible): deletions [name, mechanism, tags], upsertions [name, mechanism,
+        // iterations, salt, salted password, tags], tags.
+        ApiKey::AlterUserScramCredentials => vec![
+            CompactArray(vec![CompactStr, I8, Tags]),
+            CompactArray(vec![CompactStr, I8, I32, CompactStr, CompactStr, Tags]),
+            Tags,
+        ],
         ApiKey::SaslAuthenticate => vec![Bytes],
         ApiKey::ApiVersions if v >= 3 => vec![CompactStr, CompactStr, Tags],
         ApiKey::ApiVersions => vec![],
@@ -220,19 +235,28 @@ fn walk(schema: &[Field], body: &[u8], at: &mut usize) -> Result<(), String> {
             }
             Array(element) => {
                 let count = i32::from_be_bytes(read::<4>(body, at)?);
-                let count = usize::try_from(count).unwrap_or(0);
-                let left = body.len() - *at;
-                let min = min_size(element).max(1);
-                if count > left / min {
-                    return Err(format!(
-                        "array of {count} elements (each at least {min} bytes) in the {left} bytes left of the frame"
-                    ));
-                }
-                for _ in 0..count {
-                    walk(element, body, at)?;
-                }
+                elements(element, usize::try_from(count).unwrap_or(0), body, at)?;
+            }
+            CompactArray(element) => {
+                let count = read_uvarint(body, at)?.saturating_sub(1);
+                elements(element, count, body, at)?;
             }
         }
+    }
+    Ok(())
+}
+
+/// `count` structs of `element`, refused before any is read if they cannot fit.
+fn elements(element: &[Field], count: usize, body: &[u8], at: &mut usize) -> Result<(), String> {
+    let left = body.len() - *at;
+    let min = min_size(element).max(1);
+    if count > left / min {
+        return Err(format!(
+            "array of {count} elements (each at least {min} bytes) in the {left} bytes left of the frame"
+        ));
+    }
+    for _ in 0..count {
+        walk(element, body, at)?;
     }
     Ok(())
 }
@@ -244,7 +268,7 @@ fn min_size(schema: &[Field]) -> usize {
             Fixed(n) => *n,
             Str => 2,
             Bytes | Array(_) => 4,
-            CompactStr | Tags => 1,
+            CompactStr | CompactArray(_) | Tags => 1,
         })
         .sum()
 }
