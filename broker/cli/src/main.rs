@@ -6,10 +6,10 @@
 //! is off; `kafka=` is the first of `listeners`); every log line goes to stderr. With several
 //! listeners, one `sluice listener NAME=HOST:PORT` line per listener comes before it.
 //!
-//! The operator commands (`topic`, `produce`, `consume`, `group`, `cluster`, `acl`) talk the
-//! Kafka protocol through `client.rs`; each takes `--brokers`, `--user` (SASL, `sasl.rs`;
-//! the password from SLUICE_PASSWORD) and `--output text|json`, prints
-//! errors as one line on stderr and exits 1 when the operation failed, 2 on bad usage, 3
+//! The operator commands (`topic`, `produce`, `consume`, `group`, `cluster`, `acl`, `quota`,
+//! `user`) talk the Kafka protocol through `client.rs`; each takes `--brokers`, `--user`
+//! (SASL, `client/sasl.rs`; the password from SLUICE_PASSWORD) and `--output text|json`,
+//! prints errors as one line on stderr and exits 1 when the operation failed, 2 on bad usage, 3
 //! when no broker is reachable. `plugin` and `view` talk to the admin HTTP API.
 
 use std::io::Write;
@@ -31,6 +31,7 @@ mod group;
 mod member;
 mod plugin;
 mod produce;
+mod quota;
 mod topic;
 mod user;
 mod view;
@@ -64,6 +65,8 @@ enum Command {
     User(user::UserArgs),
     /// ACLs: create, list, delete (Kafka's CreateAcls, DescribeAcls, DeleteAcls).
     Acl(acl::AclArgs),
+    /// Client byte-rate quotas: set, remove, list (AlterClientQuotas, DescribeClientQuotas).
+    Quota(quota::QuotaArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -110,6 +113,7 @@ fn main() -> anyhow::Result<()> {
         Command::Plugin(args) => plugin::run(args),
         Command::User(args) => user::run(args),
         Command::Acl(args) => acl::run(args),
+        Command::Quota(args) => quota::run(args),
         Command::View(args) => {
             // The stage order of `view create` is read from the matches.
             let create = matches

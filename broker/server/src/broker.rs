@@ -76,6 +76,8 @@ pub struct Broker {
     pub security: SecurityStore,
     /// Failed SASL logins per source address (`crate::sasl` refuses an address over its limit).
     pub login_failures: crate::security::LoginLimiter,
+    /// Client quotas' sampled byte rates (the quotas themselves are in `security`).
+    pub quotas: crate::security::QuotaWindows,
     /// Request, connection and error counters (the admin API renders them).
     pub metrics: crate::metrics::Metrics,
 }
@@ -313,6 +315,7 @@ impl Broker {
             clock,
             security,
             login_failures: crate::security::LoginLimiter::default(),
+            quotas: crate::security::QuotaWindows::default(),
             dir_lock: Mutex::new(Some(dir_lock)),
             plugins,
             metrics: crate::metrics::Metrics::default(),

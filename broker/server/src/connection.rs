@@ -235,6 +235,15 @@ async fn process_loop(
         if !matches!(reply, Reply::Now(None)) && responses.send(reply).await.is_err() {
             return Ok(());
         }
+        // A client over its quota: read nothing more until its throttle time has passed.
+        let mute = ctx.mute_ms.swap(0, std::sync::atomic::Ordering::Relaxed);
+        if mute > 0 {
+            let mut shutdown = ctx.shutdown.clone();
+            tokio::select! {
+                () = tokio::time::sleep(std::time::Duration::from_millis(mute)) => {}
+                _ = shutdown.wait_for(|stop| *stop) => return Ok(()),
+            }
+        }
         if close {
             return Err(FrameError::Authentication(
                 "closing after a failed SASL handshake or authentication".into(),

@@ -118,6 +118,8 @@ fn decode_body(key: ApiKey, version: i16, mut body: Bytes) -> Result<(), String>
         ApiKey::CreateAcls => d::<CreateAclsRequest>(b, version),
         ApiKey::DescribeAcls => d::<DescribeAclsRequest>(b, version),
         ApiKey::DeleteAcls => d::<DeleteAclsRequest>(b, version),
+        ApiKey::DescribeClientQuotas => d::<DescribeClientQuotasRequest>(b, version),
+        ApiKey::AlterClientQuotas => d::<AlterClientQuotasRequest>(b, version),
         ApiKey::DescribeUserScramCredentials => {
             d::<DescribeUserScramCredentialsRequest>(b, version)
         }

@@ -308,6 +308,7 @@ fn context(
         security_protocol: listener.protocol,
         principal: KafkaPrincipal::anonymous(),
         host: peer.ip().to_string().into(),
+        mute_ms: Arc::default(),
     }
 }
 

@@ -87,6 +87,10 @@ pub struct Metrics {
     /// SASL authentications that failed: bad credentials, an unknown mechanism, a refused
     /// re-authentication, or a source address over `LOGIN_FAILURES_PER_SOURCE_MAX`.
     pub sasl_authentication_failures: AtomicU64,
+    /// Produce requests a client quota throttled (`producer_byte_rate`).
+    pub produce_throttled: AtomicU64,
+    /// Fetch requests a client quota throttled (`consumer_byte_rate`).
+    pub fetch_throttled: AtomicU64,
     /// Fences of storage logs: shared with the offsets-log writer, which owns its log.
     pub fences: Arc<FenceMetrics>,
 }
@@ -113,6 +117,8 @@ impl Default for Metrics {
             tls_handshake_failures: AtomicU64::new(0),
             sasl_authentications: AtomicU64::new(0),
             sasl_authentication_failures: AtomicU64::new(0),
+            produce_throttled: AtomicU64::new(0),
+            fetch_throttled: AtomicU64::new(0),
             fences: Arc::default(),
         }
     }

@@ -73,6 +73,8 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::DescribeAcls, 1, 1),
     api(ApiKey::CreateAcls, 1, 1),
     api(ApiKey::DeleteAcls, 1, 1),
+    api(ApiKey::DescribeClientQuotas, 0, 0),
+    api(ApiKey::AlterClientQuotas, 0, 0),
     // v0 is flexible (KIP-554 came after KIP-482); no other version exists.
     api(ApiKey::DescribeUserScramCredentials, 0, 0),
     api(ApiKey::AlterUserScramCredentials, 0, 0),

@@ -99,4 +99,8 @@ pub struct ConnectionContext {
     pub principal: KafkaPrincipal,
     /// The client's address as ACLs match it (`host` of an ACL entry).
     pub host: Arc<str>,
+    /// A client quota's throttle (ms): the connection reads no request for this long once
+    /// the current response is queued (KIP-219's muted channel). Set by handlers, taken by
+    /// the connection.
+    pub mute_ms: Arc<std::sync::atomic::AtomicU64>,
 }

@@ -45,36 +45,7 @@ fn broker_metrics(out: &mut String, broker: &Broker) {
         "Kafka connections open now.",
     );
     let _ = writeln!(out, "sluice_connections_open {}", broker.open_connections());
-    for (name, help, value) in [
-        (
-            "sluice_connections_accepted_total",
-            "Kafka connections accepted since start.",
-            &m.connections_accepted,
-        ),
-        (
-            "sluice_connections_refused_total",
-            "Kafka connections closed at accept because their address had max.connections.per.ip open.",
-            &m.connections_refused,
-        ),
-        (
-            "sluice_tls_handshake_failures_total",
-            "TLS handshakes that failed or did not finish within the handshake timeout.",
-            &m.tls_handshake_failures,
-        ),
-        (
-            "sluice_sasl_authentications_total",
-            "SASL authentications and re-authentications that succeeded.",
-            &m.sasl_authentications,
-        ),
-        (
-            "sluice_sasl_authentication_failures_total",
-            "SASL authentications that failed (credentials, mechanism, re-authentication, or a source address over its failure limit).",
-            &m.sasl_authentication_failures,
-        ),
-    ] {
-        family(out, name, "counter", help);
-        let _ = writeln!(out, "{name} {}", value.load(Relaxed));
-    }
+    counters(out, m);
     family(
         out,
         "sluice_fetches_waiting",
@@ -110,6 +81,50 @@ fn broker_metrics(out: &mut String, broker: &Broker) {
             &format!("api=\"{key:?}\""),
             &api.latency,
         );
+    }
+}
+
+/// The broker-wide counters: connections, TLS, SASL, quotas.
+fn counters(out: &mut String, m: &crate::metrics::Metrics) {
+    for (name, help, value) in [
+        (
+            "sluice_connections_accepted_total",
+            "Kafka connections accepted since start.",
+            &m.connections_accepted,
+        ),
+        (
+            "sluice_connections_refused_total",
+            "Kafka connections closed at accept because their address had max.connections.per.ip open.",
+            &m.connections_refused,
+        ),
+        (
+            "sluice_tls_handshake_failures_total",
+            "TLS handshakes that failed or did not finish within the handshake timeout.",
+            &m.tls_handshake_failures,
+        ),
+        (
+            "sluice_sasl_authentications_total",
+            "SASL authentications and re-authentications that succeeded.",
+            &m.sasl_authentications,
+        ),
+        (
+            "sluice_sasl_authentication_failures_total",
+            "SASL authentications that failed (credentials, mechanism, re-authentication, or a source address over its failure limit).",
+            &m.sasl_authentication_failures,
+        ),
+        (
+            "sluice_produce_throttled_total",
+            "Produce requests a client quota (producer_byte_rate) throttled: answered with throttle_time_ms and the connection muted.",
+            &m.produce_throttled,
+        ),
+        (
+            "sluice_fetch_throttled_total",
+            "Fetch requests a client quota (consumer_byte_rate) throttled: answered with throttle_time_ms and the connection muted.",
+            &m.fetch_throttled,
+        ),
+    ] {
+        family(out, name, "counter", help);
+        let _ = writeln!(out, "{name} {}", value.load(Relaxed));
     }
 }
 

@@ -210,6 +210,39 @@ fn security_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
                         .with_salted_password(Bytes::from_static(&[7; 32]))
                 ])
         ),
+        _ => quota_body(key, version),
+    }
+}
+
+/// The bodies of the client quota requests.
+fn quota_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
+    macro_rules! enc {
+        ($m:expr) => {
+            encoded(&$m, version)
+        };
+    }
+    match key {
+        ApiKey::DescribeClientQuotas => {
+            enc!(DescribeClientQuotasRequest::default().with_components(vec![
+                describe_client_quotas_request::ComponentData::default()
+                    .with_entity_type(s("user"))
+                    .with_match_type(0)
+                    .with_match(Some(s("alice")))
+            ]))
+        }
+        ApiKey::AlterClientQuotas => enc!(AlterClientQuotasRequest::default().with_entries(vec![
+            alter_client_quotas_request::EntryData::default()
+                .with_entity(vec![
+                    alter_client_quotas_request::EntityData::default()
+                        .with_entity_type(s("client-id"))
+                        .with_entity_name(Some(s("loader")))
+                ])
+                .with_ops(vec![
+                    alter_client_quotas_request::OpData::default()
+                        .with_key(s("producer_byte_rate"))
+                        .with_value(1_048_576.0)
+                ])
+        ])),
         _ => None,
     }
 }

@@ -83,6 +83,7 @@ pub async fn handle(
         else {
             return FetchOutput {
                 error_code: ResponseError::UnknownServerError.code(),
+                throttle_time_ms: 0,
                 topics: Vec::new(),
             };
         };
@@ -207,6 +208,7 @@ fn read_all(
     (
         FetchOutput {
             error_code: 0,
+            throttle_time_ms: 0,
             topics,
         },
         total,

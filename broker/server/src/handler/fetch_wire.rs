@@ -15,8 +15,22 @@ use crate::wire::Chunk;
 pub struct FetchOutput {
     /// Top-level error (v7+), 0 for none.
     pub error_code: i16,
+    /// A client quota's throttle (`handler/throttle.rs`), 0 for none.
+    pub throttle_time_ms: i32,
     /// Topics in request order.
     pub topics: Vec<TopicOutput>,
+}
+
+impl FetchOutput {
+    /// The bytes of the record sets (what a consumer quota counts).
+    pub fn record_bytes(&self) -> u64 {
+        self.topics
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .filter_map(|p| p.records.as_ref())
+            .map(|r| records_len(r) as u64)
+            .sum()
+    }
 }
 
 /// One topic of a fetch response.
@@ -53,7 +67,7 @@ pub fn encode(output: FetchOutput, version: i16) -> Vec<Chunk> {
     );
     let mut chunks = Vec::new();
     let mut buf = BytesMut::with_capacity(256);
-    buf.put_i32(0); // throttle_time_ms
+    buf.put_i32(output.throttle_time_ms);
     if version >= 7 {
         buf.put_i16(output.error_code);
         buf.put_i32(0); // session_id: sessionless fetches only
@@ -130,6 +144,7 @@ mod tests {
         let records = Bytes::from_static(b"\0\0\0\0\0\0\0\x07pretend-these-are-record-batches");
         let ours = FetchOutput {
             error_code: 0,
+            throttle_time_ms: 0,
             topics: vec![TopicOutput {
                 name: "orders".into(),
                 partitions: vec![

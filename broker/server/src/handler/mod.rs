@@ -27,14 +27,17 @@ mod metadata;
 mod offset_commit;
 mod offset_fetch;
 pub(crate) mod produce;
+mod quotas;
 mod sasl;
 pub(crate) mod shape;
 mod sync_group;
+mod throttle;
 mod users;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable};
+use sluice_security::quota::QuotaKind;
 
 use crate::admission::FrameBudget;
 use crate::sasl::Session;
@@ -124,8 +127,9 @@ pub async fn handle(
     let started = std::time::Instant::now();
     let result = if key == ApiKey::Produce {
         let correlation_id = header.correlation_id;
+        let client_id = header.client_id.as_deref().unwrap_or_default().to_owned();
         drop(header);
-        produce_frame(ctx, body, version, correlation_id, budget).await
+        produce_frame(ctx, body, version, (correlation_id, &client_id), budget).await
     } else {
         dispatch(ctx, key, version, &header, body, budget)
             .await
@@ -219,12 +223,14 @@ async fn produce_frame(
     ctx: &ConnectionContext,
     mut body: Bytes,
     version: i16,
-    correlation_id: i32,
+    (correlation_id, client_id): (i32, &str),
     budget: FrameBudget,
 ) -> Result<Reply, FrameError> {
+    let request_bytes = body.len() as u64;
     let request = decode(&mut body, ApiKey::Produce, version)?;
     drop(body);
-    let staged = produce::append(ctx, request, version).await;
+    let throttle = throttle::record(ctx, QuotaKind::ProducerByteRate, client_id, request_bytes);
+    let staged = produce::append(ctx, request, version, throttle).await;
     drop(budget);
     let later = staged.waits_for_sync();
     let header_version = ApiKey::Produce.response_header_version(version);
@@ -280,12 +286,7 @@ async fn dispatch(
     let response = match key {
         ApiKey::ApiVersions => reply!(api_versions::handle(request!())),
         ApiKey::Metadata => reply!(metadata::handle(ctx, request!(), version).await),
-        ApiKey::Fetch => {
-            let response = fetch::handle(ctx, request!(), version).await;
-            let mut chunks = vec![Chunk::Bytes(encode_header(cid, hv)?)];
-            chunks.extend(fetch_wire::encode(response, version));
-            Response { chunks }
-        }
+        ApiKey::Fetch => fetch_reply(ctx, header, request!(), version).await?,
         ApiKey::FindCoordinator => reply!(find_coordinator::handle(ctx, request!(), version)),
         ApiKey::ListOffsets => reply!(list_offsets::handle(ctx, request!(), version).await),
         ApiKey::CreateTopics => {
@@ -318,6 +319,8 @@ async fn dispatch(
         ApiKey::DeleteAcls => reply!(acls::delete(ctx, request!())),
         ApiKey::DescribeUserScramCredentials => reply!(users::describe(ctx, request!())),
         ApiKey::AlterUserScramCredentials => reply!(users::alter(ctx, request!())),
+        ApiKey::DescribeClientQuotas => reply!(quotas::describe(ctx, request!())),
+        ApiKey::AlterClientQuotas => reply!(quotas::alter(ctx, request!())),
         ApiKey::IncrementalAlterConfigs => {
             reply!(incremental_alter_configs::handle(ctx, request!()).await)
         }
@@ -328,6 +331,24 @@ async fn dispatch(
         }
     };
     Ok(Some(response))
+}
+
+/// Fetch: the records as file ranges, the consumer quota recorded (`throttle.rs`).
+async fn fetch_reply(
+    ctx: &ConnectionContext,
+    header: &RequestHeader,
+    request: kafka_protocol::messages::FetchRequest,
+    version: i16,
+) -> Result<Response, FrameError> {
+    let mut response = fetch::handle(ctx, request, version).await;
+    let client_id = header.client_id.as_deref().unwrap_or_default();
+    let bytes = response.record_bytes();
+    let throttle = throttle::record(ctx, QuotaKind::ConsumerByteRate, client_id, bytes);
+    response.throttle_time_ms = i32::try_from(throttle).unwrap_or(i32::MAX);
+    let hv = ApiKey::Fetch.response_header_version(version);
+    let mut chunks = vec![Chunk::Bytes(encode_header(header.correlation_id, hv)?)];
+    chunks.extend(fetch_wire::encode(response, version));
+    Ok(Response { chunks })
 }
 
 fn decode<T: Decodable>(body: &mut Bytes, key: ApiKey, version: i16) -> Result<T, FrameError> {

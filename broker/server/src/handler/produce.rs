@@ -38,12 +38,19 @@ use super::kip110;
 /// fsync can answer several pipelined requests of one producer.
 pub struct Staged {
     acks: i16,
+    /// A client quota's throttle, answered in `throttle_time_ms`.
+    throttle_ms: u32,
     responses: Vec<TopicProduceResponse>,
     waits: Vec<DurableWait>,
 }
 
 /// Appends the request's batches (in order with the connection's other requests).
-pub async fn append(ctx: &ConnectionContext, request: ProduceRequest, version: i16) -> Staged {
+pub async fn append(
+    ctx: &ConnectionContext,
+    request: ProduceRequest,
+    version: i16,
+    throttle_ms: u32,
+) -> Staged {
     let acks = request.acks;
     let broker = ctx.broker.clone();
     // Kafka's checks: WRITE on the transactional id (if any), then WRITE on each topic.
@@ -58,6 +65,7 @@ pub async fn append(ctx: &ConnectionContext, request: ProduceRequest, version: i
         );
         return Staged {
             acks,
+            throttle_ms,
             responses: errors,
             waits: Vec::new(),
         };
@@ -87,6 +95,7 @@ pub async fn append(ctx: &ConnectionContext, request: ProduceRequest, version: i
     };
     Staged {
         acks,
+        throttle_ms,
         responses,
         waits,
     }
@@ -101,7 +110,13 @@ impl Staged {
     /// Waits for the acks=all partitions to be durable and answers; `None` for acks=0.
     pub async fn finish(mut self) -> Result<Option<ProduceResponse>, FrameError> {
         wait_durable(&mut self.responses, self.waits).await;
-        answer(self.acks, self.responses)
+        let throttle = i32::try_from(self.throttle_ms).unwrap_or(i32::MAX);
+        answer(self.acks, self.responses).map(|r| {
+            r.map(|mut r| {
+                r.throttle_time_ms = throttle;
+                r
+            })
+        })
     }
 }
 

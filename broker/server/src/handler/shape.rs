@@ -139,6 +139,13 @@ fn group_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
         // v1: a binding is type, name, pattern type, principal, host, operation, permission.
         ApiKey::CreateAcls | ApiKey::DeleteAcls => vec![Array(vec![I8, Str, I8, Str, Str, I8, I8])],
         ApiKey::DescribeAcls => vec![I8, Str, I8, Str, Str, I8, I8],
+        // v0: components [entity type, match type, match], strict.
+        ApiKey::DescribeClientQuotas => vec![Array(vec![Str, I8, Str]), I8],
+        // v0: entries [entity [type, name], ops [key, value, remove]], validate only.
+        ApiKey::AlterClientQuotas => vec![
+            Array(vec![Array(vec![Str, Str]), Array(vec![Str, Fixed(8), I8])]),
+            I8,
+        ],
         // v0 (flexible): users [name, tags], tags.
         ApiKey::DescribeUserScramCredentials => {
             vec![CompactArray(vec![CompactStr, Tags]), Tags]

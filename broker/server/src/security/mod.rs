@@ -20,11 +20,43 @@ use sluice_storage::io as storage_io;
 use sluice_storage::{Durability, Log, LogConfig, RealFs};
 
 use crate::error::ServerError;
+use crate::{clock, internal_log};
 
 mod login_limit;
 
-use crate::{clock, internal_log};
 pub use login_limit::LoginLimiter;
+
+/// The sampled byte-rate windows of client quotas (`handler/throttle.rs` records into
+/// them): Kafka's default sampling, 11 windows of 1 s.
+#[derive(Debug)]
+pub struct QuotaWindows(Mutex<sluice_security::quota::QuotaTracker>);
+
+impl Default for QuotaWindows {
+    fn default() -> Self {
+        let config = sluice_security::quota::QuotaConfig::default();
+        Self(Mutex::new(
+            sluice_security::quota::QuotaTracker::new(config).unwrap_or_default(),
+        ))
+    }
+}
+
+impl QuotaWindows {
+    /// Records `bytes` and returns the throttle time in ms (`QuotaTracker::record`).
+    pub fn record(
+        &self,
+        quotas: &sluice_security::quota::ClientQuotas,
+        kind: sluice_security::quota::QuotaKind,
+        user: &str,
+        client_id: &str,
+        bytes: u64,
+        now_ms: i64,
+    ) -> u32 {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .record(quotas, kind, user, client_id, bytes, now_ms)
+    }
+}
 
 /// Directory of the security log, under `data.dir`.
 pub const SECURITY_DIR: &str = "security-log";
