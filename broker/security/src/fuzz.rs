@@ -10,7 +10,7 @@ use crate::records::SecurityRecord;
 use crate::rng::SplitMix64;
 use crate::sasl::SaslError;
 use crate::scram::messages::{ClientFinal, ClientFirst};
-use crate::scram::{ScramCredential, ScramMechanism, ScramServer};
+use crate::scram::{ScramClient, ScramCredential, ScramMechanism, ScramServer};
 use crate::state::SecurityState;
 
 /// `security_records`: the input is a sequence of records, each a u16 big-endian length
@@ -44,12 +44,13 @@ pub fn security_records(data: &[u8]) {
 
 /// `sasl_messages`: the first byte picks the parser (0 SCRAM client-first, 1 SCRAM
 /// client-final, 2 PLAIN, 3 a whole SCRAM exchange whose two messages are split at the
-/// first NUL, 4 `super.users`); the rest is the message.
+/// first NUL, 4 `super.users`, 5 the SCRAM client reading a server's first and final
+/// messages, split at the first NUL); the rest is the message.
 pub fn sasl_messages(data: &[u8]) {
     let Some((&selector, message)) = data.split_first() else {
         return;
     };
-    match selector % 5 {
+    match selector % 6 {
         0 => {
             let _ = ClientFirst::parse(message);
         }
@@ -60,6 +61,7 @@ pub fn sasl_messages(data: &[u8]) {
             let _ = plain::authenticate(message, &lookup);
         }
         3 => scram_exchange(message),
+        5 => scram_client(message),
         _ => {
             let _ = std::str::from_utf8(message).map(SuperUsers::parse);
         }
@@ -77,6 +79,22 @@ fn lookup(user: &str, mechanism: ScramMechanism) -> Option<ScramCredential> {
     (user == "user")
         .then(|| all.iter().find(|c| c.mechanism == mechanism).cloned())
         .flatten()
+}
+
+fn scram_client(message: &[u8]) {
+    let (first, last) = match message.iter().position(|&b| b == 0) {
+        Some(at) => (&message[..at], &message[at + 1..]),
+        None => (message, &[][..]),
+    };
+    let mut client = ScramClient::new(
+        ScramMechanism::Sha256,
+        "user",
+        "pencil",
+        "rOprNGfwEbeRWgbNEkqO",
+    );
+    if client.final_message(first).is_ok() {
+        let _ = client.verify_server_final(last);
+    }
 }
 
 fn scram_exchange(message: &[u8]) {
@@ -108,7 +126,7 @@ pub fn seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
     }
     let all: Vec<SecurityRecord> = seed_records().into_iter().map(|(_, r)| r).collect();
     out.push(("security_records", "all-kinds", framed(&all)));
-    let sasl: [(&str, u8, &[u8]); 7] = [
+    let sasl: [(&str, u8, &[u8]); 8] = [
         ("scram-client-first", 0, b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO"),
         ("scram-client-first-authzid-ext", 0, b"n,a=us=2Cer,n=us=2Cer,r=abc,tokenauth=true"),
         ("scram-client-final", 1, b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="),
@@ -116,6 +134,7 @@ pub fn seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
         ("plain-authzid", 2, b"user\0user\0pencil"),
         ("scram-exchange", 3, b"n,,n=user,r=abc\0c=biws,r=abc,p=AAAA"),
         ("super-users", 4, b"User:admin;User:ops"),
+        ("scram-client-reads-server", 5, b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096\0v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="),
     ];
     for (name, selector, message) in sasl {
         out.push(("sasl_messages", name, [&[selector][..], message].concat()));
