@@ -6,8 +6,10 @@
 #   SLUICE_BIN=path/to/sluice tests/bench/tls_bench.sh  use that binary, build nothing
 #
 # One broker (fresh temp data dir) with a PLAINTEXT and an SSL listener; certificates are made
-# with openssl at start. Each run produces (acks=1, linger.ms=5, one partition) then consumes
-# from the beginning, first over PLAINTEXT, then over SSL, so both see the same machine load.
+# with openssl at start. With an SSL listener, resources no ACL names are closed by default:
+# the bench opens them (allow.everyone.if.no.acl.found=true), as it measures TLS, not ACLs.
+# Each run produces (acks=1, linger.ms=5, one partition) then consumes from the beginning,
+# first over PLAINTEXT, then over SSL, so both see the same machine load.
 # The table shows medians over the runs and the TLS/plaintext ratio.
 #
 # rdkafka_performance is the one tests/bench/client_bench.sh builds (target/client-bench/);
@@ -61,6 +63,7 @@ start_broker() {
     env -u SLUICE_BIN "$SLUICE" serve --data-dir "$WORK/data" --admin-listen "" \
         --set listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0 \
         --set ssl.keystore.location="$WORK/tls/broker.pem" --set num.partitions=1 \
+        --set allow.everyone.if.no.acl.found=true \
         >"$WORK/stdout" 2>"$WORK/broker.log" </dev/null &
     BROKER_PID=$!
     local deadline=$((SECONDS + START_DEADLINE_S))
