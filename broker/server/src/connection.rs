@@ -27,6 +27,9 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
+use std::sync::atomic::AtomicI64;
+use std::sync::atomic::AtomicU32;
+use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -52,6 +55,34 @@ const READ_CHUNK_BYTES: usize = 64 * 1024;
 /// (`message.max.bytes` is 1 MiB); larger frames grow as their bytes arrive, by doubling.
 const FRAME_PREALLOC_BYTES: usize = 1024 * 1024 + 64 * 1024;
 
+/// TLS handshake failures logged at WARN, per window of `TLS_FAILURE_WARNING_WINDOW_MS`.
+static TLS_FAILURE_WARNINGS: WarnBudget = WarnBudget::new();
+
+/// At most `TLS_FAILURE_WARNINGS_PER_WINDOW` warnings per window (lock-free; a race at the
+/// window's edge lets one or two more through, which is harmless).
+struct WarnBudget {
+    window_start_ms: AtomicI64,
+    used: AtomicU32,
+}
+
+impl WarnBudget {
+    const fn new() -> Self {
+        Self {
+            window_start_ms: AtomicI64::new(i64::MIN),
+            used: AtomicU32::new(0),
+        }
+    }
+
+    fn allow(&self, now_ms: i64) -> bool {
+        let start = self.window_start_ms.load(Relaxed);
+        if now_ms.saturating_sub(start) >= limits::TLS_FAILURE_WARNING_WINDOW_MS {
+            self.window_start_ms.store(now_ms, Relaxed);
+            self.used.store(0, Relaxed);
+        }
+        self.used.fetch_add(1, Relaxed) < limits::TLS_FAILURE_WARNINGS_PER_WINDOW
+    }
+}
+
 /// Serves one connection until the client closes it, a framing error, or shutdown; with
 /// `tls` (an SSL listener), after the handshake, which also gives the client's principal.
 pub async fn serve(stream: TcpStream, tls: Option<&Tls>, mut ctx: ConnectionContext) {
@@ -66,7 +97,13 @@ pub async fn serve(stream: TcpStream, tls: Option<&Tls>, mut ctx: ConnectionCont
                 Stream::Tls(Box::new(stream))
             }
             Err(reason) => {
-                tracing::warn!(%peer, listener = %ctx.listener_name, reason, "TLS handshake failed");
+                // A scanner on the TLS port must not flood the log: the first failures of
+                // each window are warnings, the rest debug (all are counted).
+                if TLS_FAILURE_WARNINGS.allow(ctx.broker.now_ms()) {
+                    tracing::warn!(%peer, listener = %ctx.listener_name, reason, "TLS handshake failed");
+                } else {
+                    tracing::debug!(%peer, listener = %ctx.listener_name, reason, "TLS handshake failed");
+                }
                 ctx.broker.metrics.tls_handshake_failed();
                 return;
             }

@@ -60,6 +60,13 @@ pub const TLS_FILE_CHUNK_BYTES: usize = 256 * 1024;
 /// chain written one after the other are read together.
 pub const TLS_RELOAD_DEBOUNCE_MS: u64 = 200;
 
+/// TLS handshake failures logged at WARN per `TLS_FAILURE_WARNING_WINDOW_MS`; the rest of a
+/// window's go to DEBUG (every one is counted in `sluice_tls_handshake_failures_total`).
+pub const TLS_FAILURE_WARNINGS_PER_WINDOW: u32 = 10;
+
+/// The window of `TLS_FAILURE_WARNINGS_PER_WINDOW`.
+pub const TLS_FAILURE_WARNING_WINDOW_MS: i64 = 60_000;
+
 /// Failed SASL authentications one source address may make within
 /// `LOGIN_FAILURE_WINDOW_MS` before its next attempts are refused without being checked.
 pub const LOGIN_FAILURES_PER_SOURCE_MAX: u32 = 10;
