@@ -31,8 +31,8 @@ from confluent_kafka.admin import (
 from kafka import KafkaProducer
 from kafka.errors import TopicAuthorizationFailedError
 
-from conftest import Broker, sluice_bin
-from tls_support import LISTENER_LINE, metric
+from conftest import sluice_bin
+from tls_support import TlsBroker, metric
 
 PASSWORDS = {"admin": "admin-pw", "alice": "alice-pw", "bob": "bob-pw"}
 TIMEOUT_S = 30
@@ -48,21 +48,6 @@ def create_users(data_dir):
         assert proc.returncode == 0, proc.stderr.decode()
 
 
-class AclBroker(Broker):
-    def command(self) -> list[str]:
-        cmd = super().command()
-        at = cmd.index("--listen")
-        del cmd[at : at + 2]
-        return cmd
-
-    def listener(self, name: str) -> str:
-        for line in self.stdout_lines_seen:
-            match = LISTENER_LINE.match(line)
-            if match and match.group(1) == name:
-                return match.group(2)
-        raise AssertionError(f"no listener line for {name}")
-
-
 @pytest.fixture
 def acl_broker(tmp_path, request):
     data = tmp_path / "data"
@@ -72,7 +57,7 @@ def acl_broker(tmp_path, request):
         "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
         "super.users": "User:admin",
     }
-    broker = AclBroker(data, tmp_path / "broker.log", settings, {}).start()
+    broker = TlsBroker(data, tmp_path / "broker.log", settings, {}).start()
     yield broker
     if getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed:
         print(broker.log_tail())
@@ -80,7 +65,7 @@ def acl_broker(tmp_path, request):
         broker.stop()
 
 
-def sasl(broker: AclBroker, user: str) -> dict:
+def sasl(broker: TlsBroker, user: str) -> dict:
     return {
         "bootstrap.servers": broker.listener("SASL_PLAINTEXT"),
         "security.protocol": "SASL_PLAINTEXT",
@@ -243,7 +228,7 @@ def test_kafka_python_and_kcat_see_the_same_rights(acl_broker):
     assert metric(acl_broker, "sluice_sasl_authentication_failures_total") == 0
 
 
-def sluice(broker: AclBroker, user: str | None, *args: str, stdin: str = "", check: bool = True):
+def sluice(broker: TlsBroker, user: str | None, *args: str, stdin: str = "", check: bool = True):
     env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("SLUICE_")}
     login = []
     if user:

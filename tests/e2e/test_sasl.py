@@ -13,7 +13,6 @@ librdkafka re-authenticating under load without losing a record.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -27,7 +26,13 @@ import kafka_wire as kw
 from clients import Record, consume_partition, create_topic, produce_all, producer
 from conftest import sluice_bin
 from kafka_wire import KafkaConnection
-from tls_support import CLIENT_TIMEOUT_S, TlsBroker, certs, metric  # noqa: F401 (certs: a fixture)
+from tls_support import (  # noqa: F401 (certs, tls_broker_factory: fixtures)
+    CLIENT_TIMEOUT_S,
+    TlsBroker,
+    certs,
+    metric,
+    tls_broker_factory,
+)
 
 SASL_HANDSHAKE = 17
 SASL_AUTHENTICATE = 36
@@ -48,38 +53,23 @@ def create_user(data_dir: Path, name: str, mechanism: str, password: str):
     assert proc.returncode == 0, proc.stderr.decode()
 
 
-@pytest.fixture
-def sasl_broker_factory(tmp_path_factory, request, certs):  # noqa: F811 (the fixture)
-    brokers: list[TlsBroker] = []
+def create_users(data_dir: Path):
+    for name, password in USERS.items():
+        for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+            create_user(data_dir, name, mechanism, password)
 
+
+@pytest.fixture
+def sasl_broker_factory(tls_broker_factory):  # noqa: F811 (the fixture)
     def start(settings: dict[str, str] | None = None) -> TlsBroker:
-        root = tmp_path_factory.mktemp("sasl-broker")
-        data = root / "data"
-        data.mkdir()
-        for name, password in USERS.items():
-            for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
-                create_user(data, name, mechanism, password)
-        keystore = root / "keystore.pem"
-        shutil.copy(certs / "server.pem", keystore)
         merged = {
             "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
-            "ssl.keystore.location": str(keystore),
             "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-            # Authorization is not what these tests are about (test_acls.py).
-            "allow.everyone.if.no.acl.found": "true",
         }
         merged.update(settings or {})
-        broker = TlsBroker(data, root / "broker.log", merged, {})
-        brokers.append(broker)
-        return broker.start()
+        return tls_broker_factory(merged, prepare=create_users)
 
-    yield start
-    failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
-    for broker in brokers:
-        if failed:
-            print(broker.log_tail())
-        if broker.is_running():
-            broker.stop()
+    return start
 
 
 @pytest.fixture

@@ -89,11 +89,15 @@ class TlsBroker(Broker):
 
 @pytest.fixture
 def tls_broker_factory(tmp_path_factory, request, certs):
+    """Starts TlsBrokers with the test certificate as keystore: `start(settings, env,
+    prepare)`, where `prepare(data_dir)` runs before the first start (making users)."""
     brokers: list[TlsBroker] = []
 
-    def start(settings: dict[str, str] | None = None, env: dict[str, str] | None = None) -> TlsBroker:
+    def start(settings: dict[str, str] | None = None, env: dict[str, str] | None = None, prepare=None) -> TlsBroker:
         root = tmp_path_factory.mktemp("broker")
         (root / "data").mkdir()
+        if prepare is not None:
+            prepare(root / "data")
         keystore = root / "keystore.pem"
         shutil.copy(certs / "server.pem", keystore)
         merged = {
