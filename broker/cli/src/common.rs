@@ -52,7 +52,19 @@ pub struct Admin {
         value_name = "URL"
     )]
     admin_url: Option<String>,
+    /// Log in to the admin API as this broker user (HTTP Basic, for `admin.auth = basic`);
+    /// the password is read from SLUICE_ADMIN_PASSWORD, never from a flag.
+    #[arg(
+        long = "admin-user",
+        global = true,
+        env = "SLUICE_ADMIN_USER",
+        value_name = "USER"
+    )]
+    admin_user: Option<String>,
 }
+
+/// The environment variable `--admin-user`'s password is read from.
+pub const ADMIN_PASSWORD_ENV: &str = "SLUICE_ADMIN_PASSWORD";
 
 impl Admin {
     /// The URL from the flag, SLUICE_ADMIN_URL, the older SLUICE_ADMIN, or the default.
@@ -68,6 +80,30 @@ impl Admin {
     pub fn addr(&self) -> anyhow::Result<String> {
         admin_addr(&self.url())
     }
+}
+
+impl Admin {
+    /// The `Authorization` header value: HTTP Basic for `--admin-user` (password from
+    /// SLUICE_ADMIN_PASSWORD), else a bearer of SLUICE_ADMIN_TOKEN (`admin.token`), else none.
+    pub fn authorization(&self) -> anyhow::Result<Option<String>> {
+        if let Some(user) = self.admin_user.as_deref().filter(|u| !u.is_empty()) {
+            let password = std::env::var(ADMIN_PASSWORD_ENV).map_err(|_| {
+                anyhow::anyhow!("--admin-user {user}: put the password in {ADMIN_PASSWORD_ENV}")
+            })?;
+            return Ok(Some(basic_authorization(user, &password)));
+        }
+        Ok(std::env::var("SLUICE_ADMIN_TOKEN")
+            .ok()
+            .filter(|t| !t.is_empty())
+            .map(|t| format!("Bearer {t}")))
+    }
+}
+
+/// `Basic base64(user:password)` (RFC 7617).
+fn basic_authorization(user: &str, password: &str) -> String {
+    use base64::Engine as _;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    format!("Basic {encoded}")
 }
 
 fn admin_addr(url: &str) -> anyhow::Result<String> {
@@ -215,7 +251,15 @@ pub fn list_offsets(
 
 #[cfg(test)]
 mod tests {
-    use super::admin_addr;
+    use super::{admin_addr, basic_authorization};
+
+    #[test]
+    fn basic_authorization_is_rfc_7617() {
+        assert_eq!(
+            basic_authorization("Aladdin", "open sesame"),
+            "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="
+        );
+    }
 
     #[test]
     fn admin_urls_become_host_port() {

@@ -224,10 +224,9 @@ fn request(
     })?;
     stream.set_read_timeout(Some(HTTP_TIMEOUT))?;
     stream.set_write_timeout(Some(HTTP_TIMEOUT))?;
-    let token = std::env::var("SLUICE_ADMIN_TOKEN")
-        .ok()
-        .filter(|t| !t.is_empty());
-    let auth = token.map_or_else(String::new, |t| format!("Authorization: Bearer {t}\r\n"));
+    let auth = admin
+        .authorization()?
+        .map_or_else(String::new, |a| format!("Authorization: {a}\r\n"));
     let head = format!(
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{auth}Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
         body.len()
