@@ -248,6 +248,17 @@ def test_https_with_the_broker_keystore(tmp_path, certs, admin_factory):  # noqa
     with pytest.raises((http.client.HTTPException, ConnectionError)):
         call(broker, "GET", "/health")  # plain HTTP to the HTTPS port
 
+    # The CLI over HTTPS, trusting the test CA.
+    url = f"https://localhost:{broker.admin_port}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
+    cli = [sluice_bin(), "plugin", "list", "--admin-url", url, "--output", "json", "--admin-user", "admin"]
+    env["SLUICE_ADMIN_PASSWORD"] = "admin-pw"
+    ok = subprocess.run([*cli, "--admin-ca-file", str(certs / "ca.pem")], env=env, capture_output=True, timeout=60)
+    assert ok.returncode == 0 and json.loads(ok.stdout) == [], ok.stderr.decode()
+    untrusted = subprocess.run([*cli, "--admin-ca-file", str(certs / "otherca.pem")], env=env, capture_output=True,
+                               timeout=60)  # fmt: skip
+    assert untrusted.returncode != 0 and b"certificate" in untrusted.stderr.lower(), untrusted.stderr.decode()
+
 
 def serve(data_dir, *settings: str) -> subprocess.Popen:
     cmd = [sluice_bin(), "serve", "--data-dir", str(data_dir), "--listen", "127.0.0.1:0", "--admin-listen", "0.0.0.0:0"]

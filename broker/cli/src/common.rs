@@ -61,6 +61,27 @@ pub struct Admin {
         value_name = "USER"
     )]
     admin_user: Option<String>,
+    /// The PEM CA bundle that checks an https:// admin URL's certificate [default: the
+    /// system's bundle].
+    #[arg(
+        long = "admin-ca-file",
+        global = true,
+        env = "SLUICE_ADMIN_CA_FILE",
+        value_name = "FILE"
+    )]
+    admin_ca_file: Option<std::path::PathBuf>,
+}
+
+/// Where the admin API is, from `--admin-url`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminEndpoint {
+    /// `host:port` to connect to (and to send as `Host`).
+    pub addr: String,
+    /// The host alone (brackets of an IPv6 literal removed): TLS checks the certificate
+    /// against it.
+    pub host: String,
+    /// `https://`.
+    pub tls: bool,
 }
 
 /// The environment variable `--admin-user`'s password is read from.
@@ -76,9 +97,14 @@ impl Admin {
             .unwrap_or_else(|| DEFAULT_ADMIN_URL.to_owned())
     }
 
-    /// The `host:port` to connect to (plain HTTP only; a bare `host:port` is accepted too).
-    pub fn addr(&self) -> anyhow::Result<String> {
-        admin_addr(&self.url())
+    /// Where to connect (`http://` or `https://`; a bare `host:port` is plain HTTP).
+    pub fn endpoint(&self) -> anyhow::Result<AdminEndpoint> {
+        admin_endpoint(&self.url())
+    }
+
+    /// `--admin-ca-file`, for https:// URLs.
+    pub fn ca_file(&self) -> Option<&std::path::Path> {
+        self.admin_ca_file.as_deref()
     }
 }
 
@@ -106,21 +132,30 @@ fn basic_authorization(user: &str, password: &str) -> String {
     format!("Basic {encoded}")
 }
 
-fn admin_addr(url: &str) -> anyhow::Result<String> {
+fn admin_endpoint(url: &str) -> anyhow::Result<AdminEndpoint> {
     let url = url.trim();
-    if url.starts_with("https://") {
-        bail!("--admin-url {url}: the admin API speaks plain HTTP (use http://HOST:PORT)");
-    }
-    let rest = url.strip_prefix("http://").unwrap_or(url);
+    let (tls, rest) = match url.strip_prefix("https://") {
+        Some(rest) => (true, rest),
+        None => (false, url.strip_prefix("http://").unwrap_or(url)),
+    };
     let authority = rest.split('/').next().unwrap_or_default();
     if authority.is_empty() || rest.contains("://") {
-        bail!("--admin-url {url:?}: expected http://HOST:PORT");
+        bail!("--admin-url {url:?}: expected http://HOST:PORT or https://HOST:PORT");
     }
-    Ok(if authority.contains(':') {
+    let has_port = authority
+        .rsplit_once(':')
+        .is_some_and(|(_, port)| !port.contains(']'));
+    let addr = if has_port {
         authority.to_owned()
     } else {
-        format!("{authority}:80")
-    })
+        format!("{authority}:{}", if tls { 443 } else { 80 })
+    };
+    let host = addr.rsplit_once(':').map_or(addr.as_str(), |(h, _)| h);
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    Ok(AdminEndpoint { addr, host, tls })
 }
 
 impl Common {
@@ -251,7 +286,11 @@ pub fn list_offsets(
 
 #[cfg(test)]
 mod tests {
-    use super::{admin_addr, basic_authorization};
+    use super::{AdminEndpoint, admin_endpoint, basic_authorization};
+
+    fn admin_addr(url: &str) -> anyhow::Result<String> {
+        admin_endpoint(url).map(|e| e.addr)
+    }
 
     #[test]
     fn basic_authorization_is_rfc_7617() {
@@ -273,7 +312,20 @@ mod tests {
         );
         assert_eq!(admin_addr("127.0.0.1:1").unwrap(), "127.0.0.1:1");
         assert_eq!(admin_addr("http://admin.local").unwrap(), "admin.local:80");
-        assert!(admin_addr("https://x:1").is_err());
+        assert_eq!(
+            admin_endpoint("https://localhost:9644/").unwrap(),
+            AdminEndpoint {
+                addr: "localhost:9644".into(),
+                host: "localhost".into(),
+                tls: true
+            }
+        );
+        assert_eq!(
+            admin_addr("https://admin.local").unwrap(),
+            "admin.local:443"
+        );
+        assert_eq!(admin_endpoint("http://[::1]:9644").unwrap().host, "::1");
+        assert_eq!(admin_addr("http://[::1]").unwrap(), "[::1]:80");
         assert!(admin_addr("ftp://x:1").is_err());
     }
 }

@@ -18,6 +18,7 @@ use anyhow::{Context, bail};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use sluice_server::{BrokerConfig, Server};
 
+mod admin_tls;
 mod assignor;
 mod client;
 mod cluster;

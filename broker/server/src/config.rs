@@ -344,6 +344,7 @@ const ENV_NON_KEYS: &[&str] = &[
     // `--admin-user` of the operator commands, and its password.
     "SLUICE_ADMIN_USER",
     "SLUICE_ADMIN_PASSWORD",
+    "SLUICE_ADMIN_CA_FILE",
 ];
 
 impl BrokerConfig {
