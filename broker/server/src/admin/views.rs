@@ -2,8 +2,8 @@
 //! kinds, counters) and delete views (`crate::views`; deleting drops the offsets committed
 //! under the view's name, as for a topic). Creating binds every stage, so an
 //! unknown plugin or parameters the plugin rejects fail the request, naming the stage.
-//! ACLs on the VIEW resource: DESCRIBE to see one (lists are filtered), CREATE on it to
-//! create it, DELETE to delete it.
+//! ACLs on the VIEW resource: DESCRIBE to see one (lists are filtered), CREATE on it (with
+//! READ on the source topic and on each stage's plugin) to create it, DELETE to delete it.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -131,11 +131,29 @@ async fn create(
             "{e}: expected {{\"name\": \"...\", \"source\": \"<topic>\", \"stages\": [{{\"plugin\": \"...\", \"params\": {{\"k\": \"v\"}}}}], \"on_error\": \"fail\" | \"skip\"}}"
         ))
     })?;
-    caller.require(&state.broker, &[on(AclOperation::Create, &spec.name)])?;
+    require_create(&state, &caller, &spec)?;
     let broker = state.broker.clone();
     // Binding runs each plugin's `init` (CPU, bounded by plugin.call.timeout.ms).
     let view = blocking(move || broker.create_view(spec)).await??;
     Ok((StatusCode::CREATED, axum::Json(show(&state, &view))).into_response())
+}
+
+/// CREATE on the view, READ on its source topic (else a view would read a topic its creator
+/// may not), and READ on each stage's plugin (as a topic's `sluice.partitioner` needs).
+fn require_create(state: &AdminState, caller: &Caller, spec: &ViewSpec) -> Result<(), ApiError> {
+    let broker = &state.broker;
+    caller.require(broker, &[on(AclOperation::Create, &spec.name)])?;
+    caller.require(
+        broker,
+        &[(AclOperation::Read, ResourceType::Topic, &spec.source)],
+    )?;
+    for stage in &spec.stages {
+        caller.require(
+            broker,
+            &[(AclOperation::Read, ResourceType::Plugin, &stage.plugin)],
+        )?;
+    }
+    Ok(())
 }
 
 async fn delete(
