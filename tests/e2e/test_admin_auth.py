@@ -163,6 +163,14 @@ def test_basic_auth_is_required_and_checked_against_the_scram_users(admin_factor
     missing = subprocess.run([*cli, "--admin-user", "admin"], env=env, capture_output=True, timeout=60)
     assert missing.returncode != 0 and b"SLUICE_ADMIN_PASSWORD" in missing.stderr, missing.stderr.decode()
 
+    # Failed logins count in the Kafka listener's per-address limiter: past
+    # LOGIN_FAILURES_PER_SOURCE_MAX (10) the address is refused unchecked, the right password too.
+    statuses = [call(broker, "GET", "/v1/topics", basic("alice", f"guess-{i}"))[0] for i in range(12)]
+    assert statuses[0] == 401 and statuses[-1] == 429, statuses
+    status, headers, body = call(broker, "GET", "/v1/topics", basic("admin"))
+    assert status == 429 and body["code"] == "TOO_MANY_FAILED_LOGINS" and int(headers["Retry-After"]) >= 1, body
+    assert call(broker, "GET", "/health")[0] == 200
+
 
 def sasl(broker: AdminBroker, user: str) -> dict:
     return {

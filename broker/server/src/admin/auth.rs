@@ -26,7 +26,7 @@ use super::serve::Conn;
 use super::{AdminState, ApiError};
 use crate::authz;
 use crate::broker::Broker;
-use crate::config::AdminAuth;
+use crate::config::{AdminAuth, BrokerConfig};
 use crate::limits::LOGIN_FAILURES_PER_SOURCE_MAX;
 
 /// The principal name an `admin.token` bearer acts as.
@@ -43,7 +43,7 @@ pub struct Caller {
     pub token: bool,
 }
 
-/// What the `Authorization` header carries.
+/// What the `Authorization` header carries (`Debug` leaves the password out).
 #[derive(PartialEq, Eq)]
 enum Credentials {
     Bearer(String),
@@ -53,6 +53,16 @@ enum Credentials {
     },
     /// Absent, or a scheme or encoding we do not read.
     None,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Bearer(_) => f.write_str("Bearer(..)"),
+            Self::Basic { user, .. } => write!(f, "Basic({user}, ..)"),
+            Self::None => f.write_str("None"),
+        }
+    }
 }
 
 impl Credentials {
@@ -138,27 +148,63 @@ impl Refusal {
     }
 }
 
+/// What a request's credentials call for, by `admin.auth` and `admin.token` (pure, so the
+/// table in docs/admin-api.md is tested below). `Debug` leaves secrets out.
+#[derive(PartialEq, Eq)]
+enum Step {
+    /// No credentials are asked: `User:ANONYMOUS`.
+    Anonymous,
+    /// Compare the bearer with `admin.token`.
+    Token(String),
+    /// Check the password against the user's SCRAM credentials.
+    Basic { user: String, password: String },
+    /// 401: credentials missing (`offered: false`) or of a kind not asked for.
+    Refuse { offered: bool },
+}
+
+impl std::fmt::Debug for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Anonymous => f.write_str("Anonymous"),
+            Self::Token(_) => f.write_str("Token(..)"),
+            Self::Basic { user, .. } => write!(f, "Basic({user}, ..)"),
+            Self::Refuse { offered } => write!(f, "Refuse {{ offered: {offered} }}"),
+        }
+    }
+}
+
+fn step(config: &BrokerConfig, credentials: Credentials, open_probe: bool) -> Step {
+    let basic = config.admin_auth == AdminAuth::Basic;
+    if !config.admin_authenticates() || (open_probe && basic) {
+        return Step::Anonymous;
+    }
+    match credentials {
+        Credentials::Bearer(given) if config.admin_token.is_some() => Step::Token(given),
+        Credentials::Basic { user, password } if basic => Step::Basic { user, password },
+        Credentials::None => Step::Refuse { offered: false },
+        _ => Step::Refuse { offered: true },
+    }
+}
+
 async fn caller(
     broker: &Broker,
     conn: &Conn,
     credentials: Credentials,
     open_probe: bool,
 ) -> Result<Caller, Refusal> {
-    let config = &broker.config;
     let host = conn.peer.ip().to_string();
-    let anonymous = |host: String| Caller {
-        principal: KafkaPrincipal::anonymous(),
-        host,
-        token: false,
-    };
-    if !config.admin_authenticates() || (open_probe && config.admin_auth == AdminAuth::Basic) {
-        return Ok(anonymous(host));
-    }
-    let offered = credentials != Credentials::None;
-    let user = match credentials {
-        Credentials::Bearer(given) if config.admin_token.is_some() => {
-            let expected = config.admin_token.as_deref().unwrap_or_default();
+    let user = match step(&broker.config, credentials, open_probe) {
+        Step::Anonymous => {
+            return Ok(Caller {
+                principal: KafkaPrincipal::anonymous(),
+                host,
+                token: false,
+            });
+        }
+        Step::Refuse { offered } => return Err(Refusal::Unauthorized { offered }),
+        Step::Token(given) => {
             check_limit(broker, &host)?;
+            let expected = broker.config.admin_token.as_deref().unwrap_or_default();
             if super::constant_time_eq(given.as_bytes(), expected.as_bytes()) {
                 return Ok(Caller {
                     principal: KafkaPrincipal::user(TOKEN_USER),
@@ -168,7 +214,7 @@ async fn caller(
             }
             "(bearer token)".to_owned()
         }
-        Credentials::Basic { user, password } if config.admin_auth == AdminAuth::Basic => {
+        Step::Basic { user, password } => {
             check_limit(broker, &host)?;
             if verify_password(broker, &user, password).await {
                 return Ok(Caller {
@@ -179,7 +225,6 @@ async fn caller(
             }
             user
         }
-        _ => return Err(Refusal::Unauthorized { offered }),
     };
     let failures = broker.login_failures.record_failure(&host, broker.now_ms());
     if failures <= LOGIN_FAILURES_PER_SOURCE_MAX {
@@ -241,7 +286,7 @@ fn unauthorized(broker: &Broker, offered: bool) -> Response {
     } else {
         (
             "Bearer realm=\"sluice\"",
-            "missing or wrong bearer token: send Authorization: Bearer <admin.token> (sluice --admin-token)"
+            "missing or wrong bearer token: send Authorization: Bearer <admin.token> (sluice commands send SLUICE_ADMIN_TOKEN)"
                 .to_owned(),
         )
     };
@@ -315,6 +360,56 @@ mod tests {
             parse_basic("Basic YWxpY2U6cHc="),
             Some(("alice".into(), "pw".into()))
         );
+    }
+
+    fn config(auth: AdminAuth, token: Option<&str>) -> BrokerConfig {
+        BrokerConfig {
+            admin_auth: auth,
+            admin_token: token.map(str::to_owned),
+            ..BrokerConfig::default()
+        }
+    }
+
+    fn alice() -> Credentials {
+        Credentials::Basic {
+            user: "alice".into(),
+            password: "pw".into(),
+        }
+    }
+
+    #[test]
+    fn open_by_default_and_for_probes_under_basic() {
+        let none = config(AdminAuth::None, None);
+        assert_eq!(step(&none, Credentials::None, false), Step::Anonymous);
+        assert_eq!(step(&none, alice(), false), Step::Anonymous);
+        let basic = config(AdminAuth::Basic, None);
+        assert_eq!(step(&basic, Credentials::None, true), Step::Anonymous);
+        let token = config(AdminAuth::None, Some("t"));
+        assert_eq!(
+            step(&token, Credentials::None, true),
+            Step::Refuse { offered: false }
+        );
+    }
+
+    #[test]
+    fn each_setting_asks_its_credentials() {
+        let basic = config(AdminAuth::Basic, None);
+        assert_eq!(
+            step(&basic, Credentials::None, false),
+            Step::Refuse { offered: false }
+        );
+        assert!(matches!(step(&basic, alice(), false), Step::Basic { .. }));
+        let bearer = || Credentials::Bearer("t".into());
+        assert_eq!(
+            step(&basic, bearer(), false),
+            Step::Refuse { offered: true }
+        );
+        let token = config(AdminAuth::None, Some("t"));
+        assert_eq!(step(&token, bearer(), false), Step::Token("t".into()));
+        assert_eq!(step(&token, alice(), false), Step::Refuse { offered: true });
+        let both = config(AdminAuth::Basic, Some("t"));
+        assert_eq!(step(&both, bearer(), false), Step::Token("t".into()));
+        assert!(matches!(step(&both, alice(), false), Step::Basic { .. }));
     }
 
     #[test]
