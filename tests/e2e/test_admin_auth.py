@@ -25,6 +25,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import time
 
 import pytest
 from confluent_kafka import KafkaException
@@ -325,3 +326,13 @@ def test_connections_past_the_cap_are_closed_and_counted(admin_factory):
 
     wait_until(lambda: scrape() is not None, TIMEOUT_S, "a slot to be free again")
     assert metric(scrape(), "sluice_admin_connections_refused_total") >= 1
+
+
+def test_an_idle_connection_gives_its_slot_back(admin_factory):
+    broker = admin_factory({"admin.max.connections": "1", "connections.max.idle.ms": "500"})
+    with socket.create_connection(("127.0.0.1", broker.admin_port), timeout=TIMEOUT_S) as idle:
+        # Nothing sent: the broker closes it after connections.max.idle.ms.
+        started = time.monotonic()
+        assert idle.recv(4096) == b""
+        assert time.monotonic() - started < TIMEOUT_S
+    assert call(broker, "GET", "/health")[0] == 200

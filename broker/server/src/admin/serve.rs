@@ -2,7 +2,10 @@
 //! `admin.max.connections` (counted in `sluice_admin_connections_refused_total`), runs the
 //! TLS handshake when `admin.ssl.enabled` (with the Kafka listener's certificates, reloaded
 //! the same way), each handshake on its own task so a slow one holds up no other client, and
-//! hands the streams to `axum::serve` through a channel bounded by the same cap.
+//! hands the streams to `axum::serve` through a channel bounded by the same cap. A
+//! connection that moves no byte either way for `connections.max.idle.ms` (the Kafka
+//! listener's key, 10 minutes by default: longer than a plugin compile may take) is closed,
+//! so idle clients cannot hold the cap's slots forever (axum sets no header-read timeout).
 
 use std::io;
 use std::net::SocketAddr;
@@ -10,6 +13,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
+
+use tokio::time::{Instant, Sleep};
 
 use axum::extract::connect_info::Connected;
 use axum::serve::{IncomingStream, Listener};
@@ -43,6 +48,36 @@ impl Connected<IncomingStream<'_, AdminListener>> for Conn {
 pub struct Admitted {
     stream: Stream,
     _slot: OwnedSemaphorePermit,
+    /// Fires `idle` after the last byte read or written.
+    deadline: Pin<Box<Sleep>>,
+    idle: Duration,
+}
+
+impl Admitted {
+    /// The stream's answer, with the idle deadline: progress moves it, and a stream that
+    /// would wait past it fails with `TimedOut` instead.
+    fn idle_bound<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        polled: Poll<io::Result<T>>,
+        moved: bool,
+    ) -> Poll<io::Result<T>> {
+        match polled {
+            Poll::Ready(result) => {
+                if moved {
+                    self.deadline.as_mut().reset(Instant::now() + self.idle);
+                }
+                Poll::Ready(result)
+            }
+            Poll::Pending if self.deadline.as_mut().poll(cx).is_ready() => {
+                Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "admin connection idle for connections.max.idle.ms",
+                )))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
 }
 
 enum Stream {
@@ -76,7 +111,8 @@ impl Listener for AdminListener {
     }
 }
 
-/// Starts accepting on `socket`; the task ends when aborted (at shutdown).
+/// Starts accepting on `socket`; the task ends when the returned listener is dropped or
+/// the task is aborted (at shutdown).
 pub fn spawn_acceptor(
     socket: TcpListener,
     tls: Option<Arc<Tls>>,
@@ -104,7 +140,13 @@ async fn accept_loop(
     tx: mpsc::Sender<(Admitted, Conn)>,
 ) {
     loop {
-        let (stream, peer) = match socket.accept().await {
+        let accepted = tokio::select! {
+            accepted = socket.accept() => accepted,
+            // axum dropped the listener (shutdown, or the admin task aborted): stop, and
+            // free the port.
+            () = tx.closed() => return,
+        };
+        let (stream, peer) = match accepted {
             Ok(accepted) => accepted,
             Err(e) => {
                 tracing::warn!(error = %e, backoff_ms = limits::ACCEPT_ERROR_BACKOFF_MS, "admin API accept failed");
@@ -153,9 +195,12 @@ async fn admit(
             }
         },
     };
+    let idle = Duration::from_millis(broker.config.connections_max_idle_ms);
     let admitted = Admitted {
         stream,
         _slot: slot,
+        deadline: Box::pin(tokio::time::sleep(idle)),
+        idle,
     };
     // Fails only at shutdown, when the connection is not wanted any more.
     let _ = tx.send((admitted, conn)).await;
@@ -167,10 +212,14 @@ impl AsyncRead for Admitted {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        match &mut self.get_mut().stream {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let polled = match &mut this.stream {
             Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-        }
+        };
+        let moved = buf.filled().len() > before;
+        this.idle_bound(cx, polled, moved)
     }
 }
 
@@ -180,10 +229,13 @@ impl AsyncWrite for Admitted {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        match &mut self.get_mut().stream {
+        let this = self.get_mut();
+        let polled = match &mut this.stream {
             Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-        }
+        };
+        let moved = matches!(polled, Poll::Ready(Ok(n)) if n > 0);
+        this.idle_bound(cx, polled, moved)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
