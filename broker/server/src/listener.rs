@@ -169,6 +169,9 @@ impl Server {
         } else {
             None
         };
+        if !addr.ip().is_loopback() && !self.broker.config.admin_authenticates() {
+            tracing::warn!(%addr, "the admin API asks no credentials on a non-loopback address (admin.allow.insecure = true)");
+        }
         let admin = AdminServer::bind(addr, tls).await?;
         let bound = admin.local_addr();
         self.admin = Some(admin);
