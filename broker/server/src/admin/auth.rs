@@ -259,7 +259,8 @@ fn too_many_failures(retry_s: u64) -> Response {
     response
 }
 
-/// Checks `password` against the user's stored SCRAM credentials, off the async workers.
+/// Checks `password` against the user's stored SCRAM credentials (SCRAM-SHA-512 first),
+/// off the async workers.
 async fn verify_password(broker: &Broker, user: &str, password: String) -> bool {
     let credentials: Vec<_> = broker.security.read(|s| {
         [ScramMechanism::Sha512, ScramMechanism::Sha256]
@@ -267,9 +268,21 @@ async fn verify_password(broker: &Broker, user: &str, password: String) -> bool 
             .filter_map(|m| s.credential(user, m).cloned())
             .collect()
     });
-    tokio::task::spawn_blocking(move || credentials.iter().any(|c| c.verify_password(&password)))
-        .await
-        .unwrap_or(false)
+    tokio::task::spawn_blocking(move || {
+        if credentials.is_empty() {
+            // As costly as a user with the fewest iterations: the answer's time does not
+            // tell an unknown user from a wrong password.
+            let _ = ScramMechanism::Sha512.hi(
+                password.as_bytes(),
+                b"sluice-unknown-user",
+                sluice_security::limits::SCRAM_ITERATIONS_MIN,
+            );
+            return false;
+        }
+        credentials.iter().any(|c| c.verify_password(&password))
+    })
+    .await
+    .unwrap_or(false)
 }
 
 /// 401 with the challenge of the scheme this API asks for.
