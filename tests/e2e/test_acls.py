@@ -56,6 +56,8 @@ def acl_broker(tmp_path, request):
     settings = {
         "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
         "super.users": "User:admin",
+        # The admin API asks the same ACLs: tls_support.metric scrapes /metrics with it.
+        "admin.token": "acl-test-token",
     }
     broker = TlsBroker(data, tmp_path / "broker.log", settings, {}).start()
     yield broker

@@ -149,7 +149,13 @@ def tls_connection(bootstrap: str, ctx: ssl.SSLContext) -> KafkaConnection:
 
 
 def metric(broker: Broker, name: str) -> float:
-    text = urllib.request.urlopen(f"{broker.admin_url}/metrics", timeout=10).read().decode()
+    """One value from `/metrics`, sent with the broker's `admin.token` if it has one (the
+    admin API asks the ACLs, and a secured broker's anonymous caller may not DESCRIBE the
+    cluster)."""
+    req = urllib.request.Request(f"{broker.admin_url}/metrics")
+    if token := broker.settings.get("admin.token"):
+        req.add_header("Authorization", f"Bearer {token}")
+    text = urllib.request.urlopen(req, timeout=10).read().decode()
     for line in text.splitlines():
         if line.startswith(name + " "):
             return float(line.split()[1])

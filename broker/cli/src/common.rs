@@ -55,7 +55,40 @@ pub struct Admin {
         value_name = "URL"
     )]
     admin_url: Option<String>,
+    /// Log in to the admin API as this broker user (HTTP Basic, for `admin.auth = basic`);
+    /// the password is read from SLUICE_ADMIN_PASSWORD, never from a flag.
+    #[arg(
+        long = "admin-user",
+        global = true,
+        env = "SLUICE_ADMIN_USER",
+        value_name = "USER"
+    )]
+    admin_user: Option<String>,
+    /// The PEM CA bundle that checks an https:// admin URL's certificate [default: the
+    /// system's bundle].
+    #[arg(
+        long = "admin-ca-file",
+        global = true,
+        env = "SLUICE_ADMIN_CA_FILE",
+        value_name = "FILE"
+    )]
+    admin_ca_file: Option<std::path::PathBuf>,
 }
+
+/// Where the admin API is, from `--admin-url`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminEndpoint {
+    /// `host:port` to connect to (and to send as `Host`).
+    pub addr: String,
+    /// The host alone (brackets of an IPv6 literal removed): TLS checks the certificate
+    /// against it.
+    pub host: String,
+    /// `https://`.
+    pub tls: bool,
+}
+
+/// The environment variable `--admin-user`'s password is read from.
+pub const ADMIN_PASSWORD_ENV: &str = "SLUICE_ADMIN_PASSWORD";
 
 impl Admin {
     /// The URL from the flag, SLUICE_ADMIN_URL, the older SLUICE_ADMIN, or the default.
@@ -67,27 +100,65 @@ impl Admin {
             .unwrap_or_else(|| DEFAULT_ADMIN_URL.to_owned())
     }
 
-    /// The `host:port` to connect to (plain HTTP only; a bare `host:port` is accepted too).
-    pub fn addr(&self) -> anyhow::Result<String> {
-        admin_addr(&self.url())
+    /// Where to connect (`http://` or `https://`; a bare `host:port` is plain HTTP).
+    pub fn endpoint(&self) -> anyhow::Result<AdminEndpoint> {
+        admin_endpoint(&self.url())
+    }
+
+    /// `--admin-ca-file`, for https:// URLs.
+    pub fn ca_file(&self) -> Option<&std::path::Path> {
+        self.admin_ca_file.as_deref()
     }
 }
 
-fn admin_addr(url: &str) -> anyhow::Result<String> {
-    let url = url.trim();
-    if url.starts_with("https://") {
-        bail!("--admin-url {url}: the admin API speaks plain HTTP (use http://HOST:PORT)");
+impl Admin {
+    /// The `Authorization` header value: HTTP Basic for `--admin-user` (password from
+    /// SLUICE_ADMIN_PASSWORD), else a bearer of SLUICE_ADMIN_TOKEN (`admin.token`), else none.
+    pub fn authorization(&self) -> anyhow::Result<Option<String>> {
+        if let Some(user) = self.admin_user.as_deref().filter(|u| !u.is_empty()) {
+            let password = std::env::var(ADMIN_PASSWORD_ENV).map_err(|_| {
+                anyhow::anyhow!("--admin-user {user}: put the password in {ADMIN_PASSWORD_ENV}")
+            })?;
+            return Ok(Some(basic_authorization(user, &password)));
+        }
+        Ok(std::env::var("SLUICE_ADMIN_TOKEN")
+            .ok()
+            .filter(|t| !t.is_empty())
+            .map(|t| format!("Bearer {t}")))
     }
-    let rest = url.strip_prefix("http://").unwrap_or(url);
+}
+
+/// `Basic base64(user:password)` (RFC 7617).
+fn basic_authorization(user: &str, password: &str) -> String {
+    use base64::Engine as _;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    format!("Basic {encoded}")
+}
+
+fn admin_endpoint(url: &str) -> anyhow::Result<AdminEndpoint> {
+    let url = url.trim();
+    let (tls, rest) = match url.strip_prefix("https://") {
+        Some(rest) => (true, rest),
+        None => (false, url.strip_prefix("http://").unwrap_or(url)),
+    };
     let authority = rest.split('/').next().unwrap_or_default();
     if authority.is_empty() || rest.contains("://") {
-        bail!("--admin-url {url:?}: expected http://HOST:PORT");
+        bail!("--admin-url {url:?}: expected http://HOST:PORT or https://HOST:PORT");
     }
-    Ok(if authority.contains(':') {
+    let has_port = authority
+        .rsplit_once(':')
+        .is_some_and(|(_, port)| !port.contains(']'));
+    let addr = if has_port {
         authority.to_owned()
     } else {
-        format!("{authority}:80")
-    })
+        format!("{authority}:{}", if tls { 443 } else { 80 })
+    };
+    let host = addr.rsplit_once(':').map_or(addr.as_str(), |(h, _)| h);
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    Ok(AdminEndpoint { addr, host, tls })
 }
 
 impl Common {
@@ -221,7 +292,19 @@ pub fn list_offsets(
 
 #[cfg(test)]
 mod tests {
-    use super::admin_addr;
+    use super::{AdminEndpoint, admin_endpoint, basic_authorization};
+
+    fn admin_addr(url: &str) -> anyhow::Result<String> {
+        admin_endpoint(url).map(|e| e.addr)
+    }
+
+    #[test]
+    fn basic_authorization_is_rfc_7617() {
+        assert_eq!(
+            basic_authorization("Aladdin", "open sesame"),
+            "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="
+        );
+    }
 
     #[test]
     fn admin_urls_become_host_port() {
@@ -235,7 +318,20 @@ mod tests {
         );
         assert_eq!(admin_addr("127.0.0.1:1").unwrap(), "127.0.0.1:1");
         assert_eq!(admin_addr("http://admin.local").unwrap(), "admin.local:80");
-        assert!(admin_addr("https://x:1").is_err());
+        assert_eq!(
+            admin_endpoint("https://localhost:9644/").unwrap(),
+            AdminEndpoint {
+                addr: "localhost:9644".into(),
+                host: "localhost".into(),
+                tls: true
+            }
+        );
+        assert_eq!(
+            admin_addr("https://admin.local").unwrap(),
+            "admin.local:443"
+        );
+        assert_eq!(admin_endpoint("http://[::1]:9644").unwrap().host, "::1");
+        assert_eq!(admin_addr("http://[::1]").unwrap(), "[::1]:80");
         assert!(admin_addr("ftp://x:1").is_err());
     }
 }

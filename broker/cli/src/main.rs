@@ -20,6 +20,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use sluice_server::{BrokerConfig, Server};
 
 mod acl;
+mod admin_tls;
 mod assignor;
 mod client;
 mod cluster;

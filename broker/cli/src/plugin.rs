@@ -216,26 +216,30 @@ fn request(
     content_type: &str,
     body: &[u8],
 ) -> anyhow::Result<Value> {
-    let addr = admin.addr()?;
-    let mut stream = TcpStream::connect(addr.as_str()).map_err(|e| {
+    let endpoint = admin.endpoint()?;
+    let addr = &endpoint.addr;
+    let tcp = TcpStream::connect(addr.as_str()).map_err(|e| {
         anyhow::Error::new(e).context(crate::common::Unreachable(format!(
             "no admin API at {addr} (the broker's admin.listen; pass --admin-url http://HOST:PORT)"
         )))
     })?;
-    stream.set_read_timeout(Some(HTTP_TIMEOUT))?;
-    stream.set_write_timeout(Some(HTTP_TIMEOUT))?;
-    let token = std::env::var("SLUICE_ADMIN_TOKEN")
-        .ok()
-        .filter(|t| !t.is_empty());
-    let auth = token.map_or_else(String::new, |t| format!("Authorization: Bearer {t}\r\n"));
+    tcp.set_read_timeout(Some(HTTP_TIMEOUT))?;
+    tcp.set_write_timeout(Some(HTTP_TIMEOUT))?;
+    let mut stream: Box<dyn crate::admin_tls::HttpStream> = if endpoint.tls {
+        crate::admin_tls::connect(tcp, &endpoint.host, admin.ca_file())?
+    } else {
+        Box::new(tcp)
+    };
+    let auth = admin
+        .authorization()?
+        .map_or_else(String::new, |a| format!("Authorization: {a}\r\n"));
     let head = format!(
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{auth}Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     stream.write_all(head.as_bytes())?;
     stream.write_all(body)?;
-    let mut raw = Vec::new();
-    stream.take(RESPONSE_BYTES_MAX).read_to_end(&mut raw)?;
+    let raw = read_response(stream)?;
     let text = String::from_utf8_lossy(&raw);
     let (head, rest) = text
         .split_once("\r\n\r\n")
@@ -267,6 +271,17 @@ fn request(
         );
     }
     Ok(value)
+}
+
+/// The whole response, up to `RESPONSE_BYTES_MAX` (the request said `Connection: close`). A
+/// TLS peer that closes without close_notify after sending a response ends it too.
+fn read_response(stream: Box<dyn crate::admin_tls::HttpStream>) -> anyhow::Result<Vec<u8>> {
+    let mut raw = Vec::new();
+    match stream.take(RESPONSE_BYTES_MAX).read_to_end(&mut raw) {
+        Ok(_) => Ok(raw),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !raw.is_empty() => Ok(raw),
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn dechunk(mut rest: &str) -> String {

@@ -18,6 +18,7 @@ use crate::error::ConfigError;
 use crate::limits;
 use crate::units::{parse_bytes, parse_ms};
 
+pub use admin_keys::AdminAuth;
 pub use listener_keys::{
     ClientAuth, ListenerAddr, ListenerSpec, SecurityProtocol, parse_listener_list,
 };
@@ -188,6 +189,17 @@ pub struct BrokerConfig {
     pub admin_listen: Option<HostPort>,
     /// `admin.token`: when set, admin requests need `Authorization: Bearer <token>`.
     pub admin_token: Option<String>,
+    /// `admin.auth`: `none`, or `basic` (HTTP Basic against the SCRAM users).
+    pub admin_auth: AdminAuth,
+    /// `admin.ssl.enabled`: the admin API serves HTTPS with `ssl.keystore.location`.
+    pub admin_ssl_enabled: bool,
+    /// `admin.allow.insecure`: serve an admin API asking no credentials on a non-loopback address.
+    pub admin_allow_insecure: bool,
+    /// `admin.allowed.hosts`: `Host` names (lowercase) answered besides loopback and the
+    /// connection's own address; anything else is 421 (DNS rebinding).
+    pub admin_allowed_hosts: Vec<String>,
+    /// `admin.max.connections`: open admin API connections; more are closed at accept.
+    pub admin_max_connections: u32,
     /// `queued.max.request.bytes`: request bytes read but not yet answered, across every
     /// connection; reading pauses above it (nothing is dropped).
     pub queued_max_request_bytes: u64,
@@ -250,6 +262,11 @@ impl Default for BrokerConfig {
                 port: limits::ADMIN_PORT_DEFAULT,
             }),
             admin_token: None,
+            admin_auth: AdminAuth::None,
+            admin_ssl_enabled: false,
+            admin_allow_insecure: false,
+            admin_allowed_hosts: Vec::new(),
+            admin_max_connections: limits::ADMIN_MAX_CONNECTIONS_DEFAULT as u32,
             queued_max_request_bytes: limits::QUEUED_MAX_REQUEST_BYTES_DEFAULT,
             max_connections: limits::CONNECTIONS_MAX as u32,
             max_connections_per_ip: limits::CONNECTIONS_MAX as u32,
@@ -304,6 +321,11 @@ pub const BROKER_KEYS: &[&str] = &[
     "plugin.module.bytes.max",
     "admin.listen",
     "admin.token",
+    "admin.auth",
+    "admin.ssl.enabled",
+    "admin.allowed.hosts",
+    "admin.max.connections",
+    "admin.allow.insecure",
 ];
 
 /// Keys whose values are secrets: DescribeConfigs and `--print-config` never show them.
@@ -319,6 +341,10 @@ const ENV_NON_KEYS: &[&str] = &[
     // Their default `--admin-url`, and its older name.
     "SLUICE_ADMIN_URL",
     "SLUICE_ADMIN",
+    // `--admin-user` of the operator commands, and its password.
+    "SLUICE_ADMIN_USER",
+    "SLUICE_ADMIN_PASSWORD",
+    "SLUICE_ADMIN_CA_FILE",
 ];
 
 impl BrokerConfig {
@@ -393,6 +419,7 @@ impl BrokerConfig {
                 .or_else(|| self.set_limit_key(key, value))
                 .or_else(|| self.set_listener_key(key, value))
                 .or_else(|| self.set_security_key(key, value))
+                .or_else(|| self.set_admin_key(key, value))
             {
                 Some(result) => result.map_err(bad)?,
                 None => return Err(ConfigError::UnknownKey(key.to_owned())),
@@ -468,7 +495,8 @@ impl BrokerConfig {
                     .get_plugin_key(key)
                     .or_else(|| self.get_limit_key(key))
                     .or_else(|| self.get_listener_key(key))
-                    .or_else(|| self.get_security_key(key));
+                    .or_else(|| self.get_security_key(key))
+                    .or_else(|| self.get_admin_key(key));
             }
         })
     }
@@ -538,7 +566,7 @@ impl BrokerConfig {
                     reason,
                 })?;
         }
-        Ok(())
+        self.validate_admin_keys()
     }
 }
 
@@ -629,6 +657,7 @@ fn kafka_never(value: u64) -> String {
     }
 }
 
+mod admin_keys;
 mod limit_keys;
 mod listener_keys;
 mod plugin_keys;

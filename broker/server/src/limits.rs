@@ -197,6 +197,15 @@ pub const ADMIN_BODY_BYTES_MAX: usize = 64 * 1024;
 /// short (and says so in `sluice_metrics_groups_truncated`) so a scrape stays cheap.
 pub const ADMIN_METRICS_GROUPS_MAX: usize = 1_000;
 
+/// Default `admin.max.connections`: open admin API connections. An operator's tools need a
+/// handful; past it new connections are closed at accept (`sluice_admin_connections_refused_total`),
+/// so a flood cannot exhaust file descriptors the Kafka listener needs.
+pub const ADMIN_MAX_CONNECTIONS_DEFAULT: usize = 64;
+
+/// Largest `admin.max.connections`: as many as the Kafka listener's default `max.connections`.
+pub const ADMIN_MAX_CONNECTIONS_MAX: usize = CONNECTIONS_MAX;
+const _: () = assert!(ADMIN_MAX_CONNECTIONS_DEFAULT <= ADMIN_MAX_CONNECTIONS_MAX);
+
 /// How long the admin API may take to finish its requests at shutdown, in milliseconds. An
 /// HTTP client that keeps a connection open (or sends half a request) would otherwise hold
 /// the broker's exit forever; after this the admin task is aborted.

@@ -161,7 +161,18 @@ impl Server {
                 value: listen.to_string(),
                 reason,
             })?;
-        let admin = AdminServer::bind(addr).await?;
+        let tls = if self.broker.config.admin_ssl_enabled {
+            // The SSL listeners' certificates; the admin API asks for no client certificate.
+            let mut config = self.broker.config.clone();
+            config.ssl_client_auth = crate::config::ClientAuth::None;
+            Some(Arc::new(Tls::open(&config)?))
+        } else {
+            None
+        };
+        if !addr.ip().is_loopback() && !self.broker.config.admin_authenticates() {
+            tracing::warn!(%addr, "the admin API asks no credentials on a non-loopback address (admin.allow.insecure = true)");
+        }
+        let admin = AdminServer::bind(addr, tls).await?;
         let bound = admin.local_addr();
         self.admin = Some(admin);
         Ok(Some(bound))

@@ -82,6 +82,8 @@ pub struct Metrics {
     pub connections_refused: AtomicU64,
     /// TLS handshakes that failed or timed out (`TLS_HANDSHAKE_TIMEOUT_MS`).
     pub tls_handshake_failures: AtomicU64,
+    /// Admin API connections closed at accept: `admin.max.connections` were open.
+    pub admin_connections_refused: AtomicU64,
     /// SASL authentications (and re-authentications) that succeeded.
     pub sasl_authentications: AtomicU64,
     /// SASL authentications that failed: bad credentials, an unknown mechanism, a refused
@@ -115,6 +117,7 @@ impl Default for Metrics {
             connections_accepted: AtomicU64::new(0),
             connections_refused: AtomicU64::new(0),
             tls_handshake_failures: AtomicU64::new(0),
+            admin_connections_refused: AtomicU64::new(0),
             sasl_authentications: AtomicU64::new(0),
             sasl_authentication_failures: AtomicU64::new(0),
             produce_throttled: AtomicU64::new(0),
@@ -153,6 +156,11 @@ impl Metrics {
         } else {
             self.sasl_authentication_failures.fetch_add(1, Relaxed);
         }
+    }
+
+    /// Counts an admin API connection closed at accept (`admin.max.connections`).
+    pub fn admin_connection_refused(&self) {
+        self.admin_connections_refused.fetch_add(1, Relaxed);
     }
 
     /// Counts a connection closed at accept (`max.connections.per.ip`).

@@ -1,7 +1,10 @@
 //! `/v1/groups`: list, and describe with members and per-partition committed offset, log end
 //! offset and lag. Read-only: offsets are reset over the Kafka protocol (`sluice group
-//! reset-offsets`), where the coordinator checks the group is empty.
+//! reset-offsets`), where the coordinator checks the group is empty. ACLs: DESCRIBE on the
+//! cluster lists every group, else the list holds the groups the caller may DESCRIBE;
+//! describing needs DESCRIBE on the group, and shows offsets of topics the caller may DESCRIBE.
 
+use axum::Extension;
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
@@ -9,7 +12,9 @@ use axum::routing::get;
 use kafka_protocol::ResponseError;
 use serde::Serialize;
 use sluice_group::GroupState;
+use sluice_security::acl::{AclOperation, CLUSTER_NAME, ResourceType};
 
+use super::auth::Caller;
 use super::{AdminState, ApiError};
 use crate::error::KafkaError;
 
@@ -39,7 +44,15 @@ struct MemberView {
     client_host: String,
 }
 
-async fn list(State(state): State<AdminState>) -> Result<Response, ApiError> {
+async fn list(
+    State(state): State<AdminState>,
+    Extension(caller): Extension<Caller>,
+) -> Result<Response, ApiError> {
+    let broker = &state.broker;
+    let all = caller.may(
+        broker,
+        (AclOperation::Describe, ResourceType::Cluster, CLUSTER_NAME),
+    );
     let groups = state
         .groups
         .list_groups()
@@ -47,6 +60,12 @@ async fn list(State(state): State<AdminState>) -> Result<Response, ApiError> {
         .ok_or_else(|| ApiError::unavailable("the group coordinator is not running"))?;
     let groups: Vec<_> = groups
         .into_iter()
+        .filter(|g| {
+            all || caller.may(
+                broker,
+                (AclOperation::Describe, ResourceType::Group, &g.group_id),
+            )
+        })
         .map(|g| {
             serde_json::json!({
                 "group_id": g.group_id,
@@ -60,15 +79,26 @@ async fn list(State(state): State<AdminState>) -> Result<Response, ApiError> {
 
 async fn describe(
     State(state): State<AdminState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
+    caller.require(
+        &state.broker,
+        &[(AclOperation::Describe, ResourceType::Group, &id)],
+    )?;
     let described = state
         .groups
         .describe_groups(vec![id.clone()])
         .await
         .and_then(|mut d| d.pop())
         .ok_or_else(|| ApiError::unavailable("the group coordinator is not running"))?;
-    let offsets = lag(&state, &id).await?;
+    let mut offsets = lag(&state, &id).await?;
+    offsets.retain(|o| {
+        caller.may(
+            &state.broker,
+            (AclOperation::Describe, ResourceType::Topic, &o.topic),
+        )
+    });
     if described.state == GroupState::Dead && offsets.is_empty() {
         return Err(KafkaError::new(
             ResponseError::GroupIdNotFound,

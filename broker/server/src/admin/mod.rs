@@ -5,15 +5,22 @@
 //! - `topics.rs`, `groups.rs`, `plugins.rs`, `views.rs`: the JSON resources under `/v1/`,
 //!   one file per resource.
 //! - `prometheus.rs`: renders [`crate::metrics`] and the gauges read at scrape time.
+//! - `serve.rs`: the listener under axum: `admin.max.connections`, HTTPS (`admin.ssl.enabled`).
+//! - `host.rs`: the `Host` check against DNS rebinding (`admin.allowed.hosts`), on every route.
+//! - `auth.rs`: the caller (`admin.token`, `admin.auth = basic`) and its ACL checks, which
+//!   every handler makes with the same engine the Kafka listener uses.
 //!
 //! Every error is JSON `{"error": "<what happened and what to do>", "code": "<NAME>"}` with
 //! the matching HTTP status; `code` is Kafka's error name when the broker answered with a
-//! Kafka error, else one of `UNAUTHORIZED`, `NOT_FOUND`, `BAD_REQUEST`, `UNAVAILABLE`.
-//! With `admin.token` set, every route but `/health` needs `Authorization: Bearer <token>`.
+//! Kafka error, else one of `UNAUTHORIZED`, `FORBIDDEN`, `MISDIRECTED_REQUEST`,
+//! `TOO_MANY_FAILED_LOGINS`, `NOT_FOUND`, `BAD_REQUEST`, `UNAVAILABLE`.
 
+mod auth;
 mod groups;
+mod host;
 mod plugins;
 mod prometheus;
+mod serve;
 pub(crate) mod topics;
 mod views;
 
@@ -23,8 +30,8 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{StatusCode, header};
-use axum::middleware::{self, Next};
+use axum::http::StatusCode;
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use kafka_protocol::ResponseError;
@@ -36,6 +43,7 @@ use crate::broker::Broker;
 use crate::error::{KafkaError, ServerError};
 use crate::group::GroupHandle;
 use crate::limits;
+use crate::tls::Tls;
 
 /// What every admin handler sees.
 #[derive(Debug, Clone)]
@@ -53,15 +61,17 @@ pub struct AdminState {
 pub struct AdminServer {
     /// Bound at start, so a port conflict fails `sluice serve` before it says "listening".
     listener: TcpListener,
+    /// The certificates when `admin.ssl.enabled` (the Kafka SSL listeners' keystore).
+    tls: Option<Arc<Tls>>,
 }
 
 impl AdminServer {
-    /// Binds `addr` (port 0 picks a free one).
-    pub async fn bind(addr: SocketAddr) -> Result<Self, ServerError> {
+    /// Binds `addr` (port 0 picks a free one); serves HTTPS with `tls`.
+    pub async fn bind(addr: SocketAddr, tls: Option<Arc<Tls>>) -> Result<Self, ServerError> {
         let listener = TcpListener::bind(addr).await.map_err(ServerError::io(format!(
             "binding the admin API on {addr} (set admin.listen, e.g. --admin-listen 127.0.0.1:0, or admin.listen = \"\" to turn it off)"
         )))?;
-        Ok(Self { listener })
+        Ok(Self { listener, tls })
     }
 
     /// The bound address.
@@ -73,19 +83,21 @@ impl AdminServer {
 
     /// Serves until `shutdown` resolves.
     pub async fn run(self, state: AdminState, shutdown: impl Future<Output = ()> + Send + 'static) {
-        let token = state.broker.config.admin_token.clone();
-        let app = router(state, token);
-        if let Err(e) = axum::serve(self.listener, app)
+        let (listener, acceptor) =
+            serve::spawn_acceptor(self.listener, self.tls, state.broker.clone());
+        let app = router(state).into_make_service_with_connect_info::<serve::Conn>();
+        if let Err(e) = axum::serve(listener, app)
             .with_graceful_shutdown(shutdown)
             .await
         {
             tracing::error!(error = %e, "admin API stopped");
         }
+        acceptor.abort();
     }
 }
 
-/// Every route.
-pub fn router(state: AdminState, token: Option<String>) -> Router {
+/// Every route: the Host check on all, authentication on all but `/health`.
+fn router(state: AdminState) -> Router {
     let protected = Router::new()
         .route("/ready", get(ready))
         .route("/metrics", get(prometheus::handle))
@@ -94,10 +106,14 @@ pub fn router(state: AdminState, token: Option<String>) -> Router {
         .nest("/v1/plugins", plugins::routes())
         .nest("/v1/views", views::routes())
         .fallback(not_found)
-        .layer(middleware::from_fn_with_state(Arc::new(token), authorize));
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::authenticate,
+        ));
     Router::new()
         .route("/health", get(health))
         .merge(protected)
+        .layer(middleware::from_fn_with_state(state.clone(), host::check))
         .layer(DefaultBodyLimit::max(limits::ADMIN_BODY_BYTES_MAX))
         .with_state(state)
 }
@@ -129,29 +145,6 @@ async fn not_found(request: Request) -> ApiError {
             request.uri().path()
         ),
     )
-}
-
-async fn authorize(
-    State(token): State<Arc<Option<String>>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    if let Some(expected) = token.as_deref() {
-        let given = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
-        if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), expected.as_bytes())) {
-            return ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "UNAUTHORIZED",
-                "missing or wrong bearer token: send Authorization: Bearer <admin.token> (sluice --admin-token)",
-            )
-            .into_response();
-        }
-    }
-    next.run(request).await
 }
 
 /// Compares without an early exit, so the time taken does not reveal the matching prefix.

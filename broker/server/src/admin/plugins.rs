@@ -1,19 +1,23 @@
 //! `/v1/plugins`: deploy (`PUT /v1/plugins/{name}` with the `.wasm` as body), list,
 //! describe (kind, WIT version, sha256, size, users, and call statistics) and delete (`?force=true` for a plugin
 //! a topic uses). The registry validates and compiles an upload before anything is written,
-//! so a bad upload never replaces a working version (docs/plugins.md).
+//! so a bad upload never replaces a working version (docs/plugins.md). ACLs on the PLUGIN
+//! resource: DESCRIBE to see one (lists are filtered), ALTER on it (or CREATE on the
+//! cluster) to deploy or replace it, DELETE to delete it.
 
-use axum::Router;
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::{Extension, Router};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use sluice_plugin_host::{PluginInfo, PluginStats, RegistryError};
+use sluice_security::acl::{AclOperation, CLUSTER_NAME, ResourceType};
 
+use super::auth::Caller;
 use super::topics::blocking;
 use super::{AdminState, ApiError};
 
@@ -87,22 +91,30 @@ struct DeleteQuery {
     force: bool,
 }
 
-async fn list(State(state): State<AdminState>) -> Response {
+async fn list(State(state): State<AdminState>, Extension(caller): Extension<Caller>) -> Response {
     let plugins: Vec<PluginView> = state
         .broker
         .plugins
         .registry
         .list()
         .into_iter()
+        .filter(|p| caller.may(&state.broker, describe_on(&p.name)))
         .map(PluginView::from)
         .collect();
     axum::Json(plugins).into_response()
 }
 
+/// DESCRIBE on the plugin `name`.
+fn describe_on(name: &str) -> (AclOperation, ResourceType, &str) {
+    (AclOperation::Describe, ResourceType::Plugin, name)
+}
+
 async fn describe(
     State(state): State<AdminState>,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
+    caller.require(&state.broker, &[describe_on(&name)])?;
     let registry = &state.broker.plugins.registry;
     let (Some(info), Some(stats)) = (registry.describe(&name), registry.stats_of(&name)) else {
         return Err(registry_error(RegistryError::NotFound(name)));
@@ -116,9 +128,18 @@ async fn describe(
 
 async fn deploy(
     State(state): State<AdminState>,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     body: Body,
 ) -> Result<Response, ApiError> {
+    // Checked before the body is read: a refused caller cannot make the broker buffer it.
+    caller.require(
+        &state.broker,
+        &[
+            (AclOperation::Alter, ResourceType::Plugin, &name),
+            (AclOperation::Create, ResourceType::Cluster, CLUSTER_NAME),
+        ],
+    )?;
     let registry = state.broker.plugins.registry.clone();
     let max_bytes = registry.engine().config().module_bytes_max;
     let limit = usize::try_from(max_bytes.saturating_add(1)).unwrap_or(usize::MAX);
@@ -137,9 +158,14 @@ async fn deploy(
 
 async fn delete(
     State(state): State<AdminState>,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     Query(query): Query<DeleteQuery>,
 ) -> Result<Response, ApiError> {
+    caller.require(
+        &state.broker,
+        &[(AclOperation::Delete, ResourceType::Plugin, &name)],
+    )?;
     let registry = state.broker.plugins.registry.clone();
     let deleted = name.clone();
     blocking(move || registry.delete(&name, query.force))

@@ -4,19 +4,30 @@
 use std::fmt::Write;
 use std::sync::atomic::Ordering::Relaxed;
 
+use axum::Extension;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
+use super::auth::Caller;
 use super::{AdminState, ApiError};
 use crate::broker::Broker;
 use crate::limits;
 use crate::metrics::{Histogram, LATENCY_BUCKETS_US};
 use sluice_plugin_host::{CALL_LATENCY_BUCKETS_US, CallErrorKind, PluginStats};
+use sluice_security::acl::{AclOperation, CLUSTER_NAME, ResourceType};
 
 const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-pub(super) async fn handle(State(state): State<AdminState>) -> Result<Response, ApiError> {
+/// Needs DESCRIBE on the cluster.
+pub(super) async fn handle(
+    State(state): State<AdminState>,
+    Extension(caller): Extension<Caller>,
+) -> Result<Response, ApiError> {
+    caller.require(
+        &state.broker,
+        &[(AclOperation::Describe, ResourceType::Cluster, CLUSTER_NAME)],
+    )?;
     let broker = state.broker.clone();
     let mut out = super::topics::blocking(move || {
         let mut out = String::new();
@@ -111,6 +122,11 @@ fn counters(out: &mut String, m: &crate::metrics::Metrics) {
             "sluice_sasl_authentication_failures_total",
             "SASL authentications that failed (credentials, mechanism, re-authentication, or a source address over its failure limit).",
             &m.sasl_authentication_failures,
+        ),
+        (
+            "sluice_admin_connections_refused_total",
+            "Admin API connections closed at accept because admin.max.connections were open.",
+            &m.admin_connections_refused,
         ),
         (
             "sluice_produce_throttled_total",

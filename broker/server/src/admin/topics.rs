@@ -1,8 +1,11 @@
 //! `/v1/topics`: list, describe (partitions with log start/end offsets and sizes, effective
 //! configs, and for a quarantined topic or offline partition `online: false` with the
 //! reason), create, delete. The same broker calls the CreateTopics and DeleteTopics
-//! handlers make, so both paths validate and persist alike.
+//! handlers make, so both paths validate and persist alike, and the same ACLs: DESCRIBE on
+//! a topic to see it (lists are filtered), CREATE on the cluster or the topic to create it,
+//! DELETE to delete it, ALTER_CONFIGS to change its configs.
 
+use axum::Extension;
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -10,7 +13,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use kafka_protocol::ResponseError;
 use serde::{Deserialize, Serialize};
+use sluice_security::acl::{AclOperation, CLUSTER_NAME, ResourceType};
 
+use super::auth::Caller;
 use super::{AdminState, ApiError};
 use crate::broker::{Broker, ConfigChange, Topic};
 use crate::error::KafkaError;
@@ -63,12 +68,16 @@ pub(crate) struct CreateTopic {
     pub(crate) configs: TopicOverrides,
 }
 
-async fn list(State(state): State<AdminState>) -> Result<Response, ApiError> {
+async fn list(
+    State(state): State<AdminState>,
+    Extension(caller): Extension<Caller>,
+) -> Result<Response, ApiError> {
     let broker = state.broker.clone();
     let topics = blocking(move || {
         broker
             .topics()
             .iter()
+            .filter(|t| caller.may(&broker, describe_on(&t.name)))
             .map(|t| view(&broker, t))
             .collect::<Vec<_>>()
     })
@@ -76,10 +85,17 @@ async fn list(State(state): State<AdminState>) -> Result<Response, ApiError> {
     Ok(axum::Json(serde_json::json!({ "topics": topics })).into_response())
 }
 
+/// DESCRIBE on the topic `name`.
+fn describe_on(name: &str) -> (AclOperation, ResourceType, &str) {
+    (AclOperation::Describe, ResourceType::Topic, name)
+}
+
 async fn describe(
     State(state): State<AdminState>,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
+    caller.require(&state.broker, &[describe_on(&name)])?;
     let broker = state.broker.clone();
     let topic = broker.topic(&name).ok_or_else(|| unknown(&name))?;
     let view = blocking(move || view(&broker, &topic)).await?;
@@ -88,6 +104,7 @@ async fn describe(
 
 async fn create(
     State(state): State<AdminState>,
+    Extension(caller): Extension<Caller>,
     body: Result<axum::Json<CreateTopic>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Response, ApiError> {
     let axum::Json(body) = body.map_err(|e| {
@@ -95,6 +112,13 @@ async fn create(
             "{e}: expected {{\"name\": \"...\", \"partitions\": N, \"configs\": {{\"retention.ms\": \"...\"}}}}"
         ))
     })?;
+    caller.require(
+        &state.broker,
+        &[
+            (AclOperation::Create, ResourceType::Cluster, CLUSTER_NAME),
+            (AclOperation::Create, ResourceType::Topic, &body.name),
+        ],
+    )?;
     for (key, value) in &body.configs {
         topic_config::validate(key, value)?;
     }
@@ -120,9 +144,14 @@ pub(crate) struct AlterTopic {
 
 async fn alter(
     State(state): State<AdminState>,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     body: Result<axum::Json<AlterTopic>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Response, ApiError> {
+    caller.require(
+        &state.broker,
+        &[(AclOperation::AlterConfigs, ResourceType::Topic, &name)],
+    )?;
     let axum::Json(body) = body.map_err(|e| {
         ApiError::bad_request(format!(
             "{e}: expected {{\"set\": {{\"retention.ms\": \"...\"}}, \"delete\": [\"segment.bytes\"]}}"
@@ -149,8 +178,13 @@ async fn alter(
 
 async fn delete(
     State(state): State<AdminState>,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
+    caller.require(
+        &state.broker,
+        &[(AclOperation::Delete, ResourceType::Topic, &name)],
+    )?;
     let broker = state.broker.clone();
     let deleting = name.clone();
     blocking(move || broker.delete_topic(&deleting)).await??;

@@ -2,16 +2,20 @@
 //! kinds, counters) and delete views (`crate::views`; deleting drops the offsets committed
 //! under the view's name, as for a topic). Creating binds every stage, so an
 //! unknown plugin or parameters the plugin rejects fail the request, naming the stage.
+//! ACLs on the VIEW resource: DESCRIBE to see one (lists are filtered), CREATE on it (with
+//! READ on the source topic and on each stage's plugin) to create it, DELETE to delete it.
 
-use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::{Extension, Router};
 use kafka_protocol::ResponseError;
 use serde::Serialize;
 use sluice_plugin_host::ViewStats;
+use sluice_security::acl::{AclOperation, ResourceType};
 
+use super::auth::Caller;
 use super::topics::blocking;
 use super::{AdminState, ApiError};
 use crate::broker::ViewTopic;
@@ -91,26 +95,35 @@ fn show(state: &AdminState, view: &ViewTopic) -> ViewView {
     }
 }
 
-async fn list(State(state): State<AdminState>) -> Response {
+async fn list(State(state): State<AdminState>, Extension(caller): Extension<Caller>) -> Response {
     let views: Vec<ViewView> = state
         .broker
         .views()
         .iter()
+        .filter(|v| caller.may(&state.broker, on(AclOperation::Describe, &v.spec.name)))
         .map(|v| show(&state, v))
         .collect();
     axum::Json(serde_json::json!({ "views": views })).into_response()
 }
 
+/// `operation` on the view `name`.
+fn on(operation: AclOperation, name: &str) -> (AclOperation, ResourceType, &str) {
+    (operation, ResourceType::View, name)
+}
+
 async fn describe(
     State(state): State<AdminState>,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
+    caller.require(&state.broker, &[on(AclOperation::Describe, &name)])?;
     let view = state.broker.view(&name).ok_or_else(|| unknown(&name))?;
     Ok(axum::Json(show(&state, &view)).into_response())
 }
 
 async fn create(
     State(state): State<AdminState>,
+    Extension(caller): Extension<Caller>,
     body: Result<axum::Json<ViewSpec>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Response, ApiError> {
     let axum::Json(spec) = body.map_err(|e| {
@@ -118,16 +131,37 @@ async fn create(
             "{e}: expected {{\"name\": \"...\", \"source\": \"<topic>\", \"stages\": [{{\"plugin\": \"...\", \"params\": {{\"k\": \"v\"}}}}], \"on_error\": \"fail\" | \"skip\"}}"
         ))
     })?;
+    require_create(&state, &caller, &spec)?;
     let broker = state.broker.clone();
     // Binding runs each plugin's `init` (CPU, bounded by plugin.call.timeout.ms).
     let view = blocking(move || broker.create_view(spec)).await??;
     Ok((StatusCode::CREATED, axum::Json(show(&state, &view))).into_response())
 }
 
+/// CREATE on the view, READ on its source topic (else a view would read a topic its creator
+/// may not), and READ on each stage's plugin (as a topic's `sluice.partitioner` needs).
+fn require_create(state: &AdminState, caller: &Caller, spec: &ViewSpec) -> Result<(), ApiError> {
+    let broker = &state.broker;
+    caller.require(broker, &[on(AclOperation::Create, &spec.name)])?;
+    caller.require(
+        broker,
+        &[(AclOperation::Read, ResourceType::Topic, &spec.source)],
+    )?;
+    for stage in &spec.stages {
+        caller.require(
+            broker,
+            &[(AclOperation::Read, ResourceType::Plugin, &stage.plugin)],
+        )?;
+    }
+    Ok(())
+}
+
 async fn delete(
     State(state): State<AdminState>,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
+    caller.require(&state.broker, &[on(AclOperation::Delete, &name)])?;
     let broker = state.broker.clone();
     let deleting = name.clone();
     blocking(move || broker.delete_view(&deleting)).await??;

@@ -1,0 +1,200 @@
+//! The admin HTTP API's security keys: `admin.auth` (`none` or `basic`: HTTP Basic against
+//! the broker's SCRAM users), `admin.ssl.enabled` (HTTPS with the broker's
+//! `ssl.keystore.location`), `admin.allowed.hosts` (the `Host` names it answers besides
+//! loopback and its own address), `admin.max.connections`, and `admin.allow.insecure`, the
+//! explicit opt-in to an unauthenticated admin API on a non-loopback address.
+//! `admin.listen` and `admin.token` live with the other keys in `config.rs`.
+
+use super::{BrokerConfig, parse_bool, parse_i64, ranged};
+use crate::error::ConfigError;
+use crate::limits;
+
+/// How the admin API authenticates its callers (`admin.auth`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdminAuth {
+    /// No credentials needed (`admin.token`, if set, still is); the caller is `User:ANONYMOUS`.
+    None,
+    /// HTTP Basic, checked against the broker's SCRAM credentials.
+    Basic,
+}
+
+impl AdminAuth {
+    /// The key's spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Basic => "basic",
+        }
+    }
+
+    fn parse(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "none" => Ok(Self::None),
+            "basic" => Ok(Self::Basic),
+            other => Err(format!("{other:?} is not none or basic")),
+        }
+    }
+}
+
+/// `admin.allowed.hosts` as a list: trimmed, lowercased, empties dropped.
+fn parse_hosts(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(|h| h.trim().to_ascii_lowercase())
+        .filter(|h| !h.is_empty())
+        .collect()
+}
+
+impl BrokerConfig {
+    /// Sets one of these keys; `None` for any other key.
+    pub(super) fn set_admin_key(&mut self, key: &str, value: &str) -> Option<Result<(), String>> {
+        let result = match key {
+            "admin.auth" => AdminAuth::parse(value).map(|a| self.admin_auth = a),
+            "admin.ssl.enabled" => parse_bool(value).map(|b| self.admin_ssl_enabled = b),
+            "admin.allow.insecure" => parse_bool(value).map(|b| self.admin_allow_insecure = b),
+            "admin.allowed.hosts" => {
+                self.admin_allowed_hosts = parse_hosts(value);
+                Ok(())
+            }
+            "admin.max.connections" => ranged(
+                parse_i64(value),
+                1,
+                limits::ADMIN_MAX_CONNECTIONS_MAX as i64,
+            )
+            .map(|n| self.admin_max_connections = n as u32),
+            _ => return None,
+        };
+        Some(result)
+    }
+
+    /// One of these keys' value in text form; `None` for any other key.
+    pub(super) fn get_admin_key(&self, key: &str) -> Option<String> {
+        Some(match key {
+            "admin.auth" => self.admin_auth.as_str().to_owned(),
+            "admin.ssl.enabled" => self.admin_ssl_enabled.to_string(),
+            "admin.allow.insecure" => self.admin_allow_insecure.to_string(),
+            "admin.allowed.hosts" => self.admin_allowed_hosts.join(","),
+            "admin.max.connections" => self.admin_max_connections.to_string(),
+            _ => return None,
+        })
+    }
+
+    /// Whether the admin API asks its callers for credentials (Basic or the token).
+    pub fn admin_authenticates(&self) -> bool {
+        self.admin_auth == AdminAuth::Basic || self.admin_token.is_some()
+    }
+
+    /// Cross-key checks: HTTPS needs the keystore, and an admin API on a non-loopback
+    /// address needs credentials unless `admin.allow.insecure` says otherwise.
+    pub(super) fn validate_admin_keys(&self) -> Result<(), ConfigError> {
+        if self.admin_ssl_enabled && self.ssl_keystore_location.is_none() {
+            return Err(ConfigError::Inconsistent(
+                "admin.ssl.enabled = true needs ssl.keystore.location (the PEM key and certificate chain the admin API serves)".into(),
+            ));
+        }
+        let Some(listen) = &self.admin_listen else {
+            return Ok(());
+        };
+        let loopback = listen.socket_addr().is_ok_and(|a| a.ip().is_loopback());
+        if !loopback && !self.admin_authenticates() && !self.admin_allow_insecure {
+            return Err(ConfigError::Inconsistent(format!(
+                "admin.listen = {listen} is not a loopback address and the admin API would ask no credentials: \
+                 set admin.auth = basic (or admin.token), or admin.allow.insecure = true to serve it open anyway"
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> Result<BrokerConfig, String> {
+        let mut c = BrokerConfig::default();
+        for (k, v) in pairs {
+            c.set(k, v).map_err(|e| e.to_string())?;
+        }
+        c.validate().map_err(|e| e.to_string())?;
+        Ok(c)
+    }
+
+    #[test]
+    fn defaults_are_open_on_loopback() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.admin_auth, AdminAuth::None);
+        assert!(!c.admin_ssl_enabled && !c.admin_allow_insecure);
+        assert_eq!(
+            c.admin_max_connections as usize,
+            limits::ADMIN_MAX_CONNECTIONS_DEFAULT
+        );
+        assert!(config(&[("admin.listen", "localhost:0")]).is_ok());
+        assert!(config(&[("admin.listen", "[::1]:0")]).is_ok());
+    }
+
+    #[test]
+    fn an_open_non_loopback_bind_is_refused_naming_the_keys() {
+        let err = config(&[("admin.listen", "0.0.0.0:9644")]).unwrap_err();
+        for key in [
+            "admin.listen",
+            "admin.auth",
+            "admin.token",
+            "admin.allow.insecure",
+        ] {
+            assert!(err.contains(key), "{key}: {err}");
+        }
+        assert!(config(&[("admin.listen", "10.1.2.3:9644"), ("admin.auth", "basic")]).is_ok());
+        assert!(config(&[("admin.listen", "0.0.0.0:0"), ("admin.token", "t")]).is_ok());
+        assert!(
+            config(&[
+                ("admin.listen", "0.0.0.0:0"),
+                ("admin.allow.insecure", "true")
+            ])
+            .is_ok()
+        );
+        assert!(config(&[("admin.listen", "")]).is_ok());
+    }
+
+    #[test]
+    fn https_needs_the_keystore() {
+        let err = config(&[("admin.ssl.enabled", "true")]).unwrap_err();
+        assert!(
+            err.contains("admin.ssl.enabled") && err.contains("ssl.keystore.location"),
+            "{err}"
+        );
+        assert!(
+            config(&[
+                ("admin.ssl.enabled", "true"),
+                ("ssl.keystore.location", "/etc/sluice/broker.pem")
+            ])
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn values_parse_and_bad_ones_name_the_key() {
+        let c = config(&[
+            ("admin.auth", "basic"),
+            (
+                "admin.allowed.hosts",
+                " Admin.Example:9644, ,sluice.internal ",
+            ),
+            ("admin.max.connections", "8"),
+        ])
+        .unwrap();
+        assert_eq!(c.admin_auth, AdminAuth::Basic);
+        assert_eq!(
+            c.get("admin.allowed.hosts").unwrap(),
+            "admin.example:9644,sluice.internal"
+        );
+        assert_eq!(c.admin_max_connections, 8);
+        for (key, value) in [
+            ("admin.auth", "digest"),
+            ("admin.max.connections", "0"),
+            ("admin.ssl.enabled", "yes"),
+        ] {
+            let err = config(&[(key, value)]).unwrap_err();
+            assert!(err.contains(key), "{err}");
+        }
+    }
+}
