@@ -338,3 +338,26 @@ def test_an_idle_connection_gives_its_slot_back(admin_factory):
         assert idle.recv(4096) == b""
         assert time.monotonic() - started < TIMEOUT_S
     assert call(broker, "GET", "/health")[0] == 200
+
+
+def test_plugin_acls_made_with_sluice_acl_let_a_user_deploy_its_own_plugins(admin_factory):
+    """Sluice's own resource types (PLUGIN is 100) cannot be named by Kafka's tools;
+    `sluice acl --plugin` grants them, and the admin API honours the grant."""
+    broker = admin_factory()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
+    env["SLUICE_PASSWORD"] = USERS["admin"][0]
+    proc = subprocess.run(
+        [sluice_bin(), "acl", "create", "--brokers", broker.listener("SASL_PLAINTEXT"), "--user", "admin",
+         "--sasl-mechanism", USERS["admin"][1], "--allow-principal", "User:alice", "--operation", "alter,describe",
+         "--plugin", "alice-", "--resource-pattern-type", "prefixed", "--output", "json"],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert {a["resource_type"] for a in json.loads(proc.stdout)["acls"]} == {"PLUGIN"}
+    plugin = wasm("murmur2")
+    status, _, body = call(broker, "PUT", "/v1/plugins/alice-router", basic("alice"), plugin)
+    assert status == 200 and body["name"] == "alice-router", body
+    status, _, body = call(broker, "PUT", "/v1/plugins/router", basic("alice"), plugin)
+    assert status == 403 and "PLUGIN" in body["error"], body
+    status, _, body = call(broker, "GET", "/v1/plugins", basic("alice"))
+    assert status == 200 and [p["name"] for p in body] == ["alice-router"], body
