@@ -299,5 +299,43 @@ def sample_request(api_key: int, version: int, n: FuzzNames, unique: str) -> Fie
         kw.API_DESCRIBE_CONFIGS: lambda: describe_configs_body(version, [(RESOURCE_TOPIC, n.topic)]),
         kw.API_DELETE_GROUPS: lambda: Fields().string_array([f"{n.group}-gone"]),
         kw.API_INCREMENTAL_ALTER_CONFIGS: lambda: incremental_alter_configs_body(n.topic, [("retention.ms", "-1")]),
+        **security_requests(n),
     }
     return builders.get(api_key, Fields)()
+
+
+# What the security requests name: resources and users no other test reads.
+FUZZ_ACL_TOPIC = "fuzz-acl-scratch"
+FUZZ_QUOTA_CLIENT = "fuzz-quota-scratch"
+FUZZ_USER = "fuzz-user"
+
+
+def security_requests(n: FuzzNames) -> dict:
+    """Valid SASL, ACL, quota and SCRAM-user request bodies (v1 of the ACL APIs, v0 of the
+    others; SaslHandshake v0 has v1's layout)."""
+    acl = Fields().i8(2).string(FUZZ_ACL_TOPIC).i8(3).string("User:fuzzer").string("*").i8(3).i8(3)
+    upsert = (
+        Fields().compact_string(FUZZ_USER).i8(1).i32(4096).compact_bytes(b"fuzz-salt").compact_bytes(bytes(32))
+        .tagged_fields()
+    )  # fmt: skip
+    return {
+        kw.API_SASL_HANDSHAKE: lambda: Fields().string("PLAIN"),
+        kw.API_SASL_AUTHENTICATE: lambda: Fields().nbytes(b"\0fuzz-user\0pw"),
+        kw.API_DESCRIBE_ACLS: lambda: Fields().i8(1).string(None).i8(1).string(None).string(None).i8(1).i8(1),
+        kw.API_CREATE_ACLS: lambda: Fields().array([acl]),
+        kw.API_DELETE_ACLS: lambda: Fields().array(
+            [Fields().i8(2).string(FUZZ_ACL_TOPIC).i8(3).string(None).string(None).i8(1).i8(1)]
+        ),
+        kw.API_DESCRIBE_CLIENT_QUOTAS: lambda: Fields().array([Fields().string("client-id").i8(2).string(None)]).bool(False),
+        # validate_only: even a valid quota is not stored.
+        kw.API_ALTER_CLIENT_QUOTAS: lambda: Fields()
+        .array([
+            Fields().array([Fields().string("client-id").string(FUZZ_QUOTA_CLIENT)])
+            .array([Fields().string("producer_byte_rate").f64(1e9).bool(False)])
+        ])
+        .bool(True),  # fmt: skip
+        kw.API_DESCRIBE_USER_SCRAM_CREDENTIALS: lambda: Fields()
+        .compact_array([Fields().compact_string(FUZZ_USER).tagged_fields()])
+        .tagged_fields(),  # fmt: skip
+        kw.API_ALTER_USER_SCRAM_CREDENTIALS: lambda: Fields().compact_array([]).compact_array([upsert]).tagged_fields(),
+    }

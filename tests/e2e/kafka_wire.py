@@ -39,6 +39,15 @@ API_INIT_PRODUCER_ID = 22
 API_DESCRIBE_CONFIGS = 32
 API_DELETE_GROUPS = 42
 API_INCREMENTAL_ALTER_CONFIGS = 44
+API_SASL_HANDSHAKE = 17
+API_SASL_AUTHENTICATE = 36
+API_DESCRIBE_ACLS = 29
+API_CREATE_ACLS = 30
+API_DELETE_ACLS = 31
+API_DESCRIBE_CLIENT_QUOTAS = 48
+API_ALTER_CLIENT_QUOTAS = 49
+API_DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+API_ALTER_USER_SCRAM_CREDENTIALS = 51
 
 NONE = 0
 OFFSET_OUT_OF_RANGE = 1
@@ -173,6 +182,20 @@ class Fields:
         self._add("length", uvarint(0 if s is None else len(s.encode()) + 1))
         return self if s is None else self._add("value", s.encode())
 
+    def f64(self, v: float) -> "Fields":
+        return self._add("value", struct.pack(">d", v))
+
+    def compact_bytes(self, b: bytes | None) -> "Fields":
+        self._add("length", uvarint(0 if b is None else len(b) + 1))
+        return self if b is None else self._add("value", b)
+
+    def compact_array(self, items: list["Fields"] | None) -> "Fields":
+        """A compact array of sub-bodies (None: the null array)."""
+        self._add("length", uvarint(0 if items is None else len(items) + 1))
+        for item in items or []:
+            self.parts += item.parts
+        return self
+
     def tagged_fields(self) -> "Fields":
         return self._add("length", NO_TAGGED_FIELDS)
 
@@ -196,9 +219,12 @@ class Fields:
 
 
 def is_flexible(api_key: int, version: int) -> bool:
-    """Whether a request uses header v2 and compact fields: of what the broker serves, only
-    ApiVersions v3+."""
-    return api_key == API_API_VERSIONS and version >= 3
+    """Whether a request uses header v2 and compact fields: of what the broker serves,
+    ApiVersions v3+ and the SCRAM credential APIs (whose only version, v0, is flexible)."""
+    return (api_key == API_API_VERSIONS and version >= 3) or api_key in (
+        API_DESCRIBE_USER_SCRAM_CREDENTIALS,
+        API_ALTER_USER_SCRAM_CREDENTIALS,
+    )
 
 
 def request_frame(api_key: int, version: int, correlation_id: int, body: bytes, client_id: str = "sluice-e2e") -> bytes:

@@ -180,7 +180,16 @@ impl Session {
             mechanisms: mechanisms.clone(),
             close: true,
         };
-        if !self.required || !matches!(self.state, State::Idle) {
+        if !self.required {
+            // Kafka answers a SaslHandshake on a listener without SASL with ILLEGAL_SASL_STATE
+            // and leaves the connection as it is.
+            return HandshakeOutcome {
+                error_code: ILLEGAL_SASL_STATE,
+                mechanisms: mechanisms.clone(),
+                close: false,
+            };
+        }
+        if !matches!(self.state, State::Idle) {
             tracing::debug!(
                 mechanism,
                 required = self.required,
@@ -230,11 +239,19 @@ impl Session {
     ) -> AuthenticateOutcome {
         let reauth = self.reauthenticating();
         let State::Exchanging(mechanism, exchange) = &mut self.state else {
-            self.state = State::Failed;
             let e = SaslError::IllegalState {
                 state: "HANDSHAKE_REQUEST",
             };
-            return AuthenticateOutcome::failure(e.error_code(), e.to_string());
+            let mut outcome = AuthenticateOutcome::failure(e.error_code(), e.to_string());
+            if !self.required || self.authenticated.is_some() {
+                // Kafka's KafkaApis: ILLEGAL_SASL_STATE on a connection that needs no (more)
+                // authentication; the connection stays.
+                outcome.failed = false;
+            } else {
+                // Before any SaslHandshake on a SASL listener: closed, as Kafka does.
+                self.state = State::Failed;
+            }
+            return outcome;
         };
         let mechanism = *mechanism;
         let now = broker.now_ms();
