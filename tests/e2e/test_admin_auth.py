@@ -40,7 +40,7 @@ from confluent_kafka.admin import (
 
 from conftest import Broker, sluice_bin, wait_until
 from plugin_support import wasm
-from tls_support import LISTENER_LINE, certs, ssl_context  # noqa: F401 (certs is a fixture)
+from tls_support import TlsBroker, certs, ssl_context  # noqa: F401 (certs is a fixture)
 
 USERS = {
     "admin": ("admin-pw", "SCRAM-SHA-256"),
@@ -61,28 +61,11 @@ def create_users(data_dir) -> None:
         assert proc.returncode == 0, proc.stderr.decode()
 
 
-class AdminBroker(Broker):
-    """conftest's Broker with `listeners` from the settings (a SASL_PLAINTEXT one)."""
-
-    def command(self) -> list[str]:
-        cmd = super().command()
-        at = cmd.index("--listen")
-        del cmd[at : at + 2]
-        return cmd
-
-    def listener(self, name: str) -> str:
-        for line in self.stdout_lines_seen:
-            match = LISTENER_LINE.match(line)
-            if match and match.group(1) == name:
-                return match.group(2)
-        raise AssertionError(f"no listener line for {name}")
-
-
 @pytest.fixture
 def admin_factory(tmp_path_factory, request):
-    brokers: list[AdminBroker] = []
+    brokers: list[TlsBroker] = []
 
-    def start(settings: dict[str, str] | None = None) -> AdminBroker:
+    def start(settings: dict[str, str] | None = None) -> TlsBroker:
         root = tmp_path_factory.mktemp("broker")
         data = root / "data"
         data.mkdir()
@@ -93,7 +76,7 @@ def admin_factory(tmp_path_factory, request):
             "admin.auth": "basic",
         }
         merged.update(settings or {})
-        broker = AdminBroker(data, root / "broker.log", merged, {})
+        broker = TlsBroker(data, root / "broker.log", merged, {})
         brokers.append(broker)
         return broker.start()
 
@@ -173,7 +156,7 @@ def test_basic_auth_is_required_and_checked_against_the_scram_users(admin_factor
     assert call(broker, "GET", "/health")[0] == 200
 
 
-def sasl(broker: AdminBroker, user: str) -> dict:
+def sasl(broker: TlsBroker, user: str) -> dict:
     return {
         "bootstrap.servers": broker.listener("SASL_PLAINTEXT"),
         "security.protocol": "SASL_PLAINTEXT",
@@ -183,7 +166,7 @@ def sasl(broker: AdminBroker, user: str) -> dict:
     }
 
 
-def grant(broker: AdminBroker, bindings: list[AclBinding]) -> None:
+def grant(broker: TlsBroker, bindings: list[AclBinding]) -> None:
     admin = AdminClient(sasl(broker, "admin"))
     for future in admin.create_acls(bindings).values():
         try:

@@ -39,6 +39,7 @@ SASL_AUTHENTICATE = 36
 METADATA = 3
 SASL_AUTHENTICATION_FAILED = 58
 UNSUPPORTED_SASL_MECHANISM = 33
+UNSUPPORTED_VERSION = 35
 LOGIN_FAILURES_PER_SOURCE_MAX = 10
 
 USERS = {"alice": "alice-secret-pw", "admin": "admin-secret-pw"}
@@ -220,6 +221,11 @@ def test_raw_sasl_plain_codes_and_connection_fate(sasl_broker):
     with KafkaConnection(addr) as conn:
         assert conn.api_versions(0).error_code == 0
         assert not metadata_works(conn)
+    # SaslHandshake v0 (raw-token mode, not built) is answered UNSUPPORTED_VERSION; v1 still
+    # works on the same connection.
+    with KafkaConnection(addr) as conn:
+        assert conn.request(SASL_HANDSHAKE, 0, kw.string("PLAIN")).i16() == UNSUPPORTED_VERSION
+        assert handshake(conn, "PLAIN")[0] == 0
     with KafkaConnection(addr) as conn:
         code, mechanisms = handshake(conn, "GSSAPI")
         assert code == UNSUPPORTED_SASL_MECHANISM

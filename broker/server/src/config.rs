@@ -665,3 +665,14 @@ mod security_keys;
 
 #[cfg(test)]
 mod tests;
+
+/// A validated config from `(key, value)` pairs, for the key modules' tests.
+#[cfg(test)]
+pub(crate) fn config_from(pairs: &[(&str, &str)]) -> Result<BrokerConfig, String> {
+    let mut c = BrokerConfig::default();
+    for (k, v) in pairs {
+        c.set(k, v).map_err(|e| e.to_string())?;
+    }
+    c.validate().map_err(|e| e.to_string())?;
+    Ok(c)
+}

@@ -60,16 +60,10 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::DescribeGroups, 0, 4),
     api(ApiKey::DeleteGroups, 0, 1),
     api(ApiKey::InitProducerId, 0, 1),
-    // v0 is advertised, not served (`handler::handle_sasl` answers it UNSUPPORTED_VERSION):
-    // librdkafka enables SASL only when the broker lists SaslHandshake v0, then uses v1
-    // (SaslAuthenticate) when v1 is listed too. After a v0 handshake the client would send
-    // raw SASL tokens without Kafka framing.
-    ApiSupport {
-        key: ApiKey::SaslHandshake,
-        advertised_min: 0,
-        served_min: 1,
-        max: 1,
-    },
+    // v0 is answered UNSUPPORTED_VERSION (`handler/sasl.rs`): librdkafka enables SASL only
+    // when the broker lists v0, then uses v1 (SaslAuthenticate). After a v0 handshake the
+    // client would send raw SASL tokens without Kafka framing, which is not built.
+    api(ApiKey::SaslHandshake, 0, 1),
     api(ApiKey::SaslAuthenticate, 0, 1),
     api(ApiKey::DescribeAcls, 1, 1),
     api(ApiKey::CreateAcls, 1, 1),

@@ -47,8 +47,8 @@ fn the_request_seeds_decode_at_every_advertised_version() {
                 .find(|(target, n, _)| *target == "request" && *n == name)
                 .unwrap_or_else(|| panic!("no request seed {name}"));
             let decoded = fuzz::decode_request(frame.clone().into());
-            // Advertised but not served (SaslHandshake v0): refused before decoding. Produce
-            // v0-v2 are decoded to answer UNSUPPORTED_VERSION.
+            // Advertised but not served: refused before decoding; except Produce v0-v2, decoded
+            // to answer UNSUPPORTED_VERSION.
             let served = support.serves(version) || support.key == ApiKey::Produce;
             assert_eq!(
                 decoded.map_err(|e| e.to_string()),

@@ -110,14 +110,7 @@ impl BrokerConfig {
 mod tests {
     use super::*;
 
-    fn config(pairs: &[(&str, &str)]) -> Result<BrokerConfig, String> {
-        let mut c = BrokerConfig::default();
-        for (k, v) in pairs {
-            c.set(k, v).map_err(|e| e.to_string())?;
-        }
-        c.validate().map_err(|e| e.to_string())?;
-        Ok(c)
-    }
+    use crate::config::config_from as config;
 
     #[test]
     fn defaults_are_open_on_loopback() {

@@ -176,28 +176,6 @@ pub async fn handle_sasl(
     let peeked = peek(&frame)?;
     let (key, version) = match versions::lookup(peeked.api_key) {
         Some(support) if support.serves(peeked.version) => (support.key, peeked.version),
-        // Advertised, not served (the raw-token mode after it is not built): answered
-        // UNSUPPORTED_VERSION, in v0's layout (v1's), and nothing else changes.
-        Some(support)
-            if support.key == ApiKey::SaslHandshake && support.advertises(peeked.version) =>
-        {
-            let (header, mut body) = header_and_body(support.key, peeked.version, frame)?;
-            let _: kafka_protocol::messages::SaslHandshakeRequest =
-                decode(&mut body, support.key, peeked.version)?;
-            drop(budget);
-            let mut response = kafka_protocol::messages::SaslHandshakeResponse::default();
-            response.error_code = kafka_protocol::ResponseError::UnsupportedVersion.code();
-            response.mechanisms = ctx
-                .broker
-                .config
-                .sasl_enabled_mechanisms
-                .iter()
-                .map(|m| kafka_protocol::protocol::StrBytes::from_static_str(m.name()))
-                .collect();
-            let hv = support.key.response_header_version(peeked.version);
-            let reply = encode(header.correlation_id, hv, &response, peeked.version)?;
-            return Ok((Reply::Now(Some(reply)), false));
-        }
         _ => {
             return Err(FrameError::Malformed(format!(
                 "API key {} v{} is not a SASL version this broker serves",
@@ -212,7 +190,7 @@ pub async fn handle_sasl(
         ApiKey::SaslHandshake => {
             let request = decode(&mut body, key, version)?;
             drop(budget);
-            let (response, close) = sasl::handshake(ctx, session, &request);
+            let (response, close) = sasl::handshake(ctx, session, &request, version);
             (encode(cid, hv, &response, version)?, close)
         }
         ApiKey::SaslAuthenticate => {

@@ -15,9 +15,22 @@ pub(super) fn handshake(
     ctx: &ConnectionContext,
     session: &mut Session,
     request: &SaslHandshakeRequest,
+    version: i16,
 ) -> (SaslHandshakeResponse, bool) {
-    let outcome = session.handshake(&request.mechanism, &ctx.broker);
     let mut response = SaslHandshakeResponse::default();
+    if version == 0 {
+        // The raw-token exchange a v0 handshake starts is not built; nothing changes.
+        response.error_code = kafka_protocol::ResponseError::UnsupportedVersion.code();
+        response.mechanisms = ctx
+            .broker
+            .config
+            .sasl_enabled_mechanisms
+            .iter()
+            .map(|m| StrBytes::from_static_str(m.name()))
+            .collect();
+        return (response, false);
+    }
+    let outcome = session.handshake(&request.mechanism, &ctx.broker);
     response.error_code = outcome.error_code;
     response.mechanisms = outcome
         .mechanisms
