@@ -154,6 +154,14 @@ pub struct BrokerConfig {
     pub log_retention_bytes: i64,
     /// `log.retention.check.interval.ms`: how often retention runs.
     pub log_retention_check_interval_ms: u64,
+    /// `producer.id.expiration.ms`: a partition forgets an idle producer's sequence numbers
+    /// this long after its newest batch (if it has no open transaction).
+    pub producer_id_expiration_ms: i64,
+    /// `transactional.id.expiration.ms`: a transactional id with no transaction in progress
+    /// is forgotten this long after its last update.
+    pub transactional_id_expiration_ms: i64,
+    /// `transaction.max.timeout.ms`: the largest `transaction.timeout.ms` a producer may ask.
+    pub transaction_max_timeout_ms: i64,
     /// `log.flush.interval.messages`: fsync after this many records; `u64::MAX` never.
     pub log_flush_interval_messages: u64,
     /// `log.flush.interval.ms`: fsync at least this often; `u64::MAX` never.
@@ -242,6 +250,9 @@ impl Default for BrokerConfig {
             log_retention_ms: 7 * 86_400_000,
             log_retention_bytes: -1,
             log_retention_check_interval_ms: 300_000,
+            producer_id_expiration_ms: 86_400_000,
+            transactional_id_expiration_ms: 7 * 86_400_000,
+            transaction_max_timeout_ms: 900_000,
             log_flush_interval_messages: u64::MAX,
             log_flush_interval_ms: u64::MAX,
             log_message_timestamp_type: TimestampType::CreateTime,
@@ -304,6 +315,9 @@ pub const BROKER_KEYS: &[&str] = &[
     "log.retention.ms",
     "log.retention.bytes",
     "log.retention.check.interval.ms",
+    "producer.id.expiration.ms",
+    "transactional.id.expiration.ms",
+    "transaction.max.timeout.ms",
     "log.flush.interval.messages",
     "log.flush.interval.ms",
     "log.message.timestamp.type",
@@ -415,6 +429,7 @@ impl BrokerConfig {
             }
             _ => match self
                 .set_group_key(key, value)
+                .or_else(|| self.set_txn_key(key, value))
                 .or_else(|| self.set_plugin_key(key, value))
                 .or_else(|| self.set_limit_key(key, value))
                 .or_else(|| self.set_listener_key(key, value))
@@ -426,6 +441,21 @@ impl BrokerConfig {
             },
         }
         Ok(())
+    }
+
+    /// Sets a producer-id or transaction key; `None` for any other key.
+    fn set_txn_key(&mut self, key: &str, value: &str) -> Option<Result<(), String>> {
+        let (slot, max) = match key {
+            "producer.id.expiration.ms" => (&mut self.producer_id_expiration_ms, i64::MAX),
+            "transactional.id.expiration.ms" => {
+                (&mut self.transactional_id_expiration_ms, i64::MAX)
+            }
+            "transaction.max.timeout.ms" => {
+                (&mut self.transaction_max_timeout_ms, i64::from(i32::MAX))
+            }
+            _ => return None,
+        };
+        Some(ranged(parse_ms(value), 1, max).map(|v| *slot = v))
     }
 
     /// Sets a `group.*` / `offsets.*` key; `None` for any other key.
@@ -473,6 +503,9 @@ impl BrokerConfig {
             "log.retention.ms" => self.log_retention_ms.to_string(),
             "log.retention.bytes" => self.log_retention_bytes.to_string(),
             "log.retention.check.interval.ms" => self.log_retention_check_interval_ms.to_string(),
+            "producer.id.expiration.ms" => self.producer_id_expiration_ms.to_string(),
+            "transactional.id.expiration.ms" => self.transactional_id_expiration_ms.to_string(),
+            "transaction.max.timeout.ms" => self.transaction_max_timeout_ms.to_string(),
             "connections.max.idle.ms" => self.connections_max_idle_ms.to_string(),
             "log.flush.interval.messages" => kafka_never(self.log_flush_interval_messages),
             "log.flush.interval.ms" => kafka_never(self.log_flush_interval_ms),

@@ -182,6 +182,8 @@ pub struct PartitionMetrics {
     pub records_out: AtomicU64,
     /// Produce requests for this partition that failed with an error code.
     pub produce_errors: AtomicU64,
+    /// Retried batches acknowledged with their original offsets (idempotent producers).
+    pub produce_duplicates: AtomicU64,
 }
 
 impl PartitionMetrics {

@@ -148,6 +148,7 @@ pub fn log_config(broker: &BrokerConfig, overrides: &TopicOverrides) -> sluice_s
             TimestampType::LogAppendTime => sluice_storage::TimestampType::LogAppendTime,
         },
         max_message_bytes: c.message_max_bytes,
+        producer_id_expiration_ms: broker.producer_id_expiration_ms,
     }
 }
 

@@ -27,10 +27,10 @@ const MODES: [CrashMode; 3] = [
     CrashMode::TornLastWrite,
 ];
 /// Writes (and as many syncs) of closing the generation a compaction replaced, whose errors
-/// `compact` logs rather than returns (segment, two indexes, the checkpoint and the
-/// clean-shutdown marker with their directory syncs): the only faults the caller may not
-/// see, and harmless, since that generation is discarded.
-const DISCARDED_CLOSE_OPS: u64 = 7;
+/// `compact` logs rather than returns (segment, two indexes, the producer-state snapshot,
+/// the checkpoint and the clean-shutdown marker with their directory syncs): the only
+/// faults the caller may not see, and harmless, since that generation is discarded.
+const DISCARDED_CLOSE_OPS: u64 = 9;
 const WRITE_FAULTS: [WriteFault; 3] = [
     WriteFault::Torn,
     WriteFault::Short(1),

@@ -322,6 +322,86 @@ pub fn set_log_append_time(batch: &mut [u8], now_ms: i64) {
     batch[pos::CRC..pos::CRC + 4].copy_from_slice(&crc.to_be_bytes());
 }
 
+/// A transaction marker: the control batch the transaction coordinator writes to end a
+/// producer's transaction in a partition (Kafka's `EndTransactionMarker`). One record,
+/// key `version i16 = 0 | type i16` (ABORT = 0, COMMIT = 1), value
+/// `version i16 = 0 | coordinator_epoch i32`; base offset 0 until the log numbers it.
+#[must_use]
+pub fn build_control_batch(
+    producer_id: i64,
+    producer_epoch: i16,
+    marker_type: i16,
+    coordinator_epoch: i32,
+    timestamp_ms: i64,
+) -> Vec<u8> {
+    let mut key = Vec::with_capacity(4);
+    key.extend_from_slice(&0i16.to_be_bytes());
+    key.extend_from_slice(&marker_type.to_be_bytes());
+    let mut value = Vec::with_capacity(6);
+    value.extend_from_slice(&0i16.to_be_bytes());
+    value.extend_from_slice(&coordinator_epoch.to_be_bytes());
+    let mut body = vec![0u8]; // attributes
+    for v in [0i64, 0, key.len() as i64] {
+        crate::record::write_varlong(&mut body, v); // timestamp delta, offset delta, key length
+    }
+    body.extend_from_slice(&key);
+    crate::record::write_varlong(&mut body, value.len() as i64);
+    body.extend_from_slice(&value);
+    crate::record::write_varlong(&mut body, 0); // headers
+    let mut out = vec![0u8; HEADER_BYTES];
+    crate::record::write_varlong(&mut out, body.len() as i64);
+    out.extend_from_slice(&body);
+    let batch_length = (out.len() - LOG_OVERHEAD_BYTES) as i32;
+    let mut put = |at: usize, bytes: &[u8]| out[at..at + bytes.len()].copy_from_slice(bytes);
+    put(pos::BATCH_LENGTH, &batch_length.to_be_bytes());
+    put(
+        pos::PARTITION_LEADER_EPOCH,
+        &PARTITION_LEADER_EPOCH.to_be_bytes(),
+    );
+    put(pos::MAGIC, &[MAGIC_V2 as u8]);
+    put(
+        pos::ATTRIBUTES,
+        &(attr::TRANSACTIONAL | attr::CONTROL).to_be_bytes(),
+    );
+    put(pos::LAST_OFFSET_DELTA, &0i32.to_be_bytes());
+    put(pos::BASE_TIMESTAMP, &timestamp_ms.to_be_bytes());
+    put(pos::MAX_TIMESTAMP, &timestamp_ms.to_be_bytes());
+    put(pos::PRODUCER_ID, &producer_id.to_be_bytes());
+    put(pos::PRODUCER_EPOCH, &producer_epoch.to_be_bytes());
+    put(pos::BASE_SEQUENCE, &(-1i32).to_be_bytes());
+    put(pos::RECORDS_COUNT, &1i32.to_be_bytes());
+    let crc = compute_crc(&out);
+    out[pos::CRC..pos::CRC + 4].copy_from_slice(&crc.to_be_bytes());
+    out
+}
+
+/// The marker type and coordinator epoch of a control batch's first record (`None` if the
+/// record is not a well-formed transaction marker).
+#[must_use]
+pub fn parse_control_record(batch: &[u8]) -> Option<(i16, i32)> {
+    let body = batch.get(HEADER_BYTES..)?;
+    let mut at = 0;
+    let _length = crate::record::read_varint(body, &mut at)?;
+    at += 1; // attributes
+    crate::record::read_varlong(body, &mut at)?; // timestamp delta
+    crate::record::read_varint(body, &mut at)?; // offset delta
+    let key_length = usize::try_from(crate::record::read_varint(body, &mut at)?).ok()?;
+    let key = body.get(at..at.checked_add(key_length)?)?;
+    at += key_length;
+    if key_length < 4 || be_i16(key, 0) != 0 {
+        return None;
+    }
+    let marker_type = be_i16(key, 2);
+    let value_length = usize::try_from(crate::record::read_varint(body, &mut at)?).ok()?;
+    let value = body.get(at..at.checked_add(value_length)?)?;
+    let coordinator_epoch = if value_length >= 6 {
+        be_i32(value, 2)
+    } else {
+        -1
+    };
+    Some((marker_type, coordinator_epoch))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

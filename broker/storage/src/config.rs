@@ -49,6 +49,9 @@ pub struct LogConfig {
     pub message_timestamp_type: TimestampType,
     /// `message.max.bytes`: largest batch accepted, in bytes.
     pub max_message_bytes: u32,
+    /// `producer.id.expiration.ms`: forget a producer (its sequence numbers) this long
+    /// after its newest batch, if it has no open transaction.
+    pub producer_id_expiration_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -64,6 +67,7 @@ impl Default for LogConfig {
             flush_ms: u64::MAX,
             message_timestamp_type: TimestampType::CreateTime,
             max_message_bytes: 1_048_588,
+            producer_id_expiration_ms: DAY_MS,
         }
     }
 }
@@ -92,6 +96,12 @@ impl LogConfig {
         check("segment.ms", self.segment_ms, 1, i64::MAX)?;
         check("retention.ms", self.retention_ms, -1, i64::MAX)?;
         check("retention.bytes", self.retention_bytes, -1, i64::MAX)?;
+        check(
+            "producer.id.expiration.ms",
+            self.producer_id_expiration_ms,
+            1,
+            i64::MAX,
+        )?;
         Ok(())
     }
 

@@ -93,6 +93,30 @@ pub enum AppendError {
     /// The write or fsync failed; the log is now fenced. (KAFKA_STORAGE_ERROR)
     #[error("storage I/O error on append: {0}")]
     Io(io::Error),
+    /// An idempotent producer's sequence does not continue its last one. (OUT_OF_ORDER_SEQUENCE_NUMBER)
+    #[error(
+        "out-of-order sequence number for producer {producer_id} at epoch {epoch}: \
+         {sequence}, expected {expected}"
+    )]
+    OutOfOrderSequence {
+        producer_id: i64,
+        epoch: i16,
+        sequence: i32,
+        expected: i32,
+    },
+    /// A batch or marker of an epoch older than the producer's. (INVALID_PRODUCER_EPOCH)
+    #[error("producer {producer_id} epoch {epoch} is older than its current epoch {current}")]
+    InvalidProducerEpoch {
+        producer_id: i64,
+        epoch: i16,
+        current: i16,
+    },
+    /// A batch that its producer's transaction state does not allow. (INVALID_TXN_STATE)
+    #[error("producer {producer_id}: {reason}")]
+    InvalidTxnState {
+        producer_id: i64,
+        reason: &'static str,
+    },
 }
 
 /// Errors of `Log::read`.

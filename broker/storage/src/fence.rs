@@ -86,6 +86,12 @@ impl Log {
             "a log cut back to its durable offset recovers no further"
         );
         let old_end = self.log_end_offset();
+        self.producers = crate::producer::rebuild(
+            self.fs.as_ref(),
+            &self.dir,
+            &recovered.segments,
+            recovered.log_start_offset,
+        )?;
         self.segments = recovered.segments;
         self.log_start_offset = recovered.log_start_offset;
         self.recovery_point = log_end;

@@ -58,6 +58,7 @@ pub mod io;
 pub mod limits;
 mod log;
 pub mod offset;
+pub mod producer;
 pub mod record;
 mod recovery;
 mod retention;
@@ -74,6 +75,7 @@ pub use group_sync::PendingSync;
 pub use io::{Fs, RealFs, StorageFile};
 pub use log::{AppendOutcome, Log, ReadSlice};
 pub use offset::Offset;
+pub use producer::{AbortedTxn, Marker, ProducerEntry, ProducerStateMap};
 pub use retention::TickOutcome;
 pub use segment::Decompress;
 

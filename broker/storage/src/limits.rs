@@ -65,3 +65,29 @@ const _: () = assert!(READ_SCAN_CHUNK_BYTES >= BATCH_HEADER_BYTES);
 /// (The probe also reserves, without writing, the blocks of the indexes the reopen
 /// preallocates, so a disk that is still full fails the probe instead of the reopen.)
 pub const FENCE_PROBE_BYTES: usize = 4096;
+
+/// Batches remembered per producer for duplicate detection: Kafka's
+/// `NUM_BATCHES_TO_RETAIN`, the clients' `max.in.flight.requests.per.connection` cap for
+/// idempotence (a retry is always of one of the last 5 batches).
+pub const PRODUCER_BATCHES_RETAINED: usize = 5;
+
+/// Producers one partition remembers. Past it the producer idle the longest (with no open
+/// transaction) is forgotten, as if expired: memory stays bounded whatever the number of
+/// producer ids clients obtain.
+pub const PRODUCERS_PER_PARTITION_MAX: usize = 100_000;
+
+/// Aborted transactions one read reports (a read of at most `fetch.max.bytes` overlaps far
+/// fewer unless transactions hold a record or two each; past it the consumer sees more
+/// aborted records than it should drop, never fewer committed ones).
+pub const ABORTED_TXNS_PER_READ_MAX: usize = 100_000;
+
+/// Producer-state snapshots kept per partition (the newest is used; an older one if it
+/// is damaged).
+pub const PRODUCER_SNAPSHOTS_KEPT: usize = 2;
+
+/// Largest producer-state snapshot read at open (bytes): above it the file is not trusted.
+/// `PRODUCERS_PER_PARTITION_MAX` producers with all their batches take ~20 MiB.
+pub const PRODUCER_SNAPSHOT_BYTES_MAX: u64 = 256 * 1024 * 1024;
+
+const _: () = assert!(PRODUCER_BATCHES_RETAINED <= u8::MAX as usize);
+const _: () = assert!(PRODUCER_SNAPSHOTS_KEPT >= 1);

@@ -8,6 +8,7 @@ use crate::config::{Durability, LogConfig, TimestampType};
 use crate::error::{AppendError, BatchError, ReadError, StorageError};
 use crate::io::{Fs, RealFs, StorageFile};
 use crate::offset::Offset;
+use crate::producer::{self, AbortedTxn, Check, Marker, ProducerStateMap};
 use crate::recovery;
 use crate::segment::{Decompress, Segment};
 use std::io;
@@ -45,6 +46,9 @@ pub struct Log {
     /// Everything below is fsynced (log bytes; indexes may lag): what acks=all waits for.
     /// `>= recovery_point`; moved by `flush`, fsynced appends and `group_sync`.
     pub(crate) durable_offset: Offset,
+    /// Idempotent and transactional producers, open and aborted transactions: derived
+    /// from the batches (`producer.rs`), rebuilt at open.
+    pub(crate) producers: ProducerStateMap,
 }
 
 /// What `append` did.
@@ -57,6 +61,9 @@ pub struct AppendOutcome {
     pub log_start_offset: Offset,
     pub record_count: u32,
     pub bytes: u32,
+    /// The batch was appended before (an idempotent producer's retry): nothing was
+    /// written, and the offsets are the original ones.
+    pub duplicate: bool,
 }
 
 /// A byte range of one segment file: whole batches, sendable without copying. Holding it
@@ -116,6 +123,8 @@ impl ReadSlice {
 struct Summary {
     records: u32,
     bytes: u32,
+    /// Whether some batch carries a producer id (idempotent or transactional).
+    has_producer: bool,
 }
 
 impl Log {
@@ -138,8 +147,15 @@ impl Log {
             .last()
             .expect("recovery leaves a segment")
             .end_offset;
+        let producers = producer::rebuild(
+            fs.as_ref(),
+            dir,
+            &recovered.segments,
+            recovered.log_start_offset,
+        )?;
         tracing::info!(dir = %dir.display(), segments = recovered.segments.len(), log_start = %recovered.log_start_offset, %log_end, "opened log");
         Ok(Log {
+            producers,
             fs,
             dir: dir.to_path_buf(),
             config,
@@ -226,6 +242,11 @@ impl Log {
             return Err(AppendError::Fenced);
         }
         let summary = self.validate(batches)?;
+        if summary.has_producer
+            && let Some(outcome) = self.check_producers(batches)?
+        {
+            return Ok(outcome);
+        }
         let base_offset = self.log_end_offset();
         let log_append_time_ms = match self.config.message_timestamp_type {
             TimestampType::LogAppendTime => now_ms,
@@ -240,6 +261,11 @@ impl Log {
             last_offset.plus(1),
             "append advanced the log end by its records"
         );
+        if summary.has_producer {
+            for (header, _) in batch::iter_batches(batches).map_while(Result::ok) {
+                self.producers.apply(&header, None);
+            }
+        }
         self.unflushed_records += u64::from(summary.records);
         self.first_unflushed_ms.get_or_insert(now_ms);
         if self.unflushed_records >= self.config.flush_messages {
@@ -254,13 +280,110 @@ impl Log {
             log_start_offset: self.log_start_offset,
             record_count: summary.records,
             bytes: summary.bytes,
+            duplicate: false,
         })
+    }
+
+    /// The producer checks of an append: `Some` (the original offsets) for a duplicate.
+    fn check_producers(&self, batches: &[u8]) -> Result<Option<AppendOutcome>, AppendError> {
+        let headers: Vec<batch::BatchHeader> = batch::iter_batches(batches)
+            .map_while(Result::ok)
+            .map(|(header, _)| header)
+            .collect();
+        match self.producers.check(&headers)? {
+            Check::Append => Ok(None),
+            Check::Duplicate(original) => Ok(Some(AppendOutcome {
+                base_offset: Offset(original.base_offset),
+                last_offset: Offset(original.last_offset),
+                log_append_time_ms: -1,
+                log_start_offset: self.log_start_offset,
+                record_count: 0,
+                bytes: 0,
+                duplicate: true,
+            })),
+        }
+    }
+
+    /// Appends a transaction marker (COMMIT or ABORT) for `producer_id` at `epoch`: the
+    /// coordinator's end of its transaction in this partition. Refused if the producer is
+    /// at a newer epoch here.
+    pub fn append_marker(
+        &mut self,
+        producer_id: i64,
+        epoch: i16,
+        marker: Marker,
+        coordinator_epoch: i32,
+        durability: Durability,
+        now_ms: i64,
+    ) -> Result<AppendOutcome, AppendError> {
+        if self.fenced {
+            return Err(AppendError::Fenced);
+        }
+        self.producers.check_marker(producer_id, epoch)?;
+        let mut bytes = batch::build_control_batch(
+            producer_id,
+            epoch,
+            marker.type_code(),
+            coordinator_epoch,
+            now_ms,
+        );
+        let base_offset = self.log_end_offset();
+        let last_offset = assign_offsets(&mut bytes, base_offset, -1);
+        self.write(&bytes, now_ms)
+            .map_err(|e| AppendError::Io(self.fence(e)))?;
+        let header = batch::parse_header(&bytes).expect("built");
+        self.producers
+            .apply(&header, Some((marker, coordinator_epoch)));
+        self.unflushed_records += 1;
+        self.first_unflushed_ms.get_or_insert(now_ms);
+        if durability == Durability::Fsync {
+            self.sync_logs()?;
+        }
+        Ok(AppendOutcome {
+            base_offset,
+            last_offset,
+            log_append_time_ms: -1,
+            log_start_offset: self.log_start_offset,
+            record_count: 1,
+            bytes: bytes.len() as u32,
+            duplicate: false,
+        })
+    }
+
+    /// The last stable offset: below it every transaction is decided (read_committed
+    /// reads stop here).
+    #[must_use]
+    pub fn last_stable_offset(&self) -> Offset {
+        self.producers.last_stable_offset(self.log_end_offset())
+    }
+
+    /// Aborted transactions overlapping `[from, upper)` (a read_committed fetch's list).
+    #[must_use]
+    pub fn aborted_transactions(&self, from: Offset, upper: Offset) -> Vec<AbortedTxn> {
+        self.producers.aborted_between(from, upper)
+    }
+
+    /// The partition's producer state (DescribeProducers).
+    #[must_use]
+    pub fn producer_state(&self) -> &ProducerStateMap {
+        &self.producers
+    }
+
+    /// Writes a producer-state snapshot at the log end (the state covers every batch).
+    pub(crate) fn snapshot_producers(&self) -> io::Result<()> {
+        producer::snapshot::write(
+            self.fs.as_ref(),
+            &self.dir,
+            self.log_end_offset(),
+            &self.producers,
+        )
     }
 
     /// Checks every batch before anything is written.
     fn validate(&self, batches: &[u8]) -> Result<Summary, AppendError> {
         let limit = self.config.batch_bytes_limit();
         let (mut records, mut bytes) = (0u32, 0u32);
+        let mut has_producer = false;
         for item in batch::iter_batches(batches) {
             let (header, bytes_of_batch) = item.map_err(|e| too_large_or_invalid(e, limit))?;
             let batch_bytes = bytes_of_batch.len() as u32;
@@ -270,11 +393,16 @@ impl Log {
             batch::validate(bytes_of_batch)?;
             records = records.saturating_add(header.records_count as u32);
             bytes = bytes.saturating_add(batch_bytes);
+            has_producer |= header.producer_id != producer::NO_PRODUCER_ID;
         }
         if records == 0 {
             return Err(BatchError::Empty.into());
         }
-        Ok(Summary { records, bytes })
+        Ok(Summary {
+            records,
+            bytes,
+            has_producer,
+        })
     }
 
     /// Writes numbered batches, rolling whenever the next one does not fit.
@@ -328,7 +456,7 @@ impl Log {
         self.fs.sync_dir(&self.dir)?;
         tracing::debug!(dir = %self.dir.display(), %base, "rolled segment");
         self.segments.push(segment);
-        Ok(())
+        self.snapshot_producers()
     }
 
     /// Whole batches from the one containing `from`, up to `max_bytes` (at least one).
@@ -361,6 +489,32 @@ impl Log {
             position: u64::from(position),
             len,
         })
+    }
+
+    /// Like `read`, but only batches below `upper` (a batch boundary: the last stable offset
+    /// for read_committed fetches). Empty when `from >= upper`.
+    pub fn read_below(
+        &self,
+        from: Offset,
+        max_bytes: u32,
+        upper: Offset,
+    ) -> Result<ReadSlice, ReadError> {
+        let mut slice = self.read(from, max_bytes)?;
+        if upper >= self.log_end_offset() || slice.is_empty() {
+            return Ok(slice);
+        }
+        if from >= upper {
+            slice.len = 0;
+            return Ok(slice);
+        }
+        let (from_segment, upper_segment) =
+            (self.segment_index_of(from), self.segment_index_of(upper));
+        if upper_segment == from_segment {
+            let (position, _) = self.segments[upper_segment].locate(upper)?;
+            let end = u64::from(position).max(slice.position);
+            slice.len = slice.len.min((end - slice.position) as u32);
+        }
+        Ok(slice)
     }
 
     /// Index into `segments` of the segment holding `offset` (>= the first base).
@@ -463,6 +617,7 @@ impl Log {
     pub fn close(mut self) -> Result<(), StorageError> {
         self.flush()?;
         self.active_mut().seal().map_err(|e| self.fence(e))?;
+        self.snapshot_producers().map_err(|e| self.fence(e))?;
         self.write_checkpoint(self.last_checkpoint_ms)?;
         let log_end = self.log_end_offset();
         checkpoint::write_clean_shutdown(self.fs.as_ref(), &self.dir, log_end)

@@ -101,6 +101,16 @@ impl Log {
             >= limits::RECOVERY_POINT_CHECKPOINT_INTERVAL_MS;
         if self.recovery_point != self.checkpointed_recovery_point && checkpoint_due {
             self.write_checkpoint(now_ms)?;
+            // The producer state as of the log end, so a crash replays only what follows.
+            self.snapshot_producers().map_err(|e| self.fence(e))?;
+        }
+        if checkpoint_due {
+            let expired = self
+                .producers
+                .expire(now_ms, self.config.producer_id_expiration_ms);
+            if expired > 0 {
+                tracing::debug!(dir = %self.dir.display(), expired, "expired idle producers");
+            }
         }
         outcome.log_start_offset = self.log_start_offset;
         Ok(outcome)
@@ -196,6 +206,7 @@ impl Log {
             "never delete the active segment"
         );
         self.log_start_offset = self.log_start_offset.max(new_start);
+        self.producers.truncate_head(self.log_start_offset);
         if self.fenced {
             return self.delete_oldest_fenced(count, now_ms);
         }

@@ -321,7 +321,7 @@ impl Segment {
     }
 
     /// Position and length of the first batch with `last_offset >= target`.
-    fn locate(&self, target: Offset) -> io::Result<(u32, u32)> {
+    pub(crate) fn locate(&self, target: Offset) -> io::Result<(u32, u32)> {
         let relative = self
             .relative(target.value())
             .expect("target is inside this segment");

@@ -114,3 +114,44 @@ pub fn build_value_batch(
     let records: Vec<TestRecord<'_>> = (0..count).map(|_| TestRecord::value(&value)).collect();
     build_batch(0, base_timestamp_ms, &records)
 }
+
+/// Sets a batch's producer fields (id, epoch, base sequence, transactional bit) and
+/// recomputes its CRC: an idempotent or transactional producer's batch.
+pub fn set_producer(
+    batch: &mut [u8],
+    producer_id: i64,
+    epoch: i16,
+    base_sequence: i32,
+    transactional: bool,
+) {
+    batch[pos::PRODUCER_ID..pos::PRODUCER_ID + 8].copy_from_slice(&producer_id.to_be_bytes());
+    batch[pos::PRODUCER_EPOCH..pos::PRODUCER_EPOCH + 2].copy_from_slice(&epoch.to_be_bytes());
+    batch[pos::BASE_SEQUENCE..pos::BASE_SEQUENCE + 4].copy_from_slice(&base_sequence.to_be_bytes());
+    let mut attributes = i16::from_be_bytes([batch[pos::ATTRIBUTES], batch[pos::ATTRIBUTES + 1]]);
+    if transactional {
+        attributes |= batch::attr::TRANSACTIONAL;
+    } else {
+        attributes &= !batch::attr::TRANSACTIONAL;
+    }
+    batch[pos::ATTRIBUTES..pos::ATTRIBUTES + 2].copy_from_slice(&attributes.to_be_bytes());
+    let crc = batch::compute_crc(batch);
+    batch[pos::CRC..pos::CRC + 4].copy_from_slice(&crc.to_be_bytes());
+}
+
+/// A batch of `count` small records from `producer_id` at `epoch`, starting at `base_sequence`.
+#[must_use]
+pub fn producer_batch(
+    producer_id: i64,
+    epoch: i16,
+    base_sequence: i32,
+    count: usize,
+    transactional: bool,
+) -> Vec<u8> {
+    let values: Vec<Vec<u8>> = (0..count)
+        .map(|i| format!("v{base_sequence}-{i}").into_bytes())
+        .collect();
+    let records: Vec<TestRecord<'_>> = values.iter().map(|v| TestRecord::value(v)).collect();
+    let mut out = build_batch(0, 1_000, &records);
+    set_producer(&mut out, producer_id, epoch, base_sequence, transactional);
+    out
+}

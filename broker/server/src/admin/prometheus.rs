@@ -329,6 +329,16 @@ const PARTITION_FAMILIES: &[(&str, &str, &str)] = &[
         "counter",
         "Appends refused with an error since start.",
     ),
+    (
+        "sluice_partition_produce_duplicates_total",
+        "counter",
+        "Retried batches of idempotent producers acknowledged with their original offsets (nothing appended) since start.",
+    ),
+    (
+        "sluice_partition_last_stable_offset",
+        "gauge",
+        "Last stable offset: read_committed consumers read below it (the log end when no transaction is open).",
+    ),
 ];
 
 /// Quarantined topics and offline partitions (`broker/quarantine.rs`), read at scrape time.
@@ -360,12 +370,13 @@ fn partition_metrics(out: &mut String, broker: &Broker) {
         .partitions()
         .into_iter()
         .filter_map(|p| {
-            let (start, end, size) = p
+            let (start, end, size, lso) = p
                 .with_log(|log| {
                     (
                         log.log_start_offset().value(),
                         log.log_end_offset().value(),
                         log.size_bytes(),
+                        log.last_stable_offset().value(),
                     )
                 })
                 .ok()?;
@@ -379,6 +390,8 @@ fn partition_metrics(out: &mut String, broker: &Broker) {
                 m.bytes_out.load(Relaxed),
                 m.records_out.load(Relaxed),
                 m.produce_errors.load(Relaxed),
+                m.produce_duplicates.load(Relaxed),
+                lso as u64,
             ];
             Some((
                 format!("topic=\"{}\",partition=\"{}\"", escape(&p.topic), p.index),

@@ -55,6 +55,24 @@ pub(crate) fn append_one(
         partition.metrics.produce_errors.fetch_add(1, Relaxed);
         append_error(topic, index, e)
     })?;
+    if outcome.duplicate {
+        // An idempotent producer's retry: the original offsets, and acks=all waits for the
+        // original's durability.
+        tracing::debug!(
+            topic,
+            partition = index,
+            base_offset = outcome.base_offset.value(),
+            "duplicate batch acknowledged with its original offsets"
+        );
+        partition.metrics.produce_duplicates.fetch_add(1, Relaxed);
+        return Ok(Appended {
+            base_offset: outcome.base_offset.value(),
+            log_append_time_ms: outcome.log_append_time_ms,
+            log_start_offset: outcome.log_start_offset.value(),
+            end_offset: outcome.last_offset.value() + 1,
+            partition,
+        });
+    }
     partition
         .metrics
         .appended(outcome.record_count, outcome.bytes);
@@ -74,6 +92,18 @@ fn append_error(topic: &str, index: i32, error: AppendError) -> KafkaError {
         AppendError::InvalidBatch(e) => KafkaError::from_batch(&context, e),
         AppendError::TooLarge { .. } => KafkaError::new(
             ResponseError::MessageTooLarge,
+            format!("{context}: {error}"),
+        ),
+        AppendError::OutOfOrderSequence { .. } => KafkaError::new(
+            ResponseError::OutOfOrderSequenceNumber,
+            format!("{context}: {error}"),
+        ),
+        AppendError::InvalidProducerEpoch { .. } => KafkaError::new(
+            ResponseError::InvalidProducerEpoch,
+            format!("{context}: {error}"),
+        ),
+        AppendError::InvalidTxnState { .. } => KafkaError::new(
+            ResponseError::InvalidTxnState,
             format!("{context}: {error}"),
         ),
         AppendError::Fenced | AppendError::Io(_) => {

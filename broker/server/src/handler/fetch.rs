@@ -63,6 +63,7 @@ pub async fn handle(
         .map_or(limits::FETCH_RESPONSE_MAX_BYTES, |b| {
             b.min(limits::FETCH_RESPONSE_MAX_BYTES)
         });
+    let read_committed = request.isolation_level == 1;
     let targets = resolve(ctx, std::mem::take(&mut request.topics));
     // Nothing of the frame stays through the long poll (targets own their names).
     drop(request);
@@ -78,8 +79,10 @@ pub async fn handle(
     loop {
         // Reads take the partition lock, which an fsyncing append may hold: off the runtime.
         let reading = targets.clone();
-        let Ok((output, bytes, errors)) =
-            tokio::task::spawn_blocking(move || read_all(&reading, max_bytes, version)).await
+        let Ok((output, bytes, errors)) = tokio::task::spawn_blocking(move || {
+            read_all(&reading, max_bytes, version, read_committed)
+        })
+        .await
         else {
             return FetchOutput {
                 error_code: ResponseError::UnknownServerError.code(),
@@ -184,6 +187,7 @@ fn read_all(
     targets: &[(String, Vec<Target>)],
     max_bytes: u32,
     version: i16,
+    read_committed: bool,
 ) -> (FetchOutput, u64, bool) {
     let mut remaining = max_bytes;
     let mut total: u64 = 0;
@@ -195,7 +199,7 @@ fn read_all(
             partitions: partitions
                 .iter()
                 .map(|t| {
-                    let out = read_one(t, remaining, total == 0, version);
+                    let out = read_one(t, remaining, total == 0, version, read_committed);
                     let len = out.records.as_ref().map_or(0, chunk_len);
                     remaining = remaining.saturating_sub(len);
                     total += u64::from(len);
@@ -237,13 +241,60 @@ fn chunk_len(chunk: &Chunk) -> u32 {
 
 /// Reads one partition within `remaining` bytes. The first non-empty partition of a response
 /// may exceed the limits by one batch (KIP-74), so a consumer never gets stuck on a big batch.
-fn read_one(target: &Target, remaining: u32, first: bool, version: i16) -> PartitionOutput {
+/// The slice (if there is a budget), high watermark, log start, last stable offset and,
+/// for read_committed, the aborted transactions.
+type LogRead = (
+    Option<Result<sluice_storage::ReadSlice, ReadError>>,
+    i64,
+    i64,
+    i64,
+    Option<Vec<(i64, i64)>>,
+);
+
+fn read_log(
+    log: &sluice_storage::Log,
+    fetch_offset: i64,
+    budget: u32,
+    read_committed: bool,
+) -> LogRead {
+    let from = Offset(fetch_offset);
+    let lso = log.last_stable_offset();
+    let slice = match (budget, read_committed) {
+        (0, _) => None,
+        (_, false) => Some(log.read(from, budget)),
+        (_, true) => Some(log.read_below(from, budget, lso)),
+    };
+    let aborted = read_committed.then(|| {
+        log.aborted_transactions(from, lso)
+            .iter()
+            .map(|t| (t.producer_id, t.first_offset))
+            .collect()
+    });
+    (
+        slice,
+        log.log_end_offset().value(),
+        log.log_start_offset().value(),
+        lso.value(),
+        aborted,
+    )
+}
+
+/// read_committed reads stop at the last stable offset and carry the aborted transactions
+/// they overlap (consumers drop those records).
+fn read_one(
+    target: &Target,
+    remaining: u32,
+    first: bool,
+    version: i16,
+    read_committed: bool,
+) -> PartitionOutput {
     let mut out = PartitionOutput {
         index: target.index,
         error_code: 0,
         high_watermark: -1,
         last_stable_offset: -1,
         log_start_offset: -1,
+        aborted_transactions: None,
         records: None,
     };
     if let Some(error) = target.refused {
@@ -255,19 +306,8 @@ fn read_one(target: &Target, remaining: u32, first: bool, version: i16) -> Parti
         return out;
     };
     let budget = target.partition_max_bytes.min(remaining);
-    let read = partition.with_log(|log| {
-        let slice = if budget == 0 {
-            None
-        } else {
-            Some(log.read(Offset(target.fetch_offset), budget))
-        };
-        (
-            slice,
-            log.log_end_offset().value(),
-            log.log_start_offset().value(),
-        )
-    });
-    let (slice, end, start) = match read {
+    let read = partition.with_log(|log| read_log(log, target.fetch_offset, budget, read_committed));
+    let (slice, end, start, lso, aborted) = match read {
         Ok(r) => r,
         Err(e) => {
             out.error_code = e.code.code();
@@ -275,8 +315,9 @@ fn read_one(target: &Target, remaining: u32, first: bool, version: i16) -> Parti
         }
     };
     out.high_watermark = end;
-    out.last_stable_offset = end;
+    out.last_stable_offset = lso;
     out.log_start_offset = start;
+    out.aborted_transactions = aborted;
     match slice {
         None => {}
         Some(Ok(slice)) if slice.is_empty() => {}

@@ -55,6 +55,9 @@ pub struct PartitionOutput {
     pub last_stable_offset: i64,
     /// Log start offset (v5+); -1 if unknown.
     pub log_start_offset: i64,
+    /// read_committed: the aborted transactions overlapping the records, as
+    /// (producer id, first offset); `None` (null on the wire) for read_uncommitted.
+    pub aborted_transactions: Option<Vec<(i64, i64)>>,
     /// The record batches, `None` for an empty record set.
     pub records: Option<Chunk>,
 }
@@ -101,7 +104,16 @@ fn put_partition_header(buf: &mut BytesMut, p: &PartitionOutput, version: i16) {
     if version >= 5 {
         buf.put_i64(p.log_start_offset);
     }
-    buf.put_i32(-1); // aborted_transactions: null (no transactions)
+    match &p.aborted_transactions {
+        None => buf.put_i32(-1),
+        Some(aborted) => {
+            buf.put_i32(aborted.len() as i32);
+            for &(producer_id, first_offset) in aborted {
+                buf.put_i64(producer_id);
+                buf.put_i64(first_offset);
+            }
+        }
+    }
     if version >= 11 {
         buf.put_i32(-1); // preferred_read_replica: none, read from the leader
     }
@@ -136,7 +148,9 @@ pub fn to_bytes(chunks: &[Chunk]) -> Option<Bytes> {
 mod tests {
     //! Golden tests: our chunked encoding equals kafka-protocol's for every served version.
     use super::*;
-    use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+    use kafka_protocol::messages::fetch_response::{
+        AbortedTransaction, FetchableTopicResponse, PartitionData,
+    };
     use kafka_protocol::messages::{FetchResponse, TopicName};
     use kafka_protocol::protocol::{Encodable, StrBytes};
 
@@ -154,6 +168,7 @@ mod tests {
                         high_watermark: 42,
                         last_stable_offset: 42,
                         log_start_offset: 3,
+                        aborted_transactions: Some(vec![(7, 40)]),
                         records: Some(Chunk::Bytes(records.clone())),
                     },
                     PartitionOutput {
@@ -162,6 +177,7 @@ mod tests {
                         high_watermark: 9,
                         last_stable_offset: 9,
                         log_start_offset: 0,
+                        aborted_transactions: None,
                         records: None,
                     },
                 ],
@@ -180,10 +196,12 @@ mod tests {
         };
         let mut topic = FetchableTopicResponse::default();
         topic.topic = TopicName(StrBytes::from_static_str("orders"));
-        topic.partitions = vec![
-            partition(0, 0, 42, 3, records),
-            partition(1, 1, 9, 0, Bytes::new()),
-        ];
+        let mut aborted = AbortedTransaction::default();
+        aborted.producer_id = kafka_protocol::messages::ProducerId(7);
+        aborted.first_offset = 40;
+        let mut first = partition(0, 0, 42, 3, records);
+        first.aborted_transactions = Some(vec![aborted]);
+        topic.partitions = vec![first, partition(1, 1, 9, 0, Bytes::new())];
         let mut theirs = FetchResponse::default();
         theirs.responses = vec![topic];
         (ours, theirs)

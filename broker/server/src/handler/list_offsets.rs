@@ -38,6 +38,7 @@ pub async fn handle(
         .filter(|name| !authz::topic(ctx, AclOperation::Describe, name))
         .collect();
     let broker = ctx.broker.clone();
+    let read_committed = request.isolation_level == 1;
     let topics = tokio::task::spawn_blocking(move || {
         let duplicates = super::duplicates(request.topics.iter().flat_map(|t| {
             t.partitions
@@ -63,7 +64,13 @@ pub async fn handle(
                         if duplicates.contains(&(name, p.partition_index)) {
                             return refused(p.partition_index, ResponseError::InvalidRequest);
                         }
-                        lookup(&broker, name, p.partition_index, p.timestamp)
+                        lookup(
+                            &broker,
+                            name,
+                            p.partition_index,
+                            p.timestamp,
+                            read_committed,
+                        )
                     })
                     .collect();
                 out.name = topic.name.clone();
@@ -98,6 +105,7 @@ fn lookup(
     topic: &str,
     index: i32,
     timestamp: i64,
+    read_committed: bool,
 ) -> ListOffsetsPartitionResponse {
     let mut out = ListOffsetsPartitionResponse::default();
     out.partition_index = index;
@@ -110,6 +118,8 @@ fn lookup(
     };
     let found = partition.with_log(|log| match timestamp {
         EARLIEST_TIMESTAMP => Ok(Some((log.log_start_offset().value(), -1))),
+        // read_committed (isolation_level 1, v2+): the last stable offset.
+        LATEST_TIMESTAMP if read_committed => Ok(Some((log.last_stable_offset().value(), -1))),
         LATEST_TIMESTAMP => Ok(Some((log.log_end_offset().value(), -1))),
         ts => log
             .offset_for_timestamp_with(ts, Some(&decompress))
