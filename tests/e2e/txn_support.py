@@ -401,7 +401,9 @@ class PartitionProducers:
 
 def describe_producers(conn: KafkaConnection, topic: str, partition: int) -> PartitionProducers:
     """DescribeProducers v0 of one partition."""
-    body = Fields().compact_array([Fields().compact_string(topic).compact_array([Fields().i32(partition)]).tagged_fields()])
+    body = Fields().compact_array(
+        [Fields().compact_string(topic).compact_array([Fields().i32(partition)]).tagged_fields()]
+    )
     body.tagged_fields()
     r = flexible_request(conn, API_DESCRIBE_PRODUCERS, 0, body)
     r.i32()  # throttle time
