@@ -486,3 +486,53 @@ def list_transactions(
         return out
 
     return error, unknown, r.array(listed)
+
+
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+
+
+def control_markers(records_bytes: bytes) -> list[tuple[int, int, int]]:
+    """(offset, producer id, marker type: CONTROL_ABORT / CONTROL_COMMIT) of every control batch
+    in a fetch answer's records; a control record's key is (version i16, type i16)."""
+    out = []
+    pos = 0
+    while pos + 61 <= len(records_bytes):
+        batch_len = struct.unpack_from(">i", records_bytes, pos + 8)[0]
+        end = pos + 12 + batch_len
+        if end > len(records_bytes):
+            break
+        [info] = batch_headers(records_bytes[pos:end])
+        if info.is_control:
+            reader = kw._Reader(records_bytes[pos + 61 : end])
+            reader.varint()  # record length
+            reader.i8()  # attributes
+            reader.varint()  # timestamp delta
+            offset_delta = reader.varint()
+            key_len = reader.varint()
+            assert key_len >= 4, f"control record key of {key_len} bytes"
+            _version, marker = struct.unpack(">hh", reader.take(4))
+            out.append((info.base_offset + offset_delta, info.producer_id, marker))
+        pos = end
+    return out
+
+
+def bounded(fn, timeout_s: float, what: str):
+    """Runs `fn()` in a thread and returns its result, re-raising what it raised; fails when
+    it has not returned within `timeout_s` (for client calls that take no timeout)."""
+    result: dict = {}
+
+    def run():
+        try:
+            result["value"] = fn()
+        except BaseException as err:  # handed to the caller
+            result["error"] = err
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(timeout_s)
+    if t.is_alive():
+        raise AssertionError(f"{what} did not return within {timeout_s}s")
+    if "error" in result:
+        raise result["error"]
+    return result.get("value")
