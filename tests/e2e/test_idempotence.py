@@ -44,7 +44,9 @@ from txn_support import (
 PARTITIONS = 3
 RECORDS = 20_000
 CHUNKS = 8
-BLACKHOLE_S = 0.3
+# Produce answers the proxy drops before each cut (librdkafka keeps up to 5 requests in
+# flight per connection with idempotence).
+DROPPED_PRODUCE_ANSWERS = 2
 RECORDS_KILL9 = 6000
 RESTART_GAP_S = 0.5
 FLUSH_DEADLINE_S = 90.0
@@ -84,10 +86,11 @@ def value_of(n: int) -> bytes:
     return f"n={n:08d}".encode()
 
 
-def produce_numbered(p: Producer, topic: str, count: int, between_chunks, chunks: int = CHUNKS) -> dict[int, int]:
-    """Produces records 0..count-1 (record n to partition n % PARTITIONS) in `chunks`, calling
-    `between_chunks(i)` right after chunk i is handed over (while it is in flight). Returns
-    number -> offset from the delivery reports; fails on any delivery error."""
+def produce_numbered(p: Producer, topic: str, count: int, fault, chunks: int = CHUNKS) -> dict[int, tuple[int, int]]:
+    """Produces records 0..count-1 (record n to partition n % PARTITIONS) in `chunks`: chunk i
+    is handed to the client by `fault(i, hand_over)`, which calls `hand_over()` once, around
+    it whatever fault it injects. Returns number -> (partition, offset) from the delivery
+    reports; fails on any delivery error."""
     delivered: dict[int, tuple[int, int]] = {}
     failed: list[str] = []
 
@@ -103,10 +106,13 @@ def produce_numbered(p: Producer, topic: str, count: int, between_chunks, chunks
     per_chunk = count // chunks
     for i in range(chunks):
         end = count if i == chunks - 1 else (i + 1) * per_chunk
-        for n in range(i * per_chunk, end):
-            produce_with_backpressure(p, topic, value=value_of(n), partition=n % PARTITIONS, on_delivery=report)
-        p.poll(0)
-        between_chunks(i)
+
+        def hand_over(first=i * per_chunk, end=end):
+            for n in range(first, end):
+                produce_with_backpressure(p, topic, value=value_of(n), partition=n % PARTITIONS, on_delivery=report)
+            p.poll(0)
+
+        fault(i, hand_over)
     remaining = p.flush(FLUSH_DEADLINE_S)
     assert remaining == 0, f"{remaining} records undelivered after {FLUSH_DEADLINE_S}s"
     assert not failed, f"delivery errors: {failed[:5]}"
@@ -139,17 +145,18 @@ def test_retries_through_cut_connections_store_each_record_once(broker_factory, 
     errors: list = []
     p = idempotent_producer(proxy.bootstrap, errors)
 
-    def fault(i: int):
+    def fault(i: int, hand_over):
         if i % 2 == 0:
-            proxy.blackhole_then_cut(BLACKHOLE_S)
+            # Appended by the broker, never acknowledged: the client sends these batches again.
+            proxy.blackhole_then_cut(hand_over, answers=DROPPED_PRODUCE_ANSWERS)
         else:
+            hand_over()
             proxy.cut()
 
     delivered = produce_numbered(p, topic_name, RECORDS, fault)
     fatal = [e for e in errors if e.fatal()]
     assert not fatal, f"fatal producer errors: {fatal}"
-    # The faults hit traffic: answers to requests the broker served were lost.
-    assert proxy.dropped_answer_bytes > 0, "no answer was dropped: the test exercised nothing"
+    assert proxy.dropped[kw.API_PRODUCE] >= CHUNKS // 2 * DROPPED_PRODUCE_ANSWERS
     assert proxy.cuts == CHUNKS
     assert_exactly_once(proxy.bootstrap, topic_name, RECORDS, delivered)
 
@@ -161,21 +168,23 @@ def test_kill9_while_producing_keeps_each_record_once(broker_factory, proxy, top
     p = idempotent_producer(proxy.bootstrap, errors)
     killed = threading.Event()
 
-    def fault(i: int):
+    def kill():
+        broker.kill()
+        proxy.upstream = None
+
+    def fault(i: int, hand_over):
         if i == 2:
-            # Answers in flight are lost with the broker; the batches may or may not be on disk.
-            proxy.dropping_answers.set()
-            time.sleep(BLACKHOLE_S)  # lets requests reach the broker whose answers are dropped
-            broker.kill()
-            proxy.upstream = None
-            proxy.cut()
-            proxy.dropping_answers.clear()
+            # Batches the broker made durable and answered (acks=all), the answers lost, then
+            # SIGKILL: the restarted broker must know them from its log alone.
+            proxy.blackhole_then_cut(hand_over, answers=DROPPED_PRODUCE_ANSWERS, before_cut=kill)
             time.sleep(RESTART_GAP_S)  # the client retries against a dead address meanwhile
             broker.start()
             proxy.upstream = broker.port
             killed.set()
         elif i == 5:
-            proxy.blackhole_then_cut(BLACKHOLE_S)
+            proxy.blackhole_then_cut(hand_over, answers=DROPPED_PRODUCE_ANSWERS)
+        else:
+            hand_over()
 
     delivered = produce_numbered(p, topic_name, RECORDS_KILL9, fault)
     assert killed.is_set()

@@ -6,8 +6,8 @@ isolation level, DescribeProducers, DescribeTransactions, ListTransactions).
 `FaultProxy` listens on 127.0.0.1 (an ephemeral port, bound before the broker starts so the
 broker can advertise it: `advertised.listeners=PLAINTEXT://127.0.0.1:<proxy port>`) and pipes
 every client connection to the broker's current port (`upstream`, changed after a restart).
-It can `cut()` every connection, or `blackhole_then_cut(s)`: keep forwarding requests but
-drop the broker's answers for `s` seconds, then cut. The second forces a producer to retry
+It can `cut()` every connection, or `blackhole_then_cut(...)`: keep forwarding requests but
+drop the broker's Produce answers until it has dropped some, then cut. The second forces a producer to retry
 batches the broker already appended, which only sequence-number deduplication makes harmless.
 
 The flexible APIs (DescribeProducers 61, DescribeTransactions 65, ListTransactions 66: all
@@ -56,21 +56,26 @@ CONNECT_TIMEOUT_S = 5.0
 
 
 class _Pair:
-    """One client connection and its broker connection, pumped by two threads."""
+    """One client connection and its broker connection, pumped by two threads. Both directions
+    are split into frames (4-byte length, then the message): the request direction notes each
+    request's correlation id and API key, the answer direction forwards or drops whole
+    frames and counts the dropped ones by API key."""
 
     def __init__(self, proxy: "FaultProxy", client: socket.socket, upstream: socket.socket):
         self.proxy = proxy
         self.client = client
         self.upstream = upstream
         self.closed = threading.Event()
+        self.api_of_correlation: dict[int, int] = {}
 
     def start(self):
         threading.Thread(target=self._pump, args=(self.client, self.upstream, False), daemon=True).start()
         threading.Thread(target=self._pump, args=(self.upstream, self.client, True), daemon=True).start()
 
     def _pump(self, src: socket.socket, dst: socket.socket, answers: bool):
-        src.settimeout(PROXY_POLL_S)
+        buf = bytearray()
         try:
+            src.settimeout(PROXY_POLL_S)
             while not self.closed.is_set():
                 try:
                     data = src.recv(PROXY_BUFFER_BYTES)
@@ -78,18 +83,42 @@ class _Pair:
                     continue
                 if not data:
                     break
-                if answers:
-                    self.proxy.answer_bytes += len(data)
-                    if self.proxy.dropping_answers.is_set():
-                        self.proxy.dropped_answer_bytes += len(data)
-                        continue
-                else:
-                    self.proxy.request_bytes += len(data)
-                dst.sendall(data)
+                buf += data
+                out = bytearray()
+                while len(buf) >= 4:
+                    (length,) = struct.unpack_from(">i", buf, 0)
+                    if len(buf) < 4 + length:
+                        break
+                    frame = bytes(buf[: 4 + length])
+                    del buf[: 4 + length]
+                    if answers:
+                        if not self._on_answer(frame):
+                            continue
+                    else:
+                        self._on_request(frame)
+                    out += frame
+                if out:
+                    dst.sendall(out)
         except OSError:
             pass
         finally:
             self.close()
+
+    def _on_request(self, frame: bytes):
+        api_key, _version, correlation_id = struct.unpack_from(">hhi", frame, 4)
+        self.api_of_correlation[correlation_id] = api_key
+        self.proxy.requests[api_key] = self.proxy.requests.get(api_key, 0) + 1
+
+    def _on_answer(self, frame: bytes) -> bool:
+        """Whether to forward this answer frame."""
+        (correlation_id,) = struct.unpack_from(">i", frame, 4)
+        api_key = self.api_of_correlation.pop(correlation_id, -1)
+        if api_key not in self.proxy.drop_answers_of:
+            return True
+        with self.proxy.dropped_changed:
+            self.proxy.dropped[api_key] = self.proxy.dropped.get(api_key, 0) + 1
+            self.proxy.dropped_changed.notify_all()
+        return False
 
     def close(self):
         if self.closed.is_set():
@@ -115,14 +144,16 @@ class FaultProxy:
         self.port: int = self._listener.getsockname()[1]
         # The broker's port; None refuses connections (closed right after accept).
         self.upstream: int | None = None
-        self.dropping_answers = threading.Event()
+        # Answers to these API keys are dropped (whole frames), the others forwarded.
+        self.drop_answers_of: frozenset[int] = frozenset()
         self._pairs: list[_Pair] = []
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self.cuts = 0
-        self.request_bytes = 0
-        self.answer_bytes = 0
-        self.dropped_answer_bytes = 0
+        # Requests seen and answers dropped, by API key (-1: an answer to no request seen).
+        self.requests: dict[int, int] = {}
+        self.dropped: dict[int, int] = {}
+        self.dropped_changed = threading.Condition()
         self._thread = threading.Thread(target=self._accept_loop, daemon=True)
         self._thread.start()
 
@@ -174,15 +205,29 @@ class FaultProxy:
         self.cuts += 1
         return n
 
-    def blackhole_then_cut(self, duration_s: float) -> int:
-        """Forwards requests but drops every answer for `duration_s`, then cuts: whatever the
-        broker appended meanwhile, the client never heard of it and sends it again."""
-        self.dropping_answers.set()
+    def blackhole_then_cut(
+        self, hand_over, api_key: int = kw.API_PRODUCE, answers: int = 1, timeout_s: float = 10.0, before_cut=None
+    ):
+        """Drops the broker's answers to `api_key`, runs `hand_over()` (which makes the client send), waits
+        until at least `answers` answers of `api_key` were dropped (requests the broker
+        served and the client never heard of), runs `before_cut()` if given (kill the broker,
+        say), then cuts every connection: the client must send them again. Fails when that many were not dropped within `timeout_s`."""
+        with self.dropped_changed:
+            target = self.dropped.get(api_key, 0) + answers
+        self.drop_answers_of = frozenset([api_key])
         try:
-            time.sleep(duration_s)  # the window of lost answers, not a wait for state
+            hand_over()
+            deadline = time.monotonic() + timeout_s
+            with self.dropped_changed:
+                while self.dropped.get(api_key, 0) < target:
+                    remaining = deadline - time.monotonic()
+                    assert remaining > 0, f"{answers} answers to API {api_key} not dropped within {timeout_s}s"
+                    self.dropped_changed.wait(remaining)
+            if before_cut is not None:
+                before_cut()
             return self.cut()
         finally:
-            self.dropping_answers.clear()
+            self.drop_answers_of = frozenset()
 
     def close(self):
         self._stopped.set()
