@@ -40,7 +40,7 @@ from confluent_kafka.admin import OffsetSpec
 import kafka_wire as kw
 from clients import DEFAULT_TIMEOUT_S, Record, admin, consumer, create_topic, produce_all, producer, watermarks
 from conftest import wait_until
-from kafka_wire import KafkaConnection
+from kafka_wire import Fields, KafkaConnection
 from txn_support import (
     CONTROL_ABORT,
     CONTROL_COMMIT,
@@ -53,6 +53,7 @@ from txn_support import (
     describe_producers,
     describe_transactions,
     fetch_isolated,
+    init_producer_id,
     list_offset,
     list_transactions,
 )
@@ -68,7 +69,16 @@ TRANSACTIONAL_ID_NOT_FOUND = 105
 BROKER_SETTINGS = {"group.initial.rebalance.delay.ms": "0"}
 
 
-def txn_producer(bootstrap: str, transactional_id: str, **config) -> Producer:
+class TxnProducer(Producer):
+    """A confluent-kafka producer that remembers its broker and transactional id (for `init`)."""
+
+    def __init__(self, conf: dict, bootstrap: str, transactional_id: str):
+        super().__init__(conf)
+        self.bootstrap = bootstrap
+        self.transactional_id = transactional_id
+
+
+def txn_producer(bootstrap: str, transactional_id: str, **config) -> TxnProducer:
     conf = {
         "bootstrap.servers": bootstrap,
         "transactional.id": transactional_id,
@@ -77,14 +87,25 @@ def txn_producer(bootstrap: str, transactional_id: str, **config) -> Producer:
         "log_level": 2,
     }
     conf.update(config)
-    return Producer(conf)
+    return TxnProducer(conf, bootstrap, transactional_id)
 
 
-def init(p: Producer):
+def init(p: TxnProducer):
     try:
         p.init_transactions(TXN_CALL_TIMEOUT_S)
     except KafkaException as err:
-        pytest.fail(f"init_transactions failed: {err.args[0]!r}")
+        why = coordinator_diagnosis(p.bootstrap, p.transactional_id)
+        pytest.fail(f"init_transactions failed: {err.args[0]!r}; {why}")
+
+
+def coordinator_diagnosis(bootstrap: str, transactional_id: str) -> str:
+    """What the broker answers the first two requests of init_transactions, raw."""
+    with KafkaConnection(bootstrap) as conn:
+        r = conn.request(kw.API_FIND_COORDINATOR, 1, Fields().string(transactional_id).i8(1))
+        r.i32()  # throttle time
+        find_error = r.i16()
+        ids = init_producer_id(conn, transactional_id)
+    return f"FindCoordinator(TRANSACTION) error {find_error}, InitProducerId(transactional id) error {ids.error_code}"
 
 
 def send(p: Producer, topic: str, values: list[bytes], partition: int = 0):
@@ -222,6 +243,8 @@ def test_consume_transform_produce_exactly_once(broker_factory, topic_name):
     inputs = values("in", n)
     produce_all(producer(broker.bootstrap), source, [Record(None, v) for v in inputs])
 
+    p = txn_producer(broker.bootstrap, f"{topic_name}-tx")
+    init(p)
     c = Consumer(
         {
             "bootstrap.servers": broker.bootstrap,
@@ -232,8 +255,6 @@ def test_consume_transform_produce_exactly_once(broker_factory, topic_name):
             "session.timeout.ms": 10_000,
         }
     )
-    p = txn_producer(broker.bootstrap, f"{topic_name}-tx")
-    init(p)
     tp = TopicPartition(source, 0)
     aborted_outputs = 0
     try:
@@ -381,15 +402,20 @@ def test_kill9_then_new_producer_aborts_the_open_transaction(broker, topic_name)
 def test_kafka_python_transactional_producer(broker, topic_name):
     from kafka import KafkaConsumer, KafkaProducer
     from kafka import TopicPartition as KTopicPartition
+    from kafka.errors import KafkaTimeoutError
 
     create_topic(broker.bootstrap, topic_name)
+    tid = f"{topic_name}-tx"
     p = KafkaProducer(
         bootstrap_servers=broker.bootstrap,
-        transactional_id=f"{topic_name}-tx",
+        transactional_id=tid,
         max_block_ms=int(TXN_CALL_TIMEOUT_S * 1000),
     )
     try:
-        bounded(p.init_transactions, TXN_CALL_TIMEOUT_S + 5, "kafka-python init_transactions")
+        try:
+            bounded(p.init_transactions, TXN_CALL_TIMEOUT_S + 5, "kafka-python init_transactions")
+        except KafkaTimeoutError as err:
+            pytest.fail(f"kafka-python init_transactions: {err}; {coordinator_diagnosis(broker.bootstrap, tid)}")
         for prefix, commit in (("kp-c", True), ("kp-a", False), ("kp-d", True)):
             p.begin_transaction()
             futures = [p.send(topic_name, value=v, partition=0) for v in values(prefix, 5)]
