@@ -16,8 +16,9 @@ Covers:
   last batches); a sequence gap is OUT_OF_ORDER_SEQUENCE_NUMBER; an older epoch after a newer
   one is INVALID_PRODUCER_EPOCH (Kafka since KIP-588; PRODUCER_FENCED also accepted); the
   next in-order sequence is appended;
-- the same batch resent after a graceful restart and after kill -9 (sent after its acks=all
-  answer) is a duplicate: same base offset, nothing appended.
+- the same batch resent after a graceful restart, after kill -9 (sent after its acks=all
+  answer), and after a graceful restart then more batches then kill -9, is a duplicate: same
+  base offset, nothing appended; a sequence gap is still refused (the state survived).
 """
 
 from __future__ import annotations
@@ -252,8 +253,11 @@ def test_duplicates_gaps_and_old_epochs_byte_level(broker, topic_name):
         )
 
 
-@pytest.mark.parametrize("how", ["graceful", "kill9"])
+@pytest.mark.parametrize("how", ["graceful", "kill9", "graceful-then-kill9"])
 def test_duplicate_after_restart_is_not_appended(broker, topic_name, how):
+    """`graceful-then-kill9`: the first batch before a graceful restart (whatever producer
+    state the shutdown saves), the second after it, then SIGKILL: the state comes from what
+    was saved plus the log after it."""
     create_topic(broker.bootstrap, topic_name)
     with KafkaConnection(broker.bootstrap) as conn:
         ids = init_producer_id(conn)
@@ -261,6 +265,9 @@ def test_duplicate_after_restart_is_not_appended(broker, topic_name, how):
         first = producer_batch([b"a0", b"a1"], ids.producer_id, ids.epoch, 0)
         second = producer_batch([b"a2"], ids.producer_id, ids.epoch, 2)
         assert conn.produce(topic_name, 0, first, acks=-1).base_offset == 0
+    if how == "graceful-then-kill9":
+        broker.restart()
+    with KafkaConnection(broker.bootstrap) as conn:
         r = conn.produce(topic_name, 0, second, acks=-1)
         assert (r.error_code, r.base_offset) == (kw.NONE, 2)
 
