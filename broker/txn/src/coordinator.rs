@@ -300,3 +300,6 @@ fn fence_and_abort(mut m: TxnMetadata, now_ms: i64) -> (TxnMetadata, WriteMarker
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod sim_tests;

@@ -53,7 +53,8 @@ impl Coordinator {
 
     /// A transactional id seen for the first time: a fresh producer id, epoch 0, Empty.
     fn init_new(&mut self, now_ms: i64, id: &str, timeout_ms: i32) -> InitOutcome {
-        if self.txns.len() >= limits::TXNS_MAX {
+        // Ids with records in flight may be new ones: count them too.
+        if self.txns.len() + self.pending.len() >= limits::TXNS_MAX {
             return InitOutcome::Error(ErrorCode::CoordinatorNotAvailable);
         }
         let mut records = Vec::new();
