@@ -216,6 +216,7 @@ impl Coordinator {
     /// PrepareCommit or PrepareAbort, to write again before calling
     /// [`Coordinator::markers_written`] for each. Also usable later to retry markers
     /// whose completion record failed to persist.
+    #[must_use]
     pub fn recovery_effects(&self) -> Vec<WriteMarkers> {
         self.txns
             .values()
@@ -257,6 +258,7 @@ impl Coordinator {
 
     /// One record per live key (the producer-id block, then every transactional id): the
     /// content of a compacted transaction log. Write it with no records in flight.
+    #[must_use]
     pub fn snapshot(&self) -> Vec<TxnRecord> {
         let mut out = Vec::with_capacity(self.txns.len() + 1);
         if self.block_end_durable > 0 {

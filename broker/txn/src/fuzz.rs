@@ -37,7 +37,16 @@ fn check_canonical(record: &TxnRecord, key: &[u8], value: Option<&[u8]>) {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..512)) {
+            decode_record(&data);
+        }
+    }
 
     #[test]
     fn short_and_odd_inputs_do_not_panic() {

@@ -544,3 +544,44 @@ fn describe_list_and_snapshot() {
     assert_eq!(fresh.txns, s.c.txns);
     assert_eq!(fresh.next_producer_id, limits::PRODUCER_ID_BLOCK_SIZE);
 }
+
+#[test]
+fn new_ids_beyond_txns_max_are_refused_and_existing_ones_keep_working() {
+    let mut s = Server::new();
+    let (pid, _) = s.init(0, Some(T));
+    let template = s.c.txn(T).unwrap().clone();
+    let others = (1..limits::TXNS_MAX).map(|i| {
+        let mut m = template.clone();
+        m.transactional_id = format!("id-{i}");
+        TxnRecord::Metadata(m)
+    });
+    s.c.load(others);
+    assert_eq!(s.c.len(), limits::TXNS_MAX);
+    let out = s.c.init_producer_id(1, Some("one-more"), TIMEOUT_MS, None);
+    assert_eq!(out, InitOutcome::Error(ErrorCode::CoordinatorNotAvailable));
+    assert_eq!(s.init(1, Some(T)), (pid, 1));
+}
+
+#[test]
+fn pending_offsets_are_capped() {
+    let mut s = Server::new();
+    let (pid, epoch) = s.init(0, Some(T));
+    let records = s.c.add_offsets(1, T, pid, epoch, "g").unwrap();
+    s.persist(&records);
+    let many: Vec<PendingOffset> = (0..=limits::PENDING_OFFSETS_MAX as i32)
+        .map(|p| offset("a", p, 1))
+        .collect();
+    let over = s.c.txn_offset_commit(2, T, pid, epoch, "g", &many);
+    assert_eq!(over, Err(ErrorCode::InvalidCommitOffsetSize));
+    let records =
+        s.c.txn_offset_commit(2, T, pid, epoch, "g", &many[1..])
+            .unwrap();
+    s.persist(&records);
+    let one_more = s.c.txn_offset_commit(3, T, pid, epoch, "g", &many[..1]);
+    assert_eq!(one_more, Err(ErrorCode::InvalidCommitOffsetSize));
+    // Replacing an offset already held is not growth.
+    let records =
+        s.c.txn_offset_commit(3, T, pid, epoch, "g", &many[1..2])
+            .unwrap();
+    s.persist(&records);
+}

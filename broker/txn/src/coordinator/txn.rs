@@ -238,6 +238,7 @@ impl Coordinator {
     /// its offsets applied): the record that completes the transaction, clearing its
     /// partitions and offsets. Empty when the id is not in PrepareCommit/PrepareAbort or
     /// has records in flight (a duplicate call).
+    #[must_use]
     pub fn markers_written(&mut self, now_ms: i64, transactional_id: &str) -> Vec<TxnRecord> {
         let Some(m) = self.txns.get(transactional_id) else {
             return Vec::new();
