@@ -10,7 +10,8 @@
 //!
 //! ```text
 //! start:    let mut c = Coordinator::new(config);   // config.validate()? first
-//!           c.load(records_of_the_transaction_log.map(|(k, v)| decode(k, v)));
+//!           c.load(log.map(|(key, value)| decode(key, value)))  // a DecodeError is a
+//!                                               // corrupt log: refuse to start
 //!           for m in c.recovery_effects() { write markers m, then persist c.markers_written(now, id) }
 //! persist:  every call below that returns records (a Vec<TxnRecord>, in an outcome or a
 //!           Tick): append them in order to the transaction-log partition (key =
@@ -33,7 +34,8 @@
 //!             Prepared { records, markers }     persist, answer NONE, write the markers
 //!             AlreadyDone                       answer NONE (a retried EndTxn)
 //!             Error(code)                       answer it
-//!           DescribeTransactions -> c.describe(id) (None: TRANSACTIONAL_ID_NOT_FOUND)
+//!           DescribeTransactions -> c.describe(id) (None: TRANSACTIONAL_ID_NOT_FOUND;
+//!                                   an empty id: INVALID_REQUEST, as Kafka answers)
 //!           ListTransactions     -> c.list(states, producer_ids)
 //! markers:  WriteMarkers { .. }: append a COMMIT/ABORT control batch with the producer
 //!           id and epoch to every partition (idempotent in storage), for a commit apply
