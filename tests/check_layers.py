@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CRATES: dict[str, set[str]] = {
     "broker/storage": set(),
     "broker/group": set(),
+    "broker/txn": set(),
     "broker/security": set(),
     "broker/plugin-host": {"sluice-storage", "sluice-columns"},
     "broker/server": {"sluice-storage", "sluice-group", "sluice-plugin-host", "sluice-security"},
@@ -50,7 +51,13 @@ CRATES: dict[str, set[str]] = {
 GENERATES_PATHS = {"sdk/macros"}
 
 # Crates that must stay synchronous and socket-free (ARCHITECTURE.md invariants).
-NO_RUNTIME = ["broker/storage", "broker/group", "broker/security", "broker/plugin-host"]
+NO_RUNTIME = [
+    "broker/storage",
+    "broker/group",
+    "broker/txn",
+    "broker/security",
+    "broker/plugin-host",
+]
 RUNTIME_CRATES = {"tokio", "axum", "hyper", "mio", "socket2", "tokio-util", "tower"}
 STRING = re.compile(r'"(?:\\.|[^"\\])*"')
 RUNTIME_PATHS = re.compile(r"\b(tokio|axum|hyper|mio|socket2)::|\bstd::net\b")
@@ -167,6 +174,7 @@ def check_modules() -> tuple[list[str], list[str]]:
 ACYCLIC = [
     "broker/storage",
     "broker/group",
+    "broker/txn",
     "broker/security",
     "broker/server",
     "broker/plugin-host",
@@ -266,6 +274,7 @@ def check_cycles() -> tuple[list[str], list[str]]:
 MAPPED = [
     "broker/storage",
     "broker/group",
+    "broker/txn",
     "broker/security",
     "broker/server",
     "broker/plugin-host",

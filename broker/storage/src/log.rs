@@ -119,6 +119,17 @@ impl ReadSlice {
     }
 }
 
+/// What `write` feeds the producer state.
+#[derive(Debug, Clone, Copy)]
+enum Apply {
+    /// No batch has a producer id.
+    Nothing,
+    /// Data batches (some with producer ids).
+    Data,
+    /// One transaction marker.
+    Marker(Marker, i32),
+}
+
 /// What a validated append request holds.
 struct Summary {
     records: u32,
@@ -253,7 +264,12 @@ impl Log {
             TimestampType::CreateTime => -1,
         };
         let last_offset = assign_offsets(batches, base_offset, log_append_time_ms);
-        self.write(batches, now_ms)
+        let apply = if summary.has_producer {
+            Apply::Data
+        } else {
+            Apply::Nothing
+        };
+        self.write(batches, now_ms, apply)
             .map_err(|e| AppendError::Io(self.fence(e)))?;
         // From here the bytes are in the page cache: a failed fsync below loses them.
         assert_eq!(
@@ -261,11 +277,6 @@ impl Log {
             last_offset.plus(1),
             "append advanced the log end by its records"
         );
-        if summary.has_producer {
-            for (header, _) in batch::iter_batches(batches).map_while(Result::ok) {
-                self.producers.apply(&header, None);
-            }
-        }
         self.unflushed_records += u64::from(summary.records);
         self.first_unflushed_ms.get_or_insert(now_ms);
         if self.unflushed_records >= self.config.flush_messages {
@@ -329,11 +340,8 @@ impl Log {
         );
         let base_offset = self.log_end_offset();
         let last_offset = assign_offsets(&mut bytes, base_offset, -1);
-        self.write(&bytes, now_ms)
+        self.write(&bytes, now_ms, Apply::Marker(marker, coordinator_epoch))
             .map_err(|e| AppendError::Io(self.fence(e)))?;
-        let header = batch::parse_header(&bytes).expect("built");
-        self.producers
-            .apply(&header, Some((marker, coordinator_epoch)));
         self.unflushed_records += 1;
         self.first_unflushed_ms.get_or_insert(now_ms);
         if durability == Durability::Fsync {
@@ -406,7 +414,9 @@ impl Log {
     }
 
     /// Writes numbered batches, rolling whenever the next one does not fit.
-    fn write(&mut self, batches: &[u8], now_ms: i64) -> io::Result<()> {
+    /// The producer state takes each chunk's batches as soon as they are written, so a
+    /// snapshot taken by a roll in the middle of an append covers every batch below it.
+    fn write(&mut self, batches: &[u8], now_ms: i64, apply: Apply) -> io::Result<()> {
         let mut position = 0;
         while position < batches.len() {
             let first = batch::parse_header(&batches[position..]).expect("validated");
@@ -415,8 +425,19 @@ impl Log {
             }
             let end = self.chunk_end(batches, position, now_ms);
             let config = self.config.clone();
-            self.active_mut()
-                .append(&batches[position..end], &config, now_ms)?;
+            let chunk = &batches[position..end];
+            self.active_mut().append(chunk, &config, now_ms)?;
+            let marker = match apply {
+                Apply::Nothing => {
+                    position = end;
+                    continue;
+                }
+                Apply::Data => None,
+                Apply::Marker(marker, coordinator_epoch) => Some((marker, coordinator_epoch)),
+            };
+            for (header, _) in batch::iter_batches(chunk).map_while(Result::ok) {
+                self.producers.apply(&header, marker);
+            }
             position = end;
         }
         Ok(())

@@ -123,3 +123,33 @@ fn markers_end_transactions_and_the_state_survives_a_crash() {
         .unwrap();
     assert_eq!(log.last_stable_offset(), log.log_end_offset());
 }
+
+#[test]
+fn a_roll_in_the_middle_of_an_append_snapshots_the_batches_before_it() {
+    let fs = FaultyFs::new();
+    let config = LogConfig {
+        segment_bytes: 200,
+        ..LogConfig::default()
+    };
+    let mut log = open(&fs, &config);
+    let first = producer_batch(5, 0, 0, 3, false);
+    let mut all = first.clone();
+    all.extend(producer_batch(5, 0, 3, 3, false));
+    all.extend(producer_batch(5, 0, 6, 3, false));
+    let segments_before = log.segment_count();
+    append(&mut log, &all).unwrap();
+    assert!(log.segment_count() > segments_before, "the append rolled");
+    let fs = fs.crash(CrashMode::DurableOnly);
+    drop(log);
+    let mut log = open(&fs, &config);
+    assert_eq!(
+        append(&mut log, &first).unwrap(),
+        (Offset(0), true),
+        "the first batch is still known"
+    );
+    assert!(
+        !append(&mut log, &producer_batch(5, 0, 9, 1, false))
+            .unwrap()
+            .1
+    );
+}

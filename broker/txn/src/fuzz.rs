@@ -68,3 +68,64 @@ mod tests {
         decode_record(&data);
     }
 }
+
+#[cfg(test)]
+mod seeds {
+    use crate::*;
+
+    /// `SLUICE_WRITE_SEEDS=<dir> cargo test -p sluice-txn write_fuzz_seeds` writes the
+    /// `txn_records` seed corpus: every record kind a transaction's life appends.
+    #[test]
+    fn write_fuzz_seeds() {
+        let mut c = Coordinator::new(TxnConfig::default());
+        let InitOutcome::Done {
+            producer_id,
+            producer_epoch,
+            records: mut all,
+        } = c.init_producer_id(0, Some("t"), 60_000, None)
+        else {
+            panic!("a new transactional id gets a producer id");
+        };
+        c.apply(&all);
+        let tp = TopicPartition {
+            topic: "orders".into(),
+            partition: 0,
+        };
+        let records = c
+            .add_partitions(1, "t", producer_id, producer_epoch, &[tp])
+            .unwrap();
+        c.apply(&records);
+        all.extend(records);
+        let records = c
+            .add_offsets(2, "t", producer_id, producer_epoch, "g")
+            .unwrap();
+        c.apply(&records);
+        all.extend(records);
+        all.push(TxnRecord::Tombstone {
+            transactional_id: "gone".into(),
+        });
+        for record in &all {
+            super::decode_record(&framed(record));
+        }
+        let Ok(dir) = std::env::var("SLUICE_WRITE_SEEDS") else {
+            return;
+        };
+        for (i, record) in all.iter().enumerate() {
+            std::fs::write(format!("{dir}/seed-record-{i}"), framed(record)).unwrap();
+        }
+    }
+
+    fn framed(record: &TxnRecord) -> Vec<u8> {
+        let key = record.encode_key();
+        let mut out = (key.len() as u16).to_be_bytes().to_vec();
+        out.extend_from_slice(&key);
+        match record.encode_value() {
+            None => out.push(0),
+            Some(value) => {
+                out.push(1);
+                out.extend_from_slice(&value);
+            }
+        }
+        out
+    }
+}

@@ -171,3 +171,25 @@ proptest::proptest! {
         let _ = snapshot::decode(&bytes);
     }
 }
+
+#[test]
+fn write_fuzz_seeds() {
+    let Ok(dir) = std::env::var("SLUICE_WRITE_SEEDS") else {
+        return;
+    };
+    let mut state = ProducerStateMap::new();
+    state.apply(&header(1, 0, 0, 3, true, 0), None);
+    state.apply(&header(2, 4, 7, 2, false, 3), None);
+    state.apply(&header(3, 0, 0, 1, true, 5), None);
+    state.apply(&header(3, 0, -1, 1, true, 6), Some((Marker::Abort, 2)));
+    std::fs::write(
+        format!("{dir}/seed-three-producers"),
+        snapshot::encode(Offset(7), &state),
+    )
+    .unwrap();
+    std::fs::write(
+        format!("{dir}/seed-empty"),
+        snapshot::encode(Offset(0), &ProducerStateMap::new()),
+    )
+    .unwrap();
+}
