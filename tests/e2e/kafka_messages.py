@@ -1,7 +1,7 @@
 """Request bodies for every API the broker serves, as `kafka_wire.Fields` (so the adversarial
 fuzzer knows their field boundaries), and decoders for the few answers the hostile-input
-tests read. Non-flexible versions only (the broker serves no other, except ApiVersions v3),
-field layouts from https://kafka.apache.org/protocol. Produce and Fetch bodies live in
+tests read. Non-flexible versions, except the few APIs whose only version is flexible; field
+layouts from https://kafka.apache.org/protocol. Produce and Fetch bodies live in
 kafka_wire.py beside the connection that uses them.
 
 `sample_request(api_key, version, names)` is the fuzzer's catalog: one valid request per
@@ -299,6 +299,9 @@ def sample_request(api_key: int, version: int, n: FuzzNames, unique: str) -> Fie
         kw.API_DESCRIBE_CONFIGS: lambda: describe_configs_body(version, [(RESOURCE_TOPIC, n.topic)]),
         kw.API_DELETE_GROUPS: lambda: Fields().string_array([f"{n.group}-gone"]),
         kw.API_INCREMENTAL_ALTER_CONFIGS: lambda: incremental_alter_configs_body(n.topic, [("retention.ms", "-1")]),
+        kw.API_DESCRIBE_PRODUCERS: lambda: Fields()
+        .compact_array([Fields().compact_string(n.topic).compact_array([Fields().i32(0)]).tagged_fields()])
+        .tagged_fields(),  # fmt: skip
         **security_requests(n),
     }
     return builders.get(api_key, Fields)()

@@ -48,6 +48,7 @@ API_DESCRIBE_CLIENT_QUOTAS = 48
 API_ALTER_CLIENT_QUOTAS = 49
 API_DESCRIBE_USER_SCRAM_CREDENTIALS = 50
 API_ALTER_USER_SCRAM_CREDENTIALS = 51
+API_DESCRIBE_PRODUCERS = 61
 
 NONE = 0
 OFFSET_OUT_OF_RANGE = 1
@@ -220,10 +221,12 @@ class Fields:
 
 def is_flexible(api_key: int, version: int) -> bool:
     """Whether a request uses header v2 and compact fields: of what the broker serves,
-    ApiVersions v3+ and the SCRAM credential APIs (whose only version, v0, is flexible)."""
+    ApiVersions v3+, the SCRAM credential APIs and DescribeProducers (whose only version,
+    v0, is flexible)."""
     return (api_key == API_API_VERSIONS and version >= 3) or api_key in (
         API_DESCRIBE_USER_SCRAM_CREDENTIALS,
         API_ALTER_USER_SCRAM_CREDENTIALS,
+        API_DESCRIBE_PRODUCERS,
     )
 
 

@@ -38,6 +38,7 @@ from txn_support import (
     OUT_OF_ORDER_SEQUENCE_NUMBER,
     PRODUCER_FENCED,
     FaultProxy,
+    describe_producers,
     init_producer_id,
     producer_batch,
 )
@@ -252,6 +253,14 @@ def test_duplicates_gaps_and_old_epochs_byte_level(broker, topic_name):
             enumerate([b"plain", b"s0", b"s1", b"s2", b"s3", b"s4", b"e1s0", b"e1s1"])
         )
 
+        described = describe_producers(conn, topic_name, 0)
+        assert described.error_code == kw.NONE, described
+        [state] = described.producers
+        assert (state.producer_id, state.epoch, state.last_sequence) == (pid, 1, 1), state
+        assert state.current_txn_start_offset == -1, "an idempotent producer has no open transaction"
+        missing = describe_producers(conn, topic_name, 7)
+        assert missing.error_code == kw.UNKNOWN_TOPIC_OR_PARTITION, missing
+
 
 @pytest.mark.parametrize("how", ["graceful", "kill9", "graceful-then-kill9"])
 def test_duplicate_after_restart_is_not_appended(broker, topic_name, how):
@@ -289,3 +298,5 @@ def test_duplicate_after_restart_is_not_appended(broker, topic_name, how):
         nxt = conn.produce(topic_name, 0, producer_batch([b"a3"], ids.producer_id, ids.epoch, 3), acks=-1)
         assert (nxt.error_code, nxt.base_offset) == (kw.NONE, 3)
         assert log_values(conn, topic_name) == list(enumerate([b"a0", b"a1", b"a2", b"a3"]))
+        [state] = describe_producers(conn, topic_name, 0).producers
+        assert (state.producer_id, state.last_sequence) == (ids.producer_id, 3), f"after {how}: {state}"

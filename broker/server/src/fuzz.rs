@@ -124,6 +124,7 @@ fn decode_body(key: ApiKey, version: i16, mut body: Bytes) -> Result<(), String>
             d::<DescribeUserScramCredentialsRequest>(b, version)
         }
         ApiKey::AlterUserScramCredentials => d::<AlterUserScramCredentialsRequest>(b, version),
+        ApiKey::DescribeProducers => d::<DescribeProducersRequest>(b, version),
         other => Err(format!(
             "{other:?} is in the version table but has no decoder here"
         )),

@@ -72,6 +72,7 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::AlterClientQuotas, 0, 0),
     // v0 is flexible (KIP-554 came after KIP-482); no other version exists.
     api(ApiKey::DescribeUserScramCredentials, 0, 0),
+    api(ApiKey::DescribeProducers, 0, 0),
     api(ApiKey::AlterUserScramCredentials, 0, 0),
 ];
 
@@ -118,6 +119,7 @@ mod tests {
             ApiKey::ApiVersions,
             ApiKey::DescribeUserScramCredentials,
             ApiKey::AlterUserScramCredentials,
+            ApiKey::DescribeProducers,
         ];
         for s in SUPPORTED.iter().filter(|s| !flexible_only.contains(&s.key)) {
             assert_eq!(

@@ -189,6 +189,11 @@ fn security_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
                 .with_operation(1)
                 .with_permission_type(1)
         ])),
+        ApiKey::DescribeProducers => enc!(DescribeProducersRequest::default().with_topics(vec![
+                describe_producers_request::TopicRequest::default()
+                    .with_name(topic())
+                    .with_partition_indexes(vec![0, 1])
+            ])),
         ApiKey::DescribeUserScramCredentials => enc!(
             DescribeUserScramCredentialsRequest::default().with_users(Some(vec![
                 describe_user_scram_credentials_request::UserName::default().with_name(s("alice"))

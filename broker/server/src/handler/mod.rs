@@ -11,6 +11,7 @@ mod delete_groups;
 mod delete_topics;
 mod describe_configs;
 mod describe_groups;
+mod describe_producers;
 mod fetch;
 pub mod fetch_wire;
 mod find_coordinator;
@@ -314,6 +315,7 @@ async fn dispatch(
         ApiKey::DescribeGroups => reply!(describe_groups::handle(ctx, request!()).await),
         ApiKey::DeleteGroups => reply!(delete_groups::handle(ctx, request!()).await),
         ApiKey::InitProducerId => reply!(init_producer_id::handle(ctx, &request!())),
+        ApiKey::DescribeProducers => reply!(describe_producers::handle(ctx, request!()).await),
         ApiKey::CreateAcls => reply!(acls::create(ctx, request!())),
         ApiKey::DescribeAcls => reply!(acls::describe(ctx, request!())),
         ApiKey::DeleteAcls => reply!(acls::delete(ctx, request!())),

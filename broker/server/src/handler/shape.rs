@@ -157,6 +157,13 @@ fn group_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
             CompactArray(vec![CompactStr, I8, I32, CompactStr, CompactStr, Tags]),
             Tags,
         ],
+        // v0 (flexible): topics [name, partition indexes, tags], tags.
+        ApiKey::DescribeProducers => {
+            vec![
+                CompactArray(vec![CompactStr, CompactArray(vec![I32]), Tags]),
+                Tags,
+            ]
+        }
         ApiKey::SaslAuthenticate => vec![Bytes],
         ApiKey::ApiVersions if v >= 3 => vec![CompactStr, CompactStr, Tags],
         ApiKey::ApiVersions => vec![],
