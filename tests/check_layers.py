@@ -31,7 +31,13 @@ CRATES: dict[str, set[str]] = {
     "broker/txn": set(),
     "broker/security": set(),
     "broker/plugin-host": {"sluice-storage", "sluice-columns"},
-    "broker/server": {"sluice-storage", "sluice-group", "sluice-plugin-host", "sluice-security"},
+    "broker/server": {
+        "sluice-storage",
+        "sluice-group",
+        "sluice-plugin-host",
+        "sluice-security",
+        "sluice-txn",
+    },
     "broker/cli": {
         "sluice-server",
         "sluice-storage",

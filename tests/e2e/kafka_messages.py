@@ -303,8 +303,47 @@ def sample_request(api_key: int, version: int, n: FuzzNames, unique: str) -> Fie
         .compact_array([Fields().compact_string(n.topic).compact_array([Fields().i32(0)]).tagged_fields()])
         .tagged_fields(),  # fmt: skip
         **security_requests(n),
+        **txn_requests(version, n),
     }
     return builders.get(api_key, Fields)()
+
+
+# The transactional id the fuzzer's transaction requests name (no test reads it).
+FUZZ_TXN_ID = "fuzz-txn-scratch"
+
+
+def txn_requests(version: int, n: FuzzNames) -> dict:
+    """Valid transaction request bodies, for a producer id the broker never handed out (so
+    they are refused after decoding) and the scratch topic and group."""
+    tid, pid, epoch = FUZZ_TXN_ID, 4_000_000_000, 0
+    topics = Fields().array([Fields().string(n.topic).array([Fields().i32(0)])])
+    compact_topics = Fields().compact_array(
+        [Fields().compact_string(n.topic).compact_array([Fields().i32(0)]).tagged_fields()]
+    )
+
+    def add_partitions() -> Fields:
+        if version < 3:
+            return Fields().string(tid).i64(pid).i16(epoch).extend(topics)
+        if version == 3:
+            return Fields().compact_string(tid).i64(pid).i16(epoch).extend(compact_topics).tagged_fields()
+        txn = Fields().compact_string(tid).i64(pid).i16(epoch).bool(True).extend(compact_topics).tagged_fields()
+        return Fields().compact_array([txn]).tagged_fields()
+
+    def offset_commit() -> Fields:
+        part = Fields().i32(0).i64(1)
+        if version >= 2:
+            part.i32(-1)
+        part.string("m")
+        return Fields().string(tid).string(n.group).i64(pid).i16(epoch).array([Fields().string(n.topic).array([part])])
+
+    return {
+        kw.API_ADD_PARTITIONS_TO_TXN: add_partitions,
+        kw.API_ADD_OFFSETS_TO_TXN: lambda: Fields().string(tid).i64(pid).i16(epoch).string(n.group),
+        kw.API_TXN_OFFSET_COMMIT: offset_commit,
+        kw.API_END_TXN: lambda: Fields().string(tid).i64(pid).i16(epoch).bool(False),
+        kw.API_DESCRIBE_TRANSACTIONS: lambda: Fields().compact_array([Fields().compact_string(tid)]).tagged_fields(),
+        kw.API_LIST_TRANSACTIONS: lambda: Fields().compact_array([]).compact_array([]).tagged_fields(),
+    }
 
 
 # What the security requests name: resources and users no other test reads.

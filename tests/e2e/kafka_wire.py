@@ -49,6 +49,12 @@ API_ALTER_CLIENT_QUOTAS = 49
 API_DESCRIBE_USER_SCRAM_CREDENTIALS = 50
 API_ALTER_USER_SCRAM_CREDENTIALS = 51
 API_DESCRIBE_PRODUCERS = 61
+API_ADD_PARTITIONS_TO_TXN = 24
+API_ADD_OFFSETS_TO_TXN = 25
+API_END_TXN = 26
+API_TXN_OFFSET_COMMIT = 28
+API_DESCRIBE_TRANSACTIONS = 65
+API_LIST_TRANSACTIONS = 66
 
 NONE = 0
 OFFSET_OUT_OF_RANGE = 1
@@ -200,6 +206,11 @@ class Fields:
     def tagged_fields(self) -> "Fields":
         return self._add("length", NO_TAGGED_FIELDS)
 
+    def extend(self, other: "Fields") -> "Fields":
+        """Appends another body's fields (with their boundaries)."""
+        self.parts += other.parts
+        return self
+
     def __bytes__(self) -> bytes:
         return b"".join(b for _, b in self.parts)
 
@@ -221,12 +232,19 @@ class Fields:
 
 def is_flexible(api_key: int, version: int) -> bool:
     """Whether a request uses header v2 and compact fields: of what the broker serves,
-    ApiVersions v3+, the SCRAM credential APIs and DescribeProducers (whose only version,
-    v0, is flexible)."""
-    return (api_key == API_API_VERSIONS and version >= 3) or api_key in (
-        API_DESCRIBE_USER_SCRAM_CREDENTIALS,
-        API_ALTER_USER_SCRAM_CREDENTIALS,
-        API_DESCRIBE_PRODUCERS,
+    ApiVersions v3+, AddPartitionsToTxn v3+, and the APIs whose only version, v0, is
+    flexible (SCRAM credentials, DescribeProducers, DescribeTransactions, ListTransactions)."""
+    return (
+        (api_key == API_API_VERSIONS and version >= 3)
+        or (api_key == API_ADD_PARTITIONS_TO_TXN and version >= 3)
+        or api_key
+        in (
+            API_DESCRIBE_USER_SCRAM_CREDENTIALS,
+            API_ALTER_USER_SCRAM_CREDENTIALS,
+            API_DESCRIBE_PRODUCERS,
+            API_DESCRIBE_TRANSACTIONS,
+            API_LIST_TRANSACTIONS,
+        )
     )
 
 

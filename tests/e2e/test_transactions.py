@@ -39,7 +39,7 @@ from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException
 from confluent_kafka.admin import OffsetSpec
 
 import kafka_wire as kw
-from clients import DEFAULT_TIMEOUT_S, Record, admin, consumer, create_topic, produce_all, producer, watermarks
+from clients import DEFAULT_TIMEOUT_S, Record, admin, consumer, create_topic, produce_all, producer
 from conftest import wait_until
 from kafka_wire import Fields, KafkaConnection
 from txn_support import (
@@ -125,6 +125,16 @@ def send(p: Producer, topic: str, values: list[bytes], partition: int = 0):
         p.produce(topic, value=v, partition=partition, on_delivery=lambda err, _m: err and errors.append(err))
     assert p.flush(DEFAULT_TIMEOUT_S) == 0, "records undelivered"
     assert not errors, f"delivery errors: {errors[:5]}"
+
+
+def watermarks(bootstrap: str, topic: str, partition: int) -> tuple[int, int]:
+    """(low, high) watermarks as a read_uncommitted consumer sees them (librdkafka's default
+    read_committed would report the LSO as the high watermark)."""
+    c = consumer(bootstrap, **{"isolation.level": "read_uncommitted"})
+    try:
+        return c.get_watermark_offsets(TopicPartition(topic, partition), timeout=30, cached=False)
+    finally:
+        c.close()
 
 
 def committed_round(p: Producer, topic: str, values: list[bytes], partition: int = 0):

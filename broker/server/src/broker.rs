@@ -712,7 +712,13 @@ impl Drop for Gauge<'_> {
     }
 }
 
-/// Kafka's topic name rules: 1..=249 chars of `[a-zA-Z0-9._-]`, not `.` or `..`.
+/// Kafka's internal topic of transaction state. Sluice keeps it in its own log
+/// (`crate::txn`), not in a topic, and refuses to create a topic by this name (clients
+/// would mistake it for Kafka's).
+pub const TRANSACTION_TOPIC: &str = "__transaction_state";
+
+/// Kafka's topic name rules: 1..=249 chars of `[a-zA-Z0-9._-]`, not `.` or `..`; neither
+/// of Kafka's internal topics.
 pub fn validate_topic_name(name: &str) -> Result<(), KafkaError> {
     let invalid = |why: &str| {
         KafkaError::new(
@@ -726,6 +732,11 @@ pub fn validate_topic_name(name: &str) -> Result<(), KafkaError> {
     if name == crate::group::OFFSETS_TOPIC {
         return Err(invalid(
             "is Kafka's internal offsets topic; Sluice keeps committed offsets in data.dir/consumer-offsets/",
+        ));
+    }
+    if name == TRANSACTION_TOPIC {
+        return Err(invalid(
+            "is Kafka's internal transaction topic; Sluice keeps transaction state in data.dir/transaction-state/",
         ));
     }
     if name.len() > limits::TOPIC_NAME_BYTES_MAX {

@@ -162,6 +162,9 @@ pub struct BrokerConfig {
     pub transactional_id_expiration_ms: i64,
     /// `transaction.max.timeout.ms`: the largest `transaction.timeout.ms` a producer may ask.
     pub transaction_max_timeout_ms: i64,
+    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`: how often the
+    /// coordinator looks for transactions open past their timeout.
+    pub transaction_abort_cleanup_interval_ms: i64,
     /// `log.flush.interval.messages`: fsync after this many records; `u64::MAX` never.
     pub log_flush_interval_messages: u64,
     /// `log.flush.interval.ms`: fsync at least this often; `u64::MAX` never.
@@ -253,6 +256,7 @@ impl Default for BrokerConfig {
             producer_id_expiration_ms: 86_400_000,
             transactional_id_expiration_ms: 7 * 86_400_000,
             transaction_max_timeout_ms: 900_000,
+            transaction_abort_cleanup_interval_ms: 10_000,
             log_flush_interval_messages: u64::MAX,
             log_flush_interval_ms: u64::MAX,
             log_message_timestamp_type: TimestampType::CreateTime,
@@ -318,6 +322,7 @@ pub const BROKER_KEYS: &[&str] = &[
     "producer.id.expiration.ms",
     "transactional.id.expiration.ms",
     "transaction.max.timeout.ms",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms",
     "log.flush.interval.messages",
     "log.flush.interval.ms",
     "log.message.timestamp.type",
@@ -453,6 +458,9 @@ impl BrokerConfig {
             "transaction.max.timeout.ms" => {
                 (&mut self.transaction_max_timeout_ms, i64::from(i32::MAX))
             }
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms" => {
+                (&mut self.transaction_abort_cleanup_interval_ms, i64::MAX)
+            }
             _ => return None,
         };
         Some(ranged(parse_ms(value), 1, max).map(|v| *slot = v))
@@ -506,6 +514,9 @@ impl BrokerConfig {
             "producer.id.expiration.ms" => self.producer_id_expiration_ms.to_string(),
             "transactional.id.expiration.ms" => self.transactional_id_expiration_ms.to_string(),
             "transaction.max.timeout.ms" => self.transaction_max_timeout_ms.to_string(),
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms" => {
+                self.transaction_abort_cleanup_interval_ms.to_string()
+            }
             "connections.max.idle.ms" => self.connections_max_idle_ms.to_string(),
             "log.flush.interval.messages" => kafka_never(self.log_flush_interval_messages),
             "log.flush.interval.ms" => kafka_never(self.log_flush_interval_ms),
@@ -585,6 +596,9 @@ impl BrokerConfig {
         self.group_config()
             .validate()
             .map_err(|e| ConfigError::Inconsistent(e.to_string()))?;
+        self.txn_config()
+            .validate()
+            .map_err(|e| ConfigError::Inconsistent(e.to_string()))?;
         self.plugin_config()
             .validate()
             .map_err(ConfigError::Inconsistent)?;
@@ -604,6 +618,17 @@ impl BrokerConfig {
 }
 
 impl BrokerConfig {
+    /// The transaction coordinator's settings (`transaction*` keys).
+    pub fn txn_config(&self) -> sluice_txn::TxnConfig {
+        sluice_txn::TxnConfig {
+            max_timeout_ms: i32::try_from(self.transaction_max_timeout_ms).unwrap_or(i32::MAX),
+            transactional_id_expiration_ms: self.transactional_id_expiration_ms,
+            abort_timed_out_transaction_cleanup_interval_ms: self
+                .transaction_abort_cleanup_interval_ms,
+            ..sluice_txn::TxnConfig::default()
+        }
+    }
+
     /// The consumer-group coordinator's settings (`group.*`, `offsets.*`).
     pub fn group_config(&self) -> GroupConfig {
         GroupConfig {

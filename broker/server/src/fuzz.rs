@@ -125,6 +125,12 @@ fn decode_body(key: ApiKey, version: i16, mut body: Bytes) -> Result<(), String>
         }
         ApiKey::AlterUserScramCredentials => d::<AlterUserScramCredentialsRequest>(b, version),
         ApiKey::DescribeProducers => d::<DescribeProducersRequest>(b, version),
+        ApiKey::AddPartitionsToTxn => d::<AddPartitionsToTxnRequest>(b, version),
+        ApiKey::AddOffsetsToTxn => d::<AddOffsetsToTxnRequest>(b, version),
+        ApiKey::TxnOffsetCommit => d::<TxnOffsetCommitRequest>(b, version),
+        ApiKey::EndTxn => d::<EndTxnRequest>(b, version),
+        ApiKey::DescribeTransactions => d::<DescribeTransactionsRequest>(b, version),
+        ApiKey::ListTransactions => d::<ListTransactionsRequest>(b, version),
         other => Err(format!(
             "{other:?} is in the version table but has no decoder here"
         )),
@@ -200,13 +206,16 @@ pub fn decompress(data: &[u8]) {
 /// The offsets log: an even first byte is one committed-offset record (`sluice_group`'s
 /// `OffsetRecord::decode`: a big-endian u16 key length, the key, then the value; no bytes
 /// after the key is a tombstone); an odd one is a read of the log, batches and all, as
-/// replay decodes it at start (`group/offsets_log.rs`).
+/// replay decodes it at start (`group/offsets_log.rs`), and the same bytes as a read of the
+/// transaction log (`txn/log.rs`, the same compacted-log reader with `sluice_txn`'s
+/// records, which the `txn_records` target fuzzes alone).
 pub fn offsets_log(data: &[u8]) {
     let Some((&selector, rest)) = data.split_first() else {
         return;
     };
     if selector % 2 == 1 {
         let _ = crate::group::offsets_log::decode_chunk(rest.to_vec(), &mut Vec::new());
+        let _ = crate::txn::decode_chunk(rest.to_vec(), &mut Vec::new());
         return;
     }
     let Some((len, rest)) = rest.split_first_chunk::<2>() else {

@@ -32,6 +32,9 @@
 //!   made before it began); `broker/append.rs`: one append with its Kafka error mapping.
 //! - [`group`]: the consumer-group coordinator service: the task that owns the pure
 //!   `sluice_group::Coordinator`, and the internal offsets log (committed offsets).
+//! - [`txn`]: the transaction coordinator service: the task that owns the pure
+//!   `sluice_txn::Coordinator` and the transaction log, and writes the COMMIT/ABORT markers.
+//!   Both internal logs are a [`compacted_log`] of their records.
 //! - [`metrics`]: relaxed atomic counters and latency histograms on the request, produce and
 //!   fetch paths; [`admin`] serves them (Prometheus text) with the admin HTTP API (axum):
 //!   topics, groups, `/health`, `/ready`.
@@ -70,6 +73,7 @@ pub mod authz;
 pub mod broker;
 pub mod clock;
 mod codec;
+pub mod compacted_log;
 pub mod config;
 pub mod connection;
 pub mod data_dir;
@@ -90,6 +94,7 @@ pub mod sasl;
 pub mod security;
 pub mod tls;
 pub mod topic_config;
+pub mod txn;
 pub mod units;
 pub mod versions;
 pub mod views;

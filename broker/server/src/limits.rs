@@ -187,6 +187,22 @@ pub const OFFSETS_WRITES_PER_APPEND_MAX: usize = 256;
 /// cannot park the timers for longer than this.
 pub const GROUP_TIMER_SLEEP_MAX_MS: u64 = 1_000;
 
+/// Requests queued for the transaction coordinator task. Senders wait when it is full
+/// (backpressure on the connections of transactional producers).
+pub const TXN_COMMANDS_QUEUED_MAX: usize = 1_024;
+
+/// Longest the transaction coordinator sleeps between timer checks, in ms (a wall-clock
+/// jump cannot park the timeouts for longer).
+pub const TXN_TIMER_SLEEP_MAX_MS: i64 = 1_000;
+
+/// How long the transaction coordinator waits before writing again the markers of a
+/// transaction whose markers could not all be written (a fenced partition), in ms.
+pub const TXN_MARKER_RETRY_MS: i64 = 1_000;
+
+/// The transaction log is compacted once it is larger than this many bytes, and larger
+/// than `OFFSETS_COMPACT_GROWTH_FACTOR` times its live content.
+pub const TXN_LOG_COMPACT_MIN_BYTES: u64 = 16 * 1024 * 1024;
+
 /// Default port of the admin HTTP API (`admin.listen`), Redpanda's admin port.
 pub const ADMIN_PORT_DEFAULT: u16 = 9644;
 

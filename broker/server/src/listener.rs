@@ -22,6 +22,7 @@ use crate::error::ServerError;
 use crate::group::GroupService;
 use crate::limits;
 use crate::tls::Tls;
+use crate::txn::TxnService;
 use crate::wire::ConnectionContext;
 use sluice_security::principal::KafkaPrincipal;
 
@@ -51,6 +52,9 @@ pub struct Server {
     admission: Arc<Admission>,
     /// The group coordinator; stopped after the connections (it closes the offsets log).
     groups: GroupService,
+    /// The transaction coordinator; stopped after the connections, before the groups (a
+    /// commit's markers may still hand offsets to the group coordinator).
+    txns: TxnService,
     /// The admin HTTP API, when [`Server::bind_admin`] bound it; stops with the listener.
     admin: Option<AdminServer>,
 }
@@ -84,21 +88,23 @@ impl Server {
         } else {
             None
         };
-        let (broker, (offsets_log, offsets)) = tokio::task::spawn_blocking(move || {
-            let broker = Broker::open_seams(config, seams)?;
-            let mut offsets = GroupService::open(
-                &broker.config.data_dir,
-                broker.config.acks_all_fsync,
-                broker.clock().clone(),
-            )?;
-            offsets.0.report_fences_to(broker.metrics.fences.clone());
-            Ok::<_, ServerError>((broker, offsets))
-        })
-        .await
-        .map_err(|e| ServerError::Io {
-            context: "opening the data dir".into(),
-            source: std::io::Error::other(e),
-        })??;
+        let (broker, (offsets_log, offsets), (txn_log, txn_records)) =
+            tokio::task::spawn_blocking(move || {
+                let broker = Broker::open_seams(config, seams)?;
+                let mut offsets = GroupService::open(
+                    &broker.config.data_dir,
+                    broker.config.acks_all_fsync,
+                    broker.clock().clone(),
+                )?;
+                offsets.0.report_fences_to(broker.metrics.fences.clone());
+                let txns = TxnService::open(&broker)?;
+                Ok::<_, ServerError>((broker, offsets, txns))
+            })
+            .await
+            .map_err(|e| ServerError::Io {
+                context: "opening the data dir".into(),
+                source: std::io::Error::other(e),
+            })??;
         let groups = GroupService::spawn(
             broker.config.group_config(),
             offsets_log,
@@ -137,13 +143,16 @@ impl Server {
         }
         let (shutdown_tx, _) = watch::channel(false);
         let admission = Admission::new(&broker.config);
+        let broker = Arc::new(broker);
+        let txns = TxnService::spawn(broker.clone(), groups.handle.clone(), txn_log, txn_records)?;
         Ok(Self {
-            broker: Arc::new(broker),
+            broker,
             listeners,
             tls,
             shutdown_tx,
             admission,
             groups,
+            txns,
             admin: None,
         })
     }
@@ -211,6 +220,7 @@ impl Server {
             shutdown_tx,
             admission,
             groups,
+            txns,
             admin,
         } = self;
         let ticker = tokio::spawn(tick_logs(broker.clone(), shutdown_tx.subscribe()));
@@ -239,7 +249,15 @@ impl Server {
                 continue;
             };
             let listener = &listeners[index];
-            let ctx = context(&broker, listener, peer, &shutdown_tx, &groups, &admission);
+            let coordinators = (&groups, &txns);
+            let ctx = context(
+                &broker,
+                listener,
+                peer,
+                &shutdown_tx,
+                coordinators,
+                &admission,
+            );
             let tls = tls.clone().filter(|_| listener.protocol.is_tls());
             connections.spawn(serve_admitted(stream, tls, ctx, (permit, ip_slot)));
             while connections.try_join_next().is_some() {}
@@ -269,6 +287,7 @@ impl Server {
         if let Some(admin) = admin {
             stop_admin(admin).await;
         }
+        txns.stop().await;
         groups.stop().await;
         let closing = broker.clone();
         tokio::task::spawn_blocking(move || closing.close_all())
@@ -306,7 +325,7 @@ fn context(
     listener: &BoundListener,
     peer: SocketAddr,
     shutdown_tx: &watch::Sender<bool>,
-    groups: &GroupService,
+    (groups, txns): (&GroupService, &TxnService),
     admission: &Admission,
 ) -> ConnectionContext {
     ConnectionContext {
@@ -314,6 +333,7 @@ fn context(
         peer,
         shutdown: shutdown_tx.subscribe(),
         groups: groups.handle.clone(),
+        txns: txns.handle.clone(),
         request_bytes: Arc::clone(&admission.request_bytes),
         listener_name: listener.name.clone(),
         security_protocol: listener.protocol,

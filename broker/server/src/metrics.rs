@@ -98,11 +98,14 @@ pub struct Metrics {
 }
 
 /// Fenced logs (after a failed write or fsync) and fences lifted. Partitions are counted at
-/// scrape time from their logs; the offsets log's state is mirrored here by its writer.
+/// scrape time from their logs; the offsets and transaction logs' states are mirrored here by
+/// their writers.
 #[derive(Debug, Default)]
 pub struct FenceMetrics {
     /// The internal offsets log is fenced now.
     pub offsets_log_fenced: AtomicBool,
+    /// The transaction log is fenced now.
+    pub txn_log_fenced: AtomicBool,
     /// Fences lifted since start (a probe write and fsync succeeded and the log reopened).
     pub lifted_total: AtomicU64,
 }

@@ -25,8 +25,9 @@ const fn api(key: ApiKey, min: i16, max: i16) -> ApiSupport {
     }
 }
 
-/// Everything we implement. Non-flexible versions only, except ApiVersions v3 and the two
-/// SCRAM credential APIs, whose only version is flexible.
+/// Everything we implement. Non-flexible versions only, except ApiVersions v3, the APIs
+/// whose only version is flexible (the SCRAM credential APIs, DescribeProducers,
+/// DescribeTransactions, ListTransactions) and AddPartitionsToTxn v3-v4 (v4's batched form).
 ///
 /// Produce advertises v0-v2 without serving them: librdkafka before 2.x only enables
 /// compression when the broker advertises Produce v0 (KAFKA-18659); a v0-v2 request gets
@@ -60,6 +61,11 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::DescribeGroups, 0, 4),
     api(ApiKey::DeleteGroups, 0, 1),
     api(ApiKey::InitProducerId, 0, 1),
+    // v3 and v4 are flexible; v4 is the brokers' batched form (KIP-890).
+    api(ApiKey::AddPartitionsToTxn, 0, 4),
+    api(ApiKey::AddOffsetsToTxn, 0, 2),
+    api(ApiKey::TxnOffsetCommit, 0, 2),
+    api(ApiKey::EndTxn, 0, 2),
     // v0 is answered UNSUPPORTED_VERSION (`handler/sasl.rs`): librdkafka enables SASL only
     // when the broker lists v0, then uses v1 (SaslAuthenticate). After a v0 handshake the
     // client would send raw SASL tokens without Kafka framing, which is not built.
@@ -73,6 +79,10 @@ pub const SUPPORTED: &[ApiSupport] = &[
     // v0 is flexible (KIP-554 came after KIP-482); no other version exists.
     api(ApiKey::DescribeUserScramCredentials, 0, 0),
     api(ApiKey::DescribeProducers, 0, 0),
+    // v0 is flexible (KIP-664); DescribeTransactions has no other version, ListTransactions
+    // v1 adds a duration filter.
+    api(ApiKey::DescribeTransactions, 0, 0),
+    api(ApiKey::ListTransactions, 0, 0),
     api(ApiKey::AlterUserScramCredentials, 0, 0),
 ];
 
@@ -120,6 +130,9 @@ mod tests {
             ApiKey::DescribeUserScramCredentials,
             ApiKey::AlterUserScramCredentials,
             ApiKey::DescribeProducers,
+            ApiKey::AddPartitionsToTxn,
+            ApiKey::DescribeTransactions,
+            ApiKey::ListTransactions,
         ];
         for s in SUPPORTED.iter().filter(|s| !flexible_only.contains(&s.key)) {
             assert_eq!(

@@ -88,6 +88,8 @@ pub struct ConnectionContext {
     pub shutdown: watch::Receiver<bool>,
     /// The consumer-group coordinator.
     pub groups: crate::group::GroupHandle,
+    /// The transaction coordinator.
+    pub txns: crate::txn::TxnHandle,
     /// The broker-wide request budget (`queued.max.request.bytes`, see `admission`).
     pub request_bytes: Arc<Semaphore>,
     /// The name of the listener the connection came in on (Metadata advertises its address).

@@ -423,7 +423,7 @@ async fn broker_has_no_topic(client: &mut common::Client, name: &str) -> bool {
 }
 
 #[tokio::test]
-async fn find_coordinator_names_this_broker_for_groups_only() {
+async fn find_coordinator_names_this_broker_for_groups_and_transactions() {
     let broker = TestBroker::start(&[]).await;
     let mut client = broker.client().await;
     let mut request = FindCoordinatorRequest::default();
@@ -440,8 +440,9 @@ async fn find_coordinator_names_this_broker_for_groups_only() {
     }
     request.key_type = 1; // transaction
     let response: FindCoordinatorResponse = client.call(ApiKey::FindCoordinator, 2, &request).await;
+    assert_eq!(response.error_code, 0);
     assert_eq!(
-        response.error_code,
-        ResponseError::CoordinatorNotAvailable.code()
+        (response.node_id.0, response.port),
+        (0, i32::from(broker.addr.port()))
     );
 }

@@ -245,7 +245,7 @@ fn plugin_metrics(out: &mut String, plugins: &[PluginStats]) {
     }
 }
 
-/// Fenced logs now (every partition's log, read at scrape time, plus the offsets log) and
+/// Fenced logs now (every partition's log, read at scrape time, plus the offsets and transaction logs) and
 /// fences lifted since start.
 fn storage_metrics(out: &mut String, broker: &Broker) {
     let fences = &broker.metrics.fences;
@@ -254,12 +254,13 @@ fn storage_metrics(out: &mut String, broker: &Broker) {
         .iter()
         .filter(|p| p.with_log(|log| log.is_fenced()).unwrap_or(false))
         .count();
-    let offsets_log = usize::from(fences.offsets_log_fenced.load(Relaxed));
+    let offsets_log = usize::from(fences.offsets_log_fenced.load(Relaxed))
+        + usize::from(fences.txn_log_fenced.load(Relaxed));
     family(
         out,
         "sluice_storage_fenced_partitions",
         "gauge",
-        "Logs fenced now after a failed write or fsync (partitions and the offsets log); producers get KAFKA_STORAGE_ERROR until a probe lifts the fence.",
+        "Logs fenced now after a failed write or fsync (partitions, the offsets and the transaction log); producers get KAFKA_STORAGE_ERROR until a probe lifts the fence.",
     );
     let _ = writeln!(
         out,

@@ -141,9 +141,81 @@ fn body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
         ApiKey::DeleteGroups => {
             enc!(DeleteGroupsRequest::default().with_groups_names(vec![group()]))
         }
-        ApiKey::InitProducerId => {
-            enc!(InitProducerIdRequest::default().with_transaction_timeout_ms(60_000))
+        ApiKey::InitProducerId => enc!(
+            InitProducerIdRequest::default()
+                .with_transactional_id(Some(TransactionalId(s("txn-1"))))
+                .with_transaction_timeout_ms(60_000)
+        ),
+        _ => txn_body(key, version),
+    }
+}
+
+/// The bodies of the transaction requests.
+fn txn_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
+    macro_rules! enc {
+        ($m:expr) => {
+            encoded(&$m, version)
+        };
+    }
+    let id = || TransactionalId(s("txn-1"));
+    let topics = || {
+        vec![
+            add_partitions_to_txn_request::AddPartitionsToTxnTopic::default()
+                .with_name(topic())
+                .with_partitions(vec![0, 1]),
+        ]
+    };
+    match key {
+        ApiKey::AddPartitionsToTxn if version >= 4 => {
+            enc!(AddPartitionsToTxnRequest::default().with_transactions(vec![
+                add_partitions_to_txn_request::AddPartitionsToTxnTransaction::default()
+                    .with_transactional_id(id())
+                    .with_producer_id(ProducerId(4000))
+                    .with_verify_only(true)
+                    .with_topics(topics())
+            ]))
         }
+        ApiKey::AddPartitionsToTxn => enc!(
+            AddPartitionsToTxnRequest::default()
+                .with_v3_and_below_transactional_id(id())
+                .with_v3_and_below_producer_id(ProducerId(4000))
+                .with_v3_and_below_topics(topics())
+        ),
+        ApiKey::AddOffsetsToTxn => enc!(
+            AddOffsetsToTxnRequest::default()
+                .with_transactional_id(id())
+                .with_producer_id(ProducerId(4000))
+                .with_group_id(group())
+        ),
+        ApiKey::TxnOffsetCommit => enc!(
+            TxnOffsetCommitRequest::default()
+                .with_transactional_id(id())
+                .with_group_id(group())
+                .with_producer_id(ProducerId(4000))
+                .with_topics(vec![
+                    txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
+                        .with_name(topic())
+                        .with_partitions(vec![
+                            txn_offset_commit_request::TxnOffsetCommitRequestPartition::default()
+                                .with_committed_offset(42)
+                                .with_committed_metadata(Some(s("m")))
+                        ])
+                ])
+        ),
+        ApiKey::EndTxn => enc!(
+            EndTxnRequest::default()
+                .with_transactional_id(id())
+                .with_producer_id(ProducerId(4000))
+                .with_committed(true)
+        ),
+        ApiKey::DescribeTransactions => {
+            enc!(DescribeTransactionsRequest::default().with_transactional_ids(vec![id()]))
+        }
+        ApiKey::ListTransactions => enc!(
+            ListTransactionsRequest::default()
+                .with_state_filters(vec![s("Ongoing")])
+                .with_producer_id_filters(vec![ProducerId(4000)])
+        ),
         _ => security_body(key, version),
     }
 }

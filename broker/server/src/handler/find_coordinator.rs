@@ -1,5 +1,6 @@
-//! FindCoordinator v0-v2: this broker coordinates every group (a single node). Transaction
-//! coordinators do not exist yet: COORDINATOR_NOT_AVAILABLE.
+//! FindCoordinator v0-v2: this broker coordinates every group and every transactional id
+//! (a single node). DESCRIBE on the group (key type 0) or the transactional id (key type 1);
+//! another key type is INVALID_REQUEST.
 //!
 //! Advertising it matters beyond groups: librdkafka enables LZ4 only when the broker
 //! advertises FindCoordinator (its proxy for "broker >= 0.8.2"), and otherwise silently sends
@@ -9,7 +10,7 @@ use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use sluice_security::acl::AclOperation;
+use sluice_security::acl::{AclOperation, ResourceType};
 
 use crate::authz;
 use crate::broker::NODE_ID;
@@ -17,6 +18,8 @@ use crate::wire::ConnectionContext;
 
 /// Kafka's coordinator key type for consumer groups.
 const KEY_TYPE_GROUP: i8 = 0;
+/// Kafka's coordinator key type for transactional ids.
+const KEY_TYPE_TRANSACTION: i8 = 1;
 
 /// Answers FindCoordinator.
 pub fn handle(
@@ -25,15 +28,25 @@ pub fn handle(
     _version: i16,
 ) -> FindCoordinatorResponse {
     let mut response = FindCoordinatorResponse::default();
-    if request.key_type != KEY_TYPE_GROUP {
-        response.error_code = ResponseError::CoordinatorNotAvailable.code();
-        response.error_message = Some(StrBytes::from_static_str("transactions are not supported"));
-        response.node_id = BrokerId(-1);
-        response.port = -1;
-        return response;
-    }
-    if !authz::group(ctx, AclOperation::Describe, request.key.as_str()) {
-        response.error_code = ResponseError::GroupAuthorizationFailed.code();
+    let key = request.key.as_str();
+    let refused = match request.key_type {
+        KEY_TYPE_GROUP => (!authz::group(ctx, AclOperation::Describe, key))
+            .then_some(ResponseError::GroupAuthorizationFailed),
+        KEY_TYPE_TRANSACTION => (!authz::allowed(
+            ctx,
+            AclOperation::Describe,
+            ResourceType::TransactionalId,
+            key,
+        ))
+        .then_some(ResponseError::TransactionalIdAuthorizationFailed),
+        _ => Some(ResponseError::InvalidRequest),
+    };
+    if let Some(error) = refused {
+        response.error_code = error.code();
+        if error == ResponseError::InvalidRequest {
+            response.error_message =
+                Some(StrBytes::from_static_str("unknown coordinator key type"));
+        }
         response.node_id = BrokerId(-1);
         response.port = -1;
         return response;

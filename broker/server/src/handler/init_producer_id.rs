@@ -1,77 +1,64 @@
-//! InitProducerId v0-v1, the minimum an idempotent producer needs (librdkafka's
-//! `enable.idempotence=true`, the Java client's default since 3.0): a fresh producer id with
-//! epoch 0 per request. Transactions are not supported: a transactional id gets
-//! COORDINATOR_NOT_AVAILABLE, as FindCoordinator answers for transaction coordinators.
+//! InitProducerId v0-v1: a producer id and epoch from the transaction coordinator
+//! (`crate::txn`), for idempotent producers (no transactional id: a fresh id, epoch 0) and
+//! transactional ones (the id's producer, its epoch bumped, which fences an older producer
+//! with the same `transactional.id` and aborts its open transaction first).
 //!
-//! Producer ids are unique per broker process and, as they start from the wall clock in
-//! microseconds, across restarts unless the clock goes back. The storage engine does not
-//! deduplicate by (producer id, sequence): a retried batch can be written twice.
-
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicI64, Ordering};
+//! Producer ids come from blocks the coordinator reserves in the transaction log, so they
+//! are never reused, across restarts too.
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
 use sluice_security::acl::{AclOperation, ResourceType};
 
+use super::txn_common::{UNAVAILABLE, call, refuse_transactional_id, wire_code};
 use crate::authz;
-use crate::clock::now_ms;
 use crate::wire::ConnectionContext;
 
-/// The next producer id to hand out.
-static NEXT_PRODUCER_ID: OnceLock<AtomicI64> = OnceLock::new();
+/// The first InitProducerId version that answers PRODUCER_FENCED (KIP-588).
+const FENCED_SINCE: i16 = 4;
 
 /// Answers InitProducerId.
-pub fn handle(ctx: &ConnectionContext, request: &InitProducerIdRequest) -> InitProducerIdResponse {
-    let mut response = InitProducerIdResponse::default();
-    // An idempotent producer needs IDEMPOTENT_WRITE on the cluster, or WRITE on some topic
-    // (Kafka's `authorizeByResourceType`, KIP-679).
-    let idempotent = authz::cluster(ctx, AclOperation::IdempotentWrite)
-        || authz::any_of_type(ctx, AclOperation::Write, ResourceType::Topic);
-    if request.transactional_id.is_none() && !idempotent {
-        response.error_code = ResponseError::ClusterAuthorizationFailed.code();
-        response.producer_id = ProducerId(-1);
-        response.producer_epoch = -1;
-        return response;
+pub async fn handle(
+    ctx: &ConnectionContext,
+    request: InitProducerIdRequest,
+    version: i16,
+) -> InitProducerIdResponse {
+    let transactional_id = request.transactional_id.map(|id| id.0.to_string());
+    let refused = match &transactional_id {
+        Some(id) => refuse_transactional_id(ctx, AclOperation::Write, id),
+        // An idempotent producer needs IDEMPOTENT_WRITE on the cluster, or WRITE on some
+        // topic (Kafka's `authorizeByResourceType`, KIP-679).
+        None => {
+            let idempotent = authz::cluster(ctx, AclOperation::IdempotentWrite)
+                || authz::any_of_type(ctx, AclOperation::Write, ResourceType::Topic);
+            (!idempotent).then(|| ResponseError::ClusterAuthorizationFailed.code())
+        }
+    };
+    if let Some(code) = refused {
+        return answer(Err(code));
     }
-    assign(request)
+    let timeout_ms = request.transaction_timeout_ms;
+    let assigned = call(ctx, ctx.txns.init_producer_id(transactional_id, timeout_ms)).await;
+    answer(match assigned {
+        Some(Ok(ids)) => Ok(ids),
+        Some(Err(code)) => Err(wire_code(code, version, FENCED_SINCE)),
+        None => Err(UNAVAILABLE),
+    })
 }
 
-/// A fresh producer id (once authorized).
-fn assign(request: &InitProducerIdRequest) -> InitProducerIdResponse {
+fn answer(assigned: Result<(i64, i16), i16>) -> InitProducerIdResponse {
     let mut response = InitProducerIdResponse::default();
-    if request.transactional_id.is_some() {
-        response.error_code = ResponseError::CoordinatorNotAvailable.code();
-        response.producer_id = ProducerId(-1);
-        response.producer_epoch = -1;
-        return response;
+    match assigned {
+        Ok((producer_id, producer_epoch)) => {
+            response.producer_id = ProducerId(producer_id);
+            response.producer_epoch = producer_epoch;
+        }
+        Err(code) => {
+            response.error_code = code;
+            response.producer_id = ProducerId(-1);
+            response.producer_epoch = -1;
+        }
     }
-    let next = NEXT_PRODUCER_ID.get_or_init(|| AtomicI64::new(now_ms().saturating_mul(1000)));
-    response.producer_id = ProducerId(next.fetch_add(1, Ordering::Relaxed));
-    response.producer_epoch = 0;
     response
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_idempotent_producer_gets_its_own_id_and_transactions_are_refused() {
-        let mut idempotent = InitProducerIdRequest::default();
-        idempotent.transactional_id = None;
-        let a = assign(&idempotent);
-        let b = assign(&idempotent);
-        assert_eq!(a.error_code, 0);
-        assert!(a.producer_id.0 >= 0 && a.producer_id != b.producer_id);
-        let mut tx = InitProducerIdRequest::default();
-        tx.transactional_id = Some(kafka_protocol::messages::TransactionalId(
-            kafka_protocol::protocol::StrBytes::from_static_str("t"),
-        ));
-        assert_eq!(
-            assign(&tx).error_code,
-            ResponseError::CoordinatorNotAvailable.code()
-        );
-    }
 }

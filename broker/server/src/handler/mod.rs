@@ -4,6 +4,8 @@
 //! frames we cannot parse close the connection.
 
 mod acls;
+mod add_offsets_to_txn;
+mod add_partitions_to_txn;
 mod api_versions;
 pub(crate) mod compat;
 mod create_topics;
@@ -12,6 +14,8 @@ mod delete_topics;
 mod describe_configs;
 mod describe_groups;
 mod describe_producers;
+mod describe_transactions;
+mod end_txn;
 mod fetch;
 pub mod fetch_wire;
 mod find_coordinator;
@@ -24,6 +28,7 @@ mod kip110;
 mod leave_group;
 mod list_groups;
 mod list_offsets;
+mod list_transactions;
 mod metadata;
 mod offset_commit;
 mod offset_fetch;
@@ -33,6 +38,8 @@ mod sasl;
 pub(crate) mod shape;
 mod sync_group;
 mod throttle;
+mod txn_common;
+mod txn_offset_commit;
 mod users;
 
 use bytes::{Bytes, BytesMut};
@@ -314,7 +321,23 @@ async fn dispatch(
         ApiKey::ListGroups => reply!(list_groups::handle(ctx, request!()).await),
         ApiKey::DescribeGroups => reply!(describe_groups::handle(ctx, request!()).await),
         ApiKey::DeleteGroups => reply!(delete_groups::handle(ctx, request!()).await),
-        ApiKey::InitProducerId => reply!(init_producer_id::handle(ctx, &request!())),
+        ApiKey::InitProducerId => {
+            reply!(init_producer_id::handle(ctx, request!(), version).await)
+        }
+        ApiKey::AddPartitionsToTxn => {
+            reply!(add_partitions_to_txn::handle(ctx, request!(), version).await)
+        }
+        ApiKey::AddOffsetsToTxn => {
+            reply!(add_offsets_to_txn::handle(ctx, request!(), version).await)
+        }
+        ApiKey::TxnOffsetCommit => {
+            reply!(txn_offset_commit::handle(ctx, request!(), version).await)
+        }
+        ApiKey::EndTxn => reply!(end_txn::handle(ctx, request!(), version).await),
+        ApiKey::DescribeTransactions => {
+            reply!(describe_transactions::handle(ctx, request!()).await)
+        }
+        ApiKey::ListTransactions => reply!(list_transactions::handle(ctx, request!()).await),
         ApiKey::DescribeProducers => reply!(describe_producers::handle(ctx, request!()).await),
         ApiKey::CreateAcls => reply!(acls::create(ctx, request!())),
         ApiKey::DescribeAcls => reply!(acls::describe(ctx, request!())),

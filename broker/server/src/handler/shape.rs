@@ -135,6 +135,31 @@ fn group_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
         ApiKey::DescribeGroups | ApiKey::DeleteGroups => vec![Array(vec![Str])],
         ApiKey::FindCoordinator => fields([Some(Str), since(v, 1, I8)]),
         ApiKey::InitProducerId => vec![Str, I32],
+        ApiKey::AddPartitionsToTxn => add_partitions_to_txn(v),
+        // Transactional id, producer id, epoch, group id.
+        ApiKey::AddOffsetsToTxn => vec![Str, I64, I16, Str],
+        // Transactional id, group, producer id, epoch, topics [name, partitions [index,
+        // offset, (v2+) leader epoch, metadata]].
+        ApiKey::TxnOffsetCommit => vec![
+            Str,
+            Str,
+            I64,
+            I16,
+            Array(vec![
+                Str,
+                Array(fields([Some(I32), Some(I64), since(v, 2, I32), Some(Str)])),
+            ]),
+        ],
+        // Transactional id, producer id, epoch, committed.
+        ApiKey::EndTxn => vec![Str, I64, I16, I8],
+        // v0 (flexible): transactional ids, tags.
+        ApiKey::DescribeTransactions => vec![CompactArray(vec![CompactStr]), Tags],
+        // v0 (flexible): state filters, producer id filters, tags.
+        ApiKey::ListTransactions => vec![
+            CompactArray(vec![CompactStr]),
+            CompactArray(vec![I64]),
+            Tags,
+        ],
         ApiKey::SaslHandshake => vec![Str],
         // v1: a binding is type, name, pattern type, principal, host, operation, permission.
         ApiKey::CreateAcls | ApiKey::DeleteAcls => vec![Array(vec![I8, Str, I8, Str, Str, I8, I8])],
@@ -169,6 +194,33 @@ fn group_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
         ApiKey::ApiVersions => vec![],
         _ => return None,
     })
+}
+
+/// AddPartitionsToTxn: v0-v2 one transaction (id, producer id, epoch, topics [name,
+/// partitions]); v3 the same, flexible; v4 (flexible) a list of such transactions, each with
+/// a verify_only flag before its topics.
+fn add_partitions_to_txn(v: i16) -> Vec<Field> {
+    match v {
+        0..=2 => vec![Str, I64, I16, Array(vec![Str, Array(vec![I32])])],
+        3 => vec![
+            CompactStr,
+            I64,
+            I16,
+            CompactArray(vec![CompactStr, CompactArray(vec![I32]), Tags]),
+            Tags,
+        ],
+        _ => vec![
+            CompactArray(vec![
+                CompactStr,
+                I64,
+                I16,
+                I8,
+                CompactArray(vec![CompactStr, CompactArray(vec![I32]), Tags]),
+                Tags,
+            ]),
+            Tags,
+        ],
+    }
 }
 
 /// OffsetCommit: v1 has a per-partition commit_timestamp, v2-4 a retention_time_ms.

@@ -1,0 +1,33 @@
+//! EndTxn v0-v2: commit or abort the producer's transaction. Answered once the decision is
+//! in the transaction log and the markers are written to every partition of the
+//! transaction (`crate::txn`), so a read_committed consumer sees the commit when the
+//! producer's `commit_transaction` returns. WRITE on the transactional id.
+
+use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse};
+use sluice_security::acl::AclOperation;
+
+use super::txn_common::{UNAVAILABLE, call, producer, refuse_transactional_id, wire_code};
+use crate::wire::ConnectionContext;
+
+/// The first EndTxn version that answers PRODUCER_FENCED (KIP-588).
+const FENCED_SINCE: i16 = 2;
+
+/// Answers EndTxn.
+pub async fn handle(
+    ctx: &ConnectionContext,
+    request: EndTxnRequest,
+    version: i16,
+) -> EndTxnResponse {
+    let mut response = EndTxnResponse::default();
+    let id = request.transactional_id.0.as_str();
+    if let Some(code) = refuse_transactional_id(ctx, AclOperation::Write, id) {
+        response.error_code = code;
+        return response;
+    }
+    let txn = producer(id, request.producer_id.0, request.producer_epoch);
+    response.error_code = match call(ctx, ctx.txns.end_txn(txn, request.committed)).await {
+        Some(code) => wire_code(code, version, FENCED_SINCE),
+        None => UNAVAILABLE,
+    };
+    response
+}

@@ -1,0 +1,138 @@
+//! Finishing a transaction outside the coordinator: a COMMIT or ABORT marker (control batch)
+//! appended to every partition of the transaction, and, for a commit, its offsets handed to
+//! the group coordinator. Both are idempotent, so a retry after a failure or a restart
+//! writes them again harmlessly.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+
+use sluice_storage::{AppendError, Durability, Marker};
+use sluice_txn::{PendingOffsets, WriteMarkers};
+
+use crate::broker::Broker;
+use crate::group::GroupHandle;
+
+/// Writes `markers`; `false` if some part could not be written (retry later).
+pub(super) async fn write(
+    broker: &Arc<Broker>,
+    groups: &GroupHandle,
+    markers: &WriteMarkers,
+) -> bool {
+    let partitions_written = {
+        let broker = broker.clone();
+        let markers = markers.clone();
+        tokio::task::spawn_blocking(move || write_partitions(&broker, &markers))
+            .await
+            .unwrap_or(false)
+    };
+    let mut offsets_written = true;
+    if markers.commit {
+        for pending in &markers.offsets_to_commit {
+            offsets_written &= commit_offsets(groups, pending).await;
+        }
+    }
+    partitions_written && offsets_written
+}
+
+/// Appends the marker to each partition (blocking: call on the blocking pool). A partition
+/// that no longer exists (its topic was deleted) needs none.
+fn write_partitions(broker: &Broker, markers: &WriteMarkers) -> bool {
+    let marker = if markers.commit {
+        Marker::Commit
+    } else {
+        Marker::Abort
+    };
+    // A marker decides what read_committed consumers see: as durable as an acks=all write.
+    let durability = if broker.config.acks_all_fsync {
+        Durability::Fsync
+    } else {
+        Durability::OsCache
+    };
+    let mut all = true;
+    for tp in &markers.partitions {
+        let Some(partition) = broker.partition(&tp.topic, tp.partition) else {
+            tracing::debug!(
+                topic = tp.topic,
+                partition = tp.partition,
+                "no marker for a deleted partition"
+            );
+            continue;
+        };
+        let written = partition.with_log(|log| {
+            let outcome = log.append_marker(
+                markers.producer_id.0,
+                markers.producer_epoch,
+                marker,
+                0,
+                durability,
+                broker.now_ms(),
+            );
+            (outcome, log.log_end_offset().value())
+        });
+        match written {
+            Ok((Ok(_), end_offset)) => partition.notify_appended(end_offset),
+            // The partition has seen a newer epoch of this producer: a later transaction
+            // superseded this one there, and its marker would only be refused.
+            Ok((Err(AppendError::InvalidProducerEpoch { current, .. }), _)) => {
+                tracing::warn!(
+                    topic = tp.topic,
+                    partition = tp.partition,
+                    producer_id = markers.producer_id.0,
+                    epoch = markers.producer_epoch,
+                    current,
+                    "marker superseded by a newer producer epoch"
+                );
+            }
+            Ok((Err(e), _)) => {
+                partition.metrics.produce_errors.fetch_add(1, Relaxed);
+                tracing::warn!(topic = tp.topic, partition = tp.partition, error = %e, "writing a transaction marker failed; retrying later");
+                all = false;
+            }
+            Err(e) => {
+                tracing::warn!(topic = tp.topic, partition = tp.partition, error = %e.message, "writing a transaction marker failed; retrying later");
+                all = false;
+            }
+        }
+    }
+    all
+}
+
+/// Hands a committed transaction's offsets of one group to the group coordinator.
+async fn commit_offsets(groups: &GroupHandle, pending: &PendingOffsets) -> bool {
+    let partitions = pending
+        .offsets
+        .iter()
+        .map(|o| sluice_group::CommitPartition {
+            tp: sluice_group::TopicPartition {
+                topic: o.tp.topic.clone(),
+                partition: o.tp.partition,
+            },
+            offset: o.committed_offset,
+            leader_epoch: o.leader_epoch,
+            metadata: o.metadata.clone(),
+        })
+        .collect();
+    match commit_txn_offsets_pending_merge(groups, pending.group_id.clone(), partitions).await {
+        Some(results) => {
+            let failed = results.iter().filter(|r| !r.error.is_ok()).count();
+            if failed > 0 {
+                tracing::warn!(
+                    group = pending.group_id,
+                    failed,
+                    "committing a transaction's offsets failed; retrying later"
+                );
+            }
+            failed == 0
+        }
+        None => false,
+    }
+}
+
+// TEMPORARY until branch txn-views lands GroupHandle::commit_txn_offsets.
+async fn commit_txn_offsets_pending_merge(
+    _groups: &GroupHandle,
+    _group_id: String,
+    _partitions: Vec<sluice_group::CommitPartition>,
+) -> Option<Vec<sluice_group::PartitionResult>> {
+    None
+}
