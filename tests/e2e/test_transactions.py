@@ -31,7 +31,6 @@ Every client call that can block takes a deadline (`bounded` for those that take
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
@@ -69,14 +68,6 @@ SHORT_TXN_TIMEOUT_MS = 3000
 TIMEOUT_ABORT_DEADLINE_S = 45.0
 TRANSACTIONAL_ID_NOT_FOUND = 105
 BROKER_SETTINGS = {"group.initial.rebalance.delay.ms": "0"}
-
-# The transaction coordinator (`sluice-txn`, broker/txn) is not wired into the server yet
-# (issue 15 is open: docs/transactions.md, "Status"); until it is, these tests document what
-# the broker must do and run only on request.
-pytestmark = pytest.mark.skipif(
-    not os.environ.get("SLUICE_TXN_TESTS"),
-    reason="transactions are not served yet; SLUICE_TXN_TESTS=1 runs these tests",
-)
 
 
 class TxnProducer(Producer):

@@ -29,6 +29,9 @@ pub enum Request {
     LeaveGroup(LeaveGroupRequest),
     /// OffsetCommit v2-7.
     OffsetCommit(OffsetCommitRequest),
+    /// A committed transaction's offsets, from the transaction coordinator (answered with
+    /// [`Response::OffsetCommit`]).
+    CommitTxnOffsets(TxnCommitRequest),
 }
 
 /// A response, emitted immediately or later (deferred JoinGroup/SyncGroup/OffsetCommit).
@@ -42,7 +45,7 @@ pub enum Response {
     Heartbeat(HeartbeatResponse),
     /// Answer to [`Request::LeaveGroup`].
     LeaveGroup(LeaveGroupResponse),
-    /// Answer to [`Request::OffsetCommit`].
+    /// Answer to [`Request::OffsetCommit`] and [`Request::CommitTxnOffsets`].
     OffsetCommit(OffsetCommitResponse),
 }
 
@@ -246,6 +249,22 @@ pub struct OffsetCommitRequest {
     pub member_id: String,
     /// `group.instance.id` (v7+).
     pub group_instance_id: Option<String>,
+    /// Partitions to commit.
+    pub partitions: Vec<CommitPartition>,
+}
+
+/// The offsets a transaction committed for one group (a consumer-transform-produce app's
+/// `send_offsets_to_transaction`), written when the transaction commits (Kafka's
+/// `onTransactionCompleted`). The TxnOffsetCommit that carried them was checked when it
+/// arrived, so no member or generation is checked now: the offsets are written whatever the
+/// group's state (missing, Empty, rebalancing, Stable); a missing group is created as for a
+/// simple consumer. The same per-partition checks and caps as OffsetCommit apply
+/// (`offset.metadata.max.bytes`, [`crate::limits::GROUP_OFFSETS_MAX`]), and the caller
+/// answers `UNKNOWN_TOPIC_OR_PARTITION` itself, as for OffsetCommit.
+#[derive(Debug, Clone)]
+pub struct TxnCommitRequest {
+    /// Group id (not empty, as Kafka requires of TxnOffsetCommit).
+    pub group_id: String,
     /// Partitions to commit.
     pub partitions: Vec<CommitPartition>,
 }

@@ -77,8 +77,8 @@ impl Coordinator {
     }
 
     /// Handles a request; the answer may be in the effects or come later (a JoinGroup
-    /// waits for the rebalance, a SyncGroup for the leader, an OffsetCommit for
-    /// [`Coordinator::persisted`]).
+    /// waits for the rebalance, a SyncGroup for the leader, an OffsetCommit or a
+    /// transaction's offsets for [`Coordinator::persisted`]).
     pub fn handle(&mut self, now_ms: u64, request_id: RequestId, request: Request) -> Vec<Effect> {
         let mut out = Vec::new();
         match request {
@@ -97,6 +97,9 @@ impl Coordinator {
                 respond(&mut out, request_id, Response::LeaveGroup(response));
             }
             Request::OffsetCommit(req) => self.offset_commit(now_ms, request_id, req, &mut out),
+            Request::CommitTxnOffsets(req) => {
+                self.commit_txn_offsets(now_ms, request_id, req, &mut out);
+            }
         }
         self.debug_check();
         out

@@ -15,6 +15,7 @@
 //!                for e in c.handle(now_ms, request_id, request) { carry out e }
 //!           OffsetFetch / ListGroups / DescribeGroups / DeleteGroups
 //!             -> c.fetch_offsets / c.list_groups / c.describe_group / c.delete_groups
+//!           a transaction commits -> Request::CommitTxnOffsets for each of its groups
 //!           a topic is deleted -> c.delete_topic_offsets(topic)
 //! effects:  Respond { request_id, response }  send it on that request's connection
 //!                                             (drop it if the connection is gone)
@@ -111,7 +112,8 @@
 //!   completing the join phase).
 //! - `timers.rs`: member removal, session expiry, the join, initial-delay and sync timers.
 //! - [`coordinator`]: [`Coordinator`]: routes by group id, deadline index, admin APIs.
-//! - `coordinator/commit.rs`: OffsetCommit, the persist round trip, offset retention.
+//! - `coordinator/commit.rs`: OffsetCommit, a committed transaction's offsets, the persist
+//!   round trip, offset retention.
 //! - [`subscription`]: subscribed topics from consumer-protocol metadata (offset expiry).
 //! - `invariants.rs`: consistency checks run after every call in debug builds.
 //! - [`offsets`]: [`OffsetStore`] and the byte layout of [`OffsetRecord`]s.
@@ -146,7 +148,7 @@ pub use api::{
     HeartbeatResponse, JoinGroupMember, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,
     LeaveGroupResponse, LeavingMember, LeftMember, ListedGroup, OffsetCommitRequest,
     OffsetCommitResponse, PartitionResult, PersistId, Protocol, Request, RequestId, Response,
-    SyncGroupRequest, SyncGroupResponse, TopicPartition,
+    SyncGroupRequest, SyncGroupResponse, TopicPartition, TxnCommitRequest,
 };
 pub use config::{ConfigError, GroupConfig};
 pub use coordinator::Coordinator;

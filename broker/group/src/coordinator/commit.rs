@@ -1,16 +1,18 @@
-//! OffsetCommit, its persistence round trip, and offset retention.
+//! OffsetCommit, a committed transaction's offsets, their persistence round trip, and offset
+//! retention.
 //!
 //! A commit that passes validation becomes [`Effect::PersistOffsets`]; the offsets are
 //! applied to the in-memory store and the commit is answered only when the server reports
 //! the append with [`Coordinator::persisted`], so OffsetFetch never shows an offset the
-//! log could lose (Kafka's pending offset commits).
+//! log could lose (Kafka's pending offset commits). A transaction's offsets take the same
+//! path with the group-level checks left out (`commit_txn_offsets`).
 
 use std::collections::{BTreeSet, HashMap};
 
 use super::Coordinator;
 use crate::api::{
     CommitPartition, Effect, OffsetCommitRequest, OffsetCommitResponse, PartitionResult, PersistId,
-    RequestId, Response,
+    RequestId, Response, TxnCommitRequest,
 };
 use crate::error::ErrorCode;
 use crate::group::{Group, respond};
@@ -44,14 +46,43 @@ impl Coordinator {
         if let Err(e) = self.check_commit(now_ms, &req) {
             return respond(out, rid, all_failed(&req.partitions, e));
         }
-        let group = self.groups.get_mut(&req.group_id).expect("checked group");
+        self.stage_commit(now_ms, rid, req.group_id, req.partitions, out);
+    }
+
+    /// A committed transaction's offsets (Kafka's `handleTxnCompletion` with COMMIT): no
+    /// member, generation or state check (the TxnOffsetCommit was checked when it arrived);
+    /// a missing group is created.
+    pub(crate) fn commit_txn_offsets(
+        &mut self,
+        now_ms: u64,
+        rid: RequestId,
+        req: TxnCommitRequest,
+        out: &mut Vec<Effect>,
+    ) {
+        if let Err(e) = self.check_txn_commit(now_ms, &req) {
+            return respond(out, rid, all_failed(&req.partitions, e));
+        }
+        self.stage_commit(now_ms, rid, req.group_id, req.partitions, out);
+    }
+
+    /// The per-partition checks (metadata size, the group's offset cap) of a commit whose
+    /// group exists and passed its group-level checks; the records go out to be persisted.
+    fn stage_commit(
+        &mut self,
+        now_ms: u64,
+        rid: RequestId,
+        group_id: String,
+        partitions: Vec<CommitPartition>,
+        out: &mut Vec<Effect>,
+    ) {
+        let group = self.groups.get_mut(&group_id).expect("checked group");
         group.pending_commits += 1;
         let incarnation = group.incarnation;
-        let known = self.offsets.group(&req.group_id);
-        let mut room = limits::GROUP_OFFSETS_MAX.saturating_sub(self.offsets.len(&req.group_id));
-        let mut results = Vec::with_capacity(req.partitions.len());
+        let known = self.offsets.group(&group_id);
+        let mut room = limits::GROUP_OFFSETS_MAX.saturating_sub(self.offsets.len(&group_id));
+        let mut results = Vec::with_capacity(partitions.len());
         let mut records = Vec::new();
-        for p in req.partitions {
+        for p in partitions {
             let is_new = known.is_none_or(|k| !k.contains_key(&p.tp));
             let error = if p
                 .metadata
@@ -63,14 +94,14 @@ impl Coordinator {
                 Some(ErrorCode::InvalidCommitOffsetSize)
             } else {
                 room -= usize::from(is_new);
-                records.push(commit_record(&req.group_id, now_ms, &p));
+                records.push(commit_record(&group_id, now_ms, &p));
                 None
             };
             results.push((p.tp, error));
         }
         let pending = PendingCommit {
             request_id: rid,
-            group_id: req.group_id,
+            group_id,
             incarnation,
             results,
             records,
@@ -89,6 +120,24 @@ impl Coordinator {
             records: pending.records.clone(),
         });
         self.pending.insert(id, pending);
+    }
+
+    /// Request-level checks of a transaction's offsets; creates a missing group.
+    fn check_txn_commit(&mut self, now_ms: u64, req: &TxnCommitRequest) -> Result<(), ErrorCode> {
+        if req.group_id.is_empty() || req.group_id.len() > limits::GROUP_ID_BYTES_MAX {
+            return Err(ErrorCode::InvalidGroupId);
+        }
+        if req.partitions.len() > limits::COMMIT_PARTITIONS_MAX {
+            return Err(ErrorCode::InvalidRequest);
+        }
+        if self.pending.len() >= limits::PENDING_PERSISTS_MAX {
+            return Err(ErrorCode::CoordinatorNotAvailable);
+        }
+        if !self.groups.contains_key(&req.group_id) {
+            self.create_group(now_ms, &req.group_id)?;
+            self.reindex(&req.group_id);
+        }
+        Ok(())
     }
 
     /// Group-level checks of a commit; creates the group for a simple consumer.

@@ -11,7 +11,7 @@ use sluice_group::{
     CommitPartition, Coordinator, Effect, ErrorCode, GroupConfig, GroupState, HeartbeatRequest,
     JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, LeavingMember,
     OffsetCommitRequest, OffsetRecord, PersistId, Protocol, Request, RequestId, Response,
-    SplitMix64, SyncGroupRequest, SyncGroupResponse, TopicPartition,
+    SplitMix64, SyncGroupRequest, SyncGroupResponse, TopicPartition, TxnCommitRequest,
 };
 
 pub const GROUP: &str = "g";
@@ -227,6 +227,23 @@ impl Harness {
             generation_id,
             member_id: member_id.into(),
             group_instance_id: None,
+            partitions,
+        }))
+    }
+
+    /// A committed transaction's offsets for `group_id` (leader epoch 1, metadata `txn`).
+    pub fn commit_txn(&mut self, group_id: &str, offsets: &[(&str, i32, i64)]) -> RequestId {
+        let partitions = offsets
+            .iter()
+            .map(|(t, p, o)| CommitPartition {
+                tp: tp(t, *p),
+                offset: *o,
+                leader_epoch: 1,
+                metadata: Some("txn".into()),
+            })
+            .collect();
+        self.send(Request::CommitTxnOffsets(TxnCommitRequest {
+            group_id: group_id.into(),
             partitions,
         }))
     }

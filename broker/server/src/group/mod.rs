@@ -24,8 +24,8 @@ mod writer;
 use std::path::Path;
 
 use sluice_group::{
-    ErrorCode, FetchedOffset, GroupConfig, GroupDescription, ListedGroup, Request, Response,
-    TopicPartition,
+    CommitPartition, ErrorCode, FetchedOffset, GroupConfig, GroupDescription, ListedGroup,
+    PartitionResult, Request, Response, TopicPartition, TxnCommitRequest,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -153,6 +153,31 @@ impl GroupHandle {
     /// Sends a state-changing request; `None` if the coordinator is gone (shutting down).
     pub async fn call(&self, request: Request) -> Option<Response> {
         self.ask(|reply| Command::Handle { request, reply }).await
+    }
+
+    /// Writes the offsets a transaction committed for `group_id` (its TxnOffsetCommits), with
+    /// no member or generation check, into the group whatever its state (created if
+    /// missing); answered, per partition in request order, after the offsets-log append.
+    /// `None` if the coordinator is gone.
+    ///
+    /// The caller (the transaction coordinator) passes only partitions that exist, as the
+    /// OffsetCommit handler does (`Broker::read_partition`): this module does not know the
+    /// broker's topics. Errors: `COORDINATOR_NOT_AVAILABLE` (the offsets log is behind or its
+    /// append failed: retriable, send again), `OFFSET_METADATA_TOO_LARGE` and
+    /// `INVALID_COMMIT_OFFSET_SIZE` (that partition is never written), `INVALID_GROUP_ID`.
+    pub async fn commit_txn_offsets(
+        &self,
+        group_id: String,
+        partitions: Vec<CommitPartition>,
+    ) -> Option<Vec<PartitionResult>> {
+        let request = Request::CommitTxnOffsets(TxnCommitRequest {
+            group_id,
+            partitions,
+        });
+        match self.call(request).await? {
+            Response::OffsetCommit(answer) => Some(answer.partitions),
+            other => unreachable!("CommitTxnOffsets answered with {other:?}"),
+        }
     }
 
     /// OffsetFetch.

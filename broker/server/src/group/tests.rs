@@ -1,6 +1,8 @@
 //! The coordinator service on a temp dir, without sockets: commits are answered after their
 //! append, the offsets log is compacted once it outgrows its live content, and a reopened
-//! service sees exactly the committed offsets.
+//! service sees exactly the committed offsets; a transaction's offsets
+//! (`GroupHandle::commit_txn_offsets`) reach a group that does not exist yet and survive a
+//! reopen.
 
 use sluice_group::{
     CommitPartition, GroupConfig, OffsetCommitRequest, OffsetStore, Request, Response,
@@ -90,5 +92,51 @@ async fn the_offsets_log_is_compacted_and_reloads_the_same_offsets() {
         .map(|c| c.offset)
         .collect();
     assert_eq!(offsets, vec![299, 300, 301]);
+    log.close().unwrap();
+}
+
+#[tokio::test]
+async fn a_transactions_offsets_are_appended_then_visible_and_survive_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, records) = GroupService::open(dir.path(), false, crate::clock::system()).unwrap();
+    let service =
+        GroupService::spawn(GroupConfig::default(), log, records, crate::clock::system()).unwrap();
+    let partitions: Vec<CommitPartition> = (0..2)
+        .map(|partition| CommitPartition {
+            tp: TopicPartition {
+                topic: "t".into(),
+                partition,
+            },
+            offset: 40 + i64::from(partition),
+            leader_epoch: 3,
+            metadata: Some("txn".into()),
+        })
+        .collect();
+    let results = service
+        .handle
+        .commit_txn_offsets("app".into(), partitions)
+        .await
+        .expect("the coordinator answers");
+    assert_eq!(results.len(), 2);
+    assert!(results.iter().all(|r| r.error.is_ok()), "{results:?}");
+    let fetched = service
+        .handle
+        .fetch_offsets("app".into(), None)
+        .await
+        .unwrap()
+        .unwrap();
+    let got: Vec<(i64, i32)> = fetched.iter().map(|f| (f.offset, f.leader_epoch)).collect();
+    assert_eq!(got, [(40, 3), (41, 3)]);
+    service.stop().await;
+
+    let (log, records) = GroupService::open(dir.path(), false, crate::clock::system()).unwrap();
+    let store = OffsetStore::load(records);
+    let offsets: Vec<i64> = store
+        .group("app")
+        .unwrap()
+        .values()
+        .map(|c| c.offset)
+        .collect();
+    assert_eq!(offsets, [40, 41]);
     log.close().unwrap();
 }

@@ -4,8 +4,10 @@
 //! Sessionless (session_id 0); no preferred read replica. A partition listed twice gets
 //! INVALID_REQUEST in every entry and is not read (the copies would each do the work).
 //!
-//! A view (`crate::views`) reads its source partition the same way, then runs the bytes
-//! through its plugins on the blocking pool and sends the re-encoded batches from memory.
+//! A view (`crate::views`) reads its source partition the same way (under read_committed:
+//! below the source's last stable offset, with the source's aborted transactions), then runs
+//! the bytes through its plugins on the blocking pool, dropping aborted transactions' batches
+//! before the plugins, and sends the re-encoded batches from memory.
 
 use std::future::poll_fn;
 use std::pin::Pin;
@@ -17,7 +19,7 @@ use kafka_protocol::ResponseError;
 use kafka_protocol::messages::FetchRequest;
 use kafka_protocol::messages::fetch_request::FetchTopic;
 use sluice_security::acl::{AclOperation, ResourceType};
-use sluice_storage::{Offset, ReadError};
+use sluice_storage::{AbortedTxn, Offset, ReadError};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -220,16 +222,18 @@ fn read_all(
     )
 }
 
-/// The bytes of `slice` (whole batches of the view's source partition) through the view.
+/// The bytes of `slice` (whole batches of the view's source partition) through the view,
+/// the records of `aborted` transactions dropped before the plugins (read_committed).
 fn read_view(
     target: &Target,
     view: &ViewTopic,
     slice: &sluice_storage::ReadSlice,
+    aborted: &[AbortedTxn],
 ) -> Result<Vec<u8>, crate::error::KafkaError> {
     let chain = view
         .view(&target.registry)
         .map_err(|e| crate::error::KafkaError::new(ResponseError::UnknownServerError, e.message))?;
-    crate::views::apply_slice(&chain, view.name(), slice)
+    crate::views::apply_slice(&chain, view.name(), slice, aborted)
 }
 
 fn chunk_len(chunk: &Chunk) -> u32 {
@@ -248,7 +252,7 @@ type LogRead = (
     i64,
     i64,
     i64,
-    Option<Vec<(i64, i64)>>,
+    Option<Vec<AbortedTxn>>,
 );
 
 fn read_log(
@@ -264,12 +268,7 @@ fn read_log(
         (_, false) => Some(log.read(from, budget)),
         (_, true) => Some(log.read_below(from, budget, lso)),
     };
-    let aborted = read_committed.then(|| {
-        log.aborted_transactions(from, lso)
-            .iter()
-            .map(|t| (t.producer_id, t.first_offset))
-            .collect()
-    });
+    let aborted = read_committed.then(|| log.aborted_transactions(from, lso));
     (
         slice,
         log.log_end_offset().value(),
@@ -280,7 +279,7 @@ fn read_log(
 }
 
 /// read_committed reads stop at the last stable offset and carry the aborted transactions
-/// they overlap (consumers drop those records).
+/// they overlap (consumers drop those records; a view drops them before its plugins).
 fn read_one(
     target: &Target,
     remaining: u32,
@@ -317,7 +316,11 @@ fn read_one(
     out.high_watermark = end;
     out.last_stable_offset = lso;
     out.log_start_offset = start;
-    out.aborted_transactions = aborted;
+    out.aborted_transactions = aborted.as_ref().map(|list| {
+        list.iter()
+            .map(|t| (t.producer_id, t.first_offset))
+            .collect()
+    });
     match slice {
         None => {}
         Some(Ok(slice)) if slice.is_empty() => {}
@@ -328,10 +331,12 @@ fn read_one(
                     partition.metrics.fetched(&slice);
                     out.records = Some(Chunk::File(slice));
                 }
-                Some(view) => match read_view(target, view, &slice) {
-                    Ok(bytes) => out.records = Some(Chunk::Bytes(bytes.into())),
-                    Err(e) => out.error_code = e.code.code(),
-                },
+                Some(view) => {
+                    match read_view(target, view, &slice, aborted.as_deref().unwrap_or(&[])) {
+                        Ok(bytes) => out.records = Some(Chunk::Bytes(bytes.into())),
+                        Err(e) => out.error_code = e.code.code(),
+                    }
+                }
             },
             Ok(true) => out.error_code = ResponseError::UnsupportedCompressionType.code(),
             Err(e) => {

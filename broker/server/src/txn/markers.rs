@@ -28,7 +28,7 @@ pub(super) async fn write(
     let mut offsets_written = true;
     if markers.commit {
         for pending in &markers.offsets_to_commit {
-            offsets_written &= commit_offsets(groups, pending).await;
+            offsets_written &= commit_offsets(broker, groups, pending).await;
         }
     }
     partitions_written && offsets_written
@@ -97,11 +97,16 @@ fn write_partitions(broker: &Broker, markers: &WriteMarkers) -> bool {
     all
 }
 
-/// Hands a committed transaction's offsets of one group to the group coordinator.
-async fn commit_offsets(groups: &GroupHandle, pending: &PendingOffsets) -> bool {
-    let partitions = pending
+/// Hands a committed transaction's offsets of one group to the group coordinator: `false`
+/// only when that may work later (the coordinator is gone or its log append failed). The
+/// offsets of partitions deleted since are dropped, and a partition the group refuses for
+/// good (its metadata over a lowered `offset.metadata.max.bytes`) is logged and dropped: the
+/// transaction's records are committed either way.
+async fn commit_offsets(broker: &Broker, groups: &GroupHandle, pending: &PendingOffsets) -> bool {
+    let partitions: Vec<sluice_group::CommitPartition> = pending
         .offsets
         .iter()
+        .filter(|o| broker.read_partition(&o.tp.topic, o.tp.partition).is_some())
         .map(|o| sluice_group::CommitPartition {
             tp: sluice_group::TopicPartition {
                 topic: o.tp.topic.clone(),
@@ -112,27 +117,26 @@ async fn commit_offsets(groups: &GroupHandle, pending: &PendingOffsets) -> bool 
             metadata: o.metadata.clone(),
         })
         .collect();
-    match commit_txn_offsets_pending_merge(groups, pending.group_id.clone(), partitions).await {
-        Some(results) => {
-            let failed = results.iter().filter(|r| !r.error.is_ok()).count();
-            if failed > 0 {
-                tracing::warn!(
-                    group = pending.group_id,
-                    failed,
-                    "committing a transaction's offsets failed; retrying later"
-                );
-            }
-            failed == 0
-        }
-        None => false,
+    if partitions.is_empty() {
+        return true;
     }
-}
-
-// TEMPORARY until branch txn-views lands GroupHandle::commit_txn_offsets.
-async fn commit_txn_offsets_pending_merge(
-    _groups: &GroupHandle,
-    _group_id: String,
-    _partitions: Vec<sluice_group::CommitPartition>,
-) -> Option<Vec<sluice_group::PartitionResult>> {
-    None
+    let Some(results) = groups
+        .commit_txn_offsets(pending.group_id.clone(), partitions)
+        .await
+    else {
+        return false;
+    };
+    let retriable = sluice_group::ErrorCode::CoordinatorNotAvailable;
+    let mut written = true;
+    for result in results.iter().filter(|r| !r.error.is_ok()) {
+        written &= result.error != retriable;
+        tracing::warn!(
+            group = pending.group_id,
+            topic = result.tp.topic,
+            partition = result.tp.partition,
+            error = ?result.error,
+            "a committed transaction's offset was not written"
+        );
+    }
+    written
 }

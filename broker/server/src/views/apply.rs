@@ -7,15 +7,25 @@
 //!   merged with the empty ranges next to it, so a consumer moves past a fully filtered range
 //!   in one fetch instead of stalling (Kafka leaves such batches after compaction).
 //!
-//! Control batches pass through unchanged. Blocking and CPU-bound: Fetch runs it on the
-//! blocking pool.
+//! Control batches pass through unchanged, and a re-encoded batch keeps its source's producer
+//! id, epoch, base sequence and attributes (transactional flag), so a consumer matches it
+//! to its transaction.
+//!
+//! Under read_committed the fetch reads only below the source's last stable offset and hands
+//! in the aborted transactions it overlaps: a batch of an aborted transaction (its producer's,
+//! from the transaction's first offset to its ABORT marker) goes out as an empty range
+//! without being decoded, so no plugin ever sees aborted records. (The fetch still returns
+//! the aborted list, as for a topic; the client finds nothing left to drop.)
+//!
+//! Blocking and CPU-bound: Fetch runs it on the blocking pool.
 
 use kafka_protocol::ResponseError;
 use std::cell::RefCell;
+use std::collections::HashMap;
 
 use sluice_plugin_host::{CallError, View};
-use sluice_storage::ReadSlice;
 use sluice_storage::batch::{BatchHeader, iter_batches};
+use sluice_storage::{AbortedTxn, ReadSlice};
 
 use crate::error::KafkaError;
 use crate::records::{self, CodecError, DecompressLimit};
@@ -28,7 +38,12 @@ const DECOMPRESS_LIMIT: DecompressLimit = DecompressLimit {
 
 /// Reads `slice` (whole stored batches of `name`'s source partition) into this thread's
 /// read buffer (kept between fetches, up to `READ_BUFFER_KEPT_BYTES_MAX`) and runs [`apply`].
-pub fn apply_slice(view: &View, name: &str, slice: &ReadSlice) -> Result<Vec<u8>, KafkaError> {
+pub fn apply_slice(
+    view: &View,
+    name: &str,
+    slice: &ReadSlice,
+    aborted: &[AbortedTxn],
+) -> Result<Vec<u8>, KafkaError> {
     thread_local! {
         static READ: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
     }
@@ -40,7 +55,7 @@ pub fn apply_slice(view: &View, name: &str, slice: &ReadSlice) -> Result<Vec<u8>
                 tracing::error!(view = name, error = %e, "read failed");
                 KafkaError::new(ResponseError::KafkaStorageError, e.to_string())
             })
-            .and_then(|()| apply(view, name, &buf));
+            .and_then(|()| apply(view, name, &buf, aborted));
         if buf.capacity() <= READ_BUFFER_KEPT_BYTES_MAX {
             cell.replace(buf);
         }
@@ -52,11 +67,18 @@ pub fn apply_slice(view: &View, name: &str, slice: &ReadSlice) -> Result<Vec<u8>
 const READ_BUFFER_KEPT_BYTES_MAX: usize = 4 * 1024 * 1024;
 
 /// Runs `view` over `bytes` (whole stored batches of `name`'s partition) and returns the
-/// batches to send. A plugin failure under `fail` ends the output before the failed batch;
+/// batches to send; the batches of the `aborted` transactions (read_committed; empty
+/// otherwise) are dropped unseen. A plugin failure under `fail` ends the output before the failed batch;
 /// when that batch is the first, the fetch fails with UNKNOWN_SERVER_ERROR (Java and
 /// librdkafka consumers report it and retry). A batch that does not decode is
 /// KAFKA_STORAGE_ERROR (the log is damaged).
-pub fn apply(view: &View, name: &str, bytes: &[u8]) -> Result<Vec<u8>, KafkaError> {
+pub fn apply(
+    view: &View,
+    name: &str,
+    bytes: &[u8],
+    aborted: &[AbortedTxn],
+) -> Result<Vec<u8>, KafkaError> {
+    let aborted = Aborted::new(aborted);
     let mut out = Out {
         bytes: Vec::with_capacity(bytes.len()),
         gap: EmptyRange::default(),
@@ -66,6 +88,10 @@ pub fn apply(view: &View, name: &str, bytes: &[u8]) -> Result<Vec<u8>, KafkaErro
             let (header, batch) = item.map_err(|e| storage_error(name, &CodecError::Invalid(e)))?;
             if header.is_control() {
                 out.batch(batch);
+                continue;
+            }
+            if aborted.contains(&header) {
+                out.gap.extend(&header, &mut out.bytes);
                 continue;
             }
             columns.clear();
@@ -100,6 +126,33 @@ pub fn apply(view: &View, name: &str, bytes: &[u8]) -> Result<Vec<u8>, KafkaErro
     })?;
     out.gap.flush(&mut out.bytes);
     Ok(out.bytes)
+}
+
+/// A read_committed fetch's aborted transactions, by producer id: (first offset, offset of
+/// the ABORT marker). At most `ABORTED_TXNS_PER_READ_MAX` entries (the storage bound).
+struct Aborted(HashMap<i64, Vec<(i64, i64)>>);
+
+impl Aborted {
+    fn new(list: &[AbortedTxn]) -> Self {
+        let mut by_producer: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+        for t in list {
+            by_producer
+                .entry(t.producer_id)
+                .or_default()
+                .push((t.first_offset, t.last_offset));
+        }
+        Self(by_producer)
+    }
+
+    /// Whether `header` is a data batch of one of the aborted transactions.
+    fn contains(&self, header: &BatchHeader) -> bool {
+        header.is_transactional()
+            && self.0.get(&header.producer_id).is_some_and(|ranges| {
+                ranges.iter().any(|&(first, marker)| {
+                    first <= header.base_offset && header.base_offset < marker
+                })
+            })
+    }
 }
 
 /// What the fetch gets back so far.
@@ -182,4 +235,49 @@ fn storage_error(name: &str, e: &CodecError) -> KafkaError {
         ResponseError::KafkaStorageError,
         format!("view {name}: a stored batch does not decode: {e}"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use sluice_storage::batch::{parse_header, set_base_offset};
+    use sluice_storage::testing::producer_batch;
+
+    use super::*;
+
+    fn header(
+        producer_id: i64,
+        base_offset: i64,
+        count: usize,
+        transactional: bool,
+    ) -> BatchHeader {
+        let mut bytes = producer_batch(producer_id, 0, 0, count, transactional);
+        set_base_offset(&mut bytes, base_offset);
+        parse_header(&bytes).unwrap()
+    }
+
+    #[test]
+    fn only_data_batches_inside_an_aborted_transaction_of_their_producer_are_dropped() {
+        let txn = |first_offset, last_offset| AbortedTxn {
+            producer_id: 7,
+            first_offset,
+            last_offset,
+        };
+        let aborted = Aborted::new(&[txn(10, 20), txn(30, 40)]);
+        assert!(aborted.contains(&header(7, 10, 2, true)));
+        assert!(aborted.contains(&header(7, 35, 1, true)));
+        assert!(
+            !aborted.contains(&header(7, 21, 2, true)),
+            "a later transaction"
+        );
+        assert!(!aborted.contains(&header(7, 5, 2, true)), "an earlier one");
+        assert!(
+            !aborted.contains(&header(8, 12, 1, true)),
+            "another producer"
+        );
+        assert!(
+            !aborted.contains(&header(7, 12, 1, false)),
+            "not transactional"
+        );
+        assert!(!Aborted::new(&[]).contains(&header(7, 12, 1, true)));
+    }
 }
