@@ -269,19 +269,7 @@ impl Server {
         );
         drop(listeners);
         shutdown_tx.send_replace(true);
-        let grace = Duration::from_millis(limits::SHUTDOWN_GRACE_MS);
-        if tokio::time::timeout(grace, async {
-            while connections.join_next().await.is_some() {}
-        })
-        .await
-        .is_err()
-        {
-            tracing::warn!(
-                grace_ms = limits::SHUTDOWN_GRACE_MS,
-                "connections still open after the grace period; closing logs anyway"
-            );
-            connections.abort_all();
-        }
+        wait_for_connections(&mut connections).await;
         ticker.await.ok();
         prober.await.ok();
         if let Some(admin) = admin {
@@ -298,6 +286,23 @@ impl Server {
             })??;
         tracing::info!("shutdown complete");
         Ok(())
+    }
+}
+
+/// Waits for the open connections to finish, at most `SHUTDOWN_GRACE_MS`; then aborts them.
+async fn wait_for_connections(connections: &mut JoinSet<()>) {
+    let grace = Duration::from_millis(limits::SHUTDOWN_GRACE_MS);
+    if tokio::time::timeout(grace, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await
+    .is_err()
+    {
+        tracing::warn!(
+            grace_ms = limits::SHUTDOWN_GRACE_MS,
+            "connections still open after the grace period; closing logs anyway"
+        );
+        connections.abort_all();
     }
 }
 

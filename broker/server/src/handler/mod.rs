@@ -321,6 +321,44 @@ async fn dispatch(
         ApiKey::ListGroups => reply!(list_groups::handle(ctx, request!()).await),
         ApiKey::DescribeGroups => reply!(describe_groups::handle(ctx, request!()).await),
         ApiKey::DeleteGroups => reply!(delete_groups::handle(ctx, request!()).await),
+        ApiKey::CreateAcls => reply!(acls::create(ctx, request!())),
+        ApiKey::DescribeAcls => reply!(acls::describe(ctx, request!())),
+        ApiKey::DeleteAcls => reply!(acls::delete(ctx, request!())),
+        ApiKey::DescribeUserScramCredentials => reply!(users::describe(ctx, request!())),
+        ApiKey::AlterUserScramCredentials => reply!(users::alter(ctx, request!())),
+        ApiKey::DescribeClientQuotas => reply!(quotas::describe(ctx, request!())),
+        ApiKey::AlterClientQuotas => reply!(quotas::alter(ctx, request!())),
+        ApiKey::IncrementalAlterConfigs => {
+            reply!(incremental_alter_configs::handle(ctx, request!()).await)
+        }
+        other => return txn_dispatch(ctx, other, version, (cid, hv), body, budget).await,
+    };
+    Ok(Some(response))
+}
+
+/// The idempotence and transaction APIs: `dispatch` for them (none has an old-version shim).
+async fn txn_dispatch(
+    ctx: &ConnectionContext,
+    key: ApiKey,
+    version: i16,
+    (cid, hv): (i32, i16),
+    mut body: Bytes,
+    mut budget: Option<FrameBudget>,
+) -> Result<Option<Response>, FrameError> {
+    macro_rules! request {
+        () => {{
+            let request = decode(&mut body, key, version)?;
+            drop(std::mem::take(&mut body));
+            budget.take();
+            request
+        }};
+    }
+    macro_rules! reply {
+        ($response:expr) => {
+            encode(cid, hv, &$response, version)?
+        };
+    }
+    let response = match key {
         ApiKey::InitProducerId => {
             reply!(init_producer_id::handle(ctx, request!(), version).await)
         }
@@ -339,16 +377,6 @@ async fn dispatch(
         }
         ApiKey::ListTransactions => reply!(list_transactions::handle(ctx, request!()).await),
         ApiKey::DescribeProducers => reply!(describe_producers::handle(ctx, request!()).await),
-        ApiKey::CreateAcls => reply!(acls::create(ctx, request!())),
-        ApiKey::DescribeAcls => reply!(acls::describe(ctx, request!())),
-        ApiKey::DeleteAcls => reply!(acls::delete(ctx, request!())),
-        ApiKey::DescribeUserScramCredentials => reply!(users::describe(ctx, request!())),
-        ApiKey::AlterUserScramCredentials => reply!(users::alter(ctx, request!())),
-        ApiKey::DescribeClientQuotas => reply!(quotas::describe(ctx, request!())),
-        ApiKey::AlterClientQuotas => reply!(quotas::alter(ctx, request!())),
-        ApiKey::IncrementalAlterConfigs => {
-            reply!(incremental_alter_configs::handle(ctx, request!()).await)
-        }
         other => {
             return Err(FrameError::Malformed(format!(
                 "{other:?} is in the version table but has no handler"
