@@ -101,6 +101,7 @@ fn log_config() -> LogConfig {
         retention_ms: -1,
         retention_bytes: -1,
         max_message_bytes: sluice_storage::limits::BATCH_BYTES_MAX,
+        segment_index_bytes: limits::INTERNAL_LOG_INDEX_BYTES,
         ..LogConfig::default()
     }
 }

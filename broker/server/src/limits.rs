@@ -155,6 +155,11 @@ const _: () = assert!(QUEUED_RESPONSES_PER_CONNECTION_MAX <= IN_FLIGHT_REQUESTS_
 /// size, so segments stay few.
 pub const OFFSETS_SEGMENT_BYTES: u32 = 100 * 1024 * 1024;
 
+/// Index file size (`segment.index.bytes`) of each internal log (offsets, transactions,
+/// security), in bytes: room for 131,072 entries, one per 4 KiB of log, so a 100 MiB segment
+/// never fills it; the storage default (10 MiB) would preallocate 20 MiB of index per log.
+pub const INTERNAL_LOG_INDEX_BYTES: u32 = 1024 * 1024;
+
 /// Bytes read per step while replaying the offsets log at start.
 pub const OFFSETS_READ_CHUNK_BYTES: u32 = 4 * 1024 * 1024;
 

@@ -20,7 +20,7 @@ use sluice_storage::io as storage_io;
 use sluice_storage::{Durability, Log, LogConfig, RealFs};
 
 use crate::error::ServerError;
-use crate::{clock, internal_log};
+use crate::{clock, internal_log, limits};
 
 mod login_limit;
 
@@ -75,6 +75,7 @@ fn log_config() -> LogConfig {
         retention_ms: -1,
         retention_bytes: -1,
         max_message_bytes: sluice_storage::limits::BATCH_BYTES_MAX,
+        segment_index_bytes: limits::INTERNAL_LOG_INDEX_BYTES,
         ..LogConfig::default()
     }
 }
