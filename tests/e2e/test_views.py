@@ -9,7 +9,8 @@ and chains; compressed sources keep working for every codec; a view is listed in
 with its source's partitions, answers ListOffsets like its source, refuses produces,
 survives a restart, blocks deleting its source and can be deleted; hostile filters (loop,
 memory bomb, panic) under `fail` (the consumer sees an error and no unvetted record) and
-`skip` (the batch is dropped and counted) while the broker keeps serving.
+`skip` (the batch is dropped and counted) while the broker keeps serving; a view read
+read_committed never shows a source's aborted or open transactions.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import subprocess
 import time
 
 import pytest
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import KafkaError, Producer, TopicPartition
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KpTopicPartition
 from plugin_support import plugin_dir
@@ -451,3 +452,61 @@ def test_a_scaffolded_filter_is_built_deployed_and_read_through_a_view(broker, t
     sluice("view", "create", f"{topic_name}-kept", "--from", topic_name, "--filter", "keep-keyed", *admin)
     got = read_group(broker.bootstrap, f"{topic_name}-kept", "scaffold", 2)
     assert [(m.offset(), m.key()) for m in got] == [(0, b"keep"), (3, b"keep")]
+
+
+def drain_view(bootstrap: str, view: str, isolation: str) -> list[bytes]:
+    """Every record of the view's partition 0 until the consumer reports its end."""
+    c = consumer(bootstrap, **{"isolation.level": isolation, "enable.partition.eof": True})
+    try:
+        c.assign([TopicPartition(view, 0, 0)])
+        out: list[bytes] = []
+        deadline = time.monotonic() + DEADLINE_S
+        while time.monotonic() < deadline:
+            msg = c.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
+                return out
+            out.append(msg.value())
+        raise AssertionError(f"no end of {view} within {DEADLINE_S}s ({isolation})")
+    finally:
+        c.close()
+
+
+def test_a_view_read_committed_never_shows_aborted_or_open_transactions(broker_factory, tmp_path, topic_name):
+    """A transactional producer commits, aborts and leaves a transaction open in the source;
+    a read_committed consumer of the view sees only committed eu records (the filter never
+    sees the aborted ones), a read_uncommitted one sees every eu record."""
+    broker = start(broker_factory, tmp_path)
+    create_topic(broker.bootstrap, topic_name)
+    view = f"{topic_name}-eu"
+    create_view(broker, view, topic_name, [("json-filter", EU)])
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"{topic_name}-tx", "linger.ms": 5})
+    p.init_transactions(30)
+
+    def txn(first: int, end: str):
+        p.begin_transaction()
+        for i in range(first, first + 6):
+            p.produce(topic_name, value=order(i, "eu" if i % 2 == 0 else "us"), partition=0)
+        assert p.flush(30) == 0
+        if end == "commit":
+            p.commit_transaction(30)
+        elif end == "abort":
+            p.abort_transaction(30)
+
+    txn(0, "commit")
+    txn(100, "abort")
+    txn(200, "commit")
+    txn(300, "open")
+    committed = [order(i, "eu") for i in (0, 2, 4, 200, 202, 204)]
+    everything = committed[:3] + [order(i, "eu") for i in (100, 102, 104)] + committed[3:]
+    everything += [order(i, "eu") for i in (300, 302, 304)]
+    assert drain_view(broker.bootstrap, view, "read_committed") == committed
+    assert drain_view(broker.bootstrap, view, "read_uncommitted") == everything
+    p.commit_transaction(30)
+    wait_until(
+        lambda: drain_view(broker.bootstrap, view, "read_committed") == committed + everything[-3:],
+        DEADLINE_S,
+        "the committed open transaction in the view",
+    )

@@ -1,8 +1,9 @@
 //! TxnOffsetCommit v0-v2: a transaction's consumer offsets (`send_offsets_to_transaction`),
 //! held by the transaction coordinator and handed to the group coordinator when the
 //! transaction commits (dropped if it aborts). WRITE on the transactional id, READ on the
-//! group and on each topic; a partition that does not exist gets UNKNOWN_TOPIC_OR_PARTITION
-//! and the rest of the request is not attempted (the offsets of one request are one unit).
+//! group and on each topic; a partition that does not exist gets UNKNOWN_TOPIC_OR_PARTITION,
+//! metadata over the group coordinator's limit OFFSET_METADATA_TOO_LARGE, and the rest of
+//! the request is not attempted (the offsets of one request are one unit).
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::txn_offset_commit_response::{
@@ -35,14 +36,19 @@ pub async fn handle(
     }
     // Per partition: the error it is answered with here, if any.
     let mut answered: Vec<(&str, i32, Option<i16>)> = Vec::new();
+    // The group coordinator's limit, checked now: past it the commit could not write them.
+    let metadata_max = ctx.broker.config.group_config().offset_metadata_max_bytes;
     for topic in &request.topics {
         let name = topic.name.0.as_str();
         let readable = authz::topic(ctx, AclOperation::Read, name);
         for p in &topic.partitions {
+            let metadata_len = p.committed_metadata.as_ref().map_or(0, |m| m.len());
             let error = if !readable {
                 Some(ResponseError::TopicAuthorizationFailed.code())
             } else if ctx.broker.read_partition(name, p.partition_index).is_none() {
                 Some(ResponseError::UnknownTopicOrPartition.code())
+            } else if metadata_len > metadata_max {
+                Some(ResponseError::OffsetMetadataTooLarge.code())
             } else {
                 None
             };
