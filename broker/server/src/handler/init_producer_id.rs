@@ -4,8 +4,8 @@
 //! COORDINATOR_NOT_AVAILABLE, as FindCoordinator answers for transaction coordinators.
 //!
 //! Producer ids are unique per broker process and, as they start from the wall clock in
-//! microseconds, across restarts unless the clock goes back. The storage engine does not
-//! deduplicate by (producer id, sequence): a retried batch can be written twice.
+//! microseconds, across restarts unless the clock goes back. Each partition's producer state
+//! (`sluice_storage::producer`) deduplicates by (producer id, epoch, sequence range).
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI64, Ordering};
