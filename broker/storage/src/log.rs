@@ -297,18 +297,11 @@ impl Log {
 
     /// The producer checks of an append: `Some` (the original offsets) for a duplicate.
     fn check_producers(&self, batches: &[u8]) -> Result<Option<AppendOutcome>, AppendError> {
-        let first = batch::parse_header(batches).expect("validated");
-        // One batch per partition per request is what clients send: no allocation for it.
-        let check = if first.total_bytes() == batches.len() {
-            self.producers.check(std::slice::from_ref(&first))?
-        } else {
-            let headers: Vec<batch::BatchHeader> = batch::iter_batches(batches)
-                .map_while(Result::ok)
-                .map(|(header, _)| header)
-                .collect();
-            self.producers.check(&headers)?
-        };
-        match check {
+        let headers: Vec<batch::BatchHeader> = batch::iter_batches(batches)
+            .map_while(Result::ok)
+            .map(|(header, _)| header)
+            .collect();
+        match self.producers.check(&headers)? {
             Check::Append => Ok(None),
             Check::Duplicate(original) => Ok(Some(AppendOutcome {
                 base_offset: Offset(original.base_offset),

@@ -216,10 +216,7 @@ impl ProducerStateMap {
         if header.producer_id == NO_PRODUCER_ID {
             return;
         }
-        // (one hash lookup per batch while the map has room)
-        if self.producers.len() >= limits::PRODUCERS_PER_PARTITION_MAX
-            && !self.producers.contains_key(&header.producer_id)
-        {
+        if !self.producers.contains_key(&header.producer_id) {
             self.make_room();
         }
         let entry = self
