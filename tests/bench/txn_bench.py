@@ -14,9 +14,9 @@ goes into a fresh topic of PARTITIONS partitions (default 3), acks=all, linger.m
     rounds, the order alternating (plain first, then idempotent first, ...). Each producer
     first delivers one record to every partition (not timed, reported as "ready ms": the
     connection, metadata and, when idempotent, the producer id); then records/s from the
-    first timed produce() to the end of flush(), the broker's CPU per record (user + system, /proc/PID/stat) and the client's
-    (this process: the Python produce() loop and librdkafka's threads, which share the
-    machine's cores with the broker);
+    first timed produce() to the end of flush(), the broker's CPU per record (user +
+    system, /proc/PID/stat) and the client's (this process: the Python produce() loop and
+    librdkafka's threads, which share the machine's cores with the broker);
   - transactional, for each size in TXN_SIZES: init_transactions once (not timed), then
     begin / produce SIZE records / commit until RECORDS are committed; records/s and
     transactions/s over the whole loop.
@@ -205,7 +205,8 @@ def main():
     base = median([r[0] for r in plain])
     print(
         f"\n{RUNS} runs per load, {RECORDS:,} records of {len(VALUE)} B, acks=all (not fsynced), linger.ms=5,"
-        f" {PARTITIONS} partitions, {'after' if WARM_UP else 'without'} a warm-up; load average at the start, before each transactional load and at the end:"
+        f" {PARTITIONS} partitions, {'after' if WARM_UP else 'without'} a warm-up; load average at the start,"
+        " before each transactional load and at the end:"
         f" {' | '.join(loads)}\n"
     )
     print(
