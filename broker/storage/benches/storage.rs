@@ -5,7 +5,7 @@
 //! repetitions, `--quick` for a smoke run). Files go to a temp dir under `$TMPDIR` (same
 //! filesystem as the baseline files) and are removed at the end, the 1 GiB segment too.
 
-use sluice_storage::testing::build_value_batch;
+use sluice_storage::testing::{build_value_batch, set_producer};
 use sluice_storage::{Durability, Log, LogConfig, Offset};
 use std::fs::File;
 use std::io::Write;
@@ -213,6 +213,67 @@ fn bench_append_small(dir: &Path, s: &Settings) {
     }
 }
 
+/// One log's appends of pre-built `batches`, in order: (wall, CPU).
+fn append_all(dir: &Path, batches: &mut [Vec<u8>]) -> (Duration, Duration) {
+    let mut log = Log::open(dir, LogConfig::default(), 0).unwrap();
+    let time = timed(|| {
+        for batch in batches.iter_mut() {
+            let outcome = log.append(batch, Durability::OsCache, 0).unwrap();
+            assert!(!outcome.duplicate);
+        }
+    });
+    drop(log);
+    std::fs::remove_dir_all(dir).unwrap();
+    time
+}
+
+/// `count` copies of `batch`; with a producer id, at epoch 0 with consecutive sequences.
+fn copies(batch: &[u8], count: usize, producer_id: Option<i64>) -> Vec<Vec<u8>> {
+    let records = records_in(batch) as usize;
+    (0..count)
+        .map(|i| {
+            let mut b = batch.to_vec();
+            match producer_id {
+                Some(id) => set_producer(&mut b, id, 0, (i * records) as i32, false),
+                None => set_producer(&mut b, -1, -1, -1, false),
+            }
+            b
+        })
+        .collect()
+}
+
+/// The producer-state checks of idempotent appends: the same batches with a producer id,
+/// epoch and consecutive sequences against the same batches without (producer id -1),
+/// alternating log by log.
+fn bench_append_idempotent(dir: &Path, s: &Settings) {
+    for records in [1usize, 100] {
+        let appends = s.single_record_appends / records;
+        let batch = build_value_batch(records, VALUE_BYTES, 0x2a, 1_000);
+        let mut plain = copies(&batch, appends, None);
+        let mut idempotent = copies(&batch, appends, Some(7));
+        let (mut base, mut ours) = (Vec::new(), Vec::new());
+        for rep in 0..s.reps {
+            base.push(append_all(
+                &dir.join(format!("plain-{records}-{rep}")),
+                &mut plain,
+            ));
+            ours.push(append_all(
+                &dir.join(format!("idem-{records}-{rep}")),
+                &mut idempotent,
+            ));
+        }
+        let ((bw, bc), (ow, oc)) = (medians(base), medians(ours));
+        println!(
+            "| append {records}-record batches ({} B), {appends} per run: plain vs idempotent | {:.0} batches/s | {:.0} batches/s | {:.2}x wall, {:.2}x CPU |",
+            batch.len(),
+            appends as f64 / secs(bw),
+            appends as f64 / secs(ow),
+            secs(bw) / secs(ow),
+            secs(bc) / secs(oc)
+        );
+    }
+}
+
 /// acks=all on one node: every append fsyncs the segment before returning.
 fn bench_append_fsync(dir: &Path, s: &Settings) {
     let mut batch = build_value_batch(1, VALUE_BYTES, 0x33, 1_000);
@@ -378,6 +439,9 @@ fn main() {
         bench_append_large(dir.path(), &s);
         bench_append_small(dir.path(), &s);
         bench_append_fsync(dir.path(), &s);
+    }
+    if run("append idempotent") {
+        bench_append_idempotent(dir.path(), &s);
     }
     if run("read") {
         bench_read(dir.path(), &s);

@@ -153,3 +153,32 @@ fn a_roll_in_the_middle_of_an_append_snapshots_the_batches_before_it() {
             .1
     );
 }
+
+#[test]
+fn batches_appended_together_are_checked_in_order_and_retried_together() {
+    let fs = FaultyFs::new();
+    let mut log = open(&fs, &LogConfig::default());
+    let mut both = producer_batch(5, 0, 0, 3, false);
+    both.extend(producer_batch(5, 0, 3, 3, false));
+    assert_eq!(append(&mut log, &both).unwrap(), (Offset(0), false));
+    assert_eq!(
+        append(&mut log, &both).unwrap(),
+        (Offset(0), true),
+        "a retry of both is answered with the first one's offsets"
+    );
+    assert_eq!(
+        append(&mut log, &producer_batch(5, 0, 6, 1, false)).unwrap(),
+        (Offset(6), false)
+    );
+    let mut gap = producer_batch(5, 0, 7, 1, false);
+    gap.extend(producer_batch(5, 0, 9, 1, false));
+    assert!(matches!(
+        append(&mut log, &gap),
+        Err(AppendError::OutOfOrderSequence { sequence: 9, .. })
+    ));
+    assert_eq!(
+        log.log_end_offset(),
+        Offset(7),
+        "nothing of a refused append is written"
+    );
+}

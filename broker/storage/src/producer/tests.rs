@@ -193,3 +193,36 @@ fn write_fuzz_seeds() {
     )
     .unwrap();
 }
+
+#[test]
+fn at_the_producer_limit_only_a_new_producer_forgets_the_idlest() {
+    let mut state = ProducerStateMap::new();
+    let template = header(0, 0, 0, 1, false, 0);
+    let max = limits::PRODUCERS_PER_PARTITION_MAX as i64;
+    for producer_id in 0..max {
+        state.apply(
+            &BatchHeader {
+                producer_id,
+                ..template
+            },
+            None,
+        );
+    }
+    state.producers.get_mut(&5).unwrap().last_timestamp_ms = 0;
+    let known = header(10, 0, 1, 1, false, 1);
+    assert_eq!(state.check(&[known]).unwrap(), Check::Append);
+    state.apply(&known, None);
+    assert_eq!(state.producers.len(), limits::PRODUCERS_PER_PARTITION_MAX);
+    assert!(
+        state.producer(5).is_some(),
+        "a known producer's batch evicts nobody"
+    );
+    assert_eq!(state.producer(10).unwrap().last_seq(), 1);
+    state.apply(&header(max, 0, 0, 1, false, 2), None);
+    assert_eq!(state.producers.len(), limits::PRODUCERS_PER_PARTITION_MAX);
+    assert!(
+        state.producer(5).is_none(),
+        "the idlest producer is forgotten"
+    );
+    assert!(state.producer(max).is_some());
+}
