@@ -2,7 +2,8 @@
 //! (InitProducerId, AddPartitionsToTxn, a transactional produce, EndTxn) with its COMMIT
 //! marker in the log; AddPartitionsToTxn v4's batched and verify-only forms; the checks
 //! before the coordinator (unknown partitions, OPERATION_NOT_ATTEMPTED); fencing by a second
-//! InitProducerId; the coordinator's state across a restart; FindCoordinator for
+//! InitProducerId; the coordinator's state across a restart; a PrepareCommit left by a crash
+//! finished at the next start; FindCoordinator for
 //! transactions; the reserved `__transaction_state` name; and every served version of every
 //! transaction API.
 
@@ -389,6 +390,64 @@ async fn every_served_version_of_every_transaction_api_answers() {
     assert_eq!(
         described.transaction_states[0].error_code, 105,
         "TRANSACTIONAL_ID_NOT_FOUND"
+    );
+    drop(client);
+    broker.stop().await;
+}
+
+/// A crash between EndTxn's decision and its markers: the log holds PrepareCommit, the
+/// partition an open transaction. At the next start the coordinator writes the COMMIT
+/// marker before it serves anyone, and completes the transaction.
+#[tokio::test]
+async fn a_prepared_commit_left_by_a_crash_gets_its_markers_at_start() {
+    use sluice_server::txn::TxnLog;
+    use sluice_txn::{TxnRecord, TxnState};
+
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, TOPIC, 1).await;
+    let producer = init(&mut client, "t-crash").await;
+    assert_eq!(add(&mut client, "t-crash", producer, &[0]).await, vec![0]);
+    let batch = producer_batch(producer.0, producer.1, 0, 3, true);
+    assert_eq!(
+        produce(&mut client, TOPIC, 0, -1, batch.into())
+            .await
+            .error_code,
+        0
+    );
+    drop(client);
+    let dir = broker.stop().await;
+
+    // What EndTxn(commit) persists before it writes markers, as if the process died then.
+    let (log, records) = TxnLog::open(dir.path(), true).unwrap();
+    let Some(TxnRecord::Metadata(mut ongoing)) = records
+        .into_iter()
+        .rev()
+        .find(|r| r.transactional_id() == Some("t-crash"))
+    else {
+        panic!("the transaction's metadata is in the log");
+    };
+    assert_eq!(ongoing.state, TxnState::Ongoing);
+    ongoing.state = TxnState::PrepareCommit;
+    let mut log = log;
+    log.append(&[&TxnRecord::Metadata(ongoing)]).unwrap();
+    log.close().unwrap();
+
+    let broker = TestBroker::start_in(dir, &[]).await;
+    let mut client = broker.client().await;
+    let mut request = DescribeTransactionsRequest::default();
+    request.transactional_ids = vec![TransactionalId(s("t-crash"))];
+    // The describe is served after recovery: the marker is written by then.
+    let described: DescribeTransactionsResponse =
+        client.call(ApiKey::DescribeTransactions, 0, &request).await;
+    assert_eq!(
+        described.transaction_states[0].transaction_state.as_str(),
+        "CompleteCommit"
+    );
+    assert_eq!(
+        describe_state(&broker, 0),
+        (4, 4),
+        "the COMMIT marker at offset 3"
     );
     drop(client);
     broker.stop().await;
