@@ -304,8 +304,18 @@ def sample_request(api_key: int, version: int, n: FuzzNames, unique: str) -> Fie
         .tagged_fields(),  # fmt: skip
         **security_requests(n),
         **txn_requests(version, n),
+        kw.API_CREATE_PARTITIONS: lambda: create_partitions_body(version, n.topic),
     }
     return builders.get(api_key, Fields)()
+
+
+def create_partitions_body(version: int, topic: str) -> Fields:
+    """CreatePartitions of `topic` to 2 partitions, validate_only (a mutated count must not
+    grow the scratch topic)."""
+    if version < 2:
+        return Fields().array([Fields().string(topic).i32(2).array(None)]).i32(30_000).bool(True)
+    entry = Fields().compact_string(topic).i32(2).compact_array(None).tagged_fields()
+    return Fields().compact_array([entry]).i32(30_000).bool(True).tagged_fields()
 
 
 # The transactional id the fuzzer's transaction requests name (no test reads it).

@@ -54,6 +54,7 @@ API_ADD_OFFSETS_TO_TXN = 25
 API_END_TXN = 26
 API_TXN_OFFSET_COMMIT = 28
 API_DESCRIBE_TRANSACTIONS = 65
+API_CREATE_PARTITIONS = 37
 API_LIST_TRANSACTIONS = 66
 
 NONE = 0
@@ -232,11 +233,12 @@ class Fields:
 
 def is_flexible(api_key: int, version: int) -> bool:
     """Whether a request uses header v2 and compact fields: of what the broker serves,
-    ApiVersions v3+, AddPartitionsToTxn v3+, and the APIs whose only version, v0, is
+    ApiVersions v3+, AddPartitionsToTxn v3+, CreatePartitions v2+, and the APIs whose only version, v0, is
     flexible (SCRAM credentials, DescribeProducers, DescribeTransactions, ListTransactions)."""
     return (
         (api_key == API_API_VERSIONS and version >= 3)
         or (api_key == API_ADD_PARTITIONS_TO_TXN and version >= 3)
+        or (api_key == API_CREATE_PARTITIONS and version >= 2)
         or api_key
         in (
             API_DESCRIBE_USER_SCRAM_CREDENTIALS,

@@ -10,7 +10,8 @@ with its source's partitions, answers ListOffsets like its source, refuses produ
 survives a restart, blocks deleting its source and can be deleted; hostile filters (loop,
 memory bomb, panic) under `fail` (the consumer sees an error and no unvetted record) and
 `skip` (the batch is dropped and counted) while the broker keeps serving; a view read
-read_committed never shows a source's aborted or open transactions.
+read_committed never shows a source's aborted or open transactions; a view grows with its
+source's partitions.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from kafka import KafkaConsumer
 from kafka import TopicPartition as KpTopicPartition
 from plugin_support import plugin_dir
 
-from clients import Record, consumer, create_topic, produce_all, producer, topic_names, watermarks
+from clients import Record, consume_partition, consumer, create_topic, produce_all, producer, topic_names, watermarks
 from conftest import wait_until
 from test_metrics import http, scrape
 
@@ -510,3 +511,21 @@ def test_a_view_read_committed_never_shows_aborted_or_open_transactions(broker_f
         DEADLINE_S,
         "the committed open transaction in the view",
     )
+
+
+def test_a_view_follows_its_source_when_partitions_are_added(broker_factory, tmp_path, topic_name):
+    from confluent_kafka.admin import NewPartitions
+
+    from clients import admin, admin_op
+
+    broker = start(broker_factory, tmp_path)
+    create_topic(broker.bootstrap, topic_name, 1)
+    view = f"{topic_name}-eu"
+    create_view(broker, view, topic_name, [("json-filter", EU)])
+    grown = admin_op(broker.bootstrap, "create_partitions", [NewPartitions(topic_name, 2)], operation_timeout=30, request_timeout=30)
+    assert grown == {topic_name: None}, grown
+    assert len(admin(broker.bootstrap).list_topics(view, timeout=30).topics[view].partitions) == 2
+    p = producer(broker.bootstrap)
+    produce_all(p, topic_name, [Record(None, order(1, "us")), Record(None, order(2, "eu"))], partition=1)
+    [m] = consume_partition(broker.bootstrap, view, 1, 1)
+    assert (m.offset(), m.value()) == (1, order(2, "eu"))

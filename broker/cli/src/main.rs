@@ -48,7 +48,7 @@ struct Cli {
 enum Command {
     /// Run the broker. Config: defaults < --config file < SLUICE_* env < flags.
     Serve(ServeArgs),
-    /// Topics: create, list, describe, alter-config, delete.
+    /// Topics: create, list, describe, alter-config, add-partitions, delete.
     Topic(topic::TopicArgs),
     /// Produce records from stdin lines or a file.
     Produce(produce::ProduceArgs),

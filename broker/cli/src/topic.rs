@@ -1,17 +1,19 @@
-//! `sluice topic create | list | describe | alter-config | delete` over CreateTopics,
-//! Metadata, ListOffsets, DescribeConfigs, IncrementalAlterConfigs and DeleteTopics, like
-//! `kafka-topics.sh`/`kafka-configs.sh` and `rpk topic`.
+//! `sluice topic create | list | describe | alter-config | add-partitions | delete` over
+//! CreateTopics, Metadata, ListOffsets, DescribeConfigs, IncrementalAlterConfigs,
+//! CreatePartitions and DeleteTopics, like `kafka-topics.sh`/`kafka-configs.sh` and
+//! `rpk topic`.
 
 use std::fmt::Write as _;
 
 use anyhow::{Context, bail};
+use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::incremental_alter_configs_request::{
     AlterConfigsResource, AlterableConfig,
 };
 use kafka_protocol::messages::{
-    CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
+    CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
     IncrementalAlterConfigsRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
@@ -75,6 +77,18 @@ enum TopicCommand {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Grow topics by N partitions (CreatePartitions), like `rpk topic add-partitions`.
+    AddPartitions {
+        /// Topic names.
+        #[arg(required = true)]
+        topics: Vec<String>,
+        /// Partitions to add to each topic.
+        #[arg(short, long)]
+        num: i32,
+        /// Only check that the change is valid.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Delete topics and their data.
     Delete {
         /// Topic names.
@@ -120,6 +134,15 @@ pub fn run(args: TopicArgs) -> anyhow::Result<()> {
                 )
             })
         }
+        TopicCommand::AddPartitions {
+            topics,
+            num,
+            dry_run,
+        } => emit(
+            output,
+            &add_partitions(&mut client, &topics, num, dry_run)?,
+            results_text,
+        ),
         TopicCommand::Delete { topics } => {
             emit(output, &delete(&mut client, &topics)?, results_text)
         }
@@ -169,6 +192,55 @@ fn create(
         })
         .collect();
     check_results(json!({ "created": results }), "created")
+}
+
+/// Grows each topic by `num` partitions: its current count from Metadata, then one
+/// CreatePartitions for all of them.
+fn add_partitions(
+    client: &mut Client,
+    topics: &[String],
+    num: i32,
+    dry_run: bool,
+) -> anyhow::Result<Value> {
+    if num < 1 {
+        bail!("--num {num}: add at least one partition");
+    }
+    let listed = list(client)?;
+    let mut request = CreatePartitionsRequest::default();
+    request.timeout_ms = ADMIN_TIMEOUT_MS;
+    request.validate_only = dry_run;
+    for name in topics {
+        let current = listed["topics"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|t| t["topic"].as_str() == Some(name.as_str()))
+            .and_then(|t| t["partitions"].as_i64())
+            .with_context(|| format!("unknown topic {name:?} (sluice topic list)"))?;
+        let mut t = CreatePartitionsTopic::default();
+        t.name = TopicName(StrBytes::from_string(name.clone()));
+        t.count = i32::try_from(current)
+            .unwrap_or(i32::MAX)
+            .saturating_add(num);
+        t.assignments = None;
+        request.topics.push(t);
+    }
+    let response = client.send(&request, 3)?;
+    let results: Vec<Value> = response
+        .results
+        .iter()
+        .zip(&request.topics)
+        .map(|(r, asked)| {
+            json!({
+                "topic": r.name.0.as_str(),
+                "partitions": asked.count,
+                "dry_run": dry_run,
+                "error": (r.error_code != 0).then(|| error_name(r.error_code)),
+                "message": r.error_message.as_ref().map(|m| m.to_string()),
+            })
+        })
+        .collect();
+    check_results(json!({ "grown": results }), "grown")
 }
 
 fn alter_config(
@@ -430,6 +502,15 @@ fn results_text(doc: &Value) -> String {
         for r in doc[key].as_array().into_iter().flatten() {
             let _ = writeln!(out, "{verb} {}", r["topic"].as_str().unwrap_or("?"));
         }
+    }
+    for r in doc["grown"].as_array().into_iter().flatten() {
+        let verb = if r["dry_run"] == true {
+            "would grow"
+        } else {
+            "grew"
+        };
+        let topic = r["topic"].as_str().unwrap_or("?");
+        let _ = writeln!(out, "{verb} {topic} to {} partitions", r["partitions"]);
     }
     out
 }

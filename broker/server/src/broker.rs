@@ -823,6 +823,7 @@ fn remove_stale_temps(dir: &Path) {
 mod alter;
 pub(crate) mod append;
 pub(crate) mod group_commit;
+mod partitions;
 mod quarantine;
 mod views;
 

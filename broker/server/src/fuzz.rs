@@ -126,6 +126,7 @@ fn decode_body(key: ApiKey, version: i16, mut body: Bytes) -> Result<(), String>
         ApiKey::AlterUserScramCredentials => d::<AlterUserScramCredentialsRequest>(b, version),
         ApiKey::DescribeProducers => d::<DescribeProducersRequest>(b, version),
         ApiKey::AddPartitionsToTxn => d::<AddPartitionsToTxnRequest>(b, version),
+        ApiKey::CreatePartitions => d::<CreatePartitionsRequest>(b, version),
         ApiKey::AddOffsetsToTxn => d::<AddOffsetsToTxnRequest>(b, version),
         ApiKey::TxnOffsetCommit => d::<TxnOffsetCommitRequest>(b, version),
         ApiKey::EndTxn => d::<EndTxnRequest>(b, version),

@@ -27,7 +27,8 @@ const fn api(key: ApiKey, min: i16, max: i16) -> ApiSupport {
 
 /// Everything we implement. Non-flexible versions only, except ApiVersions v3, the APIs
 /// whose only version is flexible (the SCRAM credential APIs, DescribeProducers,
-/// DescribeTransactions, ListTransactions) and AddPartitionsToTxn v3-v4 (v4's batched form).
+/// DescribeTransactions, ListTransactions), AddPartitionsToTxn v3-v4 (v4's batched form) and
+/// CreatePartitions v2-v3.
 ///
 /// Produce advertises v0-v2 without serving them: librdkafka before 2.x only enables
 /// compression when the broker advertises Produce v0 (KAFKA-18659); a v0-v2 request gets
@@ -48,6 +49,8 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::FindCoordinator, 0, 2),
     api(ApiKey::CreateTopics, 0, 4),
     api(ApiKey::DeleteTopics, 0, 3),
+    // v2-v3 are flexible.
+    api(ApiKey::CreatePartitions, 0, 3),
     api(ApiKey::DescribeConfigs, 0, 3),
     api(ApiKey::IncrementalAlterConfigs, 0, 0),
     api(ApiKey::ApiVersions, 0, 3),
@@ -131,6 +134,7 @@ mod tests {
             ApiKey::AlterUserScramCredentials,
             ApiKey::DescribeProducers,
             ApiKey::AddPartitionsToTxn,
+            ApiKey::CreatePartitions,
             ApiKey::DescribeTransactions,
             ApiKey::ListTransactions,
         ];

@@ -89,7 +89,8 @@ impl Broker {
         Ok(TopicPartitioner::bind(&self.plugins.registry, overrides)?.map(Arc::new))
     }
 
-    fn persist(
+    /// Writes topic.json, the commit point of a topic change, through the durable-write path.
+    pub(super) fn persist(
         &self,
         name: &str,
         partitions: usize,

@@ -89,6 +89,13 @@ impl ViewTopic {
         }
     }
 
+    /// The same view over `source`'s new registry entry.
+    fn with_source(&self, source: Arc<Topic>) -> Self {
+        let bound = self.read_bound().clone();
+        let last_used_ms = self.last_used_ms.load(std::sync::atomic::Ordering::Relaxed);
+        Self::new(self.spec.clone(), source, self.policy, bound, last_used_ms)
+    }
+
     /// The view's name.
     pub fn name(&self) -> &str {
         &self.spec.name
@@ -236,6 +243,17 @@ impl Broker {
         for name in expired {
             tracing::info!(view = %name, "ephemeral view idle; dropping it");
             self.views_write().remove(&name);
+        }
+    }
+
+    /// Points the views reading `topic` at its new registry entry (after partitions were
+    /// added), keeping their bound chains and idle clocks.
+    pub(super) fn re_source_views(&self, topic: &Arc<Topic>) {
+        let mut views = self.views_write();
+        for view in views.values_mut() {
+            if view.spec.source == topic.name {
+                *view = Arc::new(view.with_source(topic.clone()));
+            }
         }
     }
 

@@ -208,6 +208,20 @@ fn txn_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
                 .with_producer_id(ProducerId(4000))
                 .with_committed(true)
         ),
+        ApiKey::CreatePartitions => enc!(
+            CreatePartitionsRequest::default()
+                .with_topics(vec![
+                    create_partitions_request::CreatePartitionsTopic::default()
+                        .with_name(topic())
+                        .with_count(4)
+                        .with_assignments(Some(vec![
+                            create_partitions_request::CreatePartitionsAssignment::default()
+                                .with_broker_ids(vec![BrokerId(0)])
+                        ]))
+                ])
+                .with_timeout_ms(30_000)
+                .with_validate_only(true)
+        ),
         ApiKey::DescribeTransactions => {
             enc!(DescribeTransactionsRequest::default().with_transactional_ids(vec![id()]))
         }

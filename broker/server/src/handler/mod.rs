@@ -8,6 +8,7 @@ mod add_offsets_to_txn;
 mod add_partitions_to_txn;
 mod api_versions;
 pub(crate) mod compat;
+mod create_partitions;
 mod create_topics;
 mod delete_groups;
 mod delete_topics;
@@ -336,7 +337,8 @@ async fn dispatch(
     Ok(Some(response))
 }
 
-/// The idempotence and transaction APIs: `dispatch` for them (none has an old-version shim).
+/// The idempotence and transaction APIs and CreatePartitions: `dispatch` for them (none has
+/// an old-version shim).
 async fn txn_dispatch(
     ctx: &ConnectionContext,
     key: ApiKey,
@@ -377,6 +379,7 @@ async fn txn_dispatch(
         }
         ApiKey::ListTransactions => reply!(list_transactions::handle(ctx, request!()).await),
         ApiKey::DescribeProducers => reply!(describe_producers::handle(ctx, request!()).await),
+        ApiKey::CreatePartitions => reply!(create_partitions::handle(ctx, request!()).await),
         other => {
             return Err(FrameError::Malformed(format!(
                 "{other:?} is in the version table but has no handler"

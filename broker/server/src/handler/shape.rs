@@ -135,31 +135,6 @@ fn group_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
         ApiKey::DescribeGroups | ApiKey::DeleteGroups => vec![Array(vec![Str])],
         ApiKey::FindCoordinator => fields([Some(Str), since(v, 1, I8)]),
         ApiKey::InitProducerId => vec![Str, I32],
-        ApiKey::AddPartitionsToTxn => add_partitions_to_txn(v),
-        // Transactional id, producer id, epoch, group id.
-        ApiKey::AddOffsetsToTxn => vec![Str, I64, I16, Str],
-        // Transactional id, group, producer id, epoch, topics [name, partitions [index,
-        // offset, (v2+) leader epoch, metadata]].
-        ApiKey::TxnOffsetCommit => vec![
-            Str,
-            Str,
-            I64,
-            I16,
-            Array(vec![
-                Str,
-                Array(fields([Some(I32), Some(I64), since(v, 2, I32), Some(Str)])),
-            ]),
-        ],
-        // Transactional id, producer id, epoch, committed.
-        ApiKey::EndTxn => vec![Str, I64, I16, I8],
-        // v0 (flexible): transactional ids, tags.
-        ApiKey::DescribeTransactions => vec![CompactArray(vec![CompactStr]), Tags],
-        // v0 (flexible): state filters, producer id filters, tags.
-        ApiKey::ListTransactions => vec![
-            CompactArray(vec![CompactStr]),
-            CompactArray(vec![I64]),
-            Tags,
-        ],
         ApiKey::SaslHandshake => vec![Str],
         // v1: a binding is type, name, pattern type, principal, host, operation, permission.
         ApiKey::CreateAcls | ApiKey::DeleteAcls => vec![Array(vec![I8, Str, I8, Str, Str, I8, I8])],
@@ -192,6 +167,55 @@ fn group_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
         ApiKey::SaslAuthenticate => vec![Bytes],
         ApiKey::ApiVersions if v >= 3 => vec![CompactStr, CompactStr, Tags],
         ApiKey::ApiVersions => vec![],
+        _ => return txn_schema(key, v),
+    })
+}
+
+/// The schemas of the transaction APIs and CreatePartitions.
+fn txn_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
+    Some(match key {
+        ApiKey::AddPartitionsToTxn => add_partitions_to_txn(v),
+        // Topics [name, count, assignments [broker ids]], timeout, validate only.
+        ApiKey::CreatePartitions if v >= 2 => vec![
+            CompactArray(vec![
+                CompactStr,
+                I32,
+                CompactArray(vec![CompactArray(vec![I32]), Tags]),
+                Tags,
+            ]),
+            I32,
+            I8,
+            Tags,
+        ],
+        ApiKey::CreatePartitions => vec![
+            Array(vec![Str, I32, Array(vec![Array(vec![I32])])]),
+            I32,
+            I8,
+        ],
+        // Transactional id, producer id, epoch, group id.
+        ApiKey::AddOffsetsToTxn => vec![Str, I64, I16, Str],
+        // Transactional id, group, producer id, epoch, topics [name, partitions [index,
+        // offset, (v2+) leader epoch, metadata]].
+        ApiKey::TxnOffsetCommit => vec![
+            Str,
+            Str,
+            I64,
+            I16,
+            Array(vec![
+                Str,
+                Array(fields([Some(I32), Some(I64), since(v, 2, I32), Some(Str)])),
+            ]),
+        ],
+        // Transactional id, producer id, epoch, committed.
+        ApiKey::EndTxn => vec![Str, I64, I16, I8],
+        // v0 (flexible): transactional ids, tags.
+        ApiKey::DescribeTransactions => vec![CompactArray(vec![CompactStr]), Tags],
+        // v0 (flexible): state filters, producer id filters, tags.
+        ApiKey::ListTransactions => vec![
+            CompactArray(vec![CompactStr]),
+            CompactArray(vec![I64]),
+            Tags,
+        ],
         _ => return None,
     })
 }

@@ -1,0 +1,123 @@
+//! CreatePartitions v0-v3 (v2-v3 flexible): grows topics to a new partition count
+//! (`kafka-topics --alter --partitions`, AdminClient `create_partitions`, `sluice topic
+//! add-partitions`). Each topic succeeds or fails on its own, as in Kafka: ALTER on the topic
+//! (TOPIC_AUTHORIZATION_FAILED), a topic named twice (INVALID_REQUEST), a count not above the
+//! current one (INVALID_PARTITIONS), explicit assignments that are not one `[0]` per new
+//! partition on this single broker (INVALID_REPLICA_ASSIGNMENT), `validate_only`.
+
+use std::collections::BTreeSet;
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
+use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
+use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
+use kafka_protocol::protocol::StrBytes;
+use sluice_security::acl::AclOperation;
+
+use crate::authz;
+use crate::broker::{Broker, NODE_ID};
+use crate::error::KafkaError;
+use crate::limits;
+use crate::wire::ConnectionContext;
+
+/// Answers CreatePartitions.
+pub async fn handle(
+    ctx: &ConnectionContext,
+    request: CreatePartitionsRequest,
+) -> CreatePartitionsResponse {
+    let denied: BTreeSet<String> = request
+        .topics
+        .iter()
+        .map(|t| t.name.0.to_string())
+        .filter(|name| !authz::topic(ctx, AclOperation::Alter, name))
+        .collect();
+    let broker = ctx.broker.clone();
+    let results = tokio::task::spawn_blocking(move || grow_all(&broker, request, &denied))
+        .await
+        .unwrap_or_else(|e| {
+            tracing::error!(error = %e, "create partitions task failed");
+            Vec::new()
+        });
+    let mut response = CreatePartitionsResponse::default();
+    response.results = results;
+    response
+}
+
+fn grow_all(
+    broker: &Broker,
+    request: CreatePartitionsRequest,
+    denied: &BTreeSet<String>,
+) -> Vec<CreatePartitionsTopicResult> {
+    let mut seen = BTreeSet::new();
+    let duplicates: BTreeSet<String> = request
+        .topics
+        .iter()
+        .map(|t| t.name.0.to_string())
+        .filter(|n| !seen.insert(n.clone()))
+        .collect();
+    request
+        .topics
+        .into_iter()
+        .enumerate()
+        .map(|(i, topic)| {
+            let name = topic.name.0.as_str();
+            let result = if i >= limits::TOPICS_PER_REQUEST_MAX {
+                Err(KafkaError::new(
+                    ResponseError::PolicyViolation,
+                    format!(
+                        "more than {} topics in one request",
+                        limits::TOPICS_PER_REQUEST_MAX
+                    ),
+                ))
+            } else if denied.contains(name) {
+                Err(KafkaError::new(
+                    ResponseError::TopicAuthorizationFailed,
+                    "Authorization failed.",
+                ))
+            } else if duplicates.contains(name) {
+                Err(KafkaError::new(
+                    ResponseError::InvalidRequest,
+                    "topic named twice in one request",
+                ))
+            } else {
+                grow_one(broker, &topic, request.validate_only)
+            };
+            let mut out = CreatePartitionsTopicResult::default();
+            out.name = topic.name;
+            if let Err(e) = result {
+                out.error_code = e.code.code();
+                out.error_message = Some(StrBytes::from_string(e.message));
+            }
+            out
+        })
+        .collect()
+}
+
+fn grow_one(
+    broker: &Broker,
+    topic: &CreatePartitionsTopic,
+    validate_only: bool,
+) -> Result<(), KafkaError> {
+    let name = topic.name.0.as_str();
+    if let Some(assignments) = &topic.assignments {
+        let current = broker.topic(name).map_or(0, |t| t.partitions.len());
+        let added = usize::try_from(topic.count)
+            .unwrap_or(0)
+            .saturating_sub(current);
+        let on_this_broker = assignments
+            .iter()
+            .all(|a| a.broker_ids.len() == 1 && a.broker_ids[0].0 == NODE_ID);
+        if assignments.len() != added || !on_this_broker {
+            return Err(KafkaError::new(
+                ResponseError::InvalidReplicaAssignment,
+                format!(
+                    "{} assignments for {added} new partitions; each must be [{NODE_ID}] on this single broker",
+                    assignments.len()
+                ),
+            ));
+        }
+    }
+    broker
+        .create_partitions(name, topic.count, validate_only)
+        .map(|_| ())
+}

@@ -1,0 +1,93 @@
+"""The admin APIs Kafka's tools and UIs call, through real clients: CreatePartitions.
+
+Covers:
+- confluent-kafka's AdminClient grows a topic (validate_only first, which changes nothing);
+  producers then write to the new partitions and consumers read them; a keyless producer
+  spreads over all of them after its metadata refresh; the new count survives a restart with
+  the data in place; asking for fewer or the same partitions is INVALID_PARTITIONS, an
+  unknown topic UNKNOWN_TOPIC_OR_PARTITION, assignments naming another broker
+  INVALID_REPLICA_ASSIGNMENT;
+- kafka-python's KafkaAdminClient.create_partitions;
+- `sluice topic add-partitions` (dry run, text and JSON output, an unknown topic).
+"""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaError
+from confluent_kafka.admin import NewPartitions
+from kafka import KafkaAdminClient
+from kafka.admin import NewPartitions as KpNewPartitions
+
+from clients import Record, admin, admin_op, consume_partition, create_topic, produce_all, producer
+
+TIMEOUTS = {"operation_timeout": 30, "request_timeout": 30}
+
+
+def partition_count(bootstrap: str, topic: str) -> int:
+    return len(admin(bootstrap).list_topics(topic, timeout=30).topics[topic].partitions)
+
+
+def test_create_partitions_grows_a_topic_that_clients_then_use(broker, topic_name):
+    create_topic(broker.bootstrap, topic_name, 1)
+    p = producer(broker.bootstrap)
+    produce_all(p, topic_name, [Record(None, b"before")], partition=0)
+
+    checked = admin_op(broker.bootstrap, "create_partitions", [NewPartitions(topic_name, 3)], validate_only=True, **TIMEOUTS)
+    assert checked == {topic_name: None}, checked
+    assert partition_count(broker.bootstrap, topic_name) == 1, "validate_only changed the topic"
+
+    grown = admin_op(broker.bootstrap, "create_partitions", [NewPartitions(topic_name, 3)], **TIMEOUTS)
+    assert grown == {topic_name: None}, grown
+    assert partition_count(broker.bootstrap, topic_name) == 3
+    fresh = producer(broker.bootstrap)
+    for part in (1, 2):
+        [d] = produce_all(fresh, topic_name, [Record(None, f"new-{part}".encode())], partition=part)
+        assert (d.partition, d.offset) == (part, 0)
+    spread = produce_all(fresh, topic_name, [Record(f"k{i}".encode(), b"x") for i in range(60)], partition=None)
+    assert {d.partition for d in spread} == {0, 1, 2}, "keyed records land on every partition"
+
+    broker.restart()
+    assert partition_count(broker.bootstrap, topic_name) == 3
+    assert [m.value() for m in consume_partition(broker.bootstrap, topic_name, 0, 1)] == [b"before"]
+    for part in (1, 2):
+        assert consume_partition(broker.bootstrap, topic_name, part, 1)[0].value() == f"new-{part}".encode()
+
+    refused = admin_op(
+        broker.bootstrap,
+        "create_partitions",
+        [NewPartitions(topic_name, 3), NewPartitions(f"{topic_name}-none", 2)],
+        **TIMEOUTS,
+    )
+    assert refused[topic_name].code() == KafkaError.INVALID_PARTITIONS, refused
+    assert refused[f"{topic_name}-none"].code() == KafkaError.UNKNOWN_TOPIC_OR_PART, refused
+    elsewhere = admin_op(
+        broker.bootstrap, "create_partitions", [NewPartitions(topic_name, 4, replica_assignment=[[7]])], **TIMEOUTS
+    )
+    assert elsewhere[topic_name].code() == KafkaError.INVALID_REPLICA_ASSIGNMENT, elsewhere
+    assert partition_count(broker.bootstrap, topic_name) == 3
+
+
+def test_kafka_python_create_partitions(broker, topic_name):
+    create_topic(broker.bootstrap, topic_name, 2)
+    client = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=30_000)
+    try:
+        client.create_partitions({topic_name: KpNewPartitions(total_count=5)})
+    finally:
+        client.close()
+    assert partition_count(broker.bootstrap, topic_name) == 5
+
+
+def test_sluice_topic_add_partitions(broker, topic_name):
+    from test_cli import sluice, sluice_json
+
+    create_topic(broker.bootstrap, topic_name, 2)
+    dry = sluice_json(broker, "topic", "add-partitions", topic_name, "--num", "3", "--dry-run")
+    assert dry["grown"] == [
+        {"topic": topic_name, "partitions": 5, "dry_run": True, "error": None, "message": None}
+    ], dry
+    assert partition_count(broker.bootstrap, topic_name) == 2
+    text = sluice(broker, "topic", "add-partitions", topic_name, "-n", "3").stdout.decode()
+    assert text == f"grew {topic_name} to 5 partitions\n", text
+    assert partition_count(broker.bootstrap, topic_name) == 5
+    missing = sluice(broker, "topic", "add-partitions", f"{topic_name}-none", "-n", "1", check=False)
+    assert missing.returncode != 0 and "unknown topic" in missing.stderr.decode()
