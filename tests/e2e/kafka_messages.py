@@ -305,6 +305,7 @@ def sample_request(api_key: int, version: int, n: FuzzNames, unique: str) -> Fie
         **security_requests(n),
         **txn_requests(version, n),
         kw.API_CREATE_PARTITIONS: lambda: create_partitions_body(version, n.topic),
+        **cluster_admin_requests(version, n),
     }
     return builders.get(api_key, Fields)()
 
@@ -316,6 +317,35 @@ def create_partitions_body(version: int, topic: str) -> Fields:
         return Fields().array([Fields().string(topic).i32(2).array(None)]).i32(30_000).bool(True)
     entry = Fields().compact_string(topic).i32(2).compact_array(None).tagged_fields()
     return Fields().compact_array([entry]).i32(30_000).bool(True).tagged_fields()
+
+
+def cluster_admin_requests(version: int, n: FuzzNames) -> dict:
+    """DescribeCluster, ElectLeaders and DescribeLogDirs of the scratch topic (all read-only
+    on a single broker)."""
+
+    def topics() -> Fields:
+        if version >= 2:
+            return Fields().compact_array([Fields().compact_string(n.topic).compact_array([Fields().i32(0)]).tagged_fields()])
+        return Fields().array([Fields().string(n.topic).array([Fields().i32(0)])])
+
+    def elect() -> Fields:
+        f = Fields()
+        if version >= 1:
+            f.i8(0)
+        f.extend(topics()).i32(30_000)
+        return f.tagged_fields() if version >= 2 else f
+
+    def cluster() -> Fields:
+        f = Fields().bool(True)
+        if version >= 1:
+            f.i8(1)
+        return f.tagged_fields()
+
+    return {
+        kw.API_DESCRIBE_CLUSTER: cluster,
+        kw.API_ELECT_LEADERS: elect,
+        kw.API_DESCRIBE_LOG_DIRS: lambda: topics().tagged_fields() if version >= 2 else topics(),
+    }
 
 
 # The transactional id the fuzzer's transaction requests name (no test reads it).

@@ -55,6 +55,9 @@ API_END_TXN = 26
 API_TXN_OFFSET_COMMIT = 28
 API_DESCRIBE_TRANSACTIONS = 65
 API_CREATE_PARTITIONS = 37
+API_DESCRIBE_LOG_DIRS = 35
+API_ELECT_LEADERS = 43
+API_DESCRIBE_CLUSTER = 60
 API_LIST_TRANSACTIONS = 66
 
 NONE = 0
@@ -233,12 +236,13 @@ class Fields:
 
 def is_flexible(api_key: int, version: int) -> bool:
     """Whether a request uses header v2 and compact fields: of what the broker serves,
-    ApiVersions v3+, AddPartitionsToTxn v3+, CreatePartitions v2+, and the APIs whose only version, v0, is
+    ApiVersions v3+, AddPartitionsToTxn v3+, CreatePartitions, ElectLeaders and
+    DescribeLogDirs v2+, and the APIs whose only version, v0, is
     flexible (SCRAM credentials, DescribeProducers, DescribeTransactions, ListTransactions)."""
     return (
         (api_key == API_API_VERSIONS and version >= 3)
         or (api_key == API_ADD_PARTITIONS_TO_TXN and version >= 3)
-        or (api_key == API_CREATE_PARTITIONS and version >= 2)
+        or (api_key in (API_CREATE_PARTITIONS, API_ELECT_LEADERS, API_DESCRIBE_LOG_DIRS) and version >= 2)
         or api_key
         in (
             API_DESCRIBE_USER_SCRAM_CREDENTIALS,
@@ -246,6 +250,7 @@ def is_flexible(api_key: int, version: int) -> bool:
             API_DESCRIBE_PRODUCERS,
             API_DESCRIBE_TRANSACTIONS,
             API_LIST_TRANSACTIONS,
+            API_DESCRIBE_CLUSTER,
         )
     )
 

@@ -1,4 +1,5 @@
-"""The admin APIs Kafka's tools and UIs call, through real clients: CreatePartitions.
+"""The admin APIs Kafka's tools and UIs call, through real clients: CreatePartitions,
+DescribeCluster, ElectLeaders, DescribeLogDirs.
 
 Covers:
 - confluent-kafka's AdminClient grows a topic (validate_only first, which changes nothing);
@@ -8,7 +9,10 @@ Covers:
   unknown topic UNKNOWN_TOPIC_OR_PARTITION, assignments naming another broker
   INVALID_REPLICA_ASSIGNMENT;
 - kafka-python's KafkaAdminClient.create_partitions;
-- `sluice topic add-partitions` (dry run, text and JSON output, an unknown topic).
+- `sluice topic add-partitions` (dry run, text and JSON output, an unknown topic);
+- confluent-kafka's describe_cluster (with authorized operations) and elect_leaders
+  (ELECTION_NOT_NEEDED on a single broker, UNKNOWN_TOPIC_OR_PART), kafka-python's
+  describe_log_dirs (v0: partition sizes on disk).
 """
 
 from __future__ import annotations
@@ -91,3 +95,31 @@ def test_sluice_topic_add_partitions(broker, topic_name):
     assert partition_count(broker.bootstrap, topic_name) == 5
     missing = sluice(broker, "topic", "add-partitions", f"{topic_name}-none", "-n", "1", check=False)
     assert missing.returncode != 0 and "unknown topic" in missing.stderr.decode()
+
+
+def test_describe_cluster_elect_leaders_and_log_dirs(broker, topic_name):
+    from confluent_kafka import ElectionType, TopicPartition
+    from confluent_kafka.admin import AclOperation
+
+    create_topic(broker.bootstrap, topic_name, 2)
+    produce_all(producer(broker.bootstrap), topic_name, [Record(None, b"x" * 100) for _ in range(10)], partition=1)
+    client = admin(broker.bootstrap)
+    cluster = client.describe_cluster(include_authorized_operations=True, request_timeout=30).result(timeout=30)
+    assert cluster.cluster_id and len(cluster.nodes) == 1 and cluster.controller.id == 0
+    assert AclOperation.DESCRIBE in cluster.authorized_operations, cluster.authorized_operations
+
+    elected = client.elect_leaders(
+        ElectionType.PREFERRED, [TopicPartition(topic_name, 0), TopicPartition(topic_name, 9)]
+    ).result(timeout=30)
+    codes = {tp.partition: (err.code() if err else None) for tp, err in elected.items()}
+    assert codes == {0: KafkaError.ELECTION_NOT_NEEDED, 9: KafkaError.UNKNOWN_TOPIC_OR_PART}, codes
+
+    kp = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=30_000)
+    try:
+        dirs = kp.describe_log_dirs()
+    finally:
+        kp.close()
+    [(error, log_dir, topics)] = dirs.log_dirs
+    assert error == 0 and log_dir.endswith("data"), (error, log_dir)
+    sizes = {p[0]: p[1] for name, parts in topics if name == topic_name for p in parts}
+    assert set(sizes) == {0, 1} and sizes[1] > 1000 > sizes[0], sizes

@@ -58,6 +58,43 @@ pub fn allowed(
     )
 }
 
+/// The operations Kafka defines on the cluster resource.
+pub const CLUSTER_OPERATIONS: [AclOperation; 7] = [
+    AclOperation::Create,
+    AclOperation::ClusterAction,
+    AclOperation::DescribeConfigs,
+    AclOperation::AlterConfigs,
+    AclOperation::IdempotentWrite,
+    AclOperation::Alter,
+    AclOperation::Describe,
+];
+
+/// The operations Kafka defines on a topic.
+pub const TOPIC_OPERATIONS: [AclOperation; 8] = [
+    AclOperation::Read,
+    AclOperation::Write,
+    AclOperation::Create,
+    AclOperation::Delete,
+    AclOperation::Alter,
+    AclOperation::Describe,
+    AclOperation::DescribeConfigs,
+    AclOperation::AlterConfigs,
+];
+
+/// Kafka's authorized-operations bit field (KIP-430): bit `code` set for each of
+/// `operations` the principal may do on `(resource_type, name)`.
+pub fn operations(
+    ctx: &ConnectionContext,
+    resource_type: ResourceType,
+    name: &str,
+    operations: &[AclOperation],
+) -> i32 {
+    operations
+        .iter()
+        .filter(|op| allowed(ctx, **op, resource_type, name))
+        .fold(0, |bits, op| bits | (1 << op.code()))
+}
+
 /// `operation` on the topic `name`.
 pub fn topic(ctx: &ConnectionContext, operation: AclOperation, name: &str) -> bool {
     allowed(ctx, operation, ResourceType::Topic, name)

@@ -208,6 +208,26 @@ fn txn_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
                 .with_producer_id(ProducerId(4000))
                 .with_committed(true)
         ),
+        ApiKey::DescribeTransactions => {
+            enc!(DescribeTransactionsRequest::default().with_transactional_ids(vec![id()]))
+        }
+        ApiKey::ListTransactions => enc!(
+            ListTransactionsRequest::default()
+                .with_state_filters(vec![s("Ongoing")])
+                .with_producer_id_filters(vec![ProducerId(4000)])
+        ),
+        _ => admin_body(key, version),
+    }
+}
+
+/// The bodies of the cluster admin requests.
+fn admin_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
+    macro_rules! enc {
+        ($m:expr) => {
+            encoded(&$m, version)
+        };
+    }
+    match key {
         ApiKey::CreatePartitions => enc!(
             CreatePartitionsRequest::default()
                 .with_topics(vec![
@@ -222,14 +242,28 @@ fn txn_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
                 .with_timeout_ms(30_000)
                 .with_validate_only(true)
         ),
-        ApiKey::DescribeTransactions => {
-            enc!(DescribeTransactionsRequest::default().with_transactional_ids(vec![id()]))
-        }
-        ApiKey::ListTransactions => enc!(
-            ListTransactionsRequest::default()
-                .with_state_filters(vec![s("Ongoing")])
-                .with_producer_id_filters(vec![ProducerId(4000)])
+        ApiKey::DescribeCluster => enc!(
+            DescribeClusterRequest::default()
+                .with_include_cluster_authorized_operations(true)
+                .with_endpoint_type(1)
         ),
+        ApiKey::ElectLeaders => enc!(
+            ElectLeadersRequest::default()
+                .with_election_type(0)
+                .with_topic_partitions(Some(vec![
+                    elect_leaders_request::TopicPartitions::default()
+                        .with_topic(topic())
+                        .with_partitions(vec![0, 1])
+                ]))
+                .with_timeout_ms(30_000)
+        ),
+        ApiKey::DescribeLogDirs => {
+            enc!(DescribeLogDirsRequest::default().with_topics(Some(vec![
+                describe_log_dirs_request::DescribableLogDirTopic::default()
+                    .with_topic(topic())
+                    .with_partitions(vec![0])
+            ])))
+        }
         _ => security_body(key, version),
     }
 }

@@ -24,6 +24,9 @@ pub fn request_as(key: ApiKey, version: i16) -> Option<(i16, &'static [u8])> {
         (ApiKey::DeleteTopics, 0) => Some((1, &[])),
         // v1 appended include_synonyms (false).
         (ApiKey::DescribeConfigs, 0) => Some((1, &[0])),
+        // v1 changed only the throttle semantics; both layouts are the same, answers too
+        // (kafka-python's describe_log_dirs asks v0 only).
+        (ApiKey::DescribeLogDirs, 0) => Some((1, &[])),
         // Not a suffix: `offset_commit_v1_as_v2` rewrites the body.
         (ApiKey::OffsetCommit, 1) => Some((2, &[])),
         _ => None,

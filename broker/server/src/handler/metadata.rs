@@ -40,6 +40,10 @@ pub async fn handle(
     response.brokers = vec![node];
     response.cluster_id = Some(StrBytes::from_string(broker.cluster_id.clone()));
     response.controller_id = BrokerId(NODE_ID);
+    let asked_operations = (
+        request.include_cluster_authorized_operations,
+        request.include_topic_authorized_operations,
+    );
     let requested = match request.topics {
         None => None,
         Some(topics) if topics.is_empty() && version == 0 => None,
@@ -77,7 +81,33 @@ pub async fn handle(
             topics
         }
     };
+    authorized_operations(ctx, asked_operations, &mut response);
     response
+}
+
+/// KIP-430: the operations the principal may do on the cluster and on each listed topic,
+/// when the request asks (v8+; Kafka's "not requested" value otherwise). librdkafka's
+/// `describe_cluster` and `describe_topics` read them from here.
+fn authorized_operations(
+    ctx: &ConnectionContext,
+    (cluster, topics): (bool, bool),
+    response: &mut MetadataResponse,
+) {
+    if cluster {
+        response.cluster_authorized_operations = authz::operations(
+            ctx,
+            ResourceType::Cluster,
+            sluice_security::acl::CLUSTER_NAME,
+            &authz::CLUSTER_OPERATIONS,
+        );
+    }
+    if topics {
+        for topic in response.topics.iter_mut().filter(|t| t.error_code == 0) {
+            let name = topic.name.as_ref().map_or("", |n| n.0.as_str());
+            topic.topic_authorized_operations =
+                authz::operations(ctx, ResourceType::Topic, name, &authz::TOPIC_OPERATIONS);
+        }
+    }
 }
 
 async fn lookup_or_create(

@@ -12,10 +12,13 @@ mod create_partitions;
 mod create_topics;
 mod delete_groups;
 mod delete_topics;
+mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
+mod describe_log_dirs;
 mod describe_producers;
 mod describe_transactions;
+mod elect_leaders;
 mod end_txn;
 mod fetch;
 pub mod fetch_wire;
@@ -332,13 +335,15 @@ async fn dispatch(
         ApiKey::IncrementalAlterConfigs => {
             reply!(incremental_alter_configs::handle(ctx, request!()).await)
         }
-        other => return txn_dispatch(ctx, other, version, (cid, hv), body, budget).await,
+        // Their old versions (DescribeLogDirs v0) answer in the layout they are read as.
+        other => return txn_dispatch(ctx, other, decode_version, (cid, hv), body, budget).await,
     };
     Ok(Some(response))
 }
 
-/// The idempotence and transaction APIs and CreatePartitions: `dispatch` for them (none has
-/// an old-version shim).
+/// The idempotence and transaction APIs and the cluster admin APIs (CreatePartitions,
+/// DescribeCluster, ElectLeaders, DescribeLogDirs): `dispatch` for them (none has an
+/// old-version shim).
 async fn txn_dispatch(
     ctx: &ConnectionContext,
     key: ApiKey,
@@ -380,6 +385,11 @@ async fn txn_dispatch(
         ApiKey::ListTransactions => reply!(list_transactions::handle(ctx, request!()).await),
         ApiKey::DescribeProducers => reply!(describe_producers::handle(ctx, request!()).await),
         ApiKey::CreatePartitions => reply!(create_partitions::handle(ctx, request!()).await),
+        ApiKey::DescribeCluster => reply!(describe_cluster::handle(ctx, &request!(), version)),
+        ApiKey::ElectLeaders => reply!(elect_leaders::handle(ctx, request!(), version)),
+        ApiKey::DescribeLogDirs => {
+            reply!(describe_log_dirs::handle(ctx, request!(), version).await)
+        }
         other => {
             return Err(FrameError::Malformed(format!(
                 "{other:?} is in the version table but has no handler"

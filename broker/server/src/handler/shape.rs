@@ -216,6 +216,26 @@ fn txn_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
             CompactArray(vec![I64]),
             Tags,
         ],
+        _ => return admin_schema(key, v),
+    })
+}
+
+/// The schemas of the cluster admin APIs (DescribeCluster, ElectLeaders, DescribeLogDirs).
+fn admin_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
+    let topics = || CompactArray(vec![CompactStr, CompactArray(vec![I32]), Tags]);
+    Some(match key {
+        // Include authorized operations, (v1) endpoint type.
+        ApiKey::DescribeCluster => fields([Some(I8), since(v, 1, I8), Some(Tags)]),
+        // (v1+) election type, topics [name, partitions], timeout.
+        ApiKey::ElectLeaders if v >= 2 => vec![I8, topics(), I32, Tags],
+        ApiKey::ElectLeaders => fields([
+            since(v, 1, I8),
+            Some(Array(vec![Str, Array(vec![I32])])),
+            Some(I32),
+        ]),
+        // Topics [name, partitions].
+        ApiKey::DescribeLogDirs if v >= 2 => vec![topics(), Tags],
+        ApiKey::DescribeLogDirs => vec![Array(vec![Str, Array(vec![I32])])],
         _ => return None,
     })
 }

@@ -1,0 +1,59 @@
+//! DescribeCluster v0-v1 (KIP-700, flexible; what Java's `AdminClient.describeCluster` and
+//! `kafka-cluster cluster-id` ask): the cluster id, this broker as the one broker and the
+//! controller, and on request the operations the principal may do on the cluster. DESCRIBE
+//! on the cluster (CLUSTER_AUTHORIZATION_FAILED). v1's endpoint type: brokers (1) only; a
+//! controller endpoint (2) is UNSUPPORTED_ENDPOINT_TYPE, there being no separate one.
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
+use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
+use kafka_protocol::protocol::StrBytes;
+use sluice_security::acl::{AclOperation, CLUSTER_NAME, ResourceType};
+
+use crate::authz;
+use crate::broker::NODE_ID;
+use crate::wire::ConnectionContext;
+
+/// Kafka's endpoint type of brokers.
+const ENDPOINT_BROKERS: i8 = 1;
+/// Kafka's "authorized operations not requested".
+const OPERATIONS_NOT_REQUESTED: i32 = i32::MIN;
+/// Answers DescribeCluster.
+pub fn handle(
+    ctx: &ConnectionContext,
+    request: &DescribeClusterRequest,
+    version: i16,
+) -> DescribeClusterResponse {
+    let mut response = DescribeClusterResponse::default();
+    response.endpoint_type = ENDPOINT_BROKERS;
+    response.controller_id = BrokerId(-1);
+    response.cluster_authorized_operations = OPERATIONS_NOT_REQUESTED;
+    if !authz::cluster(ctx, AclOperation::Describe) {
+        response.error_code = ResponseError::ClusterAuthorizationFailed.code();
+        return response;
+    }
+    if version >= 1 && request.endpoint_type != ENDPOINT_BROKERS {
+        response.error_code = ResponseError::UnsupportedEndpointType.code();
+        response.error_message = Some(StrBytes::from_static_str(
+            "only the brokers' endpoint type (1) exists on a single node",
+        ));
+        return response;
+    }
+    let advertised = ctx.broker.advertised(&ctx.listener_name);
+    let mut node = DescribeClusterBroker::default();
+    node.broker_id = BrokerId(NODE_ID);
+    node.host = StrBytes::from_string(advertised.host);
+    node.port = i32::from(advertised.port);
+    response.brokers = vec![node];
+    response.cluster_id = StrBytes::from_string(ctx.broker.cluster_id.clone());
+    response.controller_id = BrokerId(NODE_ID);
+    if request.include_cluster_authorized_operations {
+        response.cluster_authorized_operations = authz::operations(
+            ctx,
+            ResourceType::Cluster,
+            CLUSTER_NAME,
+            &authz::CLUSTER_OPERATIONS,
+        );
+    }
+    response
+}

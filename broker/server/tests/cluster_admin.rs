@@ -1,0 +1,94 @@
+//! DescribeCluster, ElectLeaders and DescribeLogDirs over real TCP at every served version
+//! the codec encodes (DescribeLogDirs v0, read as v1, is kafka-python's: tests/e2e).
+
+mod common;
+
+use common::{TestBroker, at_every_version, create_topic, s};
+use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
+use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
+use kafka_protocol::messages::*;
+
+#[tokio::test]
+async fn every_served_version_answers() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "admin", 2).await;
+
+    let mut cluster = DescribeClusterRequest::default();
+    cluster.include_cluster_authorized_operations = true;
+    cluster.endpoint_type = 1;
+    let codes = at_every_version(
+        &mut client,
+        ApiKey::DescribeCluster,
+        &cluster,
+        |r: &DescribeClusterResponse| {
+            assert_eq!(r.brokers.len(), 1);
+            assert!(r.cluster_authorized_operations > 0, "{r:?}");
+            r.error_code
+        },
+    )
+    .await;
+    assert!(
+        codes.len() == 2 && codes.iter().all(|&(_, c)| c == 0),
+        "{codes:?}"
+    );
+    cluster.endpoint_type = 2;
+    let controllers: DescribeClusterResponse =
+        client.call(ApiKey::DescribeCluster, 1, &cluster).await;
+    assert_eq!(controllers.error_code, 115, "UNSUPPORTED_ENDPOINT_TYPE");
+
+    let mut elect = ElectLeadersRequest::default();
+    let mut tp = TopicPartitions::default();
+    tp.topic = TopicName(s("admin"));
+    tp.partitions = vec![1, 7];
+    elect.topic_partitions = Some(vec![tp]);
+    elect.timeout_ms = 30_000;
+    let codes = at_every_version(
+        &mut client,
+        ApiKey::ElectLeaders,
+        &elect,
+        |r: &ElectLeadersResponse| {
+            let partitions = &r.replica_election_results[0].partition_result;
+            assert_eq!(partitions[1].error_code, 3, "UNKNOWN_TOPIC_OR_PARTITION");
+            partitions[0].error_code
+        },
+    )
+    .await;
+    assert!(
+        codes.len() == 3 && codes.iter().all(|&(_, c)| c == 84),
+        "ELECTION_NOT_NEEDED: {codes:?}"
+    );
+
+    let mut dirs = DescribeLogDirsRequest::default();
+    let mut topic = DescribableLogDirTopic::default();
+    topic.topic = TopicName(s("admin"));
+    topic.partitions = vec![0];
+    dirs.topics = Some(vec![topic]);
+    let codes = at_every_version(
+        &mut client,
+        ApiKey::DescribeLogDirs,
+        &dirs,
+        |r: &DescribeLogDirsResponse| {
+            let [result] = &r.results[..] else {
+                panic!("one log dir: {r:?}")
+            };
+            assert_eq!(
+                result.topics[0].partitions.len(),
+                1,
+                "only the partition asked for"
+            );
+            r.error_code
+        },
+    )
+    .await;
+    assert!(
+        codes.len() == 4 && codes.iter().all(|&(_, c)| c == 0),
+        "{codes:?}"
+    );
+    dirs.topics = None;
+    let all: DescribeLogDirsResponse = client.call(ApiKey::DescribeLogDirs, 4, &dirs).await;
+    assert_eq!(all.results[0].topics[0].partitions.len(), 2);
+    assert!(all.results[0].total_bytes > 0 && all.results[0].usable_bytes > 0);
+    drop(client);
+    broker.stop().await;
+}
