@@ -320,8 +320,8 @@ def create_partitions_body(version: int, topic: str) -> Fields:
 
 
 def cluster_admin_requests(version: int, n: FuzzNames) -> dict:
-    """DescribeCluster, ElectLeaders and DescribeLogDirs of the scratch topic (all read-only
-    on a single broker)."""
+    """DescribeCluster, ElectLeaders, DeleteRecords (of nothing) and DescribeLogDirs of the
+    scratch topic."""
 
     def topics() -> Fields:
         if version >= 2:
@@ -341,7 +341,16 @@ def cluster_admin_requests(version: int, n: FuzzNames) -> dict:
             f.i8(1)
         return f.tagged_fields()
 
+    def delete_records() -> Fields:
+        # Offset 0: moves nothing (a mutated offset may trim the scratch topic, no more).
+        if version >= 2:
+            part = Fields().i32(0).i64(0).tagged_fields()
+            topic = Fields().compact_string(n.topic).compact_array([part]).tagged_fields()
+            return Fields().compact_array([topic]).i32(30_000).tagged_fields()
+        return Fields().array([Fields().string(n.topic).array([Fields().i32(0).i64(0)])]).i32(30_000)
+
     return {
+        kw.API_DELETE_RECORDS: delete_records,
         kw.API_DESCRIBE_CLUSTER: cluster,
         kw.API_ELECT_LEADERS: elect,
         kw.API_DESCRIBE_LOG_DIRS: lambda: topics().tagged_fields() if version >= 2 else topics(),

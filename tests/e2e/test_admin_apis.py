@@ -1,5 +1,5 @@
 """The admin APIs Kafka's tools and UIs call, through real clients: CreatePartitions,
-DescribeCluster, ElectLeaders, DescribeLogDirs.
+DescribeCluster, ElectLeaders, DescribeLogDirs, DeleteRecords.
 
 Covers:
 - confluent-kafka's AdminClient grows a topic (validate_only first, which changes nothing);
@@ -12,17 +12,20 @@ Covers:
 - `sluice topic add-partitions` (dry run, text and JSON output, an unknown topic);
 - confluent-kafka's describe_cluster (with authorized operations) and elect_leaders
   (ELECTION_NOT_NEEDED on a single broker, UNKNOWN_TOPIC_OR_PART), kafka-python's
-  describe_log_dirs (v0: partition sizes on disk).
+  describe_log_dirs (v0: partition sizes on disk);
+- DeleteRecords from confluent-kafka (an offset and -1, the high watermark) and kafka-python:
+  the log start moves, consumers from the beginning start there, the move survives kill -9,
+  an offset past the high watermark is OFFSET_OUT_OF_RANGE.
 """
 
 from __future__ import annotations
 
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewPartitions
 from kafka import KafkaAdminClient
 from kafka.admin import NewPartitions as KpNewPartitions
 
-from clients import Record, admin, admin_op, consume_partition, create_topic, produce_all, producer
+from clients import Record, admin, admin_op, consume_partition, create_topic, produce_all, producer, watermarks
 
 TIMEOUTS = {"operation_timeout": 30, "request_timeout": 30}
 
@@ -123,3 +126,46 @@ def test_describe_cluster_elect_leaders_and_log_dirs(broker, topic_name):
     assert error == 0 and log_dir.endswith("data"), (error, log_dir)
     sizes = {p[0]: p[1] for name, parts in topics if name == topic_name for p in parts}
     assert set(sizes) == {0, 1} and sizes[1] > 1000 > sizes[0], sizes
+
+
+def test_delete_records_moves_the_log_start_for_every_client(broker, topic_name):
+    from confluent_kafka import TopicPartition
+
+    create_topic(broker.bootstrap, topic_name, 2)
+    p = producer(broker.bootstrap)
+    produce_all(p, topic_name, [Record(None, f"r{i}".encode()) for i in range(20)], partition=0)
+    produce_all(p, topic_name, [Record(None, f"s{i}".encode()) for i in range(5)], partition=1)
+
+    client = admin(broker.bootstrap)  # outlives its futures
+    deleted = client.delete_records(
+        [TopicPartition(topic_name, 0, 12), TopicPartition(topic_name, 1, -1)], request_timeout=30
+    )
+    results = {tp.partition: f.result(timeout=30) for tp, f in deleted.items()}
+    assert results[0].low_watermark == 12 and results[1].low_watermark == 5, results
+    assert watermarks(broker.bootstrap, topic_name, 0) == (12, 20)
+    # A consumer from the beginning starts at the new log start.
+    got = consume_partition(broker.bootstrap, topic_name, 0, 8, start_offset=-2)
+    assert [m.offset() for m in got] == list(range(12, 20))
+
+    broker.kill()  # the new start is durable before the answer
+    broker.start()
+    assert watermarks(broker.bootstrap, topic_name, 0) == (12, 20)
+    assert watermarks(broker.bootstrap, topic_name, 1) == (5, 5)
+
+    client = admin(broker.bootstrap)
+    past = client.delete_records([TopicPartition(topic_name, 0, 99)], request_timeout=30)
+    [future] = past.values()
+    try:
+        future.result(timeout=30)
+        raise AssertionError("an offset past the high watermark was accepted")
+    except KafkaException as e:
+        assert e.args[0].code() == KafkaError.OFFSET_OUT_OF_RANGE, e
+
+    kp = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=30_000)
+    try:
+        from kafka.structs import TopicPartition as KpTopicPartition
+
+        kp.delete_records({KpTopicPartition(topic_name, 0): 15})
+    finally:
+        kp.close()
+    assert watermarks(broker.bootstrap, topic_name, 0) == (15, 20)

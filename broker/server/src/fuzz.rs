@@ -128,6 +128,7 @@ fn decode_body(key: ApiKey, version: i16, mut body: Bytes) -> Result<(), String>
         ApiKey::AddPartitionsToTxn => d::<AddPartitionsToTxnRequest>(b, version),
         ApiKey::CreatePartitions => d::<CreatePartitionsRequest>(b, version),
         ApiKey::DescribeCluster => d::<DescribeClusterRequest>(b, version),
+        ApiKey::DeleteRecords => d::<DeleteRecordsRequest>(b, version),
         ApiKey::ElectLeaders => d::<ElectLeadersRequest>(b, version),
         ApiKey::DescribeLogDirs => d::<DescribeLogDirsRequest>(b, version),
         ApiKey::AddOffsetsToTxn => d::<AddOffsetsToTxnRequest>(b, version),

@@ -1,9 +1,13 @@
-//! DescribeCluster, ElectLeaders and DescribeLogDirs over real TCP at every served version
-//! the codec encodes (DescribeLogDirs v0, read as v1, is kafka-python's: tests/e2e).
+//! DescribeCluster, ElectLeaders, DescribeLogDirs and DeleteRecords over real TCP at every
+//! served version the codec encodes (DescribeLogDirs v0, read as v1, is kafka-python's:
+//! tests/e2e).
 
 mod common;
 
-use common::{TestBroker, at_every_version, create_topic, s};
+use common::{TestBroker, at_every_version, create_topic, produce, s};
+use kafka_protocol::messages::delete_records_request::{
+    DeleteRecordsPartition, DeleteRecordsTopic,
+};
 use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
 use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
 use kafka_protocol::messages::*;
@@ -89,6 +93,64 @@ async fn every_served_version_answers() {
     let all: DescribeLogDirsResponse = client.call(ApiKey::DescribeLogDirs, 4, &dirs).await;
     assert_eq!(all.results[0].topics[0].partitions.len(), 2);
     assert!(all.results[0].total_bytes > 0 && all.results[0].usable_bytes > 0);
+    drop(client);
+    broker.stop().await;
+}
+
+#[tokio::test]
+async fn delete_records_at_every_version_moves_the_log_start() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "trim", 1).await;
+    for _ in 0..10 {
+        let batch = sluice_storage::testing::producer_batch(-1, -1, -1, 1, false);
+        assert_eq!(
+            produce(&mut client, "trim", 0, -1, batch.into())
+                .await
+                .error_code,
+            0
+        );
+    }
+    let mut next = 2;
+    for version in 0..=2 {
+        let mut p = DeleteRecordsPartition::default();
+        p.partition_index = 0;
+        p.offset = next;
+        let mut t = DeleteRecordsTopic::default();
+        t.name = TopicName(s("trim"));
+        t.partitions = vec![p];
+        let mut request = DeleteRecordsRequest::default();
+        request.topics = vec![t];
+        request.timeout_ms = 30_000;
+        let response: DeleteRecordsResponse =
+            client.call(ApiKey::DeleteRecords, version, &request).await;
+        let result = &response.topics[0].partitions[0];
+        assert_eq!(
+            (result.error_code, result.low_watermark),
+            (0, next),
+            "v{version}"
+        );
+        next += 3;
+    }
+    let start = broker
+        .broker
+        .partition("trim", 0)
+        .unwrap()
+        .with_log(|log| log.log_start_offset().value())
+        .unwrap();
+    assert_eq!(start, 8);
+    let mut p = DeleteRecordsPartition::default();
+    p.offset = 11;
+    let mut t = DeleteRecordsTopic::default();
+    t.name = TopicName(s("trim"));
+    t.partitions = vec![p];
+    let mut request = DeleteRecordsRequest::default();
+    request.topics = vec![t];
+    let past: DeleteRecordsResponse = client.call(ApiKey::DeleteRecords, 2, &request).await;
+    assert_eq!(
+        past.topics[0].partitions[0].error_code, 1,
+        "OFFSET_OUT_OF_RANGE"
+    );
     drop(client);
     broker.stop().await;
 }

@@ -257,6 +257,19 @@ fn admin_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
                 ]))
                 .with_timeout_ms(30_000)
         ),
+        ApiKey::DeleteRecords => enc!(
+            DeleteRecordsRequest::default()
+                .with_topics(vec![
+                    delete_records_request::DeleteRecordsTopic::default()
+                        .with_name(topic())
+                        .with_partitions(vec![
+                            delete_records_request::DeleteRecordsPartition::default()
+                                .with_partition_index(0)
+                                .with_offset(-1)
+                        ])
+                ])
+                .with_timeout_ms(30_000)
+        ),
         ApiKey::DescribeLogDirs => {
             enc!(DescribeLogDirsRequest::default().with_topics(Some(vec![
                 describe_log_dirs_request::DescribableLogDirTopic::default()

@@ -11,6 +11,7 @@ pub(crate) mod compat;
 mod create_partitions;
 mod create_topics;
 mod delete_groups;
+mod delete_records;
 mod delete_topics;
 mod describe_cluster;
 mod describe_configs;
@@ -342,7 +343,7 @@ async fn dispatch(
 }
 
 /// The idempotence and transaction APIs and the cluster admin APIs (CreatePartitions,
-/// DescribeCluster, ElectLeaders, DescribeLogDirs): `dispatch` for them (none has an
+/// DeleteRecords, DescribeCluster, ElectLeaders, DescribeLogDirs): `dispatch` for them (none has an
 /// old-version shim).
 async fn txn_dispatch(
     ctx: &ConnectionContext,
@@ -385,6 +386,7 @@ async fn txn_dispatch(
         ApiKey::ListTransactions => reply!(list_transactions::handle(ctx, request!()).await),
         ApiKey::DescribeProducers => reply!(describe_producers::handle(ctx, request!()).await),
         ApiKey::CreatePartitions => reply!(create_partitions::handle(ctx, request!()).await),
+        ApiKey::DeleteRecords => reply!(delete_records::handle(ctx, request!()).await),
         ApiKey::DescribeCluster => reply!(describe_cluster::handle(ctx, &request!(), version)),
         ApiKey::ElectLeaders => reply!(elect_leaders::handle(ctx, request!(), version)),
         ApiKey::DescribeLogDirs => {

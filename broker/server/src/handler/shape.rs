@@ -220,7 +220,8 @@ fn txn_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
     })
 }
 
-/// The schemas of the cluster admin APIs (DescribeCluster, ElectLeaders, DescribeLogDirs).
+/// The schemas of the cluster admin APIs (DescribeCluster, ElectLeaders, DeleteRecords,
+/// DescribeLogDirs).
 fn admin_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
     let topics = || CompactArray(vec![CompactStr, CompactArray(vec![I32]), Tags]);
     Some(match key {
@@ -233,6 +234,13 @@ fn admin_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
             Some(Array(vec![Str, Array(vec![I32])])),
             Some(I32),
         ]),
+        // Topics [name, partitions [index, offset]], timeout.
+        ApiKey::DeleteRecords if v >= 2 => vec![
+            CompactArray(vec![CompactStr, CompactArray(vec![I32, I64, Tags]), Tags]),
+            I32,
+            Tags,
+        ],
+        ApiKey::DeleteRecords => vec![Array(vec![Str, Array(vec![I32, I64])]), I32],
         // Topics [name, partitions].
         ApiKey::DescribeLogDirs if v >= 2 => vec![topics(), Tags],
         ApiKey::DescribeLogDirs => vec![Array(vec![Str, Array(vec![I32])])],
