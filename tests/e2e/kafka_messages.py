@@ -349,8 +349,18 @@ def cluster_admin_requests(version: int, n: FuzzNames) -> dict:
             return Fields().compact_array([topic]).i32(30_000).tagged_fields()
         return Fields().array([Fields().string(n.topic).array([Fields().i32(0).i64(0)])]).i32(30_000)
 
+    def alter_configs() -> Fields:
+        # validate_only: even a valid change is not applied.
+        if version >= 2:
+            config = Fields().compact_string("retention.ms").compact_string("-1").tagged_fields()
+            resource = Fields().i8(RESOURCE_TOPIC).compact_string(n.topic).compact_array([config]).tagged_fields()
+            return Fields().compact_array([resource]).bool(True).tagged_fields()
+        config = Fields().string("retention.ms").string("-1")
+        return Fields().array([Fields().i8(RESOURCE_TOPIC).string(n.topic).array([config])]).bool(True)
+
     return {
         kw.API_DELETE_RECORDS: delete_records,
+        kw.API_ALTER_CONFIGS: alter_configs,
         kw.API_DESCRIBE_CLUSTER: cluster,
         kw.API_ELECT_LEADERS: elect,
         kw.API_DESCRIBE_LOG_DIRS: lambda: topics().tagged_fields() if version >= 2 else topics(),

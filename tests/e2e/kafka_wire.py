@@ -59,6 +59,7 @@ API_DESCRIBE_LOG_DIRS = 35
 API_ELECT_LEADERS = 43
 API_DESCRIBE_CLUSTER = 60
 API_DELETE_RECORDS = 21
+API_ALTER_CONFIGS = 33
 API_LIST_TRANSACTIONS = 66
 
 NONE = 0
@@ -237,14 +238,15 @@ class Fields:
 
 def is_flexible(api_key: int, version: int) -> bool:
     """Whether a request uses header v2 and compact fields: of what the broker serves,
-    ApiVersions v3+, AddPartitionsToTxn v3+, CreatePartitions, DeleteRecords, ElectLeaders
-    and DescribeLogDirs v2+, and the APIs whose only version, v0, is
+    ApiVersions v3+, AddPartitionsToTxn v3+, CreatePartitions, DeleteRecords, AlterConfigs,
+    ElectLeaders and DescribeLogDirs v2+, and the APIs whose only version, v0, is
     flexible (SCRAM credentials, DescribeProducers, DescribeTransactions, ListTransactions)."""
     return (
         (api_key == API_API_VERSIONS and version >= 3)
         or (api_key == API_ADD_PARTITIONS_TO_TXN and version >= 3)
         or (
-            api_key in (API_CREATE_PARTITIONS, API_ELECT_LEADERS, API_DESCRIBE_LOG_DIRS, API_DELETE_RECORDS)
+            api_key
+            in (API_CREATE_PARTITIONS, API_ELECT_LEADERS, API_DESCRIBE_LOG_DIRS, API_DELETE_RECORDS, API_ALTER_CONFIGS)
             and version >= 2
         )
         or api_key

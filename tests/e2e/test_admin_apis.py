@@ -1,5 +1,5 @@
 """The admin APIs Kafka's tools and UIs call, through real clients: CreatePartitions,
-DescribeCluster, ElectLeaders, DescribeLogDirs, DeleteRecords.
+DescribeCluster, ElectLeaders, DescribeLogDirs, DeleteRecords, AlterConfigs.
 
 Covers:
 - confluent-kafka's AdminClient grows a topic (validate_only first, which changes nothing);
@@ -15,7 +15,9 @@ Covers:
   describe_log_dirs (v0: partition sizes on disk);
 - DeleteRecords from confluent-kafka (an offset and -1, the high watermark) and kafka-python:
   the log start moves, consumers from the beginning start there, the move survives kill -9,
-  an offset past the high watermark is OFFSET_OUT_OF_RANGE.
+  an offset past the high watermark is OFFSET_OUT_OF_RANGE;
+- the legacy AlterConfigs from confluent-kafka and kafka-python replaces a topic's overrides
+  as a whole; a bad value is INVALID_CONFIG.
 """
 
 from __future__ import annotations
@@ -169,3 +171,30 @@ def test_delete_records_moves_the_log_start_for_every_client(broker, topic_name)
     finally:
         kp.close()
     assert watermarks(broker.bootstrap, topic_name, 0) == (15, 20)
+
+
+def test_legacy_alter_configs_replaces_a_topics_overrides(broker, topic_name):
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    create_topic(broker.bootstrap, topic_name, 1, {"retention.ms": "3600000", "max.message.bytes": "100000"})
+    resource = ConfigResource(ResourceType.TOPIC, topic_name, set_config={"segment.bytes": "1048576"})
+    assert admin_op(broker.bootstrap, "alter_configs", [resource], request_timeout=30) == {resource: None}
+
+    described = admin_op(broker.bootstrap, "describe_configs", [ConfigResource(ResourceType.TOPIC, topic_name)])
+    [entries] = described.values()
+    overridden = {k: e.value for k, e in entries.items() if not e.is_default}
+    assert overridden == {"segment.bytes": "1048576"}, f"the set replaces every override: {overridden}"
+
+    bad = ConfigResource(ResourceType.TOPIC, topic_name, set_config={"retention.ms": "soon"})
+    [error] = admin_op(broker.bootstrap, "alter_configs", [bad], request_timeout=30).values()
+    assert error.code() == KafkaError.INVALID_CONFIG, error
+    kp = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=30_000)
+    try:
+        from kafka.admin import ConfigResource as KpConfigResource
+        from kafka.admin import ConfigResourceType
+
+        kp.alter_configs([KpConfigResource(ConfigResourceType.TOPIC, topic_name, configs={"retention.ms": "60000"})])
+    finally:
+        kp.close()
+    [entries] = admin_op(broker.bootstrap, "describe_configs", [ConfigResource(ResourceType.TOPIC, topic_name)]).values()
+    assert {k: e.value for k, e in entries.items() if not e.is_default} == {"retention.ms": "60000"}

@@ -129,6 +129,7 @@ fn decode_body(key: ApiKey, version: i16, mut body: Bytes) -> Result<(), String>
         ApiKey::CreatePartitions => d::<CreatePartitionsRequest>(b, version),
         ApiKey::DescribeCluster => d::<DescribeClusterRequest>(b, version),
         ApiKey::DeleteRecords => d::<DeleteRecordsRequest>(b, version),
+        ApiKey::AlterConfigs => d::<AlterConfigsRequest>(b, version),
         ApiKey::ElectLeaders => d::<ElectLeadersRequest>(b, version),
         ApiKey::DescribeLogDirs => d::<DescribeLogDirsRequest>(b, version),
         ApiKey::AddOffsetsToTxn => d::<AddOffsetsToTxnRequest>(b, version),

@@ -28,8 +28,8 @@ const fn api(key: ApiKey, min: i16, max: i16) -> ApiSupport {
 /// Everything we implement. Non-flexible versions only, except ApiVersions v3, the APIs
 /// whose only version is flexible (the SCRAM credential APIs, DescribeProducers,
 /// DescribeTransactions, ListTransactions, DescribeCluster), AddPartitionsToTxn v3-v4 (v4's
-/// batched form), CreatePartitions v2-v3, DeleteRecords and ElectLeaders v2 and
-/// DescribeLogDirs v2-v4.
+/// batched form), CreatePartitions v2-v3, DeleteRecords, AlterConfigs and ElectLeaders v2
+/// and DescribeLogDirs v2-v4.
 ///
 /// Produce advertises v0-v2 without serving them: librdkafka before 2.x only enables
 /// compression when the broker advertises Produce v0 (KAFKA-18659); a v0-v2 request gets
@@ -52,9 +52,11 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::DeleteTopics, 0, 3),
     // v2-v3 are flexible.
     api(ApiKey::CreatePartitions, 0, 3),
-    // Flexible: DescribeCluster always, DeleteRecords and ElectLeaders v2, DescribeLogDirs v2+ (its v0, gone
+    // Flexible: DescribeCluster always, DeleteRecords, AlterConfigs and ElectLeaders v2,
+    // DescribeLogDirs v2+ (its v0, gone
     // from the codec crate, is read and answered as v1: `handler/compat.rs`).
     api(ApiKey::DeleteRecords, 0, 2),
+    api(ApiKey::AlterConfigs, 0, 2),
     api(ApiKey::DescribeCluster, 0, 1),
     api(ApiKey::ElectLeaders, 0, 2),
     api(ApiKey::DescribeLogDirs, 0, 4),
@@ -144,6 +146,7 @@ mod tests {
             ApiKey::CreatePartitions,
             ApiKey::DescribeCluster,
             ApiKey::DeleteRecords,
+            ApiKey::AlterConfigs,
             ApiKey::ElectLeaders,
             ApiKey::DescribeLogDirs,
             ApiKey::DescribeTransactions,

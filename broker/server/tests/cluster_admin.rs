@@ -154,3 +154,42 @@ async fn delete_records_at_every_version_moves_the_log_start() {
     drop(client);
     broker.stop().await;
 }
+
+#[tokio::test]
+async fn alter_configs_at_every_version_replaces_the_overrides() {
+    use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    common::create_topic_with(&mut client, "conf", 1, &[("retention.ms", "3600000")]).await;
+    let mut config = AlterableConfig::default();
+    config.name = s("segment.bytes");
+    config.value = Some(s("1048576"));
+    let mut resource = AlterConfigsResource::default();
+    resource.resource_type = 2;
+    resource.resource_name = s("conf");
+    resource.configs = vec![config];
+    let mut request = AlterConfigsRequest::default();
+    request.resources = vec![resource];
+    let codes = at_every_version(
+        &mut client,
+        ApiKey::AlterConfigs,
+        &request,
+        |r: &AlterConfigsResponse| r.responses[0].error_code,
+    )
+    .await;
+    assert!(
+        codes.len() == 3 && codes.iter().all(|&(_, c)| c == 0),
+        "{codes:?}"
+    );
+    let overrides = broker.broker.topic("conf").unwrap().overrides.clone();
+    assert_eq!(overrides.len(), 1, "{overrides:?}");
+    assert_eq!(
+        overrides.get("segment.bytes").map(String::as_str),
+        Some("1048576")
+    );
+    request.resources[0].resource_type = 4;
+    let broker_config: AlterConfigsResponse = client.call(ApiKey::AlterConfigs, 1, &request).await;
+    assert_eq!(broker_config.responses[0].error_code, 42, "INVALID_REQUEST");
+    drop(client);
+    broker.stop().await;
+}

@@ -270,6 +270,20 @@ fn admin_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
                 ])
                 .with_timeout_ms(30_000)
         ),
+        ApiKey::AlterConfigs => enc!(
+            AlterConfigsRequest::default()
+                .with_resources(vec![
+                    alter_configs_request::AlterConfigsResource::default()
+                        .with_resource_type(2)
+                        .with_resource_name(s("orders"))
+                        .with_configs(vec![
+                            alter_configs_request::AlterableConfig::default()
+                                .with_name(s("retention.ms"))
+                                .with_value(Some(s("3600000")))
+                        ])
+                ])
+                .with_validate_only(true)
+        ),
         ApiKey::DescribeLogDirs => {
             enc!(DescribeLogDirsRequest::default().with_topics(Some(vec![
                 describe_log_dirs_request::DescribableLogDirTopic::default()

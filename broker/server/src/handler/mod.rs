@@ -6,6 +6,7 @@
 mod acls;
 mod add_offsets_to_txn;
 mod add_partitions_to_txn;
+mod alter_configs;
 mod api_versions;
 pub(crate) mod compat;
 mod create_partitions;
@@ -343,7 +344,7 @@ async fn dispatch(
 }
 
 /// The idempotence and transaction APIs and the cluster admin APIs (CreatePartitions,
-/// DeleteRecords, DescribeCluster, ElectLeaders, DescribeLogDirs): `dispatch` for them (none has an
+/// DeleteRecords, AlterConfigs, DescribeCluster, ElectLeaders, DescribeLogDirs): `dispatch` for them (none has an
 /// old-version shim).
 async fn txn_dispatch(
     ctx: &ConnectionContext,
@@ -387,6 +388,7 @@ async fn txn_dispatch(
         ApiKey::DescribeProducers => reply!(describe_producers::handle(ctx, request!()).await),
         ApiKey::CreatePartitions => reply!(create_partitions::handle(ctx, request!()).await),
         ApiKey::DeleteRecords => reply!(delete_records::handle(ctx, request!()).await),
+        ApiKey::AlterConfigs => reply!(alter_configs::handle(ctx, request!()).await),
         ApiKey::DescribeCluster => reply!(describe_cluster::handle(ctx, &request!(), version)),
         ApiKey::ElectLeaders => reply!(elect_leaders::handle(ctx, request!(), version)),
         ApiKey::DescribeLogDirs => {

@@ -221,7 +221,7 @@ fn txn_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
 }
 
 /// The schemas of the cluster admin APIs (DescribeCluster, ElectLeaders, DeleteRecords,
-/// DescribeLogDirs).
+/// AlterConfigs, DescribeLogDirs).
 fn admin_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
     let topics = || CompactArray(vec![CompactStr, CompactArray(vec![I32]), Tags]);
     Some(match key {
@@ -241,6 +241,18 @@ fn admin_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
             Tags,
         ],
         ApiKey::DeleteRecords => vec![Array(vec![Str, Array(vec![I32, I64])]), I32],
+        // Resources [type, name, configs [name, value]], validate only.
+        ApiKey::AlterConfigs if v >= 2 => vec![
+            CompactArray(vec![
+                I8,
+                CompactStr,
+                CompactArray(vec![CompactStr, CompactStr, Tags]),
+                Tags,
+            ]),
+            I8,
+            Tags,
+        ],
+        ApiKey::AlterConfigs => vec![Array(vec![I8, Str, Array(vec![Str, Str])]), I8],
         // Topics [name, partitions].
         ApiKey::DescribeLogDirs if v >= 2 => vec![topics(), Tags],
         ApiKey::DescribeLogDirs => vec![Array(vec![Str, Array(vec![I32])])],

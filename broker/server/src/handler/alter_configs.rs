@@ -1,0 +1,121 @@
+//! AlterConfigs v0-v2 (the legacy, non-incremental form; v2 flexible; `kafka-configs
+//! --alter` of older tools, AdminClient `alter_configs`): a topic's overrides become exactly
+//! the given set, every other topic key back to the broker's value, through the same path
+//! as IncrementalAlterConfigs (`Broker::alter_topic_config`: validated as a whole, persisted
+//! in topic.json, applied to the live partitions). A null value drops the key. Broker
+//! configs are static: INVALID_REQUEST. ALTER_CONFIGS on the topic, and READ on a
+//! partitioner plugin it binds (TOPIC_AUTHORIZATION_FAILED).
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::alter_configs_request::AlterConfigsResource;
+use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
+use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse};
+use kafka_protocol::protocol::StrBytes;
+use sluice_security::acl::{AclOperation, ResourceType};
+
+use crate::authz;
+use crate::broker::ConfigChange;
+use crate::error::KafkaError;
+use crate::topic_config::{PARTITIONER_KEY, TOPIC_KEYS};
+use crate::wire::ConnectionContext;
+
+/// Kafka's resource type of a topic.
+const RESOURCE_TOPIC: i8 = 2;
+
+/// Answers AlterConfigs.
+pub async fn handle(ctx: &ConnectionContext, request: AlterConfigsRequest) -> AlterConfigsResponse {
+    let denied: Vec<bool> = request
+        .resources
+        .iter()
+        .map(|r| !may_alter(ctx, r))
+        .collect();
+    let broker = ctx.broker.clone();
+    let validate_only = request.validate_only;
+    let responses = tokio::task::spawn_blocking(move || {
+        request
+            .resources
+            .into_iter()
+            .zip(denied)
+            .map(|(resource, denied)| {
+                let result = match denied {
+                    true => Err(KafkaError::new(
+                        ResponseError::TopicAuthorizationFailed,
+                        "Topic authorization failed.",
+                    )),
+                    false => replacement(&resource),
+                };
+                let result = result.and_then(|changes| {
+                    let name = resource.resource_name.as_str();
+                    broker
+                        .alter_topic_config(name, &changes, validate_only)
+                        .map(|_| ())
+                });
+                let mut out = AlterConfigsResourceResponse::default();
+                out.resource_type = resource.resource_type;
+                out.resource_name = resource.resource_name;
+                if let Err(e) = result {
+                    out.error_code = e.code.code();
+                    out.error_message = Some(StrBytes::from_string(e.message));
+                }
+                out
+            })
+            .collect()
+    })
+    .await
+    .unwrap_or_else(|e| {
+        tracing::error!(error = %e, "alter configs task failed");
+        Vec::new()
+    });
+    let mut response = AlterConfigsResponse::default();
+    response.responses = responses;
+    response
+}
+
+/// ALTER_CONFIGS on the topic, and READ on the partitioner plugin it would bind.
+fn may_alter(ctx: &ConnectionContext, resource: &AlterConfigsResource) -> bool {
+    if resource.resource_type != RESOURCE_TOPIC {
+        return true; // refused by `replacement`
+    }
+    let name = resource.resource_name.as_str();
+    authz::topic(ctx, AclOperation::AlterConfigs, name)
+        && resource
+            .configs
+            .iter()
+            .filter(|c| c.name.as_str() == PARTITIONER_KEY)
+            .filter_map(|c| c.value.as_ref())
+            .all(|p| authz::allowed(ctx, AclOperation::Read, ResourceType::Plugin, p.as_str()))
+}
+
+/// The changes that make the topic's overrides exactly `resource.configs`: every other topic
+/// key dropped (whatever the topic has now, so no read of it races the change), then each
+/// given key set.
+fn replacement(resource: &AlterConfigsResource) -> Result<Vec<ConfigChange>, KafkaError> {
+    if resource.resource_type != RESOURCE_TOPIC {
+        return Err(KafkaError::new(
+            ResponseError::InvalidRequest,
+            "only topic configs can be altered; broker configs come from the config file, SLUICE_* and flags at start",
+        ));
+    }
+    let given = |key: &str| {
+        resource
+            .configs
+            .iter()
+            .any(|c| c.name.as_str() == key && c.value.is_some())
+    };
+    let mut changes: Vec<ConfigChange> = TOPIC_KEYS
+        .iter()
+        .filter(|(key, _)| !given(key))
+        .map(|(key, _)| ConfigChange::Delete {
+            key: (*key).to_owned(),
+        })
+        .collect();
+    for config in &resource.configs {
+        if let Some(value) = &config.value {
+            changes.push(ConfigChange::Set {
+                key: config.name.to_string(),
+                value: value.to_string(),
+            });
+        }
+    }
+    Ok(changes)
+}
