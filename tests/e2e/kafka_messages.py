@@ -360,6 +360,7 @@ def cluster_admin_requests(version: int, n: FuzzNames) -> dict:
 
     return {
         kw.API_DELETE_RECORDS: delete_records,
+        kw.API_OFFSET_DELETE: lambda: Fields().string(f"{n.group}-gone").array([Fields().string(n.topic).array([Fields().i32(0)])]),
         kw.API_ALTER_CONFIGS: alter_configs,
         kw.API_DESCRIBE_CLUSTER: cluster,
         kw.API_ELECT_LEADERS: elect,

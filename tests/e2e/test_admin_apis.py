@@ -1,5 +1,5 @@
 """The admin APIs Kafka's tools and UIs call, through real clients: CreatePartitions,
-DescribeCluster, ElectLeaders, DescribeLogDirs, DeleteRecords, AlterConfigs.
+DescribeCluster, ElectLeaders, DescribeLogDirs, DeleteRecords, AlterConfigs, OffsetDelete.
 
 Covers:
 - confluent-kafka's AdminClient grows a topic (validate_only first, which changes nothing);
@@ -17,7 +17,10 @@ Covers:
   the log start moves, consumers from the beginning start there, the move survives kill -9,
   an offset past the high watermark is OFFSET_OUT_OF_RANGE;
 - the legacy AlterConfigs from confluent-kafka and kafka-python replaces a topic's overrides
-  as a whole; a bad value is INVALID_CONFIG.
+  as a whole; a bad value is INVALID_CONFIG;
+- OffsetDelete through `sluice group delete-offsets`: refused (GROUP_SUBSCRIBED_TO_TOPIC) for
+  the topic a live confluent-kafka consumer group reads, allowed for its other topic and,
+  once the group is empty, for any partition.
 """
 
 from __future__ import annotations
@@ -198,3 +201,45 @@ def test_legacy_alter_configs_replaces_a_topics_overrides(broker, topic_name):
         kp.close()
     [entries] = admin_op(broker.bootstrap, "describe_configs", [ConfigResource(ResourceType.TOPIC, topic_name)]).values()
     assert {k: e.value for k, e in entries.items() if not e.is_default} == {"retention.ms": "60000"}
+
+
+def test_offset_delete_through_sluice_group_delete_offsets(broker, topic_name):
+    from confluent_kafka import Consumer, TopicPartition
+    from test_cli import sluice, sluice_json
+
+    create_topic(broker.bootstrap, topic_name, 2)
+    create_topic(broker.bootstrap, f"{topic_name}-other", 1)
+    produce_all(producer(broker.bootstrap), topic_name, [Record(None, b"v")], partition=0)
+    group = f"{topic_name}-g"
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        c.commit(
+            offsets=[
+                TopicPartition(topic_name, 0, 1),
+                TopicPartition(topic_name, 1, 0),
+                TopicPartition(f"{topic_name}-other", 0, 0),
+            ],
+            asynchronous=False,
+        )
+        c.subscribe([topic_name])
+        deadline = 60
+        while not c.assignment() and deadline:
+            c.poll(0.5)
+            deadline -= 1
+        assert c.assignment(), "the consumer never got its partitions"
+        # The group reads topic_name: its offsets stay; the other topic's go.
+        refused = sluice(broker, "group", "delete-offsets", group, "--topic", topic_name, check=False)
+        assert refused.returncode != 0 and "GroupSubscribedToTopic" in refused.stderr.decode(), refused.stderr
+        other = sluice_json(broker, "group", "delete-offsets", group, "--topic", f"{topic_name}-other")
+        assert other["deleted"] == [{"topic": f"{topic_name}-other", "partition": 0, "error": None}], other
+    finally:
+        c.close()
+    # Empty now: every partition may go.
+    text = sluice(broker, "group", "delete-offsets", group, "--topic", topic_name, "--partition", "0").stdout.decode()
+    assert text == f"deleted the committed offset of {topic_name}-0 for group {group}\n", text
+    probe = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    try:
+        committed = probe.committed([TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)], timeout=30)
+    finally:
+        probe.close()
+    assert [tp.offset for tp in committed] == [-1001, 0], committed

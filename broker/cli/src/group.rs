@@ -1,6 +1,6 @@
-//! `sluice group list | describe | reset-offsets`: consumer groups seen through the Kafka
-//! protocol (ListGroups, DescribeGroups, OffsetFetch, Metadata, ListOffsets, OffsetCommit),
-//! like `kafka-consumer-groups.sh`.
+//! `sluice group list | describe | reset-offsets | delete-offsets`: consumer groups seen
+//! through the Kafka protocol (ListGroups, DescribeGroups, OffsetFetch, Metadata,
+//! ListOffsets, OffsetCommit, OffsetDelete), like `kafka-consumer-groups.sh`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -64,6 +64,18 @@ enum GroupCommand {
     },
     /// Move a group's committed offsets on one topic (the group must have no members).
     ResetOffsets(ResetArgs),
+    /// Delete a group's committed offsets of a topic (OffsetDelete), like
+    /// `kafka-consumer-groups --delete-offsets`; refused for topics the group's members read.
+    DeleteOffsets {
+        /// Group id.
+        group: String,
+        /// Topic whose offsets are deleted.
+        #[arg(long)]
+        topic: String,
+        /// Only these partitions (repeatable); default: every partition of the topic.
+        #[arg(long = "partition", value_name = "N")]
+        partitions: Vec<i32>,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -105,6 +117,11 @@ pub fn run(args: GroupArgs) -> anyhow::Result<()> {
         GroupCommand::List => list(&mut client)?,
         GroupCommand::Describe { group } => describe(&mut client, &group)?,
         GroupCommand::ResetOffsets(reset) => reset_offsets(&mut client, &reset)?,
+        GroupCommand::DeleteOffsets {
+            group,
+            topic,
+            partitions,
+        } => delete_offsets(&mut client, &group, &topic, partitions)?,
     };
     let mut out = match args.output {
         Output::Json => serde_json::to_string_pretty(&doc)?,
@@ -124,6 +141,70 @@ pub fn run(args: GroupArgs) -> anyhow::Result<()> {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(()),
     }
+}
+
+fn delete_offsets(
+    client: &mut Client,
+    group: &str,
+    topic: &str,
+    mut partitions: Vec<i32>,
+) -> anyhow::Result<Value> {
+    use kafka_protocol::messages::OffsetDeleteRequest;
+    use kafka_protocol::messages::offset_delete_request::{
+        OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
+    };
+    if partitions.is_empty() {
+        partitions = topic_partitions(client, topic)?;
+    }
+    let mut t = OffsetDeleteRequestTopic::default();
+    t.name = TopicName(StrBytes::from_string(topic.to_owned()));
+    t.partitions = partitions
+        .iter()
+        .map(|&index| {
+            let mut p = OffsetDeleteRequestPartition::default();
+            p.partition_index = index;
+            p
+        })
+        .collect();
+    let mut request = OffsetDeleteRequest::default();
+    request.group_id = GroupId(StrBytes::from_string(group.to_owned()));
+    request.topics = vec![t];
+    let response = client.send(&request, 0)?;
+    if response.error_code != 0 {
+        bail!(
+            "OffsetDelete of group {group:?}: {}",
+            error_name(response.error_code)
+        );
+    }
+    let results: Vec<Value> = response
+        .topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(|p| {
+                json!({
+                    "topic": t.name.0.as_str(),
+                    "partition": p.partition_index,
+                    "error": (p.error_code != 0).then(|| error_name(p.error_code)),
+                })
+            })
+        })
+        .collect();
+    let failed: Vec<String> = results
+        .iter()
+        .filter(|r| !r["error"].is_null())
+        .map(|r| {
+            format!(
+                "{}-{}: {}",
+                r["topic"].as_str().unwrap_or("?"),
+                r["partition"],
+                r["error"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    if !failed.is_empty() {
+        bail!("OffsetDelete of group {group:?}: {}", failed.join(", "));
+    }
+    Ok(json!({ "group": group, "deleted": results }))
 }
 
 fn list(client: &mut Client) -> anyhow::Result<Value> {
@@ -466,6 +547,18 @@ pub(crate) fn commit_as(
 }
 
 fn print_text(out: &mut String, doc: &Value) {
+    if let Some(deleted) = doc.get("deleted").and_then(Value::as_array) {
+        for d in deleted {
+            let _ = writeln!(
+                out,
+                "deleted the committed offset of {}-{} for group {}",
+                d["topic"].as_str().unwrap_or_default(),
+                d["partition"],
+                doc["group"].as_str().unwrap_or_default()
+            );
+        }
+        return;
+    }
     if let Some(groups) = doc.get("groups").and_then(Value::as_array) {
         let _ = writeln!(
             out,

@@ -54,7 +54,7 @@ enum Command {
     Produce(produce::ProduceArgs),
     /// Consume records to stdout (kcat-style format, or JSON lines).
     Consume(consume::ConsumeArgs),
-    /// Consumer groups: list, describe (lag per partition), reset-offsets.
+    /// Consumer groups: list, describe (lag per partition), reset-offsets, delete-offsets.
     Group(group::GroupArgs),
     /// The cluster: id, brokers, supported APIs.
     Cluster(cluster::ClusterArgs),

@@ -18,6 +18,7 @@ use crate::state::GroupState;
 use commit::PendingCommit;
 
 mod commit;
+pub use commit::OffsetDeleteResult;
 
 /// The consumer-group coordinator: a deterministic state machine over all groups.
 ///

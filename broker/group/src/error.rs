@@ -41,6 +41,8 @@ pub enum ErrorCode {
     GroupMaxSizeReached = 81,
     /// Another member with the same `group.instance.id` replaced this one.
     FencedInstanceId = 82,
+    /// OffsetDelete of a partition whose topic the group's members consume.
+    GroupSubscribedToTopic = 86,
 }
 
 impl ErrorCode {

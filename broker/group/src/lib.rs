@@ -151,7 +151,7 @@ pub use api::{
     SyncGroupRequest, SyncGroupResponse, TopicPartition, TxnCommitRequest,
 };
 pub use config::{ConfigError, GroupConfig};
-pub use coordinator::Coordinator;
+pub use coordinator::{Coordinator, OffsetDeleteResult};
 pub use error::{DecodeError, ErrorCode};
 pub use group::Group;
 pub use member::Member;

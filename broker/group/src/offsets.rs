@@ -339,6 +339,26 @@ impl OffsetStore {
         out
     }
 
+    /// Deletes the group's offsets of `partitions` (those it has); returns their tombstones.
+    pub fn delete_partitions(
+        &mut self,
+        group: &str,
+        partitions: &[TopicPartition],
+    ) -> Vec<OffsetRecord> {
+        let Some(offsets) = self.groups.get_mut(group) else {
+            return Vec::new();
+        };
+        let out: Vec<OffsetRecord> = partitions
+            .iter()
+            .filter(|tp| offsets.remove(*tp).is_some())
+            .map(|tp| OffsetRecord::offset_tombstone(group, tp.clone()))
+            .collect();
+        if offsets.is_empty() {
+            self.groups.remove(group);
+        }
+        out
+    }
+
     /// Deletes a group's offsets; returns the tombstones to persist (per partition, then
     /// the group tombstone, so any compaction by key keeps the deletion).
     pub fn delete_group(&mut self, group: &str) -> Vec<OffsetRecord> {

@@ -130,6 +130,7 @@ fn decode_body(key: ApiKey, version: i16, mut body: Bytes) -> Result<(), String>
         ApiKey::DescribeCluster => d::<DescribeClusterRequest>(b, version),
         ApiKey::DeleteRecords => d::<DeleteRecordsRequest>(b, version),
         ApiKey::AlterConfigs => d::<AlterConfigsRequest>(b, version),
+        ApiKey::OffsetDelete => d::<OffsetDeleteRequest>(b, version),
         ApiKey::ElectLeaders => d::<ElectLeadersRequest>(b, version),
         ApiKey::DescribeLogDirs => d::<DescribeLogDirsRequest>(b, version),
         ApiKey::AddOffsetsToTxn => d::<AddOffsetsToTxnRequest>(b, version),

@@ -72,6 +72,7 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::ListGroups, 0, 2),
     api(ApiKey::DescribeGroups, 0, 4),
     api(ApiKey::DeleteGroups, 0, 1),
+    api(ApiKey::OffsetDelete, 0, 0),
     api(ApiKey::InitProducerId, 0, 1),
     // v3 and v4 are flexible; v4 is the brokers' batched form (KIP-890).
     api(ApiKey::AddPartitionsToTxn, 0, 4),

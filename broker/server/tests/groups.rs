@@ -610,3 +610,70 @@ async fn every_served_offsets_and_admin_api_version_answers() {
     drop(client);
     broker.stop().await;
 }
+
+fn offset_delete(group_id: &str, partitions: &[(&str, i32)]) -> OffsetDeleteRequest {
+    use kafka_protocol::messages::offset_delete_request::{
+        OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
+    };
+    let mut request = OffsetDeleteRequest::default();
+    request.group_id = group(group_id);
+    for (topic, partition) in partitions {
+        let mut p = OffsetDeleteRequestPartition::default();
+        p.partition_index = *partition;
+        let mut t = OffsetDeleteRequestTopic::default();
+        t.name = TopicName(s(topic));
+        t.partitions = vec![p];
+        request.topics.push(t);
+    }
+    request
+}
+
+/// OffsetDelete: an unknown group, an Empty group's offsets deleted per partition (the
+/// deletion survives a restart), an unknown partition refused on its own.
+#[tokio::test]
+async fn offset_delete_drops_an_empty_groups_offsets_per_partition() {
+    let mut sets = FAST_GROUPS.to_vec();
+    sets.push(("sluice.acks.all.fsync", "true"));
+    let broker = TestBroker::start(&sets).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "od", 2).await;
+    let commit = commit_request("simple", "", -1, &[("od", 0, 3), ("od", 1, 4)]);
+    let _: OffsetCommitResponse = client.call(ApiKey::OffsetCommit, 7, &commit).await;
+
+    let missing: OffsetDeleteResponse = client
+        .call(
+            ApiKey::OffsetDelete,
+            0,
+            &offset_delete("nobody", &[("od", 0)]),
+        )
+        .await;
+    assert_eq!(missing.error_code, 69, "GROUP_ID_NOT_FOUND");
+    let deleted: OffsetDeleteResponse = client
+        .call(
+            ApiKey::OffsetDelete,
+            0,
+            &offset_delete("simple", &[("od", 0), ("od", 9)]),
+        )
+        .await;
+    assert_eq!(deleted.error_code, 0);
+    let codes: Vec<i16> = deleted
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
+        .collect();
+    assert_eq!(codes, vec![0, 3], "the unknown partition alone is refused");
+    assert_eq!(
+        committed(&mut client, "simple").await,
+        vec![("od".into(), 1, 4, "meta".into())]
+    );
+    drop(client);
+    let broker = TestBroker::start_in(broker.stop().await, &sets).await;
+    let mut client = broker.client().await;
+    assert_eq!(
+        committed(&mut client, "simple").await,
+        vec![("od".into(), 1, 4, "meta".into())],
+        "the deletion is in the offsets log"
+    );
+    drop(client);
+    broker.stop().await;
+}

@@ -17,7 +17,7 @@ use crate::api::{
 use crate::error::ErrorCode;
 use crate::group::{Group, respond};
 use crate::limits;
-use crate::offsets::{CommittedOffset, OffsetRecord, RecordKey};
+use crate::offsets::{CommittedOffset, OffsetRecord, RecordKey, TopicPartition};
 use crate::state::GroupState;
 use crate::subscription::CONSUMER_PROTOCOL_TYPE;
 
@@ -232,6 +232,86 @@ impl Coordinator {
         out
     }
 
+    /// OffsetDelete (KIP-496): drops the group's committed offsets of `partitions`, as
+    /// Kafka does: GROUP_ID_NOT_FOUND for a group that does not exist; NON_EMPTY_GROUP for
+    /// a group with members that is not a consumer group (its subscriptions are opaque);
+    /// in a consumer group with members, GROUP_SUBSCRIBED_TO_TOPIC for the partitions of
+    /// topics a member subscribes to, the rest deleted. Returns the per-partition results
+    /// (request order) and the tombstones to persist; answer once they are appended.
+    pub fn delete_offsets(
+        &mut self,
+        group_id: &str,
+        partitions: &[TopicPartition],
+    ) -> (OffsetDeleteResult, Vec<Effect>) {
+        let group = self.groups.get(group_id);
+        let exists = group.is_some_and(|g| g.state != GroupState::Dead)
+            || self.offsets.has_offsets(group_id);
+        if group_id.len() > limits::GROUP_ID_BYTES_MAX {
+            return (Err(ErrorCode::InvalidGroupId), Vec::new());
+        }
+        if !exists {
+            return (Err(ErrorCode::GroupIdNotFound), Vec::new());
+        }
+        let subscribed = |topic: &str| -> Result<bool, ErrorCode> {
+            let Some(group) =
+                group.filter(|g| !matches!(g.state, GroupState::Empty | GroupState::Dead))
+            else {
+                return Ok(false);
+            };
+            if group.protocol_type.as_deref() != Some(CONSUMER_PROTOCOL_TYPE) {
+                return Err(ErrorCode::NonEmptyGroup);
+            }
+            // Subscriptions not known yet (mid-rebalance): as if subscribed, as Kafka keeps
+            // the offsets of a group it cannot read.
+            Ok(group
+                .subscribed_topics
+                .as_ref()
+                .is_none_or(|s| s.contains(topic)))
+        };
+        let mut results = Vec::with_capacity(partitions.len());
+        let mut deletable = Vec::new();
+        for tp in partitions {
+            match subscribed(&tp.topic) {
+                Err(code) => return (Err(code), Vec::new()),
+                Ok(true) => results.push((tp.clone(), ErrorCode::GroupSubscribedToTopic)),
+                Ok(false) => {
+                    deletable.push(tp.clone());
+                    results.push((tp.clone(), ErrorCode::None));
+                }
+            }
+        }
+        // Commits of these partitions still waiting for persistence are logged before the
+        // tombstones: drop them, and cover their keys (as `delete_topic_offsets` does).
+        let mut keys: BTreeSet<TopicPartition> = BTreeSet::new();
+        for pending in self.pending.values_mut().filter(|p| p.group_id == group_id) {
+            pending.records.retain(|r| match &r.key {
+                RecordKey::Offset { tp, .. } if deletable.contains(tp) => {
+                    keys.insert(tp.clone());
+                    false
+                }
+                _ => true,
+            });
+        }
+        let mut records = self.offsets.delete_partitions(group_id, &deletable);
+        for tp in keys {
+            if !records
+                .iter()
+                .any(|r| matches!(&r.key, RecordKey::Offset { tp: t, .. } if *t == tp))
+            {
+                records.push(OffsetRecord::offset_tombstone(group_id, tp));
+            }
+        }
+        let mut out = Vec::new();
+        if !records.is_empty() {
+            out.push(Effect::PersistOffsets {
+                id: self.persist_id(),
+                records,
+            });
+        }
+        self.debug_check();
+        (Ok(results), out)
+    }
+
     /// Commits waiting for persistence, by (group id, incarnation).
     pub(crate) fn pending_commit_counts(&self) -> HashMap<(&str, u64), usize> {
         let mut counts = HashMap::new();
@@ -296,6 +376,9 @@ impl Coordinator {
         }
     }
 }
+
+/// OffsetDelete's outcome: per-partition results in request order, or the group's error.
+pub type OffsetDeleteResult = Result<Vec<(TopicPartition, ErrorCode)>, ErrorCode>;
 
 /// Kafka's `removeExpiredOffsets` cases: which offsets of `group` may expire, as (time
 /// retention counts from, topics that never expire). `None`: none may.

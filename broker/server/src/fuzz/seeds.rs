@@ -291,6 +291,30 @@ fn admin_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
                     .with_partitions(vec![0])
             ])))
         }
+        _ => offsets_admin_body(key, version),
+    }
+}
+
+/// The bodies of the committed-offset admin requests.
+fn offsets_admin_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
+    macro_rules! enc {
+        ($m:expr) => {
+            encoded(&$m, version)
+        };
+    }
+    match key {
+        ApiKey::OffsetDelete => enc!(
+            OffsetDeleteRequest::default()
+                .with_group_id(group())
+                .with_topics(vec![
+                    offset_delete_request::OffsetDeleteRequestTopic::default()
+                        .with_name(topic())
+                        .with_partitions(vec![
+                            offset_delete_request::OffsetDeleteRequestPartition::default()
+                                .with_partition_index(0)
+                        ])
+                ])
+        ),
         _ => security_body(key, version),
     }
 }

@@ -25,7 +25,7 @@ use std::path::Path;
 
 use sluice_group::{
     CommitPartition, ErrorCode, FetchedOffset, GroupConfig, GroupDescription, ListedGroup,
-    PartitionResult, Request, Response, TopicPartition, TxnCommitRequest,
+    OffsetDeleteResult, PartitionResult, Request, Response, TopicPartition, TxnCommitRequest,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -68,6 +68,12 @@ enum Command {
     DeleteGroups {
         group_ids: Vec<String>,
         reply: oneshot::Sender<Vec<(String, ErrorCode)>>,
+    },
+    /// OffsetDelete: answered once the tombstones are appended.
+    DeleteOffsets {
+        group_id: String,
+        partitions: Vec<TopicPartition>,
+        reply: oneshot::Sender<OffsetDeleteResult>,
     },
     /// A topic was deleted: drop its committed offsets.
     DeleteTopic { topic: String },
@@ -209,6 +215,20 @@ impl GroupHandle {
     pub async fn delete_groups(&self, group_ids: Vec<String>) -> Option<Vec<(String, ErrorCode)>> {
         self.ask(|reply| Command::DeleteGroups { group_ids, reply })
             .await
+    }
+
+    /// OffsetDelete of `partitions` of `group_id`; answered after the tombstones' append.
+    pub async fn delete_offsets(
+        &self,
+        group_id: String,
+        partitions: Vec<TopicPartition>,
+    ) -> Option<OffsetDeleteResult> {
+        self.ask(|reply| Command::DeleteOffsets {
+            group_id,
+            partitions,
+            reply,
+        })
+        .await
     }
 
     /// Drops the committed offsets of a deleted topic (fire and forget).

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use sluice_group::{
-    Coordinator, Effect, ErrorCode, GroupConfig, OffsetRecord, PersistId, RequestId, Response,
+    Coordinator, Effect, ErrorCode, GroupConfig, OffsetDeleteResult, OffsetRecord, PersistId,
+    RequestId, Response,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -47,6 +48,8 @@ struct Task {
     waiting: HashMap<RequestId, oneshot::Sender<Response>>,
     /// DeleteGroups answers waiting for their tombstones to be appended.
     deleting: HashMap<PersistId, (DeleteReply, DeleteResults)>,
+    /// OffsetDelete answers waiting for their tombstones to be appended.
+    deleting_offsets: HashMap<PersistId, (oneshot::Sender<OffsetDeleteResult>, OffsetDeleteResult)>,
     next_request_id: u64,
     /// Batches sent to the writer and not yet acknowledged.
     in_flight: usize,
@@ -90,6 +93,7 @@ pub fn spawn(
         coordinator,
         waiting: HashMap::new(),
         deleting: HashMap::new(),
+        deleting_offsets: HashMap::new(),
         next_request_id: 0,
         in_flight: 0,
         log_bytes,
@@ -105,6 +109,14 @@ pub fn spawn(
             tracing::error!(error = %e, "offsets-log writer failed");
         }
     }))
+}
+
+/// The id of the batch a call's effects hand to the writer, if any.
+fn persist_id(effects: &[Effect]) -> Option<PersistId> {
+    effects.iter().find_map(|e| match e {
+        Effect::PersistOffsets { id, .. } => Some(*id),
+        Effect::Respond { .. } => None,
+    })
 }
 
 impl Task {
@@ -180,6 +192,22 @@ impl Task {
                 reply.send(described).ok();
             }
             Command::DeleteGroups { group_ids, reply } => self.delete_groups(&group_ids, reply),
+            Command::DeleteOffsets {
+                group_id,
+                partitions,
+                reply,
+            } => {
+                let (result, effects) = self.coordinator.delete_offsets(&group_id, &partitions);
+                match persist_id(&effects) {
+                    Some(id) => {
+                        self.deleting_offsets.insert(id, (reply, result));
+                    }
+                    None => {
+                        reply.send(result).ok();
+                    }
+                }
+                self.carry_out(effects);
+            }
             Command::DeleteTopic { topic } => {
                 let effects = self.coordinator.delete_topic_offsets(&topic);
                 self.carry_out(effects);
@@ -194,11 +222,7 @@ impl Task {
         reply: oneshot::Sender<Vec<(String, ErrorCode)>>,
     ) {
         let (results, effects) = self.coordinator.delete_groups(group_ids);
-        let persist = effects.iter().find_map(|e| match e {
-            Effect::PersistOffsets { id, .. } => Some(*id),
-            Effect::Respond { .. } => None,
-        });
-        match persist {
+        match persist_id(&effects) {
             Some(id) => {
                 self.deleting.insert(id, (reply, results));
             }
@@ -266,8 +290,17 @@ impl Task {
         }
     }
 
-    /// Answers a DeleteGroups whose tombstones were (or failed to be) appended.
+    /// Answers a DeleteGroups or OffsetDelete whose tombstones were (or failed to be)
+    /// appended; a failure is COORDINATOR_NOT_AVAILABLE for what would have been deleted.
     fn finish_delete(&mut self, id: PersistId, appended: bool) {
+        if let Some((reply, mut result)) = self.deleting_offsets.remove(&id) {
+            if let (false, Ok(partitions)) = (appended, &mut result) {
+                for (_, error) in partitions.iter_mut().filter(|(_, e)| e.is_ok()) {
+                    *error = ErrorCode::CoordinatorNotAvailable;
+                }
+            }
+            reply.send(result).ok();
+        }
         if let Some((reply, mut results)) = self.deleting.remove(&id) {
             if !appended {
                 for (_, error) in &mut results {

@@ -37,6 +37,7 @@ mod list_offsets;
 mod list_transactions;
 mod metadata;
 mod offset_commit;
+mod offset_delete;
 mod offset_fetch;
 pub(crate) mod produce;
 mod quotas;
@@ -344,7 +345,8 @@ async fn dispatch(
 }
 
 /// The idempotence and transaction APIs and the cluster admin APIs (CreatePartitions,
-/// DeleteRecords, AlterConfigs, DescribeCluster, ElectLeaders, DescribeLogDirs): `dispatch` for them (none has an
+/// DeleteRecords, AlterConfigs, OffsetDelete, DescribeCluster, ElectLeaders,
+/// DescribeLogDirs): `dispatch` for them (none has an
 /// old-version shim).
 async fn txn_dispatch(
     ctx: &ConnectionContext,
@@ -389,6 +391,7 @@ async fn txn_dispatch(
         ApiKey::CreatePartitions => reply!(create_partitions::handle(ctx, request!()).await),
         ApiKey::DeleteRecords => reply!(delete_records::handle(ctx, request!()).await),
         ApiKey::AlterConfigs => reply!(alter_configs::handle(ctx, request!()).await),
+        ApiKey::OffsetDelete => reply!(offset_delete::handle(ctx, request!()).await),
         ApiKey::DescribeCluster => reply!(describe_cluster::handle(ctx, &request!(), version)),
         ApiKey::ElectLeaders => reply!(elect_leaders::handle(ctx, request!(), version)),
         ApiKey::DescribeLogDirs => {

@@ -241,6 +241,8 @@ fn admin_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
             Tags,
         ],
         ApiKey::DeleteRecords => vec![Array(vec![Str, Array(vec![I32, I64])]), I32],
+        // Group, topics [name, partitions [index]].
+        ApiKey::OffsetDelete => vec![Str, Array(vec![Str, Array(vec![I32])])],
         // Resources [type, name, configs [name, value]], validate only.
         ApiKey::AlterConfigs if v >= 2 => vec![
             CompactArray(vec![
