@@ -12,7 +12,7 @@ use crate::config::{ConfigError, GroupConfig};
 use crate::error::ErrorCode;
 use crate::group::{Ctx, Group, join_error, respond, sync_error};
 use crate::limits;
-use crate::offsets::{OffsetRecord, OffsetStore};
+use crate::offsets::{OffsetRecord, OffsetStore, RecordKey};
 use crate::rng::MemberIdRng;
 use crate::state::GroupState;
 use commit::PendingCommit;
@@ -35,6 +35,15 @@ pub struct Coordinator {
     deadline_of: HashMap<String, u64>,
     /// Commits handed to the server for persistence, answered in `persisted`.
     pub(crate) pending: BTreeMap<PersistId, PendingCommit>,
+    /// Tombstone batches (deletes, expiry) handed to the server: their keys, by persist id.
+    tombstone_batches: BTreeMap<PersistId, Vec<RecordKey>>,
+    /// Keys whose tombstones failed to append. The store already dropped them, so the log
+    /// would bring them back at the next start: written again at the next tick (bounded by
+    /// `limits::OWED_TOMBSTONES_MAX`).
+    owed_tombstones: BTreeSet<RecordKey>,
+    /// Owed tombstones are not written again before this, in ms (one retry per
+    /// `limits::TOMBSTONE_RETRY_MS`, so a failing disk is not hammered).
+    tombstone_retry_at_ms: u64,
     next_persist_id: u64,
     next_incarnation: u64,
     /// When the next `offsets.retention.check.interval.ms` pass runs, in ms.
@@ -58,6 +67,9 @@ impl Coordinator {
             deadlines: BTreeSet::new(),
             deadline_of: HashMap::new(),
             pending: BTreeMap::new(),
+            tombstone_batches: BTreeMap::new(),
+            owed_tombstones: BTreeSet::new(),
+            tombstone_retry_at_ms: 0,
             next_persist_id: 0,
             next_incarnation: 0,
             next_retention_check_ms,
@@ -125,16 +137,74 @@ impl Coordinator {
             self.next_retention_check_ms = now_ms + self.config.offsets_retention_check_interval_ms;
             self.expire_offsets(now_ms, &mut out);
         }
+        self.retry_tombstones(now_ms, &mut out);
         self.debug_check();
         out
+    }
+
+    /// Hands tombstone `records` (deletes, expiry) to the server, remembering their keys
+    /// so a failed append is written again.
+    pub(crate) fn persist_tombstones(&mut self, records: Vec<OffsetRecord>, out: &mut Vec<Effect>) {
+        if records.is_empty() {
+            return;
+        }
+        let id = self.persist_id();
+        let keys = records.iter().map(|r| r.key.clone()).collect();
+        self.tombstone_batches.insert(id, keys);
+        out.push(Effect::PersistOffsets { id, records });
+    }
+
+    /// Reports a tombstone batch's append; `false` if `id` is not one (a commit's).
+    pub(crate) fn tombstones_persisted(&mut self, id: PersistId, appended: bool) -> bool {
+        let Some(keys) = self.tombstone_batches.remove(&id) else {
+            return false;
+        };
+        if !appended {
+            let room = limits::OWED_TOMBSTONES_MAX.saturating_sub(self.owed_tombstones.len());
+            self.owed_tombstones.extend(keys.into_iter().take(room));
+        }
+        true
+    }
+
+    /// The tombstones owed from failed appends whose keys are still gone from the store (a
+    /// key committed again since needs none: its new value follows in the log). A group
+    /// tombstone only while the group has no offset at all: later commits of it are logged
+    /// after the old ones, and a group tombstone written now would delete them on replay.
+    /// A key with a commit waiting for its persist stays owed until that commit is decided
+    /// (the commit is logged before a tombstone written now, which would then delete it).
+    fn retry_tombstones(&mut self, now_ms: u64, out: &mut Vec<Effect>) {
+        if self.owed_tombstones.is_empty() || now_ms < self.tombstone_retry_at_ms {
+            return;
+        }
+        self.tombstone_retry_at_ms = now_ms.saturating_add(limits::TOMBSTONE_RETRY_MS);
+        let (deferred, due): (BTreeSet<RecordKey>, BTreeSet<RecordKey>) =
+            std::mem::take(&mut self.owed_tombstones)
+                .into_iter()
+                .partition(|key| self.commit_in_flight(key));
+        self.owed_tombstones = deferred;
+        let records: Vec<OffsetRecord> = due
+            .into_iter()
+            .filter(|key| match key {
+                RecordKey::Offset { group, tp } => self
+                    .offsets
+                    .group(group)
+                    .is_none_or(|offsets| !offsets.contains_key(tp)),
+                RecordKey::Group { group } => !self.offsets.has_offsets(group),
+            })
+            .map(|key| OffsetRecord { key, value: None })
+            .collect();
+        self.persist_tombstones(records, out);
     }
 
     /// When [`Coordinator::on_tick`] must next run, in ms.
     pub fn next_deadline_ms(&self) -> Option<u64> {
         let group = self.deadlines.first().map(|(at, _)| *at);
-        Some(group.map_or(self.next_retention_check_ms, |g| {
-            g.min(self.next_retention_check_ms)
-        }))
+        let retry = (!self.owed_tombstones.is_empty()).then_some(self.tombstone_retry_at_ms);
+        let next = [group, retry]
+            .into_iter()
+            .flatten()
+            .fold(self.next_retention_check_ms, u64::min);
+        Some(next)
     }
 
     /// A group, for inspection.
@@ -240,12 +310,7 @@ impl Coordinator {
             results.push((id.clone(), error));
         }
         let mut out = Vec::new();
-        if !records.is_empty() {
-            out.push(Effect::PersistOffsets {
-                id: self.persist_id(),
-                records,
-            });
-        }
+        self.persist_tombstones(records, &mut out);
         self.debug_check();
         (results, out)
     }

@@ -81,3 +81,10 @@ const _: () = assert!(DEFAULT_OFFSET_METADATA_MAX_BYTES <= OFFSET_METADATA_BYTES
 const _: () = assert!(OFFSET_METADATA_BYTES_MAX <= u32::MAX as usize);
 const _: () = assert!(GROUP_ID_BYTES_MAX <= u16::MAX as usize);
 const _: () = assert!(COMMIT_PARTITIONS_MAX <= GROUP_OFFSETS_MAX);
+
+/// Keys whose tombstone appends failed and are written again at the next tick; past it the
+/// rest come back after a restart (as every deletion would without the retry).
+pub const OWED_TOMBSTONES_MAX: usize = 100_000;
+
+/// Least time between two writes of owed tombstones, in ms.
+pub const TOMBSTONE_RETRY_MS: u64 = 1_000;

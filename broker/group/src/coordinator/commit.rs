@@ -35,6 +35,15 @@ pub(crate) struct PendingCommit {
 }
 
 impl Coordinator {
+    /// Whether a commit waiting for its persist writes `key` (or, for a group key, any
+    /// offset of that group).
+    pub(crate) fn commit_in_flight(&self, key: &RecordKey) -> bool {
+        self.pending.values().any(|p| match key {
+            RecordKey::Group { group } => p.group_id == *group,
+            RecordKey::Offset { .. } => p.records.iter().any(|r| r.key == *key),
+        })
+    }
+
     /// OffsetCommit (Kafka's `handleCommitOffsets`).
     pub(crate) fn offset_commit(
         &mut self,
@@ -176,6 +185,9 @@ impl Coordinator {
     /// (deletes, expiry) need no report but may be reported; unknown ids are ignored.
     pub fn persisted(&mut self, id: PersistId, result: Result<(), ErrorCode>) -> Vec<Effect> {
         let mut out = Vec::new();
+        if self.tombstones_persisted(id, result.is_ok()) {
+            return out;
+        }
         let Some(pending) = self.pending.remove(&id) else {
             return out;
         };
@@ -222,12 +234,7 @@ impl Coordinator {
             .map(|key| OffsetRecord { key, value: None })
             .collect();
         let mut out = Vec::new();
-        if !records.is_empty() {
-            out.push(Effect::PersistOffsets {
-                id: self.persist_id(),
-                records,
-            });
-        }
+        self.persist_tombstones(records, &mut out);
         self.debug_check();
         out
     }
@@ -302,12 +309,7 @@ impl Coordinator {
             }
         }
         let mut out = Vec::new();
-        if !records.is_empty() {
-            out.push(Effect::PersistOffsets {
-                id: self.persist_id(),
-                records,
-            });
-        }
+        self.persist_tombstones(records, &mut out);
         self.debug_check();
         (Ok(results), out)
     }
@@ -368,12 +370,7 @@ impl Coordinator {
         for id in dead {
             self.remove_group(&id);
         }
-        if !records.is_empty() {
-            out.push(Effect::PersistOffsets {
-                id: self.persist_id(),
-                records,
-            });
-        }
+        self.persist_tombstones(records, out);
     }
 }
 
