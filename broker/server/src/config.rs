@@ -716,6 +716,7 @@ fn kafka_never(value: u64) -> String {
 }
 
 mod admin_keys;
+pub mod docs;
 mod limit_keys;
 mod listener_keys;
 mod plugin_keys;

@@ -193,3 +193,55 @@ async fn alter_configs_at_every_version_replaces_the_overrides() {
     drop(client);
     broker.stop().await;
 }
+
+#[tokio::test]
+async fn describe_configs_v3_documents_every_key() {
+    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "documented", 1).await;
+    let mut topic = DescribeConfigsResource::default();
+    topic.resource_type = 2;
+    topic.resource_name = s("documented");
+    topic.configuration_keys = None;
+    let mut node = DescribeConfigsResource::default();
+    node.resource_type = 4;
+    node.resource_name = s("0");
+    node.configuration_keys = None;
+    let mut request = DescribeConfigsRequest::default();
+    request.resources = vec![topic, node];
+    request.include_documentation = true;
+    let response: DescribeConfigsResponse = client.call(ApiKey::DescribeConfigs, 3, &request).await;
+    for result in &response.results {
+        assert_eq!(result.error_code, 0);
+        assert!(!result.configs.is_empty());
+        for config in &result.configs {
+            let doc = config.documentation.as_ref().map(|d| d.to_string());
+            assert!(
+                doc.as_ref().is_some_and(|d| !d.is_empty()),
+                "{}: {doc:?}",
+                config.name.as_str()
+            );
+        }
+    }
+    let retention = response.results[0]
+        .configs
+        .iter()
+        .find(|c| c.name.as_str() == "retention.ms")
+        .unwrap();
+    let doc = retention.documentation.as_ref().unwrap().to_string();
+    assert!(
+        doc.starts_with("the topic's override of log.retention.ms"),
+        "{doc}"
+    );
+    request.include_documentation = false;
+    let plain: DescribeConfigsResponse = client.call(ApiKey::DescribeConfigs, 3, &request).await;
+    assert!(
+        plain.results[0]
+            .configs
+            .iter()
+            .all(|c| c.documentation.is_none())
+    );
+    drop(client);
+    broker.stop().await;
+}

@@ -1,5 +1,6 @@
 //! DescribeConfigs v1-v3: a topic's configs (its overrides, else the broker's values), and
-//! the broker's own config (resource name "" or our node id). Resources past
+//! the broker's own config (resource name "" or our node id), each with its source, type,
+//! synonyms and (v3, on request) documentation from docs/config.md. Resources past
 //! `DESCRIBE_CONFIGS_RESOURCES_MAX` in one request are answered INVALID_REQUEST unread: each
 //! answered resource carries every config key, so the response grows with their count. A
 //! topic with an offline partition (`broker/quarantine.rs`) is KAFKA_STORAGE_ERROR, its error
@@ -38,6 +39,7 @@ pub fn handle(
     _version: i16,
 ) -> DescribeConfigsResponse {
     let synonyms = request.include_synonyms;
+    let documentation = request.include_documentation;
     let mut response = DescribeConfigsResponse::default();
     let limit = limits::DESCRIBE_CONFIGS_RESOURCES_MAX;
     response.results = request
@@ -59,54 +61,17 @@ pub fn handle(
             let keys = resource.configuration_keys.as_deref().unwrap_or_default();
             let wanted = |key: &str| keys.is_empty() || keys.iter().any(|k| k.as_str() == key);
             let name = resource.resource_name.as_str();
-            let configs = match resource.resource_type {
-                RESOURCE_TOPIC if !authz::topic(ctx, AclOperation::DescribeConfigs, name) => Err((
-                    ResponseError::TopicAuthorizationFailed,
-                    "Topic authorization failed.".to_owned(),
-                )),
-                RESOURCE_BROKER if !authz::cluster(ctx, AclOperation::DescribeConfigs) => Err((
-                    ResponseError::ClusterAuthorizationFailed,
-                    "Cluster authorization failed.".to_owned(),
-                )),
-                RESOURCE_TOPIC => match ctx.broker.topic(name) {
-                    // The one Kafka answer with room for why (the partition errors of
-                    // Metadata have none): the reasons, naming the paths.
-                    Some(topic) if !topic.offline_reasons().is_empty() => Err((
-                        ResponseError::KafkaStorageError,
-                        format!(
-                            "topic {name:?} is offline: {}",
-                            topic.offline_reasons().join("; ")
-                        ),
-                    )),
-                    Some(topic) => Ok(topic_configs(
-                        &ctx.broker.config,
-                        &topic.overrides,
-                        synonyms,
-                    )),
-                    None => Err((
-                        ResponseError::UnknownTopicOrPartition,
-                        format!("unknown topic {name:?}"),
-                    )),
-                },
-                RESOURCE_BROKER if name.is_empty() || name == NODE_ID.to_string() => {
-                    Ok(broker_configs(&ctx.broker.config, synonyms))
-                }
-                RESOURCE_BROKER => Err((
-                    ResponseError::InvalidRequest,
-                    format!("this is broker {NODE_ID}"),
-                )),
-                other => Err((
-                    ResponseError::InvalidRequest,
-                    format!("resource type {other} is not supported"),
-                )),
-            };
+            let configs = configs_of(ctx, resource.resource_type, name, synonyms);
             let mut result = DescribeConfigsResult::default();
             match configs {
                 Ok(configs) => {
                     result.configs = configs
                         .into_iter()
                         .filter(|c| wanted(c.name.as_str()))
-                        .collect()
+                        .collect();
+                    if documentation {
+                        document(&mut result.configs, resource.resource_type);
+                    }
                 }
                 Err((code, message)) => {
                     result.error_code = code.code();
@@ -119,6 +84,68 @@ pub fn handle(
         })
         .collect();
     response
+}
+
+/// One resource's configs, or the error it is answered with.
+fn configs_of(
+    ctx: &ConnectionContext,
+    resource_type: i8,
+    name: &str,
+    synonyms: bool,
+) -> Result<Vec<DescribeConfigsResourceResult>, (ResponseError, String)> {
+    match resource_type {
+        RESOURCE_TOPIC if !authz::topic(ctx, AclOperation::DescribeConfigs, name) => Err((
+            ResponseError::TopicAuthorizationFailed,
+            "Topic authorization failed.".to_owned(),
+        )),
+        RESOURCE_BROKER if !authz::cluster(ctx, AclOperation::DescribeConfigs) => Err((
+            ResponseError::ClusterAuthorizationFailed,
+            "Cluster authorization failed.".to_owned(),
+        )),
+        RESOURCE_TOPIC => match ctx.broker.topic(name) {
+            // The one Kafka answer with room for why (the partition errors of
+            // Metadata have none): the reasons, naming the paths.
+            Some(topic) if !topic.offline_reasons().is_empty() => Err((
+                ResponseError::KafkaStorageError,
+                format!(
+                    "topic {name:?} is offline: {}",
+                    topic.offline_reasons().join("; ")
+                ),
+            )),
+            Some(topic) => Ok(topic_configs(
+                &ctx.broker.config,
+                &topic.overrides,
+                synonyms,
+            )),
+            None => Err((
+                ResponseError::UnknownTopicOrPartition,
+                format!("unknown topic {name:?}"),
+            )),
+        },
+        RESOURCE_BROKER if name.is_empty() || name == NODE_ID.to_string() => {
+            Ok(broker_configs(&ctx.broker.config, synonyms))
+        }
+        RESOURCE_BROKER => Err((
+            ResponseError::InvalidRequest,
+            format!("this is broker {NODE_ID}"),
+        )),
+        other => Err((
+            ResponseError::InvalidRequest,
+            format!("resource type {other} is not supported"),
+        )),
+    }
+}
+
+/// v3's `documentation`: each key's meaning from docs/config.md (`config::docs`).
+fn document(configs: &mut [DescribeConfigsResourceResult], resource_type: i8) {
+    for config in configs {
+        let key = config.name.as_str();
+        let doc = match resource_type {
+            RESOURCE_TOPIC => crate::config::docs::topic_key(key),
+            _ => crate::config::docs::broker_key(key),
+        };
+        config.documentation = doc.map(StrBytes::from_static_str);
+    }
 }
 
 /// A topic's configs: its override, else the broker's value. Synonyms list both, most
@@ -194,6 +221,8 @@ fn entry(key: &str, value: String, read_only: bool, source: i8) -> DescribeConfi
     out.read_only = read_only;
     out.config_source = source;
     out.config_type = config_type(key);
+    // Null unless asked for (the codec's default is an empty string).
+    out.documentation = None;
     out
 }
 
