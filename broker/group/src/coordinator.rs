@@ -36,6 +36,8 @@ pub struct Coordinator {
     /// Commits handed to the server for persistence, answered in `persisted`.
     pub(crate) pending: BTreeMap<PersistId, PendingCommit>,
     /// Tombstone batches (deletes, expiry) handed to the server: their keys, by persist id.
+    /// One entry per batch in flight, removed when `persisted` reports it (the server's
+    /// writer queue bounds them: a batch it cannot take is reported failed at once).
     tombstone_batches: BTreeMap<PersistId, Vec<RecordKey>>,
     /// Keys whose tombstones failed to append. The store already dropped them, so the log
     /// would bring them back at the next start: written again at the next tick (bounded by

@@ -32,19 +32,7 @@ impl Broker {
             .admin
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let topic = self.topic(name).ok_or_else(|| {
-            KafkaError::new(
-                ResponseError::UnknownTopicOrPartition,
-                format!("unknown topic {name:?}"),
-            )
-        })?;
-        if let Some(reason) = &topic.offline {
-            // Its topic.json is what could not be read; rewriting it is the operator's call.
-            return Err(KafkaError::new(
-                ResponseError::KafkaStorageError,
-                format!("topic {name:?} is offline ({reason}); delete it to recreate it"),
-            ));
-        }
+        let topic = self.changeable_topic(name)?;
         let overrides = changed(&topic.overrides, changes)?;
         topic_config::validate_all(&self.config, &overrides)?;
         let partitioner = self.rebind_partitioner(&topic, &overrides)?;
@@ -69,6 +57,25 @@ impl Broker {
         self.topics_write().insert(name.to_owned(), altered.clone());
         tracing::info!(topic = name, overrides = ?altered.overrides, "altered topic config");
         Ok(altered)
+    }
+
+    /// `name`, if a change may touch it: UNKNOWN_TOPIC_OR_PARTITION, or KAFKA_STORAGE_ERROR
+    /// for a quarantined topic (its topic.json is what could not be read; rewriting it is the
+    /// operator's call).
+    pub(super) fn changeable_topic(&self, name: &str) -> Result<Arc<Topic>, KafkaError> {
+        let topic = self.topic(name).ok_or_else(|| {
+            KafkaError::new(
+                ResponseError::UnknownTopicOrPartition,
+                format!("unknown topic {name:?}"),
+            )
+        })?;
+        if let Some(reason) = &topic.offline {
+            return Err(KafkaError::new(
+                ResponseError::KafkaStorageError,
+                format!("topic {name:?} is offline ({reason}); delete it to recreate it"),
+            ));
+        }
+        Ok(topic)
     }
 
     /// The partitioner for the new overrides: the current one if its keys did not change,

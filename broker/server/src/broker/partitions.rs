@@ -26,18 +26,7 @@ impl Broker {
         validate_only: bool,
     ) -> Result<Arc<Topic>, KafkaError> {
         let _admin = self.admin_lock();
-        let topic = self.topic(name).ok_or_else(|| {
-            KafkaError::new(
-                ResponseError::UnknownTopicOrPartition,
-                format!("unknown topic {name:?}"),
-            )
-        })?;
-        if let Some(reason) = &topic.offline {
-            return Err(KafkaError::new(
-                ResponseError::KafkaStorageError,
-                format!("topic {name:?} is offline ({reason})"),
-            ));
-        }
+        let topic = self.changeable_topic(name)?;
         let current = i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX);
         if count <= current {
             return Err(KafkaError::new(

@@ -182,7 +182,11 @@ impl GroupHandle {
         });
         match self.call(request).await? {
             Response::OffsetCommit(answer) => Some(answer.partitions),
-            other => unreachable!("CommitTxnOffsets answered with {other:?}"),
+            other => {
+                // A coordinator bug: logged, and retried by the caller like a gone coordinator.
+                tracing::error!(answer = ?other, "CommitTxnOffsets answered with another response");
+                None
+            }
         }
     }
 

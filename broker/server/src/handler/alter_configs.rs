@@ -13,6 +13,7 @@ use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
 use sluice_security::acl::{AclOperation, ResourceType};
 
+use super::incremental_alter_configs::{Asked, alter_all, denied};
 use crate::authz;
 use crate::broker::ConfigChange;
 use crate::error::KafkaError;
@@ -24,50 +25,32 @@ const RESOURCE_TOPIC: i8 = 2;
 
 /// Answers AlterConfigs.
 pub async fn handle(ctx: &ConnectionContext, request: AlterConfigsRequest) -> AlterConfigsResponse {
-    let denied: Vec<bool> = request
+    let asked: Vec<Asked> = request
         .resources
-        .iter()
-        .map(|r| !may_alter(ctx, r))
+        .into_iter()
+        .map(|resource| {
+            let changes = match may_alter(ctx, &resource) {
+                true => replacement(&resource),
+                false => Err(denied()),
+            };
+            (resource.resource_type, resource.resource_name, changes)
+        })
         .collect();
-    let broker = ctx.broker.clone();
-    let validate_only = request.validate_only;
-    let responses = tokio::task::spawn_blocking(move || {
-        request
-            .resources
-            .into_iter()
-            .zip(denied)
-            .map(|(resource, denied)| {
-                let result = match denied {
-                    true => Err(KafkaError::new(
-                        ResponseError::TopicAuthorizationFailed,
-                        "Topic authorization failed.",
-                    )),
-                    false => replacement(&resource),
-                };
-                let result = result.and_then(|changes| {
-                    let name = resource.resource_name.as_str();
-                    broker
-                        .alter_topic_config(name, &changes, validate_only)
-                        .map(|_| ())
-                });
-                let mut out = AlterConfigsResourceResponse::default();
-                out.resource_type = resource.resource_type;
-                out.resource_name = resource.resource_name;
-                if let Err(e) = result {
-                    out.error_code = e.code.code();
-                    out.error_message = Some(StrBytes::from_string(e.message));
-                }
-                out
-            })
-            .collect()
-    })
-    .await
-    .unwrap_or_else(|e| {
-        tracing::error!(error = %e, "alter configs task failed");
-        Vec::new()
-    });
     let mut response = AlterConfigsResponse::default();
-    response.responses = responses;
+    response.responses = alter_all(ctx, asked, request.validate_only)
+        .await
+        .into_iter()
+        .map(|(resource_type, resource_name, error)| {
+            let mut out = AlterConfigsResourceResponse::default();
+            out.resource_type = resource_type;
+            out.resource_name = resource_name;
+            if let Some(e) = error {
+                out.error_code = e.code.code();
+                out.error_message = Some(StrBytes::from_string(e.message));
+            }
+            out
+        })
+        .collect();
     response
 }
 

@@ -14,10 +14,10 @@ use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse
 use kafka_protocol::protocol::StrBytes;
 use sluice_security::acl::AclOperation;
 
+use super::create_topics::{named_twice, refusal};
 use crate::authz;
 use crate::broker::{Broker, NODE_ID};
 use crate::error::KafkaError;
-use crate::limits;
 use crate::wire::ConnectionContext;
 
 /// Answers CreatePartitions.
@@ -48,39 +48,15 @@ fn grow_all(
     request: CreatePartitionsRequest,
     denied: &BTreeSet<String>,
 ) -> Vec<CreatePartitionsTopicResult> {
-    let mut seen = BTreeSet::new();
-    let duplicates: BTreeSet<String> = request
-        .topics
-        .iter()
-        .map(|t| t.name.0.to_string())
-        .filter(|n| !seen.insert(n.clone()))
-        .collect();
+    let duplicates = named_twice(request.topics.iter().map(|t| t.name.0.as_str()));
     request
         .topics
         .into_iter()
         .enumerate()
         .map(|(i, topic)| {
-            let name = topic.name.0.as_str();
-            let result = if i >= limits::TOPICS_PER_REQUEST_MAX {
-                Err(KafkaError::new(
-                    ResponseError::PolicyViolation,
-                    format!(
-                        "more than {} topics in one request",
-                        limits::TOPICS_PER_REQUEST_MAX
-                    ),
-                ))
-            } else if denied.contains(name) {
-                Err(KafkaError::new(
-                    ResponseError::TopicAuthorizationFailed,
-                    "Authorization failed.",
-                ))
-            } else if duplicates.contains(name) {
-                Err(KafkaError::new(
-                    ResponseError::InvalidRequest,
-                    "topic named twice in one request",
-                ))
-            } else {
-                grow_one(broker, &topic, request.validate_only)
+            let result = match refusal(i, topic.name.0.as_str(), denied, &duplicates) {
+                Some(e) => Err(e),
+                None => grow_one(broker, &topic, request.validate_only),
             };
             let mut out = CreatePartitionsTopicResult::default();
             out.name = topic.name;

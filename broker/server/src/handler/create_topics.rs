@@ -62,38 +62,15 @@ fn create_all(
     request: CreateTopicsRequest,
     denied: &BTreeSet<String>,
 ) -> Vec<CreatableTopicResult> {
-    let mut seen = BTreeSet::new();
-    let duplicates: BTreeSet<String> = request
-        .topics
-        .iter()
-        .map(|t| t.name.0.to_string())
-        .filter(|n| !seen.insert(n.clone()))
-        .collect();
+    let duplicates = named_twice(request.topics.iter().map(|t| t.name.0.as_str()));
     request
         .topics
         .into_iter()
         .enumerate()
         .map(|(i, topic)| {
-            let result = if i >= limits::TOPICS_PER_REQUEST_MAX {
-                Err(KafkaError::new(
-                    ResponseError::PolicyViolation,
-                    format!(
-                        "more than {} topics in one request",
-                        limits::TOPICS_PER_REQUEST_MAX
-                    ),
-                ))
-            } else if denied.contains(topic.name.0.as_str()) {
-                Err(KafkaError::new(
-                    ResponseError::TopicAuthorizationFailed,
-                    "Authorization failed.",
-                ))
-            } else if duplicates.contains(topic.name.0.as_str()) {
-                Err(KafkaError::new(
-                    ResponseError::InvalidRequest,
-                    "topic named twice in one request",
-                ))
-            } else {
-                create_one(broker, &topic, request.validate_only)
+            let result = match refusal(i, topic.name.0.as_str(), denied, &duplicates) {
+                Some(e) => Err(e),
+                None => create_one(broker, &topic, request.validate_only),
             };
             let mut out = CreatableTopicResult::default();
             out.name = topic.name;
@@ -104,6 +81,46 @@ fn create_all(
             out
         })
         .collect()
+}
+
+/// The names a request lists more than once.
+pub(super) fn named_twice<'a>(names: impl Iterator<Item = &'a str>) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    names
+        .filter(|n| !seen.insert(*n))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Why the `i`-th topic of a CreateTopics or CreatePartitions request is refused before
+/// anything is done: past `TOPICS_PER_REQUEST_MAX`, denied, or named twice.
+pub(super) fn refusal(
+    i: usize,
+    name: &str,
+    denied: &BTreeSet<String>,
+    duplicates: &BTreeSet<String>,
+) -> Option<KafkaError> {
+    if i >= limits::TOPICS_PER_REQUEST_MAX {
+        return Some(KafkaError::new(
+            ResponseError::PolicyViolation,
+            format!(
+                "more than {} topics in one request",
+                limits::TOPICS_PER_REQUEST_MAX
+            ),
+        ));
+    }
+    if denied.contains(name) {
+        return Some(KafkaError::new(
+            ResponseError::TopicAuthorizationFailed,
+            "Authorization failed.",
+        ));
+    }
+    duplicates.contains(name).then(|| {
+        KafkaError::new(
+            ResponseError::InvalidRequest,
+            "topic named twice in one request",
+        )
+    })
 }
 
 fn create_one(

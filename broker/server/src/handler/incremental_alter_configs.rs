@@ -27,46 +27,66 @@ pub async fn handle(
     ctx: &ConnectionContext,
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
-    let denied: Vec<bool> = request
+    let asked: Vec<Asked> = request
         .resources
-        .iter()
-        .map(|r| !may_alter(ctx, r))
+        .into_iter()
+        .map(|resource| {
+            let changes = match may_alter(ctx, &resource) {
+                true => changes(&resource),
+                false => Err(denied()),
+            };
+            (resource.resource_type, resource.resource_name, changes)
+        })
         .collect();
+    let mut response = IncrementalAlterConfigsResponse::default();
+    response.responses = alter_all(ctx, asked, request.validate_only)
+        .await
+        .into_iter()
+        .map(|(resource_type, resource_name, error)| {
+            let mut out = AlterConfigsResourceResponse::default();
+            out.resource_type = resource_type;
+            out.resource_name = resource_name;
+            if let Some(e) = error {
+                out.error_code = e.code.code();
+                out.error_message = Some(StrBytes::from_string(e.message));
+            }
+            out
+        })
+        .collect();
+    response
+}
+
+/// One resource of a config change: its type, its name, and the changes to make (or why
+/// there are none).
+pub(super) type Asked = (i8, StrBytes, Result<Vec<ConfigChange>, KafkaError>);
+
+/// TOPIC_AUTHORIZATION_FAILED, as both AlterConfigs APIs answer a denied topic.
+pub(super) fn denied() -> KafkaError {
+    KafkaError::new(
+        ResponseError::TopicAuthorizationFailed,
+        "Topic authorization failed.",
+    )
+}
+
+/// Applies each resource's changes (`Broker::alter_topic_config`) on the blocking pool, in
+/// order: the resources back with their error, if any. The one path of AlterConfigs and
+/// IncrementalAlterConfigs.
+pub(super) async fn alter_all(
+    ctx: &ConnectionContext,
+    asked: Vec<Asked>,
+    validate_only: bool,
+) -> Vec<(i8, StrBytes, Option<KafkaError>)> {
     let broker = ctx.broker.clone();
-    let validate_only = request.validate_only;
-    let responses = tokio::task::spawn_blocking(move || {
-        request
-            .resources
+    tokio::task::spawn_blocking(move || {
+        asked
             .into_iter()
-            .zip(denied)
-            .map(|(resource, denied)| {
-                let result = if denied {
-                    Err(KafkaError::new(
-                        ResponseError::TopicAuthorizationFailed,
-                        "Topic authorization failed.",
-                    ))
-                } else {
-                    Ok(())
-                };
-                let result = result
-                    .and_then(|()| changes(&resource))
-                    .and_then(|changes| {
-                        broker
-                            .alter_topic_config(
-                                resource.resource_name.as_str(),
-                                &changes,
-                                validate_only,
-                            )
-                            .map(|_| ())
-                    });
-                let mut out = AlterConfigsResourceResponse::default();
-                out.resource_type = resource.resource_type;
-                out.resource_name = resource.resource_name;
-                if let Err(e) = result {
-                    out.error_code = e.code.code();
-                    out.error_message = Some(StrBytes::from_string(e.message));
-                }
-                out
+            .map(|(resource_type, name, changes)| {
+                let result = changes.and_then(|changes| {
+                    broker
+                        .alter_topic_config(name.as_str(), &changes, validate_only)
+                        .map(|_| ())
+                });
+                (resource_type, name, result.err())
             })
             .collect()
     })
@@ -74,10 +94,7 @@ pub async fn handle(
     .unwrap_or_else(|e| {
         tracing::error!(error = %e, "alter configs task failed");
         Vec::new()
-    });
-    let mut response = IncrementalAlterConfigsResponse::default();
-    response.responses = responses;
-    response
+    })
 }
 
 /// ALTER_CONFIGS on the topic, and READ on a partitioner plugin a change binds it to.

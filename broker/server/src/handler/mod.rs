@@ -278,13 +278,9 @@ async fn dispatch(
     body = upgraded;
     // Decodes the request at the version it is read as, and releases the frame's budget.
     macro_rules! request {
-        () => {{
-            let request = decode(&mut body, key, decode_version)?;
-            // What the request kept of the frame it copied or shares; the rest goes now.
-            drop(std::mem::take(&mut body));
-            budget.take();
-            request
-        }};
+        () => {
+            take_request(&mut body, &mut budget, key, decode_version)?
+        };
     }
     // Encodes a response at the request's version (or the old-version shim's bytes).
     macro_rules! reply {
@@ -357,12 +353,9 @@ async fn txn_dispatch(
     mut budget: Option<FrameBudget>,
 ) -> Result<Option<Response>, FrameError> {
     macro_rules! request {
-        () => {{
-            let request = decode(&mut body, key, version)?;
-            drop(std::mem::take(&mut body));
-            budget.take();
-            request
-        }};
+        () => {
+            take_request(&mut body, &mut budget, key, version)?
+        };
     }
     macro_rules! reply {
         ($response:expr) => {
@@ -422,6 +415,20 @@ async fn fetch_reply(
     let mut chunks = vec![Chunk::Bytes(encode_header(header.correlation_id, hv)?)];
     chunks.extend(fetch_wire::encode(response, version));
     Ok(Response { chunks })
+}
+
+/// Decodes the request at the version it is read as, then releases the frame: what the
+/// request kept of the frame it copied or shares stays, the rest and its budget go now.
+fn take_request<T: Decodable>(
+    body: &mut Bytes,
+    budget: &mut Option<FrameBudget>,
+    key: ApiKey,
+    version: i16,
+) -> Result<T, FrameError> {
+    let request = decode(body, key, version)?;
+    drop(std::mem::take(body));
+    budget.take();
+    Ok(request)
 }
 
 fn decode<T: Decodable>(body: &mut Bytes, key: ApiKey, version: i16) -> Result<T, FrameError> {
