@@ -426,7 +426,15 @@ def test_kafka_python_group_consumers_and_admin(broker_factory, topic_name):
                 for batch in c.poll(timeout_ms=100).values():
                     seen.update((m.partition, m.offset) for m in batch)
             owned = [{tp.partition for tp in c.assignment()} for c in consumers]
-            return len(seen) == 20 and all(len(o) == 2 for o in owned) and set().union(*owned) == {0, 1, 2, 3}
+            split = all(len(o) == 2 for o in owned) and set().union(*owned) == {0, 1, 2, 3}
+            # `seen` is shared, so a member that took over partitions another had drained
+            # has not read them itself yet: commit() would carry nothing for them. Wait
+            # until each member's own position is at the end of what it owns.
+            return (
+                split
+                and len(seen) == 20
+                and all(c.position(tp, timeout_ms=1000) == 5 for c in consumers for tp in c.assignment())
+            )
 
         wait_until(split_and_drained, DEADLINE_S, "two kafka-python members splitting four partitions")
         for c in consumers:
