@@ -59,6 +59,8 @@ class Broker:
         self.env = dict(env)
         self.proc: subprocess.Popen | None = None
         self.port: int | None = None
+        # The Kafka listener's address: ephemeral unless a restart keeps the port.
+        self.listen = "127.0.0.1:0"
         # The port of the latest start (kept after stop, unlike `port`).
         self.last_port: int | None = None
         # The admin HTTP API's port of the latest start.
@@ -90,7 +92,7 @@ class Broker:
             "--data-dir",
             str(self.data_dir),
             "--listen",
-            "127.0.0.1:0",
+            self.listen,
             "--admin-listen",
             "127.0.0.1:0",
         ]
@@ -176,9 +178,14 @@ class Broker:
         self.port = None
         self._join_stdout_reader()
 
-    def restart(self) -> "Broker":
-        """Graceful stop (asserting exit 0) then start on the same data dir (the port changes)."""
+    def restart(self, keep_port: bool = False) -> "Broker":
+        """Graceful stop (asserting exit 0) then start on the same data dir. The port changes
+        unless `keep_port` (for clients that must reconnect to the broker they knew; the
+        listener binds with SO_REUSEADDR, so the port is free again at once)."""
+        port = self.port
         self.stop()
+        if keep_port:
+            self.listen = f"127.0.0.1:{port}"
         return self.start()
 
     def is_running(self) -> bool:

@@ -61,6 +61,17 @@ def list_offsets(
 
 
 def metadata_body(version: int, topics: list[str] | None) -> Fields:
+    if version >= 9:  # flexible
+        def entry(name: str) -> Fields:
+            f = Fields()
+            if version >= 10:
+                f.uuid()  # topic id: none
+            return f.compact_string(name).tagged_fields()
+
+        f = Fields().compact_array(None if topics is None else [entry(t) for t in topics]).bool(True)
+        if version <= 10:
+            f.bool(False)  # include cluster authorized operations
+        return f.bool(False).tagged_fields()
     f = Fields()
     if version == 0:
         f.string_array(topics or [])
@@ -320,8 +331,8 @@ def create_partitions_body(version: int, topic: str) -> Fields:
 
 
 def cluster_admin_requests(version: int, n: FuzzNames) -> dict:
-    """DescribeCluster, ElectLeaders, DeleteRecords (of nothing) and DescribeLogDirs of the
-    scratch topic."""
+    """DescribeCluster, ElectLeaders, DeleteRecords (of nothing), DescribeLogDirs and
+    OffsetForLeaderEpoch of the scratch topic."""
 
     def topics() -> Fields:
         if version >= 2:
@@ -358,7 +369,18 @@ def cluster_admin_requests(version: int, n: FuzzNames) -> dict:
         config = Fields().string("retention.ms").string("-1")
         return Fields().array([Fields().i8(RESOURCE_TOPIC).string(n.topic).array([config])]).bool(True)
 
+    def offset_for_leader_epoch() -> Fields:
+        # Epoch 0 of partition 0, no current epoch: answered from the epoch cache.
+        if version >= 4:
+            part = Fields().i32(0).i32(-1).i32(0).tagged_fields()
+            topic = Fields().compact_string(n.topic).compact_array([part]).tagged_fields()
+            return Fields().i32(-1).compact_array([topic]).tagged_fields()
+        part = Fields().i32(0).i32(-1).i32(0)
+        f = Fields().i32(-1) if version >= 3 else Fields()
+        return f.array([Fields().string(n.topic).array([part])])
+
     return {
+        kw.API_OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch,
         kw.API_DELETE_RECORDS: delete_records,
         kw.API_OFFSET_DELETE: lambda: Fields().string(f"{n.group}-gone").array([Fields().string(n.topic).array([Fields().i32(0)])]),
         kw.API_ALTER_CONFIGS: alter_configs,

@@ -56,6 +56,7 @@ API_TXN_OFFSET_COMMIT = 28
 API_DESCRIBE_TRANSACTIONS = 65
 API_CREATE_PARTITIONS = 37
 API_DESCRIBE_LOG_DIRS = 35
+API_OFFSET_FOR_LEADER_EPOCH = 23
 API_ELECT_LEADERS = 43
 API_DESCRIBE_CLUSTER = 60
 API_DELETE_RECORDS = 21
@@ -196,6 +197,11 @@ class Fields:
         self._add("length", uvarint(0 if s is None else len(s.encode()) + 1))
         return self if s is None else self._add("value", s.encode())
 
+    def uuid(self, v: bytes = bytes(16)) -> "Fields":
+        """A 16-byte UUID (the zero UUID by default: "none")."""
+        assert len(v) == 16
+        return self._add("value", v)
+
     def f64(self, v: float) -> "Fields":
         return self._add("value", struct.pack(">d", v))
 
@@ -240,11 +246,13 @@ class Fields:
 def is_flexible(api_key: int, version: int) -> bool:
     """Whether a request uses header v2 and compact fields: of what the broker serves,
     ApiVersions v3+, AddPartitionsToTxn v3+, CreatePartitions, DeleteRecords, AlterConfigs,
-    ElectLeaders and DescribeLogDirs v2+, and the APIs whose only version, v0, is
+    ElectLeaders and DescribeLogDirs v2+, OffsetForLeaderEpoch v4+, Metadata v9+, and the APIs whose only version, v0, is
     flexible (SCRAM credentials, DescribeProducers, DescribeTransactions, ListTransactions)."""
     return (
         (api_key == API_API_VERSIONS and version >= 3)
         or (api_key == API_ADD_PARTITIONS_TO_TXN and version >= 3)
+        or (api_key == API_OFFSET_FOR_LEADER_EPOCH and version >= 4)
+        or (api_key == API_METADATA and version >= 9)
         or (
             api_key
             in (API_CREATE_PARTITIONS, API_ELECT_LEADERS, API_DESCRIBE_LOG_DIRS, API_DELETE_RECORDS, API_ALTER_CONFIGS)

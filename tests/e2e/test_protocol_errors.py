@@ -35,7 +35,7 @@ CONTRACT_VERSIONS = {
     0: (0, 8),
     1: (4, 11),  # Fetch
     2: (1, 5),  # ListOffsets
-    3: (0, 8),  # Metadata
+    3: (0, 12),  # Metadata (v9+ flexible)
     18: (0, 3),  # ApiVersions
     19: (0, 4),  # CreateTopics
     20: (0, 3),  # DeleteTopics

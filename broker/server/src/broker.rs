@@ -116,6 +116,8 @@ pub struct Partition {
     /// Why this partition could not be opened at start (naming the path): it has no log and
     /// answers KAFKA_STORAGE_ERROR until the topic is deleted (`quarantine.rs`).
     offline: Option<String>,
+    /// The leader epoch of this leadership (begun when the log was opened; -1 offline).
+    pub leader_epoch: i32,
 }
 
 /// `topics/<topic>/topic.json`.
@@ -151,7 +153,14 @@ pub(crate) struct ClusterFile {
 }
 
 impl Partition {
-    fn new(topic: &str, index: i32, log: Log) -> Self {
+    /// Opening a partition is a new leadership of it: the next leader epoch begins
+    /// (`Log::begin_next_leader_epoch`). If that cannot be recorded (a full disk) the log
+    /// keeps its latest epoch, which only makes truncation detection less precise.
+    fn new(topic: &str, index: i32, mut log: Log) -> Self {
+        let leader_epoch = log.begin_next_leader_epoch().unwrap_or_else(|error| {
+            tracing::warn!(%topic, partition = index, %error, "could not begin a new leader epoch; keeping the last");
+            log.leader_epoch()
+        });
         let (end_offset, _) = watch::channel(log.log_end_offset().value());
         let sync = SyncCoordinator::new(log.durable_offset().value());
         Self {
@@ -162,6 +171,7 @@ impl Partition {
             metrics: crate::metrics::PartitionMetrics::default(),
             sync,
             offline: None,
+            leader_epoch,
         }
     }
 
@@ -176,6 +186,20 @@ impl Partition {
             metrics: crate::metrics::PartitionMetrics::default(),
             sync: SyncCoordinator::new(0),
             offline: Some(reason),
+            leader_epoch: -1,
+        }
+    }
+
+    /// KIP-320: a request naming the leader epoch it knows (-1: none) is refused when that
+    /// is older (FENCED_LEADER_EPOCH) or newer (UNKNOWN_LEADER_EPOCH) than this leadership's.
+    /// An offline partition passes: its answer is KAFKA_STORAGE_ERROR.
+    pub fn check_leader_epoch(&self, known: i32) -> Result<(), ResponseError> {
+        if known < 0 || known == self.leader_epoch || self.offline.is_some() {
+            Ok(())
+        } else if known < self.leader_epoch {
+            Err(ResponseError::FencedLeaderEpoch)
+        } else {
+            Err(ResponseError::UnknownLeaderEpoch)
         }
     }
 

@@ -25,11 +25,12 @@ const fn api(key: ApiKey, min: i16, max: i16) -> ApiSupport {
     }
 }
 
-/// Everything we implement. Non-flexible versions only, except ApiVersions v3, the APIs
+/// Everything we implement. Non-flexible versions only, except ApiVersions v3, Metadata
+/// v9-v12, the APIs
 /// whose only version is flexible (the SCRAM credential APIs, DescribeProducers,
 /// DescribeTransactions, ListTransactions, DescribeCluster), AddPartitionsToTxn v3-v4 (v4's
 /// batched form), CreatePartitions v2-v3, DeleteRecords, AlterConfigs and ElectLeaders v2
-/// and DescribeLogDirs v2-v4.
+/// DescribeLogDirs v2-v4 and OffsetForLeaderEpoch v4.
 ///
 /// Produce advertises v0-v2 without serving them: librdkafka before 2.x only enables
 /// compression when the broker advertises Produce v0 (KAFKA-18659); a v0-v2 request gets
@@ -46,7 +47,8 @@ pub const SUPPORTED: &[ApiSupport] = &[
     },
     api(ApiKey::Fetch, 4, 11),
     api(ApiKey::ListOffsets, 1, 5),
-    api(ApiKey::Metadata, 0, 8),
+    // v9+ are flexible; librdkafka trusts leader epochs only from v9 (KIP-320).
+    api(ApiKey::Metadata, 0, 12),
     api(ApiKey::FindCoordinator, 0, 2),
     api(ApiKey::CreateTopics, 0, 4),
     api(ApiKey::DeleteTopics, 0, 3),
@@ -60,6 +62,9 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::DescribeCluster, 0, 1),
     api(ApiKey::ElectLeaders, 0, 2),
     api(ApiKey::DescribeLogDirs, 0, 4),
+    // v4 is flexible; v0-v1 (replica fetchers before KIP-320) are gone from the codec
+    // crate and from Kafka 4.0 (KIP-896).
+    api(ApiKey::OffsetForLeaderEpoch, 2, 4),
     api(ApiKey::DescribeConfigs, 0, 3),
     api(ApiKey::IncrementalAlterConfigs, 0, 0),
     api(ApiKey::ApiVersions, 0, 3),
@@ -140,6 +145,7 @@ mod tests {
     fn only_api_versions_uses_flexible_versions() {
         let flexible_only = [
             ApiKey::ApiVersions,
+            ApiKey::Metadata,
             ApiKey::DescribeUserScramCredentials,
             ApiKey::AlterUserScramCredentials,
             ApiKey::DescribeProducers,
@@ -150,6 +156,7 @@ mod tests {
             ApiKey::AlterConfigs,
             ApiKey::ElectLeaders,
             ApiKey::DescribeLogDirs,
+            ApiKey::OffsetForLeaderEpoch,
             ApiKey::DescribeTransactions,
             ApiKey::ListTransactions,
         ];

@@ -59,9 +59,9 @@ async fn unknown_api_keys_and_unserved_versions_close_the_connection() {
     let mut client = broker.client().await;
     client.send_raw(&frame).await;
     assert!(client.closed_by_broker().await);
-    // Metadata v12 is a real version, but not one we serve.
+    // Metadata v13 is a real version (Kafka 4.x), but not one we serve.
     let mut frame = encode_request(ApiKey::Metadata, 8, 1, &MetadataRequest::default()).to_vec();
-    frame[6..8].copy_from_slice(&12i16.to_be_bytes());
+    frame[6..8].copy_from_slice(&13i16.to_be_bytes());
     let mut client = broker.client().await;
     client.send_raw(&frame).await;
     assert!(client.closed_by_broker().await);

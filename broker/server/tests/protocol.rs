@@ -146,7 +146,10 @@ async fn metadata_advertises_the_bound_port_and_auto_creates() {
     let topic = &response.topics[0];
     assert_eq!(topic.error_code, 0);
     assert_eq!(topic.partitions.len(), 3);
-    assert_eq!(topic.partitions[0].leader_epoch, -1);
+    assert_eq!(
+        topic.partitions[0].leader_epoch, 0,
+        "a new partition's first leadership"
+    );
     let response: MetadataResponse = client
         .call(ApiKey::Metadata, 8, &metadata_request(&["other"], false))
         .await;

@@ -19,7 +19,8 @@ pub const LOG_OVERHEAD_BYTES: usize = limits::BATCH_LOG_OVERHEAD_BYTES as usize;
 pub const MAGIC_V2: i8 = 2;
 /// Timestamp value meaning "none".
 pub const NO_TIMESTAMP: i64 = -1;
-/// Leader epoch written into every appended batch (one broker, one epoch).
+/// Leader epoch stamped into appended batches while no epoch has begun (a log whose owner
+/// never calls `Log::begin_next_leader_epoch`: the internal logs).
 pub const PARTITION_LEADER_EPOCH: i32 = 0;
 
 /// Field positions inside the header.

@@ -67,7 +67,7 @@ fn unframe(
         .collect())
 }
 
-fn read_optional(fs: &dyn Fs, path: &Path) -> Result<Option<Vec<u8>>, StorageError> {
+pub(crate) fn read_optional(fs: &dyn Fs, path: &Path) -> Result<Option<Vec<u8>>, StorageError> {
     if !fs.exists(path)? {
         return Ok(None);
     }

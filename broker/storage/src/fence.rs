@@ -92,6 +92,14 @@ impl Log {
             &recovered.segments,
             recovered.log_start_offset,
         )?;
+        self.epochs = crate::epoch::EpochCache::load(
+            self.fs.as_ref(),
+            &self.dir,
+            &recovered.segments,
+            recovered.log_start_offset,
+            log_end,
+            false,
+        )?;
         self.segments = recovered.segments;
         self.log_start_offset = recovered.log_start_offset;
         self.recovery_point = log_end;

@@ -26,6 +26,8 @@
 //! - `segment`: one `.log` + `.index` + `.timeindex`: append, lookup, read ranges, seal.
 //! - `checkpoint`: `partition.checkpoint` (log start offset, recovery point) and the
 //!   `clean-shutdown` marker, written atomically.
+//! - [`epoch`]: the leader epoch cache (`leader-epoch.checkpoint`): where each leader epoch
+//!   began, for OffsetForLeaderEpoch; the epoch stamped into appended batches.
 //! - `recovery`: opening a directory: trusted segments opened, the rest scanned and
 //!   truncated at the first bad byte, indexes rebuilt.
 //! - [`Log`] (`log.rs`): append, read, roll, flush, close, ListOffsets by time;
@@ -50,6 +52,7 @@ mod checkpoint;
 pub mod config;
 mod crc_walk;
 mod entry_file;
+pub mod epoch;
 pub mod error;
 mod fence;
 mod group_sync;

@@ -90,5 +90,11 @@ pub const PRODUCER_SNAPSHOTS_KEPT: usize = 2;
 /// `PRODUCERS_PER_PARTITION_MAX` producers with all their batches take ~20 MiB.
 pub const PRODUCER_SNAPSHOT_BYTES_MAX: u64 = 256 * 1024 * 1024;
 
+/// Entries kept in a partition's leader epoch cache (`leader-epoch.checkpoint`): one per
+/// leadership that appended records. Past it the oldest entry is dropped; a question about
+/// an epoch older than the first entry kept is answered with the first entry's start offset,
+/// which is still a safe truncation point. Bounds the file (12 bytes per entry) and memory.
+pub const LEADER_EPOCH_ENTRIES_MAX: usize = 1024;
+
 const _: () = assert!(PRODUCER_BATCHES_RETAINED <= u8::MAX as usize);
 const _: () = assert!(PRODUCER_SNAPSHOTS_KEPT >= 1);

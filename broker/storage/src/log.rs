@@ -5,6 +5,7 @@
 use crate::batch;
 use crate::checkpoint::{self, Checkpoint};
 use crate::config::{Durability, LogConfig, TimestampType};
+use crate::epoch::EpochCache;
 use crate::error::{AppendError, BatchError, ReadError, StorageError};
 use crate::io::{Fs, RealFs, StorageFile};
 use crate::offset::Offset;
@@ -49,6 +50,8 @@ pub struct Log {
     /// Idempotent and transactional producers, open and aborted transactions: derived
     /// from the batches (`producer.rs`), rebuilt at open.
     pub(crate) producers: ProducerStateMap,
+    /// Where each leader epoch began (`epoch.rs`); the latest is stamped into appends.
+    pub(crate) epochs: EpochCache,
 }
 
 /// What `append` did.
@@ -164,9 +167,18 @@ impl Log {
             &recovered.segments,
             recovered.log_start_offset,
         )?;
-        tracing::info!(dir = %dir.display(), segments = recovered.segments.len(), log_start = %recovered.log_start_offset, %log_end, "opened log");
+        let epochs = EpochCache::load(
+            fs.as_ref(),
+            dir,
+            &recovered.segments,
+            recovered.log_start_offset,
+            log_end,
+            recovered.clean,
+        )?;
+        tracing::info!(dir = %dir.display(), segments = recovered.segments.len(), log_start = %recovered.log_start_offset, %log_end, leader_epoch = epochs.current(), "opened log");
         Ok(Log {
             producers,
+            epochs,
             fs,
             dir: dir.to_path_buf(),
             config,
@@ -242,6 +254,48 @@ impl Log {
             .expect("a log always has a segment")
     }
 
+    /// The current leader epoch (`epoch::UNDEFINED_EPOCH` if none began).
+    #[must_use]
+    pub fn leader_epoch(&self) -> i32 {
+        self.epochs.current()
+    }
+
+    /// A new leadership of this log (the broker opened it): the next leader epoch begins at
+    /// the log end, recorded durably before any append carries it. After a clean shutdown an
+    /// epoch that holds no records is kept instead (nothing was read in it). Returns the
+    /// epoch appends now carry.
+    pub fn begin_next_leader_epoch(&mut self) -> Result<i32, StorageError> {
+        let log_end = self.log_end_offset();
+        if let Some(epoch) = self.epochs.reusable(log_end) {
+            return Ok(epoch);
+        }
+        let next = self.epochs.current().saturating_add(1).max(0);
+        self.epochs
+            .begin(self.fs.as_ref(), &self.dir, next, log_end)?;
+        Ok(next)
+    }
+
+    /// OffsetForLeaderEpoch: the largest epoch `<= requested` this log knows and the offset
+    /// it ended at (the next epoch's start; the log end for the current one), or
+    /// `(-1, -1)` for an epoch newer than any here.
+    #[must_use]
+    pub fn end_offset_for_leader_epoch(&self, requested: i32) -> (i32, i64) {
+        self.epochs.end_offset_for(requested, self.log_end_offset())
+    }
+
+    /// The leader epoch `offset` was appended in (`-1` before every known epoch).
+    #[must_use]
+    pub fn leader_epoch_at(&self, offset: Offset) -> i32 {
+        self.epochs.epoch_at(offset)
+    }
+
+    fn stamped_epoch(&self) -> i32 {
+        match self.epochs.current() {
+            crate::epoch::UNDEFINED_EPOCH => batch::PARTITION_LEADER_EPOCH,
+            epoch => epoch,
+        }
+    }
+
     /// Validates, numbers and appends one or more concatenated batches.
     pub fn append(
         &mut self,
@@ -263,7 +317,12 @@ impl Log {
             TimestampType::LogAppendTime => now_ms,
             TimestampType::CreateTime => -1,
         };
-        let last_offset = assign_offsets(batches, base_offset, log_append_time_ms);
+        let last_offset = assign_offsets(
+            batches,
+            base_offset,
+            self.stamped_epoch(),
+            log_append_time_ms,
+        );
         let apply = if summary.has_producer {
             Apply::Data
         } else {
@@ -339,7 +398,7 @@ impl Log {
             now_ms,
         );
         let base_offset = self.log_end_offset();
-        let last_offset = assign_offsets(&mut bytes, base_offset, -1);
+        let last_offset = assign_offsets(&mut bytes, base_offset, self.stamped_epoch(), -1);
         self.write(&bytes, now_ms, Apply::Marker(marker, coordinator_epoch))
             .map_err(|e| AppendError::Io(self.fence(e)))?;
         self.unflushed_records += 1;
@@ -665,14 +724,19 @@ fn too_large_or_invalid(error: BatchError, limit: u32) -> AppendError {
 
 /// Rewrites base offsets (and leader epoch, and log-append time) of validated batches;
 /// returns the last offset assigned.
-fn assign_offsets(batches: &mut [u8], base_offset: Offset, log_append_time_ms: i64) -> Offset {
+fn assign_offsets(
+    batches: &mut [u8],
+    base_offset: Offset,
+    leader_epoch: i32,
+    log_append_time_ms: i64,
+) -> Offset {
     let mut next = base_offset.value();
     let mut position = 0;
     while position < batches.len() {
         let header = batch::parse_header(&batches[position..]).expect("validated");
         let bytes = &mut batches[position..position + header.total_bytes()];
         batch::set_base_offset(bytes, next);
-        batch::set_partition_leader_epoch(bytes, batch::PARTITION_LEADER_EPOCH);
+        batch::set_partition_leader_epoch(bytes, leader_epoch);
         if log_append_time_ms >= 0 {
             batch::set_log_append_time(bytes, log_append_time_ms);
         }

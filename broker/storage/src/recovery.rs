@@ -22,6 +22,8 @@ use std::path::Path;
 pub(crate) struct Recovered {
     pub segments: Vec<Segment>,
     pub log_start_offset: Offset,
+    /// The clean-shutdown marker vouched for the log end: nothing was lost.
+    pub clean: bool,
 }
 
 /// Base offsets of `<20 digits>.log` files, sorted. Removes leftover temp files and
@@ -67,17 +69,21 @@ pub(crate) fn recover(
         None
     });
     let clean_end = checkpoint::read_clean_shutdown(fs, dir)?;
-    let mut segments = load(fs, dir, config, &bases, checkpoint, clean_end.is_some())?;
+    let mut clean = clean_end.is_some();
+    let mut segments = load(fs, dir, config, &bases, checkpoint, clean)?;
     let log_end = segments.last().map(|s| s.end_offset);
     if let (Some(marker), Some(end)) = (clean_end, log_end)
         && marker != end
     {
+        clean = false;
         tracing::warn!(dir = %dir.display(), %marker, %end, "clean-shutdown marker disagrees with the log; recovering");
         drop(segments);
         let bases = list_segments(fs, dir)?;
         segments = load(fs, dir, config, &bases, checkpoint, false)?;
     }
-    finish(fs, dir, config, segments, checkpoint)
+    let mut recovered = finish(fs, dir, config, segments, checkpoint)?;
+    recovered.clean = clean;
+    Ok(recovered)
 }
 
 /// Trusted segments opened, the rest scanned; inconsistent tails deleted.
@@ -179,6 +185,7 @@ fn finish(
     Ok(Recovered {
         segments,
         log_start_offset,
+        clean: false,
     })
 }
 

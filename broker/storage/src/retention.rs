@@ -207,6 +207,7 @@ impl Log {
         );
         self.log_start_offset = self.log_start_offset.max(new_start);
         self.producers.truncate_head(self.log_start_offset);
+        self.epochs.truncate_head(self.log_start_offset);
         if self.fenced {
             return self.delete_oldest_fenced(count, now_ms);
         }
@@ -265,6 +266,7 @@ impl Log {
             self.delete_oldest(below, offset, now_ms)?;
         } else {
             self.log_start_offset = offset;
+            self.epochs.truncate_head(offset);
             self.write_checkpoint(now_ms)?;
         }
         Ok(self.log_start_offset)

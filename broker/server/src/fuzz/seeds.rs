@@ -295,7 +295,7 @@ fn admin_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
     }
 }
 
-/// The bodies of the committed-offset admin requests.
+/// The bodies of the committed-offset admin requests and OffsetForLeaderEpoch.
 fn offsets_admin_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
     macro_rules! enc {
         ($m:expr) => {
@@ -312,6 +312,20 @@ fn offsets_admin_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
                         .with_partitions(vec![
                             offset_delete_request::OffsetDeleteRequestPartition::default()
                                 .with_partition_index(0)
+                        ])
+                ])
+        ),
+        ApiKey::OffsetForLeaderEpoch => enc!(
+            OffsetForLeaderEpochRequest::default()
+                .with_replica_id(BrokerId(-1))
+                .with_topics(vec![
+                    offset_for_leader_epoch_request::OffsetForLeaderTopic::default()
+                        .with_topic(topic())
+                        .with_partitions(vec![
+                            offset_for_leader_epoch_request::OffsetForLeaderPartition::default()
+                                .with_partition(0)
+                                .with_current_leader_epoch(-1)
+                                .with_leader_epoch(0)
                         ])
                 ])
         ),

@@ -144,6 +144,10 @@ fn resolve(ctx: &ConnectionContext, topics: Vec<FetchTopic>) -> Arc<[(String, Ve
                             .read_partition(&name, p.partition)
                             .map_or((None, None), |(p, v)| (Some(p), v))
                     };
+                    let refused = refused.or_else(|| {
+                        let found = partition.as_ref()?;
+                        found.check_leader_epoch(p.current_leader_epoch).err()
+                    });
                     if let Some(view) = &view {
                         // An ephemeral view stays while fetched, even at the end of the log.
                         view.touch(ctx.broker.now_ms());

@@ -2,14 +2,17 @@
 //! any other timestamp the first record whose timestamp is at or after it (-1/-1 when there
 //! is none): the storage engine finds the batch through the time index and walks its
 //! records, decompressing a compressed batch with `codec` (bounded), as Kafka does. A
-//! partition listed twice is INVALID_REQUEST in every entry, as in Kafka.
+//! partition listed twice is INVALID_REQUEST in every entry, as in Kafka. v4+ answers the
+//! leader epoch the offset was appended in and checks the `current_leader_epoch` the client
+//! knows (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH, KIP-320).
 
 use kafka_protocol::ResponseError;
+use kafka_protocol::messages::list_offsets_request::ListOffsetsPartition;
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
-use sluice_storage::Compression;
+use sluice_storage::{Compression, Offset};
 
 use sluice_security::acl::AclOperation;
 
@@ -28,7 +31,7 @@ const LATEST_TIMESTAMP: i64 = -1;
 pub async fn handle(
     ctx: &ConnectionContext,
     request: ListOffsetsRequest,
-    _version: i16,
+    version: i16,
 ) -> ListOffsetsResponse {
     // Without DESCRIBE on a topic: TOPIC_AUTHORIZATION_FAILED for its partitions.
     let denied: std::collections::HashSet<String> = request
@@ -64,13 +67,11 @@ pub async fn handle(
                         if duplicates.contains(&(name, p.partition_index)) {
                             return refused(p.partition_index, ResponseError::InvalidRequest);
                         }
-                        lookup(
-                            &broker,
-                            name,
-                            p.partition_index,
-                            p.timestamp,
-                            read_committed,
-                        )
+                        let mut found = lookup(&broker, name, p, read_committed);
+                        if version < 4 {
+                            found.leader_epoch = -1; // no such field before v4
+                        }
+                        found
                     })
                     .collect();
                 out.name = topic.name.clone();
@@ -100,13 +101,14 @@ fn refused(index: i32, error: ResponseError) -> ListOffsetsPartitionResponse {
     out
 }
 
+/// The offset `asked.timestamp` names, with the leader epoch it was appended in (v4+).
 fn lookup(
     broker: &Broker,
     topic: &str,
-    index: i32,
-    timestamp: i64,
+    asked: &ListOffsetsPartition,
     read_committed: bool,
 ) -> ListOffsetsPartitionResponse {
+    let index = asked.partition_index;
     let mut out = ListOffsetsPartitionResponse::default();
     out.partition_index = index;
     out.timestamp = -1;
@@ -116,19 +118,27 @@ fn lookup(
         out.error_code = ResponseError::UnknownTopicOrPartition.code();
         return out;
     };
-    let found = partition.with_log(|log| match timestamp {
-        EARLIEST_TIMESTAMP => Ok(Some((log.log_start_offset().value(), -1))),
-        // read_committed (isolation_level 1, v2+): the last stable offset.
-        LATEST_TIMESTAMP if read_committed => Ok(Some((log.last_stable_offset().value(), -1))),
-        LATEST_TIMESTAMP => Ok(Some((log.log_end_offset().value(), -1))),
-        ts => log
-            .offset_for_timestamp_with(ts, Some(&decompress))
-            .map(|hit| hit.map(|(offset, ts)| (offset.value(), ts))),
+    if let Err(error) = partition.check_leader_epoch(asked.current_leader_epoch) {
+        out.error_code = error.code();
+        return out;
+    }
+    let found = partition.with_log(|log| {
+        let found = match asked.timestamp {
+            EARLIEST_TIMESTAMP => Ok(Some((log.log_start_offset().value(), -1))),
+            // read_committed (isolation_level 1, v2+): the last stable offset.
+            LATEST_TIMESTAMP if read_committed => Ok(Some((log.last_stable_offset().value(), -1))),
+            LATEST_TIMESTAMP => Ok(Some((log.log_end_offset().value(), -1))),
+            ts => log
+                .offset_for_timestamp_with(ts, Some(&decompress))
+                .map(|hit| hit.map(|(offset, ts)| (offset.value(), ts))),
+        };
+        found.map(|hit| hit.map(|(offset, ts)| (offset, ts, log.leader_epoch_at(Offset(offset)))))
     });
     match found {
-        Ok(Ok(Some((offset, ts)))) => {
+        Ok(Ok(Some((offset, ts, epoch)))) => {
             out.offset = offset;
             out.timestamp = ts;
+            out.leader_epoch = epoch;
         }
         Ok(Ok(None)) => {}
         Ok(Err(e)) => {

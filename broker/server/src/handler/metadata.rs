@@ -1,6 +1,8 @@
-//! Metadata: this broker as the only node, leader of every partition (leader epoch -1:
-//! unknown), the advertised host and port, and the requested topics, auto-creating unknown
-//! ones when the client allows it (v4+) and `auto.create.topics.enable` is on. A view is
+//! Metadata v0-v12: this broker as the only node, leader of every partition at the
+//! partition's leader epoch (v7+; librdkafka trusts epochs from v9), the advertised host and
+//! port, and the requested topics, auto-creating unknown ones when the client allows it
+//! (v4+) and `auto.create.topics.enable` is on. Topics have no topic ids (v10+ answers the
+//! zero id, Kafka's "none"); a topic asked for by id alone is UNKNOWN_TOPIC_ID. A view is
 //! listed as a topic with its source's partitions (ephemeral views only when named). An
 //! offline partition (`broker/quarantine.rs`) is LEADER_NOT_AVAILABLE with leader -1.
 //!
@@ -50,8 +52,7 @@ pub async fn handle(
         Some(topics) => Some(
             topics
                 .into_iter()
-                .filter_map(|t| t.name)
-                .map(|n| n.0.to_string())
+                .map(|t| t.name.map(|n| n.0.to_string()).ok_or(t.topic_id))
                 .collect::<Vec<_>>(),
         ),
     };
@@ -76,12 +77,31 @@ pub async fn handle(
             let allow_create = version < 4 || request.allow_auto_topic_creation;
             let mut topics = Vec::with_capacity(names.len().min(limits::TOPICS_PER_REQUEST_MAX));
             for name in names.into_iter().take(limits::TOPICS_PER_REQUEST_MAX) {
-                topics.push(lookup_or_create(ctx, name, allow_create).await);
+                topics.push(match name {
+                    Ok(name) => lookup_or_create(ctx, name, allow_create).await,
+                    Err(topic_id) => {
+                        // Asked for by id only (v10+): sluice topics have no ids.
+                        let mut topic = MetadataResponseTopic::default();
+                        topic.topic_id = topic_id;
+                        topic.error_code = ResponseError::UnknownTopicId.code();
+                        topic
+                    }
+                });
             }
             topics
         }
     };
     authorized_operations(ctx, asked_operations, &mut response);
+    if version < 7 {
+        // No leader epoch field before v7 (the codec refuses a set one).
+        for p in response
+            .topics
+            .iter_mut()
+            .flat_map(|t| t.partitions.iter_mut())
+        {
+            p.leader_epoch = -1;
+        }
+    }
     response
 }
 
@@ -176,7 +196,7 @@ fn describe(name: &str, topic: &Topic) -> MetadataResponseTopic {
         .map(|p| {
             let mut partition = MetadataResponsePartition::default();
             partition.partition_index = p.index;
-            partition.leader_epoch = -1;
+            partition.leader_epoch = p.leader_epoch;
             partition.replica_nodes = vec![BrokerId(NODE_ID)];
             if p.offline_reason().is_some() {
                 // Kafka's answer for a partition whose only replica is on a failed log dir.

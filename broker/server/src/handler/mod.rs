@@ -39,6 +39,7 @@ mod metadata;
 mod offset_commit;
 mod offset_delete;
 mod offset_fetch;
+mod offset_for_leader_epoch;
 pub(crate) mod produce;
 mod quotas;
 mod sasl;
@@ -342,7 +343,7 @@ async fn dispatch(
 
 /// The idempotence and transaction APIs and the cluster admin APIs (CreatePartitions,
 /// DeleteRecords, AlterConfigs, OffsetDelete, DescribeCluster, ElectLeaders,
-/// DescribeLogDirs): `dispatch` for them (none has an
+/// DescribeLogDirs, OffsetForLeaderEpoch): `dispatch` for them (none has an
 /// old-version shim).
 async fn txn_dispatch(
     ctx: &ConnectionContext,
@@ -389,6 +390,9 @@ async fn txn_dispatch(
         ApiKey::ElectLeaders => reply!(elect_leaders::handle(ctx, request!(), version)),
         ApiKey::DescribeLogDirs => {
             reply!(describe_log_dirs::handle(ctx, request!(), version).await)
+        }
+        ApiKey::OffsetForLeaderEpoch => {
+            reply!(offset_for_leader_epoch::handle(ctx, request!()))
         }
         other => {
             return Err(FrameError::Malformed(format!(

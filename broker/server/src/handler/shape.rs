@@ -92,6 +92,19 @@ fn schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
                 Array(fields([Some(I32), since(v, 4, I32), Some(I64)])),
             ])),
         ]),
+        // Topics [(v10+) id, name], allow auto-creation, (v8-v10) cluster and topic
+        // authorized operations.
+        ApiKey::Metadata if v >= 9 => fields([
+            Some(CompactArray(fields([
+                since(v, 10, Fixed(16)),
+                Some(CompactStr),
+                Some(Tags),
+            ]))),
+            Some(I8),
+            (v <= 10).then_some(I8),
+            Some(I8),
+            Some(Tags),
+        ]),
         ApiKey::Metadata => vec![Array(vec![Str])],
         ApiKey::CreateTopics => vec![Array(vec![
             Str,
@@ -221,7 +234,7 @@ fn txn_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
 }
 
 /// The schemas of the cluster admin APIs (DescribeCluster, ElectLeaders, DeleteRecords,
-/// AlterConfigs, DescribeLogDirs).
+/// AlterConfigs, DescribeLogDirs, OffsetForLeaderEpoch).
 fn admin_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
     let topics = || CompactArray(vec![CompactStr, CompactArray(vec![I32]), Tags]);
     Some(match key {
@@ -258,6 +271,20 @@ fn admin_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
         // Topics [name, partitions].
         ApiKey::DescribeLogDirs if v >= 2 => vec![topics(), Tags],
         ApiKey::DescribeLogDirs => vec![Array(vec![Str, Array(vec![I32])])],
+        // (v3+) replica id, topics [name, partitions [index, current epoch, epoch]].
+        ApiKey::OffsetForLeaderEpoch if v >= 4 => vec![
+            I32,
+            CompactArray(vec![
+                CompactStr,
+                CompactArray(vec![I32, I32, I32, Tags]),
+                Tags,
+            ]),
+            Tags,
+        ],
+        ApiKey::OffsetForLeaderEpoch => fields([
+            since(v, 3, I32),
+            Some(Array(vec![Str, Array(vec![I32, I32, I32])])),
+        ]),
         _ => return None,
     })
 }
