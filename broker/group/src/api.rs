@@ -33,7 +33,7 @@ pub enum Request {
     /// [`Response::OffsetCommit`]).
     CommitTxnOffsets(TxnCommitRequest),
     /// ConsumerGroupHeartbeat (KIP-848), answered at once.
-    ConsumerGroupHeartbeat(ConsumerHeartbeatRequest),
+    ConsumerGroupHeartbeat(Box<ConsumerHeartbeatRequest>),
 }
 
 /// A response, emitted immediately or later (deferred JoinGroup/SyncGroup/OffsetCommit).

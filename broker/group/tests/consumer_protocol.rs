@@ -60,7 +60,7 @@ fn beat(member_id: &str, epoch: i32, owned: Option<&Assignment>) -> ConsumerHear
 }
 
 fn send(h: &mut Harness, req: ConsumerHeartbeatRequest) -> ConsumerHeartbeatResponse {
-    let rid = h.send(Request::ConsumerGroupHeartbeat(req));
+    let rid = h.send(Request::ConsumerGroupHeartbeat(Box::new(req)));
     match h.take(rid) {
         Some(Response::ConsumerGroupHeartbeat(r)) => r,
         other => panic!("expected a heartbeat answer, got {other:?}"),
