@@ -397,6 +397,8 @@ struct Sim {
     rng: SplitMix64,
     clients: Vec<SimClient>,
     topics: BTreeMap<String, i32>,
+    /// Assignments that took partitions away from a client (so the test is not vacuous).
+    revocations: usize,
 }
 
 impl Sim {
@@ -418,6 +420,7 @@ impl Sim {
             rng: SplitMix64::new(seed),
             clients,
             topics,
+            revocations: 0,
         }
     }
 
@@ -450,7 +453,9 @@ impl Sim {
                     // Revocations happen before the next heartbeat reports them; new
                     // partitions are taken only together with them (keep the
                     // intersection now, the rest at the next reconciliation).
-                    me.owned = intersect(&me.owned, &a);
+                    let kept = intersect(&me.owned, &a);
+                    self.revocations += usize::from(kept != me.owned);
+                    me.owned = kept;
                     me.pending = Some(a);
                 }
             }
@@ -558,11 +563,17 @@ fn intersect(a: &Assignment, b: &Assignment) -> Assignment {
 
 #[test]
 fn simulation_never_double_assigns_and_settles() {
+    let mut revocations = 0;
     for seed in 0..40 {
         let mut sim = Sim::new(seed, 2 + usize::try_from(seed % 4).unwrap());
         for _ in 0..400 {
             sim.step();
         }
         sim.settle();
+        revocations += sim.revocations;
     }
+    assert!(
+        revocations > 40,
+        "only {revocations} revocations in 40 seeds"
+    );
 }
