@@ -32,6 +32,8 @@ pub enum Request {
     /// A committed transaction's offsets, from the transaction coordinator (answered with
     /// [`Response::OffsetCommit`]).
     CommitTxnOffsets(TxnCommitRequest),
+    /// ConsumerGroupHeartbeat (KIP-848), answered at once.
+    ConsumerGroupHeartbeat(Box<ConsumerHeartbeatRequest>),
 }
 
 /// A response, emitted immediately or later (deferred JoinGroup/SyncGroup/OffsetCommit).
@@ -47,6 +49,8 @@ pub enum Response {
     LeaveGroup(LeaveGroupResponse),
     /// Answer to [`Request::OffsetCommit`] and [`Request::CommitTxnOffsets`].
     OffsetCommit(OffsetCommitResponse),
+    /// Answer to [`Request::ConsumerGroupHeartbeat`].
+    ConsumerGroupHeartbeat(ConsumerHeartbeatResponse),
 }
 
 /// What the server must do. Effects in one `Vec` are to be carried out in order.
@@ -305,8 +309,12 @@ pub struct ListedGroup {
     pub group_id: String,
     /// Protocol type, empty for offset-only (simple consumer) groups.
     pub protocol_type: String,
-    /// State name (ListGroups v4 filters on it).
+    /// State name (ListGroups v4 filters on it); a consumer-protocol group with members
+    /// is Stable.
     pub state: crate::GroupState,
+    /// Kafka's state of a consumer-protocol (KIP-848) group; `None` for classic groups
+    /// (ListGroups v5 shows group type `consumer` for these, `classic` for the others).
+    pub consumer_state: Option<crate::state::ConsumerGroupState>,
 }
 
 /// One member in DescribeGroups.
@@ -342,4 +350,54 @@ pub struct GroupDescription {
     pub protocol: String,
     /// Members.
     pub members: Vec<DescribedMember>,
+}
+
+/// Topic name -> partition numbers. The coordinator works with topic names; the server
+/// maps the wire's topic ids to names and back.
+pub type Assignment = std::collections::BTreeMap<String, std::collections::BTreeSet<i32>>;
+
+/// ConsumerGroupHeartbeat request fields (KIP-848). `None` means "unchanged since the
+/// last heartbeat" (the wire's null / -1).
+#[derive(Debug, Clone, Default)]
+pub struct ConsumerHeartbeatRequest {
+    /// Group id.
+    pub group_id: String,
+    /// Member id; empty on a first join lets the coordinator pick one.
+    pub member_id: String,
+    /// 0 to join, -1 to leave, -2 for a static member leaving temporarily, else the
+    /// member's current epoch.
+    pub member_epoch: i32,
+    /// `group.instance.id` of a static member.
+    pub instance_id: Option<String>,
+    /// `client.rack`.
+    pub rack_id: Option<String>,
+    /// Rebalance timeout in ms, -1 if unchanged.
+    pub rebalance_timeout_ms: i32,
+    /// Subscribed topic names.
+    pub subscribed_topic_names: Option<Vec<String>>,
+    /// Subscribed topic regex (RE2 syntax, matched by the server's [`crate::TopicMatcher`]).
+    pub subscribed_topic_regex: Option<String>,
+    /// `group.remote.assignor`.
+    pub server_assignor: Option<String>,
+    /// The partitions the member owns (after its last reconciliation).
+    pub owned: Option<Assignment>,
+    /// The request header's client id.
+    pub client_id: String,
+    /// The peer address.
+    pub client_host: String,
+}
+
+/// ConsumerGroupHeartbeat response fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumerHeartbeatResponse {
+    /// Error code.
+    pub error: ErrorCode,
+    /// The member's id (`None` on error).
+    pub member_id: Option<String>,
+    /// The member's epoch (-1 after a leave, -2 after a static member's leave).
+    pub member_epoch: i32,
+    /// `group.consumer.heartbeat.interval.ms`.
+    pub heartbeat_interval_ms: i32,
+    /// The partitions the member owns from now on; `None` if unchanged.
+    pub assignment: Option<Assignment>,
 }

@@ -20,6 +20,11 @@ pub struct GroupConfig {
     pub offsets_retention_check_interval_ms: u64,
     /// `offset.metadata.max.bytes`.
     pub offset_metadata_max_bytes: usize,
+    /// `group.consumer.session.timeout.ms`: a consumer-protocol member that sends no
+    /// heartbeat for this long is removed.
+    pub consumer_session_timeout_ms: u32,
+    /// `group.consumer.heartbeat.interval.ms`: told to consumer-protocol members.
+    pub consumer_heartbeat_interval_ms: u32,
 }
 
 impl Default for GroupConfig {
@@ -33,6 +38,8 @@ impl Default for GroupConfig {
             offsets_retention_check_interval_ms:
                 limits::DEFAULT_OFFSETS_RETENTION_CHECK_INTERVAL_MS,
             offset_metadata_max_bytes: limits::DEFAULT_OFFSET_METADATA_MAX_BYTES,
+            consumer_session_timeout_ms: limits::DEFAULT_CONSUMER_SESSION_TIMEOUT_MS,
+            consumer_heartbeat_interval_ms: limits::DEFAULT_CONSUMER_HEARTBEAT_INTERVAL_MS,
         }
     }
 }
@@ -56,6 +63,16 @@ pub enum ConfigError {
     /// `offset.metadata.max.bytes` above the hard limit.
     #[error("offset.metadata.max.bytes ({0}) is above the limit of {max} bytes", max = limits::OFFSET_METADATA_BYTES_MAX)]
     OffsetMetadataMaxBytes(usize),
+    /// `group.consumer.heartbeat.interval.ms` must be above 0 and below the session timeout.
+    #[error(
+        "group.consumer.heartbeat.interval.ms ({interval} ms) must be 1..group.consumer.session.timeout.ms ({session} ms)"
+    )]
+    ConsumerHeartbeatInterval {
+        /// Configured interval.
+        interval: u32,
+        /// Configured session timeout.
+        session: u32,
+    },
     /// A zero interval would make the retention check spin.
     #[error("offsets.retention.check.interval.ms must be above 0")]
     RetentionCheckInterval,
@@ -77,6 +94,13 @@ impl GroupConfig {
             return Err(ConfigError::OffsetMetadataMaxBytes(
                 self.offset_metadata_max_bytes,
             ));
+        }
+        let (interval, session) = (
+            self.consumer_heartbeat_interval_ms,
+            self.consumer_session_timeout_ms,
+        );
+        if interval == 0 || interval >= session {
+            return Err(ConfigError::ConsumerHeartbeatInterval { interval, session });
         }
         if self.offsets_retention_check_interval_ms == 0 {
             return Err(ConfigError::RetentionCheckInterval);

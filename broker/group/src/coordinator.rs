@@ -9,6 +9,7 @@ use crate::api::{
     Response, SyncGroupRequest, TopicPartition,
 };
 use crate::config::{ConfigError, GroupConfig};
+use crate::consumer::{ConsumerGroup, LiteralMatcher, TopicMatcher};
 use crate::error::ErrorCode;
 use crate::group::{Ctx, Group, join_error, respond, sync_error};
 use crate::limits;
@@ -18,6 +19,7 @@ use crate::state::GroupState;
 use commit::PendingCommit;
 
 mod commit;
+mod modern;
 pub use commit::OffsetDeleteResult;
 
 /// The consumer-group coordinator: a deterministic state machine over all groups.
@@ -50,6 +52,11 @@ pub struct Coordinator {
     next_incarnation: u64,
     /// When the next `offsets.retention.check.interval.ms` pass runs, in ms.
     pub(crate) next_retention_check_ms: u64,
+    /// Every topic with its partition count, from [`Coordinator::update_topics`] (what
+    /// consumer-protocol groups subscribe to).
+    pub(crate) topics: BTreeMap<String, i32>,
+    /// Regex engine of consumer-protocol subscriptions.
+    pub(crate) matcher: Box<dyn TopicMatcher>,
 }
 
 impl Coordinator {
@@ -75,6 +82,8 @@ impl Coordinator {
             next_persist_id: 0,
             next_incarnation: 0,
             next_retention_check_ms,
+            topics: BTreeMap::new(),
+            matcher: Box::new(LiteralMatcher),
         })
     }
 
@@ -115,6 +124,14 @@ impl Coordinator {
             Request::CommitTxnOffsets(req) => {
                 self.commit_txn_offsets(now_ms, request_id, req, &mut out);
             }
+            Request::ConsumerGroupHeartbeat(req) => {
+                let response = self.consumer_heartbeat(now_ms, &req);
+                respond(
+                    &mut out,
+                    request_id,
+                    Response::ConsumerGroupHeartbeat(response),
+                );
+            }
         }
         self.debug_check();
         out
@@ -134,6 +151,7 @@ impl Coordinator {
             self.with_group(now_ms, &id, &mut out, |group, ctx, out| {
                 group.on_tick(ctx, out)
             });
+            self.with_modern(now_ms, &id, |modern, cx| modern.on_tick(cx));
         }
         if now_ms >= self.next_retention_check_ms {
             self.next_retention_check_ms = now_ms + self.config.offsets_retention_check_interval_ms;
@@ -265,20 +283,23 @@ impl Coordinator {
         let listed = |g: &Group| ListedGroup {
             group_id: g.id.clone(),
             protocol_type: g.protocol_type.clone().unwrap_or_default(),
-            state: g.state,
+            state: match g.modern.as_deref() {
+                Some(m) if !m.members.is_empty() => GroupState::Stable,
+                _ => g.state,
+            },
+            consumer_state: g.modern.as_deref().map(ConsumerGroup::state),
         };
         self.groups.values().map(listed).collect()
     }
 
     /// DescribeGroups for one group; a missing group is described as `Dead`.
     pub fn describe_group(&self, group_id: &str) -> GroupDescription {
-        if let Some(group) = self.groups.get(group_id) {
-            return group.describe();
-        }
-        let error = if group_id.len() > limits::GROUP_ID_BYTES_MAX {
-            ErrorCode::InvalidGroupId
-        } else {
-            ErrorCode::None
+        let error = match self.groups.get(group_id) {
+            // As Kafka: DescribeGroups describes classic groups only.
+            Some(group) if group.modern.is_some() => ErrorCode::GroupIdNotFound,
+            Some(group) => return group.describe(),
+            None if group_id.len() > limits::GROUP_ID_BYTES_MAX => ErrorCode::InvalidGroupId,
+            None => ErrorCode::None,
         };
         GroupDescription {
             group_id: group_id.to_owned(),
@@ -299,7 +320,7 @@ impl Coordinator {
         let mut results = Vec::with_capacity(group_ids.len());
         let mut records = Vec::new();
         for id in group_ids {
-            let error = match self.groups.get(id).map(|g| g.state) {
+            let error = match self.groups.get(id).map(Group::overall_state) {
                 _ if id.len() > limits::GROUP_ID_BYTES_MAX => ErrorCode::InvalidGroupId,
                 None | Some(GroupState::Dead) => ErrorCode::GroupIdNotFound,
                 Some(GroupState::Empty) => {
@@ -326,6 +347,18 @@ impl Coordinator {
     ) {
         if let Err(e) = self.check_join(&req) {
             return respond(out, rid, join_error(&req.member_id, e));
+        }
+        if let Some(group) = self.groups.get_mut(&req.group_id)
+            && let Some(modern) = &group.modern
+        {
+            if !modern.members.is_empty() {
+                return respond(
+                    out,
+                    rid,
+                    join_error(&req.member_id, ErrorCode::InconsistentGroupProtocol),
+                );
+            }
+            group.modern = None; // an empty consumer group becomes a classic one
         }
         if !self.groups.contains_key(&req.group_id) {
             if !req.member_id.is_empty() {

@@ -43,6 +43,18 @@ pub enum ErrorCode {
     FencedInstanceId = 82,
     /// OffsetDelete of a partition whose topic the group's members consume.
     GroupSubscribedToTopic = 86,
+    /// A consumer-protocol member's epoch is ahead of or behind the coordinator's: it must
+    /// drop its partitions and rejoin with epoch 0.
+    FencedMemberEpoch = 110,
+    /// A static member joined while the member with its `group.instance.id` is still active.
+    UnreleasedInstanceId = 111,
+    /// A server assignor this coordinator does not have.
+    UnsupportedAssignor = 112,
+    /// An OffsetCommit or OffsetFetch with an outdated member epoch (retry with the
+    /// heartbeat's newer epoch).
+    StaleMemberEpoch = 113,
+    /// A subscribed topic regex that does not compile.
+    InvalidRegularExpression = 128,
 }
 
 impl ErrorCode {

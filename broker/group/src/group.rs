@@ -11,6 +11,7 @@ use crate::api::{
     JoinGroupResponse, LeavingMember, LeftMember, Protocol, RequestId, Response, SyncGroupResponse,
 };
 use crate::config::GroupConfig;
+use crate::consumer::ConsumerGroup;
 use crate::error::ErrorCode;
 use crate::member::Member;
 use crate::rng::MemberIdRng;
@@ -80,6 +81,10 @@ pub struct Group {
     /// Topics the members of a `consumer` group subscribe to (current generation), `None`
     /// if unknown: then no offset of a live group expires.
     pub(crate) subscribed_topics: Option<BTreeSet<String>>,
+    /// The consumer-protocol (KIP-848) part, once a ConsumerGroupHeartbeat joined it. The
+    /// classic part is then Empty: the two share the group id and the offsets, and a group
+    /// has members of one protocol only.
+    pub(crate) modern: Option<Box<ConsumerGroup>>,
 }
 
 impl Group {
@@ -101,6 +106,7 @@ impl Group {
             incarnation,
             pending_commits: 0,
             subscribed_topics: None,
+            modern: None,
         }
     }
 
@@ -155,6 +161,20 @@ impl Group {
     }
 
     /// The earliest time something must happen in this group, in ms.
+    /// The classic state, except that a consumer group with members counts as Stable
+    /// (DeleteGroups, offset expiry).
+    pub(crate) fn overall_state(&self) -> GroupState {
+        match self.modern.as_deref() {
+            Some(m) if !m.members().is_empty() => GroupState::Stable,
+            _ => self.state,
+        }
+    }
+
+    /// The consumer-protocol part, if any.
+    pub fn consumer_group(&self) -> Option<&ConsumerGroup> {
+        self.modern.as_deref()
+    }
+
     pub(crate) fn next_deadline_ms(&self) -> Option<u64> {
         let phase = match self.phase {
             Phase::Idle => None,
@@ -163,7 +183,14 @@ impl Group {
         };
         let pending = self.pending_members.values().copied().min();
         let members = self.members.values().filter_map(Member::expiry_ms).min();
-        [phase, pending, members].into_iter().flatten().min()
+        let modern = self
+            .modern
+            .as_deref()
+            .and_then(ConsumerGroup::next_deadline_ms);
+        [phase, pending, members, modern]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Whether a member with these protocols may join (Kafka's `supportsProtocols`).
@@ -343,6 +370,9 @@ impl Group {
         instance_id: Option<&str>,
     ) -> Result<(), ErrorCode> {
         let from_member = generation_id >= 0 || !member_id.is_empty() || instance_id.is_some();
+        if let Some(modern) = self.modern.as_deref() {
+            return modern.validate_commit(generation_id, member_id);
+        }
         if from_member {
             self.validate_member(member_id, instance_id)?;
             if generation_id != self.generation {

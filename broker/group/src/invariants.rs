@@ -1,6 +1,9 @@
 //! Invariants of the coordinator, checked after every call in debug builds and by the
 //! simulation tests. A violation is always our bug, never the client's.
 
+use std::collections::BTreeMap;
+
+use crate::consumer::{ConsumerGroup, MemberState};
 use crate::coordinator::Coordinator;
 use crate::group::{Group, Phase};
 use crate::limits;
@@ -51,6 +54,13 @@ impl Group {
             "group {id}: the join timer runs exactly in PreparingRebalance"
         );
         self.check_members();
+        if let Some(modern) = &self.modern {
+            assert!(
+                state == GroupState::Empty && self.members.is_empty(),
+                "group {id}: classic members in a consumer-protocol group"
+            );
+            modern.check_invariants(id);
+        }
     }
 
     fn check_members(&self) {
@@ -138,6 +148,62 @@ impl Coordinator {
             self.pending.len() <= limits::PENDING_PERSISTS_MAX,
             "over {} pending persists",
             limits::PENDING_PERSISTS_MAX
+        );
+    }
+}
+
+impl ConsumerGroup {
+    /// Panics if a partition is owned by two members, an epoch is ahead of the group's, or
+    /// the static-member and target maps disagree with the members.
+    pub(crate) fn check_invariants(&self, id: &str) {
+        assert!(
+            self.assignment_epoch <= self.group_epoch,
+            "group {id}: assignment epoch {} ahead of group epoch {}",
+            self.assignment_epoch,
+            self.group_epoch
+        );
+        let mut owners: BTreeMap<(&str, i32), &str> = BTreeMap::new();
+        for (member_id, m) in &self.members {
+            assert_eq!(
+                member_id, &m.member_id,
+                "group {id}: member filed under another id"
+            );
+            assert!(
+                m.member_epoch <= self.group_epoch,
+                "group {id}: member {member_id} epoch {} ahead of group epoch {}",
+                m.member_epoch,
+                self.group_epoch
+            );
+            let revoking = m.state == MemberState::UnrevokedPartitions;
+            assert_eq!(
+                revoking,
+                !m.pending_revocation.is_empty(),
+                "group {id}: member {member_id} revokes exactly in unrevoked_partitions"
+            );
+            for (topic, ps) in m.assigned.iter().chain(&m.pending_revocation) {
+                for &p in ps {
+                    if let Some(other) = owners.insert((topic.as_str(), p), member_id.as_str()) {
+                        panic!("group {id}: {topic}-{p} owned by {other} and {member_id}");
+                    }
+                }
+            }
+            if let Some(instance_id) = &m.instance_id {
+                assert_eq!(
+                    self.static_members.get(instance_id),
+                    Some(member_id),
+                    "group {id}: static member {member_id} not filed under {instance_id}"
+                );
+            }
+        }
+        assert!(
+            self.static_members
+                .values()
+                .all(|m| self.members.contains_key(m)),
+            "group {id}: a static member id is not a member"
+        );
+        assert!(
+            self.target.keys().all(|m| self.members.contains_key(m)),
+            "group {id}: a target assignment of a removed member"
         );
     }
 }

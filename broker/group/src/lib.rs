@@ -1,4 +1,5 @@
-//! Sluice's consumer-group coordinator (the classic protocol) and committed-offset store.
+//! Sluice's consumer-group coordinator (the classic protocol and KIP-848's consumer
+//! protocol) and committed-offset store.
 //!
 //! Pure: no tokio, no sockets, no clock, no wire format. The coordinator is a
 //! deterministic state machine fed `(now_ms, request)` that returns [`Effect`]s; time and
@@ -114,12 +115,22 @@
 //! - [`coordinator`]: [`Coordinator`]: routes by group id, deadline index, admin APIs.
 //! - `coordinator/commit.rs`: OffsetCommit, a committed transaction's offsets, the persist
 //!   round trip, offset retention.
+//! - [`consumer`]: consumer-protocol groups (KIP-848): ConsumerGroupHeartbeat, member
+//!   epochs, the target assignment, reconciliation (`consumer/reconcile.rs`: revoke before
+//!   reassigning), the `uniform` and `range` assignors ([`consumer::assignor`]);
+//!   `coordinator/modern.rs` routes them and checks member epochs of commits and fetches.
 //! - [`subscription`]: subscribed topics from consumer-protocol metadata (offset expiry).
 //! - `invariants.rs`: consistency checks run after every call in debug builds.
 //! - [`offsets`]: [`OffsetStore`] and the byte layout of [`OffsetRecord`]s.
 //!
 //! Architecture Invariant: this crate depends on no other Sluice crate, does no I/O and
-//! reads no clock; group membership is soft state (only offsets are persisted).
+//! reads no clock; group membership is soft state (only offsets are persisted), for
+//! consumer-protocol groups too: after a restart their members get `UNKNOWN_MEMBER_ID`
+//! and rejoin with epoch 0 (Kafka persists member metadata and target assignments).
+//!
+//! Architecture Invariant: in a consumer-protocol group no partition is ever owned
+//! (assigned or pending revocation) by two members; a partition goes to its new owner
+//! only after the old one reported it revoked (checked after every call in debug builds).
 //!
 //! Architecture Invariant: a committed offset is visible to OffsetFetch only after the
 //! server acknowledged its record with `persisted`; once every handed-out batch is
@@ -128,6 +139,7 @@
 
 pub mod api;
 pub mod config;
+pub mod consumer;
 pub mod coordinator;
 pub mod error;
 mod group;
@@ -144,13 +156,15 @@ mod timers;
 pub use bytes::Bytes;
 
 pub use api::{
-    CommitPartition, DescribedMember, Effect, FetchedOffset, GroupDescription, HeartbeatRequest,
-    HeartbeatResponse, JoinGroupMember, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest,
-    LeaveGroupResponse, LeavingMember, LeftMember, ListedGroup, OffsetCommitRequest,
-    OffsetCommitResponse, PartitionResult, PersistId, Protocol, Request, RequestId, Response,
-    SyncGroupRequest, SyncGroupResponse, TopicPartition, TxnCommitRequest,
+    Assignment, CommitPartition, ConsumerHeartbeatRequest, ConsumerHeartbeatResponse,
+    DescribedMember, Effect, FetchedOffset, GroupDescription, HeartbeatRequest, HeartbeatResponse,
+    JoinGroupMember, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
+    LeavingMember, LeftMember, ListedGroup, OffsetCommitRequest, OffsetCommitResponse,
+    PartitionResult, PersistId, Protocol, Request, RequestId, Response, SyncGroupRequest,
+    SyncGroupResponse, TopicPartition, TxnCommitRequest,
 };
 pub use config::{ConfigError, GroupConfig};
+pub use consumer::{ConsumerGroup, ConsumerGroupState, ConsumerMember, TopicMatcher};
 pub use coordinator::{Coordinator, OffsetDeleteResult};
 pub use error::{DecodeError, ErrorCode};
 pub use group::Group;

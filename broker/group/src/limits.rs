@@ -88,3 +88,24 @@ pub const OWED_TOMBSTONES_MAX: usize = 100_000;
 
 /// Least time between two writes of owed tombstones, in ms.
 pub const TOMBSTONE_RETRY_MS: u64 = 1_000;
+
+/// Longest member id of a consumer-protocol member, in bytes (Java clients send a 22-byte
+/// base64 UUID; classic ids are `<client_id>-<uuid>`, under 300).
+pub const MEMBER_ID_BYTES_MAX: usize = 512;
+
+/// Topic names (plus one regex) one consumer-protocol member may subscribe to.
+pub const SUBSCRIBED_TOPICS_MAX: usize = 10_000;
+
+/// Longest subscribed topic name or regex, in bytes (Kafka topic names stop at 249).
+pub const SUBSCRIPTION_BYTES_MAX: usize = 4096;
+
+/// Partitions a consumer-protocol member may report owning in one heartbeat.
+pub const OWNED_PARTITIONS_MAX: usize = 100_000;
+
+/// Default `group.consumer.session.timeout.ms` (Kafka's).
+pub const DEFAULT_CONSUMER_SESSION_TIMEOUT_MS: u32 = 45_000;
+
+/// Default `group.consumer.heartbeat.interval.ms` (Kafka's).
+pub const DEFAULT_CONSUMER_HEARTBEAT_INTERVAL_MS: u32 = 5_000;
+
+const _: () = assert!(DEFAULT_CONSUMER_HEARTBEAT_INTERVAL_MS < DEFAULT_CONSUMER_SESSION_TIMEOUT_MS);

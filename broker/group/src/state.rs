@@ -1,4 +1,5 @@
-//! The classic group states (Kafka's `GroupState`), and which moves between them are legal.
+//! The classic group states (Kafka's `GroupState`), and which moves between them are legal;
+//! and the states of a consumer-protocol (KIP-848) group.
 //!
 //! ```text
 //!            join                      all joined / timeout          leader's SyncGroup
@@ -57,5 +58,31 @@ impl GroupState {
 impl fmt::Display for GroupState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// A consumer-protocol group's state as ListGroups and ConsumerGroupDescribe name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConsumerGroupState {
+    /// No members.
+    Empty,
+    /// The target assignment is behind the group epoch (never seen here: the target is
+    /// computed in the same step that bumps the epoch).
+    Assigning,
+    /// Some member is not yet at the target.
+    Reconciling,
+    /// Every member is at the target epoch with its whole target.
+    Stable,
+}
+
+impl ConsumerGroupState {
+    /// Kafka's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Empty => "Empty",
+            Self::Assigning => "Assigning",
+            Self::Reconciling => "Reconciling",
+            Self::Stable => "Stable",
+        }
     }
 }

@@ -87,6 +87,8 @@ pub struct Broker {
 pub struct Topic {
     /// Topic name.
     pub name: String,
+    /// Topic id (`topic_id.rs`).
+    pub id: topic_id::Uuid,
     /// Config overrides given at creation.
     pub overrides: TopicOverrides,
     /// Partitions by index.
@@ -126,6 +128,10 @@ pub(crate) struct TopicFile {
     pub(crate) name: String,
     pub(crate) partitions: i32,
     pub(crate) configs: TopicOverrides,
+    /// The topic id, hyphenated; absent in files written before topic ids (the id is then
+    /// derived from the name: `topic_id.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) topic_id: Option<String>,
 }
 
 impl TopicFile {
@@ -388,6 +394,7 @@ impl Broker {
         overrides: TopicOverrides,
         partitioner: Option<TopicPartitioner>,
     ) -> Result<Topic, ServerError> {
+        let id = topic_id::new_topic_id();
         let partitioner = partitioner.map(Arc::new);
         let log_config = topic_config::log_config(&self.config, &overrides);
         let dir = self.topic_dir(name);
@@ -408,6 +415,7 @@ impl Broker {
         }
         Ok(Topic {
             name: name.to_owned(),
+            id,
             overrides,
             partitions: opened,
             partitioner,
@@ -571,6 +579,7 @@ impl Broker {
                     name: name.to_owned(),
                     partitions,
                     configs: topic.overrides.clone(),
+                    topic_id: Some(topic.id.to_string()),
                 };
                 let text = serde_json::to_string_pretty(&meta).map_err(|e| ServerError::Io {
                     context: "encoding topic.json".into(),
@@ -849,6 +858,7 @@ pub(crate) mod append;
 pub(crate) mod group_commit;
 mod partitions;
 mod quarantine;
+pub mod topic_id;
 mod views;
 
 pub use alter::ConfigChange;

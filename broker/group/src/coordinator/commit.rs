@@ -259,7 +259,14 @@ impl Coordinator {
         if !exists {
             return (Err(ErrorCode::GroupIdNotFound), Vec::new());
         }
+        let modern_topics = group
+            .and_then(|g| g.modern.as_deref())
+            .filter(|m| !m.members().is_empty())
+            .map(crate::consumer::ConsumerGroup::subscribed_topic_names);
         let subscribed = |topic: &str| -> Result<bool, ErrorCode> {
+            if let Some(topics) = &modern_topics {
+                return Ok(topics.contains(topic));
+            }
             let Some(group) =
                 group.filter(|g| !matches!(g.state, GroupState::Empty | GroupState::Dead))
             else {
@@ -362,7 +369,7 @@ impl Coordinator {
                 self.offsets
                     .expire(&group.id, now, base, retention_ms, subscribed),
             );
-            let empty = group.state == GroupState::Empty;
+            let empty = group.overall_state() == GroupState::Empty;
             if empty && !self.offsets.has_offsets(&group.id) && group.pending_members.is_empty() {
                 dead.push(group.id.clone());
             }
@@ -387,9 +394,11 @@ fn expiry_rule(group: &Group) -> Option<(u64, Option<&BTreeSet<String>>)> {
     if group.pending_commits > 0 {
         return None;
     }
-    match group.state {
+    match group.overall_state() {
         GroupState::Empty if group.protocol_type.is_some() => Some((group.state_since_ms, None)),
         GroupState::Empty => Some((0, None)),
+        // A consumer-protocol group with members keeps all its offsets.
+        GroupState::Stable if group.modern.is_some() => None,
         GroupState::Stable if group.protocol_type.as_deref() == Some(CONSUMER_PROTOCOL_TYPE) => {
             group.subscribed_topics.as_ref().map(|s| (0, Some(s)))
         }

@@ -39,7 +39,7 @@ impl Broker {
         if validate_only {
             return Ok(topic);
         }
-        self.persist(name, topic.partitions.len(), &overrides)?;
+        self.persist(&topic, topic.partitions.len(), &overrides)?;
         let log_config = topic_config::log_config(&self.config, &overrides);
         for partition in &topic.partitions {
             // A closed partition (broker shutting down) picks the config up at the next open.
@@ -49,6 +49,7 @@ impl Broker {
         }
         let altered = Arc::new(Topic {
             name: topic.name.clone(),
+            id: topic.id,
             overrides,
             partitions: topic.partitions.clone(),
             partitioner,
@@ -99,14 +100,16 @@ impl Broker {
     /// Writes topic.json, the commit point of a topic change, through the durable-write path.
     pub(super) fn persist(
         &self,
-        name: &str,
+        topic: &Topic,
         partitions: usize,
         overrides: &TopicOverrides,
     ) -> Result<(), KafkaError> {
+        let name = topic.name.as_str();
         let meta = TopicFile {
             name: name.to_owned(),
             partitions: partitions as i32,
             configs: overrides.clone(),
+            topic_id: Some(topic.id.to_string()),
         };
         let path = self.topic_dir(name).join(TOPIC_FILE);
         serde_json::to_string_pretty(&meta)

@@ -53,9 +53,10 @@ impl Broker {
         for index in current..count {
             partitions.push(Arc::new(self.open_new_partition(&topic, index)?));
         }
-        self.persist(name, partitions.len(), &topic.overrides)?;
+        self.persist(&topic, partitions.len(), &topic.overrides)?;
         let grown = Arc::new(Topic {
             name: topic.name.clone(),
+            id: topic.id,
             overrides: topic.overrides.clone(),
             partitions,
             partitioner: topic.partitioner.clone(),

@@ -53,7 +53,13 @@ impl Broker {
             .filter(|p| p.offline_reason().is_some())
             .count();
         tracing::info!(topic = %meta.name, partitions = meta.partitions, offline, "loaded topic");
+        let id = meta
+            .topic_id
+            .as_deref()
+            .and_then(super::topic_id::parse_topic_id)
+            .unwrap_or_else(|| super::topic_id::derived_topic_id(&meta.name));
         Some(Topic {
+            id,
             name: meta.name,
             overrides: meta.configs,
             partitions,
@@ -72,6 +78,7 @@ impl Broker {
             .collect();
         Topic {
             name: name.to_owned(),
+            id: super::topic_id::derived_topic_id(name),
             overrides: TopicOverrides::new(),
             partitions,
             partitioner: None,

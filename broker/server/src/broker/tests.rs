@@ -27,6 +27,41 @@ fn topics_survive_reopen_with_their_configs() {
 }
 
 #[test]
+fn topic_ids_survive_reopen_and_growth_and_differ_after_recreation() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::open(config(dir.path())).unwrap();
+    let id = broker
+        .create_topic("t", 1, TopicOverrides::new())
+        .unwrap()
+        .id;
+    let grown = broker.create_partitions("t", 2, false).unwrap();
+    assert_eq!(grown.id, id);
+    // A topic.json from before topic ids: the id is derived from the name, every start.
+    std::fs::write(
+        dir.path().join("topics/t/topic.json"),
+        r#"{"name": "t", "partitions": 2, "configs": {}}"#,
+    )
+    .unwrap();
+    broker.close_all().unwrap();
+    drop(broker);
+    let broker = Broker::open(config(dir.path())).unwrap();
+    assert_eq!(
+        broker.topic("t").unwrap().id,
+        topic_id::derived_topic_id("t")
+    );
+    broker.delete_topic("t").unwrap();
+    let again = broker
+        .create_topic("t", 1, TopicOverrides::new())
+        .unwrap()
+        .id;
+    assert_ne!(again, topic_id::derived_topic_id("t"));
+    broker.close_all().unwrap();
+    drop(broker);
+    let broker = Broker::open(config(dir.path())).unwrap();
+    assert_eq!(broker.topic("t").unwrap().id, again);
+}
+
+#[test]
 fn bad_names_and_duplicates_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let broker = Broker::open(config(dir.path())).unwrap();

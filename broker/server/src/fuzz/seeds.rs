@@ -773,6 +773,7 @@ fn metadata_files() -> Vec<Seed> {
             ("segment.bytes".to_owned(), "1048576".to_owned()),
             ("cleanup.policy".to_owned(), "delete".to_owned()),
         ]),
+        topic_id: Some("5f0c3e7a-2b1d-4c8e-9a6f-0d4b7e2c1a93".into()),
     };
     let view = view_spec();
     let cluster = crate::broker::ClusterFile {
