@@ -253,3 +253,33 @@ mod tests {
         );
     }
 }
+#[cfg(test)]
+mod keyless_tests {
+    use super::*;
+    use crate::testing::{TestRecord, build_batch};
+
+    #[test]
+    fn the_first_keyless_record_is_found() {
+        let keyed = TestRecord {
+            key: Some(b"k"),
+            value: Some(b"v"),
+            ..TestRecord::default()
+        };
+        let batch = build_batch(0, 0, &[keyed.clone(), TestRecord::value(b"x"), keyed]);
+        let body = &batch[crate::batch::HEADER_BYTES..];
+        assert_eq!(first_keyless_record(body, 3), Some(1));
+        let keyed_only = build_batch(
+            0,
+            0,
+            &[TestRecord {
+                key: Some(b"k"),
+                value: None,
+                ..TestRecord::default()
+            }],
+        );
+        assert_eq!(
+            first_keyless_record(&keyed_only[crate::batch::HEADER_BYTES..], 1),
+            None
+        );
+    }
+}

@@ -119,7 +119,7 @@ pub(crate) fn finish_swap(fs: &dyn Fs, dir: &Path) -> Result<(), StorageError> {
 /// renames `<new_base>.<ext>.cleaned` to `<new_base>.<ext>`, then fsyncs the directory.
 pub(crate) fn swap_in(fs: &dyn Fs, dir: &Path, new_base: Offset, old: &[Offset]) -> io::Result<()> {
     for &base in old.iter().filter(|&&b| b != new_base) {
-        delete_from(fs, dir, &[base])?;
+        remove_segment_files(fs, dir, base)?;
     }
     for ext in [INDEX_EXT, TIME_INDEX_EXT, LOG_EXT] {
         let cleaned = segment_path(dir, new_base, &format!("{ext}{CLEANED_SUFFIX}"));
@@ -193,11 +193,17 @@ fn load(
 fn delete_from(fs: &dyn Fs, dir: &Path, bases: &[Offset]) -> io::Result<()> {
     for &base in bases {
         tracing::warn!(dir = %dir.display(), segment = %base, "deleting segment after the recovered end of the log");
-        for ext in [LOG_EXT, INDEX_EXT, TIME_INDEX_EXT] {
-            match fs.remove(&segment_path(dir, base, ext)) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-                _ => {}
-            }
+        remove_segment_files(fs, dir, base)?;
+    }
+    Ok(())
+}
+
+/// Unlinks a segment's three files (those present).
+fn remove_segment_files(fs: &dyn Fs, dir: &Path, base: Offset) -> io::Result<()> {
+    for ext in [LOG_EXT, INDEX_EXT, TIME_INDEX_EXT] {
+        match fs.remove(&segment_path(dir, base, ext)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
         }
     }
     Ok(())

@@ -422,3 +422,24 @@ fn a_crash_at_every_write_and_fsync_of_a_clean_loses_nothing() {
     }
     assert!(images >= 3 * (clean_writes + clean_syncs));
 }
+
+#[test]
+fn tombstones_go_once_due_even_with_nothing_dirty() {
+    let dir = tempfile::tempdir().unwrap();
+    let rolling = LogConfig {
+        segment_ms: 300,
+        ..config()
+    };
+    let mut log = Log::open(dir.path(), rolling, 0).unwrap();
+    append(&mut log, &[("a", Some("1")), ("b", Some("1"))], 1_000);
+    append(&mut log, &[("a", None)], 1_000);
+    append(&mut log, &[("c", Some("1"))], 1_000);
+    log.tick(2_000).unwrap();
+    log.clean(2_000, BUFFER, None).unwrap().expect("dirty");
+    assert_eq!(rows(&log).iter().filter(|r| r.2.is_none()).count(), 1);
+    assert!(log.dirtiness(2_500).is_none());
+    log.clean(12_000, BUFFER, None)
+        .unwrap()
+        .expect("due tombstones");
+    assert!(rows(&log).iter().all(|r| r.1 != b"a"), "{:?}", rows(&log));
+}
