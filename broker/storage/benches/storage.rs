@@ -490,7 +490,11 @@ fn bench_clean(dir: &Path, s: &Settings) {
         raw.push(start.elapsed());
         let start = Instant::now();
         let outcome = log
-            .clean(2_000, sluice_storage::limits::CLEANER_DEDUPE_BUFFER_BYTES_DEFAULT, None)
+            .clean(
+                2_000,
+                sluice_storage::limits::CLEANER_DEDUPE_BUFFER_BYTES_DEFAULT,
+                None,
+            )
             .unwrap()
             .expect("dirty");
         ours.push(start.elapsed());
