@@ -495,7 +495,7 @@ fn topic_alter_config_sets_and_drops_overrides_over_kafka_and_http() {
             "alter-config",
             "cfg",
             "--set",
-            "cleanup.policy=compact",
+            "cleanup.policy=compacted",
         ],
         b"",
     );

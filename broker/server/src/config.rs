@@ -154,6 +154,21 @@ pub struct BrokerConfig {
     pub log_retention_bytes: i64,
     /// `log.retention.check.interval.ms`: how often retention runs.
     pub log_retention_check_interval_ms: u64,
+    /// `log.cleanup.policy`: delete, compact, or compact,delete (topic: `cleanup.policy`).
+    pub log_cleanup_policy: sluice_storage::CleanupPolicy,
+    /// `log.cleaner.min.cleanable.ratio` in parts per million (topic:
+    /// `min.cleanable.dirty.ratio`).
+    pub log_cleaner_min_cleanable_ratio_ppm: u32,
+    /// `log.cleaner.min.compaction.lag.ms` (topic: `min.compaction.lag.ms`).
+    pub log_cleaner_min_compaction_lag_ms: i64,
+    /// `log.cleaner.max.compaction.lag.ms` (topic: `max.compaction.lag.ms`).
+    pub log_cleaner_max_compaction_lag_ms: i64,
+    /// `log.cleaner.delete.retention.ms` (topic: `delete.retention.ms`).
+    pub log_cleaner_delete_retention_ms: i64,
+    /// `log.cleaner.backoff.ms`: how long the cleaner sleeps when no log is cleanable.
+    pub log_cleaner_backoff_ms: u64,
+    /// `log.cleaner.dedupe.buffer.size`: bytes of the cleaner's offset map.
+    pub log_cleaner_dedupe_buffer_bytes: u64,
     /// `producer.id.expiration.ms`: a partition forgets an idle producer's sequence numbers
     /// this long after its newest batch (if it has no open transaction).
     pub producer_id_expiration_ms: i64,
@@ -253,6 +268,14 @@ impl Default for BrokerConfig {
             log_retention_ms: 7 * 86_400_000,
             log_retention_bytes: -1,
             log_retention_check_interval_ms: 300_000,
+            log_cleanup_policy: sluice_storage::CleanupPolicy::Delete,
+            log_cleaner_min_cleanable_ratio_ppm: sluice_storage::config::RATIO_PPM_ONE / 2,
+            log_cleaner_min_compaction_lag_ms: 0,
+            log_cleaner_max_compaction_lag_ms: i64::MAX,
+            log_cleaner_delete_retention_ms: 86_400_000,
+            log_cleaner_backoff_ms: 15_000,
+            log_cleaner_dedupe_buffer_bytes:
+                sluice_storage::limits::CLEANER_DEDUPE_BUFFER_BYTES_DEFAULT,
             producer_id_expiration_ms: 86_400_000,
             transactional_id_expiration_ms: 7 * 86_400_000,
             transaction_max_timeout_ms: 900_000,
@@ -319,6 +342,13 @@ pub const BROKER_KEYS: &[&str] = &[
     "log.retention.ms",
     "log.retention.bytes",
     "log.retention.check.interval.ms",
+    "log.cleanup.policy",
+    "log.cleaner.min.cleanable.ratio",
+    "log.cleaner.min.compaction.lag.ms",
+    "log.cleaner.max.compaction.lag.ms",
+    "log.cleaner.delete.retention.ms",
+    "log.cleaner.backoff.ms",
+    "log.cleaner.dedupe.buffer.size",
     "producer.id.expiration.ms",
     "transactional.id.expiration.ms",
     "transaction.max.timeout.ms",
@@ -440,6 +470,7 @@ impl BrokerConfig {
                 .or_else(|| self.set_listener_key(key, value))
                 .or_else(|| self.set_security_key(key, value))
                 .or_else(|| self.set_admin_key(key, value))
+                .or_else(|| self.set_cleaner_key(key, value))
             {
                 Some(result) => result.map_err(bad)?,
                 None => return Err(ConfigError::UnknownKey(key.to_owned())),
@@ -540,7 +571,8 @@ impl BrokerConfig {
                     .or_else(|| self.get_limit_key(key))
                     .or_else(|| self.get_listener_key(key))
                     .or_else(|| self.get_security_key(key))
-                    .or_else(|| self.get_admin_key(key));
+                    .or_else(|| self.get_admin_key(key))
+                    .or_else(|| self.get_cleaner_key(key));
             }
         })
     }
@@ -716,6 +748,7 @@ fn kafka_never(value: u64) -> String {
 }
 
 mod admin_keys;
+pub mod cleaner_keys;
 pub mod docs;
 mod limit_keys;
 mod listener_keys;

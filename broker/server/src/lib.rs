@@ -40,6 +40,8 @@
 //!   topics, groups, `/health`, `/ready`.
 //! - `fence`: the fence prober, one task that probes fenced partitions and reopens their
 //!   logs from disk once a probe write and fsync succeed.
+//! - `cleaner`: the log cleaner task, compacting `cleanup.policy=compact` partitions the
+//!   dirtiest first (the reading and writing off the partition lock).
 //! - [`plugins`]: the plugin registry (`plugin.dir`, hot reload) opened with the broker, and a
 //!   topic's `sluice.partitioner` binding; `reroute/`: Produce through a partitioner plugin
 //!   (decode, one plugin call per batch, split per partition with the same codec).
@@ -71,6 +73,7 @@ pub mod admin;
 pub mod admission;
 pub mod authz;
 pub mod broker;
+mod cleaner;
 pub mod clock;
 mod codec;
 pub mod compacted_log;

@@ -101,6 +101,10 @@ pub const TOPIC_NAME_BYTES_MAX: usize = 249;
 /// How often the background ticker calls `Log::tick` (flush.ms, segment.ms, retention).
 pub const LOG_TICK_INTERVAL_MS: u64 = 200;
 
+/// Smallest `log.cleaner.dedupe.buffer.size` (bytes): the offset map must hold at least
+/// one large batch's keys, or no clean could make progress.
+pub const CLEANER_DEDUPE_BUFFER_BYTES_MIN: u64 = 1024 * 1024;
+
 /// How often the fence prober (`fence.rs`) probes fenced partitions (ms). A fenced disk
 /// frees space by retention (every `log.retention.check.interval.ms`) or by an operator, so
 /// producers waiting a second more costs little, while each probe of a still-full disk is a

@@ -225,6 +225,7 @@ impl Server {
         } = self;
         let ticker = tokio::spawn(tick_logs(broker.clone(), shutdown_tx.subscribe()));
         let prober = crate::fence::spawn(&broker, &shutdown_tx);
+        let cleaner = crate::cleaner::spawn(&broker, &shutdown_tx);
         let admin = admin.map(|admin| spawn_admin(admin, &broker, &groups, &shutdown_tx));
         let mut connections = JoinSet::new();
         tokio::pin!(shutdown);
@@ -272,6 +273,7 @@ impl Server {
         wait_for_connections(&mut connections).await;
         ticker.await.ok();
         prober.await.ok();
+        cleaner.await.ok();
         if let Some(admin) = admin {
             stop_admin(admin).await;
         }

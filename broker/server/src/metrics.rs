@@ -95,6 +95,23 @@ pub struct Metrics {
     pub fetch_throttled: AtomicU64,
     /// Fences of storage logs: shared with the offsets-log writer, which owns its log.
     pub fences: Arc<FenceMetrics>,
+    /// The log cleaner's work (`cleaner.rs`).
+    pub cleaner: CleanerMetrics,
+}
+
+/// What the log cleaner did since start.
+#[derive(Debug, Default)]
+pub struct CleanerMetrics {
+    /// Cleans that swapped cleaned segments in.
+    pub cleans_total: AtomicU64,
+    /// Cleans abandoned because the log changed meanwhile (a reopen, retention).
+    pub abandoned_total: AtomicU64,
+    /// Bytes of segments read and rewritten.
+    pub bytes_read_total: AtomicU64,
+    /// Bytes of the cleaned segments written.
+    pub bytes_written_total: AtomicU64,
+    /// Records removed (superseded, expired tombstones, aborted).
+    pub records_removed_total: AtomicU64,
 }
 
 /// Fenced logs (after a failed write or fsync) and fences lifted. Partitions are counted at
@@ -126,6 +143,7 @@ impl Default for Metrics {
             produce_throttled: AtomicU64::new(0),
             fetch_throttled: AtomicU64::new(0),
             fences: Arc::default(),
+            cleaner: CleanerMetrics::default(),
         }
     }
 }

@@ -12,7 +12,14 @@ use crate::error::KafkaError;
 
 /// Topic key -> the broker key it overrides.
 pub const TOPIC_KEYS: &[(&str, &str)] = &[
-    ("cleanup.policy", ""),
+    ("cleanup.policy", "log.cleanup.policy"),
+    (
+        "min.cleanable.dirty.ratio",
+        "log.cleaner.min.cleanable.ratio",
+    ),
+    ("min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms"),
+    ("max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms"),
+    ("delete.retention.ms", "log.cleaner.delete.retention.ms"),
     ("retention.ms", "log.retention.ms"),
     ("retention.bytes", "log.retention.bytes"),
     ("segment.bytes", "log.segment.bytes"),
@@ -32,9 +39,6 @@ pub const PARTITIONER_KEY: &str = "sluice.partitioner";
 /// Topic key with the partitioner's parameters: `k=v,k2=v2`.
 pub const PARTITIONER_PARAMS_KEY: &str = "sluice.partitioner.params";
 
-/// The only `cleanup.policy` we implement.
-const CLEANUP_POLICY_DELETE: &str = "delete";
-
 /// A topic's config overrides, validated.
 pub type TopicOverrides = BTreeMap<String, String>;
 
@@ -46,14 +50,6 @@ pub fn validate(key: &str, value: &str) -> Result<(), KafkaError> {
     };
     if let Some(result) = validate_plugin_key(key, value) {
         return result;
-    }
-    if key == "cleanup.policy" {
-        if value != CLEANUP_POLICY_DELETE {
-            return Err(invalid(format!(
-                "cleanup.policy={value:?} is not supported: sluice implements only \"delete\" (no log compaction)"
-            )));
-        }
-        return Ok(());
     }
     let mut scratch = BrokerConfig::default();
     scratch
@@ -108,7 +104,7 @@ pub fn validate_all(broker: &BrokerConfig, overrides: &TopicOverrides) -> Result
         .map_err(|e| KafkaError::new(ResponseError::InvalidConfig, e.to_string()))
 }
 
-/// The broker key a topic key overrides (`None` for `cleanup.policy`).
+/// The broker key a topic key overrides (`None` for the plugin keys).
 pub fn broker_key(topic_key: &str) -> Option<&'static str> {
     TOPIC_KEYS
         .iter()
@@ -131,6 +127,17 @@ pub fn effective(broker: &BrokerConfig, overrides: &TopicOverrides) -> BrokerCon
     config
 }
 
+/// A topic's effective `cleanup.policy` (cheaper than `log_config`, for every produce).
+pub fn cleanup_policy(
+    broker: &BrokerConfig,
+    overrides: &TopicOverrides,
+) -> sluice_storage::CleanupPolicy {
+    overrides
+        .get("cleanup.policy")
+        .and_then(|v| crate::config::cleaner_keys::parse_policy(v).ok())
+        .unwrap_or(broker.log_cleanup_policy)
+}
+
 /// The storage engine's view of a topic's effective config.
 pub fn log_config(broker: &BrokerConfig, overrides: &TopicOverrides) -> sluice_storage::LogConfig {
     let c = effective(broker, overrides);
@@ -149,6 +156,11 @@ pub fn log_config(broker: &BrokerConfig, overrides: &TopicOverrides) -> sluice_s
         },
         max_message_bytes: c.message_max_bytes,
         producer_id_expiration_ms: broker.producer_id_expiration_ms,
+        cleanup_policy: c.log_cleanup_policy,
+        min_cleanable_dirty_ratio_ppm: c.log_cleaner_min_cleanable_ratio_ppm,
+        min_compaction_lag_ms: c.log_cleaner_min_compaction_lag_ms,
+        max_compaction_lag_ms: c.log_cleaner_max_compaction_lag_ms,
+        delete_retention_ms: c.log_cleaner_delete_retention_ms,
     }
 }
 
@@ -170,9 +182,7 @@ pub fn describe(broker: &BrokerConfig, overrides: &TopicOverrides) -> Vec<Descri
         .iter()
         .map(|&(key, broker_key)| DescribedConfig {
             key,
-            value: if key == "cleanup.policy" {
-                CLEANUP_POLICY_DELETE.to_owned()
-            } else if broker_key.is_empty() {
+            value: if broker_key.is_empty() {
                 overrides.get(key).cloned().unwrap_or_default()
             } else {
                 effective.get(broker_key).unwrap_or_default()
@@ -187,11 +197,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn compact_is_refused_with_a_clear_message() {
-        let err = validate("cleanup.policy", "compact").unwrap_err();
+    fn cleanup_policies_reach_the_log_config() {
+        for (value, policy) in [
+            ("delete", sluice_storage::CleanupPolicy::Delete),
+            ("compact", sluice_storage::CleanupPolicy::Compact),
+            (
+                "compact,delete",
+                sluice_storage::CleanupPolicy::CompactDelete,
+            ),
+        ] {
+            validate("cleanup.policy", value).unwrap();
+            let overrides: TopicOverrides = [
+                ("cleanup.policy".to_owned(), value.to_owned()),
+                ("min.cleanable.dirty.ratio".to_owned(), "0.01".to_owned()),
+            ]
+            .into();
+            let config = log_config(&BrokerConfig::default(), &overrides);
+            assert_eq!(config.cleanup_policy, policy);
+            assert_eq!(config.min_cleanable_dirty_ratio_ppm, 10_000);
+        }
+        let err = validate("cleanup.policy", "compress").unwrap_err();
         assert_eq!(err.code, ResponseError::InvalidConfig);
         assert!(err.message.contains("cleanup.policy"), "{}", err.message);
-        validate("cleanup.policy", "delete").unwrap();
     }
 
     #[test]

@@ -327,9 +327,10 @@ async fn create_describe_and_delete_topics() {
     let mut request = CreateTopicsRequest::default();
     request.topics = vec![
         creatable("a", 2, &[("retention.ms", "60000")]),
-        creatable("b", 1, &[("cleanup.policy", "compact")]),
+        creatable("b", 1, &[("cleanup.policy", "compacted")]),
         creatable("c", 0, &[]),
         creatable("bad/name", 1, &[]),
+        creatable("d", 1, &[("cleanup.policy", "compact,delete")]),
     ];
     let response: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 4, &request).await;
     let codes: Vec<i16> = response.topics.iter().map(|t| t.error_code).collect();
@@ -339,7 +340,8 @@ async fn create_describe_and_delete_topics() {
             0,
             ResponseError::InvalidConfig.code(),
             ResponseError::InvalidPartitions.code(),
-            ResponseError::InvalidTopicException.code()
+            ResponseError::InvalidTopicException.code(),
+            0
         ]
     );
     assert!(

@@ -418,6 +418,103 @@ fn bench_open_clean(dir: &Path, s: &Settings) {
     std::fs::remove_dir_all(&log_dir).unwrap();
 }
 
+/// A compacted log of about `s.append_total_bytes` in 32 MiB segments, 16 KiB batches of
+/// records with 100-byte values and keys cycling through 10% as many keys as records.
+fn compacted_log(log_dir: &Path, s: &Settings) -> Log {
+    use sluice_storage::testing::{TestRecord, build_batch};
+    let cfg = LogConfig {
+        segment_bytes: 32 * MIB as u32,
+        cleanup_policy: sluice_storage::CleanupPolicy::Compact,
+        min_cleanable_dirty_ratio_ppm: 0,
+        ..LogConfig::default()
+    };
+    let mut log = Log::open(log_dir, cfg, 0).unwrap();
+    let per_batch = 16 * 1024 / (VALUE_BYTES + 20);
+    let total_records = s.append_total_bytes / (VALUE_BYTES + 20);
+    let unique = (total_records / 10).max(1);
+    let value = vec![0x42u8; VALUE_BYTES];
+    let mut n = 0usize;
+    while log.size_bytes() < s.append_total_bytes as u64 {
+        let keys: Vec<Vec<u8>> = (n..n + per_batch)
+            .map(|i| format!("key-{:08}", (i * 7919) % unique).into_bytes())
+            .collect();
+        let records: Vec<TestRecord<'_>> = keys
+            .iter()
+            .map(|k| TestRecord {
+                key: Some(k),
+                value: Some(&value),
+                ..TestRecord::default()
+            })
+            .collect();
+        let mut batch = build_batch(0, 1_000, &records);
+        log.append(&mut batch, Durability::OsCache, 1_000).unwrap();
+        n += per_batch;
+    }
+    log.flush().unwrap();
+    log
+}
+
+/// Sequential read of a directory's `.log` files with a CRC-32C over every byte.
+fn read_and_crc(log_dir: &Path) -> u64 {
+    let mut buf = vec![0u8; 4 * MIB];
+    let mut bytes = 0u64;
+    let mut crc = 0u32;
+    for entry in std::fs::read_dir(log_dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "log") {
+            continue;
+        }
+        let file = File::open(&path).unwrap();
+        let size = file.metadata().unwrap().len();
+        let mut position = 0u64;
+        while position < size {
+            let len = (size - position).min(buf.len() as u64) as usize;
+            file.read_exact_at(&mut buf[..len], position).unwrap();
+            crc = crc32c::crc32c_append(crc, &buf[..len]);
+            position += len as u64;
+        }
+        bytes += size;
+    }
+    std::hint::black_box(crc);
+    bytes
+}
+
+fn bench_clean(dir: &Path, s: &Settings) {
+    let (mut raw, mut ours) = (Vec::new(), Vec::new());
+    let (mut read_bytes, mut cleaned_bytes, mut written_bytes) = (0u64, 0u64, 0u64);
+    for rep in 0..s.reps {
+        let log_dir = dir.join(format!("clean-{rep}"));
+        let mut log = compacted_log(&log_dir, s);
+        let start = Instant::now();
+        read_bytes = read_and_crc(&log_dir);
+        raw.push(start.elapsed());
+        let start = Instant::now();
+        let outcome = log
+            .clean(
+                2_000,
+                sluice_storage::limits::CLEANER_DEDUPE_BUFFER_BYTES_DEFAULT,
+                None,
+            )
+            .unwrap()
+            .expect("dirty");
+        ours.push(start.elapsed());
+        (cleaned_bytes, written_bytes) = (outcome.bytes_read, outcome.bytes_written);
+        drop(log);
+        std::fs::remove_dir_all(&log_dir).unwrap();
+    }
+    let (raw, clean) = (median(raw), median(ours));
+    println!(
+        "| clean a {} MiB compacted log (10% unique keys; {} MiB of sealed segments rewritten to {} MiB) | {:.0} MB/s read + CRC-32C | {:.0} MB/s ({:.0} ms) | {:.2}x |",
+        read_bytes / MIB as u64,
+        cleaned_bytes / MIB as u64,
+        written_bytes / MIB as u64,
+        read_bytes as f64 / secs(raw) / 1e6,
+        cleaned_bytes as f64 / secs(clean) / 1e6,
+        secs(clean) * 1e3,
+        (cleaned_bytes as f64 / secs(clean)) / (read_bytes as f64 / secs(raw))
+    );
+}
+
 fn main() {
     let s = settings();
     let dir = tempfile::tempdir().unwrap();
@@ -451,5 +548,8 @@ fn main() {
     }
     if run("open") {
         bench_open_clean(dir.path(), &s);
+    }
+    if run("clean") {
+        bench_clean(dir.path(), &s);
     }
 }

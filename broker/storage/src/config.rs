@@ -24,6 +24,36 @@ pub enum Durability {
     Fsync,
 }
 
+/// `cleanup.policy`: what happens to old segments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CleanupPolicy {
+    /// Whole segments are deleted by `retention.ms` / `retention.bytes` (Kafka's default).
+    #[default]
+    Delete,
+    /// The cleaner keeps the latest record of each key (`cleaner.rs`); no retention.
+    Compact,
+    /// Both: compaction, and time/size retention of whole segments.
+    CompactDelete,
+}
+
+impl CleanupPolicy {
+    /// Whether the cleaner compacts this log.
+    #[must_use]
+    pub fn compacts(self) -> bool {
+        self != CleanupPolicy::Delete
+    }
+
+    /// Whether retention deletes whole segments.
+    #[must_use]
+    pub fn deletes(self) -> bool {
+        self != CleanupPolicy::Compact
+    }
+}
+
+/// `min.cleanable.dirty.ratio` is held in parts per million (1.0 = `RATIO_PPM_ONE`), so the
+/// config stays `Eq` and the ratio compares exactly.
+pub const RATIO_PPM_ONE: u32 = 1_000_000;
+
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 
 /// Per-partition log settings. `Default` gives Kafka's defaults.
@@ -52,6 +82,17 @@ pub struct LogConfig {
     /// `producer.id.expiration.ms`: forget a producer (its sequence numbers) this long
     /// after its newest batch, if it has no open transaction.
     pub producer_id_expiration_ms: i64,
+    /// `cleanup.policy`.
+    pub cleanup_policy: CleanupPolicy,
+    /// `min.cleanable.dirty.ratio`, in parts per million: the cleaner picks a log once
+    /// dirty bytes / cleanable bytes reach it.
+    pub min_cleanable_dirty_ratio_ppm: u32,
+    /// `min.compaction.lag.ms`: a segment with a record newer than this is not cleaned.
+    pub min_compaction_lag_ms: i64,
+    /// `max.compaction.lag.ms`: a dirty segment older than this is cleaned whatever the ratio.
+    pub max_compaction_lag_ms: i64,
+    /// `delete.retention.ms`: a tombstone stays this long after the clean that first saw it.
+    pub delete_retention_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -68,6 +109,11 @@ impl Default for LogConfig {
             message_timestamp_type: TimestampType::CreateTime,
             max_message_bytes: 1_048_588,
             producer_id_expiration_ms: DAY_MS,
+            cleanup_policy: CleanupPolicy::Delete,
+            min_cleanable_dirty_ratio_ppm: RATIO_PPM_ONE / 2,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            delete_retention_ms: DAY_MS,
         }
     }
 }
@@ -102,6 +148,25 @@ impl LogConfig {
             1,
             i64::MAX,
         )?;
+        check(
+            "min.cleanable.dirty.ratio (ppm)",
+            i64::from(self.min_cleanable_dirty_ratio_ppm),
+            0,
+            i64::from(RATIO_PPM_ONE),
+        )?;
+        check(
+            "min.compaction.lag.ms",
+            self.min_compaction_lag_ms,
+            0,
+            i64::MAX,
+        )?;
+        check(
+            "max.compaction.lag.ms",
+            self.max_compaction_lag_ms,
+            1,
+            i64::MAX,
+        )?;
+        check("delete.retention.ms", self.delete_retention_ms, 0, i64::MAX)?;
         Ok(())
     }
 

@@ -188,9 +188,11 @@ fn scan(segments: &[Segment]) -> Result<Vec<EpochEntry>, StorageError> {
         })
     };
     let head = header_at(first, 0)?;
-    let (tail_position, _) = last.locate(Offset(last.end_offset.value() - 1))?;
-    let tail = header_at(last, tail_position)?;
-    if head.partition_leader_epoch == tail.partition_leader_epoch {
+    let tail = match last.locate(Offset(last.end_offset.value() - 1))? {
+        Some((position, _)) => Some(header_at(last, position)?),
+        None => None,
+    };
+    if tail.is_some_and(|t| t.partition_leader_epoch == head.partition_leader_epoch) {
         return Ok(vec![EpochEntry {
             epoch: head.partition_leader_epoch.max(0),
             start_offset: Offset(head.base_offset),

@@ -102,6 +102,7 @@ impl Log {
         )?;
         self.segments = recovered.segments;
         self.log_start_offset = recovered.log_start_offset;
+        self.cleaner = recovered.cleaner;
         self.recovery_point = log_end;
         self.checkpointed_recovery_point = log_end;
         self.last_checkpoint_ms = now_ms;

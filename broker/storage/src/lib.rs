@@ -49,6 +49,7 @@
 
 pub mod batch;
 mod checkpoint;
+mod cleaner;
 pub mod config;
 mod crc_walk;
 mod entry_file;
@@ -71,7 +72,8 @@ pub mod testing;
 mod time_index;
 
 pub use batch::{BatchHeader, Compression};
-pub use config::{Durability, LogConfig, TimestampType};
+pub use cleaner::{CleanOutcome, CleanPlan, Cleaned, Dirtiness};
+pub use config::{CleanupPolicy, Durability, LogConfig, TimestampType};
 pub use crc_walk::validate_records;
 pub use error::{AppendError, BatchError, ReadError, StorageError};
 pub use group_sync::PendingSync;

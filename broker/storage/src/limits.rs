@@ -96,5 +96,25 @@ pub const PRODUCER_SNAPSHOT_BYTES_MAX: u64 = 256 * 1024 * 1024;
 /// which is still a safe truncation point. Bounds the file (12 bytes per entry) and memory.
 pub const LEADER_EPOCH_ENTRIES_MAX: usize = 1024;
 
+/// Recent cleans remembered per partition for `delete.retention.ms` (`cleaner.checkpoint`):
+/// when full the oldest is forgotten, and the tombstones it covered count from the next
+/// one (kept longer, never shorter).
+pub const CLEANER_HORIZONS_MAX: usize = 32;
+
+/// Default bound on the cleaner's offset map (bytes of keys plus
+/// `CLEANER_MAP_ENTRY_OVERHEAD_BYTES` each), Kafka's `log.cleaner.dedupe.buffer.size`. A
+/// dirty section with more keys is cleaned a prefix at a time.
+pub const CLEANER_DEDUPE_BUFFER_BYTES_DEFAULT: u64 = 128 * 1024 * 1024;
+
+/// What one offset-map entry costs besides its key's bytes (hash slot, box, offset), for
+/// the dedupe buffer's accounting.
+pub const CLEANER_MAP_ENTRY_OVERHEAD_BYTES: u64 = 64;
+
+/// Bytes the cleaner reads from a segment at a time (whole batches; a larger batch is read
+/// alone).
+pub const CLEANER_READ_CHUNK_BYTES: u32 = 4 * 1024 * 1024;
+
 const _: () = assert!(PRODUCER_BATCHES_RETAINED <= u8::MAX as usize);
+const _: () = assert!(CLEANER_HORIZONS_MAX >= 1);
+const _: () = assert!(CLEANER_READ_CHUNK_BYTES >= BATCH_HEADER_BYTES);
 const _: () = assert!(PRODUCER_SNAPSHOTS_KEPT >= 1);

@@ -3,7 +3,7 @@
 //! `fence.rs`.
 
 use crate::batch;
-use crate::checkpoint::{self, Checkpoint};
+use crate::checkpoint::{self, Checkpoint, CleanerCheckpoint};
 use crate::config::{Durability, LogConfig, TimestampType};
 use crate::epoch::EpochCache;
 use crate::error::{AppendError, BatchError, ReadError, StorageError};
@@ -52,6 +52,12 @@ pub struct Log {
     pub(crate) producers: ProducerStateMap,
     /// Where each leader epoch began (`epoch.rs`); the latest is stamped into appends.
     pub(crate) epochs: EpochCache,
+    /// What the cleaner has done (`cleaner.checkpoint`): where the dirty section starts,
+    /// below which offset gaps are expected, when recent cleans ran.
+    pub(crate) cleaner: CleanerCheckpoint,
+    /// When a tombstone the last clean kept for `delete.retention.ms` may go (in memory:
+    /// after a restart the next dirty clean removes it).
+    pub(crate) tombstones_due_ms: Option<i64>,
 }
 
 /// What `append` did.
@@ -179,6 +185,8 @@ impl Log {
         Ok(Log {
             producers,
             epochs,
+            cleaner: recovered.cleaner,
+            tombstones_due_ms: None,
             fs,
             dir: dir.to_path_buf(),
             config,
@@ -562,13 +570,19 @@ impl Log {
                 len: 0,
             });
         }
-        let segment = &self.segments[self.segment_index_of(from)];
-        let (position, len) = segment.read_range(from, max_bytes)?;
-        Ok(ReadSlice {
-            file: Arc::clone(&segment.log),
-            position: u64::from(position),
-            len,
-        })
+        // A cleaned segment may hold nothing at or after `from` (removed records leave
+        // gaps); the next segment then answers, as Kafka reads past a gap.
+        for segment in &self.segments[self.segment_index_of(from)..] {
+            let from = from.max(segment.base);
+            if let Some((position, len)) = segment.read_range(from, max_bytes)? {
+                return Ok(ReadSlice {
+                    file: Arc::clone(&segment.log),
+                    position: u64::from(position),
+                    len,
+                });
+            }
+        }
+        unreachable!("the active segment holds every offset from its base to the log end")
     }
 
     /// Like `read`, but only batches below `upper` (a batch boundary: the last stable offset
@@ -587,10 +601,19 @@ impl Log {
             slice.len = 0;
             return Ok(slice);
         }
-        let (from_segment, upper_segment) =
-            (self.segment_index_of(from), self.segment_index_of(upper));
-        if upper_segment == from_segment {
-            let (position, _) = self.segments[upper_segment].locate(upper)?;
+        // The slice's segment: the one holding `from`, or a later one past a cleaned gap.
+        let slice_segment = self.segments[self.segment_index_of(from)..]
+            .iter()
+            .position(|s| Arc::ptr_eq(&s.log, &slice.file))
+            .map_or(usize::MAX, |i| i + self.segment_index_of(from));
+        let upper_segment = self.segment_index_of(upper);
+        if slice_segment > upper_segment {
+            slice.len = 0;
+        } else if upper_segment == slice_segment {
+            let segment = &self.segments[upper_segment];
+            let position = segment
+                .locate(upper)?
+                .map_or(segment.size_bytes, |(p, _)| p);
             let end = u64::from(position).max(slice.position);
             slice.len = slice.len.min((end - slice.position) as u32);
         }

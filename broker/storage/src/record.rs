@@ -149,6 +149,77 @@ pub(crate) fn records(
     })
 }
 
+/// One record of an uncompressed batch body, as the cleaner sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RecordView<'a> {
+    /// The whole record, its length varint included: copied verbatim when kept.
+    pub bytes: &'a [u8],
+    pub offset_delta: i32,
+    /// `None` for a record without a key.
+    pub key: Option<&'a [u8]>,
+    /// A null value: a tombstone.
+    pub tombstone: bool,
+}
+
+/// Reads a nullable `length varint | bytes` field.
+fn nullable_field<'a>(body: &'a [u8], at: &mut usize) -> Option<Option<&'a [u8]>> {
+    let len = read_varint(body, at)?;
+    if len == -1 {
+        return Some(None);
+    }
+    let len = usize::try_from(len).ok()?;
+    let field = body.get(*at..at.checked_add(len)?)?;
+    *at += len;
+    Some(Some(field))
+}
+
+/// The key, tombstone flag and offset delta of one record body (after its length varint).
+fn view_body(body: &[u8]) -> Option<(i32, Option<&[u8]>, bool)> {
+    let mut at = 1; // attributes
+    read_varlong(body, &mut at)?; // timestampDelta
+    let offset_delta = read_varint(body, &mut at)?;
+    let key = nullable_field(body, &mut at)?;
+    let value = nullable_field(body, &mut at)?;
+    Some((offset_delta, key, value.is_none()))
+}
+
+/// Walks the records of an uncompressed batch body; a record that does not parse ends the
+/// walk with an error naming its index.
+pub(crate) fn record_views(
+    body: &[u8],
+    count: i32,
+) -> impl Iterator<Item = Result<RecordView<'_>, BatchError>> + '_ {
+    let mut at = 0usize;
+    (0..count).map(move |index| {
+        let start = at;
+        let len = read_varint(body, &mut at).ok_or_else(|| bad(index, "length"))?;
+        let len = usize::try_from(len).map_err(|_| bad(index, "negative length"))?;
+        if body.len() - at < len {
+            return Err(bad(index, "length past end of batch"));
+        }
+        let (offset_delta, key, tombstone) =
+            view_body(&body[at..at + len]).ok_or_else(|| bad(index, "record fields"))?;
+        at += len;
+        Ok(RecordView {
+            bytes: &body[start..at],
+            offset_delta,
+            key,
+            tombstone,
+        })
+    })
+}
+
+/// The index of the first record without a key (compacted topics refuse such batches,
+/// as Kafka does: "Compacted topic cannot accept message without key"); `None` if every
+/// record has one or the body does not parse (validation reports that).
+#[must_use]
+pub fn first_keyless_record(body: &[u8], count: i32) -> Option<i32> {
+    record_views(body, count)
+        .map_while(Result::ok)
+        .position(|r| r.key.is_none())
+        .map(|i| i as i32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,6 +249,36 @@ mod tests {
         let mut at = 0;
         assert_eq!(
             read_varint(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x01], &mut at),
+            None
+        );
+    }
+}
+#[cfg(test)]
+mod keyless_tests {
+    use super::*;
+    use crate::testing::{TestRecord, build_batch};
+
+    #[test]
+    fn the_first_keyless_record_is_found() {
+        let keyed = TestRecord {
+            key: Some(b"k"),
+            value: Some(b"v"),
+            ..TestRecord::default()
+        };
+        let batch = build_batch(0, 0, &[keyed.clone(), TestRecord::value(b"x"), keyed]);
+        let body = &batch[crate::batch::HEADER_BYTES..];
+        assert_eq!(first_keyless_record(body, 3), Some(1));
+        let keyed_only = build_batch(
+            0,
+            0,
+            &[TestRecord {
+                key: Some(b"k"),
+                value: None,
+                ..TestRecord::default()
+            }],
+        );
+        assert_eq!(
+            first_keyless_record(&keyed_only[crate::batch::HEADER_BYTES..], 1),
             None
         );
     }

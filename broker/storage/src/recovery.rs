@@ -7,7 +7,7 @@
 //! many clean segments opens in milliseconds.
 
 use crate::batch::{self, HEADER_BYTES};
-use crate::checkpoint::{self, Checkpoint};
+use crate::checkpoint::{self, Checkpoint, CleanerCheckpoint};
 use crate::config::LogConfig;
 use crate::error::StorageError;
 use crate::io::{Fs, StorageFile};
@@ -24,7 +24,11 @@ pub(crate) struct Recovered {
     pub log_start_offset: Offset,
     /// The clean-shutdown marker vouched for the log end: nothing was lost.
     pub clean: bool,
+    pub cleaner: CleanerCheckpoint,
 }
+
+/// The suffix of the files a clean writes before swapping them in.
+pub(crate) const CLEANED_SUFFIX: &str = ".cleaned";
 
 /// Base offsets of `<20 digits>.log` files, sorted. Removes leftover temp files and
 /// index files whose log is gone.
@@ -42,8 +46,12 @@ pub(crate) fn list_segments(fs: &dyn Fs, dir: &Path) -> io::Result<Vec<Offset>> 
         let orphan = [INDEX_EXT, TIME_INDEX_EXT]
             .iter()
             .any(|ext| parse(name, ext).is_some_and(|b| bases.binary_search(&b).is_err()));
-        // `.tmp`: the temp names of versions before `io::durable`.
-        if orphan || crate::io::is_temp_name(name) || name.ends_with(".tmp") {
+        // `.tmp`: the temp names of versions before `io::durable`; `.cleaned`: a clean that
+        // never reached its swap (`finish_swap` has run, so none is wanted).
+        let leftover = crate::io::is_temp_name(name)
+            || name.ends_with(".tmp")
+            || name.ends_with(CLEANED_SUFFIX);
+        if orphan || leftover {
             tracing::info!(dir = %dir.display(), file = %name, "removing leftover file");
             fs.remove(&dir.join(name))?;
         }
@@ -63,6 +71,8 @@ pub(crate) fn recover(
         // survive a crash like its segments do.
         crate::io::create_dir_durable(fs, dir)?;
     }
+    finish_swap(fs, dir)?;
+    let cleaner = checkpoint::read_cleaner_checkpoint(fs, dir)?;
     let bases = list_segments(fs, dir)?;
     let checkpoint = checkpoint::read_checkpoint(fs, dir).unwrap_or_else(|e| {
         tracing::warn!(dir = %dir.display(), error = %e, "ignoring corrupt checkpoint; recovering every segment");
@@ -70,7 +80,13 @@ pub(crate) fn recover(
     });
     let clean_end = checkpoint::read_clean_shutdown(fs, dir)?;
     let mut clean = clean_end.is_some();
-    let mut segments = load(fs, dir, config, &bases, checkpoint, clean)?;
+    let gaps_below = cleaner.gaps_below;
+    let opening = Opening {
+        config,
+        checkpoint,
+        gaps_below,
+    };
+    let mut segments = load(fs, dir, &opening, &bases, clean)?;
     let log_end = segments.last().map(|s| s.end_offset);
     if let (Some(marker), Some(end)) = (clean_end, log_end)
         && marker != end
@@ -79,30 +95,78 @@ pub(crate) fn recover(
         tracing::warn!(dir = %dir.display(), %marker, %end, "clean-shutdown marker disagrees with the log; recovering");
         drop(segments);
         let bases = list_segments(fs, dir)?;
-        segments = load(fs, dir, config, &bases, checkpoint, false)?;
+        segments = load(fs, dir, &opening, &bases, false)?;
     }
-    let mut recovered = finish(fs, dir, config, segments, checkpoint)?;
-    recovered.clean = clean;
-    Ok(recovered)
+    let (segments, log_start_offset) = finish(fs, dir, config, segments, checkpoint)?;
+    Ok(Recovered {
+        segments,
+        log_start_offset,
+        clean,
+        cleaner,
+    })
+}
+
+/// Completes a swap the cleaner committed (`cleaner.swap` present): the old segments'
+/// files go, the `.cleaned` files take their names. Idempotent, so a crash during it is
+/// finished by the next open. Without a manifest any `.cleaned` file is a clean that
+/// never committed, removed by `list_segments`.
+pub(crate) fn finish_swap(fs: &dyn Fs, dir: &Path) -> Result<(), StorageError> {
+    let Some(swap) = checkpoint::read_swap(fs, dir)? else {
+        return Ok(());
+    };
+    tracing::info!(dir = %dir.display(), new_base = %swap.new_base, old = swap.old.len(), "finishing an interrupted cleaner swap");
+    swap_in(fs, dir, swap.new_base, &swap.old)?;
+    checkpoint::remove_swap(fs, dir)?;
+    Ok(())
+}
+
+/// Removes the old segments' files (except those the cleaned files replace by rename) and
+/// renames `<new_base>.<ext>.cleaned` to `<new_base>.<ext>`, then fsyncs the directory.
+pub(crate) fn swap_in(fs: &dyn Fs, dir: &Path, new_base: Offset, old: &[Offset]) -> io::Result<()> {
+    for &base in old.iter().filter(|&&b| b != new_base) {
+        remove_segment_files(fs, dir, base)?;
+    }
+    for ext in [INDEX_EXT, TIME_INDEX_EXT, LOG_EXT] {
+        let cleaned = segment_path(dir, new_base, &format!("{ext}{CLEANED_SUFFIX}"));
+        if fs.exists(&cleaned)? {
+            fs.rename(&cleaned, &segment_path(dir, new_base, ext))?;
+        }
+    }
+    fs.sync_dir(dir)
+}
+
+/// What `load` needs besides the segment list.
+struct Opening<'a> {
+    config: &'a LogConfig,
+    checkpoint: Option<Checkpoint>,
+    /// Offset gaps below this are the cleaner's, not damage.
+    gaps_below: Offset,
 }
 
 /// Trusted segments opened, the rest scanned; inconsistent tails deleted.
 fn load(
     fs: &dyn Fs,
     dir: &Path,
-    config: &LogConfig,
+    opening: &Opening<'_>,
     bases: &[Offset],
-    checkpoint: Option<Checkpoint>,
     clean: bool,
 ) -> Result<Vec<Segment>, StorageError> {
+    let config = opening.config;
     let recovery_point = if clean {
         Offset(i64::MAX)
     } else {
-        checkpoint.map_or(Offset(0), |c| c.recovery_point)
+        opening.checkpoint.map_or(Offset(0), |c| c.recovery_point)
     };
     let mut segments: Vec<Segment> = Vec::with_capacity(bases.len());
     for (i, &base) in bases.iter().enumerate() {
         let next = bases.get(i + 1).copied();
+        if let Some(prev) = segments.last_mut()
+            && prev.end_offset < base
+            && prev.end_offset < opening.gaps_below
+        {
+            // The cleaner removed the segment's last records: it still spans to `base`.
+            prev.end_offset = base;
+        }
         if let Some(prev) = segments.last()
             && prev.end_offset != base
         {
@@ -121,7 +185,7 @@ fn load(
             }
             tracing::warn!(dir = %dir.display(), segment = %base, "index missing or inconsistent; rebuilding");
         }
-        let (segment, complete) = scan(fs, dir, base, config)?;
+        let (segment, complete) = scan(fs, dir, base, config, opening.gaps_below)?;
         segments.push(segment);
         if !complete {
             delete_from(fs, dir, &bases[i + 1..])?;
@@ -134,11 +198,17 @@ fn load(
 fn delete_from(fs: &dyn Fs, dir: &Path, bases: &[Offset]) -> io::Result<()> {
     for &base in bases {
         tracing::warn!(dir = %dir.display(), segment = %base, "deleting segment after the recovered end of the log");
-        for ext in [LOG_EXT, INDEX_EXT, TIME_INDEX_EXT] {
-            match fs.remove(&segment_path(dir, base, ext)) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-                _ => {}
-            }
+        remove_segment_files(fs, dir, base)?;
+    }
+    Ok(())
+}
+
+/// Unlinks a segment's three files (those present).
+fn remove_segment_files(fs: &dyn Fs, dir: &Path, base: Offset) -> io::Result<()> {
+    for ext in [LOG_EXT, INDEX_EXT, TIME_INDEX_EXT] {
+        match fs.remove(&segment_path(dir, base, ext)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
         }
     }
     Ok(())
@@ -152,7 +222,7 @@ fn finish(
     config: &LogConfig,
     mut segments: Vec<Segment>,
     checkpoint: Option<Checkpoint>,
-) -> Result<Recovered, StorageError> {
+) -> Result<(Vec<Segment>, Offset), StorageError> {
     let checkpointed_start = checkpoint.map_or(Offset(0), |c| c.log_start_offset);
     if segments.is_empty() {
         segments.push(Segment::create(fs, dir, checkpointed_start, config)?);
@@ -182,20 +252,18 @@ fn finish(
         },
     )?;
     checkpoint::remove_clean_shutdown(fs, dir)?;
-    Ok(Recovered {
-        segments,
-        log_start_offset,
-        clean: false,
-    })
+    Ok((segments, log_start_offset))
 }
 
 /// Why a scan stopped before the end of the file.
 fn stop_reason(
     header: &batch::BatchHeader,
     expected: Offset,
+    gaps_below: Offset,
     batch_bytes: &[u8],
 ) -> Option<String> {
-    if header.base_offset != expected.value() {
+    let cleaner_gap = header.base_offset > expected.value() && expected < gaps_below;
+    if header.base_offset != expected.value() && !cleaner_gap {
         return Some(format!(
             "base offset {} where {expected} was expected",
             header.base_offset
@@ -223,6 +291,7 @@ pub(crate) fn scan(
     dir: &Path,
     base: Offset,
     config: &LogConfig,
+    gaps_below: Offset,
 ) -> Result<(Segment, bool), StorageError> {
     let mut segment = Segment::open_for_rebuild(fs, dir, base, config)?;
     let file_bytes = segment.log.len()?;
@@ -232,7 +301,7 @@ pub(crate) fn scan(
         if position >= reader.file_bytes {
             break (position < file_bytes).then(|| "bytes past the segment size limit".to_owned());
         }
-        match scan_one(&mut reader, &mut segment, position, config)? {
+        match scan_one(&mut reader, &mut segment, position, (config, gaps_below))? {
             Ok(batch_bytes) => position += batch_bytes,
             Err(reason) => break Some(reason),
         }
@@ -251,7 +320,7 @@ fn scan_one(
     reader: &mut ChunkReader,
     segment: &mut Segment,
     position: u64,
-    config: &LogConfig,
+    (config, gaps_below): (&LogConfig, Offset),
 ) -> io::Result<Result<u64, String>> {
     let header = match reader
         .get(segment.log.as_ref(), position, HEADER_BYTES)?
@@ -268,7 +337,7 @@ fn scan_one(
             header.total_bytes()
         )));
     };
-    if let Some(reason) = stop_reason(&header, segment.end_offset, batch_bytes) {
+    if let Some(reason) = stop_reason(&header, segment.end_offset, gaps_below, batch_bytes) {
         return Ok(Err(reason));
     }
     let offsets_fit =

@@ -141,7 +141,8 @@ impl Log {
     /// The active segment holds data and all of it is past `retention.ms`.
     fn active_expired(&self, now_ms: i64) -> bool {
         let active = self.active();
-        self.config.retention_ms >= 0
+        self.config.cleanup_policy.deletes()
+            && self.config.retention_ms >= 0
             && active.size_bytes > 0
             && active.max_timestamp_ms >= 0
             && now_ms.saturating_sub(active.max_timestamp_ms) > self.config.retention_ms
@@ -169,12 +170,17 @@ impl Log {
                 max_timestamp_ms: s.max_timestamp_ms,
             })
             .collect();
-        let by_config = segments_to_delete(
-            &stats,
-            self.config.retention_ms,
-            self.config.retention_bytes,
-            now_ms,
-        );
+        // `cleanup.policy=compact` alone: the cleaner, not retention, shrinks the log.
+        let by_config = if self.config.cleanup_policy.deletes() {
+            segments_to_delete(
+                &stats,
+                self.config.retention_ms,
+                self.config.retention_bytes,
+                now_ms,
+            )
+        } else {
+            0
+        };
         // Segments wholly below the log start offset (a crash between persisting a new log
         // start offset and unlinking the segments below it leaves them behind).
         let sealed = &self.segments[..self.segments.len() - 1];

@@ -63,8 +63,20 @@ impl Segment {
         base: Offset,
         config: &LogConfig,
     ) -> io::Result<Segment> {
-        let open_empty = |ext| -> io::Result<Arc<dyn StorageFile>> {
-            let file = fs.open(&segment_path(dir, base, ext), true)?;
+        Segment::create_with_suffix(fs, dir, base, config, "")
+    }
+
+    /// Like `create`, each file name ending in `suffix` (the cleaner writes
+    /// `<base>.log.cleaned` and its indexes before swapping them in).
+    pub fn create_with_suffix(
+        fs: &dyn Fs,
+        dir: &Path,
+        base: Offset,
+        config: &LogConfig,
+        suffix: &str,
+    ) -> io::Result<Segment> {
+        let open_empty = |ext: &str| -> io::Result<Arc<dyn StorageFile>> {
+            let file = fs.open(&segment_path(dir, base, &format!("{ext}{suffix}")), true)?;
             file.set_len(0)?;
             Ok(file)
         };
@@ -252,10 +264,10 @@ impl Segment {
         header: &BatchHeader,
         index_interval_bytes: u32,
     ) -> io::Result<()> {
-        assert_eq!(
-            header.base_offset,
-            self.end_offset.value(),
-            "offsets in a segment are contiguous"
+        // Contiguous as appended; a cleaned segment has gaps where records were removed.
+        assert!(
+            header.base_offset >= self.end_offset.value(),
+            "offsets in a segment only grow"
         );
         if self.bytes_since_index_entry > index_interval_bytes {
             let relative_offset = self
@@ -320,8 +332,9 @@ impl Segment {
         Ok(())
     }
 
-    /// Position and length of the first batch with `last_offset >= target`.
-    pub(crate) fn locate(&self, target: Offset) -> io::Result<(u32, u32)> {
+    /// Position and length of the first batch with `last_offset >= target`; `None` when
+    /// every batch ends before it (a cleaned segment whose last records were removed).
+    pub(crate) fn locate(&self, target: Offset) -> io::Result<Option<(u32, u32)>> {
         let relative = self
             .relative(target.value())
             .expect("target is inside this segment");
@@ -336,15 +349,18 @@ impl Segment {
             }
             found.is_none()
         })?;
-        found.ok_or_else(|| corrupt(format!("segment {}: offset {target} not found", self.base)))
+        Ok(found)
     }
 
-    /// Whole batches from the one containing `target`, at most `max_bytes` but at least one.
-    pub fn read_range(&self, target: Offset, max_bytes: u32) -> io::Result<(u32, u32)> {
-        let (start, first_len) = self.locate(target)?;
+    /// Whole batches from the one containing `target`, at most `max_bytes` but at least one;
+    /// `None` when no batch of this segment ends at or after `target`.
+    pub fn read_range(&self, target: Offset, max_bytes: u32) -> io::Result<Option<(u32, u32)>> {
+        let Some((start, first_len)) = self.locate(target)? else {
+            return Ok(None);
+        };
         let available = self.size_bytes - start;
         if available <= max_bytes {
-            return Ok((start, available));
+            return Ok(Some((start, available)));
         }
         let limit = start + max_bytes;
         let from = self
@@ -359,7 +375,7 @@ impl Segment {
             }
             batch_end <= limit
         })?;
-        Ok((start, (end - start).max(first_len)))
+        Ok(Some((start, (end - start).max(first_len))))
     }
 
     /// Final index entries, then trims both index files (the segment becomes read-only).

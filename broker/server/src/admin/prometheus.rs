@@ -66,6 +66,7 @@ fn broker_metrics(out: &mut String, broker: &Broker) {
     let _ = writeln!(out, "sluice_fetches_waiting {}", broker.waiting_fetches());
     quarantine_metrics(out, broker);
     storage_metrics(out, broker);
+    cleaner_metrics(out, broker);
     family(
         out,
         "sluice_request_errors_total",
@@ -278,6 +279,42 @@ fn storage_metrics(out: &mut String, broker: &Broker) {
         "sluice_storage_fence_lifted_total {}",
         fences.lifted_total.load(Relaxed)
     );
+}
+
+/// The log cleaner's counters since start.
+fn cleaner_metrics(out: &mut String, broker: &Broker) {
+    let c = &broker.metrics.cleaner;
+    let counters = [
+        (
+            "sluice_cleaner_cleans_total",
+            "Cleans of compacted partitions that swapped cleaned segments in.",
+            &c.cleans_total,
+        ),
+        (
+            "sluice_cleaner_abandoned_total",
+            "Cleans abandoned because the log changed while they ran.",
+            &c.abandoned_total,
+        ),
+        (
+            "sluice_cleaner_read_bytes_total",
+            "Bytes of segments the cleaner read and rewrote.",
+            &c.bytes_read_total,
+        ),
+        (
+            "sluice_cleaner_written_bytes_total",
+            "Bytes of cleaned segments the cleaner wrote (read minus written: bytes reclaimed).",
+            &c.bytes_written_total,
+        ),
+        (
+            "sluice_cleaner_removed_records_total",
+            "Records the cleaner removed: superseded values, expired tombstones, aborted transactions.",
+            &c.records_removed_total,
+        ),
+    ];
+    for (name, help, value) in counters {
+        family(out, name, "counter", help);
+        let _ = writeln!(out, "{name} {}", value.load(Relaxed));
+    }
 }
 
 fn plugin_labels(p: &PluginStats) -> String {

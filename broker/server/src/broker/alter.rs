@@ -187,7 +187,7 @@ mod tests {
         let current = TopicOverrides::new();
         for change in [
             set("no.such.key", "1"),
-            set("cleanup.policy", "compact"),
+            set("cleanup.policy", "compacted"),
             set("retention.ms", "soon"),
             ConfigChange::Delete {
                 key: "no.such.key".into(),

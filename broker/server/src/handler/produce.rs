@@ -174,7 +174,11 @@ fn append_all(
         .map(|(topic_slot, topic)| {
             let name = topic.name.0.to_string();
             drop(topic.name); // shares the frame's buffer with the records
-            let rerouted = broker.topic(&name).filter(|t| t.partitioner.is_some());
+            let known = broker.topic(&name);
+            let compacted = known.as_deref().is_some_and(|t| {
+                crate::topic_config::cleanup_policy(&broker.config, &t.overrides).compacts()
+            });
+            let rerouted = known.filter(|t| t.partitioner.is_some());
             let mut out = TopicProduceResponse::default();
             out.partition_responses = topic
                 .partition_data
@@ -195,7 +199,7 @@ fn append_all(
                         .as_deref()
                         .map_or(Ok(()), |r| {
                             kip110::check_produce(r, version)?;
-                            crate::records::validate::produced(r)
+                            crate::records::validate::produced(r, compacted)
                         })
                         .and_then(|()| match rerouted.as_deref() {
                             Some(

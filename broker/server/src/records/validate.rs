@@ -11,6 +11,9 @@
 //!   and `lastOffsetDelta` must match the records actually present, so a small batch cannot
 //!   move a partition's next offset past the records it holds.
 //!
+//! - a batch for a compacted topic (`cleanup.policy` compact) must key every record
+//!   (INVALID_RECORD, Kafka's "Compacted topic cannot accept message without key").
+//!
 //! Nothing is re-encoded: the stored bytes stay the client's, so uncompressed fetches keep
 //! going out with sendfile. A refused batch fails its partition only (the rest of the
 //! request goes on), with `record_errors` naming the record where one is to blame.
@@ -30,8 +33,16 @@ thread_local! {
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Checks the record batches of one partition of a Produce request.
-pub fn produced(records: &[u8]) -> Result<(), KafkaError> {
+/// Kafka's words for a keyless record sent to a compacted topic.
+const KEYLESS: &str = "Compacted topic cannot accept message without key";
+
+fn keyless(index: i32) -> KafkaError {
+    KafkaError::new(ResponseError::InvalidRecord, KEYLESS).with_record_error(index, KEYLESS)
+}
+
+/// Checks the record batches of one partition of a Produce request; `compacted`: the
+/// topic's `cleanup.policy` compacts, so every record needs a key.
+pub fn produced(records: &[u8], compacted: bool) -> Result<(), KafkaError> {
     for item in iter_batches(records) {
         let (header, bytes) = item.map_err(|e| KafkaError::from_batch("record batch", &e))?;
         if header.is_control() {
@@ -42,8 +53,18 @@ pub fn produced(records: &[u8]) -> Result<(), KafkaError> {
         }
         match header.compression() {
             // The storage engine walks these fused with the CRC, at append.
-            Compression::None | Compression::Unknown(_) => {}
-            codec => compressed(codec, bytes).map_err(|e| match e {
+            Compression::None | Compression::Unknown(_) => {
+                let keyless_at = compacted
+                    .then(|| {
+                        let body = &bytes[HEADER_BYTES.min(bytes.len())..];
+                        sluice_storage::record::first_keyless_record(body, header.records_count)
+                    })
+                    .flatten();
+                if let Some(index) = keyless_at {
+                    return Err(keyless(index));
+                }
+            }
+            codec => compressed(codec, bytes, compacted).map_err(|e| match e {
                 Refused::Batch(e) => KafkaError::from_batch("compressed record batch", &e),
                 Refused::Kafka(e) => e,
             })?,
@@ -63,14 +84,25 @@ impl From<BatchError> for Refused {
     }
 }
 
-fn compressed(codec: Compression, bytes: &[u8]) -> Result<(), Refused> {
+fn compressed(codec: Compression, bytes: &[u8], compacted: bool) -> Result<(), Refused> {
     let header = batch::validate(bytes)?; // length, CRC, recordsCount vs lastOffsetDelta
     SCRATCH.with_borrow_mut(|scratch| {
         let limit = PRODUCE_DECOMPRESSED_BYTES_MAX;
         let inflated = crate::codec::decompress_into(codec, &bytes[HEADER_BYTES..], limit, scratch);
         let result = match inflated {
             Ok(true) => sluice_storage::validate_records(scratch, header.records_count)
-                .map_err(Refused::Batch),
+                .map_err(Refused::Batch)
+                .and_then(|()| {
+                    let at = compacted
+                        .then(|| {
+                            sluice_storage::record::first_keyless_record(
+                                scratch,
+                                header.records_count,
+                            )
+                        })
+                        .flatten();
+                    at.map_or(Ok(()), |index| Err(Refused::Kafka(keyless(index))))
+                }),
             Ok(false) => Err(Refused::Kafka(KafkaError::new(
                 ResponseError::InvalidRecord,
                 format!(
@@ -145,6 +177,21 @@ mod tests {
         encode(&records, compression)
     }
 
+    #[test]
+    fn a_compacted_topic_refuses_keyless_records_of_every_codec() {
+        for codec in CODECS {
+            assert!(produced(&batch(codec), true).is_ok(), "{codec:?}");
+            let mut records: Vec<Record> = (0..3).map(|i| record(i, vec![b'v'; 50])).collect();
+            records[0].key = None; // (the encoder may put each record in its own batch)
+            let keyless = encode(&records, codec);
+            assert!(produced(&keyless, false).is_ok(), "{codec:?}");
+            let e = produced(&keyless, true).expect_err(&format!("{codec:?}"));
+            assert_eq!(e.code, ResponseError::InvalidRecord, "{codec:?}");
+            assert!(e.message.contains("without key"), "{}", e.message);
+            assert_eq!(e.record_errors[0].0, 0, "{codec:?}");
+        }
+    }
+
     fn set_i32(batch: &mut [u8], at: usize, v: i32) {
         batch[at..at + 4].copy_from_slice(&v.to_be_bytes());
     }
@@ -157,10 +204,10 @@ mod tests {
     #[test]
     fn real_batches_of_every_codec_pass() {
         for codec in CODECS {
-            assert!(produced(&batch(codec)).is_ok(), "{codec:?}");
+            assert!(produced(&batch(codec), false).is_ok(), "{codec:?}");
         }
         let two = [batch(KCompression::Gzip), batch(KCompression::Zstd)].concat();
-        assert!(produced(&two).is_ok());
+        assert!(produced(&two, false).is_ok());
     }
 
     #[test]
@@ -171,7 +218,7 @@ mod tests {
                 set_i32(&mut lying, pos::RECORDS_COUNT, claimed);
                 set_i32(&mut lying, pos::LAST_OFFSET_DELTA, claimed - 1);
                 recrc(&mut lying);
-                let e = produced(&lying).unwrap_err();
+                let e = produced(&lying, false).unwrap_err();
                 assert_eq!(
                     e.code,
                     ResponseError::InvalidRecord,
@@ -191,12 +238,12 @@ mod tests {
         let batch_length = (garbage.len() - 12) as i32;
         set_i32(&mut garbage, pos::BATCH_LENGTH, batch_length);
         recrc(&mut garbage);
-        let e = produced(&garbage).unwrap_err();
+        let e = produced(&garbage, false).unwrap_err();
         assert_eq!(e.code, ResponseError::CorruptMessage, "{}", e.message);
         // The same bytes with a stale CRC are refused before any decompression.
         let mut stale = garbage.clone();
         stale[pos::CRC] ^= 1;
-        assert!(produced(&stale).unwrap_err().message.contains("CRC"));
+        assert!(produced(&stale, false).unwrap_err().message.contains("CRC"));
     }
 
     #[test]
@@ -218,7 +265,7 @@ mod tests {
         let batch_length = (gz.len() - 12) as i32;
         set_i32(&mut gz, pos::BATCH_LENGTH, batch_length);
         recrc(&mut gz);
-        let e = produced(&gz).unwrap_err();
+        let e = produced(&gz, false).unwrap_err();
         assert_eq!(e.code, ResponseError::InvalidRecord, "{}", e.message);
         assert_eq!(e.record_errors, vec![(0, "key".to_string())]);
     }
@@ -229,7 +276,7 @@ mod tests {
             let mut control = batch(codec);
             control[pos::ATTRIBUTES + 1] |= 0x20;
             recrc(&mut control);
-            let e = produced(&control).unwrap_err();
+            let e = produced(&control, false).unwrap_err();
             assert_eq!(e.code, ResponseError::InvalidRecord);
             assert!(e.message.contains("control"), "{}", e.message);
         }
@@ -240,7 +287,7 @@ mod tests {
         let big = vec![0u8; PRODUCE_DECOMPRESSED_BYTES_MAX + 1024];
         let bomb = encode(&[record(0, big)], KCompression::Zstd);
         assert!(bomb.len() < 1 << 20, "{} bytes", bomb.len());
-        let e = produced(&bomb).unwrap_err();
+        let e = produced(&bomb, false).unwrap_err();
         assert_eq!(e.code, ResponseError::InvalidRecord);
         assert!(
             e.message.contains("PRODUCE_DECOMPRESSED_BYTES_MAX"),

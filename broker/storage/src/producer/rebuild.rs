@@ -34,7 +34,10 @@ pub(crate) fn rebuild(
         let start = if segment.base >= from {
             0
         } else {
-            segment.locate(from)?.0
+            match segment.locate(from)? {
+                Some((position, _)) => position,
+                None => continue, // a cleaned segment with nothing left at or after `from`
+            }
         };
         let mut failed = None;
         segment.scan_headers(start, |position, header| {
