@@ -171,7 +171,7 @@ impl EpochCache {
 /// they stamped 0; the internal logs, which never begin one) that is the only entry, read
 /// from two headers instead of every one.
 fn scan(segments: &[Segment]) -> Result<Vec<EpochEntry>, StorageError> {
-    let filled = |s: &&Segment| s.end_offset > s.base;
+    let filled = |s: &&Segment| s.size_bytes > 0;
     let (Some(first), Some(last)) = (segments.iter().find(filled), segments.iter().rfind(filled))
     else {
         return Ok(Vec::new());
