@@ -16,13 +16,22 @@
 //! [`CompactedRecord::encode_key`] / [`CompactedRecord::encode_value`] (a tombstone has no
 //! value).
 //!
-//! Compaction: the owner's snapshot (one record per live key) is written into `<DIR>/<N+1>/`,
-//! fsynced and closed; then `generation.json` is replaced with
-//! `sluice_storage::io::write_durable` (temp file, fsync, rename, fsync dir) to point at it,
-//! and the old directory is removed (durably, like every directory change here). A crash
-//! before the rename leaves the old generation live (the half-written new one is removed at
-//! the next start); after it, the new one. Directories of other generations are removed at
-//! start.
+//! Compaction is in place, by the storage engine's cleaner, the one that compacts
+//! `cleanup.policy=compact` topics (`sluice_storage`'s `cleaner.rs`; docs/compaction.md): the
+//! log is `compact`, so the cleaner keeps the latest record of each key and drops
+//! tombstones `delete.retention.ms` after the clean that covered them, rewriting sealed
+//! segments through the durable-write path (`.cleaned` files fsynced, a swap manifest,
+//! recovery finishing a swap a crash interrupted). The owner calls [`CompactedLog::clean_if_due`]
+//! after its appends; replay then reads each live key's latest record (and the tombstones
+//! still kept) in offset order, which loads the same state as the uncleaned log did. Every
+//! record type written here has one key per piece of state and writes a tombstone when it
+//! goes (deleted groups, expired offsets and transactional ids), so nothing removed from
+//! memory comes back at a replay.
+//!
+//! Generations: before the cleaner, compaction wrote a new `<DIR>/<N+1>/` and swapped
+//! `generation.json`; a data dir from then is opened at its pointer's generation and cleaned
+//! in place from there on. Directories of other generations (a swap a crash interrupted)
+//! are removed at start.
 //!
 //! A failed write or fsync fences the log (the storage engine never retries an fsync); the
 //! requests of that append fail with COORDINATOR_NOT_AVAILABLE, as Kafka answers a commit
@@ -38,7 +47,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use sluice_storage::io as storage_io;
-use sluice_storage::{Durability, Fs, Log, LogConfig, RealFs};
+use sluice_storage::{CleanOutcome, CleanupPolicy, Durability, Fs, Log, LogConfig, RealFs};
 
 use crate::clock::SharedClock;
 use crate::error::ServerError;
@@ -67,6 +76,31 @@ pub trait CompactedRecord: Sized {
     const SKIPS_UNDECODABLE: bool;
 }
 
+/// How a compacted internal log is cleaned (`limits::INTERNAL_LOG_*` by default; tests clean
+/// small logs at once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Compaction {
+    /// Segment size, in bytes: the cleaner never touches the active segment.
+    pub segment_bytes: u32,
+    /// `delete.retention.ms`: how long a tombstone outlives the clean that covered it.
+    pub delete_retention_ms: i64,
+    /// Least time between two checks for a due clean, in ms.
+    pub check_interval_ms: i64,
+    /// The cleaner's offset map, in bytes.
+    pub dedupe_buffer_bytes: u64,
+}
+
+impl Default for Compaction {
+    fn default() -> Self {
+        Self {
+            segment_bytes: limits::INTERNAL_LOG_SEGMENT_BYTES,
+            delete_retention_ms: limits::INTERNAL_LOG_DELETE_RETENTION_MS,
+            check_interval_ms: limits::INTERNAL_LOG_CLEAN_CHECK_MS,
+            dedupe_buffer_bytes: limits::INTERNAL_LOG_DEDUPE_BUFFER_BYTES,
+        }
+    }
+}
+
 #[derive(Debug, Serialize, Deserialize)]
 struct Pointer {
     generation: u64,
@@ -75,33 +109,31 @@ struct Pointer {
 /// An open compacted log of `R` records.
 #[derive(Debug)]
 pub struct CompactedLog<R> {
-    /// `data.dir/<R::DIR>`.
-    data_dir: PathBuf,
-    /// Generation of the live directory.
-    generation: u64,
     /// `None` only while being swapped or after close.
     log: Option<Log>,
     /// fsync each append before it is acknowledged (`sluice.acks.all.fsync`).
     durability: Durability,
     /// Where the fenced state and lifted fences are reported (`/metrics`).
     fences: Arc<FenceMetrics>,
-    /// The filesystem the log's segments live on: the real one, or a fault-injecting twin
-    /// in tests (the generation pointer stays on the real filesystem).
-    fs: Arc<dyn Fs>,
     /// What "now" is for the log's segments and record timestamps.
     clock: SharedClock,
+    compaction: Compaction,
+    /// When `clean_if_due` next looks at the log's dirtiness, in ms of `clock`.
+    next_clean_check_ms: i64,
     records: std::marker::PhantomData<fn() -> R>,
 }
 
-/// The storage settings of an internal log: never deleted by time or size (compaction
-/// bounds it), segments and batches large enough for the biggest append.
-fn log_config() -> LogConfig {
+/// The storage settings of an internal log: compacted, never deleted by time or size (the
+/// cleaner bounds it), batches as large as the biggest append.
+fn log_config(compaction: &Compaction) -> LogConfig {
     LogConfig {
-        segment_bytes: limits::OFFSETS_SEGMENT_BYTES,
+        segment_bytes: compaction.segment_bytes,
         retention_ms: -1,
         retention_bytes: -1,
         max_message_bytes: sluice_storage::limits::BATCH_BYTES_MAX,
         segment_index_bytes: limits::INTERNAL_LOG_INDEX_BYTES,
+        cleanup_policy: CleanupPolicy::Compact,
+        delete_retention_ms: compaction.delete_retention_ms,
         ..LogConfig::default()
     }
 }
@@ -142,7 +174,8 @@ impl<R: CompactedRecord> CompactedLog<R> {
         let generation = read_pointer(data_dir)?;
         remove_other_generations::<R>(data_dir, generation);
         let dir = generation_dir(data_dir, generation);
-        let log = Log::open_with(fs.clone(), &dir, log_config(), clock.now_ms())
+        let compaction = Compaction::default();
+        let log = Log::open_with(fs, &dir, log_config(&compaction), clock.now_ms())
             .map_err(storage_error(format!("opening {}", dir.display())))?;
         let records = read_all(&log)?;
         tracing::info!(dir = %dir.display(), records = records.len(), "loaded the {}", R::NAME);
@@ -153,13 +186,12 @@ impl<R: CompactedRecord> CompactedLog<R> {
         };
         Ok((
             Self {
-                data_dir: data_dir.to_owned(),
-                generation,
                 log: Some(log),
                 durability,
                 fences: Arc::default(),
-                fs,
+                next_clean_check_ms: clock.now_ms().saturating_add(compaction.check_interval_ms),
                 clock,
+                compaction,
                 records: std::marker::PhantomData,
             },
             records,
@@ -221,53 +253,60 @@ impl<R: CompactedRecord> CompactedLog<R> {
         Ok(())
     }
 
-    fn reopen(&mut self) -> Result<(), ServerError> {
-        if let Some(log) = self.log.take() {
-            log.close().ok();
+    /// Cleans the log with `compaction` from now on (the segment size applies to the next
+    /// roll).
+    pub fn set_compaction(&mut self, compaction: Compaction) {
+        self.compaction = compaction;
+        self.next_clean_check_ms = self.clock.now_ms();
+        if let Some(log) = self.log.as_mut() {
+            log.set_config(log_config(&compaction));
         }
-        let dir = generation_dir(&self.data_dir, self.generation);
-        let log = Log::open_with(self.fs.clone(), &dir, log_config(), self.clock.now_ms())
-            .map_err(storage_error(format!("reopening {}", dir.display())))?;
-        self.log = Some(log);
-        Ok(())
     }
 
-    /// Replaces the log with `snapshot` (the live records), as described in the module docs.
-    pub fn compact(&mut self, snapshot: &[R]) -> Result<(), ServerError> {
-        let next = self.generation + 1;
-        let dir = generation_dir(&self.data_dir, next);
-        if dir.exists() {
-            storage_io::remove_dir_durable(&RealFs, &dir)
-                .map_err(ServerError::io(format!("removing {}", dir.display())))?;
+    /// Whether `check_interval_ms` passed since the last look (cheap: no I/O, no lock), so
+    /// an owner on an async task hops to the blocking pool only then.
+    #[must_use]
+    pub fn clean_check_due(&self) -> bool {
+        self.clock.now_ms() >= self.next_clean_check_ms
+    }
+
+    /// Cleans the log if `check_interval_ms` passed since the last look and the cleaner
+    /// finds it due; what the clean did, if one ran. The caller owns the log, so appends
+    /// wait for the clean (a clean rewrites only what the dedupe buffer covers).
+    pub fn clean_if_due(&mut self) -> Result<Option<CleanOutcome>, ServerError> {
+        let now = self.clock.now_ms();
+        if !self.clean_check_due() {
+            return Ok(None);
         }
-        let mut fresh = Log::open_with(self.fs.clone(), &dir, log_config(), self.clock.now_ms())
-            .map_err(storage_error(format!("creating {}", dir.display())))?;
-        let refs: Vec<&R> = snapshot.iter().collect();
-        if !refs.is_empty() {
-            let mut bytes = encode_batches(&refs, self.clock.now_ms())?;
-            fresh
-                .append(&mut bytes, Durability::Fsync, self.clock.now_ms())
-                .map_err(|e| ServerError::Io {
-                    context: format!("writing {}", dir.display()),
-                    source: std::io::Error::other(e),
-                })?;
+        self.next_clean_check_ms = now.saturating_add(self.compaction.check_interval_ms);
+        self.clean()
+    }
+
+    /// Cleans the log now if the cleaner finds it due (its dirty ratio reached
+    /// `min.cleanable.dirty.ratio`, or tombstones are due). The log is flushed first: the
+    /// cleaner rewrites only segments below the recovery point, which fsynced appends do
+    /// not move (with fsync on, the flush finds nothing unsynced but the point).
+    pub fn clean(&mut self) -> Result<Option<CleanOutcome>, ServerError> {
+        let now = self.clock.now_ms();
+        let dedupe = self.compaction.dedupe_buffer_bytes;
+        let log = self.log_mut()?;
+        log.flush()
+            .map_err(storage_error(format!("flushing the {}", R::NAME)))?;
+        let cleaned = log.clean(now, dedupe, None);
+        let fenced = log.is_fenced();
+        R::fenced_flag(&self.fences).store(fenced, Relaxed);
+        let outcome = cleaned.map_err(storage_error(format!("cleaning the {}", R::NAME)))?;
+        if let Some(outcome) = &outcome {
+            tracing::info!(
+                read = outcome.bytes_read,
+                written = outcome.bytes_written,
+                removed = outcome.records_removed,
+                cleaned_to = %outcome.cleaned_to,
+                "cleaned the {}",
+                R::NAME
+            );
         }
-        fresh
-            .close()
-            .map_err(storage_error(format!("closing {}", dir.display())))?;
-        write_pointer(&self.data_dir, next)?;
-        let old = self.generation;
-        if let Some(log) = self.log.take() {
-            log.close().ok();
-        }
-        self.generation = next;
-        self.reopen()?;
-        R::fenced_flag(&self.fences).store(false, Relaxed);
-        let old_dir = generation_dir(&self.data_dir, old);
-        if let Err(e) = storage_io::remove_dir_durable(&RealFs, &old_dir) {
-            tracing::warn!(dir = %old_dir.display(), error = %e, "removing the old {} failed", R::NAME);
-        }
-        Ok(())
+        Ok(outcome)
     }
 
     /// Flushes and closes the log (clean-shutdown marker).
@@ -304,13 +343,6 @@ fn read_pointer(data_dir: &Path) -> Result<u64, ServerError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
         Err(e) => Err(ServerError::io(format!("reading {}", path.display()))(e)),
     }
-}
-
-fn write_pointer(data_dir: &Path, generation: u64) -> Result<(), ServerError> {
-    let path = data_dir.join(POINTER_FILE);
-    let text = serde_json::to_string(&Pointer { generation }).unwrap_or_default();
-    storage_io::write_durable(&RealFs, &path, text.as_bytes())
-        .map_err(ServerError::io(format!("writing {}", path.display())))
 }
 
 /// Removes directories of generations other than `live` (a half-written compaction, or an

@@ -155,13 +155,27 @@ const _: () = assert!(MESSAGE_MAX_BYTES_DEFAULT < SOCKET_REQUEST_MAX_BYTES_DEFAU
 const _: () = assert!(FETCH_RESPONSE_MAX_BYTES >= MESSAGE_MAX_BYTES_DEFAULT);
 const _: () = assert!(QUEUED_RESPONSES_PER_CONNECTION_MAX <= IN_FLIGHT_REQUESTS_PER_CONNECTION_MAX);
 
-/// Segment size of the internal offsets log, in bytes. Compaction keeps the log near its live
-/// size, so segments stay few.
-pub const OFFSETS_SEGMENT_BYTES: u32 = 100 * 1024 * 1024;
+/// Segment size of the compacted internal logs (offsets, transactions), in bytes. The
+/// cleaner never touches the active segment, so this bounds the uncleaned tail a start
+/// replays; Kafka's `offsets.topic.segment.bytes` is 100 MiB for a log many brokers share.
+pub const INTERNAL_LOG_SEGMENT_BYTES: u32 = 16 * 1024 * 1024;
+
+/// `delete.retention.ms` of the compacted internal logs: how long a tombstone outlives the
+/// clean that first covered it (Kafka's default, as for `__consumer_offsets`).
+pub const INTERNAL_LOG_DELETE_RETENTION_MS: i64 = 86_400_000;
+
+/// Least time between two checks whether a compacted internal log is due for a clean, in
+/// ms (Kafka's `log.cleaner.backoff.ms` default).
+pub const INTERNAL_LOG_CLEAN_CHECK_MS: i64 = 15_000;
+
+/// The cleaner's offset map for a compacted internal log, in bytes (keys plus
+/// `sluice_storage::limits::CLEANER_MAP_ENTRY_OVERHEAD_BYTES` each): a dirty section with more
+/// keys is cleaned a prefix at a time.
+pub const INTERNAL_LOG_DEDUPE_BUFFER_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Index file size (`segment.index.bytes`) of each internal log (offsets, transactions,
-/// security), in bytes: room for 131,072 entries, one per 4 KiB of log, so a 100 MiB segment
-/// never fills it; the storage default (10 MiB) would preallocate 20 MiB of index per log.
+/// security), in bytes: room for 131,072 entries, one per 4 KiB of log, so a segment of
+/// `INTERNAL_LOG_SEGMENT_BYTES` never fills it; the storage default (10 MiB) would preallocate 20 MiB of index per log.
 pub const INTERNAL_LOG_INDEX_BYTES: u32 = 1024 * 1024;
 
 /// Bytes read per step while replaying the offsets log at start.
@@ -173,12 +187,6 @@ pub const OFFSETS_RECORDS_PER_BATCH_MAX: usize = 1_000;
 /// Key and value bytes after which a batch of the offsets log is closed and a new one begun
 /// (well under the storage engine's batch limit, since one record may reach 1 MiB).
 pub const OFFSETS_BATCH_BYTES_TARGET: usize = 1024 * 1024;
-
-/// The offsets log is compacted once it is larger than this many bytes ...
-pub const OFFSETS_COMPACT_MIN_BYTES: u64 = 16 * 1024 * 1024;
-
-/// ... and larger than this multiple of its live content's estimated size.
-pub const OFFSETS_COMPACT_GROWTH_FACTOR: u64 = 4;
 
 /// Requests queued for the group coordinator task. Senders wait when it is full
 /// (backpressure on the connections that send group requests).
@@ -207,10 +215,6 @@ pub const TXN_TIMER_SLEEP_MAX_MS: i64 = 1_000;
 /// How long the transaction coordinator waits before writing again the markers of a
 /// transaction whose markers could not all be written (a fenced partition), in ms.
 pub const TXN_MARKER_RETRY_MS: i64 = 1_000;
-
-/// The transaction log is compacted once it is larger than this many bytes, and larger
-/// than `OFFSETS_COMPACT_GROWTH_FACTOR` times its live content.
-pub const TXN_LOG_COMPACT_MIN_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Default port of the admin HTTP API (`admin.listen`), Redpanda's admin port.
 pub const ADMIN_PORT_DEFAULT: u16 = 9644;
@@ -257,3 +261,5 @@ const _: () = assert!(PRODUCE_DECOMPRESSED_BYTES_MAX >= 16 * MESSAGE_MAX_BYTES_D
 /// 140 KB request of names otherwise builds a response of hundreds of MB. Kafka's tools ask
 /// for one resource at a time; admin UIs batch a few hundred topics.
 pub const DESCRIBE_CONFIGS_RESOURCES_MAX: usize = 1_000;
+
+const _: () = assert!(INTERNAL_LOG_DEDUPE_BUFFER_BYTES >= CLEANER_DEDUPE_BUFFER_BYTES_MIN);

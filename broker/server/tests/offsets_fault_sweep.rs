@@ -2,9 +2,11 @@
 //!
 //! The scenario is what the group coordinator's writer does under `sluice.acks.all.fsync`:
 //! offset commits appended one call at a time (each acknowledged when `append` returns Ok),
-//! one compaction in the middle (a new generation written, closed, the pointer swapped), and
-//! a clean close. The log's segments live on a `FaultyFs` (`OffsetsLog::open_with`, with a fixed clock); the
-//! generation pointer on a real temp dir. A run without faults counts the write and sync
+//! one clean in the middle (the storage cleaner in place: segments small enough that a dozen
+//! commits seal several, rewritten into a `.cleaned` segment, swapped in through its
+//! manifest, the cleaner checkpoint written), and a clean close. The log's segments live on
+//! a `FaultyFs` (`OffsetsLog::open_with`, with a fixed clock); the generation pointer on a
+//! real temp dir. A run without faults counts the write and sync
 //! operations; then, for every operation index N, the scenario is rerun with operation N
 //! failing as a torn write, a short write or an fsync error; after the failure the scenario
 //! keeps committing as the writer does. The filesystem is crashed (durable bytes only, all
@@ -16,21 +18,20 @@ use std::path::Path;
 use std::sync::Arc;
 
 use sluice_group::{CommittedOffset, OffsetRecord, RecordKey, TopicPartition};
+use sluice_server::compacted_log::Compaction;
 use sluice_server::group::OffsetsLog;
 use sluice_storage::io::{CrashMode, FaultyFs, WriteFault};
 
-/// Commits in the scenario (the compaction runs after half of them).
+/// Commits in the scenario (the clean runs after half of them).
 const COMMITS: i64 = 24;
 const MODES: [CrashMode; 3] = [
     CrashMode::DurableOnly,
     CrashMode::AllWritten,
     CrashMode::TornLastWrite,
 ];
-/// Writes (and as many syncs) of closing the generation a compaction replaced, whose errors
-/// `compact` logs rather than returns (segment, two indexes, the producer-state snapshot,
-/// the checkpoint and the clean-shutdown marker with their directory syncs): the only
-/// faults the caller may not see, and harmless, since that generation is discarded.
-const DISCARDED_CLOSE_OPS: u64 = 9;
+/// Segment size of the scenario's log: a few commits per segment, so the clean has sealed
+/// segments to merge.
+const SEGMENT_BYTES: u32 = 512;
 const WRITE_FAULTS: [WriteFault; 3] = [
     WriteFault::Torn,
     WriteFault::Short(1),
@@ -62,12 +63,12 @@ struct Outcome {
     attempted: Vec<OffsetRecord>,
     /// Commits whose `append` returned Ok, in order.
     acknowledged: Vec<OffsetRecord>,
-    /// The live records at the compaction, if it succeeded (what the new generation holds).
-    compacted: Option<Vec<OffsetRecord>>,
+    /// What the clean removed, if it ran.
+    removed: Option<u64>,
     failed: bool,
 }
 
-/// The latest record per key of `records` (the coordinator's snapshot), in key order.
+/// The latest record per key of `records`, in key order.
 fn live(records: &[OffsetRecord]) -> Vec<OffsetRecord> {
     let mut latest = std::collections::BTreeMap::new();
     for r in records {
@@ -91,6 +92,12 @@ fn run_scenario(data_dir: &Path, fs: &FaultyFs) -> Outcome {
         out.failed = true;
         return out;
     };
+    log.set_compaction(Compaction {
+        segment_bytes: SEGMENT_BYTES,
+        delete_retention_ms: 0,
+        check_interval_ms: 0,
+        ..Compaction::default()
+    });
     for i in 0..COMMITS {
         let record = commit(i);
         out.attempted.push(record.clone());
@@ -99,9 +106,8 @@ fn run_scenario(data_dir: &Path, fs: &FaultyFs) -> Outcome {
             Err(_) => out.failed = true,
         }
         if i == COMMITS / 2 {
-            let snapshot = live(&out.acknowledged);
-            match log.compact(&snapshot) {
-                Ok(()) => out.compacted = Some(snapshot),
+            match log.clean() {
+                Ok(outcome) => out.removed = outcome.map(|o| o.records_removed),
                 Err(_) => out.failed = true,
             }
         }
@@ -160,7 +166,8 @@ fn reference() -> (u64, u64) {
     let out = run_scenario(dir.path(), &fs);
     assert!(!out.failed, "the reference run has no faults");
     assert_eq!(out.acknowledged.len() as i64, COMMITS);
-    assert!(out.compacted.is_some(), "the reference run compacts");
+    let removed = out.removed.expect("the reference run cleans");
+    assert!(removed > 0, "the clean removed superseded commits");
     let counts = (fs.writes(), fs.syncs());
     check_all_modes(&fs, &out, "no fault", dir.path());
     counts
@@ -183,12 +190,9 @@ fn every_write_of_the_offsets_log_fails_torn_or_short() {
         }
     }
     assert_eq!(checked, writes * 3 * 3);
-    assert!(
-        unreported <= 3 * DISCARDED_CLOSE_OPS,
-        "{unreported} write faults were not reported"
-    );
+    assert_eq!(unreported, 0, "write faults were not reported");
     println!(
-        "offsets log fault points: {writes} writes x 3 write faults, {checked} crash images checked, {unreported} faults in the discarded generation's close"
+        "offsets log fault points: {writes} writes x 3 write faults, {checked} crash images checked"
     );
 }
 
@@ -205,13 +209,8 @@ fn every_sync_of_the_offsets_log_fails() {
         unreported += u64::from(!out.failed);
         checked += check_all_modes(&fs, &out, &format!("sync {n}/{syncs} fails"), dir.path());
     }
-    assert!(
-        unreported <= DISCARDED_CLOSE_OPS,
-        "{unreported} sync faults were not reported"
-    );
-    println!(
-        "offsets log fault points: {syncs} syncs, {checked} crash images checked, {unreported} faults in the discarded generation's close"
-    );
+    assert_eq!(unreported, 0, "sync faults were not reported");
+    println!("offsets log fault points: {syncs} syncs, {checked} crash images checked");
 }
 
 #[test]

@@ -31,7 +31,6 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 pub use offsets_log::OffsetsLog;
-pub use task::CompactionPolicy;
 
 use crate::clock::SharedClock;
 use crate::error::ServerError;
@@ -121,19 +120,8 @@ impl GroupService {
         records: Vec<sluice_group::OffsetRecord>,
         clock: SharedClock,
     ) -> Result<Self, ServerError> {
-        Self::spawn_with(config, log, records, CompactionPolicy::default(), clock)
-    }
-
-    /// Same, with a compaction policy (tests compact small logs).
-    pub fn spawn_with(
-        config: GroupConfig,
-        log: OffsetsLog,
-        records: Vec<sluice_group::OffsetRecord>,
-        compaction: CompactionPolicy,
-        clock: SharedClock,
-    ) -> Result<Self, ServerError> {
         let (commands, rx) = mpsc::channel(limits::GROUP_COMMANDS_QUEUED_MAX);
-        let task = task::spawn(config, log, records, rx, compaction, clock)?;
+        let task = task::spawn(config, log, records, rx, clock)?;
         Ok(Self {
             handle: GroupHandle { commands },
             task,

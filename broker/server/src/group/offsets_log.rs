@@ -62,7 +62,7 @@ pub(crate) fn encode_batches(
 mod tests {
     //! Append, reopen and compaction of the offsets log on a temp dir.
     use super::*;
-    use crate::compacted_log::generation_dir;
+    use crate::compacted_log::{Compaction, generation_dir};
     use std::sync::Arc;
 
     const OFFSETS_DIR: &str = <OffsetRecord as CompactedRecord>::DIR;
@@ -86,25 +86,78 @@ mod tests {
         }
     }
 
+    fn small_segments() -> Compaction {
+        Compaction {
+            segment_bytes: 512,
+            delete_retention_ms: 0,
+            check_interval_ms: 0,
+            ..Compaction::default()
+        }
+    }
+
+    fn tombstone(group: &str, partition: i32) -> OffsetRecord {
+        OffsetRecord {
+            value: None,
+            ..commit(group, partition, 0)
+        }
+    }
+
     #[test]
-    fn records_survive_reopen_and_compaction() {
+    fn the_cleaner_keeps_the_latest_commit_per_key_and_drops_tombstoned_keys() {
         let dir = tempfile::tempdir().unwrap();
         let (mut log, loaded) = OffsetsLog::open(dir.path(), true).unwrap();
         assert!(loaded.is_empty());
-        let a = commit("g", 0, 5);
-        let b = commit("g", 0, 7);
-        log.append(&[&a]).unwrap();
-        log.append(&[&b]).unwrap();
-        log.close().unwrap();
-        let (mut log, loaded) = OffsetsLog::open(dir.path(), true).unwrap();
-        assert_eq!(loaded, vec![a, b.clone()]);
-        log.compact(std::slice::from_ref(&b)).unwrap();
-        let c = commit("g", 1, 3);
-        log.append(&[&c]).unwrap();
+        log.set_compaction(small_segments());
+        log.append(&[&commit("gone", 0, 1)]).unwrap();
+        for offset in 0..40_i64 {
+            log.append(&[&commit("g", (offset % 2) as i32, offset)])
+                .unwrap();
+        }
+        log.append(&[&tombstone("gone", 0)]).unwrap();
+        for offset in 40..60_i64 {
+            log.append(&[&commit("g", (offset % 2) as i32, offset)])
+                .unwrap();
+        }
+        let mut removed = 0;
+        while let Some(outcome) = log.clean().unwrap() {
+            removed += outcome.records_removed;
+        }
+        assert!(removed >= 40, "superseded commits removed ({removed})");
         log.close().unwrap();
         let (log, loaded) = OffsetsLog::open(dir.path(), true).unwrap();
-        assert_eq!(loaded, vec![b, c]);
-        assert!(!generation_dir(&dir.path().join(OFFSETS_DIR), 0).exists());
+        let store = sluice_group::OffsetStore::load(loaded.clone());
+        assert!(
+            store.group("gone").is_none(),
+            "the tombstoned key stays gone"
+        );
+        let offsets: Vec<i64> = store
+            .group("g")
+            .unwrap()
+            .values()
+            .map(|c| c.offset)
+            .collect();
+        assert_eq!(offsets, vec![58, 59], "the latest commit of each partition");
+        assert!(
+            loaded.iter().all(|r| r.key != tombstone("gone", 0).key),
+            "the tombstone itself went after delete.retention.ms (0 here): {loaded:?}"
+        );
+        assert!(loaded.len() < 20, "{} records replayed", loaded.len());
+        log.close().unwrap();
+    }
+
+    #[test]
+    fn a_data_dir_from_before_the_cleaner_opens_at_its_generation() {
+        let dir = tempfile::tempdir().unwrap();
+        let offsets_dir = dir.path().join(OFFSETS_DIR);
+        std::fs::create_dir_all(&offsets_dir).unwrap();
+        std::fs::write(offsets_dir.join("generation.json"), r#"{"generation":3}"#).unwrap();
+        let (mut log, _) = OffsetsLog::open(dir.path(), true).unwrap();
+        let a = commit("g", 0, 5);
+        log.append(&[&a]).unwrap();
+        log.close().unwrap();
+        assert!(generation_dir(&offsets_dir, 3).exists());
+        let (log, loaded) = OffsetsLog::open(dir.path(), true).unwrap();
+        assert_eq!(loaded, vec![a]);
         log.close().unwrap();
     }
 

@@ -1,6 +1,6 @@
 //! The coordinator task: feeds the pure coordinator one call at a time, carries out its
-//! effects (answers to waiting handlers, batches to the writer), runs its one timer, and
-//! decides when to compact the offsets log.
+//! effects (answers to waiting handlers, batches to the writer) and runs its one timer. The
+//! writer cleans the offsets log in place (`CompactedLog::clean_if_due`).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -18,25 +18,6 @@ use crate::clock::SharedClock;
 use crate::error::ServerError;
 use crate::limits;
 
-/// When the offsets log is compacted: once it is at least `min_bytes` and `growth_factor`
-/// times its live content.
-#[derive(Debug, Clone, Copy)]
-pub struct CompactionPolicy {
-    /// Smallest log worth compacting, in bytes.
-    pub min_bytes: u64,
-    /// Log size over live size that triggers a compaction.
-    pub growth_factor: u64,
-}
-
-impl Default for CompactionPolicy {
-    fn default() -> Self {
-        Self {
-            min_bytes: limits::OFFSETS_COMPACT_MIN_BYTES,
-            growth_factor: limits::OFFSETS_COMPACT_GROWTH_FACTOR,
-        }
-    }
-}
-
 /// Per-group DeleteGroups results, and where to send them.
 type DeleteResults = Vec<(String, ErrorCode)>;
 type DeleteReply = oneshot::Sender<DeleteResults>;
@@ -53,14 +34,6 @@ struct Task {
     next_request_id: u64,
     /// Batches sent to the writer and not yet acknowledged.
     in_flight: usize,
-    /// The offsets log's size after the latest append, in bytes.
-    log_bytes: u64,
-    /// Set while a compaction is queued or running.
-    compacting: bool,
-    /// The log size at which compaction is next considered (computing the live size walks
-    /// every committed offset, so it is not done on every call).
-    next_compact_check_bytes: u64,
-    compaction: CompactionPolicy,
     /// Bounded; a full queue fails the batch (retriable) rather than blocking the task.
     writer: mpsc::Sender<WriterJob>,
     /// The broker's clock (`crate::clock`).
@@ -78,14 +51,12 @@ pub fn spawn(
     log: OffsetsLog,
     records: Vec<OffsetRecord>,
     commands: mpsc::Receiver<Command>,
-    compaction: CompactionPolicy,
     clock: SharedClock,
 ) -> Result<JoinHandle<()>, ServerError> {
     let now = coordinator_ms(&clock);
     let mut coordinator = Coordinator::new(config, Box::new(OsRng), now)
         .map_err(|e| ServerError::Config(crate::error::ConfigError::Inconsistent(e.to_string())))?;
     coordinator.load(now, records);
-    let log_bytes = log.size_bytes();
     let (writer_tx, writer_rx) = mpsc::channel(limits::OFFSETS_WRITES_QUEUED_MAX);
     let (done_tx, done_rx) = mpsc::channel(limits::OFFSETS_WRITES_QUEUED_MAX);
     let writer_task = tokio::spawn(writer::run(log, writer_rx, done_tx));
@@ -96,10 +67,6 @@ pub fn spawn(
         deleting_offsets: HashMap::new(),
         next_request_id: 0,
         in_flight: 0,
-        log_bytes,
-        compacting: false,
-        next_compact_check_bytes: compaction.min_bytes,
-        compaction,
         writer: writer_tx,
         clock,
     };
@@ -138,14 +105,11 @@ impl Task {
                     self.carry_out(effects);
                 }
             }
-            self.maybe_compact();
         }
         // Let the appends already handed out finish, so their commits are not lost.
         drop(self.writer);
         while let Some(result) = done.recv().await {
-            if let WriterDone::Persisted { id, result, .. } = result {
-                self.coordinator.persisted(id, result);
-            }
+            self.coordinator.persisted(result.id, result.result);
         }
     }
 
@@ -248,7 +212,7 @@ impl Task {
                     }
                 }
                 Effect::PersistOffsets { id, records } => {
-                    match self.writer.try_send(WriterJob::Persist { id, records }) {
+                    match self.writer.try_send(WriterJob { id, records }) {
                         Ok(()) => self.in_flight += 1,
                         Err(_) => {
                             tracing::warn!(
@@ -267,27 +231,11 @@ impl Task {
         }
     }
 
-    fn on_written(&mut self, done: WriterDone) {
-        match done {
-            WriterDone::Persisted {
-                id,
-                result,
-                log_bytes,
-            } => {
-                self.in_flight -= 1;
-                self.log_bytes = log_bytes;
-                self.finish_delete(id, result.is_ok());
-                let effects = self.coordinator.persisted(id, result);
-                self.carry_out(effects);
-            }
-            WriterDone::Compacted { log_bytes } => {
-                self.compacting = false;
-                self.log_bytes = log_bytes;
-                self.next_compact_check_bytes = log_bytes
-                    .saturating_mul(self.compaction.growth_factor)
-                    .max(self.compaction.min_bytes);
-            }
-        }
+    fn on_written(&mut self, WriterDone { id, result }: WriterDone) {
+        self.in_flight -= 1;
+        self.finish_delete(id, result.is_ok());
+        let effects = self.coordinator.persisted(id, result);
+        self.carry_out(effects);
     }
 
     /// Answers a DeleteGroups or OffsetDelete whose tombstones were (or failed to be)
@@ -310,38 +258,6 @@ impl Task {
                 }
             }
             reply.send(results).ok();
-        }
-    }
-
-    /// Compacts when the log has grown well past its live content and nothing is in flight
-    /// (the snapshot must hold every appended record).
-    fn maybe_compact(&mut self) {
-        if self.compacting || self.in_flight > 0 || self.log_bytes < self.next_compact_check_bytes {
-            return;
-        }
-        let snapshot = self.coordinator.snapshot();
-        let live_bytes: u64 = snapshot
-            .iter()
-            .map(|r| (r.encode_key().len() + r.encode_value().map_or(0, |v| v.len()) + 16) as u64)
-            .sum();
-        let due_bytes = live_bytes
-            .saturating_mul(self.compaction.growth_factor)
-            .max(self.compaction.min_bytes);
-        if self.log_bytes < due_bytes {
-            self.next_compact_check_bytes = due_bytes;
-            return;
-        }
-        tracing::info!(
-            log_bytes = self.log_bytes,
-            live_bytes,
-            "compacting the offsets log"
-        );
-        if self
-            .writer
-            .try_send(WriterJob::Compact { snapshot })
-            .is_ok()
-        {
-            self.compacting = true;
         }
     }
 }

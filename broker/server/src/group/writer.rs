@@ -1,6 +1,9 @@
 //! The offsets-log writer: appends the coordinator's record batches in the order they were
 //! handed out, on the blocking pool. Consecutive batches waiting in the queue share one
-//! append and one fsync (group commit); each is then acknowledged separately.
+//! append and one fsync (group commit); each is then acknowledged separately. After its
+//! appends have been answered, the writer cleans the log in place when the cleaner finds it
+//! due (`CompactedLog::clean_if_due`, at most once per `INTERNAL_LOG_CLEAN_CHECK_MS`);
+//! appends queued meanwhile wait for it.
 
 use sluice_group::{ErrorCode, OffsetRecord, PersistId};
 use tokio::sync::mpsc;
@@ -8,30 +11,18 @@ use tokio::sync::mpsc;
 use super::offsets_log::OffsetsLog;
 use crate::limits;
 
-/// Work for the writer, in log order.
+/// Work for the writer, in log order: append these records, then report them persisted.
 #[derive(Debug)]
-pub enum WriterJob {
-    /// Append these records, then report `Persisted`.
-    Persist {
-        id: PersistId,
-        records: Vec<OffsetRecord>,
-    },
-    /// Replace the log with this snapshot (sent only with no `Persist` in flight).
-    Compact { snapshot: Vec<OffsetRecord> },
+pub struct WriterJob {
+    pub id: PersistId,
+    pub records: Vec<OffsetRecord>,
 }
 
-/// What the writer reports back.
+/// What the writer reports back: a batch was appended (or not).
 #[derive(Debug)]
-pub enum WriterDone {
-    /// A batch was appended (or not).
-    Persisted {
-        id: PersistId,
-        result: Result<(), ErrorCode>,
-        /// The log's size after the append, in bytes.
-        log_bytes: u64,
-    },
-    /// A compaction finished (or failed: the old log stays live).
-    Compacted { log_bytes: u64 },
+pub struct WriterDone {
+    pub id: PersistId,
+    pub result: Result<(), ErrorCode>,
 }
 
 /// Runs until `jobs` closes, then closes the log.
@@ -66,6 +57,15 @@ pub async fn run(
                 break;
             }
         }
+        // After the answers, so a clean never delays the commits it follows.
+        if log.as_ref().is_some_and(OffsetsLog::clean_check_due) {
+            let Some(owned) = log.take() else { break };
+            let Ok(owned) = tokio::task::spawn_blocking(move || clean(owned)).await else {
+                tracing::error!("cleaning the offsets log panicked; group commits now fail");
+                return;
+            };
+            log = Some(owned);
+        }
     }
     if let Some(log) = log
         && let Err(e) = tokio::task::spawn_blocking(move || log.close())
@@ -76,54 +76,22 @@ pub async fn run(
     }
 }
 
-/// Carries out jobs in order: runs of `Persist` share one append.
+/// Appends the jobs' records in one append (one fsync).
 fn carry_out(log: &mut OffsetsLog, jobs: Vec<WriterJob>) -> Vec<WriterDone> {
-    let mut out = Vec::with_capacity(jobs.len());
-    let mut run: Vec<(PersistId, Vec<OffsetRecord>)> = Vec::new();
-    for job in jobs {
-        match job {
-            WriterJob::Persist { id, records } => run.push((id, records)),
-            WriterJob::Compact { snapshot } => {
-                append_run(log, &mut run, &mut out);
-                if let Err(e) = log.compact(&snapshot) {
-                    tracing::error!(error = %e, "compacting the offsets log failed");
-                } else {
-                    tracing::info!(
-                        records = snapshot.len(),
-                        log_bytes = log.size_bytes(),
-                        "compacted the offsets log"
-                    );
-                }
-                out.push(WriterDone::Compacted {
-                    log_bytes: log.size_bytes(),
-                });
-            }
-        }
-    }
-    append_run(log, &mut run, &mut out);
-    out
-}
-
-fn append_run(
-    log: &mut OffsetsLog,
-    run: &mut Vec<(PersistId, Vec<OffsetRecord>)>,
-    out: &mut Vec<WriterDone>,
-) {
-    if run.is_empty() {
-        return;
-    }
-    let records: Vec<&OffsetRecord> = run.iter().flat_map(|(_, r)| r.iter()).collect();
+    let records: Vec<&OffsetRecord> = jobs.iter().flat_map(|job| job.records.iter()).collect();
     let result = log.append(&records).map_err(|e| {
         tracing::error!(error = %e, "appending to the offsets log failed");
         // Retriable, as Kafka answers a commit whose append failed.
         ErrorCode::CoordinatorNotAvailable
     });
-    let log_bytes = log.size_bytes();
-    for (id, _) in run.drain(..) {
-        out.push(WriterDone::Persisted {
-            id,
-            result,
-            log_bytes,
-        });
+    jobs.into_iter()
+        .map(|job| WriterDone { id: job.id, result })
+        .collect()
+}
+
+fn clean(mut log: OffsetsLog) -> OffsetsLog {
+    if let Err(e) = log.clean_if_due() {
+        tracing::error!(error = %e, "cleaning the offsets log failed; it is unchanged");
     }
+    log
 }

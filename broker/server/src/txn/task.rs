@@ -26,8 +26,6 @@ struct Task {
     /// When markers that failed are next written again (ms since the Unix epoch); `None`
     /// when none are owed.
     markers_retry_at: Option<i64>,
-    /// The log size at which compaction is next considered, in bytes.
-    next_compact_check_bytes: u64,
 }
 
 /// Starts the task on the current runtime.
@@ -53,7 +51,6 @@ pub(super) fn spawn(
         broker,
         groups,
         markers_retry_at: None,
-        next_compact_check_bytes: limits::TXN_LOG_COMPACT_MIN_BYTES,
     };
     tokio::spawn(task.run(commands))
 }
@@ -326,47 +323,27 @@ impl Task {
         }
     }
 
-    /// Compacts the log once it has grown well past its live content (the snapshot holds
-    /// every applied record; nothing is in flight between commands).
+    /// Cleans the log in place when the cleaner finds it due (`CompactedLog::clean_if_due`:
+    /// at most once per check interval), on the blocking pool.
     async fn maybe_compact(&mut self) {
-        let Some(log_bytes) = self.log.as_ref().map(TxnLog::size_bytes) else {
-            return;
-        };
-        if log_bytes < self.next_compact_check_bytes {
-            return;
-        }
-        let snapshot = self.coordinator.snapshot();
-        let live_bytes: u64 = snapshot
-            .iter()
-            .map(|r| (r.encode_key().len() + r.encode_value().map_or(0, |v| v.len()) + 16) as u64)
-            .sum();
-        let due_bytes = live_bytes
-            .saturating_mul(limits::OFFSETS_COMPACT_GROWTH_FACTOR)
-            .max(limits::TXN_LOG_COMPACT_MIN_BYTES);
-        if log_bytes < due_bytes {
-            self.next_compact_check_bytes = due_bytes;
+        if !self.log.as_ref().is_some_and(TxnLog::clean_check_due) {
             return;
         }
         let Some(mut log) = self.log.take() else {
             return;
         };
-        tracing::info!(log_bytes, live_bytes, "compacting the transaction log");
         let worked = tokio::task::spawn_blocking(move || {
-            let result = log.compact(&snapshot);
+            let result = log.clean_if_due();
             (log, result)
         })
         .await;
         let Ok((log, result)) = worked else {
-            tracing::error!("compacting the transaction log panicked");
+            tracing::error!("cleaning the transaction log panicked");
             return;
         };
         if let Err(e) = result {
-            tracing::error!(error = %e, "compacting the transaction log failed; the old log stays live");
+            tracing::error!(error = %e, "cleaning the transaction log failed; it is unchanged");
         }
-        self.next_compact_check_bytes = log
-            .size_bytes()
-            .saturating_mul(limits::OFFSETS_COMPACT_GROWTH_FACTOR)
-            .max(limits::TXN_LOG_COMPACT_MIN_BYTES);
         self.log = Some(log);
     }
 }
