@@ -39,6 +39,9 @@ final class Transactions {
         transaction(first, topic, "committed-1", null, null);
         first.beginTransaction();
         send(first, topic, "aborted");
+        // abortTransaction drops batches not yet sent: flush so the aborted records reach the
+        // log and read_committed has something to skip.
+        first.flush();
         first.abortTransaction();
         transaction(first, topic, "committed-2", Map.of(tp, new OffsetAndMetadata(3)), groupMetadata(bootstrap, group));
 
