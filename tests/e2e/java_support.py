@@ -9,6 +9,7 @@ import shutil
 import subprocess
 
 import pytest
+
 from conftest import REPO_ROOT
 
 JAVA_DIR = REPO_ROOT / "tests" / "clients" / "java"

@@ -20,9 +20,9 @@ from __future__ import annotations
 import collections
 
 import pytest
+from java_support import java_classpath, run_driver
 
 import kafka_wire as kw
-from java_support import java_classpath, run_driver
 from kafka_wire import KafkaConnection
 
 CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}

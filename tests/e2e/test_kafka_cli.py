@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from java_support import java_classpath, run_java
 
 TOOLS = "org.apache.kafka.tools"
