@@ -20,14 +20,12 @@ RUN_TIMEOUT_S = 180
 
 
 def java_classpath() -> str:
-    """The classpath, failing the test when the Maven build is missing or older than its sources."""
+    """The classpath, failing the test when the Maven build is missing (tests/run rebuilds it
+    whenever the pom or a source changed, by content, not by mtime)."""
     if shutil.which("java") is None:
         pytest.skip("no `java` on PATH: tests/run installs a JDK")
     if not DRIVER_JAR.exists() or not LIB_DIR.is_dir():
         pytest.fail(f"{DRIVER_JAR} missing: {BUILD_HINT}")
-    sources = [JAVA_DIR / "pom.xml", *(JAVA_DIR / "src").rglob("*")]
-    if max(p.stat().st_mtime for p in sources) > DRIVER_JAR.stat().st_mtime:
-        pytest.fail(f"{DRIVER_JAR} is older than its sources: {BUILD_HINT}")
     return f"{DRIVER_JAR}:{LIB_DIR}/*"
 
 
