@@ -1,0 +1,108 @@
+package sluice.check;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.ProducerFencedException;
+
+/**
+ * A transactional producer (transactional.id) commits a transaction, aborts one, and commits
+ * one that also carries a consumer group's offsets (sendOffsetsToTransaction, as
+ * consume-transform-produce does); read_committed and read_uncommitted consumers report what
+ * they see. Then a second producer with the same transactional.id fences the first.
+ */
+final class Transactions {
+    static final int PER_TXN = 5;
+
+    private Transactions() {}
+
+    static Map<String, Object> run(String bootstrap, String topic) throws Exception {
+        Clients.createTopic(bootstrap, topic, 1);
+        String txnId = topic + "-txn";
+        String group = topic + "-group";
+        TopicPartition tp = new TopicPartition(topic, 0);
+        Map<String, Object> out = new LinkedHashMap<>();
+        KafkaProducer<byte[], byte[]> first = Clients.producer(bootstrap, Map.of(ProducerConfig.TRANSACTIONAL_ID_CONFIG, txnId));
+        first.initTransactions();
+        transaction(first, topic, "committed-1", null, null);
+        first.beginTransaction();
+        send(first, topic, "aborted");
+        // abortTransaction drops batches not yet sent: flush so the aborted records reach the
+        // log and read_committed has something to skip.
+        first.flush();
+        first.abortTransaction();
+        transaction(first, topic, "committed-2", Map.of(tp, new OffsetAndMetadata(3)), groupMetadata(bootstrap, group));
+
+        KafkaProducer<byte[], byte[]> second = Clients.producer(bootstrap, Map.of(ProducerConfig.TRANSACTIONAL_ID_CONFIG, txnId));
+        second.initTransactions();
+        String fenced = null;
+        try {
+            transaction(first, topic, "zombie", null, null);
+        } catch (ProducerFencedException e) {
+            fenced = e.getClass().getSimpleName();
+        } catch (KafkaException e) {
+            fenced = e.getClass().getSimpleName() + " caused by " + (e.getCause() == null ? null : e.getCause().getClass().getSimpleName());
+        }
+        first.close();
+        out.put("zombie_commit_error", fenced);
+        transaction(second, topic, "committed-3", null, null);
+        second.close();
+
+        out.put("read_committed", values(bootstrap, tp, "read_committed", 3 * PER_TXN));
+        out.put("read_uncommitted", values(bootstrap, tp, "read_uncommitted", 4 * PER_TXN));
+        try (KafkaConsumer<byte[], byte[]> consumer = Clients.consumer(bootstrap, Map.of(ConsumerConfig.GROUP_ID_CONFIG, group))) {
+            OffsetAndMetadata committed = consumer.committed(Set.of(tp)).get(tp);
+            out.put("offset_committed_in_txn", committed == null ? -1 : committed.offset());
+            out.put("end_offset", consumer.endOffsets(List.of(tp)).get(tp));
+        }
+        return out;
+    }
+
+    private static void transaction(KafkaProducer<byte[], byte[]> producer, String topic, String label,
+            Map<TopicPartition, OffsetAndMetadata> offsets, ConsumerGroupMetadata group) {
+        producer.beginTransaction();
+        send(producer, topic, label);
+        if (offsets != null) {
+            producer.sendOffsetsToTransaction(offsets, group);
+        }
+        producer.commitTransaction();
+    }
+
+    /** The metadata of a group member that assigned itself its partitions (no generation),
+     * as a consume-transform-produce loop over assign() passes it. */
+    private static ConsumerGroupMetadata groupMetadata(String bootstrap, String group) {
+        try (KafkaConsumer<byte[], byte[]> consumer = Clients.consumer(bootstrap, Map.of(ConsumerConfig.GROUP_ID_CONFIG, group))) {
+            return consumer.groupMetadata();
+        }
+    }
+
+    private static void send(KafkaProducer<byte[], byte[]> producer, String topic, String label) {
+        for (int i = 0; i < PER_TXN; i++) {
+            producer.send(new ProducerRecord<>(topic, 0, null, Codecs.utf8(label + "-" + i)));
+        }
+    }
+
+    /** The values `isolation` reads from the start, polling until `expected` arrived (or the deadline). */
+    private static List<String> values(String bootstrap, TopicPartition tp, String isolation, int expected) {
+        List<String> out = new ArrayList<>();
+        try (KafkaConsumer<byte[], byte[]> consumer = Clients.consumer(bootstrap,
+                Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation))) {
+            for (ConsumerRecord<byte[], byte[]> r : Clients.readFromStart(consumer, List.of(tp), expected)) {
+                out.add(new String(r.value()));
+            }
+        }
+        return out;
+    }
+}

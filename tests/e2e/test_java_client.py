@@ -1,0 +1,122 @@
+"""Apache Kafka's own Java client (kafka-clients 4.4.0, Maven) against a real broker.
+
+Covers, one driver subcommand per test (tests/clients/java, sluice.check.Main, which prints
+one JSON object): a producer with acks=all and idempotence on and each codec (none, gzip,
+snappy, lz4, zstd), read back byte-exact (keys, values, headers, timestamps, offsets) and
+fetched raw to see the codec really stored; a classic-protocol consumer group of two
+members that rebalances as the second joins and the first leaves, every record consumed
+exactly once and the commits at the log end; the AdminClient (createTopics, listTopics,
+describeCluster/describeTopics, createPartitions, describeConfigs, incrementalAlterConfigs,
+deleteRecords, listOffsets, listGroups, describeConsumerGroups, listConsumerGroupOffsets,
+deleteTopics); transactions (commit, abort, sendOffsetsToTransaction, read_committed against
+read_uncommitted, fencing by a second producer); group.protocol=consumer (KIP-848), which
+Sluice does not serve yet, failing from poll() with UnsupportedVersionException.
+
+How: tests/run builds the Maven project once (java_support.py); each test starts one JVM.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+from java_support import java_classpath, run_driver
+
+import kafka_wire as kw
+from kafka_wire import KafkaConnection
+
+CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+RECORDS = 300
+
+
+@pytest.fixture(scope="module")
+def classpath() -> str:
+    return java_classpath()
+
+
+def test_every_codec_round_trips_byte_exact(broker, topic_name, classpath):
+    result = run_driver(classpath, "codecs", broker.bootstrap, topic_name, "--records", str(RECORDS))
+    assert sorted(result) == sorted(CODEC_IDS)
+    for codec, got in result.items():
+        assert got == {"sent": RECORDS, "acked_offsets_contiguous": True, "consumed": RECORDS, "mismatches": []}, codec
+        with KafkaConnection(broker.bootstrap) as conn:
+            fetched = conn.fetch(f"{topic_name}-{codec}", 0, 0, version=11)
+        codecs = kw.batch_compression_codecs(fetched.records)
+        # The Java producer compresses every batch with the codec it is configured with.
+        assert set(codecs) == {CODEC_IDS[codec]}, (codec, codecs)
+
+
+def test_group_rebalances_as_members_join_and_leave(broker, topic_name, classpath):
+    result = run_driver(classpath, "group", broker.bootstrap, topic_name, "--records", str(RECORDS))
+    assert result["failures"] == [], f"{result['failures']}\n{broker.log_tail()}"
+    assert result["produced"] == 3 * RECORDS
+    a, b = result["members"]["a"], result["members"]["b"]
+    assert a["errors"] == [] and b["errors"] == []
+    everything = list(range(6))
+    assert a["assignments"][0] == everything
+    # After b joined, the two held disjoint halves; after a left, b held everything.
+    assert len(a["assignments"]) >= 2 and 0 < len(a["assignments"][-1]) < 6
+    assert len(b["assignments"][0]) == 6 - len(a["assignments"][-1])
+    assert b["assignments"][-1] == everything
+    consumed = collections.Counter(a["consumed"] + b["consumed"])
+    duplicated = [r for r, n in consumed.items() if n > 1]
+    assert not duplicated, f"consumed twice across the rebalances: {duplicated[:10]}"
+    assert len(consumed) == 3 * RECORDS
+    assert {int(r.split(":")[2].removeprefix("r-")) for r in consumed} == set(range(3 * RECORDS))
+    per_partition = 3 * RECORDS // len(everything)
+    assert result["committed"] == {str(p): [per_partition, per_partition] for p in everything}
+
+
+def test_admin_client_calls(broker, topic_name, classpath):
+    r = run_driver(classpath, "admin", broker.bootstrap, topic_name)
+    other = f"{topic_name}-other"
+    assert r["create_existing_error"] == "TopicExistsException"
+    assert {topic_name, other} <= set(r["list_topics"])
+    assert r["cluster_nodes"] == 1
+    assert r["describe_topic"] == {
+        "name": topic_name, "internal": False, "partitions": 3, "leaders": [0, 0, 0], "replicas": [1, 1, 1], "isr": [1, 1, 1]
+    }
+    assert r["partitions_after_create_partitions"] == 5
+
+    created, altered = r["topic_configs_created"], r["topic_configs_altered"]
+    assert created["retention.ms"] == {"value": "3600000", "source": "DYNAMIC_TOPIC_CONFIG"}
+    assert created["cleanup.policy"] == {"value": "delete", "source": "DYNAMIC_TOPIC_CONFIG"}
+    assert created["max.message.bytes"]["source"] == "DEFAULT_CONFIG"
+    assert altered["retention.ms"] == {"value": "7200000", "source": "DYNAMIC_TOPIC_CONFIG"}
+    assert altered["max.message.bytes"] == {"value": "500000", "source": "DYNAMIC_TOPIC_CONFIG"}
+    assert altered["cleanup.policy"] == {"value": "delete", "source": "DEFAULT_CONFIG"}
+    brokers = r["broker_configs"]
+    assert brokers["log.retention.ms"] == {"value": "604800000", "source": "DEFAULT_CONFIG"}
+    assert brokers["data.dir"]["source"] == "STATIC_BROKER_CONFIG"
+
+    assert r["delete_records_low_watermark"] == 4
+    assert (r["earliest_after_delete"], r["latest_after_delete"]) == (4, 10)
+    assert r["first_offset_read_after_delete"] == 4
+
+    group = f"{topic_name}-group"
+    assert group in r["list_groups_live"]
+    live = r["describe_group_live"]
+    assert (live["state"], live["type"], live["assignor"]) == ("STABLE", "CLASSIC", "range")
+    assert [m["partitions"] for m in live["members"]] == [[f"{topic_name}-{p}" for p in range(5)]]
+    assert r["describe_group_after_close"] == {"state": "EMPTY", "type": "CLASSIC", "assignor": "", "members": []}
+    assert r["group_offsets"] == {f"{topic_name}-0": 10, **{f"{topic_name}-{p}": 0 for p in range(1, 5)}}
+
+    assert other not in r["list_topics_after_delete"] and topic_name in r["list_topics_after_delete"]
+
+
+def test_transactions_commit_abort_and_fencing(broker, topic_name, classpath):
+    r = run_driver(classpath, "txn", broker.bootstrap, topic_name)
+    committed = [f"committed-{t}-{i}" for t in (1, 2, 3) for i in range(5)]
+    assert r["read_committed"] == committed
+    assert r["read_uncommitted"] == committed[:5] + [f"aborted-{i}" for i in range(5)] + committed[5:]
+    assert r["zombie_commit_error"] == "ProducerFencedException"
+    assert r["offset_committed_in_txn"] == 3
+    # 4 transactions of 5 records, each closed by one control marker.
+    assert r["end_offset"] == 24
+
+
+def test_kip848_consumer_protocol_fails_clearly(broker, topic_name, classpath):
+    r = run_driver(classpath, "kip848", broker.bootstrap, topic_name)
+    assert r["error_class"] == "org.apache.kafka.common.errors.UnsupportedVersionException", r
+    assert "group.protocol=classic" in r["error_message"]
+    assert r["records_read"] == 0
