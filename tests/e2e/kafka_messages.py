@@ -235,7 +235,12 @@ def leave_group_body(version: int, group: str, member_id: str) -> Fields:
 
 
 def offset_commit_body(version: int, group: str, topic: str, offsets: list[tuple[int, int]]) -> Fields:
-    assert 1 <= version <= 7
+    assert 1 <= version <= 9
+    if version >= 8:
+        parts = [Fields().i32(p).i64(o).i32(-1).compact_string("fuzz").tagged_fields() for p, o in offsets]
+        topics = [Fields().compact_string(topic).compact_array(parts).tagged_fields()]
+        f = Fields().compact_string(group).i32(-1).compact_string("").compact_string(None)
+        return f.compact_array(topics).tagged_fields()
     f = Fields().string(group).i32(-1).string("")  # generation -1, no member: a simple commit
     if version >= 7:
         f.string(None)
@@ -252,8 +257,44 @@ def offset_commit_body(version: int, group: str, topic: str, offsets: list[tuple
     return f.array([Fields().string(topic).array(parts)])
 
 
-def offset_fetch_body(group: str, topic: str, partitions: list[int]) -> Fields:
-    return Fields().string(group).array([Fields().string(topic).i32_array(partitions)])
+def offset_fetch_body(group: str, topic: str, partitions: list[int], version: int = 1) -> Fields:
+    """OffsetFetch v1-v9 of one group (v9: no member, as a classic consumer asks)."""
+    if version <= 5:
+        return Fields().string(group).array([Fields().string(topic).i32_array(partitions)])
+    topics = [Fields().compact_string(topic).compact_array([Fields().i32(p) for p in partitions]).tagged_fields()]
+    if version <= 7:
+        f = Fields().compact_string(group).compact_array(topics)
+        return (f.bool(False) if version == 7 else f).tagged_fields()
+    entry = Fields().compact_string(group)
+    if version >= 9:
+        entry.compact_string(None).i32(-1)
+    entry.compact_array(topics).tagged_fields()
+    return Fields().compact_array([entry]).bool(False).tagged_fields()
+
+
+def list_groups_body(version: int, states: list[str] | None = None, types: list[str] | None = None) -> Fields:
+    """ListGroups v0-v5; v4 filters by state, v5 also by type (empty: no filter)."""
+    if version < 3:
+        return Fields()
+    f = Fields()
+    if version >= 4:
+        f.compact_array([Fields().compact_string(s) for s in states or []])
+    if version >= 5:
+        f.compact_array([Fields().compact_string(t) for t in types or []])
+    return f.tagged_fields()
+
+
+def consumer_group_heartbeat_body(version: int, group: str, topic: str) -> Fields:
+    """A ConsumerGroupHeartbeat join (epoch 0) subscribing to `topic`."""
+    f = Fields().compact_string(group).compact_string("").i32(0).compact_string(None).compact_string(None)
+    f.i32(30_000).compact_array([Fields().compact_string(topic)])
+    if version >= 1:
+        f.compact_string(None)  # regex
+    return f.compact_string(None).compact_array([]).tagged_fields()
+
+
+def consumer_group_describe_body(groups: list[str]) -> Fields:
+    return Fields().compact_array([Fields().compact_string(g) for g in groups]).bool(True).tagged_fields()
 
 
 def describe_groups_body(version: int, groups: list[str]) -> Fields:
@@ -291,8 +332,8 @@ def sample_request(api_key: int, version: int, n: FuzzNames, unique: str) -> Fie
         kw.API_FETCH: lambda: kw.fetch_body(min(max(version, 4), 11), [(n.topic, 0, 0)]),
         kw.API_LIST_OFFSETS: lambda: list_offsets_body(max(version, 1), [(n.topic, 0)]),
         kw.API_METADATA: lambda: metadata_body(version, [n.topic]),
-        kw.API_OFFSET_COMMIT: lambda: offset_commit_body(min(max(version, 1), 7), n.group, n.topic, [(0, 1)]),
-        kw.API_OFFSET_FETCH: lambda: offset_fetch_body(n.group, n.topic, [0]),
+        kw.API_OFFSET_COMMIT: lambda: offset_commit_body(min(max(version, 1), 9), n.group, n.topic, [(0, 1)]),
+        kw.API_OFFSET_FETCH: lambda: offset_fetch_body(n.group, n.topic, [0], min(max(version, 1), 9)),
         kw.API_FIND_COORDINATOR: lambda: find_coordinator_body(version, n.group),
         # A fresh group per send: a join never waits on another send's member.
         kw.API_JOIN_GROUP: lambda: join_group_body(version, f"{n.group}-{unique}", session_timeout_ms=6_000),
@@ -300,7 +341,12 @@ def sample_request(api_key: int, version: int, n: FuzzNames, unique: str) -> Fie
         kw.API_LEAVE_GROUP: lambda: leave_group_body(version, n.group, "no-such-member"),
         kw.API_SYNC_GROUP: lambda: sync_group_body(version, n.group, 1, "no-such-member", [("m", b"\0\0")]),
         kw.API_DESCRIBE_GROUPS: lambda: describe_groups_body(version, [n.group]),
-        kw.API_LIST_GROUPS: Fields,
+        kw.API_LIST_GROUPS: lambda: list_groups_body(version, ["Stable"], ["classic"]),
+        # A group of its own per send: the classic scratch group refuses a consumer member.
+        kw.API_CONSUMER_GROUP_HEARTBEAT: lambda: consumer_group_heartbeat_body(
+            version, f"{n.group}-kip848-{unique}", n.topic
+        ),
+        kw.API_CONSUMER_GROUP_DESCRIBE: lambda: consumer_group_describe_body([n.group]),
         kw.API_API_VERSIONS: lambda: api_versions_body(version),
         # The existing scratch topic (TOPIC_ALREADY_EXISTS), and validate_only where the
         # version has it: a mutated partition count must not create a 4,097-partition topic.

@@ -63,6 +63,8 @@ API_DELETE_RECORDS = 21
 API_ALTER_CONFIGS = 33
 API_OFFSET_DELETE = 47
 API_LIST_TRANSACTIONS = 66
+API_CONSUMER_GROUP_HEARTBEAT = 68
+API_CONSUMER_GROUP_DESCRIBE = 69
 
 NONE = 0
 OFFSET_OUT_OF_RANGE = 1
@@ -246,10 +248,16 @@ class Fields:
 def is_flexible(api_key: int, version: int) -> bool:
     """Whether a request uses header v2 and compact fields: of what the broker serves,
     ApiVersions v3+, AddPartitionsToTxn v3+, CreatePartitions, DeleteRecords, AlterConfigs,
-    ElectLeaders and DescribeLogDirs v2+, OffsetForLeaderEpoch v4+, Metadata v9+, and the APIs whose only version, v0, is
-    flexible (SCRAM credentials, DescribeProducers, DescribeTransactions, ListTransactions)."""
+    ElectLeaders and DescribeLogDirs v2+, OffsetForLeaderEpoch v4+, Metadata v9+, OffsetCommit v8+,
+    OffsetFetch v6+, ListGroups v3+, the consumer group protocol's APIs (KIP-848), and the APIs
+    whose only version, v0, is flexible (SCRAM credentials, DescribeProducers,
+    DescribeTransactions, ListTransactions)."""
     return (
         (api_key == API_API_VERSIONS and version >= 3)
+        or (api_key == API_OFFSET_COMMIT and version >= 8)
+        or (api_key == API_OFFSET_FETCH and version >= 6)
+        or (api_key == API_LIST_GROUPS and version >= 3)
+        or api_key in (API_CONSUMER_GROUP_HEARTBEAT, API_CONSUMER_GROUP_DESCRIBE)
         or (api_key == API_ADD_PARTITIONS_TO_TXN and version >= 3)
         or (api_key == API_OFFSET_FOR_LEADER_EPOCH and version >= 4)
         or (api_key == API_METADATA and version >= 9)

@@ -3,14 +3,15 @@
 Covers, one driver subcommand per test (tests/clients/java, sluice.check.Main, which prints
 one JSON object): a producer with acks=all and idempotence on and each codec (none, gzip,
 snappy, lz4, zstd), read back byte-exact (keys, values, headers, timestamps, offsets) and
-fetched raw to see the codec really stored; a classic-protocol consumer group of two
-members that rebalances as the second joins and the first leaves, every record consumed
-exactly once and the commits at the log end; the AdminClient (createTopics, listTopics,
+fetched raw to see the codec really stored; a consumer group of two members, under each
+group protocol (classic, and KIP-848's consumer protocol with the broker's assignor), that
+rebalances as the second joins and the first leaves, every record consumed exactly once and
+the commits at the log end; a KIP-848 member subscribed by a broker-side regex picking up
+a topic created after it subscribed; the AdminClient (createTopics, listTopics,
 describeCluster/describeTopics, createPartitions, describeConfigs, incrementalAlterConfigs,
 deleteRecords, listOffsets, listGroups, describeConsumerGroups, listConsumerGroupOffsets,
 deleteTopics); transactions (commit, abort, sendOffsetsToTransaction, read_committed against
-read_uncommitted, fencing by a second producer); group.protocol=consumer (KIP-848), which
-Sluice does not serve yet, failing from poll() with UnsupportedVersionException.
+read_uncommitted, fencing by a second producer).
 
 How: tests/run builds the Maven project once (java_support.py); each test starts one JVM.
 """
@@ -46,25 +47,60 @@ def test_every_codec_round_trips_byte_exact(broker, topic_name, classpath):
         assert set(codecs) == {CODEC_IDS[codec]}, (codec, codecs)
 
 
-def test_group_rebalances_as_members_join_and_leave(broker, topic_name, classpath):
-    result = run_driver(classpath, "group", broker.bootstrap, topic_name, "--records", str(RECORDS))
+def run_group(broker, topic_name, classpath, protocol: str) -> dict:
+    """The two-member group under `protocol`; checks what both protocols guarantee: every
+    record consumed exactly once across the rebalances, the commits at the log end, and
+    the members' own checks (split, then everything to the one left)."""
+    result = run_driver(
+        classpath, "group", broker.bootstrap, topic_name, "--records", str(RECORDS), "--protocol", protocol
+    )
     assert result["failures"] == [], f"{result['failures']}\n{broker.log_tail()}"
     assert result["produced"] == 3 * RECORDS
     a, b = result["members"]["a"], result["members"]["b"]
     assert a["errors"] == [] and b["errors"] == []
-    everything = list(range(6))
-    assert a["assignments"][0] == everything
-    # After b joined, the two held disjoint halves; after a left, b held everything.
-    assert len(a["assignments"]) >= 2 and 0 < len(a["assignments"][-1]) < 6
-    assert len(b["assignments"][0]) == 6 - len(a["assignments"][-1])
-    assert b["assignments"][-1] == everything
     consumed = collections.Counter(a["consumed"] + b["consumed"])
     duplicated = [r for r, n in consumed.items() if n > 1]
     assert not duplicated, f"consumed twice across the rebalances: {duplicated[:10]}"
     assert len(consumed) == 3 * RECORDS
     assert {int(r.split(":")[2].removeprefix("r-")) for r in consumed} == set(range(3 * RECORDS))
-    per_partition = 3 * RECORDS // len(everything)
-    assert result["committed"] == {str(p): [per_partition, per_partition] for p in everything}
+    per_partition = 3 * RECORDS // 6
+    assert result["committed"] == {str(p): [per_partition, per_partition] for p in range(6)}
+    described = result["described_with_two"]
+    assert described["partitions"] == list(range(6)), described
+    assert described["partitions_per_member"] == [3, 3], described
+    return result
+
+
+def test_classic_group_rebalances_as_members_join_and_leave(broker, topic_name, classpath):
+    result = run_group(broker, topic_name, classpath, "classic")
+    a, b = result["members"]["a"], result["members"]["b"]
+    everything = list(range(6))
+    assert a["assignments"][0] == everything
+    # Eager (range): after b joined, the two held disjoint halves; after a left, b held everything.
+    assert len(a["assignments"]) >= 2 and 0 < len(a["assignments"][-1]) < 6
+    assert len(b["assignments"][0]) == 6 - len(a["assignments"][-1])
+    assert b["assignments"][-1] == everything
+    described = result["described_with_two"]
+    assert (described["type"], described["state"], described["assignor"]) == ("CLASSIC", "STABLE", "range")
+    assert (described["listed_type"], described["listed_state"]) == ("CLASSIC", "STABLE")
+
+
+def test_kip848_group_rebalances_with_the_brokers_assignor(broker, topic_name, classpath):
+    result = run_group(broker, topic_name, classpath, "consumer")
+    a, b = result["members"]["a"], result["members"]["b"]
+    # Incremental: a got everything first; b only ever got partitions a gave up, then all.
+    assert a["assignments"][0] == list(range(6))
+    assert b["assignments"][-1] == list(range(6))
+    described = result["described_with_two"]
+    # ConsumerGroupDescribe (KIP-848), the server-side `uniform` assignor.
+    assert (described["type"], described["state"], described["assignor"]) == ("CONSUMER", "STABLE", "uniform")
+    assert (described["listed_type"], described["listed_state"]) == ("CONSUMER", "STABLE")
+
+
+def test_kip848_regex_subscription_follows_new_topics(broker, topic_name, classpath):
+    r = run_driver(classpath, "regex", broker.bootstrap, topic_name)
+    assert r["read"] == {f"{topic_name}-a": 20, f"{topic_name}-b": 20}, f"{r}\n{broker.log_tail()}"
+    assert r["assigned"] == [f"{topic_name}-a-0", f"{topic_name}-a-1", f"{topic_name}-b-0"]
 
 
 def test_admin_client_calls(broker, topic_name, classpath):
@@ -94,7 +130,7 @@ def test_admin_client_calls(broker, topic_name, classpath):
     assert r["first_offset_read_after_delete"] == 4
 
     group = f"{topic_name}-group"
-    assert group in r["list_groups_live"]
+    assert r["list_groups_live"][group] == "STABLE/CLASSIC"
     live = r["describe_group_live"]
     assert (live["state"], live["type"], live["assignor"]) == ("STABLE", "CLASSIC", "range")
     assert [m["partitions"] for m in live["members"]] == [[f"{topic_name}-{p}" for p in range(5)]]
@@ -113,10 +149,3 @@ def test_transactions_commit_abort_and_fencing(broker, topic_name, classpath):
     assert r["offset_committed_in_txn"] == 3
     # 4 transactions of 5 records, each closed by one control marker.
     assert r["end_offset"] == 24
-
-
-def test_kip848_consumer_protocol_fails_clearly(broker, topic_name, classpath):
-    r = run_driver(classpath, "kip848", broker.bootstrap, topic_name)
-    assert r["error_class"] == "org.apache.kafka.common.errors.UnsupportedVersionException", r
-    assert "group.protocol=classic" in r["error_message"]
-    assert r["records_read"] == 0

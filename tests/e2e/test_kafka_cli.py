@@ -52,7 +52,9 @@ def test_kafka_topics(broker, topic_name, classpath):
     assert topic_name in tool(classpath, TOPICS, b, "--list").split()
 
     described = tool(classpath, TOPICS, b, "--describe", "--topic", topic_name)
-    assert f"Topic: {topic_name}\tPartitionCount: 3\tReplicationFactor: 1\tConfigs: retention.ms=3600000" in described
+    # The topic id (KIP-516) as kafka-topics prints it: base64 of the 16 bytes, URL-safe.
+    summary = rf"Topic: {re.escape(topic_name)}\tTopicId: [A-Za-z0-9_-]{{22}}\tPartitionCount: 3\tReplicationFactor: 1"
+    assert re.search(summary + r"\tConfigs: retention.ms=3600000", described), described
     lines = partition_lines(described)
     assert [re.search(r"Partition: (\d+)", line).group(1) for line in lines] == ["0", "1", "2"]
     assert all("Leader: 0\tReplicas: 0\tIsr: 0" in line for line in lines), lines

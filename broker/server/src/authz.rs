@@ -81,6 +81,13 @@ pub const TOPIC_OPERATIONS: [AclOperation; 8] = [
     AclOperation::AlterConfigs,
 ];
 
+/// The operations Kafka defines on a group.
+pub const GROUP_OPERATIONS: [AclOperation; 3] = [
+    AclOperation::Read,
+    AclOperation::Describe,
+    AclOperation::Delete,
+];
+
 /// Kafka's authorized-operations bit field (KIP-430): bit `code` set for each of
 /// `operations` the principal may do on `(resource_type, name)`.
 pub fn operations(

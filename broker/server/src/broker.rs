@@ -54,6 +54,9 @@ pub struct Broker {
     pub cluster_id: String,
     /// Topic name -> topic. Held only for lookups and inserts, never across I/O.
     topics: RwLock<BTreeMap<String, Arc<Topic>>>,
+    /// Every topic's partition count, republished by every change of `topics` (the group
+    /// coordinator's consumer groups assign from it: `topic_shapes`).
+    shapes: watch::Sender<TopicShapes>,
     /// View name -> view (`views.rs`); views and topics share one namespace.
     views: RwLock<BTreeMap<String, Arc<ViewTopic>>>,
     /// Serialises topic and view creation and deletion (directory and registry changes
@@ -80,6 +83,48 @@ pub struct Broker {
     pub quotas: crate::security::QuotaWindows,
     /// Request, connection and error counters (the admin API renders them).
     pub metrics: crate::metrics::Metrics,
+}
+
+/// Topic name -> partition count.
+pub type TopicShapes = BTreeMap<String, i32>;
+
+/// A write lock on the topics that publishes their shapes when it drops.
+struct TopicsWrite<'a> {
+    guard: std::sync::RwLockWriteGuard<'a, BTreeMap<String, Arc<Topic>>>,
+    shapes: &'a watch::Sender<TopicShapes>,
+}
+
+impl std::ops::Deref for TopicsWrite<'_> {
+    type Target = BTreeMap<String, Arc<Topic>>;
+    fn deref(&self) -> &Self::Target {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for TopicsWrite<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.guard
+    }
+}
+
+impl Drop for TopicsWrite<'_> {
+    fn drop(&mut self) {
+        let shapes: TopicShapes = self
+            .guard
+            .iter()
+            .map(|(name, t)| {
+                (
+                    name.clone(),
+                    i32::try_from(t.partitions.len()).unwrap_or(i32::MAX),
+                )
+            })
+            .collect();
+        self.shapes.send_if_modified(|old| {
+            let changed = *old != shapes;
+            *old = shapes;
+            changed
+        });
+    }
 }
 
 /// One topic.
@@ -337,6 +382,7 @@ impl Broker {
             advertised: RwLock::new(advertised),
             cluster_id,
             topics: RwLock::new(BTreeMap::new()),
+            shapes: watch::Sender::new(TopicShapes::new()),
             views: RwLock::new(BTreeMap::new()),
             admin: Mutex::new(()),
             waiting_fetches: AtomicUsize::new(0),
@@ -427,10 +473,22 @@ impl Broker {
         self.config.data_dir.join(TOPICS_DIR).join(name)
     }
 
-    fn topics_write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Arc<Topic>>> {
-        self.topics
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// The topics for a change; the change is published to `topic_shapes` when the guard
+    /// drops, so no writer can forget to.
+    fn topics_write(&self) -> TopicsWrite<'_> {
+        TopicsWrite {
+            guard: self
+                .topics
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+            shapes: &self.shapes,
+        }
+    }
+
+    /// Every topic's partition count, updated after each topic creation, deletion or
+    /// partition increase.
+    pub fn topic_shapes(&self) -> watch::Receiver<TopicShapes> {
+        self.shapes.subscribe()
     }
 
     fn topics_read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<Topic>>> {

@@ -110,6 +110,8 @@ fn decode_body(key: ApiKey, version: i16, mut body: Bytes) -> Result<(), String>
         ApiKey::OffsetCommit => d::<OffsetCommitRequest>(b, version),
         ApiKey::OffsetFetch => d::<OffsetFetchRequest>(b, version),
         ApiKey::ListGroups => d::<ListGroupsRequest>(b, version),
+        ApiKey::ConsumerGroupHeartbeat => d::<ConsumerGroupHeartbeatRequest>(b, version),
+        ApiKey::ConsumerGroupDescribe => d::<ConsumerGroupDescribeRequest>(b, version),
         ApiKey::DescribeGroups => d::<DescribeGroupsRequest>(b, version),
         ApiKey::DeleteGroups => d::<DeleteGroupsRequest>(b, version),
         ApiKey::InitProducerId => d::<InitProducerIdRequest>(b, version),

@@ -97,6 +97,7 @@ pub mod sasl;
 pub mod security;
 pub mod tls;
 pub mod topic_config;
+mod topic_regex;
 pub mod txn;
 pub mod units;
 pub mod versions;

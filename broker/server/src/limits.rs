@@ -92,6 +92,10 @@ pub const FETCH_RESPONSE_MAX_BYTES: u32 = 50 * 1024 * 1024;
 /// creation. Kafka has no hard cap; we refuse more rather than let a request balloon memory.
 pub const TOPICS_PER_REQUEST_MAX: usize = 10_000;
 
+/// Groups one OffsetFetch (v8+) or ConsumerGroupDescribe answers; groups past it are left
+/// out of the answer.
+pub const GROUPS_PER_REQUEST_MAX: usize = 1_000;
+
 /// `num.partitions` / CreateTopics `num_partitions` upper bound per topic.
 pub const PARTITIONS_PER_TOPIC_MAX: i32 = 10_000;
 
@@ -191,6 +195,19 @@ pub const OFFSETS_BATCH_BYTES_TARGET: usize = 1024 * 1024;
 /// Requests queued for the group coordinator task. Senders wait when it is full
 /// (backpressure on the connections that send group requests).
 pub const GROUP_COMMANDS_QUEUED_MAX: usize = 1_024;
+
+/// Names an error message lists at most (e.g. the topics a consumer group member may not
+/// describe); the rest are left out so the message stays small.
+pub const ERROR_NAMES_LISTED_MAX: usize = 20;
+
+/// Compiled consumer-group subscription regexes kept (`topic_regex.rs`); the cache is
+/// emptied when full, so a flood of distinct regexes costs compile time, not memory.
+pub const SUBSCRIPTION_REGEXES_CACHED_MAX: usize = 256;
+
+/// The compiled size one subscription regex may take (the regex crate's `size_limit`); a
+/// larger one is INVALID_REGULAR_EXPRESSION. The text itself is capped by the group
+/// crate's `SUBSCRIPTION_BYTES_MAX`.
+pub const SUBSCRIPTION_REGEX_PROGRAM_BYTES_MAX: usize = 1024 * 1024;
 
 /// Offset batches queued for the offsets-log writer, and results queued back. The
 /// coordinator caps unacknowledged batches at `sluice_group::limits::PENDING_PERSISTS_MAX`;

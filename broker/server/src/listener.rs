@@ -109,6 +109,7 @@ impl Server {
             broker.config.group_config(),
             offsets_log,
             offsets,
+            broker.topic_shapes(),
             broker.clock().clone(),
         )?;
         tracing::info!(

@@ -30,7 +30,8 @@ const fn api(key: ApiKey, min: i16, max: i16) -> ApiSupport {
 /// whose only version is flexible (the SCRAM credential APIs, DescribeProducers,
 /// DescribeTransactions, ListTransactions, DescribeCluster), AddPartitionsToTxn v3-v4 (v4's
 /// batched form), CreatePartitions v2-v3, DeleteRecords, AlterConfigs and ElectLeaders v2
-/// DescribeLogDirs v2-v4 and OffsetForLeaderEpoch v4.
+/// DescribeLogDirs v2-v4, OffsetForLeaderEpoch v4, OffsetCommit v8-v9, OffsetFetch v6-v9,
+/// ListGroups v3-v5, and KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe.
 ///
 /// Produce advertises v0-v2 without serving them: librdkafka before 2.x only enables
 /// compression when the broker advertises Produce v0 (KAFKA-18659); a v0-v2 request gets
@@ -72,9 +73,12 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::SyncGroup, 0, 3),
     api(ApiKey::Heartbeat, 0, 3),
     api(ApiKey::LeaveGroup, 0, 3),
-    api(ApiKey::OffsetCommit, 1, 7),
-    api(ApiKey::OffsetFetch, 1, 5),
-    api(ApiKey::ListGroups, 0, 2),
+    // v8+ (OffsetCommit), v6+ (OffsetFetch), v3+ (ListGroups) are flexible; OffsetCommit
+    // v9 and OffsetFetch v9 carry a consumer-protocol member's epoch (KIP-848), ListGroups
+    // v4-v5 filter by state and type.
+    api(ApiKey::OffsetCommit, 1, 9),
+    api(ApiKey::OffsetFetch, 1, 9),
+    api(ApiKey::ListGroups, 0, 5),
     api(ApiKey::DescribeGroups, 0, 4),
     api(ApiKey::DeleteGroups, 0, 1),
     api(ApiKey::OffsetDelete, 0, 0),
@@ -102,6 +106,9 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::DescribeTransactions, 0, 0),
     api(ApiKey::ListTransactions, 0, 0),
     api(ApiKey::AlterUserScramCredentials, 0, 0),
+    // KIP-848's consumer group protocol; flexible only. v1 adds the regex subscription.
+    api(ApiKey::ConsumerGroupHeartbeat, 0, 1),
+    api(ApiKey::ConsumerGroupDescribe, 0, 1),
 ];
 
 /// The table entry for a raw API key, if we implement it.
@@ -159,6 +166,11 @@ mod tests {
             ApiKey::OffsetForLeaderEpoch,
             ApiKey::DescribeTransactions,
             ApiKey::ListTransactions,
+            ApiKey::OffsetCommit,
+            ApiKey::OffsetFetch,
+            ApiKey::ListGroups,
+            ApiKey::ConsumerGroupHeartbeat,
+            ApiKey::ConsumerGroupDescribe,
         ];
         for s in SUPPORTED.iter().filter(|s| !flexible_only.contains(&s.key)) {
             assert_eq!(

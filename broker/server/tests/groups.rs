@@ -530,6 +530,31 @@ async fn every_served_membership_api_version_answers() {
     broker.stop().await;
 }
 
+/// OffsetFetch v8+ (groups, each naming its topics; v9: and the member asking, none
+/// here) finds the commit of `every_served_offsets_and_admin_api_version_answers`.
+async fn fetch_grouped_at_every_version(client: &mut Client) {
+    // v8+: groups, each naming its topics (v9: and the member asking; none here).
+    let mut grouped = OffsetFetchRequest::default();
+    let mut entry = offset_fetch_request::OffsetFetchRequestGroup::default();
+    entry.group_id = group("every-commit");
+    let mut topic = offset_fetch_request::OffsetFetchRequestTopics::default();
+    topic.name = TopicName(s("t"));
+    topic.partition_indexes = vec![0];
+    entry.topics = Some(vec![topic]);
+    grouped.groups = vec![entry];
+    let offsets = at_every_version(
+        client,
+        ApiKey::OffsetFetch,
+        &grouped,
+        |r: &OffsetFetchResponse| r.groups[0].topics[0].partitions[0].committed_offset as i16,
+    )
+    .await;
+    assert!(
+        offsets.len() == 2 && offsets.iter().all(|&(_, o)| o == 4),
+        "{offsets:?}"
+    );
+}
+
 /// Every served version of OffsetCommit, OffsetFetch, ListGroups, DescribeGroups and
 /// DeleteGroups is decoded, answered and encoded.
 #[tokio::test]
@@ -546,7 +571,7 @@ async fn every_served_offsets_and_admin_api_version_answers() {
     )
     .await;
     assert!(
-        codes.len() == 6 && codes.iter().all(|&(_, c)| c == 0),
+        codes.len() == 8 && codes.iter().all(|&(_, c)| c == 0),
         "{codes:?}"
     );
 
@@ -564,9 +589,10 @@ async fn every_served_offsets_and_admin_api_version_answers() {
     )
     .await;
     assert!(
-        offsets.len() == 5 && offsets.iter().all(|&(_, o)| o == 4),
+        offsets.len() == 7 && offsets.iter().all(|&(_, o)| o == 4),
         "{offsets:?}"
     );
+    fetch_grouped_at_every_version(&mut client).await;
 
     let listed = at_every_version(
         &mut client,
@@ -576,7 +602,7 @@ async fn every_served_offsets_and_admin_api_version_answers() {
     )
     .await;
     assert!(
-        listed.len() == 3 && listed.iter().all(|&(_, n)| n == 1),
+        listed.len() == 6 && listed.iter().all(|&(_, n)| n == 1),
         "{listed:?}"
     );
 

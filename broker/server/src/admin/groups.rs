@@ -133,7 +133,7 @@ async fn describe(
 pub(super) async fn lag(state: &AdminState, group_id: &str) -> Result<Vec<LagView>, ApiError> {
     let fetched = state
         .groups
-        .fetch_offsets(group_id.to_owned(), None)
+        .fetch_offsets(group_id.to_owned(), None, None)
         .await
         .ok_or_else(|| ApiError::unavailable("the group coordinator is not running"))?
         .map_err(|code| {

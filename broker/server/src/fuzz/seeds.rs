@@ -127,16 +127,10 @@ fn body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
         ),
         ApiKey::LeaveGroup => enc!(leave_group(version)),
         ApiKey::OffsetCommit => enc!(offset_commit()),
-        ApiKey::OffsetFetch => enc!(
-            OffsetFetchRequest::default()
-                .with_group_id(group())
-                .with_topics(Some(vec![
-                    offset_fetch_request::OffsetFetchRequestTopic::default()
-                        .with_name(topic())
-                        .with_partition_indexes(vec![0, 1])
-                ]))
-        ),
-        ApiKey::ListGroups => enc!(ListGroupsRequest::default()),
+        ApiKey::OffsetFetch
+        | ApiKey::ListGroups
+        | ApiKey::ConsumerGroupHeartbeat
+        | ApiKey::ConsumerGroupDescribe => consumer_group_body(key, version),
         ApiKey::DescribeGroups => enc!(DescribeGroupsRequest::default().with_groups(vec![group()])),
         ApiKey::DeleteGroups => {
             enc!(DeleteGroupsRequest::default().with_groups_names(vec![group()]))
@@ -292,6 +286,71 @@ fn admin_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
             ])))
         }
         _ => offsets_admin_body(key, version),
+    }
+}
+
+/// OffsetFetch (one group before v8, a list from v8, with the member from v9), ListGroups
+/// (with the v4-v5 filters) and KIP-848's consumer group APIs.
+fn consumer_group_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
+    macro_rules! enc {
+        ($m:expr) => {
+            encoded(&$m, version)
+        };
+    }
+    match key {
+        ApiKey::OffsetFetch if version >= 8 => {
+            enc!(OffsetFetchRequest::default().with_groups(vec![
+            offset_fetch_request::OffsetFetchRequestGroup::default()
+                .with_group_id(group())
+                .with_member_id((version >= 9).then(|| s("m-1")))
+                .with_member_epoch(if version >= 9 { 3 } else { -1 })
+                .with_topics(Some(vec![
+                    offset_fetch_request::OffsetFetchRequestTopics::default()
+                        .with_name(topic())
+                        .with_partition_indexes(vec![0, 1])
+                ]))
+        ]))
+        }
+        ApiKey::OffsetFetch => enc!(
+            OffsetFetchRequest::default()
+                .with_group_id(group())
+                .with_topics(Some(vec![
+                    offset_fetch_request::OffsetFetchRequestTopic::default()
+                        .with_name(topic())
+                        .with_partition_indexes(vec![0, 1])
+                ]))
+        ),
+        ApiKey::ListGroups => {
+            let mut request = ListGroupsRequest::default();
+            if version >= 4 {
+                request.states_filter = vec![s("Stable"), s("Empty")];
+            }
+            if version >= 5 {
+                request.types_filter = vec![s("consumer")];
+            }
+            enc!(request)
+        }
+        ApiKey::ConsumerGroupHeartbeat => enc!(
+            ConsumerGroupHeartbeatRequest::default()
+                .with_group_id(group())
+                .with_member_id(s("m-1"))
+                .with_member_epoch(2)
+                .with_rebalance_timeout_ms(30_000)
+                .with_subscribed_topic_names(Some(vec![topic()]))
+                .with_subscribed_topic_regex((version >= 1).then(|| s("ord.*")))
+                .with_server_assignor(Some(s("uniform")))
+                .with_topic_partitions(Some(vec![
+                    consumer_group_heartbeat_request::TopicPartitions::default()
+                        .with_topic_id(uuid::Uuid::from_u128(0x5175_1ce0))
+                        .with_partitions(vec![0, 1])
+                ]))
+        ),
+        ApiKey::ConsumerGroupDescribe => enc!(
+            ConsumerGroupDescribeRequest::default()
+                .with_group_ids(vec![group()])
+                .with_include_authorized_operations(true)
+        ),
+        _ => None,
     }
 }
 

@@ -24,8 +24,9 @@ mod writer;
 use std::path::Path;
 
 use sluice_group::{
-    CommitPartition, ErrorCode, FetchedOffset, GroupConfig, GroupDescription, ListedGroup,
-    OffsetDeleteResult, PartitionResult, Request, Response, TopicPartition, TxnCommitRequest,
+    CommitPartition, ConsumerGroup, ErrorCode, FetchedOffset, GroupConfig, GroupDescription,
+    ListedGroup, OffsetDeleteResult, PartitionResult, Request, Response, TopicPartition,
+    TxnCommitRequest,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -48,11 +49,17 @@ enum Command {
         request: Request,
         reply: oneshot::Sender<Response>,
     },
-    /// OffsetFetch (`None`: every partition of the group).
+    /// OffsetFetch (`None`: every partition of the group), v9+ with the member's check.
     FetchOffsets {
         group_id: String,
+        member: Option<(String, i32)>,
         partitions: Option<Vec<TopicPartition>>,
         reply: oneshot::Sender<Result<Vec<FetchedOffset>, ErrorCode>>,
+    },
+    /// ConsumerGroupDescribe: a copy of each consumer-protocol group.
+    DescribeConsumerGroups {
+        group_ids: Vec<String>,
+        reply: oneshot::Sender<Vec<Result<ConsumerGroup, ErrorCode>>>,
     },
     /// ListGroups.
     ListGroups {
@@ -112,16 +119,18 @@ impl GroupService {
         )
     }
 
-    /// Starts the coordinator and writer tasks on the current runtime.
+    /// Starts the coordinator and writer tasks on the current runtime. `topics` is the
+    /// broker's topic shapes (`Broker::topic_shapes`), which consumer groups assign from.
     /// Coordinator time (sessions, rebalance timers, commit timestamps) is read from `clock`.
     pub fn spawn(
         config: GroupConfig,
         log: OffsetsLog,
         records: Vec<sluice_group::OffsetRecord>,
+        topics: tokio::sync::watch::Receiver<std::collections::BTreeMap<String, i32>>,
         clock: SharedClock,
     ) -> Result<Self, ServerError> {
         let (commands, rx) = mpsc::channel(limits::GROUP_COMMANDS_QUEUED_MAX);
-        let task = task::spawn(config, log, records, rx, clock)?;
+        let task = task::spawn(config, log, records, rx, topics, clock)?;
         Ok(Self {
             handle: GroupHandle { commands },
             task,
@@ -178,18 +187,33 @@ impl GroupHandle {
         }
     }
 
-    /// OffsetFetch.
+    /// OffsetFetch. `member` (v9+: member id and epoch) is checked first as Kafka does:
+    /// UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH for a consumer group's member that is not
+    /// (or no longer) at that epoch.
     pub async fn fetch_offsets(
         &self,
         group_id: String,
+        member: Option<(String, i32)>,
         partitions: Option<Vec<TopicPartition>>,
     ) -> Option<Result<Vec<FetchedOffset>, ErrorCode>> {
         self.ask(|reply| Command::FetchOffsets {
             group_id,
+            member,
             partitions,
             reply,
         })
         .await
+    }
+
+    /// ConsumerGroupDescribe: per group in request order, a copy of the consumer-protocol
+    /// group, or GROUP_ID_NOT_FOUND (also for a classic group, as Kafka: the admin client
+    /// then describes it with DescribeGroups).
+    pub async fn describe_consumer_groups(
+        &self,
+        group_ids: Vec<String>,
+    ) -> Option<Vec<Result<ConsumerGroup, ErrorCode>>> {
+        self.ask(|reply| Command::DescribeConsumerGroups { group_ids, reply })
+            .await
     }
 
     /// ListGroups.

@@ -9,7 +9,7 @@ use sluice_group::{
     Coordinator, Effect, ErrorCode, GroupConfig, OffsetDeleteResult, OffsetRecord, PersistId,
     RequestId, Response,
 };
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 use super::writer::{self, WriterDone, WriterJob};
@@ -17,6 +17,9 @@ use super::{Command, OffsetsLog, OsRng};
 use crate::clock::SharedClock;
 use crate::error::ServerError;
 use crate::limits;
+
+/// Every topic's partition count (`Broker::topic_shapes`).
+type TopicShapes = std::collections::BTreeMap<String, i32>;
 
 /// Per-group DeleteGroups results, and where to send them.
 type DeleteResults = Vec<(String, ErrorCode)>;
@@ -51,12 +54,15 @@ pub fn spawn(
     log: OffsetsLog,
     records: Vec<OffsetRecord>,
     commands: mpsc::Receiver<Command>,
+    mut topics: watch::Receiver<TopicShapes>,
     clock: SharedClock,
 ) -> Result<JoinHandle<()>, ServerError> {
     let now = coordinator_ms(&clock);
     let mut coordinator = Coordinator::new(config, Box::new(OsRng), now)
         .map_err(|e| ServerError::Config(crate::error::ConfigError::Inconsistent(e.to_string())))?;
     coordinator.load(now, records);
+    coordinator.set_topic_matcher(Box::new(crate::topic_regex::RegexMatcher::default()));
+    coordinator.update_topics(now, topics.borrow_and_update().clone());
     let (writer_tx, writer_rx) = mpsc::channel(limits::OFFSETS_WRITES_QUEUED_MAX);
     let (done_tx, done_rx) = mpsc::channel(limits::OFFSETS_WRITES_QUEUED_MAX);
     let writer_task = tokio::spawn(writer::run(log, writer_rx, done_tx));
@@ -71,7 +77,7 @@ pub fn spawn(
         clock,
     };
     Ok(tokio::spawn(async move {
-        task.run(commands, done_rx).await;
+        task.run(commands, done_rx, topics).await;
         if let Err(e) = writer_task.await {
             tracing::error!(error = %e, "offsets-log writer failed");
         }
@@ -91,7 +97,9 @@ impl Task {
         mut self,
         mut commands: mpsc::Receiver<Command>,
         mut done: mpsc::Receiver<WriterDone>,
+        mut topics: watch::Receiver<TopicShapes>,
     ) {
+        let mut topics_open = true;
         loop {
             let sleep = self.sleep_duration();
             tokio::select! {
@@ -100,6 +108,14 @@ impl Task {
                     Some(command) => self.on_command(command),
                 },
                 Some(result) = done.recv() => self.on_written(result),
+                changed = topics.changed(), if topics_open => match changed {
+                    // Consumer groups subscribed to a changed topic get a new target.
+                    Ok(()) => {
+                        let shapes = topics.borrow_and_update().clone();
+                        self.coordinator.update_topics(coordinator_ms(&self.clock), shapes);
+                    }
+                    Err(_) => topics_open = false,
+                },
                 () = tokio::time::sleep(sleep) => {
                     let effects = self.coordinator.on_tick(coordinator_ms(&self.clock));
                     self.carry_out(effects);
@@ -137,13 +153,31 @@ impl Task {
             }
             Command::FetchOffsets {
                 group_id,
+                member,
                 partitions,
                 reply,
             } => {
-                let fetched = self
-                    .coordinator
-                    .fetch_offsets(&group_id, partitions.as_deref());
+                let checked = member.map_or(Ok(()), |(member_id, epoch)| {
+                    self.coordinator
+                        .check_member_epoch(&group_id, &member_id, epoch)
+                });
+                let fetched = checked.and_then(|()| {
+                    self.coordinator
+                        .fetch_offsets(&group_id, partitions.as_deref())
+                });
                 reply.send(fetched).ok();
+            }
+            Command::DescribeConsumerGroups { group_ids, reply } => {
+                let described = group_ids
+                    .iter()
+                    .map(|id| {
+                        self.coordinator
+                            .consumer_group(id)
+                            .cloned()
+                            .ok_or(ErrorCode::GroupIdNotFound)
+                    })
+                    .collect();
+                reply.send(described).ok();
             }
             Command::ListGroups { reply } => {
                 reply.send(self.coordinator.list_groups()).ok();

@@ -42,8 +42,14 @@ async fn the_offsets_log_is_compacted_and_reloads_the_same_offsets() {
         check_interval_ms: 0,
         ..Compaction::default()
     });
-    let service =
-        GroupService::spawn(GroupConfig::default(), log, records, crate::clock::system()).unwrap();
+    let service = GroupService::spawn(
+        GroupConfig::default(),
+        log,
+        records,
+        tokio::sync::watch::channel(Default::default()).1,
+        crate::clock::system(),
+    )
+    .unwrap();
     for offset in 0..300 {
         let Some(Response::OffsetCommit(answer)) = service.handle.call(commit(offset)).await else {
             panic!("no commit answer");
@@ -52,7 +58,7 @@ async fn the_offsets_log_is_compacted_and_reloads_the_same_offsets() {
     }
     let fetched = service
         .handle
-        .fetch_offsets("g".into(), None)
+        .fetch_offsets("g".into(), None, None)
         .await
         .unwrap()
         .unwrap();
@@ -89,8 +95,14 @@ async fn the_offsets_log_is_compacted_and_reloads_the_same_offsets() {
 async fn a_transactions_offsets_are_appended_then_visible_and_survive_a_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let (log, records) = GroupService::open(dir.path(), false, crate::clock::system()).unwrap();
-    let service =
-        GroupService::spawn(GroupConfig::default(), log, records, crate::clock::system()).unwrap();
+    let service = GroupService::spawn(
+        GroupConfig::default(),
+        log,
+        records,
+        tokio::sync::watch::channel(Default::default()).1,
+        crate::clock::system(),
+    )
+    .unwrap();
     let partitions: Vec<CommitPartition> = (0..2)
         .map(|partition| CommitPartition {
             tp: TopicPartition {
@@ -111,7 +123,7 @@ async fn a_transactions_offsets_are_appended_then_visible_and_survive_a_reopen()
     assert!(results.iter().all(|r| r.error.is_ok()), "{results:?}");
     let fetched = service
         .handle
-        .fetch_offsets("app".into(), None)
+        .fetch_offsets("app".into(), None, None)
         .await
         .unwrap()
         .unwrap();

@@ -1,4 +1,7 @@
-//! ListGroups v0-2: every group this coordinator knows (with members or committed offsets).
+//! ListGroups v0-5: every group this coordinator knows (with members or committed offsets).
+//! v4 filters by state, v5 by type (`classic`, `consumer`), both case-insensitively, as
+//! Kafka; a consumer-protocol (KIP-848) group shows its own state (Empty, Assigning,
+//! Reconciling, Stable).
 
 use kafka_protocol::messages::ListGroupsRequest;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
@@ -11,24 +14,48 @@ use sluice_security::acl::AclOperation;
 use crate::authz;
 use crate::wire::ConnectionContext;
 
+/// Kafka's group types (ListGroups v5, `kafka-groups --list`).
+const CLASSIC: &str = "classic";
+const CONSUMER: &str = "consumer";
+
 /// Answers ListGroups.
-pub async fn handle(ctx: &ConnectionContext, _request: ListGroupsRequest) -> ListGroupsResponse {
+pub async fn handle(
+    ctx: &ConnectionContext,
+    request: ListGroupsRequest,
+    version: i16,
+) -> ListGroupsResponse {
     let mut response = ListGroupsResponse::default();
     let Some(groups) = ctx.groups.list_groups().await else {
         response.error_code = ErrorCode::CoordinatorNotAvailable.code();
         return response;
     };
+    let wanted = |filter: &[StrBytes], value: &str| {
+        filter.is_empty() || filter.iter().any(|f| f.eq_ignore_ascii_case(value))
+    };
     // DESCRIBE on the cluster lists every group; else only those the principal may DESCRIBE.
     let all = authz::cluster(ctx, AclOperation::Describe);
     response.groups = groups
         .into_iter()
-        .filter(|g| all || authz::group(ctx, AclOperation::Describe, &g.group_id))
-        .map(|g| {
-            let mut listed = ListedGroup::default();
-            listed.group_id = GroupId(StrBytes::from_string(g.group_id));
-            listed.protocol_type = StrBytes::from_string(g.protocol_type);
-            listed.group_state = StrBytes::from_static_str(g.state.as_str());
-            listed
+        .filter_map(|g| {
+            let (state, group_type) = match g.consumer_state {
+                Some(consumer) => (consumer.name(), CONSUMER),
+                None => (g.state.as_str(), CLASSIC),
+            };
+            let shown = wanted(&request.states_filter, state)
+                && wanted(&request.types_filter, group_type)
+                && (all || authz::group(ctx, AclOperation::Describe, &g.group_id));
+            shown.then(|| {
+                let mut listed = ListedGroup::default();
+                listed.group_id = GroupId(StrBytes::from_string(g.group_id));
+                listed.protocol_type = StrBytes::from_string(g.protocol_type);
+                if version >= 4 {
+                    listed.group_state = StrBytes::from_static_str(state);
+                }
+                if version >= 5 {
+                    listed.group_type = StrBytes::from_static_str(group_type);
+                }
+                listed
+            })
         })
         .collect();
     response

@@ -1,9 +1,11 @@
 //! Metadata v0-v12: this broker as the only node, leader of every partition at the
 //! partition's leader epoch (v7+; librdkafka trusts epochs from v9), the advertised host and
 //! port, and the requested topics, auto-creating unknown ones when the client allows it
-//! (v4+) and `auto.create.topics.enable` is on. Topics have no topic ids (v10+ answers the
-//! zero id, Kafka's "none"); a topic asked for by id alone is UNKNOWN_TOPIC_ID. A view is
-//! listed as a topic with its source's partitions (ephemeral views only when named). An
+//! (v4+) and `auto.create.topics.enable` is on. v10+ carries each topic's id
+//! (`broker/topic_id.rs`; consumer-protocol members learn the names of their assigned topic
+//! ids here), and a topic may be asked for by id alone (UNKNOWN_TOPIC_ID if none has it). A
+//! view is listed as a topic with its source's partitions and an id derived from its name
+//! (ephemeral views only when named). An
 //! offline partition (`broker/quarantine.rs`) is LEADER_NOT_AVAILABLE with leader -1.
 //!
 //! Authorization, as Kafka: a listing of all topics leaves out those the principal may not
@@ -52,7 +54,12 @@ pub async fn handle(
         Some(topics) => Some(
             topics
                 .into_iter()
-                .map(|t| t.name.map(|n| n.0.to_string()).ok_or(t.topic_id))
+                // A non-zero id names the topic (Java's consumer asks by id with an empty
+                // name for the topics of a regex subscription's assignment).
+                .map(|t| match t.name {
+                    Some(name) if t.topic_id.is_nil() => Ok(name.0.to_string()),
+                    _ => Err(t.topic_id),
+                })
                 .collect::<Vec<_>>(),
         ),
     };
@@ -63,14 +70,14 @@ pub async fn handle(
             let topics = topics
                 .iter()
                 .filter(|t| authz::topic(ctx, AclOperation::Describe, &t.name))
-                .map(|t| describe(&t.name, t));
+                .map(|t| describe(&t.name, t.id, t));
             let views = views
                 .iter()
                 .filter(|v| !v.spec.ephemeral)
                 .filter(|v| {
                     authz::allowed(ctx, AclOperation::Describe, ResourceType::View, v.name())
                 })
-                .map(|v| describe(v.name(), &v.source));
+                .map(|v| describe(v.name(), view_id(v.name()), &v.source));
             topics.chain(views).collect()
         }
         Some(names) => {
@@ -79,13 +86,7 @@ pub async fn handle(
             for name in names.into_iter().take(limits::TOPICS_PER_REQUEST_MAX) {
                 topics.push(match name {
                     Ok(name) => lookup_or_create(ctx, name, allow_create).await,
-                    Err(topic_id) => {
-                        // Asked for by id only (v10+): sluice topics have no ids.
-                        let mut topic = MetadataResponseTopic::default();
-                        topic.topic_id = topic_id;
-                        topic.error_code = ResponseError::UnknownTopicId.code();
-                        topic
-                    }
+                    Err(topic_id) => lookup_id(ctx, topic_id),
                 });
             }
             topics
@@ -100,6 +101,12 @@ pub async fn handle(
             .flat_map(|t| t.partitions.iter_mut())
         {
             p.leader_epoch = -1;
+        }
+    }
+    if version < 10 {
+        // No topic id before v10 (the codec refuses a set one).
+        for t in &mut response.topics {
+            t.topic_id = uuid::Uuid::nil();
         }
     }
     response
@@ -145,13 +152,13 @@ async fn lookup_or_create(
         if !authz::allowed(ctx, AclOperation::Describe, ResourceType::View, &name) {
             return denied(name);
         }
-        return describe(view.name(), &view.source);
+        return describe(view.name(), view_id(view.name()), &view.source);
     }
     if !authz::topic(ctx, AclOperation::Describe, &name) {
         return denied(name);
     }
     if let Some(topic) = ctx.broker.topic(&name) {
-        return describe(&topic.name, &topic);
+        return describe(&topic.name, topic.id, &topic);
     }
     let may_create =
         authz::cluster(ctx, AclOperation::Create) || authz::topic(ctx, AclOperation::Create, &name);
@@ -176,7 +183,7 @@ async fn lookup_or_create(
         ))
     };
     match result {
-        Ok(topic) => describe(&topic.name, &topic),
+        Ok(topic) => describe(&topic.name, topic.id, &topic),
         Err(e) => {
             let mut topic = MetadataResponseTopic::default();
             topic.name = Some(TopicName(StrBytes::from_string(name)));
@@ -186,10 +193,37 @@ async fn lookup_or_create(
     }
 }
 
-/// `name` with `topic`'s partitions (a topic's own, or a view's source).
-fn describe(name: &str, topic: &Topic) -> MetadataResponseTopic {
+/// A topic asked for by id alone (v10+): the topic with that id, if the principal may
+/// describe it (else, as Kafka, TOPIC_AUTHORIZATION_FAILED without the name).
+fn lookup_id(ctx: &ConnectionContext, topic_id: uuid::Uuid) -> MetadataResponseTopic {
+    let found = ctx.broker.topics().into_iter().find(|t| t.id == topic_id);
+    match found {
+        Some(topic) if authz::topic(ctx, AclOperation::Describe, &topic.name) => {
+            describe(&topic.name, topic.id, &topic)
+        }
+        found => {
+            let mut topic = MetadataResponseTopic::default();
+            topic.topic_id = topic_id;
+            topic.error_code = if found.is_some() {
+                ResponseError::TopicAuthorizationFailed.code()
+            } else {
+                ResponseError::UnknownTopicId.code()
+            };
+            topic
+        }
+    }
+}
+
+/// A view's id: derived from its name, so stable across restarts (`broker/topic_id.rs`).
+fn view_id(name: &str) -> uuid::Uuid {
+    crate::broker::topic_id::derived_topic_id(name)
+}
+
+/// `name` with `topic`'s partitions (a topic's own, or a view's source) and the id `id`.
+fn describe(name: &str, id: uuid::Uuid, topic: &Topic) -> MetadataResponseTopic {
     let mut out = MetadataResponseTopic::default();
     out.name = Some(TopicName(StrBytes::from_string(name.to_owned())));
+    out.topic_id = id;
     out.partitions = topic
         .partitions
         .iter()

@@ -9,6 +9,8 @@ mod add_partitions_to_txn;
 mod alter_configs;
 mod api_versions;
 pub(crate) mod compat;
+mod consumer_group_describe;
+mod consumer_group_heartbeat;
 mod create_partitions;
 mod create_topics;
 mod delete_groups;
@@ -322,7 +324,13 @@ async fn dispatch(
             reply!(response, compat::offset_commit)
         }
         ApiKey::OffsetFetch => reply!(offset_fetch::handle(ctx, request!(), version).await),
-        ApiKey::ListGroups => reply!(list_groups::handle(ctx, request!()).await),
+        ApiKey::ListGroups => reply!(list_groups::handle(ctx, request!(), version).await),
+        ApiKey::ConsumerGroupHeartbeat => {
+            reply!(consumer_group_heartbeat::handle(ctx, header, request!()).await)
+        }
+        ApiKey::ConsumerGroupDescribe => {
+            reply!(consumer_group_describe::handle(ctx, request!()).await)
+        }
         ApiKey::DescribeGroups => reply!(describe_groups::handle(ctx, request!()).await),
         ApiKey::DeleteGroups => reply!(delete_groups::handle(ctx, request!()).await),
         ApiKey::CreateAcls => reply!(acls::create(ctx, request!())),

@@ -143,8 +143,10 @@ fn group_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
         ApiKey::LeaveGroup if v >= 3 => vec![Str, Array(vec![Str, Str])],
         ApiKey::LeaveGroup => vec![Str, Str],
         ApiKey::OffsetCommit => offset_commit(v),
-        ApiKey::OffsetFetch => vec![Str, Array(vec![Str, Array(vec![I32])])],
-        ApiKey::ListGroups => vec![],
+        ApiKey::OffsetFetch => offset_fetch(v),
+        ApiKey::ListGroups | ApiKey::ConsumerGroupHeartbeat | ApiKey::ConsumerGroupDescribe => {
+            return listing_schema(key, v);
+        }
         ApiKey::DescribeGroups | ApiKey::DeleteGroups => vec![Array(vec![Str])],
         ApiKey::FindCoordinator => fields([Some(Str), since(v, 1, I8)]),
         ApiKey::InitProducerId => vec![Str, I32],
@@ -289,6 +291,41 @@ fn admin_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
     })
 }
 
+/// ListGroups and KIP-848's consumer group APIs.
+fn listing_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
+    Some(match key {
+        ApiKey::ListGroups => match v {
+            0..=2 => vec![],
+            3 => vec![Tags],
+            // (v4) states filter, (v5) types filter.
+            4 => vec![CompactArray(vec![CompactStr]), Tags],
+            _ => vec![
+                CompactArray(vec![CompactStr]),
+                CompactArray(vec![CompactStr]),
+                Tags,
+            ],
+        },
+        // Group, member id, epoch, instance, rack, rebalance timeout, topic names, (v1)
+        // regex, assignor, owned [topic id, partitions].
+        ApiKey::ConsumerGroupHeartbeat => fields([
+            Some(CompactStr),
+            Some(CompactStr),
+            Some(I32),
+            Some(CompactStr),
+            Some(CompactStr),
+            Some(I32),
+            Some(CompactArray(vec![CompactStr])),
+            since(v, 1, CompactStr),
+            Some(CompactStr),
+            Some(CompactArray(vec![Fixed(16), CompactArray(vec![I32]), Tags])),
+            Some(Tags),
+        ]),
+        // Group ids, include authorized operations.
+        ApiKey::ConsumerGroupDescribe => vec![CompactArray(vec![CompactStr]), I8, Tags],
+        _ => return None,
+    })
+}
+
 /// AddPartitionsToTxn: v0-v2 one transaction (id, producer id, epoch, topics [name,
 /// partitions]); v3 the same, flexible; v4 (flexible) a list of such transactions, each with
 /// a verify_only flag before its topics.
@@ -316,8 +353,45 @@ fn add_partitions_to_txn(v: i16) -> Vec<Field> {
     }
 }
 
-/// OffsetCommit: v1 has a per-partition commit_timestamp, v2-4 a retention_time_ms.
+/// OffsetFetch: v1-5 one group [topics [name, partitions]]; v6-7 the same, flexible, v7
+/// with require_stable; v8+ groups [id, (v9) member id and epoch, topics], require_stable.
+fn offset_fetch(v: i16) -> Vec<Field> {
+    let topics = || CompactArray(vec![CompactStr, CompactArray(vec![I32]), Tags]);
+    match v {
+        ..=5 => vec![Str, Array(vec![Str, Array(vec![I32])])],
+        6 => vec![CompactStr, topics(), Tags],
+        7 => vec![CompactStr, topics(), I8, Tags],
+        _ => vec![
+            CompactArray(fields([
+                Some(CompactStr),
+                since(v, 9, CompactStr),
+                since(v, 9, I32),
+                Some(topics()),
+                Some(Tags),
+            ])),
+            I8,
+            Tags,
+        ],
+    }
+}
+
+/// OffsetCommit: v1 has a per-partition commit_timestamp, v2-4 a retention_time_ms; v8+
+/// are flexible.
 fn offset_commit(v: i16) -> Vec<Field> {
+    if v >= 8 {
+        return vec![
+            CompactStr,
+            I32,
+            CompactStr,
+            CompactStr,
+            CompactArray(vec![
+                CompactStr,
+                CompactArray(vec![I32, I64, I32, CompactStr, Tags]),
+                Tags,
+            ]),
+            Tags,
+        ];
+    }
     fields([
         Some(Str),
         Some(I32),

@@ -26,27 +26,29 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.RebalanceInProgressException;
 
 /**
- * A consumer group of two classic-protocol members on a 6-partition topic, committing
+ * A consumer group of two members of one group protocol (`classic`, or `consumer`: KIP-848's
+ * server-side assignment) on a 6-partition topic, committing
  * synchronously after every poll and on revocation (what an at-least-once Java service
  * does): member a joins alone and reads the first `records`; b joins, the partitions split
  * and both read the next `records`; a leaves (close) and b, now owning everything, reads the
  * last `records` from a's commits. Reports each member's assignments, every record each
- * consumed, and the group's committed offsets against the log end offsets.
+ * consumed, the group's committed offsets against the log end offsets, and how the
+ * AdminClient lists and describes the group while both members are in it.
  */
 final class Group {
     static final int PARTITIONS = 6;
 
     private Group() {}
 
-    static Map<String, Object> run(String bootstrap, String topic, int records) throws Exception {
+    static Map<String, Object> run(String bootstrap, String topic, int records, String protocol) throws Exception {
         Clients.createTopic(bootstrap, topic, PARTITIONS);
         String group = topic + "-group";
         Map<String, Object> out = new LinkedHashMap<>();
         List<String> failures = new ArrayList<>();
         AtomicInteger produced = new AtomicInteger();
         try (KafkaProducer<byte[], byte[]> producer = Clients.producer(bootstrap, Map.of())) {
-            Member a = new Member("a", bootstrap, topic, group);
-            Member b = new Member("b", bootstrap, topic, group);
+            Member a = new Member("a", bootstrap, topic, group, protocol);
+            Member b = new Member("b", bootstrap, topic, group, protocol);
             produce(producer, topic, records, produced);
             a.start();
             check(failures, "a owns all partitions and read phase 1",
@@ -57,6 +59,7 @@ final class Group {
                             && Collections.disjoint(a.owned, b.owned));
             produce(producer, topic, records, produced);
             check(failures, "a and b read phase 2", () -> consumed(a, b) == produced.get());
+            out.put("described_with_two", describe(bootstrap, group));
             a.stop();
             check(failures, "b owns all partitions after a left", () -> b.owned.size() == PARTITIONS);
             produce(producer, topic, records, produced);
@@ -87,6 +90,34 @@ final class Group {
             throws InterruptedException {
         if (!Clients.waitFor(condition)) {
             failures.add("timed out waiting until " + what);
+        }
+    }
+
+    /** The group as listGroups (with its type) and describeConsumerGroups show it. */
+    private static Map<String, Object> describe(String bootstrap, String group) throws Exception {
+        try (Admin admin = Clients.admin(bootstrap)) {
+            Map<String, Object> out = new LinkedHashMap<>();
+            for (var listed : admin.listGroups().all().get()) {
+                if (listed.groupId().equals(group)) {
+                    out.put("listed_type", listed.type().map(Enum::name).orElse(null));
+                    out.put("listed_state", listed.groupState().map(Enum::name).orElse(null));
+                }
+            }
+            var d = admin.describeConsumerGroups(List.of(group)).describedGroups().get(group).get();
+            out.put("type", d.type().name());
+            out.put("state", d.groupState().name());
+            out.put("assignor", d.partitionAssignor());
+            List<Integer> partitions = new ArrayList<>();
+            List<Integer> perMember = new ArrayList<>();
+            for (var m : d.members()) {
+                perMember.add(m.assignment().topicPartitions().size());
+                m.assignment().topicPartitions().forEach(tp -> partitions.add(tp.partition()));
+            }
+            Collections.sort(partitions);
+            Collections.sort(perMember);
+            out.put("partitions", partitions);
+            out.put("partitions_per_member", perMember);
+            return out;
         }
     }
 
@@ -123,12 +154,12 @@ final class Group {
         private final Thread thread;
         private volatile boolean running = true;
 
-        Member(String name, String bootstrap, String topic, String group) {
+        Member(String name, String bootstrap, String topic, String group, String protocol) {
             this.name = name;
             this.topic = topic;
             this.consumer = Clients.consumer(bootstrap, Map.of(
                     ConsumerConfig.GROUP_ID_CONFIG, group,
-                    ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic",
+                    ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol,
                     ConsumerConfig.CLIENT_ID_CONFIG, topic + "-" + name));
             this.thread = new Thread(this::loop, "member-" + name);
         }

@@ -11,10 +11,11 @@ import java.util.Map;
  *
  * <pre>
  *   codecs  --bootstrap B --topic T --records N   every codec, acks=all, idempotent, read back byte-exact
- *   group   --bootstrap B --topic T --records N   two classic-protocol members: join, split, leave
+ *   group   --bootstrap B --topic T --records N [--protocol classic|consumer]
+ *                                                 two members of one group protocol: join, split, leave
  *   admin   --bootstrap B --topic T               the AdminClient calls a service makes
  *   txn     --bootstrap B --topic T               commit, abort, read_committed, fencing
- *   kip848  --bootstrap B --topic T               group.protocol=consumer, expected to fail
+ *   regex   --bootstrap B --topic T               group.protocol=consumer with a broker-side regex
  * </pre>
  *
  * A failed check is data in the JSON (the test asserts on it), an exception escaping a
@@ -34,10 +35,10 @@ public final class Main {
         Map<String, Object> out =
                 switch (argv[0]) {
                     case "codecs" -> Codecs.run(bootstrap, topic, records);
-                    case "group" -> Group.run(bootstrap, topic, records);
+                    case "group" -> Group.run(bootstrap, topic, records, args.getOrDefault("protocol", "classic"));
                     case "admin" -> AdminCalls.run(bootstrap, topic);
                     case "txn" -> Transactions.run(bootstrap, topic);
-                    case "kip848" -> Kip848.run(bootstrap, topic);
+                    case "regex" -> RegexSubscription.run(bootstrap, topic);
                     default -> usage();
                 };
         ObjectMapper json = new ObjectMapper().enable(SerializationFeature.ORDER_MAP_ENTRIES_BY_KEYS);
@@ -66,7 +67,8 @@ public final class Main {
     }
 
     private static <T> T usage() {
-        System.err.println("usage: java-check codecs|group|admin|txn|kip848 --bootstrap HOST:PORT --topic NAME [--records N]");
+        System.err.println("usage: java-check codecs|group|admin|txn|regex --bootstrap HOST:PORT --topic NAME"
+                + " [--records N] [--protocol classic|consumer]");
         System.exit(2);
         throw new AssertionError("unreachable");
     }
