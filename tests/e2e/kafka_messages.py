@@ -293,6 +293,18 @@ def consumer_group_heartbeat_body(version: int, group: str, topic: str) -> Field
     return f.compact_string(None).compact_array([]).tagged_fields()
 
 
+def consumer_group_join(conn: KafkaConnection, group: str, topic: str, version: int = 1) -> tuple[int, str, int]:
+    """Joins `group` as a consumer-protocol member subscribed to `topic`: (error code,
+    member id, member epoch)."""
+    r = conn.request(kw.API_CONSUMER_GROUP_HEARTBEAT, version, consumer_group_heartbeat_body(version, group, topic))
+    r.skip_tagged_fields()  # the response header's (flexible: header v1)
+    r.i32()  # throttle time
+    error = r.i16()
+    r.compact_string()  # error message
+    member_id = r.compact_string()
+    return error, member_id or "", r.i32()
+
+
 def consumer_group_describe_body(groups: list[str]) -> Fields:
     return Fields().compact_array([Fields().compact_string(g) for g in groups]).bool(True).tagged_fields()
 

@@ -526,6 +526,25 @@ class _Reader:
             shift += 7
         return (z >> 1) ^ -(z & 1)
 
+    def uvarint(self) -> int:
+        shift = 0
+        z = 0
+        while True:
+            b = self.take(1)[0]
+            z |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return z
+            shift += 7
+
+    def compact_string(self) -> str | None:
+        n = self.uvarint()
+        return None if n == 0 else self.take(n - 1).decode()
+
+    def skip_tagged_fields(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self.take(self.uvarint())
+
 
 @dataclass
 class PartitionResult:

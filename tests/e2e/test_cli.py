@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+import urllib.request
 
 from confluent_kafka import Consumer, Producer
 
+import kafka_messages as km
 from conftest import sluice_bin
+from kafka_wire import KafkaConnection
 
 
 def sluice(broker, *args: str, stdin: bytes = b"", check: bool = True) -> subprocess.CompletedProcess:
@@ -125,6 +128,26 @@ def test_consume_with_a_group_resumes_and_shows_in_group_describe(broker, topic_
     rest = consume_json(broker, topic_name, "-g", "cli-readers", "-e")
     assert len(rest) == 25
     assert {(r["partition"], r["offset"]) for r in first}.isdisjoint({(r["partition"], r["offset"]) for r in rest})
+
+
+def test_group_list_and_describe_show_a_consumer_protocol_group(broker, topic_name):
+    sluice(broker, "topic", "create", topic_name, "-p", "3")
+    with KafkaConnection(broker.bootstrap) as conn:
+        error, member_id, epoch = km.consumer_group_join(conn, f"{topic_name}-848", topic_name)
+        assert (error, epoch) == (0, 1), (error, member_id, epoch)
+        listed = {g["group"]: g for g in sluice_json(broker, "group", "list")["groups"]}
+        assert listed[f"{topic_name}-848"] == {
+            "group": f"{topic_name}-848", "type": "consumer", "protocol_type": "consumer", "state": "Stable", "members": 1,
+        }  # fmt: skip
+        described = sluice_json(broker, "group", "describe", f"{topic_name}-848")
+        assert (described["type"], described["protocol"]) == ("consumer", "uniform")
+        [member] = described["members"]
+        assert member["member_id"] == member_id and member["member_epoch"] == 1
+        assert sorted(a["partition"] for a in member["assignment"]) == [0, 1, 2]
+        with urllib.request.urlopen(f"{broker.admin_url}/v1/groups/{topic_name}-848") as answer:
+            admin = json.load(answer)
+        assert (admin["type"], admin["state"], admin["group_epoch"]) == ("consumer", "Stable", 1)
+        assert sorted(a["partition"] for a in admin["members"][0]["assignment"]) == [0, 1, 2]
 
 
 def test_cluster_info(broker):

@@ -13,9 +13,9 @@ use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
 use kafka_protocol::messages::{
-    ConsumerProtocolAssignment, DescribeGroupsRequest, GroupId, ListGroupsRequest,
-    ListOffsetsRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest, TopicName,
-    metadata_request::MetadataRequestTopic,
+    ConsumerGroupDescribeRequest, ConsumerProtocolAssignment, DescribeGroupsRequest, GroupId,
+    ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
+    OffsetFetchRequest, TopicName, metadata_request::MetadataRequestTopic,
 };
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use serde_json::{Value, json};
@@ -207,31 +207,151 @@ fn delete_offsets(
     Ok(json!({ "group": group, "deleted": results }))
 }
 
+/// ListGroups v5 (state and type, `classic` or `consumer`), with each group's member count
+/// from DescribeGroups or, for consumer-protocol groups, ConsumerGroupDescribe.
 fn list(client: &mut Client) -> anyhow::Result<Value> {
-    let listed = client.send(&ListGroupsRequest::default(), 2)?;
+    let listed = client.send(&ListGroupsRequest::default(), 5)?;
     if listed.error_code != 0 {
         bail!("ListGroups failed: {}", error_name(listed.error_code));
     }
-    let ids: Vec<String> = listed
-        .groups
-        .iter()
-        .map(|g| g.group_id.0.to_string())
-        .collect();
-    let described = describe_groups(client, &ids)?;
+    let ids_of = |kind: &str| -> Vec<String> {
+        listed
+            .groups
+            .iter()
+            .filter(|g| g.group_type.as_str() == kind)
+            .map(|g| g.group_id.0.to_string())
+            .collect()
+    };
+    let mut members: BTreeMap<String, usize> = BTreeMap::new();
+    for d in describe_groups(client, &ids_of("classic"))? {
+        members.insert(d.group_id.0.to_string(), d.members.len());
+    }
+    for d in describe_consumer_groups(client, &ids_of("consumer"))? {
+        members.insert(d.group_id.0.to_string(), d.members.len());
+    }
     let groups: Vec<Value> = listed
         .groups
         .iter()
-        .zip(described)
-        .map(|(g, d)| {
+        .map(|g| {
             json!({
                 "group": g.group_id.0.as_str(),
+                "type": g.group_type.as_str(),
                 "protocol_type": g.protocol_type.as_str(),
-                "state": d.group_state.as_str(),
-                "members": d.members.len(),
+                "state": g.group_state.as_str(),
+                "members": members.get(g.group_id.0.as_str()).copied().unwrap_or(0),
             })
         })
         .collect();
     Ok(json!({ "groups": groups }))
+}
+
+fn describe_consumer_groups(
+    client: &mut Client,
+    ids: &[String],
+) -> anyhow::Result<Vec<kafka_protocol::messages::consumer_group_describe_response::DescribedGroup>>
+{
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut request = ConsumerGroupDescribeRequest::default();
+    request.group_ids = ids
+        .iter()
+        .map(|id| GroupId(StrBytes::from_string(id.clone())))
+        .collect();
+    Ok(client.send(&request, 0)?.groups)
+}
+
+/// A member id, its assigned partitions, and its JSON view without them.
+type MemberRow = (String, Vec<(String, i32)>, Value);
+
+/// A group as `describe` shows it, whichever protocol it uses.
+struct Described {
+    state: String,
+    group_type: &'static str,
+    protocol_type: String,
+    protocol: String,
+    members: Vec<MemberRow>,
+}
+
+/// A consumer-protocol (KIP-848) group through ConsumerGroupDescribe; `None` if it is not one.
+fn describe_consumer_group(client: &mut Client, group: &str) -> anyhow::Result<Option<Described>> {
+    let Some(d) = describe_consumer_groups(client, &[group.to_owned()])?.pop() else {
+        return Ok(None);
+    };
+    if d.error_code != 0 {
+        return Ok(None);
+    }
+    let members = d
+        .members
+        .iter()
+        .map(|m| {
+            let assigned: Vec<(String, i32)> = m
+                .assignment
+                .topic_partitions
+                .iter()
+                .flat_map(|t| {
+                    t.partitions
+                        .iter()
+                        .map(|&p| (t.topic_name.0.to_string(), p))
+                })
+                .collect();
+            let view = json!({
+                "member_id": m.member_id.as_str(),
+                "group_instance_id": m.instance_id.as_ref().map(|s| s.as_str()),
+                "client_id": m.client_id.as_str(),
+                "client_host": m.client_host.as_str(),
+                "member_epoch": m.member_epoch,
+            });
+            (m.member_id.to_string(), assigned, view)
+        })
+        .collect();
+    Ok(Some(Described {
+        state: d.group_state.to_string(),
+        group_type: "consumer",
+        protocol_type: "consumer".to_owned(),
+        protocol: d.assignor_name.to_string(),
+        members,
+    }))
+}
+
+/// DescribeGroups; on GROUP_ID_NOT_FOUND (what Kafka answers for a consumer-protocol group)
+/// ConsumerGroupDescribe.
+fn describe_any(client: &mut Client, group: &str) -> anyhow::Result<Described> {
+    let described = describe_groups(client, &[group.to_owned()])?
+        .pop()
+        .context("DescribeGroups returned no group")?;
+    match described.error_code {
+        0 => {}
+        69 => {
+            return describe_consumer_group(client, group)?
+                .with_context(|| format!("DescribeGroups {group}: {}", error_name(69)));
+        }
+        code => bail!("DescribeGroups {group}: {}", error_name(code)),
+    }
+    let members = described
+        .members
+        .iter()
+        .map(|m| {
+            let view = json!({
+                "member_id": m.member_id.as_str(),
+                "group_instance_id": m.group_instance_id.as_ref().map(|s| s.as_str()),
+                "client_id": m.client_id.as_str(),
+                "client_host": m.client_host.as_str(),
+            });
+            (
+                m.member_id.to_string(),
+                decode_assignment(&m.member_assignment),
+                view,
+            )
+        })
+        .collect();
+    Ok(Described {
+        state: described.group_state.to_string(),
+        group_type: "classic",
+        protocol_type: described.protocol_type.to_string(),
+        protocol: described.protocol_data.to_string(),
+        members,
+    })
 }
 
 fn describe_groups(
@@ -267,31 +387,25 @@ pub(crate) fn decode_assignment(bytes: &bytes::Bytes) -> Vec<(String, i32)> {
 }
 
 fn describe(client: &mut Client, group: &str) -> anyhow::Result<Value> {
-    let described = describe_groups(client, &[group.to_owned()])?
-        .pop()
-        .context("DescribeGroups returned no group")?;
-    if described.error_code != 0 {
-        bail!(
-            "DescribeGroups {group}: {}",
-            error_name(described.error_code)
-        );
-    }
+    let Described {
+        state,
+        group_type,
+        protocol_type,
+        protocol,
+        members,
+    } = describe_any(client, group)?;
     let mut owner: BTreeMap<(String, i32), String> = BTreeMap::new();
-    let members: Vec<Value> = described
-        .members
-        .iter()
-        .map(|m| {
-            let assigned = decode_assignment(&m.member_assignment);
+    let members: Vec<Value> = members
+        .into_iter()
+        .map(|(member_id, assigned, mut view)| {
             for tp in &assigned {
-                owner.insert(tp.clone(), m.member_id.to_string());
+                owner.insert(tp.clone(), member_id.clone());
             }
-            json!({
-                "member_id": m.member_id.as_str(),
-                "group_instance_id": m.group_instance_id.as_ref().map(|s| s.as_str()),
-                "client_id": m.client_id.as_str(),
-                "client_host": m.client_host.as_str(),
-                "assignment": assigned.iter().map(|(t, p)| json!({"topic": t, "partition": p})).collect::<Vec<_>>(),
-            })
+            view["assignment"] = assigned
+                .iter()
+                .map(|(t, p)| json!({"topic": t, "partition": p}))
+                .collect();
+            view
         })
         .collect();
     let committed = fetch_committed(client, group)?;
@@ -321,9 +435,10 @@ fn describe(client: &mut Client, group: &str) -> anyhow::Result<Value> {
         .collect();
     Ok(json!({
         "group": group,
-        "state": described.group_state.as_str(),
-        "protocol_type": described.protocol_type.as_str(),
-        "protocol": described.protocol_data.as_str(),
+        "state": state,
+        "type": group_type,
+        "protocol_type": protocol_type,
+        "protocol": protocol,
         "members": members,
         "offsets": offsets,
     }))
@@ -562,15 +677,16 @@ fn print_text(out: &mut String, doc: &Value) {
     if let Some(groups) = doc.get("groups").and_then(Value::as_array) {
         let _ = writeln!(
             out,
-            "{:<40} {:<22} {:<10} MEMBERS",
-            "GROUP", "STATE", "PROTOCOL"
+            "{:<40} {:<22} {:<10} {:<10} MEMBERS",
+            "GROUP", "STATE", "TYPE", "PROTOCOL"
         );
         for g in groups {
             let _ = writeln!(
                 out,
-                "{:<40} {:<22} {:<10} {}",
+                "{:<40} {:<22} {:<10} {:<10} {}",
                 g["group"].as_str().unwrap_or_default(),
                 g["state"].as_str().unwrap_or_default(),
+                g["type"].as_str().unwrap_or_default(),
                 g["protocol_type"].as_str().unwrap_or_default(),
                 g["members"]
             );

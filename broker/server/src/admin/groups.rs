@@ -1,5 +1,6 @@
 //! `/v1/groups`: list, and describe with members and per-partition committed offset, log end
-//! offset and lag. Read-only: offsets are reset over the Kafka protocol (`sluice group
+//! offset and lag; classic groups and consumer-protocol (KIP-848) groups, told apart by
+//! `type`. Read-only: offsets are reset over the Kafka protocol (`sluice group
 //! reset-offsets`), where the coordinator checks the group is empty. ACLs: DESCRIBE on the
 //! cluster lists every group, else the list holds the groups the caller may DESCRIBE;
 //! describing needs DESCRIBE on the group, and shows offsets of topics the caller may DESCRIBE.
@@ -67,9 +68,15 @@ async fn list(
             )
         })
         .map(|g| {
+            // A consumer-protocol (KIP-848) group shows its own state, as ListGroups does.
+            let (state, group_type) = match g.consumer_state {
+                Some(consumer) => (consumer.name(), "consumer"),
+                None => (g.state.as_str(), "classic"),
+            };
             serde_json::json!({
                 "group_id": g.group_id,
-                "state": g.state.as_str(),
+                "state": state,
+                "type": group_type,
                 "protocol_type": g.protocol_type,
             })
         })
@@ -86,6 +93,14 @@ async fn describe(
         &state.broker,
         &[(AclOperation::Describe, ResourceType::Group, &id)],
     )?;
+    if let Some(Ok(consumer)) = state
+        .groups
+        .describe_consumer_groups(vec![id.clone()])
+        .await
+        .and_then(|mut d| d.pop())
+    {
+        return describe_consumer_group(&state, &caller, &id, &consumer).await;
+    }
     let described = state
         .groups
         .describe_groups(vec![id.clone()])
@@ -120,8 +135,65 @@ async fn describe(
     Ok(axum::Json(serde_json::json!({
         "group_id": described.group_id,
         "state": described.state.as_str(),
+        "type": "classic",
         "protocol_type": described.protocol_type,
         "protocol": described.protocol,
+        "members": members,
+        "offsets": offsets,
+        "total_lag": total_lag,
+    }))
+    .into_response())
+}
+
+/// A consumer-protocol (KIP-848) group: its state, epochs, assignor and each member's
+/// assignment (topics the caller may DESCRIBE), with the committed offsets and lag.
+async fn describe_consumer_group(
+    state: &AdminState,
+    caller: &Caller,
+    id: &str,
+    consumer: &sluice_group::ConsumerGroup,
+) -> Result<Response, ApiError> {
+    let may_describe = |topic: &str| {
+        caller.may(
+            &state.broker,
+            (AclOperation::Describe, ResourceType::Topic, topic),
+        )
+    };
+    let mut offsets = lag(state, id).await?;
+    offsets.retain(|o| may_describe(&o.topic));
+    let members: Vec<_> = consumer
+        .members()
+        .values()
+        .map(|m| {
+            let assignment: Vec<_> = m
+                .assigned
+                .iter()
+                .filter(|(topic, _)| may_describe(topic))
+                .flat_map(|(topic, partitions)| {
+                    partitions
+                        .iter()
+                        .map(move |p| serde_json::json!({"topic": topic, "partition": p}))
+                })
+                .collect();
+            serde_json::json!({
+                "member_id": m.member_id,
+                "group_instance_id": m.instance_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "member_epoch": m.member_epoch,
+                "assignment": assignment,
+            })
+        })
+        .collect();
+    let total_lag: i64 = offsets.iter().map(|o| o.lag.max(0)).sum();
+    Ok(axum::Json(serde_json::json!({
+        "group_id": id,
+        "state": consumer.state().name(),
+        "type": "consumer",
+        "protocol_type": "consumer",
+        "protocol": consumer.assignor(),
+        "group_epoch": consumer.group_epoch(),
+        "assignment_epoch": consumer.assignment_epoch(),
         "members": members,
         "offsets": offsets,
         "total_lag": total_lag,
