@@ -7,7 +7,8 @@ fetched raw to see the codec really stored; a consumer group of two members, und
 group protocol (classic, and KIP-848's consumer protocol with the broker's assignor), that
 rebalances as the second joins and the first leaves, every record consumed exactly once and
 the commits at the log end; a KIP-848 member subscribed by a broker-side regex picking up
-a topic created after it subscribed; the AdminClient (createTopics, listTopics,
+a topic created after it subscribed; a KIP-848 member rejoining after a broker restart
+(membership is not persisted) and committing everything it read; the AdminClient (createTopics, listTopics,
 describeCluster/describeTopics, createPartitions, describeConfigs, incrementalAlterConfigs,
 deleteRecords, listOffsets, listGroups, describeConsumerGroups, listConsumerGroupOffsets,
 deleteTopics); transactions (commit, abort, sendOffsetsToTransaction, read_committed against
@@ -19,9 +20,13 @@ How: tests/run builds the Maven project once (java_support.py); each test starts
 from __future__ import annotations
 
 import collections
+import json
+import subprocess
 
 import pytest
-from java_support import java_classpath, run_driver
+from clients import create_topic
+from confluent_kafka import Producer
+from java_support import RUN_TIMEOUT_S, java_classpath, run_driver
 
 import kafka_wire as kw
 from kafka_wire import KafkaConnection
@@ -101,6 +106,45 @@ def test_kip848_regex_subscription_follows_new_topics(broker, topic_name, classp
     r = run_driver(classpath, "regex", broker.bootstrap, topic_name)
     assert r["read"] == {f"{topic_name}-a": 20, f"{topic_name}-b": 20}, f"{r}\n{broker.log_tail()}"
     assert r["assigned"] == [f"{topic_name}-a-0", f"{topic_name}-a-1", f"{topic_name}-b-0"]
+
+
+def test_kip848_member_rejoins_after_a_broker_restart(broker, topic_name, classpath):
+    """Membership is not persisted: after the restart the member's heartbeat is
+    UNKNOWN_MEMBER_ID, and the Java consumer rejoins and resumes from its commits."""
+    half = 200
+    create_topic(broker.bootstrap, topic_name, 2)
+
+    def produce(start: int) -> None:
+        producer = Producer({"bootstrap.servers": broker.bootstrap})
+        for i in range(start, start + half):
+            producer.produce(topic_name, f"r-{i}".encode(), partition=i % 2)
+        assert producer.flush(30) == 0
+
+    produce(0)
+    port = broker.port
+    java = subprocess.Popen(
+        ["java", "-cp", classpath, "sluice.check.Main", "restart", "--bootstrap", f"127.0.0.1:{port}",
+         "--topic", topic_name, "--records", str(2 * half)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        for line in java.stdout:
+            if line.startswith("committed ") and int(line.split()[1]) == half:
+                break
+        else:
+            pytest.fail(f"the consumer ended before reading the first {half} records")
+        broker.restart(keep_port=True)
+        produce(half)
+        rest = java.stdout.read()
+        assert java.wait(timeout=RUN_TIMEOUT_S) == 0
+    finally:
+        java.kill()
+    result = json.loads(rest.strip().splitlines()[-1])
+    assert result["distinct"] == 2 * half, f"{result}\n{broker.log_tail()}"
+    # At-least-once: a commit lost in the restart may replay what it covered, no more.
+    assert result["reads"] <= 3 * half, result
+    # Commits failed (UNKNOWN_MEMBER_ID) until the member rejoined; then they covered all.
+    assert result["committed_total"] == 2 * half, result
 
 
 def test_admin_client_calls(broker, topic_name, classpath):

@@ -16,6 +16,7 @@ import java.util.Map;
  *   admin   --bootstrap B --topic T               the AdminClient calls a service makes
  *   txn     --bootstrap B --topic T               commit, abort, read_committed, fencing
  *   regex   --bootstrap B --topic T               group.protocol=consumer with a broker-side regex
+ *   restart --bootstrap B --topic T --records N   a group.protocol=consumer member across a broker restart
  * </pre>
  *
  * A failed check is data in the JSON (the test asserts on it), an exception escaping a
@@ -39,6 +40,7 @@ public final class Main {
                     case "admin" -> AdminCalls.run(bootstrap, topic);
                     case "txn" -> Transactions.run(bootstrap, topic);
                     case "regex" -> RegexSubscription.run(bootstrap, topic);
+                    case "restart" -> RestartSurvivor.run(bootstrap, topic, records);
                     default -> usage();
                 };
         ObjectMapper json = new ObjectMapper().enable(SerializationFeature.ORDER_MAP_ENTRIES_BY_KEYS);
@@ -67,7 +69,7 @@ public final class Main {
     }
 
     private static <T> T usage() {
-        System.err.println("usage: java-check codecs|group|admin|txn|regex --bootstrap HOST:PORT --topic NAME"
+        System.err.println("usage: java-check codecs|group|admin|txn|regex|restart --bootstrap HOST:PORT --topic NAME"
                 + " [--records N] [--protocol classic|consumer]");
         System.exit(2);
         throw new AssertionError("unreachable");
