@@ -4,7 +4,9 @@
 # broker per run. Each run: ProducerPerformance with acks=1, then acks=all (the baseline and
 # the load, each to its own one-partition topic, 100-byte records, no throttle, the Java
 # producer's defaults otherwise: idempotence on, linger.ms=5, batch.size=16384), then
-# ConsumerPerformance reading the acks=1 topic. Prints each run's lines and the medians.
+# ConsumerPerformance reading the acks=1 topic. For each load it also reads the broker's
+# utime+stime from /proc/PID/stat before and after: broker CPU microseconds per record.
+# Prints each run's lines and the medians.
 #
 #   tests/bench/kafka_perf_tools.sh                       # SLUICE_BIN or target/release/sluice
 #   RUNS=5 RECORDS=1000000 SLUICE_BIN=target/debug/sluice tests/bench/kafka_perf_tools.sh
@@ -53,17 +55,30 @@ consume() { # topic -> fetch records/sec (nMsg.sec would include the group's joi
 
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
+broker_ticks() { awk '{print $14 + $15}' "/proc/$broker_pid/stat"; }
+
+# Runs a load (a function printing records/sec) and prints "RATE CPU_US_PER_RECORD".
+measured() {
+    local before rate after
+    before="$(broker_ticks)"
+    rate="$("$@")"
+    after="$(broker_ticks)"
+    echo "$rate $(awk -v t="$((after - before))" -v hz="$(getconf CLK_TCK)" -v n="$RECORDS" 'BEGIN{printf "%.3f", t / hz * 1e6 / n}')"
+}
+
 for run in $(seq "$RUNS"); do
     start_broker
-    echo "run $run: acks=1 $(produce perf-acks1 1) rec/s, acks=all $(produce perf-acksall all) rec/s, consume $(consume perf-acks1) rec/s (fetch time)" | tee -a "$work/runs"
+    read -r a1 a1cpu <<<"$(measured produce perf-acks1 1)"
+    read -r aa aacpu <<<"$(measured produce perf-acksall all)"
+    read -r c ccpu <<<"$(measured consume perf-acks1)"
+    echo "run $run: acks=1 $a1 rec/s $a1cpu us/rec, acks=all $aa rec/s $aacpu us/rec, consume $c rec/s $ccpu us/rec (fetch time; broker CPU per record)" | tee -a "$work/runs"
     stop_broker
 done
 echo "--- tool lines"
 cat "$work/lines"
-echo "--- medians of $RUNS runs, $RECORDS records of 100 bytes"
-a1="$(awk '{print $4}' "$work/runs" | median)"
-aa="$(awk '{print $7}' "$work/runs" | median)"
-c="$(awk '{print $10}' "$work/runs" | median)"
-echo "producer acks=1:   $a1 records/s"
-echo "producer acks=all: $aa records/s (acks=all / acks=1 = $(awk -v a="$aa" -v b="$a1" 'BEGIN{printf "%.2f", a/b}'))"
-echo "consumer:          $c records/s (fetch time)"
+echo "--- medians of $RUNS runs, $RECORDS records of 100 bytes (records/s, broker CPU us/record)"
+col() { awk -v f="$1" '{print $f}' "$work/runs" | median; }
+a1="$(col 4)"; aa="$(col 9)"; c="$(col 14)"
+echo "producer acks=1:   $a1 records/s, $(col 6) us/record"
+echo "producer acks=all: $aa records/s, $(col 11) us/record (acks=all / acks=1 = $(awk -v a="$aa" -v b="$a1" 'BEGIN{printf "%.2f", a/b}'))"
+echo "consumer:          $c records/s, $(col 16) us/record (fetch time)"
