@@ -516,14 +516,7 @@ class _Reader:
         return [] if n < 0 else [item(self) for _ in range(n)]
 
     def varint(self) -> int:
-        shift = 0
-        z = 0
-        while True:
-            b = self.take(1)[0]
-            z |= (b & 0x7F) << shift
-            if not b & 0x80:
-                break
-            shift += 7
+        z = self.uvarint()
         return (z >> 1) ^ -(z & 1)
 
     def uvarint(self) -> int:

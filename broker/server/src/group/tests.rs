@@ -9,7 +9,7 @@ use sluice_group::{
     TopicPartition,
 };
 
-use super::GroupService;
+use super::{GroupService, OffsetsLog};
 use crate::compacted_log::Compaction;
 
 fn commit(offset: i64) -> Request {
@@ -33,6 +33,19 @@ fn commit(offset: i64) -> Request {
     })
 }
 
+/// The service over `log`, with no topics (these tests commit without consumer groups).
+fn spawn(log: OffsetsLog, records: Vec<sluice_group::OffsetRecord>) -> GroupService {
+    let (_, topics) = tokio::sync::watch::channel(Default::default());
+    GroupService::spawn(
+        GroupConfig::default(),
+        log,
+        records,
+        topics,
+        crate::clock::system(),
+    )
+    .unwrap()
+}
+
 #[tokio::test]
 async fn the_offsets_log_is_compacted_and_reloads_the_same_offsets() {
     let dir = tempfile::tempdir().unwrap();
@@ -42,14 +55,7 @@ async fn the_offsets_log_is_compacted_and_reloads_the_same_offsets() {
         check_interval_ms: 0,
         ..Compaction::default()
     });
-    let service = GroupService::spawn(
-        GroupConfig::default(),
-        log,
-        records,
-        tokio::sync::watch::channel(Default::default()).1,
-        crate::clock::system(),
-    )
-    .unwrap();
+    let service = spawn(log, records);
     for offset in 0..300 {
         let Some(Response::OffsetCommit(answer)) = service.handle.call(commit(offset)).await else {
             panic!("no commit answer");
@@ -95,14 +101,7 @@ async fn the_offsets_log_is_compacted_and_reloads_the_same_offsets() {
 async fn a_transactions_offsets_are_appended_then_visible_and_survive_a_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let (log, records) = GroupService::open(dir.path(), false, crate::clock::system()).unwrap();
-    let service = GroupService::spawn(
-        GroupConfig::default(),
-        log,
-        records,
-        tokio::sync::watch::channel(Default::default()).1,
-        crate::clock::system(),
-    )
-    .unwrap();
+    let service = spawn(log, records);
     let partitions: Vec<CommitPartition> = (0..2)
         .map(|partition| CommitPartition {
             tp: TopicPartition {
