@@ -205,6 +205,11 @@ def test_the_kafka_acls_decide_what_each_user_may_do(admin_factory):
     assert status == 200 and body == [], body
     status, _, body = call(broker, "GET", "/v1/plugins", basic("admin"))
     assert status == 200 and [p["name"] for p in body] == ["router"], body
+    # A plugin's log needs DESCRIBE on it, as describing it does.
+    status, _, body = call(broker, "GET", "/v1/plugins/router/logs", basic("alice"))
+    assert status == 403 and "DESCRIBE" in body["error"] and "PLUGIN" in body["error"], body
+    status, _, body = call(broker, "GET", "/v1/plugins/router/logs", basic("admin"))
+    assert status == 200 and body["lines"] == [], body
     status, _, body = call(broker, "GET", "/v1/topics", basic("admin"))
     assert sorted(t["name"] for t in body["topics"]) == ["hidden", "visible"], body
     assert call(broker, "GET", "/metrics", basic("admin"))[0] == 200

@@ -8,7 +8,8 @@ murmur2 plugin locally on sample records and agrees with the Java client's mappi
 the kept and the transformed records (JSON parsed here, and the text form);
 `plugin build` builds the plugins/ workspace (warm after tests/run built it; cold it takes
 minutes) and lists the modules; without the build script it says what to do;
-`plugin new` scaffolds a crate whose Cargo.toml lists only sluice-sdk.
+`plugin new` scaffolds a crate whose Cargo.toml lists only sluice-sdk; `plugin logs` (and
+`--follow`) shows what a partitioner logged, within the per-call and size limits.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import os
 import subprocess
 
+from confluent_kafka import Producer
 from plugin_support import built_plugins_dir, murmur2_partition
 
 from clients import create_topic
@@ -50,6 +52,52 @@ def test_deploy_list_describe_delete(broker, topic_name):
     assert [p["name"] for p in ok_json("plugin", "list", *admin)] == ["murmur2"]
 
     missing = sluice("plugin", "describe", "nope", *admin)
+    assert missing.returncode == 1 and "no plugin named" in missing.stderr
+
+
+def test_plugin_logs_show_what_the_guest_logged_within_the_limits(broker, topic_name):
+    """hostile-panic logs an error before it panics on key `panic`, and 1,000 messages of
+    4,000 bytes for key `chatty`: `plugin logs` shows the error, the chatty lines cut to the
+    per-call budget and the message size, and counts what it dropped."""
+    admin = ["--admin", broker.admin_url]
+    ok_json("plugin", "deploy", str(built_plugins_dir() / "hostile-panic.wasm"), "--name", "boom", *admin)
+    assert ok_json("plugin", "logs", "boom", *admin)["lines"] == []
+    create_topic(broker.bootstrap, topic_name, 2, {"sluice.partitioner": "boom"})
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    failed = []
+    producer.produce(topic_name, b"v", key=b"panic", on_delivery=lambda err, _msg: failed.append(err))
+    producer.produce(topic_name, b"v", key=b"chatty")
+    assert producer.flush(30) == 0
+    assert failed and failed[0] is not None, "the trapping partitioner fails the produce"
+
+    page = ok_json("plugin", "logs", "boom", *admin)
+    levels = [(line["level"], line["message"][:30]) for line in page["lines"]]
+    assert ("error", "about to panic on purpose") in levels, levels
+    chatty = [line for line in page["lines"] if line["message"].startswith("message ")]
+    assert len(chatty) == 16, "LOG_MESSAGES_PER_CALL_MAX per call"
+    assert all(len(line["message"].encode()) <= 1024 for line in chatty), "LOG_MESSAGE_BYTES_MAX"
+    assert page["dropped"] == 1000 - 16
+    seqs = [line["seq"] for line in page["lines"]]
+    assert seqs == list(range(1, len(seqs) + 1)) and page["next_after"] == seqs[-1]
+    assert {line["version"] for line in page["lines"]} == {ok_json("plugin", "describe", "boom", *admin)["sha256"][:12]}
+    # After the last line seen: nothing new; the text form has one line per message.
+    assert ok_json("plugin", "logs", "boom", "--after", str(seqs[-1]), *admin)["lines"] == []
+    text = sluice("plugin", "logs", "boom", *admin)
+    assert text.returncode == 0 and "error [" in text.stdout and "984 messages cut" in text.stdout, text.stdout
+    # --follow prints what comes later, one JSON object per line.
+    follow = subprocess.Popen(
+        [sluice_bin(), "plugin", "logs", "boom", "--follow", "--after", str(seqs[-1]), "--output", "json", *admin],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        producer.produce(topic_name, b"v", key=b"panic")
+        producer.flush(30)
+        line = json.loads(follow.stdout.readline())
+        assert (line["level"], line["message"], line["seq"]) == ("error", "about to panic on purpose", seqs[-1] + 1)
+    finally:
+        follow.kill()
+        follow.wait()
+    missing = sluice("plugin", "logs", "nope", *admin)
     assert missing.returncode == 1 and "no plugin named" in missing.stderr
 
 

@@ -1,5 +1,6 @@
 //! RFC 3339 times (`2026-01-31T12:00:00Z`, `2026-01-31T12:00:00.250+01:00`) to milliseconds
-//! since the Unix epoch, for `--to-datetime`. Small on purpose: no calendar crate needed.
+//! since the Unix epoch, for `--to-datetime`, and back (UTC) for what the CLI prints. Small on
+//! purpose: no calendar crate needed.
 
 use anyhow::{Context, bail};
 
@@ -56,10 +57,44 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// `ms` since the epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub fn format_rfc3339_ms(ms: i64) -> String {
+    let (days, in_day) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    // The inverse of `days_from_civil` (the same algorithm, H. Hinnant's).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (h, m, s, milli) = (
+        in_day / 3_600_000,
+        in_day / 60_000 % 60,
+        in_day / 1000 % 60,
+        in_day % 1000,
+    );
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{milli:03}Z")
+}
+
 #[cfg(test)]
 mod tests {
     //! Known instants in several spellings.
     use super::*;
+
+    #[test]
+    fn formats_what_it_parses() {
+        for text in [
+            "1970-01-01T00:00:00.000Z",
+            "2026-01-31T12:00:00.250Z",
+            "2024-02-29T23:59:59.999Z",
+            "1969-12-31T23:59:59.000Z",
+        ] {
+            assert_eq!(format_rfc3339_ms(parse_rfc3339_ms(text).unwrap()), text);
+        }
+    }
 
     #[test]
     fn known_instants() {

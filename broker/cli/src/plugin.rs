@@ -1,5 +1,5 @@
-//! `sluice plugin`: deploy, list, describe and delete plugins through the broker's admin HTTP
-//! API (`/v1/plugins`, see docs/plugins.md); scaffold (`new`), build (`build`, the project's
+//! `sluice plugin`: deploy, list, describe, read the logs of (`logs [--follow]`) and delete
+//! plugins through the broker's admin HTTP API (`/v1/plugins`, see docs/plugins.md); scaffold (`new`), build (`build`, the project's
 //! guest build script) and try (`test`, runs a plugin locally on sample records with the
 //! same host the broker uses) a plugin.
 
@@ -44,6 +44,16 @@ enum PluginCommand {
     List,
     /// Kind, WIT version, sha256, size and users of one plugin.
     Describe { name: String },
+    /// What a plugin logged (through the WIT `log` import), oldest first.
+    Logs {
+        name: String,
+        /// Keep printing new lines as the plugin logs them (polls the admin API).
+        #[arg(short, long)]
+        follow: bool,
+        /// Only lines after this sequence number (each line's `seq`).
+        #[arg(long, default_value_t = 0)]
+        after: u64,
+    },
     /// Delete a plugin; one a topic uses needs --force.
     Delete {
         name: String,
@@ -119,6 +129,11 @@ pub fn run(args: PluginArgs) -> anyhow::Result<()> {
                 format!("{}\n{}\n", describe_text(v), stats_text(&v["stats"]))
             })
         }
+        PluginCommand::Logs {
+            name,
+            follow,
+            after,
+        } => logs(admin, output, &name, after, follow),
         PluginCommand::Delete { name, force } => {
             let path = format!(
                 "/v1/plugins/{name}{}",
@@ -137,6 +152,66 @@ pub fn run(args: PluginArgs) -> anyhow::Result<()> {
             params,
             partitions,
         } => test::run(&file, &records, &params, partitions, output),
+    }
+}
+
+/// How often `plugin logs --follow` asks for new lines.
+const LOG_FOLLOW_POLL: Duration = Duration::from_millis(500);
+
+/// `plugin logs`: one page (JSON: the API's document), or with `--follow` every line as it
+/// comes (JSON: one object per line). A gap (lines the ring dropped before they were read)
+/// is said, not hidden.
+fn logs(
+    admin: &crate::common::Admin,
+    output: Output,
+    name: &str,
+    mut after: u64,
+    follow: bool,
+) -> anyhow::Result<()> {
+    loop {
+        let page = http(
+            admin,
+            "GET",
+            &format!("/v1/plugins/{name}/logs?after={after}"),
+            &[],
+        )?;
+        let first = page["first_seq"].as_u64().unwrap_or(0);
+        let lines = page["lines"].as_array().cloned().unwrap_or_default();
+        let mut out = String::new();
+        if output == Output::Text && first > after + 1 && !lines.is_empty() {
+            let missed = first - after - 1;
+            out.push_str(&format!(
+                "({missed} older lines were dropped from the plugin's log)\n"
+            ));
+        }
+        for line in &lines {
+            match output {
+                Output::Json if follow => out.push_str(&format!("{line}\n")),
+                Output::Json => {}
+                Output::Text => out.push_str(&format!(
+                    "{} {:<5} [{}] {}\n",
+                    crate::datetime::format_rfc3339_ms(line["time_ms"].as_i64().unwrap_or(0)),
+                    line["level"].as_str().unwrap_or("?"),
+                    line["version"].as_str().unwrap_or("?"),
+                    line["message"].as_str().unwrap_or_default(),
+                )),
+            }
+        }
+        if !follow {
+            if output == Output::Text {
+                let dropped = page["dropped"].as_u64().unwrap_or(0);
+                if dropped > 0 {
+                    out.push_str(&format!(
+                        "({dropped} messages cut by the plugin log limits)\n"
+                    ));
+                }
+                return crate::common::write_stdout(out.as_bytes());
+            }
+            return emit(output, &page, |_| String::new());
+        }
+        crate::common::write_stdout(out.as_bytes())?;
+        after = page["next_after"].as_u64().unwrap_or(after);
+        std::thread::sleep(LOG_FOLLOW_POLL);
     }
 }
 

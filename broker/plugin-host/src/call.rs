@@ -37,7 +37,7 @@ impl<B> Instance<B> {
         init: impl FnOnce(&B, &mut Store<HostState>, &[Param]) -> GuestResult<()>,
         params: &[(String, String)],
     ) -> Result<Self, CallError> {
-        let mut store = new_store(engine, &version.name);
+        let mut store = new_store(engine, &version.name, &version.sha256);
         let bindings = instantiate(&version, &mut store)
             .ok_or_else(|| CallError::Instantiate {
                 plugin: version.name.clone(),
@@ -113,11 +113,17 @@ pub(crate) fn classify(plugin: &str, engine: &PluginEngine, e: wasmtime::Error) 
     }
 }
 
-/// A store for one instance of plugin `name`: memory limiter and epoch deadline installed.
-pub(crate) fn new_store(engine: &PluginEngine, name: &str) -> Store<HostState> {
+/// A store for one instance of plugin `name` at version `sha256`: memory limiter, epoch
+/// deadline and the plugin's log installed.
+pub(crate) fn new_store(engine: &PluginEngine, name: &str, sha256: &str) -> Store<HostState> {
     let mut store = Store::new(
         &engine.engine,
-        HostState::new(name, engine.config.memory_bytes_max),
+        HostState::new(
+            name,
+            sha256,
+            engine.config.memory_bytes_max,
+            engine.logs.of(name),
+        ),
     );
     store.limiter(|state| state);
     store.set_epoch_deadline(engine.config.deadline_ticks());

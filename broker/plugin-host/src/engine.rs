@@ -14,6 +14,7 @@ use crate::bindings::partitioner::Partitioner;
 use crate::config::PluginConfig;
 use crate::error::RegistryError;
 use crate::limits;
+use crate::plugin_log::PluginLogs;
 use crate::state::HostState;
 
 /// The engine, its linker, and the epoch ticker that makes deadlines work.
@@ -24,6 +25,8 @@ pub struct PluginEngine {
     pub(crate) config: Arc<PluginConfig>,
     /// Compiles running now, at most `PLUGIN_COMPILES_CONCURRENT_MAX`.
     pub(crate) compiles: Arc<CompileSlots>,
+    /// Every plugin's own log (`plugin_log.rs`).
+    pub(crate) logs: Arc<PluginLogs>,
     /// Stops the ticker thread when the last clone is dropped.
     _ticker: Arc<Ticker>,
 }
@@ -51,6 +54,7 @@ impl PluginEngine {
             engine,
             linker: Arc::new(linker),
             compiles: Arc::default(),
+            logs: Arc::default(),
             config: Arc::new(config),
             _ticker: ticker,
         })

@@ -112,6 +112,7 @@ mod filter;
 #[doc(hidden)]
 pub mod fuzz;
 mod partitioner;
+mod plugin_log;
 mod pool;
 mod registry;
 mod share;
@@ -130,6 +131,7 @@ pub use engine::PluginEngine;
 pub use error::{CallError, RegistryError};
 pub use filter::FilterInstance;
 pub use partitioner::PartitionerInstance;
+pub use plugin_log::{LogLine, LogPage};
 pub use pool::{Filter, Partitioner, Transform};
 pub use registry::{LoadFailures, PluginInfo, Registry};
 pub use share::InstanceCounts;

@@ -102,6 +102,14 @@ pub const LOG_MESSAGES_PER_CALL_MAX: u32 = 16;
 /// Longest log message kept from a plugin, in bytes; longer ones are cut.
 pub const LOG_MESSAGE_BYTES_MAX: usize = 1024;
 
+/// Log lines a plugin may emit per second, over all its instances (a token bucket holding a
+/// second's worth); the rest are counted and dropped (`plugin_log.rs`).
+pub const LOG_LINES_PER_SECOND_MAX: u32 = 100;
+
+/// Lines kept per plugin for `sluice plugin logs` (a ring: the oldest go first). At
+/// `LOG_MESSAGE_BYTES_MAX` each, at most 1 MiB per plugin.
+pub const LOG_LINES_KEPT_MAX: usize = 1024;
+
 /// Longest plugin name: it is a file name and a URL path segment.
 pub const PLUGIN_NAME_BYTES_MAX: usize = 64;
 

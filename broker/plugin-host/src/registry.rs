@@ -14,6 +14,7 @@ use crate::config::PluginConfig;
 use crate::engine::PluginEngine;
 use crate::error::RegistryError;
 use crate::limits;
+use crate::plugin_log::LogPage;
 use crate::pool::{Filter, Partitioner, Pool, Transform};
 
 use crate::share::{Budget, InstanceCounts};
@@ -247,8 +248,25 @@ impl Registry {
         storage_io::remove_file_durable(&RealFs, &path).map_err(RegistryError::io(path))?;
         slots.remove(name);
         drop(slots);
+        self.engine.logs.remove(name);
         self.retain_cache();
         Ok(())
+    }
+
+    /// Up to `max` lines of `name`'s own log after line `after` (0: from the oldest kept);
+    /// `None` if no such plugin is installed.
+    pub fn logs(&self, name: &str, after: u64, max: usize) -> Option<LogPage> {
+        self.describe(name)?;
+        Some(match self.engine.logs.get(name) {
+            Some(log) => log.read(after, max),
+            // Installed, but no instance has been made yet: nothing logged.
+            None => LogPage {
+                lines: Vec::new(),
+                first_seq: 0,
+                next_after: after,
+                dropped: 0,
+            },
+        })
     }
 
     /// Forget a plugin whose file disappeared (watcher). Handles keep their
@@ -258,6 +276,7 @@ impl Registry {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(name);
+        self.engine.logs.remove(name);
     }
 
     /// A filter handle for a view: `name` with `params`. One instance is

@@ -1,11 +1,14 @@
-//! What each plugin instance's `Store` holds: its memory limiter and its log
-//! budget. The host gives nothing else: no WASI at all.
+//! What each plugin instance's `Store` holds: its memory limiter, its log budget and the
+//! plugin's log. The host gives nothing else: no WASI at all.
+
+use std::sync::Arc;
 
 use wasmtime::ResourceLimiter;
 
 use crate::bindings::LogLevel;
 use crate::bindings::partitioner::sluice::plugin::{host, types};
 use crate::limits;
+use crate::plugin_log::PluginLog;
 
 /// The error a memory growth past the limit traps with.
 #[derive(Debug, thiserror::Error)]
@@ -18,18 +21,24 @@ pub(crate) struct MemoryLimitHit {
 #[derive(Debug)]
 pub(crate) struct HostState {
     plugin: String,
+    /// sha256 of the version this instance runs (log lines carry it).
+    version: String,
     memory_bytes_max: u64,
     logs_left: u32,
     logs_dropped: u32,
+    /// The plugin's own log (`plugin_log.rs`), shared by its instances.
+    log: Arc<PluginLog>,
 }
 
 impl HostState {
-    pub fn new(plugin: &str, memory_bytes_max: u64) -> Self {
+    pub fn new(plugin: &str, version: &str, memory_bytes_max: u64, log: Arc<PluginLog>) -> Self {
         Self {
             plugin: plugin.to_owned(),
+            version: version.to_owned(),
             memory_bytes_max,
             logs_left: 0,
             logs_dropped: 0,
+            log,
         }
     }
 
@@ -42,6 +51,7 @@ impl HostState {
     /// Called after each call: report what the budget cut.
     pub fn end_call(&mut self) {
         if self.logs_dropped > 0 {
+            self.log.count_dropped(u64::from(self.logs_dropped));
             tracing::warn!(plugin = %self.plugin, dropped = self.logs_dropped, "plugin log messages dropped");
         }
     }
@@ -89,6 +99,9 @@ impl host::Host for HostState {
                 cut -= 1;
             }
             message.truncate(cut);
+        }
+        if !self.log.push(level, &self.version, message.clone()) {
+            return;
         }
         let plugin = &self.plugin;
         match level {

@@ -1,6 +1,6 @@
 //! `/v1/plugins`: deploy (`PUT /v1/plugins/{name}` with the `.wasm` as body), list,
-//! describe (kind, WIT version, sha256, size, users, and call statistics) and delete (`?force=true` for a plugin
-//! a topic uses). The registry validates and compiles an upload before anything is written,
+//! describe (kind, WIT version, sha256, size, users, and call statistics), its own log
+//! (`/v1/plugins/{name}/logs`) and delete (`?force=true` for a plugin a topic uses). The registry validates and compiles an upload before anything is written,
 //! so a bad upload never replaces a working version (docs/plugins.md). ACLs on the PLUGIN
 //! resource: DESCRIBE to see one (lists are filtered), ALTER on it (or CREATE on the
 //! cluster) to deploy or replace it, DELETE to delete it.
@@ -22,14 +22,78 @@ use super::topics::blocking;
 use super::{AdminState, ApiError};
 
 pub(super) fn routes() -> Router<AdminState> {
-    Router::new().route("/", get(list)).route(
-        "/{name}",
-        get(describe)
-            .put(deploy)
-            .delete(delete)
-            // The upload is capped by plugin.module.bytes.max in `deploy`, not the API limit.
-            .layer(DefaultBodyLimit::disable()),
-    )
+    Router::new()
+        .route("/", get(list))
+        .route(
+            "/{name}",
+            get(describe)
+                .put(deploy)
+                .delete(delete)
+                // The upload is capped by plugin.module.bytes.max in `deploy`, not the API limit.
+                .layer(DefaultBodyLimit::disable()),
+        )
+        .route("/{name}/logs", get(logs))
+}
+
+/// `GET /v1/plugins/{name}/logs?after=SEQ&limit=N`.
+#[derive(Debug, Deserialize)]
+struct LogsQuery {
+    /// Lines after this one (0: from the oldest kept).
+    #[serde(default)]
+    after: u64,
+    /// At most this many (default and cap: the ring's size).
+    limit: Option<usize>,
+}
+
+/// One line of a plugin's log as the API shows it.
+#[derive(Debug, Serialize)]
+struct LogLineView {
+    seq: u64,
+    time_ms: i64,
+    level: &'static str,
+    version: String,
+    message: String,
+}
+
+/// A plugin's own log (what its guest wrote through the WIT `log` import): DESCRIBE on the
+/// plugin, as describing it.
+async fn logs(
+    State(state): State<AdminState>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+    Query(query): Query<LogsQuery>,
+) -> Result<Response, ApiError> {
+    caller.require(&state.broker, &[describe_on(&name)])?;
+    let limit = query
+        .limit
+        .unwrap_or(sluice_plugin_host::limits::LOG_LINES_KEPT_MAX);
+    let Some(page) = state
+        .broker
+        .plugins
+        .registry
+        .logs(&name, query.after, limit)
+    else {
+        return Err(registry_error(RegistryError::NotFound(name)));
+    };
+    let lines: Vec<LogLineView> = page
+        .lines
+        .into_iter()
+        .map(|l| LogLineView {
+            seq: l.seq,
+            time_ms: l.time_ms,
+            level: l.level,
+            version: l.version,
+            message: l.message,
+        })
+        .collect();
+    Ok(axum::Json(serde_json::json!({
+        "plugin": name,
+        "lines": lines,
+        "first_seq": page.first_seq,
+        "next_after": page.next_after,
+        "dropped": page.dropped,
+    }))
+    .into_response())
 }
 
 /// One plugin as the API shows it.
