@@ -4,7 +4,7 @@ A topic routed by the murmur2 partitioner gets a known number of produce batches
 wire (one partitioner call per batch); the scrape must count exactly those calls, no errors,
 and a latency histogram with as many observations. Hostile partitioners (an infinite loop, a
 panic, an out-of-range answer) each fail one produce: the timeout, trap and guest-error counters
-of that plugin move, and only those. The scrape is parsed as Prometheus text.
+of that plugin move, and only those. Records in and out count successful calls' records. The scrape is parsed as Prometheus text.
 """
 
 from __future__ import annotations
@@ -52,11 +52,15 @@ def test_partitioner_calls_match_the_batches_produced(broker_factory, tmp_path, 
     assert sum(v for k, v in after.items() if k.startswith("sluice_partition_records_in_total")) == (
         BATCHES * KEYS_PER_BATCH
     )
+    # A partitioner places every record it is handed.
+    assert after[f"sluice_plugin_records_in_total{{{lab}}}"] == BATCHES * KEYS_PER_BATCH
+    assert after[f"sluice_plugin_records_out_total{{{lab}}}"] == BATCHES * KEYS_PER_BATCH
 
     status, body = http(broker, "GET", "/v1/plugins/murmur2")
     assert status == 200, body
     stats = json.loads(body)["stats"]
     assert stats["calls"] == BATCHES and sum(stats["errors"].values()) == 0, stats
+    assert (stats["records_in"], stats["records_out"]) == (BATCHES * KEYS_PER_BATCH,) * 2, stats
     described = subprocess.run(
         [sluice_bin(), "plugin", "describe", "murmur2", "--admin-url", broker.admin_url, "--output", "json"],
         capture_output=True,
@@ -96,5 +100,8 @@ def test_hostile_partitioners_bump_their_error_counters(broker_factory, tmp_path
     assert m[f'sluice_plugin_errors_total{{{panic},error="guest"}}'] == 1
     assert m[f'sluice_plugin_errors_total{{{panic},error="contract"}}'] == 0
     assert m[f"sluice_plugin_timeouts_total{{{panic}}}"] == 0
+    # Failed calls count no records.
+    assert m[f"sluice_plugin_records_in_total{{{loop}}}"] == 0
+    assert m[f"sluice_plugin_records_in_total{{{panic}}}"] == 1
     # The timed-out call waited for the deadline: at least plugin.call.timeout.ms in the sum.
     assert m[f"sluice_plugin_call_duration_seconds_sum{{{loop}}}"] > 0

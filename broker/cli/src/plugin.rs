@@ -226,7 +226,8 @@ fn stem(file: &Path) -> anyhow::Result<String> {
         .context("the file has no name to deploy it under: pass --name")
 }
 
-/// `calls=N errors=timeout:1,trap:2 mean_latency_us=M` (only the kinds that happened).
+/// `calls=N errors=timeout:1,trap:2 mean_latency_us=M records_in=.. records_out=..`
+/// (only the error kinds that happened).
 fn stats_text(stats: &Value) -> String {
     let calls = stats["calls"].as_u64().unwrap_or(0);
     let errors: Vec<String> = stats["errors"]
@@ -242,7 +243,11 @@ fn stats_text(stats: &Value) -> String {
     } else {
         errors.join(",")
     };
-    format!("  calls={calls} errors={errors} mean_latency_us={mean_us}")
+    format!(
+        "  calls={calls} errors={errors} mean_latency_us={mean_us} records_in={} records_out={}",
+        stats["records_in"].as_u64().unwrap_or(0),
+        stats["records_out"].as_u64().unwrap_or(0),
+    )
 }
 
 fn describe_text(v: &Value) -> String {

@@ -96,12 +96,20 @@ impl<I: Pooled> Pool<I> {
         Ok(pool)
     }
 
-    /// Run `f` on an instance of the current version; keep the instance
-    /// only if `f` succeeded. Counted in the plugin's stats.
-    fn call<T>(&self, f: impl FnOnce(&mut I) -> Result<T, CallError>) -> Result<T, CallError> {
+    /// Run `f` on an instance of the current version with a batch of `records_in` records;
+    /// keep the instance only if `f` succeeded. Counted in the plugin's stats, with the
+    /// records `records_out` says the answer holds.
+    fn call<T>(
+        &self,
+        records_in: usize,
+        f: impl FnOnce(&mut I) -> Result<T, CallError>,
+        records_out: impl FnOnce(&T) -> usize,
+    ) -> Result<T, CallError> {
         let started = Instant::now();
         let result = self.run(true, f);
-        self.slot.stats().record(started, &result);
+        self.slot
+            .stats()
+            .record(started, &result, (records_in, records_out));
         result
     }
 
@@ -173,7 +181,11 @@ impl Partitioner {
         batch: &ColumnarBatch,
         partition_count: u32,
     ) -> Result<Vec<u32>, CallError> {
-        self.pool.call(|i| i.partition(batch, partition_count))
+        self.pool.call(
+            batch.len(),
+            |i| i.partition(batch, partition_count),
+            Vec::len,
+        )
     }
 
     /// Idle instances ready for the next call (for tests and metrics).
@@ -204,7 +216,11 @@ impl Filter {
     /// See [`CallError`]. The failed instance is discarded; the handle
     /// stays usable and the next call gets a fresh instance.
     pub fn filter(&self, batch: &ColumnarBatch) -> Result<Vec<bool>, CallError> {
-        self.pool.call(|i| i.filter(batch))
+        self.pool.call(
+            batch.len(),
+            |i| i.filter(batch),
+            |keep| keep.iter().filter(|&&k| k).count(),
+        )
     }
 
     /// Idle instances ready for the next call (for tests and metrics).
@@ -235,7 +251,8 @@ impl Transform {
     /// # Errors
     /// See [`CallError`]; the failed instance is discarded.
     pub fn transform(&self, batch: &ColumnarBatch) -> Result<ColumnarBatch, CallError> {
-        self.pool.call(|i| i.transform(batch))
+        self.pool
+            .call(batch.len(), |i| i.transform(batch), ColumnarBatch::len)
     }
 
     /// Idle instances ready for the next call (for tests and metrics).

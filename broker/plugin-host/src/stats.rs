@@ -96,12 +96,28 @@ pub(crate) struct CallStats {
     /// Calls per latency bucket (not cumulative); the last slot is `+Inf`.
     latency: [AtomicU64; CALL_LATENCY_BUCKETS_US.len() + 1],
     latency_sum_us: AtomicU64,
+    /// Records handed to the plugin, and records it answered with (partitioned, kept or
+    /// produced by a transform), over successful calls.
+    records_in: AtomicU64,
+    records_out: AtomicU64,
 }
 
 impl CallStats {
     /// Counts one call through a handle that began at `started` (its latency includes
-    /// making an instance when no idle one was ready) and how it ended.
-    pub(crate) fn record<T>(&self, started: Instant, result: &Result<T, CallError>) {
+    /// making an instance when no idle one was ready), how it ended, and for a successful
+    /// one the records in and out.
+    pub(crate) fn record<T>(
+        &self,
+        started: Instant,
+        result: &Result<T, CallError>,
+        records: (usize, impl FnOnce(&T) -> usize),
+    ) {
+        if let Ok(answer) = result {
+            let (records_in, records_out) = records;
+            self.records_in.fetch_add(records_in as u64, Relaxed);
+            self.records_out
+                .fetch_add(records_out(answer) as u64, Relaxed);
+        }
         let us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         let slot = CALL_LATENCY_BUCKETS_US.partition_point(|&bound| bound < us);
         self.latency[slot].fetch_add(1, Relaxed);
@@ -131,6 +147,8 @@ impl CallStats {
                 })
                 .collect(),
             latency_sum_us: self.latency_sum_us.load(Relaxed),
+            records_in: self.records_in.load(Relaxed),
+            records_out: self.records_out.load(Relaxed),
         }
     }
 }
@@ -151,6 +169,10 @@ pub struct PluginStats {
     pub latency_cumulative: Vec<u64>,
     /// Sum of all call latencies, in microseconds.
     pub latency_sum_us: u64,
+    /// Records into and out of successful calls (a partitioner: in = out; a filter: the
+    /// kept; a transform: what it returned).
+    pub records_in: u64,
+    pub records_out: u64,
 }
 
 impl PluginStats {
@@ -180,11 +202,13 @@ mod tests {
             plugin: "p".into(),
             timeout_ms: 1,
         });
-        stats.record(Instant::now(), &ok);
-        stats.record(Instant::now(), &ok);
-        stats.record(Instant::now(), &timeout);
+        stats.record(Instant::now(), &ok, (10, |()| 4));
+        stats.record(Instant::now(), &ok, (5, |()| 5));
+        stats.record(Instant::now(), &timeout, (7, |()| 7));
         let snap = stats.snapshot("p", PluginKind::Filter);
         assert_eq!(snap.calls, 3);
+        // The failed call's records are not counted.
+        assert_eq!((snap.records_in, snap.records_out), (15, 9));
         assert_eq!(snap.errors_of(CallErrorKind::Timeout), 1);
         assert_eq!(snap.errors_total(), 1);
         assert_eq!(snap.errors.len(), CallErrorKind::ALL.len());

@@ -1,6 +1,6 @@
 //! Per-plugin call statistics (`Registry::stats`, `Registry::stats_of`) with real plugins of
 //! every kind: a partitioner, a filter and a transform count one call per batch through any
-//! of their handles; a timed-out call is counted as a timeout; the counters survive a
+//! of their handles, and the records in and out; a timed-out call is counted as a timeout; the counters survive a
 //! hot-reload version swap and start over when the plugin is deleted and installed again.
 
 mod common;
@@ -50,6 +50,11 @@ fn every_kind_counts_its_calls_across_handles_and_reloads() {
         (1, PluginKind::Transform)
     );
     assert!(registry.stats().iter().all(|s| s.errors_total() == 0));
+    // Records in and out: a partitioner places all, the filter keeps one of two (n >= 1),
+    // redact returns each record.
+    assert_eq!((murmur2.records_in, murmur2.records_out), (8, 8));
+    assert_eq!((json_filter.records_in, json_filter.records_out), (6, 3));
+    assert_eq!((transform.records_in, transform.records_out), (2, 2));
 
     // A new version under the same name keeps the counters.
     registry.install("murmur2", &common::wasm("crc32")).unwrap();

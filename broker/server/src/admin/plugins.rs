@@ -137,6 +137,9 @@ struct StatsView {
     errors: BTreeMap<&'static str, u64>,
     /// Sum of call latencies, in microseconds (mean = sum / calls).
     latency_sum_us: u64,
+    /// Records into and out of successful calls.
+    records_in: u64,
+    records_out: u64,
 }
 
 impl From<PluginStats> for StatsView {
@@ -145,6 +148,8 @@ impl From<PluginStats> for StatsView {
             calls: s.calls,
             errors: s.errors.iter().map(|(k, n)| (k.as_str(), *n)).collect(),
             latency_sum_us: s.latency_sum_us,
+            records_in: s.records_in,
+            records_out: s.records_out,
         }
     }
 }

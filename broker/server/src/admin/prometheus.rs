@@ -227,6 +227,7 @@ fn plugin_metrics(out: &mut String, plugins: &[PluginStats]) {
             p.errors_of(CallErrorKind::Timeout)
         );
     }
+    plugin_record_metrics(out, plugins);
     family(
         out,
         "sluice_plugin_call_duration_seconds",
@@ -243,6 +244,31 @@ fn plugin_metrics(out: &mut String, plugins: &[PluginStats]) {
             p.latency_sum_us,
             p.latency_cumulative.last().copied().unwrap_or(0),
         );
+    }
+}
+
+/// A counter family: its name, its help, and its value for one item.
+type Counter<T> = (&'static str, &'static str, fn(&T) -> u64);
+
+/// Per plugin: records in and out of successful calls.
+fn plugin_record_metrics(out: &mut String, plugins: &[PluginStats]) {
+    let counters: [Counter<PluginStats>; 2] = [
+        (
+            "sluice_plugin_records_in_total",
+            "Records handed to a plugin in successful calls.",
+            |p| p.records_in,
+        ),
+        (
+            "sluice_plugin_records_out_total",
+            "Records a plugin answered with in successful calls (partitioned, kept, or produced by a transform).",
+            |p| p.records_out,
+        ),
+    ];
+    for (name, help, value) in counters {
+        family(out, name, "counter", help);
+        for p in plugins {
+            let _ = writeln!(out, "{name}{{{}}} {}", plugin_labels(p), value(p));
+        }
     }
 }
 
