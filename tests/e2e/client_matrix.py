@@ -28,9 +28,7 @@ RECORDS_PER_CODEC = 300
 def build(client: str) -> Path:
     """Runs tests/clients/build.sh CLIENT (a no-op when tests/run already built it) and
     returns what it prints: the built program (Go) or the installed package dir (KafkaJS)."""
-    done = subprocess.run(
-        ["bash", str(BUILD_SCRIPT), client], capture_output=True, text=True, timeout=BUILD_TIMEOUT_S
-    )
+    done = subprocess.run(["bash", str(BUILD_SCRIPT), client], capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
     assert done.returncode == 0, f"tests/clients/build.sh {client} failed:\n{done.stdout}\n{done.stderr}"
     return Path(done.stdout.strip().splitlines()[-1])
 
@@ -121,7 +119,9 @@ def assert_round_trip(spec: dict, result: dict, bootstrap: str):
             assert headers == r["headers"], where
         produced = result.get("produced", {}).get(codec)
         if produced is not None:
-            assert [(x["partition"], x["offset"]) for x in produced] == [(p["partition"], i) for i in range(len(want))], codec
+            assert [(x["partition"], x["offset"]) for x in produced] == [
+                (p["partition"], i) for i in range(len(want))
+            ], codec
         assert_stored_codec(bootstrap, spec["topic"], p["partition"], codec)
 
 

@@ -21,6 +21,7 @@ that prints one JSON object.
 from __future__ import annotations
 
 import pytest
+
 from client_matrix import CODECS, assert_group_handover, assert_round_trip, build, record_spec, run_json, write_spec
 from clients import create_topic
 
