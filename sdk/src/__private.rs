@@ -110,3 +110,22 @@ pub fn transform<S: 'static>(
         Ok(out.into_builder())
     })
 }
+
+/// `validate`: the refused records, in order, each with its reason.
+///
+/// # Errors
+/// A malformed batch.
+pub fn validate<S: 'static>(
+    slot: &'static StateSlot<S>,
+    columns: Columns<'_>,
+    f: impl Fn(&mut S, &Record<'_>) -> Result<(), String>,
+) -> Result<Vec<(u32, String)>, Error> {
+    let batch = Batch::new(columns)?;
+    with_state(slot, |state| {
+        Ok(batch
+            .iter()
+            .enumerate()
+            .filter_map(|(i, record)| f(state, &record).err().map(|reason| (i as u32, reason)))
+            .collect())
+    })
+}

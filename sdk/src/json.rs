@@ -4,6 +4,12 @@
 //! walked member by member, other values are skipped by scanning; nothing
 //! is allocated. A string's bytes are returned as written (escapes are not
 //! decoded), other values as their literal text (`42`, `true`, `{...}`).
+//!
+//! [`check`] is the strict half: it walks a whole document and says whether it is
+//! well-formed JSON and what its top-level value is (for validators).
+
+pub mod check;
+pub use check::{Kind, check};
 
 /// A parsed path: `$.a.b` or `a.b` (object members only).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +46,18 @@ impl Path {
             scanner.enter_member(segment.as_bytes())?;
         }
         let value = scanner.value()?;
+        (value != b"null").then_some(value)
+    }
+
+    /// The field's value as written (a string with its quotes, so its [`Kind`] can be
+    /// told), or `None` when missing or `null`, as [`Path::find`].
+    #[must_use]
+    pub fn find_raw<'a>(&self, json: &'a [u8]) -> Option<&'a [u8]> {
+        let mut scanner = Scanner::new(json);
+        for segment in &self.segments {
+            scanner.enter_member(segment.as_bytes())?;
+        }
+        let value = scanner.raw_value()?;
         (value != b"null").then_some(value)
     }
 }
@@ -193,6 +211,17 @@ mod tests {
         assert_eq!(find("$.n.z", doc), None);
         assert_eq!(find("$.missing", doc), None);
         assert_eq!(find("$.a.b", doc), None);
+        let raw = |p: &str| {
+            Path::parse(p)
+                .unwrap()
+                .find_raw(doc.as_bytes())
+                .map(Kind::of_raw)
+        };
+        assert_eq!(raw("$.customer_id"), Some(Kind::String));
+        assert_eq!(raw("$.n.id"), Some(Kind::Number));
+        assert_eq!(raw("$.a"), Some(Kind::Array));
+        assert_eq!(raw("$.n"), Some(Kind::Object));
+        assert_eq!(raw("$.n.z"), None);
     }
 
     #[test]

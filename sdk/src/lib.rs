@@ -16,8 +16,9 @@
 //! [`BatchBuilder`].
 //!
 //! # Layout
-//! - [`macro@partitioner`], [`macro@filter`], [`macro@transform`]: one
-//!   attribute macro per plugin kind (crate `sluice-sdk-macros`); each
+//! - [`macro@partitioner`], [`macro@filter`], [`macro@transform`],
+//!   [`macro@validator`]: one attribute macro per plugin kind (crate
+//!   `sluice-sdk-macros`); each
 //!   accepts a stateless function, or a stateful one whose first argument is
 //!   `&mut S` with `S:` [`Init`] built from the plugin's parameters.
 //! - [`batch`]: zero-copy [`Record`] views over the columnar batch, and the
@@ -40,11 +41,11 @@ pub mod __private;
 
 pub use batch::{Batch, BatchBuilder, Columns, Headers, Record, Records};
 pub use params::{Error, ErrorKind, Init, Params};
-pub use sluice_sdk_macros::{filter, partitioner, transform};
+pub use sluice_sdk_macros::{filter, partitioner, transform, validator};
 pub use transform::Output;
 /// The bindings generator the macros expand to, so a plugin needs no
 /// dependency but this SDK.
 pub use wit_bindgen;
 
 /// The version of the WIT package this SDK builds plugins for.
-pub const WIT_VERSION: &str = "0.1.0";
+pub const WIT_VERSION: &str = "0.2.0";

@@ -1,6 +1,6 @@
 //! Report to the broker's log through the host's `log` import.
 //!
-//! On wasm32 this calls `sluice:plugin/host@0.1.0#log`; natively (unit
+//! On wasm32 this calls `sluice:plugin/host@0.2.0#log`; natively (unit
 //! tests) it writes to stderr.
 
 /// Severity, as the WIT `log-level` enum (same discriminants).
@@ -34,7 +34,7 @@ pub fn write(level: Level, message: &str) {
     // The canonical ABI lowering of `log: func(level: log-level, message:
     // string)`: the enum as i32, the string as (pointer, length) in our own
     // memory. This is the code wit-bindgen would generate for the import.
-    #[link(wasm_import_module = "sluice:plugin/host@0.1.0")]
+    #[link(wasm_import_module = "sluice:plugin/host@0.2.0")]
     unsafe extern "C" {
         #[link_name = "log"]
         fn host_log(level: i32, ptr: *const u8, len: usize);

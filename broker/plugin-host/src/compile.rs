@@ -15,10 +15,9 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
-use crate::bindings::filter::FilterPre;
-use crate::bindings::partitioner::PartitionerPre;
-use crate::bindings::transform::TransformPre;
-use crate::bindings::{FILTER_EXPORT, PARTITIONER_EXPORT, TRANSFORM_EXPORT};
+use crate::bindings::{
+    FilterPre, PartitionerPre, TransformPre, ValidatorPre, WitVersion, export_name,
+};
 use crate::cache::{self, hex};
 use crate::engine::PluginEngine;
 use crate::error::RegistryError;
@@ -31,14 +30,24 @@ pub enum PluginKind {
     Partitioner,
     Filter,
     Transform,
+    /// Produce time: refuses records before they are appended (WIT 0.2.0 on).
+    Validator,
 }
 
 impl PluginKind {
+    pub const ALL: [Self; 4] = [
+        Self::Partitioner,
+        Self::Filter,
+        Self::Transform,
+        Self::Validator,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Partitioner => "partitioner",
             Self::Filter => "filter",
             Self::Transform => "transform",
+            Self::Validator => "validator",
         }
     }
 }
@@ -59,11 +68,18 @@ pub struct PluginVersion {
     /// sha256 of the component bytes, lowercase hex.
     pub sha256: String,
     pub size_bytes: u64,
-    /// Linked once; instantiating from it is cheap. Exactly one is set:
-    /// the one of the plugin's kind.
-    pub(crate) partitioner_pre: Option<PartitionerPre<HostState>>,
-    pub(crate) filter_pre: Option<FilterPre<HostState>>,
-    pub(crate) transform_pre: Option<TransformPre<HostState>>,
+    /// Whether the component imports WASI (a componentize-py or -js guest does).
+    pub imports_wasi: bool,
+    /// Linked once; instantiating from it is cheap.
+    pub(crate) pre: KindPre,
+}
+
+/// A plugin version linked for its kind and WIT version.
+pub(crate) enum KindPre {
+    Partitioner(PartitionerPre<HostState>),
+    Filter(FilterPre<HostState>),
+    Transform(TransformPre<HostState>),
+    Validator(ValidatorPre<HostState>),
 }
 
 impl fmt::Debug for PluginVersion {
@@ -134,28 +150,30 @@ pub fn load(
     crate::check::check_component(component_bytes)?;
     let component = compile_cached(engine, name, component_bytes, cache_dir)?;
     let (kind, wit_version) = detect_kind(engine, &component)?;
+    let imports_wasi = crate::wasi::check_imports(&engine.engine, &component)?;
     let pre = engine
         .linker
         .instantiate_pre(&component)
         .map_err(|e| RegistryError::Imports(format!("{e:#}")))?;
     let invalid = |e: wasmtime::Error| RegistryError::Invalid(format!("{e:#}"));
-    let (mut partitioner_pre, mut filter_pre, mut transform_pre) = (None, None, None);
-    match kind {
+    let pre = match kind {
         PluginKind::Partitioner => {
-            partitioner_pre = Some(PartitionerPre::new(pre).map_err(invalid)?)
+            KindPre::Partitioner(PartitionerPre::new(wit_version, pre).map_err(invalid)?)
         }
-        PluginKind::Filter => filter_pre = Some(FilterPre::new(pre).map_err(invalid)?),
-        PluginKind::Transform => transform_pre = Some(TransformPre::new(pre).map_err(invalid)?),
-    }
+        PluginKind::Filter => KindPre::Filter(FilterPre::new(wit_version, pre).map_err(invalid)?),
+        PluginKind::Transform => {
+            KindPre::Transform(TransformPre::new(wit_version, pre).map_err(invalid)?)
+        }
+        PluginKind::Validator => KindPre::Validator(ValidatorPre::new(pre).map_err(invalid)?),
+    };
     Ok(PluginVersion {
         name: name.to_owned(),
         kind,
-        wit_version,
+        wit_version: wit_version.as_str().to_owned(),
         sha256,
         size_bytes: component_bytes.len() as u64,
-        partitioner_pre,
-        filter_pre,
-        transform_pre,
+        imports_wasi,
+        pre,
     })
 }
 
@@ -252,23 +270,32 @@ fn compile_bounded<T: Send + 'static>(
         })
 }
 
+/// The kind and WIT version of the first export that names a plugin API of a version the
+/// host loads.
 fn detect_kind(
     engine: &PluginEngine,
     component: &Component,
-) -> Result<(PluginKind, String), RegistryError> {
+) -> Result<(PluginKind, WitVersion), RegistryError> {
+    let known: Vec<(String, PluginKind, WitVersion)> = PluginKind::ALL
+        .into_iter()
+        .flat_map(|kind| {
+            WitVersion::ALL.into_iter().filter_map(move |version| {
+                export_name(kind.as_str(), version).map(|name| (name, kind, version))
+            })
+        })
+        .collect();
     let ty = component.component_type();
     for (export, _) in ty.exports(&engine.engine) {
-        let kind = match export {
-            PARTITIONER_EXPORT => PluginKind::Partitioner,
-            FILTER_EXPORT => PluginKind::Filter,
-            TRANSFORM_EXPORT => PluginKind::Transform,
-            _ => continue,
-        };
-        let version = export.rsplit('@').next().unwrap_or_default().to_owned();
-        return Ok((kind, version));
+        if let Some((_, kind, version)) = known.iter().find(|(name, ..)| name == export) {
+            return Ok((*kind, *version));
+        }
     }
     Err(RegistryError::UnknownKind {
-        expected: [PARTITIONER_EXPORT, FILTER_EXPORT, TRANSFORM_EXPORT].join(", "),
+        expected: known
+            .into_iter()
+            .map(|(name, ..)| name)
+            .collect::<Vec<_>>()
+            .join(", "),
     })
 }
 

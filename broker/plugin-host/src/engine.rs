@@ -1,16 +1,16 @@
 //! The wasmtime engine: one per registry, configured once. Cranelift,
 //! component model, epoch interruption driven by a ticker thread, the
-//! pooling allocator, and a linker that provides nothing but `log`.
+//! pooling allocator, and a linker that provides the `log` import of every
+//! supported WIT version and deny-by-default WASI (`wasi.rs`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::Linker;
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use crate::bindings::partitioner::Partitioner;
 use crate::config::PluginConfig;
 use crate::error::RegistryError;
 use crate::limits;
@@ -47,7 +47,8 @@ impl PluginEngine {
         let engine = Engine::new(&wasmtime_config(&config))
             .map_err(|e| RegistryError::Engine(e.to_string()))?;
         let mut linker = Linker::new(&engine);
-        Partitioner::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
+        crate::bindings::add_host_to_linker(&mut linker)
+            .and_then(|()| crate::wasi::add_to_linker(&mut linker))
             .map_err(|e| RegistryError::Engine(e.to_string()))?;
         let ticker = Ticker::start(&engine);
         Ok(Self {

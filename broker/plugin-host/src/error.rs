@@ -71,11 +71,11 @@ pub enum RegistryError {
         "PLUGIN_COMPILES_CONCURRENT_MAX = {max} plugin compiles are already running; none finished within {timeout_ms} ms, retry later"
     )]
     CompileBusy { max: u32, timeout_ms: u64 },
-    #[error("the component exports none of {expected}: it is not a sluice:plugin@0.1 plugin")]
-    UnknownKind { expected: String },
     #[error(
-        "the component needs imports Sluice does not provide (plugins get no filesystem, network, clock or randomness): {0}"
+        "the component exports none of {expected}: it is not a sluice:plugin plugin of a version this broker loads"
     )]
+    UnknownKind { expected: String },
+    #[error("the component needs imports Sluice does not provide: {0}")]
     Imports(String),
     #[error("no plugin named `{0}`")]
     NotFound(String),

@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use crate::batch::ColumnarBatch;
-use crate::bindings::filter::Filter as Bindings;
+use crate::bindings::{FilterBindings as Bindings, on_api};
 use crate::call::Instance;
-use crate::compile::PluginVersion;
+use crate::compile::{KindPre, PluginVersion};
 use crate::engine::PluginEngine;
 use crate::error::CallError;
 
@@ -30,8 +30,14 @@ impl FilterInstance {
             engine,
             version,
             "filter",
-            |v, store| v.filter_pre.as_ref().map(|pre| pre.instantiate(store)),
-            |b, store, params| b.sluice_plugin_filter_api().call_init(store, params),
+            |v, store| match &v.pre {
+                KindPre::Filter(pre) => Some(pre.instantiate(store)),
+                _ => None,
+            },
+            |b, store, params| {
+                on_api!(b, FilterBindings, sluice_plugin_filter_api, |api| api
+                    .call_init(store, params))
+            },
             params,
         )
         .map(Self)
@@ -48,8 +54,8 @@ impl FilterInstance {
     /// As [`crate::PartitionerInstance::partition`]; drop the instance after.
     pub fn filter(&mut self, batch: &ColumnarBatch) -> Result<Vec<bool>, CallError> {
         let bitmap = self.0.call(|b, store| {
-            b.sluice_plugin_filter_api()
-                .call_filter(store, &batch.columns)
+            on_api!(b, FilterBindings, sluice_plugin_filter_api, |api| api
+                .call_filter(store, &batch.columns))
         })?;
         keep_mask(&bitmap, batch.len()).map_err(|message| self.0.contract(message))
     }

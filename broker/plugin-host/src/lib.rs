@@ -1,6 +1,7 @@
 //! Sluice's WebAssembly plugin host: the only crate that depends on
-//! wasmtime. Plugins are components of the `sluice:plugin@0.1.0` WIT
-//! package (`wit/sluice-plugin.wit`); see `docs/plugins.md`.
+//! wasmtime. Plugins are components of the `sluice:plugin` WIT package
+//! (`wit/sluice-plugin.wit`, version 0.2.0; 0.1.0 plugins still load, from
+//! `wit/released/`); see `docs/plugins.md`.
 //!
 //! # Layout
 //! In reading order:
@@ -11,13 +12,19 @@
 //! - [`error`]: [`CallError`] (a call failed: timeout, memory, trap, guest
 //!   error, broken contract, no instance to be had; the instance is discarded) and
 //!   [`RegistryError`] (managing plugins failed).
-//! - `bindings`: `component::bindgen!` on the WIT, one module per world.
+//! - `bindings`: `component::bindgen!` on the WIT, one module per supported
+//!   version and world, and per kind an enum over the versions
+//!   ([`WitVersion`]).
+//! - `wasi`: deny-by-default WASI for guests that import it (componentize-py,
+//!   componentize-js): clocks, random, an empty environment, stdout/stderr
+//!   into the plugin log, a filesystem with no preopened directory; any
+//!   other import ([`WASI_ALLOWED`]) refused at deploy, named.
 //! - `engine`: [`PluginEngine`], one wasmtime `Engine` (Cranelift,
 //!   component model, pooling allocator, epoch interruption with a ticker
-//!   thread) and a `Linker` that provides only the `log` import: no WASI,
-//!   so no filesystem, network, clock or randomness.
+//!   thread) and a `Linker` with the `log` import of every version and WASI.
 //! - `state`: each `Store`'s data: the `ResourceLimiter` that traps a
-//!   memory growth past `plugin.memory.bytes.max`, and the rate-limited log.
+//!   memory growth past `plugin.memory.bytes.max`, the rate-limited log, and
+//!   the WASI context of a guest that uses it (made on first use).
 //! - `check`: the install-time shape check of a component against the
 //!   per-component limits (core instances, memories, tables, table
 //!   elements) and the compile limits (functions, body bytes, locals,
@@ -41,13 +48,15 @@
 //! - `filter`, `transform`: [`FilterInstance`], [`TransformInstance`], the
 //!   same discipline for the fetch-time kinds; a transform's output is
 //!   checked and given its input records' offsets and timestamps.
+//! - `validator`: [`ValidatorInstance`] (produce time): the refusals a guest
+//!   returns, checked (in range, in order, reasons cut).
 //! - `share`: the instance pool's accounting: at most `PLUGIN_INSTANCES_MAX`
 //!   instances of all plugins, each plugin's share of them (live + idle,
 //!   across all its handles), its idle instances (bounded, dropped under
 //!   pressure), and [`CallError::Busy`] for a caller whose plugin's share
 //!   is all in calls.
-//! - `pool`: the shareable [`Partitioner`], [`Filter`] and [`Transform`]
-//!   handles, one mechanism for every kind: a call checks an instance out
+//! - `pool`: the shareable [`Partitioner`], [`Filter`], [`Transform`] and
+//!   [`Validator`] handles, one mechanism for every kind: a call checks an instance out
 //!   of the plugin's share, hot reload followed.
 //! - `view`: [`View`], a chain of [`Stage`]s with a [`FailurePolicy`]
 //!   (`fail` or `skip`): what a consumer's fetch runs through.
@@ -93,8 +102,10 @@
 //! pool. Map [`CallError`] to the produce response (e.g. Kafka's
 //! `POLICY_VIOLATION` or `UNKNOWN_SERVER_ERROR`) and keep serving.
 //!
-//! Architecture Invariant: a plugin gets no capability but `log`; every
-//! call runs under a wall-clock deadline and a memory limit.
+//! Architecture Invariant: a plugin gets no capability but `log` and the
+//! WASI that reaches nothing of the broker's (clocks, random, stdio into its
+//! log; no preopened directory, no sockets, no environment); every call runs
+//! under a wall-clock deadline and a memory limit.
 
 pub mod config;
 pub mod error;
@@ -120,10 +131,13 @@ mod slot;
 mod state;
 mod stats;
 mod transform;
+mod validator;
 mod view;
+mod wasi;
 mod watcher;
 
 pub use batch::{ColumnarBatch, Header};
+pub use bindings::WitVersion;
 pub use columns::{RecordView, RecordViews};
 pub use compile::{PluginKind, PluginVersion, to_component};
 pub use config::PluginConfig;
@@ -132,11 +146,13 @@ pub use error::{CallError, RegistryError};
 pub use filter::FilterInstance;
 pub use partitioner::PartitionerInstance;
 pub use plugin_log::{LogLine, LogPage};
-pub use pool::{Filter, Partitioner, Transform};
+pub use pool::{Filter, Partitioner, Transform, Validator};
 pub use registry::{LoadFailures, PluginInfo, Registry};
 pub use share::InstanceCounts;
 pub use slot::PluginSlot;
 pub use stats::{CALL_LATENCY_BUCKETS_US, CallErrorKind, PluginStats};
 pub use transform::TransformInstance;
+pub use validator::{Refusal, ValidatorInstance};
 pub use view::{FailurePolicy, Stage, StageOutput, Step, View, ViewOutput, ViewStats, apply_with};
+pub use wasi::WASI_ALLOWED;
 pub use watcher::Watcher;

@@ -110,6 +110,19 @@ pub const LOG_LINES_PER_SECOND_MAX: u32 = 100;
 /// `LOG_MESSAGE_BYTES_MAX` each, at most 1 MiB per plugin.
 pub const LOG_LINES_KEPT_MAX: usize = 1024;
 
+/// Lines a WASI guest may write to stdout and stderr in one call before they reach its log
+/// (where `LOG_MESSAGES_PER_CALL_MAX` and the rate apply): past it they are counted and
+/// dropped, so a guest printing in a loop holds at most this many lines of memory.
+pub const STDIO_LINES_PENDING_MAX: usize = 256;
+
+/// Bytes a WASI guest may hand to one stdout/stderr write (`check-write`'s answer): the
+/// largest write a guest's libc makes at once; lines are cut at `LOG_MESSAGE_BYTES_MAX`.
+pub const STDIO_WRITE_BYTES_MAX: usize = 64 * 1024;
+
+/// Longest reason kept from a validator's refusal of one record, in bytes (it goes back to
+/// the producer in the Produce response's record errors); longer ones are cut.
+pub const VALIDATOR_REASON_BYTES_MAX: usize = 512;
+
 /// Longest plugin name: it is a file name and a URL path segment.
 pub const PLUGIN_NAME_BYTES_MAX: usize = 64;
 
@@ -124,5 +137,6 @@ const _: () = assert!(PLUGIN_MEMORIES_PER_MODULE_MAX <= PLUGIN_MEMORIES_PER_COMP
 const _: () = assert!(PLUGIN_TABLES_PER_MODULE_MAX <= PLUGIN_TABLES_PER_COMPONENT_MAX);
 const _: () = assert!(PLUGIN_CORE_INSTANCE_BYTES_MAX <= PLUGIN_COMPONENT_INSTANCE_BYTES_MAX);
 const _: () = assert!(PLUGIN_COMPILES_CONCURRENT_MAX >= 1);
+const _: () = assert!(STDIO_LINES_PENDING_MAX as u32 >= LOG_MESSAGES_PER_CALL_MAX);
 const _: () = assert!(EPOCH_TICK_MS > 0 && EPOCH_TICK_MS <= PLUGIN_CALL_TIMEOUT_MS_DEFAULT);
 const _: () = assert!(PLUGIN_MODULE_BYTES_MAX_DEFAULT <= PLUGIN_MEMORY_BYTES_MAX_DEFAULT * 4);

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use crate::batch::ColumnarBatch;
-use crate::bindings::partitioner::Partitioner as Bindings;
+use crate::bindings::{PartitionerBindings as Bindings, on_api};
 use crate::call::Instance;
-use crate::compile::PluginVersion;
+use crate::compile::{KindPre, PluginVersion};
 use crate::engine::PluginEngine;
 use crate::error::CallError;
 
@@ -30,8 +30,18 @@ impl PartitionerInstance {
             engine,
             version,
             "partitioner",
-            |v, store| v.partitioner_pre.as_ref().map(|pre| pre.instantiate(store)),
-            |b, store, params| b.sluice_plugin_partitioner_api().call_init(store, params),
+            |v, store| match &v.pre {
+                KindPre::Partitioner(pre) => Some(pre.instantiate(store)),
+                _ => None,
+            },
+            |b, store, params| {
+                on_api!(
+                    b,
+                    PartitionerBindings,
+                    sluice_plugin_partitioner_api,
+                    |api| api.call_init(store, params)
+                )
+            },
             params,
         )
         .map(Self)
@@ -53,8 +63,12 @@ impl PartitionerInstance {
         partition_count: u32,
     ) -> Result<Vec<u32>, CallError> {
         let partitions = self.0.call(|b, store| {
-            b.sluice_plugin_partitioner_api()
-                .call_partition(store, &batch.columns, partition_count)
+            on_api!(
+                b,
+                PartitionerBindings,
+                sluice_plugin_partitioner_api,
+                |api| api.call_partition(store, &batch.columns, partition_count)
+            )
         })?;
         check_partitions(&partitions, batch.len(), partition_count)
             .map_err(|message| self.0.contract(message))?;

@@ -19,6 +19,7 @@ use crate::partitioner::PartitionerInstance;
 use crate::share::Checkout;
 use crate::slot::PluginSlot;
 use crate::transform::TransformInstance;
+use crate::validator::{Refusal, ValidatorInstance};
 
 /// What the pool needs of an instance.
 pub(crate) trait Pooled: Sized + Send + 'static {
@@ -44,6 +45,19 @@ impl Pooled for FilterInstance {
 }
 
 impl Pooled for PartitionerInstance {
+    fn create(
+        engine: &PluginEngine,
+        version: Arc<PluginVersion>,
+        params: &[(String, String)],
+    ) -> Result<Self, CallError> {
+        Self::new(engine, version, params)
+    }
+    fn version(&self) -> &Arc<PluginVersion> {
+        self.version()
+    }
+}
+
+impl Pooled for ValidatorInstance {
     fn create(
         engine: &PluginEngine,
         version: Arc<PluginVersion>,
@@ -253,6 +267,40 @@ impl Transform {
     pub fn transform(&self, batch: &ColumnarBatch) -> Result<ColumnarBatch, CallError> {
         self.pool
             .call(batch.len(), |i| i.transform(batch), ColumnarBatch::len)
+    }
+
+    /// Idle instances ready for the next call (for tests and metrics).
+    pub fn idle_instances(&self) -> usize {
+        self.pool.idle_count()
+    }
+}
+
+/// A validator as a topic uses it. Make it with [`crate::Registry::validator`].
+#[derive(Debug)]
+pub struct Validator {
+    pool: Pool<ValidatorInstance>,
+}
+
+impl Validator {
+    pub(crate) fn new(pool: Pool<ValidatorInstance>) -> Self {
+        Self { pool }
+    }
+
+    /// The plugin's name.
+    pub fn plugin(&self) -> &str {
+        self.pool.slot.name()
+    }
+
+    /// The records of `batch` the plugin refuses, in order (empty: all accepted).
+    ///
+    /// # Errors
+    /// See [`CallError`]; the failed instance is discarded.
+    pub fn validate(&self, batch: &ColumnarBatch) -> Result<Vec<Refusal>, CallError> {
+        self.pool.call(
+            batch.len(),
+            |i| i.validate(batch),
+            |refused| batch.len() - refused.len(),
+        )
     }
 
     /// Idle instances ready for the next call (for tests and metrics).

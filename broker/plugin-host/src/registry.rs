@@ -15,7 +15,7 @@ use crate::engine::PluginEngine;
 use crate::error::RegistryError;
 use crate::limits;
 use crate::plugin_log::LogPage;
-use crate::pool::{Filter, Partitioner, Pool, Transform};
+use crate::pool::{Filter, Partitioner, Pool, Transform, Validator};
 
 use crate::share::{Budget, InstanceCounts};
 use crate::slot::PluginSlot;
@@ -29,6 +29,8 @@ pub struct PluginInfo {
     pub wit_version: String,
     pub sha256: String,
     pub size_bytes: u64,
+    /// Whether the component imports WASI (deny-by-default, `docs/plugins.md`).
+    pub imports_wasi: bool,
     /// Handles (topics) using the plugin now.
     pub users: usize,
 }
@@ -368,19 +370,26 @@ impl Registry {
         name: &str,
         params: &[(String, String)],
     ) -> Result<Partitioner, RegistryError> {
-        check_params(name, params)?;
-        let slot = self
-            .slot(name)
-            .ok_or_else(|| RegistryError::NotFound(name.to_owned()))?;
-        let kind = slot.current().kind;
-        if kind != PluginKind::Partitioner {
-            return Err(RegistryError::WrongKind {
-                name: name.to_owned(),
-                expected: "partitioner",
-                actual: kind.as_str(),
-            });
-        }
+        let slot = self.slot_of_kind(name, params, PluginKind::Partitioner)?;
         Ok(Partitioner::new(Pool::new(
+            slot,
+            self.engine.clone(),
+            params.to_vec(),
+        )?))
+    }
+
+    /// A validator handle for a topic: `name` with `params` (from
+    /// `sluice.validator.params`); as [`Registry::partitioner`].
+    ///
+    /// # Errors
+    /// Not found, not a validator, `init` failing.
+    pub fn validator(
+        &self,
+        name: &str,
+        params: &[(String, String)],
+    ) -> Result<Validator, RegistryError> {
+        let slot = self.slot_of_kind(name, params, PluginKind::Validator)?;
+        Ok(Validator::new(Pool::new(
             slot,
             self.engine.clone(),
             params.to_vec(),
@@ -400,6 +409,7 @@ fn info(slot: &Arc<PluginSlot>) -> PluginInfo {
         wit_version: v.wit_version.clone(),
         sha256: v.sha256.clone(),
         size_bytes: v.size_bytes,
+        imports_wasi: v.imports_wasi,
         users: Arc::strong_count(slot) - 1,
     }
 }

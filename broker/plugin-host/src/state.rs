@@ -1,14 +1,16 @@
-//! What each plugin instance's `Store` holds: its memory limiter, its log budget and the
-//! plugin's log. The host gives nothing else: no WASI at all.
+//! What each plugin instance's `Store` holds: its memory limiter, its log budget, the
+//! plugin's log and, for a guest that imports WASI, its WASI context (`wasi.rs`, made on
+//! first use).
 
 use std::sync::Arc;
 
 use wasmtime::ResourceLimiter;
 
 use crate::bindings::LogLevel;
-use crate::bindings::partitioner::sluice::plugin::{host, types};
+use crate::bindings::{v0_1, v0_2};
 use crate::limits;
 use crate::plugin_log::PluginLog;
+use crate::wasi::{WasiParts, stderr, stdout};
 
 /// The error a memory growth past the limit traps with.
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +30,8 @@ pub(crate) struct HostState {
     logs_dropped: u32,
     /// The plugin's own log (`plugin_log.rs`), shared by its instances.
     log: Arc<PluginLog>,
+    /// WASI, for a guest that calls it; `None` until then (the fast path never makes it).
+    wasi: Option<Box<WasiParts>>,
 }
 
 impl HostState {
@@ -39,7 +43,13 @@ impl HostState {
             logs_left: 0,
             logs_dropped: 0,
             log,
+            wasi: None,
         }
+    }
+
+    /// The WASI context, made on the guest's first WASI call.
+    pub(crate) fn wasi(&mut self) -> &mut WasiParts {
+        self.wasi.get_or_insert_with(|| Box::new(WasiParts::new()))
     }
 
     /// Called before each call into the guest.
@@ -48,8 +58,16 @@ impl HostState {
         self.logs_dropped = 0;
     }
 
-    /// Called after each call: report what the budget cut.
+    /// Called after each call: what the guest wrote to stdout and stderr goes to its log
+    /// under the same budget as its `log` calls; report what the budget cut.
     pub fn end_call(&mut self) {
+        if let Some(wasi) = &self.wasi {
+            let (lines, cut) = wasi.stdio.take();
+            self.logs_dropped += cut;
+            for (level, line) in lines {
+                self.log_line(level, line);
+            }
+        }
         if self.logs_dropped > 0 {
             self.log.count_dropped(u64::from(self.logs_dropped));
             tracing::warn!(plugin = %self.plugin, dropped = self.logs_dropped, "plugin log messages dropped");
@@ -84,10 +102,23 @@ impl ResourceLimiter for HostState {
     }
 }
 
-impl types::Host for HostState {}
+impl v0_1::partitioner::sluice::plugin::types::Host for HostState {}
 
-impl host::Host for HostState {
-    fn log(&mut self, level: LogLevel, mut message: String) {
+impl v0_1::partitioner::sluice::plugin::host::Host for HostState {
+    fn log(&mut self, level: LogLevel, message: String) {
+        self.log_line(level, message);
+    }
+}
+
+impl v0_2::partitioner::sluice::plugin::host::Host for HostState {
+    fn log(&mut self, level: LogLevel, message: String) {
+        self.log_line(level, message);
+    }
+}
+
+impl HostState {
+    /// One line for the plugin's log (and the broker's), under the per-call budget.
+    fn log_line(&mut self, level: LogLevel, mut message: String) {
         if self.logs_left == 0 {
             self.logs_dropped += 1;
             return;
@@ -110,5 +141,27 @@ impl host::Host for HostState {
             LogLevel::Warn => tracing::warn!(%plugin, "{message}"),
             LogLevel::Error => tracing::error!(%plugin, "{message}"),
         }
+    }
+}
+
+impl wasmtime_wasi::WasiView for HostState {
+    fn ctx(&mut self) -> wasmtime_wasi::WasiCtxView<'_> {
+        self.wasi().view()
+    }
+}
+
+impl stdout::Host for HostState {
+    fn get_stdout(
+        &mut self,
+    ) -> wasmtime::Result<wasmtime::component::Resource<wasmtime_wasi::p2::DynOutputStream>> {
+        self.wasi().stdio_stream(LogLevel::Info)
+    }
+}
+
+impl stderr::Host for HostState {
+    fn get_stderr(
+        &mut self,
+    ) -> wasmtime::Result<wasmtime::component::Resource<wasmtime_wasi::p2::DynOutputStream>> {
+        self.wasi().stdio_stream(LogLevel::Warn)
     }
 }

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use crate::batch::ColumnarBatch;
 use crate::bindings::RecordBatch;
-use crate::bindings::transform::Transform as Bindings;
+use crate::bindings::{TransformBindings as Bindings, on_api};
 use crate::call::Instance;
-use crate::compile::PluginVersion;
+use crate::compile::{KindPre, PluginVersion};
 use crate::engine::PluginEngine;
 use crate::error::CallError;
 
@@ -33,8 +33,14 @@ impl TransformInstance {
             engine,
             version,
             "transform",
-            |v, store| v.transform_pre.as_ref().map(|pre| pre.instantiate(store)),
-            |b, store, params| b.sluice_plugin_transform_api().call_init(store, params),
+            |v, store| match &v.pre {
+                KindPre::Transform(pre) => Some(pre.instantiate(store)),
+                _ => None,
+            },
+            |b, store, params| {
+                on_api!(b, TransformBindings, sluice_plugin_transform_api, |api| api
+                    .call_init(store, params))
+            },
             params,
         )
         .map(Self)
@@ -57,8 +63,8 @@ impl TransformInstance {
     /// instance must be dropped afterwards.
     pub fn transform(&mut self, batch: &ColumnarBatch) -> Result<ColumnarBatch, CallError> {
         let output = self.0.call(|b, store| {
-            b.sluice_plugin_transform_api()
-                .call_transform(store, &batch.columns)
+            on_api!(b, TransformBindings, sluice_plugin_transform_api, |api| api
+                .call_transform(store, &batch.columns))
         })?;
         place(batch, output).map_err(|message| self.0.contract(message))
     }

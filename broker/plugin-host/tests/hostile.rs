@@ -244,11 +244,53 @@ fn a_component_that_wants_a_filesystem_is_rejected() {
     let component = foreign_component(
         "package test:foreign;
          interface fs { read: func(path: string) -> list<u8>; }
-         world foreign { import fs; export sluice:plugin/partitioner-api@0.1.0; }",
+         world foreign { import fs; export sluice:plugin/partitioner-api@0.2.0; }",
     );
     let err = registry.install("greedy", &component).unwrap_err();
     assert!(
         matches!(&err, RegistryError::Imports(m) if m.contains("test:foreign/fs")),
         "{err}"
+    );
+}
+
+/// WASI beyond what the host links (sockets here) is refused at install, naming the
+/// import; the broker's plugins keep working.
+#[test]
+fn a_component_that_wants_sockets_is_refused_naming_the_import() {
+    let (_dir, registry) = common::registry(|_| {});
+    let component = foreign_component(
+        "package wasi:sockets@0.2.0;
+         interface tcp-create-socket { create-tcp-socket: func(family: u8) -> u32; }
+         world foreign { import tcp-create-socket; export sluice:plugin/filter-api@0.2.0; }",
+    );
+    let err = registry.install("dialer", &component).unwrap_err();
+    assert!(
+        matches!(&err, RegistryError::Imports(m) if m.contains("`wasi:sockets/tcp-create-socket@0.2.0`")),
+        "{err}"
+    );
+    assert!(registry.describe("dialer").is_none());
+}
+
+/// The WASI a componentize-py or -js guest imports (clocks, random, environment, stdio,
+/// a filesystem with no preopens) is linked: such a component installs and says so.
+#[test]
+fn a_component_importing_allowed_wasi_installs() {
+    let (_dir, registry) = common::registry(|_| {});
+    let component = foreign_component(
+        "package wasi:clocks@0.2.0;
+         interface wall-clock {
+             record datetime { seconds: u64, nanoseconds: u32 }
+             now: func() -> datetime;
+         }
+         world foreign { import wall-clock; export sluice:plugin/filter-api@0.2.0; }",
+    );
+    let info = registry.install("clocky", &component).unwrap();
+    assert!(info.imports_wasi, "{info:?}");
+    let rust = registry
+        .install("json-filter", &common::wasm("json-filter"))
+        .unwrap();
+    assert!(
+        !rust.imports_wasi,
+        "an SDK plugin imports no WASI: {rust:?}"
     );
 }

@@ -50,7 +50,7 @@ fn hash_partitioners_match_the_clients() {
         let info = registry.install(name, &common::wasm(name)).expect(name);
         assert_eq!(
             (info.kind, info.wit_version.as_str()),
-            (PluginKind::Partitioner, "0.1.0")
+            (PluginKind::Partitioner, "0.2.0")
         );
         let partitioner = registry.partitioner(name, &[]).expect(name);
         for partition_count in [1, 3, 12, 1000] {

@@ -1,5 +1,5 @@
 //! The attribute macros of `sluice-sdk`: `#[partitioner]`, `#[filter]`,
-//! `#[transform]`.
+//! `#[transform]`, `#[validator]`.
 //!
 //! # Layout
 //! Each macro checks the shape of the function it is put on (a wrong shape
@@ -67,6 +67,16 @@ const TRANSFORM: Kind = Kind {
         fn(state: &mut S, record: &Record<'_>, out: &mut Output)   (S: sluice_sdk::Init)",
 };
 
+const VALIDATOR: Kind = Kind {
+    name: "validator",
+    world: "validator",
+    api: "validator_api",
+    args: 1,
+    expected: "fn(record: &Record<'_>) -> Result<(), String>\n\
+        or, with state built from the plugin's parameters:\n\
+        fn(state: &mut S, record: &Record<'_>) -> Result<(), String>   (S: sluice_sdk::Init)",
+};
+
 /// Make a partitioner plugin of a function
 /// `fn(record: &Record<'_>, partition_count: u32) -> u32`, or
 /// `fn(state: &mut S, record: &Record<'_>, partition_count: u32) -> u32`.
@@ -88,6 +98,15 @@ pub fn filter(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn transform(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand(&TRANSFORM, attr, item)
+}
+
+/// Make a validator plugin (produce time) of a function
+/// `fn(record: &Record<'_>) -> Result<(), String>`, or
+/// `fn(state: &mut S, record: &Record<'_>) -> Result<(), String>`: `Err(reason)` refuses
+/// the record, and with it the whole batch.
+#[proc_macro_attribute]
+pub fn validator(attr: TokenStream, item: TokenStream) -> TokenStream {
+    expand(&VALIDATOR, attr, item)
 }
 
 fn expand(kind: &Kind, attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -248,6 +267,11 @@ fn check_and_call(
             quote!(-> bool),
             quote!(r),
         ),
+        "validator" => (
+            quote!(&::sluice_sdk::Record<'_>),
+            quote!(-> ::std::result::Result<(), ::std::string::String>),
+            quote!(r),
+        ),
         _ => (
             quote!(&::sluice_sdk::Record<'_>, &mut ::sluice_sdk::Output),
             quote!(),
@@ -256,7 +280,7 @@ fn check_and_call(
     };
     let params = match kind.name {
         "partitioner" => quote!(r: &::sluice_sdk::Record<'_>, n: u32),
-        "filter" => quote!(r: &::sluice_sdk::Record<'_>),
+        "filter" | "validator" => quote!(r: &::sluice_sdk::Record<'_>),
         _ => quote!(r: &::sluice_sdk::Record<'_>, o: &mut ::sluice_sdk::Output),
     };
     if stateful {
@@ -288,6 +312,16 @@ fn guest_methods(kind: &Kind, call: &TokenStream2) -> TokenStream2 {
         "filter" => quote! {
             fn filter(batch: RecordBatch) -> ::std::result::Result<::std::vec::Vec<u8>, PluginError> {
                 ::sluice_sdk::__private::filter(&STATE, columns(&batch), #call).map_err(error)
+            }
+        },
+        "validator" => quote! {
+            fn validate(batch: RecordBatch)
+                -> ::std::result::Result<::std::vec::Vec<self::exports::sluice::plugin::validator_api::Rejection>, PluginError> {
+                let refused = ::sluice_sdk::__private::validate(&STATE, columns(&batch), #call).map_err(error)?;
+                ::std::result::Result::Ok(refused
+                    .into_iter()
+                    .map(|(index, reason)| self::exports::sluice::plugin::validator_api::Rejection { index, reason })
+                    .collect())
             }
         },
         _ => quote! {

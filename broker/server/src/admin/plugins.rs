@@ -104,6 +104,8 @@ pub struct PluginView {
     wit_version: String,
     sha256: String,
     size_bytes: u64,
+    /// Whether the component imports WASI (a componentize-py or -js guest).
+    wasi: bool,
     /// Topics using the plugin now.
     users: usize,
 }
@@ -116,6 +118,7 @@ impl From<PluginInfo> for PluginView {
             wit_version: i.wit_version,
             sha256: i.sha256,
             size_bytes: i.size_bytes,
+            wasi: i.imports_wasi,
             users: i.users,
         }
     }
