@@ -12,8 +12,10 @@
 #   package.json with a "sluice" key    JavaScript: componentize-js, entry "main" (default
 #                                       plugin.js), bundled first with rolldown
 # The kind (partitioner, filter, transform) is the marker's `kind`; it names the world of
-# wit/sluice-plugin.wit. A plugin may bring its own WIT (`wit` and `world` in the marker;
-# only the hostile plugins do, to import what the broker denies).
+# wit/sluice-plugin.wit. A plugin may bring its own WIT directory (`wit` and `world` in the
+# marker; only the hostile plugins do, to import what the broker denies): it is built with
+# ours as a dependency. A JS marker's `disable` lists the componentize-js WASI features to
+# leave out.
 #
 # Toolchains, pinned, installed on first use and reused (a stamp holds the hash of the
 # pin file, so a changed pin reinstalls): Python packages from sdk/guest-tools/requirements.txt
@@ -21,8 +23,8 @@
 # (`npm ci`) into sdk/guest-tools/node_modules. SLUICE_GUEST_TOOLS moves both (a copy of
 # the pin files is made there). Needs python3 (3.11+) with venv and pip, node 20+ and npm.
 #
-# SLUICE_JS_DISABLE: WASI features componentize-js leaves out (default "http fetch-event":
-# no outbound HTTP; stdio, clocks and random stay, see docs/polyglot-draft.md).
+# SLUICE_JS_DISABLE: WASI features componentize-js leaves out when the marker does not say
+# (default "http fetch-event": no outbound HTTP; stdio, clocks and random stay).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -83,11 +85,33 @@ t = tomllib.load(open(sys.argv[1], "rb")).get("tool", {}).get("sluice", {})
 print(t.get(sys.argv[2], sys.argv[3]))' "$1/pyproject.toml" "$2" "$3"
 }
 
-# marker_js DIR KEY DEFAULT: a key of "sluice" in DIR/package.json ("main": the top level).
+# marker_js DIR KEY DEFAULT: a key of "sluice" in DIR/package.json ("main": the top level);
+# a list is printed as words.
 marker_js() {
     node -e 'const p = require(process.argv[1]); const k = process.argv[2];
-console.log((k === "main" ? p.main : p.sluice[k]) ?? process.argv[3])' \
+const v = (k === "main" ? p.main : p.sluice[k]) ?? process.argv[3];
+console.log(Array.isArray(v) ? v.join(" ") : v)' \
         "$1/package.json" "$2" "$3"
+}
+
+wit_version() { sed -n 's/^package sluice:plugin@\(.*\);$/\1/p' "$wit"; }
+
+# wit_of DIR WITDIR STAGE: the WIT to build against. Without a plugin WIT dir, ours; with
+# one, a copy of it in STAGE with ours as a dependency, its `sluice:plugin/...@V` names
+# rewritten to our version (so a WIT bump needs no edit there).
+wit_of() {
+    local dir="$1" own="$2" stage="$3" version
+    if [[ -z "$own" ]]; then
+        echo "$wit"
+        return
+    fi
+    version="$(wit_version)"
+    mkdir -p "$stage/wit/deps/sluice"
+    cp -r "$dir/$own/." "$stage/wit/"
+    cp "$wit" "$stage/wit/deps/sluice/"
+    find "$stage/wit" -maxdepth 1 -name '*.wit' -exec \
+        sed -i "s|sluice:plugin/\([a-z-]*\)@[0-9][0-9.]*|sluice:plugin/\1@$version|g" {} +
+    echo "$stage/wit"
 }
 
 check_kind() {
@@ -98,31 +122,32 @@ check_kind() {
 }
 
 build_python() {
-    local dir="$1" out="$2" kind world witp
+    local dir="$1" out="$2" kind world stage witp
     kind="$(marker_py "$dir" kind "")"
     check_kind "$kind"
     world="$(marker_py "$dir" world "$kind")"
-    witp="$(marker_py "$dir" wit "")"
-    if [[ -n "$witp" ]]; then witp="$dir/$witp"; else witp="$wit"; fi
+    stage="$(mktemp -d)"
+    witp="$(wit_of "$dir" "$(marker_py "$dir" wit "")" "$stage")"
     install_python
     # An empty VIRTUAL_ENV keeps the toolchain's own site-packages out of the search path:
     # the component holds the plugin, the SDK and CPython's standard library, nothing else.
-    local empty
-    empty="$(mktemp -d)"
-    mkdir -p "$empty/lib/python3/site-packages"
-    (cd "$dir" && VIRTUAL_ENV="$empty" "$tools/.venv/bin/componentize-py" -q \
+    mkdir -p "$stage/venv/lib/python3/site-packages"
+    (cd "$dir" && VIRTUAL_ENV="$stage/venv" "$tools/.venv/bin/componentize-py" -q \
         -d "$witp" -w "$world" componentize app -p . -p "$sdk_py" -o "$out")
-    rm -rf "$empty"
+    rm -rf "$stage"
 }
 
 build_js() {
-    local dir="$1" out="$2" kind world witp main stage
+    local dir="$1" out="$2" kind world witp main stage disable
     kind="$(marker_js "$dir" kind "")"
     check_kind "$kind"
     world="$(marker_js "$dir" world "$kind")"
-    witp="$(marker_js "$dir" wit "")"
-    if [[ -n "$witp" ]]; then witp="$dir/$witp"; else witp="$wit"; fi
+    stage="$(mktemp -d)"
+    witp="$(wit_of "$dir" "$(marker_js "$dir" wit "")" "$stage")"
     main="$(marker_js "$dir" main plugin.js)"
+    # WASI features componentize-js leaves out: the marker's "disable", else SLUICE_JS_DISABLE,
+    # else no outbound HTTP (stdio, clocks and random stay).
+    disable="$(marker_js "$dir" disable "${SLUICE_JS_DISABLE:-http fetch-event}")"
     install_js
     local bin="$tools/node_modules/.bin"
     # componentize-js pre-initializes the module in StarlingMonkey, which sees only the
@@ -130,7 +155,6 @@ build_js() {
     # first, keeping the WIT imports (`sluice:plugin/...`, `wasi:...`) as imports.
     # (`jco componentize --bundle` would do both, but fails in jco 1.35.0 with "failed to
     # get path metadata" for any WIT path.)
-    stage="$(mktemp -d)"
     cat >"$stage/rolldown.config.mjs" <<CONFIG
 export default {
   input: '$dir/$main',
@@ -140,9 +164,12 @@ export default {
 };
 CONFIG
     "$bin/rolldown" --config "$stage/rolldown.config.mjs" >/dev/null
-    # shellcheck disable=SC2086 # SLUICE_JS_DISABLE is a list of words
-    (cd "$stage" && "$bin/componentize-js" plugin.js -w "$witp" -n "$world" \
-        -d ${SLUICE_JS_DISABLE:-http fetch-event} -o "$out" >&2)
+    # Imports name the WIT version (`sluice:plugin/host@0.1.0`): build against ours, as
+    # componentize-py does for Python (a minor version only adds, wit/README.md).
+    sed -i "s|sluice:plugin/\([a-z-]*\)@[0-9][0-9.]*|sluice:plugin/\1@$(wit_version)|g" "$stage/plugin.js"
+    # shellcheck disable=SC2086 # a list of words
+    (cd "$stage" && "$bin/componentize-js" plugin.js -w "$witp" -n "$world" -d $disable \
+        -o "$out" >&2)
     rm -rf "$stage"
 }
 
