@@ -110,7 +110,7 @@ def component_bytes(path: Path) -> bytes:
     data = path.read_bytes()
     if data[4:8] == b"\x01\x00\x00\x00":  # a core module: version 1, layer 0
         tool = Path(sys.executable).parent / "wasm-tools"
-        data = subprocess.run([str(tool), "component", "new", "-"], input=data,
+        data = subprocess.run([str(tool), "component", "new"], input=data,
                               capture_output=True, check=True).stdout
     return data
 
@@ -190,6 +190,8 @@ def run_call(plugin: Plugin, args) -> int:
             result = inst.call("filter", batch(rec))
         else:
             result = inst.call("transform", batch(rec))
+        if isinstance(result, Record):  # a transform's output batch: its columns
+            result = {name: value for name, value in vars(result).items()}
         print(f"{plugin.kind} -> {result!r}")
     except Exception as e:  # the outcome is what we print: trap, timeout, link error
         # The message without the wasm backtrace's frames: what stopped the call.
