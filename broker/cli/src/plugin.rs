@@ -63,7 +63,7 @@ enum PluginCommand {
     /// Scaffold a plugin crate whose Cargo.toml lists only sluice-sdk.
     New {
         name: String,
-        #[arg(long, value_parser = ["partitioner", "filter", "transform"], default_value = "partitioner")]
+        #[arg(long, value_parser = ["partitioner", "filter", "transform", "validator"], default_value = "partitioner")]
         kind: String,
         /// Where the sluice SDK is (default: $SLUICE_SDK or ./sdk).
         #[arg(long, env = "SLUICE_SDK")]
@@ -79,7 +79,8 @@ enum PluginCommand {
         target_dir: Option<PathBuf>,
     },
     /// Run a plugin locally on sample records: a partitioner prints each record's
-    /// partition, a filter the records it keeps, a transform the records it returns.
+    /// partition, a filter the records it keeps, a transform the records it returns, a
+    /// validator the records it refuses and why.
     Test {
         /// The plugin (.wasm).
         file: PathBuf,
@@ -226,7 +227,7 @@ fn stem(file: &Path) -> anyhow::Result<String> {
         .context("the file has no name to deploy it under: pass --name")
 }
 
-/// `calls=N errors=timeout:1,trap:2 mean_latency_us=M records_in=.. records_out=..`
+/// `calls=N errors=timeout:1,trap:2 mean_latency_us=M records_in=.. records_out=.. cpu_us=..`
 /// (only the error kinds that happened).
 fn stats_text(stats: &Value) -> String {
     let calls = stats["calls"].as_u64().unwrap_or(0);
@@ -244,18 +245,20 @@ fn stats_text(stats: &Value) -> String {
         errors.join(",")
     };
     format!(
-        "  calls={calls} errors={errors} mean_latency_us={mean_us} records_in={} records_out={}",
+        "  calls={calls} errors={errors} mean_latency_us={mean_us} records_in={} records_out={} cpu_us={}",
         stats["records_in"].as_u64().unwrap_or(0),
         stats["records_out"].as_u64().unwrap_or(0),
+        stats["cpu_us"].as_u64().unwrap_or(0),
     )
 }
 
 fn describe_text(v: &Value) -> String {
     format!(
-        "{} {} wit={} size={} sha256={} users={}",
+        "{} {} wit={} wasi={} size={} sha256={} users={}",
         v["name"].as_str().unwrap_or("?"),
         v["kind"].as_str().unwrap_or("?"),
         v["wit_version"].as_str().unwrap_or("?"),
+        v["wasi"].as_bool().unwrap_or(false),
         v["size_bytes"],
         v["sha256"].as_str().unwrap_or("?"),
         v["users"]
@@ -407,6 +410,9 @@ fn scaffold(path: &str, kind: &str, sdk: Option<PathBuf>, output: Output) -> any
     let source = match kind {
         "filter" => format!(
             "use sluice_sdk::{{Record, filter}};\n\n/// Keeps records that have a key.\n#[filter]\npub fn {crate_name}(record: &Record<'_>) -> bool {{\n    record.key().is_some()\n}}\n"
+        ),
+        "validator" => format!(
+            "use sluice_sdk::{{Record, validator}};\n\n/// Refuses records without a value.\n#[validator]\npub fn {crate_name}(record: &Record<'_>) -> Result<(), String> {{\n    match record.value() {{\n        Some(_) => Ok(()),\n        None => Err(\"a record needs a value\".into()),\n    }}\n}}\n"
         ),
         "transform" => format!(
             "use sluice_sdk::{{Output, Record, transform}};\n\n/// Passes every record through unchanged.\n#[transform]\npub fn {crate_name}(record: &Record<'_>, out: &mut Output) {{\n    out.keep(record);\n}}\n"

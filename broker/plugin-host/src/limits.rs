@@ -11,9 +11,11 @@ pub const PLUGIN_CALL_TIMEOUT_MS_DEFAULT: u64 = 100;
 pub const PLUGIN_MEMORY_BYTES_MAX_DEFAULT: u64 = 64 * 1024 * 1024;
 
 /// `plugin.module.bytes.max` default: the largest upload accepted. Our
-/// example plugins are 40-200 KB; 16 MB leaves room for real dependencies
-/// without letting an upload exhaust the compiler.
-pub const PLUGIN_MODULE_BYTES_MAX_DEFAULT: u64 = 16 * 1024 * 1024;
+/// Rust plugins are 40-200 KB; a componentize-py guest carries CPython and
+/// is about 19 MB (plugins/python-json-filter: 18.8 MB), a componentize-js
+/// one about 12.5 MB; 32 MiB takes those with room, without letting an
+/// upload exhaust the compiler.
+pub const PLUGIN_MODULE_BYTES_MAX_DEFAULT: u64 = 32 * 1024 * 1024;
 
 /// Granularity of the wall-clock deadline: the epoch ticker's period. A
 /// call is stopped between `timeout` and `timeout + 2 ticks`.
@@ -43,22 +45,25 @@ pub const PLUGIN_INSTANCE_WAIT_MS: u64 = 50;
 
 // Per component (one plugin instance), applied by the pooling allocator and
 // checked at install, so an oversized plugin is refused when it is
-// deployed, not when it is first called. Our plugins (plugins/, built by
-// sdk/build-plugins.sh) need at most 3 core instances (the module, the shim
-// and fixup modules wit-component adds for an import that needs memory), 1
-// memory, 2 tables (the module's and the shim's) and 208 table elements
-// (regex-filter, the largest).
+// deployed, not when it is first called. Our Rust plugins (plugins/, built
+// by sdk/build-plugins.sh) need at most 3 core instances (the module, the
+// shim and fixup modules wit-component adds for an import that needs
+// memory), 1 memory, 2 tables and 208 table elements (regex-filter). A
+// componentize-py guest links CPython, libc and its runtime as 14 core
+// instances with a 5,672-element table; a componentize-js guest (StarlingMonkey)
+// has 4 instances and a 7,688-element table (sdk/guest-report.py measures them).
 
-/// Core module instances per component.
-pub const PLUGIN_CORE_INSTANCES_PER_COMPONENT_MAX: u32 = 4;
+/// Core module instances per component: a Python guest's 14, with room.
+pub const PLUGIN_CORE_INSTANCES_PER_COMPONENT_MAX: u32 = 16;
 /// Linear memories defined per component, and per core module.
 pub const PLUGIN_MEMORIES_PER_COMPONENT_MAX: u32 = 1;
 pub const PLUGIN_MEMORIES_PER_MODULE_MAX: u32 = 1;
 /// Tables defined per component, and per core module.
 pub const PLUGIN_TABLES_PER_COMPONENT_MAX: u32 = 2;
 pub const PLUGIN_TABLES_PER_MODULE_MAX: u32 = 1;
-/// Elements of one table (its initial size must fit; growth stops here).
-pub const PLUGIN_TABLE_ELEMENTS_MAX: u32 = 4096;
+/// Elements of one table (its initial size must fit; growth stops here): a JS
+/// guest's 7,688, with room.
+pub const PLUGIN_TABLE_ELEMENTS_MAX: u32 = 16_384;
 /// Runtime bookkeeping (`VMContext`) of one core instance, in bytes; it
 /// grows with a module's functions, globals and imports.
 pub const PLUGIN_CORE_INSTANCE_BYTES_MAX: usize = 256 * 1024;
@@ -70,18 +75,22 @@ pub const PLUGIN_COMPONENT_INSTANCE_BYTES_MAX: usize = 512 * 1024;
 // functions and, worse than linearly, with the size of one function and its
 // locals. These are checked (wasmparser, no compiling) before compiling.
 
-/// Functions defined per core module. regex-filter, the largest of ours,
-/// has 646; real dependencies (serde_json, regex) add thousands.
-pub const PLUGIN_FUNCTIONS_PER_MODULE_MAX: u32 = 10_000;
-/// Bytes of one function body. The largest in our plugins is 21 KB.
-pub const PLUGIN_FUNCTION_BODY_BYTES_MAX: u32 = 256 * 1024;
+/// Functions defined per core module. regex-filter, the largest of our Rust
+/// plugins, has 646; CPython's module 10,625, SpiderMonkey's 12,648.
+pub const PLUGIN_FUNCTIONS_PER_MODULE_MAX: u32 = 20_000;
+/// Bytes of one function body. The largest in our Rust plugins is 21 KB;
+/// CPython's interpreter loop is 427 KB.
+pub const PLUGIN_FUNCTION_BODY_BYTES_MAX: u32 = 512 * 1024;
 /// Locals of one function (ours: at most 49; wasmparser's own cap is 50,000).
 pub const PLUGIN_LOCALS_PER_FUNCTION_MAX: u32 = 1024;
-/// Data and element segments per core module (ours: at most 2 and 1).
-pub const PLUGIN_DATA_SEGMENTS_PER_MODULE_MAX: u32 = 256;
+/// Data and element segments per core module (our Rust plugins: at most 2 and
+/// 1; a Python guest's memory snapshot 1,833 data segments, a JS guest's
+/// 10,000).
+pub const PLUGIN_DATA_SEGMENTS_PER_MODULE_MAX: u32 = 16_384;
 pub const PLUGIN_ELEMENT_SEGMENTS_PER_MODULE_MAX: u32 = 256;
-/// Core modules and nested components in one component.
-pub const PLUGIN_MODULES_PER_COMPONENT_MAX: u32 = 8;
+/// Core modules and nested components in one component (a Python guest: 14
+/// modules and 2 components).
+pub const PLUGIN_MODULES_PER_COMPONENT_MAX: u32 = 32;
 
 /// Wall-clock budget of compiling one plugin, in ms. The compile runs on
 /// its own thread; past this the install fails, and the thread finishes

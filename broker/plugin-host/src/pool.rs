@@ -8,7 +8,6 @@
 //! pick up a hot reload, and many handles of one plugin hold no more than its share.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use crate::batch::ColumnarBatch;
 use crate::compile::PluginVersion;
@@ -18,6 +17,7 @@ use crate::filter::FilterInstance;
 use crate::partitioner::PartitionerInstance;
 use crate::share::Checkout;
 use crate::slot::PluginSlot;
+use crate::stats::CallStart;
 use crate::transform::TransformInstance;
 use crate::validator::{Refusal, ValidatorInstance};
 
@@ -119,7 +119,7 @@ impl<I: Pooled> Pool<I> {
         f: impl FnOnce(&mut I) -> Result<T, CallError>,
         records_out: impl FnOnce(&T) -> usize,
     ) -> Result<T, CallError> {
-        let started = Instant::now();
+        let started = CallStart::now();
         let result = self.run(true, f);
         self.slot
             .stats()

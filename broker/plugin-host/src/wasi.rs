@@ -1,12 +1,14 @@
 //! WASI for guests that import it (componentize-py and componentize-js guests do; our Rust
-//! SDK's do not), deny by default. The linker gets wasmtime-wasi's preview 2 interfaces
-//! that give a plugin nothing of the broker's: clocks and randomness (allowed, documented),
-//! an empty environment and no arguments, a closed stdin, stdout and stderr captured into
-//! the plugin's own log, and the filesystem interfaces with **no preopened directory** (a
-//! guest's libc imports them whether it opens files or not; with no preopen there is no
-//! descriptor to open anything from). Sockets, HTTP and anything else are not linked: a
-//! component importing them is refused at deploy by [`check_imports`], with a message that
-//! names the import.
+//! SDK's do not), deny by default. The linker gets wasmtime-wasi's preview 2 `wasi:cli`
+//! world, each part giving a plugin nothing of the broker's: clocks and randomness (allowed,
+//! documented), an empty environment and no arguments, a closed stdin, stdout and stderr
+//! captured into the plugin's own log, the filesystem with **no preopened directory**, and
+//! sockets with **every address, protocol and name lookup refused**. Guests' runtimes import
+//! all of these whether they use them or not (componentize-py imports `wasi:sockets/*` in
+//! every build), so they are linked and deny at run time: there is no descriptor to open a
+//! file from, and every socket is refused. Anything outside that world (`wasi:http`,
+//! `wasi:config`, a made-up interface) is not linked: a component importing it is refused at
+//! deploy by [`check_imports`], with a message that names the import.
 //!
 //! A component that imports no WASI keeps the fast path: its store never builds a
 //! `WasiCtx` (the context is made on first use, `HostState::wasi`).
@@ -17,7 +19,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use bytes::Bytes;
 use wasmtime::component::{Component, HasData, HasSelf, Linker, Resource, ResourceTable};
 use wasmtime::{Engine, Result};
-use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, random};
+use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, random, sockets};
 use wasmtime_wasi::p2::{DynOutputStream, OutputStream, Pollable, StreamError};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -50,6 +52,13 @@ pub const WASI_ALLOWED: &[&str] = &[
     "wasi:io/streams",
     "wasi:filesystem/types",
     "wasi:filesystem/preopens",
+    "wasi:sockets/network",
+    "wasi:sockets/instance-network",
+    "wasi:sockets/tcp",
+    "wasi:sockets/tcp-create-socket",
+    "wasi:sockets/udp",
+    "wasi:sockets/udp-create-socket",
+    "wasi:sockets/ip-name-lookup",
 ];
 
 /// The host's own imports, in every supported version: `log`, and the types-only interface
@@ -66,6 +75,7 @@ where
     use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
     use wasmtime_wasi::filesystem::{WasiFilesystem, WasiFilesystemView};
     use wasmtime_wasi::random::WasiRandom;
+    use wasmtime_wasi::sockets::{WasiSockets, WasiSocketsView};
     let l = linker;
     clocks::wall_clock::add_to_linker::<T, WasiClocks>(l, T::clocks)?;
     clocks::monotonic_clock::add_to_linker::<T, WasiClocks>(l, T::clocks)?;
@@ -86,6 +96,15 @@ where
     filesystem::preopens::add_to_linker::<T, WasiFilesystem>(l, T::filesystem)?;
     use wasmtime_wasi::p2::bindings::sync;
     sync::filesystem::types::add_to_linker::<T, WasiFilesystem>(l, T::filesystem)?;
+    // Sockets: every use refused at run time (`WasiParts::new`).
+    let network = wasmtime_wasi::p2::bindings::sockets::network::LinkOptions::default();
+    sockets::network::add_to_linker::<T, WasiSockets>(l, &network, T::sockets)?;
+    sockets::instance_network::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    sockets::tcp_create_socket::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    sockets::ip_name_lookup::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    sync::sockets::tcp::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    sync::sockets::udp::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
+    sync::sockets::udp_create_socket::add_to_linker::<T, WasiSockets>(l, T::sockets)?;
     sync::io::error::add_to_linker::<T, Io>(l, |t| t.ctx().table)?;
     sync::io::poll::add_to_linker::<T, Io>(l, |t| t.ctx().table)?;
     sync::io::streams::add_to_linker::<T, Io>(l, |t| t.ctx().table)?;
@@ -117,8 +136,9 @@ pub(crate) fn check_imports(engine: &Engine, component: &Component) -> Result<bo
         }
         return Err(RegistryError::Imports(format!(
             "the plugin imports `{name}`, which Sluice does not provide: plugins get the \
-             sluice:plugin/host log and, of WASI, clocks, random, an empty environment, \
-             stdio into the plugin log and a filesystem with no preopened directory \
+             sluice:plugin/host log and, of WASI preview 2, wasi:cli's world with nothing \
+             reachable (clocks, random, an empty environment, stdio into the plugin log, a \
+             filesystem with no preopened directory, sockets that refuse every address) \
              (docs/plugins.md, \"WASI\")"
         )));
     }
@@ -135,10 +155,15 @@ pub(crate) struct WasiParts {
 
 impl WasiParts {
     pub(crate) fn new() -> Self {
-        // The builder's defaults are the deny-by-default we want: closed stdin, no
-        // environment, no arguments, no preopens; stdout/stderr are linked by us.
+        // The builder's defaults are most of the deny-by-default we want: closed stdin, no
+        // environment, no arguments, no preopens, every socket address refused;
+        // stdout/stderr are linked by us. Sockets and name lookups are refused outright.
         let mut builder = WasiCtx::builder();
-        builder.allow_blocking_current_thread(false);
+        builder
+            .allow_blocking_current_thread(false)
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
         Self {
             ctx: builder.build(),
             table: ResourceTable::new(),

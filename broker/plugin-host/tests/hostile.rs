@@ -253,19 +253,19 @@ fn a_component_that_wants_a_filesystem_is_rejected() {
     );
 }
 
-/// WASI beyond what the host links (sockets here) is refused at install, naming the
-/// import; the broker's plugins keep working.
+/// WASI beyond what the host links (`wasi:http` here) is refused at install, naming the
+/// import.
 #[test]
-fn a_component_that_wants_sockets_is_refused_naming_the_import() {
+fn a_component_that_wants_http_is_refused_naming_the_import() {
     let (_dir, registry) = common::registry(|_| {});
     let component = foreign_component(
-        "package wasi:sockets@0.2.0;
-         interface tcp-create-socket { create-tcp-socket: func(family: u8) -> u32; }
-         world foreign { import tcp-create-socket; export sluice:plugin/filter-api@0.2.0; }",
+        "package wasi:http@0.2.0;
+         interface outgoing-handler { handle: func(url: string) -> u32; }
+         world foreign { import outgoing-handler; export sluice:plugin/filter-api@0.2.0; }",
     );
     let err = registry.install("dialer", &component).unwrap_err();
     assert!(
-        matches!(&err, RegistryError::Imports(m) if m.contains("`wasi:sockets/tcp-create-socket@0.2.0`")),
+        matches!(&err, RegistryError::Imports(m) if m.contains("`wasi:http/outgoing-handler@0.2.0`")),
         "{err}"
     );
     assert!(registry.describe("dialer").is_none());

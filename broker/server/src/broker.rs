@@ -30,7 +30,7 @@ use crate::clock::{SharedClock, now_ms};
 use crate::config::{BrokerConfig, HostPort};
 use crate::error::{KafkaError, ServerError};
 use crate::limits;
-use crate::plugins::{Plugins, TopicPartitioner};
+use crate::plugins::{Plugins, TopicPlugins};
 use crate::security::SecurityStore;
 use crate::topic_config::{self, TopicOverrides};
 use group_commit::SyncCoordinator;
@@ -138,8 +138,8 @@ pub struct Topic {
     pub overrides: TopicOverrides,
     /// Partitions by index.
     pub partitions: Vec<Arc<Partition>>,
-    /// `sluice.partitioner`: the plugin that decides the partition of every produced record.
-    pub partitioner: Option<Arc<TopicPartitioner>>,
+    /// The plugins the topic binds: `sluice.partitioner`, `sluice.validator`.
+    pub plugins: TopicPlugins,
     /// Why the topic is quarantined (its `topic.json` could not be read at start), naming
     /// the path; every partition is then offline too (`quarantine.rs`).
     pub offline: Option<String>,
@@ -438,10 +438,9 @@ impl Broker {
         name: &str,
         partitions: i32,
         overrides: TopicOverrides,
-        partitioner: Option<TopicPartitioner>,
+        plugins: TopicPlugins,
     ) -> Result<Topic, ServerError> {
         let id = topic_id::new_topic_id();
-        let partitioner = partitioner.map(Arc::new);
         let log_config = topic_config::log_config(&self.config, &overrides);
         let dir = self.topic_dir(name);
         remove_stale_temps(&dir);
@@ -464,7 +463,7 @@ impl Broker {
             id,
             overrides,
             partitions: opened,
-            partitioner,
+            plugins,
             offline: None,
         })
     }
@@ -600,7 +599,7 @@ impl Broker {
         }
         self.check_partition_budget(partitions)?;
         topic_config::validate_all(&self.config, overrides)?;
-        TopicPartitioner::bind(&self.plugins.registry, overrides)?;
+        TopicPlugins::bind(&self.plugins.registry, overrides)?;
         if self.view(name).is_some() {
             return Err(KafkaError::new(
                 ResponseError::TopicAlreadyExists,
@@ -625,13 +624,13 @@ impl Broker {
     ) -> Result<Arc<Topic>, KafkaError> {
         let _admin = self.admin_lock();
         self.validate_new_topic(name, partitions, &overrides)?;
-        let partitioner = TopicPartitioner::bind(&self.plugins.registry, &overrides)?;
+        let plugins = TopicPlugins::bind(&self.plugins.registry, &overrides)?;
         let dir = self.topic_dir(name);
         // The partitions first, topic.json last: the file is the commit point, and a directory
         // without it is ignored at start (and reused by the next creation of the name).
         let created = storage_io::create_dir_durable(&RealFs, &dir)
             .map_err(ServerError::io(format!("creating {}", dir.display())))
-            .and_then(|()| self.open_topic(name, partitions, overrides, partitioner))
+            .and_then(|()| self.open_topic(name, partitions, overrides, plugins))
             .and_then(|topic| {
                 let meta = TopicFile {
                     name: name.to_owned(),

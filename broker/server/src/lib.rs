@@ -43,8 +43,11 @@
 //! - `cleaner`: the log cleaner task, compacting `cleanup.policy=compact` partitions the
 //!   dirtiest first (the reading and writing off the partition lock).
 //! - [`plugins`]: the plugin registry (`plugin.dir`, hot reload) opened with the broker, and a
-//!   topic's `sluice.partitioner` binding; `reroute/`: Produce through a partitioner plugin
-//!   (decode, one plugin call per batch, split per partition with the same codec).
+//!   topic's plugin bindings (`sluice.partitioner`, `sluice.validator`); `validator`:
+//!   Produce through a validator plugin (decode, one call per batch, refused records as
+//!   INVALID_RECORD with `record_errors`, the batches appended as sent otherwise);
+//!   `reroute/`: Produce through a partitioner plugin (decode, one plugin call per batch,
+//!   split per partition with the same codec).
 //! - [`views`]: read-only topics whose fetches run a source topic's records through filter
 //!   and transform plugins: the spec and its checks, and `views/apply.rs`; the live view
 //!   (spec + source topic + bound chain) is the broker's (`broker/views.rs`); `records` decodes and re-encodes the batches
@@ -61,7 +64,8 @@
 //! exchange, an ended session); everything else is a Kafka error code in the response.
 //!
 //! Architecture Invariant: nothing decodes or re-encodes stored record batches, except
-//! `reroute/` for topics with a partitioner plugin (and there only batches whose records the
+//! `validator` (which decodes a produced batch for its plugin and appends the client's bytes
+//! unchanged), `reroute/` for topics with a partitioner plugin (and there only batches whose records the
 //! plugin moves to another partition) and `views/` for fetches of a view (and there only
 //! batches a plugin thinned out or transformed). Produce hands the client's bytes to the storage engine
 //! (which validates headers and CRCs), Fetch hands file ranges to the socket.
@@ -100,6 +104,7 @@ pub mod topic_config;
 mod topic_regex;
 pub mod txn;
 pub mod units;
+mod validator;
 pub mod versions;
 pub mod views;
 pub mod wire;

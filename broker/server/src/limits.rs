@@ -139,6 +139,16 @@ pub const TIMESTAMP_LOOKUP_DECOMPRESSED_BYTES_MAX: usize = 64 * 1024 * 1024;
 /// decompression bomb sent to a `sluice.partitioner` topic can claim.
 pub const REROUTE_DECOMPRESSED_BYTES_MAX: usize = 64 * 1024 * 1024;
 
+/// Largest decompressed records section of one batch a validator plugin checks (bytes); a
+/// batch inflating past it is refused with CORRUPT_MESSAGE. Bounds the memory a
+/// decompression bomb sent to a `sluice.validator` topic can claim.
+pub const VALIDATOR_DECOMPRESSED_BYTES_MAX: usize = 64 * 1024 * 1024;
+
+/// Record errors one refused partition entry carries back (KIP-467 `record_errors`); a
+/// validator refusing more records is reported by count in the error message. Bounds the
+/// response a batch of a million bad records makes.
+pub const VALIDATOR_RECORD_ERRORS_MAX: usize = 1_000;
+
 /// Largest decompressed records section of one stored batch a view's plugins see (bytes); a
 /// fetch over a bigger one fails with KAFKA_STORAGE_ERROR naming this limit.
 pub const VIEW_DECOMPRESSED_BYTES_MAX: usize = 64 * 1024 * 1024;

@@ -1,8 +1,10 @@
 //! Plugins in the broker: the plugin registry (opened at start with its directory watcher,
 //! so a `.wasm` dropped in `plugin.dir` is live within a second) and the binding of a topic
-//! to its partitioner plugin (`sluice.partitioner`, `sluice.partitioner.params`).
+//! to its partitioner plugin (`sluice.partitioner`, `sluice.partitioner.params`) and its
+//! validator plugin (`sluice.validator`, `sluice.validator.params`), one mechanism for both
+//! ([`Role`]).
 //!
-//! A topic names its partitioner by plugin name; the handle follows the registry's slot, so
+//! A topic names each plugin by name; the handle follows the registry's slot, so
 //! a new version of the plugin (upload, file replaced) reaches the topic without
 //! reconfiguring it. Parameters are checked by the plugin's `init` when the topic is
 //! configured; a topic loaded at start whose plugin is missing or failing is kept, and its
@@ -11,12 +13,14 @@
 use std::sync::{Arc, RwLock};
 
 use kafka_protocol::ResponseError;
-use sluice_plugin_host::{CallError, Partitioner, Registry, RegistryError, Watcher};
+use sluice_plugin_host::{CallError, Partitioner, Registry, RegistryError, Validator, Watcher};
 
 use crate::config::BrokerConfig;
 use crate::error::{KafkaError, ServerError};
 use crate::topic_config::TopicOverrides;
-pub use crate::topic_config::{PARTITIONER_KEY, PARTITIONER_PARAMS_KEY, parse_params};
+pub use crate::topic_config::{
+    PARTITIONER_KEY, PARTITIONER_PARAMS_KEY, VALIDATOR_KEY, VALIDATOR_PARAMS_KEY, parse_params,
+};
 
 /// The registry and the watcher that keeps it in step with the directory.
 pub struct Plugins {
@@ -51,46 +55,102 @@ impl Plugins {
     }
 }
 
-/// A topic's partitioner: the plugin name, its parameters, and the handle (made at
-/// configuration, or on first use if the plugin was missing when the topic was loaded).
-#[derive(Debug)]
-pub struct TopicPartitioner {
-    plugin: String,
-    params: Vec<(String, String)>,
-    handle: RwLock<Option<Arc<Partitioner>>>,
+/// What a topic binds a plugin for: the keys that name it and its parameters, and how
+/// to get a handle of its kind from the registry.
+pub trait Role: 'static {
+    type Handle: std::fmt::Debug + Send + Sync;
+    /// The topic key naming the plugin, e.g. `sluice.partitioner`.
+    const KEY: &'static str;
+    /// The topic key with its parameters, `k=v,k2=v2`.
+    const PARAMS_KEY: &'static str;
+    /// What the plugin is to the topic, for messages ("partitioner").
+    const NAME: &'static str;
+    fn handle(
+        registry: &Registry,
+        plugin: &str,
+        params: &[(String, String)],
+    ) -> Result<Self::Handle, RegistryError>;
 }
 
-impl TopicPartitioner {
+/// `sluice.partitioner`: decides the partition of every produced record.
+#[derive(Debug)]
+pub struct PartitionerRole;
+
+impl Role for PartitionerRole {
+    type Handle = Partitioner;
+    const KEY: &'static str = PARTITIONER_KEY;
+    const PARAMS_KEY: &'static str = PARTITIONER_PARAMS_KEY;
+    const NAME: &'static str = "partitioner";
+    fn handle(
+        registry: &Registry,
+        plugin: &str,
+        params: &[(String, String)],
+    ) -> Result<Partitioner, RegistryError> {
+        registry.partitioner(plugin, params)
+    }
+}
+
+/// `sluice.validator`: refuses produced records before they are appended.
+#[derive(Debug)]
+pub struct ValidatorRole;
+
+impl Role for ValidatorRole {
+    type Handle = Validator;
+    const KEY: &'static str = VALIDATOR_KEY;
+    const PARAMS_KEY: &'static str = VALIDATOR_PARAMS_KEY;
+    const NAME: &'static str = "validator";
+    fn handle(
+        registry: &Registry,
+        plugin: &str,
+        params: &[(String, String)],
+    ) -> Result<Validator, RegistryError> {
+        registry.validator(plugin, params)
+    }
+}
+
+/// A topic's partitioner.
+pub type TopicPartitioner = TopicPlugin<PartitionerRole>;
+/// A topic's validator.
+pub type TopicValidator = TopicPlugin<ValidatorRole>;
+
+/// A plugin a topic names for role `R`: the plugin name, its parameters, and the handle
+/// (made at configuration, or on first use if the plugin was missing when the topic was
+/// loaded).
+#[derive(Debug)]
+pub struct TopicPlugin<R: Role> {
+    plugin: String,
+    params: Vec<(String, String)>,
+    handle: RwLock<Option<Arc<R::Handle>>>,
+}
+
+impl<R: Role> TopicPlugin<R> {
     /// The plugin a topic's overrides name, with its parameters.
     fn configured(overrides: &TopicOverrides) -> Option<(String, Vec<(String, String)>)> {
-        let plugin = overrides.get(PARTITIONER_KEY)?.trim().to_owned();
+        let plugin = overrides.get(R::KEY)?.trim().to_owned();
         let params = overrides
-            .get(PARTITIONER_PARAMS_KEY)
+            .get(R::PARAMS_KEY)
             .map(|p| parse_params(p).unwrap_or_default())
             .unwrap_or_default();
         Some((plugin, params))
     }
 
     /// Binds a topic being configured: INVALID_CONFIG naming the key if the plugin is
-    /// unknown, not a partitioner, or rejects the parameters. `None`: no partitioner.
+    /// unknown, not of the role's kind, or rejects the parameters. `None`: none named.
     pub fn bind(
         registry: &Registry,
         overrides: &TopicOverrides,
     ) -> Result<Option<Self>, KafkaError> {
-        if overrides.contains_key(PARTITIONER_PARAMS_KEY)
-            && !overrides.contains_key(PARTITIONER_KEY)
-        {
+        if overrides.contains_key(R::PARAMS_KEY) && !overrides.contains_key(R::KEY) {
             return Err(KafkaError::new(
                 ResponseError::InvalidConfig,
-                format!("{PARTITIONER_PARAMS_KEY} is set without {PARTITIONER_KEY}"),
+                format!("{} is set without {}", R::PARAMS_KEY, R::KEY),
             ));
         }
         let Some((plugin, params)) = Self::configured(overrides) else {
             return Ok(None);
         };
-        let handle = registry
-            .partitioner(&plugin, &params)
-            .map_err(|e| config_error(&plugin, e))?;
+        let handle =
+            R::handle(registry, &plugin, &params).map_err(|e| config_error::<R>(&plugin, e))?;
         Ok(Some(Self {
             plugin,
             params,
@@ -106,10 +166,10 @@ impl TopicPartitioner {
         overrides: &TopicOverrides,
     ) -> Option<Self> {
         let (plugin, params) = Self::configured(overrides)?;
-        let handle = match registry.partitioner(&plugin, &params) {
+        let handle = match R::handle(registry, &plugin, &params) {
             Ok(handle) => Some(Arc::new(handle)),
             Err(e) => {
-                tracing::warn!(topic, plugin = %plugin, "partitioner not bound; produces to this topic fail until it is: {e}");
+                tracing::warn!(topic, plugin = %plugin, role = R::NAME, "plugin not bound; produces to this topic fail until it is: {e}");
                 None
             }
         };
@@ -126,7 +186,7 @@ impl TopicPartitioner {
     }
 
     /// The handle to call, binding it now if the topic was loaded without it.
-    pub fn handle(&self, registry: &Registry) -> Result<Arc<Partitioner>, KafkaError> {
+    pub fn handle(&self, registry: &Registry) -> Result<Arc<R::Handle>, KafkaError> {
         if let Some(handle) = self
             .handle
             .read()
@@ -135,13 +195,12 @@ impl TopicPartitioner {
         {
             return Ok(Arc::clone(handle));
         }
-        let handle = registry
-            .partitioner(&self.plugin, &self.params)
+        let handle = R::handle(registry, &self.plugin, &self.params)
             .map(Arc::new)
             .map_err(|e| {
                 KafkaError::new(
                     ResponseError::PolicyViolation,
-                    format!("partitioner plugin `{}` is not usable: {e}", self.plugin),
+                    format!("{} plugin `{}` is not usable: {e}", R::NAME, self.plugin),
                 )
             })?;
         *self
@@ -152,35 +211,88 @@ impl TopicPartitioner {
     }
 }
 
+/// The plugins a topic binds.
+#[derive(Debug, Clone, Default)]
+pub struct TopicPlugins {
+    /// `sluice.partitioner`: the plugin that decides the partition of every produced record.
+    pub partitioner: Option<Arc<TopicPartitioner>>,
+    /// `sluice.validator`: the plugin that refuses produced records before the append.
+    pub validator: Option<Arc<TopicValidator>>,
+}
+
+impl TopicPlugins {
+    /// Binds a topic being configured (INVALID_CONFIG naming the key at fault).
+    pub fn bind(registry: &Registry, overrides: &TopicOverrides) -> Result<Self, KafkaError> {
+        Ok(Self {
+            partitioner: TopicPartitioner::bind(registry, overrides)?.map(Arc::new),
+            validator: TopicValidator::bind(registry, overrides)?.map(Arc::new),
+        })
+    }
+
+    /// Binds a topic loaded at start; a plugin that does not bind is retried on produce.
+    pub fn bind_loaded(registry: &Registry, topic: &str, overrides: &TopicOverrides) -> Self {
+        Self {
+            partitioner: TopicPartitioner::bind_loaded(registry, topic, overrides).map(Arc::new),
+            validator: TopicValidator::bind_loaded(registry, topic, overrides).map(Arc::new),
+        }
+    }
+
+    /// The bindings for changed overrides: a role whose keys did not change keeps its
+    /// binding (produces running finish on it), the others are bound anew.
+    pub fn rebind(
+        &self,
+        registry: &Registry,
+        old: &TopicOverrides,
+        new: &TopicOverrides,
+    ) -> Result<Self, KafkaError> {
+        fn same<R: Role>(old: &TopicOverrides, new: &TopicOverrides) -> bool {
+            [R::KEY, R::PARAMS_KEY]
+                .iter()
+                .all(|k| old.get(*k) == new.get(*k))
+        }
+        Ok(Self {
+            partitioner: if same::<PartitionerRole>(old, new) {
+                self.partitioner.clone()
+            } else {
+                TopicPartitioner::bind(registry, new)?.map(Arc::new)
+            },
+            validator: if same::<ValidatorRole>(old, new) {
+                self.validator.clone()
+            } else {
+                TopicValidator::bind(registry, new)?.map(Arc::new)
+            },
+        })
+    }
+}
+
 /// A registry error at topic configuration, as INVALID_CONFIG naming the key at fault.
-fn config_error(plugin: &str, e: RegistryError) -> KafkaError {
+fn config_error<R: Role>(plugin: &str, e: RegistryError) -> KafkaError {
+    let (key, params_key) = (R::KEY, R::PARAMS_KEY);
     let message = match &e {
         RegistryError::Call(CallError::InvalidParams { message, .. }) => {
-            format!(
-                "{PARTITIONER_PARAMS_KEY}: plugin `{plugin}` rejected its parameters: {message}"
-            )
+            format!("{params_key}: plugin `{plugin}` rejected its parameters: {message}")
         }
         RegistryError::Call(call) => {
-            format!("{PARTITIONER_KEY}={plugin}: the plugin failed to initialise: {call}")
+            format!("{key}={plugin}: the plugin failed to initialise: {call}")
         }
         RegistryError::NotFound(_) => format!(
-            "{PARTITIONER_KEY}={plugin}: no plugin named `{plugin}` is deployed (sluice plugin deploy {plugin}.wasm)"
+            "{key}={plugin}: no plugin named `{plugin}` is deployed (sluice plugin deploy {plugin}.wasm)"
         ),
-        other => format!("{PARTITIONER_KEY}={plugin}: {other}"),
+        other => format!("{key}={plugin}: {other}"),
     };
     KafkaError::new(ResponseError::InvalidConfig, message)
 }
 
-/// A failed partitioner call on produce, as the partition's error: POLICY_VIOLATION
+/// A failed plugin call on produce, as the partition's error: POLICY_VIOLATION
 /// (non-retriable: the same batch would fail the same way) with the plugin's error, except
 /// when no instance was to be had (the plugin's share of the pool was in calls):
-/// REQUEST_TIMED_OUT, which clients retry.
-pub fn call_error(topic: &str, e: &CallError) -> KafkaError {
+/// REQUEST_TIMED_OUT, which clients retry. `role` is "partitioner" or "validator".
+pub fn call_error(topic: &str, role: &str, e: &CallError) -> KafkaError {
     let code = match e {
         CallError::Busy { .. } | CallError::PoolFull { .. } => ResponseError::RequestTimedOut,
         _ => ResponseError::PolicyViolation,
     };
-    KafkaError::new(code, format!("topic {topic}: partitioner {e}"))
+    KafkaError::new(code, format!("topic {topic}: {role} {e}"))
 }
 
 #[cfg(test)]
@@ -208,7 +320,7 @@ mod tests {
             max: 32,
             waited_ms: 50,
         };
-        let e = call_error("t", &busy);
+        let e = call_error("t", "partitioner", &busy);
         assert_eq!(e.code, ResponseError::RequestTimedOut);
         assert!(
             e.message.contains("PLUGIN_INSTANCES_PER_PLUGIN_MAX = 32"),
@@ -219,6 +331,9 @@ mod tests {
             plugin: "murmur2".into(),
             message: "unreachable".into(),
         };
-        assert_eq!(call_error("t", &trap).code, ResponseError::PolicyViolation);
+        assert_eq!(
+            call_error("t", "partitioner", &trap).code,
+            ResponseError::PolicyViolation
+        );
     }
 }

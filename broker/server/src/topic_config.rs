@@ -32,12 +32,42 @@ pub const TOPIC_KEYS: &[(&str, &str)] = &[
     ("flush.ms", "log.flush.interval.ms"),
     (PARTITIONER_KEY, ""),
     (PARTITIONER_PARAMS_KEY, ""),
+    (VALIDATOR_KEY, ""),
+    (VALIDATOR_PARAMS_KEY, ""),
+    (VALIDATOR_ON_FAILURE_KEY, ""),
 ];
 
 /// Topic key naming the partitioner plugin of a topic.
 pub const PARTITIONER_KEY: &str = "sluice.partitioner";
 /// Topic key with the partitioner's parameters: `k=v,k2=v2`.
 pub const PARTITIONER_PARAMS_KEY: &str = "sluice.partitioner.params";
+
+/// Topic key naming the validator plugin of a topic (produce time).
+pub const VALIDATOR_KEY: &str = "sluice.validator";
+/// Topic key with the validator's parameters: `k=v,k2=v2`.
+pub const VALIDATOR_PARAMS_KEY: &str = "sluice.validator.params";
+/// Topic key: what a produce gets when the validator itself fails (trap, timeout, memory,
+/// broken contract): `reject` (the default: POLICY_VIOLATION, nothing appended) or `allow`
+/// (the batch is appended unvalidated, and the failure counted and logged).
+pub const VALIDATOR_ON_FAILURE_KEY: &str = "sluice.validator.on.failure";
+
+/// The topic keys that name a plugin: binding one needs READ on that plugin.
+pub const PLUGIN_KEYS: &[&str] = &[PARTITIONER_KEY, VALIDATOR_KEY];
+
+/// What a produce does when its topic's validator fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValidatorFailure {
+    Reject,
+    Allow,
+}
+
+/// The topic's `sluice.validator.on.failure` (`reject` unless set to `allow`).
+pub fn validator_failure(overrides: &TopicOverrides) -> ValidatorFailure {
+    match overrides.get(VALIDATOR_ON_FAILURE_KEY).map(String::as_str) {
+        Some("allow") => ValidatorFailure::Allow,
+        _ => ValidatorFailure::Reject,
+    }
+}
 
 /// A topic's config overrides, validated.
 pub type TopicOverrides = BTreeMap<String, String>;
@@ -58,19 +88,28 @@ pub fn validate(key: &str, value: &str) -> Result<(), KafkaError> {
 }
 
 /// Syntax checks of the plugin topic keys (`None` for other keys). Whether the plugin
-/// exists and accepts the parameters is checked by `crate::plugins::TopicPartitioner::bind`.
+/// exists and accepts the parameters is checked by `crate::plugins::TopicPlugin::bind`.
 fn validate_plugin_key(key: &str, value: &str) -> Option<Result<(), KafkaError>> {
     let invalid = |msg: String| KafkaError::new(ResponseError::InvalidConfig, msg);
     match key {
         PARTITIONER_KEY if value.trim().is_empty() => Some(Err(invalid(format!(
             "{PARTITIONER_KEY} must name a partitioner plugin"
         )))),
-        PARTITIONER_KEY => Some(Ok(())),
-        PARTITIONER_PARAMS_KEY => Some(
+        VALIDATOR_KEY if value.trim().is_empty() => Some(Err(invalid(format!(
+            "{VALIDATOR_KEY} must name a validator plugin"
+        )))),
+        PARTITIONER_KEY | VALIDATOR_KEY => Some(Ok(())),
+        PARTITIONER_PARAMS_KEY | VALIDATOR_PARAMS_KEY => Some(
             parse_params(value)
                 .map(|_| ())
-                .map_err(|e| invalid(format!("{PARTITIONER_PARAMS_KEY}: {e}"))),
+                .map_err(|e| invalid(format!("{key}: {e}"))),
         ),
+        VALIDATOR_ON_FAILURE_KEY => Some(match value {
+            "reject" | "allow" => Ok(()),
+            other => Err(invalid(format!(
+                "{VALIDATOR_ON_FAILURE_KEY} = {other:?} is not `reject` or `allow`"
+            ))),
+        }),
         _ => None,
     }
 }

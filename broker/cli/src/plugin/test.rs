@@ -1,7 +1,7 @@
 //! `sluice plugin test`: run a plugin on sample records with the broker's own plugin host
 //! (same validation, limits and ABI), in a throwaway plugin directory, and print the result:
-//! where each record goes (partitioner), which records are kept (filter), or the records a
-//! transform returns. Nothing talks to a broker.
+//! where each record goes (partitioner), which records are kept (filter), the records a
+//! transform returns, or which records a validator refuses and why. Nothing talks to a broker.
 //!
 //! Samples: one per line, a JSON object `{"key": .., "value": .., "headers": {"k": "v"}}`
 //! (strings as their text, other JSON as its text, so `"value": {"a": 1}` is the bytes
@@ -62,6 +62,10 @@ pub fn run(
                     &batch,
                     &registry.transform(NAME, &params)?.transform(&batch)?,
                 ),
+                PluginKind::Validator => validated(
+                    &batch,
+                    &registry.validator(NAME, &params)?.validate(&batch)?,
+                ),
             };
             doc["plugin"] = json!(file.display().to_string());
             doc["kind"] = json!(kind.as_str());
@@ -114,6 +118,24 @@ fn filtered(batch: &ColumnarBatch, keep: &[bool]) -> Value {
     json!({"records": rows, "kept": kept, "total": batch.len()})
 }
 
+/// Every input record with `refused` (the validator's reason, or null), and the counts.
+fn validated(batch: &ColumnarBatch, refusals: &[sluice_server::plugin_host::Refusal]) -> Value {
+    let reasons: BTreeMap<usize, &str> = refusals
+        .iter()
+        .map(|f| (f.index as usize, f.reason.as_str()))
+        .collect();
+    let rows: Vec<Value> = batch
+        .records()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut row = record_json(&r);
+            row["refused"] = json!(reasons.get(&i));
+            row
+        })
+        .collect();
+    json!({"records": rows, "refused": refusals.len(), "total": batch.len()})
+}
+
 /// The records the transform returned (each with its input record's offset).
 fn transformed(input: &ColumnarBatch, output: &ColumnarBatch) -> Value {
     let rows: Vec<Value> = output.records().map(|r| record_json(&r)).collect();
@@ -159,6 +181,20 @@ fn text(doc: &Value) -> String {
             out.push_str(&format!(
                 "kept {} of {} records\n",
                 doc["kept"], doc["total"]
+            ));
+            out
+        }
+        Some("validator") => {
+            let mut out: String = records
+                .iter()
+                .filter_map(|r| {
+                    let reason = r["refused"].as_str()?;
+                    Some(format!("{}\t{}\trefused: {reason}\n", r["offset"], key(r)))
+                })
+                .collect();
+            out.push_str(&format!(
+                "refused {} of {} records\n",
+                doc["refused"], doc["total"]
             ));
             out
         }

@@ -143,6 +143,8 @@ struct StatsView {
     /// Records into and out of successful calls.
     records_in: u64,
     records_out: u64,
+    /// CPU time of the calling threads during calls, in microseconds.
+    cpu_us: u64,
 }
 
 impl From<PluginStats> for StatsView {
@@ -153,6 +155,7 @@ impl From<PluginStats> for StatsView {
             latency_sum_us: s.latency_sum_us,
             records_in: s.records_in,
             records_out: s.records_out,
+            cpu_us: s.cpu_ns / 1_000,
         }
     }
 }

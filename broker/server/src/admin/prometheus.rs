@@ -252,6 +252,20 @@ type Counter<T> = (&'static str, &'static str, fn(&T) -> u64);
 
 /// Per plugin: records in and out of successful calls.
 fn plugin_record_metrics(out: &mut String, plugins: &[PluginStats]) {
+    family(
+        out,
+        "sluice_plugin_cpu_seconds_total",
+        "counter",
+        "CPU time of the threads calling a plugin, during its calls (the guest's work and the host's copies of batches in and answers out).",
+    );
+    for p in plugins {
+        let _ = writeln!(
+            out,
+            "sluice_plugin_cpu_seconds_total{{{}}} {}",
+            plugin_labels(p),
+            p.cpu_ns as f64 / 1e9
+        );
+    }
     let counters: [Counter<PluginStats>; 2] = [
         (
             "sluice_plugin_records_in_total",

@@ -35,7 +35,9 @@ impl Broker {
         let topic = self.changeable_topic(name)?;
         let overrides = changed(&topic.overrides, changes)?;
         topic_config::validate_all(&self.config, &overrides)?;
-        let partitioner = self.rebind_partitioner(&topic, &overrides)?;
+        let plugins = topic
+            .plugins
+            .rebind(&self.plugins.registry, &topic.overrides, &overrides)?;
         if validate_only {
             return Ok(topic);
         }
@@ -52,7 +54,7 @@ impl Broker {
             id: topic.id,
             overrides,
             partitions: topic.partitions.clone(),
-            partitioner,
+            plugins,
             offline: None,
         });
         self.topics_write().insert(name.to_owned(), altered.clone());
@@ -77,24 +79,6 @@ impl Broker {
             ));
         }
         Ok(topic)
-    }
-
-    /// The partitioner for the new overrides: the current one if its keys did not change,
-    /// else a new binding (INVALID_CONFIG if the plugin is unknown or rejects the params).
-    /// Produces already running finish on the old one.
-    fn rebind_partitioner(
-        &self,
-        topic: &Topic,
-        overrides: &TopicOverrides,
-    ) -> Result<Option<Arc<crate::plugins::TopicPartitioner>>, KafkaError> {
-        use crate::plugins::{PARTITIONER_KEY, PARTITIONER_PARAMS_KEY, TopicPartitioner};
-        let same = [PARTITIONER_KEY, PARTITIONER_PARAMS_KEY]
-            .iter()
-            .all(|k| topic.overrides.get(*k) == overrides.get(*k));
-        if same {
-            return Ok(topic.partitioner.clone());
-        }
-        Ok(TopicPartitioner::bind(&self.plugins.registry, overrides)?.map(Arc::new))
     }
 
     /// Writes topic.json, the commit point of a topic change, through the durable-write path.

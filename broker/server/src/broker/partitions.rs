@@ -59,7 +59,7 @@ impl Broker {
             id: topic.id,
             overrides: topic.overrides.clone(),
             partitions,
-            partitioner: topic.partitioner.clone(),
+            plugins: topic.plugins.clone(),
             offline: None,
         });
         self.topics_write().insert(name.to_owned(), grown.clone());

@@ -22,7 +22,7 @@ use sluice_storage::{Fs, Log, LogConfig};
 
 use super::{Broker, Partition, TOPIC_FILE, Topic, TopicFile};
 use crate::limits;
-use crate::plugins::TopicPartitioner;
+use crate::plugins::TopicPlugins;
 use crate::topic_config::{self, TopicOverrides};
 
 impl Broker {
@@ -42,8 +42,7 @@ impl Broker {
             Ok(meta) => meta,
             Err(reason) => return Some(self.quarantine_topic(dir_name, dir, reason)),
         };
-        let partitioner =
-            TopicPartitioner::bind_loaded(&self.plugins.registry, &meta.name, &meta.configs);
+        let plugins = TopicPlugins::bind_loaded(&self.plugins.registry, &meta.name, &meta.configs);
         let log_config = topic_config::log_config(&self.config, &meta.configs);
         let partitions: Vec<Arc<Partition>> = (0..meta.partitions)
             .map(|index| Arc::new(self.open_partition_at_start(&meta.name, index, &log_config)))
@@ -63,7 +62,7 @@ impl Broker {
             name: meta.name,
             overrides: meta.configs,
             partitions,
-            partitioner: partitioner.map(Arc::new),
+            plugins,
             offline: None,
         })
     }
@@ -81,7 +80,7 @@ impl Broker {
             id: super::topic_id::derived_topic_id(name),
             overrides: TopicOverrides::new(),
             partitions,
-            partitioner: None,
+            plugins: TopicPlugins::default(),
             offline: Some(reason),
         }
     }

@@ -17,7 +17,7 @@ use super::incremental_alter_configs::{Asked, alter_all, denied};
 use crate::authz;
 use crate::broker::ConfigChange;
 use crate::error::KafkaError;
-use crate::topic_config::{PARTITIONER_KEY, TOPIC_KEYS};
+use crate::topic_config::{PLUGIN_KEYS, TOPIC_KEYS};
 use crate::wire::ConnectionContext;
 
 /// Kafka's resource type of a topic.
@@ -54,7 +54,7 @@ pub async fn handle(ctx: &ConnectionContext, request: AlterConfigsRequest) -> Al
     response
 }
 
-/// ALTER_CONFIGS on the topic, and READ on the partitioner plugin it would bind.
+/// ALTER_CONFIGS on the topic, and READ on each plugin it would bind (partitioner, validator).
 fn may_alter(ctx: &ConnectionContext, resource: &AlterConfigsResource) -> bool {
     if resource.resource_type != RESOURCE_TOPIC {
         return true; // refused by `replacement`
@@ -64,7 +64,7 @@ fn may_alter(ctx: &ConnectionContext, resource: &AlterConfigsResource) -> bool {
         && resource
             .configs
             .iter()
-            .filter(|c| c.name.as_str() == PARTITIONER_KEY)
+            .filter(|c| PLUGIN_KEYS.contains(&c.name.as_str()))
             .filter_map(|c| c.value.as_ref())
             .all(|p| authz::allowed(ctx, AclOperation::Read, ResourceType::Plugin, p.as_str()))
 }

@@ -17,7 +17,7 @@ use crate::authz;
 use crate::broker::{Broker, NODE_ID};
 use crate::error::KafkaError;
 use crate::limits;
-use crate::topic_config::{PARTITIONER_KEY, TopicOverrides};
+use crate::topic_config::{PLUGIN_KEYS, TopicOverrides};
 use crate::wire::ConnectionContext;
 
 /// Answers CreateTopics.
@@ -40,21 +40,19 @@ pub async fn handle(ctx: &ConnectionContext, request: CreateTopicsRequest) -> Cr
     response
 }
 
-/// CREATE on the cluster or on the topic (Kafka's check), and READ on the partitioner
-/// plugin the topic names (`sluice.partitioner`), if any.
+/// CREATE on the cluster or on the topic (Kafka's check), and READ on each plugin the topic
+/// names (`sluice.partitioner`, `sluice.validator`).
 fn may_create(ctx: &ConnectionContext, topic: &CreatableTopic) -> bool {
     let name = topic.name.0.as_str();
     let create =
         authz::cluster(ctx, AclOperation::Create) || authz::topic(ctx, AclOperation::Create, name);
-    let plugin = topic
-        .configs
-        .iter()
-        .find(|c| c.name.as_str() == PARTITIONER_KEY)
-        .and_then(|c| c.value.as_ref());
     create
-        && plugin.is_none_or(|p| {
-            authz::allowed(ctx, AclOperation::Read, ResourceType::Plugin, p.as_str())
-        })
+        && topic
+            .configs
+            .iter()
+            .filter(|c| PLUGIN_KEYS.contains(&c.name.as_str()))
+            .filter_map(|c| c.value.as_ref())
+            .all(|p| authz::allowed(ctx, AclOperation::Read, ResourceType::Plugin, p.as_str()))
 }
 
 fn create_all(

@@ -13,7 +13,7 @@ use sluice_security::acl::{AclOperation, ResourceType};
 use crate::authz;
 use crate::broker::ConfigChange;
 use crate::error::KafkaError;
-use crate::topic_config::PARTITIONER_KEY;
+use crate::topic_config::PLUGIN_KEYS;
 use crate::wire::ConnectionContext;
 
 /// Kafka's resource type of a topic.
@@ -97,7 +97,8 @@ pub(super) async fn alter_all(
     })
 }
 
-/// ALTER_CONFIGS on the topic, and READ on a partitioner plugin a change binds it to.
+/// ALTER_CONFIGS on the topic, and READ on each plugin a change binds it to (partitioner,
+/// validator).
 fn may_alter(
     ctx: &ConnectionContext,
     resource: &kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource,
@@ -110,7 +111,7 @@ fn may_alter(
         && resource
             .configs
             .iter()
-            .filter(|c| c.name.as_str() == PARTITIONER_KEY && c.config_operation == OP_SET)
+            .filter(|c| PLUGIN_KEYS.contains(&c.name.as_str()) && c.config_operation == OP_SET)
             .filter_map(|c| c.value.as_ref())
             .all(|p| authz::allowed(ctx, AclOperation::Read, ResourceType::Plugin, p.as_str()))
 }

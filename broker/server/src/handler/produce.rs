@@ -8,12 +8,17 @@
 //! partition answers every append made before it began, see `group_commit.rs`) when
 //! `sluice.acks.all.fsync` is on. Produce v0-v2 are advertised (for old librdkafka's
 //! compression, KAFKA-18659) and answered with UNSUPPORTED_VERSION.
+//! A topic's validator plugin (`crate::validator`) checks every batch after those checks
+//! and before the append (a refused record fails its partition with INVALID_RECORD and
+//! `record_errors`, nothing of it appended); then a partitioner plugin re-routes it
+//! (`crate::reroute`).
 //! Authorization (`crate::authz`): WRITE on the transactional id when one is set
 //! (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition), WRITE on each topic
 //! (TOPIC_AUTHORIZATION_FAILED for that topic's partitions, the others still appended).
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::ResponseError;
+use kafka_protocol::messages::produce_request::PartitionProduceData;
 use kafka_protocol::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
 };
@@ -178,7 +183,6 @@ fn append_all(
             let compacted = known.as_deref().is_some_and(|t| {
                 crate::topic_config::cleanup_policy(&broker.config, &t.overrides).compacts()
             });
-            let rerouted = known.filter(|t| t.partitioner.is_some());
             let mut out = TopicProduceResponse::default();
             out.partition_responses = topic
                 .partition_data
@@ -194,25 +198,9 @@ fn append_all(
                             )),
                         );
                     }
-                    let result = p
-                        .records
-                        .as_deref()
-                        .map_or(Ok(()), |r| {
-                            kip110::check_produce(r, version)?;
-                            crate::records::validate::produced(r, compacted)
-                        })
-                        .and_then(|()| match rerouted.as_deref() {
-                            Some(
-                                t @ Topic {
-                                    partitioner: Some(tp),
-                                    ..
-                                },
-                            ) => crate::reroute::append(broker, t, tp, p.index, p.records),
-                            _ => append_one(broker, &name, p.index, p.records).map(|a| {
-                                let appended = vec![(Arc::clone(&a.partition), a.end_offset)];
-                                (a, appended)
-                            }),
-                        });
+                    let index = p.index;
+                    let result =
+                        append_partition(broker, &name, known.as_deref(), compacted, version, p);
                     if let (true, Ok((_, appended))) = (durable, &result) {
                         for (partition, end_offset) in appended {
                             waits.push(DurableWait {
@@ -224,7 +212,7 @@ fn append_all(
                         }
                     }
                     let result = result.map(|(a, _)| a);
-                    partition_response(p.index, result)
+                    partition_response(index, result)
                 })
                 .collect();
             out.name = TopicName(StrBytes::from_string(name));
@@ -232,6 +220,33 @@ fn append_all(
         })
         .collect();
     (responses, waits)
+}
+
+/// One partition entry of a Produce request: the checks Kafka makes (KIP-110, the records
+/// inside the batches), the topic's validator plugin, then the append, through the topic's
+/// partitioner plugin when it has one. Returns the partition's answer and every append made.
+fn append_partition(
+    broker: &Broker,
+    name: &str,
+    topic: Option<&Topic>,
+    compacted: bool,
+    version: i16,
+    p: PartitionProduceData,
+) -> Result<crate::reroute::Rerouted, KafkaError> {
+    if let Some(r) = &p.records {
+        kip110::check_produce(r, version)?;
+        crate::records::validate::produced(r, compacted)?;
+        if let Some((t, v)) = topic.and_then(|t| Some((t, t.plugins.validator.as_deref()?))) {
+            crate::validator::check(broker, t, v, p.index, r)?;
+        }
+    }
+    match topic.and_then(|t| Some((t, t.plugins.partitioner.as_deref()?))) {
+        Some((t, tp)) => crate::reroute::append(broker, t, tp, p.index, p.records),
+        None => append_one(broker, name, p.index, p.records).map(|a| {
+            let appended = vec![(Arc::clone(&a.partition), a.end_offset)];
+            (a, appended)
+        }),
+    }
 }
 
 /// Waits for the group commit of every acks=all append (all partitions' syncs are requested

@@ -12,11 +12,14 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 
 use bytes::BytesMut;
+use kafka_protocol::ResponseError;
 use kafka_protocol::compression::{Compressor, Gzip, Lz4, Snappy, Zstd};
 use sluice_plugin_host::ColumnarBatch;
 use sluice_storage::Compression;
 use sluice_storage::batch::{self, BatchHeader, HEADER_BYTES, pos};
 use sluice_storage::record::{read_varint, read_varlong, write_varlong};
+
+use crate::error::KafkaError;
 
 /// A batch the broker cannot split; the produce handler maps it to a Kafka error.
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +67,18 @@ impl Decoded<'_> {
     pub fn len(&self) -> usize {
         self.spans.len()
     }
+}
+
+/// A batch a plugin step (`reroute`, `validator`) could not decode, as the partition's
+/// Kafka error: the storage engine's refusal, CORRUPT_MESSAGE for damaged records or codecs,
+/// INVALID_RECORD for a transactional batch a partitioner cannot re-route.
+pub fn kafka_error(topic: &str, index: impl std::fmt::Display, e: CodecError) -> KafkaError {
+    let code = match &e {
+        CodecError::Invalid(b) => return KafkaError::from_batch(&format!("{topic}-{index}"), b),
+        CodecError::BadRecord { .. } | CodecError::Codec { .. } => ResponseError::CorruptMessage,
+        CodecError::Transactional => ResponseError::InvalidRecord,
+    };
+    KafkaError::new(code, format!("{topic}-{index}: {e}"))
 }
 
 /// The most a batch's records may decompress to, and the name of the limit (for errors).

@@ -104,7 +104,7 @@ fn route(
     records: &Bytes,
 ) -> Result<BTreeMap<u32, Bytes>, KafkaError> {
     let handle = partitioner.handle(&broker.plugins.registry)?;
-    let invalid = |e: CodecError| codec_error(&topic.name, sent, e);
+    let invalid = |e: CodecError| records::kafka_error(&topic.name, sent, e);
     let mut plan: BTreeMap<u32, Vec<u8>> = BTreeMap::new();
     // Bytes of the leading batches whose records all stay: appended as they are.
     let mut stayed_bytes = 0;
@@ -115,10 +115,11 @@ fn route(
             if header.is_transactional() || header.is_control() {
                 return Err(invalid(CodecError::Transactional));
             }
+            columns.clear();
             let decoded = records::decode(bytes, columns, DECOMPRESS_LIMIT).map_err(invalid)?;
             let targets = handle
                 .partition(columns, partition_count)
-                .map_err(|e| call_error(&topic.name, &e))?;
+                .map_err(|e| call_error(&topic.name, "partitioner", &e))?;
             debug_assert_eq!(targets.len(), decoded.len());
             if targets.iter().all(|&t| t == sent) {
                 if plan.is_empty() {
@@ -146,13 +147,4 @@ fn route(
         return Ok(BTreeMap::from([(sent, records.slice(..stayed_bytes))]));
     }
     Ok(plan.into_iter().map(|(t, b)| (t, Bytes::from(b))).collect())
-}
-
-fn codec_error(topic: &str, index: u32, e: CodecError) -> KafkaError {
-    let code = match &e {
-        CodecError::Invalid(b) => return KafkaError::from_batch(&format!("{topic}-{index}"), b),
-        CodecError::BadRecord { .. } | CodecError::Codec { .. } => ResponseError::CorruptMessage,
-        CodecError::Transactional => ResponseError::InvalidRecord,
-    };
-    KafkaError::new(code, format!("{topic}-{index}: {e}"))
 }
