@@ -19,6 +19,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,8 @@ class Broker:
         self.last_port: int | None = None
         # The admin HTTP API's port of the latest start.
         self.admin_port: int | None = None
+        # How long a start may take to print its listening line (plugins compile first).
+        self.start_deadline_s = START_DEADLINE_S
         # Every stdout line of the latest start; complete once the process has exited.
         self.stdout_lines_seen: list[str] = []
         self._stdout_lines: queue.Queue[str | None] = queue.Queue()
@@ -133,14 +136,14 @@ class Broker:
             self._stdout_reader.join(timeout=STOP_DEADLINE_S)
 
     def _wait_for_listening_line(self) -> int:
-        deadline = time.monotonic() + START_DEADLINE_S
+        deadline = time.monotonic() + self.start_deadline_s
         seen = []
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self.kill()
                 raise AssertionError(
-                    f"no listening line within {START_DEADLINE_S}s; stdout={seen!r}\n{self.log_tail()}"
+                    f"no listening line within {self.start_deadline_s}s; stdout={seen!r}\n{self.log_tail()}"
                 )
             try:
                 line = self._stdout_lines.get(timeout=remaining)
@@ -207,16 +210,23 @@ class Broker:
 
 @pytest.fixture
 def broker_factory(tmp_path_factory, request):
-    """`start(settings={...}, env={...})` starts another broker; all are stopped at teardown.
+    """`start(settings={...}, env={...}, prepare=fn)` starts another broker (`prepare(data_dir)`
+    runs first, to seed the data dir); all are stopped at teardown.
 
     Teardown asserts each still-running broker exits 0 on SIGTERM.
     """
     brokers: list[Broker] = []
 
-    def start(settings: dict[str, str] | None = None, env: dict[str, str] | None = None) -> Broker:
+    def start(
+        settings: dict[str, str] | None = None,
+        env: dict[str, str] | None = None,
+        prepare: Callable[[Path], None] | None = None,
+    ) -> Broker:
         root = tmp_path_factory.mktemp("broker")
         broker = Broker(root / "data", root / "broker.log", settings or {}, env or {})
         (root / "data").mkdir()
+        if prepare is not None:
+            prepare(root / "data")
         brokers.append(broker)
         return broker.start()
 

@@ -202,7 +202,7 @@ def test_plugin_test_runs_a_transform_locally(tmp_path):
 
 def test_plugin_new_scaffolds_a_crate_that_lists_only_the_sdk(tmp_path):
     doc = ok_json("plugin", "new", "my-router", "--kind", "partitioner", "--sdk", str(REPO_ROOT / "sdk"), cwd=tmp_path)
-    assert doc == {"created": "my-router", "kind": "partitioner"}
+    assert doc == {"created": "my-router", "kind": "partitioner", "lang": "rust"}
     manifest = (tmp_path / "my-router" / "Cargo.toml").read_text()
     deps = manifest.split("[dependencies]")[1].split("[")[0].strip().splitlines()
     assert len(deps) == 1 and deps[0].startswith("sluice-sdk"), deps

@@ -14,6 +14,7 @@ use sluice_server::plugins::parse_params;
 
 use crate::common::{Output, emit};
 
+mod scaffold;
 mod test;
 
 /// Longest admin API response read, in bytes (a plugin list is a few hundred per plugin).
@@ -60,23 +61,31 @@ enum PluginCommand {
         #[arg(long)]
         force: bool,
     },
-    /// Scaffold a plugin crate whose Cargo.toml lists only sluice-sdk.
+    /// Scaffold a plugin in Rust (a crate whose Cargo.toml lists only sluice-sdk), Python
+    /// or JavaScript, with a native unit test in its own language.
     New {
         name: String,
         #[arg(long, value_parser = ["partitioner", "filter", "transform", "validator"], default_value = "partitioner")]
         kind: String,
+        #[arg(long, value_parser = ["rust", "python", "js"], default_value = "rust")]
+        lang: String,
         /// Where the sluice SDK is (default: $SLUICE_SDK or ./sdk).
         #[arg(long, env = "SLUICE_SDK")]
         sdk: Option<PathBuf>,
     },
-    /// Build a plugin crate for wasm32 with the project's guest build script.
+    /// Build a plugin, in whatever language (Cargo.toml: Rust for wasm32; pyproject.toml
+    /// with [tool.sluice]: componentize-py; package.json with "sluice": componentize-js),
+    /// with the SDK's build scripts, into DIR/target/wasm/.
     Build {
         #[arg(default_value = ".")]
         dir: PathBuf,
-        /// Cargo's target dir for the guest build (default: DIR/target). Point several
+        /// Cargo's target dir for a Rust guest build (default: DIR/target). Point several
         /// plugin crates at one so the wasm32 std is built once.
         #[arg(long)]
         target_dir: Option<PathBuf>,
+        /// Where the sluice SDK is (default: $SLUICE_SDK or ./sdk).
+        #[arg(long, env = "SLUICE_SDK")]
+        sdk: Option<PathBuf>,
     },
     /// Run a plugin locally on sample records: a partitioner prints each record's
     /// partition, a filter the records it keeps, a transform the records it returns, a
@@ -145,8 +154,17 @@ pub fn run(args: PluginArgs) -> anyhow::Result<()> {
                 format!("deleted {name}\n")
             })
         }
-        PluginCommand::New { name, kind, sdk } => scaffold(&name, &kind, sdk, output),
-        PluginCommand::Build { dir, target_dir } => build(&dir, target_dir.as_deref(), output),
+        PluginCommand::New {
+            name,
+            kind,
+            lang,
+            sdk,
+        } => scaffold::new(&name, &kind, &lang, sdk, output),
+        PluginCommand::Build {
+            dir,
+            target_dir,
+            sdk,
+        } => scaffold::build(&dir, target_dir.as_deref(), sdk, output),
         PluginCommand::Test {
             file,
             records,
@@ -380,85 +398,6 @@ fn dechunk(mut rest: &str) -> String {
         rest = after[n..].trim_start_matches("\r\n");
     }
     out
-}
-
-/// `sluice plugin new PATH`: the crate goes in PATH, named after its last component.
-fn scaffold(path: &str, kind: &str, sdk: Option<PathBuf>, output: Output) -> anyhow::Result<()> {
-    let dir = PathBuf::from(path);
-    if dir.exists() {
-        bail!("{} already exists", dir.display());
-    }
-    let name = dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .filter(|n| {
-            n.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-                && n.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        })
-        .with_context(|| {
-            format!("{path:?}: a plugin crate name is a letter, then letters, digits, - or _")
-        })?;
-    let sdk = sdk.unwrap_or_else(|| PathBuf::from("sdk"));
-    let sdk = std::path::absolute(&sdk).with_context(|| format!("resolving {}", sdk.display()))?;
-    std::fs::create_dir_all(dir.join("src"))?;
-    let crate_name = name.replace('-', "_");
-    let manifest = format!(
-        "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[lib]\ncrate-type = [\"cdylib\", \"rlib\"]\n\n[dependencies]\nsluice-sdk = {{ path = \"{}\" }}\n\n[profile.release]\nopt-level = 3\nlto = true\ncodegen-units = 1\npanic = \"abort\"\ndebug = false\nstrip = \"debuginfo\"\n\n[workspace]\n",
-        sdk.display()
-    );
-    let source = match kind {
-        "filter" => format!(
-            "use sluice_sdk::{{Record, filter}};\n\n/// Keeps records that have a key.\n#[filter]\npub fn {crate_name}(record: &Record<'_>) -> bool {{\n    record.key().is_some()\n}}\n"
-        ),
-        "validator" => format!(
-            "use sluice_sdk::{{Record, validator}};\n\n/// Refuses records without a value.\n#[validator]\npub fn {crate_name}(record: &Record<'_>) -> Result<(), String> {{\n    match record.value() {{\n        Some(_) => Ok(()),\n        None => Err(\"a record needs a value\".into()),\n    }}\n}}\n"
-        ),
-        "transform" => format!(
-            "use sluice_sdk::{{Output, Record, transform}};\n\n/// Passes every record through unchanged.\n#[transform]\npub fn {crate_name}(record: &Record<'_>, out: &mut Output) {{\n    out.keep(record);\n}}\n"
-        ),
-        _ => format!(
-            "use sluice_sdk::{{Record, partitioner}};\n\n/// Partitions by key length; keyless records go to partition 0.\n#[partitioner]\npub fn {crate_name}(record: &Record<'_>, partition_count: u32) -> u32 {{\n    record.key().map_or(0, |k| k.len() as u32) % partition_count\n}}\n"
-        ),
-    };
-    std::fs::write(dir.join("Cargo.toml"), manifest)?;
-    std::fs::write(dir.join("src/lib.rs"), source)?;
-    emit(output, &json!({"created": name, "kind": kind}), |_| {
-        format!(
-            "created {kind} plugin crate {path}/ (build it with `sluice plugin build {path}`)\n"
-        )
-    })
-}
-
-fn build(dir: &Path, target_dir: Option<&Path>, output: Output) -> anyhow::Result<()> {
-    let script = std::env::var_os("SLUICE_BUILD_PLUGINS")
-        .map_or_else(|| PathBuf::from("sdk/build-plugins.sh"), PathBuf::from);
-    if !script.is_file() {
-        bail!(
-            "{} not found: run from the sluice checkout or set SLUICE_BUILD_PLUGINS",
-            script.display()
-        );
-    }
-    let out = dir.join("target/wasm");
-    let mut command = std::process::Command::new(&script);
-    command.arg("--workspace").arg(dir).arg("--out").arg(&out);
-    if let Some(target_dir) = target_dir {
-        command.arg("--target-dir").arg(target_dir);
-    }
-    let status = command
-        .stdout(std::process::Stdio::inherit())
-        .status()
-        .with_context(|| format!("running {}", script.display()))?;
-    if !status.success() {
-        bail!("{} failed ({status})", script.display());
-    }
-    let built: Vec<String> = std::fs::read_dir(&out)?
-        .filter_map(|e| e.ok().map(|e| e.path().display().to_string()))
-        .filter(|p| p.ends_with(".wasm"))
-        .collect();
-    emit(output, &json!({"built": built}), |_| {
-        built.iter().map(|p| format!("built {p}\n")).collect()
-    })
 }
 
 pub fn params(raw: &[String]) -> anyhow::Result<Vec<(String, String)>> {

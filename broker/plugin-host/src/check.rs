@@ -13,10 +13,10 @@ use crate::error::RegistryError;
 use crate::limits::{
     PLUGIN_CORE_INSTANCES_PER_COMPONENT_MAX, PLUGIN_DATA_SEGMENTS_PER_MODULE_MAX,
     PLUGIN_ELEMENT_SEGMENTS_PER_MODULE_MAX, PLUGIN_FUNCTION_BODY_BYTES_MAX,
-    PLUGIN_FUNCTIONS_PER_MODULE_MAX, PLUGIN_LOCALS_PER_FUNCTION_MAX,
-    PLUGIN_MEMORIES_PER_COMPONENT_MAX, PLUGIN_MEMORIES_PER_MODULE_MAX,
-    PLUGIN_MODULES_PER_COMPONENT_MAX, PLUGIN_TABLE_ELEMENTS_MAX, PLUGIN_TABLES_PER_COMPONENT_MAX,
-    PLUGIN_TABLES_PER_MODULE_MAX,
+    PLUGIN_FUNCTIONS_PER_MODULE_MAX, PLUGIN_IMPORTS_PER_COMPONENT_MAX,
+    PLUGIN_LOCALS_PER_FUNCTION_MAX, PLUGIN_MEMORIES_PER_COMPONENT_MAX,
+    PLUGIN_MEMORIES_PER_MODULE_MAX, PLUGIN_MODULES_PER_COMPONENT_MAX, PLUGIN_TABLE_ELEMENTS_MAX,
+    PLUGIN_TABLES_PER_COMPONENT_MAX, PLUGIN_TABLES_PER_MODULE_MAX,
 };
 
 /// What one core module defines.
@@ -43,16 +43,36 @@ enum Scope {
     Component(Component),
 }
 
-/// Refuse `bytes` (a component) if it is over a limit.
+/// Refuse `bytes` (a component) if it is over a limit; return the names of its top-level
+/// imports (what the linker must give it), so imports the host refuses are refused before
+/// anything is compiled.
 ///
 /// # Errors
 /// [`RegistryError::OverLimit`] naming the limit, or [`RegistryError::Invalid`] if the
 /// bytes do not parse.
-pub(crate) fn check_component(bytes: &[u8]) -> Result<(), RegistryError> {
+pub(crate) fn check_component(bytes: &[u8]) -> Result<Vec<String>, RegistryError> {
     let invalid = |e: wasmparser::BinaryReaderError| RegistryError::Invalid(e.to_string());
     let mut stack: Vec<Scope> = Vec::new();
+    let mut imports = Vec::new();
     for payload in Parser::new(0).parse_all(bytes) {
         match payload.map_err(invalid)? {
+            Payload::ComponentImportSection(reader) if stack.len() == 1 => {
+                for import in reader {
+                    let import = import.map_err(invalid)?;
+                    imports.push(match import.name.version_suffix {
+                        Some(v) if !import.name.name.contains('@') => {
+                            format!("{}@{v}", import.name.name)
+                        }
+                        _ => import.name.name.to_owned(),
+                    });
+                    over(
+                        "imports per component",
+                        imports.len() as u32,
+                        PLUGIN_IMPORTS_PER_COMPONENT_MAX,
+                        "PLUGIN_IMPORTS_PER_COMPONENT_MAX",
+                    )?;
+                }
+            }
             Payload::Version { encoding, .. } => {
                 if let Some(Scope::Component(parent)) = stack.last_mut() {
                     parent.nested += 1;
@@ -76,7 +96,7 @@ pub(crate) fn check_component(bytes: &[u8]) -> Result<(), RegistryError> {
             },
         }
     }
-    Ok(())
+    Ok(imports)
 }
 
 /// A module's totals go to the component defining it; a nested component's to its parent.

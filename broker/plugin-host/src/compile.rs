@@ -147,10 +147,10 @@ pub fn load(
     cache_dir: Option<&Path>,
 ) -> Result<PluginVersion, RegistryError> {
     let sha256 = hex(&Sha256::digest(component_bytes));
-    crate::check::check_component(component_bytes)?;
+    let imports = crate::check::check_component(component_bytes)?;
+    let imports_wasi = crate::wasi::check_imports(&imports)?;
     let component = compile_cached(engine, name, component_bytes, cache_dir)?;
     let (kind, wit_version) = detect_kind(engine, &component)?;
-    let imports_wasi = crate::wasi::check_imports(&engine.engine, &component)?;
     let pre = engine
         .linker
         .instantiate_pre(&component)

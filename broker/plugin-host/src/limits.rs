@@ -88,6 +88,10 @@ pub const PLUGIN_LOCALS_PER_FUNCTION_MAX: u32 = 1024;
 /// 10,000).
 pub const PLUGIN_DATA_SEGMENTS_PER_MODULE_MAX: u32 = 16_384;
 pub const PLUGIN_ELEMENT_SEGMENTS_PER_MODULE_MAX: u32 = 256;
+/// Top-level imports of one component (a Python guest: 31, the whole wasi:cli world and
+/// ours).
+pub const PLUGIN_IMPORTS_PER_COMPONENT_MAX: u32 = 256;
+
 /// Core modules and nested components in one component (a Python guest: 14
 /// modules and 2 components).
 pub const PLUGIN_MODULES_PER_COMPONENT_MAX: u32 = 32;

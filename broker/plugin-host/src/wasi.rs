@@ -17,8 +17,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
-use wasmtime::component::{Component, HasData, HasSelf, Linker, Resource, ResourceTable};
-use wasmtime::{Engine, Result};
+use wasmtime::Result;
+use wasmtime::component::{HasData, HasSelf, Linker, Resource, ResourceTable};
 use wasmtime_wasi::p2::bindings::{cli, clocks, filesystem, random, sockets};
 use wasmtime_wasi::p2::{DynOutputStream, OutputStream, Pollable, StreamError};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -119,13 +119,14 @@ impl HasData for Io {
 }
 
 /// Refuses a component that imports anything but the host's `log` and the allowed WASI
-/// interfaces, naming the first such import. Says whether it imports WASI.
+/// interfaces (`imports`: its top-level import names, read before compiling), naming the
+/// first such import. Says whether it imports WASI.
 ///
 /// # Errors
 /// [`RegistryError::Imports`] naming the import.
-pub(crate) fn check_imports(engine: &Engine, component: &Component) -> Result<bool, RegistryError> {
+pub(crate) fn check_imports(imports: &[String]) -> Result<bool, RegistryError> {
     let mut wasi = false;
-    for (name, _) in component.component_type().imports(engine) {
+    for name in imports {
         let unversioned = name.split('@').next().unwrap_or(name);
         if SLUICE_IMPORTS.contains(&unversioned) {
             continue;
@@ -135,11 +136,10 @@ pub(crate) fn check_imports(engine: &Engine, component: &Component) -> Result<bo
             continue;
         }
         return Err(RegistryError::Imports(format!(
-            "the plugin imports `{name}`, which Sluice does not provide: plugins get the \
-             sluice:plugin/host log and, of WASI preview 2, wasi:cli's world with nothing \
-             reachable (clocks, random, an empty environment, stdio into the plugin log, a \
-             filesystem with no preopened directory, sockets that refuse every address) \
-             (docs/plugins.md, \"WASI\")"
+            "`{name}` (plugins get the sluice:plugin/host log and, of WASI preview 2, \
+             wasi:cli's world with nothing reachable: clocks, random, an empty environment, \
+             stdio into the plugin log, a filesystem with no preopened directory, sockets \
+             that refuse every address; docs/plugins.md, \"WASI\")"
         )));
     }
     Ok(wasi)

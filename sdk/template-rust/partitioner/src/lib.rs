@@ -1,5 +1,5 @@
-//! A Sluice partitioner. Build with `sdk/build-plugins.sh --workspace .`,
-//! deploy the `.wasm` with `sluice plugin deploy`, then set the topic config
+//! A Sluice partitioner. `cargo test` tests it natively; `sluice plugin build .` builds
+//! the `.wasm`; deploy it with `sluice plugin deploy`, then set the topic config
 //! `sluice.partitioner` to its name.
 
 use sluice_sdk::{Record, partitioner};
@@ -7,7 +7,7 @@ use sluice_sdk::{Record, partitioner};
 /// Same key, same partition: the Java client's choice for keyed records.
 /// Keyless records go to partition 0.
 #[partitioner]
-pub fn partition(record: &Record<'_>, partition_count: u32) -> u32 {
+pub fn {{module}}(record: &Record<'_>, partition_count: u32) -> u32 {
     record.key().map_or(0, |key| sluice_sdk::hash::murmur2_partition(key, partition_count))
 }
 
@@ -21,8 +21,10 @@ mod tests {
         let mut b = BatchBuilder::new();
         b.push(0, 0, Some(b"customer-1"), None, &[]);
         b.push(1, 0, Some(b"customer-1"), None, &[]);
-        let p: Vec<u32> = b.batch().iter().map(|r| partition(&r, 12)).collect();
+        b.push(2, 0, None, None, &[]);
+        let p: Vec<u32> = b.batch().iter().map(|r| {{module}}(&r, 12)).collect();
         assert_eq!(p[0], p[1]);
         assert!(p[0] < 12);
+        assert_eq!(p[2], 0);
     }
 }
