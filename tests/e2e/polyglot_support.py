@@ -41,10 +41,15 @@ POLYGLOT = [
 ]
 
 
-def _binary_key() -> str:
-    """Identifies the sluice binary (its compile cache keys include the engine build)."""
-    st = os.stat(sluice_bin())
-    return hashlib.sha256(f"{sluice_bin()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:16]
+def _cache_key() -> str:
+    """Identifies the sluice binary (its compile cache keys include the engine build) and
+    the built plugins (a rebuilt one has another digest)."""
+    parts = []
+    for path in [Path(sluice_bin())] + [built_plugins_dir() / f"{n}.wasm" for n in POLYGLOT]:
+        if path.exists():
+            st = path.stat()
+            parts.append(f"{path}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
 def warm_cache() -> Path:
@@ -52,7 +57,7 @@ def warm_cache() -> Path:
     CACHE_ROOT.mkdir(parents=True, exist_ok=True)
     with open(CACHE_ROOT / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        here = CACHE_ROOT / _binary_key()
+        here = CACHE_ROOT / _cache_key()
         if (here / "done").exists():
             return here / "data" / "plugin-cache"
         shutil.rmtree(here, ignore_errors=True)

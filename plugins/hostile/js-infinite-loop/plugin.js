@@ -6,8 +6,12 @@ import { partitionerApi as exportPartitioner } from '../../../sdk/js/sluice-sdk.
 const OK = 'ok';
 
 function spin(record, partitionCount) {
+  const key = record.key === null ? null : new TextDecoder().decode(record.key);
+  // Said on stderr first: the host puts a guest's stdio in the plugin's log, even for a
+  // call it stops.
+  if (key !== OK) console.error('spinning on a key that is not ok');
   let n = 0;
-  while (record.key === null || new TextDecoder().decode(record.key) !== OK) n++;
+  while (key !== OK) n++;
   return n % partitionCount;
 }
 
