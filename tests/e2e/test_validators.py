@@ -193,6 +193,10 @@ def test_deploy_bind_over_cli_and_admin_api_then_restart(broker_factory, tmp_pat
     with urllib.request.urlopen(f"{broker.admin_url}/metrics", timeout=10) as answer:
         metrics = answer.read().decode()
     assert 'sluice_plugin_cpu_seconds_total{plugin="json-validator"' in metrics, metrics[:2000]
+    # The topic's own counters (since the restart): one record refused, one passed.
+    labels = f'topic="{topic_name}",role="validator",plugin="json-validator"'
+    assert f"sluice_topic_plugin_records_in_total{{{labels}}} 2" in metrics, metrics[-3000:]
+    assert f"sluice_topic_plugin_records_out_total{{{labels}}} 1" in metrics, metrics[-3000:]
 
 
 def test_bad_bindings_are_invalid_config_naming_the_key(broker_factory, tmp_path, topic_name):

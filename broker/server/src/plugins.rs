@@ -10,6 +10,7 @@
 //! configured; a topic loaded at start whose plugin is missing or failing is kept, and its
 //! produces fail with POLICY_VIOLATION until the plugin is deployed.
 
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, RwLock};
 
 use kafka_protocol::ResponseError;
@@ -121,6 +122,44 @@ pub struct TopicPlugin<R: Role> {
     plugin: String,
     params: Vec<(String, String)>,
     handle: RwLock<Option<Arc<R::Handle>>>,
+    /// This topic's calls of the plugin (the plugin's own stats count every topic).
+    pub stats: TopicPluginStats,
+}
+
+/// One topic's use of one plugin, since the binding was made (relaxed counters, rendered on
+/// `/metrics` as `sluice_topic_plugin_*{topic,role,plugin}`).
+#[derive(Debug, Default)]
+pub struct TopicPluginStats {
+    /// Batches handed to the plugin.
+    pub batches: AtomicU64,
+    /// Records in those batches, and the records the plugin let through (a partitioner
+    /// places every record; a validator passes the ones it did not refuse).
+    pub records_in: AtomicU64,
+    pub records_out: AtomicU64,
+    /// Calls that failed (trap, timeout, memory, broken answer, no instance).
+    pub failures: AtomicU64,
+}
+
+impl TopicPluginStats {
+    /// One call's outcome: `Some(records out)` for a successful one.
+    pub fn record(&self, records_in: usize, records_out: Option<usize>) {
+        self.batches.fetch_add(1, Relaxed);
+        self.records_in.fetch_add(records_in as u64, Relaxed);
+        match records_out {
+            Some(n) => self.records_out.fetch_add(n as u64, Relaxed),
+            None => self.failures.fetch_add(1, Relaxed),
+        };
+    }
+
+    /// `[batches, records_in, records_out, failures]`, each read once.
+    pub fn snapshot(&self) -> [u64; 4] {
+        [
+            self.batches.load(Relaxed),
+            self.records_in.load(Relaxed),
+            self.records_out.load(Relaxed),
+            self.failures.load(Relaxed),
+        ]
+    }
 }
 
 impl<R: Role> TopicPlugin<R> {
@@ -155,6 +194,7 @@ impl<R: Role> TopicPlugin<R> {
             plugin,
             params,
             handle: RwLock::new(Some(Arc::new(handle))),
+            stats: TopicPluginStats::default(),
         }))
     }
 
@@ -177,12 +217,18 @@ impl<R: Role> TopicPlugin<R> {
             plugin,
             params,
             handle: RwLock::new(handle),
+            stats: TopicPluginStats::default(),
         })
     }
 
     /// The plugin's name.
     pub fn plugin(&self) -> &str {
         &self.plugin
+    }
+
+    /// What the plugin is to the topic: `partitioner` or `validator`.
+    pub fn role(&self) -> &'static str {
+        R::NAME
     }
 
     /// The handle to call, binding it now if the topic was loaded without it.

@@ -54,7 +54,10 @@ pub(crate) fn check(
             }
             columns.clear();
             let decoded = records::decode(bytes, columns, DECOMPRESS_LIMIT).map_err(invalid)?;
-            let refusals = match handle.validate(columns) {
+            let verdict = handle.validate(columns);
+            let passed = verdict.as_ref().ok().map(|r| decoded.len() - r.len());
+            validator.stats.record(decoded.len(), passed);
+            let refusals = match verdict {
                 Ok(refusals) => refusals,
                 Err(e) => {
                     let failure = call_error(name, "validator", &e);

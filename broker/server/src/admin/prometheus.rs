@@ -34,6 +34,7 @@ pub(super) async fn handle(
         broker_metrics(&mut out, &broker);
         partition_metrics(&mut out, &broker);
         view_metrics(&mut out, &broker);
+        topic_plugin_metrics(&mut out, &broker);
         plugin_metrics(&mut out, &broker.plugins.registry.stats());
         out
     })
@@ -507,6 +508,58 @@ const VIEW_FAMILIES: [(&str, &str); 5] = [
         "Records dropped because a plugin failed under on_error = skip, since start.",
     ),
 ];
+
+const TOPIC_PLUGIN_FAMILIES: [(&str, &str); 4] = [
+    (
+        "sluice_topic_plugin_batches_total",
+        "Produced batches a topic handed to its partitioner or validator plugin.",
+    ),
+    (
+        "sluice_topic_plugin_records_in_total",
+        "Records in those batches.",
+    ),
+    (
+        "sluice_topic_plugin_records_out_total",
+        "Records the plugin let through: all placed (partitioner), or not refused (validator).",
+    ),
+    (
+        "sluice_topic_plugin_failures_total",
+        "Calls of a topic's plugin that failed (trap, timeout, memory, broken answer, no instance).",
+    ),
+];
+
+/// Per topic and plugin role: the topic's own calls of its partitioner and validator.
+fn topic_plugin_metrics(out: &mut String, broker: &Broker) {
+    let mut rows = Vec::new();
+    for topic in broker.topics() {
+        let bound = [
+            topic
+                .plugins
+                .partitioner
+                .as_deref()
+                .map(|p| (p.role(), p.plugin(), p.stats.snapshot())),
+            topic
+                .plugins
+                .validator
+                .as_deref()
+                .map(|v| (v.role(), v.plugin(), v.stats.snapshot())),
+        ];
+        for (role, plugin, values) in bound.into_iter().flatten() {
+            let labels = format!(
+                "topic=\"{}\",role=\"{role}\",plugin=\"{}\"",
+                escape(&topic.name),
+                escape(plugin)
+            );
+            rows.push((labels, values));
+        }
+    }
+    for (i, (name, help)) in TOPIC_PLUGIN_FAMILIES.iter().enumerate() {
+        family(out, name, "counter", help);
+        for (labels, values) in &rows {
+            let _ = writeln!(out, "{name}{{{labels}}} {}", values[i]);
+        }
+    }
+}
 
 fn view_metrics(out: &mut String, broker: &Broker) {
     let rows: Vec<_> = broker

@@ -117,9 +117,10 @@ fn route(
             }
             columns.clear();
             let decoded = records::decode(bytes, columns, DECOMPRESS_LIMIT).map_err(invalid)?;
-            let targets = handle
-                .partition(columns, partition_count)
-                .map_err(|e| call_error(&topic.name, "partitioner", &e))?;
+            let targets = handle.partition(columns, partition_count);
+            let placed = targets.as_ref().ok().map(Vec::len);
+            partitioner.stats.record(decoded.len(), placed);
+            let targets = targets.map_err(|e| call_error(&topic.name, "partitioner", &e))?;
             debug_assert_eq!(targets.len(), decoded.len());
             if targets.iter().all(|&t| t == sent) {
                 if plan.is_empty() {
