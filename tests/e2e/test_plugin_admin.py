@@ -45,7 +45,7 @@ def test_deploy_list_describe_delete_and_hot_swap_through_the_admin_api(broker_f
     status, info = call("PUT", f"{api}/router", wasm("murmur2"))
     assert status == 200, info
     assert info["name"] == "router" and info["kind"] == "partitioner" and info["users"] == 0
-    assert info["wit_version"].startswith("0.1")
+    assert info["wit_version"] == "0.2.0"
     assert len(info["sha256"]) == 64 and info["size_bytes"] > 0
     assert call("GET", api)[1] == [info]
     status, described = call("GET", f"{api}/router")

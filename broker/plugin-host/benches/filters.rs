@@ -7,9 +7,14 @@
 //! - per-record cost of the wasm call against the **same crate** compiled
 //!   natively (`sluice_plugin_json_filter::json_filter` over the SDK's
 //!   batch view);
-//! - building the columnar batch on the host.
+//! - building the columnar batch on the host;
+//! - the same filter written in Python (`plugins/python-json-filter`,
+//!   componentize-py) and JavaScript (`plugins/js-json-filter`,
+//!   componentize-js), when built (`sdk/build-polyglot-plugins.sh`), over the
+//!   first `POLYGLOT_RECORDS` records (their answers checked against the Rust
+//!   one's), medians of `POLYGLOT_PASSES`.
 //!
-//! `cargo bench -p sluice-plugin-host --bench filters` (builds the guest
+//! `cargo bench -p sluice-plugin-host --bench filters` (builds the Rust guest
 //! plugins first unless `SLUICE_PLUGIN_WASM_DIR` is set).
 
 #[path = "../tests/common/mod.rs"]
@@ -26,6 +31,13 @@ const RECORDS: usize = 1_000_000;
 const BATCH: usize = 1000;
 const PASSES: usize = 5;
 const PARAMS: [(&str, &str); 3] = [("field", "$.region"), ("op", "=="), ("value", "\"eu\"")];
+/// Records and passes for the Python and JavaScript guests (microseconds a record, not
+/// nanoseconds: the full million would take minutes a pass).
+const POLYGLOT_RECORDS: usize = 50_000;
+const POLYGLOT_PASSES: usize = 3;
+/// Their call deadline here: a batch of 1000 in CPython takes milliseconds, far below the
+/// broker's default 100 ms, but a shared machine's hiccup should not fail a benchmark.
+const POLYGLOT_CALL_TIMEOUT_MS: u64 = 10_000;
 
 fn value(i: usize) -> String {
     let region = match i % 10 {
@@ -104,6 +116,57 @@ fn main() {
         }
     });
     report(bytes, wasm, through_view, native, build);
+    polyglot(&wasm_batches, wasm, native);
+}
+
+/// The Python and JavaScript json-filters next to the Rust one (the Rust guest and native
+/// figures are per record over the whole run).
+fn polyglot(wasm_batches: &[ColumnarBatch], rust_wasm: Duration, native: Duration) {
+    let per_record_rust = rust_wasm.as_nanos() as f64 / RECORDS as f64;
+    let per_record_native = native.as_nanos() as f64 / RECORDS as f64;
+    let (_dir, registry) = common::registry(|c| c.call_timeout_ms = POLYGLOT_CALL_TIMEOUT_MS);
+    registry
+        .install("rust", &common::wasm("json-filter"))
+        .unwrap();
+    let params = common::params(&PARAMS);
+    let reference = registry.filter("rust", &params).unwrap();
+    let batches = &wasm_batches[..POLYGLOT_RECORDS / BATCH];
+    for name in ["python-json-filter", "js-json-filter"] {
+        let path = common::wasm_dir().join(format!("{name}.wasm"));
+        let Ok(bytes) = std::fs::read(&path) else {
+            println!("| {name}: not built (sdk/build-polyglot-plugins.sh) | - |");
+            continue;
+        };
+        let started = Instant::now();
+        registry.install(name, &bytes).unwrap();
+        let compile = started.elapsed();
+        let filter = registry.filter(name, &params).unwrap();
+        for b in batches.iter().take(10) {
+            assert_eq!(
+                filter.filter(b).unwrap(),
+                reference.filter(b).unwrap(),
+                "{name}"
+            );
+        }
+        let mut times: Vec<Duration> = (0..POLYGLOT_PASSES)
+            .map(|_| {
+                let t = Instant::now();
+                for b in batches {
+                    black_box(filter.filter(b).unwrap());
+                }
+                t.elapsed()
+            })
+            .collect();
+        times.sort();
+        let per_record = times[POLYGLOT_PASSES / 2].as_nanos() as f64 / POLYGLOT_RECORDS as f64;
+        println!(
+            "| {name} ({} MB component, compiled in {:.1} s), ns/record | {per_record:.0} ({:.0}x the Rust guest, {:.0}x native) |",
+            bytes.len() / 1_000_000,
+            compile.as_secs_f64(),
+            per_record / per_record_rust,
+            per_record / per_record_native,
+        );
+    }
 }
 
 /// The same records kept natively and in wasm, and 10% of them.
