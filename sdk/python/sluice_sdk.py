@@ -22,21 +22,28 @@ batch the plugin cannot process; any other exception traps, like a Rust panic,
 and the broker discards the instance.
 
 Helpers with the same results as the Rust SDK, byte for byte: `Path` (find one
-JSON field by scanning, escapes not decoded), `murmur2` / `murmur2_partition`
-(Kafka's Java client), `log`. Nothing here imports the generated bindings
-(`wit_world`) until a component calls it, so the module loads in plain CPython.
+JSON field by scanning, escapes not decoded), `check_json` (strict JSON, with the
+messages and byte positions of `sluice_sdk::json::check`; from sluice_json.py),
+`murmur2` / `murmur2_partition` (Kafka's Java client), `log`. Nothing here
+imports the generated bindings (`wit_world`) until a component calls it, so the
+module loads in plain CPython.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
 
+from sluice_json import (JSON_DEPTH_MAX, JSON_FAST_CHECK_BYTES_MAX, NotJson, check_json,
+                         kind_of_raw, walk_json)
+
 __all__ = [
-    "Failed", "InvalidParams", "Output", "Params", "Path", "PluginError", "Record",
-    "filter_api", "log", "murmur2", "murmur2_partition", "partitioner_api", "records",
-    "to_positive", "transform_api",
+    "JSON_DEPTH_MAX", "JSON_FAST_CHECK_BYTES_MAX", "Failed", "InvalidParams", "NotJson",
+    "Output", "Params", "Path", "PluginError", "Record", "check_json", "filter_api",
+    "kind_of_raw", "log", "murmur2", "murmur2_partition", "partitioner_api", "records",
+    "to_positive", "transform_api", "walk_json",
 ]
 
 
@@ -174,9 +181,18 @@ class Path:
     `null` too, as in the Rust SDK). The rest of the document is not parsed.
     """
 
-    # Rust's `u8::is_ascii_whitespace`: space, \t, \n, form feed, \r.
-    _WS = b" \t\n\x0c\r"
-    _LITERAL_END = b",}] \t\r\n"
+    # Runs of bytes skipped whole (C speed, where a loop per byte costs the most):
+    # Rust's `u8::is_ascii_whitespace` (space, \t, \n, form feed, \r); a string's
+    # bytes up to a quote or backslash; a container's bytes up to a bracket, whole
+    # strings included (a backslash in one skips the byte after it; an unterminated
+    # one stops the run at its quote); a literal's bytes up to `,}]` or space, \t,
+    # \r, \n (no form feed). The container's pattern is possessive (`*+`, `++`):
+    # a plain `(?:...)*` keeps backtracking state per repetition, over 100 MB for a
+    # 1 MB container, which the plugin's 64 MiB memory would not hold.
+    _WS = re.compile(rb"[ \t\n\x0c\r]*")
+    _STRING_PLAIN = re.compile(rb'[^"\\]*')
+    _NESTED_PLAIN = re.compile(rb'(?:[^"{}\[\]]++|"(?:[^"\\]++|\\.)*+")*+', re.DOTALL)
+    _LITERAL = re.compile(rb"[^,}\] \t\r\n]*")
 
     def __init__(self, path: str):
         rest = path[2:] if path.startswith("$.") else path[1:] if path.startswith("$") else path
@@ -197,11 +213,23 @@ class Path:
             return None
         return found[0]
 
+    def find_raw(self, doc: bytes) -> Optional[bytes]:
+        """The field's value as written (a string with its quotes, so `kind_of_raw`
+        can tell it), or None when missing or `null`, as `find`."""
+        at = 0
+        for segment in self.segments:
+            at = self._enter_member(doc, at, segment)
+            if at is None:
+                return None
+        start = self._skip_ws(doc, at)
+        found = self._value(doc, start)
+        if found is None or doc[start:found[1]] == b"null":
+            return None
+        return doc[start:found[1]]
+
     @classmethod
     def _skip_ws(cls, doc: bytes, at: int) -> int:
-        while at < len(doc) and doc[at] in cls._WS:
-            at += 1
-        return at
+        return cls._WS.match(doc, at).end()
 
     @classmethod
     def _enter_member(cls, doc: bytes, at: int, name: bytes) -> Optional[int]:
@@ -239,14 +267,13 @@ class Path:
         if doc[at:at + 1] != b'"':
             return None
         start = at = at + 1
-        while at < len(doc):
-            if doc[at] == 0x5C:  # backslash: skip the escaped byte, whatever it is
-                at += 2
-            elif doc[at] == 0x22:
+        while True:
+            at = cls._STRING_PLAIN.match(doc, at).end()
+            if at >= len(doc):
+                return None
+            if doc[at] == 0x22:
                 return doc[start:at], at + 1
-            else:
-                at += 1
-        return None
+            at += 2  # a backslash: skip the escaped byte, whatever it is
 
     @classmethod
     def _value(cls, doc: bytes, at: int):
@@ -259,7 +286,7 @@ class Path:
             return cls._string(doc, at)
         if first in b"{[":
             depth = 0
-            while at < len(doc):
+            while (at := cls._NESTED_PLAIN.match(doc, at).end()) < len(doc):
                 byte = doc[at]
                 if byte == 0x22:
                     found = cls._string(doc, at)
@@ -275,8 +302,7 @@ class Path:
                         return doc[start:at + 1], at + 1
                 at += 1
             return None
-        while at < len(doc) and doc[at] not in cls._LITERAL_END:
-            at += 1
+        at = cls._LITERAL.match(doc, at).end()
         return (doc[start:at], at) if at > start else None
 
 
