@@ -14,6 +14,10 @@
 //   partitioner  partition([state,] record, count) -> int   partitionerApi
 //   filter       keep([state,] record) -> bool              filterApi
 //   transform    transform([state,] record, out)            transformApi
+//   validator    validate([state,] record) -> string?       validatorApi
+//
+// A validator returns nothing (undefined, or null) to accept a record and a
+// string, the reason, to refuse it; one refusal refuses the whole batch.
 //
 // A stateful plugin also passes `init(params) -> state`; its function then gets
 // the state first. `init` validates with `params.require` / `params.only` and
@@ -424,6 +428,38 @@ export function filterApi(keep, init = null) {
           i++;
         }
         return bitmap;
+      }),
+  };
+}
+
+/**
+ * A validator's answer for one record: null accepts (undefined too), a string
+ * (the reason) refuses. Anything else is a bug in the plugin (a filter's
+ * true/false, say) and throws a TypeError, which fails the call.
+ */
+export function refusal(reason) {
+  if (reason === undefined || reason === null) return null;
+  if (typeof reason === 'string') return reason;
+  throw new TypeError(
+    `a validator returns nothing to accept a record or a reason string to refuse it, not ${typeof reason} ${String(reason)}`,
+  );
+}
+
+/** The `validatorApi` export: the refused records, in order, each with its reason. */
+export function validatorApi(validate, init = null) {
+  const e = exported(init, validate);
+  return {
+    init: e.init,
+    validate: (batch) =>
+      reported(() => {
+        const rejections = [];
+        let index = 0;
+        for (const r of records(batch)) {
+          const reason = refusal(e.call(r));
+          if (reason !== null) rejections.push({ index, reason });
+          index++;
+        }
+        return rejections;
       }),
   };
 }

@@ -14,6 +14,10 @@ export helper of its kind, which componentize-py builds into a component:
 | partitioner | partition([state,] record, count) -> int  | partitioner_api    |
 | filter      | keep([state,] record) -> bool             | filter_api         |
 | transform   | transform([state,] record, out) -> None   | transform_api      |
+| validator   | validate([state,] record) -> str | None   | validator_api      |
+
+A validator returns None (or falls off its end) to accept a record and a
+string, the reason, to refuse it; one refusal refuses the whole batch.
 
 A stateful plugin also passes `init(params) -> state`; its function then gets the
 state first. `init` validates with `Params.require` / `Params.only` and raises
@@ -43,7 +47,7 @@ __all__ = [
     "JSON_DEPTH_MAX", "JSON_FAST_CHECK_BYTES_MAX", "Failed", "InvalidParams", "NotJson",
     "Output", "Params", "Path", "PluginError", "Record", "check_json", "filter_api",
     "kind_of_raw", "log", "murmur2", "murmur2_partition", "partitioner_api", "records",
-    "to_positive", "transform_api", "walk_json",
+    "refusal", "to_positive", "transform_api", "validator_api", "walk_json",
 ]
 
 
@@ -443,3 +447,29 @@ def transform_api(transform: Callable, init: Optional[Callable] = None):
                     out.header_ends)
 
     return TransformApi
+
+
+def refusal(reason) -> Optional[str]:
+    """A validator's answer for one record: None accepts, a string (the reason) refuses.
+
+    Anything else is a bug in the plugin (a filter's True/False, say) and raises
+    TypeError, which traps."""
+    if reason is None or isinstance(reason, str):
+        return reason
+    raise TypeError("a validator returns None to accept a record or a reason string to "
+                    f"refuse it, not {type(reason).__name__} {reason!r}")
+
+
+def validator_api(validate: Callable, init: Optional[Callable] = None):
+    """The `ValidatorApi` export: the refused records, in order, each with its reason."""
+    fn = _stateful(validate, init)
+
+    class ValidatorApi(_export(init)):
+        def validate(self, batch) -> list:
+            from wit_world.exports.validator_api import Rejection
+            with _reported():
+                return [Rejection(i, reason) for i, reason in
+                        ((i, refusal(fn(self.state, r))) for i, r in enumerate(records(batch)))
+                        if reason is not None]
+
+    return ValidatorApi
