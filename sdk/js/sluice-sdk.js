@@ -30,8 +30,10 @@
 // with the messages and byte positions of `sluice_sdk::json::check`; from
 // sluice-json.js), `murmur2` / `murmur2Partition` (Kafka's Java client), `log`
 // (set by the entry module with `setLog`, since only a component can import the
-// host). Keys, values and header parts are Uint8Arrays, or null (no key / a
-// tombstone).
+// host). `console.log` / `console.info` (stdout, logged at info) and
+// `console.warn` / `console.error` / `console.debug` (stderr, logged at warn)
+// go to the broker's log for this plugin too. Keys, values and header parts
+// are Uint8Arrays, or null (no key / a tombstone).
 
 export {
   JSON_DEPTH_MAX, JSON_FAST_CHECK_BYTES_MAX, NotJson, checkJson, isUtf8, kindOfRaw, walkJson,

@@ -23,13 +23,16 @@ A stateful plugin also passes `init(params) -> state`; its function then gets th
 state first. `init` validates with `Params.require` / `Params.only` and raises
 `InvalidParams`; a stateless plugin rejects any parameter. Raise `Failed` for a
 batch the plugin cannot process; any other exception traps, like a Rust panic,
-and the broker discards the instance.
+and the broker discards the instance. Import every module at the top of a file:
+the component is pre-initialized at build time and has no filesystem at run
+time, so an import first made inside a function fails there.
 
 Helpers with the same results as the Rust SDK, byte for byte: `Path` (find one
 JSON field by scanning, escapes not decoded), `check_json` (strict JSON, with the
 messages and byte positions of `sluice_sdk::json::check`; from sluice_json.py),
-`murmur2` / `murmur2_partition` (Kafka's Java client), `log`. Nothing here
-imports the generated bindings (`wit_world`) until a component calls it, so the
+`murmur2` / `murmur2_partition` (Kafka's Java client), `log`. `print()` goes to
+the broker's log for this plugin too (stdout at info, stderr at warn). Nothing
+here imports the generated bindings (`wit_world`) outside a component, so the
 module loads in plain CPython.
 """
 
@@ -345,17 +348,27 @@ def murmur2_partition(key: bytes, partition_count: int) -> int:
 _LEVELS = ("debug", "info", "warn", "error")
 
 
-def log(level: str, message: str) -> None:
-    """Write to the broker's log for this plugin (natively: to stderr)."""
-    if _in_component():
-        from wit_world.imports import host, types
-        host.log(types.LogLevel(_LEVELS.index(level)), message)
-    else:
-        print(f"[plugin {level}] {message}", file=sys.stderr)
-
-
 def _in_component() -> bool:
     return sys.platform == "wasi"
+
+
+# In a component, the host's bindings are imported now, while componentize-py
+# pre-initializes the app: at run time a component has no filesystem, so a module
+# first imported then is not found (the same holds for a plugin's own imports).
+_host = None
+if _in_component():
+    try:
+        from wit_world.imports import host as _host, types as _types
+    except ImportError:  # a world without sluice:plugin/host (a hostile plugin's own WIT)
+        pass
+
+
+def log(level: str, message: str) -> None:
+    """Write to the broker's log for this plugin (natively: to stderr)."""
+    if _host is not None:
+        _host.log(_types.LogLevel(_LEVELS.index(level)), message)
+    else:
+        print(f"[plugin {level}] {message}", file=sys.stderr)
 
 
 # --- Exports: the classes componentize-py instantiates (one per kind). ---
