@@ -11,10 +11,10 @@
 #   pyproject.toml with [tool.sluice]   Python: componentize-py, entry module `app`
 #   package.json with a "sluice" key    JavaScript: componentize-js, entry "main" (default
 #                                       plugin.js), bundled first with rolldown
-# The kind (partitioner, filter, transform) is the marker's `kind`; it names the world of
-# wit/sluice-plugin.wit. A plugin may bring its own WIT directory (`wit` and `world` in the
-# marker; only the hostile plugins do, to import what the broker denies): it is built with
-# ours as a dependency. A JS marker's `disable` lists the componentize-js WASI features to
+# The kind (partitioner, filter, transform, validator) is the marker's `kind`; it names the
+# world of wit/sluice-plugin.wit. A plugin may bring its own WIT directory (`wit` and `world`
+# in the marker; only the hostile plugins do, to import what the broker denies): it is built
+# with ours as a dependency. A JS marker's `disable` lists the componentize-js WASI features to
 # leave out.
 #
 # Toolchains, pinned, installed on first use and reused (a stamp holds the hash of the
@@ -116,8 +116,8 @@ wit_of() {
 
 check_kind() {
     case "$1" in
-        partitioner | filter | transform) ;;
-        *) die "kind \`$1\` is not one of partitioner, filter, transform" ;;
+        partitioner | filter | transform | validator) ;;
+        *) die "kind \`$1\` is not one of partitioner, filter, transform, validator" ;;
     esac
 }
 

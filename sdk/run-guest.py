@@ -2,6 +2,7 @@
 """Run built plugins (components) in wasmtime 48, outside the broker.
 
     run-guest.py vectors PLUGIN.wasm VECTORS.json   the shared test vectors through the component
+                                                     (`keep`, `partition` or `reason` per record)
     run-guest.py call PLUGIN.wasm [--param k=v]... [--key K] [--value V] [--partitions N]
                                                      one call on one record; prints the outcome
 
@@ -14,7 +15,8 @@ as the broker does on upload.
 
 The store mirrors the broker's sandbox: WASI 0.2 linked with nothing granted (no
 preopens, no environment, no network: wasmtime's defaults), stdout and stderr
-captured, `sluice:plugin/host.log` printed, memory capped at 64 MiB
+captured a line at a time (the broker logs them at info and warn),
+`sluice:plugin/host.log` printed, memory capped at 64 MiB
 (`plugin.memory.bytes.max`), every call stopped 100 ms after it starts
 (`plugin.call.timeout.ms`, epoch ticks of 5 ms). It does not use the pooling
 allocator, so the per-component limits of broker/plugin-host/src/limits.rs are
@@ -23,6 +25,7 @@ checked by sdk/guest-report.sh instead.
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -36,7 +39,7 @@ MEMORY_BYTES_MAX = 64 * 1024 * 1024
 CALL_TIMEOUT_MS = 100
 EPOCH_TICK_MS = 5
 PACKAGE = "sluice:plugin"
-KINDS = ("partitioner", "filter", "transform")
+KINDS = ("partitioner", "filter", "transform", "validator")
 
 
 class Plugin:
@@ -57,12 +60,18 @@ class Plugin:
         self.linker = Linker(self.engine)
         self.linker.add_wasip2()
         self.log = []
+        self.partial = {}  # the unfinished last line of stdout and of stderr
         with self.linker.root() as root:
             with root.add_instance(f"{PACKAGE}/host@{self.version}") as host:
                 host.add_func("log", lambda _store, level, message:
                               self.log.append((level, message)))
         self.ticker = threading.Thread(target=self._tick, daemon=True)
         self.ticker.start()
+
+    def _stdio(self, stream: str, data) -> None:
+        """What the guest writes to stdout or stderr, as lines, as the broker logs them."""
+        *lines, self.partial[stream] = (self.partial.get(stream, b"") + bytes(data)).split(b"\n")
+        self.log += [(stream, line.decode(errors="replace").rstrip("\r")) for line in lines]
 
     def _tick(self):
         while True:
@@ -72,8 +81,8 @@ class Plugin:
     def instance(self):
         store = Store(self.engine)
         wasi = WasiConfig()
-        wasi.stdout_custom = lambda data: self.log.append(("stdout", bytes(data)))
-        wasi.stderr_custom = lambda data: self.log.append(("stderr", bytes(data)))
+        wasi.stdout_custom = lambda data: self._stdio("stdout", data)
+        wasi.stderr_custom = lambda data: self._stdio("stderr", data)
         store.set_wasi(wasi)
         store.set_limits(memory_size=MEMORY_BYTES_MAX)
         store.set_epoch_deadline(CALL_TIMEOUT_MS // EPOCH_TICK_MS)
@@ -144,6 +153,19 @@ def part(record, name):
     return None if text is None else text.encode()
 
 
+def reasons(rejections, count: int) -> list:
+    """A validator's answer as one reason (or None: accepted) per record, after the
+    checks the broker makes: indexes in range, increasing, none twice."""
+    if isinstance(rejections, Variant):
+        return [f"plugin-error {rejections.tag}: {rejections.payload}"] * count
+    got, last = [None] * count, -1
+    for r in rejections:
+        if not last < r.index < count:
+            return [f"bad rejection index {r.index} after {last} (batch of {count})"] * count
+        got[r.index], last = r.reason, r.index
+    return got
+
+
 def run_vectors(plugin: Plugin, vectors: dict) -> int:
     """Every case in a fresh instance, as the broker makes one per parameters."""
     failed = passed = 0
@@ -156,6 +178,9 @@ def run_vectors(plugin: Plugin, vectors: dict) -> int:
             bitmap = inst.call("filter", batch(records))
             got = [bool(bitmap[i >> 3] >> (i & 7) & 1) for i in range(len(records))]
             want = [r["keep"] for r in case["records"]]
+        elif plugin.kind == "validator":
+            got = reasons(inst.call("validate", batch(records)), len(records))
+            want = [r["reason"] for r in case["records"]]
         else:
             got = inst.call("partition", batch(records), case["partition_count"])
             want = [r["partition"] for r in case["records"]]
@@ -163,7 +188,10 @@ def run_vectors(plugin: Plugin, vectors: dict) -> int:
             passed += 1
         else:
             failed += 1
-            print(f"FAIL {case['name']}: got {got}, want {want}")
+            wrong = [f"record {i}: got {g!r}, want {w!r}"
+                     for i, (g, w) in enumerate(zip(got, want)) if g != w]
+            print(f"FAIL {case['name']}: " + ("; ".join(wrong) if len(got) == len(want) and wrong
+                                               else f"got {got}, want {want}"))
     for case in vectors["invalid_params"]:
         error = plugin.instance().init(case["params"])
         if isinstance(error, Variant) and error.tag == "invalid-params" \
@@ -188,6 +216,10 @@ def run_call(plugin: Plugin, args) -> int:
             result = inst.call("partition", batch(rec), args.partitions)
         elif plugin.kind == "filter":
             result = inst.call("filter", batch(rec))
+        elif plugin.kind == "validator":
+            result = inst.call("validate", batch(rec))
+            if isinstance(result, list):  # the rejections, as (index, reason)
+                result = [(r.index, r.reason) for r in result]
         else:
             result = inst.call("transform", batch(rec))
         if isinstance(result, Record):  # a transform's output batch: its columns
@@ -227,4 +259,10 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # Leave without the interpreter's teardown: after a guest wrote to WASI stdout or
+    # stderr, wasmtime-py 48's runtime thread panics ("panic in a function that cannot
+    # unwind") while Python exits, which reads like a failure of the run.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -14,6 +14,10 @@
 //   partitioner  partition([state,] record, count) -> int   partitionerApi
 //   filter       keep([state,] record) -> bool              filterApi
 //   transform    transform([state,] record, out)            transformApi
+//   validator    validate([state,] record) -> string?       validatorApi
+//
+// A validator returns nothing (undefined, or null) to accept a record and a
+// string, the reason, to refuse it; one refusal refuses the whole batch.
 //
 // A stateful plugin also passes `init(params) -> state`; its function then gets
 // the state first. `init` validates with `params.require` / `params.only` and
@@ -22,10 +26,18 @@
 // `failed` with its message (JavaScript cannot trap on purpose).
 //
 // Helpers with the same results as the Rust SDK, byte for byte: `Path` (find
-// one JSON field by scanning, escapes not decoded), `murmur2` /
-// `murmur2Partition` (Kafka's Java client), `log` (set by the entry module with
-// `setLog`, since only a component can import the host). Keys, values and
-// header parts are Uint8Arrays, or null (no key / a tombstone).
+// one JSON field by scanning, escapes not decoded), `checkJson` (strict JSON,
+// with the messages and byte positions of `sluice_sdk::json::check`; from
+// sluice-json.js), `murmur2` / `murmur2Partition` (Kafka's Java client), `log`
+// (set by the entry module with `setLog`, since only a component can import the
+// host). `console.log` / `console.info` (stdout, logged at info) and
+// `console.warn` / `console.error` / `console.debug` (stderr, logged at warn)
+// go to the broker's log for this plugin too. Keys, values and header parts
+// are Uint8Arrays, or null (no key / a tombstone).
+
+export {
+  JSON_DEPTH_MAX, JSON_FAST_CHECK_BYTES_MAX, NotJson, checkJson, isUtf8, kindOfRaw, walkJson,
+} from './sluice-json.js';
 
 export class PluginError extends Error {}
 
@@ -201,6 +213,20 @@ export class Path {
     const value = s.value();
     return value === null || equal(value, NULL) ? null : value;
   }
+
+  /**
+   * The field's value as written (a string with its quotes, so `kindOfRaw` can
+   * tell it), or null when missing or `null`, as `find`.
+   */
+  findRaw(doc) {
+    const s = new Scanner(doc);
+    for (const segment of this.segments) if (!s.enterMember(segment)) return null;
+    s.skipWs();
+    const start = s.at;
+    if (s.value() === null) return null;
+    const value = doc.subarray(start, s.at);
+    return equal(value, NULL) ? null : value;
+  }
 }
 
 const equal = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
@@ -210,6 +236,21 @@ class Scanner {
   constructor(doc) {
     this.doc = doc;
     this.at = 0;
+    // Where the next of each byte looked for is, by byte (-1: not looked for yet),
+    // found with the native indexOf: the scanner only moves forward, so each byte
+    // costs one pass over the document, not one per token.
+    this.next = new Int32Array(128).fill(-1);
+  }
+
+  /** The position of the next `byte` (ASCII) at or after `from`, or the document's length. */
+  nextOf(byte, from) {
+    let at = this.next[byte];
+    if (at < from) {
+      at = this.doc.indexOf(byte, from);
+      if (at < 0) at = this.doc.length;
+      this.next[byte] = at;
+    }
+    return at;
   }
 
   skipWs() {
@@ -239,17 +280,31 @@ class Scanner {
     }
   }
 
+  /** The next `{`, `[`, `}` or `]` at or after `from`, or the document's length. */
+  nextBracket(from) {
+    return Math.min(this.nextOf(0x7b, from), this.nextOf(0x5b, from), this.nextOf(0x7d, from),
+      this.nextOf(0x5d, from));
+  }
+
+  /** Where the string whose contents start at `from` ends (after its quote), or -1. */
+  stringEnd(from) {
+    for (let at = from; ;) {
+      const quote = this.nextOf(QUOTE, at);
+      if (quote >= this.doc.length) return -1;
+      const backslash = this.nextOf(0x5c, at);
+      if (quote < backslash) return quote + 1;
+      at = backslash + 2; // a backslash skips the byte after it, whatever it is
+    }
+  }
+
   /** A string's raw contents; the scanner ends after the closing quote. */
   string() {
     if (!this.eat(QUOTE)) return null;
     const start = this.at;
-    while (this.at < this.doc.length) {
-      const byte = this.doc[this.at];
-      if (byte === 0x5c) this.at += 2; // a backslash skips the byte after it, whatever it is
-      else if (byte === QUOTE) return this.doc.subarray(start, this.at++);
-      else this.at++;
-    }
-    return null;
+    const end = this.stringEnd(start);
+    if (end < 0) return null;
+    this.at = end;
+    return this.doc.subarray(start, end - 1);
   }
 
   /** Any value: a string's contents, or the literal text of the rest. */
@@ -260,20 +315,25 @@ class Scanner {
     if (first === undefined) return null;
     if (first === QUOTE) return this.string();
     if (first === 0x7b || first === 0x5b) {
+      // From bracket to bracket, skipping the strings in between whole.
       let depth = 0;
-      while (this.at < this.doc.length) {
-        const byte = this.doc[this.at];
-        if (byte === QUOTE) {
-          if (this.string() === null) return null;
+      let bracket = -1;
+      for (let at = start; ;) {
+        if (bracket < at) bracket = this.nextBracket(at);
+        const quote = this.nextOf(QUOTE, at);
+        if (quote < bracket) {
+          at = this.stringEnd(quote + 1);
+          if (at < 0) return null;
           continue;
         }
-        if (byte === 0x7b || byte === 0x5b) depth++;
-        else if ((byte === 0x7d || byte === 0x5d) && --depth === 0) {
-          return this.doc.subarray(start, ++this.at);
+        if (bracket >= this.doc.length) return null;
+        at = bracket + 1;
+        if (this.doc[bracket] === 0x7b || this.doc[bracket] === 0x5b) depth++;
+        else if (--depth === 0) {
+          this.at = at;
+          return this.doc.subarray(start, at);
         }
-        this.at++;
       }
-      return null;
     }
     while (this.at < this.doc.length && !LITERAL_END.has(this.doc[this.at])) this.at++;
     return this.at > start ? this.doc.subarray(start, this.at) : null;
@@ -370,6 +430,38 @@ export function filterApi(keep, init = null) {
           i++;
         }
         return bitmap;
+      }),
+  };
+}
+
+/**
+ * A validator's answer for one record: null accepts (undefined too), a string
+ * (the reason) refuses. Anything else is a bug in the plugin (a filter's
+ * true/false, say) and throws a TypeError, which fails the call.
+ */
+export function refusal(reason) {
+  if (reason === undefined || reason === null) return null;
+  if (typeof reason === 'string') return reason;
+  throw new TypeError(
+    `a validator returns nothing to accept a record or a reason string to refuse it, not ${typeof reason} ${String(reason)}`,
+  );
+}
+
+/** The `validatorApi` export: the refused records, in order, each with its reason. */
+export function validatorApi(validate, init = null) {
+  const e = exported(init, validate);
+  return {
+    init: e.init,
+    validate: (batch) =>
+      reported(() => {
+        const rejections = [];
+        let index = 0;
+        for (const r of records(batch)) {
+          const reason = refusal(e.call(r));
+          if (reason !== null) rejections.push({ index, reason });
+          index++;
+        }
+        return rejections;
       }),
   };
 }

@@ -14,29 +14,43 @@ export helper of its kind, which componentize-py builds into a component:
 | partitioner | partition([state,] record, count) -> int  | partitioner_api    |
 | filter      | keep([state,] record) -> bool             | filter_api         |
 | transform   | transform([state,] record, out) -> None   | transform_api      |
+| validator   | validate([state,] record) -> str | None   | validator_api      |
+
+A validator returns None (or falls off its end) to accept a record and a
+string, the reason, to refuse it; one refusal refuses the whole batch.
 
 A stateful plugin also passes `init(params) -> state`; its function then gets the
 state first. `init` validates with `Params.require` / `Params.only` and raises
 `InvalidParams`; a stateless plugin rejects any parameter. Raise `Failed` for a
 batch the plugin cannot process; any other exception traps, like a Rust panic,
-and the broker discards the instance.
+and the broker discards the instance. Import every module at the top of a file:
+the component is pre-initialized at build time and has no filesystem at run
+time, so an import first made inside a function fails there.
 
 Helpers with the same results as the Rust SDK, byte for byte: `Path` (find one
-JSON field by scanning, escapes not decoded), `murmur2` / `murmur2_partition`
-(Kafka's Java client), `log`. Nothing here imports the generated bindings
-(`wit_world`) until a component calls it, so the module loads in plain CPython.
+JSON field by scanning, escapes not decoded), `check_json` (strict JSON, with the
+messages and byte positions of `sluice_sdk::json::check`; from sluice_json.py),
+`murmur2` / `murmur2_partition` (Kafka's Java client), `log`. `print()` goes to
+the broker's log for this plugin too (stdout at info, stderr at warn). Nothing
+here imports the generated bindings (`wit_world`) outside a component, so the
+module loads in plain CPython.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
 
+from sluice_json import (JSON_DEPTH_MAX, JSON_FAST_CHECK_BYTES_MAX, NotJson, check_json,
+                         kind_of_raw, walk_json)
+
 __all__ = [
-    "Failed", "InvalidParams", "Output", "Params", "Path", "PluginError", "Record",
-    "filter_api", "log", "murmur2", "murmur2_partition", "partitioner_api", "records",
-    "to_positive", "transform_api",
+    "JSON_DEPTH_MAX", "JSON_FAST_CHECK_BYTES_MAX", "Failed", "InvalidParams", "NotJson",
+    "Output", "Params", "Path", "PluginError", "Record", "check_json", "filter_api",
+    "kind_of_raw", "log", "murmur2", "murmur2_partition", "partitioner_api", "records",
+    "refusal", "to_positive", "transform_api", "validator_api", "walk_json",
 ]
 
 
@@ -174,9 +188,18 @@ class Path:
     `null` too, as in the Rust SDK). The rest of the document is not parsed.
     """
 
-    # Rust's `u8::is_ascii_whitespace`: space, \t, \n, form feed, \r.
-    _WS = b" \t\n\x0c\r"
-    _LITERAL_END = b",}] \t\r\n"
+    # Runs of bytes skipped whole (C speed, where a loop per byte costs the most):
+    # Rust's `u8::is_ascii_whitespace` (space, \t, \n, form feed, \r); a string's
+    # bytes up to a quote or backslash; a container's bytes up to a bracket, whole
+    # strings included (a backslash in one skips the byte after it; an unterminated
+    # one stops the run at its quote); a literal's bytes up to `,}]` or space, \t,
+    # \r, \n (no form feed). The container's pattern is possessive (`*+`, `++`):
+    # a plain `(?:...)*` keeps backtracking state per repetition, over 100 MB for a
+    # 1 MB container, which the plugin's 64 MiB memory would not hold.
+    _WS = re.compile(rb"[ \t\n\x0c\r]*")
+    _STRING_PLAIN = re.compile(rb'[^"\\]*')
+    _NESTED_PLAIN = re.compile(rb'(?:[^"{}\[\]]++|"(?:[^"\\]++|\\.)*+")*+', re.DOTALL)
+    _LITERAL = re.compile(rb"[^,}\] \t\r\n]*")
 
     def __init__(self, path: str):
         rest = path[2:] if path.startswith("$.") else path[1:] if path.startswith("$") else path
@@ -197,11 +220,23 @@ class Path:
             return None
         return found[0]
 
+    def find_raw(self, doc: bytes) -> Optional[bytes]:
+        """The field's value as written (a string with its quotes, so `kind_of_raw`
+        can tell it), or None when missing or `null`, as `find`."""
+        at = 0
+        for segment in self.segments:
+            at = self._enter_member(doc, at, segment)
+            if at is None:
+                return None
+        start = self._skip_ws(doc, at)
+        found = self._value(doc, start)
+        if found is None or doc[start:found[1]] == b"null":
+            return None
+        return doc[start:found[1]]
+
     @classmethod
     def _skip_ws(cls, doc: bytes, at: int) -> int:
-        while at < len(doc) and doc[at] in cls._WS:
-            at += 1
-        return at
+        return cls._WS.match(doc, at).end()
 
     @classmethod
     def _enter_member(cls, doc: bytes, at: int, name: bytes) -> Optional[int]:
@@ -239,14 +274,13 @@ class Path:
         if doc[at:at + 1] != b'"':
             return None
         start = at = at + 1
-        while at < len(doc):
-            if doc[at] == 0x5C:  # backslash: skip the escaped byte, whatever it is
-                at += 2
-            elif doc[at] == 0x22:
+        while True:
+            at = cls._STRING_PLAIN.match(doc, at).end()
+            if at >= len(doc):
+                return None
+            if doc[at] == 0x22:
                 return doc[start:at], at + 1
-            else:
-                at += 1
-        return None
+            at += 2  # a backslash: skip the escaped byte, whatever it is
 
     @classmethod
     def _value(cls, doc: bytes, at: int):
@@ -259,7 +293,7 @@ class Path:
             return cls._string(doc, at)
         if first in b"{[":
             depth = 0
-            while at < len(doc):
+            while (at := cls._NESTED_PLAIN.match(doc, at).end()) < len(doc):
                 byte = doc[at]
                 if byte == 0x22:
                     found = cls._string(doc, at)
@@ -275,8 +309,7 @@ class Path:
                         return doc[start:at + 1], at + 1
                 at += 1
             return None
-        while at < len(doc) and doc[at] not in cls._LITERAL_END:
-            at += 1
+        at = cls._LITERAL.match(doc, at).end()
         return (doc[start:at], at) if at > start else None
 
 
@@ -315,17 +348,27 @@ def murmur2_partition(key: bytes, partition_count: int) -> int:
 _LEVELS = ("debug", "info", "warn", "error")
 
 
-def log(level: str, message: str) -> None:
-    """Write to the broker's log for this plugin (natively: to stderr)."""
-    if _in_component():
-        from wit_world.imports import host, types
-        host.log(types.LogLevel(_LEVELS.index(level)), message)
-    else:
-        print(f"[plugin {level}] {message}", file=sys.stderr)
-
-
 def _in_component() -> bool:
     return sys.platform == "wasi"
+
+
+# In a component, the host's bindings are imported now, while componentize-py
+# pre-initializes the app: at run time a component has no filesystem, so a module
+# first imported then is not found (the same holds for a plugin's own imports).
+_host = None
+if _in_component():
+    try:
+        from wit_world.imports import host as _host, types as _types
+    except ImportError:  # a world without sluice:plugin/host (a hostile plugin's own WIT)
+        pass
+
+
+def log(level: str, message: str) -> None:
+    """Write to the broker's log for this plugin (natively: to stderr)."""
+    if _host is not None:
+        _host.log(_types.LogLevel(_LEVELS.index(level)), message)
+    else:
+        print(f"[plugin {level}] {message}", file=sys.stderr)
 
 
 # --- Exports: the classes componentize-py instantiates (one per kind). ---
@@ -417,3 +460,29 @@ def transform_api(transform: Callable, init: Optional[Callable] = None):
                     out.header_ends)
 
     return TransformApi
+
+
+def refusal(reason) -> Optional[str]:
+    """A validator's answer for one record: None accepts, a string (the reason) refuses.
+
+    Anything else is a bug in the plugin (a filter's True/False, say) and raises
+    TypeError, which traps."""
+    if reason is None or isinstance(reason, str):
+        return reason
+    raise TypeError("a validator returns None to accept a record or a reason string to "
+                    f"refuse it, not {type(reason).__name__} {reason!r}")
+
+
+def validator_api(validate: Callable, init: Optional[Callable] = None):
+    """The `ValidatorApi` export: the refused records, in order, each with its reason."""
+    fn = _stateful(validate, init)
+
+    class ValidatorApi(_export(init)):
+        def validate(self, batch) -> list:
+            from wit_world.exports.validator_api import Rejection
+            with _reported():
+                return [Rejection(i, reason) for i, reason in
+                        ((i, refusal(fn(self.state, r))) for i, r in enumerate(records(batch)))
+                        if reason is not None]
+
+    return ValidatorApi
