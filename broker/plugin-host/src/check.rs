@@ -248,3 +248,25 @@ fn over(what: &str, value: u32, max: u32, limit: &str) -> Result<(), RegistryErr
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn import_names_are_read_before_compiling() {
+        let seeds = crate::fuzz::component_seeds(2, "wasi:http/types@0.2.0");
+        assert_eq!(check_component(&seeds[0].1).unwrap(), Vec::<String>::new());
+        assert_eq!(
+            check_component(&seeds[1].1).unwrap(),
+            ["wasi:http/types@0.2.0"]
+        );
+        let over =
+            crate::fuzz::component_seeds(PLUGIN_CORE_INSTANCES_PER_COMPONENT_MAX as u8 + 1, "x");
+        let err = check_component(&over[0].1).unwrap_err().to_string();
+        assert!(
+            err.contains("PLUGIN_CORE_INSTANCES_PER_COMPONENT_MAX"),
+            "{err}"
+        );
+    }
+}

@@ -26,6 +26,7 @@ pub fn guest_columns(data: &[u8]) {
     let partition_count = u32::from(selector >> 4);
     let input = input_batch(input_records);
     let _ = crate::filter::keep_mask(&columns.key_nulls, input_records);
+    validator_answer(&columns, input_records);
     let _ = crate::partitioner::check_partitions(&columns.key_ends, input_records, partition_count);
     if let Ok(batch) = ColumnarBatch::from_guest(columns.clone()) {
         read_back(&batch);
@@ -42,6 +43,84 @@ pub fn guest_columns(data: &[u8]) {
             "a placed record has an offset its input does not"
         );
     }
+}
+
+/// The columns read as a validator's refusals (indexes from `key_ends`, reasons cut from
+/// `value_bytes`): a checked answer names records of the batch, in increasing order.
+fn validator_answer(columns: &RecordBatch, records: usize) {
+    let rejections = columns
+        .key_ends
+        .iter()
+        .zip(
+            columns
+                .value_bytes
+                .chunks(3)
+                .chain(std::iter::repeat(&[][..])),
+        )
+        .map(|(&index, reason)| crate::bindings::Rejection {
+            index,
+            reason: String::from_utf8_lossy(reason).into_owned(),
+        })
+        .collect();
+    if let Ok(refusals) = crate::validator::check_rejections(rejections, records) {
+        assert!(
+            refusals.windows(2).all(|w| w[0].index < w[1].index)
+                && refusals.iter().all(|r| (r.index as usize) < records),
+            "a checked answer names records of the batch, in order"
+        );
+    }
+}
+
+/// An uploaded plugin's bytes through the install-time checks that read them before
+/// anything is compiled (`check.rs`: the shape against the limits, and the import names;
+/// `wasi.rs`: the imports against what the host links); never panics.
+pub fn plugin_component(data: &[u8]) {
+    if let Ok(imports) = crate::check::check_component(data) {
+        assert!(
+            imports.len() <= crate::limits::PLUGIN_IMPORTS_PER_COMPONENT_MAX as usize,
+            "the import list is bounded"
+        );
+        let _ = crate::wasi::check_imports(&imports);
+    }
+}
+
+/// Components for the `plugin_component` corpus: one instantiating an empty core module
+/// `instances` times, and one importing `import` (an empty instance type).
+#[must_use]
+pub fn component_seeds(instances: u8, import: &str) -> Vec<(String, Vec<u8>)> {
+    const HEADER: &[u8] = b"\0asm\x0d\0\x01\0";
+    let section = |id: u8, content: &[u8]| {
+        let mut out = vec![id, content.len() as u8];
+        out.extend_from_slice(content);
+        out
+    };
+    let module = b"\0asm\x01\0\0\0";
+    let mut modules = vec![1, module.len() as u8];
+    modules.extend_from_slice(module);
+    let mut instantiations = vec![instances];
+    for _ in 0..instances {
+        instantiations.extend_from_slice(&[0, 0, 0]);
+    }
+    let instantiating = [HEADER, &modules, &section(2, &instantiations)].concat();
+    // An instance type with no declarations (type section: 0x42, 0 decls), imported as
+    // `import` (import section: 0x00 plain name, the name, extern desc 0x05 instance of
+    // type 0).
+    let mut imports = vec![1, 0x00, import.len() as u8];
+    imports.extend_from_slice(import.as_bytes());
+    imports.extend_from_slice(&[0x05, 0x00]);
+    let importing = [
+        HEADER,
+        &section(7, &[1, 0x42, 0x00]),
+        &section(10, &imports),
+    ]
+    .concat();
+    vec![
+        (format!("instantiates-{instances}"), instantiating),
+        (
+            format!("imports-{}", import.replace([':', '/', '@'], "-")),
+            importing,
+        ),
+    ]
 }
 
 /// Reads every record and header of checked columns, and selects every other record.

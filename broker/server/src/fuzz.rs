@@ -23,7 +23,7 @@ use crate::{limits, topic_config, versions};
 
 pub mod seeds;
 
-pub use sluice_plugin_host::fuzz::guest_columns;
+pub use sluice_plugin_host::fuzz::{guest_columns, plugin_component};
 
 /// A fuzz target's entry: untrusted bytes in, no panic out.
 pub type Target = fn(&[u8]);
@@ -36,6 +36,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("offsets_log", offsets_log),
     ("topic_metadata", topic_metadata),
     ("guest_columns", guest_columns),
+    ("plugin_component", plugin_component),
     ("admin_json", admin_json),
     ("tls_principal", tls_principal),
 ];

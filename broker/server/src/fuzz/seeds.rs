@@ -40,6 +40,7 @@ pub fn all() -> Vec<Seed> {
     out.extend(metadata_files());
     out.extend(admin_bodies());
     out.extend(guest_columns());
+    out.extend(plugin_components());
     out
 }
 
@@ -890,6 +891,23 @@ fn admin_bodies() -> Vec<Seed> {
             ("admin_json", name.to_owned(), input)
         })
         .collect()
+}
+
+/// Uploaded plugins, as the install-time checks read them before compiling: a component over
+/// the core-instance limit, one within it, and ones importing what the host links and what
+/// it refuses.
+fn plugin_components() -> Vec<Seed> {
+    use sluice_plugin_host::fuzz::component_seeds;
+    use sluice_plugin_host::limits::PLUGIN_CORE_INSTANCES_PER_COMPONENT_MAX;
+    let over = PLUGIN_CORE_INSTANCES_PER_COMPONENT_MAX as u8 + 1;
+    [
+        component_seeds(2, "wasi:cli/environment@0.2.9"),
+        component_seeds(over, "wasi:http/outgoing-handler@0.2.0"),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|(name, bytes)| ("plugin_component", name, bytes))
+    .collect()
 }
 
 /// Columns as the host builds them from a real batch, in `guest_columns`' input form: as a
