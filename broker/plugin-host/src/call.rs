@@ -63,10 +63,13 @@ impl<B> Instance<B> {
         begin_call(&mut self.store, &self.engine);
         let result = f(&self.bindings, &mut self.store);
         self.store.data_mut().end_call();
-        match result {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(guest_error(&self.version.name, e)),
-            Err(e) => Err(classify(&self.version.name, &self.engine, e)),
+        let refused = self.store.data_mut().take_memory_refused();
+        match (result, refused) {
+            (Ok(Ok(value)), _) => Ok(value),
+            // The guest failed after the host refused it memory: that is why.
+            (_, Some(hit)) => Err(memory_exceeded(&self.version.name, hit)),
+            (Ok(Err(e)), None) => Err(guest_error(&self.version.name, e)),
+            (Err(e), None) => Err(classify(&self.version.name, &self.engine, e)),
         }
     }
 
@@ -91,11 +94,7 @@ impl<B> std::fmt::Debug for Instance<B> {
 pub(crate) fn classify(plugin: &str, engine: &PluginEngine, e: wasmtime::Error) -> CallError {
     let plugin = plugin.to_owned();
     if let Some(hit) = e.downcast_ref::<MemoryLimitHit>() {
-        return CallError::MemoryExceeded {
-            plugin,
-            desired_bytes: hit.desired_bytes,
-            max_bytes: hit.max_bytes,
-        };
+        return memory_exceeded(&plugin, *hit);
     }
     match e.downcast_ref::<wasmtime::Trap>() {
         Some(wasmtime::Trap::Interrupt) => CallError::Timeout {
@@ -110,6 +109,14 @@ pub(crate) fn classify(plugin: &str, engine: &PluginEngine, e: wasmtime::Error) 
             plugin,
             message: format!("{e:#}"),
         },
+    }
+}
+
+fn memory_exceeded(plugin: &str, hit: MemoryLimitHit) -> CallError {
+    CallError::MemoryExceeded {
+        plugin: plugin.to_owned(),
+        desired_bytes: hit.desired_bytes,
+        max_bytes: hit.max_bytes,
     }
 }
 

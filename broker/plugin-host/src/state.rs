@@ -12,8 +12,9 @@ use crate::limits;
 use crate::plugin_log::PluginLog;
 use crate::wasi::{WasiParts, stderr, stdout};
 
-/// The error a memory growth past the limit traps with.
-#[derive(Debug, thiserror::Error)]
+/// A memory growth past the limit: the error an instantiation fails with, and what a call
+/// that failed after the host refused a growth is reported as.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
 #[error("memory growth to {desired_bytes} bytes is past the limit of {max_bytes}")]
 pub(crate) struct MemoryLimitHit {
     pub desired_bytes: u64,
@@ -32,6 +33,9 @@ pub(crate) struct HostState {
     log: Arc<PluginLog>,
     /// WASI, for a guest that calls it; `None` until then (the fast path never makes it).
     wasi: Option<Box<WasiParts>>,
+    /// A growth refused during the current call: the call's failure, if it fails, is
+    /// reported as the memory limit.
+    memory_refused: Option<MemoryLimitHit>,
 }
 
 impl HostState {
@@ -44,7 +48,13 @@ impl HostState {
             logs_dropped: 0,
             log,
             wasi: None,
+            memory_refused: None,
         }
+    }
+
+    /// The growth the host refused during the call that just ended, if any.
+    pub(crate) fn take_memory_refused(&mut self) -> Option<MemoryLimitHit> {
+        self.memory_refused.take()
     }
 
     /// The WASI context, made on the guest's first WASI call.
@@ -54,6 +64,7 @@ impl HostState {
 
     /// Called before each call into the guest.
     pub fn begin_call(&mut self) {
+        self.memory_refused = None;
         self.logs_left = limits::LOG_MESSAGES_PER_CALL_MAX;
         self.logs_dropped = 0;
     }
@@ -76,19 +87,29 @@ impl HostState {
 }
 
 impl ResourceLimiter for HostState {
+    /// A growth past the limit fails in the guest (`memory.grow` answers -1) rather than
+    /// trapping, so a runtime that collects garbage when memory runs short (SpiderMonkey,
+    /// CPython's MemoryError) gets its chance; if the call then fails, it is reported as
+    /// the limit ([`HostState::take_memory_refused`]). At instantiation (the initial
+    /// memory) it is an error at once.
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        if desired as u64 > self.memory_bytes_max {
-            return Err(wasmtime::Error::new(MemoryLimitHit {
-                desired_bytes: desired as u64,
-                max_bytes: self.memory_bytes_max,
-            }));
+        if desired as u64 <= self.memory_bytes_max {
+            return Ok(true);
         }
-        Ok(true)
+        let hit = MemoryLimitHit {
+            desired_bytes: desired as u64,
+            max_bytes: self.memory_bytes_max,
+        };
+        if current == 0 {
+            return Err(wasmtime::Error::new(hit));
+        }
+        self.memory_refused = Some(hit);
+        Ok(false)
     }
 
     fn table_growing(

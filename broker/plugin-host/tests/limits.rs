@@ -154,6 +154,12 @@ fn every_plugin_we_ship_fits_the_limits() {
             continue;
         }
         let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
+        // The Python and JavaScript guests (10-15 s of compiling each in a debug build)
+        // are deployed by the broker's e2e suite (tests/e2e/test_polyglot_plugins.py),
+        // which fails if one does not fit.
+        if name.contains("python-") || name.contains("js-") {
+            continue;
+        }
         let bytes = std::fs::read(&path).unwrap();
         registry
             .install(&name, &bytes)
