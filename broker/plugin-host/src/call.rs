@@ -73,6 +73,16 @@ impl<B> Instance<B> {
         }
     }
 
+    /// Whether the instance's memory has grown past `PLUGIN_RETIRE_MEMORY_PERCENT` of
+    /// `plugin.memory.bytes.max`: the pool then drops it after its call instead of keeping
+    /// it, so a guest whose runtime never gives memory back (a garbage-collected heap that
+    /// only grows between calls) is replaced by a fresh instance before it runs out.
+    pub(crate) fn grown_large(&self) -> bool {
+        let max = self.engine.config.memory_bytes_max;
+        self.store.data().memory_bytes()
+            > max / 100 * u64::from(crate::limits::PLUGIN_RETIRE_MEMORY_PERCENT)
+    }
+
     /// A broken contract in the guest's answer.
     pub(crate) fn contract(&self, message: String) -> CallError {
         CallError::Contract {

@@ -48,6 +48,11 @@ impl FilterInstance {
         &self.0.version
     }
 
+    /// Whether its memory has grown large enough to retire it (`call.rs`).
+    pub(crate) fn grown_large(&self) -> bool {
+        self.0.grown_large()
+    }
+
     /// Which records of `batch` to keep, one `bool` per record.
     ///
     /// # Errors

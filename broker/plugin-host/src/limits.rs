@@ -108,6 +108,12 @@ pub const PLUGIN_COMPILE_TIMEOUT_MS_DEFAULT: u64 = 120_000;
 /// compile timeout.
 pub const PLUGIN_COMPILES_CONCURRENT_MAX: u32 = 2;
 
+/// An instance whose linear memory has grown past this share of `plugin.memory.bytes.max`
+/// (percent) is dropped after its call rather than kept for the next: garbage-collected
+/// guests (componentize-js's SpiderMonkey) grow their heap call after call and would reach
+/// the limit mid-call; a fresh instance starts from its snapshot (a JS guest: 9 MiB).
+pub const PLUGIN_RETIRE_MEMORY_PERCENT: u32 = 50;
+
 /// Log messages a plugin may emit per call; the rest are counted and
 /// dropped, so a plugin cannot flood the broker's log.
 pub const LOG_MESSAGES_PER_CALL_MAX: u32 = 16;
@@ -150,6 +156,7 @@ const _: () = assert!(PLUGIN_MEMORIES_PER_MODULE_MAX <= PLUGIN_MEMORIES_PER_COMP
 const _: () = assert!(PLUGIN_TABLES_PER_MODULE_MAX <= PLUGIN_TABLES_PER_COMPONENT_MAX);
 const _: () = assert!(PLUGIN_CORE_INSTANCE_BYTES_MAX <= PLUGIN_COMPONENT_INSTANCE_BYTES_MAX);
 const _: () = assert!(PLUGIN_COMPILES_CONCURRENT_MAX >= 1);
+const _: () = assert!(PLUGIN_RETIRE_MEMORY_PERCENT > 0 && PLUGIN_RETIRE_MEMORY_PERCENT < 100);
 const _: () = assert!(STDIO_LINES_PENDING_MAX as u32 >= LOG_MESSAGES_PER_CALL_MAX);
 const _: () = assert!(EPOCH_TICK_MS > 0 && EPOCH_TICK_MS <= PLUGIN_CALL_TIMEOUT_MS_DEFAULT);
 const _: () = assert!(PLUGIN_MODULE_BYTES_MAX_DEFAULT <= PLUGIN_MEMORY_BYTES_MAX_DEFAULT * 4);

@@ -52,6 +52,11 @@ impl PartitionerInstance {
         &self.0.version
     }
 
+    /// Whether its memory has grown large enough to retire it (`call.rs`).
+    pub(crate) fn grown_large(&self) -> bool {
+        self.0.grown_large()
+    }
+
     /// One partition per record of `batch`, each below `partition_count`.
     ///
     /// # Errors

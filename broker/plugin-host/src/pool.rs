@@ -29,6 +29,8 @@ pub(crate) trait Pooled: Sized + Send + 'static {
         params: &[(String, String)],
     ) -> Result<Self, CallError>;
     fn version(&self) -> &Arc<PluginVersion>;
+    /// Whether its memory has grown large enough to retire it after this call.
+    fn grown_large(&self) -> bool;
 }
 
 impl Pooled for FilterInstance {
@@ -41,6 +43,9 @@ impl Pooled for FilterInstance {
     }
     fn version(&self) -> &Arc<PluginVersion> {
         self.version()
+    }
+    fn grown_large(&self) -> bool {
+        self.grown_large()
     }
 }
 
@@ -55,6 +60,9 @@ impl Pooled for PartitionerInstance {
     fn version(&self) -> &Arc<PluginVersion> {
         self.version()
     }
+    fn grown_large(&self) -> bool {
+        self.grown_large()
+    }
 }
 
 impl Pooled for ValidatorInstance {
@@ -68,6 +76,9 @@ impl Pooled for ValidatorInstance {
     fn version(&self) -> &Arc<PluginVersion> {
         self.version()
     }
+    fn grown_large(&self) -> bool {
+        self.grown_large()
+    }
 }
 
 impl Pooled for TransformInstance {
@@ -80,6 +91,9 @@ impl Pooled for TransformInstance {
     }
     fn version(&self) -> &Arc<PluginVersion> {
         self.version()
+    }
+    fn grown_large(&self) -> bool {
+        self.grown_large()
     }
 }
 
@@ -141,7 +155,8 @@ impl<I: Pooled> Pool<I> {
         };
         let result = f(&mut instance);
         let version = Arc::clone(instance.version());
-        if result.is_ok() && Arc::ptr_eq(&version, &self.slot.current()) {
+        if result.is_ok() && Arc::ptr_eq(&version, &self.slot.current()) && !instance.grown_large()
+        {
             share.checkin(version, &self.params, instance, lease);
         } else {
             // The instance first: its slot is free before the lease says so.

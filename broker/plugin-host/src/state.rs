@@ -36,6 +36,9 @@ pub(crate) struct HostState {
     /// A growth refused during the current call: the call's failure, if it fails, is
     /// reported as the memory limit.
     memory_refused: Option<MemoryLimitHit>,
+    /// The instance's linear memory, in bytes, as last grown (what the pool reads to retire
+    /// an instance whose memory has grown large: `PLUGIN_RETIRE_MEMORY_PERCENT`).
+    memory_bytes: u64,
 }
 
 impl HostState {
@@ -49,7 +52,13 @@ impl HostState {
             log,
             wasi: None,
             memory_refused: None,
+            memory_bytes: 0,
         }
+    }
+
+    /// The instance's linear memory now, in bytes.
+    pub(crate) fn memory_bytes(&self) -> u64 {
+        self.memory_bytes
     }
 
     /// The growth the host refused during the call that just ended, if any.
@@ -99,6 +108,7 @@ impl ResourceLimiter for HostState {
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         if desired as u64 <= self.memory_bytes_max {
+            self.memory_bytes = self.memory_bytes.max(desired as u64);
             return Ok(true);
         }
         let hit = MemoryLimitHit {

@@ -51,6 +51,11 @@ impl TransformInstance {
         &self.0.version
     }
 
+    /// Whether its memory has grown large enough to retire it (`call.rs`).
+    pub(crate) fn grown_large(&self) -> bool {
+        self.0.grown_large()
+    }
+
     /// The transformed batch: at most one output record per input record,
     /// in order, each carrying the **input** record's offset and timestamp
     /// (a transform rewrites key, value and headers; a record keeps its

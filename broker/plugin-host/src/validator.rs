@@ -54,6 +54,11 @@ impl ValidatorInstance {
         &self.0.version
     }
 
+    /// Whether its memory has grown large enough to retire it (`call.rs`).
+    pub(crate) fn grown_large(&self) -> bool {
+        self.0.grown_large()
+    }
+
     /// The records of `batch` the plugin refuses (empty: all accepted).
     ///
     /// # Errors
