@@ -247,3 +247,48 @@ def test_hostile_guests_are_stopped_and_the_broker_keeps_serving(broker_factory,
     create_topic(broker.bootstrap, other)
     produce_all(producer(broker.bootstrap), other, [Record(None, b"still serving")])
     assert [m.value() for m in consume_partition(broker.bootstrap, other, 0, 1)] == [b"still serving"]
+
+
+@pytest.mark.parametrize(
+    ("lang", "native_test"),
+    [("python", ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider"]), ("js", ["node", "--test"])],
+)
+def test_a_scaffolded_guest_tests_builds_and_runs(tmp_path, lang, native_test):
+    """The plugin author's path in Python and JavaScript: `sluice plugin new --lang` ->
+    the native unit test the template carries -> `sluice plugin build` (componentize-py or
+    componentize-js) -> `sluice plugin test` runs the built component in the broker's host."""
+    from conftest import REPO_ROOT
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        run = subprocess.run([sluice_bin(), *args], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        assert run.returncode == 0, f"{args}: {run.stderr}"
+        return run
+
+    made = json.loads(
+        cli(
+            "plugin",
+            "new",
+            "keyed",
+            "--lang",
+            lang,
+            "--kind",
+            "filter",
+            "--sdk",
+            str(REPO_ROOT / "sdk"),
+            "--output",
+            "json",
+        ).stdout
+    )
+    assert made == {"created": "keyed", "kind": "filter", "lang": lang}
+    tested = subprocess.run(native_test, capture_output=True, text=True, timeout=120, cwd=tmp_path / "keyed")
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    built = json.loads(cli("plugin", "build", "keyed", "--sdk", str(REPO_ROOT / "sdk"), "--output", "json").stdout)[
+        "built"
+    ]
+    assert [p.rsplit("/", 1)[1] for p in built] == ["keyed.wasm"], built
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text('{"key": "k1", "value": "a"}\n{"value": "no key"}\n{"key": "k2", "value": "b"}\n')
+    doc = json.loads(
+        cli("plugin", "test", str(tmp_path / built[0]), "--records", str(samples), "--output", "json").stdout
+    )
+    assert doc["kind"] == "filter" and [r["kept"] for r in doc["records"]] == [True, False, True], doc
