@@ -24,6 +24,9 @@
 //! - [`batch`]: zero-copy [`Record`] views over the columnar batch, and the
 //!   [`BatchBuilder`] that makes batches (transform output, tests).
 //! - [`params`]: [`Params`], [`Init`] and the plugin [`Error`].
+//! - [`transform`]: a transform's [`Output`], and [`Target`]: which output (of a view, one;
+//!   of a materialized transform, one per `--to` topic) each record goes to
+//!   (`Output::keep_to`, `Output::push_to`: the reserved header `sluice.output`).
 //! - [`hash`]: the key hashes of the Kafka clients (murmur2, crc32, FNV-1a).
 //! - [`json`]: find a field in a JSON value without parsing all of it.
 //! - [`log`]: report to the broker's log (stderr in native tests).
@@ -42,7 +45,7 @@ pub mod __private;
 pub use batch::{Batch, BatchBuilder, Columns, Headers, Record, Records};
 pub use params::{Error, ErrorKind, Init, Params};
 pub use sluice_sdk_macros::{filter, partitioner, transform, validator};
-pub use transform::Output;
+pub use transform::{Output, Target};
 /// The bindings generator the macros expand to, so a plugin needs no
 /// dependency but this SDK.
 pub use wit_bindgen;

@@ -13,6 +13,11 @@
 //!   header (name end, value end), so `2 * sum(header-counts)` entries.
 //!
 //! [`Columns::check`] verifies all of it; [`Columns::records`] relies on it.
+//!
+//! [`output`]: which output a transform's record goes to (the reserved header
+//! `sluice.output`), read the same way by the host and the SDK.
+
+pub mod output;
 
 use std::fmt;
 
