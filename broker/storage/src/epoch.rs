@@ -250,6 +250,11 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<EpochEntry>, StorageError> {
     if &body[..4] != MAGIC || body[4..6] != VERSION.to_be_bytes() {
         return Err(bad("bad magic or version".to_owned()));
     }
+    // Reserved: written as zero, refused otherwise (a file that decodes re-encodes exactly;
+    // the leader_epochs fuzz target found this one).
+    if body[6..8] != [0, 0] {
+        return Err(bad("reserved bytes are not zero".to_owned()));
+    }
     let count = u32::from_be_bytes(body[8..12].try_into().expect("4 bytes")) as usize;
     if count > LEADER_EPOCH_ENTRIES_MAX || body.len() != HEAD_BYTES + count * ENTRY_BYTES {
         return Err(bad(format!(
