@@ -37,6 +37,9 @@ from conftest import sluice_bin
 from kafka_wire import KafkaConnection
 
 DEADLINE_S = 60.0
+# The first test of a run compiles every polyglot plugin for the warm cache (5-15 s each in
+# the debug broker, the other xdist worker waiting on its lock): past pytest.ini's 300 s.
+pytestmark = pytest.mark.timeout(900)
 PARTITIONS = 6
 LANGS = ["python", "js"]
 EU = {"field": "$.region", "op": "==", "value": "eu"}
