@@ -59,7 +59,8 @@ def run_group(broker, topic_name, classpath, protocol: str) -> dict:
     result = run_driver(
         classpath, "group", broker.bootstrap, topic_name, "--records", str(RECORDS), "--protocol", protocol
     )
-    assert result["failures"] == [], f"{result['failures']}\n{broker.log_tail()}"
+    members = {name: {k: m[k] for k in ("assignments", "errors")} for name, m in result["members"].items()}
+    assert result["failures"] == [], f"{result['failures']}\n{members}\n{broker.log_tail()}"
     assert result["produced"] == 3 * RECORDS
     a, b = result["members"]["a"], result["members"]["b"]
     assert a["errors"] == [] and b["errors"] == []

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use bytes::Bytes;
 
 use crate::api::{
-    DescribedMember, Effect, GroupDescription, HeartbeatRequest, JoinGroupMember,
+    CommitPartition, DescribedMember, Effect, GroupDescription, HeartbeatRequest, JoinGroupMember,
     JoinGroupResponse, LeavingMember, LeftMember, Protocol, RequestId, Response, SyncGroupResponse,
 };
 use crate::config::GroupConfig;
@@ -368,10 +368,11 @@ impl Group {
         generation_id: i32,
         member_id: &str,
         instance_id: Option<&str>,
+        partitions: &[CommitPartition],
     ) -> Result<(), ErrorCode> {
         let from_member = generation_id >= 0 || !member_id.is_empty() || instance_id.is_some();
         if let Some(modern) = self.modern.as_deref() {
-            return modern.validate_commit(generation_id, member_id);
+            return modern.validate_commit(generation_id, member_id, partitions);
         }
         if from_member {
             self.validate_member(member_id, instance_id)?;

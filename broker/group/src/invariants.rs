@@ -185,6 +185,12 @@ impl ConsumerGroup {
                     if let Some(other) = owners.insert((topic.as_str(), p), member_id.as_str()) {
                         panic!("group {id}: {topic}-{p} owned by {other} and {member_id}");
                     }
+                    let at = m.assignment_epochs.get(topic).and_then(|e| e.get(&p));
+                    assert!(
+                        at.is_some_and(|&at| m.member_epoch < 0 || at <= m.member_epoch),
+                        "group {id}: {topic}-{p} of {member_id} at epoch {} has assignment epoch {at:?}",
+                        m.member_epoch
+                    );
                 }
             }
             if let Some(instance_id) = &m.instance_id {

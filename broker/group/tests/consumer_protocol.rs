@@ -284,6 +284,10 @@ fn range_assignor_is_used_when_members_ask_for_it() {
 }
 
 fn commit(member_id: &str, epoch: i32) -> Request {
+    commit_partition(member_id, epoch, 0)
+}
+
+fn commit_partition(member_id: &str, epoch: i32, partition: i32) -> Request {
     Request::OffsetCommit(OffsetCommitRequest {
         group_id: GROUP.into(),
         generation_id: epoch,
@@ -292,7 +296,7 @@ fn commit(member_id: &str, epoch: i32) -> Request {
         partitions: vec![CommitPartition {
             tp: TopicPartition {
                 topic: "t".into(),
-                partition: 0,
+                partition,
             },
             offset: 7,
             leader_epoch: -1,
@@ -341,6 +345,46 @@ fn offset_commits_carry_the_member_epoch() {
     // Once the group is empty, the admin client may commit.
     send(&mut h, beat("a", -1, None));
     assert_eq!(commit_error(&mut h, commit("", -1)), ErrorCode::None);
+}
+
+/// KIP-1251: a member commits at the epoch it knows while the heartbeat that acknowledged
+/// its revocation moves it to the next one. The partitions it kept were assigned at the
+/// older epoch, so the commit is its own; the one it gave up is not.
+#[test]
+fn a_commit_at_the_epoch_before_a_revocation_keeps_the_partitions_still_owned() {
+    let mut h = harness(&[("t", 2)]);
+    let a = send(&mut h, join("a", &["t"]));
+    assert_eq!(a.member_epoch, 1);
+    send(&mut h, join("b", &["t"]));
+    let revoking = send(&mut h, beat("a", 1, Some(&a.assignment.unwrap())));
+    let kept = revoking.assignment.unwrap();
+    let kept_partition = *kept["t"].first().unwrap();
+    let given_up = 1 - kept_partition;
+    let acked = send(&mut h, beat("a", 1, Some(&kept)));
+    assert_eq!(acked.member_epoch, 2);
+    assert_eq!(
+        commit_error(&mut h, commit_partition("a", 1, kept_partition)),
+        ErrorCode::None
+    );
+    assert_eq!(
+        commit_error(&mut h, commit_partition("a", 1, given_up)),
+        ErrorCode::StaleMemberEpoch
+    );
+    assert_eq!(
+        commit_error(&mut h, commit_partition("a", 3, kept_partition)),
+        ErrorCode::StaleMemberEpoch
+    );
+    // b got the given-up partition at epoch 2: an epoch-1 commit for it is not b's.
+    let b = send(&mut h, beat("b", 2, Some(&BTreeMap::new())));
+    assert_eq!(b.error, ErrorCode::None);
+    assert_eq!(
+        commit_error(&mut h, commit_partition("b", 1, given_up)),
+        ErrorCode::StaleMemberEpoch
+    );
+    assert_eq!(
+        commit_error(&mut h, commit_partition("b", 2, given_up)),
+        ErrorCode::None
+    );
 }
 
 #[test]

@@ -163,6 +163,7 @@ impl ConsumerGroup {
         if let Some(member) = self.members.get_mut(&id) {
             // A fenced member rejoins: it dropped its partitions, so they are free.
             member.assigned.clear();
+            member.assignment_epochs.clear();
             member.pending_revocation.clear();
             member.state = MemberState::Stable;
             member.revocation_deadline_ms = None;
@@ -396,6 +397,7 @@ fn new_member(id: &str, req: &ConsumerHeartbeatRequest) -> ConsumerMember {
         subscribed_topic_regex: None,
         server_assignor: None,
         assigned: Assignment::new(),
+        assignment_epochs: BTreeMap::new(),
         pending_revocation: Assignment::new(),
         session_deadline_ms: 0,
         revocation_deadline_ms: None,

@@ -14,6 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 pub use crate::api::Assignment;
+use crate::api::CommitPartition;
 use crate::error::ErrorCode;
 pub use crate::state::ConsumerGroupState;
 
@@ -103,6 +104,10 @@ pub struct ConsumerMember {
     pub server_assignor: Option<String>,
     /// Partitions the member owns.
     pub assigned: Assignment,
+    /// The member epoch at which each partition of `assigned` (and `pending_revocation`)
+    /// was assigned to it (KIP-1251): a commit at an older epoch is still the owner's
+    /// commit if the partition was assigned at or before that epoch.
+    pub assignment_epochs: BTreeMap<String, BTreeMap<i32, i32>>,
     /// Partitions the member must revoke (it still owns them).
     pub pending_revocation: Assignment,
     /// Removed when no heartbeat came by then, in ms.
@@ -219,14 +224,19 @@ impl ConsumerGroup {
         names
     }
 
-    /// OffsetCommit from a consumer group's member (Kafka's `ConsumerGroup.validateOffsetCommit`):
-    /// a commit without a member (epoch < 0, as the admin client or a consumer without
-    /// group management sends) only while the group has no members; else the member
-    /// must exist (`UNKNOWN_MEMBER_ID`) at this epoch (`STALE_MEMBER_EPOCH`).
+    /// OffsetCommit from a consumer group's member (Kafka's `ConsumerGroup.validateOffsetCommit`
+    /// with KIP-1251's assignment epochs): a commit without a member (epoch < 0, as the admin
+    /// client or a consumer without group management sends) only while the group has no
+    /// members; else the member must exist (`UNKNOWN_MEMBER_ID`) and commit at its epoch, or
+    /// at an older one for partitions it was assigned at or before that epoch
+    /// (`STALE_MEMBER_EPOCH` otherwise). The older epoch is the race every consumer runs: it
+    /// commits at the epoch it knows while the heartbeat that acknowledged a revocation
+    /// moves it to the next; the partitions it still owns are its own to commit.
     pub(crate) fn validate_commit(
         &self,
         member_epoch: i32,
         member_id: &str,
+        partitions: &[CommitPartition],
     ) -> Result<(), ErrorCode> {
         if member_epoch < 0 && self.members.is_empty() {
             return Ok(());
@@ -235,7 +245,17 @@ impl ConsumerGroup {
             .members
             .get(member_id)
             .ok_or(ErrorCode::UnknownMemberId)?;
-        if member.member_epoch != member_epoch {
+        if member.member_epoch == member_epoch {
+            return Ok(());
+        }
+        let owned_since = |p: &CommitPartition| {
+            member
+                .assignment_epochs
+                .get(&p.tp.topic)
+                .and_then(|ps| ps.get(&p.tp.partition))
+                .is_some_and(|&at| at <= member_epoch)
+        };
+        if member_epoch > member.member_epoch || !partitions.iter().all(owned_since) {
             return Err(ErrorCode::StaleMemberEpoch);
         }
         Ok(())

@@ -4,7 +4,7 @@
 //! revoking them itself, at its current epoch, before it moves to the target epoch: so no
 //! partition is ever owned by two members at once.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Assignment, ConsumerMember, MemberState};
 
@@ -77,6 +77,7 @@ impl Reconcile<'_> {
         let mut next = member.clone();
         if !revoking.is_empty() && self.owns_any(&revoking) {
             // Keep only what stays; the new partitions wait until the revocation is acked.
+            // The partitions being revoked keep their assignment epochs until they go.
             next.assigned = intersect(&member.assigned, self.target);
             next.pending_revocation = revoking;
             next.state = MemberState::UnrevokedPartitions;
@@ -91,8 +92,29 @@ impl Reconcile<'_> {
             MemberState::Stable
         };
         next.set_epoch(self.target_epoch);
+        next.assignment_epochs = assignment_epochs(member, &next.assigned, self.target_epoch);
         next
     }
+}
+
+/// The assignment epoch of every partition in `assigned`: a partition the member already
+/// had keeps its epoch, a new one is assigned at `epoch`.
+fn assignment_epochs(
+    member: &ConsumerMember,
+    assigned: &Assignment,
+    epoch: i32,
+) -> BTreeMap<String, BTreeMap<i32, i32>> {
+    assigned
+        .iter()
+        .map(|(topic, ps)| {
+            let before = member.assignment_epochs.get(topic);
+            let epochs = ps
+                .iter()
+                .map(|&p| (p, before.and_then(|b| b.get(&p)).copied().unwrap_or(epoch)))
+                .collect();
+            (topic.clone(), epochs)
+        })
+        .collect()
 }
 
 fn intersect(a: &Assignment, b: &Assignment) -> Assignment {

@@ -170,6 +170,7 @@ impl Coordinator {
             req.generation_id,
             &req.member_id,
             req.group_instance_id.as_deref(),
+            &req.partitions,
         );
         self.reindex(&req.group_id); // a valid commit counts as a heartbeat
         valid?;

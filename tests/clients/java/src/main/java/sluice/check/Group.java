@@ -194,9 +194,13 @@ final class Group {
 
         @Override
         public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
-            consumer.commitSync();
-            for (TopicPartition tp : partitions) {
-                owned.remove(tp.partition());
+            try {
+                consumer.commitSync();
+            } finally {
+                // Gone whether or not the commit went through (a failed one shows in errors).
+                for (TopicPartition tp : partitions) {
+                    owned.remove(tp.partition());
+                }
             }
         }
 
