@@ -200,6 +200,28 @@ def test_plugin_test_runs_a_transform_locally(tmp_path):
     assert text.returncode == 0 and text.stdout.splitlines()[-1] == "5 records in, 4 out", text.stdout
 
 
+def test_plugin_test_shows_where_a_splitting_transform_routes_each_record(tmp_path):
+    records = write_samples(tmp_path)
+    wasm = str(built_plugins_dir() / "split-transform.wasm")
+    params = ["--param", "field=$.region", "--param", "value=eu", "--param", "unparseable=dead-letter"]
+    outputs = ["--to", "orders-eu", "--to", "orders-us", "--to", "orders-dlq"]
+    doc = ok_json("plugin", "test", wasm, "--records", records, *params, *outputs)
+    assert [(r["offset"], r["output"]) for r in doc["records"]] == [
+        (0, "orders-eu"), (1, "orders-us"), (2, "orders-eu"), (3, "orders-dlq"), (4, "orders-dlq"),
+    ]
+    assert all("sluice.output" not in r["headers"] for r in doc["records"])
+    assert doc["records"][3]["headers"] == {"split.reason": "no value"}
+    text = sluice("plugin", "test", wasm, "--records", records, *params, *outputs)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.splitlines()[0].endswith("\t-> orders-eu"), text.stdout
+    # Without --to it runs as a view does: the first output only.
+    view = ok_json("plugin", "test", wasm, "--records", records, *params)
+    assert [r["offset"] for r in view["records"]] == [0, 2]
+    # A third output the transform was not given breaks the contract, named.
+    two = sluice("plugin", "test", wasm, "--records", records, *params, "--to", "a", "--to", "b")
+    assert two.returncode == 1 and "has 2 outputs" in two.stderr, two.stderr
+
+
 def test_plugin_new_scaffolds_a_crate_that_lists_only_the_sdk(tmp_path):
     doc = ok_json("plugin", "new", "my-router", "--kind", "partitioner", "--sdk", str(REPO_ROOT / "sdk"), cwd=tmp_path)
     assert doc == {"created": "my-router", "kind": "partitioner", "lang": "rust"}

@@ -103,6 +103,11 @@ enum PluginCommand {
         /// Partition count a partitioner is asked to place records in.
         #[arg(long, default_value_t = 6)]
         partitions: u32,
+        /// A transform's output topic, in order (repeatable): each output record shows the
+        /// output it is routed to, as a materialized transform writes it. Without `--to`,
+        /// the transform runs as a view does (its first output only).
+        #[arg(long = "to", value_name = "OUTPUT")]
+        outputs: Vec<String>,
     },
 }
 
@@ -170,7 +175,8 @@ pub fn run(args: PluginArgs) -> anyhow::Result<()> {
             records,
             params,
             partitions,
-        } => test::run(&file, &records, &params, partitions, output),
+            outputs,
+        } => test::run(&file, &records, &params, partitions, &outputs, output),
     }
 }
 

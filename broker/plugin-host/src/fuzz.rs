@@ -6,8 +6,8 @@
 //! byte (the input batch's record count and a partition count), then the eleven columns of
 //! a WIT `record-batch`, each as a one-byte element count and the elements (little-endian).
 //! A column cut short is empty. The same columns are then checked as a transform's output
-//! (`check_shape`, then read back with `records()` and `select`, and placed against an input
-//! batch), a filter's keep bitmap, and a partitioner's answer: whatever the bytes, every
+//! (`check_shape`, then read back with `records()` and `select`, placed against an input
+//! batch as a view does, and routed to outputs as a materialized transform does), a filter's keep bitmap, and a partitioner's answer: whatever the bytes, every
 //! check returns an error value or columns that read back without a panic.
 
 use crate::batch::ColumnarBatch;
@@ -31,6 +31,7 @@ pub fn guest_columns(data: &[u8]) {
     if let Ok(batch) = ColumnarBatch::from_guest(columns.clone()) {
         read_back(&batch);
     }
+    routed(&input, &columns, partition_count);
     if let Ok(placed) = crate::transform::place(&input, columns) {
         read_back(&placed);
         assert_eq!(
@@ -43,6 +44,43 @@ pub fn guest_columns(data: &[u8]) {
             "a placed record has an offset its input does not"
         );
     }
+}
+
+/// The columns routed as a materialized transform's output to `outputs` outputs (named
+/// `o0`, `o1`, ...): every record gets an output that exists, an offset its input has, in
+/// input order, and no routing header.
+fn routed(input: &ColumnarBatch, columns: &RecordBatch, outputs: u32) {
+    let names: Vec<String> = (0..outputs).map(|i| format!("o{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let Ok(routed) = crate::transform::route_for_fuzz(input, columns.clone(), &names) else {
+        return;
+    };
+    read_back(&routed.batch);
+    assert_eq!(
+        routed.outputs.len(),
+        routed.batch.len(),
+        "one output per record"
+    );
+    assert!(
+        routed.outputs.iter().all(|&o| o < outputs),
+        "an output that exists"
+    );
+    assert!(
+        routed.batch.offsets().windows(2).all(|w| w[0] <= w[1])
+            && routed
+                .batch
+                .offsets()
+                .iter()
+                .all(|o| input.offsets().contains(o)),
+        "input offsets, in input order"
+    );
+    assert!(
+        routed
+            .batch
+            .records()
+            .all(|r| r.header(sluice_columns::output::OUTPUT_HEADER).is_none()),
+        "no routing header left"
+    );
 }
 
 /// The columns read as a validator's refusals (indexes from `key_ends`, reasons cut from
@@ -240,5 +278,35 @@ mod tests {
         assert_eq!(decoded.offsets, batch.columns.offsets);
         assert_eq!(decoded.header_ends, batch.columns.header_ends);
         guest_columns(&encoded);
+    }
+
+    /// The corpus seed `seed-routed-output`: records routed by index and by name to two of
+    /// three outputs (selector 0x33: an input of 3 records, 3 outputs).
+    #[test]
+    fn a_routed_output_is_checked_and_loses_its_header() {
+        let mut batch = ColumnarBatch::new();
+        let h = sluice_columns::output::OUTPUT_HEADER.as_bytes();
+        batch.push(0, 5, Some(b"k"), None, &[(h, b"2")]);
+        batch.push(0, 6, None, Some(b"v"), &[(b"a", b"b"), (h, b"o1")]);
+        batch.push(2, -1, None, Some(b"w"), &[]);
+        let encoded = encode_columns(0x33, &batch);
+        let decoded = decode_columns(&encoded[1..]);
+        let routed =
+            crate::transform::route_for_fuzz(&input_batch(3), decoded, &["o0", "o1", "o2"])
+                .unwrap();
+        assert_eq!(routed.outputs, [2, 1, 0]);
+        guest_columns(&encoded);
+        let seed = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fuzz/corpus/guest_columns/seed-routed-output"
+        );
+        if std::env::var_os("SLUICE_WRITE_SEEDS").is_some() {
+            std::fs::write(seed, &encoded).unwrap();
+        }
+        assert_eq!(
+            std::fs::read(seed).ok().as_deref(),
+            Some(&encoded[..]),
+            "{seed} is current"
+        );
     }
 }

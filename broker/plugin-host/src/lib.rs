@@ -151,7 +151,7 @@ pub use registry::{LoadFailures, PluginInfo, Registry};
 pub use share::InstanceCounts;
 pub use slot::PluginSlot;
 pub use stats::{CALL_LATENCY_BUCKETS_US, CallErrorKind, PluginStats};
-pub use transform::TransformInstance;
+pub use transform::{Routed, TransformInstance};
 pub use validator::{Refusal, ValidatorInstance};
 pub use view::{FailurePolicy, Stage, StageOutput, Step, View, ViewOutput, ViewStats, apply_with};
 pub use wasi::WASI_ALLOWED;

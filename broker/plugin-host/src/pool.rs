@@ -18,7 +18,7 @@ use crate::partitioner::PartitionerInstance;
 use crate::share::Checkout;
 use crate::slot::PluginSlot;
 use crate::stats::CallStart;
-use crate::transform::TransformInstance;
+use crate::transform::{Routed, TransformInstance};
 use crate::validator::{Refusal, ValidatorInstance};
 
 /// What the pool needs of an instance.
@@ -282,6 +282,23 @@ impl Transform {
     pub fn transform(&self, batch: &ColumnarBatch) -> Result<ColumnarBatch, CallError> {
         self.pool
             .call(batch.len(), |i| i.transform(batch), ColumnarBatch::len)
+    }
+
+    /// The transformed batch routed to `outputs`, as a materialized transform writes it;
+    /// see [`TransformInstance::transform_routed`].
+    ///
+    /// # Errors
+    /// See [`CallError`]; the failed instance is discarded.
+    pub fn transform_routed(
+        &self,
+        batch: &ColumnarBatch,
+        outputs: &[&str],
+    ) -> Result<Routed, CallError> {
+        self.pool.call(
+            batch.len(),
+            |i| i.transform_routed(batch, outputs),
+            |r| r.batch.len(),
+        )
     }
 
     /// Idle instances ready for the next call (for tests and metrics).

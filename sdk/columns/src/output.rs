@@ -14,8 +14,10 @@
 //! consumers never see it. Anything else (two such headers on one record, an empty or
 //! malformed value, an output the transform does not have) breaks the transform contract.
 //!
-//! Status: the SDK writes the header (`sluice_sdk::Output::keep_to`); the broker's side is
-//! designed in `docs/design/materialized-transforms.md` and not built yet.
+//! The SDK writes the header (`sluice_sdk::Output::keep_to`); the broker's plugin host reads
+//! it (`sluice_plugin_host::Transform::transform_routed`, and views, which show the first
+//! output only). The materialized transforms that write the outputs are designed in
+//! `docs/design/materialized-transforms.md`.
 
 use std::fmt;
 

@@ -35,6 +35,7 @@ pub fn run(
     records: &Path,
     raw_params: &[String],
     partitions: u32,
+    outputs: &[String],
     output: Output,
 ) -> anyhow::Result<()> {
     if partitions == 0 {
@@ -58,10 +59,18 @@ pub fn run(
                 PluginKind::Filter => {
                     filtered(&batch, &registry.filter(NAME, &params)?.filter(&batch)?)
                 }
-                PluginKind::Transform => transformed(
+                PluginKind::Transform if outputs.is_empty() => transformed(
                     &batch,
                     &registry.transform(NAME, &params)?.transform(&batch)?,
+                    None,
                 ),
+                PluginKind::Transform => {
+                    let names: Vec<&str> = outputs.iter().map(String::as_str).collect();
+                    let routed = registry
+                        .transform(NAME, &params)?
+                        .transform_routed(&batch, &names)?;
+                    transformed(&batch, &routed.batch, Some((&names, &routed.outputs)))
+                }
                 PluginKind::Validator => validated(
                     &batch,
                     &registry.validator(NAME, &params)?.validate(&batch)?,
@@ -136,9 +145,24 @@ fn validated(batch: &ColumnarBatch, refusals: &[sluice_server::plugin_host::Refu
     json!({"records": rows, "refused": refusals.len(), "total": batch.len()})
 }
 
-/// The records the transform returned (each with its input record's offset).
-fn transformed(input: &ColumnarBatch, output: &ColumnarBatch) -> Value {
-    let rows: Vec<Value> = output.records().map(|r| record_json(&r)).collect();
+/// The records the transform returned (each with its input record's offset) and, with
+/// `--to`, the output each is routed to.
+fn transformed(
+    input: &ColumnarBatch,
+    output: &ColumnarBatch,
+    routed: Option<(&[&str], &[u32])>,
+) -> Value {
+    let rows: Vec<Value> = output
+        .records()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut row = record_json(&r);
+            if let Some((names, outputs)) = routed {
+                row["output"] = json!(names[outputs[i] as usize]);
+            }
+            row
+        })
+        .collect();
     json!({"records": rows, "input_records": input.len(), "output_records": output.len()})
 }
 
@@ -201,7 +225,10 @@ fn text(doc: &Value) -> String {
         _ => {
             let mut out: String = records
                 .iter()
-                .map(|r| format!("{}\t{}\t{}\n", r["offset"], key(r), value(r)))
+                .map(|r| match r["output"].as_str() {
+                    Some(to) => format!("{}\t{}\t{}\t-> {to}\n", r["offset"], key(r), value(r)),
+                    None => format!("{}\t{}\t{}\n", r["offset"], key(r), value(r)),
+                })
                 .collect();
             out.push_str(&format!(
                 "{} records in, {} out\n",
