@@ -29,6 +29,7 @@ CRATES: dict[str, set[str]] = {
     "broker/storage": set(),
     "broker/group": set(),
     "broker/txn": set(),
+    "broker/transform": {"sluice-hash"},
     "broker/security": set(),
     "broker/plugin-host": {"sluice-storage", "sluice-columns"},
     "broker/server": {
@@ -61,6 +62,7 @@ NO_RUNTIME = [
     "broker/storage",
     "broker/group",
     "broker/txn",
+    "broker/transform",
     "broker/security",
     "broker/plugin-host",
 ]
@@ -181,6 +183,7 @@ ACYCLIC = [
     "broker/storage",
     "broker/group",
     "broker/txn",
+    "broker/transform",
     "broker/security",
     "broker/server",
     "broker/plugin-host",
@@ -281,6 +284,7 @@ MAPPED = [
     "broker/storage",
     "broker/group",
     "broker/txn",
+    "broker/transform",
     "broker/security",
     "broker/server",
     "broker/plugin-host",

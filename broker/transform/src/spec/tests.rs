@@ -1,0 +1,238 @@
+use super::*;
+
+fn spec() -> TransformSpec {
+    TransformSpec {
+        name: "orders-split".into(),
+        source: "orders".into(),
+        plugin: "split-transform".into(),
+        params: vec![
+            ("field".into(), "$.region".into()),
+            ("value".into(), "eu".into()),
+        ],
+        outputs: vec!["orders-eu".into(), "orders-us".into()],
+        dead_letter_topic: None,
+        on_error: OnError::Stop,
+        partitioning: Partitioning::Key,
+        commit_interval_ms: 100,
+        from_offset: FromOffset::Earliest,
+        start_offsets: vec![0, 0, 0],
+        paused: false,
+        generation: 0,
+        principal: "User:alice".into(),
+        created_ms: 1_764_547_200_000,
+    }
+}
+
+#[test]
+fn a_good_spec_passes() {
+    assert_eq!(spec().check(), Ok(()));
+}
+
+#[test]
+fn names_follow_the_topic_rules_with_the_id_bound() {
+    let mut s = spec();
+    s.name = "n".repeat(TRANSFORM_NAME_BYTES_MAX);
+    assert_eq!(s.check(), Ok(()));
+    s.name.push('n');
+    let err = s.check().unwrap_err().to_string();
+    assert!(err.contains("longer than 225 bytes"), "{err}");
+    for bad in ["", ".", "..", "a/b", "é", "a b"] {
+        s.name = bad.into();
+        assert!(
+            matches!(
+                s.check(),
+                Err(SpecError::Name {
+                    what: "transform name",
+                    ..
+                })
+            ),
+            "{bad:?}"
+        );
+    }
+    s = spec();
+    s.source = "s".repeat(TOPIC_NAME_BYTES_MAX + 1);
+    assert!(matches!(
+        s.check(),
+        Err(SpecError::Name {
+            what: "source topic",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn outputs_are_one_to_eight_distinct_topics_other_than_the_source() {
+    let mut s = spec();
+    s.outputs = (0..TRANSFORM_OUTPUTS_MAX)
+        .map(|i| format!("out-{i}"))
+        .collect();
+    assert_eq!(s.check(), Ok(()));
+    s.outputs.push("out-8".into());
+    assert_eq!(s.check(), Err(SpecError::OutputCount(9)));
+    assert!(
+        s.check()
+            .unwrap_err()
+            .to_string()
+            .contains("1 to 8 outputs")
+    );
+    s.outputs.clear();
+    assert_eq!(s.check(), Err(SpecError::OutputCount(0)));
+    s.outputs = vec!["a".into(), "b".into(), "a".into()];
+    assert_eq!(s.check(), Err(SpecError::DuplicateOutput("a".into())));
+    s.outputs = vec!["a".into(), "orders".into()];
+    assert_eq!(s.check(), Err(SpecError::OutputIsSource("orders".into())));
+    s.outputs = vec!["a".into(), "bad/name".into()];
+    assert!(matches!(
+        s.check(),
+        Err(SpecError::Name {
+            what: "output topic",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn a_dead_letter_topic_is_given_exactly_with_its_policy() {
+    let mut s = spec();
+    s.on_error = OnError::DeadLetter;
+    assert_eq!(s.check(), Err(SpecError::DeadLetterMissing));
+    s.dead_letter_topic = Some("orders".into());
+    assert_eq!(
+        s.check(),
+        Err(SpecError::DeadLetterIsSource("orders".into()))
+    );
+    s.dead_letter_topic = Some("orders-dlq".into());
+    assert_eq!(s.check(), Ok(()));
+    // The DLQ may also be an output (one place for the plugin's and the broker's rejects).
+    s.dead_letter_topic = Some("orders-eu".into());
+    assert_eq!(s.check(), Ok(()));
+    s.on_error = OnError::Skip;
+    assert_eq!(
+        s.check(),
+        Err(SpecError::DeadLetterUnused("orders-eu".into()))
+    );
+}
+
+#[test]
+fn bounds_on_interval_params_offsets_and_principal() {
+    let mut s = spec();
+    s.commit_interval_ms = TRANSFORM_COMMIT_INTERVAL_MS_MAX + 1;
+    let err = s.check().unwrap_err().to_string();
+    assert!(
+        err.contains("TRANSFORM_COMMIT_INTERVAL_MS_MAX") && err.contains("5000"),
+        "{err}"
+    );
+    s.commit_interval_ms = TRANSFORM_COMMIT_INTERVAL_MS_MIN - 1;
+    assert!(matches!(s.check(), Err(SpecError::CommitInterval(_))));
+
+    s = spec();
+    s.params = (0..=TRANSFORM_PARAMS_MAX)
+        .map(|i| (format!("k{i}"), String::new()))
+        .collect();
+    assert_eq!(
+        s.check(),
+        Err(SpecError::ParamCount(TRANSFORM_PARAMS_MAX + 1))
+    );
+    s.params = vec![("k".into(), "v".repeat(TRANSFORM_PARAM_BYTES_MAX + 1))];
+    assert_eq!(s.check(), Err(SpecError::ParamBytes("k".into())));
+    s.params = vec![(String::new(), "v".into())];
+    assert_eq!(s.check(), Err(SpecError::ParamBytes(String::new())));
+    s.params = vec![("k".into(), "1".into()), ("k".into(), "2".into())];
+    assert_eq!(s.check(), Err(SpecError::DuplicateParam("k".into())));
+
+    s = spec();
+    s.start_offsets = vec![0, -1];
+    assert!(s.check().unwrap_err().to_string().contains("partition 1"));
+    s.start_offsets = vec![];
+    assert_eq!(s.check(), Err(SpecError::SourcePartitions(0)));
+    s.start_offsets = vec![0];
+    s.from_offset = FromOffset::Offset(-5);
+    assert!(matches!(
+        s.check(),
+        Err(SpecError::NegativeOffset { value: -5, .. })
+    ));
+
+    s = spec();
+    s.principal = String::new();
+    assert_eq!(s.check(), Err(SpecError::Principal));
+    s = spec();
+    s.plugin = String::new();
+    assert!(matches!(s.check(), Err(SpecError::Plugin(_))));
+}
+
+#[test]
+fn from_offset_text() {
+    assert_eq!(FromOffset::parse("earliest"), Ok(FromOffset::Earliest));
+    assert_eq!(FromOffset::parse("latest"), Ok(FromOffset::Latest));
+    assert_eq!(FromOffset::parse("0"), Ok(FromOffset::Offset(0)));
+    assert_eq!(FromOffset::parse("42"), Ok(FromOffset::Offset(42)));
+    assert_eq!(
+        FromOffset::parse("1764547200000ms"),
+        Ok(FromOffset::Timestamp(1_764_547_200_000))
+    );
+    for bad in [
+        "",
+        "ms",
+        "-1",
+        "+1",
+        "1.5",
+        "Earliest",
+        "12 ms",
+        "1s",
+        "99999999999999999999",
+        "2026-12-01T00:00:00Z",
+    ] {
+        assert_eq!(
+            FromOffset::parse(bad),
+            Err(FromOffsetError(bad.into())),
+            "{bad:?}"
+        );
+    }
+    for from in [
+        FromOffset::Earliest,
+        FromOffset::Latest,
+        FromOffset::Offset(7),
+        FromOffset::Timestamp(9),
+    ] {
+        assert_eq!(FromOffset::parse(&from.to_string()), Ok(from));
+    }
+}
+
+#[test]
+fn the_spec_round_trips_through_json_with_the_cli_words() {
+    let mut s = spec();
+    s.on_error = OnError::DeadLetter;
+    s.dead_letter_topic = Some("orders-dlq".into());
+    s.from_offset = FromOffset::Timestamp(1_764_547_200_000);
+    let json = serde_json::to_string(&s).unwrap();
+    assert!(json.contains(r#""on_error":"dead-letter""#), "{json}");
+    assert!(
+        json.contains(r#""from_offset":"1764547200000ms""#),
+        "{json}"
+    );
+    assert!(
+        json.contains(r#""params":[["field","$.region"],["value","eu"]]"#),
+        "{json}"
+    );
+    assert_eq!(serde_json::from_str::<TransformSpec>(&json).unwrap(), s);
+    let bad = json.replace("1764547200000ms", "yesterday");
+    assert!(serde_json::from_str::<TransformSpec>(&bad).is_err());
+}
+
+#[test]
+fn ids_of_a_transform() {
+    let s = spec();
+    assert_eq!(s.group_id(), "__sluice_transform/orders-split");
+    assert_eq!(s.transactional_id(2), "__sluice_transform/orders-split/2");
+    assert!(is_reserved(&s.transactional_id(0)));
+    assert!(!is_reserved("orders-split"));
+    assert_eq!(s.start_offset(2), Some(0));
+    assert_eq!(s.start_offset(3), None);
+}
+
+#[test]
+fn cut_keeps_characters_whole() {
+    assert_eq!(cut("héllo", 2), "h");
+    assert_eq!(cut("héllo", 3), "hé");
+    assert_eq!(cut("abc", 10), "abc");
+}
