@@ -20,7 +20,9 @@
 //! - [`policy`]: [`Bisect`], the calls that isolate the failing records of a failed call.
 //! - [`machine`]: [`Runner`], one source partition as a state machine fed
 //!   `(now_ms, answer)` and returning [`Effect`]s; `machine/api.rs` holds its plain types
-//!   (effects, answers, [`Status`]), `machine/steps.rs` its steps between events.
+//!   (effects, answers, [`Status`]), `machine/steps.rs` its steps between events,
+//!   `machine/sim_tests.rs` the seeded simulator whose oracle checks exactly-once across
+//!   crashes.
 //!
 //! Architecture Invariant: sluice-transform does no I/O and reads no clock; time comes in
 //! as `now_ms` and the only Sluice crate it depends on is `sluice-hash`.

@@ -526,4 +526,6 @@ fn add_sequence(seq: i32, n: usize) -> i32 {
 }
 
 #[cfg(test)]
+mod sim_tests;
+#[cfg(test)]
 mod tests;
