@@ -191,10 +191,14 @@ impl<I: SourceRecord, O: OutputRecord> Runner<I, O> {
         }
     }
 
-    /// The first effect: InitProducer, or Idle when the spec is paused.
+    /// The first effect: InitProducer, or Idle when the spec is paused (or a pause or stop
+    /// came before the start).
     pub fn start(&mut self, _now_ms: i64) -> Effect<I, O> {
+        if self.phase == Phase::Idle && self.status.state == State::Stopped {
+            return Effect::Idle;
+        }
         assert_eq!(self.phase, Phase::Created, "start is called once");
-        if self.config.paused {
+        if self.config.paused || self.asked.pause {
             self.asked.pause = true;
             return self.idle(State::Paused);
         }

@@ -513,6 +513,16 @@ fn a_paused_spec_starts_idle_and_resumes_from_init() {
 }
 
 #[test]
+fn commands_before_the_start_are_kept() {
+    let mut r: Runner<R, O> = Runner::new(config(OnError::Stop));
+    assert_eq!(r.pause(0), None);
+    assert_eq!((r.start(0), r.state()), (E::Idle, State::Paused));
+    let mut r: Runner<R, O> = Runner::new(config(OnError::Stop));
+    assert_eq!(r.stop(0, Finish::Commit), Some(E::Idle));
+    assert_eq!((r.start(0), r.state()), (E::Idle, State::Stopped));
+}
+
+#[test]
 fn stop_commits_or_aborts_the_open_transaction() {
     for (finish, end) in [
         (Finish::Commit, E::Commit { position: 11 }),
