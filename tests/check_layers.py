@@ -38,6 +38,7 @@ CRATES: dict[str, set[str]] = {
         "sluice-plugin-host",
         "sluice-security",
         "sluice-txn",
+        "sluice-transform",
     },
     "broker/cli": {
         "sluice-server",

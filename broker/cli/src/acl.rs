@@ -77,6 +77,9 @@ struct Spec {
     /// Sluice views (fetching a view needs READ on it).
     #[arg(long, value_delimiter = ',')]
     view: Vec<String>,
+    /// Sluice materialized transforms (deploying one needs CREATE on it).
+    #[arg(long, value_delimiter = ',')]
+    transform: Vec<String>,
     /// literal or prefixed (list/delete: also any, match) [default: literal; list/delete: any].
     #[arg(long)]
     resource_pattern_type: Option<String>,
@@ -108,6 +111,7 @@ impl Spec {
             (ResourceType::TransactionalId, &self.transactional_id),
             (ResourceType::Plugin, &self.plugin),
             (ResourceType::View, &self.view),
+            (ResourceType::Transform, &self.transform),
         ] {
             out.extend(names.iter().map(|n| (rt, Some(n.clone()))));
         }
@@ -171,7 +175,7 @@ impl Spec {
         };
         if !filter && (operations.is_empty() || self.resources(false).is_empty()) {
             bail!(
-                "acl create needs --operation and a resource (--topic, --group, --cluster, --transactional-id, --plugin, --view)"
+                "acl create needs --operation and a resource (--topic, --group, --cluster, --transactional-id, --plugin, --view, --transform)"
             );
         }
         if !filter && self.entries(false).is_empty() {

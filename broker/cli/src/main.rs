@@ -10,7 +10,7 @@
 //! `user`) talk the Kafka protocol through `client.rs`; each takes `--brokers`, `--user`
 //! (SASL, `client/sasl.rs`; the password from SLUICE_PASSWORD) and `--output text|json`,
 //! prints errors as one line on stderr and exits 1 when the operation failed, 2 on bad usage, 3
-//! when no broker is reachable. `plugin` and `view` talk to the admin HTTP API.
+//! when no broker is reachable. `plugin`, `view` and `transform` talk to the admin HTTP API.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -34,6 +34,7 @@ mod plugin;
 mod produce;
 mod quota;
 mod topic;
+mod transform;
 mod user;
 mod view;
 
@@ -62,6 +63,8 @@ enum Command {
     Plugin(plugin::PluginArgs),
     /// Views: read-only topics filtered and transformed by plugins at fetch time.
     View(view::ViewArgs),
+    /// Materialized transforms: topic-to-topic plugin pipelines with exactly-once output.
+    Transform(transform::TransformArgs),
     /// SCRAM users: create, delete, list (in a stopped broker's data dir for now).
     User(user::UserArgs),
     /// ACLs: create, list, delete (Kafka's CreateAcls, DescribeAcls, DeleteAcls).
@@ -115,6 +118,7 @@ fn main() -> anyhow::Result<()> {
         Command::User(args) => user::run(args),
         Command::Acl(args) => acl::run(args),
         Command::Quota(args) => quota::run(args),
+        Command::Transform(args) => transform::run(args),
         Command::View(args) => {
             // The stage order of `view create` is read from the matches.
             let create = matches

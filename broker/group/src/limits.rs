@@ -102,6 +102,12 @@ pub const SUBSCRIPTION_BYTES_MAX: usize = 4096;
 /// Partitions a consumer-protocol member may report owning in one heartbeat.
 pub const OWNED_PARTITIONS_MAX: usize = 100_000;
 
+/// Groups whose offsets never expire: a materialized transform's source positions
+/// (`__sluice_transform/<name>`, written by its transactions). A transform whose source is
+/// idle for `offsets.retention.minutes` must not lose its position. (The same prefix as
+/// `sluice_transform::limits::RESERVED_PREFIX`; the server checks they agree.)
+pub const NEVER_EXPIRING_GROUP_PREFIX: &str = "__sluice_transform/";
+
 /// Default `group.consumer.session.timeout.ms` (Kafka's).
 pub const DEFAULT_CONSUMER_SESSION_TIMEOUT_MS: u32 = 45_000;
 

@@ -407,3 +407,29 @@ fn deleting_a_topic_drops_its_offsets_in_every_group_even_commits_in_flight() {
     reloaded.load(h.now_ms, h.log.clone());
     assert_eq!(reloaded.offsets(), h.c.offsets());
 }
+
+#[test]
+fn a_transforms_positions_never_expire() {
+    let mut h = Harness::new();
+    let group = format!(
+        "{}orders-split",
+        sluice_group::limits::NEVER_EXPIRING_GROUP_PREFIX
+    );
+    let rid = h.send(Request::OffsetCommit(OffsetCommitRequest {
+        group_id: group.clone(),
+        generation_id: -1,
+        member_id: String::new(),
+        group_instance_id: None,
+        partitions: vec![CommitPartition {
+            tp: tp("orders", 0),
+            offset: 42,
+            leader_epoch: -1,
+            metadata: None,
+        }],
+    }));
+    h.commit_errors(rid);
+    // Far past offsets.retention.minutes (7 days) of an idle source.
+    h.advance(30 * DAY_MS);
+    let fetched = h.c.fetch_offsets(&group, Some(&[tp("orders", 0)])).unwrap();
+    assert_eq!(fetched[0].offset, 42);
+}

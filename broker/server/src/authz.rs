@@ -22,6 +22,10 @@ pub fn allowed_for(
     resource_type: ResourceType,
     name: &str,
 ) -> bool {
+    if reserved_for_transforms(operation, resource_type, name) {
+        tracing::debug!(%principal, resource = name, operation = operation.name(), "refused: reserved for materialized transforms");
+        return false;
+    }
     let decision = broker.security.read(|state| {
         state
             .authorizer()
@@ -39,6 +43,25 @@ pub fn allowed_for(
         );
     }
     decision.allowed
+}
+
+/// Groups and transactional ids under `__sluice_transform/` belong to materialized
+/// transforms (their positions and producers): clients may describe them (OffsetFetch,
+/// DescribeGroups, DescribeTransactions: the lag shows there) but never write them, whatever
+/// the ACLs say (the runners call the coordinators in-process, past these checks).
+fn reserved_for_transforms(
+    operation: AclOperation,
+    resource_type: ResourceType,
+    name: &str,
+) -> bool {
+    matches!(
+        resource_type,
+        ResourceType::Group | ResourceType::TransactionalId
+    ) && sluice_transform::spec::is_reserved(name)
+        && !matches!(
+            operation,
+            AclOperation::Describe | AclOperation::DescribeConfigs
+        )
 }
 
 /// Whether the connection's principal may do `operation` on `(resource_type, name)`.

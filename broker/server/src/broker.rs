@@ -62,6 +62,9 @@ pub struct Broker {
     /// Serialises topic and view creation and deletion (directory and registry changes
     /// together).
     admin: Mutex<()>,
+    /// Topic -> the holders using it (materialized transforms: `transforms/`), which the
+    /// broker cannot import: deleting a pinned topic is refused, naming them.
+    topic_pins: Mutex<BTreeMap<String, std::collections::BTreeSet<String>>>,
     /// Fetches parked in a long poll right now (observability, and tests wait on it).
     waiting_fetches: AtomicUsize,
     /// Client connections open right now.
@@ -385,6 +388,7 @@ impl Broker {
             shapes: watch::Sender::new(TopicShapes::new()),
             views: RwLock::new(BTreeMap::new()),
             admin: Mutex::new(()),
+            topic_pins: Mutex::new(BTreeMap::new()),
             waiting_fetches: AtomicUsize::new(0),
             open_connections: AtomicUsize::new(0),
             fs,
@@ -702,6 +706,15 @@ impl Broker {
                 ),
             ));
         }
+        let holders = self.pins_of(name);
+        if !holders.is_empty() {
+            return Err(KafkaError::new(
+                ResponseError::PolicyViolation,
+                format!(
+                    "topic {name:?} is used by {holders:?}; delete them first (sluice transform delete <name>)"
+                ),
+            ));
+        }
         let topic = self.topics_write().remove(name).ok_or_else(|| {
             KafkaError::new(
                 ResponseError::UnknownTopicOrPartition,
@@ -750,6 +763,43 @@ impl Broker {
     }
 
     /// Now, by the broker's clock, in Unix milliseconds.
+    /// Pins `topics` for `holder` (e.g. `transform orders-split`): they cannot be deleted
+    /// until [`Broker::unpin_topics`].
+    pub fn pin_topics(&self, holder: &str, topics: &[&str]) {
+        let mut pins = self
+            .topic_pins
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for topic in topics {
+            pins.entry((*topic).to_owned())
+                .or_default()
+                .insert(holder.to_owned());
+        }
+    }
+
+    /// Drops every pin of `holder`.
+    pub fn unpin_topics(&self, holder: &str) {
+        let mut pins = self
+            .topic_pins
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for holders in pins.values_mut() {
+            holders.remove(holder);
+        }
+        pins.retain(|_, holders| !holders.is_empty());
+    }
+
+    /// Who pins `topic`.
+    fn pins_of(&self, topic: &str) -> Vec<String> {
+        let pins = self
+            .topic_pins
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        pins.get(topic)
+            .map(|h| h.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
     pub fn now_ms(&self) -> i64 {
         self.clock.now_ms()
     }
@@ -883,12 +933,12 @@ fn random_id() -> String {
 
 /// Writes a metadata file so that a crash leaves either the old or the new content
 /// (`sluice_storage::io::write_durable` on the real filesystem).
-fn write_durable(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_durable(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     storage_io::write_durable(&RealFs, path, bytes)
 }
 
 /// Removes a metadata file durably (the directory fsynced), logging a failure.
-fn remove_file_logged(path: &Path) {
+pub(crate) fn remove_file_logged(path: &Path) {
     if let Err(e) = storage_io::remove_file_durable(&RealFs, path) {
         tracing::warn!(path = %path.display(), error = %e, "removing a file failed");
     }
@@ -904,7 +954,7 @@ fn remove_dir_logged(path: &Path) {
 
 /// Removes temp files a crash left in `dir` (`io::durable`), logging a failure: they are
 /// never read, so one left behind is only a stray file.
-fn remove_stale_temps(dir: &Path) {
+pub(crate) fn remove_stale_temps(dir: &Path) {
     if let Err(e) = storage_io::remove_stale_temps(&RealFs, dir) {
         tracing::warn!(dir = %dir.display(), error = %e, "removing stale temp files failed");
     }

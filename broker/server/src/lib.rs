@@ -102,6 +102,7 @@ pub mod security;
 pub mod tls;
 pub mod topic_config;
 mod topic_regex;
+pub mod transforms;
 pub mod txn;
 pub mod units;
 mod validator;

@@ -22,6 +22,7 @@ use crate::error::ServerError;
 use crate::group::GroupService;
 use crate::limits;
 use crate::tls::Tls;
+use crate::transforms::TransformService;
 use crate::txn::TxnService;
 use crate::wire::ConnectionContext;
 use sluice_security::principal::KafkaPrincipal;
@@ -55,6 +56,9 @@ pub struct Server {
     /// The transaction coordinator; stopped after the connections, before the groups (a
     /// commit's markers may still hand offsets to the group coordinator).
     txns: TxnService,
+    /// Materialized transforms; stopped after the connections and before the coordinators,
+    /// so every runner commits (or aborts) its open transaction first.
+    transforms: TransformService,
     /// The admin HTTP API, when [`Server::bind_admin`] bound it; stops with the listener.
     admin: Option<AdminServer>,
 }
@@ -145,7 +149,7 @@ impl Server {
         let (shutdown_tx, _) = watch::channel(false);
         let admission = Admission::new(&broker.config);
         let broker = Arc::new(broker);
-        let txns = TxnService::spawn(broker.clone(), groups.handle.clone(), txn_log, txn_records)?;
+        let (txns, transforms) = spawn_services(&broker, &groups, (txn_log, txn_records))?;
         Ok(Self {
             broker,
             listeners,
@@ -154,6 +158,7 @@ impl Server {
             admission,
             groups,
             txns,
+            transforms,
             admin: None,
         })
     }
@@ -222,12 +227,14 @@ impl Server {
             admission,
             groups,
             txns,
+            transforms,
             admin,
         } = self;
         let ticker = tokio::spawn(tick_logs(broker.clone(), shutdown_tx.subscribe()));
         let prober = crate::fence::spawn(&broker, &shutdown_tx);
         let cleaner = crate::cleaner::spawn(&broker, &shutdown_tx);
-        let admin = admin.map(|admin| spawn_admin(admin, &broker, &groups, &shutdown_tx));
+        let admin =
+            admin.map(|admin| spawn_admin(admin, &broker, (&groups, &transforms), &shutdown_tx));
         let mut connections = JoinSet::new();
         tokio::pin!(shutdown);
         loop {
@@ -278,6 +285,7 @@ impl Server {
         if let Some(admin) = admin {
             stop_admin(admin).await;
         }
+        transforms.stop().await;
         txns.stop().await;
         groups.stop().await;
         let closing = broker.clone();
@@ -325,6 +333,19 @@ fn admit_ip(
         tracing::debug!(%peer, "connection accepted");
     }
     slot
+}
+
+/// The transaction coordinator, then the transform service (its runners need the
+/// coordinators).
+fn spawn_services(
+    broker: &Arc<Broker>,
+    groups: &GroupService,
+    (txn_log, txn_records): (crate::txn::TxnLog, Vec<sluice_txn::TxnRecord>),
+) -> Result<(TxnService, TransformService), ServerError> {
+    let txns = TxnService::spawn(broker.clone(), groups.handle.clone(), txn_log, txn_records)?;
+    let transforms =
+        TransformService::spawn(broker.clone(), txns.handle.clone(), groups.handle.clone())?;
+    Ok((txns, transforms))
 }
 
 /// A new connection's context; its principal is anonymous until a TLS handshake or SASL says more.
@@ -388,12 +409,13 @@ async fn serve_admitted(
 fn spawn_admin(
     admin: AdminServer,
     broker: &Arc<Broker>,
-    groups: &GroupService,
+    (groups, transforms): (&GroupService, &TransformService),
     shutdown_tx: &watch::Sender<bool>,
 ) -> tokio::task::JoinHandle<()> {
     let state = AdminState {
         broker: broker.clone(),
         groups: groups.handle.clone(),
+        transforms: transforms.clone(),
         shutdown: shutdown_tx.subscribe(),
     };
     let mut stop = shutdown_tx.subscribe();

@@ -392,7 +392,7 @@ pub type OffsetDeleteResult = Result<Vec<(TopicPartition, ErrorCode)>, ErrorCode
 /// - Stable `consumer` group with readable subscriptions: offsets of topics nobody
 ///   subscribes to, from each commit.
 fn expiry_rule(group: &Group) -> Option<(u64, Option<&BTreeSet<String>>)> {
-    if group.pending_commits > 0 {
+    if group.pending_commits > 0 || group.id.starts_with(limits::NEVER_EXPIRING_GROUP_PREFIX) {
         return None;
     }
     match group.overall_state() {

@@ -8,9 +8,10 @@
 //! - [`binding`]: [`AclBinding`] and its validation, [`AclBindingFilter`] and its matching.
 //! - [`authorizer`]: [`Authorizer`], Kafka's `StandardAuthorizer` rules (and `authorizeByResourceType`).
 //!
-//! Sluice's own resources: [`ResourceType::Plugin`] (code 100) and [`ResourceType::View`]
-//! (code 101), far above Kafka's 0-7 so a resource type Kafka adds later cannot collide.
-//! Kafka clients decode them as UNKNOWN; `sluice acl` names them `plugin` and `view`.
+//! Sluice's own resources: [`ResourceType::Plugin`] (code 100), [`ResourceType::View`]
+//! (code 101) and [`ResourceType::Transform`] (code 102), far above Kafka's 0-7 so a
+//! resource type Kafka adds later cannot collide. Kafka clients decode them as UNKNOWN;
+//! `sluice acl` names them `plugin`, `view` and `transform`.
 
 pub mod authorizer;
 pub mod binding;
@@ -97,6 +98,8 @@ kafka_enum! {
         Plugin = 100, "PLUGIN";
         /// Sluice: a view, by name.
         View = 101, "VIEW";
+        /// Sluice: a materialized transform, by name.
+        Transform = 102, "TRANSFORM";
     }
 }
 
@@ -189,6 +192,7 @@ mod tests {
                 (7, "USER"),
                 (100, "PLUGIN"),
                 (101, "VIEW"),
+                (102, "TRANSFORM"),
             ]
         );
         let pattern: Vec<i8> = PatternType::ALL.iter().map(|p| p.code()).collect();

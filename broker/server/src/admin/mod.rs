@@ -22,6 +22,7 @@ mod plugins;
 mod prometheus;
 mod serve;
 pub(crate) mod topics;
+mod transforms;
 mod views;
 
 use std::future::Future;
@@ -52,6 +53,8 @@ pub struct AdminState {
     pub broker: Arc<Broker>,
     /// The group coordinator (list, describe, committed offsets).
     pub groups: GroupHandle,
+    /// Materialized transforms (`/v1/transforms`).
+    pub transforms: crate::transforms::TransformService,
     /// True once the broker is shutting down (`/ready` turns 503).
     pub shutdown: watch::Receiver<bool>,
 }
@@ -105,6 +108,7 @@ fn router(state: AdminState) -> Router {
         .nest("/v1/groups", groups::routes())
         .nest("/v1/plugins", plugins::routes())
         .nest("/v1/views", views::routes())
+        .nest("/v1/transforms", transforms::routes())
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             state.clone(),

@@ -152,7 +152,7 @@ fn lookup(
 
 /// Opens a compressed batch for the record walk. A batch we cannot open (bad bytes from the
 /// producer, or over the limit) is answered by its first offset, not by an error.
-fn decompress(codec: Compression, payload: &[u8]) -> std::io::Result<Option<Vec<u8>>> {
+pub(crate) fn decompress(codec: Compression, payload: &[u8]) -> std::io::Result<Option<Vec<u8>>> {
     let opened = codec::decompress(
         codec,
         payload,

@@ -4,7 +4,9 @@
 //! decompresses it with the codec its attributes name, under a named limit, and fills the
 //! plugin's columnar batch with its records; the encoders write new batches with the same
 //! codec and a new CRC: [`encode_renumbered`] (a subset for another partition) and
-//! [`encode_kept`] / [`empty_batch`] (what a view keeps, at the original offsets).
+//! [`encode_kept`] / [`empty_batch`] (what a view keeps, at the original offsets), and
+//! [`encode_produced`] (a new batch as a producer writes one: a materialized transform's
+//! output).
 
 pub mod validate;
 
@@ -252,6 +254,94 @@ pub fn encode_kept(original: &BatchHeader, kept: &ColumnarBatch) -> Result<Vec<u
         &header,
         &compress(original.compression(), section)?,
     ))
+}
+
+/// Who writes a batch made with [`encode_produced`]: an idempotent or transactional
+/// producer's fields, as a client's producer would set them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerFields {
+    /// Producer id.
+    pub producer_id: i64,
+    /// Producer epoch.
+    pub producer_epoch: i16,
+    /// Sequence of the batch's first record (the partition's next, per producer).
+    pub base_sequence: i32,
+    /// Part of a transaction.
+    pub transactional: bool,
+}
+
+/// A new batch, as a producer writes one, of the records of `batch` at `indices` (in order):
+/// offset deltas 0..n (the storage engine assigns the offsets), CreateTime timestamps as the
+/// records carry them, `producer`'s fields, compressed with `codec`. What a materialized
+/// transform appends to an output partition.
+///
+/// # Panics
+/// If `indices` is empty or names a record `batch` lacks (a caller bug).
+pub fn encode_produced(
+    batch: &ColumnarBatch,
+    indices: &[usize],
+    producer: ProducerFields,
+    codec: Compression,
+) -> Result<Vec<u8>, CodecError> {
+    assert!(!indices.is_empty(), "a produced batch has records");
+    let records: Vec<_> = batch.records().collect();
+    let base_timestamp = indices
+        .iter()
+        .map(|&i| records[i].timestamp)
+        .min()
+        .unwrap_or_default();
+    let mut section = Vec::with_capacity(indices.len() * 64);
+    let mut record = Vec::with_capacity(256);
+    let mut max_timestamp = i64::MIN;
+    for (delta, &i) in indices.iter().enumerate() {
+        let r = &records[i];
+        record.clear();
+        record.push(0); // attributes: unused in v2 records
+        write_varlong(&mut record, r.timestamp - base_timestamp);
+        write_varlong(&mut record, delta as i64);
+        write_nullable(&mut record, r.key());
+        write_nullable(&mut record, r.value());
+        write_varlong(&mut record, r.headers().len() as i64);
+        for (name, value) in r.headers().iter() {
+            write_nullable(&mut record, Some(name));
+            write_nullable(&mut record, Some(value));
+        }
+        write_varlong(&mut section, record.len() as i64);
+        section.extend_from_slice(&record);
+        max_timestamp = max_timestamp.max(r.timestamp);
+    }
+    let codec_bits = match codec {
+        Compression::None | Compression::Unknown(_) => 0,
+        Compression::Gzip => 1,
+        Compression::Snappy => 2,
+        Compression::Lz4 => 3,
+        Compression::Zstd => 4,
+    };
+    let transactional = if producer.transactional {
+        batch::attr::TRANSACTIONAL
+    } else {
+        0
+    };
+    let count = i32::try_from(indices.len()).map_err(|_| CodecError::BadRecord {
+        index: indices.len(),
+        reason: "more records than a batch holds",
+    })?;
+    let header = BatchHeader {
+        base_offset: 0,
+        batch_length: 0,
+        partition_leader_epoch: -1,
+        magic: 2,
+        crc: 0,
+        attributes: codec_bits | transactional,
+        last_offset_delta: count - 1,
+        base_timestamp,
+        max_timestamp,
+        producer_id: producer.producer_id,
+        producer_epoch: producer.producer_epoch,
+        base_sequence: producer.base_sequence,
+        records_count: count,
+    };
+    Ok(write_batch(&header, &compress(codec, section)?))
 }
 
 /// A batch of no records covering offsets `first.base_offset..=last_offset` (Kafka leaves

@@ -10,7 +10,10 @@ use kafka_protocol::records::{
 };
 use sluice_plugin_host::ColumnarBatch;
 
-use super::{DecompressLimit, decode, empty_batch, encode_kept, encode_renumbered};
+use super::{
+    DecompressLimit, ProducerFields, decode, empty_batch, encode_kept, encode_produced,
+    encode_renumbered,
+};
 
 const LIMIT: DecompressLimit = DecompressLimit {
     bytes: 1 << 26,
@@ -169,4 +172,49 @@ fn a_decompression_bomb_names_the_limit() {
         err.to_string().contains("SMALL_LIMIT (1000 bytes)"),
         "{err}"
     );
+}
+
+#[test]
+fn a_produced_batch_carries_the_producer_and_the_chosen_codec() {
+    let source = stored(KCompression::Snappy, 4000);
+    let mut columns = ColumnarBatch::new();
+    decode(&source, &mut columns, LIMIT).unwrap();
+    let producer = ProducerFields {
+        producer_id: 42,
+        producer_epoch: 3,
+        base_sequence: 17,
+        transactional: true,
+    };
+    let picked = [5usize, 6, 90, 299];
+    for (codec, kcodec) in [
+        (sluice_storage::Compression::None, KCompression::None),
+        (sluice_storage::Compression::Gzip, KCompression::Gzip),
+        (sluice_storage::Compression::Lz4, KCompression::Lz4),
+        (sluice_storage::Compression::Zstd, KCompression::Zstd),
+    ] {
+        let out = encode_produced(&columns, &picked, producer, codec).unwrap();
+        let header = sluice_storage::batch::validate(&out).unwrap();
+        assert_eq!(
+            (
+                header.producer_id,
+                header.producer_epoch,
+                header.base_sequence
+            ),
+            (42, 3, 17)
+        );
+        assert!(header.is_transactional() && !header.is_control());
+        assert_eq!((header.base_offset, header.last_offset_delta), (0, 3));
+        let set = RecordBatchDecoder::decode(&mut bytes::Bytes::from(out)).unwrap();
+        assert_eq!(set.compression, kcodec);
+        for (n, (got, &i)) in set.records.iter().zip(&picked).enumerate() {
+            let want = record(i as i64);
+            assert_eq!(got.offset, n as i64);
+            assert!(got.transactional);
+            assert_eq!(got.sequence, 17 + n as i32);
+            assert_eq!(
+                (got.timestamp, &got.key, &got.value, &got.headers),
+                (want.timestamp, &want.key, &want.value, &want.headers)
+            );
+        }
+    }
 }

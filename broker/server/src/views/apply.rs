@@ -130,10 +130,11 @@ pub fn apply(
 
 /// A read_committed fetch's aborted transactions, by producer id: (first offset, offset of
 /// the ABORT marker). At most `ABORTED_TXNS_PER_READ_MAX` entries (the storage bound).
-struct Aborted(HashMap<i64, Vec<(i64, i64)>>);
+/// Shared with materialized transforms, which read their sources read_committed.
+pub(crate) struct Aborted(HashMap<i64, Vec<(i64, i64)>>);
 
 impl Aborted {
-    fn new(list: &[AbortedTxn]) -> Self {
+    pub(crate) fn new(list: &[AbortedTxn]) -> Self {
         let mut by_producer: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
         for t in list {
             by_producer
@@ -145,7 +146,7 @@ impl Aborted {
     }
 
     /// Whether `header` is a data batch of one of the aborted transactions.
-    fn contains(&self, header: &BatchHeader) -> bool {
+    pub(crate) fn contains(&self, header: &BatchHeader) -> bool {
         header.is_transactional()
             && self.0.get(&header.producer_id).is_some_and(|ranges| {
                 ranges.iter().any(|&(first, marker)| {

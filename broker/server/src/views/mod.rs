@@ -17,7 +17,7 @@
 //! a view cannot share a topic's name). An ephemeral view (`sluice consume --filter`) is not
 //! persisted and is dropped once no fetch has used it for `VIEW_EPHEMERAL_IDLE_MS`.
 
-mod apply;
+pub(crate) mod apply;
 
 use std::collections::BTreeMap;
 

@@ -1,0 +1,167 @@
+//! The blocking steps of a runner, on the blocking pool: reading the source read_committed
+//! (control batches and batches of aborted transactions skipped unseen, as a read_committed
+//! fetch would), and calling the plugin on a range of what was read.
+
+use std::sync::Arc;
+
+use sluice_plugin_host::{CallError as HostError, ColumnarBatch, Filter, Transform};
+use sluice_storage::batch::iter_batches;
+use sluice_storage::{Compression, Offset, ReadError};
+use sluice_transform::{CallError, CallErrorKind, ReadResult, limits};
+
+use crate::broker::Partition;
+use crate::records::{self, DecompressLimit};
+use crate::views::apply::Aborted;
+
+use super::record::{Rec, to_batch};
+
+/// How far a source batch may decompress before the plugin sees it.
+const DECOMPRESS_LIMIT: DecompressLimit = DecompressLimit {
+    bytes: limits::TRANSFORM_DECOMPRESSED_BYTES_MAX,
+    name: "TRANSFORM_DECOMPRESSED_BYTES_MAX",
+};
+
+/// [`limits::TRANSFORM_READ_BYTES_MAX`] as the storage engine's read budget.
+const READ_BYTES_MAX: u32 = limits::TRANSFORM_READ_BYTES_MAX as u32;
+const _: () = assert!(limits::TRANSFORM_READ_BYTES_MAX <= u32::MAX as usize);
+
+/// The plugin of a transform: a transform (routes to its outputs) or a filter (kept records
+/// to the first output, dropped ones to the second when there is one). Pooled handles,
+/// shared with the blocking task of each call.
+#[derive(Debug, Clone)]
+pub enum Plugin {
+    Transform(Arc<Transform>),
+    Filter(Arc<Filter>),
+}
+
+/// Reads the source partition from `from`: whole batches, at most `TRANSFORM_READ_BYTES_MAX`
+/// (at least one batch), below its last stable offset. Blocking (positional reads).
+///
+/// # Errors
+/// The partition is offline, or a stored batch does not decode (named).
+pub fn read(
+    partition: &Partition,
+    from: i64,
+) -> Result<(ReadResult<Rec>, Option<Compression>), String> {
+    let read = partition
+        .with_log(|log| {
+            let lso = log.last_stable_offset();
+            let start = log.log_start_offset().value();
+            if from < start {
+                return Err(start);
+            }
+            let slice = log.read_below(Offset(from), READ_BYTES_MAX, lso);
+            let aborted = log.aborted_transactions(Offset(from), lso);
+            Ok((slice, aborted))
+        })
+        .map_err(|e| e.message)?;
+    let (slice, aborted) = match read {
+        Ok(read) => read,
+        Err(log_start_offset) => {
+            return Ok((ReadResult::OutOfRange { log_start_offset }, None));
+        }
+    };
+    let slice = match slice {
+        Ok(slice) if slice.is_empty() => return Ok((ReadResult::Nothing, None)),
+        Ok(slice) => slice,
+        Err(ReadError::OffsetOutOfRange { log_start, .. }) if Offset(from) < log_start => {
+            let log_start_offset = log_start.value();
+            return Ok((ReadResult::OutOfRange { log_start_offset }, None));
+        }
+        Err(ReadError::OffsetOutOfRange { .. }) => return Ok((ReadResult::Nothing, None)),
+        Err(e) => {
+            return Err(format!(
+                "reading {}-{}: {e}",
+                partition.topic, partition.index
+            ));
+        }
+    };
+    let mut bytes = Vec::new();
+    slice
+        .read_into(&mut bytes)
+        .map_err(|e| format!("reading {}-{}: {e}", partition.topic, partition.index))?;
+    let aborted = Aborted::new(&aborted);
+    let mut records = Vec::new();
+    let mut next_offset = from;
+    let mut columns = ColumnarBatch::new();
+    let mut codec = None;
+    for item in iter_batches(&bytes) {
+        let (header, batch) = item.map_err(|e| {
+            format!(
+                "{}-{}: a stored batch does not decode: {e}",
+                partition.topic, partition.index
+            )
+        })?;
+        next_offset = header.last_offset() + 1;
+        if header.is_control() || aborted.contains(&header) {
+            continue;
+        }
+        codec = Some(header.compression());
+        columns.clear();
+        records::decode(batch, &mut columns, DECOMPRESS_LIMIT).map_err(|e| {
+            format!(
+                "{}-{} batch at offset {}: {e}",
+                partition.topic, partition.index, header.base_offset
+            )
+        })?;
+        // A compacted batch may start below `from` (its first records cleaned away is fine;
+        // records before `from` were read before): keep only what is new.
+        records.extend(
+            columns
+                .records()
+                .filter(|r| r.offset >= from)
+                .map(|r| Rec::copy(&r, 0)),
+        );
+    }
+    let read = ReadResult::Records {
+        records,
+        next_offset,
+    };
+    Ok((read, codec))
+}
+
+/// Calls the plugin on `inputs`, routed to `outputs` (the spec's output topics in order).
+pub fn call(plugin: &Plugin, inputs: &[Rec], outputs: &[String]) -> Result<Vec<Rec>, CallError> {
+    let batch = to_batch(inputs.iter());
+    match plugin {
+        Plugin::Transform(t) => {
+            let names: Vec<&str> = outputs.iter().map(String::as_str).collect();
+            let routed = t.transform_routed(&batch, &names).map_err(call_error)?;
+            Ok(routed
+                .batch
+                .records()
+                .zip(&routed.outputs)
+                .map(|(r, &output)| Rec::copy(&r, output))
+                .collect())
+        }
+        Plugin::Filter(f) => {
+            let keep = f.filter(&batch).map_err(call_error)?;
+            let two_way = outputs.len() > 1;
+            Ok(inputs
+                .iter()
+                .zip(keep)
+                .filter(|(_, kept)| *kept || two_way)
+                .map(|(r, kept)| Rec {
+                    output: u32::from(!kept),
+                    ..r.clone()
+                })
+                .collect())
+        }
+    }
+}
+
+/// The runner's view of a plugin host failure.
+fn call_error(e: HostError) -> CallError {
+    let kind = match &e {
+        HostError::Busy { .. } | HostError::PoolFull { .. } => CallErrorKind::Busy,
+        HostError::Timeout { .. } => CallErrorKind::Timeout,
+        HostError::MemoryExceeded { .. } => CallErrorKind::Memory,
+        HostError::Trap { .. } => CallErrorKind::Trap,
+        HostError::Contract { .. } => CallErrorKind::Contract,
+        _ => CallErrorKind::Guest,
+    };
+    CallError {
+        kind,
+        message: e.to_string(),
+    }
+}

@@ -1,0 +1,230 @@
+//! The transaction steps of a runner, done against the broker's own transaction coordinator
+//! ([`TxnHandle`]) and partitions (`append_one`): what a Kafka Streams task does over the
+//! wire (InitProducerId, AddPartitionsToTxn, Produce, AddOffsetsToTxn, TxnOffsetCommit,
+//! EndTxn), with no record crossing a socket. The runner's machine decides the order, the
+//! sequences and when to commit; these only carry a step out and classify its failure.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use kafka_protocol::ResponseError;
+use sluice_plugin_host::ColumnarBatch;
+use sluice_storage::Compression;
+use sluice_transform::{Producer, StepError, StepErrorKind};
+use sluice_txn::{ErrorCode, PendingOffset, TopicPartition};
+
+use crate::broker::append::append_one;
+use crate::broker::{Broker, Partition, group_commit};
+use crate::records::{self, ProducerFields};
+use crate::txn::{TxnHandle, TxnProducer};
+
+/// One runner's transactional producer.
+#[derive(Debug)]
+pub struct TxnSteps {
+    broker: Arc<Broker>,
+    txns: TxnHandle,
+    /// The transactional id (`__sluice_transform/<name>/<partition>`).
+    pub transactional_id: String,
+    /// `transaction.timeout.ms` asked at InitProducerId.
+    timeout_ms: i32,
+    /// The transform's group (`__sluice_transform/<name>`).
+    group: String,
+    /// Per output partition of the open transaction, its log end after our last append:
+    /// what the commit waits to be durable under `sluice.acks.all.fsync`.
+    appended: HashMap<(String, i32), (Arc<Partition>, i64)>,
+}
+
+fn retriable(message: impl Into<String>) -> StepError {
+    StepError {
+        kind: StepErrorKind::Retriable,
+        message: message.into(),
+    }
+}
+
+fn stopping() -> StepError {
+    retriable("the transaction coordinator is stopping")
+}
+
+impl TxnSteps {
+    pub fn new(
+        broker: Arc<Broker>,
+        txns: TxnHandle,
+        transactional_id: String,
+        timeout_ms: i32,
+        group: String,
+    ) -> Self {
+        Self {
+            broker,
+            txns,
+            transactional_id,
+            timeout_ms,
+            group,
+            appended: HashMap::new(),
+        }
+    }
+
+    fn txn(&self, producer: Producer) -> TxnProducer {
+        TxnProducer {
+            transactional_id: self.transactional_id.clone(),
+            producer_id: producer.producer_id,
+            producer_epoch: producer.producer_epoch,
+        }
+    }
+
+    /// A coordinator answer as a step result.
+    fn check(&self, code: ErrorCode, step: &str) -> Result<(), StepError> {
+        let kind = match code {
+            ErrorCode::None => return Ok(()),
+            ErrorCode::ProducerFenced | ErrorCode::InvalidProducerEpoch => StepErrorKind::Fenced,
+            ErrorCode::InvalidTransactionTimeout | ErrorCode::InvalidRequest => {
+                StepErrorKind::Fatal
+            }
+            _ => StepErrorKind::Retriable,
+        };
+        Err(StepError {
+            kind,
+            message: format!("{step} for {}: {code:?}", self.transactional_id),
+        })
+    }
+
+    /// InitProducerId: fences earlier incarnations and aborts (or finishes) their transaction.
+    pub async fn init(&mut self) -> Result<Producer, StepError> {
+        self.appended.clear();
+        let answer = self
+            .txns
+            .init_producer_id(Some(self.transactional_id.clone()), self.timeout_ms)
+            .await
+            .ok_or_else(stopping)?;
+        match answer {
+            Ok((producer_id, producer_epoch)) => Ok(Producer {
+                producer_id,
+                producer_epoch,
+            }),
+            Err(code) => Err(self.check(code, "InitProducerId").unwrap_err()),
+        }
+    }
+
+    /// AddPartitionsToTxn.
+    pub async fn add_partitions(
+        &self,
+        producer: Producer,
+        partitions: Vec<(String, i32)>,
+    ) -> Result<(), StepError> {
+        let partitions = partitions
+            .into_iter()
+            .map(|(topic, partition)| TopicPartition { topic, partition })
+            .collect();
+        let code = self
+            .txns
+            .add_partitions(self.txn(producer), partitions)
+            .await
+            .ok_or_else(stopping)?;
+        self.check(code, "AddPartitionsToTxn")
+    }
+
+    /// Appends `batch` as one transactional batch at `base_sequence` to `topic`-`partition`.
+    pub async fn append(
+        &mut self,
+        producer: Producer,
+        (topic, partition): (&str, i32),
+        batch: ColumnarBatch,
+        base_sequence: i32,
+        codec: Compression,
+    ) -> Result<(), StepError> {
+        let fields = ProducerFields {
+            producer_id: producer.producer_id,
+            producer_epoch: producer.producer_epoch,
+            base_sequence,
+            transactional: true,
+        };
+        let indices: Vec<usize> = (0..batch.len()).collect();
+        let bytes = records::encode_produced(&batch, &indices, fields, codec)
+            .map_err(|e| retriable(format!("encoding output for {topic}-{partition}: {e}")))?;
+        let broker = self.broker.clone();
+        let owned = topic.to_owned();
+        let appended = tokio::task::spawn_blocking(move || {
+            append_one(&broker, &owned, partition, Some(bytes.into()))
+                .map(|a| (a.partition, a.end_offset))
+        })
+        .await
+        .map_err(|e| retriable(format!("append task: {e}")))?;
+        match appended {
+            Ok((output, end_offset)) => {
+                self.appended
+                    .insert((topic.to_owned(), partition), (output, end_offset));
+                Ok(())
+            }
+            Err(e) => {
+                let kind = match e.code {
+                    ResponseError::InvalidProducerEpoch | ResponseError::ProducerFenced => {
+                        StepErrorKind::Fenced
+                    }
+                    _ => StepErrorKind::Retriable,
+                };
+                Err(StepError {
+                    kind,
+                    message: format!("appending to {topic}-{partition}: {}", e.message),
+                })
+            }
+        }
+    }
+
+    /// Commits the open transaction with `position` as the committed offset of
+    /// `source`-`partition` in the transform's group: the output and the position become
+    /// visible in one coordinator decision, or neither does.
+    pub async fn commit(
+        &mut self,
+        producer: Producer,
+        (source, partition): (&str, i32),
+        position: i64,
+    ) -> Result<(), StepError> {
+        let txn = self.txn(producer);
+        let code = self
+            .txns
+            .add_offsets(txn.clone(), self.group.clone())
+            .await
+            .ok_or_else(stopping)?;
+        self.check(code, "AddOffsetsToTxn")?;
+        let offset = PendingOffset {
+            tp: TopicPartition {
+                topic: source.to_owned(),
+                partition,
+            },
+            committed_offset: position,
+            leader_epoch: -1,
+            metadata: None,
+        };
+        let code = self
+            .txns
+            .commit_offsets(txn.clone(), self.group.clone(), vec![offset])
+            .await
+            .ok_or_else(stopping)?;
+        self.check(code, "TxnOffsetCommit")?;
+        // As an acks=all producer waits: the output is durable before the commit decision
+        // is (under `sluice.acks.all.fsync`), so a power loss cannot commit a position past
+        // output the disk lost.
+        if self.broker.config.acks_all_fsync {
+            for ((topic, index), (output, end_offset)) in &self.appended {
+                group_commit::wait_durable(output, *end_offset)
+                    .await
+                    .map_err(|e| retriable(format!("syncing {topic}-{index}: {}", e.message)))?;
+            }
+        }
+        let code = self.txns.end_txn(txn, true).await.ok_or_else(stopping)?;
+        self.check(code, "EndTxn(commit)")?;
+        self.appended.clear();
+        Ok(())
+    }
+
+    /// Aborts the open transaction: its output stays invisible to read_committed consumers
+    /// and the position does not move.
+    pub async fn abort(&mut self, producer: Producer) -> Result<(), StepError> {
+        self.appended.clear();
+        let code = self
+            .txns
+            .end_txn(self.txn(producer), false)
+            .await
+            .ok_or_else(stopping)?;
+        self.check(code, "EndTxn(abort)")
+    }
+}

@@ -1,0 +1,649 @@
+//! One source partition of one transform: a tokio task that carries out the effects of its
+//! state machine (`sluice_transform::Runner`, which decides reads, calls, bisects, appends,
+//! commits, aborts and backoffs) and feeds back their answers.
+//!
+//! ```text
+//! effect ─▶ InitProducer  ─▶ TxnHandle::init_producer_id (fences, finishes the old txn)
+//!           FetchPosition ─▶ the group's committed offset and the log start offset
+//!           Read          ─▶ the source log, read_committed, on the blocking pool
+//!           Call          ─▶ the plugin on the blocking pool, under the calls semaphore
+//!           AddPartitions ─▶ TxnHandle::add_partitions
+//!           Append*       ─▶ records::encode_produced + append_one
+//!           Commit        ─▶ AddOffsets, TxnOffsetCommit, durable wait, EndTxn(commit)
+//!           Abort         ─▶ EndTxn(abort)
+//!           Wait / Backoff / Idle ─▶ new source records, a deadline, or a command
+//! ```
+//!
+//! Commands (pause, resume, stop) arrive on a watch channel and reach the machine between
+//! effects, or at once while it waits. After every effect the task publishes the machine's
+//! status for `describe` and the metrics.
+//!
+//! Backpressure: the machine reads the next chunk only after the last one's output is
+//! appended, and bounds what one transaction holds, so nothing queues here; plugin calls of
+//! every transform share one semaphore, so transforms take bounded CPU from produce and
+//! fetch.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sluice_plugin_host::{ColumnarBatch, PluginKind, PluginVersion, RegistryError};
+use sluice_storage::Compression;
+use sluice_transform::{
+    CallError, CallErrorKind, DeadLetter, Effect, Finish, Position, ReadResult, Runner,
+    RunnerConfig, State, Status, StepError, StepErrorKind, Target, TransformSpec,
+};
+use tokio::sync::{Semaphore, watch};
+
+use crate::broker::Broker;
+use crate::group::GroupHandle;
+use crate::txn::TxnHandle;
+
+use super::process::{self, Plugin};
+use super::producer::TxnSteps;
+use super::record::{Rec, to_batch};
+
+/// What the operator asks of a transform's runners.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    Run,
+    Pause,
+    /// Stop: commit the open transaction (restart, broker shutdown) or abort it (delete).
+    Stop(Finish),
+}
+
+/// A runner's status as the service reads it (published after every effect).
+#[derive(Debug)]
+pub struct Shared {
+    pub partition: u32,
+    pub status: Mutex<Status>,
+    /// sha256 of the plugin version the last call ran.
+    pub plugin_sha256: Mutex<String>,
+}
+
+impl Shared {
+    pub fn new(partition: u32) -> Self {
+        Self {
+            partition,
+            status: Mutex::new(Status::default()),
+            plugin_sha256: Mutex::new(String::new()),
+        }
+    }
+
+    pub fn status(&self) -> Status {
+        lock(&self.status).clone()
+    }
+}
+
+/// Everything one runner needs.
+#[derive(Debug, Clone)]
+pub struct RunnerCtx {
+    pub broker: Arc<Broker>,
+    pub txns: TxnHandle,
+    pub groups: GroupHandle,
+    pub spec: Arc<TransformSpec>,
+    pub partition: u32,
+    pub shared: Arc<Shared>,
+    pub control: watch::Receiver<Control>,
+    /// Plugin calls in flight over all transforms.
+    pub calls: Arc<Semaphore>,
+    /// `transaction.timeout.ms` of the runner's producer.
+    pub txn_timeout_ms: i32,
+}
+
+/// Headers on a dead-lettered record.
+const DLQ_REASON: &[u8] = b"sluice.dlq.reason";
+const DLQ_ERROR: &[u8] = b"sluice.dlq.error";
+const DLQ_TRANSFORM: &[u8] = b"sluice.dlq.transform";
+const DLQ_PLUGIN: &[u8] = b"sluice.dlq.plugin";
+const DLQ_TOPIC: &[u8] = b"sluice.dlq.topic";
+const DLQ_PARTITION: &[u8] = b"sluice.dlq.partition";
+const DLQ_OFFSET: &[u8] = b"sluice.dlq.offset";
+
+/// How often a runner whose plugin cannot be bound (not deployed, parameters refused) tries
+/// again.
+const BIND_RETRY: Duration = Duration::from_secs(1);
+
+/// The driver's state beside the machine.
+struct Driver {
+    ctx: RunnerCtx,
+    steps: TxnSteps,
+    plugin: Plugin,
+    /// The plugin version the open transaction's calls ran (a new version waits for a
+    /// commit: `Stale`).
+    pinned: Option<Arc<PluginVersion>>,
+    /// The codec of the source batches last read (output batches use it).
+    codec: Compression,
+}
+
+/// Runs until the transform is stopped.
+pub async fn run(mut ctx: RunnerCtx) {
+    let Some(plugin) = bind_until_bound(&mut ctx).await else {
+        set_state(&ctx.shared, State::Stopped);
+        return;
+    };
+    let spec = ctx.spec.clone();
+    let counts = partition_counts(&ctx.broker, &spec).unwrap_or_else(|_| vec![1; targets(&spec)]);
+    let mut runner: Runner<Rec, Rec> =
+        Runner::new(RunnerConfig::from_spec(&spec, ctx.partition, counts));
+    let steps = TxnSteps::new(
+        ctx.broker.clone(),
+        ctx.txns.clone(),
+        spec.transactional_id(ctx.partition),
+        ctx.txn_timeout_ms,
+        spec.group_id(),
+    );
+    let mut driver = Driver {
+        ctx,
+        steps,
+        plugin,
+        pinned: None,
+        codec: Compression::None,
+    };
+    // A command sent before the task started.
+    let mut applied = *driver.ctx.control.borrow_and_update();
+    let mut effect = match command(&mut runner, applied, now(&driver.ctx)) {
+        Some(effect) => effect,
+        None => runner.start(now(&driver.ctx)),
+    };
+    loop {
+        publish(&driver.ctx.shared, &runner);
+        if runner.state() == State::Stopped && effect == Effect::Idle {
+            break;
+        }
+        effect = driver.carry_out(&mut runner, effect).await;
+        // The command now, compared with the last one applied (a wait that woke on the
+        // change has marked it seen already).
+        let gone = driver.ctx.control.has_changed().is_err();
+        let asked = if gone {
+            // The service dropped its side without a word: stop, committing what is open.
+            Control::Stop(Finish::Commit)
+        } else {
+            *driver.ctx.control.borrow_and_update()
+        };
+        if asked != applied {
+            applied = asked;
+            if let Some(interrupt) = command(&mut runner, asked, now(&driver.ctx)) {
+                effect = interrupt;
+            }
+        }
+    }
+    publish(&driver.ctx.shared, &runner);
+    tracing::info!(transform = %spec.name, partition = driver.ctx.partition, "runner stopped");
+}
+
+/// Hands a command to the machine; `Some` replaces the effect in progress.
+fn command(runner: &mut Runner<Rec, Rec>, asked: Control, now_ms: i64) -> Option<Effect<Rec, Rec>> {
+    match asked {
+        Control::Run => runner.resume(now_ms),
+        Control::Pause => runner.pause(now_ms),
+        Control::Stop(finish) => runner.stop(now_ms, finish),
+    }
+}
+
+impl Driver {
+    async fn carry_out(
+        &mut self,
+        runner: &mut Runner<Rec, Rec>,
+        effect: Effect<Rec, Rec>,
+    ) -> Effect<Rec, Rec> {
+        let spec = self.ctx.spec.clone();
+        let index = i32::try_from(self.ctx.partition).unwrap_or(i32::MAX);
+        match effect {
+            Effect::InitProducer => {
+                let answer = self.steps.init().await;
+                runner.on_producer(now(&self.ctx), answer)
+            }
+            Effect::FetchPosition => {
+                let answer = self.fetch_position(&spec, index).await;
+                runner.on_position(now(&self.ctx), answer)
+            }
+            Effect::Read { from } => {
+                if let Ok(counts) = partition_counts(&self.ctx.broker, &spec) {
+                    runner.set_partition_counts(&counts);
+                }
+                let answer = self.read(&spec, index, from).await;
+                runner.on_read(now(&self.ctx), answer)
+            }
+            Effect::Call { range } => {
+                let answer = self.call(runner.inputs()[range].to_vec(), &spec).await;
+                runner.on_called(now(&self.ctx), answer)
+            }
+            Effect::AddPartitions { partitions } => {
+                let producer = runner
+                    .producer()
+                    .expect("a producer before adding partitions");
+                let named = partitions
+                    .iter()
+                    .map(|tp| (topic_of(&spec, tp.target).to_owned(), to_i32(tp.partition)))
+                    .collect();
+                let answer = self.steps.add_partitions(producer, named).await;
+                runner.on_added(now(&self.ctx), answer)
+            }
+            Effect::Append { .. } | Effect::AppendDeadLetters { .. } => {
+                let answer = self.append(runner, effect, &spec).await;
+                runner.on_appended(now(&self.ctx), answer)
+            }
+            Effect::Commit { position } => {
+                let producer = runner.producer().expect("a producer before committing");
+                let answer = self
+                    .steps
+                    .commit(producer, (&spec.source, index), position)
+                    .await;
+                if answer.is_ok() {
+                    self.pinned = None;
+                }
+                runner.on_committed(now(&self.ctx), answer)
+            }
+            Effect::Abort => {
+                let producer = runner.producer().expect("a producer before aborting");
+                let answer = self.steps.abort(producer).await;
+                self.pinned = None;
+                runner.on_aborted(now(&self.ctx), answer)
+            }
+            Effect::Backoff { until_ms } => {
+                self.sleep_until(Some(until_ms), false).await;
+                runner.on_tick(now(&self.ctx))
+            }
+            Effect::Wait { until_ms } => {
+                self.sleep_until(until_ms, true).await;
+                runner.on_tick(now(&self.ctx))
+            }
+            Effect::Idle => self.idle(runner, &spec).await,
+        }
+    }
+
+    /// Appends an output batch, or failed records to the dead-letter topic.
+    async fn append(
+        &mut self,
+        runner: &Runner<Rec, Rec>,
+        effect: Effect<Rec, Rec>,
+        spec: &TransformSpec,
+    ) -> Result<(), StepError> {
+        let producer = runner.producer().expect("a producer before appending");
+        let (target, partition, base_sequence, batch, codec) = match effect {
+            Effect::Append {
+                output,
+                partition,
+                base_sequence,
+                records,
+            } => {
+                let batch = to_batch(records.iter());
+                (
+                    Target::Output(output),
+                    partition,
+                    base_sequence,
+                    batch,
+                    self.codec,
+                )
+            }
+            Effect::AppendDeadLetters {
+                partition,
+                base_sequence,
+                records,
+            } => {
+                let batch = self.dead_letters(spec, &records);
+                (
+                    Target::DeadLetter,
+                    partition,
+                    base_sequence,
+                    batch,
+                    Compression::None,
+                )
+            }
+            other => unreachable!("not an append: {other:?}"),
+        };
+        let topic = topic_of(spec, target);
+        self.steps
+            .append(
+                producer,
+                (topic, to_i32(partition)),
+                batch,
+                base_sequence,
+                codec,
+            )
+            .await
+    }
+
+    /// Waits for a command; a failed partition also tries again by itself when the plugin
+    /// gets a new version.
+    async fn idle(
+        &mut self,
+        runner: &mut Runner<Rec, Rec>,
+        spec: &TransformSpec,
+    ) -> Effect<Rec, Rec> {
+        let failed = runner.state() == State::Failed;
+        let registry = &self.ctx.broker.plugins.registry;
+        let version = registry.version(&spec.plugin);
+        loop {
+            let wait = if failed { Some(BIND_RETRY) } else { None };
+            if self.wait_for_control(wait).await {
+                return Effect::Idle;
+            }
+            let now_version = self.ctx.broker.plugins.registry.version(&spec.plugin);
+            let moved = match (&version, &now_version) {
+                (Some(a), Some(b)) => !Arc::ptr_eq(a, b),
+                (None, Some(_)) => true,
+                _ => false,
+            };
+            if failed && moved {
+                if let Ok(plugin) = bind(&self.ctx.broker, spec) {
+                    self.plugin = plugin;
+                }
+                if let Some(effect) = runner.resume(now(&self.ctx)) {
+                    return effect;
+                }
+            }
+        }
+    }
+
+    /// The group's committed offset of the source partition, and its log start offset.
+    async fn fetch_position(
+        &self,
+        spec: &TransformSpec,
+        index: i32,
+    ) -> Result<Position, StepError> {
+        let tp = sluice_group::TopicPartition {
+            topic: spec.source.clone(),
+            partition: index,
+        };
+        let fetched = self
+            .ctx
+            .groups
+            .fetch_offsets(spec.group_id(), None, Some(vec![tp]))
+            .await
+            .ok_or_else(|| retriable("the group coordinator is stopping"))?
+            .map_err(|e| {
+                retriable(format!(
+                    "fetching the position of {}-{index}: {e:?}",
+                    spec.source
+                ))
+            })?;
+        let committed = fetched.first().map(|f| f.offset).filter(|&o| o >= 0);
+        let log_start_offset = self
+            .ctx
+            .broker
+            .partition(&spec.source, index)
+            .ok_or_else(|| {
+                fatal(format!(
+                    "source partition {}-{index} does not exist",
+                    spec.source
+                ))
+            })?
+            .with_log(|log| log.log_start_offset().value())
+            .map_err(|e| retriable(e.message))?;
+        Ok(Position {
+            committed,
+            log_start_offset,
+        })
+    }
+
+    async fn read(
+        &mut self,
+        spec: &TransformSpec,
+        index: i32,
+        from: i64,
+    ) -> Result<ReadResult<Rec>, StepError> {
+        let partition = self
+            .ctx
+            .broker
+            .partition(&spec.source, index)
+            .ok_or_else(|| {
+                fatal(format!(
+                    "source partition {}-{index} does not exist",
+                    spec.source
+                ))
+            })?;
+        let read = tokio::task::spawn_blocking(move || process::read(&partition, from))
+            .await
+            .map_err(|e| retriable(format!("read task: {e}")))?
+            .map_err(retriable)?;
+        if let (ReadResult::Records { .. }, Some(codec)) = (&read.0, read.1) {
+            self.codec = codec;
+        }
+        Ok(read.0)
+    }
+
+    async fn call(
+        &mut self,
+        inputs: Vec<Rec>,
+        spec: &TransformSpec,
+    ) -> Result<Vec<Rec>, CallError> {
+        let registry = &self.ctx.broker.plugins.registry;
+        let current = registry.version(&spec.plugin);
+        match (&self.pinned, &current) {
+            (Some(pinned), Some(current)) if !Arc::ptr_eq(pinned, current) => {
+                // A new version: the open transaction commits on the version it began with.
+                return Err(CallError {
+                    kind: CallErrorKind::Stale,
+                    message: format!("plugin `{}` has a new version", spec.plugin),
+                });
+            }
+            (None, Some(current)) => {
+                if !lock(&self.ctx.shared.plugin_sha256).eq(&current.sha256) {
+                    tracing::info!(transform = %spec.name, partition = self.ctx.partition, sha256 = %current.sha256, "plugin version in use");
+                    if let Ok(plugin) = bind(&self.ctx.broker, spec) {
+                        self.plugin = plugin;
+                    }
+                }
+                current
+                    .sha256
+                    .clone_into(&mut lock(&self.ctx.shared.plugin_sha256));
+                self.pinned = Some(current.clone());
+            }
+            _ => {}
+        }
+        let permit = self
+            .ctx
+            .calls
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| CallError {
+                kind: CallErrorKind::Busy,
+                message: "the transform service is stopping".into(),
+            })?;
+        let plugin = self.plugin.clone();
+        let outputs = spec.outputs.clone();
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            process::call(&plugin, &inputs, &outputs)
+        })
+        .await
+        .unwrap_or_else(|e| {
+            Err(CallError {
+                kind: CallErrorKind::Trap,
+                message: format!("plugin call task: {e}"),
+            })
+        })
+    }
+
+    /// The failed input records with why, as the dead-letter topic gets them.
+    fn dead_letters(&self, spec: &TransformSpec, records: &[DeadLetter<Rec>]) -> ColumnarBatch {
+        let plugin = {
+            let sha = lock(&self.ctx.shared.plugin_sha256);
+            format!("{}@{}", spec.plugin, &sha[..sha.len().min(12)])
+        };
+        let partition = self.ctx.partition.to_string();
+        let mut batch = ColumnarBatch::with_capacity(records.len(), 0);
+        for dead in records {
+            let offset = dead.record.offset.to_string();
+            dead.record.push_to(
+                &mut batch,
+                &[
+                    (DLQ_REASON, dead.reason.as_bytes()),
+                    (DLQ_ERROR, dead.kind.as_str().as_bytes()),
+                    (DLQ_TRANSFORM, spec.name.as_bytes()),
+                    (DLQ_PLUGIN, plugin.as_bytes()),
+                    (DLQ_TOPIC, spec.source.as_bytes()),
+                    (DLQ_PARTITION, partition.as_bytes()),
+                    (DLQ_OFFSET, offset.as_bytes()),
+                ],
+            );
+        }
+        batch
+    }
+
+    /// Sleeps until `until_ms` (or without a deadline, forever), waking early for a command
+    /// or, with `records`, for new records in the source partition.
+    async fn sleep_until(&mut self, until_ms: Option<i64>, records: bool) {
+        let index = i32::try_from(self.ctx.partition).unwrap_or(i32::MAX);
+        let mut wake = self
+            .ctx
+            .broker
+            .partition(&self.ctx.spec.source, index)
+            .map(|p| p.subscribe());
+        let sleep = until_ms.map_or(IDLE_RECHECK, |until| {
+            Duration::from_millis(u64::try_from(until - now(&self.ctx)).unwrap_or(0))
+                .min(IDLE_RECHECK)
+        });
+        let new_records = async {
+            match (&mut wake, records) {
+                (Some(wake), true) => {
+                    let _ = wake.changed().await;
+                }
+                _ => std::future::pending::<()>().await,
+            }
+        };
+        let control = self.ctx.control.changed();
+        tokio::select! {
+            () = new_records => {}
+            _ = control => {}
+            () = tokio::time::sleep(sleep) => {}
+        }
+    }
+
+    /// Waits for a command (true if one came, or the service is gone), or `timeout`.
+    async fn wait_for_control(&mut self, timeout: Option<Duration>) -> bool {
+        if self.ctx.control.has_changed().unwrap_or(true) {
+            return true;
+        }
+        let changed = self.ctx.control.changed();
+        match timeout {
+            Some(t) => tokio::time::timeout(t, changed).await.is_ok(),
+            None => {
+                let _ = changed.await;
+                true
+            }
+        }
+    }
+}
+
+/// The longest a waiting runner sleeps before it looks at the source again (another
+/// producer's transaction ending moves the last stable offset).
+const IDLE_RECHECK: Duration = Duration::from_millis(500);
+
+/// Binds the plugin, retrying while it is missing or refuses its parameters (the status
+/// says why); `None` if the runner is stopped meanwhile.
+async fn bind_until_bound(ctx: &mut RunnerCtx) -> Option<Plugin> {
+    loop {
+        match bind(&ctx.broker, &ctx.spec) {
+            Ok(plugin) => return Some(plugin),
+            Err(message) => {
+                {
+                    let mut status = lock(&ctx.shared.status);
+                    status.state = State::Failed;
+                    status.last_error = Some(sluice_transform::LastError {
+                        kind: "bind",
+                        message,
+                        offset: None,
+                        at_ms: ctx.broker.now_ms(),
+                    });
+                }
+                let changed = tokio::time::timeout(BIND_RETRY, ctx.control.changed()).await;
+                if matches!(changed, Ok(Err(_)))
+                    || matches!(*ctx.control.borrow(), Control::Stop(_))
+                {
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// The plugin handle: a transform, or a filter (a two-way split).
+pub fn bind(broker: &Broker, spec: &TransformSpec) -> Result<Plugin, String> {
+    let registry = &broker.plugins.registry;
+    let named = |e: RegistryError| format!("plugin `{}`: {e}", spec.plugin);
+    let kind = registry
+        .describe(&spec.plugin)
+        .map(|info| info.kind)
+        .ok_or_else(|| format!("no plugin named `{}` is deployed", spec.plugin))?;
+    match kind {
+        PluginKind::Transform => registry
+            .transform(&spec.plugin, &spec.params)
+            .map(|t| Plugin::Transform(Arc::new(t)))
+            .map_err(named),
+        PluginKind::Filter => registry
+            .filter(&spec.plugin, &spec.params)
+            .map(|f| Plugin::Filter(Arc::new(f)))
+            .map_err(named),
+        other => Err(format!(
+            "plugin `{}` is a {}: a transform runs a transform or a filter plugin",
+            spec.plugin,
+            other.as_str()
+        )),
+    }
+}
+
+/// Partition counts of the outputs, then of the dead-letter topic (the machine's targets).
+pub fn partition_counts(broker: &Broker, spec: &TransformSpec) -> Result<Vec<u32>, String> {
+    let dead_letter = spec
+        .dead_letter_topic
+        .iter()
+        .filter(|_| spec.on_error == sluice_transform::OnError::DeadLetter);
+    spec.outputs
+        .iter()
+        .chain(dead_letter)
+        .map(|name| {
+            broker
+                .topic(name)
+                .map(|t| u32::try_from(t.partitions.len()).unwrap_or(u32::MAX).max(1))
+                .ok_or_else(|| format!("topic {name:?} does not exist"))
+        })
+        .collect()
+}
+
+fn targets(spec: &TransformSpec) -> usize {
+    spec.outputs.len() + usize::from(spec.on_error == sluice_transform::OnError::DeadLetter)
+}
+
+fn topic_of(spec: &TransformSpec, target: Target) -> &str {
+    match target {
+        Target::Output(i) => &spec.outputs[i as usize],
+        Target::DeadLetter => spec.dead_letter_topic.as_deref().unwrap_or_default(),
+    }
+}
+
+fn to_i32(partition: u32) -> i32 {
+    i32::try_from(partition).unwrap_or(i32::MAX)
+}
+
+fn now(ctx: &RunnerCtx) -> i64 {
+    ctx.broker.now_ms()
+}
+
+fn publish(shared: &Shared, runner: &Runner<Rec, Rec>) {
+    runner.status().clone_into(&mut lock(&shared.status));
+}
+
+fn set_state(shared: &Shared, state: State) {
+    lock(&shared.status).state = state;
+}
+
+fn retriable(message: impl Into<String>) -> StepError {
+    StepError {
+        kind: StepErrorKind::Retriable,
+        message: message.into(),
+    }
+}
+
+fn fatal(message: impl Into<String>) -> StepError {
+    StepError {
+        kind: StepErrorKind::Fatal,
+        message: message.into(),
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
