@@ -547,9 +547,14 @@ fn partition_report(broker: &Broker, spec: &TransformSpec, shared: &Shared) -> P
             .ok()
         })
         .unwrap_or((-1, -1, -1));
-    let position = status.position.unwrap_or(-1);
+    let committed_at_start = *shared
+        .committed_at_start
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let position = status.position.or(committed_at_start).unwrap_or(-1);
     let from = status
         .position
+        .or(committed_at_start)
         .or_else(|| spec.start_offset(shared.partition))
         .unwrap_or(start);
     let producer = status.producer;

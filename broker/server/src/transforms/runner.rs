@@ -58,6 +58,9 @@ pub struct Shared {
     pub status: Mutex<Status>,
     /// sha256 of the plugin version the last call ran.
     pub plugin_sha256: Mutex<String>,
+    /// The committed position read when the task started, for `describe` while the
+    /// machine has not read it itself (a transform started paused).
+    pub committed_at_start: Mutex<Option<i64>>,
 }
 
 impl Shared {
@@ -66,6 +69,7 @@ impl Shared {
             partition,
             status: Mutex::new(Status::default()),
             plugin_sha256: Mutex::new(String::new()),
+            committed_at_start: Mutex::new(None),
         }
     }
 
@@ -139,6 +143,10 @@ pub async fn run(mut ctx: RunnerCtx) {
         pinned: None,
         codec: Compression::None,
     };
+    let index = to_i32(driver.ctx.partition);
+    if let Ok(position) = driver.fetch_position(&spec, index).await {
+        *lock(&driver.ctx.shared.committed_at_start) = position.committed;
+    }
     // A command sent before the task started.
     let mut applied = *driver.ctx.control.borrow_and_update();
     let mut effect = match command(&mut runner, applied, now(&driver.ctx)) {
