@@ -31,7 +31,7 @@ from transform_support import caught_up, cli, command, deploy, describe, read_al
 
 from clients import consumer, create_topic
 from conftest import wait_until
-from test_metrics import http
+from test_metrics import http, scrape
 
 PLUGINS = {"split-transform": "split-transform", "poison": "hostile-poison-transform"}
 SPLIT = {"field": "$.region", "value": "eu", "unparseable": "dead-letter"}
@@ -122,6 +122,12 @@ def test_split_orders_exactly_once_with_a_dead_letter_topic(broker_factory, tmp_
     for p in t["partitions"]:
         out.update(p["records_out"])
     assert out == Counter(expected_output(order_value(i)) for i in range(5000))
+    samples = scrape(broker)
+    for output, n in out.items():
+        assert samples[f'sluice_transform_records_out_total{{transform="orders-split",output="{output}"}}'] == n
+    lags = {k: v for k, v in samples.items() if k.startswith("sluice_transform_lag_records{")}
+    assert len(lags) == 6 and set(lags.values()) == {0}, lags
+    assert samples['sluice_transform_partitions{transform="orders-split",state="running"}'] == 6
     described = json.loads(cli(broker, "describe", "orders-split", "--output", "json").stdout)
     assert described["lag"] == 0 and described["group"] == "__sluice_transform/orders-split"
     text = cli(broker, "describe", "orders-split").stdout

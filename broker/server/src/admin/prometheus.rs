@@ -40,6 +40,7 @@ pub(super) async fn handle(
     })
     .await?;
     group_metrics(&mut out, &state).await;
+    transform_metrics(&mut out, &state).await;
     Ok(([(header::CONTENT_TYPE, CONTENT_TYPE)], out).into_response())
 }
 
@@ -589,6 +590,97 @@ fn view_metrics(out: &mut String, broker: &Broker) {
         for (labels, values) in &rows {
             let _ = writeln!(out, "{name}{{{labels}}} {}", values[i]);
         }
+    }
+}
+
+const TRANSFORM_FAMILIES: [(&str, &str, &str); 6] = [
+    (
+        "sluice_transform_records_in_total",
+        "counter",
+        "Source records consumed by a transform's committed transactions, per source partition, since start.",
+    ),
+    (
+        "sluice_transform_records_out_total",
+        "counter",
+        "Records a transform's committed transactions wrote, per output topic, since start.",
+    ),
+    (
+        "sluice_transform_records_failed_total",
+        "counter",
+        "Records a plugin call failed on, dropped (skip) or written to the dead-letter topic (dead-letter), since start.",
+    ),
+    (
+        "sluice_transform_transactions_total",
+        "counter",
+        "A transform's transactions, committed or aborted, since start.",
+    ),
+    (
+        "sluice_transform_lag_records",
+        "gauge",
+        "Source records below the last stable offset not yet committed through the transform.",
+    ),
+    (
+        "sluice_transform_partitions",
+        "gauge",
+        "A transform's source partitions by runner state (starting, running, paused, failed, stopped).",
+    ),
+];
+
+/// Materialized transforms: counters of committed work (memory only, from the runners'
+/// status), lag and states read now.
+async fn transform_metrics(out: &mut String, state: &AdminState) {
+    let mut lines: [String; 6] = Default::default();
+    for t in state.transforms.list().await {
+        transform_lines(&t, &mut lines);
+    }
+    for ((name, kind, help), lines) in TRANSFORM_FAMILIES.iter().zip(lines) {
+        family(out, name, kind, help);
+        out.push_str(&lines);
+    }
+}
+
+/// One transform's samples, in `TRANSFORM_FAMILIES` order.
+fn transform_lines(t: &crate::transforms::TransformReport, lines: &mut [String; 6]) {
+    use std::collections::BTreeMap;
+    let name = escape(&t.name);
+    let mut out_by_output: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut by_state: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut totals = [0u64; 4]; // skipped, dead-lettered, commits, aborts
+    for p in &t.partitions {
+        let labels = format!("transform=\"{name}\",partition=\"{}\"", p.partition);
+        let family = |i: usize| TRANSFORM_FAMILIES[i].0;
+        let _ = writeln!(lines[0], "{}{{{labels}}} {}", family(0), p.records_in);
+        let _ = writeln!(lines[4], "{}{{{labels}}} {}", family(4), p.lag);
+        for (output, n) in &p.records_out {
+            *out_by_output.entry(output).or_default() += n;
+        }
+        *by_state.entry(p.state).or_default() += 1;
+        let counts = [
+            p.records_skipped,
+            p.records_dead_lettered,
+            p.transactions,
+            p.aborts,
+        ];
+        for (total, n) in totals.iter_mut().zip(counts) {
+            *total += n;
+        }
+    }
+    let labelled = |line: &mut String, i: usize, label: &str, value: &str, n: u64| {
+        let family = TRANSFORM_FAMILIES[i].0;
+        let _ = writeln!(
+            line,
+            "{family}{{transform=\"{name}\",{label}=\"{value}\"}} {n}"
+        );
+    };
+    for (output, n) in out_by_output {
+        labelled(&mut lines[1], 1, "output", &escape(output), n);
+    }
+    labelled(&mut lines[2], 2, "policy", "skip", totals[0]);
+    labelled(&mut lines[2], 2, "policy", "dead-letter", totals[1]);
+    labelled(&mut lines[3], 3, "outcome", "commit", totals[2]);
+    labelled(&mut lines[3], 3, "outcome", "abort", totals[3]);
+    for (s, n) in by_state {
+        labelled(&mut lines[5], 5, "state", s, n);
     }
 }
 
