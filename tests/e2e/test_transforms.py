@@ -33,7 +33,7 @@ from clients import consumer, create_topic
 from conftest import wait_until
 from test_metrics import http, scrape
 
-PLUGINS = {"split-transform": "split-transform", "poison": "hostile-poison-transform"}
+PLUGINS = {"split-transform": "split-transform", "poison": "hostile-poison-transform", "json-validator": "json-validator"}
 SPLIT = {"field": "$.region", "value": "eu", "unparseable": "dead-letter"}
 
 
@@ -243,6 +243,10 @@ def test_a_poison_record_under_each_failure_policy(broker_factory, tmp_path):
     p = wait_until(failed, 60, "the stop policy to fail the partition")
     assert p["position"] == POISON_AT[0] and p["last_error"]["kind"] == "trap", p
     assert [m.value() for m in read_all(broker.bootstrap, "stopper-out", 1)] == [b"ok-%d" % i for i in range(POISON_AT[0])]
+    # resume retries a failed partition (it fails again on the same record).
+    first_at = p["last_error"]["at_ms"]
+    command(broker, "stopper", "resume")
+    wait_until(lambda: failed() and failed()["last_error"]["at_ms"] > first_at, 60, "resume to retry the failed partition")
     # skip: exactly the poison records are missing, and counted.
     run_poison(broker, "skipper", "skip")
     t = caught_up(broker, "skipper")
@@ -323,6 +327,8 @@ def test_refusals(broker_factory, tmp_path):
     refused(base | {"params": {"value": "eu"}}, 400, "field")
     refused(base | {"outputs": [f"o{i}" for i in range(9)]}, 400, "TRANSFORM_OUTPUTS_MAX")
     refused(base | {"outputs": ["missing"]}, 404, "missing")
+    create_topic(broker.bootstrap, "validated", 1, {"sluice.validator": "json-validator", "sluice.validator.params": "required=$.id"})
+    refused(base | {"outputs": ["orders-eu", "validated"]}, 400, "sluice.validator")
     deploy(broker, base)
     refused(base, 409, "exists")
     # A topic a transform uses cannot be deleted.
@@ -341,6 +347,23 @@ def test_refusals(broker_factory, tmp_path):
     status, _ = http(broker, "DELETE", "/v1/transforms/t")
     assert status == 200
     assert admin.delete_topics(["orders-eu"], operation_timeout=30)["orders-eu"].result() is None
+
+
+def test_partitions_added_to_the_source_get_runners(broker_factory, tmp_path):
+    broker = start(broker_factory, tmp_path)
+    create_order_topics(broker.bootstrap, source_partitions=1)
+    deploy(broker, {"name": "split", "source": "orders", "plugin": "split-transform", "outputs": ["orders-eu", "orders-us", "orders-dlq"], "params": SPLIT})
+    produce_orders(broker.bootstrap, 0, 100)
+    caught_up(broker, "split")
+    from confluent_kafka.admin import NewPartitions
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_partitions([NewPartitions("orders", 3)])["orders"].result(30)
+    wait_until(lambda: len(describe(broker, "split")["partitions"]) == 3, 30, "runners for the new partitions")
+    produce_orders(broker.bootstrap, 100, 300)
+    t = caught_up(broker, "split")
+    assert [p["log_end_offset"] > 0 for p in t["partitions"]] == [True, True, True]
+    check_exactly_once(broker.bootstrap, source_values_of(broker, 3))
 
 
 def test_the_same_plugin_as_a_view_shows_the_first_output(broker_factory, tmp_path):

@@ -255,7 +255,7 @@ pub fn topic_metadata(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(rest) else {
         return;
     };
-    match selector % 3 {
+    match selector % 5 {
         0 => {
             if let Ok(meta) = crate::broker::TopicFile::parse(text) {
                 let config = BrokerConfig::default();
@@ -276,7 +276,7 @@ pub fn topic_metadata(data: &[u8]) {
 
 /// The admin API's JSON bodies and the checks their handlers run before calling the
 /// broker; the first byte picks the body: 0 `POST /v1/topics`, 1 `PATCH /v1/topics/{name}`,
-/// 2 `POST /v1/views` (modulo 3).
+/// 2 `POST /v1/views`, 3 `POST /v1/transforms`, 4 a transform spec file (modulo 5).
 pub fn admin_json(data: &[u8]) {
     use crate::admin::topics::{AlterTopic, CreateTopic};
     let Some((&selector, body)) = data.split_first() else {
@@ -300,10 +300,32 @@ pub fn admin_json(data: &[u8]) {
                 }
             }
         }
-        _ => {
+        2 => {
             if let Ok(spec) = serde_json::from_slice::<crate::views::ViewSpec>(body) {
                 let _ = crate::broker::validate_topic_name(&spec.name);
                 let _ = crate::views::check(&spec);
+            }
+        }
+        // A transform deploy body, and a spec file as `<data.dir>/transforms/` holds it:
+        // whatever parses is checked without a panic, and a spec that passes its checks
+        // writes back to the same value.
+        3 => {
+            if let Ok(request) = serde_json::from_slice::<crate::transforms::DeployRequest>(body) {
+                let _ = sluice_transform::spec::check_name(
+                    "transform name",
+                    &request.name,
+                    sluice_transform::limits::TRANSFORM_NAME_BYTES_MAX,
+                );
+            }
+        }
+        _ => {
+            if let Ok(spec) = serde_json::from_slice::<sluice_transform::TransformSpec>(body)
+                && spec.check().is_ok()
+            {
+                let text = serde_json::to_string(&spec).expect("a spec serializes");
+                let again: sluice_transform::TransformSpec =
+                    serde_json::from_str(&text).expect("a written spec reads back");
+                assert_eq!(again, spec, "a spec file round-trips");
             }
         }
     }

@@ -75,9 +75,9 @@ pub const TRANSFORM_OUTPUT_BYTES_PER_CALL_MAX: u64 = 64 * 1024 * 1024;
 /// last stable offset, so read_committed consumers wait behind it. Reaching it commits.
 pub const TRANSFORM_TXN_OUTPUT_BYTES_MAX: u64 = 16 * 1024 * 1024;
 
-/// `transform.commit.interval.ms` default, in milliseconds: the longest a transaction stays
-/// open while records flow (Kafka Streams' exactly-once default), so the end-to-end latency
-/// seen by read_committed consumers.
+/// Default of a transform's `commit_interval_ms` (set per transform at deploy), in
+/// milliseconds: the longest a transaction stays open while records flow (Kafka Streams'
+/// exactly-once default), so the end-to-end latency seen by read_committed consumers.
 pub const TRANSFORM_COMMIT_INTERVAL_MS_DEFAULT: i64 = 100;
 /// Shortest commit interval, in milliseconds: each commit costs the coordinator five log
 /// appends, so a shorter interval buys no latency, only coordinator load.
@@ -90,8 +90,8 @@ pub const TRANSFORM_COMMIT_INTERVAL_MS_MAX: i64 = 5_000;
 /// producer default).
 pub const TRANSFORM_TXN_TIMEOUT_MS_MIN: i64 = 60_000;
 
-/// `transform.concurrent.calls.max` default: transform plugin calls in flight over all
-/// transforms, the CPU transforms may take from fetches and produces.
+/// Transform plugin calls in flight over all transforms (one semaphore in the broker): the
+/// CPU transforms may take from fetches and produces.
 pub const TRANSFORM_CALLS_CONCURRENT_DEFAULT: usize = 2;
 
 /// Extra plugin calls spent isolating the failing records of one failed call (the first
@@ -107,9 +107,6 @@ pub const TRANSFORM_RETRY_BACKOFF_MS_MAX: i64 = 30_000;
 /// Longest `sluice.dlq.reason` header value, in bytes; longer error texts are cut at a
 /// character boundary.
 pub const TRANSFORM_DLQ_REASON_BYTES_MAX: usize = 1024;
-
-/// Admin commands waiting for the transform service task (a bounded channel).
-pub const TRANSFORM_COMMANDS_QUEUED_MAX: usize = 64;
 
 /// The producer's `transaction.timeout.ms` for a commit interval and a plugin call timeout,
 /// both in milliseconds: the larger of [`TRANSFORM_TXN_TIMEOUT_MS_MIN`] and four times the

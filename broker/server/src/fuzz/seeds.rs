@@ -882,6 +882,8 @@ fn admin_bodies() -> Vec<Seed> {
         ("create-topic", 0u8, r#"{"name": "orders", "partitions": 3, "configs": {"retention.ms": "3600000", "sluice.partitioner": "murmur2"}}"#.to_owned()),
         ("alter-topic", 1, r#"{"set": {"retention.ms": "7d", "segment.bytes": "100 MiB"}, "delete": ["segment.ms"]}"#.to_owned()),
         ("create-view", 2, serde_json::to_string(&view_spec()).unwrap_or_default()),
+        ("deploy-transform", 3, r#"{"name": "orders-split", "source": "orders", "plugin": "split-transform", "outputs": ["orders-eu", "orders-us"], "params": {"field": "$.region", "value": "eu"}, "from_offset": "1764547200000ms", "on_error": "dead-letter", "dead_letter_topic": "orders-dlq"}"#.to_owned()),
+        ("transform-spec", 4, r#"{"name": "orders-split", "source": "orders", "plugin": "split-transform", "params": [["field", "$.region"], ["value", "eu"]], "outputs": ["orders-eu", "orders-us"], "dead_letter_topic": null, "on_error": "stop", "partitioning": "key", "commit_interval_ms": 100, "from_offset": "earliest", "start_offsets": [0, 0, 0], "paused": false, "generation": 0, "principal": "User:ANONYMOUS", "created_ms": 1764547200000}"#.to_owned()),
     ];
     bodies
         .into_iter()

@@ -45,7 +45,7 @@ use crate::error::{KafkaError, ServerError};
 use crate::group::GroupHandle;
 use crate::txn::TxnHandle;
 
-use runner::{Control, RunnerCtx, Shared};
+use runner::{Command, Control, RunnerCtx, Shared};
 
 // `sluice-transform` cannot import the coordinators' bounds; it mirrors them, checked here.
 const _: () = assert!(
@@ -79,6 +79,9 @@ const fn same_text(a: &str, b: &str) -> bool {
 
 /// Directory of the transform specs, under `data.dir`.
 const TRANSFORMS_DIR: &str = "transforms";
+
+/// How often the service looks for partitions added to a transform's source.
+const PARTITIONS_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
 /// How long stopping waits for runners to commit before abandoning them (their open
 /// transactions are then aborted by the coordinator's timeout, or at the next start).
@@ -128,12 +131,14 @@ struct Inner {
     calls: Arc<Semaphore>,
     /// Running transforms; the lock also serialises operator commands.
     transforms: Mutex<BTreeMap<String, Running>>,
+    /// The task starting runners for added source partitions; aborted at stop.
+    grower: std::sync::Mutex<Option<JoinHandle<()>>>,
 }
 
 #[derive(Debug)]
 struct Running {
     spec: Arc<TransformSpec>,
-    control: watch::Sender<Control>,
+    control: watch::Sender<Command>,
     runners: Vec<(Arc<Shared>, JoinHandle<()>)>,
 }
 
@@ -155,6 +160,7 @@ impl TransformService {
                 groups,
                 calls: Arc::new(Semaphore::new(limits::TRANSFORM_CALLS_CONCURRENT_DEFAULT)),
                 transforms: Mutex::new(BTreeMap::new()),
+                grower: std::sync::Mutex::new(None),
             }),
         };
         let dir = broker.config.data_dir.join(TRANSFORMS_DIR);
@@ -185,14 +191,29 @@ impl TransformService {
             .transforms
             .try_lock()
             .expect("nobody else holds it yet") = loaded;
+        let grower = service.spawn_grower();
+        *service
+            .inner
+            .grower
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(grower);
         Ok(service)
     }
 
     /// Stops every runner: each commits its open transaction first (bounded by `STOP_GRACE`).
     pub async fn stop(&self) {
+        let grower = self
+            .inner
+            .grower
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(grower) = grower {
+            grower.abort();
+        }
         let mut transforms = self.inner.transforms.lock().await;
         for running in transforms.values() {
-            running.control.send_replace(Control::Stop(Finish::Commit));
+            runner::send(&running.control, Control::Stop(Finish::Commit));
         }
         for (_, running) in std::mem::take(&mut *transforms) {
             stop_runners(running).await;
@@ -297,9 +318,8 @@ impl TransformService {
         spec.paused = paused;
         persist(&self.inner.broker, &spec)?;
         running.spec = Arc::new(spec);
-        running
-            .control
-            .send_replace(if paused { Control::Pause } else { Control::Run });
+        let control = if paused { Control::Pause } else { Control::Run };
+        runner::send(&running.control, control);
         tracing::info!(transform = name, paused, "transform paused or resumed");
         Ok(self.report(running))
     }
@@ -319,7 +339,7 @@ impl TransformService {
         let running = transforms.remove(name).ok_or_else(|| unknown(name))?;
         let broker = &self.inner.broker;
         let mut spec = (*running.spec).clone();
-        running.control.send_replace(Control::Stop(Finish::Commit));
+        runner::send(&running.control, Control::Stop(Finish::Commit));
         stop_runners(running).await;
         let result = async {
             let source = topic(broker, &spec.source, "source")?;
@@ -346,11 +366,16 @@ impl TransformService {
         let mut transforms = self.inner.transforms.lock().await;
         let running = transforms.remove(name).ok_or_else(|| unknown(name))?;
         let spec = running.spec.clone();
-        running.control.send_replace(Control::Stop(Finish::Abort));
+        runner::send(&running.control, Control::Stop(Finish::Abort));
         stop_runners(running).await;
+        if let Err(e) = self.forget_positions(&spec).await {
+            // Nothing removed: the transform runs on from its positions; delete again.
+            let running = self.start(spec);
+            transforms.insert(name.to_owned(), running);
+            return Err(e);
+        }
         remove_file_logged(&spec_file(&self.inner.broker, name));
         self.inner.broker.unpin_topics(&holder(name));
-        self.forget_positions(&spec).await?;
         tracing::info!(transform = name, "deleted transform");
         Ok(())
     }
@@ -382,7 +407,21 @@ impl TransformService {
         } else {
             Control::Run
         };
-        let (control, _) = watch::channel(initial);
+        let (control, _) = watch::channel(Command::first(initial));
+        let mut running = Running {
+            spec,
+            control,
+            runners: Vec::new(),
+        };
+        self.grow(&mut running);
+        running
+    }
+
+    /// Starts a runner for every source partition that has none (all at start; later, the
+    /// partitions CreatePartitions added, which start at their log start offset).
+    fn grow(&self, running: &mut Running) {
+        let inner = &self.inner;
+        let spec = &running.spec;
         let partitions = inner
             .broker
             .topic(&spec.source)
@@ -392,29 +431,39 @@ impl TransformService {
             i64::try_from(inner.broker.config.plugin_call_timeout_ms).unwrap_or(i64::MAX),
         ))
         .unwrap_or(i32::MAX);
-        let runners = (0..partitions)
-            .map(|p| {
-                let partition = u32::try_from(p).unwrap_or(u32::MAX);
-                let shared = Arc::new(Shared::new(partition));
-                let ctx = RunnerCtx {
-                    broker: inner.broker.clone(),
-                    txns: inner.txns.clone(),
-                    groups: inner.groups.clone(),
-                    spec: spec.clone(),
-                    partition,
-                    shared: shared.clone(),
-                    control: control.subscribe(),
-                    calls: inner.calls.clone(),
-                    txn_timeout_ms,
-                };
-                (shared, tokio::spawn(runner::run(ctx)))
-            })
-            .collect();
-        Running {
-            spec,
-            control,
-            runners,
+        for p in running.runners.len()..partitions {
+            let partition = u32::try_from(p).unwrap_or(u32::MAX);
+            let shared = Arc::new(Shared::new(partition));
+            let ctx = RunnerCtx {
+                broker: inner.broker.clone(),
+                txns: inner.txns.clone(),
+                groups: inner.groups.clone(),
+                spec: spec.clone(),
+                partition,
+                shared: shared.clone(),
+                control: running.control.subscribe(),
+                calls: inner.calls.clone(),
+                txn_timeout_ms,
+            };
+            running
+                .runners
+                .push((shared, tokio::spawn(runner::run(ctx))));
         }
+    }
+
+    /// Every `PARTITIONS_CHECK_INTERVAL`, starts runners for source partitions added since.
+    fn spawn_grower(&self) -> JoinHandle<()> {
+        let service = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(PARTITIONS_CHECK_INTERVAL);
+            loop {
+                tick.tick().await;
+                let mut transforms = service.inner.transforms.lock().await;
+                for running in transforms.values_mut() {
+                    service.grow(running);
+                }
+            }
+        })
     }
 
     fn report(&self, running: &Running) -> TransformReport {
@@ -641,6 +690,14 @@ fn check_against_broker(broker: &Broker, spec: &TransformSpec) -> Result<(), Kaf
                 ResponseError::InvalidConfig,
                 format!(
                     "{role} topic {name:?} has a partitioner plugin (sluice.partitioner): a transform places records itself"
+                ),
+            ));
+        }
+        if t.plugins.validator.is_some() {
+            return Err(KafkaError::new(
+                ResponseError::InvalidConfig,
+                format!(
+                    "{role} topic {name:?} has a validator plugin (sluice.validator): a transform's output is not validated yet, so it may not write there"
                 ),
             ));
         }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use sluice_plugin_host::{CallError as HostError, ColumnarBatch, Filter, Transform};
 use sluice_storage::batch::iter_batches;
 use sluice_storage::{Compression, Offset, ReadError};
-use sluice_transform::{CallError, CallErrorKind, ReadResult, limits};
+use sluice_transform::{CallError, CallErrorKind, ReadResult, StepError, StepErrorKind, limits};
 
 use crate::broker::Partition;
 use crate::records::{self, DecompressLimit};
@@ -38,11 +38,13 @@ pub enum Plugin {
 /// (at least one batch), below its last stable offset. Blocking (positional reads).
 ///
 /// # Errors
-/// The partition is offline, or a stored batch does not decode (named).
+/// The partition is offline or a read failed (retriable: the fence prober reopens it), or a
+/// stored batch does not decode or decompresses past `TRANSFORM_DECOMPRESSED_BYTES_MAX`
+/// (fatal: the partition fails, naming the batch, until resumed).
 pub fn read(
     partition: &Partition,
     from: i64,
-) -> Result<(ReadResult<Rec>, Option<Compression>), String> {
+) -> Result<(ReadResult<Rec>, Option<Compression>), StepError> {
     let read = partition
         .with_log(|log| {
             let lso = log.last_stable_offset();
@@ -54,7 +56,7 @@ pub fn read(
             let aborted = log.aborted_transactions(Offset(from), lso);
             Ok((slice, aborted))
         })
-        .map_err(|e| e.message)?;
+        .map_err(|e| retriable(e.message))?;
     let (slice, aborted) = match read {
         Ok(read) => read,
         Err(log_start_offset) => {
@@ -70,16 +72,19 @@ pub fn read(
         }
         Err(ReadError::OffsetOutOfRange { .. }) => return Ok((ReadResult::Nothing, None)),
         Err(e) => {
-            return Err(format!(
+            return Err(retriable(format!(
                 "reading {}-{}: {e}",
                 partition.topic, partition.index
-            ));
+            )));
         }
     };
     let mut bytes = Vec::new();
-    slice
-        .read_into(&mut bytes)
-        .map_err(|e| format!("reading {}-{}: {e}", partition.topic, partition.index))?;
+    slice.read_into(&mut bytes).map_err(|e| {
+        retriable(format!(
+            "reading {}-{}: {e}",
+            partition.topic, partition.index
+        ))
+    })?;
     let aborted = Aborted::new(&aborted);
     let mut records = Vec::new();
     let mut next_offset = from;
@@ -87,10 +92,10 @@ pub fn read(
     let mut codec = None;
     for item in iter_batches(&bytes) {
         let (header, batch) = item.map_err(|e| {
-            format!(
+            fatal(format!(
                 "{}-{}: a stored batch does not decode: {e}",
                 partition.topic, partition.index
-            )
+            ))
         })?;
         next_offset = header.last_offset() + 1;
         if header.is_control() || aborted.contains(&header) {
@@ -99,10 +104,10 @@ pub fn read(
         codec = Some(header.compression());
         columns.clear();
         records::decode(batch, &mut columns, DECOMPRESS_LIMIT).map_err(|e| {
-            format!(
+            fatal(format!(
                 "{}-{} batch at offset {}: {e}",
                 partition.topic, partition.index, header.base_offset
-            )
+            ))
         })?;
         // A compacted batch may start below `from` (its first records cleaned away is fine;
         // records before `from` were read before): keep only what is new.
@@ -118,6 +123,20 @@ pub fn read(
         next_offset,
     };
     Ok((read, codec))
+}
+
+fn retriable(message: String) -> StepError {
+    StepError {
+        kind: StepErrorKind::Retriable,
+        message,
+    }
+}
+
+fn fatal(message: String) -> StepError {
+    StepError {
+        kind: StepErrorKind::Fatal,
+        message,
+    }
 }
 
 /// Calls the plugin on `inputs`, routed to `outputs` (the spec's output topics in order).

@@ -159,6 +159,12 @@ impl TxnSteps {
                     ResponseError::InvalidProducerEpoch | ResponseError::ProducerFenced => {
                         StepErrorKind::Fenced
                     }
+                    // Retrying the same records cannot help (a record over the output's
+                    // max.message.bytes): the partition fails, naming it, until resumed.
+                    ResponseError::MessageTooLarge
+                    | ResponseError::RecordListTooLarge
+                    | ResponseError::InvalidRecord
+                    | ResponseError::CorruptMessage => StepErrorKind::Fatal,
                     _ => StepErrorKind::Retriable,
                 };
                 Err(StepError {

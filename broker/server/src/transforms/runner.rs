@@ -51,6 +51,28 @@ pub enum Control {
     Stop(Finish),
 }
 
+/// The latest command, numbered: the same command sent twice (resume a failed partition
+/// that was never paused) still reaches the runner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Command {
+    pub control: Control,
+    pub seq: u64,
+}
+
+impl Command {
+    pub fn first(control: Control) -> Self {
+        Self { control, seq: 0 }
+    }
+}
+
+/// Sends `control` as a new command.
+pub fn send(sender: &watch::Sender<Command>, control: Control) {
+    sender.send_modify(|c| {
+        c.control = control;
+        c.seq += 1;
+    });
+}
+
 /// A runner's status as the service reads it (published after every effect).
 #[derive(Debug)]
 pub struct Shared {
@@ -87,7 +109,7 @@ pub struct RunnerCtx {
     pub spec: Arc<TransformSpec>,
     pub partition: u32,
     pub shared: Arc<Shared>,
-    pub control: watch::Receiver<Control>,
+    pub control: watch::Receiver<Command>,
     /// Plugin calls in flight over all transforms.
     pub calls: Arc<Semaphore>,
     /// `transaction.timeout.ms` of the runner's producer.
@@ -149,12 +171,14 @@ pub async fn run(mut ctx: RunnerCtx) {
     }
     // A command sent before the task started.
     let mut applied = *driver.ctx.control.borrow_and_update();
-    let mut effect = match command(&mut runner, applied, now(&driver.ctx)) {
+    let mut effect = match command(&mut runner, applied.control, now(&driver.ctx)) {
         Some(effect) => effect,
         None => runner.start(now(&driver.ctx)),
     };
+    let mut logged = ErrorLog::default();
     loop {
         publish(&driver.ctx.shared, &runner);
+        logged.log(&spec, driver.ctx.partition, runner.status());
         if runner.state() == State::Stopped && effect == Effect::Idle {
             break;
         }
@@ -164,19 +188,67 @@ pub async fn run(mut ctx: RunnerCtx) {
         let gone = driver.ctx.control.has_changed().is_err();
         let asked = if gone {
             // The service dropped its side without a word: stop, committing what is open.
-            Control::Stop(Finish::Commit)
+            Command {
+                control: Control::Stop(Finish::Commit),
+                seq: u64::MAX,
+            }
         } else {
             *driver.ctx.control.borrow_and_update()
         };
         if asked != applied {
             applied = asked;
-            if let Some(interrupt) = command(&mut runner, asked, now(&driver.ctx)) {
+            if let Some(interrupt) = command(&mut runner, asked.control, now(&driver.ctx)) {
                 effect = interrupt;
             }
         }
     }
     publish(&driver.ctx.shared, &runner);
     tracing::info!(transform = %spec.name, partition = driver.ctx.partition, "runner stopped");
+}
+
+/// The runner's new errors in the broker's log, at most one line per `ERROR_LOG_INTERVAL`
+/// (a poison record bisected fails a dozen calls), with how many were not logged.
+#[derive(Default)]
+struct ErrorLog {
+    last_seen: Option<(i64, &'static str)>,
+    last_logged: Option<std::time::Instant>,
+    unlogged: u64,
+}
+
+/// The least time between two logged errors of one runner.
+const ERROR_LOG_INTERVAL: Duration = Duration::from_secs(1);
+
+impl ErrorLog {
+    fn log(&mut self, spec: &TransformSpec, partition: u32, status: &Status) {
+        let Some(error) = &status.last_error else {
+            return;
+        };
+        let seen = Some((error.at_ms, error.kind));
+        if seen == self.last_seen {
+            return;
+        }
+        self.last_seen = seen;
+        if self
+            .last_logged
+            .is_some_and(|at| at.elapsed() < ERROR_LOG_INTERVAL)
+        {
+            self.unlogged += 1;
+            return;
+        }
+        self.last_logged = Some(std::time::Instant::now());
+        tracing::warn!(
+            transform = %spec.name,
+            partition,
+            kind = error.kind,
+            offset = ?error.offset,
+            state = status.state.as_str(),
+            skipped = status.records_skipped,
+            dead_lettered = status.records_dead_lettered,
+            not_logged = std::mem::take(&mut self.unlogged),
+            "{}",
+            error.message
+        );
+    }
 }
 
 /// Hands a command to the machine; `Some` replaces the effect in progress.
@@ -301,15 +373,17 @@ impl Driver {
             other => unreachable!("not an append: {other:?}"),
         };
         let topic = topic_of(spec, target);
-        self.steps
-            .append(
-                producer,
-                (topic, to_i32(partition)),
-                batch,
-                base_sequence,
-                codec,
-            )
-            .await
+        // One Append may hold more than one batch should (a read's records for one output
+        // partition): split by size; sequences run on across the pieces.
+        let mut sequence = base_sequence;
+        for piece in split_batch(&batch, OUTPUT_BATCH_BYTES_MAX) {
+            let count = i32::try_from(piece.len()).unwrap_or(i32::MAX);
+            self.steps
+                .append(producer, (topic, to_i32(partition)), piece, sequence, codec)
+                .await?;
+            sequence = sequence.wrapping_add(count);
+        }
+        Ok(())
     }
 
     /// Waits for a command; a failed partition also tries again by itself when the plugin
@@ -403,8 +477,7 @@ impl Driver {
             })?;
         let read = tokio::task::spawn_blocking(move || process::read(&partition, from))
             .await
-            .map_err(|e| retriable(format!("read task: {e}")))?
-            .map_err(retriable)?;
+            .map_err(|e| retriable(format!("read task: {e}")))??;
         if let (ReadResult::Records { .. }, Some(codec)) = (&read.0, read.1) {
             self.codec = codec;
         }
@@ -536,6 +609,37 @@ impl Driver {
     }
 }
 
+/// Most record bytes in one output batch: below the default `message.max.bytes` (1 MiB), so
+/// a transform's batches are never refused for their size (one record over the output's
+/// limit fails the partition, naming it).
+const OUTPUT_BATCH_BYTES_MAX: usize = 512 * 1024;
+
+/// `batch` cut into batches of at most `max_bytes` of keys, values and headers (at least one
+/// record each), in order.
+fn split_batch(batch: &ColumnarBatch, max_bytes: usize) -> Vec<ColumnarBatch> {
+    let mut out = vec![ColumnarBatch::new()];
+    let mut bytes = 0;
+    for r in batch.records() {
+        let size = r.key().map_or(0, <[u8]>::len)
+            + r.value().map_or(0, <[u8]>::len)
+            + r.headers()
+                .iter()
+                .map(|(k, v)| k.len() + v.len())
+                .sum::<usize>();
+        if out.last().is_some_and(|b| !b.is_empty()) && bytes + size > max_bytes {
+            out.push(ColumnarBatch::new());
+            bytes = 0;
+        }
+        let headers: Vec<_> = r.headers().iter().collect();
+        if let Some(last) = out.last_mut() {
+            last.push(r.offset, r.timestamp, r.key(), r.value(), &headers);
+        }
+        bytes += size;
+    }
+    out.retain(|b| !b.is_empty());
+    out
+}
+
 /// The longest a waiting runner sleeps before it looks at the source again (another
 /// producer's transaction ending moves the last stable offset).
 const IDLE_RECHECK: Duration = Duration::from_millis(500);
@@ -559,7 +663,7 @@ async fn bind_until_bound(ctx: &mut RunnerCtx) -> Option<Plugin> {
                 }
                 let changed = tokio::time::timeout(BIND_RETRY, ctx.control.changed()).await;
                 if matches!(changed, Ok(Err(_)))
-                    || matches!(*ctx.control.borrow(), Control::Stop(_))
+                    || matches!(ctx.control.borrow().control, Control::Stop(_))
                 {
                     return None;
                 }
