@@ -26,7 +26,7 @@ from collections import Counter, defaultdict
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
-from plugin_support import plugin_dir
+from plugin_support import plugin_dir, replace_file, wasm
 from transform_support import caught_up, cli, command, deploy, describe, read_all
 
 from clients import consumer, create_topic
@@ -290,7 +290,11 @@ def test_pause_resume_lag_and_replay(broker_factory, tmp_path):
     assert sum(len(read_all(broker.bootstrap, o, n)) for o, n in (("orders-eu", 3), ("orders-us", 3), ("orders-dlq", 1))) == 500
     # Paused survives a restart.
     broker.restart()
-    t = wait_until(lambda: (d := describe(broker, "split"))["partitions"][0]["state"] == "paused" and d, 30, "paused after a restart")
+    def all_paused():
+        d = describe(broker, "split")
+        return d if all(p["state"] == "paused" for p in d["partitions"]) else None
+
+    t = wait_until(all_paused, 30, "paused after a restart")
     assert t["lag"] == 300
     assert cli(broker, "resume", "split").returncode == 0
     caught_up(broker, "split")
@@ -347,6 +351,37 @@ def test_refusals(broker_factory, tmp_path):
     status, _ = http(broker, "DELETE", "/v1/transforms/t")
     assert status == 200
     assert admin.delete_topics(["orders-eu"], operation_timeout=30)["orders-eu"].result() is None
+
+
+def test_a_new_plugin_version_takes_over_at_a_committed_position(broker_factory, tmp_path):
+    """The plugin file is replaced in the plugin dir (hot reload) while a producer writes:
+    version 1 keeps each record once, version 2 (hostile-duplicate-transform) twice. Every
+    source record is in the output once or twice, and in each source partition the records
+    kept once all come before those kept twice: one switch, at a position, with nothing
+    lost, repeated or mixed."""
+    broker = start(broker_factory, tmp_path)
+    create_topic(broker.bootstrap, "orders", 2)
+    create_topic(broker.bootstrap, "copies", 1)
+    deploy(broker, {"name": "copy", "source": "orders", "plugin": "poison", "outputs": ["copies"], "partitioning": "source"})
+    producer = SteadyProducer(broker.bootstrap)
+    producer.start()
+    time.sleep(1.5)
+    old_sha = describe(broker, "copy")["partitions"][0]["plugin_sha256"]
+    replace_file(tmp_path / "plugins" / "poison.wasm", wasm("hostile-duplicate-transform"))
+    time.sleep(1.5)
+    producer.stop_flag.set()
+    producer.join(120)
+    t = caught_up(broker, "copy")
+    new_sha = {p["plugin_sha256"] for p in t["partitions"]}
+    assert old_sha and old_sha not in new_sha, (old_sha, new_sha)
+    assert sum(p["aborts"] for p in t["partitions"]) == 0, "a reload commits, it does not abort"
+    copies = Counter(m.value() for m in read_all(broker.bootstrap, "copies", 1))
+    for partition in range(2):
+        source = [m.value() for m in read_all(broker.bootstrap, "orders", 2) if m.partition() == partition]
+        counts = [copies[v] for v in source]
+        assert set(counts) <= {1, 2} and 2 in counts, Counter(counts)
+        switch = counts.index(2) if 2 in counts else len(counts)
+        assert counts == [1] * switch + [2] * (len(counts) - switch), f"partition {partition} mixed versions"
 
 
 def test_partitions_added_to_the_source_get_runners(broker_factory, tmp_path):

@@ -373,6 +373,8 @@ impl<I: SourceRecord, O: OutputRecord> Runner<I, O> {
                 self.call_next(now_ms)
             }
             Err(e) if e.kind == CallErrorKind::Busy => {
+                // Shown in the status (a plugin version that cannot start says why here).
+                self.note(now_ms, e.kind.as_str(), e.message, None);
                 let until_ms = now_ms + self.call_backoff_ms;
                 self.call_backoff_ms = next_backoff(self.call_backoff_ms);
                 self.phase = Phase::Backoff {

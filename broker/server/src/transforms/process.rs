@@ -172,7 +172,12 @@ pub fn call(plugin: &Plugin, inputs: &[Rec], outputs: &[String]) -> Result<Vec<R
 /// The runner's view of a plugin host failure.
 fn call_error(e: HostError) -> CallError {
     let kind = match &e {
-        HostError::Busy { .. } | HostError::PoolFull { .. } => CallErrorKind::Busy,
+        // Not the records' fault: no instance free, or a new version that cannot start
+        // (it refuses the parameters): call again after a backoff, the error in the status.
+        HostError::Busy { .. }
+        | HostError::PoolFull { .. }
+        | HostError::InvalidParams { .. }
+        | HostError::Instantiate { .. } => CallErrorKind::Busy,
         HostError::Timeout { .. } => CallErrorKind::Timeout,
         HostError::MemoryExceeded { .. } => CallErrorKind::Memory,
         HostError::Trap { .. } => CallErrorKind::Trap,

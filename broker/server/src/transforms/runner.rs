@@ -125,6 +125,9 @@ const DLQ_TOPIC: &[u8] = b"sluice.dlq.topic";
 const DLQ_PARTITION: &[u8] = b"sluice.dlq.partition";
 const DLQ_OFFSET: &[u8] = b"sluice.dlq.offset";
 
+/// Tries to read the committed position for `describe` before the runner starts.
+const POSITION_HINT_TRIES: u32 = 50;
+
 /// How often a runner whose plugin cannot be bound (not deployed, parameters refused) tries
 /// again.
 const BIND_RETRY: Duration = Duration::from_secs(1);
@@ -166,8 +169,13 @@ pub async fn run(mut ctx: RunnerCtx) {
         codec: Compression::None,
     };
     let index = to_i32(driver.ctx.partition);
-    if let Ok(position) = driver.fetch_position(&spec, index).await {
-        *lock(&driver.ctx.shared.committed_at_start) = position.committed;
+    // For `describe` while paused: the group coordinator may still be loading at a start.
+    for _ in 0..POSITION_HINT_TRIES {
+        if let Ok(position) = driver.fetch_position(&spec, index).await {
+            *lock(&driver.ctx.shared.committed_at_start) = position.committed;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // A command sent before the task started.
     let mut applied = *driver.ctx.control.borrow_and_update();

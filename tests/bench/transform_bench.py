@@ -1,0 +1,386 @@
+#!/usr/bin/env python3
+"""Materialized transforms (issue 18) against the same pipeline run as an external
+consume-transform-produce loop, at equal guarantees, one fresh broker per load and round.
+
+    tests/bench/transform_bench.py                         RUNS=3 rounds, 300,000 orders
+    RUNS=1 RECORDS=20000 tests/bench/transform_bench.py    a quick smoke run
+    PROCESSES=6 tests/bench/transform_bench.py             loop processes (6 source partitions shared out)
+
+Needs a release broker (target/release/sluice, or $SLUICE_BIN), the built `split-transform`
+plugin (sdk/build-plugins.sh -> plugins/target/wasm, or $SLUICE_PLUGINS_DIR), confluent-kafka
+and a C compiler with the system librdkafka (`librdkafka-dev`): the script builds
+tests/bench/transform_c/split.c into target/transform-bench/split and refuses compiler
+warnings.
+
+The pipeline: `orders` (6 partitions) holds RECORDS JSON orders of 200 bytes
+(`{"id":N,"region":"eu"|"us","customer":"c-NNNNNN","total":N.NN,"items":N,"note":"xx.."}`,
+keyed by customer, 60% "eu", seeded), preloaded untimed by confluent-kafka (linger.ms=20, no
+compression, the murmur2 partitioner); an order whose region is "eu" goes to `orders-eu`,
+any other to `orders-us` (3 partitions each), with its key. Equal guarantees: the source
+read read_committed, the output written by transactional producers with the source
+positions committed in the same transaction, a commit every 100 ms. Each load, in a round
+whose order alternates (sluice, python, c; then c, python, sluice; ...), gets a fresh broker
+with the same preload:
+  - sluice: `POST /v1/transforms` of `split-transform` (field $.region, value eu,
+    commit_interval_ms 100), timed from the POST until `GET /v1/transforms/split` answers
+    lag 0 with every source record counted in (polled every 50 ms);
+  - python: PROCESSES confluent-kafka processes (this file, `worker`), each assigned its
+    share of the source partitions from offset 0: a read_committed Consumer
+    (enable.auto.commit=false, consume(num_messages=500)), json.loads and the region compare,
+    produce to the output with the same key, a transactional Producer with
+    send_offsets_to_transaction(consumer positions, consumer_group_metadata()) and
+    commit_transaction every 100 ms, until its partitions are consumed to the preloaded end;
+  - c: the same loop in C on librdkafka (transform_c/split.c; a byte scan for the field).
+The loop processes connect, run init_transactions and read the source's metadata first, then
+wait for a go line (they assign the source only then, so nothing is fetched early): records/s are timed from the go
+to the last process's last commit; "from start" adds the processes' start-up (interpreter,
+connections, InitProducerId). CPU per record: the broker's (utime+stime, /proc/PID/stat)
+over the timed window; the loop processes' own (getrusage of each, every thread) from the
+go to their last commit. Checked every run: a read_committed consumer of the outputs finds
+every order id exactly once, in the output its region names.
+Prints a markdown table of medians and the ratios of sluice against each loop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
+from bench_support import ROOT, Broker, loadavg, median, start_broker  # noqa: E402
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition  # noqa: E402
+
+from clients import create_topic, produce_with_backpressure, producer, watermarks  # noqa: E402
+
+RUNS = int(os.environ.get("RUNS", "3"))
+RECORDS = int(os.environ.get("RECORDS", "300000"))
+PROCESSES = int(os.environ.get("PROCESSES", "3"))
+SOURCE, OUT_EU, OUT_US = "orders", "orders-eu", "orders-us"
+SOURCE_PARTITIONS, OUTPUT_PARTITIONS = 6, 3
+EU_FRACTION = 0.6
+VALUE_BYTES = 200
+CUSTOMERS = 100_000
+SEED = 18
+COMMIT_INTERVAL_MS = 100
+BATCH_RECORDS = 500
+POLL_INTERVAL_S = 0.05
+# One load; longer is a hang, not a result.
+LOAD_TIMEOUT_S = 900
+TXN_TIMEOUT_S = 60
+C_SOURCE = Path(__file__).resolve().parent / "transform_c" / "split.c"
+C_BINARY = ROOT / "target" / "transform-bench" / "split"
+LOADS = ["sluice", "python", "c"]
+
+
+@dataclass
+class Result:
+    records_per_s: float
+    records_per_s_from_start: float
+    startup_ms: float
+    broker_us: float
+    client_us: float
+    txns_per_s: float
+
+    @property
+    def total_us(self) -> float:
+        return self.broker_us + self.client_us
+
+
+def orders():
+    """The preload, the same every run: (key, value, is it "eu") per order, in id order."""
+    rng = random.Random(SEED)
+    for i in range(RECORDS):
+        eu = rng.random() < EU_FRACTION
+        customer = rng.randrange(CUSTOMERS)
+        head = (
+            f'{{"id":{i},"region":"{"eu" if eu else "us"}","customer":"c-{customer:06d}",'
+            f'"total":{rng.randrange(100_000) / 100:.2f},"items":{rng.randrange(1, 20)},"note":"'
+        )
+        value = head + "x" * (VALUE_BYTES - len(head) - 2) + '"}'
+        yield f"customer-{customer:06d}".encode(), value.encode(), eu
+
+
+def fresh_broker(tmp: Path) -> tuple[Broker, list[int]]:
+    """A broker with the topics created and the source preloaded; the source's end offsets."""
+    broker = start_broker(tmp, ["split-transform"], admin=True)
+    create_topic(broker.bootstrap, SOURCE, SOURCE_PARTITIONS)
+    create_topic(broker.bootstrap, OUT_EU, OUTPUT_PARTITIONS)
+    create_topic(broker.bootstrap, OUT_US, OUTPUT_PARTITIONS)
+    p = producer(
+        broker.bootstrap,
+        linger_ms=20,
+        compression_type="none",
+        partitioner="murmur2_random",
+        queue_buffering_max_messages=1_000_000,
+    )
+    for key, value, _ in orders():
+        produce_with_backpressure(p, SOURCE, key=key, value=value)
+    assert p.flush(120) == 0, "source records left undelivered"
+    ends = [watermarks(broker.bootstrap, SOURCE, part)[1] for part in range(SOURCE_PARTITIONS)]
+    assert sum(ends) == RECORDS, f"source holds {sum(ends)} of {RECORDS} records"
+    return broker, ends
+
+
+def admin_call(broker: Broker, method: str, path: str, body: dict | None = None) -> dict:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(
+        f"http://{broker.admin}{path}", data=data, method=method, headers={"content-type": "application/json"}
+    )
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.load(resp)
+
+
+def run_sluice(broker: Broker) -> Result:
+    spec = {
+        "name": "split",
+        "source": SOURCE,
+        "plugin": "split-transform",
+        "outputs": [OUT_EU, OUT_US],
+        "params": {"field": "$.region", "value": "eu"},
+        "commit_interval_ms": COMMIT_INTERVAL_MS,
+    }
+    user0, sys0 = broker.cpu_s()
+    t0 = time.perf_counter()
+    admin_call(broker, "POST", "/v1/transforms", spec)
+    deployed_ms = (time.perf_counter() - t0) * 1e3
+    deadline = t0 + LOAD_TIMEOUT_S
+    while True:
+        t = admin_call(broker, "GET", "/v1/transforms/split")
+        assert t["state"] != "failed", f"transform failed: {[p['last_error'] for p in t['partitions']]}"
+        if t["lag"] == 0 and sum(p["records_in"] for p in t["partitions"]) == RECORDS:
+            break
+        assert time.perf_counter() < deadline, f"transform lag {t['lag']} after {LOAD_TIMEOUT_S} s"
+        time.sleep(POLL_INTERVAL_S)
+    elapsed = time.perf_counter() - t0
+    user1, sys1 = broker.cpu_s()
+    out = sum(n for p in t["partitions"] for n in p["records_out"].values())
+    assert out == RECORDS, f"transform counts {out} records out of {RECORDS}"
+    txns = sum(p["transactions"] for p in t["partitions"])
+    broker_us = ((user1 - user0) + (sys1 - sys0)) * 1e6 / RECORDS
+    return Result(RECORDS / elapsed, RECORDS / elapsed, deployed_ms, broker_us, 0.0, txns / elapsed)
+
+
+def build_c():
+    C_BINARY.parent.mkdir(parents=True, exist_ok=True)
+    cmd = ["cc", "-O2", "-Wall", "-Wextra", "-o", str(C_BINARY), str(C_SOURCE), "-lrdkafka"]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0 and not done.stderr.strip(), f"{' '.join(cmd)}:\n{done.stderr}"
+
+
+def run_loop(broker: Broker, ends: list[int], kind: str) -> Result:
+    """PROCESSES loop processes (python or c), each with its share of the source partitions."""
+    started = time.perf_counter()
+    procs = []
+    for i in range(PROCESSES):
+        parts = [f"{p}:{ends[p]}" for p in range(SOURCE_PARTITIONS) if p % PROCESSES == i]
+        args = [broker.bootstrap, SOURCE, OUT_EU, OUT_US, f"bench-{kind}-{i}", f"bench-{kind}", *parts]
+        cmd = [sys.executable, __file__, "worker", *args] if kind == "python" else [str(C_BINARY), *args]
+        procs.append(subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+    for proc in procs:
+        line = proc.stdout.readline()
+        assert line.strip() == "ready", f"{kind} worker {proc.pid}: {line!r} (exit {proc.poll()})"
+    user0, sys0 = broker.cpu_s()
+    t0 = time.perf_counter()
+    ready_ms = (t0 - started) * 1e3
+    for proc in procs:
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    reports = []
+    for proc in procs:
+        line = proc.stdout.readline()
+        assert line.startswith("{"), f"{kind} worker {proc.pid} ended without a report (exit {proc.wait(60)})"
+        reports.append(json.loads(line))
+    elapsed = time.perf_counter() - t0
+    user1, sys1 = broker.cpu_s()
+    for proc in procs:
+        assert proc.wait(60) == 0, f"{kind} worker {proc.pid} exited with {proc.returncode}"
+    consumed = sum(r["consumed"] for r in reports)
+    produced = sum(sum(r["produced"]) for r in reports)
+    assert consumed == produced == RECORDS, f"{kind}: {consumed} consumed, {produced} produced of {RECORDS}"
+    return Result(
+        RECORDS / elapsed,
+        RECORDS / (elapsed + ready_ms / 1e3),
+        ready_ms,
+        ((user1 - user0) + (sys1 - sys0)) * 1e6 / RECORDS,
+        sum(r["cpu_s"] for r in reports) * 1e6 / RECORDS,
+        sum(r["transactions"] for r in reports) / elapsed,
+    )
+
+
+def worker(argv: list[str]):
+    """One Python loop process: BOOTSTRAP SOURCE OUT_MATCHED OUT_OTHERS TRANSACTIONAL_ID
+    GROUP_ID PARTITION:END...; the protocol of transform_c/split.c (ready, go, a JSON report)."""
+    bootstrap, source, out_eu, out_us, txn_id, group = argv[:6]
+    ends = {int(p): int(e) for p, e in (a.split(":") for a in argv[6:])}
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    prod = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, "partitioner": "murmur2_random"})
+    prod.init_transactions(TXN_TIMEOUT_S)
+    group_metadata = consumer.consumer_group_metadata()
+    # The source's metadata now: an assign() of a topic the consumer has not seen waits for
+    # its next metadata refresh (up to a second) before the first fetch.
+    consumer.list_topics(source, timeout=TXN_TIMEOUT_S)
+    print("ready", flush=True)
+    sys.stdin.readline()
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    consumer.assign([TopicPartition(source, p, 0) for p in ends])
+    nexts = dict.fromkeys(ends, 0)
+    open_parts = sum(1 for e in ends.values() if e > 0)
+    consumed = eu = txns = in_txn = 0
+    prod.begin_transaction()
+    txn_start = time.monotonic()
+    while open_parts:
+        for m in consumer.consume(num_messages=BATCH_RECORDS, timeout=POLL_INTERVAL_S):
+            if m.error():
+                if m.error().code() != KafkaError._PARTITION_EOF:
+                    raise KafkaException(m.error())
+                continue
+            value = m.value()
+            matched = json.loads(value)["region"] == "eu"
+            while True:
+                try:
+                    prod.produce(out_eu if matched else out_us, value, m.key())
+                    break
+                except BufferError:
+                    prod.poll(0.01)
+            eu += matched
+            consumed += 1
+            in_txn += 1
+            part, nxt = m.partition(), m.offset() + 1
+            if nexts[part] < ends[part] <= nxt:
+                open_parts -= 1
+            nexts[part] = nxt
+        prod.poll(0)
+        if in_txn and (not open_parts or (time.monotonic() - txn_start) * 1e3 >= COMMIT_INTERVAL_MS):
+            prod.send_offsets_to_transaction(consumer.position(consumer.assignment()), group_metadata, TXN_TIMEOUT_S)
+            prod.commit_transaction(TXN_TIMEOUT_S)
+            txns += 1
+            in_txn = 0
+            if open_parts:
+                prod.begin_transaction()
+                txn_start = time.monotonic()
+    report = {
+        "consumed": consumed,
+        "produced": [eu, consumed - eu],
+        "transactions": txns,
+        "elapsed_s": time.perf_counter() - t0,
+        "cpu_s": time.process_time() - cpu0,
+    }
+    print(json.dumps(report), flush=True)
+    consumer.close()
+
+
+def check_outputs(broker: Broker, eu: bytearray):
+    """A read_committed consumer finds every order id once, in the output of its region."""
+    seen = bytearray(RECORDS)
+    for topic, want in ((OUT_EU, 1), (OUT_US, 0)):
+        c = Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap,
+                "group.id": "bench-check",
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+            }
+        )
+        try:
+            c.assign([TopicPartition(topic, p, 0) for p in range(OUTPUT_PARTITIONS)])
+            at_end: set[int] = set()
+            misplaced = 0
+            deadline = time.monotonic() + LOAD_TIMEOUT_S
+            while len(at_end) < OUTPUT_PARTITIONS:
+                assert time.monotonic() < deadline, f"{topic}: not read to its end before the deadline"
+                for m in c.consume(num_messages=10_000, timeout=0.5):
+                    if m.error():
+                        assert m.error().code() == KafkaError._PARTITION_EOF, f"{topic}: {m.error()}"
+                        at_end.add(m.partition())
+                        continue
+                    at_end.discard(m.partition())
+                    value = m.value()
+                    i = int(value[6 : value.index(b",")])  # {"id":N,
+                    seen[i] = min(seen[i] + 1, 255)
+                    misplaced += eu[i] != want
+        finally:
+            c.close()
+        assert misplaced == 0, f"{topic}: {misplaced} orders of the other region"
+    once = seen.count(1)
+    assert once == RECORDS, f"{RECORDS - once} order ids not exactly once ({seen.count(0)} missing)"
+
+
+def main():
+    eu = bytearray(e for _, _, e in orders())
+    build_c()
+    results: dict[str, list[Result]] = {name: [] for name in LOADS}
+    loads = [loadavg()]
+    started = time.monotonic()
+    for i in range(RUNS):
+        for name in LOADS if i % 2 == 0 else LOADS[::-1]:
+            with tempfile.TemporaryDirectory() as d:
+                broker, ends = fresh_broker(Path(d))
+                try:
+                    result = run_sluice(broker) if name == "sluice" else run_loop(broker, ends, name)
+                    check_outputs(broker, eu)
+                finally:
+                    broker.stop()
+            results[name].append(result)
+            print(f"round {i} {name} (load {loadavg()}): {show(result)}", file=sys.stderr)
+    loads.append(loadavg())
+    minutes = (time.monotonic() - started) / 60
+    print(
+        f"\n{RUNS} rounds, {RECORDS:,} orders of {VALUE_BYTES} B ({sum(eu):,} eu) in {SOURCE_PARTITIONS} partitions"
+        f" -> {OUT_EU}, {OUT_US} ({OUTPUT_PARTITIONS} each), commits every {COMMIT_INTERVAL_MS} ms,"
+        f" {PROCESSES} loop processes; {minutes:.1f} min; load average before and after: {' | '.join(loads)}\n"
+    )
+    print(
+        "| load | records/s | start-up ms | records/s from start | transactions/s | broker CPU us/record"
+        " | client CPU us/record | total CPU us/record | sluice records/s vs it (medians; rounds)"
+        " | its total CPU / sluice's |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    )
+    ours = results["sluice"]
+    for name, runs in results.items():
+        rate = median([r.records_per_s for r in runs])
+        total = median([r.total_us for r in runs])
+        if name == "sluice":
+            vs = cpu_vs = ""
+        else:
+            mine = median([r.records_per_s for r in ours])
+            rounds = median([a.records_per_s / b.records_per_s for a, b in zip(ours, runs, strict=True)])
+            vs = f"{mine / rate:.2f}x; {rounds:.2f}x"
+            cpu_vs = f"{total / median([r.total_us for r in ours]):.2f}x"
+        print(
+            f"| {name} | {rate:,.0f} | {median([r.startup_ms for r in runs]):.0f}"
+            f" | {median([r.records_per_s_from_start for r in runs]):,.0f}"
+            f" | {median([r.txns_per_s for r in runs]):.1f} | {median([r.broker_us for r in runs]):.2f}"
+            f" | {median([r.client_us for r in runs]):.2f} | {total:.2f} | {vs} | {cpu_vs} |"
+        )
+
+
+def show(r: Result) -> str:
+    return (
+        f"{r.records_per_s:,.0f}/s ({r.records_per_s_from_start:,.0f}/s from start, start-up {r.startup_ms:.0f} ms),"
+        f" {r.txns_per_s:.1f} txn/s,"
+        f" CPU us/record broker {r.broker_us:.2f} client {r.client_us:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["worker"]:
+        worker(sys.argv[2:])
+    else:
+        main()
