@@ -26,14 +26,19 @@ from collections import Counter, defaultdict
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
-from plugin_support import plugin_dir, replace_file, wasm
+from plugin_support import crc32_partition, murmur2_partition, plugin_dir, replace_file, wasm
 from transform_support import caught_up, cli, command, deploy, describe, read_all
 
 from clients import consumer, create_topic
 from conftest import wait_until
 from test_metrics import http, scrape
 
-PLUGINS = {"split-transform": "split-transform", "poison": "hostile-poison-transform", "json-validator": "json-validator"}
+PLUGINS = {
+    "split-transform": "split-transform",
+    "poison": "hostile-poison-transform",
+    "json-validator": "json-validator",
+    "crc32": "crc32",
+}
 SPLIT = {"field": "$.region", "value": "eu", "unparseable": "dead-letter"}
 
 
@@ -382,6 +387,31 @@ def test_a_new_plugin_version_takes_over_at_a_committed_position(broker_factory,
         assert set(counts) <= {1, 2} and 2 in counts, Counter(counts)
         switch = counts.index(2) if 2 in counts else len(counts)
         assert counts == [1] * switch + [2] * (len(counts) - switch), f"partition {partition} mixed versions"
+
+
+def test_output_placement_follows_a_partitioner_plugin(broker_factory, tmp_path):
+    """Keyed output goes where the Java client puts it (murmur2) by default; with
+    `--partitioner crc32` where that plugin says; and an output topic's own
+    `sluice.partitioner` is honoured, so every producer to it places records the same way."""
+    broker = start(broker_factory, tmp_path)
+    create_topic(broker.bootstrap, "orders", 2)
+    create_topic(broker.bootstrap, "by-key", 3)
+    create_topic(broker.bootstrap, "by-plugin", 3)
+    create_topic(broker.bootstrap, "by-topic", 3, {"sluice.partitioner": "crc32"})
+    produce_orders(broker.bootstrap, 0, 300)
+    base = {"source": "orders", "plugin": "poison"}
+    deploy(broker, base | {"name": "a", "outputs": ["by-key"]})
+    done = cli(broker, "deploy", "b", "--from", "orders", "--plugin", "poison", "--to", "by-plugin", "--partitioner", "crc32")
+    assert done.returncode == 0, done.stderr
+    deploy(broker, base | {"name": "c", "outputs": ["by-topic"]})
+    for name in "abc":
+        caught_up(broker, name)
+    for topic, place in (("by-key", murmur2_partition), ("by-plugin", crc32_partition), ("by-topic", crc32_partition)):
+        got = read_all(broker.bootstrap, topic, 3)
+        assert len(got) == 300, topic
+        wrong = [(m.key(), m.partition()) for m in got if m.partition() != place(m.key(), 3)]
+        assert not wrong, (topic, wrong[:5])
+    assert describe(broker, "b")["partitioner"] == "crc32"
 
 
 def test_partitions_added_to_the_source_get_runners(broker_factory, tmp_path):

@@ -25,6 +25,10 @@ pub struct TransformArgs {
 }
 
 #[derive(Debug, clap::Subcommand)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "parsed once per command line; boxing buys nothing"
+)]
 enum TransformCommand {
     /// Deploy a transform: every record of SOURCE through PLUGIN (a transform or a filter),
     /// the output to the --to topics exactly once (read them with
@@ -58,6 +62,13 @@ enum TransformCommand {
         /// Output partitions: by key (murmur2, as the Java client) or by source partition.
         #[arg(long, value_parser = ["key", "source"], default_value = "key")]
         partitioning: String,
+        /// A partitioner plugin placing every output record instead (an output topic's own
+        /// sluice.partitioner is used without it).
+        #[arg(long)]
+        partitioner: Option<String>,
+        /// A parameter of --partitioner (repeatable).
+        #[arg(long = "partitioner-param", value_name = "KEY=VALUE")]
+        partitioner_params: Vec<String>,
         /// The longest a transaction stays open while records flow (10 to 5000 ms).
         #[arg(long)]
         commit_interval_ms: Option<i64>,
@@ -97,6 +108,8 @@ pub fn run(args: TransformArgs) -> anyhow::Result<()> {
             on_error,
             dead_letter_topic,
             partitioning,
+            partitioner,
+            partitioner_params,
             commit_interval_ms,
             paused,
         } => {
@@ -113,6 +126,10 @@ pub fn run(args: TransformArgs) -> anyhow::Result<()> {
             });
             if let Some(topic) = dead_letter_topic {
                 body["dead_letter_topic"] = json!(topic);
+            }
+            if let Some(plugin) = partitioner {
+                body["partitioner"] = json!(plugin);
+                body["partitioner_params"] = json!(params_object(&partitioner_params)?);
             }
             if let Some(ms) = commit_interval_ms {
                 body["commit_interval_ms"] = json!(ms);

@@ -141,6 +141,14 @@ pub struct TransformSpec {
     pub paused: bool,
     /// Bumped by every `restart`.
     pub generation: u32,
+    /// A partitioner plugin placing every output record (with its parameters), instead of
+    /// [`TransformSpec::partitioning`]; an output topic's own `sluice.partitioner` is used
+    /// when this is `None`.
+    #[serde(default)]
+    pub partitioner: Option<String>,
+    /// The partitioner's parameters, in the order given.
+    #[serde(default)]
+    pub partitioner_params: Vec<(String, String)>,
     /// The principal that deployed it (`User:alice`).
     pub principal: String,
     /// When it was deployed, in ms since the Unix epoch.
@@ -260,7 +268,15 @@ impl TransformSpec {
         if !interval.contains(&self.commit_interval_ms) {
             return Err(SpecError::CommitInterval(self.commit_interval_ms));
         }
-        self.check_params()?;
+        Self::check_params(&self.params)?;
+        Self::check_params(&self.partitioner_params)?;
+        if let Some(partitioner) = &self.partitioner
+            && (partitioner.is_empty() || partitioner.len() > PLUGIN_NAME_BYTES_MAX)
+        {
+            return Err(SpecError::Plugin(
+                cut(partitioner, PLUGIN_NAME_BYTES_MAX + 8).to_owned(),
+            ));
+        }
         self.check_offsets()?;
         if self.principal.is_empty() || self.principal.len() > PRINCIPAL_BYTES_MAX {
             return Err(SpecError::Principal);
@@ -299,18 +315,18 @@ impl TransformSpec {
         }
     }
 
-    fn check_params(&self) -> Result<(), SpecError> {
-        if self.params.len() > TRANSFORM_PARAMS_MAX {
-            return Err(SpecError::ParamCount(self.params.len()));
+    fn check_params(params: &[(String, String)]) -> Result<(), SpecError> {
+        if params.len() > TRANSFORM_PARAMS_MAX {
+            return Err(SpecError::ParamCount(params.len()));
         }
-        for (i, (key, value)) in self.params.iter().enumerate() {
+        for (i, (key, value)) in params.iter().enumerate() {
             if key.is_empty()
                 || key.len() > TRANSFORM_PARAM_BYTES_MAX
                 || value.len() > TRANSFORM_PARAM_BYTES_MAX
             {
                 return Err(SpecError::ParamBytes(cut(key, 64).to_owned()));
             }
-            if self.params[..i].iter().any(|(k, _)| k == key) {
+            if params[..i].iter().any(|(k, _)| k == key) {
                 return Err(SpecError::DuplicateParam(key.clone()));
             }
         }

@@ -63,7 +63,7 @@ async fn deploy(
 ) -> Result<Response, ApiError> {
     let axum::Json(request) = body.map_err(|e| {
         ApiError::bad_request(format!(
-            "{e}: expected {{\"name\": \"...\", \"source\": \"<topic>\", \"plugin\": \"...\", \"outputs\": [\"<topic>\", ...], \"params\": {{\"k\": \"v\"}}, \"from_offset\": \"earliest\" | \"latest\" | \"<offset>\" | \"<epoch ms>ms\", \"on_error\": \"stop\" | \"skip\" | \"dead-letter\", \"dead_letter_topic\": \"<topic>\", \"partitioning\": \"key\" | \"source\", \"commit_interval_ms\": 100, \"paused\": false}}"
+            "{e}: expected {{\"name\": \"...\", \"source\": \"<topic>\", \"plugin\": \"...\", \"outputs\": [\"<topic>\", ...], \"params\": {{\"k\": \"v\"}}, \"from_offset\": \"earliest\" | \"latest\" | \"<offset>\" | \"<epoch ms>ms\", \"on_error\": \"stop\" | \"skip\" | \"dead-letter\", \"dead_letter_topic\": \"<topic>\", \"partitioning\": \"key\" | \"source\", \"partitioner\": \"<partitioner plugin>\", \"partitioner_params\": {{}}, \"commit_interval_ms\": 100, \"paused\": false}}"
         ))
     })?;
     require_deploy(&state, &caller, &request)?;
@@ -91,6 +91,12 @@ fn require_deploy(
         broker,
         &[(AclOperation::Read, ResourceType::Plugin, &request.plugin)],
     )?;
+    if let Some(partitioner) = &request.partitioner {
+        caller.require(
+            broker,
+            &[(AclOperation::Read, ResourceType::Plugin, partitioner)],
+        )?;
+    }
     for topic in request.outputs.iter().chain(&request.dead_letter_topic) {
         caller.require(broker, &[(AclOperation::Write, ResourceType::Topic, topic)])?;
     }

@@ -108,6 +108,11 @@ pub struct DeployRequest {
     pub dead_letter_topic: Option<String>,
     #[serde(default)]
     pub partitioning: Partitioning,
+    /// A partitioner plugin placing every output record (instead of `partitioning`).
+    #[serde(default)]
+    pub partitioner: Option<String>,
+    #[serde(default)]
+    pub partitioner_params: BTreeMap<String, String>,
     /// Default `TRANSFORM_COMMIT_INTERVAL_MS_DEFAULT` (100 ms).
     #[serde(default)]
     pub commit_interval_ms: Option<i64>,
@@ -261,6 +266,8 @@ impl TransformService {
             start_offsets: Vec::new(),
             paused: request.paused,
             generation: 0,
+            partitioner: request.partitioner,
+            partitioner_params: request.partitioner_params.into_iter().collect(),
             principal,
             created_ms: broker.now_ms(),
         };
@@ -491,6 +498,8 @@ impl TransformService {
             dead_letter_topic: spec.dead_letter_topic.clone(),
             on_error: spec.on_error,
             partitioning: spec.partitioning,
+            partitioner: spec.partitioner.clone(),
+            partitioner_params: spec.partitioner_params.iter().cloned().collect(),
             commit_interval_ms: spec.commit_interval_ms,
             from_offset: spec.from_offset.to_string(),
             start_offsets: spec.start_offsets.clone(),
@@ -528,6 +537,9 @@ pub struct TransformReport {
     pub dead_letter_topic: Option<String>,
     pub on_error: OnError,
     pub partitioning: Partitioning,
+    /// The partitioner plugin placing every output record, if any.
+    pub partitioner: Option<String>,
+    pub partitioner_params: BTreeMap<String, String>,
     pub commit_interval_ms: i64,
     pub from_offset: String,
     pub start_offsets: Vec<i64>,
@@ -685,14 +697,6 @@ fn check_against_broker(broker: &Broker, spec: &TransformSpec) -> Result<(), Kaf
         .chain(dead_letter.map(|d| ("dead-letter", d)))
     {
         let t = topic(broker, name, role)?;
-        if t.plugins.partitioner.is_some() {
-            return Err(KafkaError::new(
-                ResponseError::InvalidConfig,
-                format!(
-                    "{role} topic {name:?} has a partitioner plugin (sluice.partitioner): a transform places records itself"
-                ),
-            ));
-        }
         if t.plugins.validator.is_some() {
             return Err(KafkaError::new(
                 ResponseError::InvalidConfig,
@@ -709,8 +713,10 @@ fn check_against_broker(broker: &Broker, spec: &TransformSpec) -> Result<(), Kaf
             limits::TRANSFORM_TXN_PARTITIONS_MAX
         )));
     }
-    let plugin = runner::bind(broker, spec).map_err(|message| {
-        let code = if broker.plugins.registry.describe(&spec.plugin).is_none() {
+    let (plugin, _) = runner::bind(broker, spec).map_err(|message| {
+        let registry = &broker.plugins.registry;
+        let missing = |name: &str| registry.describe(name).is_none();
+        let code = if missing(&spec.plugin) || spec.partitioner.as_deref().is_some_and(missing) {
             ResponseError::UnknownTopicOrPartition
         } else {
             ResponseError::InvalidConfig

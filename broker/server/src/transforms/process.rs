@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use sluice_plugin_host::{CallError as HostError, ColumnarBatch, Filter, Transform};
+use sluice_plugin_host::{CallError as HostError, ColumnarBatch, Filter, Partitioner, Transform};
 use sluice_storage::batch::iter_batches;
 use sluice_storage::{Compression, Offset, ReadError};
 use sluice_transform::{CallError, CallErrorKind, ReadResult, StepError, StepErrorKind, limits};
@@ -167,6 +167,35 @@ pub fn call(plugin: &Plugin, inputs: &[Rec], outputs: &[String]) -> Result<Vec<R
                 .collect())
         }
     }
+}
+
+/// Places the records of each output that has a partitioner plugin (`placements`, per
+/// output; `counts`, the outputs' partition counts): one call per such output, its answer
+/// recorded on the records for the machine. A failed call fails the plugin call as a whole.
+pub fn place(
+    records: &mut [Rec],
+    placements: &[Option<Arc<Partitioner>>],
+    counts: &[u32],
+) -> Result<(), CallError> {
+    for (output, partitioner) in placements.iter().enumerate() {
+        let Some(partitioner) = partitioner else {
+            continue;
+        };
+        let index = u32::try_from(output).unwrap_or(u32::MAX);
+        let mine: Vec<usize> = (0..records.len())
+            .filter(|&i| records[i].output == index)
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let batch = to_batch(mine.iter().map(|&i| &records[i]));
+        let count = counts.get(output).copied().unwrap_or(1).max(1);
+        let chosen = partitioner.partition(&batch, count).map_err(call_error)?;
+        for (&i, partition) in mine.iter().zip(chosen) {
+            records[i].partition = Some(partition);
+        }
+    }
+    Ok(())
 }
 
 /// The runner's view of a plugin host failure.

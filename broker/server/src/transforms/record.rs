@@ -17,6 +17,8 @@ pub struct Rec {
     pub headers: Vec<(Bytes, Bytes)>,
     /// The output it goes to (an index into the spec's outputs).
     pub output: u32,
+    /// The output partition a partitioner plugin chose, if one places this output.
+    pub partition: Option<u32>,
 }
 
 /// Bytes a record costs beyond its payload in a batch (length, attributes, deltas, lengths).
@@ -36,6 +38,7 @@ impl Rec {
                 .map(|(k, v)| (Bytes::copy_from_slice(k), Bytes::copy_from_slice(v)))
                 .collect(),
             output,
+            partition: None,
         }
     }
 
@@ -97,5 +100,8 @@ impl OutputRecord for Rec {
     }
     fn size_bytes(&self) -> u64 {
         self.bytes()
+    }
+    fn partition(&self) -> Option<u32> {
+        self.partition
     }
 }

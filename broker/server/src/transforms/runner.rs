@@ -26,7 +26,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sluice_plugin_host::{ColumnarBatch, PluginKind, PluginVersion, RegistryError};
+use sluice_plugin_host::{ColumnarBatch, Partitioner, PluginKind, PluginVersion, RegistryError};
 use sluice_storage::Compression;
 use sluice_transform::{
     CallError, CallErrorKind, DeadLetter, Effect, Finish, Position, ReadResult, Runner,
@@ -137,6 +137,8 @@ struct Driver {
     ctx: RunnerCtx,
     steps: TxnSteps,
     plugin: Plugin,
+    /// Per output, the partitioner plugin placing its records (`None`: the spec's rule).
+    placements: Placements,
     /// The plugin version the open transaction's calls ran (a new version waits for a
     /// commit: `Stale`).
     pinned: Option<Arc<PluginVersion>>,
@@ -146,7 +148,7 @@ struct Driver {
 
 /// Runs until the transform is stopped.
 pub async fn run(mut ctx: RunnerCtx) {
-    let Some(plugin) = bind_until_bound(&mut ctx).await else {
+    let Some((plugin, placements)) = bind_until_bound(&mut ctx).await else {
         set_state(&ctx.shared, State::Stopped);
         return;
     };
@@ -165,6 +167,7 @@ pub async fn run(mut ctx: RunnerCtx) {
         ctx,
         steps,
         plugin,
+        placements,
         pinned: None,
         codec: Compression::None,
     };
@@ -416,8 +419,9 @@ impl Driver {
                 _ => false,
             };
             if failed && moved {
-                if let Ok(plugin) = bind(&self.ctx.broker, spec) {
+                if let Ok((plugin, placements)) = bind(&self.ctx.broker, spec) {
                     self.plugin = plugin;
+                    self.placements = placements;
                 }
                 if let Some(effect) = runner.resume(now(&self.ctx)) {
                     return effect;
@@ -510,8 +514,9 @@ impl Driver {
             (None, Some(current)) => {
                 if !lock(&self.ctx.shared.plugin_sha256).eq(&current.sha256) {
                     tracing::info!(transform = %spec.name, partition = self.ctx.partition, sha256 = %current.sha256, "plugin version in use");
-                    if let Ok(plugin) = bind(&self.ctx.broker, spec) {
+                    if let Ok((plugin, placements)) = bind(&self.ctx.broker, spec) {
                         self.plugin = plugin;
+                        self.placements = placements;
                     }
                 }
                 current
@@ -533,9 +538,13 @@ impl Driver {
             })?;
         let plugin = self.plugin.clone();
         let outputs = spec.outputs.clone();
+        let placements = self.placements.clone();
+        let counts = partition_counts(&self.ctx.broker, spec).unwrap_or_default();
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            process::call(&plugin, &inputs, &outputs)
+            let mut records = process::call(&plugin, &inputs, &outputs)?;
+            process::place(&mut records, &placements, &counts)?;
+            Ok(records)
         })
         .await
         .unwrap_or_else(|e| {
@@ -654,10 +663,10 @@ const IDLE_RECHECK: Duration = Duration::from_millis(500);
 
 /// Binds the plugin, retrying while it is missing or refuses its parameters (the status
 /// says why); `None` if the runner is stopped meanwhile.
-async fn bind_until_bound(ctx: &mut RunnerCtx) -> Option<Plugin> {
+async fn bind_until_bound(ctx: &mut RunnerCtx) -> Option<(Plugin, Placements)> {
     loop {
         match bind(&ctx.broker, &ctx.spec) {
-            Ok(plugin) => return Some(plugin),
+            Ok(bound) => return Some(bound),
             Err(message) => {
                 {
                     let mut status = lock(&ctx.shared.status);
@@ -680,8 +689,40 @@ async fn bind_until_bound(ctx: &mut RunnerCtx) -> Option<Plugin> {
     }
 }
 
-/// The plugin handle: a transform, or a filter (a two-way split).
-pub fn bind(broker: &Broker, spec: &TransformSpec) -> Result<Plugin, String> {
+/// Per output, the partitioner plugin placing its records (`None`: the spec's rule).
+pub type Placements = Vec<Option<Arc<Partitioner>>>;
+
+/// The plugin handle (a transform, or a filter: a two-way split) and, per output, the
+/// partitioner plugin placing its records: the spec's `partitioner`, else the output topic's
+/// own `sluice.partitioner`, else none (the spec's partitioning rule).
+pub fn bind(broker: &Broker, spec: &TransformSpec) -> Result<(Plugin, Placements), String> {
+    let plugin = bind_plugin(broker, spec)?;
+    let registry = &broker.plugins.registry;
+    let own = match &spec.partitioner {
+        Some(name) => Some(Arc::new(
+            registry
+                .partitioner(name, &spec.partitioner_params)
+                .map_err(|e| format!("partitioner `{name}`: {e}"))?,
+        )),
+        None => None,
+    };
+    let mut placements = Vec::with_capacity(spec.outputs.len());
+    for output in &spec.outputs {
+        let placement = match (&own, broker.topic(output)) {
+            (Some(own), _) => Some(own.clone()),
+            (None, Some(topic)) => match &topic.plugins.partitioner {
+                Some(p) => Some(p.handle(registry).map_err(|e| e.message)?),
+                None => None,
+            },
+            (None, None) => None,
+        };
+        placements.push(placement);
+    }
+    Ok((plugin, placements))
+}
+
+/// The transform (or filter) plugin.
+fn bind_plugin(broker: &Broker, spec: &TransformSpec) -> Result<Plugin, String> {
     let registry = &broker.plugins.registry;
     let named = |e: RegistryError| format!("plugin `{}`: {e}", spec.plugin);
     let kind = registry

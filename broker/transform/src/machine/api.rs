@@ -27,6 +27,11 @@ pub trait OutputRecord {
     fn key(&self) -> Option<&[u8]>;
     /// Its encoded size, in bytes (counted against the call and transaction bounds).
     fn size_bytes(&self) -> u64;
+    /// The partition a partitioner plugin chose for it (taken modulo the output's partition
+    /// count), or `None` for the spec's [`crate::Partitioning`] rule.
+    fn partition(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// What the runner needs of the spec, for one source partition.

@@ -354,7 +354,10 @@ impl<I: SourceRecord, O: OutputRecord> Runner<I, O> {
         for record in outputs {
             let output = record.output();
             let count = txn.counts[output as usize];
-            let partition = output_partition(partitioning, record.key(), source, count);
+            let partition = record.partition().map_or_else(
+                || output_partition(partitioning, record.key(), source, count),
+                |chosen| chosen % count,
+            );
             txn.bytes += record.size_bytes();
             txn.records_out[output as usize] += 1;
             let tp = TargetPartition {

@@ -656,6 +656,8 @@ fn config_from_a_spec() {
         start_offsets: vec![0, 42],
         paused: true,
         generation: 1,
+        partitioner: None,
+        partitioner_params: Vec::new(),
         principal: "User:a".into(),
         created_ms: 0,
     };

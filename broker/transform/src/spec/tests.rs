@@ -18,6 +18,8 @@ fn spec() -> TransformSpec {
         start_offsets: vec![0, 0, 0],
         paused: false,
         generation: 0,
+        partitioner: None,
+        partitioner_params: Vec::new(),
         principal: "User:alice".into(),
         created_ms: 1_764_547_200_000,
     }
@@ -235,4 +237,23 @@ fn cut_keeps_characters_whole() {
     assert_eq!(cut("héllo", 2), "h");
     assert_eq!(cut("héllo", 3), "hé");
     assert_eq!(cut("abc", 10), "abc");
+}
+
+#[test]
+fn a_partitioner_plugin_is_named_and_its_params_bounded() {
+    let mut s = spec();
+    s.partitioner = Some("murmur2".into());
+    s.partitioner_params = vec![("seed".into(), "1".into())];
+    assert_eq!(s.check(), Ok(()));
+    s.partitioner = Some(String::new());
+    assert!(matches!(s.check(), Err(SpecError::Plugin(_))));
+    s.partitioner = Some("crc32".into());
+    s.partitioner_params = vec![("a".into(), "1".into()), ("a".into(), "2".into())];
+    assert!(matches!(s.check(), Err(SpecError::DuplicateParam(_))));
+    // A spec file written before the partitioner existed still reads.
+    let mut value = serde_json::to_value(spec()).unwrap();
+    value.as_object_mut().unwrap().remove("partitioner");
+    value.as_object_mut().unwrap().remove("partitioner_params");
+    let old: TransformSpec = serde_json::from_value(value).unwrap();
+    assert_eq!(old.partitioner, None);
 }
