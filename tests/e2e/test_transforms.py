@@ -274,6 +274,30 @@ def test_a_poison_record_under_each_failure_policy(broker_factory, tmp_path):
         assert m.key() == str(offset).encode()
 
 
+def test_a_plugin_that_never_returns_stalls_neither_producers_nor_other_transforms(broker_factory, tmp_path):
+    """Records on which the plugin spins until the call deadline (plugin.call.timeout.ms)
+    are bisected out and skipped, while a healthy transform on another topic, sharing the
+    broker's plugin-call slots (a fair queue), keeps up and producers keep producing."""
+    broker = start(broker_factory, tmp_path)
+    spinning = (5, 90, 91, 160)
+    create_topic(broker.bootstrap, "spin-in", 2)
+    create_topic(broker.bootstrap, "spin-out", 1)
+    create_order_topics(broker.bootstrap, source_partitions=2)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 20})
+    for i in range(200):
+        p.produce("spin-in", partition=i % 2, value=(b"spin-%d" % i) if i in spinning else b"ok-%d" % i)
+    assert p.flush(30) == 0
+    deploy(broker, {"name": "slow", "source": "spin-in", "plugin": "poison", "outputs": ["spin-out"], "on_error": "skip"})
+    deploy(broker, {"name": "split", "source": "orders", "plugin": "split-transform", "outputs": ["orders-eu", "orders-us", "orders-dlq"], "params": SPLIT})
+    produce_orders(broker.bootstrap, 0, 2000)
+    caught_up(broker, "split")
+    check_exactly_once(broker.bootstrap, source_values_of(broker, 2))
+    t = caught_up(broker, "slow")
+    assert sum(p["records_skipped"] for p in t["partitions"]) == len(spinning)
+    assert {p["last_error"]["kind"] for p in t["partitions"] if p["last_error"]} <= {"timeout"}
+    assert sorted(m.value() for m in read_all(broker.bootstrap, "spin-out", 1)) == sorted(b"ok-%d" % i for i in range(200) if i not in spinning)
+
+
 def total_out(t: dict) -> int:
     return sum(sum(p["records_out"].values()) for p in t["partitions"])
 
