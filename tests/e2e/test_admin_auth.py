@@ -349,3 +349,53 @@ def test_plugin_acls_made_with_sluice_acl_let_a_user_deploy_its_own_plugins(admi
     assert status == 403 and "PLUGIN" in body["error"], body
     status, _, body = call(broker, "GET", "/v1/plugins", basic("alice"))
     assert status == 200 and [p["name"] for p in body] == ["alice-router"], body
+
+
+def test_transform_acls_made_with_sluice_acl_let_a_user_deploy_its_own_transforms(admin_factory):
+    """TRANSFORM (102) is Sluice's own resource type: `sluice acl --transform` grants it. A
+    deploy needs CREATE on the transform, READ on its source topic and plugin, and WRITE on
+    its outputs: a transform writes as the broker, so only where its deployer may."""
+    broker = admin_factory()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
+    env["SLUICE_PASSWORD"] = USERS["admin"][0]
+
+    def acl(*args: str) -> None:
+        proc = subprocess.run(
+            [sluice_bin(), "acl", "create", "--brokers", broker.listener("SASL_PLAINTEXT"), "--user", "admin",
+             "--sasl-mechanism", USERS["admin"][1], "--allow-principal", "User:alice", *args],
+            capture_output=True, text=True, timeout=60, env=env,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+
+    json_headers = {**basic("admin"), "Content-Type": "application/json"}
+    for name in ["src", "out", "other"]:
+        status, _, body = call(broker, "POST", "/v1/topics", json_headers, json.dumps({"name": name}).encode())
+        assert status == 201, body
+    status, _, body = call(broker, "PUT", "/v1/plugins/copy", basic("admin"), wasm("hostile-poison-transform"))
+    assert status == 200, body
+    acl("--operation", "create,describe,alter,delete", "--transform", "alice-", "--resource-pattern-type", "prefixed")
+    acl("--operation", "read", "--topic", "src", "--plugin", "copy")
+    acl("--operation", "write", "--topic", "out")
+
+    alice = {**basic("alice"), "Content-Type": "application/json"}
+
+    def deploy(name: str, output: str):
+        body = {"name": name, "source": "src", "plugin": "copy", "outputs": [output]}
+        return call(broker, "POST", "/v1/transforms", alice, json.dumps(body).encode())
+
+    status, _, body = deploy("alice-copy", "out")
+    assert status == 201 and body["principal"] == "User:alice", body
+    status, _, body = deploy("copy", "out")
+    assert status == 403 and "CREATE" in body["error"] and "TRANSFORM" in body["error"], body
+    status, _, body = deploy("alice-other", "other")
+    assert status == 403 and "WRITE" in body["error"] and "TOPIC" in body["error"], body
+    status, _, body = call(broker, "POST", "/v1/transforms/alice-copy/pause", alice)
+    assert status == 200 and body["paused"] is True, body
+    status, _, body = call(broker, "POST", "/v1/transforms", json_headers, json.dumps({"name": "admins", "source": "src", "plugin": "copy", "outputs": ["other"]}).encode())
+    assert status == 201, body
+    status, _, body = call(broker, "GET", "/v1/transforms", basic("alice"))
+    assert status == 200 and [t["name"] for t in body["transforms"]] == ["alice-copy"], body
+    status, _, body = call(broker, "DELETE", "/v1/transforms/admins", basic("alice"))
+    assert status == 403 and "DELETE" in body["error"], body
+    status, _, body = call(broker, "DELETE", "/v1/transforms/alice-copy", basic("alice"))
+    assert status == 200, body
