@@ -2,9 +2,10 @@
 """Materialized transforms (issue 18) against the same pipeline run as an external
 consume-transform-produce loop, at equal guarantees, one fresh broker per load and round.
 
-    tests/bench/transform_bench.py                         RUNS=3 rounds, 300,000 orders
-    RUNS=1 RECORDS=20000 tests/bench/transform_bench.py    a quick smoke run
-    PROCESSES=6 tests/bench/transform_bench.py             loop processes (6 source partitions shared out)
+    tests/bench/transform_bench.py                          RUNS=3 rounds, 2,000,000 orders
+    RUNS=1 RECORDS=20000 tests/bench/transform_bench.py     a quick smoke run
+    PROCESSES=6 LOADS=sluice,c tests/bench/transform_bench.py
+                                                            6 loop processes; only these loads
 
 Needs a release broker (target/release/sluice, or $SLUICE_BIN), the built `split-transform`
 plugin (sdk/build-plugins.sh -> plugins/target/wasm, or $SLUICE_PLUGINS_DIR), confluent-kafka
@@ -24,20 +25,21 @@ with the same preload:
   - sluice: `POST /v1/transforms` of `split-transform` (field $.region, value eu,
     commit_interval_ms 100), timed from the POST until `GET /v1/transforms/split` answers
     lag 0 with every source record counted in (polled every 50 ms);
-  - python: PROCESSES confluent-kafka processes (this file, `worker`), each assigned its
-    share of the source partitions from offset 0: a read_committed Consumer
+  - python: PROCESSES (default 3) confluent-kafka processes (this file, `worker`), each
+    assigned its share of the source partitions from offset 0: a read_committed Consumer
     (enable.auto.commit=false, consume(num_messages=500)), json.loads and the region compare,
     produce to the output with the same key, a transactional Producer with
     send_offsets_to_transaction(consumer positions, consumer_group_metadata()) and
     commit_transaction every 100 ms, until its partitions are consumed to the preloaded end;
   - c: the same loop in C on librdkafka (transform_c/split.c; a byte scan for the field).
-The loop processes connect, run init_transactions and read the source's metadata first, then
-wait for a go line (they assign the source only then, so nothing is fetched early): records/s are timed from the go
-to the last process's last commit; "from start" adds the processes' start-up (interpreter,
-connections, InitProducerId). CPU per record: the broker's (utime+stime, /proc/PID/stat)
-over the timed window; the loop processes' own (getrusage of each, every thread) from the
-go to their last commit. Checked every run: a read_committed consumer of the outputs finds
-every order id exactly once, in the output its region names.
+The loop processes connect, run init_transactions and read the source's metadata, then wait
+for a go line (they assign the source only then, so nothing is fetched early): records/s
+are timed from the go to the last process's last commit; "from start" adds the start-up
+(process start, connections, InitProducerId: the "start-up ms" column; for sluice, the
+POST's answer, which is inside its timed window). CPU per record: the broker's
+(utime+stime, /proc/PID/stat) over the timed window; the loop processes' own (getrusage in
+each, every thread) from the go to their last commit. Checked every run: a read_committed
+consumer of the outputs finds every order id exactly once, in the output its region names.
 Prints a markdown table of medians and the ratios of sluice against each loop.
 """
 
@@ -62,7 +64,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from clients import create_topic, produce_with_backpressure, producer, watermarks  # noqa: E402
 
 RUNS = int(os.environ.get("RUNS", "3"))
-RECORDS = int(os.environ.get("RECORDS", "300000"))
+RECORDS = int(os.environ.get("RECORDS", "2000000"))
 PROCESSES = int(os.environ.get("PROCESSES", "3"))
 SOURCE, OUT_EU, OUT_US = "orders", "orders-eu", "orders-us"
 SOURCE_PARTITIONS, OUTPUT_PARTITIONS = 6, 3
@@ -78,7 +80,8 @@ LOAD_TIMEOUT_S = 900
 TXN_TIMEOUT_S = 60
 C_SOURCE = Path(__file__).resolve().parent / "transform_c" / "split.c"
 C_BINARY = ROOT / "target" / "transform-bench" / "split"
-LOADS = ["sluice", "python", "c"]
+LOADS = os.environ.get("LOADS", "sluice,python,c").split(",")
+assert LOADS[0] == "sluice" and set(LOADS) <= {"sluice", "python", "c"}, f"LOADS={LOADS}: sluice first, then python, c"
 
 
 @dataclass
@@ -112,21 +115,25 @@ def orders():
 def fresh_broker(tmp: Path) -> tuple[Broker, list[int]]:
     """A broker with the topics created and the source preloaded; the source's end offsets."""
     broker = start_broker(tmp, ["split-transform"], admin=True)
-    create_topic(broker.bootstrap, SOURCE, SOURCE_PARTITIONS)
-    create_topic(broker.bootstrap, OUT_EU, OUTPUT_PARTITIONS)
-    create_topic(broker.bootstrap, OUT_US, OUTPUT_PARTITIONS)
-    p = producer(
-        broker.bootstrap,
-        linger_ms=20,
-        compression_type="none",
-        partitioner="murmur2_random",
-        queue_buffering_max_messages=1_000_000,
-    )
-    for key, value, _ in orders():
-        produce_with_backpressure(p, SOURCE, key=key, value=value)
-    assert p.flush(120) == 0, "source records left undelivered"
-    ends = [watermarks(broker.bootstrap, SOURCE, part)[1] for part in range(SOURCE_PARTITIONS)]
-    assert sum(ends) == RECORDS, f"source holds {sum(ends)} of {RECORDS} records"
+    try:
+        create_topic(broker.bootstrap, SOURCE, SOURCE_PARTITIONS)
+        create_topic(broker.bootstrap, OUT_EU, OUTPUT_PARTITIONS)
+        create_topic(broker.bootstrap, OUT_US, OUTPUT_PARTITIONS)
+        p = producer(
+            broker.bootstrap,
+            linger_ms=20,
+            compression_type="none",
+            partitioner="murmur2_random",
+            queue_buffering_max_messages=1_000_000,
+        )
+        for key, value, _ in orders():
+            produce_with_backpressure(p, SOURCE, key=key, value=value)
+        assert p.flush(120) == 0, "source records left undelivered"
+        ends = [watermarks(broker.bootstrap, SOURCE, part)[1] for part in range(SOURCE_PARTITIONS)]
+        assert sum(ends) == RECORDS, f"source holds {sum(ends)} of {RECORDS} records"
+    except BaseException:
+        broker.stop()
+        raise
     return broker, ends
 
 
@@ -185,24 +192,30 @@ def run_loop(broker: Broker, ends: list[int], kind: str) -> Result:
         args = [broker.bootstrap, SOURCE, OUT_EU, OUT_US, f"bench-{kind}-{i}", f"bench-{kind}", *parts]
         cmd = [sys.executable, __file__, "worker", *args] if kind == "python" else [str(C_BINARY), *args]
         procs.append(subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
-    for proc in procs:
-        line = proc.stdout.readline()
-        assert line.strip() == "ready", f"{kind} worker {proc.pid}: {line!r} (exit {proc.poll()})"
-    user0, sys0 = broker.cpu_s()
-    t0 = time.perf_counter()
-    ready_ms = (t0 - started) * 1e3
-    for proc in procs:
-        proc.stdin.write("go\n")
-        proc.stdin.flush()
-    reports = []
-    for proc in procs:
-        line = proc.stdout.readline()
-        assert line.startswith("{"), f"{kind} worker {proc.pid} ended without a report (exit {proc.wait(60)})"
-        reports.append(json.loads(line))
-    elapsed = time.perf_counter() - t0
-    user1, sys1 = broker.cpu_s()
-    for proc in procs:
-        assert proc.wait(60) == 0, f"{kind} worker {proc.pid} exited with {proc.returncode}"
+    try:
+        for proc in procs:
+            line = proc.stdout.readline()
+            assert line.strip() == "ready", f"{kind} worker {proc.pid}: {line!r} (exit {proc.poll()})"
+        user0, sys0 = broker.cpu_s()
+        t0 = time.perf_counter()
+        ready_ms = (t0 - started) * 1e3
+        for proc in procs:
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        reports = []
+        for proc in procs:
+            line = proc.stdout.readline()
+            assert line.startswith("{"), f"{kind} worker {proc.pid} ended without a report (exit {proc.wait(60)})"
+            reports.append(json.loads(line))
+        elapsed = time.perf_counter() - t0
+        user1, sys1 = broker.cpu_s()
+        for proc in procs:
+            assert proc.wait(60) == 0, f"{kind} worker {proc.pid} exited with {proc.returncode}"
+    finally:
+        for proc in procs:  # a failed run leaves no loop process behind
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     consumed = sum(r["consumed"] for r in reports)
     produced = sum(sum(r["produced"]) for r in reports)
     assert consumed == produced == RECORDS, f"{kind}: {consumed} consumed, {produced} produced of {RECORDS}"
@@ -237,7 +250,8 @@ def worker(argv: list[str]):
     # its next metadata refresh (up to a second) before the first fetch.
     consumer.list_topics(source, timeout=TXN_TIMEOUT_S)
     print("ready", flush=True)
-    sys.stdin.readline()
+    if not sys.stdin.readline():
+        sys.exit("worker: stdin closed before the go line")
     t0, cpu0 = time.perf_counter(), time.process_time()
     consumer.assign([TopicPartition(source, p, 0) for p in ends])
     nexts = dict.fromkeys(ends, 0)
