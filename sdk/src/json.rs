@@ -6,10 +6,13 @@
 //! decoded), other values as their literal text (`42`, `true`, `{...}`).
 //!
 //! [`check`] is the strict half: it walks a whole document and says whether it is
-//! well-formed JSON and what its top-level value is (for validators).
+//! well-formed JSON and what its top-level value is (for validators). [`Comparison`] is
+//! json-filter's test of a field against a parameter.
 
 pub mod check;
+pub mod compare;
 pub use check::{Kind, check};
+pub use compare::Comparison;
 
 /// A parsed path: `$.a.b` or `a.b` (object members only).
 #[derive(Debug, Clone, PartialEq, Eq)]

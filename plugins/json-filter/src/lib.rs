@@ -16,87 +16,14 @@
 //! The rest of the document is not parsed: the field is found by scanning
 //! (`sluice_sdk::json::Path`), nothing is allocated per record.
 
-use std::cmp::Ordering;
-
-use sluice_sdk::json::Path;
+use sluice_sdk::json::{Comparison, Path};
 use sluice_sdk::{Error, Init, Params, Record, filter};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Op {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-impl Op {
-    fn parse(op: &str) -> Result<Self, Error> {
-        Ok(match op {
-            "==" => Self::Eq,
-            "!=" => Self::Ne,
-            "<" => Self::Lt,
-            "<=" => Self::Le,
-            ">" => Self::Gt,
-            ">=" => Self::Ge,
-            other => {
-                return Err(Error::invalid_params(format!(
-                    "parameter `op` = `{other}` is not one of ==, !=, <, <=, >, >="
-                )));
-            }
-        })
-    }
-
-    fn holds(self, ordering: Ordering) -> bool {
-        match self {
-            Self::Eq => ordering.is_eq(),
-            Self::Ne => ordering.is_ne(),
-            Self::Lt => ordering.is_lt(),
-            Self::Le => ordering.is_le(),
-            Self::Gt => ordering.is_gt(),
-            Self::Ge => ordering.is_ge(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-enum Operand {
-    Number(f64),
-    Text(Vec<u8>),
-}
-
-impl Operand {
-    fn parse(value: &str) -> Self {
-        if let Some(text) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) {
-            return Self::Text(text.as_bytes().to_vec());
-        }
-        match value.parse::<f64>() {
-            Ok(n) if n.is_finite() => Self::Number(n),
-            _ => Self::Text(value.as_bytes().to_vec()),
-        }
-    }
-
-    /// How `field` compares with the operand; `None` when they cannot be
-    /// compared (a number against a field that is not one).
-    fn compare(&self, field: &[u8]) -> Option<Ordering> {
-        match self {
-            Self::Text(text) => Some(field.cmp(text)),
-            Self::Number(n) => std::str::from_utf8(field)
-                .ok()?
-                .parse::<f64>()
-                .ok()?
-                .partial_cmp(n),
-        }
-    }
-}
 
 /// The predicate, built once per instance from the parameters.
 #[derive(Debug)]
 pub struct Predicate {
     path: Path,
-    op: Op,
-    operand: Operand,
+    comparison: Comparison,
 }
 
 impl Init for Predicate {
@@ -104,9 +31,8 @@ impl Init for Predicate {
         params.only(&["field", "op", "value"])?;
         let path = Path::parse(params.require("field")?)
             .map_err(|e| Error::invalid_params(format!("parameter `field`: {e}")))?;
-        let op = Op::parse(params.require("op")?)?;
-        let operand = Operand::parse(params.require("value")?);
-        Ok(Self { path, op, operand })
+        let comparison = Comparison::parse(params.require("op")?, params.require("value")?)?;
+        Ok(Self { path, comparison })
     }
 }
 
@@ -115,8 +41,7 @@ pub fn json_filter(predicate: &mut Predicate, record: &Record<'_>) -> bool {
     record
         .value()
         .and_then(|v| predicate.path.find(v))
-        .and_then(|field| predicate.operand.compare(field))
-        .is_some_and(|ordering| predicate.op.holds(ordering))
+        .is_some_and(|field| predicate.comparison.holds(field))
 }
 
 #[cfg(test)]

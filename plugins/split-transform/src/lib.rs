@@ -39,9 +39,7 @@
 //! the broker's dead-letter topic to keep one place for both; as a view, the third output is
 //! not the view's, so those records are not shown.
 
-use std::cmp::Ordering;
-
-use sluice_sdk::json::{self, Path};
+use sluice_sdk::json::{self, Comparison, Path};
 use sluice_sdk::{Error, Init, Output, Params, Record, transform};
 
 /// The output of the records whose field compares true.
@@ -52,78 +50,6 @@ pub const OTHERS: u32 = 1;
 pub const DEAD_LETTER: u32 = 2;
 /// The header saying why a record went to [`DEAD_LETTER`].
 pub const REASON_HEADER: &str = "split.reason";
-
-/// A comparison operator: json-filter's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Op {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-impl Op {
-    fn parse(op: &str) -> Result<Self, Error> {
-        Ok(match op {
-            "==" => Self::Eq,
-            "!=" => Self::Ne,
-            "<" => Self::Lt,
-            "<=" => Self::Le,
-            ">" => Self::Gt,
-            ">=" => Self::Ge,
-            other => {
-                return Err(Error::invalid_params(format!(
-                    "parameter `op` = `{other}` is not one of ==, !=, <, <=, >, >="
-                )));
-            }
-        })
-    }
-
-    fn holds(self, ordering: Ordering) -> bool {
-        match self {
-            Self::Eq => ordering.is_eq(),
-            Self::Ne => ordering.is_ne(),
-            Self::Lt => ordering.is_lt(),
-            Self::Le => ordering.is_le(),
-            Self::Gt => ordering.is_gt(),
-            Self::Ge => ordering.is_ge(),
-        }
-    }
-}
-
-/// What the field is compared with: json-filter's.
-#[derive(Debug, Clone, PartialEq)]
-enum Operand {
-    Number(f64),
-    Text(Vec<u8>),
-}
-
-impl Operand {
-    fn parse(value: &str) -> Self {
-        if let Some(text) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) {
-            return Self::Text(text.as_bytes().to_vec());
-        }
-        match value.parse::<f64>() {
-            Ok(n) if n.is_finite() => Self::Number(n),
-            _ => Self::Text(value.as_bytes().to_vec()),
-        }
-    }
-
-    /// How `field` compares with the operand; `None` when they cannot be compared (a number
-    /// against a field that is not one).
-    fn compare(&self, field: &[u8]) -> Option<Ordering> {
-        match self {
-            Self::Text(text) => Some(field.cmp(text)),
-            Self::Number(n) => std::str::from_utf8(field)
-                .ok()?
-                .parse::<f64>()
-                .ok()?
-                .partial_cmp(n),
-        }
-    }
-}
 
 /// Where a record whose field cannot be read goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,8 +77,7 @@ pub struct Split {
     path: Path,
     /// The `field` parameter as written, for reasons.
     field: String,
-    op: Op,
-    operand: Operand,
+    comparison: Comparison,
     unparseable: Unparseable,
 }
 
@@ -162,8 +87,8 @@ impl Init for Split {
         let field = params.require("field")?;
         let path = Path::parse(field)
             .map_err(|e| Error::invalid_params(format!("parameter `field`: {e}")))?;
-        let op = Op::parse(params.get("op").unwrap_or("=="))?;
-        let operand = Operand::parse(params.require("value")?);
+        let comparison =
+            Comparison::parse(params.get("op").unwrap_or("=="), params.require("value")?)?;
         let unparseable = match params.get("unparseable").unwrap_or("second") {
             "second" => Unparseable::Second,
             "dead-letter" => Unparseable::DeadLetter,
@@ -176,8 +101,7 @@ impl Init for Split {
         Ok(Self {
             path,
             field: field.to_owned(),
-            op,
-            operand,
+            comparison,
             unparseable,
         })
     }
@@ -190,11 +114,7 @@ impl Split {
         let Some(field) = record.value().and_then(|v| self.path.find(v)) else {
             return Route::Unreadable;
         };
-        let matched = self
-            .operand
-            .compare(field)
-            .is_some_and(|ordering| self.op.holds(ordering));
-        if matched {
+        if self.comparison.holds(field) {
             Route::Matched
         } else {
             Route::Others
