@@ -64,6 +64,10 @@ def test_deploy_list_describe_delete_and_hot_swap_through_the_admin_api(broker_f
     assert status == 400 and err["code"] == "INVALID_PLUGIN", err
     status, err = call("PUT", f"{api}/router", b"\x00" * (2 << 20))
     assert status == 413 and "plugin.module.bytes.max" in err["error"], err
+    # A plugin of another kind cannot take over a name a topic is bound to.
+    status, err = call("PUT", f"{api}/router", wasm("hostile-filter-kind"))
+    assert status == 409 and err["code"] == "PLUGIN_KIND_CHANGE", err
+    assert "partitioner in use by 1 handle" in err["error"] and "filter" in err["error"], err
     assert call("GET", f"{api}/router")[1]["sha256"] == info["sha256"]
 
     # In use: 409 without force.

@@ -205,6 +205,13 @@ def test_garbage_dropped_over_a_working_plugin_never_replaces_it(broker_factory,
     create_topic(broker.bootstrap, topic_name, PARTITIONS, {"sluice.partitioner": "router"})
     replace_file(d / "router.wasm", b"\x00asm\x01\x00\x00\x00garbage")
     replace_file(d / "router.wasm", wasm("hostile-filter-kind"))
+    # Produce only once the watcher has looked at the filter and kept the partitioner the
+    # topic is bound to: a plugin of another kind never takes over a name in use.
+    wait_until(
+        lambda: "a filter cannot replace it" in broker.log_path.read_text(errors="replace"),
+        30,
+        "the watcher to refuse the filter dropped over the partitioner",
+    )
     p = producer(broker.bootstrap)
     produce_all(p, topic_name, [Record(k, b"v") for k in KEYS], partition=None)
     placed = keys_by_partition(broker.bootstrap, topic_name)

@@ -89,6 +89,17 @@ pub enum RegistryError {
         "plugin `{name}` is in use by {users} handle(s); delete with force to remove it anyway"
     )]
     InUse { name: String, users: usize },
+    /// A new version of another kind than the one its users were bound to
+    /// (`PLUGIN_KIND_CHANGE`): the working version stays.
+    #[error(
+        "plugin `{name}` is a {current} in use by {users} handle(s); a {new} cannot replace it (delete it with force, or use another name)"
+    )]
+    KindChange {
+        name: String,
+        current: &'static str,
+        new: &'static str,
+        users: usize,
+    },
     #[error(transparent)]
     Call(#[from] CallError),
     #[error("I/O error on {path}: {source}")]

@@ -120,9 +120,17 @@ impl Registry {
         check_name(name)?;
         let component = compile::to_component(&self.engine, bytes)?;
         let version = compile::load(&self.engine, name, &component, self.cache_dir())?;
+        if let Some(slot) = self
+            .slots
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(name)
+        {
+            check_same_kind(slot, &version)?;
+        }
         let path = self.dir.join(format!("{name}.wasm"));
         storage_io::write_durable(&RealFs, &path, &component).map_err(RegistryError::io(path))?;
-        let info = self.swap_in(version);
+        let info = self.swap_in(version)?;
         self.retain_cache();
         Ok(info)
     }
@@ -145,17 +153,24 @@ impl Registry {
             return Ok(None);
         }
         let version = compile::load(&self.engine, &name, &component, self.cache_dir())?;
-        tracing::info!(plugin = %name, sha256 = %version.sha256, kind = %version.kind, "plugin loaded");
-        Ok(Some(self.swap_in(version)))
+        let info = self.swap_in(version)?;
+        tracing::info!(plugin = %name, sha256 = %info.sha256, kind = %info.kind, "plugin loaded");
+        Ok(Some(info))
     }
 
-    fn swap_in(&self, version: PluginVersion) -> PluginInfo {
+    /// Make `version` the current one of its slot (a new slot for a new
+    /// name). A version of another kind never replaces one that has users:
+    /// their handles were bound to the old kind ([`check_same_kind`]).
+    fn swap_in(&self, version: PluginVersion) -> Result<PluginInfo, RegistryError> {
         let name = version.name.clone();
         let version = Arc::new(version);
         let mut slots = self
             .slots
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(slot) = slots.get(&name) {
+            check_same_kind(slot, &version)?;
+        }
         let slot = slots.entry(name.clone()).or_insert_with(|| {
             Arc::new(PluginSlot::new(
                 name.clone(),
@@ -164,7 +179,7 @@ impl Registry {
             ))
         });
         slot.swap(version);
-        info(slot)
+        Ok(info(slot))
     }
 
     fn slot(&self, name: &str) -> Option<Arc<PluginSlot>> {
@@ -436,6 +451,22 @@ fn check_name(name: &str) -> Result<(), RegistryError> {
     } else {
         Err(RegistryError::InvalidName(name.to_owned()))
     }
+}
+
+/// `version` may replace `slot`'s current version: same kind, or a slot
+/// no handle holds (`slot` is the registry's own reference).
+fn check_same_kind(slot: &Arc<PluginSlot>, version: &PluginVersion) -> Result<(), RegistryError> {
+    let current = slot.current().kind;
+    let users = Arc::strong_count(slot) - 1;
+    if current == version.kind || users == 0 {
+        return Ok(());
+    }
+    Err(RegistryError::KindChange {
+        name: version.name.clone(),
+        current: current.as_str(),
+        new: version.kind.as_str(),
+        users,
+    })
 }
 
 fn check_params(name: &str, params: &[(String, String)]) -> Result<(), RegistryError> {

@@ -157,6 +157,50 @@ fn a_plugin_of_another_kind_is_not_a_partitioner() {
 }
 
 #[test]
+fn a_plugin_of_another_kind_never_replaces_one_in_use() {
+    let (dir, registry) = common::registry(|_| {});
+    let working = registry
+        .install("router", &common::wasm("murmur2"))
+        .unwrap();
+    let handle = registry.partitioner("router", &[]).unwrap();
+
+    let err = registry
+        .install("router", &common::wasm("hostile-filter-kind"))
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            RegistryError::KindChange {
+                current: "partitioner",
+                new: "filter",
+                users: 1,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // Dropped into the directory instead: refused the same way, the file is not loaded.
+    let path = dir.path().join("plugins/router.wasm");
+    assert_eq!(
+        std::fs::read(&path).unwrap().len() as u64,
+        working.size_bytes
+    );
+    std::fs::write(&path, common::wasm("hostile-filter-kind")).unwrap();
+    let err = registry.load_file(&path).unwrap_err();
+    assert!(matches!(err, RegistryError::KindChange { .. }), "{err}");
+    let info = registry.describe("router").unwrap();
+    assert_eq!(
+        (info.kind, info.sha256),
+        (PluginKind::Partitioner, working.sha256)
+    );
+
+    // Unused, the name may change kinds.
+    drop(handle);
+    let filter = registry.load_file(&path).unwrap().unwrap();
+    assert_eq!(filter.kind, PluginKind::Filter);
+}
+
+#[test]
 fn garbage_truncated_foreign_and_oversized_uploads_are_rejected() {
     let (_dir, registry) = common::registry(|c| c.module_bytes_max = 1024 * 1024);
     let good = common::wasm("murmur2");

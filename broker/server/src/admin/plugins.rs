@@ -254,6 +254,7 @@ fn registry_error(e: RegistryError) -> ApiError {
     let (status, code) = match &e {
         RegistryError::NotFound(_) => (StatusCode::NOT_FOUND, "NOT_FOUND"),
         RegistryError::InUse { .. } => (StatusCode::CONFLICT, "PLUGIN_IN_USE"),
+        RegistryError::KindChange { .. } => (StatusCode::CONFLICT, "PLUGIN_KIND_CHANGE"),
         RegistryError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "PLUGIN_TOO_LARGE"),
         RegistryError::OverLimit(_) | RegistryError::CompileTimeout { .. } => {
             (StatusCode::BAD_REQUEST, "PLUGIN_OVER_LIMIT")
