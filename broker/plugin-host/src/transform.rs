@@ -217,42 +217,46 @@ fn route(
     }
     let keep_timestamp = |t: i64| matches!(outputs, Outputs::Topics(_)) && t >= 0;
     if carried {
-        // Rebuilt without the routing header (the columns cannot drop one in place).
-        let mut batch = ColumnarBatch::with_capacity(output.len(), output.capacity_bytes());
-        let mut headers = Vec::new();
-        for r in output.records() {
-            let source = r.offset as usize;
-            let timestamp = if keep_timestamp(r.timestamp) {
-                r.timestamp
-            } else {
-                input.columns.timestamps[source]
-            };
-            headers.clear();
-            headers.extend(r.headers().iter().filter(|(n, _)| !is_output_header(n)));
-            batch.push(
-                input.columns.offsets[source],
-                timestamp,
-                r.key(),
-                r.value(),
-                &headers,
-            );
-        }
-        output = batch;
-    } else {
-        // The common case: no header to remove, so the guest's columns are kept as they are.
-        let c = &mut output.columns;
-        for i in 0..c.offsets.len() {
-            let source = c.offsets[i] as usize;
-            c.offsets[i] = input.columns.offsets[source];
-            if !keep_timestamp(c.timestamps[i]) {
-                c.timestamps[i] = input.columns.timestamps[source];
-            }
+        strip_output_headers(&mut output);
+    }
+    // Keys and values stay in the guest's columns as they are; each record takes its input
+    // record's offset, and its timestamp where the plugin wrote none.
+    let c = &mut output.columns;
+    for i in 0..c.offsets.len() {
+        let source = c.offsets[i] as usize;
+        c.offsets[i] = input.columns.offsets[source];
+        if !keep_timestamp(c.timestamps[i]) {
+            c.timestamps[i] = input.columns.timestamps[source];
         }
     }
     Ok(Routed {
         batch: output,
         outputs: targets,
     })
+}
+
+/// Removes the routing header from every record of `batch`: only the header columns are
+/// rebuilt (keys and values are not copied).
+fn strip_output_headers(batch: &mut ColumnarBatch) {
+    let c = &batch.columns;
+    let mut counts = Vec::with_capacity(c.header_counts.len());
+    let mut bytes = Vec::with_capacity(c.header_bytes.len());
+    let mut ends = Vec::with_capacity(c.header_ends.len());
+    for r in batch.records() {
+        let mut count = 0u32;
+        for (name, value) in r.headers().iter().filter(|(n, _)| !is_output_header(n)) {
+            bytes.extend_from_slice(name);
+            ends.push(u32::try_from(bytes.len()).unwrap_or(u32::MAX));
+            bytes.extend_from_slice(value);
+            ends.push(u32::try_from(bytes.len()).unwrap_or(u32::MAX));
+            count += 1;
+        }
+        counts.push(count);
+    }
+    let c = &mut batch.columns;
+    c.header_counts = counts;
+    c.header_bytes = bytes;
+    c.header_ends = ends;
 }
 
 /// [`route`] to named outputs, for the fuzz entry point.

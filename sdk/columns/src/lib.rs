@@ -125,6 +125,32 @@ impl<'a> Columns<'a> {
             header_index: 0,
         }
     }
+
+    /// Record `i`, whose headers start at header `first_header` (the sum of the header
+    /// counts of the records before it); `None` past the last record. For columns that
+    /// passed [`Columns::check`], with a right `first_header`, this never panics.
+    #[must_use]
+    pub fn record_at(&self, i: usize, first_header: usize) -> Option<Record<'a>> {
+        let c = self;
+        let offset = *c.offsets.get(i)?;
+        let count = c.header_counts[i] as usize;
+        let ends = &c.header_ends[first_header * 2..(first_header + count) * 2];
+        let start = match first_header {
+            0 => 0,
+            h => c.header_ends[h * 2 - 1],
+        };
+        Some(Record {
+            offset,
+            timestamp: c.timestamps[i],
+            key: nullable(c.key_bytes, c.key_ends, c.key_nulls, i),
+            value: nullable(c.value_bytes, c.value_ends, c.value_nulls, i),
+            headers: Headers {
+                bytes: c.header_bytes,
+                ends,
+                start,
+            },
+        })
+    }
 }
 
 fn check_ends(name: &str, ends: &[u32], bytes_len: usize) -> Result<(), ShapeError> {
@@ -152,28 +178,9 @@ impl<'a> Iterator for Records<'a> {
     type Item = Record<'a>;
 
     fn next(&mut self) -> Option<Record<'a>> {
-        let c = &self.columns;
-        let i = self.index;
-        let offset = *c.offsets.get(i)?;
-        let count = c.header_counts[i] as usize;
-        let ends = &c.header_ends[self.header_index * 2..(self.header_index + count) * 2];
-        let start = match self.header_index {
-            0 => 0,
-            h => c.header_ends[h * 2 - 1],
-        };
-        let record = Record {
-            offset,
-            timestamp: c.timestamps[i],
-            key: nullable(c.key_bytes, c.key_ends, c.key_nulls, i),
-            value: nullable(c.value_bytes, c.value_ends, c.value_nulls, i),
-            headers: Headers {
-                bytes: c.header_bytes,
-                ends,
-                start,
-            },
-        };
+        let record = self.columns.record_at(self.index, self.header_index)?;
         self.index += 1;
-        self.header_index += count;
+        self.header_index += record.headers.len();
         Some(record)
     }
 
@@ -479,6 +486,18 @@ mod tests {
         assert_eq!((records[1].timestamp, records[1].headers().len()), (2, 0));
         assert_eq!(records[2].key(), Some(&b""[..]));
         assert_eq!(records[2].header("c"), Some(&b"3"[..]));
+    }
+
+    #[test]
+    fn record_at_reads_any_record_without_walking_the_others() {
+        let b = sample();
+        let c = columns!(b);
+        let mut first_header = 0;
+        for (i, want) in c.records().enumerate() {
+            assert_eq!(c.record_at(i, first_header), Some(want));
+            first_header += c.header_counts[i] as usize;
+        }
+        assert_eq!(c.record_at(c.len(), first_header), None);
     }
 
     #[test]

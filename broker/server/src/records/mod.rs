@@ -16,7 +16,7 @@ use std::cell::RefCell;
 use bytes::BytesMut;
 use kafka_protocol::ResponseError;
 use kafka_protocol::compression::{Compressor, Gzip, Lz4, Snappy, Zstd};
-use sluice_plugin_host::ColumnarBatch;
+use sluice_plugin_host::{ColumnarBatch, RecordView};
 use sluice_storage::Compression;
 use sluice_storage::batch::{self, BatchHeader, HEADER_BYTES, pos};
 use sluice_storage::record::{read_varint, read_varlong, write_varlong};
@@ -270,31 +270,33 @@ pub struct ProducerFields {
     pub transactional: bool,
 }
 
-/// A new batch, as a producer writes one, of the records of `batch` at `indices` (in order):
-/// offset deltas 0..n (the storage engine assigns the offsets), CreateTime timestamps as the
-/// records carry them, `producer`'s fields, compressed with `codec`. What a materialized
-/// transform appends to an output partition.
+/// A new batch, as a producer writes one, of `records` (in order): offset deltas 0..n (the
+/// storage engine assigns the offsets), CreateTime timestamps as the records carry them,
+/// `producer`'s fields, compressed with `codec`. What a materialized transform appends to an
+/// output partition; the records are views into whatever columns hold them, written into
+/// the batch without an intermediate copy.
 ///
 /// # Panics
-/// If `indices` is empty or names a record `batch` lacks (a caller bug).
+/// If `records` is empty (a caller bug).
 pub fn encode_produced(
-    batch: &ColumnarBatch,
-    indices: &[usize],
+    records: &[RecordView<'_>],
     producer: ProducerFields,
     codec: Compression,
 ) -> Result<Vec<u8>, CodecError> {
-    assert!(!indices.is_empty(), "a produced batch has records");
-    let records: Vec<_> = batch.records().collect();
-    let base_timestamp = indices
+    assert!(!records.is_empty(), "a produced batch has records");
+    let base_timestamp = records
         .iter()
-        .map(|&i| records[i].timestamp)
+        .map(|r| r.timestamp)
         .min()
         .unwrap_or_default();
-    let mut section = Vec::with_capacity(indices.len() * 64);
+    let payload: usize = records
+        .iter()
+        .map(|r| r.key().map_or(0, <[u8]>::len) + r.value().map_or(0, <[u8]>::len))
+        .sum();
+    let mut section = Vec::with_capacity(payload + records.len() * 16);
     let mut record = Vec::with_capacity(256);
     let mut max_timestamp = i64::MIN;
-    for (delta, &i) in indices.iter().enumerate() {
-        let r = &records[i];
+    for (delta, r) in records.iter().enumerate() {
         record.clear();
         record.push(0); // attributes: unused in v2 records
         write_varlong(&mut record, r.timestamp - base_timestamp);
@@ -322,8 +324,8 @@ pub fn encode_produced(
     } else {
         0
     };
-    let count = i32::try_from(indices.len()).map_err(|_| CodecError::BadRecord {
-        index: indices.len(),
+    let count = i32::try_from(records.len()).map_err(|_| CodecError::BadRecord {
+        index: records.len(),
         reason: "more records than a batch holds",
     })?;
     let header = BatchHeader {

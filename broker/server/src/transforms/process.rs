@@ -86,9 +86,9 @@ pub fn read(
         ))
     })?;
     let aborted = Aborted::new(&aborted);
-    let mut records = Vec::new();
     let mut next_offset = from;
-    let mut columns = ColumnarBatch::new();
+    // One set of columns for the whole read: the records are indices into it.
+    let mut columns = ColumnarBatch::with_capacity(0, bytes.len());
     let mut codec = None;
     for item in iter_batches(&bytes) {
         let (header, batch) = item.map_err(|e| {
@@ -102,22 +102,16 @@ pub fn read(
             continue;
         }
         codec = Some(header.compression());
-        columns.clear();
         records::decode(batch, &mut columns, DECOMPRESS_LIMIT).map_err(|e| {
             fatal(format!(
                 "{}-{} batch at offset {}: {e}",
                 partition.topic, partition.index, header.base_offset
             ))
         })?;
-        // A compacted batch may start below `from` (its first records cleaned away is fine;
-        // records before `from` were read before): keep only what is new.
-        records.extend(
-            columns
-                .records()
-                .filter(|r| r.offset >= from)
-                .map(|r| Rec::copy(&r, 0)),
-        );
     }
+    // A compacted batch may start below `from` (its first records cleaned away is fine;
+    // records before `from` were read before): keep only what is new.
+    let records = Rec::all(columns, |_| 0, from);
     let read = ReadResult::Records {
         records,
         next_offset,
@@ -141,17 +135,13 @@ fn fatal(message: String) -> StepError {
 
 /// Calls the plugin on `inputs`, routed to `outputs` (the spec's output topics in order).
 pub fn call(plugin: &Plugin, inputs: &[Rec], outputs: &[String]) -> Result<Vec<Rec>, CallError> {
-    let batch = to_batch(inputs.iter());
+    let batch = to_batch(inputs);
     match plugin {
         Plugin::Transform(t) => {
             let names: Vec<&str> = outputs.iter().map(String::as_str).collect();
             let routed = t.transform_routed(&batch, &names).map_err(call_error)?;
-            Ok(routed
-                .batch
-                .records()
-                .zip(&routed.outputs)
-                .map(|(r, &output)| Rec::copy(&r, output))
-                .collect())
+            let targets = routed.outputs;
+            Ok(Rec::all(routed.batch, |i| targets[i], i64::MIN))
         }
         Plugin::Filter(f) => {
             let keep = f.filter(&batch).map_err(call_error)?;
@@ -160,10 +150,7 @@ pub fn call(plugin: &Plugin, inputs: &[Rec], outputs: &[String]) -> Result<Vec<R
                 .iter()
                 .zip(keep)
                 .filter(|(_, kept)| *kept || two_way)
-                .map(|(r, kept)| Rec {
-                    output: u32::from(!kept),
-                    ..r.clone()
-                })
+                .map(|(r, kept)| r.routed_to(u32::from(!kept)))
                 .collect())
         }
     }
@@ -188,7 +175,8 @@ pub fn place(
         if mine.is_empty() {
             continue;
         }
-        let batch = to_batch(mine.iter().map(|&i| &records[i]));
+        let mine_records: Vec<Rec> = mine.iter().map(|&i| records[i].clone()).collect();
+        let batch = to_batch(&mine_records);
         let count = counts.get(output).copied().unwrap_or(1).max(1);
         let chosen = partitioner.partition(&batch, count).map_err(call_error)?;
         for (&i, partition) in mine.iter().zip(chosen) {

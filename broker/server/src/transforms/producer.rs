@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
-use sluice_plugin_host::ColumnarBatch;
+use sluice_plugin_host::RecordView;
 use sluice_storage::Compression;
 use sluice_transform::{Producer, StepError, StepErrorKind};
 use sluice_txn::{ErrorCode, PendingOffset, TopicPartition};
@@ -122,12 +122,12 @@ impl TxnSteps {
         self.check(code, "AddPartitionsToTxn")
     }
 
-    /// Appends `batch` as one transactional batch at `base_sequence` to `topic`-`partition`.
+    /// Appends `records` as one transactional batch at `base_sequence` to `topic`-`partition`.
     pub async fn append(
         &mut self,
         producer: Producer,
         (topic, partition): (&str, i32),
-        batch: ColumnarBatch,
+        records: &[RecordView<'_>],
         base_sequence: i32,
         codec: Compression,
     ) -> Result<(), StepError> {
@@ -137,8 +137,7 @@ impl TxnSteps {
             base_sequence,
             transactional: true,
         };
-        let indices: Vec<usize> = (0..batch.len()).collect();
-        let bytes = records::encode_produced(&batch, &indices, fields, codec)
+        let bytes = records::encode_produced(records, fields, codec)
             .map_err(|e| retriable(format!("encoding output for {topic}-{partition}: {e}")))?;
         let broker = self.broker.clone();
         let owned = topic.to_owned();

@@ -1,20 +1,28 @@
 //! The records a runner hands to its state machine (`sluice_transform::Runner`): a source
 //! record read from the log, or a plugin's output record with the output it is routed to.
-//! Payloads are `Bytes`, so the machine's clones (a record to dead-letter) share them.
+//!
+//! A record is an index into columns shared by every record of one read (or of one plugin
+//! call's answer): a read is decoded once into columns, a call's answer is kept in the
+//! columns the plugin returned, and an output batch is encoded straight from them, so a
+//! record's key and value are not copied between the log and the plugin, nor between the
+//! plugin and the output's encoder. The machine's clones (a record to dead-letter) share the
+//! columns.
 
-use bytes::Bytes;
+use std::borrow::Cow;
+use std::sync::Arc;
+
 use sluice_plugin_host::{ColumnarBatch, RecordView};
 use sluice_transform::{OutputRecord, SourceRecord};
 
 /// One record: a source record (`output` 0, unused) or a routed output record.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Rec {
+    columns: Arc<ColumnarBatch>,
+    index: u32,
+    /// The index of its first header in the columns (see `ColumnarBatch::record_at`).
+    first_header: u32,
     /// Its source offset (an output record: the offset of the input it came from).
     pub offset: i64,
-    pub timestamp: i64,
-    pub key: Option<Bytes>,
-    pub value: Option<Bytes>,
-    pub headers: Vec<(Bytes, Bytes)>,
     /// The output it goes to (an index into the spec's outputs).
     pub output: u32,
     /// The output partition a partitioner plugin chose, if one places this output.
@@ -25,66 +33,121 @@ pub struct Rec {
 const RECORD_OVERHEAD_BYTES: u64 = 24;
 
 impl Rec {
-    /// A copy of a record of a batch, routed to `output`.
-    pub fn copy(r: &RecordView<'_>, output: u32) -> Self {
-        Self {
-            offset: r.offset,
-            timestamp: r.timestamp,
-            key: r.key().map(Bytes::copy_from_slice),
-            value: r.value().map(Bytes::copy_from_slice),
-            headers: r
-                .headers()
-                .iter()
-                .map(|(k, v)| (Bytes::copy_from_slice(k), Bytes::copy_from_slice(v)))
-                .collect(),
-            output,
-            partition: None,
+    /// Every record of `columns` whose offset is at least `from`, each routed to the output
+    /// `outputs` gives it (source records: any).
+    pub fn all(columns: ColumnarBatch, outputs: impl Fn(usize) -> u32, from: i64) -> Vec<Self> {
+        let columns = Arc::new(columns);
+        let mut records = Vec::with_capacity(columns.len());
+        let mut first_header = 0u32;
+        for (i, (&offset, &headers)) in columns
+            .offsets()
+            .iter()
+            .zip(columns.header_counts())
+            .enumerate()
+        {
+            if offset >= from {
+                records.push(Self {
+                    columns: Arc::clone(&columns),
+                    // Columns hold at most u32::MAX records and headers (their ends are u32).
+                    index: u32::try_from(i).unwrap_or(u32::MAX),
+                    first_header,
+                    offset,
+                    output: outputs(i),
+                    partition: None,
+                });
+            }
+            first_header = first_header.saturating_add(headers);
         }
+        records
+    }
+
+    /// The same record (sharing its columns), routed to `output`.
+    pub fn routed_to(&self, output: u32) -> Self {
+        Self {
+            output,
+            ..self.clone()
+        }
+    }
+
+    /// The record, borrowed from its columns.
+    pub fn view(&self) -> RecordView<'_> {
+        self.columns
+            .record_at(self.index as usize, self.first_header as usize)
+            .expect("a record's index is inside its columns")
+    }
+
+    pub fn key(&self) -> Option<&[u8]> {
+        self.view().key()
     }
 
     /// Appends this record to `batch`, with `extra` headers after its own.
     pub fn push_to(&self, batch: &mut ColumnarBatch, extra: &[(&[u8], &[u8])]) {
-        let mut headers: Vec<(&[u8], &[u8])> = self
-            .headers
-            .iter()
-            .map(|(k, v)| (k.as_ref(), v.as_ref()))
-            .collect();
+        let r = self.view();
+        let mut headers: Vec<(&[u8], &[u8])> = r.headers().iter().collect();
         headers.extend_from_slice(extra);
-        batch.push(
-            self.offset,
-            self.timestamp,
-            self.key.as_deref(),
-            self.value.as_deref(),
-            &headers,
-        );
+        batch.push(r.offset, r.timestamp, r.key(), r.value(), &headers);
+    }
+
+    /// Key, value and header bytes: what the record adds to an output batch's payload.
+    pub fn payload_bytes(&self) -> usize {
+        let r = self.view();
+        r.key().map_or(0, <[u8]>::len)
+            + r.value().map_or(0, <[u8]>::len)
+            + r.headers()
+                .iter()
+                .map(|(k, v)| k.len() + v.len())
+                .sum::<usize>()
     }
 
     fn bytes(&self) -> u64 {
-        let len = |b: &Option<Bytes>| b.as_ref().map_or(0, |b| b.len() as u64);
-        let headers: u64 = self
-            .headers
-            .iter()
-            .map(|(k, v)| (k.len() + v.len()) as u64 + 4)
-            .sum();
-        RECORD_OVERHEAD_BYTES + len(&self.key) + len(&self.value) + headers
+        let headers = self.view().headers().iter().count() as u64 * 4;
+        RECORD_OVERHEAD_BYTES + self.payload_bytes() as u64 + headers
+    }
+
+    /// Whether `self` and `other` are records of the same columns.
+    fn shares_columns(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.columns, &other.columns)
     }
 }
 
-/// A batch of `records`, as the plugin and the encoder take them.
-pub fn to_batch<'a>(records: impl ExactSizeIterator<Item = &'a Rec>) -> ColumnarBatch {
+/// `records` as one batch, as the plugin and the encoder take them: the shared columns
+/// themselves when `records` are all of them in order (a whole read, a whole answer), else a
+/// copy.
+pub fn to_batch(records: &[Rec]) -> Cow<'_, ColumnarBatch> {
+    if let Some(first) = records.first()
+        && first.columns.len() == records.len()
+        && records
+            .iter()
+            .enumerate()
+            .all(|(i, r)| r.index as usize == i && r.shares_columns(first))
+    {
+        return Cow::Borrowed(&first.columns);
+    }
     let mut batch = ColumnarBatch::with_capacity(records.len(), 0);
     for r in records {
         r.push_to(&mut batch, &[]);
     }
-    batch
+    Cow::Owned(batch)
 }
+
+impl PartialEq for Rec {
+    fn eq(&self, other: &Self) -> bool {
+        let (a, b) = (self.view(), other.view());
+        (self.output, self.partition) == (other.output, other.partition)
+            && (a.offset, a.timestamp, a.key(), a.value())
+                == (b.offset, b.timestamp, b.key(), b.value())
+            && a.headers().iter().eq(b.headers().iter())
+    }
+}
+
+impl Eq for Rec {}
 
 impl SourceRecord for Rec {
     fn offset(&self) -> i64 {
         self.offset
     }
     fn key(&self) -> Option<&[u8]> {
-        self.key.as_deref()
+        Rec::key(self)
     }
     fn size_bytes(&self) -> u64 {
         self.bytes()
@@ -96,7 +159,7 @@ impl OutputRecord for Rec {
         self.output
     }
     fn key(&self) -> Option<&[u8]> {
-        self.key.as_deref()
+        Rec::key(self)
     }
     fn size_bytes(&self) -> u64 {
         self.bytes()

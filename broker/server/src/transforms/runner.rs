@@ -40,7 +40,7 @@ use crate::txn::TxnHandle;
 
 use super::process::{self, Plugin};
 use super::producer::TxnSteps;
-use super::record::{Rec, to_batch};
+use super::record::Rec;
 
 /// What the operator asks of a transform's runners.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -351,22 +351,21 @@ impl Driver {
         spec: &TransformSpec,
     ) -> Result<(), StepError> {
         let producer = runner.producer().expect("a producer before appending");
-        let (target, partition, base_sequence, batch, codec) = match effect {
+        // Output records are appended straight from the columns that hold them; dead
+        // letters are copied once, to add their headers.
+        let (target, partition, base_sequence, records, codec) = match effect {
             Effect::Append {
                 output,
                 partition,
                 base_sequence,
                 records,
-            } => {
-                let batch = to_batch(records.iter());
-                (
-                    Target::Output(output),
-                    partition,
-                    base_sequence,
-                    batch,
-                    self.codec,
-                )
-            }
+            } => (
+                Target::Output(output),
+                partition,
+                base_sequence,
+                records,
+                self.codec,
+            ),
             Effect::AppendDeadLetters {
                 partition,
                 base_sequence,
@@ -377,7 +376,7 @@ impl Driver {
                     Target::DeadLetter,
                     partition,
                     base_sequence,
-                    batch,
+                    Rec::all(batch, |_| 0, i64::MIN),
                     Compression::None,
                 )
             }
@@ -387,10 +386,17 @@ impl Driver {
         // One Append may hold more than one batch should (a read's records for one output
         // partition): split by size; sequences run on across the pieces.
         let mut sequence = base_sequence;
-        for piece in split_batch(&batch, OUTPUT_BATCH_BYTES_MAX) {
+        for piece in pieces(&records, OUTPUT_BATCH_BYTES_MAX) {
             let count = i32::try_from(piece.len()).unwrap_or(i32::MAX);
+            let views: Vec<_> = piece.iter().map(Rec::view).collect();
             self.steps
-                .append(producer, (topic, to_i32(partition)), piece, sequence, codec)
+                .append(
+                    producer,
+                    (topic, to_i32(partition)),
+                    &views,
+                    sequence,
+                    codec,
+                )
                 .await?;
             sequence = sequence.wrapping_add(count);
         }
@@ -631,29 +637,22 @@ impl Driver {
 /// limit fails the partition, naming it).
 const OUTPUT_BATCH_BYTES_MAX: usize = 512 * 1024;
 
-/// `batch` cut into batches of at most `max_bytes` of keys, values and headers (at least one
+/// `records` cut into runs of at most `max_bytes` of keys, values and headers (at least one
 /// record each), in order.
-fn split_batch(batch: &ColumnarBatch, max_bytes: usize) -> Vec<ColumnarBatch> {
-    let mut out = vec![ColumnarBatch::new()];
-    let mut bytes = 0;
-    for r in batch.records() {
-        let size = r.key().map_or(0, <[u8]>::len)
-            + r.value().map_or(0, <[u8]>::len)
-            + r.headers()
-                .iter()
-                .map(|(k, v)| k.len() + v.len())
-                .sum::<usize>();
-        if out.last().is_some_and(|b| !b.is_empty()) && bytes + size > max_bytes {
-            out.push(ColumnarBatch::new());
-            bytes = 0;
-        }
-        let headers: Vec<_> = r.headers().iter().collect();
-        if let Some(last) = out.last_mut() {
-            last.push(r.offset, r.timestamp, r.key(), r.value(), &headers);
+fn pieces(records: &[Rec], max_bytes: usize) -> Vec<&[Rec]> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, r) in records.iter().enumerate() {
+        let size = r.payload_bytes();
+        if i > start && bytes + size > max_bytes {
+            out.push(&records[start..i]);
+            (start, bytes) = (i, 0);
         }
         bytes += size;
     }
-    out.retain(|b| !b.is_empty());
+    if start < records.len() {
+        out.push(&records[start..]);
+    }
     out
 }
 
