@@ -364,6 +364,13 @@ def test_refusals(broker_factory, tmp_path):
     refused(base | {"outputs": ["orders-eu", "validated"]}, 400, "sluice.validator")
     deploy(broker, base)
     refused(base, 409, "exists")
+    # A transform writing back into its own chain would loop records forever.
+    refused(
+        base | {"name": "back", "source": "orders-us", "outputs": ["orders"], "params": SPLIT},
+        400,
+        "cycle",
+        "back -> t -> back",
+    )
     # A topic a transform uses cannot be deleted.
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     futures = admin.delete_topics(["orders-eu"], operation_timeout=30)

@@ -253,6 +253,54 @@ pub fn check_name(what: &'static str, name: &str, max_bytes: usize) -> Result<()
 }
 
 impl TransformSpec {
+    /// The topics this transform writes: its outputs, then its dead-letter topic.
+    pub fn written_topics(&self) -> impl Iterator<Item = &str> {
+        self.outputs
+            .iter()
+            .chain(&self.dead_letter_topic)
+            .map(String::as_str)
+    }
+
+    /// The cycle deploying this transform beside `existing` would close, if any: the names
+    /// of the transforms from this one back to it, each writing a topic the next one reads
+    /// (records would loop through them forever). The shortest such cycle.
+    pub fn cycle<'a>(&'a self, existing: &[&'a TransformSpec]) -> Option<Vec<&'a str>> {
+        // Breadth first over "writes the source of"; `parent[i]`: how `existing[i]` was
+        // reached (`None`: from this transform).
+        let mut parent: Vec<Option<Option<usize>>> = vec![None; existing.len()];
+        let mut queue = std::collections::VecDeque::new();
+        let feeds = |writer: &TransformSpec, reader: &TransformSpec| {
+            writer.written_topics().any(|t| t == reader.source)
+        };
+        for (i, t) in existing.iter().enumerate() {
+            if t.name != self.name && feeds(self, t) {
+                parent[i] = Some(None);
+                queue.push_back(i);
+            }
+        }
+        while let Some(i) = queue.pop_front() {
+            if feeds(existing[i], self) {
+                let mut names = vec![existing[i].name.as_str()];
+                let mut at = parent[i].flatten();
+                while let Some(j) = at {
+                    names.push(existing[j].name.as_str());
+                    at = parent[j].flatten();
+                }
+                names.push(self.name.as_str());
+                names.reverse();
+                names.push(self.name.as_str());
+                return Some(names);
+            }
+            for (j, t) in existing.iter().enumerate() {
+                if parent[j].is_none() && t.name != self.name && feeds(existing[i], t) {
+                    parent[j] = Some(Some(i));
+                    queue.push_back(j);
+                }
+            }
+        }
+        None
+    }
+
     /// Everything decidable from the spec alone; the first problem found.
     pub fn check(&self) -> Result<(), SpecError> {
         check_name("transform name", &self.name, TRANSFORM_NAME_BYTES_MAX)?;

@@ -274,6 +274,14 @@ impl TransformService {
         spec.start_offsets = start_offsets(&source, spec.from_offset)?;
         spec.check()
             .map_err(|e| KafkaError::new(ResponseError::InvalidRequest, e.to_string()))?;
+        let existing: Vec<&TransformSpec> = transforms.values().map(|r| &*r.spec).collect();
+        if let Some(cycle) = spec.cycle(&existing) {
+            return Err(policy(format!(
+                "transform {:?} would close a cycle, records looping forever through {}: each writes the source of the next",
+                spec.name,
+                cycle.join(" -> ")
+            )));
+        }
         // Binding runs the plugin's `init` (CPU, bounded by plugin.call.timeout.ms).
         let (checking, checked) = (broker.clone(), spec.clone());
         tokio::task::spawn_blocking(move || check_against_broker(&checking, &checked))

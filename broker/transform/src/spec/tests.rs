@@ -257,3 +257,54 @@ fn a_partitioner_plugin_is_named_and_its_params_bounded() {
     let old: TransformSpec = serde_json::from_value(value).unwrap();
     assert_eq!(old.partitioner, None);
 }
+
+fn feeding(
+    name: &str,
+    source: &str,
+    outputs: &[&str],
+    dead_letters: Option<&str>,
+) -> TransformSpec {
+    TransformSpec {
+        name: name.into(),
+        source: source.into(),
+        outputs: outputs.iter().map(|&o| o.into()).collect(),
+        dead_letter_topic: dead_letters.map(Into::into),
+        on_error: if dead_letters.is_some() {
+            OnError::DeadLetter
+        } else {
+            OnError::Stop
+        },
+        ..spec()
+    }
+}
+
+#[test]
+fn a_transform_that_would_close_a_cycle_is_named_with_the_cycle() {
+    let a = feeding("a", "t1", &["t2"], None);
+    let b = feeding("b", "t2", &["t3", "side"], None);
+    let c = feeding("c", "t3", &["t4"], Some("t9"));
+    let unrelated = feeding("u", "x", &["t1"], None);
+    let existing = [&unrelated, &a, &b, &c];
+
+    // A chain is fine; writing back into it closes a cycle, through outputs or dead letters.
+    assert_eq!(feeding("d", "t4", &["out"], None).cycle(&existing), None);
+    assert_eq!(
+        feeding("d", "t4", &["out", "t1"], None).cycle(&existing),
+        Some(vec!["d", "a", "b", "c", "d"])
+    );
+    assert_eq!(
+        feeding("d", "t9", &["t3"], None).cycle(&existing),
+        Some(vec!["d", "c", "d"])
+    );
+    assert_eq!(
+        feeding("d", "t4", &["out"], Some("t2")).cycle(&existing),
+        Some(vec!["d", "b", "c", "d"])
+    );
+    // The shortest cycle is named.
+    assert_eq!(
+        feeding("d", "t3", &["t1", "t3x", "t2"], None).cycle(&existing),
+        Some(vec!["d", "b", "d"])
+    );
+    // Nothing exists yet: no cycle (its own source is check()'s to refuse).
+    assert_eq!(feeding("d", "t4", &["t1"], None).cycle(&[]), None);
+}
