@@ -42,8 +42,8 @@ PLUGINS = {
 SPLIT = {"field": "$.region", "value": "eu", "unparseable": "dead-letter"}
 
 
-def start(broker_factory, tmp_path):
-    return broker_factory(settings={"plugin.dir": str(plugin_dir(tmp_path, PLUGINS))})
+def start(broker_factory, tmp_path, **settings):
+    return broker_factory(settings={"plugin.dir": str(plugin_dir(tmp_path, PLUGINS))} | settings)
 
 
 def order_value(i: int) -> bytes:
@@ -277,8 +277,9 @@ def test_a_poison_record_under_each_failure_policy(broker_factory, tmp_path):
 def test_a_plugin_that_never_returns_stalls_neither_producers_nor_other_transforms(broker_factory, tmp_path):
     """Records on which the plugin spins until the call deadline (plugin.call.timeout.ms)
     are bisected out and skipped, while a healthy transform on another topic, sharing the
-    broker's plugin-call slots (a fair queue), keeps up and producers keep producing."""
-    broker = start(broker_factory, tmp_path)
+    broker's plugin-call slot (a fair queue; one slot, transform.calls.concurrent.max = 1),
+    keeps up and producers keep producing."""
+    broker = start(broker_factory, tmp_path, **{"transform.calls.concurrent.max": "1"})
     spinning = (5, 90, 91, 160)
     create_topic(broker.bootstrap, "spin-in", 2)
     create_topic(broker.bootstrap, "spin-out", 1)

@@ -211,6 +211,8 @@ pub struct BrokerConfig {
     pub plugin_memory_bytes_max: u64,
     /// `plugin.module.bytes.max`: largest plugin upload accepted.
     pub plugin_module_bytes_max: u64,
+    /// `transform.calls.concurrent.max`: materialized transforms' plugin calls in flight.
+    pub transform_calls_concurrent_max: usize,
     /// `admin.listen`: where the admin HTTP API binds; `None` (empty string) turns it off.
     pub admin_listen: Option<HostPort>,
     /// `admin.token`: when set, admin requests need `Authorization: Bearer <token>`.
@@ -295,6 +297,8 @@ impl Default for BrokerConfig {
             plugin_call_timeout_ms: plugin_limits::PLUGIN_CALL_TIMEOUT_MS_DEFAULT,
             plugin_memory_bytes_max: plugin_limits::PLUGIN_MEMORY_BYTES_MAX_DEFAULT,
             plugin_module_bytes_max: plugin_limits::PLUGIN_MODULE_BYTES_MAX_DEFAULT,
+            transform_calls_concurrent_max:
+                sluice_transform::limits::TRANSFORM_CALLS_CONCURRENT_DEFAULT,
             admin_listen: Some(HostPort {
                 host: "127.0.0.1".into(),
                 port: limits::ADMIN_PORT_DEFAULT,
@@ -368,6 +372,7 @@ pub const BROKER_KEYS: &[&str] = &[
     "plugin.call.timeout.ms",
     "plugin.memory.bytes.max",
     "plugin.module.bytes.max",
+    "transform.calls.concurrent.max",
     "admin.listen",
     "admin.token",
     "admin.auth",

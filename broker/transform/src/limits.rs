@@ -90,9 +90,14 @@ pub const TRANSFORM_COMMIT_INTERVAL_MS_MAX: i64 = 5_000;
 /// producer default).
 pub const TRANSFORM_TXN_TIMEOUT_MS_MIN: i64 = 60_000;
 
-/// Transform plugin calls in flight over all transforms (one semaphore in the broker): the
-/// CPU transforms may take from fetches and produces.
+/// Default of `transform.calls.concurrent.max`: transform plugin calls in flight over all
+/// transforms (one fair semaphore in the broker), the CPU transforms may take from fetches
+/// and produces.
 pub const TRANSFORM_CALLS_CONCURRENT_DEFAULT: usize = 2;
+
+/// The most `transform.calls.concurrent.max` may be: each call holds a blocking-pool thread
+/// and a plugin instance.
+pub const TRANSFORM_CALLS_CONCURRENT_MAX: usize = 64;
 
 /// Extra plugin calls spent isolating the failing records of one failed call (the first
 /// call not counted). One poison record among 512 takes 18.

@@ -1,11 +1,14 @@
 //! The `plugin.*` broker keys: where plugins live and the limits every call into one runs
-//! under. They map onto the plugin host's `PluginConfig`, which checks their ranges.
+//! under. They map onto the plugin host's `PluginConfig`, which checks their ranges. And
+//! `transform.calls.concurrent.max`, the plugin calls materialized transforms may run at once.
 
 use std::path::PathBuf;
 
 use sluice_plugin_host::PluginConfig;
 
-use super::{BrokerConfig, parse_bytes, parse_ms, ranged};
+use sluice_transform::limits::TRANSFORM_CALLS_CONCURRENT_MAX;
+
+use super::{BrokerConfig, parse_bytes, parse_i64, parse_ms, ranged};
 
 /// Subdirectory of `data.dir` holding plugins when `plugin.dir` is not set.
 pub const PLUGIN_SUBDIR: &str = "plugins";
@@ -31,6 +34,10 @@ impl BrokerConfig {
                 .map(|v| self.plugin_memory_bytes_max = v as u64),
             "plugin.module.bytes.max" => ranged(parse_bytes(value), 1, i64::MAX)
                 .map(|v| self.plugin_module_bytes_max = v as u64),
+            "transform.calls.concurrent.max" => {
+                ranged(parse_i64(value), 1, TRANSFORM_CALLS_CONCURRENT_MAX as i64)
+                    .map(|v| self.transform_calls_concurrent_max = v as usize)
+            }
             _ => return None,
         };
         Some(result)
@@ -46,6 +53,7 @@ impl BrokerConfig {
             "plugin.call.timeout.ms" => self.plugin_call_timeout_ms.to_string(),
             "plugin.memory.bytes.max" => self.plugin_memory_bytes_max.to_string(),
             "plugin.module.bytes.max" => self.plugin_module_bytes_max.to_string(),
+            "transform.calls.concurrent.max" => self.transform_calls_concurrent_max.to_string(),
             _ => return None,
         })
     }
@@ -96,5 +104,23 @@ mod tests {
         let err = c.validate().unwrap_err().to_string();
         assert!(err.contains("plugin.call.timeout.ms"), "{err}");
         assert!(c.set("plugin.memory.bytes.max", "0").is_err());
+    }
+
+    #[test]
+    fn transform_calls_concurrent_max_is_a_bounded_count() {
+        let mut c = BrokerConfig::default();
+        assert_eq!(
+            c.get("transform.calls.concurrent.max").as_deref(),
+            Some("2")
+        );
+        c.set("transform.calls.concurrent.max", "4").unwrap();
+        assert_eq!(c.transform_calls_concurrent_max, 4);
+        for bad in ["0", "65", "-1", "many"] {
+            let err = c.set("transform.calls.concurrent.max", bad).unwrap_err();
+            assert!(
+                err.to_string().contains("transform.calls.concurrent.max"),
+                "{bad}: {err}"
+            );
+        }
     }
 }

@@ -132,7 +132,7 @@ struct Inner {
     broker: Arc<Broker>,
     txns: TxnHandle,
     groups: GroupHandle,
-    /// Plugin calls in flight over every transform (`TRANSFORM_CALLS_CONCURRENT_DEFAULT`).
+    /// Plugin calls in flight over every transform (`transform.calls.concurrent.max`).
     calls: Arc<Semaphore>,
     /// Running transforms; the lock also serialises operator commands.
     transforms: Mutex<BTreeMap<String, Running>>,
@@ -163,7 +163,7 @@ impl TransformService {
                 broker: broker.clone(),
                 txns,
                 groups,
-                calls: Arc::new(Semaphore::new(limits::TRANSFORM_CALLS_CONCURRENT_DEFAULT)),
+                calls: Arc::new(Semaphore::new(broker.config.transform_calls_concurrent_max)),
                 transforms: Mutex::new(BTreeMap::new()),
                 grower: std::sync::Mutex::new(None),
             }),
