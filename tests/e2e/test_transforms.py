@@ -25,7 +25,7 @@ from collections import Counter, defaultdict
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 from plugin_support import crc32_partition, murmur2_partition, plugin_dir, replace_file, wasm
 from transform_support import caught_up, cli, command, deploy, describe, read_all
 
@@ -362,7 +362,7 @@ def test_refusals(broker_factory, tmp_path):
     refused(base | {"outputs": [f"o{i}" for i in range(9)]}, 400, "TRANSFORM_OUTPUTS_MAX")
     refused(base | {"outputs": ["missing"]}, 404, "missing")
     create_topic(broker.bootstrap, "validated", 1, {"sluice.validator": "json-validator", "sluice.validator.params": "required=$.id"})
-    refused(base | {"outputs": ["orders-eu", "validated"]}, 400, "sluice.validator")
+    refused(base | {"on_error": "dead-letter", "dead_letter_topic": "validated"}, 400, "sluice.validator", "dead letters")
     deploy(broker, base)
     refused(base, 409, "exists")
     # A transform writing back into its own chain would loop records forever.
@@ -388,6 +388,54 @@ def test_refusals(broker_factory, tmp_path):
     status, _ = http(broker, "DELETE", "/v1/transforms/t")
     assert status == 200
     assert admin.delete_topics(["orders-eu"], operation_timeout=30)["orders-eu"].result() is None
+
+
+def test_outputs_are_validated_and_refused_records_follow_the_failure_policy(broker_factory, tmp_path):
+    """An output topic's validator (sluice.validator) runs on what the transform writes there,
+    as on a produce: an order whose output it refuses is isolated and dead-lettered with the
+    validator's reason, the same order routed to an output without a validator is written,
+    and a validator set on an output while the transform runs applies from then on."""
+    broker = start(broker_factory, tmp_path)
+    create_topic(broker.bootstrap, "orders", 2)
+    create_topic(broker.bootstrap, "orders-eu", 1, {"sluice.validator": "json-validator", "sluice.validator.params": "types=$.total:number"})
+    create_topic(broker.bootstrap, "orders-us", 1)
+    create_topic(broker.bootstrap, "refused", 1)
+
+    def order(i: int) -> bytes:
+        total = "n/a" if i % 10 == 3 else i  # a string total: the eu validator refuses it
+        return json.dumps({"id": i, "region": "eu" if i % 2 else "us", "total": total}).encode()
+
+    def produce(first: int, count: int):
+        p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 20})
+        for i in range(first, first + count):
+            p.produce("orders", key=b"c-%d" % i, value=order(i))
+        assert p.flush(30) == 0
+
+    produce(0, 200)
+    body = {"name": "checked", "source": "orders", "plugin": "split-transform", "outputs": ["orders-eu", "orders-us"], "params": {"field": "$.region", "value": "eu"}, "on_error": "dead-letter", "dead_letter_topic": "refused"}
+    deploy(broker, body)
+    t = caught_up(broker, "checked")
+    bad_eu = [i for i in range(200) if i % 2 and i % 10 == 3]
+    assert sum(p["records_dead_lettered"] for p in t["partitions"]) == len(bad_eu)
+    assert sorted(json.loads(m.value())["id"] for m in read_all(broker.bootstrap, "orders-eu", 1)) == [i for i in range(200) if i % 2 and i not in bad_eu]
+    assert sorted(json.loads(m.value())["id"] for m in read_all(broker.bootstrap, "orders-us", 1)) == [i for i in range(200) if not i % 2]
+    dead = read_all(broker.bootstrap, "refused", 1)
+    assert sorted(json.loads(m.value())["id"] for m in dead) == bad_eu
+    for m in dead:
+        h = {k: v.decode() for k, v in m.headers()}
+        assert h["sluice.dlq.error"] == "validator", h
+        assert "orders-eu" in h["sluice.dlq.reason"] and "json-validator" in h["sluice.dlq.reason"] and "$.total" in h["sluice.dlq.reason"], h
+
+    # A validator set on orders-us now applies to the next records.
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in (("sluice.validator", "json-validator"), ("sluice.validator.params", "required=$.vip"))]
+    resource = ConfigResource(ResourceType.TOPIC, "orders-us", incremental_configs=entries)
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(30)
+    produce(200, 10)
+    t = wait_until(lambda: (d := caught_up(broker, "checked")) and sum(p["records_in"] for p in d["partitions"]) == 210 and d, 60, "the new records")
+    assert sum(p["records_dead_lettered"] for p in t["partitions"]) == len(bad_eu) + 5 + 1  # 5 us (no vip), 1 eu (203)
+    assert len(read_all(broker.bootstrap, "orders-us", 1)) == 100
 
 
 def test_a_new_plugin_version_takes_over_at_a_committed_position(broker_factory, tmp_path):

@@ -393,6 +393,48 @@ impl<I: SourceRecord, O: OutputRecord> Runner<I, O> {
         }
     }
 
+    /// A call answered in part: `outputs`, those of the records that passed, and `refused`,
+    /// the records that did not (indices into the call's range, increasing, each with its
+    /// error): an output topic's validator refusing what the plugin made of them. As if the
+    /// call had been bisected down to exactly those records, without the calls: the policy
+    /// applies to each refused record, and under `stop` the outputs of the records after
+    /// the first are dropped.
+    pub fn on_called_in_part(
+        &mut self,
+        now_ms: i64,
+        outputs: Vec<O>,
+        refused: Vec<(usize, CallError)>,
+    ) -> Effect<I, O> {
+        if refused.is_empty() {
+            return self.on_called(now_ms, Ok(outputs));
+        }
+        let Phase::Call(range) = self.phase.clone() else {
+            panic!("on_called_in_part answers a Call, not {:?}", self.phase);
+        };
+        let outputs = match self.check_outputs(outputs) {
+            Ok(outputs) => outputs,
+            Err(e) => return self.call_failed(now_ms, range, e),
+        };
+        self.call_backoff_ms = TRANSFORM_RETRY_BACKOFF_MS;
+        let stop = self.config.on_error == crate::spec::OnError::Stop;
+        let chunk = self.chunk_mut();
+        let first_refused = chunk.inputs[range.start + refused[0].0].offset();
+        chunk.outputs.extend(
+            outputs
+                .into_iter()
+                .filter(|o| !stop || o.source_offset() < first_refused),
+        );
+        let failed: Vec<usize> = refused.iter().map(|(i, _)| *i).collect();
+        for (i, error) in refused {
+            chunk.errors.insert(range.start + i, error);
+        }
+        chunk.bisect.on_partial(range, &failed);
+        if stop {
+            return self.finish_chunk(now_ms);
+        }
+        self.call_next(now_ms)
+    }
+
     /// AddPartitionsToTxn answered.
     pub fn on_added(&mut self, now_ms: i64, result: Result<(), StepError>) -> Effect<I, O> {
         self.expect(&Phase::AddPartitions, "on_added");

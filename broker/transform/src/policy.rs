@@ -104,6 +104,38 @@ impl Bisect {
         debug_assert!(self.calls <= 1 + self.extra_calls_max);
     }
 
+    /// The call on `range` (the one in flight) failed for exactly the records at `failed`
+    /// (offsets into `range`, increasing): each fails on its own, and the records between
+    /// them succeeded (their outputs came with the answer). No further calls for `range`:
+    /// an answer that names its failing records (an output topic's validator) needs no
+    /// bisecting.
+    ///
+    /// # Panics
+    /// If `range` is not the call in flight, or `failed` is not increasing within it.
+    pub fn on_partial(&mut self, range: Range<usize>, failed: &[usize]) {
+        assert_eq!(
+            self.in_flight.take().as_ref(),
+            Some(&range),
+            "answer to a call not made"
+        );
+        let mut start = range.start;
+        for &i in failed {
+            let at = range.start + i;
+            assert!(
+                at >= start && at < range.end,
+                "failed records inside the call, increasing"
+            );
+            if at > start {
+                self.succeeded.push(start..at);
+            }
+            self.failed.push(at..at + 1);
+            start = at + 1;
+        }
+        if start < range.end {
+            self.succeeded.push(start..range.end);
+        }
+    }
+
     /// Every record resolved.
     #[must_use]
     pub fn is_done(&self) -> bool {
@@ -190,6 +222,30 @@ mod tests {
         assert_eq!(bisect.calls(), 5);
         assert!(bisect.unresolved());
         assert_eq!(indices(bisect.failed_ranges()), (0..64).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_partial_answer_resolves_its_range_in_one_call() {
+        // During a bisect: the right half's call names its failing records itself.
+        let mut bisect = Bisect::new(10);
+        assert_eq!(bisect.next_call(), Some(0..10));
+        bisect.on_result(0..10, false);
+        assert_eq!(bisect.next_call(), Some(0..5));
+        bisect.on_result(0..5, true);
+        assert_eq!(bisect.next_call(), Some(5..10));
+        bisect.on_partial(5..10, &[0, 2, 3]);
+        assert!(bisect.is_done());
+        assert_eq!(bisect.succeeded_ranges(), &[0..5, 6..7, 9..10]);
+        assert_eq!(bisect.failed_ranges(), &[5..6, 7..8, 8..9]);
+        assert_eq!((bisect.calls(), bisect.first_failed()), (3, Some(5)));
+    }
+
+    #[test]
+    #[should_panic(expected = "failed records inside the call, increasing")]
+    fn a_partial_answer_naming_records_out_of_order_is_a_bug() {
+        let mut bisect = Bisect::new(4);
+        let _ = bisect.next_call();
+        bisect.on_partial(0..4, &[2, 1]);
     }
 
     #[test]

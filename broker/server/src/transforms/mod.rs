@@ -705,11 +705,13 @@ fn check_against_broker(broker: &Broker, spec: &TransformSpec) -> Result<(), Kaf
         .chain(dead_letter.map(|d| ("dead-letter", d)))
     {
         let t = topic(broker, name, role)?;
-        if t.plugins.validator.is_some() {
+        // Outputs are validated as produces are; a dead letter is the record that failed,
+        // kept as it was, so a dead-letter topic may not have a validator to refuse it.
+        if role == "dead-letter" && t.plugins.validator.is_some() {
             return Err(KafkaError::new(
                 ResponseError::InvalidConfig,
                 format!(
-                    "{role} topic {name:?} has a validator plugin (sluice.validator): a transform's output is not validated yet, so it may not write there"
+                    "{role} topic {name:?} has a validator plugin (sluice.validator): dead letters are written as they failed, never refused"
                 ),
             ));
         }

@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use sluice_plugin_host::{CallError as HostError, ColumnarBatch, Filter, Partitioner, Transform};
+use sluice_plugin_host::{
+    CallError as HostError, ColumnarBatch, Filter, Partitioner, Transform, Validator,
+};
 use sluice_storage::batch::iter_batches;
 use sluice_storage::{Compression, Offset, ReadError};
 use sluice_transform::{CallError, CallErrorKind, ReadResult, StepError, StepErrorKind, limits};
@@ -187,6 +189,75 @@ pub fn place(
 }
 
 /// The runner's view of a plugin host failure.
+/// An output topic's validator: its topic, its plugin's name, the handle.
+#[derive(Debug, Clone)]
+pub struct OutputValidator {
+    pub topic: String,
+    pub plugin: String,
+    pub handle: Arc<Validator>,
+}
+
+/// Runs each output's validator (`validators`, per output) on the records routed to it, as
+/// the produce path runs a topic's validator on a produced batch. Returns the source
+/// records refused (indices into `inputs`, increasing), each with an error of kind
+/// `validator` naming the topic, the plugin, the source offset and the plugin's reason, and
+/// removes every output of those records from `records` (a source record's outputs are
+/// written all or none): the machine applies the failure policy to exactly those records
+/// (`Runner::on_called_in_part`). A failed validator call fails the whole call, as the
+/// transform's own would.
+pub fn validate(
+    inputs: &[Rec],
+    records: &mut Vec<Rec>,
+    validators: &[Option<OutputValidator>],
+) -> Result<Vec<(usize, CallError)>, CallError> {
+    let mut refused: std::collections::BTreeMap<i64, CallError> = std::collections::BTreeMap::new();
+    for (output, validator) in validators.iter().enumerate() {
+        let Some(validator) = validator else {
+            continue;
+        };
+        let index = u32::try_from(output).unwrap_or(u32::MAX);
+        let mine: Vec<Rec> = records
+            .iter()
+            .filter(|r| r.output == index)
+            .cloned()
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let batch = to_batch(&mine);
+        let answer = validator.handle.validate(&batch).map_err(|e| CallError {
+            message: format!(
+                "output topic {:?}'s validator `{}`: {e}",
+                validator.topic, validator.plugin
+            ),
+            ..call_error(e)
+        })?;
+        for refusal in answer {
+            let Some(record) = mine.get(refusal.index as usize) else {
+                continue; // the host checked the indices; nothing to refuse past the batch
+            };
+            refused.entry(record.offset).or_insert_with(|| CallError {
+                kind: CallErrorKind::Validator,
+                message: format!(
+                    "output topic {:?}'s validator `{}` refused the output of the record at source offset {}: {}",
+                    validator.topic, validator.plugin, record.offset, refusal.reason
+                ),
+            });
+        }
+    }
+    if refused.is_empty() {
+        return Ok(Vec::new());
+    }
+    records.retain(|r| !refused.contains_key(&r.offset));
+    Ok(refused
+        .into_iter()
+        .filter_map(|(offset, error)| {
+            let index = inputs.binary_search_by_key(&offset, |r| r.offset).ok()?;
+            Some((index, error))
+        })
+        .collect())
+}
+
 fn call_error(e: HostError) -> CallError {
     let kind = match &e {
         // Not the records' fault: no instance free, or a new version that cannot start

@@ -164,6 +164,9 @@ impl OutputRecord for Rec {
     fn size_bytes(&self) -> u64 {
         self.bytes()
     }
+    fn source_offset(&self) -> i64 {
+        self.offset
+    }
     fn partition(&self) -> Option<u32> {
         self.partition
     }

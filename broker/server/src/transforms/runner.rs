@@ -38,7 +38,7 @@ use crate::broker::Broker;
 use crate::group::GroupHandle;
 use crate::txn::TxnHandle;
 
-use super::process::{self, Plugin};
+use super::process::{self, OutputValidator, Plugin};
 use super::producer::TxnSteps;
 use super::record::Rec;
 
@@ -296,8 +296,12 @@ impl Driver {
                 runner.on_read(now(&self.ctx), answer)
             }
             Effect::Call { range } => {
-                let answer = self.call(runner.inputs()[range].to_vec(), &spec).await;
-                runner.on_called(now(&self.ctx), answer)
+                match self.call(runner.inputs()[range].to_vec(), &spec).await {
+                    Ok((outputs, refused)) => {
+                        runner.on_called_in_part(now(&self.ctx), outputs, refused)
+                    }
+                    Err(e) => runner.on_called(now(&self.ctx), Err(e)),
+                }
             }
             Effect::AddPartitions { partitions } => {
                 let producer = runner
@@ -502,11 +506,7 @@ impl Driver {
         Ok(read.0)
     }
 
-    async fn call(
-        &mut self,
-        inputs: Vec<Rec>,
-        spec: &TransformSpec,
-    ) -> Result<Vec<Rec>, CallError> {
+    async fn call(&mut self, inputs: Vec<Rec>, spec: &TransformSpec) -> Result<Called, CallError> {
         let registry = &self.ctx.broker.plugins.registry;
         let current = registry.version(&spec.plugin);
         match (&self.pinned, &current) {
@@ -546,11 +546,13 @@ impl Driver {
         let outputs = spec.outputs.clone();
         let placements = self.placements.clone();
         let counts = partition_counts(&self.ctx.broker, spec).unwrap_or_default();
+        let validators = output_validators(&self.ctx.broker, spec)?;
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
             let mut records = process::call(&plugin, &inputs, &outputs)?;
             process::place(&mut records, &placements, &counts)?;
-            Ok(records)
+            let refused = process::validate(&inputs, &mut records, &validators)?;
+            Ok((records, refused))
         })
         .await
         .unwrap_or_else(|e| {
@@ -718,6 +720,39 @@ pub fn bind(broker: &Broker, spec: &TransformSpec) -> Result<(Plugin, Placements
         placements.push(placement);
     }
     Ok((plugin, placements))
+}
+
+/// A call's answer: the output records, and the source records an output topic's validator
+/// refused (indices into the call's inputs, each with its error).
+type Called = (Vec<Rec>, Vec<(usize, CallError)>);
+
+/// The outputs' validators (`sluice.validator`), looked up for every call so a validator
+/// set on an output topic while the transform runs applies from its next call. One that
+/// cannot be bound (its plugin missing or refusing its parameters) is `Busy`: the call
+/// waits and tries again, the error in the status, and nothing is written unvalidated.
+fn output_validators(
+    broker: &Broker,
+    spec: &TransformSpec,
+) -> Result<Vec<Option<OutputValidator>>, CallError> {
+    let registry = &broker.plugins.registry;
+    let mut validators = Vec::with_capacity(spec.outputs.len());
+    for name in &spec.outputs {
+        let topic = broker.topic(name);
+        let Some(validator) = topic.as_ref().and_then(|t| t.plugins.validator.as_ref()) else {
+            validators.push(None);
+            continue;
+        };
+        let handle = validator.handle(registry).map_err(|e| CallError {
+            kind: CallErrorKind::Busy,
+            message: format!("output topic {name:?}: {}", e.message),
+        })?;
+        validators.push(Some(OutputValidator {
+            topic: name.clone(),
+            plugin: validator.plugin().to_owned(),
+            handle,
+        }));
+    }
+    Ok(validators)
 }
 
 /// The transform (or filter) plugin.

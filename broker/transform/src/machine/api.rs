@@ -27,6 +27,8 @@ pub trait OutputRecord {
     fn key(&self) -> Option<&[u8]>;
     /// Its encoded size, in bytes (counted against the call and transaction bounds).
     fn size_bytes(&self) -> u64;
+    /// The offset of the source record it came from.
+    fn source_offset(&self) -> i64;
     /// The partition a partitioner plugin chose for it (taken modulo the output's partition
     /// count), or `None` for the spec's [`crate::Partitioning`] rule.
     fn partition(&self) -> Option<u32> {

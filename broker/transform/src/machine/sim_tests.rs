@@ -90,6 +90,9 @@ impl OutputRecord for Out {
     fn size_bytes(&self) -> u64 {
         24
     }
+    fn source_offset(&self) -> i64 {
+        self.from
+    }
 }
 
 /// A record in an output or dead-letter partition.
@@ -101,6 +104,22 @@ enum Entry {
 
 fn is_poison(record: &In) -> bool {
     record.value.is_multiple_of(29)
+}
+
+/// A record whose outputs an output topic's validator refuses (the call names it).
+fn is_refused(record: &In) -> bool {
+    !is_poison(record) && record.value.is_multiple_of(31)
+}
+
+/// How a record fails, if it does.
+fn failure(record: &In) -> Option<CallErrorKind> {
+    if is_poison(record) {
+        Some(CallErrorKind::Trap)
+    } else if is_refused(record) {
+        Some(CallErrorKind::Validator)
+    } else {
+        None
+    }
 }
 
 /// The fake plugin on one record: dropped, one output by key parity, or both outputs.
@@ -123,8 +142,10 @@ fn transform(record: &In) -> Vec<Out> {
     }
 }
 
-/// The fake plugin on one call: fails as a whole if any record is poison.
-fn call(records: &[In]) -> Result<Vec<Out>, CallError> {
+/// The fake plugin on one call: fails as a whole if any record is poison; else the outputs
+/// of the records a validator accepts, and the refused records by index.
+#[allow(clippy::type_complexity, reason = "the answer on_called_in_part takes")]
+fn call(records: &[In]) -> Result<(Vec<Out>, Vec<(usize, CallError)>), CallError> {
     if let Some(poison) = records.iter().find(|r| is_poison(r)) {
         let message = format!("trap on the value at offset {}", poison.offset);
         return Err(CallError {
@@ -132,7 +153,22 @@ fn call(records: &[In]) -> Result<Vec<Out>, CallError> {
             message,
         });
     }
-    Ok(records.iter().flat_map(transform).collect())
+    let refused = records
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| is_refused(r))
+        .map(|(i, r)| {
+            let message = format!("validator refused offset {}", r.offset);
+            let kind = CallErrorKind::Validator;
+            (i, CallError { kind, message })
+        })
+        .collect();
+    let outputs = records
+        .iter()
+        .filter(|r| !is_refused(r))
+        .flat_map(transform)
+        .collect();
+    Ok((outputs, refused))
 }
 
 /// Coordinator and output logs: only `committed` and `position` survive a crash of the
@@ -403,7 +439,10 @@ impl Sim {
                 } else {
                     call(&runner.inputs()[range])
                 };
-                runner.on_called(now, result)
+                match result {
+                    Ok((outputs, refused)) => runner.on_called_in_part(now, outputs, refused),
+                    Err(e) => runner.on_called(now, Err(e)),
+                }
             }
             effect @ (Effect::AddPartitions { .. }
             | Effect::Append { .. }
@@ -577,18 +616,24 @@ impl Sim {
 
     fn failed_at_poison(&self, runner: &Runner<In, Out>) -> bool {
         let error = runner.status().last_error.as_ref();
-        error.is_some_and(|e| e.kind == "trap") && runner.status().position == self.first_poison()
+        let first = self.source.iter().find(|r| failure(r).is_some());
+        let kind = first.and_then(failure).map(CallErrorKind::as_str);
+        error.is_some_and(|e| Some(e.kind) == kind)
+            && runner.status().position == self.first_poison()
     }
 
     fn first_poison(&self) -> Option<i64> {
-        self.source.iter().find(|r| is_poison(r)).map(|r| r.offset)
+        self.source
+            .iter()
+            .find(|r| failure(r).is_some())
+            .map(|r| r.offset)
     }
 
     /// The committed output a correct runner leaves, for the records below `position`.
     fn expected(&self, position: i64) -> BTreeMap<TargetPartition, Vec<Entry>> {
         let mut expected: BTreeMap<TargetPartition, Vec<Entry>> = BTreeMap::new();
         for record in self.source.iter().take_while(|r| r.offset < position) {
-            if is_poison(record) {
+            if let Some(kind) = failure(record) {
                 if self.policy == OnError::DeadLetter {
                     let partition = output_partition(
                         self.partitioning,
@@ -602,7 +647,7 @@ impl Sim {
                     };
                     let entry = Entry::Dead {
                         offset: record.offset,
-                        kind: CallErrorKind::Trap,
+                        kind,
                     };
                     expected.entry(tp).or_default().push(entry);
                 }

@@ -299,7 +299,7 @@ impl<I: SourceRecord, O: OutputRecord> Runner<I, O> {
     }
 
     /// Every call of the chunk answered: apply the policy, route, queue the appends.
-    fn finish_chunk(&mut self, now_ms: i64) -> Effect<I, O> {
+    pub(super) fn finish_chunk(&mut self, now_ms: i64) -> Effect<I, O> {
         let mut chunk = self.chunk.take().expect("a chunk is being called");
         let failed = chunk.bisect.failed_ranges().to_vec();
         let mut consumed = chunk.inputs.len();

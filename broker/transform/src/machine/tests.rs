@@ -28,6 +28,7 @@ struct O {
     output: u32,
     key: Option<Vec<u8>>,
     bytes: u64,
+    source: i64,
 }
 
 impl OutputRecord for O {
@@ -39,6 +40,9 @@ impl OutputRecord for O {
     }
     fn size_bytes(&self) -> u64 {
         self.bytes
+    }
+    fn source_offset(&self) -> i64 {
+        self.source
     }
 }
 
@@ -70,6 +74,15 @@ fn out(output: u32) -> O {
         output,
         key: None,
         bytes: 10,
+        source: 0,
+    }
+}
+
+/// An output record to `output` of the source record at `source`.
+fn out_of(output: u32, source: i64) -> O {
+    O {
+        source,
+        ..out(output)
     }
 }
 
@@ -409,6 +422,67 @@ fn dead_letter_writes_the_failed_inputs_in_the_same_transaction() {
         },
     );
     assert_eq!(letter.reason.len(), TRANSFORM_DLQ_REASON_BYTES_MAX);
+}
+
+#[test]
+fn a_call_answered_in_part_fails_exactly_the_refused_records_without_bisecting() {
+    let refused = |indices: &[usize]| {
+        indices
+            .iter()
+            .map(|&i| (i, call_err(CallErrorKind::Validator)))
+            .collect::<Vec<_>>()
+    };
+    let read = || ReadResult::Records {
+        records: records(&[10, 11, 12, 13]),
+        next_offset: 14,
+    };
+    // dead-letter: the refused records go to the dead-letter topic, the others' outputs to
+    // their outputs, in the same transaction, with no further call.
+    let mut r = running(OnError::DeadLetter);
+    assert_eq!(r.on_read(0, Ok(read())), E::Call { range: 0..4 });
+    let outputs = vec![out_of(0, 10), out_of(1, 12), out_of(0, 12)];
+    let effect = r.on_called_in_part(0, outputs, refused(&[1, 3]));
+    assert!(matches!(effect, E::AddPartitions { .. }), "{effect:?}");
+    assert!(
+        matches!(r.on_added(0, Ok(())), E::Append { output: 0, ref records, .. } if records.len() == 2)
+    );
+    assert!(
+        matches!(r.on_appended(0, Ok(())), E::Append { output: 1, ref records, .. } if records.len() == 1)
+    );
+    let E::AppendDeadLetters { records, .. } = r.on_appended(0, Ok(())) else {
+        panic!("dead letters next");
+    };
+    let dead: Vec<_> = records.iter().map(|d| (d.record.offset, d.kind)).collect();
+    assert_eq!(
+        dead,
+        [
+            (11, CallErrorKind::Validator),
+            (13, CallErrorKind::Validator)
+        ]
+    );
+    assert_eq!(r.on_appended(100, Ok(())), E::Commit { position: 14 });
+    assert_eq!(r.on_committed(100, Ok(())), E::Read { from: 14 });
+    assert_eq!(
+        (r.status().records_in, r.status().records_dead_lettered),
+        (4, 2)
+    );
+
+    // stop: what precedes the first refused record is committed, nothing after it.
+    let mut r = running(OnError::Stop);
+    assert_eq!(r.on_read(0, Ok(read())), E::Call { range: 0..4 });
+    let outputs = vec![out_of(0, 10), out_of(0, 12), out_of(0, 13)];
+    assert!(matches!(
+        r.on_called_in_part(0, outputs, refused(&[1])),
+        E::AddPartitions { .. }
+    ));
+    assert!(matches!(r.on_added(0, Ok(())), E::Append { ref records, .. } if records.len() == 1));
+    assert_eq!(r.on_appended(0, Ok(())), E::Commit { position: 11 });
+    assert_eq!(r.on_committed(0, Ok(())), E::Idle);
+    let error = r.status().last_error.clone().unwrap();
+    assert_eq!(
+        (r.state(), error.kind, error.offset),
+        (State::Failed, "validator", Some(11))
+    );
 }
 
 #[test]
