@@ -22,8 +22,8 @@ impl ColumnarBatch {
         self.view().records()
     }
 
-    /// Record `i`, whose headers start at header `first_header` (the sum of
-    /// [`ColumnarBatch::header_counts`] before it), without walking the records before it;
+    /// Record `i`, whose headers start at header `first_header` (the sum of the header
+    /// counts of the records before it), without walking the records before it;
     /// `None` past the last record.
     ///
     /// # Panics
@@ -31,12 +31,6 @@ impl ColumnarBatch {
     #[must_use]
     pub fn record_at(&self, i: usize, first_header: usize) -> Option<RecordView<'_>> {
         self.view().record_at(i, first_header)
-    }
-
-    /// The number of headers of every record, in order.
-    #[must_use]
-    pub fn header_counts(&self) -> &[u32] {
-        &self.columns.header_counts
     }
 
     /// The columns, borrowed.

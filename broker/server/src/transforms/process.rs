@@ -2,13 +2,14 @@
 //! (control batches and batches of aborted transactions skipped unseen, as a read_committed
 //! fetch would), and calling the plugin on a range of what was read.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use sluice_plugin_host::{
     CallError as HostError, ColumnarBatch, Filter, Partitioner, Transform, Validator,
 };
 use sluice_storage::batch::iter_batches;
-use sluice_storage::{Compression, Offset, ReadError};
+use sluice_storage::{AbortedTxn, Compression, Offset, ReadError};
 use sluice_transform::{CallError, CallErrorKind, ReadResult, StepError, StepErrorKind, limits};
 
 use crate::broker::Partition;
@@ -80,19 +81,42 @@ pub fn read(
             )));
         }
     };
-    let mut bytes = Vec::new();
+    let mut bytes = READ_BUFFER.with(RefCell::take);
+    bytes.clear();
     slice.read_into(&mut bytes).map_err(|e| {
         retriable(format!(
             "reading {}-{}: {e}",
             partition.topic, partition.index
         ))
     })?;
-    let aborted = Aborted::new(&aborted);
+    let decoded = decode_read(partition, &bytes, from, &aborted);
+    if bytes.capacity() <= READ_BUFFER_KEPT_BYTES_MAX {
+        READ_BUFFER.with(|kept| kept.replace(bytes));
+    }
+    decoded
+}
+
+/// Most bytes of read buffer a blocking-pool thread keeps for its next read: a fresh
+/// megabyte per read was paged in anew every time.
+const READ_BUFFER_KEPT_BYTES_MAX: usize = 2 * limits::TRANSFORM_READ_BYTES_MAX;
+
+thread_local! {
+    static READ_BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The records of the batches `bytes` holds from `from` on, as one set of columns.
+fn decode_read(
+    partition: &Partition,
+    bytes: &[u8],
+    from: i64,
+    aborted: &[AbortedTxn],
+) -> Result<(ReadResult<Rec>, Option<Compression>), StepError> {
+    let aborted = Aborted::new(aborted);
     let mut next_offset = from;
     // One set of columns for the whole read: the records are indices into it.
     let mut columns = ColumnarBatch::with_capacity(0, bytes.len());
     let mut codec = None;
-    for item in iter_batches(&bytes) {
+    for item in iter_batches(bytes) {
         let (header, batch) = item.map_err(|e| {
             fatal(format!(
                 "{}-{}: a stored batch does not decode: {e}",

@@ -21,6 +21,10 @@ pub struct Rec {
     index: u32,
     /// The index of its first header in the columns (see `ColumnarBatch::record_at`).
     first_header: u32,
+    /// Its key, value and header bytes (counted once, when the record is made).
+    payload_bytes: u32,
+    /// Its number of headers.
+    headers: u32,
     /// Its source offset (an output record: the offset of the input it came from).
     pub offset: i64,
     /// The output it goes to (an index into the spec's outputs).
@@ -39,24 +43,29 @@ impl Rec {
         let columns = Arc::new(columns);
         let mut records = Vec::with_capacity(columns.len());
         let mut first_header = 0u32;
-        for (i, (&offset, &headers)) in columns
-            .offsets()
-            .iter()
-            .zip(columns.header_counts())
-            .enumerate()
-        {
-            if offset >= from {
+        // Columns hold at most u32::MAX records, headers and bytes (their ends are u32).
+        let narrow = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        for (i, r) in columns.records().enumerate() {
+            let headers = r.headers();
+            if r.offset >= from {
+                let payload = r.key().map_or(0, <[u8]>::len)
+                    + r.value().map_or(0, <[u8]>::len)
+                    + headers
+                        .iter()
+                        .map(|(k, v)| k.len() + v.len())
+                        .sum::<usize>();
                 records.push(Self {
                     columns: Arc::clone(&columns),
-                    // Columns hold at most u32::MAX records and headers (their ends are u32).
-                    index: u32::try_from(i).unwrap_or(u32::MAX),
+                    index: narrow(i),
                     first_header,
-                    offset,
+                    payload_bytes: narrow(payload),
+                    headers: narrow(headers.len()),
+                    offset: r.offset,
                     output: outputs(i),
                     partition: None,
                 });
             }
-            first_header = first_header.saturating_add(headers);
+            first_header = first_header.saturating_add(narrow(headers.len()));
         }
         records
     }
@@ -90,18 +99,11 @@ impl Rec {
 
     /// Key, value and header bytes: what the record adds to an output batch's payload.
     pub fn payload_bytes(&self) -> usize {
-        let r = self.view();
-        r.key().map_or(0, <[u8]>::len)
-            + r.value().map_or(0, <[u8]>::len)
-            + r.headers()
-                .iter()
-                .map(|(k, v)| k.len() + v.len())
-                .sum::<usize>()
+        self.payload_bytes as usize
     }
 
     fn bytes(&self) -> u64 {
-        let headers = self.view().headers().iter().count() as u64 * 4;
-        RECORD_OVERHEAD_BYTES + self.payload_bytes() as u64 + headers
+        RECORD_OVERHEAD_BYTES + u64::from(self.payload_bytes) + u64::from(self.headers) * 4
     }
 
     /// Whether `self` and `other` are records of the same columns.
