@@ -24,7 +24,7 @@ whose order alternates (sluice, python, c; then c, python, sluice; ...), gets a 
 with the same preload:
   - sluice: `POST /v1/transforms` of `split-transform` (field $.region, value eu,
     commit_interval_ms 100), timed from the POST until `GET /v1/transforms/split` answers
-    lag 0 with every source record counted in (polled every 50 ms);
+    lag 0 with every source record counted in (polled every 10 ms);
   - python: PROCESSES (default 3) confluent-kafka processes (this file, `worker`), each
     assigned its share of the source partitions from offset 0: a read_committed Consumer
     (enable.auto.commit=false, consume(num_messages=500)), json.loads and the region compare,
@@ -74,7 +74,7 @@ CUSTOMERS = 100_000
 SEED = 18
 COMMIT_INTERVAL_MS = 100
 BATCH_RECORDS = 500
-POLL_INTERVAL_S = 0.05
+POLL_INTERVAL_S = 0.01
 # One load; longer is a hang, not a result.
 LOAD_TIMEOUT_S = 900
 TXN_TIMEOUT_S = 60

@@ -86,6 +86,14 @@ pub const TRANSFORM_COMMIT_INTERVAL_MS_MIN: i64 = 10;
 /// [`txn_timeout_ms`], the producer's `transaction.timeout.ms`.
 pub const TRANSFORM_COMMIT_INTERVAL_MS_MAX: i64 = 5_000;
 
+/// How long a runner with an open transaction waits for new source records, once it has
+/// read everything below the last stable offset, before it commits without waiting for
+/// `commit_interval_ms`, in milliseconds: the output of a burst reaches read_committed
+/// consumers this long after its last record instead of up to the interval later. While
+/// records keep coming faster than this, transactions run their whole interval, so it
+/// adds at most one commit per this long per runner (a source trickling just slower).
+pub const TRANSFORM_IDLE_COMMIT_MS: i64 = 20;
+
 /// Least `transaction.timeout.ms` of a runner's producer, in milliseconds (Kafka's
 /// producer default).
 pub const TRANSFORM_TXN_TIMEOUT_MS_MIN: i64 = 60_000;

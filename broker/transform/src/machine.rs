@@ -95,6 +95,8 @@ enum AfterAbort {
 #[derive(Debug, Clone)]
 struct Txn {
     opened_ms: i64,
+    /// When records were last read into it (`opened_ms` until then).
+    read_ms: i64,
     /// Partition counts of the targets, taken when it opened.
     counts: Vec<u32>,
     partitions: BTreeSet<TargetPartition>,
@@ -328,6 +330,7 @@ impl<I: SourceRecord, O: OutputRecord> Runner<I, O> {
                     return self.boundary(now_ms, !moved);
                 }
                 self.open_txn(now_ms);
+                self.txn_mut().read_ms = now_ms;
                 let bisect = Bisect::new(records.len());
                 self.chunk = Some(Chunk {
                     inputs: records,

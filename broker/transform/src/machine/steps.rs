@@ -9,7 +9,9 @@ use super::{
     OutputRecord, Phase, Runner, SourceRecord, State, StepError, StepErrorKind, Target,
     TargetPartition, Then, Txn, add_sequence, next_backoff,
 };
-use crate::limits::{TRANSFORM_OUTPUT_BYTES_PER_CALL_MAX, TRANSFORM_TXN_OUTPUT_BYTES_MAX};
+use crate::limits::{
+    TRANSFORM_IDLE_COMMIT_MS, TRANSFORM_OUTPUT_BYTES_PER_CALL_MAX, TRANSFORM_TXN_OUTPUT_BYTES_MAX,
+};
 use crate::partitioning::output_partition;
 use crate::spec::OnError;
 
@@ -96,7 +98,10 @@ impl<I: SourceRecord, O: OutputRecord> Runner<I, O> {
         }
         if let Some(txn) = &self.txn {
             let deadline_ms = txn.opened_ms + self.config.commit_interval_ms;
+            // Caught up and nothing new for a while: the burst is over, commit it now.
+            let idle_ms = txn.read_ms + TRANSFORM_IDLE_COMMIT_MS;
             let due = now_ms >= deadline_ms
+                || (nothing_to_read && now_ms >= idle_ms)
                 || txn.bytes >= TRANSFORM_TXN_OUTPUT_BYTES_MAX
                 || self.failure.is_some()
                 || self.asked.pause
@@ -105,7 +110,7 @@ impl<I: SourceRecord, O: OutputRecord> Runner<I, O> {
             return match (due, self.asked.stop) {
                 (true, Some(Finish::Abort)) => self.abort(AfterAbort::Stop),
                 (true, _) => self.go(Phase::Commit),
-                (false, _) if nothing_to_read => self.wait(Some(deadline_ms)),
+                (false, _) if nothing_to_read => self.wait(Some(deadline_ms.min(idle_ms))),
                 (false, _) => self.go(Phase::Read),
             };
         }
@@ -189,6 +194,7 @@ impl<I: SourceRecord, O: OutputRecord> Runner<I, O> {
         if self.txn.is_none() {
             self.txn = Some(Txn {
                 opened_ms: now_ms,
+                read_ms: now_ms,
                 counts: self.config.partition_counts.clone(),
                 partitions: std::collections::BTreeSet::new(),
                 bytes: 0,

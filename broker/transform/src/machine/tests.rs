@@ -2,7 +2,9 @@
 //! with bisect, backoff, pause/resume/stop at a boundary, reload, failed steps.
 
 use super::*;
-use crate::limits::{TRANSFORM_DLQ_REASON_BYTES_MAX, TRANSFORM_TXN_OUTPUT_BYTES_MAX};
+use crate::limits::{
+    TRANSFORM_DLQ_REASON_BYTES_MAX, TRANSFORM_IDLE_COMMIT_MS, TRANSFORM_TXN_OUTPUT_BYTES_MAX,
+};
 use crate::spec::{OnError, Partitioning};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,13 +170,19 @@ fn a_transaction_from_read_to_commit() {
     assert_eq!(r.on_appended(10, Ok(())), E::Read { from: 15 });
     assert_eq!(r.status().open_position, Some(15));
     assert_eq!(r.status().position, Some(10));
+    // Caught up: wait for more until TRANSFORM_IDLE_COMMIT_MS after the last read (at 0),
+    // then commit without waiting for the interval (100).
     assert_eq!(
-        r.on_read(20, Ok(ReadResult::Nothing)),
+        r.on_read(12, Ok(ReadResult::Nothing)),
         E::Wait {
-            until_ms: Some(100)
+            until_ms: Some(TRANSFORM_IDLE_COMMIT_MS)
         }
     );
-    assert_eq!(r.on_tick(100), E::Commit { position: 15 });
+    assert_eq!(r.on_tick(TRANSFORM_IDLE_COMMIT_MS), E::Read { from: 15 });
+    assert_eq!(
+        r.on_read(TRANSFORM_IDLE_COMMIT_MS, Ok(ReadResult::Nothing)),
+        E::Commit { position: 15 }
+    );
     assert_eq!(r.status().records_in, 0, "counted at commit");
     assert_eq!(r.on_committed(101, Ok(())), E::Read { from: 15 });
     let s = r.status();
@@ -192,6 +200,39 @@ fn a_transaction_from_read_to_commit() {
         E::Wait { until_ms: None }
     );
     assert_eq!(r.on_tick(500), E::Read { from: 15 });
+}
+
+#[test]
+fn a_transaction_commits_at_its_interval_while_records_keep_coming_and_when_they_stop() {
+    let mut r = running(OnError::Stop);
+    // Records every 15 ms: each read extends the wait; the interval (100) ends it.
+    let mut from = 10;
+    for now in (0..100).step_by(15) {
+        let read = ReadResult::Records {
+            records: records(&[from]),
+            next_offset: from + 1,
+        };
+        assert_eq!(r.on_read(now, Ok(read)), E::Call { range: 0..1 });
+        let mut effect = r.on_called(now, Ok(vec![out(0)]));
+        if matches!(effect, E::AddPartitions { .. }) {
+            effect = r.on_added(now, Ok(()));
+        }
+        assert!(matches!(effect, E::Append { .. }), "{effect:?}");
+        from += 1;
+        assert_eq!(r.on_appended(now, Ok(())), E::Read { from });
+        assert_eq!(
+            r.on_read(now + 1, Ok(ReadResult::Nothing)),
+            E::Wait {
+                until_ms: Some((now + TRANSFORM_IDLE_COMMIT_MS).min(100))
+            }
+        );
+        if now + 15 < 100 {
+            assert_eq!(r.on_tick(now + 15), E::Read { from });
+        }
+    }
+    assert_eq!(r.on_tick(100), E::Commit { position: from });
+    assert_eq!(r.on_committed(100, Ok(())), E::Read { from });
+    assert_eq!(r.status().transactions, 1);
 }
 
 #[test]
@@ -553,7 +594,7 @@ fn pause_commits_at_the_boundary_and_resume_reads_on() {
     assert_eq!(
         r.on_read(1, Ok(ReadResult::Nothing)),
         E::Wait {
-            until_ms: Some(101)
+            until_ms: Some(1 + TRANSFORM_IDLE_COMMIT_MS)
         }
     );
     assert_eq!(r.pause(2), Some(E::Commit { position: 20 }));
@@ -612,7 +653,7 @@ fn stop_commits_or_aborts_the_open_transaction() {
         assert_eq!(
             r.on_read(0, Ok(ReadResult::Nothing)),
             E::Wait {
-                until_ms: Some(100)
+                until_ms: Some(TRANSFORM_IDLE_COMMIT_MS)
             }
         );
         assert_eq!(r.stop(1, finish), Some(end));
