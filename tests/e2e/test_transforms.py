@@ -26,6 +26,7 @@ from collections import Counter, defaultdict
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+from kafka import KafkaAdminClient
 from plugin_support import crc32_partition, murmur2_partition, plugin_dir, replace_file, wasm
 from transform_support import caught_up, cli, command, deploy, describe, read_all
 
@@ -335,6 +336,23 @@ def test_pause_resume_lag_and_replay(broker_factory, tmp_path):
     t = caught_up(broker, "split")
     assert t["generation"] == 1 and total_out(t) == 800
     assert sum(len(read_all(broker.bootstrap, o, n)) for o, n in (("orders-eu", 3), ("orders-us", 3), ("orders-dlq", 1))) == 1600
+    # Each committed position names the generation that committed it (read with kafka-python:
+    # confluent-kafka reads a metadata string without a NUL terminator past its end).
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    committed = admin.list_consumer_group_offsets("__sluice_transform/split")
+    admin.close()
+    assert sorted((tp.partition, c.offset, c.metadata) for tp, c in committed.items()) == [(i, p["log_end_offset"], "generation=1") for i, p in enumerate(t["partitions"])]
+    # A crash right after a restart's spec write, before the group's offsets were dropped:
+    # the spec says generation 2 from the start, the group still holds generation 1's
+    # positions at the end. They are not taken for generation 2's: the replay happens.
+    broker.stop()
+    spec_path = broker.data_dir / "transforms" / "split.json"
+    spec = json.loads(spec_path.read_text())
+    spec.update(generation=2, start_offsets=[0, 0], from_offset="earliest")
+    spec_path.write_text(json.dumps(spec))
+    broker.start()
+    t = caught_up(broker, "split")
+    assert t["generation"] == 2 and total_out(t) == 800
     # From the end: nothing more.
     command(broker, "split", "restart", {"from_offset": "latest"})
     t = caught_up(broker, "split")

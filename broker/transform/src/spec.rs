@@ -427,6 +427,26 @@ pub fn group_id(name: &str) -> String {
     format!("{RESERVED_PREFIX}{name}")
 }
 
+/// The metadata a runner commits with its source position: its spec's generation, so a
+/// position committed before a `restart` is never taken for one after it, whatever a crash
+/// left of the group's offsets.
+#[must_use]
+pub fn position_metadata(generation: u32) -> String {
+    format!("generation={generation}")
+}
+
+/// Whether a committed position whose metadata is `metadata` belongs to `generation`: one
+/// committed by an earlier generation does not (the runner starts from the spec's start
+/// offset instead). Metadata naming no generation (positions committed before generations
+/// were recorded, when a restart only deleted the group's offsets) is trusted.
+#[must_use]
+pub fn position_is_current(metadata: &str, generation: u32) -> bool {
+    metadata
+        .strip_prefix("generation=")
+        .and_then(|g| g.parse::<u32>().ok())
+        .is_none_or(|committed| committed >= generation)
+}
+
 /// The transactional id of transform `name`'s runner of source `partition`:
 /// `__sluice_transform/<name>/<partition>`.
 #[must_use]

@@ -361,8 +361,18 @@ impl TransformService {
             spec.start_offsets = start_offsets(&source, from)?;
             spec.from_offset = from;
             spec.generation += 1;
-            self.forget_positions(&spec).await?;
-            persist(broker, &spec)
+            // The spec file is the one commit point: once it holds the new generation, the
+            // runners ignore positions committed before it (`position_is_current`), so a
+            // crash before the group's offsets are dropped cannot resume the old positions.
+            persist(broker, &spec)?;
+            if let Err(e) = self.forget_positions(&spec).await {
+                tracing::warn!(
+                    transform = name,
+                    "restart: the old positions stay in the group (ignored): {}",
+                    e.message
+                );
+            }
+            Ok(())
         }
         .await;
         tracing::info!(transform = name, from = %from, generation = spec.generation, "transform restarted");

@@ -182,6 +182,7 @@ impl TxnSteps {
         producer: Producer,
         (source, partition): (&str, i32),
         position: i64,
+        generation: u32,
     ) -> Result<(), StepError> {
         let txn = self.txn(producer);
         let code = self
@@ -197,7 +198,7 @@ impl TxnSteps {
             },
             committed_offset: position,
             leader_epoch: -1,
-            metadata: None,
+            metadata: Some(sluice_transform::spec::position_metadata(generation)),
         };
         let code = self
             .txns

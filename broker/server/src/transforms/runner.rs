@@ -28,6 +28,7 @@ use std::time::Duration;
 
 use sluice_plugin_host::{ColumnarBatch, Partitioner, PluginKind, PluginVersion, RegistryError};
 use sluice_storage::Compression;
+use sluice_transform::spec::position_is_current;
 use sluice_transform::{
     CallError, CallErrorKind, DeadLetter, Effect, Finish, Position, ReadResult, Runner,
     RunnerConfig, State, Status, StepError, StepErrorKind, Target, TransformSpec,
@@ -322,7 +323,7 @@ impl Driver {
                 let producer = runner.producer().expect("a producer before committing");
                 let answer = self
                     .steps
-                    .commit(producer, (&spec.source, index), position)
+                    .commit(producer, (&spec.source, index), position, spec.generation)
                     .await;
                 if answer.is_ok() {
                     self.pinned = None;
@@ -462,7 +463,12 @@ impl Driver {
                     spec.source
                 ))
             })?;
-        let committed = fetched.first().map(|f| f.offset).filter(|&o| o >= 0);
+        // A position an earlier generation committed (before a `restart`) is not ours.
+        let committed = fetched
+            .first()
+            .filter(|f| position_is_current(&f.metadata, spec.generation))
+            .map(|f| f.offset)
+            .filter(|&o| o >= 0);
         let log_start_offset = self
             .ctx
             .broker

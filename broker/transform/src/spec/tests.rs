@@ -308,3 +308,17 @@ fn a_transform_that_would_close_a_cycle_is_named_with_the_cycle() {
     // Nothing exists yet: no cycle (its own source is check()'s to refuse).
     assert_eq!(feeding("d", "t4", &["t1"], None).cycle(&[]), None);
 }
+
+#[test]
+fn a_position_from_before_a_restart_is_not_current() {
+    use super::{position_is_current, position_metadata};
+    assert!(position_is_current(&position_metadata(3), 3));
+    assert!(
+        position_is_current(&position_metadata(4), 3),
+        "never rolled back"
+    );
+    assert!(!position_is_current(&position_metadata(2), 3));
+    // Positions committed before generations were recorded: trusted.
+    assert!(position_is_current("", 3));
+    assert!(position_is_current("something else", 3));
+}
