@@ -8,7 +8,7 @@ consume-transform-produce loop, at equal guarantees, one fresh broker per load a
                                                             6 loop processes; only these loads
 
 Needs a release broker (target/release/sluice, or $SLUICE_BIN), the built `split-transform`
-plugin (sdk/build-plugins.sh -> plugins/target/wasm, or $SLUICE_PLUGINS_DIR), confluent-kafka
+and `json-filter` plugins (sdk/build-plugins.sh -> plugins/target/wasm, or $SLUICE_PLUGINS_DIR), confluent-kafka
 and a C compiler with the system librdkafka (`librdkafka-dev`): the script builds
 tests/bench/transform_c/split.c into target/transform-bench/split and refuses compiler
 warnings.
@@ -20,11 +20,14 @@ compression, the murmur2 partitioner); an order whose region is "eu" goes to `or
 any other to `orders-us` (3 partitions each), with its key. Equal guarantees: the source
 read read_committed, the output written by transactional producers with the source
 positions committed in the same transaction, a commit every 100 ms. Each load, in a round
-whose order alternates (sluice, python, c; then c, python, sluice; ...), gets a fresh broker
-with the same preload:
+whose order alternates (sluice, filter, python, c; then c, python, filter, sluice; ...),
+gets a fresh broker with the same preload:
   - sluice: `POST /v1/transforms` of `split-transform` (field $.region, value eu,
     commit_interval_ms 100), timed from the POST until `GET /v1/transforms/split` answers
     lag 0 with every source record counted in (polled every 10 ms);
+  - filter: the same, with `json-filter` ($.region == eu) as the plugin: a filter given two
+    outputs sends the records it keeps to the first and the others to the second, answering
+    with a bit per record (no record bytes back out of the guest);
   - python: PROCESSES (default 3) confluent-kafka processes (this file, `worker`), each
     assigned its share of the source partitions from offset 0: a read_committed Consumer
     (enable.auto.commit=false, consume(num_messages=500)), json.loads and the region compare,
@@ -80,8 +83,15 @@ LOAD_TIMEOUT_S = 900
 TXN_TIMEOUT_S = 60
 C_SOURCE = Path(__file__).resolve().parent / "transform_c" / "split.c"
 C_BINARY = ROOT / "target" / "transform-bench" / "split"
-LOADS = os.environ.get("LOADS", "sluice,python,c").split(",")
-assert LOADS[0] == "sluice" and set(LOADS) <= {"sluice", "python", "c"}, f"LOADS={LOADS}: sluice first, then python, c"
+LOADS = os.environ.get("LOADS", "sluice,filter,python,c").split(",")
+assert LOADS[0] == "sluice" and set(LOADS) <= {"sluice", "filter", "python", "c"}, f"LOADS={LOADS}: sluice first, then filter, python, c"
+# The materialized loads: the plugin and its parameters. `filter` is the same split by a
+# filter plugin given two outputs (kept records to the first, dropped to the second): the
+# plugin answers with a bit per record, so no record bytes come back out of the guest.
+TRANSFORMS = {
+    "sluice": ("split-transform", {"field": "$.region", "value": "eu"}),
+    "filter": ("json-filter", {"field": "$.region", "op": "==", "value": "eu"}),
+}
 
 
 @dataclass
@@ -114,7 +124,7 @@ def orders():
 
 def fresh_broker(tmp: Path) -> tuple[Broker, list[int]]:
     """A broker with the topics created and the source preloaded; the source's end offsets."""
-    broker = start_broker(tmp, ["split-transform"], admin=True)
+    broker = start_broker(tmp, [plugin for plugin, _ in TRANSFORMS.values()], admin=True)
     try:
         create_topic(broker.bootstrap, SOURCE, SOURCE_PARTITIONS)
         create_topic(broker.bootstrap, OUT_EU, OUTPUT_PARTITIONS)
@@ -146,13 +156,14 @@ def admin_call(broker: Broker, method: str, path: str, body: dict | None = None)
         return json.load(resp)
 
 
-def run_sluice(broker: Broker) -> Result:
+def run_sluice(broker: Broker, load: str = "sluice") -> Result:
+    plugin, params = TRANSFORMS[load]
     spec = {
         "name": "split",
         "source": SOURCE,
-        "plugin": "split-transform",
+        "plugin": plugin,
         "outputs": [OUT_EU, OUT_US],
-        "params": {"field": "$.region", "value": "eu"},
+        "params": params,
         "commit_interval_ms": COMMIT_INTERVAL_MS,
     }
     user0, sys0 = broker.cpu_s()
@@ -348,7 +359,7 @@ def main():
             with tempfile.TemporaryDirectory() as d:
                 broker, ends = fresh_broker(Path(d))
                 try:
-                    result = run_sluice(broker) if name == "sluice" else run_loop(broker, ends, name)
+                    result = run_sluice(broker, name) if name in TRANSFORMS else run_loop(broker, ends, name)
                     check_outputs(broker, eu)
                 finally:
                     broker.stop()
@@ -366,23 +377,33 @@ def main():
         " | client CPU us/record | total CPU us/record | sluice records/s vs it (medians; rounds)"
         " | its total CPU / sluice's |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     )
-    ours = results["sluice"]
+    def versus(ours: list[Result], runs: list[Result]) -> tuple[str, str]:
+        """Records/s of `ours` against `runs` (ratio of medians; median of per-round ratios),
+        and the total CPU per record of `runs` against `ours`'s."""
+        mine = median([r.records_per_s for r in ours])
+        rounds = median([a.records_per_s / b.records_per_s for a, b in zip(ours, runs, strict=True)])
+        rate = median([r.records_per_s for r in runs])
+        cpu = median([r.total_us for r in runs]) / median([r.total_us for r in ours])
+        return f"{mine / rate:.2f}x; {rounds:.2f}x", f"{cpu:.2f}x"
+
     for name, runs in results.items():
         rate = median([r.records_per_s for r in runs])
         total = median([r.total_us for r in runs])
-        if name == "sluice":
-            vs = cpu_vs = ""
-        else:
-            mine = median([r.records_per_s for r in ours])
-            rounds = median([a.records_per_s / b.records_per_s for a, b in zip(ours, runs, strict=True)])
-            vs = f"{mine / rate:.2f}x; {rounds:.2f}x"
-            cpu_vs = f"{total / median([r.total_us for r in ours]):.2f}x"
+        vs, cpu_vs = ("", "") if name in TRANSFORMS else versus(results["sluice"], runs)
         print(
             f"| {name} | {rate:,.0f} | {median([r.startup_ms for r in runs]):.0f}"
             f" | {median([r.records_per_s_from_start for r in runs]):,.0f}"
             f" | {median([r.txns_per_s for r in runs]):.1f} | {median([r.broker_us for r in runs]):.2f}"
             f" | {median([r.client_us for r in runs]):.2f} | {total:.2f} | {vs} | {cpu_vs} |"
         )
+    loops = [name for name in results if name not in TRANSFORMS]
+    if "filter" in results and loops:
+        print("\n| materialized load | " + " | ".join(f"vs {n}: records/s (medians; rounds), CPU" for n in loops) + " |")
+        print("|---|" + "---|" * len(loops))
+        for name in TRANSFORMS:
+            if name in results:
+                cells = [", ".join(versus(results[name], results[n])) for n in loops]
+                print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 def show(r: Result) -> str:
