@@ -4,7 +4,7 @@ consume-transform-produce loop, at equal guarantees, one fresh broker per load a
 
     tests/bench/transform_bench.py                          RUNS=3 rounds, 2,000,000 orders
     RUNS=1 RECORDS=20000 tests/bench/transform_bench.py     a quick smoke run
-    PROCESSES=6 LOADS=sluice,c tests/bench/transform_bench.py
+    PROCESSES=6 LOADS=sluice,filter,c tests/bench/transform_bench.py
                                                             6 loop processes; only these loads
 
 Needs a release broker (target/release/sluice, or $SLUICE_BIN), the built `split-transform`
