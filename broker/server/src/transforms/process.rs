@@ -194,14 +194,10 @@ pub fn place(
         let Some(partitioner) = partitioner else {
             continue;
         };
-        let index = u32::try_from(output).unwrap_or(u32::MAX);
-        let mine: Vec<usize> = (0..records.len())
-            .filter(|&i| records[i].output == index)
-            .collect();
+        let (mine, mine_records) = routed_to(records, output);
         if mine.is_empty() {
             continue;
         }
-        let mine_records: Vec<Rec> = mine.iter().map(|&i| records[i].clone()).collect();
         let batch = to_batch(&mine_records);
         let count = counts.get(output).copied().unwrap_or(1).max(1);
         let chosen = partitioner.partition(&batch, count).map_err(call_error)?;
@@ -212,7 +208,18 @@ pub fn place(
     Ok(())
 }
 
-/// The runner's view of a plugin host failure.
+/// The records routed to `output`: their indices in `records`, and the records (sharing
+/// their columns), for one plugin call on that output's records.
+fn routed_to(records: &[Rec], output: usize) -> (Vec<usize>, Vec<Rec>) {
+    let index = u32::try_from(output).unwrap_or(u32::MAX);
+    records
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.output == index)
+        .map(|(i, r)| (i, r.clone()))
+        .unzip()
+}
+
 /// An output topic's validator: its topic, its plugin's name, the handle.
 #[derive(Debug, Clone)]
 pub struct OutputValidator {
@@ -239,12 +246,7 @@ pub fn validate(
         let Some(validator) = validator else {
             continue;
         };
-        let index = u32::try_from(output).unwrap_or(u32::MAX);
-        let mine: Vec<Rec> = records
-            .iter()
-            .filter(|r| r.output == index)
-            .cloned()
-            .collect();
+        let (_, mine) = routed_to(records, output);
         if mine.is_empty() {
             continue;
         }
@@ -282,6 +284,7 @@ pub fn validate(
         .collect())
 }
 
+/// The runner's view of a plugin host failure.
 fn call_error(e: HostError) -> CallError {
     let kind = match &e {
         // Not the records' fault: no instance free, or a new version that cannot start
