@@ -147,13 +147,17 @@ def test_basic_auth_is_required_and_checked_against_the_scram_users(admin_factor
     missing = subprocess.run([*cli, "--admin-user", "admin"], env=env, capture_output=True, timeout=60)
     assert missing.returncode != 0 and b"SLUICE_ADMIN_PASSWORD" in missing.stderr, missing.stderr.decode()
 
-    # Failed logins count in the Kafka listener's per-address limiter: past
-    # LOGIN_FAILURES_PER_SOURCE_MAX (10) the address is refused unchecked, the right password too.
+    # Failed logins count in the Kafka listeners' per-(address, user) limiter: past
+    # LOGIN_FAILURES_PER_USER_MAX (10) that user is refused unchecked from this address, the
+    # right password too; another user on the same address is not.
     statuses = [call(broker, "GET", "/v1/topics", basic("alice", f"guess-{i}"))[0] for i in range(12)]
     assert statuses[0] == 401 and statuses[-1] == 429, statuses
-    status, headers, body = call(broker, "GET", "/v1/topics", basic("admin"))
+    status, headers, body = call(broker, "GET", "/v1/topics", basic("alice"))
     assert status == 429 and body["code"] == "TOO_MANY_FAILED_LOGINS" and int(headers["Retry-After"]) >= 1, body
+    assert "LOGIN_FAILURES_PER_USER_MAX" in body["error"], body
+    assert call(broker, "GET", "/v1/topics", basic("admin"))[0] == 200
     assert call(broker, "GET", "/health")[0] == 200
+    assert metric(call(broker, "GET", "/metrics", basic("admin"))[2], "sluice_login_refusals_total") >= 2
 
 
 def sasl(broker: TlsBroker, user: str) -> dict:

@@ -4,7 +4,9 @@ over its client id's quota is answered with `throttle_time_ms`, the connection r
 more until that time has passed (KIP-219's muted channel), and nothing is dropped.
 
 Raw sockets check the exact fields (a client id without a quota is never throttled; one over
-its `producer_byte_rate` is, and its next request waits); confluent-kafka producers and
+its `producer_byte_rate` is, and its next request waits; a Fetch over its `consumer_byte_rate`
+is answered empty with its throttle time, as Kafka answers it, and the records come with a
+later fetch); confluent-kafka producers and
 consumers over their quotas still deliver and read every record, and the broker counts the
 throttled requests in `sluice_produce_throttled_total` / `sluice_fetch_throttled_total`.
 """
@@ -24,6 +26,7 @@ from kafka_wire import KafkaConnection
 from tls_support import metric
 
 API_PRODUCE = 0
+API_FETCH = 1
 RATE = 50_000  # bytes per second
 # Over the 10 s the rate is measured across, a client must send more than RATE * 10 bytes
 # to be over it; three produces of 300 kB are.
@@ -85,6 +88,34 @@ def test_a_produce_over_its_quota_is_throttled_and_the_connection_muted(broker):
         slow.request(3, 1, km.metadata_body(1, []))
         assert time.monotonic() - started >= throttle_ms / 1000 * 0.9
     assert metric(broker, "sluice_produce_throttled_total") >= 1
+
+
+def fetch_raw(conn: KafkaConnection, client_id: str, topic: str, offset: int) -> tuple[int, int, int]:
+    """One Fetch v11 as `client_id`: (throttle_time_ms, top-level error, topics answered)."""
+    body = kw.fetch_body(11, [(topic, 0, offset)], max_bytes=CHUNK)
+    conn.correlation_id += 1
+    conn.send_raw(kw.request_frame(API_FETCH, 11, conn.correlation_id, bytes(body), client_id=client_id))
+    r = conn.recv_response(conn.correlation_id)
+    throttle, error, _session = r.i32(), r.i16(), r.i32()
+    return throttle, error, r.i32()
+
+
+def test_a_fetch_over_its_quota_is_answered_empty_with_its_throttle(broker):
+    create_topic(broker.bootstrap, "qf")
+    value = os.urandom(CHUNK - 1000)
+    with KafkaConnection(broker.bootstrap) as writer:
+        for _ in range(4):
+            assert produce_raw(writer, "writer", "qf", value) == (0, 0)
+    quota(broker, "set", "--client-id", "slow-reader", "--consumer-byte-rate", str(RATE))
+    with KafkaConnection(broker.bootstrap) as reader:
+        answers = [fetch_raw(reader, "slow-reader", "qf", 0) for _ in range(4)]
+        # Within the quota: the topic comes back with its records; once over it: nothing but
+        # the throttle time (Kafka's getThrottledResponse), never records and a throttle.
+        assert answers[0] == (0, 0, 1), answers
+        throttled = [a for a in answers if a[0] > 0]
+        assert throttled, answers
+        assert all(topics == 0 and error == 0 for _, error, topics in throttled), answers
+    assert metric(broker, "sluice_fetch_throttled_total") >= 1
 
 
 def test_clients_over_their_quotas_still_get_every_record(broker):

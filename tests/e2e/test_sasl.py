@@ -4,8 +4,10 @@ and kafka-python; users made with `sluice user create --data-dir` before the bro
 
 Also, on raw sockets: a wrong password is refused (SASL_AUTHENTICATION_FAILED, then the
 connection closes) and counted; a request before authentication closes the connection;
-failed logins from one address are limited (LOGIN_FAILURES_PER_SOURCE_MAX, 10, in a minute:
-the next attempt is refused even with the right password); KIP-368 re-authentication (the
+failed logins of one user from one address are limited (LOGIN_FAILURES_PER_USER_MAX, 10, in a
+minute: that user's next attempt is refused even with the right password, another user's is
+not), and a confluent-kafka producer retrying a wrong password beside correctly configured
+clients on the same address locks out nobody else; KIP-368 re-authentication (the
 session lifetime is returned, a connection that outlives it without re-authenticating is
 closed, re-authenticating keeps it, and a different user cannot take it over); and
 librdkafka re-authenticating under load without losing a record.
@@ -40,7 +42,7 @@ METADATA = 3
 SASL_AUTHENTICATION_FAILED = 58
 UNSUPPORTED_SASL_MECHANISM = 33
 UNSUPPORTED_VERSION = 35
-LOGIN_FAILURES_PER_SOURCE_MAX = 10
+LOGIN_FAILURES_PER_USER_MAX = 10
 
 USERS = {"alice": "alice-secret-pw", "admin": "admin-secret-pw"}
 RECORDS = [Record(key=f"k{i}".encode(), value=f"sasl-{i}".encode()) for i in range(20)]
@@ -245,18 +247,57 @@ def test_raw_sasl_plain_codes_and_connection_fate(sasl_broker):
     assert "not-the-pw-7351" not in sasl_broker.log_tail()
 
 
-def test_failed_logins_are_limited_per_address(sasl_broker_factory):
+def test_failed_logins_are_limited_per_address_and_user(sasl_broker_factory):
     broker = sasl_broker_factory({"connection.failed.authentication.delay.ms": "0"})
     addr = broker.listener("SASL_PLAINTEXT")
-    for _ in range(LOGIN_FAILURES_PER_SOURCE_MAX):
+    for _ in range(LOGIN_FAILURES_PER_USER_MAX):
         conn, (code, _, _, _) = plain_login(addr, "alice", "guess")
         conn.close()
         assert code == SASL_AUTHENTICATION_FAILED
     conn, (code, message, _, _) = plain_login(addr, "alice", USERS["alice"])
     conn.close()
     assert code == SASL_AUTHENTICATION_FAILED
-    assert "Too many failed authentication attempts from 127.0.0.1" in message, message
-    assert metric(broker, "sluice_sasl_authentication_failures_total") == LOGIN_FAILURES_PER_SOURCE_MAX + 1
+    assert "Too many failed authentication attempts for user alice from 127.0.0.1" in message, message
+    assert metric(broker, "sluice_sasl_authentication_failures_total") == LOGIN_FAILURES_PER_USER_MAX + 1
+    assert metric(broker, "sluice_login_refusals_total") == 1
+    # Another user on the same address logs in, over PLAIN and SCRAM alike.
+    conn, (code, message, _, _) = plain_login(addr, "admin", USERS["admin"])
+    conn.close()
+    assert code == 0, message
+    create_topic(broker.bootstrap, "limited")
+    conf = librdkafka_sasl(Path("."), "SASL_PLAINTEXT", "SCRAM-SHA-512", user="admin")
+    produce_all(producer(addr, **conf), "limited", [RECORDS[0]])
+
+
+def test_a_client_retrying_a_wrong_password_locks_out_nobody_else(sasl_broker_factory):
+    """One misconfigured confluent-kafka producer (alice with a stale password) reconnects
+    over and over, as every Kafka client does, past alice's failure limit; the correctly
+    configured producers and consumer of another user on the same address (127.0.0.1) keep
+    logging in, and every record they produce arrives."""
+    broker = sasl_broker_factory({"connection.failed.authentication.delay.ms": "20"})
+    addr = broker.listener("SASL_PLAINTEXT")
+    topic = "beside-a-bad-client"
+    create_topic(broker.bootstrap, topic)
+    good_conf = librdkafka_sasl(Path("."), "SASL_PLAINTEXT", "SCRAM-SHA-256", user="admin")
+    bad = Producer({
+        "bootstrap.servers": addr,
+        **librdkafka_sasl(Path("."), "SASL_PLAINTEXT", "SCRAM-SHA-256", password="stale"),
+        "reconnect.backoff.ms": 10, "reconnect.backoff.max.ms": 50, "message.timeout.ms": 60_000,
+    })  # fmt: skip
+    bad.produce(topic, b"never")
+    deadline = time.monotonic() + 60
+    while metric(broker, "sluice_login_refusals_total") < 5:
+        bad.poll(0.1)
+        assert time.monotonic() < deadline, "the bad client never reached its failure limit"
+    sent = [Record(key=f"k{i}".encode(), value=f"good-{i}".encode()) for i in range(50)]
+    for batch in range(5):
+        # A fresh producer each round: each logs in anew while alice is refused.
+        bad.poll(0.1)
+        produce_all(producer(addr, **good_conf), topic, sent[batch * 10 : (batch + 1) * 10])
+    bad.purge()
+    got = consume_partition(addr, topic, 0, len(sent), **good_conf)
+    assert [(m.key(), m.value()) for m in got] == [(r.key, r.value) for r in sent]
+    assert metric(broker, "sluice_sasl_authentication_failures_total") > LOGIN_FAILURES_PER_USER_MAX
 
 
 REAUTH_MS = 2_000

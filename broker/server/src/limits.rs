@@ -67,16 +67,26 @@ pub const TLS_FAILURE_WARNINGS_PER_WINDOW: u32 = 10;
 /// The window of `TLS_FAILURE_WARNINGS_PER_WINDOW`.
 pub const TLS_FAILURE_WARNING_WINDOW_MS: i64 = 60_000;
 
-/// Failed SASL authentications one source address may make within
-/// `LOGIN_FAILURE_WINDOW_MS` before its next attempts are refused without being checked.
-pub const LOGIN_FAILURES_PER_SOURCE_MAX: u32 = 10;
+/// Failed logins (SASL, and the admin API's HTTP Basic) of one user name from one source
+/// address within `LOGIN_FAILURE_WINDOW_MS` before that user's next attempts from that
+/// address are refused without being checked. Other users on the address are not affected.
+pub const LOGIN_FAILURES_PER_USER_MAX: u32 = 10;
 
-/// The window over which failed authentications are counted per source address.
+/// The window over which failed logins are counted per (source address, user name).
 pub const LOGIN_FAILURE_WINDOW_MS: i64 = 60_000;
 
-/// Source addresses whose failed authentications are remembered at once; past it the
-/// address whose window started first is forgotten.
-pub const LOGIN_FAILURE_SOURCES_MAX: usize = 10_000;
+/// (source address, user name) failure windows remembered at once, in all; past it an
+/// expired window is forgotten first, then the oldest one still under its limit.
+pub const LOGIN_FAILURE_ENTRIES_MAX: usize = 10_000;
+
+/// User names with failure windows per source address: one address spraying user names
+/// pushes out only its own windows.
+pub const LOGIN_FAILURE_USERS_PER_SOURCE_MAX: usize = 100;
+
+/// Bytes of a user name kept in the limiter's key (longer names are cut).
+pub const LOGIN_FAILURE_USER_KEY_BYTES_MAX: usize = 256;
+
+const _: () = assert!(LOGIN_FAILURE_USERS_PER_SOURCE_MAX < LOGIN_FAILURE_ENTRIES_MAX);
 
 /// Pause after a failed `accept` (EMFILE, ENOMEM) so the loop does not spin.
 pub const ACCEPT_ERROR_BACKOFF_MS: u64 = 100;

@@ -87,8 +87,11 @@ pub struct Metrics {
     /// SASL authentications (and re-authentications) that succeeded.
     pub sasl_authentications: AtomicU64,
     /// SASL authentications that failed: bad credentials, an unknown mechanism, a refused
-    /// re-authentication, or a source address over `LOGIN_FAILURES_PER_SOURCE_MAX`.
+    /// re-authentication, or a user over `LOGIN_FAILURES_PER_USER_MAX` from its address.
     pub sasl_authentication_failures: AtomicU64,
+    /// Logins (SASL and the admin API's) refused without being checked: the user name was
+    /// over `LOGIN_FAILURES_PER_USER_MAX` failures from that source address.
+    pub login_refusals: AtomicU64,
     /// Produce requests a client quota throttled (`producer_byte_rate`).
     pub produce_throttled: AtomicU64,
     /// Fetch requests a client quota throttled (`consumer_byte_rate`).
@@ -140,6 +143,7 @@ impl Default for Metrics {
             admin_connections_refused: AtomicU64::new(0),
             sasl_authentications: AtomicU64::new(0),
             sasl_authentication_failures: AtomicU64::new(0),
+            login_refusals: AtomicU64::new(0),
             produce_throttled: AtomicU64::new(0),
             fetch_throttled: AtomicU64::new(0),
             fences: Arc::default(),

@@ -8,13 +8,15 @@
 //! SaslAuthenticate until the mechanism completes; any other request before that closes
 //! the connection, as Kafka's `SaslServerAuthenticator` does. A failed exchange is answered
 //! after `connection.failed.authentication.delay.ms` and the connection is closed; the
-//! failure is counted against the source address (`security::LoginLimiter`), logged with the
-//! user name and address and never the password.
+//! failure is counted against its (source address, user name) (`security::LoginLimiter`),
+//! logged with the user name and address and never the password.
 //!
 //! With `connections.max.reauth.ms` set, the SaslAuthenticate response carries the
 //! session's lifetime and the client re-authenticates on the same connection before it ends
 //! (SaslHandshake again, same mechanism, same principal). A connection whose session ended
 //! without that is closed at its next request.
+
+use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
@@ -25,7 +27,7 @@ use sluice_security::users::UNSUPPORTED_SASL_MECHANISM;
 
 use crate::broker::Broker;
 use crate::config::SaslMechanism;
-use crate::limits::LOGIN_FAILURES_PER_SOURCE_MAX;
+use crate::limits::LOGIN_FAILURES_PER_USER_MAX;
 use crate::security::OsRng;
 
 /// What the connection does with a request, before decoding it.
@@ -255,17 +257,20 @@ impl Session {
         };
         let mechanism = *mechanism;
         let now = broker.now_ms();
-        if let Err(retry_ms) = broker.login_failures.check(host, now) {
+        let user = attempted_user(exchange, &auth_bytes);
+        if let Err(retry_ms) = broker.login_failures.check(host, &user, now) {
             tracing::debug!(
                 host,
-                "SASL authentication refused: the address is over its failure limit"
+                user,
+                "SASL authentication refused: the user is over its failure limit from this address"
             );
             broker.metrics.sasl_authentication(false);
+            broker.metrics.login_refusals.fetch_add(1, Relaxed);
             self.state = State::Failed;
             return AuthenticateOutcome::failure(
                 SASL_AUTHENTICATION_FAILED,
                 format!(
-                    "Too many failed authentication attempts from {host}: retry in {} s (LOGIN_FAILURES_PER_SOURCE_MAX is {LOGIN_FAILURES_PER_SOURCE_MAX})",
+                    "Too many failed authentication attempts for user {user} from {host}: retry in {} s (LOGIN_FAILURES_PER_USER_MAX is {LOGIN_FAILURES_PER_USER_MAX})",
                     (retry_ms + 999) / 1000
                 ),
             );
@@ -279,7 +284,7 @@ impl Session {
         match result {
             Ok((reply, None)) => AuthenticateOutcome::step(reply),
             Ok((reply, Some(user))) => self.complete(broker, mechanism, user, reply, now),
-            Err(e) => self.fail(broker, host, mechanism, &e, reauth, now),
+            Err(e) => self.fail(broker, (host, &user), mechanism, &e, reauth, now),
         }
     }
 
@@ -329,21 +334,34 @@ impl Session {
     fn fail(
         &mut self,
         broker: &Broker,
-        host: &str,
+        (host, user): (&str, &str),
         mechanism: SaslMechanism,
         error: &SaslError,
         reauth: bool,
         now: i64,
     ) -> AuthenticateOutcome {
-        let failures = broker.login_failures.record_failure(host, now);
+        let failures = broker.login_failures.record_failure(host, user, now);
         broker.metrics.sasl_authentication(false);
-        // Logged until the address reaches its limit; after that it is refused unchecked.
-        if failures <= LOGIN_FAILURES_PER_SOURCE_MAX {
-            tracing::warn!(host, mechanism = mechanism.name(), reason = %error, failures, "SASL authentication failed");
+        // Logged until the user reaches its limit; after that it is refused unchecked.
+        if failures <= LOGIN_FAILURES_PER_USER_MAX {
+            tracing::warn!(host, user, mechanism = mechanism.name(), reason = %error, failures, "SASL authentication failed");
         }
         self.state = State::Failed;
         AuthenticateOutcome::failure(error.error_code(), error.client_message(reauth))
     }
+}
+
+/// The user name a SaslAuthenticate message logs in as, for the failure limiter: PLAIN's
+/// authcid, SCRAM's client-first user (or the one its exchange started with); empty when
+/// the message does not parse, so malformed attempts share one window of their own.
+fn attempted_user(exchange: &Exchange, message: &[u8]) -> String {
+    let user = match exchange {
+        Exchange::Plain => sluice_security::plain::PlainMessage::parse(message)
+            .ok()
+            .map(|m| m.username),
+        Exchange::Scram(server) => server.username_of(message),
+    };
+    user.unwrap_or_default()
 }
 
 /// The SCRAM step: `(server message, Some(user) once complete)`.

@@ -86,6 +86,20 @@ impl ScramServer {
         self.mechanism
     }
 
+    /// The user name `message` (the next client message) logs in as, for rate limiting
+    /// before it is checked: the client-first message's, or the one the exchange started
+    /// with. `None` when the message does not parse.
+    pub fn username_of(&self, message: &[u8]) -> Option<String> {
+        match &self.state {
+            State::ReceiveClientFirst => ClientFirst::parse(message).ok().map(|f| f.username),
+            State::ReceiveClientFinal(pending) => Some(pending.first.username.clone()),
+            State::Complete {
+                authorization_id, ..
+            } => Some(authorization_id.clone()),
+            State::Failed => None,
+        }
+    }
+
     /// Feeds the next client message (a SaslAuthenticate `auth_bytes`) and returns the
     /// server's answer, drawing the server nonce from `rng`.
     pub fn evaluate(

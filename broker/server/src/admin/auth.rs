@@ -6,12 +6,14 @@
 //! - `admin.auth = basic`: HTTP Basic, checked against the broker's SCRAM credentials
 //!   (SCRAM-SHA-512, then SCRAM-SHA-256, as SASL/PLAIN checks them) on the blocking pool, as
 //!   each check costs the credential's iterations of HMAC. The caller is `User:<name>`.
-//!   Failed logins count in the Kafka listener's per-address limiter
+//!   Failed logins count in the Kafka listeners' per-(address, user) limiter
 //!   (`broker.login_failures`) and are logged at WARN without the password.
 //! - Neither: the caller is `User:ANONYMOUS`, and `allow.everyone.if.no.acl.found` decides.
 //!
 //! Every route but `/health` passes here; with `admin.auth = basic`, `/ready` needs no
 //! credentials either (a probe has none). The host of every ACL check is the client's IP.
+
+use std::sync::atomic::Ordering::Relaxed;
 
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -27,7 +29,7 @@ use super::{AdminState, ApiError};
 use crate::authz;
 use crate::broker::Broker;
 use crate::config::{AdminAuth, BrokerConfig};
-use crate::limits::LOGIN_FAILURES_PER_SOURCE_MAX;
+use crate::limits::LOGIN_FAILURES_PER_USER_MAX;
 
 /// The principal name an `admin.token` bearer acts as.
 pub const TOKEN_USER: &str = "admin-token";
@@ -203,7 +205,7 @@ async fn caller(
         }
         Step::Refuse { offered } => return Err(Refusal::Unauthorized { offered }),
         Step::Token(given) => {
-            check_limit(broker, &host)?;
+            check_limit(broker, &host, TOKEN_USER)?;
             let expected = broker.config.admin_token.as_deref().unwrap_or_default();
             if super::constant_time_eq(given.as_bytes(), expected.as_bytes()) {
                 return Ok(Caller {
@@ -212,10 +214,10 @@ async fn caller(
                     token: true,
                 });
             }
-            "(bearer token)".to_owned()
+            TOKEN_USER.to_owned()
         }
         Step::Basic { user, password } => {
-            check_limit(broker, &host)?;
+            check_limit(broker, &host, &user)?;
             if verify_password(broker, &user, password).await {
                 return Ok(Caller {
                     principal: KafkaPrincipal::user(user),
@@ -226,20 +228,26 @@ async fn caller(
             user
         }
     };
-    let failures = broker.login_failures.record_failure(&host, broker.now_ms());
-    if failures <= LOGIN_FAILURES_PER_SOURCE_MAX {
+    let failures = broker
+        .login_failures
+        .record_failure(&host, &user, broker.now_ms());
+    if failures <= LOGIN_FAILURES_PER_USER_MAX {
         tracing::warn!(%host, %user, failures, "admin API authentication failed");
     }
     Err(Refusal::Unauthorized { offered: true })
 }
 
-/// Refuses an address over the Kafka listener's failed-login limit.
-fn check_limit(broker: &Broker, host: &str) -> Result<(), Refusal> {
+/// Refuses a user over the failed-login limit from `host` (the limiter the Kafka
+/// listeners share; a bearer token counts as the user it acts as, `TOKEN_USER`).
+fn check_limit(broker: &Broker, host: &str, user: &str) -> Result<(), Refusal> {
     broker
         .login_failures
-        .check(host, broker.now_ms())
-        .map_err(|retry_ms| Refusal::TooManyFailures {
-            retry_s: (retry_ms.max(0) as u64).div_ceil(1000).max(1),
+        .check(host, user, broker.now_ms())
+        .map_err(|retry_ms| {
+            broker.metrics.login_refusals.fetch_add(1, Relaxed);
+            Refusal::TooManyFailures {
+                retry_s: (retry_ms.max(0) as u64).div_ceil(1000).max(1),
+            }
         })
 }
 
@@ -249,7 +257,7 @@ fn too_many_failures(retry_s: u64) -> Response {
         StatusCode::TOO_MANY_REQUESTS,
         "TOO_MANY_FAILED_LOGINS",
         format!(
-            "over {LOGIN_FAILURES_PER_SOURCE_MAX} failed logins from this address (LOGIN_FAILURES_PER_SOURCE_MAX): retry in {retry_s} s"
+            "over {LOGIN_FAILURES_PER_USER_MAX} failed logins of this user from this address (LOGIN_FAILURES_PER_USER_MAX): retry in {retry_s} s"
         ),
     )
     .into_response();

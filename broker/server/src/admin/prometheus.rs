@@ -123,8 +123,13 @@ fn counters(out: &mut String, m: &crate::metrics::Metrics) {
         ),
         (
             "sluice_sasl_authentication_failures_total",
-            "SASL authentications that failed (credentials, mechanism, re-authentication, or a source address over its failure limit).",
+            "SASL authentications that failed (credentials, mechanism, re-authentication, or a user over its failure limit from its address).",
             &m.sasl_authentication_failures,
+        ),
+        (
+            "sluice_login_refusals_total",
+            "Logins (SASL and admin API) refused unchecked: the user name had LOGIN_FAILURES_PER_USER_MAX failures from that address within LOGIN_FAILURE_WINDOW_MS.",
+            &m.login_refusals,
         ),
         (
             "sluice_admin_connections_refused_total",

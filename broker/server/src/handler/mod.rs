@@ -411,7 +411,9 @@ async fn txn_dispatch(
     Ok(Some(response))
 }
 
-/// Fetch: the records as file ranges, the consumer quota recorded (`throttle.rs`).
+/// Fetch: the records as file ranges, the consumer quota recorded (`throttle.rs`). A fetch
+/// over its quota is answered as Kafka answers it: empty, with its throttle time, and its
+/// bytes taken back from the quota (the client fetches them again once the throttle ends).
 async fn fetch_reply(
     ctx: &ConnectionContext,
     header: &RequestHeader,
@@ -422,6 +424,11 @@ async fn fetch_reply(
     let client_id = header.client_id.as_deref().unwrap_or_default();
     let bytes = response.record_bytes();
     let throttle = throttle::record(ctx, QuotaKind::ConsumerByteRate, client_id, bytes);
+    if throttle > 0 {
+        throttle::unrecord(ctx, QuotaKind::ConsumerByteRate, client_id, bytes);
+        // Kafka's `getThrottledResponse`: no error, no partitions, the throttle time.
+        response = fetch_wire::FetchOutput::default();
+    }
     response.throttle_time_ms = i32::try_from(throttle).unwrap_or(i32::MAX);
     let hv = ApiKey::Fetch.response_header_version(version);
     let mut chunks = vec![Chunk::Bytes(encode_header(header.correlation_id, hv)?)];

@@ -3,7 +3,8 @@
 //! connection's user and client id (`sluice_security::quota`'s 8-level resolution over the
 //! quotas in the security state); a client over its quota gets `throttle_time_ms` in the
 //! response, and the connection is muted for that long after the response is sent (the
-//! next request is not read until then). Nothing is dropped.
+//! next request is not read until then). A throttled Fetch is answered empty, its bytes
+//! taken back from the quota, as Kafka does; nothing is dropped.
 //!
 //! The sampled windows are the broker's (`security::QuotaWindows`: `quota.window.num` 11
 //! samples of `quota.window.size.seconds` 1 s, Kafka's defaults), bounded by
@@ -32,6 +33,23 @@ pub(crate) fn record(ctx: &ConnectionContext, kind: QuotaKind, client_id: &str, 
         tracing::debug!(principal = %ctx.principal, client_id, kind = kind.name(), throttle_ms = throttle, "throttled by a client quota");
     }
     throttle
+}
+
+/// Takes back `bytes` recorded by [`record`] for a request answered empty because it was
+/// throttled (Kafka's `unrecordQuotaSensor`, for Fetch).
+pub(crate) fn unrecord(ctx: &ConnectionContext, kind: QuotaKind, client_id: &str, bytes: u64) {
+    let broker = &ctx.broker;
+    let now = broker.now_ms();
+    broker.security.read(|state| {
+        broker.quotas.unrecord(
+            state.quotas(),
+            kind,
+            &ctx.principal.name,
+            client_id,
+            bytes,
+            now,
+        );
+    });
 }
 
 fn record_for(broker: &Broker, kind: QuotaKind, user: &str, client_id: &str, bytes: u64) -> u32 {

@@ -58,6 +58,25 @@ impl QuotaWindows {
     }
 }
 
+impl QuotaWindows {
+    /// Takes back `bytes` recorded for a throttled request answered empty
+    /// (`QuotaTracker::unrecord`).
+    pub fn unrecord(
+        &self,
+        quotas: &sluice_security::quota::ClientQuotas,
+        kind: sluice_security::quota::QuotaKind,
+        user: &str,
+        client_id: &str,
+        bytes: u64,
+        now_ms: i64,
+    ) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .unrecord(quotas, kind, user, client_id, bytes, now_ms);
+    }
+}
+
 /// Directory of the security log, under `data.dir`.
 pub const SECURITY_DIR: &str = "security-log";
 
