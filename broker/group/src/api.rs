@@ -385,6 +385,9 @@ pub struct ConsumerHeartbeatRequest {
     pub client_id: String,
     /// The peer address.
     pub client_host: String,
+    /// Who sends it (`User:alice`): the topics its regex matches are filtered by this
+    /// principal's DESCRIBE rights ([`crate::TopicMatcher::may_describe`]).
+    pub principal: String,
 }
 
 /// ConsumerGroupHeartbeat response fields.

@@ -20,6 +20,10 @@ pub const CLIENT_ID_BYTES_MAX: usize = 255;
 /// `/` prefix fits easily).
 pub const CLIENT_HOST_BYTES_MAX: usize = 255;
 
+/// Longest principal a member's heartbeat carries (`User:` and a SASL name or a client
+/// certificate's subject; set by the server, bounded here anyway).
+pub const PRINCIPAL_BYTES_MAX: usize = 4096;
+
 /// Most protocols (assignors) one member may offer in a JoinGroup. Real clients offer 1-3.
 pub const MEMBER_PROTOCOLS_MAX: usize = 32;
 

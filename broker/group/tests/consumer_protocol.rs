@@ -6,7 +6,8 @@
 //! adopt assignments; rejoin with epoch 0 when fenced; crash; leave; static members
 //! bounce) and check, after every step, that no partition is owned by two live clients
 //! and, once they go quiet, that every partition is owned by exactly one member and the
-//! group is Stable.
+//! group is Stable. A regex subscription resolves to the topics its member may describe
+//! only, again when that changes.
 
 mod common;
 
@@ -620,4 +621,75 @@ fn simulation_never_double_assigns_and_settles() {
         revocations > 40,
         "only {revocations} revocations in 40 seeds"
     );
+}
+
+/// A regex matcher (prefix `*` patterns) whose authorizer lets `User:tenant-b` describe
+/// only the topics in `visible`, shared with the test so it can "revoke" and "grant".
+#[derive(Debug)]
+struct AclMatcher {
+    visible: std::sync::Arc<std::sync::Mutex<BTreeSet<String>>>,
+}
+
+impl sluice_group::TopicMatcher for AclMatcher {
+    fn is_valid(&self, _regex: &str) -> bool {
+        true
+    }
+    fn matches(&self, regex: &str, topic: &str) -> bool {
+        regex
+            .strip_suffix(".*")
+            .map_or(regex == topic, |prefix| topic.starts_with(prefix))
+    }
+    fn may_describe(&self, principal: &str, client_host: &str, topic: &str) -> bool {
+        assert_eq!((principal, client_host), ("User:tenant-b", "/127.0.0.1"));
+        self.visible.lock().unwrap().contains(topic)
+    }
+}
+
+#[test]
+fn a_regex_resolves_only_to_topics_its_member_may_describe() {
+    let mut h = harness(&[("a-orders", 2), ("b-orders", 1)]);
+    let visible = std::sync::Arc::new(std::sync::Mutex::new(BTreeSet::from([
+        "b-orders".to_owned()
+    ])));
+    h.c.set_topic_matcher(Box::new(AclMatcher {
+        visible: visible.clone(),
+    }));
+    let mut req = join("", &[]);
+    req.subscribed_topic_names = None;
+    req.subscribed_topic_regex = Some(".*".into());
+    req.principal = "User:tenant-b".into();
+    let first = send(&mut h, req);
+    assert_eq!(first.error, ErrorCode::None);
+    let id = first.member_id.clone().unwrap();
+    assert_eq!(
+        first.assignment,
+        Some(all("b-orders", 1)),
+        "a-orders is not describable"
+    );
+    // A topic created later that the member may not describe is never assigned.
+    h.c.update_topics(
+        h.now_ms,
+        topics(&[("a-orders", 2), ("b-orders", 1), ("a-new", 3)]),
+    );
+    let mut again = beat(&id, first.member_epoch, first.assignment.as_ref());
+    again.principal = "User:tenant-b".into();
+    let answer = send(&mut h, again);
+    assert!(answer.assignment.is_none(), "nothing new: {answer:?}");
+    // Granted: the next resolution includes it; revoked again: it goes.
+    visible.lock().unwrap().insert("a-new".to_owned());
+    h.c.resolve_subscriptions_again(h.now_ms);
+    let mut after = beat(&id, answer.member_epoch, first.assignment.as_ref());
+    after.principal = "User:tenant-b".into();
+    let granted = send(&mut h, after);
+    let owned = granted.assignment.clone().unwrap();
+    assert!(
+        owned.contains_key("a-new") && !owned.contains_key("a-orders"),
+        "{owned:?}"
+    );
+    visible.lock().unwrap().remove("a-new");
+    h.c.resolve_subscriptions_again(h.now_ms);
+    let mut revoked = beat(&id, granted.member_epoch, Some(&owned));
+    revoked.principal = "User:tenant-b".into();
+    let answer = send(&mut h, revoked);
+    assert_eq!(answer.assignment, Some(all("b-orders", 1)));
 }

@@ -100,6 +100,10 @@ pub enum RegistryError {
         new: &'static str,
         users: usize,
     },
+    #[error(
+        "plugin `{0}` exists: replacing it needs ALTER on it (CREATE on the cluster only makes new plugins)"
+    )]
+    Exists(String),
     #[error(transparent)]
     Call(#[from] CallError),
     #[error("I/O error on {path}: {source}")]

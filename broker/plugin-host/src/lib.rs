@@ -147,7 +147,7 @@ pub use filter::FilterInstance;
 pub use partitioner::PartitionerInstance;
 pub use plugin_log::{LogLine, LogPage};
 pub use pool::{Filter, Partitioner, Transform, Validator};
-pub use registry::{LoadFailures, PluginInfo, Registry};
+pub use registry::{Install, LoadFailures, PluginInfo, Registry};
 pub use share::InstanceCounts;
 pub use slot::PluginSlot;
 pub use stats::{CALL_LATENCY_BUCKETS_US, CallErrorKind, PluginStats};

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use sluice_storage::io::{self as storage_io, RealFs};
 
@@ -35,6 +35,15 @@ pub struct PluginInfo {
     pub users: usize,
 }
 
+/// Whether an install may replace a plugin of the same name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Install {
+    /// Make the plugin or replace its current version.
+    NewOrReplace,
+    /// Make the plugin only if no plugin has the name.
+    NewOnly,
+}
+
 /// The registry. Share it as `Arc<Registry>`.
 #[derive(Debug)]
 pub struct Registry {
@@ -43,6 +52,8 @@ pub struct Registry {
     budget: Arc<Budget>,
     dir: PathBuf,
     slots: RwLock<BTreeMap<String, Arc<PluginSlot>>>,
+    /// Held by an install from its existence check to its swap (`Registry::install_as`).
+    installing: Mutex<()>,
 }
 
 /// Files that failed to load at open; the broker logs them and goes on.
@@ -68,6 +79,7 @@ impl Registry {
             engine: PluginEngine::new(config)?,
             dir,
             slots: RwLock::default(),
+            installing: Mutex::default(),
         });
         let mut failures = Vec::new();
         for entry in std::fs::read_dir(&registry.dir).map_err(RegistryError::io(&registry.dir))? {
@@ -117,15 +129,40 @@ impl Registry {
     /// # Errors
     /// Bad name, too large, not wasm, wrong world, unprovided imports, I/O.
     pub fn install(&self, name: &str, bytes: &[u8]) -> Result<PluginInfo, RegistryError> {
+        self.install_as(name, bytes, Install::NewOrReplace)
+    }
+
+    /// As [`Registry::install`], but `Install::NewOnly` refuses a name that exists
+    /// ([`RegistryError::Exists`]) at the moment it would be written: a caller allowed to
+    /// make plugins but not to alter this one can never replace it, even racing another
+    /// install of the same name.
+    ///
+    /// # Errors
+    /// As [`Registry::install`], and `Exists`.
+    pub fn install_as(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        mode: Install,
+    ) -> Result<PluginInfo, RegistryError> {
         check_name(name)?;
         let component = compile::to_component(&self.engine, bytes)?;
         let version = compile::load(&self.engine, name, &component, self.cache_dir())?;
+        // One install writes and swaps at a time, so the existence check below holds until
+        // the new version is in.
+        let _installing = self
+            .installing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(slot) = self
             .slots
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(name)
         {
+            if mode == Install::NewOnly {
+                return Err(RegistryError::Exists(name.to_owned()));
+            }
             check_same_kind(slot, &version)?;
         }
         let path = self.dir.join(format!("{name}.wasm"));

@@ -1,7 +1,8 @@
 //! The registry over a real plugin directory: install, list, describe,
 //! delete with in-use protection, reopen with a warm compile cache, and hot
 //! reload through the directory watcher while another thread keeps calling
-//! (no call fails; calls after the swap follow the new plugin).
+//! (no call fails; calls after the swap follow the new plugin); an install of a new name
+//! only (`Install::NewOnly`) never replaces a plugin.
 
 mod common;
 
@@ -10,7 +11,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use sluice_plugin_host::{ColumnarBatch, PluginConfig, PluginKind, Registry, RegistryError};
+use sluice_plugin_host::{
+    ColumnarBatch, Install, PluginConfig, PluginKind, Registry, RegistryError,
+};
 use sluice_sdk::hash;
 
 #[test]
@@ -189,4 +192,28 @@ fn hot_reload_swaps_a_file_while_calls_run() {
         registry.describe("swap").unwrap().sha256,
         registry.describe("crc32-source").unwrap().sha256
     );
+}
+
+#[test]
+fn an_install_of_a_new_name_only_never_replaces_a_plugin() {
+    let (dir, registry) = common::registry(|_| {});
+    let first = registry
+        .install_as("router", &common::wasm("murmur2"), Install::NewOnly)
+        .unwrap();
+    let err = registry
+        .install_as("router", &common::wasm("crc32"), Install::NewOnly)
+        .unwrap_err();
+    assert!(
+        matches!(err, RegistryError::Exists(ref n) if n == "router"),
+        "{err}"
+    );
+    // Nothing was written: the file and the loaded version are the first install's.
+    let path = dir.path().join("plugins/router.wasm");
+    assert_eq!(std::fs::read(&path).unwrap().len() as u64, first.size_bytes);
+    assert_eq!(registry.describe("router").unwrap().sha256, first.sha256);
+    // A replacing install (the caller may ALTER it) still replaces it.
+    let second = registry
+        .install_as("router", &common::wasm("crc32"), Install::NewOrReplace)
+        .unwrap();
+    assert_ne!(second.sha256, first.sha256);
 }

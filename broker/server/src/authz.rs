@@ -81,6 +81,27 @@ pub fn allowed(
     )
 }
 
+/// The first plugin that topic `configs` would bind (`sluice.partitioner`,
+/// `sluice.validator`: `topic_config::PLUGIN_KEYS`) and `may_read_plugin` refuses, if any.
+/// The one check that topic creation and config changes make, over the Kafka protocol
+/// (CreateTopics, AlterConfigs, IncrementalAlterConfigs) and the admin API (`POST` and
+/// `PATCH /v1/topics`) alike: binding a topic to a plugin needs READ on the plugin.
+pub fn unreadable_plugin<'a>(
+    configs: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+    may_read_plugin: impl Fn(&str) -> bool,
+) -> Option<&'a str> {
+    configs
+        .into_iter()
+        .filter(|(key, _)| crate::topic_config::PLUGIN_KEYS.contains(key))
+        .filter_map(|(_, plugin)| plugin)
+        .find(|plugin| !may_read_plugin(plugin))
+}
+
+/// READ on a plugin, for the connection's principal (`unreadable_plugin`).
+pub fn may_read_plugin(ctx: &ConnectionContext) -> impl Fn(&str) -> bool + '_ {
+    |plugin| allowed(ctx, AclOperation::Read, ResourceType::Plugin, plugin)
+}
+
 /// The operations Kafka defines on the cluster resource.
 pub const CLUSTER_OPERATIONS: [AclOperation; 7] = [
     AclOperation::Create,
@@ -128,6 +149,17 @@ pub fn operations(
 /// `operation` on the topic `name`.
 pub fn topic(ctx: &ConnectionContext, operation: AclOperation, name: &str) -> bool {
     allowed(ctx, operation, ResourceType::Topic, name)
+}
+
+/// `operation` on `name` as a client names it in Fetch, ListOffsets and
+/// OffsetForLeaderEpoch: the VIEW resource when a view has the name, else the TOPIC.
+pub fn topic_or_view(ctx: &ConnectionContext, operation: AclOperation, name: &str) -> bool {
+    let resource = if ctx.broker.view(name).is_some() {
+        ResourceType::View
+    } else {
+        ResourceType::Topic
+    };
+    allowed(ctx, operation, resource, name)
 }
 
 /// `operation` on the group `name`.

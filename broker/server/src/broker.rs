@@ -585,6 +585,29 @@ impl Broker {
     }
 
     /// Checks a CreateTopics request for one topic without creating anything.
+    /// Kafka's rule that names differing only in `.` and `_` collide (their metric names
+    /// would be the same): INVALID_TOPIC_EXCEPTION naming the topic or view it collides
+    /// with. Called for a new topic and a new view.
+    pub fn check_no_collision(&self, name: &str) -> Result<(), KafkaError> {
+        let normal = |n: &str| n.replace('.', "_");
+        let wanted = normal(name);
+        let collides = |other: &str| other.len() == name.len() && normal(other) == wanted;
+        let views = self.views();
+        let topics = self.topics_read();
+        let other = topics
+            .keys()
+            .map(String::as_str)
+            .chain(views.iter().map(|v| v.name()))
+            .find(|other| collides(other));
+        match other {
+            Some(other) => Err(KafkaError::new(
+                ResponseError::InvalidTopicException,
+                format!("Topic '{name}' collides with existing topic: {other}"),
+            )),
+            None => Ok(()),
+        }
+    }
+
     pub fn validate_new_topic(
         &self,
         name: &str,
@@ -616,6 +639,7 @@ impl Broker {
                 format!("topic {name:?} already exists"),
             ));
         }
+        self.check_no_collision(name)?;
         Ok(())
     }
 

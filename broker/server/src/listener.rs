@@ -109,13 +109,8 @@ impl Server {
                 context: "opening the data dir".into(),
                 source: std::io::Error::other(e),
             })??;
-        let groups = GroupService::spawn(
-            broker.config.group_config(),
-            offsets_log,
-            offsets,
-            broker.topic_shapes(),
-            broker.clock().clone(),
-        )?;
+        let broker = Arc::new(broker);
+        let groups = spawn_groups(&broker, offsets_log, offsets)?;
         tracing::info!(
             data_dir = %broker.config.data_dir.display(),
             cluster_id = %broker.cluster_id,
@@ -148,7 +143,6 @@ impl Server {
         }
         let (shutdown_tx, _) = watch::channel(false);
         let admission = Admission::new(&broker.config);
-        let broker = Arc::new(broker);
         let (txns, transforms) = spawn_services(&broker, &groups, (txn_log, txn_records))?;
         Ok(Self {
             broker,
@@ -346,6 +340,43 @@ fn spawn_services(
     let transforms =
         TransformService::spawn(broker.clone(), txns.handle.clone(), groups.handle.clone())?;
     Ok((txns, transforms))
+}
+
+/// The group coordinator, its consumer groups' regexes filtered by the broker's ACLs.
+fn spawn_groups(
+    broker: &Arc<Broker>,
+    log: crate::group::OffsetsLog,
+    offsets: Vec<sluice_group::OffsetRecord>,
+) -> Result<GroupService, ServerError> {
+    let access = crate::group::Access {
+        describe: describe_check(broker),
+        changes: broker.security.changes(),
+    };
+    GroupService::spawn_authorized(
+        broker.config.group_config(),
+        log,
+        offsets,
+        (broker.topic_shapes(), Some(access)),
+        broker.clock().clone(),
+    )
+}
+
+/// DESCRIBE on a topic for a group member's principal, as its connection is checked
+/// (consumer groups' regex subscriptions, `topic_regex.rs`).
+fn describe_check(broker: &Arc<Broker>) -> crate::topic_regex::DescribeCheck {
+    let broker = Arc::downgrade(broker);
+    Arc::new(move |principal, host, topic| {
+        broker.upgrade().is_some_and(|broker| {
+            crate::authz::allowed_for(
+                &broker,
+                principal,
+                host,
+                sluice_security::acl::AclOperation::Describe,
+                sluice_security::acl::ResourceType::Topic,
+                topic,
+            )
+        })
+    })
 }
 
 /// A new connection's context; its principal is anonymous until a TLS handshake or SASL says more.

@@ -1,24 +1,47 @@
 //! Subscription regexes of consumer groups (KIP-848's `SubscribedTopicRegex`, Java's
 //! `subscribe(SubscriptionPattern)`): RE2 syntax, as Kafka's RE2/J, matched against whole
 //! topic names. Compiled programs are cached, a bounded number, since every topic change
-//! matches every regex again.
+//! matches every regex again. A member's matches are filtered by its principal's DESCRIBE
+//! rights (`may_describe`, asking the broker's ACLs), so a regex never discloses a topic.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use regex::Regex;
+use sluice_security::principal::KafkaPrincipal;
 
 use crate::limits;
 
+/// Whether a principal (`User:alice`) at a host (`127.0.0.1`) may DESCRIBE a topic.
+pub type DescribeCheck = Arc<dyn Fn(&KafkaPrincipal, &str, &str) -> bool + Send + Sync>;
+
 /// The [`sluice_group::TopicMatcher`] the coordinator runs with.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct RegexMatcher {
     /// Regex text -> its compiled, anchored program (`None`: it does not compile).
     /// At most [`limits::SUBSCRIPTION_REGEXES_CACHED_MAX`]; cleared when full.
     cache: Mutex<HashMap<String, Option<Regex>>>,
+    /// The ACL check regex matches pass (`None`: every topic may be described).
+    describe: Option<DescribeCheck>,
+}
+
+impl std::fmt::Debug for RegexMatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegexMatcher")
+            .field("authorized", &self.describe.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl RegexMatcher {
+    /// A matcher whose matches pass `describe` (the broker's ACLs).
+    pub fn authorized(describe: DescribeCheck) -> Self {
+        Self {
+            cache: Mutex::default(),
+            describe: Some(describe),
+        }
+    }
+
     fn compiled(&self, regex: &str) -> Option<Regex> {
         let mut cache = self
             .cache
@@ -47,6 +70,17 @@ impl sluice_group::TopicMatcher for RegexMatcher {
 
     fn matches(&self, regex: &str, topic: &str) -> bool {
         self.compiled(regex).is_some_and(|r| r.is_match(topic))
+    }
+
+    fn may_describe(&self, principal: &str, client_host: &str, topic: &str) -> bool {
+        let Some(describe) = &self.describe else {
+            return true;
+        };
+        // A member whose principal does not parse sees nothing by regex.
+        let Ok(principal) = KafkaPrincipal::parse(principal) else {
+            return false;
+        };
+        describe(&principal, client_host.trim_start_matches('/'), topic)
     }
 }
 

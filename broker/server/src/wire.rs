@@ -106,3 +106,13 @@ pub struct ConnectionContext {
     /// the connection.
     pub mute_ms: Arc<std::sync::atomic::AtomicU64>,
 }
+
+impl ConnectionContext {
+    /// The connection's principal and host, for audit lines (`crate::audit`).
+    pub fn actor(&self) -> crate::audit::Actor<'_> {
+        crate::audit::Actor {
+            principal: &self.principal,
+            host: &self.host,
+        }
+    }
+}

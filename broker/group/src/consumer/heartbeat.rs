@@ -79,6 +79,7 @@ pub(crate) fn check_request(
         || too_long(&req.subscribed_topic_regex, limits::SUBSCRIPTION_BYTES_MAX)
         || req.client_id.len() > limits::CLIENT_ID_BYTES_MAX
         || req.client_host.len() > limits::CLIENT_HOST_BYTES_MAX
+        || req.principal.len() > limits::PRINCIPAL_BYTES_MAX
         || names.len() > limits::SUBSCRIBED_TOPICS_MAX
         || names
             .iter()
@@ -355,6 +356,7 @@ fn member_topics(m: &ConsumerMember, cx: &ModernCtx<'_>) -> BTreeSet<String> {
             cx.topics
                 .keys()
                 .filter(|t| cx.matcher.matches(regex, t))
+                .filter(|t| cx.matcher.may_describe(&m.principal, &m.client_host, t))
                 .cloned(),
         );
     }
@@ -389,6 +391,7 @@ fn new_member(id: &str, req: &ConsumerHeartbeatRequest) -> ConsumerMember {
         rack_id: None,
         client_id: String::new(),
         client_host: String::new(),
+        principal: String::new(),
         member_epoch: 0,
         previous_epoch: 0,
         state: MemberState::Stable,
@@ -431,5 +434,8 @@ fn update_member(m: &mut ConsumerMember, req: &ConsumerHeartbeatRequest) -> bool
     }
     m.client_id.clone_from(&req.client_id);
     m.client_host.clone_from(&req.client_host);
+    // A regex resolves as its latest sender may see: a new principal resolves anew.
+    changed |= m.subscribed_topic_regex.is_some() && m.principal != req.principal;
+    m.principal.clone_from(&req.principal);
     changed
 }

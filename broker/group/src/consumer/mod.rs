@@ -31,12 +31,20 @@ pub const LEAVE_EPOCH: i32 = -1;
 pub const STATIC_LEAVE_EPOCH: i32 = -2;
 
 /// Matches subscribed topic regexes; the server injects one (the group crate has no regex
-/// engine). The default matches a regex only against the identical topic name.
+/// engine and no authorizer). The default matches a regex only against the identical topic
+/// name.
 pub trait TopicMatcher: std::fmt::Debug + Send {
     /// Whether `regex` compiles.
     fn is_valid(&self, regex: &str) -> bool;
     /// Whether `topic` matches all of `regex`.
     fn matches(&self, regex: &str, topic: &str) -> bool;
+    /// Whether the member's `principal`, connected from `client_host` (`/10.0.0.1`), may
+    /// DESCRIBE `topic`. A regex's matches it may not describe are dropped silently at every
+    /// resolution, as Kafka drops them: a regex never discloses or assigns a topic its
+    /// member could not see by name.
+    fn may_describe(&self, _principal: &str, _client_host: &str, _topic: &str) -> bool {
+        true
+    }
 }
 
 /// The default [`TopicMatcher`]: a regex matches the topic spelled the same.
@@ -87,6 +95,8 @@ pub struct ConsumerMember {
     pub client_id: String,
     /// Client host.
     pub client_host: String,
+    /// The principal of its latest heartbeat (`ConsumerHeartbeatRequest::principal`).
+    pub principal: String,
     /// Current epoch ([`STATIC_LEAVE_EPOCH`] while a static member is away).
     pub member_epoch: i32,
     /// The epoch before the last change (a heartbeat whose answer was lost may still use

@@ -72,6 +72,14 @@ impl Coordinator {
         self.debug_check();
     }
 
+    /// Resolves every consumer group's subscriptions again with the topics it has (after a
+    /// change of what members may see: ACLs filter regex matches,
+    /// [`TopicMatcher::may_describe`]); groups whose topics changed get a new target.
+    pub fn resolve_subscriptions_again(&mut self, now_ms: u64) {
+        let topics = self.topics.clone();
+        self.update_topics(now_ms, topics);
+    }
+
     /// Sets the regex engine for `SubscribedTopicRegex` (the default,
     /// [`crate::consumer::LiteralMatcher`], matches only the identical name).
     pub fn set_topic_matcher(&mut self, matcher: Box<dyn TopicMatcher>) {

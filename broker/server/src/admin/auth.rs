@@ -337,16 +337,29 @@ impl Caller {
             )
     }
 
+    /// The caller's principal and host, for audit lines (`crate::audit`).
+    pub fn actor(&self) -> crate::audit::Actor<'_> {
+        crate::audit::Actor {
+            principal: &self.principal,
+            host: &self.host,
+        }
+    }
+
     /// `Ok` if the caller holds any of `needs`, else 403 naming them.
     pub fn require(&self, broker: &Broker, needs: &[Need<'_>]) -> Result<(), ApiError> {
         if needs.iter().any(|need| self.may(broker, *need)) {
             return Ok(());
         }
+        Err(self.refusal(needs))
+    }
+
+    /// The 403 of a caller that holds none of `needs`.
+    pub fn refusal(&self, needs: &[Need<'_>]) -> ApiError {
         let named: Vec<String> = needs
             .iter()
             .map(|(op, rt, name)| format!("{} on {} {name:?}", op.name(), rt.name()))
             .collect();
-        Err(ApiError::new(
+        ApiError::new(
             StatusCode::FORBIDDEN,
             "FORBIDDEN",
             format!(
@@ -354,7 +367,7 @@ impl Caller {
                 self.principal,
                 named.join(" or ")
             ),
-        ))
+        )
     }
 }
 

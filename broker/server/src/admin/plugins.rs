@@ -2,8 +2,9 @@
 //! describe (kind, WIT version, sha256, size, users, and call statistics), its own log
 //! (`/v1/plugins/{name}/logs`) and delete (`?force=true` for a plugin a topic uses). The registry validates and compiles an upload before anything is written,
 //! so a bad upload never replaces a working version (docs/plugins.md). ACLs on the PLUGIN
-//! resource: DESCRIBE to see one (lists are filtered), ALTER on it (or CREATE on the
-//! cluster) to deploy or replace it, DELETE to delete it.
+//! resource: DESCRIBE to see one (lists are filtered), ALTER on it to replace it (or to
+//! deploy it new), CREATE on the cluster to deploy a new name only, DELETE to delete it.
+//! Every deploy and delete is an audit line with its principal (`crate::audit`).
 
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
@@ -14,12 +15,13 @@ use axum::{Extension, Router};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-use sluice_plugin_host::{PluginInfo, PluginStats, RegistryError};
+use sluice_plugin_host::{Install, PluginInfo, PluginStats, RegistryError};
 use sluice_security::acl::{AclOperation, CLUSTER_NAME, ResourceType};
 
 use super::auth::Caller;
 use super::topics::blocking;
 use super::{AdminState, ApiError};
+use crate::audit;
 
 pub(super) fn routes() -> Router<AdminState> {
     Router::new()
@@ -55,15 +57,20 @@ struct LogLineView {
     message: String,
 }
 
-/// A plugin's own log (what its guest wrote through the WIT `log` import): DESCRIBE on the
-/// plugin, as describing it.
+/// A plugin's own log (what its guest wrote through the WIT `log` import): ALTER on the
+/// plugin, its owner's right. A plugin several tenants use logs while it runs for each of
+/// them, and a guest may log record contents: DESCRIBE (which shows its kind, hash and
+/// aggregate statistics) is not enough to read them.
 async fn logs(
     State(state): State<AdminState>,
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     Query(query): Query<LogsQuery>,
 ) -> Result<Response, ApiError> {
-    caller.require(&state.broker, &[describe_on(&name)])?;
+    caller.require(
+        &state.broker,
+        &[(AclOperation::Alter, ResourceType::Plugin, &name)],
+    )?;
     let limit = query
         .limit
         .unwrap_or(sluice_plugin_host::limits::LOG_LINES_KEPT_MAX);
@@ -207,14 +214,16 @@ async fn deploy(
     Path(name): Path<String>,
     body: Body,
 ) -> Result<Response, ApiError> {
+    let path_name = name.clone();
     // Checked before the body is read: a refused caller cannot make the broker buffer it.
-    caller.require(
-        &state.broker,
-        &[
-            (AclOperation::Alter, ResourceType::Plugin, &name),
-            (AclOperation::Create, ResourceType::Cluster, CLUSTER_NAME),
-        ],
-    )?;
+    let mode = install_mode(&state, &caller, &name).inspect_err(|e| {
+        audit::refused(
+            caller.actor(),
+            "plugin.deploy",
+            &format!("plugin {name}"),
+            &e.message,
+        );
+    })?;
     let registry = state.broker.plugins.registry.clone();
     let max_bytes = registry.engine().config().module_bytes_max;
     let limit = usize::try_from(max_bytes.saturating_add(1)).unwrap_or(usize::MAX);
@@ -224,11 +233,44 @@ async fn deploy(
             max_bytes,
         })
     })?;
-    let info = blocking(move || registry.install(&name, &bytes))
-        .await?
-        .map_err(registry_error)?;
-    tracing::info!(plugin = %info.name, sha256 = %info.sha256, "plugin deployed (admin API)");
+    let outcome = blocking(move || registry.install_as(&name, &bytes, mode)).await?;
+    let info = outcome.map_err(|e| {
+        let error = registry_error(e);
+        audit::refused(
+            caller.actor(),
+            "plugin.deploy",
+            &format!("plugin {path_name}"),
+            &error.message,
+        );
+        error
+    })?;
+    audit::done(
+        caller.actor(),
+        "plugin.deploy",
+        &format!("plugin {}", info.name),
+        &format!("sha256={} kind={}", info.sha256, info.kind.as_str()),
+    );
     Ok((StatusCode::OK, axum::Json(PluginView::from(info))).into_response())
+}
+
+/// ALTER on the plugin replaces it (or makes it new); CREATE on the cluster only makes a
+/// new name, and the registry refuses it if the name exists by the time it is written.
+fn install_mode(state: &AdminState, caller: &Caller, name: &str) -> Result<Install, ApiError> {
+    let alter = (AclOperation::Alter, ResourceType::Plugin, name);
+    if caller.may(&state.broker, alter) {
+        return Ok(Install::NewOrReplace);
+    }
+    if state.broker.plugins.registry.describe(name).is_some() {
+        return Err(caller.refusal(&[alter]));
+    }
+    caller.require(
+        &state.broker,
+        &[
+            alter,
+            (AclOperation::Create, ResourceType::Cluster, CLUSTER_NAME),
+        ],
+    )?;
+    Ok(Install::NewOnly)
 }
 
 async fn delete(
@@ -246,7 +288,12 @@ async fn delete(
     blocking(move || registry.delete(&name, query.force))
         .await?
         .map_err(registry_error)?;
-    tracing::info!(plugin = %deleted, force = query.force, "plugin deleted (admin API)");
+    audit::done(
+        caller.actor(),
+        "plugin.delete",
+        &format!("plugin {deleted}"),
+        &format!("force={}", query.force),
+    );
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -255,6 +302,7 @@ fn registry_error(e: RegistryError) -> ApiError {
         RegistryError::NotFound(_) => (StatusCode::NOT_FOUND, "NOT_FOUND"),
         RegistryError::InUse { .. } => (StatusCode::CONFLICT, "PLUGIN_IN_USE"),
         RegistryError::KindChange { .. } => (StatusCode::CONFLICT, "PLUGIN_KIND_CHANGE"),
+        RegistryError::Exists(_) => (StatusCode::FORBIDDEN, "FORBIDDEN"),
         RegistryError::TooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "PLUGIN_TOO_LARGE"),
         RegistryError::OverLimit(_) | RegistryError::CompileTimeout { .. } => {
             (StatusCode::BAD_REQUEST, "PLUGIN_OVER_LIMIT")

@@ -17,6 +17,7 @@ use sluice_security::acl::{AclOperation, CLUSTER_NAME, ResourceType};
 
 use super::auth::Caller;
 use super::{AdminState, ApiError};
+use crate::authz;
 use crate::broker::{Broker, ConfigChange, Topic};
 use crate::error::KafkaError;
 use crate::topic_config::{self, TopicOverrides};
@@ -119,6 +120,13 @@ async fn create(
             (AclOperation::Create, ResourceType::Topic, &body.name),
         ],
     )?;
+    require_plugins(
+        &state,
+        &caller,
+        body.configs
+            .iter()
+            .map(|(k, v)| (k.as_str(), Some(v.as_str()))),
+    )?;
     for (key, value) in &body.configs {
         topic_config::validate(key, value)?;
     }
@@ -157,6 +165,11 @@ async fn alter(
             "{e}: expected {{\"set\": {{\"retention.ms\": \"...\"}}, \"delete\": [\"segment.bytes\"]}}"
         ))
     })?;
+    require_plugins(
+        &state,
+        &caller,
+        body.set.iter().map(|(k, v)| (k.as_str(), Some(v.as_str()))),
+    )?;
     let changes: Vec<ConfigChange> = body
         .set
         .into_iter()
@@ -174,6 +187,25 @@ async fn alter(
     })
     .await??;
     Ok(axum::Json(view).into_response())
+}
+
+/// READ on every plugin the configs bind the topic to: the Kafka protocol's check
+/// (`authz::unreadable_plugin`).
+fn require_plugins<'a>(
+    state: &AdminState,
+    caller: &Caller,
+    configs: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+) -> Result<(), ApiError> {
+    let may_read = |plugin: &str| {
+        caller.may(
+            &state.broker,
+            (AclOperation::Read, ResourceType::Plugin, plugin),
+        )
+    };
+    match authz::unreadable_plugin(configs, may_read) {
+        Some(plugin) => Err(caller.refusal(&[(AclOperation::Read, ResourceType::Plugin, plugin)])),
+        None => Ok(()),
+    }
 }
 
 async fn delete(

@@ -19,6 +19,7 @@ use sluice_transform::FromOffset;
 
 use super::auth::Caller;
 use super::{AdminState, ApiError};
+use crate::audit;
 use crate::transforms::{DeployRequest, TransformReport};
 
 pub(super) fn routes() -> Router<AdminState> {
@@ -67,10 +68,26 @@ async fn deploy(
         ))
     })?;
     require_deploy(&state, &caller, &request)?;
+    let resource = format!("transform {}", request.name);
+    let detail = format!(
+        "source={} plugin={} outputs={}",
+        request.source,
+        request.plugin,
+        request.outputs.join(",")
+    );
     let report = state
         .transforms
         .deploy(request, caller.principal.to_string())
-        .await?;
+        .await
+        .inspect_err(|e| {
+            audit::refused(
+                caller.actor(),
+                "transform.deploy",
+                &resource,
+                &e.to_string(),
+            )
+        })?;
+    audit::done(caller.actor(), "transform.deploy", &resource, &detail);
     Ok((StatusCode::CREATED, axum::Json(report)).into_response())
 }
 
@@ -110,6 +127,12 @@ async fn pause(
 ) -> Result<Response, ApiError> {
     caller.require(&state.broker, &[on(AclOperation::Alter, &name)])?;
     let report = state.transforms.set_paused(&name, true).await?;
+    audit::done(
+        caller.actor(),
+        "transform.pause",
+        &format!("transform {name}"),
+        "paused",
+    );
     Ok(axum::Json(report).into_response())
 }
 
@@ -120,6 +143,12 @@ async fn resume(
 ) -> Result<Response, ApiError> {
     caller.require(&state.broker, &[on(AclOperation::Alter, &name)])?;
     let report = state.transforms.set_paused(&name, false).await?;
+    audit::done(
+        caller.actor(),
+        "transform.resume",
+        &format!("transform {name}"),
+        "resumed",
+    );
     Ok(axum::Json(report).into_response())
 }
 
@@ -142,7 +171,14 @@ async fn restart(
         ))
     })?;
     caller.require(&state.broker, &[on(AclOperation::Alter, &name)])?;
+    let detail = format!("from_offset={:?}", body.from_offset);
     let report = state.transforms.restart(&name, body.from_offset).await?;
+    audit::done(
+        caller.actor(),
+        "transform.restart",
+        &format!("transform {name}"),
+        &detail,
+    );
     Ok(axum::Json(report).into_response())
 }
 
@@ -153,5 +189,11 @@ async fn delete(
 ) -> Result<Response, ApiError> {
     caller.require(&state.broker, &[on(AclOperation::Delete, &name)])?;
     state.transforms.delete(&name).await?;
+    audit::done(
+        caller.actor(),
+        "transform.delete",
+        &format!("transform {name}"),
+        "deleted",
+    );
     Ok(axum::Json(serde_json::json!({ "deleted": name })).into_response())
 }

@@ -18,6 +18,7 @@ use sluice_security::acl::{AclOperation, ResourceType};
 use super::auth::Caller;
 use super::topics::blocking;
 use super::{AdminState, ApiError};
+use crate::audit;
 use crate::broker::ViewTopic;
 use crate::error::KafkaError;
 use crate::views::{StageSpec, ViewSpec};
@@ -133,9 +134,21 @@ async fn create(
     })?;
     require_create(&state, &caller, &spec)?;
     let broker = state.broker.clone();
+    let (resource, detail) = (format!("view {}", spec.name), view_detail(&spec));
     // Binding runs each plugin's `init` (CPU, bounded by plugin.call.timeout.ms).
-    let view = blocking(move || broker.create_view(spec)).await??;
+    let view = blocking(move || broker.create_view(spec))
+        .await?
+        .inspect_err(|e| {
+            audit::refused(caller.actor(), "view.create", &resource, &e.to_string());
+        })?;
+    audit::done(caller.actor(), "view.create", &resource, &detail);
     Ok((StatusCode::CREATED, axum::Json(show(&state, &view))).into_response())
+}
+
+/// What an audit line says a new view is: its source and stages.
+fn view_detail(spec: &ViewSpec) -> String {
+    let stages: Vec<&str> = spec.stages.iter().map(|s| s.plugin.as_str()).collect();
+    format!("source={} stages={}", spec.source, stages.join(","))
 }
 
 /// CREATE on the view, READ on its source topic (else a view would read a topic its creator
@@ -165,6 +178,12 @@ async fn delete(
     let broker = state.broker.clone();
     let deleting = name.clone();
     blocking(move || broker.delete_view(&deleting)).await??;
+    audit::done(
+        caller.actor(),
+        "view.delete",
+        &format!("view {name}"),
+        "deleted",
+    );
     // Offsets committed under the view's name go with it, as with a deleted topic.
     state.groups.delete_topic(name.clone()).await;
     Ok(axum::Json(serde_json::json!({ "deleted": name })).into_response())

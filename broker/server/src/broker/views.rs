@@ -186,6 +186,7 @@ impl Broker {
                 format!("a topic or view named {:?} already exists", spec.name),
             ));
         }
+        self.check_no_collision(&spec.name)?;
         if self.views_read().len() >= limits::VIEWS_MAX {
             return Err(KafkaError::new(
                 ResponseError::PolicyViolation,

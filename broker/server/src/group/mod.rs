@@ -32,6 +32,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 pub use offsets_log::OffsetsLog;
+pub use task::Access;
 
 use crate::clock::SharedClock;
 use crate::error::ServerError;
@@ -129,8 +130,23 @@ impl GroupService {
         topics: tokio::sync::watch::Receiver<std::collections::BTreeMap<String, i32>>,
         clock: SharedClock,
     ) -> Result<Self, ServerError> {
+        Self::spawn_authorized(config, log, records, (topics, None), clock)
+    }
+
+    /// As [`GroupService::spawn`], with regex subscriptions filtered by `access`: the ACL
+    /// check and the security state's changes, after which every regex resolves again.
+    pub fn spawn_authorized(
+        config: GroupConfig,
+        log: OffsetsLog,
+        records: Vec<sluice_group::OffsetRecord>,
+        (topics, access): (
+            tokio::sync::watch::Receiver<std::collections::BTreeMap<String, i32>>,
+            Option<Access>,
+        ),
+        clock: SharedClock,
+    ) -> Result<Self, ServerError> {
         let (commands, rx) = mpsc::channel(limits::GROUP_COMMANDS_QUEUED_MAX);
-        let task = task::spawn(config, log, records, rx, topics, clock)?;
+        let task = task::spawn(config, log, records, rx, (topics, access), clock)?;
         Ok(Self {
             handle: GroupHandle { commands },
             task,

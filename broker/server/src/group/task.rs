@@ -21,6 +21,19 @@ use crate::limits;
 /// Every topic's partition count (`Broker::topic_shapes`).
 type TopicShapes = std::collections::BTreeMap<String, i32>;
 
+/// What regex subscriptions may match: the ACL check, and the security state's change
+/// counter (`SecurityStore::changes`), after which every regex resolves again.
+pub struct Access {
+    pub describe: crate::topic_regex::DescribeCheck,
+    pub changes: watch::Receiver<u64>,
+}
+
+impl std::fmt::Debug for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Access").finish_non_exhaustive()
+    }
+}
+
 /// Per-group DeleteGroups results, and where to send them.
 type DeleteResults = Vec<(String, ErrorCode)>;
 type DeleteReply = oneshot::Sender<DeleteResults>;
@@ -54,14 +67,21 @@ pub fn spawn(
     log: OffsetsLog,
     records: Vec<OffsetRecord>,
     commands: mpsc::Receiver<Command>,
-    mut topics: watch::Receiver<TopicShapes>,
+    (mut topics, access): (watch::Receiver<TopicShapes>, Option<Access>),
     clock: SharedClock,
 ) -> Result<JoinHandle<()>, ServerError> {
     let now = coordinator_ms(&clock);
     let mut coordinator = Coordinator::new(config, Box::new(OsRng), now)
         .map_err(|e| ServerError::Config(crate::error::ConfigError::Inconsistent(e.to_string())))?;
     coordinator.load(now, records);
-    coordinator.set_topic_matcher(Box::new(crate::topic_regex::RegexMatcher::default()));
+    let (matcher, acl_changes) = match access {
+        Some(a) => (
+            crate::topic_regex::RegexMatcher::authorized(a.describe),
+            Some(a.changes),
+        ),
+        None => (crate::topic_regex::RegexMatcher::default(), None),
+    };
+    coordinator.set_topic_matcher(Box::new(matcher));
     coordinator.update_topics(now, topics.borrow_and_update().clone());
     let (writer_tx, writer_rx) = mpsc::channel(limits::OFFSETS_WRITES_QUEUED_MAX);
     let (done_tx, done_rx) = mpsc::channel(limits::OFFSETS_WRITES_QUEUED_MAX);
@@ -77,7 +97,7 @@ pub fn spawn(
         clock,
     };
     Ok(tokio::spawn(async move {
-        task.run(commands, done_rx, topics).await;
+        task.run(commands, done_rx, (topics, acl_changes)).await;
         if let Err(e) = writer_task.await {
             tracing::error!(error = %e, "offsets-log writer failed");
         }
@@ -97,9 +117,11 @@ impl Task {
         mut self,
         mut commands: mpsc::Receiver<Command>,
         mut done: mpsc::Receiver<WriterDone>,
-        mut topics: watch::Receiver<TopicShapes>,
+        (mut topics, acl_changes): (watch::Receiver<TopicShapes>, Option<watch::Receiver<u64>>),
     ) {
         let mut topics_open = true;
+        let acls_watched = acl_changes.is_some();
+        let mut acls = acl_changes.unwrap_or_else(|| watch::channel(0).1);
         loop {
             let sleep = self.sleep_duration();
             tokio::select! {
@@ -115,6 +137,13 @@ impl Task {
                         self.coordinator.update_topics(coordinator_ms(&self.clock), shapes);
                     }
                     Err(_) => topics_open = false,
+                },
+                // What members may describe changed: regex subscriptions resolve again.
+                changed = acls.changed(), if acls_watched => {
+                    if changed.is_ok() {
+                        acls.borrow_and_update();
+                        self.coordinator.resolve_subscriptions_again(coordinator_ms(&self.clock));
+                    }
                 },
                 () = tokio::time::sleep(sleep) => {
                     let effects = self.coordinator.on_tick(coordinator_ms(&self.clock));

@@ -23,6 +23,7 @@ use sluice_security::acl::{
 };
 use sluice_security::records::SecurityRecord;
 
+use crate::audit;
 use crate::authz;
 use crate::wire::ConnectionContext;
 
@@ -113,7 +114,8 @@ pub fn create(ctx: &ConnectionContext, request: CreateAclsRequest) -> CreateAcls
                 Some(format!("storing the ACL: {e}")),
             ),
             (Ok(binding), Ok(())) => {
-                tracing::info!(principal = %ctx.principal, acl = ?binding, "ACL created");
+                let (resource, detail) = describe_binding(&binding);
+                audit::done(ctx.actor(), "acl.create", &resource, &detail);
                 result(0, None)
             }
         })
@@ -229,7 +231,8 @@ pub fn delete(ctx: &ConnectionContext, request: DeleteAclsRequest) -> DeleteAcls
                 r.matching_acls = bindings
                     .into_iter()
                     .map(|b| {
-                        tracing::info!(principal = %ctx.principal, acl = ?b, "ACL deleted");
+                        let (resource, detail) = describe_binding(&b);
+                        audit::done(ctx.actor(), "acl.delete", &resource, &detail);
                         let mut m = DeleteAclsMatchingAcl::default();
                         m.resource_type = b.pattern.resource_type.code();
                         m.resource_name = StrBytes::from_string(b.pattern.name);
@@ -246,6 +249,27 @@ pub fn delete(ctx: &ConnectionContext, request: DeleteAclsRequest) -> DeleteAcls
         })
         .collect();
     response
+}
+
+/// An ACL as its audit line names it: (`acl TOPIC:PREFIXED:a-`, `ALLOW User:x READ from *`).
+fn describe_binding(b: &AclBinding) -> (String, String) {
+    let p = &b.pattern;
+    let e = &b.entry;
+    (
+        format!(
+            "acl {}:{}:{}",
+            p.resource_type.name(),
+            p.pattern_type.name(),
+            p.name
+        ),
+        format!(
+            "{} {} {} from {}",
+            e.permission_type.name(),
+            e.principal,
+            e.operation.name(),
+            e.host
+        ),
+    )
 }
 
 fn wire_filter(f: &DeleteAclsFilter) -> AclBindingFilter {

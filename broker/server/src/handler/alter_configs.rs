@@ -11,13 +11,13 @@ use kafka_protocol::messages::alter_configs_request::AlterConfigsResource;
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
-use sluice_security::acl::{AclOperation, ResourceType};
+use sluice_security::acl::AclOperation;
 
 use super::incremental_alter_configs::{Asked, alter_all, denied};
 use crate::authz;
 use crate::broker::ConfigChange;
 use crate::error::KafkaError;
-use crate::topic_config::{PLUGIN_KEYS, TOPIC_KEYS};
+use crate::topic_config::TOPIC_KEYS;
 use crate::wire::ConnectionContext;
 
 /// Kafka's resource type of a topic.
@@ -60,13 +60,12 @@ fn may_alter(ctx: &ConnectionContext, resource: &AlterConfigsResource) -> bool {
         return true; // refused by `replacement`
     }
     let name = resource.resource_name.as_str();
+    let configs = resource
+        .configs
+        .iter()
+        .map(|c| (c.name.as_str(), c.value.as_deref()));
     authz::topic(ctx, AclOperation::AlterConfigs, name)
-        && resource
-            .configs
-            .iter()
-            .filter(|c| PLUGIN_KEYS.contains(&c.name.as_str()))
-            .filter_map(|c| c.value.as_ref())
-            .all(|p| authz::allowed(ctx, AclOperation::Read, ResourceType::Plugin, p.as_str()))
+        && authz::unreadable_plugin(configs, authz::may_read_plugin(ctx)).is_none()
 }
 
 /// The changes that make the topic's overrides exactly `resource.configs`: every other topic

@@ -98,7 +98,7 @@ fn encode(
         out.topic_partitions = assigned
             .into_iter()
             .flatten()
-            .filter(|(topic, _)| authz::topic(ctx, AclOperation::Describe, topic))
+            .filter(|(topic, _)| authz::topic_or_view(ctx, AclOperation::Describe, topic))
             .map(|(topic, partitions)| {
                 let mut t = TopicPartitions::default();
                 t.topic_id = topic_ids.id(topic);

@@ -6,8 +6,10 @@
 //! `topic_regex.rs`.
 //!
 //! Authorization, as Kafka: READ on the group, and DESCRIBE on every subscribed topic name
-//! (TOPIC_AUTHORIZATION_FAILED naming those it lacks). A regex is authorized against the
-//! topics it matches when the member sends it.
+//! (TOPIC_AUTHORIZATION_FAILED naming those it lacks). A regex's matches are filtered by the
+//! member's DESCRIBE rights silently, at every resolution, in the coordinator
+//! (`topic_regex.rs`): neither an error nor an assignment names a topic the member may not
+//! see.
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::consumer_group_heartbeat_response::{Assignment, TopicPartitions};
@@ -58,7 +60,8 @@ pub async fn handle(
         server_assignor: opt_string(request.server_assignor.as_ref()),
         owned,
         client_id: opt_string(header.client_id.as_ref()).unwrap_or_default(),
-        client_host: format!("/{}", ctx.peer.ip()),
+        client_host: format!("/{}", ctx.host),
+        principal: ctx.principal.to_string(),
     };
     let Some(Response::ConsumerGroupHeartbeat(answer)) =
         call(ctx, Request::ConsumerGroupHeartbeat(Box::new(heartbeat))).await
@@ -86,8 +89,7 @@ pub async fn handle(
     response
 }
 
-/// READ on the group; DESCRIBE on the subscribed topics (by name, or those the regex
-/// matches now).
+/// READ on the group; DESCRIBE on the topics subscribed by name.
 fn authorize(
     ctx: &ConnectionContext,
     request: &ConsumerGroupHeartbeatRequest,
@@ -103,17 +105,6 @@ fn authorize(
         .filter(|name| !authz::topic(ctx, AclOperation::Describe, name))
         .map(str::to_owned)
         .collect();
-    if let Some(regex) = &request.subscribed_topic_regex {
-        let matcher = crate::topic_regex::RegexMatcher::default();
-        denied.extend(
-            ctx.broker
-                .topics()
-                .iter()
-                .filter(|t| sluice_group::TopicMatcher::matches(&matcher, regex, &t.name))
-                .filter(|t| !authz::topic(ctx, AclOperation::Describe, &t.name))
-                .map(|t| t.name.clone()),
-        );
-    }
     if denied.is_empty() {
         return Ok(());
     }

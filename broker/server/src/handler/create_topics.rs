@@ -11,13 +11,13 @@ use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
-use sluice_security::acl::{AclOperation, ResourceType};
+use sluice_security::acl::AclOperation;
 
 use crate::authz;
 use crate::broker::{Broker, NODE_ID};
 use crate::error::KafkaError;
 use crate::limits;
-use crate::topic_config::{PLUGIN_KEYS, TopicOverrides};
+use crate::topic_config::TopicOverrides;
 use crate::wire::ConnectionContext;
 
 /// Answers CreateTopics.
@@ -46,13 +46,11 @@ fn may_create(ctx: &ConnectionContext, topic: &CreatableTopic) -> bool {
     let name = topic.name.0.as_str();
     let create =
         authz::cluster(ctx, AclOperation::Create) || authz::topic(ctx, AclOperation::Create, name);
-    create
-        && topic
-            .configs
-            .iter()
-            .filter(|c| PLUGIN_KEYS.contains(&c.name.as_str()))
-            .filter_map(|c| c.value.as_ref())
-            .all(|p| authz::allowed(ctx, AclOperation::Read, ResourceType::Plugin, p.as_str()))
+    let configs = topic
+        .configs
+        .iter()
+        .map(|c| (c.name.as_str(), c.value.as_deref()));
+    create && authz::unreadable_plugin(configs, authz::may_read_plugin(ctx)).is_none()
 }
 
 fn create_all(

@@ -18,7 +18,7 @@ use std::time::Duration;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::FetchRequest;
 use kafka_protocol::messages::fetch_request::FetchTopic;
-use sluice_security::acl::{AclOperation, ResourceType};
+use sluice_security::acl::AclOperation;
 use sluice_storage::{AbortedTxn, Offset, ReadError};
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -120,12 +120,7 @@ fn resolve(ctx: &ConnectionContext, topics: Vec<FetchTopic>) -> Arc<[(String, Ve
         .into_iter()
         .map(|topic| {
             let name = topic.topic.0.to_string();
-            let resource = if ctx.broker.view(&name).is_some() {
-                ResourceType::View
-            } else {
-                ResourceType::Topic
-            };
-            let readable = authz::allowed(ctx, AclOperation::Read, resource, &name);
+            let readable = authz::topic_or_view(ctx, AclOperation::Read, &name);
             let partitions = topic
                 .partitions
                 .into_iter()

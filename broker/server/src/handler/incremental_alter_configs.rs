@@ -8,12 +8,11 @@ use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsRe
 use kafka_protocol::messages::{IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use sluice_security::acl::{AclOperation, ResourceType};
+use sluice_security::acl::AclOperation;
 
 use crate::authz;
 use crate::broker::ConfigChange;
 use crate::error::KafkaError;
-use crate::topic_config::PLUGIN_KEYS;
 use crate::wire::ConnectionContext;
 
 /// Kafka's resource type of a topic.
@@ -107,13 +106,13 @@ fn may_alter(
         return true; // refused by `changes`
     }
     let name = resource.resource_name.as_str();
+    let configs = resource
+        .configs
+        .iter()
+        .filter(|c| c.config_operation == OP_SET)
+        .map(|c| (c.name.as_str(), c.value.as_deref()));
     authz::topic(ctx, AclOperation::AlterConfigs, name)
-        && resource
-            .configs
-            .iter()
-            .filter(|c| PLUGIN_KEYS.contains(&c.name.as_str()) && c.config_operation == OP_SET)
-            .filter_map(|c| c.value.as_ref())
-            .all(|p| authz::allowed(ctx, AclOperation::Read, ResourceType::Plugin, p.as_str()))
+        && authz::unreadable_plugin(configs, authz::may_read_plugin(ctx)).is_none()
 }
 
 fn changes(

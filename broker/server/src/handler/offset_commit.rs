@@ -28,7 +28,7 @@ pub async fn handle(ctx: &ConnectionContext, request: OffsetCommitRequest) -> Of
     let mut partitions = Vec::new();
     for topic in &request.topics {
         let name = string(&topic.name.0);
-        let topic_allowed = group_allowed && authz::topic(ctx, AclOperation::Read, &name);
+        let topic_allowed = group_allowed && authz::topic_or_view(ctx, AclOperation::Read, &name);
         for p in &topic.partitions {
             let tp = TopicPartition {
                 topic: name.clone(),

@@ -30,7 +30,7 @@ pub async fn handle(ctx: &ConnectionContext, request: OffsetDeleteRequest) -> Of
     let mut answered: Vec<(TopicPartition, Option<i16>)> = Vec::new();
     for topic in &request.topics {
         let name = topic.name.0.as_str();
-        let readable = authz::topic(ctx, AclOperation::Read, name);
+        let readable = authz::topic_or_view(ctx, AclOperation::Read, name);
         for p in &topic.partitions {
             let error = if !readable {
                 Some(ResponseError::TopicAuthorizationFailed.code())

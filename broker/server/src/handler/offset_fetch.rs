@@ -127,7 +127,9 @@ async fn fetch_group(
             for offset in offsets {
                 let allowed = *describable
                     .entry(offset.tp.topic.clone())
-                    .or_insert_with(|| authz::topic(ctx, AclOperation::Describe, &offset.tp.topic));
+                    .or_insert_with(|| {
+                        authz::topic_or_view(ctx, AclOperation::Describe, &offset.tp.topic)
+                    });
                 match (allowed, &requested) {
                     (true, _) => partitions.push((offset, 0)),
                     (false, Some(_)) => partitions.push((

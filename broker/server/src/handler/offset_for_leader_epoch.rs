@@ -30,7 +30,7 @@ pub fn handle(
         .into_iter()
         .map(|topic| {
             let name = topic.topic.0.as_str();
-            let allowed = authz::topic(ctx, AclOperation::Describe, name);
+            let allowed = authz::topic_or_view(ctx, AclOperation::Describe, name);
             let mut out = OffsetForLeaderTopicResult::default();
             out.partitions = topic
                 .partitions

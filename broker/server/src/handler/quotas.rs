@@ -7,6 +7,7 @@
 //! (`crate::quota`).
 
 use kafka_protocol::ResponseError;
+use kafka_protocol::messages::alter_client_quotas_request;
 use kafka_protocol::messages::describe_client_quotas_response::{EntityData, EntryData, ValueData};
 use kafka_protocol::messages::{
     AlterClientQuotasRequest, AlterClientQuotasResponse, DescribeClientQuotasRequest,
@@ -17,6 +18,7 @@ use sluice_security::acl::AclOperation;
 use sluice_security::quota::{EntityName, QuotaEntity, QuotaKind, validate_value};
 use sluice_security::records::SecurityRecord;
 
+use crate::audit;
 use crate::authz;
 use crate::wire::ConnectionContext;
 
@@ -195,6 +197,19 @@ fn entry_records(
 }
 
 /// Answers AlterClientQuotas: each entry is applied or refused on its own.
+/// A quota entity as its audit line names it: `quota user=alice,client-id=<default>`.
+fn quota_resource(entry: &alter_client_quotas_request::EntryData) -> String {
+    let parts: Vec<String> = entry
+        .entity
+        .iter()
+        .map(|e| {
+            let name = e.entity_name.as_deref().unwrap_or("<default>");
+            format!("{}={name}", e.entity_type.as_str())
+        })
+        .collect();
+    format!("quota {}", parts.join(","))
+}
+
 pub fn alter(
     ctx: &ConnectionContext,
     request: AlterClientQuotasRequest,
@@ -232,9 +247,20 @@ pub fn alter(
                 d
             })
             .collect();
-        if let Err((code, message)) = outcome {
-            out.error_code = code;
-            out.error_message = Some(StrBytes::from_string(message));
+        match outcome {
+            Err((code, message)) => {
+                out.error_code = code;
+                out.error_message = Some(StrBytes::from_string(message));
+            }
+            Ok(()) if !request.validate_only => {
+                audit::done(
+                    ctx.actor(),
+                    "quota.alter",
+                    &quota_resource(entry),
+                    "altered",
+                );
+            }
+            Ok(()) => {}
         }
         response.entries.push(out);
     }

@@ -40,7 +40,7 @@ pub async fn handle(
     let metadata_max = ctx.broker.config.group_config().offset_metadata_max_bytes;
     for topic in &request.topics {
         let name = topic.name.0.as_str();
-        let readable = authz::topic(ctx, AclOperation::Read, name);
+        let readable = authz::topic_or_view(ctx, AclOperation::Read, name);
         for p in &topic.partitions {
             let metadata_len = p.committed_metadata.as_ref().map_or(0, |m| m.len());
             let error = if !readable {

@@ -17,6 +17,7 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_security::acl::AclOperation;
 use sluice_security::users::{self, Deletion, Upsertion};
 
+use crate::audit;
 use crate::authz;
 use crate::wire::ConnectionContext;
 
@@ -129,7 +130,12 @@ pub fn alter(
             ),
             (_, code) => {
                 if code == 0 {
-                    tracing::info!(principal = %ctx.principal, user = r.user, "SCRAM credentials altered");
+                    audit::done(
+                        ctx.actor(),
+                        "user.alter",
+                        &format!("user {}", r.user),
+                        "SCRAM credentials altered",
+                    );
                 }
                 result(r.user, code, r.error_message)
             }

@@ -87,6 +87,9 @@ pub struct SecurityStore {
     /// `None` once closed.
     log: Mutex<Option<Log>>,
     state: RwLock<SecurityState>,
+    /// How many changes were applied since open: what may see what was re-decided
+    /// (consumer groups resolve their regexes again, `changes`).
+    applied: tokio::sync::watch::Sender<u64>,
 }
 
 fn log_config() -> LogConfig {
@@ -131,6 +134,7 @@ impl SecurityStore {
             dir,
             log: Mutex::new(Some(log)),
             state: RwLock::new(state),
+            applied: tokio::sync::watch::Sender::new(0),
         })
     }
 
@@ -171,7 +175,14 @@ impl SecurityStore {
                 tracing::warn!(error = %e, "a stored security record was refused");
             }
         }
+        drop(state);
+        self.applied.send_modify(|n| *n += 1);
         Ok(())
+    }
+
+    /// Changes each time credentials, ACLs or quotas change.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.applied.subscribe()
     }
 
     /// Reads the state.

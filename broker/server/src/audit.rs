@@ -1,0 +1,48 @@
+//! The audit trail: every change to who may do what, and to the code that runs inside the
+//! broker (plugins, views, transforms, ACLs, users, quotas), is one log line at INFO with
+//! the target `sluice::audit`, naming the principal, its address, the action, the resource
+//! and the outcome. Operators grep the broker log for `audit:` (or filter the JSON log on
+//! the target); the lines are written whether the change came over the Kafka protocol or
+//! the admin API, and a refusal that says why a change did not happen is one too.
+//!
+//! Each line reads `audit: <action> <resource> by <principal> from <host>: <outcome>`.
+
+use sluice_security::principal::KafkaPrincipal;
+
+/// Who made a change: the principal and the address its ACLs matched.
+#[derive(Debug, Clone, Copy)]
+pub struct Actor<'a> {
+    pub principal: &'a KafkaPrincipal,
+    pub host: &'a str,
+}
+
+/// A change that was made. `action` is a dotted verb (`plugin.deploy`, `acl.create`),
+/// `resource` names what it changed (`plugin json-validator`), `detail` what it became.
+pub fn done(actor: Actor<'_>, action: &str, resource: &str, detail: &str) {
+    tracing::info!(
+        target: "sluice::audit",
+        principal = %actor.principal,
+        host = actor.host,
+        action,
+        resource,
+        outcome = "done",
+        "audit: {action} {resource} by {} from {}: done ({detail})",
+        actor.principal,
+        actor.host,
+    );
+}
+
+/// A change that was refused, and why.
+pub fn refused(actor: Actor<'_>, action: &str, resource: &str, reason: &str) {
+    tracing::info!(
+        target: "sluice::audit",
+        principal = %actor.principal,
+        host = actor.host,
+        action,
+        resource,
+        outcome = "refused",
+        "audit: {action} {resource} by {} from {}: refused ({reason})",
+        actor.principal,
+        actor.host,
+    );
+}
