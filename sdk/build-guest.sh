@@ -17,6 +17,10 @@
 # with ours as a dependency. A JS marker's `disable` lists the componentize-js WASI features to
 # leave out.
 #
+# The SDK modules: a plugin made by `sluice plugin new` outside a Sluice checkout carries its
+# copy in DIR/.sluice-sdk/sdk/{python,js} and is built with it; otherwise sdk/python (the JS
+# entry names its SDK module by path, and rolldown follows it).
+#
 # Toolchains, pinned, installed on first use and reused (a stamp holds the hash of the
 # pin file, so a changed pin reinstalls): Python packages from sdk/guest-tools/requirements.txt
 # into sdk/guest-tools/.venv, npm packages from sdk/guest-tools/package-lock.json
@@ -122,7 +126,10 @@ check_kind() {
 }
 
 build_python() {
-    local dir="$1" out="$2" kind world stage witp
+    local dir="$1" out="$2" kind world stage witp sdk="$sdk_py"
+    if [[ -d "$dir/.sluice-sdk/sdk/python" ]]; then
+        sdk="$dir/.sluice-sdk/sdk/python"
+    fi
     kind="$(marker_py "$dir" kind "")"
     check_kind "$kind"
     world="$(marker_py "$dir" world "$kind")"
@@ -133,7 +140,7 @@ build_python() {
     # the component holds the plugin, the SDK and CPython's standard library, nothing else.
     mkdir -p "$stage/venv/lib/python3/site-packages"
     (cd "$dir" && VIRTUAL_ENV="$stage/venv" "$tools/.venv/bin/componentize-py" -q \
-        -d "$witp" -w "$world" componentize app -p . -p "$sdk_py" -o "$out")
+        -d "$witp" -w "$world" componentize app -p . -p "$sdk" -o "$out")
     rm -rf "$stage"
 }
 
