@@ -3,9 +3,11 @@ no `--sdk`, no `SLUICE_SDK`. In an empty temporary directory (outside the reposi
 its own `XDG_CACHE_HOME`), for each language (one test each, so xdist runs them side by
 side) and every kind: scaffold with the SDK built into the binary, check the scaffold carries
 what it needs in `.sluice-sdk/` and names no absolute path, run its native unit test
-(`cargo test`, pytest, `node --test`), build it with `sluice plugin build` (Rust crates share
-one `--target-dir`, so the wasm32 std and the SDK's dependencies build once; Python and
-JavaScript install their pinned toolchain into the unpacked SDK on first use), and run the
+(`cargo test`, pytest, `node --test`), build it with `sluice plugin build` (Python and
+JavaScript install their pinned toolchain into the unpacked SDK on first use; Rust crates
+use plugins/target as Cargo's build cache, which holds no SDK, as test_views.py's scaffold
+test does: the wasm32 std, built from source on the Debian route, and the SDK's
+dependencies are not built again after tests/run built plugins/), and run the
 built `.wasm` with `sluice plugin test` on sample records: it loads in the broker's host as a
 plugin of its kind and answers as the template says. Beside them, cheap checks that need no
 build: inside a checkout `./sdk` is still used as is, an `sdk/` that is not Sluice's is not,
@@ -39,6 +41,8 @@ NATIVE_TEST = {
 # keyed, keyless, keyed tombstone: what each template answers differs on exactly these.
 SAMPLES = [{"key": "k1", "value": "abc"}, {"value": "def"}, {"key": "k2", "value": None}]
 PARTITIONS = 6
+# Cargo's build cache for the Rust scaffolds, native and wasm32 (see the docstring).
+CARGO_CACHE = REPO_ROOT / "plugins" / "target"
 
 
 def outside_env(tmp_path: Path) -> dict[str, str]:
@@ -104,7 +108,7 @@ def test_every_kind_scaffolds_tests_and_builds_with_only_the_binary(tmp_path, la
     env = outside_env(tmp_path)
     samples = tmp_path / "samples.jsonl"
     samples.write_text("".join(json.dumps(s) + "\n" for s in SAMPLES))
-    native_env = env | {"CARGO_TARGET_DIR": str(tmp_path / "native-target")}
+    native_env = env | {"CARGO_TARGET_DIR": str(CARGO_CACHE)}
     for kind in KINDS:
         name = f"my-{kind}"
         made = sluice_json(["plugin", "new", name, "--lang", lang, "--kind", kind], work, env)
@@ -113,7 +117,7 @@ def test_every_kind_scaffolds_tests_and_builds_with_only_the_binary(tmp_path, la
         run(NATIVE_TEST[lang], work / name, native_env)
         build = ["plugin", "build", name]
         if lang == "rust":
-            build += ["--target-dir", str(tmp_path / "guest-target")]
+            build += ["--target-dir", str(CARGO_CACHE)]
         built = sluice_json(build, work, env)["built"]
         assert [p.rsplit("/", 1)[1] for p in built] == [f"{name}.wasm"], built
         args = ["plugin", "test", str(work / built[0]), "--records", str(samples)]
