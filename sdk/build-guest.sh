@@ -17,11 +17,16 @@
 # with ours as a dependency. A JS marker's `disable` lists the componentize-js WASI features to
 # leave out.
 #
+# The SDK modules: a plugin made by `sluice plugin new` outside a Sluice checkout carries its
+# copy in DIR/.sluice-sdk/sdk/{python,js} and is built with it; otherwise sdk/python (the JS
+# entry names its SDK module by path, and rolldown follows it).
+#
 # Toolchains, pinned, installed on first use and reused (a stamp holds the hash of the
 # pin file, so a changed pin reinstalls): Python packages from sdk/guest-tools/requirements.txt
 # into sdk/guest-tools/.venv, npm packages from sdk/guest-tools/package-lock.json
 # (`npm ci`) into sdk/guest-tools/node_modules. SLUICE_GUEST_TOOLS moves both (a copy of
-# the pin files is made there). Needs python3 (3.11+) with venv and pip, node 20+ and npm.
+# the pin files is made there). Needs python3 (3.11+) with venv and pip, node 20+ and npm;
+# without them it says what to install.
 #
 # SLUICE_JS_DISABLE: WASI features componentize-js leaves out when the marker does not say
 # (default "http fetch-event": no outbound HTTP; stdio, clocks and random stay).
@@ -36,11 +41,23 @@ sdk_py="$root/sdk/python"
 say() { echo "build-guest.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
 
+# need_python / need_node: the interpreter a language's build runs, or what to install.
+need_python() {
+    command -v python3 >/dev/null 2>&1 && python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' ||
+        die "Python plugins need python3 3.11 or later, with venv and pip (Debian: apt-get install python3 python3-venv; else https://www.python.org/downloads/)"
+}
+need_node() {
+    command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 &&
+        node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' ||
+        die "JavaScript plugins need node 20 or later and npm (Debian: apt-get install nodejs npm; else https://nodejs.org/en/download)"
+}
+
 # Reinstall only when the pin file changed since the last install into $2.
 stale() { [[ ! -f "$2/.stamp" ]] || [[ "$(sha256sum <"$1")" != "$(cat "$2/.stamp")" ]]; }
 
 install_python() {
     local venv="$tools/.venv"
+    need_python
     if stale "$pins/requirements.txt" "$venv"; then
         say "installing the Python guest toolchain into $venv"
         rm -rf "$venv"
@@ -53,6 +70,7 @@ install_python() {
 
 install_js() {
     local modules="$tools/node_modules"
+    need_node
     if stale "$pins/package-lock.json" "$modules"; then
         say "installing the JavaScript guest toolchain into $modules"
         if [[ "$tools" != "$pins" ]]; then
@@ -70,7 +88,7 @@ lang_of() {
         echo rust
     elif [[ -f "$dir/pyproject.toml" ]] && grep -q '^\[tool\.sluice\]' "$dir/pyproject.toml"; then
         echo python
-    elif [[ -f "$dir/package.json" ]] &&
+    elif [[ -f "$dir/package.json" ]] && need_node &&
         node -e 'process.exit(require(process.argv[1]).sluice ? 0 : 1)' "$dir/package.json"; then
         echo js
     else
@@ -122,7 +140,11 @@ check_kind() {
 }
 
 build_python() {
-    local dir="$1" out="$2" kind world stage witp
+    local dir="$1" out="$2" kind world stage witp sdk="$sdk_py"
+    need_python
+    if [[ -d "$dir/.sluice-sdk/sdk/python" ]]; then
+        sdk="$dir/.sluice-sdk/sdk/python"
+    fi
     kind="$(marker_py "$dir" kind "")"
     check_kind "$kind"
     world="$(marker_py "$dir" world "$kind")"
@@ -133,7 +155,7 @@ build_python() {
     # the component holds the plugin, the SDK and CPython's standard library, nothing else.
     mkdir -p "$stage/venv/lib/python3/site-packages"
     (cd "$dir" && VIRTUAL_ENV="$stage/venv" "$tools/.venv/bin/componentize-py" -q \
-        -d "$witp" -w "$world" componentize app -p . -p "$sdk_py" -o "$out")
+        -d "$witp" -w "$world" componentize app -p . -p "$sdk" -o "$out")
     rm -rf "$stage"
 }
 

@@ -77,8 +77,13 @@ else
             "${apt[@]}" install -y -qq "${debian_deps[@]}" >&2 </dev/null ||
                 { "${apt[@]}" update -qq && "${apt[@]}" install -y -qq "${debian_deps[@]}" >&2 </dev/null; }
         else
-            echo "build-plugins.sh: no wasm32 toolchain: run \`rustup target add $target\`," >&2
-            echo "  or \`apt-get install ${debian_deps[*]}\` (or pass --install-toolchain)" >&2
+            if command -v rustup >/dev/null 2>&1; then
+                echo "build-plugins.sh: no wasm32 toolchain: run \`rustup target add $target\`" >&2
+            else
+                echo "build-plugins.sh: no Rust toolchain for wasm32: install rustup (https://rustup.rs)," >&2
+                echo "  then \`rustup target add $target\`" >&2
+            fi
+            echo "  (or Debian's: \`apt-get install ${debian_deps[*]}\`, or pass --install-toolchain)" >&2
             exit 1
         fi
     fi

@@ -1,7 +1,8 @@
 //! `sluice plugin`: deploy, list, describe, read the logs of (`logs [--follow]`) and delete
-//! plugins through the broker's admin HTTP API (`/v1/plugins`, see docs/plugins.md); scaffold (`new`), build (`build`, the project's
-//! guest build script) and try (`test`, runs a plugin locally on sample records with the
-//! same host the broker uses) a plugin.
+//! plugins through the broker's admin HTTP API (`/v1/plugins`, see docs/plugins.md); scaffold
+//! (`new`) and build (`build`, the SDK's guest build scripts) a plugin in `plugin/scaffold.rs`,
+//! with the SDK `plugin/sdk.rs` finds (or unpacks from the binary); and try one (`test`, runs a
+//! plugin locally on sample records with the same host the broker uses).
 
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
@@ -15,6 +16,7 @@ use sluice_server::plugins::parse_params;
 use crate::common::{Output, emit};
 
 mod scaffold;
+mod sdk;
 mod test;
 
 /// Longest admin API response read, in bytes (a plugin list is a few hundred per plugin).
@@ -62,14 +64,17 @@ enum PluginCommand {
         force: bool,
     },
     /// Scaffold a plugin in Rust (a crate whose Cargo.toml lists only sluice-sdk), Python
-    /// or JavaScript, with a native unit test in its own language.
+    /// or JavaScript, with a native unit test in its own language. Works anywhere: without
+    /// a Sluice SDK directory, the plugin gets the SDK it needs (built into this binary)
+    /// in NAME/.sluice-sdk/.
     New {
         name: String,
         #[arg(long, value_parser = ["partitioner", "filter", "transform", "validator"], default_value = "partitioner")]
         kind: String,
         #[arg(long, value_parser = ["rust", "python", "js"], default_value = "rust")]
         lang: String,
-        /// Where the sluice SDK is (default: $SLUICE_SDK or ./sdk).
+        /// A Sluice sdk/ directory to scaffold from (optional; default: ./sdk in a Sluice
+        /// checkout, else the SDK built into this binary).
         #[arg(long, env = "SLUICE_SDK")]
         sdk: Option<PathBuf>,
     },
@@ -83,7 +88,9 @@ enum PluginCommand {
         /// plugin crates at one so the wasm32 std is built once.
         #[arg(long)]
         target_dir: Option<PathBuf>,
-        /// Where the sluice SDK is (default: $SLUICE_SDK or ./sdk).
+        /// A Sluice sdk/ directory whose build scripts to use (optional; default: ./sdk in a
+        /// Sluice checkout, else the SDK built into this binary, unpacked once into
+        /// $XDG_CACHE_HOME/sluice or ~/.cache/sluice).
         #[arg(long, env = "SLUICE_SDK")]
         sdk: Option<PathBuf>,
     },
