@@ -14,7 +14,15 @@ use kafka_protocol::protocol::StrBytes;
 use serde_json::Value;
 
 use crate::client::{Client, Login, error_name};
-pub use crate::group::Output;
+
+/// Output format of the operator commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    /// Aligned columns for people.
+    Text,
+    /// One JSON document for scripts.
+    Json,
+}
 
 /// Kafka's ListOffsets sentinels.
 pub const LATEST: i64 = -1;
