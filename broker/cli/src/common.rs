@@ -1,5 +1,6 @@
-//! What every operator command shares: where the broker is, the output format, printing a
-//! JSON document or its text rendering, and Metadata/ListOffsets look-ups.
+//! What every operator command shares: where the broker is, how to reach it (the client
+//! properties of `crate::properties`, `--user`), the output format, printing a JSON document
+//! or its text rendering, and Metadata/ListOffsets look-ups.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -13,7 +14,8 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use serde_json::Value;
 
-use crate::client::{Client, Login, error_name};
+use crate::client::{Client, Login, Refused, Settings, error_name};
+use crate::properties::PropertyArgs;
 
 /// Output format of the operator commands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -28,7 +30,8 @@ pub enum Output {
 pub const LATEST: i64 = -1;
 pub const EARLIEST: i64 = -2;
 
-/// `--brokers` and `--output`, on every command that talks to a broker.
+/// `--brokers`, `--output`, the client properties and `--user`, on every command that talks
+/// to a broker.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Common {
     /// Brokers to talk to (host:port, comma-separated; the first reachable one is used).
@@ -45,6 +48,9 @@ pub struct Common {
     /// SASL login (`--user`, `--sasl-mechanism`; the password from SLUICE_PASSWORD).
     #[command(flatten)]
     pub login: Login,
+    /// `-X KEY=VALUE` and `--command-config FILE`: TLS and SASL, as Kafka's clients take them.
+    #[command(flatten)]
+    pub properties: PropertyArgs,
 }
 
 /// Where the admin HTTP API is when no flag or variable says (the default `admin.listen`).
@@ -170,10 +176,12 @@ fn admin_endpoint(url: &str) -> anyhow::Result<AdminEndpoint> {
 }
 
 impl Common {
-    /// Connects, with a hint when nothing listens there.
+    /// Connects as the client properties and `--user` say, with a hint when nothing listens
+    /// there. Bad properties and refusals (TLS, SASL) are errors, not [`Unreachable`].
     pub fn connect(&self) -> anyhow::Result<Client> {
-        Client::connect_as(&self.brokers, self.login.given()).map_err(|e| {
-            if e.downcast_ref::<crate::client::LoginFailed>().is_some() {
+        let settings = Settings::resolve(self.properties.load()?, &self.login)?;
+        Client::connect_as(&self.brokers, std::sync::Arc::new(settings)).map_err(|e| {
+            if e.downcast_ref::<Refused>().is_some() {
                 return e;
             }
             e.context(Unreachable(format!(

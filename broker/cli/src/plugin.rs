@@ -332,8 +332,15 @@ fn request(
     })?;
     tcp.set_read_timeout(Some(HTTP_TIMEOUT))?;
     tcp.set_write_timeout(Some(HTTP_TIMEOUT))?;
-    let mut stream: Box<dyn crate::admin_tls::HttpStream> = if endpoint.tls {
-        crate::admin_tls::connect(tcp, &endpoint.host, admin.ca_file())?
+    let mut stream: Box<dyn crate::tls::HttpStream> = if endpoint.tls {
+        let props = crate::properties::TlsProperties {
+            ca: None,
+            identity: None,
+            check_hostname: true,
+            key_password_given: false,
+        };
+        let config = crate::tls::client_config(&props, admin.ca_file())?;
+        Box::new(crate::tls::connect(tcp, &endpoint.host, config)?)
     } else {
         Box::new(tcp)
     };
@@ -382,7 +389,7 @@ fn request(
 
 /// The whole response, up to `RESPONSE_BYTES_MAX` (the request said `Connection: close`). A
 /// TLS peer that closes without close_notify after sending a response ends it too.
-fn read_response(stream: Box<dyn crate::admin_tls::HttpStream>) -> anyhow::Result<Vec<u8>> {
+fn read_response(stream: Box<dyn crate::tls::HttpStream>) -> anyhow::Result<Vec<u8>> {
     let mut raw = Vec::new();
     match stream.take(RESPONSE_BYTES_MAX).read_to_end(&mut raw) {
         Ok(_) => Ok(raw),
