@@ -56,9 +56,11 @@ pub struct Common {
 /// Where the admin HTTP API is when no flag or variable says (the default `admin.listen`).
 pub const DEFAULT_ADMIN_URL: &str = "http://127.0.0.1:9644";
 
-/// `--admin-url`, on every command that talks to the admin HTTP API (where Kafka has no API).
+/// `--admin-url`, `--admin-user` and `--admin-ca-file`: where the admin HTTP API is and who
+/// calls it. [`Admin`] adds the client properties; `consume` takes these alone and shares its
+/// `Common` properties.
 #[derive(Debug, Clone, clap::Args)]
-pub struct Admin {
+pub struct AdminArgs {
     /// The broker's admin HTTP API (`admin.listen`) [default: http://127.0.0.1:9644].
     /// `--admin` and SLUICE_ADMIN are older names for the same thing.
     #[arg(
@@ -79,7 +81,7 @@ pub struct Admin {
     )]
     admin_user: Option<String>,
     /// The PEM CA bundle that checks an https:// admin URL's certificate [default: the
-    /// system's bundle].
+    /// system's bundle]; -X ssl.ca.location (or ssl.truststore.location) wins over it.
     #[arg(
         long = "admin-ca-file",
         global = true,
@@ -87,6 +89,20 @@ pub struct Admin {
         value_name = "FILE"
     )]
     admin_ca_file: Option<std::path::PathBuf>,
+}
+
+/// The admin API flags and the client properties (their `ssl.*` keys, for `https://`), on
+/// every command that talks to the admin HTTP API (where Kafka has no API).
+#[derive(Debug, Clone, clap::Args)]
+pub struct Admin {
+    #[command(flatten)]
+    args: AdminArgs,
+    /// `-X KEY=VALUE` and `--command-config FILE`: the ssl.* keys reach an https:// admin API.
+    #[command(flatten)]
+    properties: PropertyArgs,
+    /// The TLS config of an `https://` URL, made on the first request.
+    #[arg(skip)]
+    tls: std::sync::OnceLock<std::sync::Arc<rustls::ClientConfig>>,
 }
 
 /// Where the admin API is, from `--admin-url`.
@@ -105,9 +121,19 @@ pub struct AdminEndpoint {
 pub const ADMIN_PASSWORD_ENV: &str = "SLUICE_ADMIN_PASSWORD";
 
 impl Admin {
+    /// The admin flags with the client properties of another set of flags (`consume`'s).
+    pub fn with_properties(args: AdminArgs, properties: PropertyArgs) -> Self {
+        Self {
+            args,
+            properties,
+            tls: std::sync::OnceLock::new(),
+        }
+    }
+
     /// The URL from the flag, SLUICE_ADMIN_URL, the older SLUICE_ADMIN, or the default.
     pub fn url(&self) -> String {
-        self.admin_url
+        self.args
+            .admin_url
             .clone()
             .or_else(|| std::env::var("SLUICE_ADMIN").ok())
             .filter(|u| !u.trim().is_empty())
@@ -119,9 +145,16 @@ impl Admin {
         admin_endpoint(&self.url())
     }
 
-    /// `--admin-ca-file`, for https:// URLs.
-    pub fn ca_file(&self) -> Option<&std::path::Path> {
-        self.admin_ca_file.as_deref()
+    /// The TLS config for an https:// URL: the properties' `ssl.*` keys, with
+    /// `--admin-ca-file` (then the system's bundle) when they name no CA bundle. Their other
+    /// keys (`security.protocol`, `sasl.*`) are for the Kafka listeners.
+    pub fn tls_config(&self) -> anyhow::Result<std::sync::Arc<rustls::ClientConfig>> {
+        if let Some(config) = self.tls.get() {
+            return Ok(config.clone());
+        }
+        let props = self.properties.load()?.tls()?;
+        let config = crate::tls::client_config(&props, self.args.admin_ca_file.as_deref())?;
+        Ok(self.tls.get_or_init(|| config).clone())
     }
 }
 
@@ -129,7 +162,7 @@ impl Admin {
     /// The `Authorization` header value: HTTP Basic for `--admin-user` (password from
     /// SLUICE_ADMIN_PASSWORD), else a bearer of SLUICE_ADMIN_TOKEN (`admin.token`), else none.
     pub fn authorization(&self) -> anyhow::Result<Option<String>> {
-        if let Some(user) = self.admin_user.as_deref().filter(|u| !u.is_empty()) {
+        if let Some(user) = self.args.admin_user.as_deref().filter(|u| !u.is_empty()) {
             let password = std::env::var(ADMIN_PASSWORD_ENV).map_err(|_| {
                 anyhow::anyhow!("--admin-user {user}: put the password in {ADMIN_PASSWORD_ENV}")
             })?;

@@ -12,7 +12,7 @@
 //! `tls.rs`), `--user` (SASL, `client/sasl.rs`; the password from SLUICE_PASSWORD) and
 //! `--output text|json`, prints errors as one line on stderr and exits 1 when the operation
 //! failed (a TLS or SASL refusal too), 2 on bad usage, 3 when no broker is reachable. `plugin`,
-//! `view` and `transform` talk to the admin HTTP API.
+//! `view` and `transform` talk to the admin HTTP API (`https://` with the same properties).
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -333,14 +333,7 @@ fn request(
     tcp.set_read_timeout(Some(HTTP_TIMEOUT))?;
     tcp.set_write_timeout(Some(HTTP_TIMEOUT))?;
     let mut stream: Box<dyn crate::tls::HttpStream> = if endpoint.tls {
-        let props = crate::properties::TlsProperties {
-            ca: None,
-            identity: None,
-            check_hostname: true,
-            key_password_given: false,
-        };
-        let config = crate::tls::client_config(&props, admin.ca_file())?;
-        Box::new(crate::tls::connect(tcp, &endpoint.host, config)?)
+        Box::new(admin_tls(admin, tcp, &endpoint.host)?)
     } else {
         Box::new(tcp)
     };
@@ -385,6 +378,21 @@ fn request(
         );
     }
     Ok(value)
+}
+
+/// TLS to an https:// admin URL, as the client properties and `--admin-ca-file` say.
+fn admin_tls(
+    admin: &crate::common::Admin,
+    tcp: TcpStream,
+    host: &str,
+) -> anyhow::Result<crate::tls::TlsStream> {
+    crate::tls::connect(tcp, host, admin.tls_config()?).map_err(|e| {
+        let what = format!("TLS handshake with the admin API at {host}");
+        match crate::tls::hint(&e) {
+            Some(hint) => anyhow::anyhow!("{what}: {e:#} ({hint})"),
+            None => e.context(what),
+        }
+    })
 }
 
 /// The whole response, up to `RESPONSE_BYTES_MAX` (the request said `Connection: close`). A

@@ -1,4 +1,5 @@
-//! Kafka client properties, for every command that talks to a broker: `-X KEY=VALUE` (repeatable, as kcat's) and `--command-config FILE` (a Java
+//! Kafka client properties, for every command that talks to a broker or to an `https://`
+//! admin API: `-X KEY=VALUE` (repeatable, as kcat's) and `--command-config FILE` (a Java
 //! properties file, as Kafka's scripts take it; `properties/java.rs`), read and checked once
 //! into [`ClientProperties`]. Each key is one row of [`KEYS`]: used (with its value check),
 //! ignored with a warning (client tuning that changes nothing for a one-request-at-a-time
@@ -26,7 +27,7 @@ pub const COMMAND_CONFIG_BYTES_MAX: u64 = 64 * 1024;
 /// about 150 keys; a file that names more is not a client properties file).
 pub const PROPERTIES_MAX: usize = 256;
 
-/// `-X` and `--command-config`, on every command that talks to a broker.
+/// `-X` and `--command-config`, on every command that talks to a broker or admin API.
 #[derive(Debug, Clone, Default, clap::Args)]
 #[command(next_help_heading = "Client properties (TLS, SASL)")]
 pub struct PropertyArgs {
@@ -43,6 +44,7 @@ pub struct PropertyArgs {
     /// ScramLoginModule with username="..." password="..."); client.id. Unknown keys are
     /// errors; client tuning keys (request.timeout.ms, ...) are ignored with a warning. A
     /// value given here shows in `ps`: keep passwords in --command-config or SLUICE_PASSWORD.
+    /// The admin API commands use the ssl.* keys for an https:// --admin-url.
     #[arg(
         short = 'X',
         long = "property",
