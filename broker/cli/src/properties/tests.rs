@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args as _, Command};
 
+use super::keys::{KEYS, Use};
 use super::{
-    COMMAND_CONFIG_BYTES_MAX, ClientProperties, FileProperty, Identity, KEYS, Origin,
-    PROPERTIES_MAX, PropertyArgs, SecurityProtocol, Use, read_command_config,
+    COMMAND_CONFIG_BYTES_MAX, ClientProperties, FileProperty, Identity, Origin, PROPERTIES_MAX,
+    PropertyArgs, SecurityProtocol, read_command_config,
 };
 
 const FILE: &str = "/etc/sluice/client.properties";
