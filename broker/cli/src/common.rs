@@ -1,5 +1,6 @@
-//! What every operator command shares: where the broker is, the output format, printing a
-//! JSON document or its text rendering, and Metadata/ListOffsets look-ups.
+//! What every operator command shares: where the broker is, how to reach it (the client
+//! properties of `crate::properties`, `--user`), the output format, printing a JSON document
+//! or its text rendering, and Metadata/ListOffsets look-ups.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -13,14 +14,24 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use serde_json::Value;
 
-use crate::client::{Client, Login, error_name};
-pub use crate::group::Output;
+use crate::client::{Client, Login, Refused, Settings, error_name};
+use crate::properties::PropertyArgs;
+
+/// Output format of the operator commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    /// Aligned columns for people.
+    Text,
+    /// One JSON document for scripts.
+    Json,
+}
 
 /// Kafka's ListOffsets sentinels.
 pub const LATEST: i64 = -1;
 pub const EARLIEST: i64 = -2;
 
-/// `--brokers` and `--output`, on every command that talks to a broker.
+/// `--brokers`, `--output`, the client properties and `--user`, on every command that talks
+/// to a broker.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Common {
     /// Brokers to talk to (host:port, comma-separated; the first reachable one is used).
@@ -37,14 +48,19 @@ pub struct Common {
     /// SASL login (`--user`, `--sasl-mechanism`; the password from SLUICE_PASSWORD).
     #[command(flatten)]
     pub login: Login,
+    /// `-X KEY=VALUE` and `--command-config FILE`: TLS and SASL, as Kafka's clients take them.
+    #[command(flatten)]
+    pub properties: PropertyArgs,
 }
 
 /// Where the admin HTTP API is when no flag or variable says (the default `admin.listen`).
 pub const DEFAULT_ADMIN_URL: &str = "http://127.0.0.1:9644";
 
-/// `--admin-url`, on every command that talks to the admin HTTP API (where Kafka has no API).
+/// `--admin-url`, `--admin-user` and `--admin-ca-file`: where the admin HTTP API is and who
+/// calls it. [`Admin`] adds the client properties; `consume` takes these alone and shares its
+/// `Common` properties.
 #[derive(Debug, Clone, clap::Args)]
-pub struct Admin {
+pub struct AdminArgs {
     /// The broker's admin HTTP API (`admin.listen`) [default: http://127.0.0.1:9644].
     /// `--admin` and SLUICE_ADMIN are older names for the same thing.
     #[arg(
@@ -65,7 +81,7 @@ pub struct Admin {
     )]
     admin_user: Option<String>,
     /// The PEM CA bundle that checks an https:// admin URL's certificate [default: the
-    /// system's bundle].
+    /// system's bundle]; -X ssl.ca.location (or ssl.truststore.location) wins over it.
     #[arg(
         long = "admin-ca-file",
         global = true,
@@ -73,6 +89,20 @@ pub struct Admin {
         value_name = "FILE"
     )]
     admin_ca_file: Option<std::path::PathBuf>,
+}
+
+/// The admin API flags and the client properties (their `ssl.*` keys, for `https://`), on
+/// every command that talks to the admin HTTP API (where Kafka has no API).
+#[derive(Debug, Clone, clap::Args)]
+pub struct Admin {
+    #[command(flatten)]
+    args: AdminArgs,
+    /// `-X KEY=VALUE` and `--command-config FILE`: the ssl.* keys reach an https:// admin API.
+    #[command(flatten)]
+    properties: PropertyArgs,
+    /// The TLS config of an `https://` URL, made on the first request.
+    #[arg(skip)]
+    tls: std::sync::OnceLock<std::sync::Arc<rustls::ClientConfig>>,
 }
 
 /// Where the admin API is, from `--admin-url`.
@@ -91,9 +121,19 @@ pub struct AdminEndpoint {
 pub const ADMIN_PASSWORD_ENV: &str = "SLUICE_ADMIN_PASSWORD";
 
 impl Admin {
+    /// The admin flags with the client properties of another set of flags (`consume`'s).
+    pub fn with_properties(args: AdminArgs, properties: PropertyArgs) -> Self {
+        Self {
+            args,
+            properties,
+            tls: std::sync::OnceLock::new(),
+        }
+    }
+
     /// The URL from the flag, SLUICE_ADMIN_URL, the older SLUICE_ADMIN, or the default.
     pub fn url(&self) -> String {
-        self.admin_url
+        self.args
+            .admin_url
             .clone()
             .or_else(|| std::env::var("SLUICE_ADMIN").ok())
             .filter(|u| !u.trim().is_empty())
@@ -105,9 +145,16 @@ impl Admin {
         admin_endpoint(&self.url())
     }
 
-    /// `--admin-ca-file`, for https:// URLs.
-    pub fn ca_file(&self) -> Option<&std::path::Path> {
-        self.admin_ca_file.as_deref()
+    /// The TLS config for an https:// URL: the properties' `ssl.*` keys, with
+    /// `--admin-ca-file` (then the system's bundle) when they name no CA bundle. Their other
+    /// keys (`security.protocol`, `sasl.*`) are for the Kafka listeners.
+    pub fn tls_config(&self) -> anyhow::Result<std::sync::Arc<rustls::ClientConfig>> {
+        if let Some(config) = self.tls.get() {
+            return Ok(config.clone());
+        }
+        let props = self.properties.load()?.tls()?;
+        let config = crate::tls::client_config(&props, self.args.admin_ca_file.as_deref())?;
+        Ok(self.tls.get_or_init(|| config).clone())
     }
 }
 
@@ -115,7 +162,7 @@ impl Admin {
     /// The `Authorization` header value: HTTP Basic for `--admin-user` (password from
     /// SLUICE_ADMIN_PASSWORD), else a bearer of SLUICE_ADMIN_TOKEN (`admin.token`), else none.
     pub fn authorization(&self) -> anyhow::Result<Option<String>> {
-        if let Some(user) = self.admin_user.as_deref().filter(|u| !u.is_empty()) {
+        if let Some(user) = self.args.admin_user.as_deref().filter(|u| !u.is_empty()) {
             let password = std::env::var(ADMIN_PASSWORD_ENV).map_err(|_| {
                 anyhow::anyhow!("--admin-user {user}: put the password in {ADMIN_PASSWORD_ENV}")
             })?;
@@ -162,10 +209,12 @@ fn admin_endpoint(url: &str) -> anyhow::Result<AdminEndpoint> {
 }
 
 impl Common {
-    /// Connects, with a hint when nothing listens there.
+    /// Connects as the client properties and `--user` say, with a hint when nothing listens
+    /// there. Bad properties and refusals (TLS, SASL) are errors, not [`Unreachable`].
     pub fn connect(&self) -> anyhow::Result<Client> {
-        Client::connect_as(&self.brokers, self.login.given()).map_err(|e| {
-            if e.downcast_ref::<crate::client::LoginFailed>().is_some() {
+        let settings = Settings::resolve(self.properties.load()?, &self.login)?;
+        Client::connect_as(&self.brokers, std::sync::Arc::new(settings)).map_err(|e| {
+            if e.downcast_ref::<Refused>().is_some() {
                 return e;
             }
             e.context(Unreachable(format!(

@@ -72,9 +72,10 @@ pub struct ConsumeArgs {
     /// Plugins to run on the broker for this consumer only (an ephemeral view).
     #[command(flatten)]
     stages: crate::view::StageArgs,
-    /// The broker's admin API, for --filter and --transform.
+    /// The broker's admin API, for --filter and --transform (with the client properties of
+    /// `common`).
     #[command(flatten)]
-    admin: crate::common::Admin,
+    admin: crate::common::AdminArgs,
 }
 
 /// Where each partition is.
@@ -121,11 +122,14 @@ impl AdhocView {
             "stages": crate::view::stages(matches)?,
             "ephemeral": true,
         });
-        crate::plugin::http_json(&args.admin, "POST", "/v1/views", &body)?;
-        Ok(Self {
-            admin: args.admin.clone(),
-            name,
-        })
+        // Read the properties once, so the admin client's copy and `common` share them.
+        args.common.properties.load()?;
+        let admin = crate::common::Admin::with_properties(
+            args.admin.clone(),
+            args.common.properties.clone(),
+        );
+        crate::plugin::http_json(&admin, "POST", "/v1/views", &body)?;
+        Ok(Self { admin, name })
     }
 }
 

@@ -21,34 +21,15 @@ use kafka_protocol::protocol::{Decodable, StrBytes};
 use serde_json::{Value, json};
 
 use crate::client::{Client, error_name};
+use crate::common::Output;
 use crate::datetime::parse_rfc3339_ms;
-
-/// Output format of the operator commands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Output {
-    /// Aligned columns for people.
-    Text,
-    /// One JSON document for scripts.
-    Json,
-}
 
 /// `sluice group ...`.
 #[derive(Debug, clap::Args)]
 pub struct GroupArgs {
-    /// Brokers to talk to (host:port, comma-separated; the first reachable one is used).
-    #[arg(
-        long,
-        global = true,
-        env = "SLUICE_BROKERS",
-        default_value = "127.0.0.1:9092"
-    )]
-    brokers: String,
-    /// Output format.
-    #[arg(long, global = true, value_enum, default_value_t = Output::Text)]
-    output: Output,
-    /// SASL login (`--user`, `--sasl-mechanism`; the password from SLUICE_PASSWORD).
+    /// `--brokers`, `--output` and `--user`, as every command that talks to a broker.
     #[command(flatten)]
-    login: crate::client::Login,
+    common: crate::common::Common,
     #[command(subcommand)]
     command: GroupCommand,
 }
@@ -112,7 +93,7 @@ const EARLIEST: i64 = -2;
 
 /// Runs a `sluice group` command.
 pub fn run(args: GroupArgs) -> anyhow::Result<()> {
-    let mut client = Client::connect_as(&args.brokers, args.login.given())?;
+    let mut client = args.common.connect()?;
     let doc = match args.command {
         GroupCommand::List => list(&mut client)?,
         GroupCommand::Describe { group } => describe(&mut client, &group)?,
@@ -123,11 +104,12 @@ pub fn run(args: GroupArgs) -> anyhow::Result<()> {
             partitions,
         } => delete_offsets(&mut client, &group, &topic, partitions)?,
     };
-    let mut out = match args.output {
+    let output = args.common.output;
+    let mut out = match output {
         Output::Json => serde_json::to_string_pretty(&doc)?,
         Output::Text => String::new(),
     };
-    if args.output == Output::Text {
+    if output == Output::Text {
         print_text(&mut out, &doc);
     } else {
         out.push('\n');

@@ -7,10 +7,12 @@
 //! listeners, one `sluice listener NAME=HOST:PORT` line per listener comes before it.
 //!
 //! The operator commands (`topic`, `produce`, `consume`, `group`, `cluster`, `acl`, `quota`,
-//! `user`) talk the Kafka protocol through `client.rs`; each takes `--brokers`, `--user`
-//! (SASL, `client/sasl.rs`; the password from SLUICE_PASSWORD) and `--output text|json`,
-//! prints errors as one line on stderr and exits 1 when the operation failed, 2 on bad usage, 3
-//! when no broker is reachable. `plugin`, `view` and `transform` talk to the admin HTTP API.
+//! `user`) talk the Kafka protocol through `client.rs`; each takes `--brokers`, Kafka's client
+//! properties (`-X KEY=VALUE`, `--command-config FILE`: TLS and SASL, `properties.rs`,
+//! `tls.rs`), `--user` (SASL, `client/sasl.rs`; the password from SLUICE_PASSWORD) and
+//! `--output text|json`, prints errors as one line on stderr and exits 1 when the operation
+//! failed (a TLS or SASL refusal too), 2 on bad usage, 3 when no broker is reachable. `plugin`,
+//! `view` and `transform` talk to the admin HTTP API (`https://` with the same properties).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -20,7 +22,6 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use sluice_server::{BrokerConfig, Server};
 
 mod acl;
-mod admin_tls;
 mod assignor;
 mod client;
 mod cluster;
@@ -32,7 +33,9 @@ mod group;
 mod member;
 mod plugin;
 mod produce;
+mod properties;
 mod quota;
+mod tls;
 mod topic;
 mod transform;
 mod user;

@@ -339,8 +339,8 @@ fn request(
     })?;
     tcp.set_read_timeout(Some(HTTP_TIMEOUT))?;
     tcp.set_write_timeout(Some(HTTP_TIMEOUT))?;
-    let mut stream: Box<dyn crate::admin_tls::HttpStream> = if endpoint.tls {
-        crate::admin_tls::connect(tcp, &endpoint.host, admin.ca_file())?
+    let mut stream: Box<dyn crate::tls::HttpStream> = if endpoint.tls {
+        Box::new(admin_tls(admin, tcp, &endpoint.host)?)
     } else {
         Box::new(tcp)
     };
@@ -387,9 +387,24 @@ fn request(
     Ok(value)
 }
 
+/// TLS to an https:// admin URL, as the client properties and `--admin-ca-file` say.
+fn admin_tls(
+    admin: &crate::common::Admin,
+    tcp: TcpStream,
+    host: &str,
+) -> anyhow::Result<crate::tls::TlsStream> {
+    crate::tls::connect(tcp, host, admin.tls_config()?).map_err(|e| {
+        let what = format!("TLS handshake with the admin API at {host}");
+        match crate::tls::hint(&e) {
+            Some(hint) => anyhow::anyhow!("{what}: {e:#} ({hint})"),
+            None => e.context(what),
+        }
+    })
+}
+
 /// The whole response, up to `RESPONSE_BYTES_MAX` (the request said `Connection: close`). A
 /// TLS peer that closes without close_notify after sending a response ends it too.
-fn read_response(stream: Box<dyn crate::admin_tls::HttpStream>) -> anyhow::Result<Vec<u8>> {
+fn read_response(stream: Box<dyn crate::tls::HttpStream>) -> anyhow::Result<Vec<u8>> {
     let mut raw = Vec::new();
     match stream.take(RESPONSE_BYTES_MAX).read_to_end(&mut raw) {
         Ok(_) => Ok(raw),

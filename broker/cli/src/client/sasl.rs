@@ -1,25 +1,24 @@
 //! Logging a connection in over SASL (SaslHandshake v1, then SaslAuthenticate v1), as a
 //! Kafka client does: PLAIN in one message, SCRAM-SHA-256/512 in two with the server's
-//! signature checked (`sluice_security::scram::ScramClient`).
+//! signature checked (`sluice_security::scram::ScramClient`). Over SASL_SSL it runs on the
+//! TLS stream like any other request.
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use bytes::Bytes;
 use kafka_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
 use kafka_protocol::protocol::StrBytes;
 use sluice_security::rng::secure_random_string;
-use sluice_security::scram::{ScramClient, ScramMechanism};
+use sluice_security::scram::ScramClient;
 use sluice_server::security::OsRng;
 
-use super::{Client, Login, PASSWORD_ENV, error_name};
+use super::settings::{Credentials, Mechanism};
+use super::{Client, error_name};
 
-/// Logs `client`'s fresh connection in as `login` says.
-pub fn log_in(client: &mut Client, login: &Login) -> anyhow::Result<()> {
-    let user = login.user.as_deref().unwrap_or_default();
-    let password = std::env::var(PASSWORD_ENV)
-        .with_context(|| format!("--user {user} needs its password in {PASSWORD_ENV}"))?;
-    let mechanism = login.sasl_mechanism.trim().to_ascii_uppercase();
+/// Logs `client`'s fresh connection in with `login`.
+pub fn log_in(client: &mut Client, login: &Credentials) -> anyhow::Result<()> {
+    let mechanism = login.mechanism.name();
     let mut handshake = SaslHandshakeRequest::default();
-    handshake.mechanism = StrBytes::from_string(mechanism.clone());
+    handshake.mechanism = StrBytes::from_static_str(mechanism);
     let answer = client.send(&handshake, 1)?;
     if answer.error_code != 0 {
         let offered: Vec<&str> = answer.mechanisms.iter().map(|m| m.as_str()).collect();
@@ -29,16 +28,16 @@ pub fn log_in(client: &mut Client, login: &Login) -> anyhow::Result<()> {
             offered.join(", ")
         );
     }
-    if mechanism == "PLAIN" {
-        let message = format!("\0{user}\0{password}");
-        authenticate(client, message.into_bytes())?;
-        return Ok(());
-    }
-    let scram = ScramMechanism::from_name(&mechanism).with_context(|| {
-        format!("--sasl-mechanism {mechanism}: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
-    })?;
+    let scram = match login.mechanism {
+        Mechanism::Plain => {
+            let message = format!("\0{}\0{}", login.user, login.password);
+            authenticate(client, message.into_bytes())?;
+            return Ok(());
+        }
+        Mechanism::Scram(scram) => scram,
+    };
     let nonce = secure_random_string(&mut OsRng::open()?);
-    let mut exchange = ScramClient::new(scram, user, &password, &nonce);
+    let mut exchange = ScramClient::new(scram, &login.user, &login.password, &nonce);
     let server_first = authenticate(client, exchange.first_message())?;
     let last = exchange.final_message(&server_first)?;
     let server_final = authenticate(client, last)?;
