@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use sluice_server::BrokerConfig;
-use sluice_server::config::{BROKER_KEYS, SENSITIVE_KEYS, env_name};
+use sluice_server::config::{BROKER_KEYS, env_name, is_sensitive};
 
 /// Key -> where its value came from ("default", "file PATH", "env NAME", "flag").
 pub type Sources = BTreeMap<&'static str, String>;
@@ -70,7 +70,7 @@ pub fn render(config: &BrokerConfig, sources: &Sources) -> String {
         String::from("# sluice effective configuration (defaults < file < env < flags)\n");
     for &key in BROKER_KEYS {
         let value = config.get(key).unwrap_or_default();
-        let value = if SENSITIVE_KEYS.contains(&key) && !value.is_empty() {
+        let value = if is_sensitive(key) && !value.is_empty() {
             "<redacted>".to_owned()
         } else {
             value

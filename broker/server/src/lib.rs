@@ -4,8 +4,10 @@
 //! # Layout
 //! Read in this order:
 //! - [`config`]: the one typed config (defaults < TOML < `SLUICE_*` env < flags), Kafka key
-//!   names; [`units`] parses "100 MiB" / "7d"; [`topic_config`] maps topic keys
-//!   (`retention.ms`, ...) onto broker keys and the storage `LogConfig`.
+//!   names, each key one entry of the key table `config/keys.rs` (from which the struct,
+//!   defaults, `set`/`get`, the key list and secrets follow); [`units`]
+//!   parses "100 MiB" / "7d"; [`topic_config`] maps topic keys (`retention.ms`, ...) onto
+//!   broker keys and the storage `LogConfig`.
 //! - [`limits`]: every limit with its unit and reason.
 //! - [`listener`]: bind, accept, the log ticker, graceful shutdown; [`admission`]: what a
 //!   client must be granted first (`max.connections`, `max.connections.per.ip`, and the

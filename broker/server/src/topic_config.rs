@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use kafka_protocol::ResponseError;
 
-use crate::config::{BrokerConfig, TimestampType};
+use crate::config::BrokerConfig;
 use crate::error::KafkaError;
 
 /// Topic key -> the broker key it overrides.
@@ -189,10 +189,7 @@ pub fn log_config(broker: &BrokerConfig, overrides: &TopicOverrides) -> sluice_s
         retention_bytes: c.log_retention_bytes,
         flush_messages: c.log_flush_interval_messages,
         flush_ms: c.log_flush_interval_ms,
-        message_timestamp_type: match c.log_message_timestamp_type {
-            TimestampType::CreateTime => sluice_storage::TimestampType::CreateTime,
-            TimestampType::LogAppendTime => sluice_storage::TimestampType::LogAppendTime,
-        },
+        message_timestamp_type: c.log_message_timestamp_type,
         max_message_bytes: c.message_max_bytes,
         producer_id_expiration_ms: broker.producer_id_expiration_ms,
         cleanup_policy: c.log_cleanup_policy,

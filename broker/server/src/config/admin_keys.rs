@@ -2,10 +2,11 @@
 //! the broker's SCRAM users), `admin.ssl.enabled` (HTTPS with the broker's
 //! `ssl.keystore.location`), `admin.allowed.hosts` (the `Host` names it answers besides
 //! loopback and its own address), `admin.max.connections`, and `admin.allow.insecure`, the
-//! explicit opt-in to an unauthenticated admin API on a non-loopback address.
-//! `admin.listen` and `admin.token` live with the other keys in `config.rs`.
+//! explicit opt-in to an unauthenticated admin API on a non-loopback address, besides
+//! `admin.listen` and `admin.token`: their value types, text forms and the checks across
+//! them (the keys themselves are in `keys.rs`).
 
-use super::{BrokerConfig, parse_bool, parse_i64, ranged};
+use super::{BrokerConfig, HostPort};
 use crate::error::ConfigError;
 use crate::limits;
 
@@ -27,7 +28,7 @@ impl AdminAuth {
         }
     }
 
-    fn parse(text: &str) -> Result<Self, String> {
+    pub(super) fn parse(text: &str) -> Result<Self, String> {
         match text.trim() {
             "none" => Ok(Self::None),
             "basic" => Ok(Self::Basic),
@@ -36,49 +37,24 @@ impl AdminAuth {
     }
 }
 
+/// `admin.listen` by default: loopback, `ADMIN_PORT_DEFAULT`.
+pub(super) fn listen_default() -> HostPort {
+    HostPort {
+        host: "127.0.0.1".into(),
+        port: limits::ADMIN_PORT_DEFAULT,
+    }
+}
+
 /// `admin.allowed.hosts` as a list: trimmed, lowercased, empties dropped.
-fn parse_hosts(value: &str) -> Vec<String> {
-    value
+pub(super) fn parse_hosts(value: &str) -> Result<Vec<String>, String> {
+    Ok(value
         .split(',')
         .map(|h| h.trim().to_ascii_lowercase())
         .filter(|h| !h.is_empty())
-        .collect()
+        .collect())
 }
 
 impl BrokerConfig {
-    /// Sets one of these keys; `None` for any other key.
-    pub(super) fn set_admin_key(&mut self, key: &str, value: &str) -> Option<Result<(), String>> {
-        let result = match key {
-            "admin.auth" => AdminAuth::parse(value).map(|a| self.admin_auth = a),
-            "admin.ssl.enabled" => parse_bool(value).map(|b| self.admin_ssl_enabled = b),
-            "admin.allow.insecure" => parse_bool(value).map(|b| self.admin_allow_insecure = b),
-            "admin.allowed.hosts" => {
-                self.admin_allowed_hosts = parse_hosts(value);
-                Ok(())
-            }
-            "admin.max.connections" => ranged(
-                parse_i64(value),
-                1,
-                limits::ADMIN_MAX_CONNECTIONS_MAX as i64,
-            )
-            .map(|n| self.admin_max_connections = n as u32),
-            _ => return None,
-        };
-        Some(result)
-    }
-
-    /// One of these keys' value in text form; `None` for any other key.
-    pub(super) fn get_admin_key(&self, key: &str) -> Option<String> {
-        Some(match key {
-            "admin.auth" => self.admin_auth.as_str().to_owned(),
-            "admin.ssl.enabled" => self.admin_ssl_enabled.to_string(),
-            "admin.allow.insecure" => self.admin_allow_insecure.to_string(),
-            "admin.allowed.hosts" => self.admin_allowed_hosts.join(","),
-            "admin.max.connections" => self.admin_max_connections.to_string(),
-            _ => return None,
-        })
-    }
-
     /// Whether the admin API asks its callers for credentials (Basic or the token).
     pub fn admin_authenticates(&self) -> bool {
         self.admin_auth == AdminAuth::Basic || self.admin_token.is_some()

@@ -1,11 +1,11 @@
 //! Listeners and their security, with Kafka's keys: `listeners` (`NAME://host:port,...`),
 //! `listener.security.protocol.map` (`NAME:PROTOCOL,...`; without it a listener's name is its
 //! protocol), `advertised.listeners` (per listener name), and TLS's `ssl.keystore.location`,
-//! `ssl.keystore.type` (PEM only), `ssl.truststore.location` and `ssl.client.auth`.
-//! The SASL keys are in `security_keys`.
+//! `ssl.keystore.type` (PEM only), `ssl.truststore.location` and `ssl.client.auth`: their
+//! value types, text forms and the checks across them (the keys themselves are in
+//! `keys.rs`). The SASL keys' types are in `security_keys`.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 
 use super::{BrokerConfig, HostPort};
 use crate::error::ConfigError;
@@ -90,6 +90,29 @@ impl ClientAuth {
     }
 }
 
+/// `ssl.keystore.type`: the keystore's format; only PEM is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeystoreType {
+    /// One PEM file with the private key and the certificate chain.
+    Pem,
+}
+
+impl KeystoreType {
+    /// Kafka's spelling of the one type.
+    pub const PEM: &'static str = "PEM";
+
+    /// Parses Kafka's spelling; anything but PEM is refused, saying what is supported.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            Self::PEM => Ok(Self::Pem),
+            other => Err(format!(
+                "{other:?} is not supported: only PEM (one file with the private key and \
+                 the certificate chain) is"
+            )),
+        }
+    }
+}
+
 /// One `NAME://host:port` entry of `listeners` or `advertised.listeners`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListenerAddr {
@@ -139,13 +162,34 @@ pub fn parse_listener_list(text: &str) -> Result<Vec<ListenerAddr>, String> {
     Ok(out)
 }
 
-fn render_listener_list(list: &[ListenerAddr]) -> String {
+/// `listeners` by default: PLAINTEXT on loopback, Kafka's port.
+pub(super) fn listeners_default() -> Vec<ListenerAddr> {
+    vec![ListenerAddr {
+        name: "PLAINTEXT".into(),
+        addr: HostPort {
+            host: "127.0.0.1".into(),
+            port: 9092,
+        },
+    }]
+}
+
+/// `listeners`: a listener list with at least one entry.
+pub(super) fn parse_listeners(text: &str) -> Result<Vec<ListenerAddr>, String> {
+    let list = parse_listener_list(text)?;
+    if list.is_empty() {
+        return Err("at least one listener is needed".into());
+    }
+    Ok(list)
+}
+
+/// A listener list in its text form.
+pub(super) fn print_listeners(list: &[ListenerAddr]) -> String {
     let entries: Vec<String> = list.iter().map(ToString::to_string).collect();
     entries.join(",")
 }
 
 /// Parses `NAME:PROTOCOL,...`.
-fn parse_protocol_map(text: &str) -> Result<Vec<(String, SecurityProtocol)>, String> {
+pub(super) fn parse_protocol_map(text: &str) -> Result<Vec<(String, SecurityProtocol)>, String> {
     let mut out: Vec<(String, SecurityProtocol)> = Vec::new();
     for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let (name, protocol) = entry
@@ -160,76 +204,16 @@ fn parse_protocol_map(text: &str) -> Result<Vec<(String, SecurityProtocol)>, Str
     Ok(out)
 }
 
-fn optional_path(value: &str) -> Option<PathBuf> {
-    Some(value.trim())
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
+/// The protocol map in its text form.
+pub(super) fn print_protocol_map(map: &[(String, SecurityProtocol)]) -> String {
+    let entries: Vec<String> = map
+        .iter()
+        .map(|(name, p)| format!("{name}:{}", p.as_str()))
+        .collect();
+    entries.join(",")
 }
 
 impl BrokerConfig {
-    /// Sets one of these keys; `None` for any other key.
-    pub(super) fn set_listener_key(
-        &mut self,
-        key: &str,
-        value: &str,
-    ) -> Option<Result<(), String>> {
-        let result = match key {
-            "listeners" => parse_listener_list(value).and_then(|list| {
-                if list.is_empty() {
-                    return Err("at least one listener is needed".into());
-                }
-                self.listeners = list;
-                Ok(())
-            }),
-            "advertised.listeners" => {
-                parse_listener_list(value).map(|list| self.advertised_listeners = list)
-            }
-            "listener.security.protocol.map" => {
-                parse_protocol_map(value).map(|map| self.listener_security_protocol_map = map)
-            }
-            "ssl.keystore.location" => {
-                self.ssl_keystore_location = optional_path(value);
-                Ok(())
-            }
-            "ssl.keystore.type" => match value.trim() {
-                "PEM" => Ok(()),
-                other => Err(format!(
-                    "{other:?} is not supported: only PEM (one file with the private key and \
-                     the certificate chain) is"
-                )),
-            },
-            "ssl.truststore.location" => {
-                self.ssl_truststore_location = optional_path(value);
-                Ok(())
-            }
-            "ssl.client.auth" => ClientAuth::parse(value).map(|a| self.ssl_client_auth = a),
-            _ => return None,
-        };
-        Some(result)
-    }
-
-    /// One of these keys' value in text form; `None` for any other key.
-    pub(super) fn get_listener_key(&self, key: &str) -> Option<String> {
-        let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
-        Some(match key {
-            "listeners" => render_listener_list(&self.listeners),
-            "advertised.listeners" => render_listener_list(&self.advertised_listeners),
-            "listener.security.protocol.map" => {
-                let entries: Vec<String> = self
-                    .listener_security_protocol_map
-                    .iter()
-                    .map(|(name, p)| format!("{name}:{}", p.as_str()))
-                    .collect();
-                entries.join(",")
-            }
-            "ssl.keystore.location" => path(&self.ssl_keystore_location).unwrap_or_default(),
-            "ssl.keystore.type" => "PEM".to_owned(),
-            "ssl.truststore.location" => path(&self.ssl_truststore_location).unwrap_or_default(),
-            "ssl.client.auth" => self.ssl_client_auth.as_str().to_owned(),
-            _ => return None,
-        })
-    }
-
     /// The security protocol of listener `name`: the protocol map's entry, or, with no map
     /// entry, the name itself when it is a protocol's name (Kafka's default map).
     pub fn listener_protocol(&self, name: &str) -> Result<SecurityProtocol, ConfigError> {
@@ -242,9 +226,7 @@ impl BrokerConfig {
         }
         SecurityProtocol::parse(name).map_err(|_| ConfigError::BadValue {
             key: "listener.security.protocol.map".into(),
-            value: self
-                .get_listener_key("listener.security.protocol.map")
-                .unwrap_or_default(),
+            value: print_protocol_map(&self.listener_security_protocol_map),
             reason: format!(
                 "listener {name} is not a security protocol's name and the map does not name it"
             ),

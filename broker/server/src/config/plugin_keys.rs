@@ -1,14 +1,13 @@
 //! The `plugin.*` broker keys: where plugins live and the limits every call into one runs
 //! under. They map onto the plugin host's `PluginConfig`, which checks their ranges. And
 //! `transform.calls.concurrent.max`, the plugin calls materialized transforms may run at once.
+//! The keys themselves are in `keys.rs`.
 
 use std::path::PathBuf;
 
 use sluice_plugin_host::PluginConfig;
 
-use sluice_transform::limits::TRANSFORM_CALLS_CONCURRENT_MAX;
-
-use super::{BrokerConfig, parse_bytes, parse_i64, parse_ms, ranged};
+use super::BrokerConfig;
 
 /// Subdirectory of `data.dir` holding plugins when `plugin.dir` is not set.
 pub const PLUGIN_SUBDIR: &str = "plugins";
@@ -18,46 +17,6 @@ pub const PLUGIN_SUBDIR: &str = "plugins";
 pub const PLUGIN_CACHE_SUBDIR: &str = "plugin-cache";
 
 impl BrokerConfig {
-    /// Sets a `plugin.*` key; `None` for any other key.
-    pub(super) fn set_plugin_key(&mut self, key: &str, value: &str) -> Option<Result<(), String>> {
-        let result = match key {
-            "plugin.dir" => {
-                self.plugin_dir = match value.trim() {
-                    "" => None,
-                    v => Some(PathBuf::from(v)),
-                };
-                Ok(())
-            }
-            "plugin.call.timeout.ms" => ranged(parse_ms(value), 1, i64::from(i32::MAX))
-                .map(|v| self.plugin_call_timeout_ms = v as u64),
-            "plugin.memory.bytes.max" => ranged(parse_bytes(value), 1, i64::MAX)
-                .map(|v| self.plugin_memory_bytes_max = v as u64),
-            "plugin.module.bytes.max" => ranged(parse_bytes(value), 1, i64::MAX)
-                .map(|v| self.plugin_module_bytes_max = v as u64),
-            "transform.calls.concurrent.max" => {
-                ranged(parse_i64(value), 1, TRANSFORM_CALLS_CONCURRENT_MAX as i64)
-                    .map(|v| self.transform_calls_concurrent_max = v as usize)
-            }
-            _ => return None,
-        };
-        Some(result)
-    }
-
-    /// A `plugin.*` key's value in text form; `None` for any other key.
-    pub(super) fn get_plugin_key(&self, key: &str) -> Option<String> {
-        Some(match key {
-            "plugin.dir" => self
-                .plugin_dir
-                .as_ref()
-                .map_or_else(String::new, |d| d.display().to_string()),
-            "plugin.call.timeout.ms" => self.plugin_call_timeout_ms.to_string(),
-            "plugin.memory.bytes.max" => self.plugin_memory_bytes_max.to_string(),
-            "plugin.module.bytes.max" => self.plugin_module_bytes_max.to_string(),
-            "transform.calls.concurrent.max" => self.transform_calls_concurrent_max.to_string(),
-            _ => return None,
-        })
-    }
-
     /// The plugin directory: `plugin.dir`, or `<data.dir>/plugins`.
     pub fn plugin_dir(&self) -> PathBuf {
         self.plugin_dir

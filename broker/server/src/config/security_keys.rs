@@ -3,13 +3,14 @@
 //! `super.users` and
 //! `allow.everyone.if.no.acl.found` (whose default depends on the listeners: true while every
 //! listener is PLAINTEXT, false once any is SSL or SASL, so securing a listener never leaves
-//! the broker open by omission).
+//! the broker open by omission): their value types, text forms and the checks across them
+//! (the keys themselves are in `keys.rs`).
 
 use sluice_security::plain::PLAIN_MECHANISM;
 use sluice_security::principal::SuperUsers;
 use sluice_security::scram::ScramMechanism;
 
-use super::{BrokerConfig, SecurityProtocol, parse_bool};
+use super::{BrokerConfig, SecurityProtocol};
 use crate::error::ConfigError;
 
 /// A SASL mechanism this broker serves.
@@ -54,7 +55,8 @@ pub const SASL_ENABLED_MECHANISMS_DEFAULT: &[SaslMechanism] = &[
 /// (and its `max.connections.per.ip` slot) open, so it must stay well under the idle timeout.
 pub const FAILED_AUTHENTICATION_DELAY_MS_MAX: u64 = 10_000;
 
-fn parse_mechanisms(value: &str) -> Result<Vec<SaslMechanism>, String> {
+/// `sasl.enabled.mechanisms`: Kafka's names, comma-separated; each once.
+pub(super) fn parse_mechanisms(value: &str) -> Result<Vec<SaslMechanism>, String> {
     let mut out = Vec::new();
     for name in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         let mechanism = SaslMechanism::from_name(name).ok_or_else(|| {
@@ -67,77 +69,48 @@ fn parse_mechanisms(value: &str) -> Result<Vec<SaslMechanism>, String> {
     Ok(out)
 }
 
+/// The mechanisms in their text form.
+pub(super) fn print_mechanisms(mechanisms: &[SaslMechanism]) -> String {
+    let names: Vec<&str> = mechanisms.iter().map(|m| m.name()).collect();
+    names.join(",")
+}
+
+/// `connections.max.reauth.ms`: a plain number of milliseconds, 0 (off) or more.
+pub(super) fn parse_reauth_ms(value: &str) -> Result<u64, String> {
+    let ms = value
+        .trim()
+        .parse::<i64>()
+        .map_err(|_| format!("{value:?} is not a number of milliseconds"))?;
+    u64::try_from(ms).map_err(|_| "must be 0 (off) or more".to_owned())
+}
+
+/// `connection.failed.authentication.delay.ms`: a plain number of milliseconds, at most
+/// `FAILED_AUTHENTICATION_DELAY_MS_MAX`.
+pub(super) fn parse_failed_authentication_delay_ms(value: &str) -> Result<u64, String> {
+    let ms = value
+        .trim()
+        .parse::<u64>()
+        .map_err(|_| format!("{value:?} is not a number of milliseconds (0 or more)"))?;
+    if ms > FAILED_AUTHENTICATION_DELAY_MS_MAX {
+        return Err(format!(
+            "at most {FAILED_AUTHENTICATION_DELAY_MS_MAX} ms (FAILED_AUTHENTICATION_DELAY_MS_MAX)"
+        ));
+    }
+    Ok(ms)
+}
+
+/// `super.users`: `User:admin;User:ops`.
+pub(super) fn parse_super_users(value: &str) -> Result<SuperUsers, String> {
+    SuperUsers::parse(value).map_err(|e| e.to_string())
+}
+
+/// The super users in their text form.
+pub(super) fn print_super_users(users: &SuperUsers) -> String {
+    let names: Vec<String> = users.iter().map(ToString::to_string).collect();
+    names.join(";")
+}
+
 impl BrokerConfig {
-    /// Sets one of these keys; `None` for any other key.
-    pub(super) fn set_security_key(
-        &mut self,
-        key: &str,
-        value: &str,
-    ) -> Option<Result<(), String>> {
-        let result = match key {
-            "sasl.enabled.mechanisms" => {
-                parse_mechanisms(value).map(|m| self.sasl_enabled_mechanisms = m)
-            }
-            "connections.max.reauth.ms" => value
-                .trim()
-                .parse::<i64>()
-                .map_err(|_| format!("{value:?} is not a number of milliseconds"))
-                .and_then(|ms| u64::try_from(ms).map_err(|_| "must be 0 (off) or more".to_owned()))
-                .map(|ms| self.connections_max_reauth_ms = ms),
-            "connection.failed.authentication.delay.ms" => value
-                .trim()
-                .parse::<u64>()
-                .map_err(|_| format!("{value:?} is not a number of milliseconds (0 or more)"))
-                .and_then(|ms| {
-                    if ms > FAILED_AUTHENTICATION_DELAY_MS_MAX {
-                        Err(format!("at most {FAILED_AUTHENTICATION_DELAY_MS_MAX} ms (FAILED_AUTHENTICATION_DELAY_MS_MAX)"))
-                    } else {
-                        Ok(ms)
-                    }
-                })
-                .map(|ms| self.connection_failed_authentication_delay_ms = ms),
-            "super.users" => SuperUsers::parse(value)
-                .map(|s| self.super_users = s)
-                .map_err(|e| e.to_string()),
-            "allow.everyone.if.no.acl.found" => match value.trim() {
-                "" => {
-                    self.allow_everyone_if_no_acl_found = None;
-                    Ok(())
-                }
-                v => parse_bool(v).map(|b| self.allow_everyone_if_no_acl_found = Some(b)),
-            },
-            _ => return None,
-        };
-        Some(result)
-    }
-
-    /// One of these keys' value in text form; `None` for any other key.
-    pub(super) fn get_security_key(&self, key: &str) -> Option<String> {
-        Some(match key {
-            "sasl.enabled.mechanisms" => {
-                let names: Vec<&str> = self
-                    .sasl_enabled_mechanisms
-                    .iter()
-                    .map(|m| m.name())
-                    .collect();
-                names.join(",")
-            }
-            "connections.max.reauth.ms" => self.connections_max_reauth_ms.to_string(),
-            "connection.failed.authentication.delay.ms" => {
-                self.connection_failed_authentication_delay_ms.to_string()
-            }
-            "super.users" => {
-                let names: Vec<String> = self.super_users.iter().map(ToString::to_string).collect();
-                names.join(";")
-            }
-            // Empty while unset (the default by the listeners), so the value round-trips.
-            "allow.everyone.if.no.acl.found" => self
-                .allow_everyone_if_no_acl_found
-                .map_or_else(String::new, |b| b.to_string()),
-            _ => return None,
-        })
-    }
-
     /// Whether a resource no ACL names is open to everyone: the key's value, or by default
     /// true only while every listener is PLAINTEXT.
     pub fn allow_everyone_if_no_acl_found(&self) -> bool {

@@ -29,6 +29,28 @@ fn every_key_round_trips_through_get_and_set() {
 }
 
 #[test]
+fn the_table_declares_each_key_and_env_name_once() {
+    let mut names = std::collections::HashSet::new();
+    let mut envs = std::collections::HashSet::new();
+    for key in KEYS {
+        assert!(names.insert(key.name), "{} twice", key.name);
+        assert!(
+            envs.insert(env_name(key.name)),
+            "{} twice",
+            env_name(key.name)
+        );
+    }
+    let listed: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
+    assert_eq!(BROKER_KEYS, listed);
+    let secrets: Vec<&str> = BROKER_KEYS
+        .iter()
+        .copied()
+        .filter(|k| is_sensitive(k))
+        .collect();
+    assert_eq!(secrets, ["admin.token"]);
+}
+
+#[test]
 fn toml_accepts_bare_and_quoted_dotted_keys() {
     let mut c = BrokerConfig::default();
     let text =

@@ -17,7 +17,7 @@ use sluice_security::acl::AclOperation;
 
 use crate::authz;
 use crate::broker::NODE_ID;
-use crate::config::{BROKER_KEYS, BrokerConfig, SENSITIVE_KEYS};
+use crate::config::{BROKER_KEYS, BrokerConfig, is_sensitive};
 use crate::limits;
 use crate::topic_config::{self, TopicOverrides};
 use crate::wire::ConnectionContext;
@@ -184,7 +184,7 @@ fn topic_configs(
 fn broker_configs(config: &BrokerConfig, synonyms: bool) -> Vec<DescribeConfigsResourceResult> {
     BROKER_KEYS
         .iter()
-        .filter(|key| !SENSITIVE_KEYS.contains(key))
+        .filter(|key| !is_sensitive(key))
         .map(|key| {
             let value = config.get(key).unwrap_or_default();
             let source = broker_source(config, key);

@@ -1,0 +1,238 @@
+//! The key table: every broker key declared once, in the order DescribeConfigs and
+//! `sluice serve --print-config` list them. An entry is the key's Kafka name, its field and
+//! Rust type, its default, its codec (text form, units, range or validator: `value.rs`),
+//! and whether it is a secret (`table.rs` says how an entry reads). Adding a key is one
+//! entry here plus its row in docs/config.md and its line in sluice.toml (tests check
+//! both). Checks across keys are `BrokerConfig::validate`.
+
+use std::path::PathBuf;
+
+use sluice_group::limits as group;
+use sluice_plugin_host::limits as plugin;
+use sluice_security::principal::SuperUsers;
+use sluice_storage::{CleanupPolicy, TimestampType};
+use sluice_transform::limits as transform;
+
+use super::admin_keys::{self as admin, AdminAuth};
+use super::cleaner_keys as cleaner;
+use super::listener_keys::{self as listener, ClientAuth, KeystoreType, ListenerAddr};
+use super::security_keys::{self as security, SaslMechanism};
+use super::table::broker_keys;
+use super::value::{I32_MAX, boolean, bytes, count, ms, never_count, never_ms, optional};
+use super::value::{path, string, text};
+use super::{HostPort, SecurityProtocol, parse_timestamp_type, timestamp_type_name};
+use crate::limits;
+
+const DAY_MS: i64 = 86_400_000;
+
+broker_keys! {
+    // Listeners, TLS and SASL: listener_keys.rs, security_keys.rs.
+    /// Where the Kafka protocol listeners bind, `NAME://host:port` each.
+    "listeners" => listeners: Vec<ListenerAddr> = listener::listeners_default(),
+        text(listener::parse_listeners, |l| listener::print_listeners(l));
+    /// What Metadata tells a client of each listener; a listener not named here advertises
+    /// its bound address.
+    "advertised.listeners" => advertised_listeners: Vec<ListenerAddr> = Vec::new(),
+        text(listener::parse_listener_list, |l| listener::print_listeners(l));
+    /// Listener name -> protocol; a name not in it is its own protocol (Kafka's default map).
+    "listener.security.protocol.map" =>
+        listener_security_protocol_map: Vec<(String, SecurityProtocol)> = Vec::new(),
+        text(listener::parse_protocol_map, |m| listener::print_protocol_map(m));
+    /// One PEM file, the private key and the certificate chain.
+    "ssl.keystore.location" => ssl_keystore_location: Option<PathBuf> = None, optional(path());
+    /// Always PEM.
+    "ssl.keystore.type" => ssl_keystore_type: KeystoreType = KeystoreType::Pem,
+        text(KeystoreType::parse, |_| KeystoreType::PEM.to_owned());
+    /// The PEM CA bundle client certificates are checked against.
+    "ssl.truststore.location" => ssl_truststore_location: Option<PathBuf> = None,
+        optional(path());
+    /// None, requested or required.
+    "ssl.client.auth" => ssl_client_auth: ClientAuth = ClientAuth::None,
+        text(ClientAuth::parse, |a| a.as_str().to_owned());
+    /// What SASL listeners offer in SaslHandshake.
+    "sasl.enabled.mechanisms" => sasl_enabled_mechanisms: Vec<SaslMechanism> =
+        security::SASL_ENABLED_MECHANISMS_DEFAULT.to_vec(),
+        text(security::parse_mechanisms, |m| security::print_mechanisms(m));
+    /// A SASL session's lifetime (KIP-368); 0 = no limit.
+    "connections.max.reauth.ms" => connections_max_reauth_ms: u64 = 0,
+        text(security::parse_reauth_ms, u64::to_string);
+    /// How long a failed SASL authentication waits before it is answered and the
+    /// connection closed (slows password guessing).
+    "connection.failed.authentication.delay.ms" =>
+        connection_failed_authentication_delay_ms: u64 = 100,
+        text(security::parse_failed_authentication_delay_ms, u64::to_string);
+    /// Principals every ACL check allows.
+    "super.users" => super_users: SuperUsers = SuperUsers::default(),
+        text(security::parse_super_users, security::print_super_users);
+    /// `None` = the default by the listeners (see
+    /// [`BrokerConfig::allow_everyone_if_no_acl_found`]).
+    "allow.everyone.if.no.acl.found" => allow_everyone_if_no_acl_found: Option<bool> = None,
+        optional(boolean());
+
+    // Topics and requests.
+    /// Topics and partitions live here.
+    "data.dir" => data_dir: PathBuf = PathBuf::from("./sluice-data"), path();
+    /// Partitions of an auto-created topic.
+    "num.partitions" => num_partitions: i32 = 1,
+        count(1..=limits::PARTITIONS_PER_TOPIC_MAX as i64);
+    /// Metadata/Produce for an unknown topic creates it.
+    "auto.create.topics.enable" => auto_create_topics_enable: bool = true, boolean();
+    /// Largest record batch accepted.
+    "message.max.bytes" => message_max_bytes: u32 = limits::MESSAGE_MAX_BYTES_DEFAULT,
+        bytes(1..=I32_MAX);
+    /// Largest request frame accepted.
+    "socket.request.max.bytes" =>
+        socket_request_max_bytes: u32 = limits::SOCKET_REQUEST_MAX_BYTES_DEFAULT,
+        bytes(limits::REQUEST_HEADER_MIN_BYTES as i64..=I32_MAX);
+    /// Request bytes read but not yet answered, across every connection; reading pauses
+    /// above it (nothing is dropped).
+    "queued.max.request.bytes" =>
+        queued_max_request_bytes: u64 = limits::QUEUED_MAX_REQUEST_BYTES_DEFAULT,
+        bytes(1..=i64::MAX);
+    /// A connection that sends no request for this long is closed.
+    "connections.max.idle.ms" => connections_max_idle_ms: u64 = 600_000, ms(1..=i64::MAX);
+    /// Open client connections; accepting pauses above it.
+    "max.connections" => max_connections: u32 = limits::CONNECTIONS_MAX as u32,
+        count(1..=I32_MAX);
+    /// Open connections from one address; more are closed at once.
+    "max.connections.per.ip" => max_connections_per_ip: u32 = limits::CONNECTIONS_MAX as u32,
+        count(1..=I32_MAX);
+    /// Partitions on this broker; creating more is POLICY_VIOLATION.
+    "sluice.partitions.max" => partitions_max: u32 = limits::PARTITIONS_MAX_DEFAULT,
+        count(1..=I32_MAX);
+
+    // The log: segments, retention, compaction (cleaner_keys.rs), producers, flushing.
+    /// Segment file size that triggers a roll.
+    "log.segment.bytes" => log_segment_bytes: u32 = 1 << 30,
+        bytes(1024..=I32_MAX);
+    /// Segment age that triggers a roll.
+    "log.roll.ms" => log_roll_ms: i64 = 7 * DAY_MS,
+        ms(1..=i64::MAX);
+    /// Age after which whole segments are deleted; -1 forever.
+    "log.retention.ms" => log_retention_ms: i64 = 7 * DAY_MS,
+        ms(-1..=i64::MAX);
+    /// Partition size above which old segments go; -1 unlimited.
+    "log.retention.bytes" => log_retention_bytes: i64 = -1,
+        bytes(-1..=i64::MAX);
+    /// How often retention runs.
+    "log.retention.check.interval.ms" => log_retention_check_interval_ms: u64 = 300_000,
+        ms(1..=i64::MAX);
+    /// Delete, compact, or compact,delete.
+    "log.cleanup.policy" => log_cleanup_policy: CleanupPolicy = CleanupPolicy::Delete,
+        text(cleaner::parse_policy, |p| cleaner::policy_name(*p).to_owned());
+    /// In parts per million.
+    "log.cleaner.min.cleanable.ratio" => log_cleaner_min_cleanable_ratio_ppm: u32 =
+        sluice_storage::config::RATIO_PPM_ONE / 2,
+        text(cleaner::parse_ratio_ppm, |r| cleaner::ratio_text(*r));
+    /// A segment with a record younger than this is not compacted yet.
+    "log.cleaner.min.compaction.lag.ms" => log_cleaner_min_compaction_lag_ms: i64 = 0,
+        ms(0..=i64::MAX);
+    /// A dirty segment older than this is compacted whatever the ratio.
+    "log.cleaner.max.compaction.lag.ms" => log_cleaner_max_compaction_lag_ms: i64 = i64::MAX,
+        ms(1..=i64::MAX);
+    /// A tombstone stays readable this long after the clean that first covered it.
+    "log.cleaner.delete.retention.ms" => log_cleaner_delete_retention_ms: i64 = DAY_MS,
+        ms(0..=i64::MAX);
+    /// How long the cleaner sleeps when no log is cleanable.
+    "log.cleaner.backoff.ms" => log_cleaner_backoff_ms: u64 = 15_000, ms(1..=i64::MAX);
+    /// Bytes of the cleaner's offset map.
+    "log.cleaner.dedupe.buffer.size" => log_cleaner_dedupe_buffer_bytes: u64 =
+        sluice_storage::limits::CLEANER_DEDUPE_BUFFER_BYTES_DEFAULT,
+        bytes(limits::CLEANER_DEDUPE_BUFFER_BYTES_MIN as i64..=i64::MAX);
+    /// A partition forgets an idle producer's sequence numbers this long after its newest
+    /// batch (if it has no open transaction).
+    "producer.id.expiration.ms" => producer_id_expiration_ms: i64 = DAY_MS,
+        ms(1..=i64::MAX);
+    /// A transactional id with no transaction in progress is forgotten this long after its
+    /// last update.
+    "transactional.id.expiration.ms" => transactional_id_expiration_ms: i64 = 7 * DAY_MS,
+        ms(1..=i64::MAX);
+    /// The largest `transaction.timeout.ms` a producer may ask.
+    "transaction.max.timeout.ms" => transaction_max_timeout_ms: i64 = 900_000,
+        ms(1..=I32_MAX);
+    /// How often the coordinator looks for transactions open past their timeout.
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms" =>
+        transaction_abort_cleanup_interval_ms: i64 = 10_000,
+        ms(1..=i64::MAX);
+    /// Fsync after this many records; `u64::MAX` never.
+    "log.flush.interval.messages" => log_flush_interval_messages: u64 = u64::MAX,
+        never_count();
+    /// Fsync at least this often; `u64::MAX` never.
+    "log.flush.interval.ms" => log_flush_interval_ms: u64 = u64::MAX,
+        never_ms();
+    /// CreateTime or LogAppendTime.
+    "log.message.timestamp.type" =>
+        log_message_timestamp_type: TimestampType = TimestampType::CreateTime,
+        text(parse_timestamp_type, |t| timestamp_type_name(*t).to_owned());
+    /// Bytes between offset index entries.
+    "log.index.interval.bytes" => log_index_interval_bytes: u32 = 4096,
+        bytes(0..=I32_MAX);
+    /// Index file size per segment.
+    "log.segment.index.bytes" => log_segment_index_bytes: u32 = 10 * 1024 * 1024,
+        bytes(4096..=I32_MAX);
+    /// A produce with acks=-1 fsyncs before it is answered.
+    "sluice.acks.all.fsync" => acks_all_fsync: bool = true, boolean();
+
+    // Consumer groups.
+    /// An empty group's first rebalance waits this long for more members.
+    "group.initial.rebalance.delay.ms" => group_initial_rebalance_delay_ms: u32 =
+        group::DEFAULT_INITIAL_REBALANCE_DELAY_MS,
+        ms(0..=I32_MAX);
+    /// Smallest session timeout a member may ask for.
+    "group.min.session.timeout.ms" => group_min_session_timeout_ms: u32 =
+        group::DEFAULT_SESSION_TIMEOUT_MIN_MS,
+        ms(1..=I32_MAX);
+    /// Largest session timeout a member may ask for.
+    "group.max.session.timeout.ms" => group_max_session_timeout_ms: u32 =
+        group::DEFAULT_SESSION_TIMEOUT_MAX_MS,
+        ms(1..=I32_MAX);
+    /// Members per consumer group.
+    "group.max.size" => group_max_size: u32 = group::GROUP_MEMBERS_MAX as u32,
+        count(1..=group::GROUP_MEMBERS_MAX as i64);
+    /// Committed offsets of an empty group expire after this.
+    "offsets.retention.minutes" => offsets_retention_minutes: u32 =
+        (group::DEFAULT_OFFSETS_RETENTION_MS / 60_000) as u32,
+        count(1..=I32_MAX);
+
+    // Plugins and transforms (plugin_keys.rs).
+    /// Where plugins live; `None` = `<data.dir>/plugins`.
+    "plugin.dir" => plugin_dir: Option<PathBuf> = None, optional(path());
+    /// Wall-clock budget of one call into a plugin.
+    "plugin.call.timeout.ms" => plugin_call_timeout_ms: u64 =
+        plugin::PLUGIN_CALL_TIMEOUT_MS_DEFAULT,
+        ms(1..=I32_MAX);
+    /// Most linear memory one plugin instance may grow to.
+    "plugin.memory.bytes.max" => plugin_memory_bytes_max: u64 =
+        plugin::PLUGIN_MEMORY_BYTES_MAX_DEFAULT,
+        bytes(1..=i64::MAX);
+    /// Largest plugin upload accepted.
+    "plugin.module.bytes.max" => plugin_module_bytes_max: u64 =
+        plugin::PLUGIN_MODULE_BYTES_MAX_DEFAULT,
+        bytes(1..=i64::MAX);
+    /// Materialized transforms' plugin calls in flight.
+    "transform.calls.concurrent.max" => transform_calls_concurrent_max: usize =
+        transform::TRANSFORM_CALLS_CONCURRENT_DEFAULT,
+        count(1..=transform::TRANSFORM_CALLS_CONCURRENT_MAX as i64);
+
+    // The admin HTTP API (admin_keys.rs).
+    /// Where the admin HTTP API binds; `None` (empty string) turns it off.
+    "admin.listen" => admin_listen: Option<HostPort> = Some(admin::listen_default()),
+        optional(text(HostPort::parse, HostPort::to_string));
+    /// When set, admin requests need `Authorization: Bearer <token>`.
+    sensitive "admin.token" => admin_token: Option<String> = None, optional(string());
+    /// `none`, or `basic` (HTTP Basic against the SCRAM users).
+    "admin.auth" => admin_auth: AdminAuth = AdminAuth::None,
+        text(AdminAuth::parse, |a| a.as_str().to_owned());
+    /// The admin API serves HTTPS with `ssl.keystore.location`.
+    "admin.ssl.enabled" => admin_ssl_enabled: bool = false, boolean();
+    /// `Host` names (lowercase) answered besides loopback and the connection's own address;
+    /// anything else is 421 (DNS rebinding).
+    "admin.allowed.hosts" => admin_allowed_hosts: Vec<String> = Vec::new(),
+        text(admin::parse_hosts, |h| h.join(","));
+    /// Open admin API connections; more are closed at accept.
+    "admin.max.connections" => admin_max_connections: u32 =
+        limits::ADMIN_MAX_CONNECTIONS_DEFAULT as u32,
+        count(1..=limits::ADMIN_MAX_CONNECTIONS_MAX as i64);
+    /// Serve an admin API asking no credentials on a non-loopback address.
+    "admin.allow.insecure" => admin_allow_insecure: bool = false, boolean();
+}
