@@ -4,7 +4,7 @@
 //!
 //! Keys are Kafka's names (`num.partitions`, `log.retention.ms`, ...), each declared once in
 //! the key table (`config/keys.rs`), from which `BrokerConfig`, its defaults, `set`/`get`,
-//! `BROKER_KEYS` and the secrets follow (`config/table.rs`). Byte and
+//! `BROKER_KEYS`, the topic overrides and the secrets follow (`config/table.rs`). Byte and
 //! time values accept Kafka's plain numbers or human units (`"100 MiB"`, `"7d"`:
 //! `config/value.rs`). The `*_keys.rs` files hold the value types, parsers and cross-key
 //! checks of their group of keys.

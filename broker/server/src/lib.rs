@@ -5,7 +5,7 @@
 //! Read in this order:
 //! - [`config`]: the one typed config (defaults < TOML < `SLUICE_*` env < flags), Kafka key
 //!   names, each key one entry of the key table `config/keys.rs` (from which the struct,
-//!   defaults, `set`/`get`, the key list and secrets follow); [`units`]
+//!   defaults, `set`/`get`, the key list, topic overrides and secrets follow); [`units`]
 //!   parses "100 MiB" / "7d"; [`topic_config`] maps topic keys (`retention.ms`, ...) onto
 //!   broker keys and the storage `LogConfig`.
 //! - [`limits`]: every limit with its unit and reason.

@@ -1,40 +1,33 @@
-//! Topic-level configs (CreateTopics, DescribeConfigs): Kafka's topic key names, each the
-//! per-topic override of a broker key. A topic stores only its overrides; the effective value
-//! is the broker's value with the overrides applied, so changing a broker default reaches every
-//! topic that did not override it.
+//! Topic-level configs (CreateTopics, DescribeConfigs): Kafka's topic key names. Most are
+//! the per-topic override of a broker key, declared with it in the key table
+//! (`config/keys.rs`: `topic "retention.ms"`), and parsed by that key's codec; the plugin
+//! bindings (`sluice.partitioner`, `sluice.validator`, ...) are topic keys of their own. A
+//! topic stores only its overrides; the effective value is the broker's value with the
+//! overrides applied, so changing a broker default reaches every topic that did not override
+//! it.
 
 use std::collections::BTreeMap;
 
 use kafka_protocol::ResponseError;
 
-use crate::config::BrokerConfig;
+use crate::config::{BrokerConfig, KEYS};
 use crate::error::KafkaError;
 
-/// Topic key -> the broker key it overrides.
-pub const TOPIC_KEYS: &[(&str, &str)] = &[
-    ("cleanup.policy", "log.cleanup.policy"),
-    (
-        "min.cleanable.dirty.ratio",
-        "log.cleaner.min.cleanable.ratio",
-    ),
-    ("min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms"),
-    ("max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms"),
-    ("delete.retention.ms", "log.cleaner.delete.retention.ms"),
-    ("retention.ms", "log.retention.ms"),
-    ("retention.bytes", "log.retention.bytes"),
-    ("segment.bytes", "log.segment.bytes"),
-    ("segment.ms", "log.roll.ms"),
-    ("segment.index.bytes", "log.segment.index.bytes"),
-    ("index.interval.bytes", "log.index.interval.bytes"),
-    ("message.timestamp.type", "log.message.timestamp.type"),
-    ("max.message.bytes", "message.max.bytes"),
-    ("flush.messages", "log.flush.interval.messages"),
-    ("flush.ms", "log.flush.interval.ms"),
-    (PARTITIONER_KEY, ""),
-    (PARTITIONER_PARAMS_KEY, ""),
-    (VALIDATOR_KEY, ""),
-    (VALIDATOR_PARAMS_KEY, ""),
-    (VALIDATOR_ON_FAILURE_KEY, ""),
+/// Every topic key with the broker key it overrides (`None` for a key of its own), in the
+/// order DescribeConfigs lists them: the overrides in the key table's order, then
+/// `OWN_KEYS`.
+pub fn topic_keys() -> impl Iterator<Item = (&'static str, Option<&'static str>)> {
+    let overrides = KEYS.iter().filter_map(|k| Some((k.topic?, Some(k.name))));
+    overrides.chain(OWN_KEYS.iter().map(|&k| (k, None)))
+}
+
+/// The topic keys that override no broker key: the plugin bindings.
+pub const OWN_KEYS: &[&str] = &[
+    PARTITIONER_KEY,
+    PARTITIONER_PARAMS_KEY,
+    VALIDATOR_KEY,
+    VALIDATOR_PARAMS_KEY,
+    VALIDATOR_ON_FAILURE_KEY,
 ];
 
 /// Topic key naming the partitioner plugin of a topic.
@@ -75,12 +68,12 @@ pub type TopicOverrides = BTreeMap<String, String>;
 /// Checks one override; the error names the key and is INVALID_CONFIG.
 pub fn validate(key: &str, value: &str) -> Result<(), KafkaError> {
     let invalid = |msg: String| KafkaError::new(ResponseError::InvalidConfig, msg);
-    let Some(&(_, broker_key)) = TOPIC_KEYS.iter().find(|(k, _)| *k == key) else {
+    let Some((_, broker_key)) = topic_keys().find(|(k, _)| *k == key) else {
         return Err(invalid(format!("unknown topic config {key:?}")));
     };
-    if let Some(result) = validate_plugin_key(key, value) {
-        return result;
-    }
+    let Some(broker_key) = broker_key else {
+        return validate_plugin_key(key, value).unwrap_or(Ok(()));
+    };
     let mut scratch = BrokerConfig::default();
     scratch
         .set(broker_key, value)
@@ -145,20 +138,16 @@ pub fn validate_all(broker: &BrokerConfig, overrides: &TopicOverrides) -> Result
 
 /// The broker key a topic key overrides (`None` for the plugin keys).
 pub fn broker_key(topic_key: &str) -> Option<&'static str> {
-    TOPIC_KEYS
-        .iter()
-        .find(|(k, _)| *k == topic_key)
-        .map(|(_, b)| *b)
-        .filter(|b| !b.is_empty())
+    KEYS.iter()
+        .find(|k| k.topic == Some(topic_key))
+        .map(|k| k.name)
 }
 
 /// The broker config as this topic sees it.
 pub fn effective(broker: &BrokerConfig, overrides: &TopicOverrides) -> BrokerConfig {
     let mut config = broker.clone();
     for (key, value) in overrides {
-        if let Some(&(_, broker_key)) = TOPIC_KEYS.iter().find(|(k, _)| k == key)
-            && !broker_key.is_empty()
-        {
+        if let Some(broker_key) = broker_key(key) {
             // Validated when the override was stored.
             let _ = config.set(broker_key, value);
         }
@@ -177,27 +166,9 @@ pub fn cleanup_policy(
         .unwrap_or(broker.log_cleanup_policy)
 }
 
-/// The storage engine's view of a topic's effective config.
+/// The storage engine's view of a topic's effective config (the table's `log` fields).
 pub fn log_config(broker: &BrokerConfig, overrides: &TopicOverrides) -> sluice_storage::LogConfig {
-    let c = effective(broker, overrides);
-    sluice_storage::LogConfig {
-        segment_bytes: c.log_segment_bytes,
-        segment_ms: c.log_roll_ms,
-        segment_index_bytes: c.log_segment_index_bytes,
-        index_interval_bytes: c.log_index_interval_bytes,
-        retention_ms: c.log_retention_ms,
-        retention_bytes: c.log_retention_bytes,
-        flush_messages: c.log_flush_interval_messages,
-        flush_ms: c.log_flush_interval_ms,
-        message_timestamp_type: c.log_message_timestamp_type,
-        max_message_bytes: c.message_max_bytes,
-        producer_id_expiration_ms: broker.producer_id_expiration_ms,
-        cleanup_policy: c.log_cleanup_policy,
-        min_cleanable_dirty_ratio_ppm: c.log_cleaner_min_cleanable_ratio_ppm,
-        min_compaction_lag_ms: c.log_cleaner_min_compaction_lag_ms,
-        max_compaction_lag_ms: c.log_cleaner_max_compaction_lag_ms,
-        delete_retention_ms: c.log_cleaner_delete_retention_ms,
-    }
+    effective(broker, overrides).log_config()
 }
 
 /// One described topic config: key, value, whether it is the topic's own override.
@@ -214,14 +185,12 @@ pub struct DescribedConfig {
 /// Every topic key with its effective value (DescribeConfigs for a topic).
 pub fn describe(broker: &BrokerConfig, overrides: &TopicOverrides) -> Vec<DescribedConfig> {
     let effective = effective(broker, overrides);
-    TOPIC_KEYS
-        .iter()
-        .map(|&(key, broker_key)| DescribedConfig {
+    topic_keys()
+        .map(|(key, broker_key)| DescribedConfig {
             key,
-            value: if broker_key.is_empty() {
-                overrides.get(key).cloned().unwrap_or_default()
-            } else {
-                effective.get(broker_key).unwrap_or_default()
+            value: match broker_key {
+                None => overrides.get(key).cloned().unwrap_or_default(),
+                Some(broker_key) => effective.get(broker_key).unwrap_or_default(),
             },
             overridden: overrides.contains_key(key),
         })

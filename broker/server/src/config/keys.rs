@@ -1,6 +1,7 @@
 //! The key table: every broker key declared once, in the order DescribeConfigs and
 //! `sluice serve --print-config` list them. An entry is the key's Kafka name, its field and
 //! Rust type, its default, its codec (text form, units, range or validator: `value.rs`),
+//! optionally the topic key that overrides it and the storage `LogConfig` field it feeds,
 //! and whether it is a secret (`table.rs` says how an entry reads). Adding a key is one
 //! entry here plus its row in docs/config.md and its line in sluice.toml (tests check
 //! both). Checks across keys are `BrokerConfig::validate`.
@@ -79,7 +80,7 @@ broker_keys! {
     "auto.create.topics.enable" => auto_create_topics_enable: bool = true, boolean();
     /// Largest record batch accepted.
     "message.max.bytes" => message_max_bytes: u32 = limits::MESSAGE_MAX_BYTES_DEFAULT,
-        bytes(1..=I32_MAX);
+        bytes(1..=I32_MAX), topic "max.message.bytes", log max_message_bytes;
     /// Largest request frame accepted.
     "socket.request.max.bytes" =>
         socket_request_max_bytes: u32 = limits::SOCKET_REQUEST_MAX_BYTES_DEFAULT,
@@ -104,35 +105,37 @@ broker_keys! {
     // The log: segments, retention, compaction (cleaner_keys.rs), producers, flushing.
     /// Segment file size that triggers a roll.
     "log.segment.bytes" => log_segment_bytes: u32 = 1 << 30,
-        bytes(1024..=I32_MAX);
+        bytes(1024..=I32_MAX), topic "segment.bytes", log segment_bytes;
     /// Segment age that triggers a roll.
     "log.roll.ms" => log_roll_ms: i64 = 7 * DAY_MS,
-        ms(1..=i64::MAX);
+        ms(1..=i64::MAX), topic "segment.ms", log segment_ms;
     /// Age after which whole segments are deleted; -1 forever.
     "log.retention.ms" => log_retention_ms: i64 = 7 * DAY_MS,
-        ms(-1..=i64::MAX);
+        ms(-1..=i64::MAX), topic "retention.ms", log retention_ms;
     /// Partition size above which old segments go; -1 unlimited.
     "log.retention.bytes" => log_retention_bytes: i64 = -1,
-        bytes(-1..=i64::MAX);
+        bytes(-1..=i64::MAX), topic "retention.bytes", log retention_bytes;
     /// How often retention runs.
     "log.retention.check.interval.ms" => log_retention_check_interval_ms: u64 = 300_000,
         ms(1..=i64::MAX);
     /// Delete, compact, or compact,delete.
     "log.cleanup.policy" => log_cleanup_policy: CleanupPolicy = CleanupPolicy::Delete,
-        text(cleaner::parse_policy, |p| cleaner::policy_name(*p).to_owned());
+        text(cleaner::parse_policy, |p| cleaner::policy_name(*p).to_owned()),
+        topic "cleanup.policy", log cleanup_policy;
     /// In parts per million.
     "log.cleaner.min.cleanable.ratio" => log_cleaner_min_cleanable_ratio_ppm: u32 =
         sluice_storage::config::RATIO_PPM_ONE / 2,
-        text(cleaner::parse_ratio_ppm, |r| cleaner::ratio_text(*r));
+        text(cleaner::parse_ratio_ppm, |r| cleaner::ratio_text(*r)),
+        topic "min.cleanable.dirty.ratio", log min_cleanable_dirty_ratio_ppm;
     /// A segment with a record younger than this is not compacted yet.
     "log.cleaner.min.compaction.lag.ms" => log_cleaner_min_compaction_lag_ms: i64 = 0,
-        ms(0..=i64::MAX);
+        ms(0..=i64::MAX), topic "min.compaction.lag.ms", log min_compaction_lag_ms;
     /// A dirty segment older than this is compacted whatever the ratio.
     "log.cleaner.max.compaction.lag.ms" => log_cleaner_max_compaction_lag_ms: i64 = i64::MAX,
-        ms(1..=i64::MAX);
+        ms(1..=i64::MAX), topic "max.compaction.lag.ms", log max_compaction_lag_ms;
     /// A tombstone stays readable this long after the clean that first covered it.
     "log.cleaner.delete.retention.ms" => log_cleaner_delete_retention_ms: i64 = DAY_MS,
-        ms(0..=i64::MAX);
+        ms(0..=i64::MAX), topic "delete.retention.ms", log delete_retention_ms;
     /// How long the cleaner sleeps when no log is cleanable.
     "log.cleaner.backoff.ms" => log_cleaner_backoff_ms: u64 = 15_000, ms(1..=i64::MAX);
     /// Bytes of the cleaner's offset map.
@@ -142,7 +145,7 @@ broker_keys! {
     /// A partition forgets an idle producer's sequence numbers this long after its newest
     /// batch (if it has no open transaction).
     "producer.id.expiration.ms" => producer_id_expiration_ms: i64 = DAY_MS,
-        ms(1..=i64::MAX);
+        ms(1..=i64::MAX), log producer_id_expiration_ms;
     /// A transactional id with no transaction in progress is forgotten this long after its
     /// last update.
     "transactional.id.expiration.ms" => transactional_id_expiration_ms: i64 = 7 * DAY_MS,
@@ -156,20 +159,21 @@ broker_keys! {
         ms(1..=i64::MAX);
     /// Fsync after this many records; `u64::MAX` never.
     "log.flush.interval.messages" => log_flush_interval_messages: u64 = u64::MAX,
-        never_count();
+        never_count(), topic "flush.messages", log flush_messages;
     /// Fsync at least this often; `u64::MAX` never.
     "log.flush.interval.ms" => log_flush_interval_ms: u64 = u64::MAX,
-        never_ms();
+        never_ms(), topic "flush.ms", log flush_ms;
     /// CreateTime or LogAppendTime.
     "log.message.timestamp.type" =>
         log_message_timestamp_type: TimestampType = TimestampType::CreateTime,
-        text(parse_timestamp_type, |t| timestamp_type_name(*t).to_owned());
+        text(parse_timestamp_type, |t| timestamp_type_name(*t).to_owned()),
+        topic "message.timestamp.type", log message_timestamp_type;
     /// Bytes between offset index entries.
     "log.index.interval.bytes" => log_index_interval_bytes: u32 = 4096,
-        bytes(0..=I32_MAX);
+        bytes(0..=I32_MAX), topic "index.interval.bytes", log index_interval_bytes;
     /// Index file size per segment.
     "log.segment.index.bytes" => log_segment_index_bytes: u32 = 10 * 1024 * 1024,
-        bytes(4096..=I32_MAX);
+        bytes(4096..=I32_MAX), topic "segment.index.bytes", log segment_index_bytes;
     /// A produce with acks=-1 fsyncs before it is answered.
     "sluice.acks.all.fsync" => acks_all_fsync: bool = true, boolean();
 

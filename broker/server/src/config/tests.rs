@@ -29,7 +29,7 @@ fn every_key_round_trips_through_get_and_set() {
 }
 
 #[test]
-fn the_table_declares_each_key_and_env_name_once() {
+fn the_table_declares_each_key_topic_key_and_env_name_once() {
     let mut names = std::collections::HashSet::new();
     let mut envs = std::collections::HashSet::new();
     for key in KEYS {
@@ -42,12 +42,26 @@ fn the_table_declares_each_key_and_env_name_once() {
     }
     let listed: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
     assert_eq!(BROKER_KEYS, listed);
+    let mut topic_keys = std::collections::HashSet::new();
+    for (key, broker_key) in crate::topic_config::topic_keys() {
+        assert!(topic_keys.insert(key), "topic key {key} twice");
+        assert!(!names.contains(key), "topic key {key} is also a broker key");
+        assert_eq!(broker_key, crate::topic_config::broker_key(key), "{key}");
+    }
     let secrets: Vec<&str> = BROKER_KEYS
         .iter()
         .copied()
         .filter(|k| is_sensitive(k))
         .collect();
     assert_eq!(secrets, ["admin.token"]);
+}
+
+#[test]
+fn the_default_log_config_is_the_storage_engines() {
+    assert_eq!(
+        BrokerConfig::default().log_config(),
+        sluice_storage::LogConfig::default()
+    );
 }
 
 #[test]

@@ -17,7 +17,7 @@ use super::incremental_alter_configs::{Asked, alter_all, denied};
 use crate::authz;
 use crate::broker::ConfigChange;
 use crate::error::KafkaError;
-use crate::topic_config::TOPIC_KEYS;
+use crate::topic_config;
 use crate::wire::ConnectionContext;
 
 /// Kafka's resource type of a topic.
@@ -84,11 +84,10 @@ fn replacement(resource: &AlterConfigsResource) -> Result<Vec<ConfigChange>, Kaf
             .iter()
             .any(|c| c.name.as_str() == key && c.value.is_some())
     };
-    let mut changes: Vec<ConfigChange> = TOPIC_KEYS
-        .iter()
+    let mut changes: Vec<ConfigChange> = topic_config::topic_keys()
         .filter(|(key, _)| !given(key))
         .map(|(key, _)| ConfigChange::Delete {
-            key: (*key).to_owned(),
+            key: key.to_owned(),
         })
         .collect();
     for config in &resource.configs {
