@@ -10,8 +10,8 @@ serves Metadata, ListOffsets, Fetch and `/metrics` (a fenced partition is counte
 acknowledged record reads back intact at its offset. Then the filler is deleted and, without
 a restart, the fence lifts by itself (the prober's write and fsync succeed, the log is
 reopened from disk), producing works again at the next offset, and everything acknowledged
-before and after reads back. Segment rolls (small segments, preallocated indexes) happen
-on the full disk, so index preallocation and checkpoints meet ENOSPC too.
+before and after reads back. Segment rolls (small segments) happen on the full disk, so
+index block reservations and checkpoints meet ENOSPC too.
 """
 
 from __future__ import annotations

@@ -189,7 +189,8 @@ pub const INTERNAL_LOG_DEDUPE_BUFFER_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Index file size (`segment.index.bytes`) of each internal log (offsets, transactions,
 /// security), in bytes: room for 131,072 entries, one per 4 KiB of log, so a segment of
-/// `INTERNAL_LOG_SEGMENT_BYTES` never fills it; the storage default (10 MiB) would preallocate 20 MiB of index per log.
+/// `INTERNAL_LOG_SEGMENT_BYTES` never fills it (the files are sparse, so the size costs
+/// address space, not disk).
 pub const INTERNAL_LOG_INDEX_BYTES: u32 = 1024 * 1024;
 
 /// Bytes read per step while replaying the offsets log at start.
