@@ -324,18 +324,33 @@ fn allocate_reserves_blocks_and_fails_when_full_or_told_to() {
     assert_eq!(fs.reserved_bytes(path).unwrap(), 0, "set_len is sparse");
     file.allocate(0, 40).unwrap();
     assert_eq!(fs.reserved_bytes(path).unwrap(), 40);
-    assert_eq!(file.len().unwrap(), 100, "inside the file: length unchanged");
+    assert_eq!(
+        file.len().unwrap(),
+        100,
+        "inside the file: length unchanged"
+    );
     fs.set_disk_full(true);
     file.allocate(10, 30).unwrap(); // already reserved: needs no space
     let full = file.allocate(40, 10).unwrap_err();
     assert_eq!(full.raw_os_error(), Some(libc::ENOSPC));
     fs.set_disk_full(false);
     fs.fail_nth_write(1);
-    assert!(file.allocate(40, 10).is_err(), "the Nth write may be an allocation");
-    assert_eq!(fs.reserved_bytes(path).unwrap(), 40, "a failed one reserves nothing");
+    assert!(
+        file.allocate(40, 10).is_err(),
+        "the Nth write may be an allocation"
+    );
+    assert_eq!(
+        fs.reserved_bytes(path).unwrap(),
+        40,
+        "a failed one reserves nothing"
+    );
     file.allocate(40, 80).unwrap();
     assert_eq!(file.len().unwrap(), 120, "past the end it grows the file");
     assert_eq!(fs.reserved_bytes(path).unwrap(), 120);
     file.set_len(50).unwrap();
-    assert_eq!(fs.reserved_bytes(path).unwrap(), 50, "shrinking frees blocks");
+    assert_eq!(
+        fs.reserved_bytes(path).unwrap(),
+        50,
+        "shrinking frees blocks"
+    );
 }
