@@ -69,6 +69,9 @@ pub struct Broker {
     waiting_fetches: AtomicUsize,
     /// Client connections open right now.
     open_connections: AtomicUsize,
+    /// Failed topic creations (a full disk fails every auto-creation a client's Metadata
+    /// asks for), logged once per interval (`repeated.rs`).
+    creation_failures: repeated::RepeatedFailures,
     /// The filesystem partition logs live on: the real one, or a fault-injecting twin in tests.
     fs: Arc<dyn Fs>,
     /// The clock everything this broker stamps or ages reads (`crate::clock`).
@@ -163,6 +166,8 @@ pub struct Partition {
     pub metrics: crate::metrics::PartitionMetrics,
     /// Group commit for acks=all (`group_commit.rs`).
     pub(crate) sync: SyncCoordinator,
+    /// Refused appends (KAFKA_STORAGE_ERROR), logged once per interval (`repeated.rs`).
+    pub(crate) append_failures: repeated::RepeatedFailures,
     /// Why this partition could not be opened at start (naming the path): it has no log and
     /// answers KAFKA_STORAGE_ERROR until the topic is deleted (`quarantine.rs`).
     offline: Option<String>,
@@ -224,6 +229,7 @@ impl Partition {
             end_offset,
             metrics: crate::metrics::PartitionMetrics::default(),
             sync,
+            append_failures: repeated::RepeatedFailures::default(),
             offline: None,
             leader_epoch,
         }
@@ -239,6 +245,7 @@ impl Partition {
             end_offset,
             metrics: crate::metrics::PartitionMetrics::default(),
             sync: SyncCoordinator::new(0),
+            append_failures: repeated::RepeatedFailures::default(),
             offline: Some(reason),
             leader_epoch: -1,
         }
@@ -304,7 +311,8 @@ impl Partition {
         let Some(log) = log else { return Ok(()) };
         if log.is_fenced() {
             // Nothing can be flushed; no clean-shutdown marker, so the next open recovers it.
-            tracing::warn!(topic = %self.topic, partition = self.index, "closing a fenced partition without flushing; it is recovered at the next start");
+            let refused = self.append_failures.take_suppressed();
+            tracing::warn!(topic = %self.topic, partition = self.index, refused_appends_not_logged = refused, "closing a fenced partition without flushing; it is recovered at the next start");
             self.sync.closed(-1);
             return Ok(());
         }
@@ -391,6 +399,7 @@ impl Broker {
             topic_pins: Mutex::new(BTreeMap::new()),
             waiting_fetches: AtomicUsize::new(0),
             open_connections: AtomicUsize::new(0),
+            creation_failures: repeated::RepeatedFailures::default(),
             fs,
             clock,
             security,
@@ -654,7 +663,11 @@ impl Broker {
         let topic = match created {
             Ok(topic) => Arc::new(topic),
             Err(e) => {
-                tracing::error!(topic = name, error = %e, "creating topic failed");
+                if let Some(suppressed) = self.creation_failures.note(self.now_ms()) {
+                    tracing::error!(topic = name, error = %e, suppressed_since_last = suppressed, "creating topic failed");
+                } else {
+                    tracing::debug!(topic = name, error = %e, "creating topic failed");
+                }
                 remove_dir_logged(&dir);
                 return Err(KafkaError::new(
                     ResponseError::KafkaStorageError,
@@ -965,6 +978,7 @@ pub(crate) mod append;
 pub(crate) mod group_commit;
 mod partitions;
 mod quarantine;
+pub(crate) mod repeated;
 pub mod topic_id;
 mod views;
 

@@ -67,6 +67,13 @@ pub const TLS_FAILURE_WARNINGS_PER_WINDOW: u32 = 10;
 /// The window of `TLS_FAILURE_WARNINGS_PER_WINDOW`.
 pub const TLS_FAILURE_WARNING_WINDOW_MS: i64 = 60_000;
 
+/// A failure that repeats (a fenced partition refusing appends, a topic that cannot be
+/// created) is logged at ERROR at most once per this interval per partition (per broker for
+/// topic creation), with the count of those suppressed since the line before
+/// (`broker/repeated.rs`): a producer retrying against a full disk must not fill it with log
+/// lines. The rest go to DEBUG; metrics count every one.
+pub const REPEATED_FAILURE_LOG_INTERVAL_MS: i64 = 60_000;
+
 /// Failed SASL authentications one source address may make within
 /// `LOGIN_FAILURE_WINDOW_MS` before its next attempts are refused without being checked.
 pub const LOGIN_FAILURES_PER_SOURCE_MAX: u32 = 10;
