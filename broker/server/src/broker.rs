@@ -10,7 +10,8 @@
 //! cluster.json                   {"cluster_id": "..."}
 //! topics/<topic>/topic.json      {"name", "partitions", "configs"}, written last at creation
 //! topics/<topic>/<partition>/    the storage engine's directory for one partition
-//! deleting/<topic>.<ms>/         a deleted topic, removed in the background (and at start)
+//! deleting/<topic>.<ms>/         a deleted topic, removed at once (leftovers at start);
+//!                                `deleting/` itself is kept, so deleting needs no new block
 //! views/<view>.json              a view (`crate::views`): {"name", "source", "stages", ...}
 //! ```
 //! Methods here are synchronous (they do file I/O); async callers use `spawn_blocking`.
@@ -419,6 +420,11 @@ impl Broker {
         if deleting.exists() {
             remove_dir_logged(&deleting);
         }
+        // Made now, while there is room: deleting a topic on a full disk then only moves
+        // an entry into it (`remove_topic_dir`).
+        if let Err(e) = storage_io::create_dir_durable(&RealFs, &deleting) {
+            tracing::warn!(path = %deleting.display(), error = %e, "creating the deleting dir failed");
+        }
         let dir = self.config.data_dir.join(TOPICS_DIR);
         storage_io::create_dir_durable(&RealFs, &dir)
             .map_err(ServerError::io(format!("creating {}", dir.display())))?;
@@ -640,8 +646,15 @@ impl Broker {
         let plugins = TopicPlugins::bind(&self.plugins.registry, &overrides)?;
         let dir = self.topic_dir(name);
         // The partitions first, topic.json last: the file is the commit point, and a directory
-        // without it is ignored at start (and reused by the next creation of the name).
-        let created = storage_io::create_dir_durable(&RealFs, &dir)
+        // without it is ignored at start and removed here, by the next creation of the name
+        // (a creation or a deletion in place that did not finish: nothing in it is wanted).
+        let stale = if dir.exists() {
+            storage_io::remove_dir_durable(&RealFs, &dir)
+        } else {
+            Ok(())
+        };
+        let created = stale
+            .and_then(|()| storage_io::create_dir_durable(&RealFs, &dir))
             .map_err(ServerError::io(format!("creating {}", dir.display())))
             .and_then(|()| self.open_topic(name, partitions, overrides, plugins))
             .and_then(|topic| {
@@ -739,22 +752,42 @@ impl Broker {
                 tracing::warn!(topic = name, error = %e, "closing a deleted partition failed");
             }
         }
-        // Renamed aside first (atomic, and durable before the answer: a crash leaves the
-        // topic either whole or gone), then removed; a leftover in deleting/ is cleared at
-        // the next start.
+        self.remove_topic_dir(name)?;
+        tracing::info!(topic = name, "deleted topic");
+        Ok(())
+    }
+
+    /// Removes a deleted (unregistered, closed) topic's directory so that a crash leaves the
+    /// topic whole or gone, without needing a free block: a full disk is when deleting
+    /// matters most, and it must free the space rather than fail for the lack of it. The
+    /// directory is renamed into `deleting/` (made at start, so the rename only adds an entry
+    /// to a directory that exists) and removed there. If that fails (ENOSPC where
+    /// `deleting/` had to be made, say), `topic.json`, the topic's commit point, is unlinked
+    /// in place instead, then the rest: a directory without it is ignored at start and
+    /// removed by the next creation of the name. Leftovers in `deleting/` go at the next
+    /// start.
+    fn remove_topic_dir(&self, name: &str) -> Result<(), KafkaError> {
         let dir = self.topic_dir(name);
         let deleting = self.config.data_dir.join(DELETING_DIR);
         let aside = deleting.join(format!("{name}.{}", now_ms()));
-        storage_io::create_dir_durable(&RealFs, &deleting)
-            .and_then(|()| storage_io::rename_durable(&RealFs, &dir, &aside))
-            .map_err(|e| {
-                KafkaError::new(
-                    ResponseError::KafkaStorageError,
-                    format!("moving {} aside: {e}", dir.display()),
-                )
-            })?;
-        remove_dir_logged(&aside);
-        tracing::info!(topic = name, "deleted topic");
+        let moved = storage_io::create_dir_durable(&RealFs, &deleting)
+            .and_then(|()| storage_io::rename_durable(&RealFs, &dir, &aside));
+        if let Err(error) = moved {
+            tracing::warn!(topic = name, %error, "moving a deleted topic aside failed; removing it in place");
+            if dir.exists() {
+                storage_io::remove_file_durable(&RealFs, &dir.join(TOPIC_FILE)).map_err(|e| {
+                    tracing::error!(topic = name, error = %e, "deleting topic failed: its files stay, and it is back at the next start");
+                    KafkaError::new(
+                        ResponseError::KafkaStorageError,
+                        format!("removing {}: {e}", dir.join(TOPIC_FILE).display()),
+                    )
+                })?;
+                remove_dir_logged(&dir);
+            }
+        }
+        if aside.exists() {
+            remove_dir_logged(&aside);
+        }
         Ok(())
     }
 
