@@ -204,9 +204,14 @@ fn load_config(args: &ServeArgs) -> anyhow::Result<(BrokerConfig, effective_conf
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // A log line that cannot be written (stderr is a file on a full disk) is dropped. By
+    // default tracing-subscriber reports the failure with `eprintln!` to the same stderr,
+    // which panics when that write fails too: the thread that logged (a request handler in
+    // the middle of a topic deletion, the shutdown) died with it.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .log_internal_errors(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     match format {
         LogFormat::Human => builder.init(),

@@ -10,7 +10,8 @@
 //! cluster.json                   {"cluster_id": "..."}
 //! topics/<topic>/topic.json      {"name", "partitions", "configs"}, written last at creation
 //! topics/<topic>/<partition>/    the storage engine's directory for one partition
-//! deleting/<topic>.<ms>/         a deleted topic, removed in the background (and at start)
+//! deleting/<topic>.<ms>/         a deleted topic, removed at once (leftovers at start);
+//!                                `deleting/` itself is kept, so deleting needs no new block
 //! views/<view>.json              a view (`crate::views`): {"name", "source", "stages", ...}
 //! ```
 //! Methods here are synchronous (they do file I/O); async callers use `spawn_blocking`.
@@ -69,6 +70,9 @@ pub struct Broker {
     waiting_fetches: AtomicUsize,
     /// Client connections open right now.
     open_connections: AtomicUsize,
+    /// Failed topic creations (a full disk fails every auto-creation a client's Metadata
+    /// asks for), logged once per interval (`repeated.rs`).
+    creation_failures: repeated::RepeatedFailures,
     /// The filesystem partition logs live on: the real one, or a fault-injecting twin in tests.
     fs: Arc<dyn Fs>,
     /// The clock everything this broker stamps or ages reads (`crate::clock`).
@@ -163,6 +167,8 @@ pub struct Partition {
     pub metrics: crate::metrics::PartitionMetrics,
     /// Group commit for acks=all (`group_commit.rs`).
     pub(crate) sync: SyncCoordinator,
+    /// Refused appends (KAFKA_STORAGE_ERROR), logged once per interval (`repeated.rs`).
+    pub(crate) append_failures: repeated::RepeatedFailures,
     /// Why this partition could not be opened at start (naming the path): it has no log and
     /// answers KAFKA_STORAGE_ERROR until the topic is deleted (`quarantine.rs`).
     offline: Option<String>,
@@ -224,6 +230,7 @@ impl Partition {
             end_offset,
             metrics: crate::metrics::PartitionMetrics::default(),
             sync,
+            append_failures: repeated::RepeatedFailures::default(),
             offline: None,
             leader_epoch,
         }
@@ -239,6 +246,7 @@ impl Partition {
             end_offset,
             metrics: crate::metrics::PartitionMetrics::default(),
             sync: SyncCoordinator::new(0),
+            append_failures: repeated::RepeatedFailures::default(),
             offline: Some(reason),
             leader_epoch: -1,
         }
@@ -304,7 +312,8 @@ impl Partition {
         let Some(log) = log else { return Ok(()) };
         if log.is_fenced() {
             // Nothing can be flushed; no clean-shutdown marker, so the next open recovers it.
-            tracing::warn!(topic = %self.topic, partition = self.index, "closing a fenced partition without flushing; it is recovered at the next start");
+            let refused = self.append_failures.take_suppressed();
+            tracing::warn!(topic = %self.topic, partition = self.index, refused_appends_not_logged = refused, "closing a fenced partition without flushing; it is recovered at the next start");
             self.sync.closed(-1);
             return Ok(());
         }
@@ -391,6 +400,7 @@ impl Broker {
             topic_pins: Mutex::new(BTreeMap::new()),
             waiting_fetches: AtomicUsize::new(0),
             open_connections: AtomicUsize::new(0),
+            creation_failures: repeated::RepeatedFailures::default(),
             fs,
             clock,
             security,
@@ -409,6 +419,11 @@ impl Broker {
         let deleting = self.config.data_dir.join(DELETING_DIR);
         if deleting.exists() {
             remove_dir_logged(&deleting);
+        }
+        // Made now, while there is room: deleting a topic on a full disk then only moves
+        // an entry into it (`remove_topic_dir`).
+        if let Err(e) = storage_io::create_dir_durable(&RealFs, &deleting) {
+            tracing::warn!(path = %deleting.display(), error = %e, "creating the deleting dir failed");
         }
         let dir = self.config.data_dir.join(TOPICS_DIR);
         storage_io::create_dir_durable(&RealFs, &dir)
@@ -655,8 +670,15 @@ impl Broker {
         let plugins = TopicPlugins::bind(&self.plugins.registry, &overrides)?;
         let dir = self.topic_dir(name);
         // The partitions first, topic.json last: the file is the commit point, and a directory
-        // without it is ignored at start (and reused by the next creation of the name).
-        let created = storage_io::create_dir_durable(&RealFs, &dir)
+        // without it is ignored at start and removed here, by the next creation of the name
+        // (a creation or a deletion in place that did not finish: nothing in it is wanted).
+        let stale = if dir.exists() {
+            storage_io::remove_dir_durable(&RealFs, &dir)
+        } else {
+            Ok(())
+        };
+        let created = stale
+            .and_then(|()| storage_io::create_dir_durable(&RealFs, &dir))
             .map_err(ServerError::io(format!("creating {}", dir.display())))
             .and_then(|()| self.open_topic(name, partitions, overrides, plugins))
             .and_then(|topic| {
@@ -678,7 +700,11 @@ impl Broker {
         let topic = match created {
             Ok(topic) => Arc::new(topic),
             Err(e) => {
-                tracing::error!(topic = name, error = %e, "creating topic failed");
+                if let Some(suppressed) = self.creation_failures.note(self.now_ms()) {
+                    tracing::error!(topic = name, error = %e, suppressed_since_last = suppressed, "creating topic failed");
+                } else {
+                    tracing::debug!(topic = name, error = %e, "creating topic failed");
+                }
                 remove_dir_logged(&dir);
                 return Err(KafkaError::new(
                     ResponseError::KafkaStorageError,
@@ -750,22 +776,42 @@ impl Broker {
                 tracing::warn!(topic = name, error = %e, "closing a deleted partition failed");
             }
         }
-        // Renamed aside first (atomic, and durable before the answer: a crash leaves the
-        // topic either whole or gone), then removed; a leftover in deleting/ is cleared at
-        // the next start.
+        self.remove_topic_dir(name)?;
+        tracing::info!(topic = name, "deleted topic");
+        Ok(())
+    }
+
+    /// Removes a deleted (unregistered, closed) topic's directory so that a crash leaves the
+    /// topic whole or gone, without needing a free block: a full disk is when deleting
+    /// matters most, and it must free the space rather than fail for the lack of it. The
+    /// directory is renamed into `deleting/` (made at start, so the rename only adds an entry
+    /// to a directory that exists) and removed there. If that fails (ENOSPC where
+    /// `deleting/` had to be made, say), `topic.json`, the topic's commit point, is unlinked
+    /// in place instead, then the rest: a directory without it is ignored at start and
+    /// removed by the next creation of the name. Leftovers in `deleting/` go at the next
+    /// start.
+    fn remove_topic_dir(&self, name: &str) -> Result<(), KafkaError> {
         let dir = self.topic_dir(name);
         let deleting = self.config.data_dir.join(DELETING_DIR);
         let aside = deleting.join(format!("{name}.{}", now_ms()));
-        storage_io::create_dir_durable(&RealFs, &deleting)
-            .and_then(|()| storage_io::rename_durable(&RealFs, &dir, &aside))
-            .map_err(|e| {
-                KafkaError::new(
-                    ResponseError::KafkaStorageError,
-                    format!("moving {} aside: {e}", dir.display()),
-                )
-            })?;
-        remove_dir_logged(&aside);
-        tracing::info!(topic = name, "deleted topic");
+        let moved = storage_io::create_dir_durable(&RealFs, &deleting)
+            .and_then(|()| storage_io::rename_durable(&RealFs, &dir, &aside));
+        if let Err(error) = moved {
+            tracing::warn!(topic = name, %error, "moving a deleted topic aside failed; removing it in place");
+            if dir.exists() {
+                storage_io::remove_file_durable(&RealFs, &dir.join(TOPIC_FILE)).map_err(|e| {
+                    tracing::error!(topic = name, error = %e, "deleting topic failed: its files stay, and it is back at the next start");
+                    KafkaError::new(
+                        ResponseError::KafkaStorageError,
+                        format!("removing {}: {e}", dir.join(TOPIC_FILE).display()),
+                    )
+                })?;
+                remove_dir_logged(&dir);
+            }
+        }
+        if aside.exists() {
+            remove_dir_logged(&aside);
+        }
         Ok(())
     }
 
@@ -989,6 +1035,7 @@ pub(crate) mod append;
 pub(crate) mod group_commit;
 mod partitions;
 mod quarantine;
+pub(crate) mod repeated;
 pub mod topic_id;
 mod views;
 

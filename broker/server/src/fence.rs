@@ -83,7 +83,8 @@ fn probe(broker: &Broker, partition: &Partition) {
     match lifted {
         Ok(true) => {
             partition.notify_appended(end);
-            tracing::warn!(topic = %partition.topic, partition = partition.index, log_end = end, "fence lifted: the probe write and fsync succeeded, the log was reopened from disk");
+            let refused = partition.append_failures.take_suppressed();
+            tracing::warn!(topic = %partition.topic, partition = partition.index, log_end = end, refused_appends_not_logged = refused, "fence lifted: the probe write and fsync succeeded, the log was reopened from disk");
         }
         Ok(false) => {}
         Err(error) => {

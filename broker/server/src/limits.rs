@@ -67,6 +67,13 @@ pub const TLS_FAILURE_WARNINGS_PER_WINDOW: u32 = 10;
 /// The window of `TLS_FAILURE_WARNINGS_PER_WINDOW`.
 pub const TLS_FAILURE_WARNING_WINDOW_MS: i64 = 60_000;
 
+/// A failure that repeats (a fenced partition refusing appends, a topic that cannot be
+/// created) is logged at ERROR at most once per this interval per partition (per broker for
+/// topic creation), with the count of those suppressed since the line before
+/// (`broker/repeated.rs`): a producer retrying against a full disk must not fill it with log
+/// lines. The rest go to DEBUG; metrics count every one.
+pub const REPEATED_FAILURE_LOG_INTERVAL_MS: i64 = 60_000;
+
 /// Failed logins (SASL, and the admin API's HTTP Basic) of one user name from one source
 /// address within `LOGIN_FAILURE_WINDOW_MS` before that user's next attempts from that
 /// address are refused without being checked. Other users on the address are not affected.
@@ -199,7 +206,8 @@ pub const INTERNAL_LOG_DEDUPE_BUFFER_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Index file size (`segment.index.bytes`) of each internal log (offsets, transactions,
 /// security), in bytes: room for 131,072 entries, one per 4 KiB of log, so a segment of
-/// `INTERNAL_LOG_SEGMENT_BYTES` never fills it; the storage default (10 MiB) would preallocate 20 MiB of index per log.
+/// `INTERNAL_LOG_SEGMENT_BYTES` never fills it (the files are sparse, so the size costs
+/// address space, not disk).
 pub const INTERNAL_LOG_INDEX_BYTES: u32 = 1024 * 1024;
 
 /// Bytes read per step while replaying the offsets log at start.

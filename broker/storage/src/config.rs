@@ -63,7 +63,8 @@ pub struct LogConfig {
     pub segment_bytes: u32,
     /// `segment.ms`: roll the active segment once its first append is this old.
     pub segment_ms: i64,
-    /// `segment.index.bytes`: preallocated size of each index file; a full index rolls.
+    /// `segment.index.bytes`: size of each active index file (sparse: blocks are reserved
+    /// `INDEX_ALLOCATION_STEP_BYTES` at a time ahead of the entries); a full index rolls.
     pub segment_index_bytes: u32,
     /// `index.interval.bytes`: bytes of batches between two offset-index entries.
     pub index_interval_bytes: u32,

@@ -8,9 +8,12 @@
 //! would succeed without them. The fsync is therefore never retried.
 //!
 //! [`Log::try_unfence`] lifts the fence: it writes and fsyncs a probe file of
-//! `FENCE_PROBE_BYTES` in the partition directory and reserves in it the blocks the reopen
-//! will preallocate for the active segment's two indexes (removed afterwards; a disk with
-//! room for a page but not for the indexes fails the probe, not the reopen); if that works, it
+//! `FENCE_PROBE_BYTES` in the partition directory and reserves in it the index blocks the
+//! reopen will need beyond those it frees (removed afterwards; a disk with room for a page
+//! but not for the indexes fails the probe, not the reopen): recovery rebuilds the indexes
+//! of every segment past the checkpointed recovery point (the active one at least), each
+//! truncated first and then reserved again up to at most one `INDEX_ALLOCATION_STEP_BYTES`
+//! more than its entries (capped by `segment.index.bytes`); if that works, it
 //! cuts the log files back to the durable offset when an fsync had failed (the bytes above
 //! it are not known to be on disk), then reopens the log from disk with full recovery, so
 //! the log end, the durable offset and the indexes come from what the files hold.
@@ -56,8 +59,7 @@ impl Log {
         if !self.fenced {
             return Ok(false);
         }
-        let index_bytes = 2 * u64::from(self.config.segment_index_bytes);
-        probe(self.fs.as_ref(), &self.dir, index_bytes)?;
+        probe(self.fs.as_ref(), &self.dir, self.reopen_index_bytes())?;
         let reopened = self.reopen_from_disk(now_ms);
         if let Err(error) = &reopened {
             tracing::warn!(dir = %self.dir.display(), %error, "the probe succeeded but reopening the fenced log failed; it stays fenced");
@@ -65,6 +67,20 @@ impl Log {
             self.discard_pending = true;
         }
         reopened.map(|()| true)
+    }
+
+    /// Index bytes a reopen may reserve beyond what it frees: one allocation step (at most
+    /// `segment.index.bytes`) for each of the two indexes of every segment recovery scans.
+    fn reopen_index_bytes(&self) -> u64 {
+        let last = self.segments.len() - 1;
+        let scanned = self
+            .segments
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| *i == last || s.end_offset > self.checkpointed_recovery_point)
+            .count();
+        let step = limits::INDEX_ALLOCATION_STEP_BYTES.min(self.config.segment_index_bytes);
+        scanned as u64 * 2 * u64::from(step)
     }
 
     /// Discards what is not known durable (if an fsync failed) and recovers the directory.
@@ -127,7 +143,7 @@ fn probe(fs: &dyn Fs, dir: &Path, reserve_bytes: u64) -> io::Result<()> {
         .set_len(0)
         .and_then(|()| file.write_at(&[0x5a; limits::FENCE_PROBE_BYTES], 0))
         .and_then(|()| file.sync())
-        .and_then(|()| file.allocate(page + reserve_bytes));
+        .and_then(|()| file.allocate(page, reserve_bytes));
     drop(file);
     let removed = fs.remove(&path);
     written?;

@@ -47,6 +47,11 @@ impl OffsetIndex {
         self.entries.capacity()
     }
 
+    /// Reserves disk blocks for `additional` more entries (`EntryFile::reserve`).
+    pub fn reserve(&mut self, additional: usize) -> io::Result<()> {
+        self.entries.reserve(additional)
+    }
+
     pub fn is_full(&self) -> bool {
         self.entries.is_full()
     }
@@ -188,14 +193,14 @@ mod tests {
     }
 
     #[test]
-    fn lookups_memory_mapped_preallocated_then_trimmed() {
+    fn lookups_memory_mapped_sized_then_trimmed() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("0.index");
         let mut index = three_entries(&RealFs, &path);
         assert_eq!(
             std::fs::metadata(&path).unwrap().len(),
             4096,
-            "preallocated"
+            "sized (sparse) to its capacity"
         );
         check_lookups(&index);
         index.seal().unwrap();

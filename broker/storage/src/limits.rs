@@ -32,6 +32,16 @@ pub const SEGMENT_INDEX_BYTES_MIN: u32 = 4 * INDEX_ENTRY_BYTES * TIME_INDEX_ENTR
 /// Largest `segment.index.bytes` (1 GiB): an index is memory-mapped whole.
 pub const SEGMENT_INDEX_BYTES_MAX: u32 = 1024 * 1024 * 1024;
 
+/// Bytes of an active index file whose disk blocks are reserved (`fallocate`) at a time,
+/// ahead of the entries written. The file is sized to `segment.index.bytes` but sparse (as
+/// Kafka's preallocated indexes are), so an empty partition costs no index blocks whatever
+/// that key says, while every entry written into the memory map lands on a reserved block:
+/// a full disk fails the reservation, an I/O error that fences the log before the write that
+/// needs it, never a SIGBUS on the map. 16 KiB is 2,048 offset-index entries, 8 MiB of log
+/// at the default `index.interval.bytes`: one `fallocate` per that much appended, and a
+/// partition holding a few records reserves one step of time index (its sealing entry).
+pub const INDEX_ALLOCATION_STEP_BYTES: u32 = 16 * 1024;
+
 /// Offsets inside one segment are stored relative to its base offset as u32; a segment rolls
 /// before its relative offsets would overflow.
 pub const SEGMENT_RELATIVE_OFFSET_MAX: i64 = u32::MAX as i64;
@@ -57,13 +67,21 @@ const _: () = assert!(SEGMENT_BYTES_MAX as u64 <= u32::MAX as u64);
 const _: () = assert!(SEGMENT_INDEX_BYTES_MIN.is_multiple_of(INDEX_ENTRY_BYTES));
 const _: () = assert!(SEGMENT_INDEX_BYTES_MIN.is_multiple_of(TIME_INDEX_ENTRY_BYTES));
 const _: () = assert!(SEGMENT_INDEX_BYTES_MIN < SEGMENT_INDEX_BYTES_MAX);
+const _: () = assert!(INDEX_ALLOCATION_STEP_BYTES >= TIME_INDEX_ENTRY_BYTES);
+const _: () = assert!(INDEX_ALLOCATION_STEP_BYTES >= INDEX_ENTRY_BYTES);
+const _: () = assert!(
+    INDEX_ALLOCATION_STEP_BYTES.is_multiple_of(4096),
+    "whole pages"
+);
+const _: () = assert!(INDEX_ALLOCATION_STEP_BYTES <= SEGMENT_INDEX_BYTES_MAX);
 const _: () = assert!(RECOVERY_READ_CHUNK_BYTES >= BATCH_HEADER_BYTES);
 const _: () = assert!(READ_SCAN_CHUNK_BYTES >= BATCH_HEADER_BYTES);
 
 /// Bytes the fence probe writes and fsyncs in a fenced partition's directory before the log
-/// is reopened (`Log::try_unfence`): one page, the smallest write that needs a free block.
-/// (The probe also reserves, without writing, the blocks of the indexes the reopen
-/// preallocates, so a disk that is still full fails the probe instead of the reopen.)
+/// is reopened (`Log::try_unfence`): one page, the smallest write that needs a free block,
+/// and the room the reopen's small metadata rewrites (checkpoint, snapshot) take. (The probe
+/// also reserves, without writing, `INDEX_ALLOCATION_STEP_BYTES` per index the reopen
+/// rebuilds, so a disk that is still full fails the probe instead of the reopen.)
 pub const FENCE_PROBE_BYTES: usize = 4096;
 
 /// Batches remembered per producer for duplicate detection: Kafka's

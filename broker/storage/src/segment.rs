@@ -237,8 +237,18 @@ impl Segment {
     }
 
     /// Writes already-validated, already-numbered batches at the end, then indexes them.
+    /// The index blocks they may need are reserved first, so a full disk fails before any
+    /// byte is written.
     pub fn append(&mut self, batches: &[u8], config: &LogConfig, now_ms: i64) -> io::Result<()> {
         let total = u32::try_from(batches.len()).map_err(io::Error::other)?;
+        let entries_max = index_entries_max(
+            self.bytes_since_index_entry,
+            total,
+            config.index_interval_bytes,
+        );
+        self.index.reserve(entries_max)?;
+        // One more: the time index keeps a slot for the entry sealing writes.
+        self.time_index.reserve(entries_max.saturating_add(1))?;
         self.log.write_at(batches, u64::from(self.size_bytes))?;
         self.needs_sync = true;
         let mut position = self.size_bytes;
@@ -257,7 +267,8 @@ impl Segment {
         Ok(())
     }
 
-    /// Index bookkeeping for a batch at `position` (append and recovery share it).
+    /// Index bookkeeping for a batch at `position` (append and recovery share it); an index
+    /// entry reserves its blocks if `append` did not already.
     pub fn track_batch(
         &mut self,
         position: u32,
@@ -460,6 +471,15 @@ impl Segment {
     }
 }
 
+/// The most index entries appending `bytes` of batches can add when `carried` bytes were
+/// written since the last entry: an entry goes before a batch only once more than
+/// `index_interval_bytes` of earlier batches (each at least a header long) were written
+/// since the previous one, so each entry uses up that many of the `carried + bytes`.
+pub(crate) fn index_entries_max(carried: u32, bytes: u32, index_interval_bytes: u32) -> usize {
+    let spacing = (u64::from(index_interval_bytes) + 1).max(HEADER_BYTES as u64);
+    ((u64::from(carried) + u64::from(bytes)) / spacing) as usize
+}
+
 impl Segment {
     /// Batches this segment can still index (each batch adds at most one entry per index).
     pub fn index_room(&self) -> usize {
@@ -541,5 +561,53 @@ impl Segment {
             }
         }
         Ok(Some((Offset(whole_batch.0), whole_batch.1)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::FaultyFs;
+    use crate::testing::build_value_batch;
+
+    /// `append` reserves index room for a chunk with `index_entries_max`: no chunk may add
+    /// more entries than it says, whatever the interval and the batch sizes.
+    #[test]
+    fn a_chunk_adds_no_more_index_entries_than_reserved_for() {
+        for interval in [0, 1, 60, 61, 62, 128, 500, 4096] {
+            let fs = FaultyFs::new();
+            let config = LogConfig {
+                index_interval_bytes: interval,
+                ..LogConfig::default()
+            };
+            let mut segment = Segment::create(&fs, Path::new("/p"), Offset(0), &config).unwrap();
+            let mut next = 0i64;
+            for chunk_batches in 1..40usize {
+                let mut chunk = Vec::new();
+                for i in 0..chunk_batches {
+                    let mut b = build_value_batch(1 + i % 3, (i * 37 + chunk_batches) % 300, 1, 0);
+                    batch::set_base_offset(&mut b, next);
+                    next += 1 + (i % 3) as i64;
+                    chunk.extend_from_slice(&b);
+                }
+                let bound = index_entries_max(
+                    segment.bytes_since_index_entry,
+                    chunk.len() as u32,
+                    interval,
+                );
+                let (before, time_before) = (segment.index.len(), segment.time_index.len());
+                segment.append(&chunk, &config, 0).unwrap();
+                let added = segment.index.len() - before;
+                assert!(
+                    added <= bound,
+                    "interval {interval}: {added} entries > {bound}"
+                );
+                assert!(segment.time_index.len() - time_before <= added);
+            }
+            assert!(
+                interval > 500 || segment.index.len() > 0,
+                "entries were added"
+            );
+        }
     }
 }

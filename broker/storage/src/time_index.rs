@@ -49,6 +49,11 @@ impl TimeIndex {
         self.entries.capacity()
     }
 
+    /// Reserves disk blocks for `additional` more entries (`EntryFile::reserve`).
+    pub fn reserve(&mut self, additional: usize) -> io::Result<()> {
+        self.entries.reserve(additional)
+    }
+
     /// Full for regular entries: one slot stays free for the entry written when sealing.
     pub fn is_full(&self) -> bool {
         self.entries.len() + 1 >= self.entries.capacity()

@@ -6,7 +6,8 @@
 //! and offset-index entries, with ticks that persist the checkpoint, then a clean close
 //! (the clean-shutdown marker). After an error the scenario keeps going as the broker does
 //! (the log is fenced, so every later call must fail). A run without faults counts the write
-//! and sync operations; then, for every operation index N, the scenario is rerun with
+//! and sync operations (a write is a `write_at`, a `set_len` or an index block reservation,
+//! `allocate`); then, for every operation index N, the scenario is rerun with
 //! operation N failing as a torn write (full length, second half zeros), a short write (one
 //! byte, or part of a batch header) or an fsync error (also one that loses the file's dirty
 //! pages, as Linux may, so no later fsync writes them), the filesystem is crashed (durable
@@ -312,4 +313,44 @@ fn short_and_torn_writes_leave_what_they_say() {
         };
         assert_eq!(grown.len().unwrap(), expected_len, "{fault:?} on append");
     }
+}
+
+#[test]
+fn allocate_reserves_blocks_and_fails_when_full_or_told_to() {
+    let fs = FaultyFs::new();
+    let path = Path::new("/a");
+    let file = sluice_storage::Fs::open(&fs, path, true).unwrap();
+    file.set_len(100).unwrap();
+    assert_eq!(fs.reserved_bytes(path).unwrap(), 0, "set_len is sparse");
+    file.allocate(0, 40).unwrap();
+    assert_eq!(fs.reserved_bytes(path).unwrap(), 40);
+    assert_eq!(
+        file.len().unwrap(),
+        100,
+        "inside the file: length unchanged"
+    );
+    fs.set_disk_full(true);
+    file.allocate(10, 30).unwrap(); // already reserved: needs no space
+    let full = file.allocate(40, 10).unwrap_err();
+    assert_eq!(full.raw_os_error(), Some(libc::ENOSPC));
+    fs.set_disk_full(false);
+    fs.fail_nth_write(1);
+    assert!(
+        file.allocate(40, 10).is_err(),
+        "the Nth write may be an allocation"
+    );
+    assert_eq!(
+        fs.reserved_bytes(path).unwrap(),
+        40,
+        "a failed one reserves nothing"
+    );
+    file.allocate(40, 80).unwrap();
+    assert_eq!(file.len().unwrap(), 120, "past the end it grows the file");
+    assert_eq!(fs.reserved_bytes(path).unwrap(), 120);
+    file.set_len(50).unwrap();
+    assert_eq!(
+        fs.reserved_bytes(path).unwrap(),
+        50,
+        "shrinking frees blocks"
+    );
 }

@@ -7,7 +7,9 @@
 //! keeps the fence while the disk is full and lifts it once space is back, after which
 //! appends continue at the durable offset (a failed fsync) or after the last whole batch (a
 //! failed write); retention deletes whole segments of a fenced log; a sync begun before a
-//! reopen moves nothing; index preallocation on a full disk is an error, not a crash.
+//! reopen moves nothing; a full disk at a roll or a new log is an error, not a crash; an
+//! index block reservation on a full disk fails before any byte of the append is written,
+//! and an empty log reserves no index blocks.
 
 mod common;
 
@@ -245,7 +247,7 @@ fn a_full_disk_at_a_roll_is_an_error_and_the_log_recovers_when_space_returns() {
     let other = Log::open_with(Arc::new(fs.clone()), Path::new("/data/new-0"), config(), 0);
     assert!(
         matches!(other, Err(StorageError::Io(_))),
-        "a new segment's index preallocation fails with an error on a full disk"
+        "a new log's first checkpoint fails with an error on a full disk"
     );
     let mut reopen_attempts = 0;
     while reopen_attempts < 3 {
@@ -259,4 +261,43 @@ fn a_full_disk_at_a_roll_is_an_error_and_the_log_recovers_when_space_returns() {
     acked.push(21);
     let crashed = open(&fs.crash(CrashMode::DurableOnly), &config());
     assert_eq!(fills(&crashed), acked);
+}
+
+#[test]
+fn an_index_reservation_on_a_full_disk_fails_before_the_append_writes_anything() {
+    let fs = FaultyFs::new();
+    let cfg = LogConfig {
+        segment_index_bytes: 1024 * 1024,
+        ..config()
+    };
+    let mut log = open(&fs, &cfg);
+    let path = |ext: &str| Path::new(DIR).join(format!("00000000000000000000.{ext}"));
+    for ext in ["index", "timeindex"] {
+        assert_eq!(
+            fs.reserved_bytes(&path(ext)).unwrap(),
+            0,
+            "{ext}: an empty log reserves no index blocks"
+        );
+    }
+    fs.set_disk_full(true);
+    assert!(matches!(
+        append(&mut log, 1, Durability::Fsync),
+        Err(AppendError::Io(_))
+    ));
+    assert!(log.is_fenced());
+    assert_eq!(
+        fs.open(&path("log"), false).unwrap().len().unwrap(),
+        0,
+        "the reservation failed first: no byte of the batch was written"
+    );
+    fs.set_disk_full(false);
+    assert!(log.try_unfence(2_000).unwrap());
+    assert_eq!(append(&mut log, 2, Durability::Fsync).unwrap(), Offset(0));
+    let step = u64::from(sluice_storage::limits::INDEX_ALLOCATION_STEP_BYTES);
+    let reserved = fs.reserved_bytes(&path("timeindex")).unwrap();
+    assert!(
+        reserved > 0 && reserved <= step,
+        "one step reserved ahead of the time index's entries: {reserved}"
+    );
+    assert_eq!(fills(&log), [2]);
 }

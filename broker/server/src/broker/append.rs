@@ -1,7 +1,9 @@
 //! Appending one client batch set to one partition: the step both produce paths end in
 //! (`handler/produce.rs` for a topic's own partitions, `reroute/` for the partitions a
 //! partitioner plugin chose), with the partition's metrics and fetch wake-up, and the
-//! Kafka error an append failure answers with.
+//! Kafka error an append failure answers with. A fenced partition refuses every append
+//! until its fence lifts; that is logged once per interval with the count suppressed
+//! (`repeated.rs`), not once per retry.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
@@ -53,7 +55,7 @@ pub(crate) fn append_one(
     })?;
     let outcome = outcome.map_err(|e| {
         partition.metrics.produce_errors.fetch_add(1, Relaxed);
-        append_error(topic, index, e)
+        append_error(&partition, e, broker.now_ms())
     })?;
     if outcome.duplicate {
         // An idempotent producer's retry: the original offsets, and acks=all waits for the
@@ -86,7 +88,8 @@ pub(crate) fn append_one(
     })
 }
 
-fn append_error(topic: &str, index: i32, error: AppendError) -> KafkaError {
+fn append_error(partition: &Partition, error: AppendError, now_ms: i64) -> KafkaError {
+    let (topic, index) = (partition.topic.as_str(), partition.index);
     let context = format!("{topic}-{index}");
     let error = match &error {
         AppendError::InvalidBatch(e) => KafkaError::from_batch(&context, e),
@@ -107,7 +110,14 @@ fn append_error(topic: &str, index: i32, error: AppendError) -> KafkaError {
             format!("{context}: {error}"),
         ),
         AppendError::Fenced | AppendError::Io(_) => {
-            tracing::error!(topic, partition = index, error = %error, "append failed; partition fenced");
+            match partition.append_failures.note(now_ms) {
+                Some(suppressed) => {
+                    tracing::error!(topic, partition = index, error = %error, suppressed_since_last = suppressed, "append failed; partition fenced");
+                }
+                None => {
+                    tracing::debug!(topic, partition = index, error = %error, "append failed; partition fenced");
+                }
+            }
             KafkaError::new(
                 ResponseError::KafkaStorageError,
                 format!("{context}: {error}"),

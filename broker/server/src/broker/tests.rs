@@ -148,3 +148,62 @@ fn topic_names_cannot_collide_with_the_brokers_files() {
     let broker = Broker::open(config(dir.path())).unwrap();
     assert_eq!(broker.topics().len(), 5);
 }
+
+/// Appends one record to `topic`-0 and returns the log end after it.
+fn append_one_record(broker: &Broker, topic: &str) -> i64 {
+    let mut batch = sluice_storage::testing::build_value_batch(1, 8, 7, 1_000);
+    broker
+        .partition(topic, 0)
+        .unwrap()
+        .with_log(|log| {
+            log.append(&mut batch, sluice_storage::Durability::Fsync, 1_000)
+                .unwrap();
+            log.log_end_offset().value()
+        })
+        .unwrap()
+}
+
+#[test]
+fn deleting_needs_no_new_directory_and_falls_back_to_removing_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::open(config(dir.path())).unwrap();
+    let deleting = dir.path().join(DELETING_DIR);
+    assert!(deleting.is_dir(), "made at start, while there is room");
+    broker.create_topic("t", 2, TopicOverrides::new()).unwrap();
+    assert_eq!(append_one_record(&broker, "t"), 1);
+    // The move aside cannot happen (a full disk cannot make `deleting/`; here it is a file).
+    std::fs::remove_dir(&deleting).unwrap();
+    std::fs::write(&deleting, b"in the way").unwrap();
+    broker.delete_topic("t").unwrap();
+    assert!(broker.topic("t").is_none());
+    assert!(!dir.path().join("topics/t").exists(), "removed in place");
+    broker.close_all().unwrap();
+    drop(broker);
+    std::fs::remove_file(&deleting).unwrap();
+    let broker = Broker::open(config(dir.path())).unwrap();
+    assert!(broker.topic("t").is_none(), "still deleted after a restart");
+}
+
+#[test]
+fn a_topic_dir_without_topic_json_is_not_reused_by_the_next_creation() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::open(config(dir.path())).unwrap();
+    broker.create_topic("u", 1, TopicOverrides::new()).unwrap();
+    assert_eq!(append_one_record(&broker, "u"), 1);
+    broker.close_all().unwrap();
+    drop(broker);
+    // What a deletion in place leaves if it stops after its commit point (topic.json gone).
+    std::fs::remove_file(dir.path().join("topics/u").join(TOPIC_FILE)).unwrap();
+    let broker = Broker::open(config(dir.path())).unwrap();
+    assert!(broker.topic("u").is_none(), "ignored at start");
+    broker.create_topic("u", 1, TopicOverrides::new()).unwrap();
+    let end = broker
+        .partition("u", 0)
+        .unwrap()
+        .with_log(|log| log.log_end_offset().value())
+        .unwrap();
+    assert_eq!(
+        end, 0,
+        "the new topic starts empty: none of the old records came back"
+    );
+}

@@ -5,15 +5,19 @@
 //! `names` now, `durable_names` as of the last `sync_dir`; directories too (`dirs` now,
 //! `durable_dirs` once their parent is synced), and a crash loses every entry under a
 //! directory whose own entry was not durable. A test can fail the Nth write
-//! (`write_at`/`set_len`; what the failed write leaves is a [`WriteFault`]: by default its
-//! first half) or the Nth sync (`sync`/`sync_dir`), count operations, and take a crash image
-//! to reopen.
+//! (`write_at`/`set_len`/`allocate`; what a failed `write_at` leaves is a [`WriteFault`]: by
+//! default its first half; a failed `set_len` or `allocate` changes nothing) or the Nth sync
+//! (`sync`/`sync_dir`), count operations, and take a crash image to reopen.
 //!
-//! `set_disk_full(true)` makes every `write_at` (landing its first half), every growing
-//! `allocate` and every `sync` of a file with unsynced bytes fail with ENOSPC until it is
-//! switched off; such a failed sync loses the dirty pages as `fail_nth_sync_losing_pages`
-//! does. Removing files, shrinking them and `sync_dir` still work, as on a real full
-//! filesystem (deleting is how it frees itself).
+//! Each file also knows how many bytes from its start have blocks (`reserved`: what
+//! `allocate` and `write_at` covered, cut back by shrinking; growing with `set_len` is
+//! sparse and reserves nothing), so tests can see what a file really costs on disk
+//! ([`FaultyFs::reserved_bytes`]). `set_disk_full(true)` makes every `write_at` (landing its
+//! first half), every `allocate` of bytes not reserved yet and every `sync` of a file with
+//! unsynced bytes fail with ENOSPC until it is switched off; such a failed sync loses the
+//! dirty pages as `fail_nth_sync_losing_pages` does. Removing files, shrinking them,
+//! growing them sparsely and `sync_dir` still work, as on a real full filesystem (deleting
+//! is how it frees itself).
 
 use super::{Fs, StorageFile};
 use std::collections::{BTreeMap, BTreeSet};
@@ -54,6 +58,9 @@ struct Inode {
     /// -> the byte the disk still holds there. Bytes dirty then and not written since never
     /// reach the disk (the kernel marked their pages clean), whatever later syncs say.
     lost: BTreeMap<usize, u8>,
+    /// Bytes from the start whose blocks are reserved (written or `allocate`d); a prefix is
+    /// all the log engine ever reserves, so the model keeps one number.
+    reserved: usize,
 }
 
 impl Inode {
@@ -152,14 +159,14 @@ impl FaultyFs {
         self.state.lock().expect("faulty fs lock")
     }
 
-    /// Makes the `n`th write from now on (1-based, `write_at` or `set_len`) fail, landing
-    /// its first half.
+    /// Makes the `n`th write from now on (1-based, `write_at`, `set_len` or `allocate`)
+    /// fail, a `write_at` landing its first half.
     pub fn fail_nth_write(&self, n: u64) {
         self.fail_nth_write_as(n, WriteFault::FirstHalf);
     }
 
     /// Makes the `n`th write from now on fail, leaving `fault` in the file (a failing
-    /// `set_len` changes nothing).
+    /// `set_len` or `allocate` changes nothing).
     pub fn fail_nth_write_as(&self, n: u64, fault: WriteFault) {
         let mut s = self.lock();
         s.fail_write = Some(s.writes + n);
@@ -181,13 +188,13 @@ impl FaultyFs {
         self.lock().sync_loses_pages = true;
     }
 
-    /// While `full`, every write, growing allocation and sync of unsynced bytes fails with
-    /// ENOSPC (see the module docs); `false` is the operator freeing space.
+    /// While `full`, every write, allocation of unreserved bytes and sync of unsynced bytes
+    /// fails with ENOSPC (see the module docs); `false` is the operator freeing space.
     pub fn set_disk_full(&self, full: bool) {
         self.lock().disk_full = full;
     }
 
-    /// Writes so far (`write_at` + `set_len`).
+    /// Writes so far (`write_at` + `set_len` + `allocate`).
     #[must_use]
     pub fn writes(&self) -> u64 {
         self.lock().writes
@@ -197,6 +204,18 @@ impl FaultyFs {
     #[must_use]
     pub fn syncs(&self) -> u64 {
         self.lock().syncs
+    }
+
+    /// Bytes of the file at `path` that have blocks reserved (written or allocated), at most
+    /// its length: what it costs on disk. `NotFound` if there is no such file.
+    pub fn reserved_bytes(&self, path: &Path) -> io::Result<u64> {
+        let s = self.lock();
+        let id = *s
+            .names
+            .get(path)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        let inode = &s.inodes[id];
+        Ok(inode.reserved.min(inode.written.len()) as u64)
     }
 
     /// Bytes read from segment `.log` files so far.
@@ -219,6 +238,7 @@ impl FaultyFs {
             };
             inode.durable = inode.written.clone();
             inode.lost.clear();
+            inode.reserved = inode.reserved.min(inode.written.len());
         }
         if let (CrashMode::TornLastWrite, Some(last)) = (mode, &s.last_write) {
             tear(&mut inodes[last.inode], last);
@@ -307,6 +327,8 @@ impl State {
 
     fn apply_write(&mut self, id: usize, buf: &[u8], pos: usize) {
         self.inodes[id].forget_lost(pos..pos + buf.len());
+        let inode = &mut self.inodes[id];
+        inode.reserved = inode.reserved.max(pos + buf.len());
         let image = &mut self.inodes[id].written;
         let prev_len = image.len();
         let prev_bytes = image[pos.min(prev_len)..(pos + buf.len()).min(prev_len)].to_vec();
@@ -380,8 +402,10 @@ impl StorageFile for FaultyFile {
         if s.next_write_fails() {
             return Err(injected("set_len"));
         }
-        s.inodes[self.inode].written.resize(len as usize, 0);
-        s.inodes[self.inode].forget_lost(len as usize..usize::MAX);
+        let inode = &mut s.inodes[self.inode];
+        inode.written.resize(len as usize, 0);
+        inode.reserved = inode.reserved.min(len as usize);
+        inode.forget_lost(len as usize..usize::MAX);
         if s.last_write.as_ref().is_some_and(|w| w.inode == self.inode) {
             s.last_write = None;
         }
@@ -392,12 +416,26 @@ impl StorageFile for FaultyFile {
         Ok(self.lock().inodes[self.inode].written.len() as u64)
     }
 
-    fn allocate(&self, len: u64) -> io::Result<()> {
-        let growing = len > self.len()?;
-        if growing && self.lock().disk_full {
+    fn allocate(&self, pos: u64, len: u64) -> io::Result<()> {
+        let end = usize::try_from(pos.saturating_add(len)).map_err(io::Error::other)?;
+        if len == 0 {
+            return Ok(());
+        }
+        let mut s = self.lock();
+        if s.next_write_fails() {
+            return Err(injected("allocate"));
+        }
+        let inode = &mut s.inodes[self.inode];
+        let unreserved = end > inode.reserved;
+        if unreserved && s.disk_full {
             return Err(disk_full());
         }
-        self.set_len(len)
+        let inode = &mut s.inodes[self.inode];
+        inode.reserved = inode.reserved.max(end);
+        if inode.written.len() < end {
+            inode.written.resize(end, 0);
+        }
+        Ok(())
     }
 
     fn sync(&self) -> io::Result<()> {

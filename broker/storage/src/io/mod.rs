@@ -37,11 +37,19 @@ pub trait StorageFile: Send + Sync + Debug {
     }
     /// Makes the written bytes (and length) durable (fdatasync).
     fn sync(&self) -> io::Result<()>;
-    /// Sets the length to `len` with every block reserved, so later writes inside it
-    /// (through a memory map too) cannot fail for space: on a full disk this call returns
-    /// ENOSPC instead of a write to the map raising SIGBUS. The twin just sets the length.
-    fn allocate(&self, len: u64) -> io::Result<()> {
-        self.set_len(len)
+    /// Reserves the blocks under `[pos, pos + len)` (`posix_fallocate`), growing the file to
+    /// `pos + len` if it is shorter (with zeros), so later writes inside the range (through
+    /// a memory map too) cannot fail for space: on a full disk this call returns ENOSPC
+    /// instead of a write to the map raising SIGBUS. Blocks outside the range are left as
+    /// they are (a sparse file stays sparse). The default only grows the length.
+    fn allocate(&self, pos: u64, len: u64) -> io::Result<()> {
+        let end = pos
+            .checked_add(len)
+            .ok_or_else(|| io::Error::other("allocate past u64"))?;
+        if self.len()? < end {
+            self.set_len(end)?;
+        }
+        Ok(())
     }
     /// The real file, for memory-mapping and `sendfile`; `None` for in-memory twins.
     fn std_file(&self) -> Option<&std::fs::File> {

@@ -30,15 +30,17 @@ impl StorageFile for RealFile {
     fn sync(&self) -> io::Result<()> {
         self.0.sync_data()
     }
-    fn allocate(&self, len: u64) -> io::Result<()> {
+    fn allocate(&self, pos: u64, len: u64) -> io::Result<()> {
         use std::os::fd::AsRawFd;
-        self.0.set_len(len)?;
-        let len = libc::off_t::try_from(len).map_err(io::Error::other)?;
         if len == 0 {
             return Ok(());
         }
+        let (pos, len) = (
+            libc::off_t::try_from(pos).map_err(io::Error::other)?,
+            libc::off_t::try_from(len).map_err(io::Error::other)?,
+        );
         // SAFETY: a valid open descriptor; posix_fallocate reads no memory of ours.
-        match unsafe { libc::posix_fallocate(self.0.as_raw_fd(), 0, len) } {
+        match unsafe { libc::posix_fallocate(self.0.as_raw_fd(), pos, len) } {
             0 => Ok(()),
             errno => Err(io::Error::from_raw_os_error(errno)),
         }
