@@ -253,8 +253,15 @@ fn describe_text(t: &Value) -> String {
         t["generation"],
         t["group"].as_str().unwrap_or("?"),
     );
+    out.push_str(&format!(
+        "owner: {}\n",
+        t["principal"].as_str().unwrap_or("?")
+    ));
+    if let Some(why) = t["reason"].as_str() {
+        out.push_str(&format!("reason: {why}\n"));
+    }
     out.push_str(
-        "PARTITION  STATE     POSITION  LSO       LAG       IN        OUT       TXNS   ERROR\n",
+        "PARTITION  STATE        POSITION  LSO       LAG       IN        OUT       TXNS   ERROR\n",
     );
     for p in t["partitions"].as_array().into_iter().flatten() {
         let out_records: u64 = p["records_out"]
@@ -265,7 +272,7 @@ fn describe_text(t: &Value) -> String {
             .sum();
         let error = p["last_error"]["message"].as_str().unwrap_or("");
         out.push_str(&format!(
-            "{:<10} {:<9} {:<9} {:<9} {:<9} {:<9} {:<9} {:<6} {}\n",
+            "{:<10} {:<12} {:<9} {:<9} {:<9} {:<9} {:<9} {:<6} {}\n",
             text(&p["partition"]),
             text(&p["state"]),
             text(&p["position"]),

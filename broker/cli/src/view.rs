@@ -187,8 +187,11 @@ fn row(v: &Value) -> String {
 
 fn describe_text(v: &Value) -> String {
     let s = &v["stats"];
-    format!(
-        "{}\npartitions: {}\nbound: {}\nbatches: {}  records in: {}  records out: {}  batches failed: {}  records skipped: {}\n",
+    let owner = v["owner"]
+        .as_str()
+        .unwrap_or("(not recorded: each reader needs READ on the source)");
+    let mut out = format!(
+        "{}\nowner: {owner}\npartitions: {}\nbound: {}\nbatches: {}  records in: {}  records out: {}  batches failed: {}  records skipped: {}\n",
         row(v),
         v["partition_count"],
         v["bound"],
@@ -197,5 +200,9 @@ fn describe_text(v: &Value) -> String {
         s["records_out"],
         s["batches_failed"],
         s["records_skipped"]
-    )
+    );
+    if let Some(why) = v["refused"].as_str() {
+        out.push_str(&format!("fetches refused: {why}\n"));
+    }
+    out
 }

@@ -6,6 +6,9 @@
 //! the admin API, and a refusal that says why a change did not happen is one too.
 //!
 //! Each line reads `audit: <action> <resource> by <principal> from <host>: <outcome>`.
+//!
+//! Deleting a topic changes what other principals' views and transforms do, so it writes a
+//! line for each of them ([`topic_deleted`]), by the principal that deleted the topic.
 
 use sluice_security::principal::KafkaPrincipal;
 
@@ -45,4 +48,35 @@ pub fn refused(actor: Actor<'_>, action: &str, resource: &str, reason: &str) {
         actor.principal,
         actor.host,
     );
+}
+
+/// What deleting `topic` did to the views and transforms that used it: a `view.delete` line
+/// per view removed with it, a `transform.delete` line per transform reading it (removed by
+/// its service), a `transform.fail` line per transform writing it.
+pub fn topic_deleted(
+    actor: Actor<'_>,
+    topic: &str,
+    views: &[String],
+    reading: &[String],
+    writing: &[String],
+) {
+    for view in views {
+        let why = format!("its source topic {topic} was deleted; the view is removed with it");
+        done(actor, "view.delete", &format!("view {view}"), &why);
+    }
+    for name in reading {
+        let why = format!("its source topic {topic} was deleted; the transform is removed with it");
+        done(
+            actor,
+            "transform.delete",
+            &format!("transform {name}"),
+            &why,
+        );
+    }
+    for name in writing {
+        let why = format!(
+            "topic {topic}, which it writes, was deleted; it fails until a topic of that name exists and it is resumed"
+        );
+        done(actor, "transform.fail", &format!("transform {name}"), &why);
+    }
 }

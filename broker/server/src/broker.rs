@@ -63,9 +63,9 @@ pub struct Broker {
     /// Serialises topic and view creation and deletion (directory and registry changes
     /// together).
     admin: Mutex<()>,
-    /// Topic -> the holders using it (materialized transforms: `transforms/`), which the
-    /// broker cannot import: deleting a pinned topic is refused, naming them.
-    topic_pins: Mutex<BTreeMap<String, std::collections::BTreeSet<String>>>,
+    /// Topic -> the materialized transforms using it and how (`transforms/`, which the
+    /// broker cannot import): deleting the topic reports them ([`TopicDeleted`]).
+    transform_topics: Mutex<BTreeMap<String, BTreeMap<String, TopicUse>>>,
     /// Fetches parked in a long poll right now (observability, and tests wait on it).
     waiting_fetches: AtomicUsize,
     /// Client connections open right now.
@@ -132,6 +132,27 @@ impl Drop for TopicsWrite<'_> {
             changed
         });
     }
+}
+
+/// How a materialized transform uses a topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TopicUse {
+    /// Its source: deleting the topic removes the transform.
+    Reads,
+    /// An output or its dead-letter topic: deleting the topic fails the transform.
+    Writes,
+}
+
+/// What deleting a topic did to what used it, for the caller's audit lines.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct TopicDeleted {
+    /// The views that read it, removed with it.
+    pub views: Vec<String>,
+    /// The transforms that read it: their service removes them (their runners never read
+    /// a topic made later under the name).
+    pub reading: Vec<String>,
+    /// The transforms that write it: they fail, naming it, until resumed.
+    pub writing: Vec<String>,
 }
 
 /// One topic.
@@ -397,7 +418,7 @@ impl Broker {
             shapes: watch::Sender::new(TopicShapes::new()),
             views: RwLock::new(BTreeMap::new()),
             admin: Mutex::new(()),
-            topic_pins: Mutex::new(BTreeMap::new()),
+            transform_topics: Mutex::new(BTreeMap::new()),
             waiting_fetches: AtomicUsize::new(0),
             open_connections: AtomicUsize::new(0),
             creation_failures: repeated::RepeatedFailures::default(),
@@ -738,8 +759,11 @@ impl Broker {
     }
 
     /// Deletes a topic: unregisters it, closes its logs, renames its directory aside and
-    /// removes it. Fetches holding a read slice keep reading the unlinked files.
-    pub fn delete_topic(&self, name: &str) -> Result<(), KafkaError> {
+    /// removes it. Fetches holding a read slice keep reading the unlinked files. The views
+    /// reading it are removed first (`remove_views_of`); the transforms using it are
+    /// reported: those reading it are removed by their service, those writing it fail
+    /// (docs/views.md, docs/transforms.md). DELETE on the topic is the only right it needs.
+    pub fn delete_topic(&self, name: &str) -> Result<TopicDeleted, KafkaError> {
         let _admin = self.admin_lock();
         if self.view(name).is_some() {
             return Err(KafkaError::new(
@@ -747,24 +771,18 @@ impl Broker {
                 format!("{name:?} is a view; delete it with `sluice view delete {name}`"),
             ));
         }
-        let views = self.views_of(name);
-        if !views.is_empty() {
+        if self.topic(name).is_none() {
             return Err(KafkaError::new(
-                ResponseError::PolicyViolation,
-                format!(
-                    "topic {name:?} is the source of views {views:?}; delete them first (sluice view delete <view>)"
-                ),
+                ResponseError::UnknownTopicOrPartition,
+                format!("unknown topic {name:?}"),
             ));
         }
-        let holders = self.pins_of(name);
-        if !holders.is_empty() {
-            return Err(KafkaError::new(
-                ResponseError::PolicyViolation,
-                format!(
-                    "topic {name:?} is used by {holders:?}; delete them first (sluice transform delete <name>)"
-                ),
-            ));
-        }
+        let (reading, writing) = self.transforms_of(name);
+        let deleted = TopicDeleted {
+            views: self.remove_views_of(name),
+            reading,
+            writing,
+        };
         let topic = self.topics_write().remove(name).ok_or_else(|| {
             KafkaError::new(
                 ResponseError::UnknownTopicOrPartition,
@@ -777,8 +795,8 @@ impl Broker {
             }
         }
         self.remove_topic_dir(name)?;
-        tracing::info!(topic = name, "deleted topic");
-        Ok(())
+        tracing::info!(topic = name, views = ?deleted.views, transforms_reading = ?deleted.reading, transforms_writing = ?deleted.writing, "deleted topic");
+        Ok(deleted)
     }
 
     /// Removes a deleted (unregistered, closed) topic's directory so that a crash leaves the
@@ -832,44 +850,46 @@ impl Broker {
         &self.clock
     }
 
-    /// Now, by the broker's clock, in Unix milliseconds.
-    /// Pins `topics` for `holder` (e.g. `transform orders-split`): they cannot be deleted
-    /// until [`Broker::unpin_topics`].
-    pub fn pin_topics(&self, holder: &str, topics: &[&str]) {
-        let mut pins = self
-            .topic_pins
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for topic in topics {
-            pins.entry((*topic).to_owned())
+    /// Notes the topics a materialized transform reads (`source`) and writes (`outputs`, the
+    /// dead-letter topic), so deleting one of them reports the transform ([`TopicDeleted`]).
+    pub fn note_transform_topics(&self, transform: &str, source: &str, outputs: &[&str]) {
+        let mut uses = self.transform_topics_lock();
+        let writes = outputs.iter().map(|o| (*o, TopicUse::Writes));
+        for (topic, used) in writes.chain(std::iter::once((source, TopicUse::Reads))) {
+            uses.entry(topic.to_owned())
                 .or_default()
-                .insert(holder.to_owned());
+                .insert(transform.to_owned(), used);
         }
     }
 
-    /// Drops every pin of `holder`.
-    pub fn unpin_topics(&self, holder: &str) {
-        let mut pins = self
-            .topic_pins
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for holders in pins.values_mut() {
-            holders.remove(holder);
+    /// Forgets every topic `transform` uses (it was deleted).
+    pub fn forget_transform_topics(&self, transform: &str) {
+        let mut uses = self.transform_topics_lock();
+        for users in uses.values_mut() {
+            users.remove(transform);
         }
-        pins.retain(|_, holders| !holders.is_empty());
+        uses.retain(|_, users| !users.is_empty());
     }
 
-    /// Who pins `topic`.
-    fn pins_of(&self, topic: &str) -> Vec<String> {
-        let pins = self
-            .topic_pins
+    /// The transforms reading `topic`, and those writing it.
+    fn transforms_of(&self, topic: &str) -> (Vec<String>, Vec<String>) {
+        let uses = self.transform_topics_lock();
+        let users = uses.get(topic).into_iter().flatten();
+        let (reading, writing): (Vec<_>, Vec<_>) =
+            users.partition(|(_, used)| **used == TopicUse::Reads);
+        let names = |v: Vec<(&String, &TopicUse)>| v.into_iter().map(|(n, _)| n.clone()).collect();
+        (names(reading), names(writing))
+    }
+
+    fn transform_topics_lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, BTreeMap<String, BTreeMap<String, TopicUse>>> {
+        self.transform_topics
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        pins.get(topic)
-            .map(|h| h.iter().cloned().collect())
-            .unwrap_or_default()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Now, by the broker's clock, in Unix milliseconds.
     pub fn now_ms(&self) -> i64 {
         self.clock.now_ms()
     }

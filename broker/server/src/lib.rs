@@ -22,9 +22,9 @@
 //!   re-authentication): what a connection may send before it authenticates, the PLAIN and
 //!   SCRAM exchanges against the security state, failed logins limited per address.
 //! - [`authz`]: where requests (and the admin API) ask the ACL engine in the security
-//!   state whether their principal may do an operation on a resource; [`audit`]: the one
-//!   log line per change to plugins, views, transforms, ACLs, users and quotas, with its
-//!   principal.
+//!   state whether their principal may do an operation on a resource, and whether the owner
+//!   a view or transform acts for still may; [`audit`]: the one log line per change to
+//!   plugins, views, transforms, ACLs, users and quotas, with its principal.
 //! - [`versions`]: the one version table; ApiVersions is derived from it.
 //! - `handler/`: dispatch and one file per Kafka API, all shaped `handle(ctx, request) ->
 //!   response`; `handler/fetch_wire.rs` is the hand-encoded FetchResponse (zero-copy path),

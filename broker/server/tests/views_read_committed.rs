@@ -147,6 +147,8 @@ async fn start() -> TestBroker {
             }],
             on_error: "fail".into(),
             ephemeral: false,
+            owner: Some("User:ANONYMOUS".into()),
+            owner_host: Some("127.0.0.1".into()),
         })
         .unwrap();
     broker

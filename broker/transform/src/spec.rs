@@ -149,8 +149,18 @@ pub struct TransformSpec {
     /// The partitioner's parameters, in the order given.
     #[serde(default)]
     pub partitioner_params: Vec<(String, String)>,
-    /// The principal that deployed it (`User:alice`).
+    /// The principal that deployed it (`User:alice`): the transform reads, calls and writes
+    /// with this principal's rights, checked as it runs.
     pub principal: String,
+    /// The address the principal deployed it from: the host its ACLs are matched against.
+    /// `None` in specs written before hosts were recorded (only ACLs for every host apply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal_host: Option<String>,
+    /// The source topic's id when deployed: a topic deleted and made again under the same
+    /// name has a new id, and the transform never reads it. `None` in specs written before
+    /// ids were recorded (the server fills it in when it loads one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_topic_id: Option<String>,
     /// When it was deployed, in ms since the Unix epoch.
     pub created_ms: i64,
 }

@@ -32,7 +32,7 @@ use crate::config::{AdminAuth, BrokerConfig};
 use crate::limits::LOGIN_FAILURES_PER_USER_MAX;
 
 /// The principal name an `admin.token` bearer acts as.
-pub const TOKEN_USER: &str = "admin-token";
+pub const TOKEN_USER: &str = authz::ADMIN_TOKEN_USER;
 
 /// The authenticated caller of one request (a request extension).
 #[derive(Debug, Clone)]
@@ -335,6 +335,24 @@ impl Caller {
                 resource_type,
                 name,
             )
+    }
+
+    /// The owner a view or transform this caller makes acts for: its principal and host
+    /// (`authz::Owner`). A user named as the token's principal who is not its bearer may not
+    /// make one while `admin.token` is set: it would act with the token's rights.
+    pub fn owner(&self, broker: &Broker) -> Result<(String, String), ApiError> {
+        let token_name = self.principal == KafkaPrincipal::user(TOKEN_USER);
+        if token_name && !self.token && broker.config.admin_token.is_some() {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "FORBIDDEN",
+                format!(
+                    "{} is the admin token's principal: a user of that name may not own views or transforms",
+                    self.principal
+                ),
+            ));
+        }
+        Ok((self.principal.to_string(), self.host.clone()))
     }
 
     /// The caller's principal and host, for audit lines (`crate::audit`).

@@ -627,7 +627,7 @@ const TRANSFORM_FAMILIES: [(&str, &str, &str); 6] = [
     (
         "sluice_transform_partitions",
         "gauge",
-        "A transform's source partitions by runner state (starting, running, paused, failed, stopped).",
+        "A transform's source partitions by runner state (starting, running, paused, unauthorized, failed, stopped).",
     ),
 ];
 

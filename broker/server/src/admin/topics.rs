@@ -17,10 +17,10 @@ use sluice_security::acl::{AclOperation, CLUSTER_NAME, ResourceType};
 
 use super::auth::Caller;
 use super::{AdminState, ApiError};
-use crate::authz;
 use crate::broker::{Broker, ConfigChange, Topic};
 use crate::error::KafkaError;
 use crate::topic_config::{self, TopicOverrides};
+use crate::{audit, authz};
 
 pub(super) fn routes() -> Router<AdminState> {
     Router::new()
@@ -219,9 +219,25 @@ async fn delete(
     )?;
     let broker = state.broker.clone();
     let deleting = name.clone();
-    blocking(move || broker.delete_topic(&deleting)).await??;
-    state.groups.delete_topic(name.clone()).await;
-    Ok(axum::Json(serde_json::json!({ "deleted": name })).into_response())
+    let deleted = blocking(move || broker.delete_topic(&deleting)).await??;
+    audit::topic_deleted(
+        caller.actor(),
+        &name,
+        &deleted.views,
+        &deleted.reading,
+        &deleted.writing,
+    );
+    // Committed offsets of the topic go, and those of the views removed with it.
+    for gone in std::iter::once(&name).chain(&deleted.views) {
+        state.groups.delete_topic(gone.clone()).await;
+    }
+    Ok(axum::Json(serde_json::json!({
+        "deleted": name,
+        "views_deleted": deleted.views,
+        "transforms_removed": deleted.reading,
+        "transforms_failing": deleted.writing,
+    }))
+    .into_response())
 }
 
 fn view(broker: &Broker, topic: &Topic) -> TopicView {

@@ -6,7 +6,9 @@
 //! ACLs on the TRANSFORM resource: DESCRIBE to see one (lists are filtered), CREATE to deploy
 //! it (with READ on the source topic and the plugin, WRITE on every output and the
 //! dead-letter topic: a transform writes as the broker, so it may only write where its
-//! deployer may), ALTER to pause, resume or restart, DELETE to delete.
+//! deployer may), ALTER to pause, resume or restart, DELETE to delete. The deployer is the
+//! transform's owner: its runners ask the owner's rights again before every read and append
+//! (`transforms/rights.rs`).
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -68,6 +70,7 @@ async fn deploy(
         ))
     })?;
     require_deploy(&state, &caller, &request)?;
+    let (principal, host) = caller.owner(&state.broker)?;
     let resource = format!("transform {}", request.name);
     let detail = format!(
         "source={} plugin={} outputs={}",
@@ -77,7 +80,7 @@ async fn deploy(
     );
     let report = state
         .transforms
-        .deploy(request, caller.principal.to_string())
+        .deploy(request, principal, host)
         .await
         .inspect_err(|e| {
             audit::refused(

@@ -4,6 +4,9 @@
 //! unknown plugin or parameters the plugin rejects fail the request, naming the stage.
 //! ACLs on the VIEW resource: DESCRIBE to see one (lists are filtered), CREATE on it (with
 //! READ on the source topic and on each stage's plugin) to create it, DELETE to delete it.
+//! The creator is the view's owner (recorded in the spec, whatever the body says): every
+//! fetch asks the owner's READ on the source and the plugins again (`authz::view_refusal`),
+//! and `describe` shows whether it still holds them (`refused`).
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -18,10 +21,10 @@ use sluice_security::acl::{AclOperation, ResourceType};
 use super::auth::Caller;
 use super::topics::blocking;
 use super::{AdminState, ApiError};
-use crate::audit;
 use crate::broker::ViewTopic;
 use crate::error::KafkaError;
 use crate::views::{StageSpec, ViewSpec};
+use crate::{audit, authz};
 
 pub(super) fn routes() -> Router<AdminState> {
     Router::new()
@@ -38,6 +41,11 @@ pub struct ViewView {
     stages: Vec<StageView>,
     on_error: String,
     ephemeral: bool,
+    /// The principal that created it, whose rights its reads use (absent for a view
+    /// persisted before owners were recorded: each reader's own READ on the source is asked).
+    owner: Option<String>,
+    /// Why fetches through it are refused now (the owner lacks a right), if they are.
+    refused: Option<String>,
     /// False while a stage's plugin is missing (fetches fail until it is deployed).
     bound: bool,
     stats: StatsView,
@@ -76,6 +84,11 @@ impl From<ViewStats> for StatsView {
 
 fn show(state: &AdminState, view: &ViewTopic) -> ViewView {
     let registry = &state.broker.plugins.registry;
+    // Without an owner the answer depends on the reader: nothing to show.
+    let refused = view.spec.owner.as_ref().and_then(|_| {
+        let nobody = sluice_security::principal::KafkaPrincipal::anonymous();
+        authz::view_refusal(&state.broker, view, (&nobody, ""))
+    });
     ViewView {
         name: view.spec.name.clone(),
         source: view.spec.source.clone(),
@@ -91,6 +104,8 @@ fn show(state: &AdminState, view: &ViewTopic) -> ViewView {
             .collect(),
         on_error: view.spec.on_error.clone(),
         ephemeral: view.spec.ephemeral,
+        owner: view.spec.owner.clone(),
+        refused,
         bound: view.is_bound(),
         stats: view.stats().into(),
     }
@@ -127,12 +142,14 @@ async fn create(
     Extension(caller): Extension<Caller>,
     body: Result<axum::Json<ViewSpec>, axum::extract::rejection::JsonRejection>,
 ) -> Result<Response, ApiError> {
-    let axum::Json(spec) = body.map_err(|e| {
+    let axum::Json(mut spec) = body.map_err(|e| {
         ApiError::bad_request(format!(
             "{e}: expected {{\"name\": \"...\", \"source\": \"<topic>\", \"stages\": [{{\"plugin\": \"...\", \"params\": {{\"k\": \"v\"}}}}], \"on_error\": \"fail\" | \"skip\"}}"
         ))
     })?;
     require_create(&state, &caller, &spec)?;
+    let (owner, host) = caller.owner(&state.broker)?;
+    (spec.owner, spec.owner_host) = (Some(owner), Some(host));
     let broker = state.broker.clone();
     let (resource, detail) = (format!("view {}", spec.name), view_detail(&spec));
     // Binding runs each plugin's `init` (CPU, bounded by plugin.call.timeout.ms).

@@ -207,3 +207,80 @@ fn a_topic_dir_without_topic_json_is_not_reused_by_the_next_creation() {
         "the new topic starts empty: none of the old records came back"
     );
 }
+
+/// A persisted view of `source` named `name` (its plugin need not exist: loaded unbound).
+fn write_view_file(dir: &Path, name: &str, source: &str) {
+    let views = dir.join(views::VIEWS_DIR);
+    std::fs::create_dir_all(&views).unwrap();
+    let text = format!(
+        r#"{{"name":"{name}","source":"{source}","stages":[{{"plugin":"p"}}],"owner":"User:b","owner_host":"127.0.0.1"}}"#
+    );
+    std::fs::write(views.join(format!("{name}.json")), text).unwrap();
+}
+
+#[test]
+fn deleting_a_topic_removes_its_views_and_reports_the_transforms_using_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::open(config(dir.path())).unwrap();
+    broker
+        .create_topic("src", 1, TopicOverrides::new())
+        .unwrap();
+    broker
+        .create_topic("other", 1, TopicOverrides::new())
+        .unwrap();
+    broker.close_all().unwrap();
+    drop(broker);
+    write_view_file(dir.path(), "v1", "src");
+    write_view_file(dir.path(), "v2", "other");
+    let broker = Broker::open(config(dir.path())).unwrap();
+    assert!(broker.view("v1").is_some() && broker.view("v2").is_some());
+    broker.note_transform_topics("reads", "src", &["out"]);
+    broker.note_transform_topics("writes", "other", &["src"]);
+
+    let deleted = broker.delete_topic("src").unwrap();
+    assert_eq!(
+        deleted,
+        TopicDeleted {
+            views: vec!["v1".into()],
+            reading: vec!["reads".into()],
+            writing: vec!["writes".into()],
+        }
+    );
+    assert!(broker.view("v1").is_none() && broker.view("v2").is_some());
+    assert!(!dir.path().join("views/v1.json").exists());
+    // A topic made again under the name has no view and no transform noted against it
+    // until one is made for it.
+    broker.forget_transform_topics("reads");
+    broker
+        .create_topic("src", 1, TopicOverrides::new())
+        .unwrap();
+    assert!(broker.view("v1").is_none());
+    let again = broker.delete_topic("src").unwrap();
+    assert_eq!((again.views.len(), again.reading.len()), (0, 0));
+    assert_eq!(again.writing, vec!["writes".to_owned()]);
+}
+
+#[test]
+fn a_view_file_whose_source_is_gone_is_removed_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    Broker::open(config(dir.path()))
+        .unwrap()
+        .close_all()
+        .unwrap();
+    // A crash between removing a deleted topic's views and the topic leaves none; a view
+    // file of a topic that is gone is what the other order would leave.
+    write_view_file(dir.path(), "orphan", "gone");
+    let broker = Broker::open(config(dir.path())).unwrap();
+    assert!(broker.view("orphan").is_none());
+    assert!(!dir.path().join("views/orphan.json").exists());
+    broker
+        .create_topic("gone", 1, TopicOverrides::new())
+        .unwrap();
+    broker.close_all().unwrap();
+    drop(broker);
+    let broker = Broker::open(config(dir.path())).unwrap();
+    assert!(
+        broker.view("orphan").is_none(),
+        "a new topic of the name is never read by it"
+    );
+}

@@ -1,8 +1,13 @@
 //! The broker's views (`crate::views`): create, delete, look up, load at start, expire the
-//! idle ephemeral ones. Views and topics share one namespace, changed under the broker's
-//! admin lock; a view file is `<data.dir>/views/<name>.json`, written atomically.
+//! idle ephemeral ones, and remove the views of a deleted topic with it. Views and topics
+//! share one namespace, changed under the broker's admin lock; a view file is
+//! `<data.dir>/views/<name>.json`, written atomically.
+//!
+//! A view never outlives its source: deleting a topic removes its views' files before the
+//! topic goes, and a view file whose source is missing at start is removed, so a topic made
+//! later under the same name is never read through an old view.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use kafka_protocol::ResponseError;
@@ -24,7 +29,7 @@ pub(super) const VIEWS_DIR: &str = "views";
 pub struct ViewTopic {
     /// What was configured.
     pub spec: ViewSpec,
-    /// The source topic (a topic with views cannot be deleted, so this stays current).
+    /// The source topic (deleting it removes the view, so this stays current).
     pub source: Arc<Topic>,
     /// The failure policy, parsed from `spec.on_error`.
     policy: FailurePolicy,
@@ -33,6 +38,9 @@ pub struct ViewTopic {
     bound: RwLock<Option<Arc<View>>>,
     /// Wall-clock ms of the last fetch (ephemeral views expire on it).
     last_used_ms: AtomicI64,
+    /// Whether the last read through the view was refused because its owner lost a right
+    /// (`note_refusal` logs the changes, not every refused fetch).
+    refused: AtomicBool,
 }
 
 impl ViewTopic {
@@ -86,6 +94,7 @@ impl ViewTopic {
             policy,
             bound: RwLock::new(view),
             last_used_ms: AtomicI64::new(now_ms),
+            refused: AtomicBool::new(false),
         }
     }
 
@@ -125,6 +134,30 @@ impl ViewTopic {
     /// Whether the plugin chain is bound (false while a stage's plugin is missing).
     pub fn is_bound(&self) -> bool {
         self.read_bound().is_some()
+    }
+
+    /// Notes whether a read through the view was refused (`authz::view_refusal`) and logs a
+    /// change: WARN when its owner's reads start being refused, INFO when they are allowed
+    /// again. A view without a recorded owner is refused per reader, so only at debug.
+    pub fn note_refusal(&self, refusal: Option<&str>) {
+        if self.spec.owner.is_none() {
+            if let Some(why) = refusal {
+                tracing::debug!(view = self.name(), "read refused: {why}");
+            }
+            return;
+        }
+        let was = self.refused.swap(refusal.is_some(), Ordering::Relaxed);
+        match refusal {
+            Some(why) if !was => tracing::warn!(
+                view = self.name(),
+                "fetches refused (TOPIC_AUTHORIZATION_FAILED) until the owner's rights are granted again: {why}"
+            ),
+            None if was => tracing::info!(
+                view = self.name(),
+                "the owner's rights are back; fetches allowed again"
+            ),
+            _ => {}
+        }
     }
 
     /// Notes a fetch at `now_ms`.
@@ -258,8 +291,8 @@ impl Broker {
         }
     }
 
-    /// The views reading `topic` (a topic with views is not deleted).
-    pub(super) fn views_of(&self, topic: &str) -> Vec<String> {
+    /// The views reading `topic`.
+    fn views_of(&self, topic: &str) -> Vec<String> {
         self.views_read()
             .values()
             .filter(|v| v.spec.source == topic)
@@ -267,9 +300,26 @@ impl Broker {
             .collect()
     }
 
-    /// Loads `<data.dir>/views/*.json` (after the topics). A view whose source is gone or
-    /// whose file does not parse is logged and skipped; one whose plugin is missing is kept,
-    /// its fetches failing until the plugin is deployed.
+    /// Removes the views reading `topic`, files and all (durably, before the topic goes):
+    /// deleting a topic deletes its views. Called by `delete_topic` under the admin lock;
+    /// returns their names. Fetches in flight finish on the chain they hold.
+    pub(super) fn remove_views_of(&self, topic: &str) -> Vec<String> {
+        let names = self.views_of(topic);
+        for name in &names {
+            let removed = self.views_write().remove(name);
+            if removed.is_some_and(|v| !v.spec.ephemeral) {
+                remove_file_logged(&self.view_file(name));
+            }
+            tracing::info!(view = %name, topic, "deleted view: its source topic is being deleted");
+        }
+        names
+    }
+
+    /// Loads `<data.dir>/views/*.json` (after the topics). A view whose source is gone (a
+    /// crash between removing a deleted topic's views and the topic) has its file removed: a
+    /// topic made later under the name is never read through it. One whose file does not
+    /// parse is logged and skipped; one whose plugin is missing is kept, its fetches failing
+    /// until the plugin is deployed.
     pub(super) fn load_views(&self) -> Result<(), ServerError> {
         let dir = self.config.data_dir.join(VIEWS_DIR);
         sluice_storage::io::create_dir_durable(&sluice_storage::RealFs, &dir)
@@ -298,9 +348,17 @@ impl Broker {
     fn load_view(&self, path: &std::path::Path) -> Result<Arc<ViewTopic>, String> {
         let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
         let spec: ViewSpec = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-        let source = self
-            .topic(&spec.source)
-            .ok_or_else(|| format!("its source topic {:?} is gone", spec.source))?;
+        if let Some(owner) = &spec.owner {
+            sluice_security::principal::KafkaPrincipal::parse(owner)
+                .map_err(|e| format!("owner {owner:?}: {e}"))?;
+        }
+        let Some(source) = self.topic(&spec.source) else {
+            remove_file_logged(path);
+            return Err(format!(
+                "its source topic {:?} is gone (deleted): the view is removed",
+                spec.source
+            ));
+        };
         ViewTopic::bind_loaded(&self.plugins.registry, spec, source, self.now_ms())
             .map(Arc::new)
             .map_err(|e| e.message)

@@ -870,6 +870,8 @@ fn view_spec() -> crate::views::ViewSpec {
         }],
         on_error: "skip".into(),
         ephemeral: false,
+        owner: None,
+        owner_host: None,
     }
 }
 

@@ -1,5 +1,7 @@
 //! DeleteTopics v1-v3: by name; each topic succeeds or fails on its own. Deleting needs
-//! DELETE on the topic (TOPIC_AUTHORIZATION_FAILED otherwise).
+//! DELETE on the topic (TOPIC_AUTHORIZATION_FAILED otherwise), and nothing else: the views
+//! reading it are removed with it and the transforms using it are removed or fail
+//! (`Broker::delete_topic`), each an audit line by the deleting principal.
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
@@ -7,10 +9,10 @@ use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse};
 
 use sluice_security::acl::AclOperation;
 
-use crate::authz;
 use crate::error::KafkaError;
 use crate::limits;
 use crate::wire::ConnectionContext;
+use crate::{audit, authz};
 
 /// Answers DeleteTopics.
 pub async fn handle(ctx: &ConnectionContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse {
@@ -20,7 +22,7 @@ pub async fn handle(ctx: &ConnectionContext, request: DeleteTopicsRequest) -> De
         .iter()
         .map(|n| !authz::topic(ctx, AclOperation::Delete, n.0.as_str()))
         .collect();
-    let responses = tokio::task::spawn_blocking(move || {
+    let results = tokio::task::spawn_blocking(move || {
         names
             .into_iter()
             .enumerate()
@@ -40,25 +42,40 @@ pub async fn handle(ctx: &ConnectionContext, request: DeleteTopicsRequest) -> De
                 };
                 let mut out = DeletableTopicResult::default();
                 out.name = Some(name);
-                if let Err(e) = result {
-                    out.error_code = e.code.code();
+                match result {
+                    Ok(deleted) => (out, Some(deleted)),
+                    Err(e) => {
+                        out.error_code = e.code.code();
+                        (out, None)
+                    }
                 }
-                out
             })
-            .collect()
+            .collect::<Vec<_>>()
     })
     .await
     .unwrap_or_else(|e| {
         tracing::error!(error = %e, "delete topics task failed");
         Vec::new()
     });
-    // Committed offsets of a deleted topic go too (Kafka's offset cleanup on deletion).
-    for deleted in responses.iter().filter(|r| r.error_code == 0) {
-        if let Some(name) = &deleted.name {
-            ctx.groups.delete_topic(name.0.to_string()).await;
+    // Committed offsets of a deleted topic go too (Kafka's offset cleanup on deletion), and
+    // those of the views removed with it.
+    for (out, deleted) in &results {
+        let (Some(name), Some(deleted)) = (&out.name, deleted) else {
+            continue;
+        };
+        let topic = name.0.as_str();
+        audit::topic_deleted(
+            ctx.actor(),
+            topic,
+            &deleted.views,
+            &deleted.reading,
+            &deleted.writing,
+        );
+        for gone in std::iter::once(topic).chain(deleted.views.iter().map(String::as_str)) {
+            ctx.groups.delete_topic(gone.to_owned()).await;
         }
     }
     let mut response = DeleteTopicsResponse::default();
-    response.responses = responses;
+    response.responses = results.into_iter().map(|(out, _)| out).collect();
     response
 }

@@ -7,7 +7,10 @@
 //! A view (`crate::views`) reads its source partition the same way (under read_committed:
 //! below the source's last stable offset, with the source's aborted transactions), then runs
 //! the bytes through its plugins on the blocking pool, dropping aborted transactions' batches
-//! before the plugins, and sends the re-encoded batches from memory.
+//! before the plugins, and sends the re-encoded batches from memory. Reading a view needs
+//! READ on the view and its owner's current READ on the source and on each stage's plugin
+//! (`authz::read_through`): without them its partitions are TOPIC_AUTHORIZATION_FAILED, also
+//! for a fetch that was waiting in a long poll when a right went (asked again at each wake).
 
 use std::future::poll_fn;
 use std::pin::Pin;
@@ -33,6 +36,7 @@ use crate::limits;
 use crate::wire::{Chunk, ConnectionContext};
 
 /// One requested partition.
+#[derive(Clone)]
 struct Target {
     index: i32,
     fetch_offset: i64,
@@ -66,7 +70,7 @@ pub async fn handle(
             b.min(limits::FETCH_RESPONSE_MAX_BYTES)
         });
     let read_committed = request.isolation_level == 1;
-    let targets = resolve(ctx, std::mem::take(&mut request.topics));
+    let mut targets = resolve(ctx, std::mem::take(&mut request.topics));
     // Nothing of the frame stays through the long poll (targets own their names).
     drop(request);
     // Subscribe before the first read, so an append between the read and the wait still wakes us.
@@ -96,13 +100,55 @@ pub async fn handle(
             return output;
         }
         drop(output);
-        let _parked = ctx.broker.park_fetch();
+        let parked = ctx.broker.park_fetch();
         tokio::select! {
             () = any_changed(&mut wakers) => {}
             () = tokio::time::sleep_until(deadline) => {}
             _ = shutdown.changed() => {}
         }
+        drop(parked);
+        targets = recheck_views(ctx, targets);
     }
+}
+
+/// `targets` with the partitions of every view that may no longer be read refused: a view
+/// reads with its owner's rights as they are at each read, so a fetch that waited through
+/// an ACL deletion returns TOPIC_AUTHORIZATION_FAILED instead of the records appended since.
+fn recheck_views(
+    ctx: &ConnectionContext,
+    targets: Arc<[(String, Vec<Target>)]>,
+) -> Arc<[(String, Vec<Target>)]> {
+    let reads_a_view = |ps: &[Target]| ps.iter().any(|t| t.view.is_some() && t.refused.is_none());
+    let revoked: Vec<&str> = targets
+        .iter()
+        .filter(|(name, ps)| {
+            reads_a_view(ps) && !authz::read_through(ctx, AclOperation::Read, name)
+        })
+        .map(|(name, _)| name.as_str())
+        .collect();
+    if revoked.is_empty() {
+        return targets;
+    }
+    let refuse = |t: &Target| Target {
+        partition: None,
+        view: None,
+        refused: Some(ResponseError::TopicAuthorizationFailed),
+        ..t.clone()
+    };
+    targets
+        .iter()
+        .map(|(name, ps)| {
+            let now_refused = revoked.contains(&name.as_str());
+            let ps = ps
+                .iter()
+                .map(|t| match now_refused && t.view.is_some() {
+                    true => refuse(t),
+                    false => t.clone(),
+                })
+                .collect();
+            (name.clone(), ps)
+        })
+        .collect()
 }
 
 /// Looks up every requested partition once; unknown ones stay `None`.
@@ -120,7 +166,7 @@ fn resolve(ctx: &ConnectionContext, topics: Vec<FetchTopic>) -> Arc<[(String, Ve
         .into_iter()
         .map(|topic| {
             let name = topic.topic.0.to_string();
-            let readable = authz::topic_or_view(ctx, AclOperation::Read, &name);
+            let readable = authz::read_through(ctx, AclOperation::Read, &name);
             let partitions = topic
                 .partitions
                 .into_iter()

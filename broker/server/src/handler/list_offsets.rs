@@ -33,13 +33,13 @@ pub async fn handle(
     request: ListOffsetsRequest,
     version: i16,
 ) -> ListOffsetsResponse {
-    // Without DESCRIBE on a topic (on a view: the VIEW resource):
-    // TOPIC_AUTHORIZATION_FAILED for its partitions.
+    // Without DESCRIBE on a topic (on a view: the VIEW resource, and its owner's READ on the
+    // source, `authz::read_through`): TOPIC_AUTHORIZATION_FAILED for its partitions.
     let denied: std::collections::HashSet<String> = request
         .topics
         .iter()
         .map(|t| t.name.0.to_string())
-        .filter(|name| !authz::topic_or_view(ctx, AclOperation::Describe, name))
+        .filter(|name| !authz::read_through(ctx, AclOperation::Describe, name))
         .collect();
     let broker = ctx.broker.clone();
     let read_committed = request.isolation_level == 1;

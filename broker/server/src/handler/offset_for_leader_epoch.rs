@@ -5,7 +5,8 @@
 //! of their position, and treat an end offset below their position as a truncation of the
 //! log (they then reset to it). `current_leader_epoch` (v2+) is checked like Fetch's
 //! (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH). DESCRIBE on the topic, as for ListOffsets
-//! (TOPIC_AUTHORIZATION_FAILED); unknown partitions are UNKNOWN_TOPIC_OR_PARTITION.
+//! (TOPIC_AUTHORIZATION_FAILED; on a view, DESCRIBE on the view and its owner's READ on the
+//! source, `authz::read_through`); unknown partitions are UNKNOWN_TOPIC_OR_PARTITION.
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::offset_for_leader_epoch_request::OffsetForLeaderPartition;
@@ -30,7 +31,7 @@ pub fn handle(
         .into_iter()
         .map(|topic| {
             let name = topic.topic.0.as_str();
-            let allowed = authz::topic_or_view(ctx, AclOperation::Describe, name);
+            let allowed = authz::read_through(ctx, AclOperation::Describe, name);
             let mut out = OffsetForLeaderTopicResult::default();
             out.partitions = topic
                 .partitions

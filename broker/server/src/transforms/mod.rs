@@ -12,12 +12,19 @@
 //! - `process.rs`: the blocking steps: reading the source read_committed, calling the plugin.
 //! - `producer.rs`: the transaction steps against `TxnHandle` and `append_one`.
 //! - `record.rs`: the records the machine moves.
+//! - `rights.rs`: what a running transform may still do: its source still the topic it was
+//!   deployed on, its outputs there, its owner's rights (checked before each read and append).
 //!
 //! Durable state: the spec, `<data.dir>/transforms/<name>.json` (written through the one
 //! durable-write path; every write goes through [`persist`], so a replicated metadata log can
 //! carry it later); the source positions, as the committed offsets of the group
 //! `__sluice_transform/<name>` in the offsets log; producer ids and open transactions in the
 //! transaction log. Counters are memory only.
+//!
+//! A transform acts for its owner (the spec's `principal`, from `principal_host`): its runners
+//! stop, `unauthorized`, when the owner loses a right it needs and resume by themselves when it
+//! is granted again; one whose source topic is deleted is removed (`remove_orphans`, every
+//! `PARTITIONS_CHECK_INTERVAL`, and at start); one whose output is deleted fails.
 //!
 //! Architecture Invariant: a transform's output becomes visible to read_committed consumers
 //! only together with the source position that produced it; nothing here commits an offset
@@ -26,6 +33,7 @@
 mod process;
 mod producer;
 mod record;
+mod rights;
 mod runner;
 
 use std::collections::BTreeMap;
@@ -184,6 +192,7 @@ impl TransformService {
             }
             match load(&path) {
                 Ok(spec) => {
+                    let spec = record_source_id(&broker, spec);
                     tracing::info!(transform = %spec.name, source = %spec.source, "loaded transform");
                     let running = service.start(Arc::new(spec));
                     loaded.insert(running.spec.name.clone(), running);
@@ -225,8 +234,9 @@ impl TransformService {
         }
     }
 
-    /// Deploys a transform: checks it against the broker (topics, plugin, bounds), resolves
-    /// its start offsets, persists it and starts its runners.
+    /// Deploys a transform for `principal`, who asks from `host` (the owner it acts for):
+    /// checks it against the broker (topics, plugin, bounds), resolves its start offsets,
+    /// persists it and starts its runners.
     ///
     /// # Errors
     /// What is wrong, as Kafka's code and a message naming it.
@@ -234,6 +244,7 @@ impl TransformService {
         &self,
         request: DeployRequest,
         principal: String,
+        host: String,
     ) -> Result<TransformReport, KafkaError> {
         let mut transforms = self.inner.transforms.lock().await;
         let broker = &self.inner.broker;
@@ -269,6 +280,8 @@ impl TransformService {
             partitioner: request.partitioner,
             partitioner_params: request.partitioner_params.into_iter().collect(),
             principal,
+            principal_host: Some(host),
+            source_topic_id: Some(source.id.to_string()),
             created_ms: broker.now_ms(),
         };
         spec.start_offsets = start_offsets(&source, spec.from_offset)?;
@@ -400,9 +413,35 @@ impl TransformService {
             return Err(e);
         }
         remove_file_logged(&spec_file(&self.inner.broker, name));
-        self.inner.broker.unpin_topics(&holder(name));
+        self.inner.broker.forget_transform_topics(name);
         tracing::info!(transform = name, "deleted transform");
         Ok(())
+    }
+
+    /// Removes the transforms whose source topic is gone (`rights::source_gone`): their
+    /// runners abort and stop, then the spec (the commit point) and the group's positions
+    /// go. The deletion of the topic wrote their audit lines; this carries it out.
+    async fn remove_orphans(&self, transforms: &mut BTreeMap<String, Running>) {
+        let broker = &self.inner.broker;
+        let orphans: Vec<String> = transforms
+            .values()
+            .filter(|r| rights::source_gone(broker, &r.spec))
+            .map(|r| r.spec.name.clone())
+            .collect();
+        for name in orphans {
+            let Some(running) = transforms.remove(&name) else {
+                continue;
+            };
+            let spec = running.spec.clone();
+            runner::send(&running.control, Control::Stop(Finish::Abort));
+            stop_runners(running).await;
+            remove_file_logged(&spec_file(broker, &name));
+            broker.forget_transform_topics(&name);
+            if let Err(e) = self.forget_positions(&spec).await {
+                tracing::warn!(transform = %name, "its positions stay in {} (never read again): {}", spec.group_id(), e.message);
+            }
+            tracing::info!(transform = %name, source = %spec.source, "removed transform: its source topic was deleted");
+        }
     }
 
     /// Drops the committed positions of the transform's group.
@@ -419,14 +458,18 @@ impl TransformService {
         }
     }
 
-    /// Starts one runner per source partition (pinning the topics it uses).
+    /// Starts one runner per source partition (noting the topics it uses with the broker).
     fn start(&self, spec: Arc<TransformSpec>) -> Running {
         let inner = &self.inner;
-        let topics: Vec<&str> = std::iter::once(spec.source.as_str())
-            .chain(spec.outputs.iter().map(String::as_str))
+        let written: Vec<&str> = spec
+            .outputs
+            .iter()
+            .map(String::as_str)
             .chain(spec.dead_letter_topic.as_deref())
             .collect();
-        inner.broker.pin_topics(&holder(&spec.name), &topics);
+        inner
+            .broker
+            .note_transform_topics(&spec.name, &spec.source, &written);
         let initial = if spec.paused {
             Control::Pause
         } else {
@@ -476,7 +519,8 @@ impl TransformService {
         }
     }
 
-    /// Every `PARTITIONS_CHECK_INTERVAL`, starts runners for source partitions added since.
+    /// Every `PARTITIONS_CHECK_INTERVAL`, removes the transforms whose source was deleted
+    /// and starts runners for source partitions added since.
     fn spawn_grower(&self) -> JoinHandle<()> {
         let service = self.clone();
         tokio::spawn(async move {
@@ -484,6 +528,7 @@ impl TransformService {
             loop {
                 tick.tick().await;
                 let mut transforms = service.inner.transforms.lock().await;
+                service.remove_orphans(&mut transforms).await;
                 for running in transforms.values_mut() {
                     service.grow(running);
                 }
@@ -500,12 +545,19 @@ impl TransformService {
             .map(|(shared, _)| partition_report(broker, spec, shared))
             .collect();
         let lag = partitions.iter().map(|p| p.lag).sum();
-        let state = if spec.paused {
-            "paused"
-        } else if partitions.iter().any(|p| p.state == "failed") {
-            "failed"
+        let failed = partitions
+            .iter()
+            .find(|p| p.state == State::Failed.as_str());
+        let (state, reason) = if spec.paused {
+            ("paused", None)
+        } else if partitions.iter().any(|p| p.state == UNAUTHORIZED) {
+            let why = running.runners.iter().find_map(|(s, _)| s.unauthorized());
+            (UNAUTHORIZED, why)
+        } else if let Some(failed) = failed {
+            let why = failed.last_error.as_ref().map(|e| e.message.clone());
+            ("failed", why)
         } else {
-            "running"
+            ("running", None)
         };
         TransformReport {
             name: spec.name.clone(),
@@ -527,6 +579,7 @@ impl TransformService {
             created_ms: spec.created_ms,
             group: spec.group_id(),
             state,
+            reason,
             lag,
             partitions,
         }
@@ -567,8 +620,11 @@ pub struct TransformReport {
     pub created_ms: i64,
     /// The group holding the source positions (`sluice group describe` shows its lag too).
     pub group: String,
-    /// `running`, `paused` or `failed` (any partition failed).
+    /// `running`, `paused`, `unauthorized` (the owner lacks a right: `reason` names it) or
+    /// `failed` (any partition failed).
     pub state: &'static str,
+    /// Why the transform is `unauthorized` or `failed`: a partition's last error.
+    pub reason: Option<String>,
     /// Records of the source not yet through the transform, over every partition.
     pub lag: i64,
     pub partitions: Vec<PartitionReport>,
@@ -610,8 +666,22 @@ pub struct ErrorReport {
     pub at_ms: i64,
 }
 
+/// The state of a partition whose owner lacks a right it needs (`rights::may_run`).
+const UNAUTHORIZED: &str = "unauthorized";
+
+/// A partition's state: the machine's, or `unauthorized` while the owner lacks a right (the
+/// machine then fails, or commits what it holds first).
+fn partition_state(state: State, unauthorized: bool) -> &'static str {
+    match state {
+        State::Paused | State::Stopped => state.as_str(),
+        _ if unauthorized => UNAUTHORIZED,
+        _ => state.as_str(),
+    }
+}
+
 fn partition_report(broker: &Broker, spec: &TransformSpec, shared: &Shared) -> PartitionReport {
     let status = shared.status();
+    let unauthorized = shared.unauthorized().is_some();
     let index = i32::try_from(shared.partition).unwrap_or(i32::MAX);
     let (start, lso, end) = broker
         .partition(&spec.source, index)
@@ -639,7 +709,7 @@ fn partition_report(broker: &Broker, spec: &TransformSpec, shared: &Shared) -> P
     let producer = status.producer;
     PartitionReport {
         partition: shared.partition,
-        state: status.state.as_str(),
+        state: partition_state(status.state, unauthorized),
         position,
         log_start_offset: start,
         last_stable_offset: lso,
@@ -817,16 +887,27 @@ fn persist(broker: &Broker, spec: &TransformSpec) -> Result<(), KafkaError> {
     })
 }
 
+/// A spec written before source ids were recorded is bound to its source topic as it is now
+/// (persisted), so a topic made later under the name is never read by it.
+fn record_source_id(broker: &Broker, mut spec: TransformSpec) -> TransformSpec {
+    if spec.source_topic_id.is_some() {
+        return spec;
+    }
+    let source = broker.topic(&spec.source).filter(|t| t.offline.is_none());
+    if let Some(source) = source {
+        spec.source_topic_id = Some(source.id.to_string());
+        if let Err(e) = persist(broker, &spec) {
+            tracing::warn!(transform = %spec.name, "recording its source topic's id: {}", e.message);
+        }
+    }
+    spec
+}
+
 fn load(path: &std::path::Path) -> Result<TransformSpec, String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let spec: TransformSpec = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     spec.check().map_err(|e| e.to_string())?;
     Ok(spec)
-}
-
-/// The name a transform pins topics under.
-fn holder(name: &str) -> String {
-    format!("transform {name}")
 }
 
 fn unknown(name: &str) -> KafkaError {

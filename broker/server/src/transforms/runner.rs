@@ -18,6 +18,12 @@
 //! effects, or at once while it waits. After every effect the task publishes the machine's
 //! status for `describe` and the metrics.
 //!
+//! Before each Read and each Append the task asks `rights` whether the transform may go on.
+//! If not, the step fails as fatal, naming why: the machine commits what it holds (read and
+//! written while the rights held, as a Kafka transaction would) or, for an append, aborts,
+//! and fails. A partition stopped because its owner lacks a right shows `unauthorized` and
+//! resumes by itself once the right is back (checked every `BIND_RETRY` while failed).
+//!
 //! Backpressure: the machine reads the next chunk only after the last one's output is
 //! appended, and bounds what one transaction holds, so nothing queues here; plugin calls of
 //! every transform share one semaphore, so transforms take bounded CPU from produce and
@@ -35,6 +41,7 @@ use sluice_transform::{
 };
 use tokio::sync::{Semaphore, watch};
 
+use crate::authz::Owner;
 use crate::broker::Broker;
 use crate::group::GroupHandle;
 use crate::txn::TxnHandle;
@@ -42,6 +49,7 @@ use crate::txn::TxnHandle;
 use super::process::{self, OutputValidator, Plugin};
 use super::producer::TxnSteps;
 use super::record::Rec;
+use super::rights::{self, Refusal};
 
 /// What the operator asks of a transform's runners.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +92,9 @@ pub struct Shared {
     /// The committed position read when the task started, for `describe` while the
     /// machine has not read it itself (a transform started paused).
     pub committed_at_start: Mutex<Option<i64>>,
+    /// Why the owner may not run the transform now (the right it lacks), from the last
+    /// check before a read or an append; `None` once a check passes.
+    unauthorized: Mutex<Option<String>>,
 }
 
 impl Shared {
@@ -93,11 +104,17 @@ impl Shared {
             status: Mutex::new(Status::default()),
             plugin_sha256: Mutex::new(String::new()),
             committed_at_start: Mutex::new(None),
+            unauthorized: Mutex::new(None),
         }
     }
 
     pub fn status(&self) -> Status {
         lock(&self.status).clone()
+    }
+
+    /// Why the owner may not run the transform now, if it may not.
+    pub fn unauthorized(&self) -> Option<String> {
+        lock(&self.unauthorized).clone()
     }
 }
 
@@ -145,6 +162,8 @@ struct Driver {
     pinned: Option<Arc<PluginVersion>>,
     /// The codec of the source batches last read (output batches use it).
     codec: Compression,
+    /// Whom the transform acts for (`rights::owner`).
+    owner: Result<Owner, Refusal>,
 }
 
 /// Runs until the transform is stopped.
@@ -171,6 +190,7 @@ pub async fn run(mut ctx: RunnerCtx) {
         placements,
         pinned: None,
         codec: Compression::None,
+        owner: rights::owner(&spec),
     };
     let index = to_i32(driver.ctx.partition);
     // For `describe` while paused: the group coordinator may still be loading at a start.
@@ -290,6 +310,9 @@ impl Driver {
                 runner.on_position(now(&self.ctx), answer)
             }
             Effect::Read { from } => {
+                if let Err(refusal) = self.may_run(&spec) {
+                    return runner.on_read(now(&self.ctx), Err(fatal(refusal.message())));
+                }
                 if let Ok(counts) = partition_counts(&self.ctx.broker, &spec) {
                     runner.set_partition_counts(&counts);
                 }
@@ -388,6 +411,8 @@ impl Driver {
             other => unreachable!("not an append: {other:?}"),
         };
         let topic = topic_of(spec, target);
+        self.may_write(spec, topic)
+            .map_err(|refusal| fatal(refusal.message()))?;
         // One Append may hold more than one batch should (a read's records for one output
         // partition): split by size; sequences run on across the pieces.
         let mut sequence = base_sequence;
@@ -409,7 +434,7 @@ impl Driver {
     }
 
     /// Waits for a command; a failed partition also tries again by itself when the plugin
-    /// gets a new version.
+    /// gets a new version, or, stopped unauthorized, when its owner has the rights again.
     async fn idle(
         &mut self,
         runner: &mut Runner<Rec, Rec>,
@@ -422,6 +447,12 @@ impl Driver {
             let wait = if failed { Some(BIND_RETRY) } else { None };
             if self.wait_for_control(wait).await {
                 return Effect::Idle;
+            }
+            if failed && self.ctx.shared.unauthorized().is_some() && self.may_run(spec).is_ok() {
+                tracing::info!(transform = %spec.name, partition = self.ctx.partition, "the owner's rights are back; resuming");
+                if let Some(effect) = runner.resume(now(&self.ctx)) {
+                    return effect;
+                }
             }
             let now_version = self.ctx.broker.plugins.registry.version(&spec.plugin);
             let moved = match (&version, &now_version) {
@@ -438,6 +469,41 @@ impl Driver {
                     return effect;
                 }
             }
+        }
+    }
+
+    /// `rights::may_run`, noting an owner's missing right for `describe` (and clearing it
+    /// once the check passes).
+    fn may_run(&self, spec: &TransformSpec) -> Result<(), Refusal> {
+        let checked = match &self.owner {
+            Ok(owner) => rights::may_run(&self.ctx.broker, spec, owner),
+            Err(refusal) => Err(refusal.clone()),
+        };
+        self.note(&checked);
+        checked
+    }
+
+    /// `rights::may_write` for `topic`, noted as `may_run` is.
+    fn may_write(&self, spec: &TransformSpec, topic: &str) -> Result<(), Refusal> {
+        let checked = match &self.owner {
+            Ok(owner) => rights::may_write(&self.ctx.broker, spec, owner, topic),
+            Err(refusal) => Err(refusal.clone()),
+        };
+        self.note(&checked);
+        checked
+    }
+
+    fn note(&self, checked: &Result<(), Refusal>) {
+        let now_unauthorized = match checked {
+            Err(Refusal::Unauthorized(why)) => Some(why.clone()),
+            _ => None,
+        };
+        let mut noted = lock(&self.ctx.shared.unauthorized);
+        if *noted != now_unauthorized {
+            if let Some(why) = &now_unauthorized {
+                tracing::warn!(transform = %self.ctx.spec.name, partition = self.ctx.partition, "{why}");
+            }
+            *noted = now_unauthorized;
         }
     }
 

@@ -60,6 +60,15 @@ pub struct ViewSpec {
     /// Not persisted; dropped when idle (ad hoc `sluice consume --filter`).
     #[serde(default)]
     pub ephemeral: bool,
+    /// The principal that created it (`User:alice`), set by the broker from the admin API's
+    /// caller (a value in a request body is replaced). Every fetch asks its current READ on
+    /// the source topic and on each stage's plugin (`authz::view_refusal`). `None` in a view
+    /// persisted before owners were recorded: each reader then needs READ on the source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// The address the owner created it from: the host the owner's ACLs are matched against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_host: Option<String>,
 }
 
 fn default_on_error() -> String {
@@ -159,6 +168,8 @@ mod tests {
                 .collect(),
             on_error: on_error.into(),
             ephemeral: false,
+            owner: None,
+            owner_host: None,
         }
     }
 
@@ -183,6 +194,10 @@ mod tests {
         let parsed: ViewSpec = serde_json::from_str(text).unwrap();
         assert_eq!(parsed.on_error, "fail");
         assert!(!parsed.ephemeral);
+        assert_eq!(
+            parsed.owner, None,
+            "a view persisted before owners were recorded"
+        );
         assert!(parsed.stages[0].params.is_empty());
         let again: ViewSpec =
             serde_json::from_str(&serde_json::to_string(&parsed).unwrap()).unwrap();

@@ -774,6 +774,8 @@ fn config_from_a_spec() {
         partitioner: None,
         partitioner_params: Vec::new(),
         principal: "User:a".into(),
+        principal_host: None,
+        source_topic_id: None,
         created_ms: 0,
     };
     let c = RunnerConfig::from_spec(&spec, 1, vec![1, 2, 3]);

@@ -21,6 +21,8 @@ fn spec() -> TransformSpec {
         partitioner: None,
         partitioner_params: Vec::new(),
         principal: "User:alice".into(),
+        principal_host: Some("10.0.0.7".into()),
+        source_topic_id: Some("5d2c6a3e-4b1f-4c1d-9a2e-0f1e2d3c4b5a".into()),
         created_ms: 1_764_547_200_000,
     }
 }
@@ -256,6 +258,22 @@ fn a_partitioner_plugin_is_named_and_its_params_bounded() {
     value.as_object_mut().unwrap().remove("partitioner_params");
     let old: TransformSpec = serde_json::from_value(value).unwrap();
     assert_eq!(old.partitioner, None);
+}
+
+#[test]
+fn the_owners_host_and_the_source_id_are_kept_and_optional() {
+    let text = serde_json::to_string(&spec()).unwrap();
+    assert_eq!(
+        serde_json::from_str::<TransformSpec>(&text).unwrap(),
+        spec()
+    );
+    // A spec file written before they were recorded still reads, without them.
+    let mut value = serde_json::to_value(spec()).unwrap();
+    value.as_object_mut().unwrap().remove("principal_host");
+    value.as_object_mut().unwrap().remove("source_topic_id");
+    let old: TransformSpec = serde_json::from_value(value).unwrap();
+    assert_eq!((&old.principal_host, &old.source_topic_id), (&None, &None));
+    assert_eq!(old.check(), Ok(()));
 }
 
 fn feeding(
