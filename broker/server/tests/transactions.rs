@@ -287,6 +287,86 @@ async fn produce_verifies_transactional_batches_with_the_coordinator() {
     broker.stop().await;
 }
 
+/// A hanging transaction: an open transactional batch no coordinator knows (written
+/// straight into the log, as a partition's own batches survive what its coordinator lost).
+/// WriteTxnMarkers (what `kafka-transactions.sh abort` sends) ends it: the LSO moves past
+/// it and the aborted list names it; an older epoch, an unknown partition are refused.
+#[tokio::test]
+async fn write_txn_markers_ends_a_hanging_transaction() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, TOPIC, 1).await;
+    let partition = broker.broker.partition(TOPIC, 0).unwrap();
+    partition
+        .with_log(|log| {
+            let mut hanging = producer_batch(77, 3, 0, 2, true);
+            log.append(&mut hanging, sluice_storage::Durability::OsCache, 0)
+                .unwrap();
+            let mut plain = producer_batch(-1, -1, -1, 1, false);
+            log.append(&mut plain, sluice_storage::Durability::OsCache, 0)
+                .unwrap();
+        })
+        .unwrap();
+    assert_eq!(
+        describe_state(&broker, 0),
+        (3, 0),
+        "the hanging transaction holds the LSO"
+    );
+    let marker = |epoch: i16, partition: i32| {
+        let mut topic = write_txn_markers_request::WritableTxnMarkerTopic::default();
+        topic.name = TopicName(s(TOPIC));
+        topic.partition_indexes = vec![partition];
+        let mut marker = write_txn_markers_request::WritableTxnMarker::default();
+        marker.producer_id = ProducerId(77);
+        marker.producer_epoch = epoch;
+        marker.transaction_result = false;
+        marker.topics = vec![topic];
+        let mut request = WriteTxnMarkersRequest::default();
+        request.markers = vec![marker];
+        request
+    };
+    let codes = |r: &WriteTxnMarkersResponse| -> Vec<(i64, i16)> {
+        r.markers
+            .iter()
+            .flat_map(|m| {
+                m.topics
+                    .iter()
+                    .flat_map(|t| &t.partitions)
+                    .map(|p| (m.producer_id.0, p.error_code))
+            })
+            .collect()
+    };
+    let stale: WriteTxnMarkersResponse =
+        client.call(ApiKey::WriteTxnMarkers, 1, &marker(2, 0)).await;
+    assert_eq!(codes(&stale), [(77, 47)], "INVALID_PRODUCER_EPOCH");
+    let unknown: WriteTxnMarkersResponse =
+        client.call(ApiKey::WriteTxnMarkers, 1, &marker(3, 5)).await;
+    assert_eq!(codes(&unknown), [(77, 3)], "UNKNOWN_TOPIC_OR_PARTITION");
+    assert_eq!(describe_state(&broker, 0), (3, 0), "nothing written yet");
+    let aborted: WriteTxnMarkersResponse =
+        client.call(ApiKey::WriteTxnMarkers, 1, &marker(3, 0)).await;
+    assert_eq!(codes(&aborted), [(77, 0)]);
+    assert_eq!(
+        describe_state(&broker, 0),
+        (4, 4),
+        "the ABORT marker ended it"
+    );
+    let listed = partition
+        .with_log(|log| {
+            log.aborted_transactions(sluice_storage::Offset(0), sluice_storage::Offset(4))
+        })
+        .unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|t| (t.producer_id, t.first_offset, t.last_offset))
+            .collect::<Vec<_>>(),
+        [(77, 0, 3)]
+    );
+    drop(client);
+    broker.stop().await;
+}
+
 #[tokio::test]
 async fn refused_partitions_leave_the_rest_not_attempted() {
     let broker = TestBroker::start(&[]).await;
