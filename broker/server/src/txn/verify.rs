@@ -18,7 +18,8 @@
 //! error (CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
 //! NOT_COORDINATOR) NOT_ENOUGH_REPLICAS (which old clients retry without a metadata
 //! refresh), and INVALID_PRODUCER_ID_MAPPING (another producer id, or no such transactional
-//! id) stays itself.
+//! id) stays itself. (Kafka answers Produce v11+, not served here, TRANSACTION_ABORTABLE
+//! where these versions get INVALID_TXN_STATE; the rest is the same.)
 
 use std::sync::Arc;
 
