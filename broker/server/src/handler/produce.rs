@@ -83,7 +83,8 @@ pub async fn append(
     // Kafka's checks: a transactional id the principal may WRITE for transactional batches
     // (`hasTransactionalRecords`), then WRITE on each topic.
     let transactional_id = request.transactional_id.as_ref().map(|t| t.0.to_string());
-    if has_transactional_batch(&request)
+    let transactional = has_transactional_batch(&request);
+    if transactional
         && !transactional_id.as_deref().is_some_and(|id| {
             authz::allowed(ctx, AclOperation::Write, ResourceType::TransactionalId, id)
         })
@@ -109,7 +110,11 @@ pub async fn append(
             "acks must be 0, 1 or -1",
         );
     }
-    let verified = match verify_transactional(ctx, &request, transactional_id, &denied).await {
+    let verified = match transactional {
+        true => verify_transactional(ctx, &request, transactional_id, &denied).await,
+        false => Ok(None),
+    };
+    let verified = match verified {
         Ok(verified) => verified,
         Err(e) => return refuse_all(&request, e.code, &e.message),
     };
