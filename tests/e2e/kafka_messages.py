@@ -483,7 +483,22 @@ def txn_requests(version: int, n: FuzzNames) -> dict:
         kw.API_END_TXN: lambda: Fields().string(tid).i64(pid).i16(epoch).bool(False),
         kw.API_DESCRIBE_TRANSACTIONS: lambda: Fields().compact_array([Fields().compact_string(tid)]).tagged_fields(),
         kw.API_LIST_TRANSACTIONS: lambda: Fields().compact_array([]).compact_array([]).tagged_fields(),
+        kw.API_WRITE_TXN_MARKERS: lambda: write_txn_markers_body(pid, epoch, [(n.topic, 0)], commit=False),
     }
+
+
+def write_txn_markers_body(producer_id: int, epoch: int, partitions: list[tuple[str, int]], commit: bool) -> Fields:
+    """WriteTxnMarkers v1 (flexible): one marker of `producer_id` for (topic, partition)
+    entries (consecutive ones of a topic share a topic entry), coordinator epoch 0."""
+    grouped: list[tuple[str, list[int]]] = []
+    for topic, partition in partitions:
+        if grouped and grouped[-1][0] == topic:
+            grouped[-1][1].append(partition)
+        else:
+            grouped.append((topic, [partition]))
+    topics = [Fields().compact_string(t).compact_array([Fields().i32(p) for p in ps]).tagged_fields() for t, ps in grouped]
+    marker = Fields().i64(producer_id).i16(epoch).bool(commit).compact_array(topics).i32(0).tagged_fields()
+    return Fields().compact_array([marker]).tagged_fields()
 
 
 # What the security requests name: resources and users no other test reads.

@@ -52,6 +52,7 @@ API_DESCRIBE_PRODUCERS = 61
 API_ADD_PARTITIONS_TO_TXN = 24
 API_ADD_OFFSETS_TO_TXN = 25
 API_END_TXN = 26
+API_WRITE_TXN_MARKERS = 27
 API_TXN_OFFSET_COMMIT = 28
 API_DESCRIBE_TRANSACTIONS = 65
 API_CREATE_PARTITIONS = 37
@@ -251,7 +252,7 @@ def is_flexible(api_key: int, version: int) -> bool:
     ElectLeaders and DescribeLogDirs v2+, OffsetForLeaderEpoch v4+, Metadata v9+, OffsetCommit v8+,
     OffsetFetch v6+, ListGroups v3+, the consumer group protocol's APIs (KIP-848), and the APIs
     whose only version, v0, is flexible (SCRAM credentials, DescribeProducers,
-    DescribeTransactions, ListTransactions)."""
+    DescribeTransactions, ListTransactions), and WriteTxnMarkers (v1, the one served)."""
     return (
         (api_key == API_API_VERSIONS and version >= 3)
         or (api_key == API_OFFSET_COMMIT and version >= 8)
@@ -274,6 +275,7 @@ def is_flexible(api_key: int, version: int) -> bool:
             API_DESCRIBE_TRANSACTIONS,
             API_LIST_TRANSACTIONS,
             API_DESCRIBE_CLUSTER,
+            API_WRITE_TXN_MARKERS,
         )
     )
 
@@ -427,12 +429,17 @@ def batch_compression_codecs(records_bytes: bytes) -> list[int]:
 
 
 def produce_body(
-    version: int, batches: dict[str, list[tuple[int, bytes]]], acks: int = -1, timeout_ms: int = 10_000
+    version: int,
+    batches: dict[str, list[tuple[int, bytes]]],
+    acks: int = -1,
+    timeout_ms: int = 10_000,
+    transactional_id: str | None = None,
 ) -> Fields:
-    """Produce v0-v8: topic -> [(partition, record batch bytes)]."""
+    """Produce v0-v8: topic -> [(partition, record batch bytes)], with a transactional id
+    from v3 (null unless given)."""
     f = Fields()
     if version >= 3:
-        f.string(None)  # transactional id
+        f.string(transactional_id)
     f.i16(acks).i32(timeout_ms)
     topics = []
     for topic, parts in batches.items():
@@ -655,17 +662,31 @@ class KafkaConnection:
         return self.send_request(API_PRODUCE, version, body)
 
     def produce(
-        self, topic: str, partition: int, batch: bytes, version: int = 3, acks: int = -1, timeout_ms: int = 10_000
+        self,
+        topic: str,
+        partition: int,
+        batch: bytes,
+        version: int = 3,
+        acks: int = -1,
+        timeout_ms: int = 10_000,
+        transactional_id: str | None = None,
     ) -> PartitionResult:
-        results = self.produce_many({topic: [(partition, batch)]}, version, acks, timeout_ms)
+        results = self.produce_many({topic: [(partition, batch)]}, version, acks, timeout_ms, transactional_id)
         assert len(results) == 1, f"unexpected produce response shape {results}"
         return results[0]
 
     def produce_many(
-        self, batches: dict[str, list[tuple[int, bytes]]], version: int = 3, acks: int = -1, timeout_ms: int = 10_000
+        self,
+        batches: dict[str, list[tuple[int, bytes]]],
+        version: int = 3,
+        acks: int = -1,
+        timeout_ms: int = 10_000,
+        transactional_id: str | None = None,
     ) -> list[PartitionResult]:
-        """One Produce of several topics and partitions; one result per partition answered."""
-        r = self.request(API_PRODUCE, version, produce_body(version, batches, acks, timeout_ms))
+        """One Produce of several topics and partitions (as the transactional producer
+        `transactional_id`, if given); one result per partition answered."""
+        body = produce_body(version, batches, acks, timeout_ms, transactional_id)
+        r = self.request(API_PRODUCE, version, body)
 
         def part(x):
             p = PartitionResult(x.i32(), x.i16(), base_offset=x.i64())

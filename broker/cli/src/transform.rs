@@ -223,7 +223,8 @@ fn from_offset_text(text: &str) -> anyhow::Result<String> {
     Ok(format!("{ms}ms"))
 }
 
-/// `name: source -> plugin -> outputs (state, lag N)`.
+/// `name: source -> plugin -> outputs (state, lag N)`, and `, waiting on an open
+/// transaction` when a partition's runner is held back by one.
 fn row(t: &Value) -> String {
     let outputs: Vec<&str> = t["outputs"]
         .as_array()
@@ -231,14 +232,42 @@ fn row(t: &Value) -> String {
         .flatten()
         .filter_map(Value::as_str)
         .collect();
+    let waiting = waits(t).next().is_some();
     format!(
-        "{}: {} -> {} -> {} ({}, lag {})",
+        "{}: {} -> {} -> {} ({}, lag {}{})",
         t["name"].as_str().unwrap_or("?"),
         t["source"].as_str().unwrap_or("?"),
         t["plugin"].as_str().unwrap_or("?"),
         outputs.join(", "),
         t["state"].as_str().unwrap_or("?"),
-        t["lag"]
+        t["lag"],
+        if waiting {
+            ", waiting on an open transaction"
+        } else {
+            ""
+        }
+    )
+}
+
+/// The partitions whose runner waits on an open transaction: (partition, the wait).
+fn waits(t: &Value) -> impl Iterator<Item = (&Value, &Value)> {
+    t["partitions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["waiting_on_transaction"].is_object())
+        .map(|p| (&p["partition"], &p["waiting_on_transaction"]))
+}
+
+/// "partition P: waiting on an open transaction of producer ... (N records held)".
+fn wait_line(partition: &Value, wait: &Value) -> String {
+    format!(
+        "partition {}: waiting on an open transaction of producer {} since offset {}, for {} ms ({} records held)\n",
+        text(partition),
+        text(&wait["producer_id"]),
+        text(&wait["since_offset"]),
+        text(&wait["waiting_ms"]),
+        text(&wait["records_held"]),
     )
 }
 
@@ -284,10 +313,49 @@ fn describe_text(t: &Value) -> String {
             error
         ));
     }
+    for (partition, wait) in waits(t) {
+        out.push_str(&wait_line(partition, wait));
+    }
     out
 }
 
 /// A JSON scalar as plain text (strings without quotes).
 fn text(v: &Value) -> String {
     v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_partition_waiting_on_an_open_transaction_says_so() {
+        let partition = |index: u32, waiting: Value| {
+            serde_json::json!({
+                "partition": index, "state": "running", "position": 12,
+                "last_stable_offset": 12, "lag": 0, "records_in": 3, "records_out": {},
+                "transactions": 1, "last_error": null, "waiting_on_transaction": waiting,
+            })
+        };
+        let wait = serde_json::json!({
+            "producer_id": 7, "since_offset": 12, "since_ms": 1, "waiting_ms": 65000,
+            "records_held": 3,
+        });
+        let mut t = serde_json::json!({
+            "name": "t", "source": "s", "plugin": "p", "outputs": ["o"], "state": "running",
+            "lag": 0, "partitions": [partition(0, Value::Null), partition(1, wait)],
+        });
+        assert_eq!(
+            row(&t),
+            "t: s -> p -> o (running, lag 0, waiting on an open transaction)"
+        );
+        let text = describe_text(&t);
+        assert!(
+            text.contains("partition 1: waiting on an open transaction of producer 7 since offset 12, for 65000 ms (3 records held)\n"),
+            "{text}"
+        );
+        assert!(!text.contains("partition 0: waiting"));
+        t["partitions"][1]["waiting_on_transaction"] = Value::Null;
+        assert_eq!(row(&t), "t: s -> p -> o (running, lag 0)");
+    }
 }

@@ -1,5 +1,6 @@
 //! The audit trail: every change to who may do what, and to the code that runs inside the
-//! broker (plugins, views, transforms, ACLs, users, quotas), is one log line at INFO with
+//! broker (plugins, views, transforms, ACLs, users, quotas), and every transaction marker an
+//! operator writes (WriteTxnMarkers: `txn.marker`), is one log line at INFO with
 //! the target `sluice::audit`, naming the principal, its address, the action, the resource
 //! and the outcome. Operators grep the broker log for `audit:` (or filter the JSON log on
 //! the target); the lines are written whether the change came over the Kafka protocol or

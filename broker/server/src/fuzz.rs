@@ -142,6 +142,7 @@ fn decode_body(key: ApiKey, version: i16, mut body: Bytes) -> Result<(), String>
         ApiKey::EndTxn => d::<EndTxnRequest>(b, version),
         ApiKey::DescribeTransactions => d::<DescribeTransactionsRequest>(b, version),
         ApiKey::ListTransactions => d::<ListTransactionsRequest>(b, version),
+        ApiKey::WriteTxnMarkers => d::<WriteTxnMarkersRequest>(b, version),
         other => Err(format!(
             "{other:?} is in the version table but has no decoder here"
         )),

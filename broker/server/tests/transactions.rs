@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{Client, TestBroker, at_every_version, create_topic, produce, s};
+use common::{Client, TestBroker, at_every_version, create_topic, produce_request, s};
 use kafka_protocol::messages::add_partitions_to_txn_request::{
     AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
 };
@@ -72,6 +72,32 @@ async fn end(client: &mut Client, id: &str, (pid, epoch): (i64, i16), commit: bo
     response.error_code
 }
 
+/// Produces `records` to one partition as the transactional producer `id` (Produce v8).
+async fn produce_txn(
+    client: &mut Client,
+    id: Option<&str>,
+    partitions: &[(i32, Vec<u8>)],
+) -> Vec<i16> {
+    let mut request = produce_request(TOPIC, 0, -1, bytes::Bytes::new());
+    request.transactional_id = id.map(|id| TransactionalId(s(id)));
+    let template = request.topic_data[0].partition_data[0].clone();
+    request.topic_data[0].partition_data = partitions
+        .iter()
+        .map(|(index, batch)| {
+            let mut p = template.clone();
+            p.index = *index;
+            p.records = Some(batch.clone().into());
+            p
+        })
+        .collect();
+    let response: ProduceResponse = client.call(ApiKey::Produce, 8, &request).await;
+    response.responses[0]
+        .partition_responses
+        .iter()
+        .map(|p| p.error_code)
+        .collect()
+}
+
 fn describe_state(broker: &TestBroker, partition: i32) -> (i64, i64) {
     let p = broker.broker.partition(TOPIC, partition).unwrap();
     p.with_log(|log| {
@@ -92,8 +118,10 @@ async fn a_transaction_by_hand_commits_with_a_marker_and_survives_a_restart() {
     assert_eq!(add(&mut client, "t1", producer, &[0]).await, vec![0]);
 
     let batch = producer_batch(producer.0, producer.1, 0, 2, true);
-    let produced = produce(&mut client, TOPIC, 0, -1, batch.into()).await;
-    assert_eq!(produced.error_code, 0, "{produced:?}");
+    assert_eq!(
+        produce_txn(&mut client, Some("t1"), &[(0, batch)]).await,
+        [0]
+    );
     assert_eq!(
         describe_state(&broker, 0),
         (2, 0),
@@ -153,10 +181,8 @@ async fn a_second_init_aborts_the_open_transaction_and_fences_the_first_producer
     assert_eq!(add(&mut client, "t2", first, &[0]).await, vec![0]);
     let batch = producer_batch(first.0, first.1, 0, 1, true);
     assert_eq!(
-        produce(&mut client, TOPIC, 0, -1, batch.into())
-            .await
-            .error_code,
-        0
+        produce_txn(&mut client, Some("t2"), &[(0, batch)]).await,
+        [0]
     );
 
     let second = init(&mut client, "t2").await;
@@ -177,15 +203,165 @@ async fn a_second_init_aborts_the_open_transaction_and_fences_the_first_producer
     // The zombie can neither write nor end the transaction.
     let late = producer_batch(first.0, first.1, 1, 1, true);
     assert_eq!(
-        produce(&mut client, TOPIC, 0, -1, late.into())
-            .await
-            .error_code,
-        47
+        produce_txn(&mut client, Some("t2"), &[(0, late)]).await,
+        [47]
     );
     assert_eq!(
         end(&mut client, "t2", first, true).await,
         90,
         "PRODUCER_FENCED"
+    );
+    drop(client);
+    broker.stop().await;
+}
+
+/// Produce checks transactional batches as Kafka does: a transactional id is required,
+/// and the coordinator verifies the producer id, epoch and partitions (KIP-890) with the
+/// error codes Kafka gives Produce v3-v10.
+#[tokio::test]
+async fn produce_verifies_transactional_batches_with_the_coordinator() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, TOPIC, 2).await;
+    let victim = init(&mut client, "victim").await;
+    let other = init(&mut client, "other").await;
+    assert_eq!(add(&mut client, "victim", victim, &[0]).await, vec![0]);
+    let batch = |(pid, epoch): (i64, i16), seq| producer_batch(pid, epoch, seq, 1, true);
+    // TRANSACTIONAL_ID_AUTHORIZATION_FAILED for a transactional batch without an id.
+    assert_eq!(
+        produce_txn(&mut client, None, &[(0, batch(victim, 0))]).await,
+        [53]
+    );
+    // Another transactional id than the producer's: INVALID_PRODUCER_ID_MAPPING.
+    assert_eq!(
+        produce_txn(&mut client, Some("other"), &[(0, batch(victim, 0))]).await,
+        [49]
+    );
+    assert_eq!(
+        produce_txn(&mut client, Some("nobody"), &[(0, batch(victim, 0))]).await,
+        [49]
+    );
+    // The next epoch, before any InitProducerId gave it: PRODUCER_FENCED, answered as
+    // INVALID_PRODUCER_EPOCH.
+    let next = (victim.0, victim.1 + 1);
+    assert_eq!(
+        produce_txn(&mut client, Some("victim"), &[(0, batch(next, 0))]).await,
+        [47]
+    );
+    // A partition not added to the transaction: INVALID_TXN_STATE.
+    assert_eq!(
+        produce_txn(&mut client, Some("victim"), &[(1, batch(victim, 0))]).await,
+        [48]
+    );
+    // Two producers' transactional batches in one request fail it whole.
+    let two = [(0, batch(victim, 0)), (1, batch(other, 0))];
+    assert_eq!(
+        produce_txn(&mut client, Some("victim"), &two).await,
+        [49, 49]
+    );
+    assert_eq!(describe_state(&broker, 0), (0, 0), "nothing was appended");
+    assert_eq!(describe_state(&broker, 1), (0, 0));
+    // The producer itself is unaffected; then its open transaction is bound to its id, and
+    // another id naming it is still refused.
+    assert_eq!(
+        produce_txn(&mut client, Some("victim"), &[(0, batch(victim, 0))]).await,
+        [0]
+    );
+    assert_eq!(
+        produce_txn(&mut client, Some("other"), &[(0, batch(victim, 1))]).await,
+        [49]
+    );
+    assert_eq!(
+        produce_txn(&mut client, Some("victim"), &[(0, batch(victim, 1))]).await,
+        [0]
+    );
+    // Batches without the transactional bit need no transactional id (Kafka's rule).
+    let plain = producer_batch(-1, -1, -1, 1, false);
+    assert_eq!(
+        produce_txn(&mut client, Some("nobody"), &[(1, plain)]).await,
+        [0]
+    );
+    assert_eq!(end(&mut client, "victim", victim, true).await, 0);
+    assert_eq!(describe_state(&broker, 0), (3, 3));
+    drop(client);
+    broker.stop().await;
+}
+
+/// A hanging transaction: an open transactional batch no coordinator knows (written
+/// straight into the log, as a partition's own batches survive what its coordinator lost).
+/// WriteTxnMarkers (what `kafka-transactions.sh abort` sends) ends it: the LSO moves past
+/// it and the aborted list names it; an older epoch, an unknown partition are refused.
+#[tokio::test]
+async fn write_txn_markers_ends_a_hanging_transaction() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, TOPIC, 1).await;
+    let partition = broker.broker.partition(TOPIC, 0).unwrap();
+    partition
+        .with_log(|log| {
+            let mut hanging = producer_batch(77, 3, 0, 2, true);
+            log.append(&mut hanging, sluice_storage::Durability::OsCache, 0)
+                .unwrap();
+            let mut plain = producer_batch(-1, -1, -1, 1, false);
+            log.append(&mut plain, sluice_storage::Durability::OsCache, 0)
+                .unwrap();
+        })
+        .unwrap();
+    assert_eq!(
+        describe_state(&broker, 0),
+        (3, 0),
+        "the hanging transaction holds the LSO"
+    );
+    let marker = |epoch: i16, partition: i32| {
+        let mut topic = write_txn_markers_request::WritableTxnMarkerTopic::default();
+        topic.name = TopicName(s(TOPIC));
+        topic.partition_indexes = vec![partition];
+        let mut marker = write_txn_markers_request::WritableTxnMarker::default();
+        marker.producer_id = ProducerId(77);
+        marker.producer_epoch = epoch;
+        marker.transaction_result = false;
+        marker.topics = vec![topic];
+        let mut request = WriteTxnMarkersRequest::default();
+        request.markers = vec![marker];
+        request
+    };
+    let codes = |r: &WriteTxnMarkersResponse| -> Vec<(i64, i16)> {
+        r.markers
+            .iter()
+            .flat_map(|m| {
+                m.topics
+                    .iter()
+                    .flat_map(|t| &t.partitions)
+                    .map(|p| (m.producer_id.0, p.error_code))
+            })
+            .collect()
+    };
+    let stale: WriteTxnMarkersResponse =
+        client.call(ApiKey::WriteTxnMarkers, 1, &marker(2, 0)).await;
+    assert_eq!(codes(&stale), [(77, 47)], "INVALID_PRODUCER_EPOCH");
+    let unknown: WriteTxnMarkersResponse =
+        client.call(ApiKey::WriteTxnMarkers, 1, &marker(3, 5)).await;
+    assert_eq!(codes(&unknown), [(77, 3)], "UNKNOWN_TOPIC_OR_PARTITION");
+    assert_eq!(describe_state(&broker, 0), (3, 0), "nothing written yet");
+    let aborted: WriteTxnMarkersResponse =
+        client.call(ApiKey::WriteTxnMarkers, 1, &marker(3, 0)).await;
+    assert_eq!(codes(&aborted), [(77, 0)]);
+    assert_eq!(
+        describe_state(&broker, 0),
+        (4, 4),
+        "the ABORT marker ended it"
+    );
+    let listed = partition
+        .with_log(|log| {
+            log.aborted_transactions(sluice_storage::Offset(0), sluice_storage::Offset(4))
+        })
+        .unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|t| (t.producer_id, t.first_offset, t.last_offset))
+            .collect::<Vec<_>>(),
+        [(77, 0, 3)]
     );
     drop(client);
     broker.stop().await;
@@ -266,8 +442,8 @@ async fn add_partitions_v4_batches_transactions_and_verifies() {
         client.call(ApiKey::AddPartitionsToTxn, 4, &verify).await;
     assert_eq!(
         codes(&before),
-        vec![vec![48, 48], vec![48, 48]],
-        "nothing added yet"
+        vec![vec![120, 120], vec![120, 120]],
+        "nothing added yet: TRANSACTION_ABORTABLE, as Kafka's coordinator answers"
     );
 
     let mut batched = AddPartitionsToTxnRequest::default();
@@ -410,10 +586,8 @@ async fn a_prepared_commit_left_by_a_crash_gets_its_markers_at_start() {
     assert_eq!(add(&mut client, "t-crash", producer, &[0]).await, vec![0]);
     let batch = producer_batch(producer.0, producer.1, 0, 3, true);
     assert_eq!(
-        produce(&mut client, TOPIC, 0, -1, batch.into())
-            .await
-            .error_code,
-        0
+        produce_txn(&mut client, Some("t-crash"), &[(0, batch)]).await,
+        [0]
     );
     drop(client);
     let dir = broker.stop().await;

@@ -108,6 +108,8 @@ impl Log {
             &recovered.segments,
             recovered.log_start_offset,
         )?;
+        // Guards handed out before the reopen may name batches the cut removed.
+        self.verifications = crate::txn_guard::Verifications::default();
         self.epochs = crate::epoch::EpochCache::load(
             self.fs.as_ref(),
             &self.dir,

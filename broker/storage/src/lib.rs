@@ -37,6 +37,8 @@
 //!   (`begin_sync`, `PendingSync::run` without the lock, `complete_sync`); `fence.rs`:
 //!   fencing after a failed write or fsync and `try_unfence` (probe, cut back to the
 //!   durable offset, reopen from disk).
+//! - [`txn_guard`]: KIP-890's verification of a client's transactional batches against
+//!   the coordinator (guards handed out before asking it, dropped by markers), in memory.
 //! - [`testing`]: builders of valid batches for tests and benchmarks.
 //!
 //! Architecture Invariant: nothing here spawns threads, knows sockets or reads clocks;
@@ -70,6 +72,7 @@ mod segment;
 #[doc(hidden)]
 pub mod testing;
 mod time_index;
+pub mod txn_guard;
 
 pub use batch::{BatchHeader, Compression};
 pub use cleaner::{CleanOutcome, CleanPlan, Cleaned, Dirtiness};
@@ -83,6 +86,7 @@ pub use offset::Offset;
 pub use producer::{AbortedTxn, Marker, ProducerEntry, ProducerStateMap};
 pub use retention::TickOutcome;
 pub use segment::Decompress;
+pub use txn_guard::{Admission, TxnAppend, TxnGuard};
 
 /// The server keeps a `Log` behind a mutex shared by tokio tasks and hands `ReadSlice`s to
 /// connection tasks: both must cross threads.

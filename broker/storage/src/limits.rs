@@ -94,6 +94,14 @@ pub const PRODUCER_BATCHES_RETAINED: usize = 5;
 /// producer ids clients obtain.
 pub const PRODUCERS_PER_PARTITION_MAX: usize = 100_000;
 
+/// Transaction verifications (KIP-890) one partition holds in memory, of each kind: guards
+/// handed out to transactional produces waiting on the coordinator, and open transactions
+/// bound to the transactional id they were verified under (`txn_guard.rs`). A guard is
+/// used within one coordinator round trip, so past the cap the oldest goes (its append is
+/// refused and retried); a binding over the cap is not kept (the next batch is verified
+/// again). Bounds what requests naming made-up producer ids can make a partition hold.
+pub const TXN_VERIFICATIONS_PER_PARTITION_MAX: usize = 10_000;
+
 /// Aborted transactions one read reports, the oldest first. A read of at most
 /// `fetch.max.bytes` overlaps fewer unless its transactions average under ~500 bytes;
 /// past it, the records of the aborted transactions left off would reach a read_committed
@@ -136,3 +144,4 @@ const _: () = assert!(PRODUCER_BATCHES_RETAINED <= u8::MAX as usize);
 const _: () = assert!(CLEANER_HORIZONS_MAX >= 1);
 const _: () = assert!(CLEANER_READ_CHUNK_BYTES >= BATCH_HEADER_BYTES);
 const _: () = assert!(PRODUCER_SNAPSHOTS_KEPT >= 1);
+const _: () = assert!(TXN_VERIFICATIONS_PER_PARTITION_MAX >= 1);

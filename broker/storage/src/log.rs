@@ -12,6 +12,7 @@ use crate::offset::Offset;
 use crate::producer::{self, AbortedTxn, Check, Marker, ProducerStateMap};
 use crate::recovery;
 use crate::segment::{Decompress, Segment};
+use crate::txn_guard::{Admission, TxnAppend, Verifications};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -50,6 +51,9 @@ pub struct Log {
     /// Idempotent and transactional producers, open and aborted transactions: derived
     /// from the batches (`producer.rs`), rebuilt at open.
     pub(crate) producers: ProducerStateMap,
+    /// KIP-890's verification guards and the transactional ids open transactions were
+    /// verified under (`txn_guard.rs`): in memory only, reset by a reopen.
+    pub(crate) verifications: Verifications,
     /// Where each leader epoch began (`epoch.rs`); the latest is stamped into appends.
     pub(crate) epochs: EpochCache,
     /// What the cleaner has done (`cleaner.checkpoint`): where the dirty section starts,
@@ -145,6 +149,18 @@ struct Summary {
     bytes: u32,
     /// Whether some batch carries a producer id (idempotent or transactional).
     has_producer: bool,
+    /// Whether some batch is transactional with a producer id (client control batches are
+    /// refused before storage).
+    has_transactional: bool,
+}
+
+/// Who appends, for the transaction check (`txn_guard.rs`).
+#[derive(Debug, Clone, Copy)]
+enum Origin<'a> {
+    /// The broker's own writers and tests: no verification.
+    Trusted,
+    /// A client: transactional batches only under this verified transaction.
+    Client(Option<&'a TxnAppend<'a>>),
 }
 
 impl Log {
@@ -184,6 +200,7 @@ impl Log {
         tracing::info!(dir = %dir.display(), segments = recovered.segments.len(), log_start = %recovered.log_start_offset, %log_end, leader_epoch = epochs.current(), "opened log");
         Ok(Log {
             producers,
+            verifications: Verifications::default(),
             epochs,
             cleaner: recovered.cleaner,
             tombstones_due_ms: None,
@@ -304,19 +321,63 @@ impl Log {
         }
     }
 
-    /// Validates, numbers and appends one or more concatenated batches.
+    /// Validates, numbers and appends one or more concatenated batches, trusted as the
+    /// broker's own (its internal logs, tests): a transactional batch needs no
+    /// verification. Clients' batches go through [`Log::append_produced`].
     pub fn append(
         &mut self,
         batches: &mut [u8],
         durability: Durability,
         now_ms: i64,
     ) -> Result<AppendOutcome, AppendError> {
+        self.append_with(batches, durability, now_ms, Origin::Trusted)
+    }
+
+    /// Appends a client's batches (Produce, and the materialized transforms' runners, which
+    /// produce as clients do): as [`Log::append`], and every transactional data batch must
+    /// belong to `txn`, the transaction the coordinator verified
+    /// ([`Log::start_txn_verification`]), else INVALID_TXN_STATE. With `txn` `None` no
+    /// transactional batch is taken.
+    pub fn append_produced(
+        &mut self,
+        batches: &mut [u8],
+        durability: Durability,
+        now_ms: i64,
+        txn: Option<&TxnAppend<'_>>,
+    ) -> Result<AppendOutcome, AppendError> {
+        self.append_with(batches, durability, now_ms, Origin::Client(txn))
+    }
+
+    /// Before a client's transactional append: whether it needs the coordinator's
+    /// verification, and the guard to append with if so (`txn_guard.rs`). An epoch older
+    /// than the producer's here is refused (INVALID_PRODUCER_EPOCH).
+    pub fn start_txn_verification(
+        &mut self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+    ) -> Result<Admission, AppendError> {
+        self.verifications.start(
+            &self.producers,
+            transactional_id,
+            producer_id,
+            producer_epoch,
+        )
+    }
+
+    fn append_with(
+        &mut self,
+        batches: &mut [u8],
+        durability: Durability,
+        now_ms: i64,
+        origin: Origin<'_>,
+    ) -> Result<AppendOutcome, AppendError> {
         if self.fenced {
             return Err(AppendError::Fenced);
         }
         let summary = self.validate(batches)?;
         if summary.has_producer
-            && let Some(outcome) = self.check_producers(batches)?
+            && let Some(outcome) = self.check_producers(batches, origin)?
         {
             return Ok(outcome);
         }
@@ -338,6 +399,11 @@ impl Log {
         };
         self.write(batches, now_ms, apply)
             .map_err(|e| AppendError::Io(self.fence(e)))?;
+        if let Origin::Client(Some(txn)) = origin
+            && summary.has_transactional
+        {
+            self.verifications.appended(txn);
+        }
         // From here the bytes are in the page cache: a failed fsync below loses them.
         assert_eq!(
             self.log_end_offset(),
@@ -362,14 +428,22 @@ impl Log {
         })
     }
 
-    /// The producer checks of an append: `Some` (the original offsets) for a duplicate.
-    fn check_producers(&self, batches: &[u8]) -> Result<Option<AppendOutcome>, AppendError> {
+    /// The producer checks of an append: `Some` (the original offsets) for a duplicate. A
+    /// duplicate is answered before the transaction check, as Kafka does.
+    fn check_producers(
+        &self,
+        batches: &[u8],
+        origin: Origin<'_>,
+    ) -> Result<Option<AppendOutcome>, AppendError> {
         let headers: Vec<batch::BatchHeader> = batch::iter_batches(batches)
             .map_while(Result::ok)
             .map(|(header, _)| header)
             .collect();
         match self.producers.check(&headers)? {
-            Check::Append => Ok(None),
+            Check::Append => {
+                self.check_transactional(&headers, origin)?;
+                Ok(None)
+            }
             Check::Duplicate(original) => Ok(Some(AppendOutcome {
                 base_offset: Offset(original.base_offset),
                 last_offset: Offset(original.last_offset),
@@ -380,6 +454,38 @@ impl Log {
                 duplicate: true,
             })),
         }
+    }
+
+    /// KIP-890: a client's transactional data batches must belong to the transaction the
+    /// coordinator verified (`txn_guard.rs`).
+    fn check_transactional(
+        &self,
+        headers: &[batch::BatchHeader],
+        origin: Origin<'_>,
+    ) -> Result<(), AppendError> {
+        let Origin::Client(txn) = origin else {
+            return Ok(());
+        };
+        // Kafka's `hasProducerId && isTransactional`: without a producer id a batch opens
+        // no transaction.
+        let transactional = headers
+            .iter()
+            .filter(|h| h.is_transactional() && h.producer_id != producer::NO_PRODUCER_ID);
+        for header in transactional {
+            let Some(txn) = txn else {
+                return Err(AppendError::InvalidTxnState {
+                    producer_id: header.producer_id,
+                    reason: "a transactional batch without a verified transaction",
+                });
+            };
+            self.verifications.admits(
+                &self.producers,
+                txn,
+                header.producer_id,
+                header.producer_epoch,
+            )?;
+        }
+        Ok(())
     }
 
     /// Appends a transaction marker (COMMIT or ABORT) for `producer_id` at `epoch`: the
@@ -409,6 +515,7 @@ impl Log {
         let last_offset = assign_offsets(&mut bytes, base_offset, self.stamped_epoch(), -1);
         self.write(&bytes, now_ms, Apply::Marker(marker, coordinator_epoch))
             .map_err(|e| AppendError::Io(self.fence(e)))?;
+        self.verifications.marker_written(producer_id);
         self.unflushed_records += 1;
         self.first_unflushed_ms.get_or_insert(now_ms);
         if durability == Durability::Fsync {
@@ -430,6 +537,15 @@ impl Log {
     #[must_use]
     pub fn last_stable_offset(&self) -> Offset {
         self.producers.last_stable_offset(self.log_end_offset())
+    }
+
+    /// The oldest open transaction: its first offset (the last stable offset while it is
+    /// open) and its producer id.
+    #[must_use]
+    pub fn first_open_transaction(&self) -> Option<(Offset, i64)> {
+        self.producers
+            .first_open_transaction()
+            .map(|(first, producer_id)| (Offset(first), producer_id))
     }
 
     /// Aborted transactions overlapping `[from, upper)` (a read_committed fetch's list).
@@ -458,7 +574,7 @@ impl Log {
     fn validate(&self, batches: &[u8]) -> Result<Summary, AppendError> {
         let limit = self.config.batch_bytes_limit();
         let (mut records, mut bytes) = (0u32, 0u32);
-        let mut has_producer = false;
+        let (mut has_producer, mut has_transactional) = (false, false);
         for item in batch::iter_batches(batches) {
             let (header, bytes_of_batch) = item.map_err(|e| too_large_or_invalid(e, limit))?;
             let batch_bytes = bytes_of_batch.len() as u32;
@@ -469,6 +585,8 @@ impl Log {
             records = records.saturating_add(header.records_count as u32);
             bytes = bytes.saturating_add(batch_bytes);
             has_producer |= header.producer_id != producer::NO_PRODUCER_ID;
+            has_transactional |=
+                header.is_transactional() && header.producer_id != producer::NO_PRODUCER_ID;
         }
         if records == 0 {
             return Err(BatchError::Empty.into());
@@ -477,6 +595,7 @@ impl Log {
             records,
             bytes,
             has_producer,
+            has_transactional,
         })
     }
 

@@ -281,6 +281,14 @@ impl ProducerStateMap {
         })
     }
 
+    /// The oldest open transaction: (first offset, producer id).
+    #[must_use]
+    pub fn first_open_transaction(&self) -> Option<(i64, i64)> {
+        self.ongoing
+            .first_key_value()
+            .map(|(&first, &producer_id)| (first, producer_id))
+    }
+
     /// Aborted transactions a read_committed fetch of `[from, upper)` must report: those
     /// ending at or after `from` and starting before `upper`.
     #[must_use]

@@ -39,7 +39,7 @@ pub mod policy;
 pub mod spec;
 
 pub use machine::{
-    CallError, CallErrorKind, DeadLetter, Effect, Finish, LastError, OutputRecord, Position,
+    CallError, CallErrorKind, DeadLetter, Effect, Finish, Held, LastError, OutputRecord, Position,
     Producer, ReadResult, Runner, RunnerConfig, SourceRecord, State, Status, StepError,
     StepErrorKind, Target, TargetPartition,
 };

@@ -47,7 +47,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Range;
 
 pub use api::{
-    CallError, CallErrorKind, DeadLetter, Effect, Finish, LastError, OutputRecord, Position,
+    CallError, CallErrorKind, DeadLetter, Effect, Finish, Held, LastError, OutputRecord, Position,
     Producer, ReadResult, RunnerConfig, SourceRecord, State, Status, StepError, StepErrorKind,
     Target, TargetPartition,
 };
@@ -318,6 +318,9 @@ impl<I: SourceRecord, O: OutputRecord> Runner<I, O> {
         result: Result<ReadResult<I>, StepError>,
     ) -> Effect<I, O> {
         self.expect(&Phase::Read, "on_read");
+        if result.is_ok() {
+            self.note_held(now_ms, result.as_ref().ok());
+        }
         match result {
             Ok(ReadResult::Records {
                 records,
@@ -341,7 +344,7 @@ impl<I: SourceRecord, O: OutputRecord> Runner<I, O> {
                 });
                 self.call_next(now_ms)
             }
-            Ok(ReadResult::Nothing) => self.boundary(now_ms, true),
+            Ok(ReadResult::Nothing | ReadResult::Held { .. }) => self.boundary(now_ms, true),
             Ok(ReadResult::OutOfRange { log_start_offset }) => {
                 assert!(
                     log_start_offset > self.position,

@@ -80,12 +80,13 @@ pub struct Tick {
     pub markers: Vec<WriteMarkers>,
 }
 
-/// Whether one partition is in the ongoing transaction (AddPartitionsToTxn v4 verifyOnly).
+/// Whether one partition is in the ongoing transaction (AddPartitionsToTxn v4 verifyOnly,
+/// KIP-890's verification of a transactional produce).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionVerification {
     /// The partition.
     pub tp: TopicPartition,
-    /// `NONE` if it is part of the ongoing transaction, else `INVALID_TXN_STATE`.
+    /// `NONE` if it is part of the ongoing transaction, else `TRANSACTION_ABORTABLE`.
     pub error: ErrorCode,
 }
 

@@ -46,6 +46,9 @@ pub enum ErrorCode {
     /// DescribeTransactions on an unknown transactional id (answered by the server when
     /// [`crate::Coordinator::describe`] returns `None`).
     TransactionalIdNotFound = 105,
+    /// A verified partition is not in the producer's transaction (KIP-890's verification;
+    /// a partition leader answers Produce before v11 with INVALID_TXN_STATE instead).
+    TransactionAbortable = 120,
 }
 
 impl ErrorCode {

@@ -27,6 +27,8 @@
 //!                                               then write the markers (below)
 //!             Error(code)                       answer it
 //!           AddPartitionsToTxn -> c.add_partitions(..)   (v4 verifyOnly: c.verify_partitions)
+//!           Produce (KIP-890)  -> c.verify_partitions(..) before a partition takes a
+//!                                 transactional batch it has no verified transaction for
 //!           AddOffsetsToTxn    -> c.add_offsets(..)
 //!           TxnOffsetCommit    -> c.txn_offset_commit(..)
 //!             Ok(records) persist, answer NONE; Err(code) answer it

@@ -598,7 +598,7 @@ fn view_metrics(out: &mut String, broker: &Broker) {
     }
 }
 
-const TRANSFORM_FAMILIES: [(&str, &str, &str); 6] = [
+const TRANSFORM_FAMILIES: [(&str, &str, &str); 8] = [
     (
         "sluice_transform_records_in_total",
         "counter",
@@ -629,12 +629,22 @@ const TRANSFORM_FAMILIES: [(&str, &str, &str); 6] = [
         "gauge",
         "A transform's source partitions by runner state (starting, running, paused, unauthorized, failed, stopped).",
     ),
+    (
+        "sluice_transform_txn_wait_ms",
+        "gauge",
+        "How long a transform's runner has waited on an open transaction holding its source partition's last stable offset (0: not waiting).",
+    ),
+    (
+        "sluice_transform_txn_held_records",
+        "gauge",
+        "Source records after the open transaction a runner waits on, held back until its marker (0: not waiting); lag does not count them.",
+    ),
 ];
 
 /// Materialized transforms: counters of committed work (memory only, from the runners'
-/// status), lag and states read now.
+/// status), lag, states and waits on open transactions read now.
 async fn transform_metrics(out: &mut String, state: &AdminState) {
-    let mut lines: [String; 6] = Default::default();
+    let mut lines: [String; 8] = Default::default();
     for t in state.transforms.list().await {
         transform_lines(&t, &mut lines);
     }
@@ -645,7 +655,7 @@ async fn transform_metrics(out: &mut String, state: &AdminState) {
 }
 
 /// One transform's samples, in `TRANSFORM_FAMILIES` order.
-fn transform_lines(t: &crate::transforms::TransformReport, lines: &mut [String; 6]) {
+fn transform_lines(t: &crate::transforms::TransformReport, lines: &mut [String; 8]) {
     use std::collections::BTreeMap;
     let name = escape(&t.name);
     let mut out_by_output: BTreeMap<&str, u64> = BTreeMap::new();
@@ -656,6 +666,10 @@ fn transform_lines(t: &crate::transforms::TransformReport, lines: &mut [String; 
         let family = |i: usize| TRANSFORM_FAMILIES[i].0;
         let _ = writeln!(lines[0], "{}{{{labels}}} {}", family(0), p.records_in);
         let _ = writeln!(lines[4], "{}{{{labels}}} {}", family(4), p.lag);
+        let wait = p.waiting_on_transaction.as_ref();
+        let (wait_ms, held) = wait.map_or((0, 0), |w| (w.waiting_ms, w.records_held));
+        let _ = writeln!(lines[6], "{}{{{labels}}} {wait_ms}", family(6));
+        let _ = writeln!(lines[7], "{}{{{labels}}} {held}", family(7));
         for (output, n) in &p.records_out {
             *out_by_output.entry(output).or_default() += n;
         }

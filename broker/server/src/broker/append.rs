@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::ResponseError;
-use sluice_storage::{AppendError, Durability};
+use sluice_storage::{AppendError, Durability, TxnAppend};
 
 use super::{Broker, Partition};
 use crate::error::KafkaError;
@@ -25,11 +25,14 @@ pub(crate) struct Appended {
     pub end_offset: i64,
 }
 
+/// Appends a client's batches (`Log::append_produced`): transactional batches only under
+/// `txn`, the transaction `crate::txn::verify` confirmed with the coordinator.
 pub(crate) fn append_one(
     broker: &Broker,
     topic: &str,
     index: i32,
     records: Option<Bytes>,
+    txn: Option<&TxnAppend<'_>>,
 ) -> Result<Appended, KafkaError> {
     let partition = broker.partition(topic, index).ok_or_else(|| {
         if broker.view(topic).is_some() {
@@ -50,7 +53,7 @@ pub(crate) fn append_one(
         .try_into_mut()
         .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
     let (outcome, end_offset) = partition.with_log(|log| {
-        let outcome = log.append(&mut batches, Durability::OsCache, broker.now_ms());
+        let outcome = log.append_produced(&mut batches, Durability::OsCache, broker.now_ms(), txn);
         (outcome, log.log_end_offset().value())
     })?;
     let outcome = outcome.map_err(|e| {
@@ -88,7 +91,9 @@ pub(crate) fn append_one(
     })
 }
 
-fn append_error(partition: &Partition, error: AppendError, now_ms: i64) -> KafkaError {
+/// The Kafka error an append failure answers with (a fenced partition's refusals logged
+/// once per interval, `broker/repeated.rs`).
+pub(crate) fn append_error(partition: &Partition, error: AppendError, now_ms: i64) -> KafkaError {
     let (topic, index) = (partition.topic.as_str(), partition.index);
     let context = format!("{topic}-{index}");
     let error = match &error {

@@ -211,6 +211,18 @@ fn txn_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
                 .with_state_filters(vec![s("Ongoing")])
                 .with_producer_id_filters(vec![ProducerId(4000)])
         ),
+        // What `kafka-transactions.sh abort` sends: one ABORT marker for one partition.
+        ApiKey::WriteTxnMarkers => enc!(WriteTxnMarkersRequest::default().with_markers(vec![
+            write_txn_markers_request::WritableTxnMarker::default()
+                .with_producer_id(ProducerId(4000))
+                .with_producer_epoch(3)
+                .with_transaction_result(false)
+                .with_topics(vec![
+                    write_txn_markers_request::WritableTxnMarkerTopic::default()
+                        .with_name(topic())
+                        .with_partition_indexes(vec![0])
+                ])
+        ])),
         _ => admin_body(key, version),
     }
 }

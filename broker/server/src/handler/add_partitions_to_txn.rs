@@ -6,7 +6,9 @@
 //! gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED), WRITE on each topic
 //! (TOPIC_AUTHORIZATION_FAILED) and that each partition exists (UNKNOWN_TOPIC_OR_PARTITION);
 //! when any partition is refused the others get OPERATION_NOT_ATTEMPTED and nothing is
-//! added. v4 needs CLUSTER_ACTION on the cluster (it is the brokers' form).
+//! added. v4 needs CLUSTER_ACTION on the cluster (it is the brokers' form); its verify-only
+//! answers are Kafka's (`Coordinator::verify_partitions`: TRANSACTION_ABORTABLE for a
+//! partition not in the transaction). Produce verifies in-process (`crate::txn::verify`).
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::add_partitions_to_txn_request::{
@@ -85,7 +87,9 @@ async fn transaction(
                 .iter()
                 .map(|(tp, _)| {
                     let found = verified.iter().find(|v| &v.tp == tp);
-                    found.map_or(ResponseError::InvalidTxnState.code(), |v| v.error.code())
+                    found.map_or(ResponseError::TransactionAbortable.code(), |v| {
+                        v.error.code()
+                    })
                 })
                 .collect(),
             Some(Err(code)) => vec![wire_code(code, version, FENCED_SINCE); checked.len()],

@@ -51,6 +51,7 @@ mod throttle;
 mod txn_common;
 mod txn_offset_commit;
 mod users;
+mod write_txn_markers;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
@@ -390,6 +391,7 @@ async fn txn_dispatch(
         }
         ApiKey::ListTransactions => reply!(list_transactions::handle(ctx, request!()).await),
         ApiKey::DescribeProducers => reply!(describe_producers::handle(ctx, request!()).await),
+        ApiKey::WriteTxnMarkers => reply!(write_txn_markers::handle(ctx, request!()).await),
         ApiKey::CreatePartitions => reply!(create_partitions::handle(ctx, request!()).await),
         ApiKey::DeleteRecords => reply!(delete_records::handle(ctx, request!()).await),
         ApiKey::AlterConfigs => reply!(alter_configs::handle(ctx, request!()).await),

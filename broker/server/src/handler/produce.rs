@@ -12,9 +12,20 @@
 //! and before the append (a refused record fails its partition with INVALID_RECORD and
 //! `record_errors`, nothing of it appended); then a partitioner plugin re-routes it
 //! (`crate::reroute`).
-//! Authorization (`crate::authz`): WRITE on the transactional id when one is set
-//! (TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition), WRITE on each topic
-//! (TOPIC_AUTHORIZATION_FAILED for that topic's partitions, the others still appended).
+//! Authorization (`crate::authz`), in Kafka's order: a request holding a transactional batch
+//! needs a transactional id the principal may WRITE (else
+//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition: a null id included), then
+//! WRITE on each topic (TOPIC_AUTHORIZATION_FAILED for that topic's partitions, the others
+//! still appended).
+//! Transactional batches are then verified with the transaction coordinator (KIP-890,
+//! `crate::txn::verify`): their producer id and epoch must be the transactional id's, and
+//! each partition in its ongoing transaction, else the partition is refused
+//! (INVALID_PRODUCER_ID_MAPPING, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE "Partition was not
+//! added to the transaction", NOT_ENOUGH_REPLICAS while the coordinator cannot answer);
+//! transactional batches of two producers in one request fail it whole
+//! (INVALID_PRODUCER_ID_MAPPING), as Kafka's `handleProduceAppend` does. The storage engine
+//! appends a transactional batch only under the verification's guard
+//! (`Log::append_produced`).
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::ResponseError;
@@ -26,14 +37,19 @@ use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicNam
 use kafka_protocol::protocol::{Decodable, StrBytes};
 use sluice_security::acl::{AclOperation, ResourceType};
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
+
+use sluice_storage::TxnAppend;
+use sluice_storage::batch::iter_batches;
 
 use crate::authz;
 use crate::broker::append::{Appended, append_one};
 use crate::broker::group_commit;
 use crate::broker::{Broker, Partition, Topic};
 use crate::error::KafkaError;
+use crate::txn::TxnProducer;
+use crate::txn::verify::{self, Verdict};
 use crate::wire::{Chunk, ConnectionContext, FrameError, Response};
 
 use super::kip110;
@@ -58,22 +74,27 @@ pub async fn append(
 ) -> Staged {
     let acks = request.acks;
     let broker = ctx.broker.clone();
-    // Kafka's checks: WRITE on the transactional id (if any), then WRITE on each topic.
-    let transactional = request.transactional_id.as_ref().map(|t| t.0.to_string());
-    if let Some(id) = transactional
-        && !authz::allowed(ctx, AclOperation::Write, ResourceType::TransactionalId, &id)
+    let refuse_all = |request: &ProduceRequest, code, message: &str| Staged {
+        acks,
+        throttle_ms,
+        responses: error_for_all(request, code, message),
+        waits: Vec::new(),
+    };
+    // Kafka's checks: a transactional id the principal may WRITE for transactional batches
+    // (`hasTransactionalRecords`), then WRITE on each topic.
+    let transactional_id = request.transactional_id.as_ref().map(|t| t.0.to_string());
+    let transactional = has_transactional_batch(&request);
+    if transactional
+        && !transactional_id.as_deref().is_some_and(|id| {
+            authz::allowed(ctx, AclOperation::Write, ResourceType::TransactionalId, id)
+        })
     {
-        let errors = error_for_all(
+        let message = "Transactional Id authorization failed.";
+        return refuse_all(
             &request,
             ResponseError::TransactionalIdAuthorizationFailed,
-            "Transactional Id authorization failed.",
+            message,
         );
-        return Staged {
-            acks,
-            throttle_ms,
-            responses: errors,
-            waits: Vec::new(),
-        };
     }
     let denied: HashSet<String> = request
         .topic_data
@@ -82,28 +103,134 @@ pub async fn append(
         .filter(|name| !authz::topic(ctx, AclOperation::Write, name))
         .map(str::to_owned)
         .collect();
-    let (responses, waits) = if (-1..=1).contains(&acks) {
-        let durable = acks == -1 && broker.config.acks_all_fsync;
-        tokio::task::spawn_blocking(move || append_all(&broker, request, version, durable, &denied))
-            .await
-            .unwrap_or_else(|e| {
-                tracing::error!(error = %e, "produce task failed");
-                (Vec::new(), Vec::new())
-            })
-    } else {
-        let errors = error_for_all(
+    if !(-1..=1).contains(&acks) {
+        return refuse_all(
             &request,
             ResponseError::InvalidRequiredAcks,
             "acks must be 0, 1 or -1",
         );
-        (errors, Vec::new())
+    }
+    let verified = match transactional {
+        true => verify_transactional(ctx, &request, transactional_id, &denied).await,
+        false => Ok(None),
     };
+    let verified = match verified {
+        Ok(verified) => verified,
+        Err(e) => return refuse_all(&request, e.code, &e.message),
+    };
+    let durable = acks == -1 && broker.config.acks_all_fsync;
+    let (responses, waits) = tokio::task::spawn_blocking(move || {
+        append_all(&broker, request, version, durable, &denied, verified)
+    })
+    .await
+    .unwrap_or_else(|e| {
+        tracing::error!(error = %e, "produce task failed");
+        (Vec::new(), Vec::new())
+    });
     Staged {
         acks,
         throttle_ms,
         responses,
         waits,
     }
+}
+
+/// Kafka's `hasTransactionalRecords`: some batch has the transactional bit.
+fn has_transactional_batch(request: &ProduceRequest) -> bool {
+    partitions(request).any(|(_, _, _, p)| batch_headers(p).any(|h| h.is_transactional()))
+}
+
+/// Every partition entry: (topic slot, partition slot, topic name, entry).
+fn partitions(
+    request: &ProduceRequest,
+) -> impl Iterator<Item = (usize, usize, &str, &PartitionProduceData)> {
+    request
+        .topic_data
+        .iter()
+        .enumerate()
+        .flat_map(|(t, topic)| {
+            let name = topic.name.0.as_str();
+            topic
+                .partition_data
+                .iter()
+                .enumerate()
+                .map(move |(slot, p)| (t, slot, name, p))
+        })
+}
+
+/// The headers of an entry's batches (up to the first malformed one, which the append
+/// refuses).
+fn batch_headers(p: &PartitionProduceData) -> impl Iterator<Item = sluice_storage::BatchHeader> {
+    p.records
+        .as_deref()
+        .into_iter()
+        .flat_map(|r| iter_batches(r).map_while(Result::ok).map(|(h, _)| h))
+}
+
+/// A request's transactional producer and each partition's verification (by topic slot
+/// and partition slot).
+struct Verified {
+    producer: TxnProducer,
+    verdicts: HashMap<(usize, usize), Verdict>,
+}
+
+/// KIP-890: the partitions (of topics the principal may write) that take transactional
+/// batches with a producer id, verified with the coordinator. `Err` when those batches name
+/// more than one producer (Kafka fails the whole request). Partitions that do not exist,
+/// and topics whose partitioner plugin refuses transactional batches, are not verified:
+/// their append answers for them.
+async fn verify_transactional(
+    ctx: &ConnectionContext,
+    request: &ProduceRequest,
+    transactional_id: Option<String>,
+    denied: &HashSet<String>,
+) -> Result<Option<Verified>, KafkaError> {
+    let mut producers = BTreeSet::new();
+    let mut targets = Vec::new();
+    for (t, slot, name, p) in partitions(request).filter(|(_, _, n, _)| !denied.contains(*n)) {
+        let mut found = false;
+        for h in batch_headers(p).filter(|h| h.is_transactional() && h.producer_id >= 0) {
+            producers.insert((h.producer_id, h.producer_epoch));
+            found = true;
+        }
+        let routed = ctx
+            .broker
+            .topic(name)
+            .is_some_and(|topic| topic.plugins.partitioner.is_some());
+        if let (true, false, Some(partition)) = (found, routed, ctx.broker.partition(name, p.index))
+        {
+            let tp = sluice_txn::TopicPartition {
+                topic: name.to_owned(),
+                partition: p.index,
+            };
+            targets.push(((t, slot), tp, partition));
+        }
+    }
+    if producers.len() > 1 {
+        return Err(KafkaError::new(
+            ResponseError::InvalidProducerIdMapping,
+            "Transactional records contained more than one producer ID",
+        ));
+    }
+    let (Some(&(producer_id, producer_epoch)), Some(transactional_id)) =
+        (producers.first(), transactional_id)
+    else {
+        return Ok(None);
+    };
+    let producer = TxnProducer {
+        transactional_id,
+        producer_id,
+        producer_epoch,
+    };
+    let (slots, partitions): (Vec<_>, Vec<_>) = targets
+        .into_iter()
+        .map(|(slot, tp, p)| (slot, (tp, p)))
+        .unzip();
+    let verdicts = verify::verify(&ctx.txns, &producer, partitions).await;
+    Ok(Some(Verified {
+        producer,
+        verdicts: slots.into_iter().zip(verdicts).collect(),
+    }))
 }
 
 impl Staged {
@@ -169,6 +296,7 @@ fn append_all(
     version: i16,
     durable: bool,
     denied: &HashSet<String>,
+    mut verified: Option<Verified>,
 ) -> (Vec<TopicProduceResponse>, Vec<DurableWait>) {
     let mut waits = Vec::new();
     let topic_data = std::mem::take(&mut request.topic_data);
@@ -199,8 +327,16 @@ fn append_all(
                         );
                     }
                     let index = p.index;
-                    let result =
-                        append_partition(broker, &name, known.as_deref(), compacted, version, p);
+                    let txn = match txn_of(verified.as_mut(), (topic_slot, slot)) {
+                        Ok(txn) => txn,
+                        Err(e) => return partition_response(index, Err(e)),
+                    };
+                    let target = Target {
+                        name: &name,
+                        topic: known.as_deref(),
+                        compacted,
+                    };
+                    let result = append_partition(broker, &target, version, p, txn.as_ref());
                     if let (true, Ok((_, appended))) = (durable, &result) {
                         for (partition, end_offset) in appended {
                             waits.push(DurableWait {
@@ -222,27 +358,55 @@ fn append_all(
     (responses, waits)
 }
 
+/// The verified transaction a partition entry appends under, or its verification's error.
+fn txn_of(
+    verified: Option<&mut Verified>,
+    slot: (usize, usize),
+) -> Result<Option<TxnAppend<'_>>, KafkaError> {
+    let Some(verified) = verified else {
+        return Ok(None);
+    };
+    let Some(verdict) = verified.verdicts.remove(&slot) else {
+        return Ok(None);
+    };
+    let producer = &verified.producer;
+    Ok(Some(TxnAppend {
+        transactional_id: &producer.transactional_id,
+        producer_id: producer.producer_id,
+        producer_epoch: producer.producer_epoch,
+        guard: verdict?,
+    }))
+}
+
+/// The topic a partition entry appends to.
+struct Target<'a> {
+    name: &'a str,
+    topic: Option<&'a Topic>,
+    compacted: bool,
+}
+
 /// One partition entry of a Produce request: the checks Kafka makes (KIP-110, the records
-/// inside the batches), the topic's validator plugin, then the append, through the topic's
-/// partitioner plugin when it has one. Returns the partition's answer and every append made.
+/// inside the batches), the topic's validator plugin, then the append (transactional
+/// batches under `txn`), through the topic's partitioner plugin when it has one. Returns
+/// the partition's answer and every append made.
 fn append_partition(
     broker: &Broker,
-    name: &str,
-    topic: Option<&Topic>,
-    compacted: bool,
+    target: &Target<'_>,
     version: i16,
     p: PartitionProduceData,
+    txn: Option<&TxnAppend<'_>>,
 ) -> Result<crate::reroute::Rerouted, KafkaError> {
+    let (name, topic) = (target.name, target.topic);
     if let Some(r) = &p.records {
         kip110::check_produce(r, version)?;
-        crate::records::validate::produced(r, compacted)?;
+        crate::records::validate::produced(r, target.compacted)?;
         if let Some((t, v)) = topic.and_then(|t| Some((t, t.plugins.validator.as_deref()?))) {
             crate::validator::check(broker, t, v, p.index, r)?;
         }
     }
     match topic.and_then(|t| Some((t, t.plugins.partitioner.as_deref()?))) {
         Some((t, tp)) => crate::reroute::append(broker, t, tp, p.index, p.records),
-        None => append_one(broker, name, p.index, p.records).map(|a| {
+        None => append_one(broker, name, p.index, p.records, txn).map(|a| {
             let appended = vec![(Arc::clone(&a.partition), a.end_offset)];
             (a, appended)
         }),

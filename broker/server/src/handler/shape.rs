@@ -225,6 +225,19 @@ fn txn_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
         ApiKey::EndTxn => vec![Str, I64, I16, I8],
         // v0 (flexible): transactional ids, tags.
         ApiKey::DescribeTransactions => vec![CompactArray(vec![CompactStr]), Tags],
+        // v1 (flexible): markers [producer id, epoch, result, topics [name, partitions,
+        // tags], coordinator epoch, tags], tags.
+        ApiKey::WriteTxnMarkers => vec![
+            CompactArray(vec![
+                I64,
+                I16,
+                I8,
+                CompactArray(vec![CompactStr, CompactArray(vec![I32]), Tags]),
+                I32,
+                Tags,
+            ]),
+            Tags,
+        ],
         // v0 (flexible): state filters, producer id filters, tags.
         ApiKey::ListTransactions => vec![
             CompactArray(vec![CompactStr]),

@@ -74,7 +74,7 @@ pub(crate) fn append(
     let mut sent = None;
     let mut appends = Vec::with_capacity(plan.len());
     for (target, bytes) in plan {
-        let appended = append_one(broker, name, target as i32, Some(bytes))?;
+        let appended = append_one(broker, name, target as i32, Some(bytes), None)?;
         appends.push((Arc::clone(&appended.partition), appended.end_offset));
         if target == index as u32 {
             sent = Some(appended);

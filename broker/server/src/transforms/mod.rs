@@ -655,6 +655,26 @@ pub struct PartitionReport {
     pub producer_epoch: i16,
     pub plugin_sha256: String,
     pub last_error: Option<ErrorReport>,
+    /// The open transaction in the source that the runner waits on: everything below the
+    /// last stable offset is through, and records above it wait for the transaction's
+    /// marker (`lag` does not count them). `None` when the runner is not held back.
+    pub waiting_on_transaction: Option<WaitReport>,
+}
+
+/// An open transaction holding a runner back (`sluice_transform::Held`, while it still
+/// holds the source's last stable offset).
+#[derive(Debug, Clone, Serialize)]
+pub struct WaitReport {
+    /// The producer whose transaction is open.
+    pub producer_id: i64,
+    /// Its first offset: the source's last stable offset.
+    pub since_offset: i64,
+    /// When the runner began waiting on it, ms since the Unix epoch.
+    pub since_ms: i64,
+    /// How long it has waited, in milliseconds.
+    pub waiting_ms: i64,
+    /// Records after its first offset, held back until its marker.
+    pub records_held: i64,
 }
 
 /// The last error of a partition.
@@ -707,6 +727,17 @@ fn partition_report(broker: &Broker, spec: &TransformSpec, shared: &Shared) -> P
         .or_else(|| spec.start_offset(shared.partition))
         .unwrap_or(start);
     let producer = status.producer;
+    let running = status.state == State::Running;
+    let waiting_on_transaction = status
+        .held
+        .filter(|h| running && h.first_offset == lso && lso < end)
+        .map(|h| WaitReport {
+            producer_id: h.producer_id,
+            since_offset: h.first_offset,
+            since_ms: h.since_ms,
+            waiting_ms: broker.now_ms().saturating_sub(h.since_ms).max(0),
+            records_held: end - lso,
+        });
     PartitionReport {
         partition: shared.partition,
         state: partition_state(status.state, unauthorized),
@@ -747,6 +778,7 @@ fn partition_report(broker: &Broker, spec: &TransformSpec, shared: &Shared) -> P
             offset: e.offset,
             at_ms: e.at_ms,
         }),
+        waiting_on_transaction,
     }
 }
 

@@ -38,7 +38,9 @@ pub enum Plugin {
 }
 
 /// Reads the source partition from `from`: whole batches, at most `TRANSFORM_READ_BYTES_MAX`
-/// (at least one batch), below its last stable offset. Blocking (positional reads).
+/// (at least one batch), below its last stable offset; with nothing there, `Held` when an
+/// open transaction at the last stable offset holds records back. Blocking (positional
+/// reads).
 ///
 /// # Errors
 /// The partition is offline or a read failed (retriable: the fence prober reopens it), or a
@@ -57,17 +59,28 @@ pub fn read(
             }
             let slice = log.read_below(Offset(from), READ_BYTES_MAX, lso);
             let aborted = log.aborted_transactions(Offset(from), lso);
-            Ok((slice, aborted))
+            // An open transaction at the LSO with records after it holds the reader back.
+            let held = log
+                .first_open_transaction()
+                .filter(|&(first, _)| first == lso && first.value() <= from)
+                .filter(|_| lso < log.log_end_offset())
+                .map(|(first, producer_id)| ReadResult::Held {
+                    producer_id,
+                    first_offset: first.value(),
+                });
+            Ok((slice, aborted, held))
         })
         .map_err(|e| retriable(e.message))?;
-    let (slice, aborted) = match read {
+    let (slice, aborted, held) = match read {
         Ok(read) => read,
         Err(log_start_offset) => {
             return Ok((ReadResult::OutOfRange { log_start_offset }, None));
         }
     };
     let slice = match slice {
-        Ok(slice) if slice.is_empty() => return Ok((ReadResult::Nothing, None)),
+        Ok(slice) if slice.is_empty() => {
+            return Ok((held.unwrap_or(ReadResult::Nothing), None));
+        }
         Ok(slice) => slice,
         Err(ReadError::OffsetOutOfRange { log_start, .. }) if Offset(from) < log_start => {
             let log_start_offset = log_start.value();

@@ -1,7 +1,8 @@
 //! The transaction steps of a runner, done against the broker's own transaction coordinator
 //! ([`TxnHandle`]) and partitions (`append_one`): what a Kafka Streams task does over the
 //! wire (InitProducerId, AddPartitionsToTxn, Produce, AddOffsetsToTxn, TxnOffsetCommit,
-//! EndTxn), with no record crossing a socket. The runner's machine decides the order, the
+//! EndTxn; each output partition's first append of a transaction verified with the
+//! coordinator, KIP-890), with no record crossing a socket. The runner's machine decides the order, the
 //! sequences and when to commit; these only carry a step out and classify its failure.
 
 use std::collections::HashMap;
@@ -9,14 +10,35 @@ use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
 use sluice_plugin_host::RecordView;
-use sluice_storage::Compression;
+use sluice_storage::{Compression, TxnAppend, TxnGuard};
 use sluice_transform::{Producer, StepError, StepErrorKind};
 use sluice_txn::{ErrorCode, PendingOffset, TopicPartition};
 
 use crate::broker::append::append_one;
 use crate::broker::{Broker, Partition, group_commit};
+use crate::error::KafkaError;
 use crate::records::{self, ProducerFields};
-use crate::txn::{TxnHandle, TxnProducer};
+use crate::txn::{TxnHandle, TxnProducer, verify};
+
+/// A failed append (or its verification) as a step result.
+fn append_failed(topic: &str, partition: i32, e: &KafkaError) -> StepError {
+    let kind = match e.code {
+        ResponseError::InvalidProducerEpoch | ResponseError::ProducerFenced => {
+            StepErrorKind::Fenced
+        }
+        // Retrying the same records cannot help (a record over the output's
+        // max.message.bytes): the partition fails, naming it, until resumed.
+        ResponseError::MessageTooLarge
+        | ResponseError::RecordListTooLarge
+        | ResponseError::InvalidRecord
+        | ResponseError::CorruptMessage => StepErrorKind::Fatal,
+        _ => StepErrorKind::Retriable,
+    };
+    StepError {
+        kind,
+        message: format!("appending to {topic}-{partition}: {}", e.message),
+    }
+}
 
 /// One runner's transactional producer.
 #[derive(Debug)]
@@ -122,7 +144,9 @@ impl TxnSteps {
         self.check(code, "AddPartitionsToTxn")
     }
 
-    /// Appends `records` as one transactional batch at `base_sequence` to `topic`-`partition`.
+    /// Appends `records` as one transactional batch at `base_sequence` to `topic`-`partition`,
+    /// verified with the coordinator first as a client's transactional produce is (KIP-890:
+    /// a transaction that ended meanwhile, a timeout's abort, is not reopened).
     pub async fn append(
         &mut self,
         producer: Producer,
@@ -139,10 +163,18 @@ impl TxnSteps {
         };
         let bytes = records::encode_produced(records, fields, codec)
             .map_err(|e| retriable(format!("encoding output for {topic}-{partition}: {e}")))?;
+        let guard = self.verify(producer, (topic, partition)).await?;
         let broker = self.broker.clone();
         let owned = topic.to_owned();
+        let txn = self.txn(producer);
         let appended = tokio::task::spawn_blocking(move || {
-            append_one(&broker, &owned, partition, Some(bytes.into()))
+            let claim = TxnAppend {
+                transactional_id: &txn.transactional_id,
+                producer_id: txn.producer_id,
+                producer_epoch: txn.producer_epoch,
+                guard,
+            };
+            append_one(&broker, &owned, partition, Some(bytes.into()), Some(&claim))
                 .map(|a| (a.partition, a.end_offset))
         })
         .await
@@ -153,24 +185,29 @@ impl TxnSteps {
                     .insert((topic.to_owned(), partition), (output, end_offset));
                 Ok(())
             }
-            Err(e) => {
-                let kind = match e.code {
-                    ResponseError::InvalidProducerEpoch | ResponseError::ProducerFenced => {
-                        StepErrorKind::Fenced
-                    }
-                    // Retrying the same records cannot help (a record over the output's
-                    // max.message.bytes): the partition fails, naming it, until resumed.
-                    ResponseError::MessageTooLarge
-                    | ResponseError::RecordListTooLarge
-                    | ResponseError::InvalidRecord
-                    | ResponseError::CorruptMessage => StepErrorKind::Fatal,
-                    _ => StepErrorKind::Retriable,
-                };
-                Err(StepError {
-                    kind,
-                    message: format!("appending to {topic}-{partition}: {}", e.message),
-                })
-            }
+            Err(e) => Err(append_failed(topic, partition, &e)),
+        }
+    }
+
+    /// KIP-890's verification of one output partition (`crate::txn::verify`): the guard to
+    /// append with, `None` when the partition knows the transaction already.
+    async fn verify(
+        &self,
+        producer: Producer,
+        (topic, partition): (&str, i32),
+    ) -> Result<Option<TxnGuard>, StepError> {
+        let Some(output) = self.broker.partition(topic, partition) else {
+            return Ok(None); // the append answers UNKNOWN_TOPIC_OR_PARTITION
+        };
+        let tp = TopicPartition {
+            topic: topic.to_owned(),
+            partition,
+        };
+        let verdicts = verify::verify(&self.txns, &self.txn(producer), vec![(tp, output)]).await;
+        match verdicts.into_iter().next() {
+            Some(Ok(guard)) => Ok(guard),
+            Some(Err(e)) => Err(append_failed(topic, partition, &e)),
+            None => Err(retriable("the transaction verification task failed")),
         }
     }
 

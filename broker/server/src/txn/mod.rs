@@ -12,6 +12,8 @@
 //!   that could not be written, compaction of the log).
 //! - `markers.rs`: a transaction's markers and, for a commit, its offsets.
 //! - `log.rs`: the transaction log (`data.dir/transaction-state/`).
+//! - `verify.rs`: KIP-890's verification of a transactional produce (the partitions'
+//!   guards, then one verify-only call), shared by Produce and the transform runners.
 //!
 //! Every request is finished before the next starts: EndTxn is answered once its markers are
 //! written (so a read_committed consumer sees a committed transaction as soon as the
@@ -28,6 +30,7 @@
 mod log;
 mod markers;
 mod task;
+pub mod verify;
 
 use std::sync::Arc;
 

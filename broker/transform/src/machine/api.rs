@@ -230,6 +230,16 @@ pub enum ReadResult<I> {
     },
     /// Nothing below the last stable offset.
     Nothing,
+    /// Nothing below the last stable offset, and records above it held back by an open
+    /// transaction of another producer: the one of `producer_id` that starts at
+    /// `first_offset` (the last stable offset). Waits as `Nothing` does, and says so in the
+    /// status ([`Status::held`]).
+    Held {
+        /// The producer whose transaction is open.
+        producer_id: i64,
+        /// Where it starts: the source's last stable offset.
+        first_offset: i64,
+    },
     /// `from` is below the log start offset (retention removed records never read).
     OutOfRange {
         /// The log start offset now.
@@ -415,4 +425,20 @@ pub struct Status {
     pub producer: Option<Producer>,
     /// The last error seen, kept after recovery.
     pub last_error: Option<LastError>,
+    /// The open transaction the runner is waiting on, if its last read found everything
+    /// below the source's last stable offset done and records held back above it.
+    pub held: Option<Held>,
+}
+
+/// An open transaction in the source holding the runner back (a read_committed reader
+/// cannot pass its first offset until a marker ends it): what `describe` shows as "waiting
+/// on an open transaction of producer P since offset O, for N ms".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    /// The producer whose transaction is open.
+    pub producer_id: i64,
+    /// Its first offset: the source's last stable offset.
+    pub first_offset: i64,
+    /// When a read first found the runner held there, in the caller's milliseconds.
+    pub since_ms: i64,
 }

@@ -1,7 +1,9 @@
 //! A seeded simulation of one runner against a fake source log, a fake plugin and a fake
 //! transactional sink, with an oracle for exactly-once.
 //!
-//! The source holds keyed records with offset gaps and grows while the runner works. The
+//! The source holds keyed records with offset gaps and grows while the runner works; what
+//! is not visible yet is sometimes reported held back by another producer's open
+//! transaction (only a running runner may say it waits on one). The
 //! plugin routes by key parity, copies some records to both outputs, drops some, and traps
 //! on a poison value. The sink is the coordinator and the output logs in one: it fences
 //! stale epochs, checks sequences and that partitions were added, keeps appends of the open
@@ -273,6 +275,8 @@ struct Stats {
     failed_calls: u64,
     dead_letters: u64,
     waits: u64,
+    /// Reads held back by an open transaction.
+    helds: u64,
 }
 
 fn retriable(what: &str) -> StepError {
@@ -343,6 +347,13 @@ impl Sim {
                     records: vec![],
                     next_offset: end,
                 }
+            } else if self.visible < self.source.len() && self.rng.chance(500) {
+                // What is not visible yet waits behind another producer's transaction.
+                self.stats.helds += 1;
+                ReadResult::Held {
+                    producer_id: 99,
+                    first_offset: end,
+                }
             } else {
                 ReadResult::Nothing
             };
@@ -391,6 +402,22 @@ impl Sim {
     }
 
     /// Carries out one effect and feeds back its answer.
+    /// A read, answered; only a running runner may say it waits on a transaction.
+    fn read_step(&mut self, runner: &mut Runner<In, Out>, from: i64, now: i64) -> Effect<In, Out> {
+        let result = if self.fault(30) {
+            Err(retriable("read"))
+        } else {
+            Ok(self.read(from))
+        };
+        let effect = runner.on_read(now, result);
+        let held = runner.status().held;
+        assert!(
+            held.is_none_or(|h| runner.state() == State::Running && h.since_ms <= now),
+            "only a running runner waits on a transaction: {held:?}"
+        );
+        effect
+    }
+
     fn step(&mut self, runner: &mut Runner<In, Out>, effect: Effect<In, Out>) -> Effect<In, Out> {
         self.now_ms += self.rng.below(20) as i64;
         let now = self.now_ms;
@@ -415,14 +442,7 @@ impl Sim {
                 };
                 runner.on_position(now, result)
             }
-            Effect::Read { from } => {
-                let result = if self.fault(30) {
-                    Err(retriable("read"))
-                } else {
-                    Ok(self.read(from))
-                };
-                runner.on_read(now, result)
-            }
+            Effect::Read { from } => self.read_step(runner, from, now),
             Effect::Call { range } => {
                 self.stats.failed_calls +=
                     u64::from(call(&runner.inputs()[range.clone()]).is_err());
@@ -729,6 +749,7 @@ fn exactly_once_across_crashes_and_faults() {
         total.failed_calls += s.failed_calls;
         total.dead_letters += s.dead_letters;
         total.waits += s.waits;
+        total.helds += s.helds;
     }
     // The seeds exercise every policy with poison records, and every path.
     assert!(
@@ -742,5 +763,6 @@ fn exactly_once_across_crashes_and_faults() {
     assert!(per_seed(total.failed_calls) >= 3, "{total:?}");
     assert!(total.dead_letters >= SEEDS, "{total:?}");
     assert!(per_seed(total.waits) >= 5, "{total:?}");
+    assert!(total.helds >= SEEDS, "{total:?}");
     eprintln!("{SEEDS} seeds: {total:?}");
 }

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 
 use super::{
-    AfterAbort, CallError, CallErrorKind, Chunk, DeadLetter, Effect, Finish, LastError,
-    OutputRecord, Phase, Runner, SourceRecord, State, StepError, StepErrorKind, Target,
+    AfterAbort, CallError, CallErrorKind, Chunk, DeadLetter, Effect, Finish, Held, LastError,
+    OutputRecord, Phase, ReadResult, Runner, SourceRecord, State, StepError, StepErrorKind, Target,
     TargetPartition, Then, Txn, add_sequence, next_backoff,
 };
 use crate::limits::{
@@ -48,7 +48,30 @@ impl<I: SourceRecord, O: OutputRecord> Runner<I, O> {
         debug_assert!(self.txn.is_none() && self.chunk.is_none());
         self.phase = Phase::Idle;
         self.status.state = state;
+        self.status.held = None; // not reading: not waiting on anyone
         Effect::Idle
+    }
+
+    /// Keeps [`Status::held`] true to the last read: set (with when it began) while reads
+    /// find the same open transaction holding the source, cleared by anything else.
+    pub(super) fn note_held(&mut self, now_ms: i64, read: Option<&ReadResult<I>>) {
+        self.status.held = match read {
+            Some(&ReadResult::Held {
+                producer_id,
+                first_offset,
+            }) => {
+                let same = self
+                    .status
+                    .held
+                    .filter(|h| h.producer_id == producer_id && h.first_offset == first_offset);
+                Some(same.unwrap_or(Held {
+                    producer_id,
+                    first_offset,
+                    since_ms: now_ms,
+                }))
+            }
+            _ => None,
+        };
     }
 
     /// Records the last error and returns it.

@@ -802,3 +802,57 @@ fn partition_counts_match_the_targets() {
     let mut r = running(OnError::Stop);
     r.set_partition_counts(&[1]);
 }
+
+#[test]
+fn an_open_transaction_holding_the_source_is_in_the_status_until_it_ends() {
+    let mut r = running(OnError::Stop);
+    let held = |producer_id, first_offset| ReadResult::Held {
+        producer_id,
+        first_offset,
+    };
+    // Waits as for nothing to read, and says on whom, since the first such read.
+    assert_eq!(r.on_read(5, Ok(held(7, 10))), E::Wait { until_ms: None });
+    let since = Held {
+        producer_id: 7,
+        first_offset: 10,
+        since_ms: 5,
+    };
+    assert_eq!(r.status().held, Some(since));
+    assert_eq!(r.on_tick(500), E::Read { from: 10 });
+    assert_eq!(r.on_read(500, Ok(held(7, 10))), E::Wait { until_ms: None });
+    assert_eq!(
+        r.status().held,
+        Some(since),
+        "the same transaction: the wait goes on"
+    );
+    // Another transaction now holds the source: a new wait.
+    assert_eq!(r.on_tick(900), E::Read { from: 10 });
+    assert_eq!(r.on_read(900, Ok(held(8, 10))), E::Wait { until_ms: None });
+    assert_eq!(
+        r.status().held.map(|h| (h.producer_id, h.since_ms)),
+        Some((8, 900))
+    );
+    // A failed read says nothing new; records (the marker came) end the wait.
+    assert_eq!(r.on_tick(950), E::Read { from: 10 });
+    let failed = StepError {
+        kind: StepErrorKind::Retriable,
+        message: "offline".into(),
+    };
+    assert!(matches!(r.on_read(950, Err(failed)), E::Backoff { .. }));
+    assert!(r.status().held.is_some());
+    assert_eq!(r.on_tick(10_000), E::Read { from: 10 });
+    let read = ReadResult::Records {
+        records: vec![],
+        next_offset: 12,
+    };
+    assert_eq!(r.on_read(10_000, Ok(read)), E::Read { from: 12 });
+    assert_eq!(r.status().held, None);
+    // Paused, it waits on no one.
+    // (the move past the marker is committed before the pause)
+    let effect = r.on_read(10_001, Ok(held(9, 12)));
+    assert!(matches!(effect, E::Wait { .. }), "{effect:?}");
+    assert!(r.status().held.is_some());
+    assert_eq!(r.pause(10_002), Some(E::Commit { position: 12 }));
+    assert_eq!(r.on_committed(10_003, Ok(())), E::Idle);
+    assert_eq!(r.status().held, None);
+}

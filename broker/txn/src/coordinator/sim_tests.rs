@@ -1,9 +1,18 @@
 //! A randomised simulation: sequences of requests from two producer instances per
-//! transactional id, timer ticks, marker completion, failed appends and restarts. After
-//! every step it checks that replaying the confirmed log gives exactly the in-memory state,
-//! and that no producer id is ever handed to two owners.
+//! transactional id, transactional produces verified with the coordinator (KIP-890) and
+//! appended later, timer ticks, marker completion, failed appends and restarts. After every
+//! step it checks that replaying the confirmed log gives exactly the in-memory state, that
+//! no producer id is ever handed to two owners, and that no partition holds a hanging
+//! transaction: every transaction open in a partition is one the coordinator will end (it
+//! still lists the partition, or owes its markers).
+//!
+//! The partitions are a model of the storage side (`sluice_storage::txn_guard`): a produce
+//! is verified (the coordinator says the partition is in the transaction) and appended in a
+//! later step, and a marker drops the guard of a verification in flight, so a transaction
+//! that ended in between is not reopened. `a_late_append_without_the_guard_hangs` shows the
+//! oracle catching the bug the guard prevents.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
 
@@ -53,6 +62,16 @@ enum Op {
     Markers {
         pick: usize,
     },
+    /// A transactional produce to `partition` asks the coordinator (verify only).
+    Verify {
+        id: usize,
+        who: usize,
+        partition: i32,
+    },
+    /// A verified produce reaches its partition.
+    Append {
+        pick: usize,
+    },
     Tick {
         advance_ms: i64,
     },
@@ -78,6 +97,12 @@ fn op() -> impl Strategy<Value = Op> {
         (id.clone(), who.clone(), 0..100i64).prop_map(|(id, who, at)| Op::Commit { id, who, at }),
         (id, who, any::<bool>()).prop_map(|(id, who, commit)| Op::End { id, who, commit }),
         any::<usize>().prop_map(|pick| Op::Markers { pick }),
+        (0..IDS.len(), 0..2usize, 0..4i32).prop_map(|(id, who, partition)| Op::Verify {
+            id,
+            who,
+            partition
+        }),
+        any::<usize>().prop_map(|pick| Op::Append { pick }),
         (0..120_000i64).prop_map(|advance_ms| Op::Tick { advance_ms }),
         Just(Op::Restart),
     ]
@@ -95,6 +120,120 @@ struct Sim {
     /// Fail every n-th append.
     fail_every: usize,
     appends: usize,
+    /// The partitions of topic "t": per partition, the producers with a transaction open
+    /// there and their epoch.
+    open: BTreeMap<i32, BTreeMap<ProducerId, i16>>,
+    /// Verified produces not yet appended.
+    in_flight: Vec<Claim>,
+    /// The storage rule under test: a marker drops the guards of its producer's
+    /// verifications in flight in that partition.
+    markers_drop_guards: bool,
+}
+
+/// A verified transactional produce on its way to its partition.
+#[derive(Debug, Clone)]
+struct Claim {
+    pid: ProducerId,
+    epoch: i16,
+    partition: i32,
+    /// Still valid: no marker of the producer reached the partition since the verification.
+    guard: bool,
+}
+
+impl Sim {
+    fn new(fail_every: usize, markers_drop_guards: bool) -> Self {
+        Sim {
+            c: Coordinator::new(config()),
+            log: Vec::new(),
+            now_ms: 1_000,
+            producers: BTreeMap::new(),
+            owners: BTreeMap::new(),
+            markers: Vec::new(),
+            fail_every,
+            appends: 0,
+            open: BTreeMap::new(),
+            in_flight: Vec::new(),
+            markers_drop_guards,
+        }
+    }
+
+    /// The coordinator confirms the partition is in the transaction: the produce goes on.
+    fn verify(&mut self, id: usize, who: usize, partition: i32) {
+        let (pid, epoch) = self.producer(id, who);
+        let tp = TopicPartition {
+            topic: "t".into(),
+            partition,
+        };
+        let verified = self.c.verify_partitions(IDS[id], pid, epoch, &[tp]);
+        if verified.is_ok_and(|v| v[0].error == ErrorCode::None) {
+            self.in_flight.push(Claim {
+                pid,
+                epoch,
+                partition,
+                guard: true,
+            });
+        }
+    }
+
+    /// The partition's check at the append: an open transaction of the producer at that
+    /// epoch takes it, else its guard must still hold.
+    fn append(&mut self, pick: usize) {
+        if self.in_flight.is_empty() {
+            return;
+        }
+        let claim = self.in_flight.remove(pick % self.in_flight.len());
+        let open = self.open.entry(claim.partition).or_default();
+        let continues = open.get(&claim.pid) == Some(&claim.epoch);
+        if continues || claim.guard {
+            open.insert(claim.pid, claim.epoch);
+        }
+    }
+
+    /// A transaction's markers reach its partitions: its transactions there end, and the
+    /// guards of its producer's verifications in flight there go.
+    fn write_markers(&mut self, m: &WriteMarkers) {
+        for tp in &m.partitions {
+            if let Some(open) = self.open.get_mut(&tp.partition) {
+                open.remove(&m.producer_id);
+            }
+            if self.markers_drop_guards {
+                for claim in &mut self.in_flight {
+                    if claim.pid == m.producer_id && claim.partition == tp.partition {
+                        claim.guard = false;
+                    }
+                }
+            }
+        }
+    }
+
+    /// No hanging transaction: each transaction open in a partition belongs to one the
+    /// coordinator lists the partition in, or whose markers are owed.
+    fn check_no_hanging(&self) -> Result<(), String> {
+        let owed: BTreeSet<(ProducerId, i32)> = self
+            .markers
+            .iter()
+            .flat_map(|m| m.partitions.iter().map(|tp| (m.producer_id, tp.partition)))
+            .collect();
+        for (&partition, open) in &self.open {
+            for &pid in open.keys() {
+                let tp = TopicPartition {
+                    topic: "t".into(),
+                    partition,
+                };
+                let listed = self
+                    .c
+                    .txns
+                    .values()
+                    .any(|m| m.producer_id == pid && m.partitions.binary_search(&tp).is_ok());
+                if !listed && !owed.contains(&(pid, partition)) {
+                    return Err(format!(
+                        "{pid:?}'s transaction in t-{partition} hangs: no coordinator will end it"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Sim {
@@ -216,6 +355,14 @@ impl Sim {
                 Ok(Vec::new())
             }
             Op::Markers { pick } => self.markers_written(pick),
+            Op::Verify { id, who, partition } => {
+                self.verify(id, who, partition);
+                Ok(Vec::new())
+            }
+            Op::Append { pick } => {
+                self.append(pick);
+                Ok(Vec::new())
+            }
             Op::Tick { advance_ms } => {
                 self.now_ms += advance_ms;
                 let tick = self.c.on_tick(self.now_ms);
@@ -233,6 +380,9 @@ impl Sim {
             self.persist(&records);
         }
         self.check_replay();
+        if let Err(hanging) = self.check_no_hanging() {
+            panic!("{hanging}");
+        }
     }
 
     fn markers_written(&mut self, pick: usize) -> Result<Vec<TxnRecord>, ErrorCode> {
@@ -240,6 +390,7 @@ impl Sim {
             return Ok(Vec::new());
         }
         let m = self.markers.remove(pick % self.markers.len());
+        self.write_markers(&m);
         let records = self.c.markers_written(self.now_ms, &m.transactional_id);
         if !self.persist(&records) {
             self.markers.push(m);
@@ -252,6 +403,8 @@ impl Sim {
         c.load(self.log.clone());
         self.markers = c.recovery_effects();
         self.c = c;
+        // Produces in flight die with the broker; the partitions' logs stay.
+        self.in_flight.clear();
     }
 
     fn check_replay(&self) {
@@ -279,18 +432,43 @@ proptest! {
         ops in proptest::collection::vec(op(), 1..80),
         fail_every in 2..12usize,
     ) {
-        let mut sim = Sim {
-            c: Coordinator::new(config()),
-            log: Vec::new(),
-            now_ms: 1_000,
-            producers: BTreeMap::new(),
-            owners: BTreeMap::new(),
-            markers: Vec::new(),
-            fail_every,
-            appends: 0,
-        };
+        let mut sim = Sim::new(fail_every, true);
         for op in ops {
             sim.step(op);
         }
+    }
+}
+
+/// The oracle catches the bug KIP-890's guard prevents: a produce verified before its
+/// transaction committed, appended after the markers, opens a transaction no coordinator
+/// will end.
+#[test]
+fn a_late_append_without_the_guard_hangs() {
+    for markers_drop_guards in [true, false] {
+        let mut sim = Sim::new(usize::MAX, markers_drop_guards);
+        sim.step(Op::Init {
+            id: 0,
+            who: 0,
+            kip360: false,
+        });
+        sim.step(Op::Add {
+            id: 0,
+            who: 0,
+            partition: 1,
+        });
+        sim.step(Op::Verify {
+            id: 0,
+            who: 0,
+            partition: 1,
+        });
+        sim.step(Op::End {
+            id: 0,
+            who: 0,
+            commit: true,
+        });
+        sim.step(Op::Markers { pick: 0 });
+        sim.append(0);
+        let hanging = sim.check_no_hanging();
+        assert_eq!(hanging.is_err(), !markers_drop_guards, "{hanging:?}");
     }
 }

@@ -294,15 +294,38 @@ fn verify_partitions_reports_membership_of_the_ongoing_transaction() {
     let mut s = Server::new();
     let (pid, epoch) = s.init(0, Some(T));
     let before = s.c.verify_partitions(T, pid, epoch, &[tp("a", 0)]).unwrap();
-    assert_eq!(before[0].error, ErrorCode::InvalidTxnState);
+    assert_eq!(before[0].error, ErrorCode::TransactionAbortable);
     s.add(1, pid, epoch, &[tp("a", 0)]);
     let after =
         s.c.verify_partitions(T, pid, epoch, &[tp("a", 0), tp("b", 0)])
             .unwrap();
     let errors: Vec<ErrorCode> = after.iter().map(|v| v.error).collect();
-    assert_eq!(errors, [ErrorCode::None, ErrorCode::InvalidTxnState]);
+    assert_eq!(errors, [ErrorCode::None, ErrorCode::TransactionAbortable]);
+    // Kafka's order of checks: the producer id, then the epoch, then a completing state.
     let fenced = s.c.verify_partitions(T, pid, epoch + 1, &[tp("a", 0)]);
     assert_eq!(fenced, Err(ErrorCode::ProducerFenced));
+    let other =
+        s.c.verify_partitions(T, ProducerId(pid.0 + 1), epoch + 1, &[tp("a", 0)]);
+    assert_eq!(other, Err(ErrorCode::InvalidProducerIdMapping));
+    let unknown = s.c.verify_partitions("nobody", pid, epoch, &[tp("a", 0)]);
+    assert_eq!(unknown, Err(ErrorCode::InvalidProducerIdMapping));
+    assert_eq!(
+        s.c.verify_partitions("", pid, epoch, &[tp("a", 0)]),
+        Err(ErrorCode::InvalidRequest)
+    );
+    let EndOutcome::Prepared { records, .. } = s.c.end_txn(2, T, pid, epoch, true) else {
+        panic!("an Ongoing transaction commits");
+    };
+    s.persist(&records);
+    let completing = s.c.verify_partitions(T, pid, epoch, &[tp("a", 0)]);
+    assert_eq!(completing, Err(ErrorCode::ConcurrentTransactions));
+    s.complete(3, T);
+    let done = s.c.verify_partitions(T, pid, epoch, &[tp("a", 0)]).unwrap();
+    assert_eq!(
+        done[0].error,
+        ErrorCode::TransactionAbortable,
+        "markers end it"
+    );
 }
 
 #[test]

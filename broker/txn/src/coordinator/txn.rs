@@ -102,9 +102,14 @@ impl Coordinator {
         Ok(vec![self.stage(m)])
     }
 
-    /// AddPartitionsToTxn v4 `verifyOnly` (a partition leader checking a transactional
-    /// produce): per partition, `NONE` if it is in the Ongoing transaction, else
-    /// `INVALID_TXN_STATE`. Nothing to persist.
+    /// AddPartitionsToTxn v4 `verifyOnly`: a partition about to take a transactional
+    /// produce asks whether it is in the producer's transaction (KIP-890; Kafka's
+    /// `handleVerifyPartitionsInTransaction`). As Kafka: an unknown transactional id or
+    /// another producer id is `INVALID_PRODUCER_ID_MAPPING`, another epoch
+    /// `PRODUCER_FENCED`, a completing transaction `CONCURRENT_TRANSACTIONS`; then per
+    /// partition `NONE` if it is in the transaction, else `TRANSACTION_ABORTABLE`. A change
+    /// being persisted is not waited for: the partition's guard (dropped by the markers)
+    /// closes that race at the append. Nothing to persist.
     pub fn verify_partitions(
         &self,
         transactional_id: &str,
@@ -112,16 +117,33 @@ impl Coordinator {
         producer_epoch: i16,
         partitions: &[TopicPartition],
     ) -> Result<Vec<PartitionVerification>, ErrorCode> {
-        let m = self.producer_txn(transactional_id, producer_id, producer_epoch)?;
-        let ongoing = m.state == TxnState::Ongoing;
+        if transactional_id.is_empty()
+            || transactional_id.len() > limits::TRANSACTIONAL_ID_BYTES_MAX
+        {
+            return Err(ErrorCode::InvalidRequest);
+        }
+        let m = self
+            .txns
+            .get(transactional_id)
+            .ok_or(ErrorCode::InvalidProducerIdMapping)?;
+        if m.producer_id != producer_id {
+            return Err(ErrorCode::InvalidProducerIdMapping);
+        }
+        if m.producer_epoch != producer_epoch {
+            return Err(ErrorCode::ProducerFenced);
+        }
+        if m.state.is_prepare() {
+            return Err(ErrorCode::ConcurrentTransactions);
+        }
+        // Only an Ongoing transaction has partitions (completing one clears them).
         Ok(partitions
             .iter()
             .map(|tp| PartitionVerification {
                 tp: tp.clone(),
-                error: if ongoing && m.partitions.binary_search(tp).is_ok() {
+                error: if m.partitions.binary_search(tp).is_ok() {
                     ErrorCode::None
                 } else {
-                    ErrorCode::InvalidTxnState
+                    ErrorCode::TransactionAbortable
                 },
             })
             .collect())

@@ -1,0 +1,170 @@
+//! WriteTxnMarkers v1: a COMMIT or ABORT marker (control batch) of a producer appended to
+//! each partition named, ending the producer's open transaction there so the partition's
+//! last stable offset moves on. Kafka's transaction coordinators send it to partition
+//! leaders; here the coordinator writes its own markers in-process (`crate::txn`), and what
+//! sends it is an operator: `kafka-transactions.sh abort` (the admin client's
+//! `abortTransaction`) ending a **hanging** transaction, one no coordinator will end.
+//!
+//! Authorization as Kafka's `handleWriteTxnMarkersRequest`: ALTER on the cluster, else
+//! CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED for every partition and
+//! nothing written. Per partition: UNKNOWN_TOPIC_OR_PARTITION when it does not exist (a view
+//! has no log of its own), INVALID_PRODUCER_EPOCH when the producer is at a newer epoch there,
+//! KAFKA_STORAGE_ERROR when the append fails. The marker is as durable as an acks=all write
+//! (fsynced under `sluice.acks.all.fsync`). The coordinator epoch is recorded in the producer
+//! state (DescribeProducers shows it) but not checked: this broker's one coordinator has
+//! epoch 0. Markers for `__consumer_offsets` do not apply (there is no such topic: a
+//! transaction's offsets are the coordinator's, docs/transactions.md). Each marker written is
+//! an audit line (`txn.marker`).
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::write_txn_markers_request::WritableTxnMarker;
+use kafka_protocol::messages::write_txn_markers_response::{
+    WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
+};
+use kafka_protocol::messages::{WriteTxnMarkersRequest, WriteTxnMarkersResponse};
+use sluice_security::acl::AclOperation;
+use sluice_storage::{Durability, Marker};
+
+use crate::audit;
+use crate::authz;
+use crate::broker::Broker;
+use crate::broker::append::append_error;
+use crate::error::KafkaError;
+use crate::wire::ConnectionContext;
+
+/// Answers WriteTxnMarkers.
+pub async fn handle(
+    ctx: &ConnectionContext,
+    request: WriteTxnMarkersRequest,
+) -> WriteTxnMarkersResponse {
+    let allowed = authz::cluster(ctx, AclOperation::Alter)
+        || authz::cluster(ctx, AclOperation::ClusterAction);
+    if !allowed {
+        let refused = ResponseError::ClusterAuthorizationFailed.code();
+        let mut response = WriteTxnMarkersResponse::default();
+        response.markers = request
+            .markers
+            .iter()
+            .map(|m| answer(m, |_, _| refused))
+            .collect();
+        return response;
+    }
+    let broker = ctx.broker.clone();
+    let written = tokio::task::spawn_blocking(move || {
+        request
+            .markers
+            .iter()
+            .map(|m| {
+                (
+                    answer(m, |topic, index| write(&broker, m, topic, index)),
+                    m.clone(),
+                )
+            })
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap_or_else(|e| {
+        tracing::error!(error = %e, "write txn markers task failed");
+        Vec::new()
+    });
+    let mut response = WriteTxnMarkersResponse::default();
+    for (result, marker) in written {
+        audit_marker(ctx, &marker, &result);
+        response.markers.push(result);
+    }
+    response
+}
+
+/// One marker's answer: `code(topic, partition)` for each partition it names.
+fn answer(
+    marker: &WritableTxnMarker,
+    mut code: impl FnMut(&str, i32) -> i16,
+) -> WritableTxnMarkerResult {
+    let mut result = WritableTxnMarkerResult::default();
+    result.producer_id = marker.producer_id;
+    for topic in &marker.topics {
+        let mut out = WritableTxnMarkerTopicResult::default();
+        out.name = topic.name.clone();
+        out.partitions = topic
+            .partition_indexes
+            .iter()
+            .map(|&index| {
+                let mut p = WritableTxnMarkerPartitionResult::default();
+                p.partition_index = index;
+                p.error_code = code(topic.name.0.as_str(), index);
+                p
+            })
+            .collect();
+        result.topics.push(out);
+    }
+    result
+}
+
+/// Appends the marker to one partition (blocking); the error code to answer.
+fn write(broker: &Broker, marker: &WritableTxnMarker, topic: &str, index: i32) -> i16 {
+    let Some(partition) = broker.partition(topic, index) else {
+        return ResponseError::UnknownTopicOrPartition.code();
+    };
+    let kind = match marker.transaction_result {
+        true => Marker::Commit,
+        false => Marker::Abort,
+    };
+    let durability = match broker.config.acks_all_fsync {
+        true => Durability::Fsync,
+        false => Durability::OsCache,
+    };
+    let written = partition.with_log(|log| {
+        let outcome = log.append_marker(
+            marker.producer_id.0,
+            marker.producer_epoch,
+            kind,
+            marker.coordinator_epoch,
+            durability,
+            broker.now_ms(),
+        );
+        (outcome, log.log_end_offset().value())
+    });
+    let result = written.and_then(|(outcome, end)| {
+        outcome
+            .map(|_| end)
+            .map_err(|e| append_error(&partition, e, broker.now_ms()))
+    });
+    match result {
+        Ok(end) => {
+            partition.notify_appended(end);
+            0
+        }
+        Err(KafkaError { code, .. }) => code.code(),
+    }
+}
+
+/// One audit line per marker: who ended which producer's transaction where.
+fn audit_marker(
+    ctx: &ConnectionContext,
+    marker: &WritableTxnMarker,
+    result: &WritableTxnMarkerResult,
+) {
+    let kind = if marker.transaction_result {
+        "COMMIT"
+    } else {
+        "ABORT"
+    };
+    for topic in &result.topics {
+        for p in &topic.partitions {
+            let resource = format!("{}-{}", topic.name.0.as_str(), p.partition_index);
+            let detail = format!(
+                "{kind} marker of producer {} epoch {}",
+                marker.producer_id.0, marker.producer_epoch
+            );
+            match ResponseError::try_from_code(p.error_code) {
+                None => audit::done(ctx.actor(), "txn.marker", &resource, &detail),
+                Some(e) => audit::refused(
+                    ctx.actor(),
+                    "txn.marker",
+                    &resource,
+                    &format!("{detail}: {e}"),
+                ),
+            }
+        }
+    }
+}

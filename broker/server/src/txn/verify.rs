@@ -1,0 +1,173 @@
+//! KIP-890's verification of a transactional produce, in-process: what Kafka's
+//! `ReplicaManager` (`maybeStartTransactionVerificationForPartitions`) and
+//! `AddPartitionsToTxnManager` do between a partition leader and the transaction
+//! coordinator before a transactional batch is appended.
+//!
+//! ```text
+//! per partition: Log::start_txn_verification ─▶ Open: append (its transaction here was
+//!                (blocking pool)                 verified under this transactional id)
+//!                                            └▶ Verify(guard) ─┐
+//! the coordinator: verify_partitions (verify only) ◀───────────┘ one call for all of them
+//!    in the transaction: append with the guard (`TxnAppend`); else the error below
+//! ```
+//!
+//! The errors are Kafka's for Produce v3-v10 (every version this broker serves;
+//! `TransactionSupportedOperation.DEFAULT_ERROR`): PRODUCER_FENCED becomes
+//! INVALID_PRODUCER_EPOCH, a partition not in the transaction (TRANSACTION_ABORTABLE)
+//! INVALID_TXN_STATE "Partition was not added to the transaction", a retriable coordinator
+//! error (CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
+//! NOT_COORDINATOR) NOT_ENOUGH_REPLICAS (which old clients retry without a metadata
+//! refresh), and INVALID_PRODUCER_ID_MAPPING (another producer id, or no such transactional
+//! id) stays itself. (Kafka answers Produce v11+, not served here, TRANSACTION_ABORTABLE
+//! where these versions get INVALID_TXN_STATE; the rest is the same.)
+
+use std::sync::Arc;
+
+use kafka_protocol::ResponseError;
+use sluice_storage::{Admission, TxnGuard};
+use sluice_txn::{ErrorCode, TopicPartition};
+
+use super::{TxnHandle, TxnProducer};
+use crate::broker::Partition;
+use crate::broker::append::append_error;
+use crate::error::KafkaError;
+
+/// A partition's answer: append with this guard (`None`: its transaction there was verified
+/// before), or refuse the partition with this error.
+pub type Verdict = Result<Option<TxnGuard>, KafkaError>;
+
+/// Verifies `producer`'s transactional produce to each of `partitions` (in order): the
+/// partitions' side on the blocking pool, then one coordinator call for those that need it.
+pub async fn verify(
+    txns: &TxnHandle,
+    producer: &TxnProducer,
+    partitions: Vec<(TopicPartition, Arc<Partition>)>,
+) -> Vec<Verdict> {
+    let claim = producer.clone();
+    let started = tokio::task::spawn_blocking(move || {
+        partitions
+            .into_iter()
+            .map(|(tp, partition)| (tp.clone(), start(&partition, &claim)))
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap_or_else(|e| {
+        tracing::error!(error = %e, "transaction verification task failed");
+        Vec::new()
+    });
+    let ask: Vec<TopicPartition> = started
+        .iter()
+        .filter(|(_, s)| matches!(s, Ok(Admission::Verify(_))))
+        .map(|(tp, _)| tp.clone())
+        .collect();
+    let answered = match ask.is_empty() {
+        true => Some(Ok(Vec::new())),
+        false => txns.verify_partitions(producer.clone(), ask).await,
+    };
+    started
+        .into_iter()
+        .map(|(tp, admission)| match admission? {
+            Admission::Open => Ok(None),
+            Admission::Verify(guard) => match &answered {
+                None => Err(produce_error(ErrorCode::CoordinatorNotAvailable)),
+                Some(Err(code)) => Err(produce_error(*code)),
+                Some(Ok(verified)) => match verified.iter().find(|v| v.tp == tp) {
+                    Some(v) if v.error.is_ok() => Ok(Some(guard)),
+                    Some(v) => Err(produce_error(v.error)),
+                    None => Err(produce_error(ErrorCode::TransactionAbortable)),
+                },
+            },
+        })
+        .collect()
+}
+
+/// The partition's side (blocking: takes the partition lock).
+fn start(partition: &Partition, producer: &TxnProducer) -> Result<Admission, KafkaError> {
+    partition
+        .with_log(|log| {
+            log.start_txn_verification(
+                &producer.transactional_id,
+                producer.producer_id,
+                producer.producer_epoch,
+            )
+        })?
+        .map_err(|e| append_error(partition, e, crate::clock::now_ms()))
+}
+
+/// A failed verification as Kafka answers Produce v3-v10 with it.
+pub fn produce_error(code: ErrorCode) -> KafkaError {
+    let retriable = match code {
+        ErrorCode::ConcurrentTransactions => Some("CONCURRENT_TRANSACTIONS"),
+        ErrorCode::CoordinatorLoadInProgress => Some("COORDINATOR_LOAD_IN_PROGRESS"),
+        ErrorCode::CoordinatorNotAvailable => Some("COORDINATOR_NOT_AVAILABLE"),
+        ErrorCode::NotCoordinator => Some("NOT_COORDINATOR"),
+        _ => None,
+    };
+    if let Some(name) = retriable {
+        return KafkaError::new(
+            ResponseError::NotEnoughReplicas,
+            format!(
+                "Unable to verify the partition has been added to the transaction. \
+                 Underlying error: {name}"
+            ),
+        );
+    }
+    match code {
+        ErrorCode::ProducerFenced | ErrorCode::InvalidProducerEpoch => KafkaError::new(
+            ResponseError::InvalidProducerEpoch,
+            "Producer attempted to produce with an old epoch.",
+        ),
+        ErrorCode::TransactionAbortable | ErrorCode::InvalidTxnState => KafkaError::new(
+            ResponseError::InvalidTxnState,
+            "Partition was not added to the transaction",
+        ),
+        ErrorCode::InvalidProducerIdMapping => KafkaError::new(
+            ResponseError::InvalidProducerIdMapping,
+            "The producer attempted to use a producer id which is not currently assigned to \
+             its transactional id.",
+        ),
+        other => {
+            let code = ResponseError::try_from_code(other.code())
+                .unwrap_or(ResponseError::UnknownServerError);
+            KafkaError::new(code, format!("transaction verification failed: {other:?}"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verification_errors_are_kafkas_for_produce_before_v11() {
+        let code = |c| produce_error(c).code;
+        assert_eq!(
+            code(ErrorCode::ProducerFenced),
+            ResponseError::InvalidProducerEpoch
+        );
+        assert_eq!(
+            code(ErrorCode::TransactionAbortable),
+            ResponseError::InvalidTxnState
+        );
+        assert_eq!(
+            code(ErrorCode::InvalidProducerIdMapping),
+            ResponseError::InvalidProducerIdMapping
+        );
+        assert_eq!(
+            code(ErrorCode::InvalidRequest),
+            ResponseError::InvalidRequest
+        );
+        for retriable in [
+            ErrorCode::ConcurrentTransactions,
+            ErrorCode::CoordinatorLoadInProgress,
+            ErrorCode::CoordinatorNotAvailable,
+            ErrorCode::NotCoordinator,
+        ] {
+            assert_eq!(code(retriable), ResponseError::NotEnoughReplicas);
+        }
+        assert_eq!(
+            produce_error(ErrorCode::TransactionAbortable).message,
+            "Partition was not added to the transaction"
+        );
+    }
+}
