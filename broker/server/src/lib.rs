@@ -57,8 +57,8 @@
 //!   (spec + source topic + bound chain) is the broker's (`broker/views.rs`); `records` decodes and re-encodes the batches
 //!   for views and for `reroute/`.
 //! - [`error`]: config, Kafka and server errors.
-//! - `codec`: bounded decompression of batch payloads (ListOffsets by time only; produce
-//!   and fetch never decode records).
+//! - `codec`: bounded decompression of batch payloads (Produce's record walk, the timestamp
+//!   look-ups of ListOffsets and of transforms started from a time; fetch never decodes).
 //!
 //! Architecture Invariant: `connection.rs` is the only module that reads or writes socket
 //! bytes; handlers see decoded requests and return responses (or chunks of them).

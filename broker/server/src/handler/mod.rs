@@ -35,7 +35,7 @@ mod join_group;
 mod kip110;
 mod leave_group;
 mod list_groups;
-pub(crate) mod list_offsets;
+mod list_offsets;
 mod list_transactions;
 mod metadata;
 mod offset_commit;

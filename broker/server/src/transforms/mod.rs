@@ -887,7 +887,7 @@ fn start_offsets(source: &crate::broker::Topic, from: FromOffset) -> Result<Vec<
                     FromOffset::Timestamp(ms) => log
                         .offset_for_timestamp_with(
                             ms,
-                            Some(&crate::handler::list_offsets::decompress),
+                            Some(&crate::codec::decompress_for_timestamp_lookup),
                         )
                         .map(|found| found.map_or(end, |(o, _): (Offset, i64)| o.value()))
                         .map_err(|e| {
