@@ -34,6 +34,7 @@ use crate::limits;
 use crate::plugins::{Plugins, TopicPlugins};
 use crate::security::SecurityStore;
 use crate::topic_config::{self, TopicOverrides};
+use crate::topic_name;
 use group_commit::SyncCoordinator;
 
 /// This broker's node id in Metadata (a single-node cluster).
@@ -215,7 +216,7 @@ impl TopicFile {
     /// of opening a partition count nobody asked for.
     pub(crate) fn parse(text: &str) -> Result<Self, String> {
         let meta: Self = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        validate_topic_name(&meta.name).map_err(|e| e.message)?;
+        topic_name::validate(&meta.name).map_err(|e| e.message)?;
         if !(1..=limits::PARTITIONS_PER_TOPIC_MAX).contains(&meta.partitions) {
             return Err(format!(
                 "{} partitions is outside 1..={} (PARTITIONS_PER_TOPIC_MAX)",
@@ -650,7 +651,7 @@ impl Broker {
         partitions: i32,
         overrides: &TopicOverrides,
     ) -> Result<(), KafkaError> {
-        validate_topic_name(name)?;
+        topic_name::validate(name)?;
         if !(1..=limits::PARTITIONS_PER_TOPIC_MAX).contains(&partitions) {
             return Err(KafkaError::new(
                 ResponseError::InvalidPartitions,
@@ -940,48 +941,6 @@ impl Drop for Gauge<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
     }
-}
-
-/// Kafka's internal topic of transaction state. Sluice keeps it in its own log
-/// (`crate::txn`), not in a topic, and refuses to create a topic by this name (clients
-/// would mistake it for Kafka's).
-pub const TRANSACTION_TOPIC: &str = "__transaction_state";
-
-/// Kafka's topic name rules: 1..=249 chars of `[a-zA-Z0-9._-]`, not `.` or `..`; neither
-/// of Kafka's internal topics.
-pub fn validate_topic_name(name: &str) -> Result<(), KafkaError> {
-    let invalid = |why: &str| {
-        KafkaError::new(
-            ResponseError::InvalidTopicException,
-            format!("topic name {name:?} {why}"),
-        )
-    };
-    if name.is_empty() || name == "." || name == ".." {
-        return Err(invalid("is not allowed"));
-    }
-    if name == crate::group::OFFSETS_TOPIC {
-        return Err(invalid(
-            "is Kafka's internal offsets topic; Sluice keeps committed offsets in data.dir/consumer-offsets/",
-        ));
-    }
-    if name == TRANSACTION_TOPIC {
-        return Err(invalid(
-            "is Kafka's internal transaction topic; Sluice keeps transaction state in data.dir/transaction-state/",
-        ));
-    }
-    if name.len() > limits::TOPIC_NAME_BYTES_MAX {
-        return Err(invalid(&format!(
-            "is longer than {} bytes",
-            limits::TOPIC_NAME_BYTES_MAX
-        )));
-    }
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
-    {
-        return Err(invalid("has characters outside [a-zA-Z0-9._-]"));
-    }
-    Ok(())
 }
 
 fn load_or_create_cluster_id(dir: &Path) -> Result<String, ServerError> {

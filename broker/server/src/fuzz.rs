@@ -287,7 +287,7 @@ pub fn admin_json(data: &[u8]) {
     match selector % 3 {
         0 => {
             if let Ok(create) = serde_json::from_slice::<CreateTopic>(body) {
-                let _ = crate::broker::validate_topic_name(&create.name);
+                let _ = crate::topic_name::validate(&create.name);
                 let _ = topic_config::validate_all(&config, &create.configs);
             }
         }
@@ -303,7 +303,7 @@ pub fn admin_json(data: &[u8]) {
         }
         2 => {
             if let Ok(spec) = serde_json::from_slice::<crate::views::ViewSpec>(body) {
-                let _ = crate::broker::validate_topic_name(&spec.name);
+                let _ = crate::topic_name::validate(&spec.name);
                 let _ = crate::views::check(&spec);
             }
         }

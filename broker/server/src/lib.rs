@@ -7,7 +7,8 @@
 //!   names, each key one entry of the key table `config/keys.rs` (from which the struct,
 //!   defaults, `set`/`get`, the key list, topic overrides and secrets follow); [`units`]
 //!   parses "100 MiB" / "7d"; [`topic_config`] maps topic keys (`retention.ms`, ...) onto
-//!   broker keys and the storage `LogConfig`.
+//!   broker keys and the storage `LogConfig`; `topic_name`: Kafka's topic name rules and the
+//!   names of its internal topics, which Sluice refuses (it keeps their state in its own logs).
 //! - [`limits`]: every limit with its unit and reason.
 //! - [`listener`]: bind, accept, the log ticker, graceful shutdown; [`admission`]: what a
 //!   client must be granted first (`max.connections`, `max.connections.per.ip`, and the
@@ -106,6 +107,7 @@ pub mod sasl;
 pub mod security;
 pub mod tls;
 pub mod topic_config;
+mod topic_name;
 mod topic_regex;
 pub mod transforms;
 pub mod txn;
