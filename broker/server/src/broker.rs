@@ -30,6 +30,7 @@ use tokio::sync::watch;
 use crate::clock::{SharedClock, now_ms};
 use crate::config::{BrokerConfig, HostPort};
 use crate::error::{KafkaError, ServerError};
+use crate::files::{remove_dir_logged, remove_stale_temps, write_durable};
 use crate::limits;
 use crate::plugins::{Plugins, TopicPlugins};
 use crate::security::SecurityStore;
@@ -978,35 +979,6 @@ fn random_id() -> String {
         bits >>= 6;
     }
     out
-}
-
-/// Writes a metadata file so that a crash leaves either the old or the new content
-/// (`sluice_storage::io::write_durable` on the real filesystem).
-pub(crate) fn write_durable(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    storage_io::write_durable(&RealFs, path, bytes)
-}
-
-/// Removes a metadata file durably (the directory fsynced), logging a failure.
-pub(crate) fn remove_file_logged(path: &Path) {
-    if let Err(e) = storage_io::remove_file_durable(&RealFs, path) {
-        tracing::warn!(path = %path.display(), error = %e, "removing a file failed");
-    }
-}
-
-/// Removes a directory durably (the parent fsynced), logging a failure; a leftover is
-/// removed again at the next start.
-fn remove_dir_logged(path: &Path) {
-    if let Err(e) = storage_io::remove_dir_durable(&RealFs, path) {
-        tracing::warn!(path = %path.display(), error = %e, "removing a deleted topic's directory failed");
-    }
-}
-
-/// Removes temp files a crash left in `dir` (`io::durable`), logging a failure: they are
-/// never read, so one left behind is only a stray file.
-pub(crate) fn remove_stale_temps(dir: &Path) {
-    if let Err(e) = storage_io::remove_stale_temps(&RealFs, dir) {
-        tracing::warn!(dir = %dir.display(), error = %e, "removing stale temp files failed");
-    }
 }
 
 mod alter;

@@ -35,6 +35,8 @@
 //!   metadata, the live views; `broker/group_commit.rs`: acks=all group commit, one sync task
 //!   per busy partition (fsync without the partition lock; one fsync answers every append
 //!   made before it began); `broker/append.rs`: one append with its Kafka error mapping.
+//!   `files`: the broker's own small files (topic, view and transform specs) through the
+//!   storage crate's durable-write path, and removals that log their failure.
 //! - [`group`]: the consumer-group coordinator service: the task that owns the pure
 //!   `sluice_group::Coordinator`, and the internal offsets log (committed offsets).
 //! - [`txn`]: the transaction coordinator service: the task that owns the pure
@@ -92,6 +94,7 @@ pub mod connection;
 pub mod data_dir;
 pub mod error;
 mod fence;
+mod files;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod group;

@@ -13,8 +13,9 @@ use std::sync::{Arc, RwLock};
 use kafka_protocol::ResponseError;
 use sluice_plugin_host::{FailurePolicy, Registry, View, ViewStats};
 
-use super::{Broker, Partition, Topic, remove_file_logged, remove_stale_temps, write_durable};
+use super::{Broker, Partition, Topic};
 use crate::error::{KafkaError, ServerError};
+use crate::files::{remove_file_logged, remove_stale_temps, write_durable};
 use crate::limits;
 use crate::views::{ViewSpec, build, check};
 

@@ -48,8 +48,9 @@ use sluice_transform::{Finish, FromOffset, OnError, Partitioning, State, Transfo
 use tokio::sync::{Mutex, Semaphore, watch};
 use tokio::task::JoinHandle;
 
-use crate::broker::{Broker, remove_file_logged, remove_stale_temps, write_durable};
+use crate::broker::Broker;
 use crate::error::{KafkaError, ServerError};
+use crate::files::{remove_file_logged, remove_stale_temps, write_durable};
 use crate::group::GroupHandle;
 use crate::txn::TxnHandle;
 
