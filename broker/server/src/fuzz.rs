@@ -16,10 +16,11 @@ use sluice_storage::batch;
 use sluice_storage::{Compression, batch::pos};
 
 use crate::config::BrokerConfig;
-use crate::handler::{compat, peek, produce, shape};
+use crate::handler::{peek, produce};
 use crate::records::{self, DecompressLimit};
 use crate::wire::FrameError;
-use crate::{limits, topic_config, versions};
+use crate::{limits, topic_config};
+use sluice_protocol::{compat, shape, versions};
 
 pub mod seeds;
 

@@ -26,11 +26,12 @@
 //!   state whether their principal may do an operation on a resource, and whether the owner
 //!   a view or transform acts for still may; [`audit`]: the one log line per change to
 //!   plugins, views, transforms, ACLs, users and quotas, with its principal.
-//! - [`versions`]: the one version table; ApiVersions is derived from it.
 //! - `handler/`: dispatch and one file per Kafka API, all shaped `handle(ctx, request) ->
-//!   response`; `handler/fetch_wire.rs` is the hand-encoded FetchResponse (zero-copy path),
-//!   `handler/shape.rs` refuses impossible array counts before decoding, and
-//!   `handler/compat.rs` serves the oldest admin API versions the codec crate dropped.
+//!   response`; `handler/fetch_wire.rs` is the hand-encoded FetchResponse (zero-copy path).
+//!   What a request may be before a handler sees it is the sans-IO protocol crate's
+//!   (`sluice_protocol`): the one version table (ApiVersions is derived from it), the shape
+//!   guard that refuses impossible array counts before decoding, and the rewrites of the
+//!   oldest API versions the codec crate dropped.
 //! - [`broker`]: the topic registry, partitions (log + fetch wake-up), persisted topic
 //!   metadata, the live views; `broker/group_commit.rs`: acks=all group commit, one sync task
 //!   per busy partition (fsync without the partition lock; one fsync answers every append
@@ -116,7 +117,6 @@ pub mod transforms;
 pub mod txn;
 pub mod units;
 mod validator;
-pub mod versions;
 pub mod views;
 pub mod wire;
 

@@ -39,7 +39,7 @@ fn every_corpus_file_replays_without_a_panic() {
 #[test]
 fn the_request_seeds_decode_at_every_advertised_version() {
     let seeds = fuzz::seeds::all();
-    for support in sluice_server::versions::SUPPORTED {
+    for support in sluice_protocol::versions::SUPPORTED {
         for version in support.advertised_min..=support.max {
             let name = format!("{:?}-v{version}", support.key);
             let (_, _, frame) = seeds

@@ -23,8 +23,7 @@ use sluice_group::offsets::{CommittedOffset, OffsetRecord, RecordKey};
 use sluice_plugin_host::ColumnarBatch;
 use sluice_storage::testing::{TestRecord, build_batch};
 
-use crate::handler::compat;
-use crate::versions;
+use sluice_protocol::{compat, versions};
 
 /// One seed: the target it is for, a file name, the bytes.
 pub type Seed = (&'static str, String, Vec<u8>);

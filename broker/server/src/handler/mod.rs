@@ -8,7 +8,6 @@ mod add_offsets_to_txn;
 mod add_partitions_to_txn;
 mod alter_configs;
 mod api_versions;
-pub(crate) mod compat;
 mod consumer_group_describe;
 mod consumer_group_heartbeat;
 mod create_partitions;
@@ -45,7 +44,6 @@ mod offset_for_leader_epoch;
 pub(crate) mod produce;
 mod quotas;
 mod sasl;
-pub(crate) mod shape;
 mod sync_group;
 mod throttle;
 mod txn_common;
@@ -56,11 +54,11 @@ mod write_txn_markers;
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable};
+use sluice_protocol::{compat, shape, versions};
 use sluice_security::quota::QuotaKind;
 
 use crate::admission::FrameBudget;
 use crate::sasl::Session;
-use crate::versions;
 use crate::wire::{Chunk, ConnectionContext, FrameError, Reply, Response};
 
 /// The first fields of every request header, read before choosing the header version.
@@ -100,12 +98,6 @@ pub(crate) fn duplicates<'a>(
         }
     }
     twice
-}
-
-/// True if `version` of `key` is served through the old-version shims.
-#[cfg(test)]
-pub(crate) fn has_compat(key: ApiKey, version: i16) -> bool {
-    compat::request_as(key, version).is_some()
 }
 
 /// Handles one request frame; `Reply::Now(None)` when the request expects no response (acks=0).

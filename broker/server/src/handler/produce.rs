@@ -494,7 +494,7 @@ pub fn unsupported_old_version(
         ApiKey::Produce.request_header_version(version),
     )
     .map_err(|e| FrameError::Malformed(format!("Produce v{version}: {e}")))?;
-    super::shape::check(ApiKey::Produce, version, &body)
+    sluice_protocol::shape::check(ApiKey::Produce, version, &body)
         .map_err(|e| FrameError::Malformed(format!("Produce v{version} request: {e}")))?;
     let mut v3 = BytesMut::with_capacity(body.len() + 2);
     v3.extend_from_slice(&(-1i16).to_be_bytes());

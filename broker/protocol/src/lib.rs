@@ -1,0 +1,21 @@
+//! Sluice's Kafka protocol, sans I/O: what a request frame may be before any handler sees
+//! it, and the encodings the codec crate (`kafka-protocol`, generated from Kafka's own
+//! message specs) does not give us. No tokio, no sockets, no files, and none of Sluice's
+//! other crates: the server reads the socket and calls in here with bytes.
+//!
+//! # Layout
+//! Read in this order:
+//! - [`versions`]: the one version table (which APIs and versions the broker advertises and
+//!   serves), and the ApiVersions answer derived from it.
+//! - [`shape`]: the request shape guard: every request body walked along its API's schema
+//!   before decoding, refusing an array count the frame's bytes cannot hold (the codec
+//!   reserves `count` elements before reading them); every advertised version has a shape.
+//! - [`compat`]: the old request versions the codec crate no longer encodes, read as a newer
+//!   layout, and their answers in the old layout.
+//!
+//! Architecture Invariant: this crate does no I/O and depends on none of Sluice's crates;
+//! the server depends on it, never the other way.
+
+pub mod compat;
+pub mod shape;
+pub mod versions;
