@@ -10,12 +10,20 @@
 //! - [`shape`]: the request shape guard: every request body walked along its API's schema
 //!   before decoding, refusing an array count the frame's bytes cannot hold (the codec
 //!   reserves `count` elements before reading them); every advertised version has a shape.
+//! - [`frame`]: framing, the bytes before a handler: the length prefix checked against
+//!   `socket.request.max.bytes` before the body is read, the request header peeked and
+//!   decoded, the body checked against its shape; response headers and messages encoded;
+//!   [`FrameError`], the refusals that close a connection. [`limits`]: its bounds.
 //! - [`compat`]: the old request versions the codec crate no longer encodes, read as a newer
-//!   layout, and their answers in the old layout.
+//!   layout, and their answers in the old layout (Produce v0-v2's UNSUPPORTED_VERSION too).
 //!
 //! Architecture Invariant: this crate does no I/O and depends on none of Sluice's crates;
 //! the server depends on it, never the other way.
 
 pub mod compat;
+pub mod frame;
+pub mod limits;
 pub mod shape;
 pub mod versions;
+
+pub use frame::FrameError;

@@ -12,15 +12,15 @@
 use bytes::Bytes;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::Decodable;
+use sluice_protocol::{compat, frame};
 use sluice_storage::batch;
 use sluice_storage::{Compression, batch::pos};
 
 use crate::config::BrokerConfig;
-use crate::handler::{peek, produce};
+use crate::handler::produce;
 use crate::records::{self, DecompressLimit};
 use crate::wire::FrameError;
 use crate::{limits, topic_config};
-use sluice_protocol::{compat, shape, versions};
 
 pub mod seeds;
 
@@ -62,10 +62,8 @@ pub fn request(frame: &[u8]) {
 /// # Errors
 /// The framing error the connection would close with.
 pub fn decode_request(frame: Bytes) -> Result<Option<(ApiKey, i16)>, FrameError> {
-    let peeked = peek(&frame)?;
-    let malformed = |e: String| FrameError::Malformed(e);
-    let support = versions::lookup(peeked.api_key)
-        .ok_or_else(|| malformed(format!("unsupported API key {}", peeked.api_key)))?;
+    let peeked = frame::peek(&frame)?;
+    let support = frame::api(&peeked)?;
     let (key, version) = (support.key, peeked.version);
     if !support.serves(version) {
         if key != ApiKey::Produce || !support.advertises(version) {
@@ -74,15 +72,10 @@ pub fn decode_request(frame: Bytes) -> Result<Option<(ApiKey, i16)>, FrameError>
         produce::unsupported_old_version(frame, version, peeked.correlation_id)?;
         return Ok(Some((key, version)));
     }
-    let mut body = frame;
-    RequestHeader::decode(&mut body, key.request_header_version(version))
-        .map_err(|e| malformed(format!("{key:?} v{version} request header: {e}")))?;
-    shape::check(key, version, &body)
-        .map_err(|e| malformed(format!("{key:?} v{version} request: {e}")))?;
-    let (decode_version, body) = compat::upgrade(key, version, body)
-        .map_err(|e| malformed(format!("{key:?} v{version} request: {e}")))?;
-    decode_body(key, decode_version, body)
-        .map_err(|e| malformed(format!("{key:?} v{version} request: {e}")))?;
+    let (_, body) = frame::header_and_body(key, version, frame)?;
+    let malformed = |e: String| FrameError::malformed(format!("{key:?} v{version} request: {e}"));
+    let (decode_version, body) = compat::upgrade(key, version, body).map_err(malformed)?;
+    decode_body(key, decode_version, body).map_err(malformed)?;
     Ok(Some((key, version)))
 }
 

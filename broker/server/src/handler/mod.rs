@@ -51,39 +51,16 @@ mod txn_offset_commit;
 mod users;
 mod write_txn_markers;
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+use bytes::Bytes;
+use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::{Decodable, Encodable};
-use sluice_protocol::{compat, shape, versions};
+use sluice_protocol::frame::{self, decode, header_and_body};
+use sluice_protocol::{compat, versions};
 use sluice_security::quota::QuotaKind;
 
 use crate::admission::FrameBudget;
 use crate::sasl::Session;
 use crate::wire::{Chunk, ConnectionContext, FrameError, Reply, Response};
-
-/// The first fields of every request header, read before choosing the header version.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Peeked {
-    pub(crate) api_key: i16,
-    pub(crate) version: i16,
-    pub(crate) correlation_id: i32,
-}
-
-pub(crate) fn peek(frame: &[u8]) -> Result<Peeked, FrameError> {
-    let field = |at: usize, n: usize| {
-        frame.get(at..at + n).ok_or_else(|| {
-            FrameError::Malformed(format!(
-                "frame of {} bytes has no request header",
-                frame.len()
-            ))
-        })
-    };
-    Ok(Peeked {
-        api_key: i16::from_be_bytes(field(0, 2)?.try_into().unwrap_or_default()),
-        version: i16::from_be_bytes(field(2, 2)?.try_into().unwrap_or_default()),
-        correlation_id: i32::from_be_bytes(field(4, 4)?.try_into().unwrap_or_default()),
-    })
-}
 
 /// The (topic, partition) pairs listed more than once among `pairs` (bounded by the
 /// request's own entries, which the shape guard bounded by the frame's bytes).
@@ -108,13 +85,8 @@ pub async fn handle(
     frame: Bytes,
     budget: FrameBudget,
 ) -> Result<Reply, FrameError> {
-    let peeked = peek(&frame)?;
-    let Some(support) = versions::lookup(peeked.api_key) else {
-        return Err(FrameError::Malformed(format!(
-            "unsupported API key {}",
-            peeked.api_key
-        )));
-    };
+    let peeked = frame::peek(&frame)?;
+    let support = frame::api(&peeked)?;
     let (key, version) = (support.key, peeked.version);
     if !support.serves(version) {
         return match key {
@@ -125,7 +97,7 @@ pub async fn handle(
                 produce::unsupported_old_version(frame, version, peeked.correlation_id)
                     .map(|r| Reply::Now(Some(r)))
             }
-            _ => Err(FrameError::Malformed(format!(
+            _ => Err(FrameError::malformed(format!(
                 "{key:?} v{version} is not supported (this broker serves v{}..=v{})",
                 support.served_min, support.max
             ))),
@@ -156,24 +128,6 @@ pub async fn handle(
     result
 }
 
-/// Decodes the request header and checks the body against the request's shape.
-fn header_and_body(
-    key: ApiKey,
-    version: i16,
-    frame: Bytes,
-) -> Result<(RequestHeader, Bytes), FrameError> {
-    let mut body = frame;
-    let mut header = RequestHeader::decode(&mut body, key.request_header_version(version))
-        .map_err(|e| FrameError::Malformed(format!("{key:?} v{version} request header: {e}")))?;
-    // Owned, so a request that waits (JoinGroup) does not keep its frame alive through it.
-    header.client_id = header
-        .client_id
-        .map(|id| kafka_protocol::protocol::StrBytes::from_string(id.to_string()));
-    shape::check(key, version, &body)
-        .map_err(|e| FrameError::Malformed(format!("{key:?} v{version} request: {e}")))?;
-    Ok((header, body))
-}
-
 /// Handles a SaslHandshake or SaslAuthenticate frame (`sasl::Admit::Sasl`) with the
 /// connection's SASL session, which a completed exchange turns into the connection's
 /// principal. `true`: close the connection once the answer is written (a failed or refused
@@ -184,11 +138,11 @@ pub async fn handle_sasl(
     frame: Bytes,
     budget: FrameBudget,
 ) -> Result<(Reply, bool), FrameError> {
-    let peeked = peek(&frame)?;
+    let peeked = frame::peek(&frame)?;
     let (key, version) = match versions::lookup(peeked.api_key) {
         Some(support) if support.serves(peeked.version) => (support.key, peeked.version),
         _ => {
-            return Err(FrameError::Malformed(format!(
+            return Err(FrameError::malformed(format!(
                 "API key {} v{} is not a SASL version this broker serves",
                 peeked.api_key, peeked.version
             )));
@@ -211,7 +165,7 @@ pub async fn handle_sasl(
             (encode(cid, hv, &response, version)?, close)
         }
         other => {
-            return Err(FrameError::Malformed(format!(
+            return Err(FrameError::malformed(format!(
                 "{other:?} is not a SASL request"
             )));
         }
@@ -270,7 +224,7 @@ async fn dispatch(
     let (cid, hv) = (header.correlation_id, key.response_header_version(version));
     let old = compat::request_as(key, version);
     let (decode_version, upgraded) =
-        compat::upgrade(key, version, body).map_err(FrameError::Malformed)?;
+        compat::upgrade(key, version, body).map_err(FrameError::malformed)?;
     body = upgraded;
     // Decodes the request at the version it is read as, and releases the frame's budget.
     macro_rules! request {
@@ -397,7 +351,7 @@ async fn txn_dispatch(
             reply!(offset_for_leader_epoch::handle(ctx, request!()))
         }
         other => {
-            return Err(FrameError::Malformed(format!(
+            return Err(FrameError::malformed(format!(
                 "{other:?} is in the version table but has no handler"
             )));
         }
@@ -425,7 +379,10 @@ async fn fetch_reply(
     }
     response.throttle_time_ms = i32::try_from(throttle).unwrap_or(i32::MAX);
     let hv = ApiKey::Fetch.response_header_version(version);
-    let mut chunks = vec![Chunk::Bytes(encode_header(header.correlation_id, hv)?)];
+    let mut chunks = vec![Chunk::Bytes(frame::response_header(
+        header.correlation_id,
+        hv,
+    )?)];
     chunks.extend(fetch_wire::encode(response, version));
     Ok(Response { chunks })
 }
@@ -444,28 +401,13 @@ fn take_request<T: Decodable>(
     Ok(request)
 }
 
-fn decode<T: Decodable>(body: &mut Bytes, key: ApiKey, version: i16) -> Result<T, FrameError> {
-    T::decode(body, version)
-        .map_err(|e| FrameError::Malformed(format!("{key:?} v{version} request: {e}")))
-}
-
-fn encode_header(correlation_id: i32, header_version: i16) -> Result<Bytes, FrameError> {
-    let mut header = ResponseHeader::default();
-    header.correlation_id = correlation_id;
-    let mut buf = BytesMut::new();
-    header
-        .encode(&mut buf, header_version)
-        .map_err(|e| FrameError::Malformed(format!("encoding response header: {e}")))?;
-    Ok(buf.freeze())
-}
-
 /// A response header followed by an already encoded message (old versions, see `compat`).
 fn encode_raw(
     correlation_id: i32,
     header_version: i16,
     message: Bytes,
 ) -> Result<Response, FrameError> {
-    let header = encode_header(correlation_id, header_version)?;
+    let header = frame::response_header(correlation_id, header_version)?;
     Ok(Response {
         chunks: vec![Chunk::Bytes(header), Chunk::Bytes(message)],
     })
@@ -478,11 +420,8 @@ fn encode<M: Encodable>(
     message: &M,
     version: i16,
 ) -> Result<Response, FrameError> {
-    let mut buf = BytesMut::from(&encode_header(correlation_id, header_version)?[..]);
-    message
-        .encode(&mut buf, version)
-        .map_err(|e| FrameError::Malformed(format!("encoding v{version} response: {e}")))?;
+    let bytes = frame::encode_response(correlation_id, header_version, message, version)?;
     Ok(Response {
-        chunks: vec![Chunk::Bytes(buf.freeze())],
+        chunks: vec![Chunk::Bytes(bytes)],
     })
 }
