@@ -14,6 +14,9 @@
 //!   `socket.request.max.bytes` before the body is read, the request header peeked and
 //!   decoded, the body checked against its shape; response headers and messages encoded;
 //!   [`FrameError`], the refusals that close a connection. [`limits`]: its bounds.
+//! - [`fetch_response`]: FetchResponse v4-v11 encoded by hand, its record sets left as the
+//!   server holds them (file ranges for sendfile) between the encoded fields: generic over
+//!   [`fetch_response::RecordSet`], so no storage I/O here.
 //! - [`compat`]: the old request versions the codec crate no longer encodes, read as a newer
 //!   layout, and their answers in the old layout (Produce v0-v2's UNSUPPORTED_VERSION too).
 //!
@@ -21,6 +24,7 @@
 //! the server depends on it, never the other way.
 
 pub mod compat;
+pub mod fetch_response;
 pub mod frame;
 pub mod limits;
 pub mod shape;

@@ -27,11 +27,11 @@
 //!   a view or transform acts for still may; [`audit`]: the one log line per change to
 //!   plugins, views, transforms, ACLs, users and quotas, with its principal.
 //! - `handler/`: dispatch and one file per Kafka API, all shaped `handle(ctx, request) ->
-//!   response`; `handler/fetch_wire.rs` is the hand-encoded FetchResponse (zero-copy path).
-//!   What a request may be before a handler sees it is the sans-IO protocol crate's
-//!   (`sluice_protocol`): the one version table (ApiVersions is derived from it), the shape
-//!   guard that refuses impossible array counts before decoding, and the rewrites of the
-//!   oldest API versions the codec crate dropped.
+//!   response`. What a request may be before a handler sees it is the sans-IO protocol
+//!   crate's (`sluice_protocol`): framing, the one version table (ApiVersions is derived
+//!   from it), the shape guard that refuses impossible array counts before decoding, the
+//!   rewrites of the oldest API versions the codec crate dropped, and the hand-encoded
+//!   FetchResponse whose record sets stay file ranges (the zero-copy path).
 //! - [`broker`]: the topic registry, partitions (log + fetch wake-up), persisted topic
 //!   metadata, the live views; `broker/group_commit.rs`: acks=all group commit, one sync task
 //!   per busy partition (fsync without the partition lock; one fsync answers every append

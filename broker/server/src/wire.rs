@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use sluice_protocol::fetch_response::{Piece, RecordSet};
 use sluice_security::principal::KafkaPrincipal;
 use tokio::sync::{Semaphore, watch};
 
@@ -45,6 +46,22 @@ impl Chunk {
         match self {
             Self::Bytes(b) => b.len(),
             Self::File(slice) => slice.len as usize,
+        }
+    }
+}
+
+/// A fetch response's record set is a chunk: a file range, or the bytes a view produced.
+impl RecordSet for Chunk {
+    fn wire_len(&self) -> usize {
+        self.len()
+    }
+}
+
+impl From<Piece<Chunk>> for Chunk {
+    fn from(piece: Piece<Chunk>) -> Self {
+        match piece {
+            Piece::Bytes(bytes) => Self::Bytes(bytes),
+            Piece::Records(chunk) => chunk,
         }
     }
 }

@@ -24,7 +24,6 @@ mod describe_transactions;
 mod elect_leaders;
 mod end_txn;
 mod fetch;
-pub mod fetch_wire;
 mod find_coordinator;
 mod group_common;
 mod heartbeat;
@@ -54,6 +53,7 @@ mod write_txn_markers;
 use bytes::Bytes;
 use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::{Decodable, Encodable};
+use sluice_protocol::fetch_response::{self, FetchOutput};
 use sluice_protocol::frame::{self, decode, header_and_body};
 use sluice_protocol::{compat, versions};
 use sluice_security::quota::QuotaKind;
@@ -375,7 +375,7 @@ async fn fetch_reply(
     if throttle > 0 {
         throttle::unrecord(ctx, QuotaKind::ConsumerByteRate, client_id, bytes);
         // Kafka's `getThrottledResponse`: no error, no partitions, the throttle time.
-        response = fetch_wire::FetchOutput::default();
+        response = FetchOutput::default();
     }
     response.throttle_time_ms = i32::try_from(throttle).unwrap_or(i32::MAX);
     let hv = ApiKey::Fetch.response_header_version(version);
@@ -383,7 +383,11 @@ async fn fetch_reply(
         header.correlation_id,
         hv,
     )?)];
-    chunks.extend(fetch_wire::encode(response, version));
+    chunks.extend(
+        fetch_response::encode(response, version)
+            .into_iter()
+            .map(Chunk::from),
+    );
     Ok(Response { chunks })
 }
 
