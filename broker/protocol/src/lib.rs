@@ -19,6 +19,7 @@
 //!   [`fetch_response::RecordSet`], so no storage I/O here.
 //! - [`compat`]: the old request versions the codec crate no longer encodes, read as a newer
 //!   layout, and their answers in the old layout (Produce v0-v2's UNSUPPORTED_VERSION too).
+//! - `fuzz`: the `request` fuzz target's entry point and its seeds (not an API).
 //!
 //! Architecture Invariant: this crate does no I/O and depends on none of Sluice's crates;
 //! the server depends on it, never the other way.
@@ -26,6 +27,8 @@
 pub mod compat;
 pub mod fetch_response;
 pub mod frame;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod limits;
 pub mod shape;
 pub mod versions;
