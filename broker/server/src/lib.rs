@@ -26,8 +26,9 @@
 //!   state whether their principal may do an operation on a resource, and whether the owner
 //!   a view or transform acts for still may; [`audit`]: the one log line per change to
 //!   plugins, views, transforms, ACLs, users and quotas, with its principal.
-//! - `handler/`: dispatch and one file per Kafka API, all shaped `handle(ctx, request) ->
-//!   response`. What a request may be before a handler sees it is the sans-IO protocol
+//! - `handler/`: dispatch by domain (`produce_fetch/`, `groups/`, `transactions/`,
+//!   `topics/`, `security/`, `cluster/`, each with its own `dispatch`) and one file per
+//!   Kafka API, all shaped `handle(ctx, request) -> response`. What a request may be before a handler sees it is the sans-IO protocol
 //!   crate's (`sluice_protocol`): framing, the one version table (ApiVersions is derived
 //!   from it), the shape guard that refuses impossible array counts before decoding, the
 //!   rewrites of the oldest API versions the codec crate dropped, and the hand-encoded

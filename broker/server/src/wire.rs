@@ -1,8 +1,8 @@
 //! The wire types between the connection and the handlers: what a handler is given (the
 //! per-connection context) and what it gives back (a response as chunks, now or later), and
-//! the errors that close a connection (the framing ones are the protocol crate's). Imports nothing from `handler` or
-//! `connection`: both import it, so requests flow one way, socket -> frame -> dispatch ->
-//! handler -> broker state -> storage.
+//! the errors that close a connection (the framing ones are the protocol crate's). Imports
+//! nothing from `handler` or `connection`: both import it, so requests flow one way,
+//! socket -> frame -> dispatch -> handler -> broker state -> storage.
 
 use std::io;
 use std::net::SocketAddr;

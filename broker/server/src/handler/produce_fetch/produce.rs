@@ -501,5 +501,5 @@ pub fn unsupported_old_version(
         }
     }
     let message = compat::produce_response_v0_to_v2(&response, version)?;
-    super::encode_raw(correlation_id, 0, message)
+    crate::handler::encode_raw(correlation_id, 0, message)
 }

@@ -14,5 +14,5 @@ pub fn handle(_request: ApiVersionsRequest) -> ApiVersionsResponse {
 
 /// The v0 answer to an ApiVersions version we do not serve.
 pub fn unsupported_version(correlation_id: i32) -> Result<Response, FrameError> {
-    super::encode(correlation_id, 0, &versions::api_versions_unsupported(), 0)
+    crate::handler::encode(correlation_id, 0, &versions::api_versions_unsupported(), 0)
 }
