@@ -21,6 +21,11 @@
 //!   layout, and their answers in the old layout (Produce v0-v2's UNSUPPORTED_VERSION too).
 //! - `fuzz`: the `request` fuzz target's entry point and its seeds (not an API).
 //!
+//! KIP-110's zstd rules (which Produce and Fetch versions may carry zstd batches) are not
+//! here: they read record batch headers, for Fetch from segment files, so they stay with
+//! the server's produce and fetch handlers (`handler/produce_fetch/kip110.rs`) rather than
+//! bring the storage crate in.
+//!
 //! Architecture Invariant: this crate does no I/O and depends on none of Sluice's crates;
 //! the server depends on it, never the other way.
 
