@@ -31,6 +31,7 @@ CRATES: dict[str, set[str]] = {
     "broker/txn": set(),
     "broker/transform": {"sluice-hash"},
     "broker/security": set(),
+    "broker/protocol": set(),
     "broker/plugin-host": {"sluice-storage", "sluice-columns"},
     "broker/server": {
         "sluice-storage",
@@ -39,6 +40,7 @@ CRATES: dict[str, set[str]] = {
         "sluice-security",
         "sluice-txn",
         "sluice-transform",
+        "sluice-protocol",
     },
     "broker/cli": {
         "sluice-server",
@@ -65,6 +67,7 @@ NO_RUNTIME = [
     "broker/txn",
     "broker/transform",
     "broker/security",
+    "broker/protocol",
     "broker/plugin-host",
 ]
 RUNTIME_CRATES = {"tokio", "axum", "hyper", "mio", "socket2", "tokio-util", "tower"}
@@ -186,6 +189,7 @@ ACYCLIC = [
     "broker/txn",
     "broker/transform",
     "broker/security",
+    "broker/protocol",
     "broker/server",
     "broker/plugin-host",
     "broker/cli",
@@ -287,6 +291,7 @@ MAPPED = [
     "broker/txn",
     "broker/transform",
     "broker/security",
+    "broker/protocol",
     "broker/server",
     "broker/plugin-host",
     "broker/cli",

@@ -30,10 +30,12 @@ use tokio::sync::watch;
 use crate::clock::{SharedClock, now_ms};
 use crate::config::{BrokerConfig, HostPort};
 use crate::error::{KafkaError, ServerError};
+use crate::files::{remove_dir_logged, remove_stale_temps, write_durable};
 use crate::limits;
 use crate::plugins::{Plugins, TopicPlugins};
 use crate::security::SecurityStore;
 use crate::topic_config::{self, TopicOverrides};
+use crate::topic_name;
 use group_commit::SyncCoordinator;
 
 /// This broker's node id in Metadata (a single-node cluster).
@@ -215,7 +217,7 @@ impl TopicFile {
     /// of opening a partition count nobody asked for.
     pub(crate) fn parse(text: &str) -> Result<Self, String> {
         let meta: Self = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        validate_topic_name(&meta.name).map_err(|e| e.message)?;
+        topic_name::validate(&meta.name).map_err(|e| e.message)?;
         if !(1..=limits::PARTITIONS_PER_TOPIC_MAX).contains(&meta.partitions) {
             return Err(format!(
                 "{} partitions is outside 1..={} (PARTITIONS_PER_TOPIC_MAX)",
@@ -650,7 +652,7 @@ impl Broker {
         partitions: i32,
         overrides: &TopicOverrides,
     ) -> Result<(), KafkaError> {
-        validate_topic_name(name)?;
+        topic_name::validate(name)?;
         if !(1..=limits::PARTITIONS_PER_TOPIC_MAX).contains(&partitions) {
             return Err(KafkaError::new(
                 ResponseError::InvalidPartitions,
@@ -942,48 +944,6 @@ impl Drop for Gauge<'_> {
     }
 }
 
-/// Kafka's internal topic of transaction state. Sluice keeps it in its own log
-/// (`crate::txn`), not in a topic, and refuses to create a topic by this name (clients
-/// would mistake it for Kafka's).
-pub const TRANSACTION_TOPIC: &str = "__transaction_state";
-
-/// Kafka's topic name rules: 1..=249 chars of `[a-zA-Z0-9._-]`, not `.` or `..`; neither
-/// of Kafka's internal topics.
-pub fn validate_topic_name(name: &str) -> Result<(), KafkaError> {
-    let invalid = |why: &str| {
-        KafkaError::new(
-            ResponseError::InvalidTopicException,
-            format!("topic name {name:?} {why}"),
-        )
-    };
-    if name.is_empty() || name == "." || name == ".." {
-        return Err(invalid("is not allowed"));
-    }
-    if name == crate::group::OFFSETS_TOPIC {
-        return Err(invalid(
-            "is Kafka's internal offsets topic; Sluice keeps committed offsets in data.dir/consumer-offsets/",
-        ));
-    }
-    if name == TRANSACTION_TOPIC {
-        return Err(invalid(
-            "is Kafka's internal transaction topic; Sluice keeps transaction state in data.dir/transaction-state/",
-        ));
-    }
-    if name.len() > limits::TOPIC_NAME_BYTES_MAX {
-        return Err(invalid(&format!(
-            "is longer than {} bytes",
-            limits::TOPIC_NAME_BYTES_MAX
-        )));
-    }
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
-    {
-        return Err(invalid("has characters outside [a-zA-Z0-9._-]"));
-    }
-    Ok(())
-}
-
 fn load_or_create_cluster_id(dir: &Path) -> Result<String, ServerError> {
     let path = dir.join(CLUSTER_FILE);
     if let Ok(text) = std::fs::read_to_string(&path)
@@ -1019,35 +979,6 @@ fn random_id() -> String {
         bits >>= 6;
     }
     out
-}
-
-/// Writes a metadata file so that a crash leaves either the old or the new content
-/// (`sluice_storage::io::write_durable` on the real filesystem).
-pub(crate) fn write_durable(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    storage_io::write_durable(&RealFs, path, bytes)
-}
-
-/// Removes a metadata file durably (the directory fsynced), logging a failure.
-pub(crate) fn remove_file_logged(path: &Path) {
-    if let Err(e) = storage_io::remove_file_durable(&RealFs, path) {
-        tracing::warn!(path = %path.display(), error = %e, "removing a file failed");
-    }
-}
-
-/// Removes a directory durably (the parent fsynced), logging a failure; a leftover is
-/// removed again at the next start.
-fn remove_dir_logged(path: &Path) {
-    if let Err(e) = storage_io::remove_dir_durable(&RealFs, path) {
-        tracing::warn!(path = %path.display(), error = %e, "removing a deleted topic's directory failed");
-    }
-}
-
-/// Removes temp files a crash left in `dir` (`io::durable`), logging a failure: they are
-/// never read, so one left behind is only a stray file.
-pub(crate) fn remove_stale_temps(dir: &Path) {
-    if let Err(e) = storage_io::remove_stale_temps(&RealFs, dir) {
-        tracing::warn!(dir = %dir.display(), error = %e, "removing stale temp files failed");
-    }
 }
 
 mod alter;

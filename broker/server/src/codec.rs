@@ -1,11 +1,14 @@
 //! Bounded decompression of record batch payloads (gzip, snappy in Kafka's xerial framing or
 //! raw, lz4 frames, zstd): Produce validates every compressed batch's records
-//! (`records::validate`), ListOffsets by time walks the records of the batch it lands in;
+//! (`records::validate`), ListOffsets by time walks the records of the batch it lands in
+//! ([`decompress_for_timestamp_lookup`], which transforms starting from a time use too);
 //! the output is capped so a small batch that inflates to gigabytes cannot exhaust memory.
 
 use std::io::{self, Read};
 
 use sluice_storage::Compression;
+
+use crate::limits;
 
 /// snappy-java's stream header: magic, then format version and minimum compatible version.
 const XERIAL_MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
@@ -41,6 +44,25 @@ pub fn decompress_into(
         }
         Compression::None | Compression::Unknown(_) => Ok(false),
     }
+}
+
+/// Opens a compressed batch for a timestamp look-up's record walk (ListOffsets by time, and
+/// a transform deployed `--from-offset` a time), under
+/// `TIMESTAMP_LOOKUP_DECOMPRESSED_BYTES_MAX`. A batch we cannot open (bad bytes from the
+/// producer, or over the limit) is answered by its first offset, not by an error.
+pub fn decompress_for_timestamp_lookup(
+    codec: Compression,
+    payload: &[u8],
+) -> io::Result<Option<Vec<u8>>> {
+    let opened = decompress(
+        codec,
+        payload,
+        limits::TIMESTAMP_LOOKUP_DECOMPRESSED_BYTES_MAX,
+    );
+    Ok(opened.unwrap_or_else(|error| {
+        tracing::warn!(?codec, %error, "cannot decompress a batch for ListOffsets; answering its first offset");
+        None
+    }))
 }
 
 fn read_bounded(reader: impl Read, limit_bytes: usize, out: &mut Vec<u8>) -> io::Result<bool> {

@@ -216,7 +216,8 @@ async fn read_frame(
     Ok(Some((body, FrameBudget::new(permit, broker_share))))
 }
 
-/// Reads and checks a length prefix; `None` on a clean end of stream.
+/// Reads and checks a length prefix (`sluice_protocol::frame::body_length`); `None` on a
+/// clean end of stream.
 async fn read_length(reader: &mut Reader, max_bytes: u32) -> Result<Option<usize>, FrameError> {
     let mut prefix = [0u8; 4];
     match reader.read_exact(&mut prefix).await {
@@ -224,16 +225,9 @@ async fn read_length(reader: &mut Reader, max_bytes: u32) -> Result<Option<usize
         Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
         Err(e) => return Err(e.into()),
     }
-    let length = i32::from_be_bytes(prefix);
-    let min = limits::REQUEST_HEADER_MIN_BYTES;
-    if length < min as i32 || length as u32 > max_bytes {
-        return Err(FrameError::BadLength {
-            length,
-            min,
-            max: max_bytes,
-        });
-    }
-    Ok(Some(length as usize))
+    Ok(Some(sluice_protocol::frame::body_length(
+        prefix, max_bytes,
+    )?))
 }
 
 /// Reads a frame body of `length` bytes, growing the buffer only as bytes arrive.
@@ -263,7 +257,7 @@ async fn process_loop(
     let mut ctx = ctx.clone();
     let mut session = Session::new(ctx.security_protocol.is_sasl());
     while let Some((frame, budget)) = requests.recv().await {
-        let api_key = handler::peek(&frame)?.api_key;
+        let api_key = sluice_protocol::frame::peek(&frame)?.api_key;
         let (reply, close) = match session.admit(api_key, ctx.broker.now_ms()) {
             Admit::Request => (handler::handle(&ctx, frame, budget).await?, false),
             Admit::Sasl => handler::handle_sasl(&mut ctx, &mut session, frame, budget).await?,

@@ -1,6 +1,7 @@
 //! Fuzz entry points: one plain function per cargo-fuzz target in `tests/fuzz/` (each target
 //! is a one-line wrapper), replayed over the committed corpus by `tests/fuzz_corpus.rs` under
-//! plain `cargo test`. Not an API: hidden from the docs, for the fuzz targets only.
+//! plain `cargo test`. Not an API: hidden from the docs, for the fuzz targets only. The
+//! request frame's target is the protocol crate's (`sluice_protocol::fuzz::request`).
 //!
 //! Every function takes untrusted bytes and must not panic, abort or allocate from a count
 //! it has not checked, whatever the bytes (the fuzz runs cap memory: `-malloc_limit_mb=512`).
@@ -9,17 +10,12 @@
 //! builds the corpus from real encodings (`cargo run -p sluice-server --example fuzz_seeds`).
 //! docs/security.md ("Fuzzing") lists the targets and their runs.
 
-use bytes::Bytes;
-use kafka_protocol::messages::*;
-use kafka_protocol::protocol::Decodable;
 use sluice_storage::batch;
 use sluice_storage::{Compression, batch::pos};
 
 use crate::config::BrokerConfig;
-use crate::handler::{compat, peek, produce, shape};
 use crate::records::{self, DecompressLimit};
-use crate::wire::FrameError;
-use crate::{limits, topic_config, versions};
+use crate::{limits, topic_config};
 
 pub mod seeds;
 
@@ -30,7 +26,6 @@ pub type Target = fn(&[u8]);
 
 /// The fuzz targets, by name: the corpus directories under `tests/fuzz/corpus/`.
 pub const TARGETS: &[(&str, Target)] = &[
-    ("request", request),
     ("record_batch", record_batch),
     ("decompress", decompress),
     ("offsets_log", offsets_log),
@@ -46,107 +41,6 @@ pub const TARGETS: &[(&str, Target)] = &[
 /// but the reader must not trust its lengths either.
 pub fn tls_principal(der: &[u8]) {
     let _ = crate::tls::principal::from_certificate(der);
-}
-
-/// A request frame (header and body, without the length prefix), through what the broker
-/// runs before a handler sees it: peek, version lookup, header decode, the shape guard,
-/// the old-version shims, and the body decode at the version the handler reads it as.
-pub fn request(frame: &[u8]) {
-    let _ = decode_request(Bytes::copy_from_slice(frame));
-}
-
-/// [`request`], returning what it decoded: `Ok(Some((key, version)))` for a body that
-/// decoded (`None` for frames the broker answers without decoding one).
-///
-/// # Errors
-/// The framing error the connection would close with.
-pub fn decode_request(frame: Bytes) -> Result<Option<(ApiKey, i16)>, FrameError> {
-    let peeked = peek(&frame)?;
-    let malformed = |e: String| FrameError::Malformed(e);
-    let support = versions::lookup(peeked.api_key)
-        .ok_or_else(|| malformed(format!("unsupported API key {}", peeked.api_key)))?;
-    let (key, version) = (support.key, peeked.version);
-    if !support.serves(version) {
-        if key != ApiKey::Produce || !support.advertises(version) {
-            return Ok(None); // ApiVersions answers UNSUPPORTED_VERSION; others close
-        }
-        produce::unsupported_old_version(frame, version, peeked.correlation_id)?;
-        return Ok(Some((key, version)));
-    }
-    let mut body = frame;
-    RequestHeader::decode(&mut body, key.request_header_version(version))
-        .map_err(|e| malformed(format!("{key:?} v{version} request header: {e}")))?;
-    shape::check(key, version, &body)
-        .map_err(|e| malformed(format!("{key:?} v{version} request: {e}")))?;
-    let (decode_version, body) = compat::upgrade(key, version, body)
-        .map_err(|e| malformed(format!("{key:?} v{version} request: {e}")))?;
-    decode_body(key, decode_version, body)
-        .map_err(|e| malformed(format!("{key:?} v{version} request: {e}")))?;
-    Ok(Some((key, version)))
-}
-
-/// Decodes a request body as the handler of `key` reads it.
-fn decode_body(key: ApiKey, version: i16, mut body: Bytes) -> Result<(), String> {
-    fn d<T: Decodable>(body: &mut Bytes, version: i16) -> Result<(), String> {
-        T::decode(body, version)
-            .map(drop)
-            .map_err(|e| e.to_string())
-    }
-    let b = &mut body;
-    match key {
-        ApiKey::Produce => d::<ProduceRequest>(b, version),
-        ApiKey::Fetch => d::<FetchRequest>(b, version),
-        ApiKey::ListOffsets => d::<ListOffsetsRequest>(b, version),
-        ApiKey::Metadata => d::<MetadataRequest>(b, version),
-        ApiKey::FindCoordinator => d::<FindCoordinatorRequest>(b, version),
-        ApiKey::CreateTopics => d::<CreateTopicsRequest>(b, version),
-        ApiKey::DeleteTopics => d::<DeleteTopicsRequest>(b, version),
-        ApiKey::DescribeConfigs => d::<DescribeConfigsRequest>(b, version),
-        ApiKey::IncrementalAlterConfigs => d::<IncrementalAlterConfigsRequest>(b, version),
-        ApiKey::ApiVersions => d::<ApiVersionsRequest>(b, version),
-        ApiKey::JoinGroup => d::<JoinGroupRequest>(b, version),
-        ApiKey::SyncGroup => d::<SyncGroupRequest>(b, version),
-        ApiKey::Heartbeat => d::<HeartbeatRequest>(b, version),
-        ApiKey::LeaveGroup => d::<LeaveGroupRequest>(b, version),
-        ApiKey::OffsetCommit => d::<OffsetCommitRequest>(b, version),
-        ApiKey::OffsetFetch => d::<OffsetFetchRequest>(b, version),
-        ApiKey::ListGroups => d::<ListGroupsRequest>(b, version),
-        ApiKey::ConsumerGroupHeartbeat => d::<ConsumerGroupHeartbeatRequest>(b, version),
-        ApiKey::ConsumerGroupDescribe => d::<ConsumerGroupDescribeRequest>(b, version),
-        ApiKey::DescribeGroups => d::<DescribeGroupsRequest>(b, version),
-        ApiKey::DeleteGroups => d::<DeleteGroupsRequest>(b, version),
-        ApiKey::InitProducerId => d::<InitProducerIdRequest>(b, version),
-        ApiKey::SaslHandshake => d::<SaslHandshakeRequest>(b, version),
-        ApiKey::SaslAuthenticate => d::<SaslAuthenticateRequest>(b, version),
-        ApiKey::CreateAcls => d::<CreateAclsRequest>(b, version),
-        ApiKey::DescribeAcls => d::<DescribeAclsRequest>(b, version),
-        ApiKey::DeleteAcls => d::<DeleteAclsRequest>(b, version),
-        ApiKey::DescribeClientQuotas => d::<DescribeClientQuotasRequest>(b, version),
-        ApiKey::AlterClientQuotas => d::<AlterClientQuotasRequest>(b, version),
-        ApiKey::DescribeUserScramCredentials => {
-            d::<DescribeUserScramCredentialsRequest>(b, version)
-        }
-        ApiKey::AlterUserScramCredentials => d::<AlterUserScramCredentialsRequest>(b, version),
-        ApiKey::DescribeProducers => d::<DescribeProducersRequest>(b, version),
-        ApiKey::AddPartitionsToTxn => d::<AddPartitionsToTxnRequest>(b, version),
-        ApiKey::CreatePartitions => d::<CreatePartitionsRequest>(b, version),
-        ApiKey::DescribeCluster => d::<DescribeClusterRequest>(b, version),
-        ApiKey::DeleteRecords => d::<DeleteRecordsRequest>(b, version),
-        ApiKey::AlterConfigs => d::<AlterConfigsRequest>(b, version),
-        ApiKey::OffsetDelete => d::<OffsetDeleteRequest>(b, version),
-        ApiKey::ElectLeaders => d::<ElectLeadersRequest>(b, version),
-        ApiKey::DescribeLogDirs => d::<DescribeLogDirsRequest>(b, version),
-        ApiKey::OffsetForLeaderEpoch => d::<OffsetForLeaderEpochRequest>(b, version),
-        ApiKey::AddOffsetsToTxn => d::<AddOffsetsToTxnRequest>(b, version),
-        ApiKey::TxnOffsetCommit => d::<TxnOffsetCommitRequest>(b, version),
-        ApiKey::EndTxn => d::<EndTxnRequest>(b, version),
-        ApiKey::DescribeTransactions => d::<DescribeTransactionsRequest>(b, version),
-        ApiKey::ListTransactions => d::<ListTransactionsRequest>(b, version),
-        ApiKey::WriteTxnMarkers => d::<WriteTxnMarkersRequest>(b, version),
-        other => Err(format!(
-            "{other:?} is in the version table but has no decoder here"
-        )),
-    }
 }
 
 /// Record batches as a produce request or a segment carries them: the storage engine's
@@ -287,7 +181,7 @@ pub fn admin_json(data: &[u8]) {
     match selector % 3 {
         0 => {
             if let Ok(create) = serde_json::from_slice::<CreateTopic>(body) {
-                let _ = crate::broker::validate_topic_name(&create.name);
+                let _ = crate::topic_name::validate(&create.name);
                 let _ = topic_config::validate_all(&config, &create.configs);
             }
         }
@@ -303,7 +197,7 @@ pub fn admin_json(data: &[u8]) {
         }
         2 => {
             if let Ok(spec) = serde_json::from_slice::<crate::views::ViewSpec>(body) {
-                let _ = crate::broker::validate_topic_name(&spec.name);
+                let _ = crate::topic_name::validate(&spec.name);
                 let _ = crate::views::check(&spec);
             }
         }

@@ -7,7 +7,8 @@
 //!   names, each key one entry of the key table `config/keys.rs` (from which the struct,
 //!   defaults, `set`/`get`, the key list, topic overrides and secrets follow); [`units`]
 //!   parses "100 MiB" / "7d"; [`topic_config`] maps topic keys (`retention.ms`, ...) onto
-//!   broker keys and the storage `LogConfig`.
+//!   broker keys and the storage `LogConfig`; `topic_name`: Kafka's topic name rules and the
+//!   names of its internal topics, which Sluice refuses (it keeps their state in its own logs).
 //! - [`limits`]: every limit with its unit and reason.
 //! - [`listener`]: bind, accept, the log ticker, graceful shutdown; [`admission`]: what a
 //!   client must be granted first (`max.connections`, `max.connections.per.ip`, and the
@@ -25,15 +26,19 @@
 //!   state whether their principal may do an operation on a resource, and whether the owner
 //!   a view or transform acts for still may; [`audit`]: the one log line per change to
 //!   plugins, views, transforms, ACLs, users and quotas, with its principal.
-//! - [`versions`]: the one version table; ApiVersions is derived from it.
-//! - `handler/`: dispatch and one file per Kafka API, all shaped `handle(ctx, request) ->
-//!   response`; `handler/fetch_wire.rs` is the hand-encoded FetchResponse (zero-copy path),
-//!   `handler/shape.rs` refuses impossible array counts before decoding, and
-//!   `handler/compat.rs` serves the oldest admin API versions the codec crate dropped.
+//! - `handler/`: dispatch by domain (`produce_fetch/`, `groups/`, `transactions/`,
+//!   `topics/`, `security/`, `cluster/`, each with its own `dispatch`) and one file per
+//!   Kafka API, all shaped `handle(ctx, request) -> response`. What a request may be before a handler sees it is the sans-IO protocol
+//!   crate's (`sluice_protocol`): framing, the one version table (ApiVersions is derived
+//!   from it), the shape guard that refuses impossible array counts before decoding, the
+//!   rewrites of the oldest API versions the codec crate dropped, and the hand-encoded
+//!   FetchResponse whose record sets stay file ranges (the zero-copy path).
 //! - [`broker`]: the topic registry, partitions (log + fetch wake-up), persisted topic
 //!   metadata, the live views; `broker/group_commit.rs`: acks=all group commit, one sync task
 //!   per busy partition (fsync without the partition lock; one fsync answers every append
 //!   made before it began); `broker/append.rs`: one append with its Kafka error mapping.
+//!   `files`: the broker's own small files (topic, view and transform specs) through the
+//!   storage crate's durable-write path, and removals that log their failure.
 //! - [`group`]: the consumer-group coordinator service: the task that owns the pure
 //!   `sluice_group::Coordinator`, and the internal offsets log (committed offsets).
 //! - [`txn`]: the transaction coordinator service: the task that owns the pure
@@ -57,8 +62,8 @@
 //!   (spec + source topic + bound chain) is the broker's (`broker/views.rs`); `records` decodes and re-encodes the batches
 //!   for views and for `reroute/`.
 //! - [`error`]: config, Kafka and server errors.
-//! - `codec`: bounded decompression of batch payloads (ListOffsets by time only; produce
-//!   and fetch never decode records).
+//! - `codec`: bounded decompression of batch payloads (Produce's record walk, the timestamp
+//!   look-ups of ListOffsets and of transforms started from a time; fetch never decodes).
 //!
 //! Architecture Invariant: `connection.rs` is the only module that reads or writes socket
 //! bytes; handlers see decoded requests and return responses (or chunks of them).
@@ -91,6 +96,7 @@ pub mod connection;
 pub mod data_dir;
 pub mod error;
 mod fence;
+mod files;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod group;
@@ -106,12 +112,12 @@ pub mod sasl;
 pub mod security;
 pub mod tls;
 pub mod topic_config;
+mod topic_name;
 mod topic_regex;
 pub mod transforms;
 pub mod txn;
 pub mod units;
 mod validator;
-pub mod versions;
 pub mod views;
 pub mod wire;
 

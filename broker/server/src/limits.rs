@@ -143,9 +143,6 @@ pub const LOG_RETENTION_INITIAL_DELAY_MS: u64 = 30_000;
 /// Time a graceful shutdown waits for in-flight connections before closing logs anyway.
 pub const SHUTDOWN_GRACE_MS: u64 = 10_000;
 
-/// Smallest valid Kafka frame body: api_key (2) + api_version (2) + correlation_id (4).
-pub const REQUEST_HEADER_MIN_BYTES: usize = 8;
-
 /// Largest decompressed records section ListOffsets-by-time opens to find the exact record
 /// in a compressed batch (bytes); above it the batch's first offset answers. Bounds the
 /// memory a decompression bomb can claim.

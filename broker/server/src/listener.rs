@@ -85,7 +85,7 @@ impl Server {
     /// clock that the log ticker, retention, views and group sessions all read).
     pub async fn bind_seams(config: BrokerConfig, seams: Seams) -> Result<Self, ServerError> {
         config.validate()?;
-        crate::handler::shape::assert_complete().map_err(ServerError::Internal)?;
+        sluice_protocol::shape::assert_complete().map_err(ServerError::Internal)?;
         let specs = config.listener_specs()?;
         let tls = if specs.iter().any(|s| s.protocol.is_tls()) {
             Some(Arc::new(Tls::open(&config)?))

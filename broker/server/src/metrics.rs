@@ -13,7 +13,7 @@ use std::time::Duration;
 use kafka_protocol::messages::ApiKey;
 use sluice_storage::ReadSlice;
 
-use crate::versions;
+use sluice_protocol::versions;
 
 /// Upper bounds of the request latency buckets, in microseconds (Prometheus `le` in seconds).
 /// From 100 µs (a metadata request) to 30 s (a long poll at Kafka's largest common max wait).

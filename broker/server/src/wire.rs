@@ -1,14 +1,15 @@
 //! The wire types between the connection and the handlers: what a handler is given (the
 //! per-connection context) and what it gives back (a response as chunks, now or later), and
-//! the framing errors that close a connection. Imports nothing from `handler` or
-//! `connection`: both import it, so requests flow one way, socket -> frame -> dispatch ->
-//! handler -> broker state -> storage.
+//! the errors that close a connection (the framing ones are the protocol crate's). Imports
+//! nothing from `handler` or `connection`: both import it, so requests flow one way,
+//! socket -> frame -> dispatch -> handler -> broker state -> storage.
 
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use sluice_protocol::fetch_response::{Piece, RecordSet};
 use sluice_security::principal::KafkaPrincipal;
 use tokio::sync::{Semaphore, watch};
 
@@ -49,25 +50,32 @@ impl Chunk {
     }
 }
 
+/// A fetch response's record set is a chunk: a file range, or the bytes a view produced.
+impl RecordSet for Chunk {
+    fn wire_len(&self) -> usize {
+        self.len()
+    }
+}
+
+impl From<Piece<Chunk>> for Chunk {
+    fn from(piece: Piece<Chunk>) -> Self {
+        match piece {
+            Piece::Bytes(bytes) => Self::Bytes(bytes),
+            Piece::Records(chunk) => chunk,
+        }
+    }
+}
+
 /// Why a connection was closed by us.
 #[derive(Debug, thiserror::Error)]
 pub enum FrameError {
     /// The socket failed.
     #[error("socket: {0}")]
     Io(#[from] io::Error),
-    /// The length prefix is negative, too small or above `socket.request.max.bytes`.
-    #[error("frame length {length} is outside {min}..={max} (socket.request.max.bytes)")]
-    BadLength {
-        /// The length prefix received.
-        length: i32,
-        /// Smallest valid frame.
-        min: usize,
-        /// `socket.request.max.bytes`.
-        max: u32,
-    },
-    /// A request we cannot parse or answer.
-    #[error("{0}")]
-    Malformed(String),
+    /// A frame the protocol refuses (`sluice_protocol::frame`): a length prefix outside
+    /// its bounds, or a request we cannot parse or answer.
+    #[error(transparent)]
+    Protocol(#[from] sluice_protocol::FrameError),
     /// SASL: a request before authentication, after the session ended, or a failed
     /// exchange (already answered and logged).
     #[error("SASL: {0}")]
@@ -75,6 +83,13 @@ pub enum FrameError {
     /// A produce with acks=0 failed: closing the connection is the only way to tell the client.
     #[error("acks=0 produce failed, closing so the client notices: {0}")]
     AcksZeroFailed(String),
+}
+
+impl FrameError {
+    /// A request we cannot parse or answer.
+    pub fn malformed(message: String) -> Self {
+        Self::Protocol(sluice_protocol::FrameError::Malformed(message))
+    }
 }
 
 /// Per-connection context handed to handlers.

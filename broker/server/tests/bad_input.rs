@@ -92,7 +92,7 @@ async fn garbage_bodies_close_only_their_connection() {
             let len = (next() % 200) as usize + 8;
             let mut body: Vec<u8> = (0..len).map(|_| next() as u8).collect();
             body[0..2].copy_from_slice(&(key as i16).to_be_bytes());
-            let version = sluice_server::versions::lookup(key as i16).unwrap().max;
+            let version = sluice_protocol::versions::lookup(key as i16).unwrap().max;
             body[2..4].copy_from_slice(&version.to_be_bytes());
             let mut client = broker.client().await;
             client.send_raw(&(len as i32).to_be_bytes()).await;

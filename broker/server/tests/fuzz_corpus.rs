@@ -1,13 +1,11 @@
 //! Replays the committed fuzz corpus (`tests/fuzz/corpus/<target>/`) through the same
 //! functions the cargo-fuzz targets call (`sluice_server::fuzz`), under plain `cargo test`:
 //! every input the fuzzer kept, and every input that once crashed a target, must run
-//! without a panic. Each target's directory must hold inputs, and the request seeds must
-//! decode at every version the broker advertises and be committed (so the corpus keeps up
-//! with the version table).
+//! without a panic. Each target's directory must hold inputs, and every seed (the protocol
+//! crate's request seeds too) must be committed. The `request` target's corpus replays in
+//! `broker/protocol/tests/fuzz_corpus.rs`.
 
 use std::path::PathBuf;
-
-use kafka_protocol::messages::ApiKey;
 
 use sluice_server::fuzz;
 
@@ -33,29 +31,6 @@ fn every_corpus_file_replays_without_a_panic() {
             "{target}: no corpus files in {}",
             dir.display()
         );
-    }
-}
-
-#[test]
-fn the_request_seeds_decode_at_every_advertised_version() {
-    let seeds = fuzz::seeds::all();
-    for support in sluice_server::versions::SUPPORTED {
-        for version in support.advertised_min..=support.max {
-            let name = format!("{:?}-v{version}", support.key);
-            let (_, _, frame) = seeds
-                .iter()
-                .find(|(target, n, _)| *target == "request" && *n == name)
-                .unwrap_or_else(|| panic!("no request seed {name}"));
-            let decoded = fuzz::decode_request(frame.clone().into());
-            // Advertised but not served: refused before decoding; except Produce v0-v2, decoded
-            // to answer UNSUPPORTED_VERSION.
-            let served = support.serves(version) || support.key == ApiKey::Produce;
-            assert_eq!(
-                decoded.map_err(|e| e.to_string()),
-                Ok(served.then_some((support.key, version))),
-                "{name}"
-            );
-        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! OffsetCommit v1, the version sarama 1.x sends by default (`Consumer.Offsets.Retention` 0),
 //! over TCP with the bytes sarama 1.22.1 puts on the wire (the layout of
-//! `handler::compat`'s golden capture, with this group's member and generation).
+//! `sluice_protocol::compat`'s golden capture, with this group's member and generation).
 //!
 //! The broker used to refuse v1 as a framing error and close the connection. sarama commits
 //! every second once a group member has consumed, and it shares one connection per broker

@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| sluice_server::fuzz::request(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sluice_protocol::fuzz::request(data));

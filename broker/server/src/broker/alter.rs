@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
 
-use super::{Broker, TOPIC_FILE, Topic, TopicFile, write_durable};
+use super::{Broker, TOPIC_FILE, Topic, TopicFile};
 use crate::error::KafkaError;
+use crate::files::write_durable;
 use crate::topic_config::{self, TopicOverrides};
 
 /// One change to a topic's overrides.

@@ -1,5 +1,5 @@
 //! Appending one client batch set to one partition: the step both produce paths end in
-//! (`handler/produce.rs` for a topic's own partitions, `reroute/` for the partitions a
+//! (`handler/produce_fetch/produce.rs` for a topic's own partitions, `reroute/` for the partitions a
 //! partitioner plugin chose), with the partition's metrics and fetch wake-up, and the
 //! Kafka error an append failure answers with. A fenced partition refuses every append
 //! until its fence lifts; that is logged once per interval with the count suppressed
@@ -48,7 +48,7 @@ pub(crate) fn append_one(
         .ok_or_else(|| KafkaError::new(ResponseError::CorruptMessage, "no records"))?;
     // The storage engine rewrites base offsets in place, so it needs the bytes to itself:
     // free when the frame's buffer is no longer shared (a request's last partition, see
-    // `handler::produce_frame`), a copy otherwise.
+    // the produce path in `handler/produce_fetch/mod.rs`), a copy otherwise.
     let mut batches = records
         .try_into_mut()
         .unwrap_or_else(|shared| BytesMut::from(&shared[..]));

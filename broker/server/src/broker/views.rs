@@ -13,11 +13,9 @@ use std::sync::{Arc, RwLock};
 use kafka_protocol::ResponseError;
 use sluice_plugin_host::{FailurePolicy, Registry, View, ViewStats};
 
-use super::{
-    Broker, Partition, Topic, remove_file_logged, remove_stale_temps, validate_topic_name,
-    write_durable,
-};
+use super::{Broker, Partition, Topic};
 use crate::error::{KafkaError, ServerError};
+use crate::files::{remove_file_logged, remove_stale_temps, write_durable};
 use crate::limits;
 use crate::views::{ViewSpec, build, check};
 
@@ -212,7 +210,7 @@ impl Broker {
     /// it unless ephemeral.
     pub fn create_view(&self, spec: ViewSpec) -> Result<Arc<ViewTopic>, KafkaError> {
         let _admin = self.admin_lock();
-        validate_topic_name(&spec.name)?;
+        crate::topic_name::validate(&spec.name)?;
         if self.topic(&spec.name).is_some() || self.view(&spec.name).is_some() {
             return Err(KafkaError::new(
                 ResponseError::TopicAlreadyExists,

@@ -84,7 +84,7 @@ broker_keys! {
     /// Largest request frame accepted.
     "socket.request.max.bytes" =>
         socket_request_max_bytes: u32 = limits::SOCKET_REQUEST_MAX_BYTES_DEFAULT,
-        bytes(limits::REQUEST_HEADER_MIN_BYTES as i64..=I32_MAX);
+        bytes(sluice_protocol::limits::REQUEST_HEADER_MIN_BYTES as i64..=I32_MAX);
     /// Request bytes read but not yet answered, across every connection; reading pauses
     /// above it (nothing is dropped).
     "queued.max.request.bytes" =>

@@ -38,10 +38,6 @@ use crate::clock::SharedClock;
 use crate::error::ServerError;
 use crate::limits;
 
-/// Kafka's internal topic of committed offsets. Sluice keeps them in its own log, not in a
-/// topic, and refuses to create a topic by this name (clients would mistake it for Kafka's).
-pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
-
 /// A message to the coordinator task.
 #[derive(Debug)]
 enum Command {

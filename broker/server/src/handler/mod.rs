@@ -1,111 +1,110 @@
-//! Request dispatch: one `match` from API key to handler, after the version table says the
-//! version is served. Every handler has the same shape: `handle(ctx, request, version) ->
-//! response`; request-level problems become Kafka error codes in the response, and only
-//! frames we cannot parse close the connection.
+//! Request dispatch. A frame is checked by the protocol crate (`sluice_protocol::frame`:
+//! the version table says the version is served, the header decodes, the body fits its
+//! shape), then handed to its domain, whose own `dispatch` is one `match` from API key to
+//! handler. Every handler has the same shape: `handle(ctx, request, version) -> response`;
+//! request-level problems become Kafka error codes in the response, and only frames we
+//! cannot parse close the connection.
+//!
+//! # Layout
+//! One folder per domain, one file per API, grouped by the state an API reads or changes
+//! (as Kafka's `KafkaApis` hands requests to its replica manager, group coordinator,
+//! transaction coordinator, config and ACL managers and metadata cache):
+//! - `produce_fetch/`: a partition's log. Produce, Fetch, ListOffsets, OffsetForLeaderEpoch,
+//!   DeleteRecords (an admin API, but it moves a log's start); with the client byte-rate
+//!   quotas of Produce and Fetch (`throttle.rs`) and KIP-110's zstd rules (`kip110.rs`,
+//!   which reads batch headers from segment files, so it stays beside the data path rather
+//!   than in the sans-IO protocol crate).
+//! - `groups/`: consumer groups and their committed offsets, everything the group
+//!   coordinator answers: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
+//!   OffsetFetch, OffsetDelete, ListGroups, DescribeGroups, DeleteGroups, and KIP-848's
+//!   ConsumerGroupHeartbeat and ConsumerGroupDescribe.
+//! - `transactions/`: idempotent and transactional producers, everything the transaction
+//!   coordinator answers: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
+//!   TxnOffsetCommit (its offsets wait in the transaction until it commits), EndTxn,
+//!   DescribeTransactions, ListTransactions, DescribeProducers (the producer state the
+//!   transaction tools read, KIP-664) and WriteTxnMarkers (an operator ending a transaction).
+//! - `topics/`: topics and their configs: CreateTopics, DeleteTopics, CreatePartitions,
+//!   DescribeConfigs, AlterConfigs, IncrementalAlterConfigs.
+//! - `security/`: who a client is and what it may do: SaslHandshake and SaslAuthenticate
+//!   (with the connection's SASL session, [`handle_sasl`]), the ACL APIs, the SCRAM user
+//!   APIs, the client quota APIs.
+//! - `cluster/`: what the cluster is and where its pieces are: ApiVersions (the protocol
+//!   crate's version table), Metadata, FindCoordinator (where a group's or a transaction's
+//!   coordinator is), DescribeCluster, DescribeLogDirs, ElectLeaders.
+//!
+//! When an API could go to two domains, it goes with the state it changes (DeleteRecords to
+//! the log, not to the admin APIs); [`domain`] is the one list.
 
-mod acls;
-mod add_offsets_to_txn;
-mod add_partitions_to_txn;
-mod alter_configs;
-mod api_versions;
-pub(crate) mod compat;
-mod consumer_group_describe;
-mod consumer_group_heartbeat;
-mod create_partitions;
-mod create_topics;
-mod delete_groups;
-mod delete_records;
-mod delete_topics;
-mod describe_cluster;
-mod describe_configs;
-mod describe_groups;
-mod describe_log_dirs;
-mod describe_producers;
-mod describe_transactions;
-mod elect_leaders;
-mod end_txn;
-mod fetch;
-pub mod fetch_wire;
-mod find_coordinator;
-mod group_common;
-mod heartbeat;
-mod incremental_alter_configs;
-mod init_producer_id;
-mod join_group;
-mod kip110;
-mod leave_group;
-mod list_groups;
-pub(crate) mod list_offsets;
-mod list_transactions;
-mod metadata;
-mod offset_commit;
-mod offset_delete;
-mod offset_fetch;
-mod offset_for_leader_epoch;
-pub(crate) mod produce;
-mod quotas;
-mod sasl;
-pub(crate) mod shape;
-mod sync_group;
-mod throttle;
-mod txn_common;
-mod txn_offset_commit;
-mod users;
-mod write_txn_markers;
+mod cluster;
+mod groups;
+mod produce_fetch;
+mod security;
+mod topics;
+mod transactions;
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+use bytes::Bytes;
+use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::{Decodable, Encodable};
-use sluice_security::quota::QuotaKind;
+use sluice_protocol::frame::{self, header_and_body};
+use sluice_protocol::{compat, versions};
 
 use crate::admission::FrameBudget;
 use crate::sasl::Session;
-use crate::versions;
 use crate::wire::{Chunk, ConnectionContext, FrameError, Reply, Response};
 
-/// The first fields of every request header, read before choosing the header version.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Peeked {
-    pub(crate) api_key: i16,
-    pub(crate) version: i16,
-    pub(crate) correlation_id: i32,
+/// The handler folders: the domain each API belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Domain {
+    ProduceFetch,
+    Groups,
+    Transactions,
+    Topics,
+    Security,
+    Cluster,
 }
 
-pub(crate) fn peek(frame: &[u8]) -> Result<Peeked, FrameError> {
-    let field = |at: usize, n: usize| {
-        frame.get(at..at + n).ok_or_else(|| {
-            FrameError::Malformed(format!(
-                "frame of {} bytes has no request header",
-                frame.len()
-            ))
-        })
-    };
-    Ok(Peeked {
-        api_key: i16::from_be_bytes(field(0, 2)?.try_into().unwrap_or_default()),
-        version: i16::from_be_bytes(field(2, 2)?.try_into().unwrap_or_default()),
-        correlation_id: i32::from_be_bytes(field(4, 4)?.try_into().unwrap_or_default()),
-    })
-}
-
-/// The (topic, partition) pairs listed more than once among `pairs` (bounded by the
-/// request's own entries, which the shape guard bounded by the frame's bytes).
-pub(crate) fn duplicates<'a>(
-    pairs: impl Iterator<Item = (&'a str, i32)>,
-) -> std::collections::HashSet<(&'a str, i32)> {
-    let mut seen = std::collections::HashSet::new();
-    let mut twice = std::collections::HashSet::new();
-    for pair in pairs {
-        if !seen.insert(pair) {
-            twice.insert(pair);
+/// The domain of `key`, `None` for an API without a handler.
+fn domain(key: ApiKey) -> Option<Domain> {
+    use ApiKey::*;
+    Some(match key {
+        Produce | Fetch | ListOffsets | OffsetForLeaderEpoch | DeleteRecords => {
+            Domain::ProduceFetch
         }
-    }
-    twice
-}
-
-/// True if `version` of `key` is served through the old-version shims.
-#[cfg(test)]
-pub(crate) fn has_compat(key: ApiKey, version: i16) -> bool {
-    compat::request_as(key, version).is_some()
+        JoinGroup
+        | SyncGroup
+        | Heartbeat
+        | LeaveGroup
+        | OffsetCommit
+        | OffsetFetch
+        | OffsetDelete
+        | ListGroups
+        | DescribeGroups
+        | DeleteGroups
+        | ConsumerGroupHeartbeat
+        | ConsumerGroupDescribe => Domain::Groups,
+        InitProducerId | AddPartitionsToTxn | AddOffsetsToTxn | TxnOffsetCommit | EndTxn
+        | DescribeTransactions | ListTransactions | DescribeProducers | WriteTxnMarkers => {
+            Domain::Transactions
+        }
+        CreateTopics
+        | DeleteTopics
+        | CreatePartitions
+        | DescribeConfigs
+        | AlterConfigs
+        | IncrementalAlterConfigs => Domain::Topics,
+        SaslHandshake
+        | SaslAuthenticate
+        | CreateAcls
+        | DescribeAcls
+        | DeleteAcls
+        | DescribeUserScramCredentials
+        | AlterUserScramCredentials
+        | DescribeClientQuotas
+        | AlterClientQuotas => Domain::Security,
+        ApiVersions | Metadata | FindCoordinator | DescribeCluster | DescribeLogDirs
+        | ElectLeaders => Domain::Cluster,
+        _ => return None,
+    })
 }
 
 /// Handles one request frame; `Reply::Now(None)` when the request expects no response (acks=0).
@@ -116,24 +115,19 @@ pub async fn handle(
     frame: Bytes,
     budget: FrameBudget,
 ) -> Result<Reply, FrameError> {
-    let peeked = peek(&frame)?;
-    let Some(support) = versions::lookup(peeked.api_key) else {
-        return Err(FrameError::Malformed(format!(
-            "unsupported API key {}",
-            peeked.api_key
-        )));
-    };
+    let peeked = frame::peek(&frame)?;
+    let support = frame::api(&peeked)?;
     let (key, version) = (support.key, peeked.version);
     if !support.serves(version) {
         return match key {
-            ApiKey::ApiVersions => Ok(Reply::Now(Some(api_versions::unsupported_version(
+            ApiKey::ApiVersions => Ok(Reply::Now(Some(cluster::unsupported_api_versions(
                 peeked.correlation_id,
             )?))),
             ApiKey::Produce if support.advertises(version) => {
-                produce::unsupported_old_version(frame, version, peeked.correlation_id)
+                produce_fetch::unsupported_old_produce(frame, version, peeked.correlation_id)
                     .map(|r| Reply::Now(Some(r)))
             }
-            _ => Err(FrameError::Malformed(format!(
+            _ => Err(FrameError::malformed(format!(
                 "{key:?} v{version} is not supported (this broker serves v{}..=v{})",
                 support.served_min, support.max
             ))),
@@ -144,15 +138,9 @@ pub async fn handle(
     // Latency of a deferred acks=all answer (Reply::Later) is measured to the append; the
     // fsync wait is shared by the group commit and shows in the produce p99 of the bench.
     let started = std::time::Instant::now();
-    let result = if key == ApiKey::Produce {
-        let correlation_id = header.correlation_id;
-        let client_id = header.client_id.as_deref().unwrap_or_default().to_owned();
-        drop(header);
-        produce_frame(ctx, body, version, (correlation_id, &client_id), budget).await
-    } else {
-        dispatch(ctx, key, version, &header, body, budget)
-            .await
-            .map(Reply::Now)
+    let result = match Call::new(key, version, header, body, budget) {
+        Ok(call) => dispatch(ctx, call).await,
+        Err(e) => Err(e),
     };
     if let Some(api) = ctx.broker.metrics.api(key) {
         api.latency.observe(started.elapsed());
@@ -164,22 +152,20 @@ pub async fn handle(
     result
 }
 
-/// Decodes the request header and checks the body against the request's shape.
-fn header_and_body(
-    key: ApiKey,
-    version: i16,
-    frame: Bytes,
-) -> Result<(RequestHeader, Bytes), FrameError> {
-    let mut body = frame;
-    let mut header = RequestHeader::decode(&mut body, key.request_header_version(version))
-        .map_err(|e| FrameError::Malformed(format!("{key:?} v{version} request header: {e}")))?;
-    // Owned, so a request that waits (JoinGroup) does not keep its frame alive through it.
-    header.client_id = header
-        .client_id
-        .map(|id| kafka_protocol::protocol::StrBytes::from_string(id.to_string()));
-    shape::check(key, version, &body)
-        .map_err(|e| FrameError::Malformed(format!("{key:?} v{version} request: {e}")))?;
-    Ok((header, body))
+/// Hands a request to its domain.
+async fn dispatch(ctx: &ConnectionContext, call: Call) -> Result<Reply, FrameError> {
+    let Some(domain) = domain(call.key) else {
+        return Err(no_handler(call.key));
+    };
+    let response = match domain {
+        Domain::ProduceFetch => return produce_fetch::dispatch(ctx, call).await,
+        Domain::Groups => groups::dispatch(ctx, call).await?,
+        Domain::Transactions => transactions::dispatch(ctx, call).await?,
+        Domain::Topics => topics::dispatch(ctx, call).await?,
+        Domain::Security => security::dispatch(ctx, call)?,
+        Domain::Cluster => cluster::dispatch(ctx, call).await?,
+    };
+    Ok(Reply::Now(Some(response)))
 }
 
 /// Handles a SaslHandshake or SaslAuthenticate frame (`sasl::Admit::Sasl`) with the
@@ -192,279 +178,120 @@ pub async fn handle_sasl(
     frame: Bytes,
     budget: FrameBudget,
 ) -> Result<(Reply, bool), FrameError> {
-    let peeked = peek(&frame)?;
+    let peeked = frame::peek(&frame)?;
     let (key, version) = match versions::lookup(peeked.api_key) {
         Some(support) if support.serves(peeked.version) => (support.key, peeked.version),
         _ => {
-            return Err(FrameError::Malformed(format!(
+            return Err(FrameError::malformed(format!(
                 "API key {} v{} is not a SASL version this broker serves",
                 peeked.api_key, peeked.version
             )));
         }
     };
-    let (header, mut body) = header_and_body(key, version, frame)?;
-    let (cid, hv) = (header.correlation_id, key.response_header_version(version));
+    let (header, body) = header_and_body(key, version, frame)?;
     let started = std::time::Instant::now();
-    let (response, close) = match key {
-        ApiKey::SaslHandshake => {
-            let request = decode(&mut body, key, version)?;
-            drop(budget);
-            let (response, close) = sasl::handshake(ctx, session, &request, version);
-            (encode(cid, hv, &response, version)?, close)
-        }
-        ApiKey::SaslAuthenticate => {
-            let request = decode(&mut body, key, version)?;
-            drop(budget);
-            let (response, close) = sasl::authenticate(ctx, session, request).await;
-            (encode(cid, hv, &response, version)?, close)
-        }
-        other => {
-            return Err(FrameError::Malformed(format!(
-                "{other:?} is not a SASL request"
-            )));
-        }
-    };
+    let call = Call::new(key, version, header, body, budget)?;
+    let (response, close) = security::sasl(ctx, session, call).await?;
     if let Some(api) = ctx.broker.metrics.api(key) {
         api.latency.observe(started.elapsed());
     }
     Ok((Reply::Now(Some(response)), close))
 }
 
-/// Produce, apart from `dispatch`: once the request is decoded, nothing but its record sets
-/// keeps the frame alive (the header and the rest of the body are dropped here, the topic
-/// names in `produce::append`), so the storage engine can take a partition's records
-/// without copying them.
-///
-/// The append happens here, in request order; an acks=all answer that waits for the group
-/// commit is finished by a task the connection writer awaits in order (`Reply::Later`), so
-/// the next request's append need not wait for this one's fsync.
-async fn produce_frame(
-    ctx: &ConnectionContext,
-    mut body: Bytes,
-    version: i16,
-    (correlation_id, client_id): (i32, &str),
-    budget: FrameBudget,
-) -> Result<Reply, FrameError> {
-    let request_bytes = body.len() as u64;
-    let request = decode(&mut body, ApiKey::Produce, version)?;
-    drop(body);
-    let throttle = throttle::record(ctx, QuotaKind::ProducerByteRate, client_id, request_bytes);
-    let staged = produce::append(ctx, request, version, throttle).await;
-    drop(budget);
-    let later = staged.waits_for_sync();
-    let header_version = ApiKey::Produce.response_header_version(version);
-    let reply = async move {
-        match staged.finish().await? {
-            Some(response) => encode(correlation_id, header_version, &response, version).map(Some),
-            None => Ok(None),
-        }
-    };
-    if later {
-        Ok(Reply::Later(tokio::spawn(reply)))
-    } else {
-        reply.await.map(Reply::Now)
-    }
-}
-
-async fn dispatch(
-    ctx: &ConnectionContext,
+/// One request on its way to its handler: its header, its body still undecoded, and the
+/// frame's budget, released once the body is decoded.
+struct Call {
     key: ApiKey,
+    /// The version the client sent.
     version: i16,
-    header: &RequestHeader,
-    mut body: Bytes,
-    budget: FrameBudget,
-) -> Result<Option<Response>, FrameError> {
-    let mut budget = Some(budget);
-    let (cid, hv) = (header.correlation_id, key.response_header_version(version));
-    let old = compat::request_as(key, version);
-    let (decode_version, upgraded) =
-        compat::upgrade(key, version, body).map_err(FrameError::Malformed)?;
-    body = upgraded;
-    // Decodes the request at the version it is read as, and releases the frame's budget.
-    macro_rules! request {
-        () => {
-            take_request(&mut body, &mut budget, key, decode_version)?
-        };
-    }
-    // Encodes a response at the request's version (or the old-version shim's bytes).
-    macro_rules! reply {
-        ($response:expr) => {
-            encode(cid, hv, &$response, version)?
-        };
-        ($response:expr, $old:expr) => {
-            match old {
-                Some(_) => encode_raw(cid, hv, $old(&$response))?,
-                None => encode(cid, hv, &$response, version)?,
-            }
-        };
-    }
-    let response = match key {
-        ApiKey::ApiVersions => reply!(api_versions::handle(request!())),
-        ApiKey::Metadata => reply!(metadata::handle(ctx, request!(), version).await),
-        ApiKey::Fetch => fetch_reply(ctx, header, request!(), version).await?,
-        ApiKey::FindCoordinator => reply!(find_coordinator::handle(ctx, request!(), version)),
-        ApiKey::ListOffsets => reply!(list_offsets::handle(ctx, request!(), version).await),
-        ApiKey::CreateTopics => {
-            let response = create_topics::handle(ctx, request!()).await;
-            reply!(response, |r| compat::create_topics(r, version))
-        }
-        ApiKey::DeleteTopics => reply!(
-            delete_topics::handle(ctx, request!()).await,
-            compat::delete_topics
-        ),
-        ApiKey::DescribeConfigs => {
-            let response = describe_configs::handle(ctx, request!(), decode_version);
-            reply!(response, compat::describe_configs)
-        }
-        ApiKey::JoinGroup => reply!(join_group::handle(ctx, header, request!(), version).await),
-        ApiKey::SyncGroup => reply!(sync_group::handle(ctx, request!()).await),
-        ApiKey::Heartbeat => reply!(heartbeat::handle(ctx, request!()).await),
-        ApiKey::LeaveGroup => reply!(leave_group::handle(ctx, request!(), version).await),
-        ApiKey::OffsetCommit => {
-            let response = offset_commit::handle(ctx, request!()).await;
-            reply!(response, compat::offset_commit)
-        }
-        ApiKey::OffsetFetch => reply!(offset_fetch::handle(ctx, request!(), version).await),
-        ApiKey::ListGroups => reply!(list_groups::handle(ctx, request!(), version).await),
-        ApiKey::ConsumerGroupHeartbeat => {
-            reply!(consumer_group_heartbeat::handle(ctx, header, request!()).await)
-        }
-        ApiKey::ConsumerGroupDescribe => {
-            reply!(consumer_group_describe::handle(ctx, request!()).await)
-        }
-        ApiKey::DescribeGroups => reply!(describe_groups::handle(ctx, request!()).await),
-        ApiKey::DeleteGroups => reply!(delete_groups::handle(ctx, request!()).await),
-        ApiKey::CreateAcls => reply!(acls::create(ctx, request!())),
-        ApiKey::DescribeAcls => reply!(acls::describe(ctx, request!())),
-        ApiKey::DeleteAcls => reply!(acls::delete(ctx, request!())),
-        ApiKey::DescribeUserScramCredentials => reply!(users::describe(ctx, request!())),
-        ApiKey::AlterUserScramCredentials => reply!(users::alter(ctx, request!())),
-        ApiKey::DescribeClientQuotas => reply!(quotas::describe(ctx, request!())),
-        ApiKey::AlterClientQuotas => reply!(quotas::alter(ctx, request!())),
-        ApiKey::IncrementalAlterConfigs => {
-            reply!(incremental_alter_configs::handle(ctx, request!()).await)
-        }
-        // Their old versions (DescribeLogDirs v0) answer in the layout they are read as.
-        other => return txn_dispatch(ctx, other, decode_version, (cid, hv), body, budget).await,
-    };
-    Ok(Some(response))
+    /// The version its body is read as: `version`, or for an old version the codec crate
+    /// dropped, the newer one `compat` reads it as.
+    read_as: i16,
+    header: RequestHeader,
+    body: Bytes,
+    budget: Option<FrameBudget>,
+    answer: Answer,
 }
 
-/// The idempotence and transaction APIs and the cluster admin APIs (CreatePartitions,
-/// DeleteRecords, AlterConfigs, OffsetDelete, DescribeCluster, ElectLeaders,
-/// DescribeLogDirs, OffsetForLeaderEpoch): `dispatch` for them (none has an
-/// old-version shim).
-async fn txn_dispatch(
-    ctx: &ConnectionContext,
-    key: ApiKey,
+impl Call {
+    /// A request whose body is in the layout of the version it is read as (`compat`).
+    fn new(
+        key: ApiKey,
+        version: i16,
+        header: RequestHeader,
+        body: Bytes,
+        budget: FrameBudget,
+    ) -> Result<Self, FrameError> {
+        let old_layout = compat::request_as(key, version).is_some();
+        let (read_as, body) = compat::upgrade(key, version, body).map_err(FrameError::malformed)?;
+        let answer = Answer {
+            correlation_id: header.correlation_id,
+            header_version: key.response_header_version(version),
+            version: read_as,
+            old_layout,
+        };
+        Ok(Self {
+            key,
+            version,
+            read_as,
+            header,
+            body,
+            budget: Some(budget),
+            answer,
+        })
+    }
+
+    /// Decodes the request at the version it is read as, then releases the frame: what the
+    /// request kept of the frame it copied or shares stays, the rest and its budget go now.
+    fn request<T: Decodable>(&mut self) -> Result<T, FrameError> {
+        let request = frame::decode(&mut self.body, self.key, self.read_as)?;
+        drop(std::mem::take(&mut self.body));
+        self.budget.take();
+        Ok(request)
+    }
+}
+
+/// How a request is answered: its correlation id, its response header's version (that of
+/// the version sent), and the version the response is encoded at (the one the request is
+/// read as), unless the version sent has an old layout of its own (`compat`).
+#[derive(Debug, Clone, Copy)]
+struct Answer {
+    correlation_id: i32,
+    header_version: i16,
     version: i16,
-    (cid, hv): (i32, i16),
-    mut body: Bytes,
-    mut budget: Option<FrameBudget>,
-) -> Result<Option<Response>, FrameError> {
-    macro_rules! request {
-        () => {
-            take_request(&mut body, &mut budget, key, version)?
-        };
+    old_layout: bool,
+}
+
+impl Answer {
+    /// The response, encoded at the version the request was read as.
+    fn reply<M: Encodable>(self, message: &M) -> Result<Response, FrameError> {
+        encode(
+            self.correlation_id,
+            self.header_version,
+            message,
+            self.version,
+        )
     }
-    macro_rules! reply {
-        ($response:expr) => {
-            encode(cid, hv, &$response, version)?
-        };
+
+    /// The response, or for an old version with a layout of its own, `old`'s bytes.
+    fn reply_old<M: Encodable>(
+        self,
+        message: &M,
+        old: impl FnOnce(&M) -> Bytes,
+    ) -> Result<Response, FrameError> {
+        if self.old_layout {
+            encode_raw(self.correlation_id, self.header_version, old(message))
+        } else {
+            self.reply(message)
+        }
     }
-    let response = match key {
-        ApiKey::InitProducerId => {
-            reply!(init_producer_id::handle(ctx, request!(), version).await)
-        }
-        ApiKey::AddPartitionsToTxn => {
-            reply!(add_partitions_to_txn::handle(ctx, request!(), version).await)
-        }
-        ApiKey::AddOffsetsToTxn => {
-            reply!(add_offsets_to_txn::handle(ctx, request!(), version).await)
-        }
-        ApiKey::TxnOffsetCommit => {
-            reply!(txn_offset_commit::handle(ctx, request!(), version).await)
-        }
-        ApiKey::EndTxn => reply!(end_txn::handle(ctx, request!(), version).await),
-        ApiKey::DescribeTransactions => {
-            reply!(describe_transactions::handle(ctx, request!()).await)
-        }
-        ApiKey::ListTransactions => reply!(list_transactions::handle(ctx, request!()).await),
-        ApiKey::DescribeProducers => reply!(describe_producers::handle(ctx, request!()).await),
-        ApiKey::WriteTxnMarkers => reply!(write_txn_markers::handle(ctx, request!()).await),
-        ApiKey::CreatePartitions => reply!(create_partitions::handle(ctx, request!()).await),
-        ApiKey::DeleteRecords => reply!(delete_records::handle(ctx, request!()).await),
-        ApiKey::AlterConfigs => reply!(alter_configs::handle(ctx, request!()).await),
-        ApiKey::OffsetDelete => reply!(offset_delete::handle(ctx, request!()).await),
-        ApiKey::DescribeCluster => reply!(describe_cluster::handle(ctx, &request!(), version)),
-        ApiKey::ElectLeaders => reply!(elect_leaders::handle(ctx, request!(), version)),
-        ApiKey::DescribeLogDirs => {
-            reply!(describe_log_dirs::handle(ctx, request!(), version).await)
-        }
-        ApiKey::OffsetForLeaderEpoch => {
-            reply!(offset_for_leader_epoch::handle(ctx, request!()))
-        }
-        other => {
-            return Err(FrameError::Malformed(format!(
-                "{other:?} is in the version table but has no handler"
-            )));
-        }
-    };
-    Ok(Some(response))
 }
 
-/// Fetch: the records as file ranges, the consumer quota recorded (`throttle.rs`). A fetch
-/// over its quota is answered as Kafka answers it: empty, with its throttle time, and its
-/// bytes taken back from the quota (the client fetches them again once the throttle ends).
-async fn fetch_reply(
-    ctx: &ConnectionContext,
-    header: &RequestHeader,
-    request: kafka_protocol::messages::FetchRequest,
-    version: i16,
-) -> Result<Response, FrameError> {
-    let mut response = fetch::handle(ctx, request, version).await;
-    let client_id = header.client_id.as_deref().unwrap_or_default();
-    let bytes = response.record_bytes();
-    let throttle = throttle::record(ctx, QuotaKind::ConsumerByteRate, client_id, bytes);
-    if throttle > 0 {
-        throttle::unrecord(ctx, QuotaKind::ConsumerByteRate, client_id, bytes);
-        // Kafka's `getThrottledResponse`: no error, no partitions, the throttle time.
-        response = fetch_wire::FetchOutput::default();
-    }
-    response.throttle_time_ms = i32::try_from(throttle).unwrap_or(i32::MAX);
-    let hv = ApiKey::Fetch.response_header_version(version);
-    let mut chunks = vec![Chunk::Bytes(encode_header(header.correlation_id, hv)?)];
-    chunks.extend(fetch_wire::encode(response, version));
-    Ok(Response { chunks })
-}
-
-/// Decodes the request at the version it is read as, then releases the frame: what the
-/// request kept of the frame it copied or shares stays, the rest and its budget go now.
-fn take_request<T: Decodable>(
-    body: &mut Bytes,
-    budget: &mut Option<FrameBudget>,
-    key: ApiKey,
-    version: i16,
-) -> Result<T, FrameError> {
-    let request = decode(body, key, version)?;
-    drop(std::mem::take(body));
-    budget.take();
-    Ok(request)
-}
-
-fn decode<T: Decodable>(body: &mut Bytes, key: ApiKey, version: i16) -> Result<T, FrameError> {
-    T::decode(body, version)
-        .map_err(|e| FrameError::Malformed(format!("{key:?} v{version} request: {e}")))
-}
-
-fn encode_header(correlation_id: i32, header_version: i16) -> Result<Bytes, FrameError> {
-    let mut header = ResponseHeader::default();
-    header.correlation_id = correlation_id;
-    let mut buf = BytesMut::new();
-    header
-        .encode(&mut buf, header_version)
-        .map_err(|e| FrameError::Malformed(format!("encoding response header: {e}")))?;
-    Ok(buf.freeze())
+/// An API in the version table that its domain's `dispatch` does not answer.
+fn no_handler(key: ApiKey) -> FrameError {
+    FrameError::malformed(format!(
+        "{key:?} is in the version table but has no handler"
+    ))
 }
 
 /// A response header followed by an already encoded message (old versions, see `compat`).
@@ -473,7 +300,7 @@ fn encode_raw(
     header_version: i16,
     message: Bytes,
 ) -> Result<Response, FrameError> {
-    let header = encode_header(correlation_id, header_version)?;
+    let header = frame::response_header(correlation_id, header_version)?;
     Ok(Response {
         chunks: vec![Chunk::Bytes(header), Chunk::Bytes(message)],
     })
@@ -486,11 +313,20 @@ fn encode<M: Encodable>(
     message: &M,
     version: i16,
 ) -> Result<Response, FrameError> {
-    let mut buf = BytesMut::from(&encode_header(correlation_id, header_version)?[..]);
-    message
-        .encode(&mut buf, version)
-        .map_err(|e| FrameError::Malformed(format!("encoding v{version} response: {e}")))?;
+    let bytes = frame::encode_response(correlation_id, header_version, message, version)?;
     Ok(Response {
-        chunks: vec![Chunk::Bytes(buf.freeze())],
+        chunks: vec![Chunk::Bytes(bytes)],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_api_in_the_version_table_has_a_domain() {
+        for support in versions::SUPPORTED {
+            assert!(domain(support.key).is_some(), "{:?}", support.key);
+        }
+    }
 }

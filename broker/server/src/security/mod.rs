@@ -26,7 +26,7 @@ mod login_limit;
 
 pub use login_limit::LoginLimiter;
 
-/// The sampled byte-rate windows of client quotas (`handler/throttle.rs` records into
+/// The sampled byte-rate windows of client quotas (`handler/produce_fetch/throttle.rs` records into
 /// them): Kafka's default sampling, 11 windows of 1 s.
 #[derive(Debug)]
 pub struct QuotaWindows(Mutex<sluice_security::quota::QuotaTracker>);

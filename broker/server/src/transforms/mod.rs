@@ -48,8 +48,9 @@ use sluice_transform::{Finish, FromOffset, OnError, Partitioning, State, Transfo
 use tokio::sync::{Mutex, Semaphore, watch};
 use tokio::task::JoinHandle;
 
-use crate::broker::{Broker, remove_file_logged, remove_stale_temps, write_durable};
+use crate::broker::Broker;
 use crate::error::{KafkaError, ServerError};
+use crate::files::{remove_file_logged, remove_stale_temps, write_durable};
 use crate::group::GroupHandle;
 use crate::txn::TxnHandle;
 
@@ -887,7 +888,7 @@ fn start_offsets(source: &crate::broker::Topic, from: FromOffset) -> Result<Vec<
                     FromOffset::Timestamp(ms) => log
                         .offset_for_timestamp_with(
                             ms,
-                            Some(&crate::handler::list_offsets::decompress),
+                            Some(&crate::codec::decompress_for_timestamp_lookup),
                         )
                         .map(|found| found.map_or(end, |(o, _): (Offset, i64)| o.value()))
                         .map_err(|e| {

@@ -118,7 +118,7 @@ pub async fn at_every_version<Req: Encodable, Resp: Decodable>(
     request: &Req,
     code: impl Fn(&Resp) -> i16,
 ) -> Vec<(i16, i16)> {
-    let support = sluice_server::versions::lookup(key as i16).unwrap();
+    let support = sluice_protocol::versions::lookup(key as i16).unwrap();
     let mut codes = Vec::new();
     for version in support.served_min..=support.max {
         // Fields newer than `version` make kafka-protocol refuse to encode; then the

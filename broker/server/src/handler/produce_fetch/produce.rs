@@ -27,14 +27,15 @@
 //! appends a transactional batch only under the verification's guard
 //! (`Log::append_produced`).
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::produce_request::PartitionProduceData;
 use kafka_protocol::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
 };
-use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicName};
-use kafka_protocol::protocol::{Decodable, StrBytes};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use sluice_protocol::compat;
 use sluice_security::acl::{AclOperation, ResourceType};
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -50,7 +51,7 @@ use crate::broker::{Broker, Partition, Topic};
 use crate::error::KafkaError;
 use crate::txn::TxnProducer;
 use crate::txn::verify::{self, Verdict};
-use crate::wire::{Chunk, ConnectionContext, FrameError, Response};
+use crate::wire::{ConnectionContext, FrameError, Response};
 
 use super::kip110;
 
@@ -481,26 +482,14 @@ fn error_for_all(
         .collect()
 }
 
-/// Answers Produce v0-v2 with UNSUPPORTED_VERSION for every partition. Their request body is
-/// v3's without the leading transactional_id, so it decodes as v3 behind a null one.
+/// Answers Produce v0-v2 with UNSUPPORTED_VERSION for every partition (read as v3 and
+/// answered in the old layout by `sluice_protocol::compat`).
 pub fn unsupported_old_version(
     frame: Bytes,
     version: i16,
     correlation_id: i32,
 ) -> Result<Response, FrameError> {
-    let mut body = frame;
-    kafka_protocol::messages::RequestHeader::decode(
-        &mut body,
-        ApiKey::Produce.request_header_version(version),
-    )
-    .map_err(|e| FrameError::Malformed(format!("Produce v{version}: {e}")))?;
-    super::shape::check(ApiKey::Produce, version, &body)
-        .map_err(|e| FrameError::Malformed(format!("Produce v{version} request: {e}")))?;
-    let mut v3 = BytesMut::with_capacity(body.len() + 2);
-    v3.extend_from_slice(&(-1i16).to_be_bytes());
-    v3.extend_from_slice(&body);
-    let request = ProduceRequest::decode(&mut v3.freeze(), 3)
-        .map_err(|e| FrameError::Malformed(format!("Produce v{version}: {e}")))?;
+    let request = compat::produce_v0_to_v2(frame, version)?;
     if request.acks == 0 {
         return Ok(Response::default());
     }
@@ -511,42 +500,6 @@ pub fn unsupported_old_version(
             p.error_message = None;
         }
     }
-    encode_old(&response, version, correlation_id)
-}
-
-/// ProduceResponse v2 is v3's layout; v1 drops log_append_time; v0 also drops throttle_time.
-fn encode_old(
-    response: &ProduceResponse,
-    version: i16,
-    correlation_id: i32,
-) -> Result<Response, FrameError> {
-    if version == 2 {
-        return super::encode(correlation_id, 0, response, 3);
-    }
-    let mut buf = BytesMut::new();
-    put(&mut buf, &correlation_id.to_be_bytes());
-    put(&mut buf, &(response.responses.len() as i32).to_be_bytes());
-    for topic in &response.responses {
-        put(&mut buf, &(topic.name.0.len() as i16).to_be_bytes());
-        put(&mut buf, topic.name.0.as_bytes());
-        put(
-            &mut buf,
-            &(topic.partition_responses.len() as i32).to_be_bytes(),
-        );
-        for p in &topic.partition_responses {
-            put(&mut buf, &p.index.to_be_bytes());
-            put(&mut buf, &p.error_code.to_be_bytes());
-            put(&mut buf, &p.base_offset.to_be_bytes());
-        }
-    }
-    if version == 1 {
-        put(&mut buf, &0i32.to_be_bytes());
-    }
-    Ok(Response {
-        chunks: vec![Chunk::Bytes(buf.freeze())],
-    })
-}
-
-fn put(buf: &mut BytesMut, bytes: &[u8]) {
-    buf.extend_from_slice(bytes);
+    let message = compat::produce_response_v0_to_v2(&response, version)?;
+    crate::handler::encode_raw(correlation_id, 0, message)
 }

@@ -441,7 +441,7 @@ pub fn assert_complete() -> Result<(), String> {
         for version in support.advertised_min..=support.max {
             if schema(support.key, version).is_none() {
                 return Err(format!(
-                    "{:?} v{version} is in the version table but has no request shape (handler/shape.rs)",
+                    "{:?} v{version} is in the version table but has no request shape (sluice-protocol's shape.rs)",
                     support.key
                 ));
             }

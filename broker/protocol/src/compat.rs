@@ -5,13 +5,21 @@
 //! and encoded here from the newer response struct. OffsetCommit v1 (what sarama up to 1.x
 //! sends by default, with `Consumer.Offsets.Retention` 0) is rewritten into v2's layout, see
 //! [`offset_commit_v1_as_v2`].
+//!
+//! Produce v0-v2 are advertised but not served (old librdkafka enables compression only when
+//! the broker lists Produce v0, KAFKA-18659): [`produce_v0_to_v2`] reads such a request as v3
+//! so the server can answer UNSUPPORTED_VERSION for each of its partitions, and
+//! [`produce_response_v0_to_v2`] writes that answer in the old layout.
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
     ApiKey, CreateTopicsResponse, DeleteTopicsResponse, DescribeConfigsResponse,
-    OffsetCommitResponse,
+    OffsetCommitResponse, ProduceRequest, ProduceResponse, RequestHeader,
 };
-use kafka_protocol::protocol::{Encodable, StrBytes};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+
+use crate::frame::FrameError;
+use crate::shape;
 
 /// For an old request version: the version to decode its body as, and the bytes to append
 /// first (the fields that version added, at their defaults).
@@ -180,6 +188,58 @@ pub fn offset_commit(response: &OffsetCommitResponse) -> Bytes {
     buf.freeze()
 }
 
+/// A Produce v0-v2 frame (header and body) read as v3: the header decoded, the body checked
+/// against its shape, then decoded as v3 behind a null transactional id (v0-v2's body is
+/// v3's without it).
+///
+/// # Errors
+/// What the frame closes the connection with: a header, shape or body that does not decode.
+pub fn produce_v0_to_v2(frame: Bytes, version: i16) -> Result<ProduceRequest, FrameError> {
+    let malformed = FrameError::Malformed;
+    let mut body = frame;
+    RequestHeader::decode(&mut body, ApiKey::Produce.request_header_version(version))
+        .map_err(|e| malformed(format!("Produce v{version}: {e}")))?;
+    shape::check(ApiKey::Produce, version, &body)
+        .map_err(|e| malformed(format!("Produce v{version} request: {e}")))?;
+    let mut v3 = BytesMut::with_capacity(body.len() + 2);
+    v3.put_i16(-1);
+    v3.put_slice(&body);
+    ProduceRequest::decode(&mut v3.freeze(), 3)
+        .map_err(|e| malformed(format!("Produce v{version}: {e}")))
+}
+
+/// A ProduceResponse in the layout of `version` (0..=2), after its v0 response header: v2
+/// is v3's layout; v1 drops each partition's log_append_time; v0 also drops throttle_time.
+///
+/// # Errors
+/// A v2 answer holding fields v3 cannot encode.
+pub fn produce_response_v0_to_v2(
+    response: &ProduceResponse,
+    version: i16,
+) -> Result<Bytes, FrameError> {
+    let mut buf = BytesMut::new();
+    if version == 2 {
+        response
+            .encode(&mut buf, 3)
+            .map_err(|e| FrameError::Malformed(format!("encoding v3 response: {e}")))?;
+        return Ok(buf.freeze());
+    }
+    buf.put_i32(response.responses.len() as i32);
+    for topic in &response.responses {
+        put_string(&mut buf, Some(&topic.name.0));
+        buf.put_i32(topic.partition_responses.len() as i32);
+        for p in &topic.partition_responses {
+            buf.put_i32(p.index);
+            buf.put_i16(p.error_code);
+            buf.put_i64(p.base_offset);
+        }
+    }
+    if version == 1 {
+        buf.put_i32(0); // throttle_time_ms
+    }
+    Ok(buf.freeze())
+}
+
 fn put_string(buf: &mut BytesMut, s: Option<&StrBytes>) {
     match s {
         None => buf.put_i16(-1),
@@ -278,6 +338,53 @@ mod tests {
             .chunks(2)
             .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).unwrap(), 16).unwrap())
             .collect()
+    }
+
+    #[test]
+    fn produce_v0_to_v2_read_as_v3_behind_a_null_transactional_id() {
+        use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+        let mut request = ProduceRequest::default();
+        request.acks = -1;
+        request.timeout_ms = 30_000;
+        let mut topic = TopicProduceData::default();
+        topic.name = TopicName(StrBytes::from_static_str("orders"));
+        topic.partition_data = vec![PartitionProduceData::default(); 2];
+        request.topic_data = vec![topic];
+        let body = encoded(&request, 3).slice(2..); // v3 without transactional_id
+        for version in 0..=2 {
+            let mut header = RequestHeader::default();
+            header.request_api_key = ApiKey::Produce as i16;
+            header.request_api_version = version;
+            let mut frame = BytesMut::from(&encoded(&header, 1)[..]);
+            frame.put_slice(&body);
+            let decoded = produce_v0_to_v2(frame.freeze(), version).unwrap();
+            assert_eq!(decoded, request, "v{version}");
+        }
+    }
+
+    #[test]
+    fn produce_v2_response_is_v3_and_v1_v0_drop_fields() {
+        use kafka_protocol::messages::produce_response::{
+            PartitionProduceResponse, TopicProduceResponse,
+        };
+        let mut partition = PartitionProduceResponse::default();
+        partition.index = 1;
+        partition.error_code = 35;
+        partition.base_offset = -1;
+        partition.log_append_time_ms = -1;
+        let mut topic = TopicProduceResponse::default();
+        topic.name = TopicName(StrBytes::from_static_str("t"));
+        topic.partition_responses = vec![partition];
+        let mut response = ProduceResponse::default();
+        response.responses = vec![topic];
+        let v3 = encoded(&response, 3);
+        assert_eq!(produce_response_v0_to_v2(&response, 2).unwrap(), v3);
+        // v3: topics, name, partitions, index, error, base offset, log append time, throttle.
+        let v1 = produce_response_v0_to_v2(&response, 1).unwrap();
+        let without_append_time = [&v3[..v3.len() - 12], &v3[v3.len() - 4..]].concat();
+        assert_eq!(v1, without_append_time);
+        let v0 = produce_response_v0_to_v2(&response, 0).unwrap();
+        assert_eq!(v0, v1.slice(..v1.len() - 4));
     }
 
     #[test]

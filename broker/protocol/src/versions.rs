@@ -1,7 +1,10 @@
 //! The one version table: which Kafka APIs and versions this broker implements. The
-//! ApiVersions response is derived from it, and the dispatcher consults it before decoding.
+//! ApiVersions response is derived from it ([`api_versions`]), and the server's dispatch
+//! consults it before decoding.
 
-use kafka_protocol::messages::ApiKey;
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 
 /// One implemented API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +40,7 @@ const fn api(key: ApiKey, min: i16, max: i16) -> ApiSupport {
 /// compression when the broker advertises Produce v0 (KAFKA-18659); a v0-v2 request gets
 /// UNSUPPORTED_VERSION. The oldest CreateTopics/DeleteTopics/DescribeConfigs versions and
 /// OffsetCommit v1 (sarama 1.x's default), which the `kafka-protocol` crate no longer
-/// encodes, go through `handler/compat.rs`.
+/// encodes, go through [`crate::compat`].
 /// FindCoordinator is advertised because librdkafka enables LZ4 only when it is.
 pub const SUPPORTED: &[ApiSupport] = &[
     ApiSupport {
@@ -57,7 +60,7 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::CreatePartitions, 0, 3),
     // Flexible: DescribeCluster always, DeleteRecords, AlterConfigs and ElectLeaders v2,
     // DescribeLogDirs v2+ (its v0, gone
-    // from the codec crate, is read and answered as v1: `handler/compat.rs`).
+    // from the codec crate, is read and answered as v1: `compat.rs`).
     api(ApiKey::DeleteRecords, 0, 2),
     api(ApiKey::AlterConfigs, 0, 2),
     api(ApiKey::DescribeCluster, 0, 1),
@@ -88,7 +91,7 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::AddOffsetsToTxn, 0, 2),
     api(ApiKey::TxnOffsetCommit, 0, 2),
     api(ApiKey::EndTxn, 0, 2),
-    // v0 is answered UNSUPPORTED_VERSION (`handler/sasl.rs`): librdkafka enables SASL only
+    // v0 is answered UNSUPPORTED_VERSION (the server's SaslHandshake handler): librdkafka enables SASL only
     // when the broker lists v0, then uses v1 (SaslAuthenticate). After a v0 handshake the
     // client would send raw SASL tokens without Kafka framing, which is not built.
     api(ApiKey::SaslHandshake, 0, 1),
@@ -132,6 +135,33 @@ impl ApiSupport {
     }
 }
 
+/// The ApiVersions answer: the version table, as is. Default-valued tagged fields of v3 are
+/// left out (kafka-protocol omits them), which librdkafka 2.0.2 (Debian's kcat 1.7.1)
+/// needs: it mis-parses them.
+pub fn api_versions() -> ApiVersionsResponse {
+    let mut response = ApiVersionsResponse::default();
+    response.api_keys = SUPPORTED
+        .iter()
+        .map(|s| {
+            let mut v = ApiVersion::default();
+            v.api_key = s.key as i16;
+            v.min_version = s.advertised_min;
+            v.max_version = s.max;
+            v
+        })
+        .collect();
+    response
+}
+
+/// The answer to an ApiVersions version we do not serve: UNSUPPORTED_VERSION with the
+/// table, to be encoded in v0 (as its response header always is, KIP-511), so the client
+/// can retry with a version we do.
+pub fn api_versions_unsupported() -> ApiVersionsResponse {
+    let mut response = api_versions();
+    response.error_code = ResponseError::UnsupportedVersion.code();
+    response
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,7 +174,7 @@ mod tests {
             assert!(s.advertised_min <= s.served_min);
             for version in s.served_min..codec.min {
                 assert!(
-                    crate::handler::has_compat(s.key, version),
+                    crate::compat::request_as(s.key, version).is_some(),
                     "{:?} v{version} has no codec",
                     s.key
                 );

@@ -26,7 +26,12 @@ use sluice_storage::{AbortedTxn, Offset, ReadError};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::fetch_wire::{FetchOutput, PartitionOutput, TopicOutput};
+use sluice_protocol::fetch_response;
+
+/// The fetch response, its record sets as chunks (file ranges, or a view's bytes).
+type FetchOutput = fetch_response::FetchOutput<Chunk>;
+type TopicOutput = fetch_response::TopicOutput<Chunk>;
+type PartitionOutput = fetch_response::PartitionOutput<Chunk>;
 use super::kip110;
 
 use crate::authz;

@@ -1,50 +1,83 @@
-//! FetchResponse v4-v11, encoded by hand as a list of chunks so record sets go from the
+//! FetchResponse v4-v11, encoded by hand as a list of pieces so record sets go from the
 //! segment file to the socket without being copied through user space. These versions are
 //! not flexible (no tagged fields), so the layout is a fixed sequence of big-endian fields;
 //! the golden tests below prove the bytes equal kafka-protocol's encoding of the same
-//! response. This is the only hand-written codec in the server.
+//! response. This is the only hand-written codec of a whole response.
+//!
+//! A record set is whatever the server holds it as (a range of a segment file, or bytes a
+//! view produced): anything that knows its length ([`RecordSet`]). [`encode`] gives the
+//! encoded fields as [`Piece::Bytes`] around each record set, untouched, as
+//! [`Piece::Records`]; the server writes them in order.
 
-#[cfg(test)]
-use bytes::Bytes;
-use bytes::{BufMut, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::wire::Chunk;
-
-/// A fetch response whose record sets are still file ranges.
-#[derive(Debug, Default)]
-pub struct FetchOutput {
-    /// Top-level error (v7+), 0 for none.
-    pub error_code: i16,
-    /// A client quota's throttle (`handler/throttle.rs`), 0 for none.
-    pub throttle_time_ms: i32,
-    /// Topics in request order.
-    pub topics: Vec<TopicOutput>,
+/// A record set a fetch response carries, as the server holds it; the protocol needs only
+/// its length.
+pub trait RecordSet {
+    /// Its length on the wire, in bytes.
+    fn wire_len(&self) -> usize;
 }
 
-impl FetchOutput {
+impl RecordSet for Bytes {
+    fn wire_len(&self) -> usize {
+        self.len()
+    }
+}
+
+/// A piece of an encoded fetch response, in order.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Piece<R> {
+    /// Encoded fields.
+    Bytes(Bytes),
+    /// A partition's record set, as it was given.
+    Records(R),
+}
+
+/// A fetch response whose record sets are still the server's (file ranges).
+#[derive(Debug)]
+pub struct FetchOutput<R> {
+    /// Top-level error (v7+), 0 for none.
+    pub error_code: i16,
+    /// A client quota's throttle, 0 for none.
+    pub throttle_time_ms: i32,
+    /// Topics in request order.
+    pub topics: Vec<TopicOutput<R>>,
+}
+
+impl<R> Default for FetchOutput<R> {
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            throttle_time_ms: 0,
+            topics: Vec::new(),
+        }
+    }
+}
+
+impl<R: RecordSet> FetchOutput<R> {
     /// The bytes of the record sets (what a consumer quota counts).
     pub fn record_bytes(&self) -> u64 {
         self.topics
             .iter()
             .flat_map(|t| &t.partitions)
             .filter_map(|p| p.records.as_ref())
-            .map(|r| records_len(r) as u64)
+            .map(|r| r.wire_len() as u64)
             .sum()
     }
 }
 
 /// One topic of a fetch response.
-#[derive(Debug, Default)]
-pub struct TopicOutput {
+#[derive(Debug)]
+pub struct TopicOutput<R> {
     /// Topic name.
     pub name: String,
     /// Partitions in request order.
-    pub partitions: Vec<PartitionOutput>,
+    pub partitions: Vec<PartitionOutput<R>>,
 }
 
 /// One partition of a fetch response.
-#[derive(Debug, Default)]
-pub struct PartitionOutput {
+#[derive(Debug)]
+pub struct PartitionOutput<R> {
     /// Partition index.
     pub index: i32,
     /// Kafka error code, 0 for none.
@@ -59,11 +92,12 @@ pub struct PartitionOutput {
     /// (producer id, first offset); `None` (null on the wire) for read_uncommitted.
     pub aborted_transactions: Option<Vec<(i64, i64)>>,
     /// The record batches, `None` for an empty record set.
-    pub records: Option<Chunk>,
+    pub records: Option<R>,
 }
 
-/// Encodes the response body (after the response header) for `version` (4..=11).
-pub fn encode(output: FetchOutput, version: i16) -> Vec<Chunk> {
+/// Encodes the response body (after the response header) for `version` (4..=11): the
+/// fields as bytes, each record set as its own piece between them.
+pub fn encode<R: RecordSet>(output: FetchOutput<R>, version: i16) -> Vec<Piece<R>> {
     debug_assert!(
         (4..=11).contains(&version),
         "FetchResponse v{version} is not hand-encoded"
@@ -84,19 +118,19 @@ pub fn encode(output: FetchOutput, version: i16) -> Vec<Chunk> {
             match partition.records {
                 None => buf.put_i32(0),
                 Some(records) => {
-                    buf.put_i32(records_len(&records) as i32);
-                    chunks.push(Chunk::Bytes(buf.split().freeze()));
-                    chunks.push(records);
+                    buf.put_i32(records.wire_len() as i32);
+                    chunks.push(Piece::Bytes(buf.split().freeze()));
+                    chunks.push(Piece::Records(records));
                 }
             }
         }
     }
-    chunks.push(Chunk::Bytes(buf.freeze()));
-    chunks.retain(|c| !matches!(c, Chunk::Bytes(b) if b.is_empty()));
+    chunks.push(Piece::Bytes(buf.freeze()));
+    chunks.retain(|c| !matches!(c, Piece::Bytes(b) if b.is_empty()));
     chunks
 }
 
-fn put_partition_header(buf: &mut BytesMut, p: &PartitionOutput, version: i16) {
+fn put_partition_header<R>(buf: &mut BytesMut, p: &PartitionOutput<R>, version: i16) {
     buf.put_i32(p.index);
     buf.put_i16(p.error_code);
     buf.put_i64(p.high_watermark);
@@ -119,29 +153,9 @@ fn put_partition_header(buf: &mut BytesMut, p: &PartitionOutput, version: i16) {
     }
 }
 
-fn records_len(records: &Chunk) -> usize {
-    match records {
-        Chunk::Bytes(b) => b.len(),
-        Chunk::File(slice) => slice.len as usize,
-    }
-}
-
 fn put_string(buf: &mut BytesMut, s: &str) {
     buf.put_i16(s.len() as i16);
     buf.put_slice(s.as_bytes());
-}
-
-/// Flattens chunks into one buffer (golden tests).
-#[cfg(test)]
-pub fn to_bytes(chunks: &[Chunk]) -> Option<Bytes> {
-    let mut out = BytesMut::new();
-    for chunk in chunks {
-        match chunk {
-            Chunk::Bytes(b) => out.put_slice(b),
-            Chunk::File(slice) => out.put_slice(&slice.read_to_vec().ok()?),
-        }
-    }
-    Some(out.freeze())
 }
 
 #[cfg(test)]
@@ -154,7 +168,18 @@ mod tests {
     use kafka_protocol::messages::{FetchResponse, TopicName};
     use kafka_protocol::protocol::{Encodable, StrBytes};
 
-    fn sample() -> (FetchOutput, FetchResponse) {
+    /// Flattens the pieces into one buffer.
+    fn to_bytes(pieces: &[Piece<Bytes>]) -> Bytes {
+        let mut out = BytesMut::new();
+        for piece in pieces {
+            match piece {
+                Piece::Bytes(b) | Piece::Records(b) => out.put_slice(b),
+            }
+        }
+        out.freeze()
+    }
+
+    fn sample() -> (FetchOutput<Bytes>, FetchResponse) {
         let records = Bytes::from_static(b"\0\0\0\0\0\0\0\x07pretend-these-are-record-batches");
         let ours = FetchOutput {
             error_code: 0,
@@ -169,7 +194,7 @@ mod tests {
                         last_stable_offset: 42,
                         log_start_offset: 3,
                         aborted_transactions: Some(vec![(7, 40)]),
-                        records: Some(Chunk::Bytes(records.clone())),
+                        records: Some(records.clone()),
                     },
                     PartitionOutput {
                         index: 1,
@@ -215,7 +240,7 @@ mod tests {
             let mut expected = BytesMut::new();
             theirs.encode(&mut expected, version).unwrap();
             assert_eq!(
-                to_bytes(&chunks).unwrap(),
+                to_bytes(&chunks),
                 expected.freeze(),
                 "FetchResponse v{version}"
             );
@@ -227,6 +252,6 @@ mod tests {
         let (ours, _) = sample();
         let chunks = encode(ours, 11);
         assert_eq!(chunks.len(), 3, "prefix, records, suffix");
-        assert!(matches!(&chunks[1], Chunk::Bytes(b) if b.starts_with(b"\0\0\0\0\0\0\0\x07")));
+        assert!(matches!(&chunks[1], Piece::Records(b) if b.starts_with(b"\0\0\0\0\0\0\0\x07")));
     }
 }

@@ -12,14 +12,13 @@ use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
-use sluice_storage::{Compression, Offset};
+use sluice_storage::Offset;
 
 use sluice_security::acl::AclOperation;
 
 use crate::authz;
 use crate::broker::Broker;
 use crate::codec;
-use crate::limits;
 use crate::wire::ConnectionContext;
 
 /// Kafka's "earliest" sentinel timestamp.
@@ -130,7 +129,7 @@ fn lookup(
             LATEST_TIMESTAMP if read_committed => Ok(Some((log.last_stable_offset().value(), -1))),
             LATEST_TIMESTAMP => Ok(Some((log.log_end_offset().value(), -1))),
             ts => log
-                .offset_for_timestamp_with(ts, Some(&decompress))
+                .offset_for_timestamp_with(ts, Some(&codec::decompress_for_timestamp_lookup))
                 .map(|hit| hit.map(|(offset, ts)| (offset.value(), ts))),
         };
         found.map(|hit| hit.map(|(offset, ts)| (offset, ts, log.leader_epoch_at(Offset(offset)))))
@@ -149,18 +148,4 @@ fn lookup(
         Err(e) => out.error_code = e.code.code(),
     }
     out
-}
-
-/// Opens a compressed batch for the record walk. A batch we cannot open (bad bytes from the
-/// producer, or over the limit) is answered by its first offset, not by an error.
-pub(crate) fn decompress(codec: Compression, payload: &[u8]) -> std::io::Result<Option<Vec<u8>>> {
-    let opened = codec::decompress(
-        codec,
-        payload,
-        limits::TIMESTAMP_LOOKUP_DECOMPRESSED_BYTES_MAX,
-    );
-    Ok(opened.unwrap_or_else(|error| {
-        tracing::warn!(?codec, %error, "cannot decompress a batch for ListOffsets; answering its first offset");
-        None
-    }))
 }

@@ -1,0 +1,59 @@
+//! Idempotent and transactional producers: everything the transaction coordinator answers
+//! (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn,
+//! DescribeTransactions, ListTransactions), the producer state the transaction tools read
+//! (DescribeProducers, KIP-664), and WriteTxnMarkers (an operator ending a hanging
+//! transaction). `txn_common.rs`: the round trip to the coordinator task, the transactional
+//! id's ACL check, the coordinator's codes on the wire. One `match` over their API keys.
+
+mod add_offsets_to_txn;
+mod add_partitions_to_txn;
+mod describe_producers;
+mod describe_transactions;
+mod end_txn;
+mod init_producer_id;
+mod list_transactions;
+mod txn_common;
+mod txn_offset_commit;
+mod write_txn_markers;
+
+use kafka_protocol::messages::ApiKey;
+
+use crate::wire::{ConnectionContext, FrameError, Response};
+
+use super::{Call, no_handler};
+
+/// Answers a transaction request.
+pub(super) async fn dispatch(
+    ctx: &ConnectionContext,
+    mut call: Call,
+) -> Result<Response, FrameError> {
+    let (answer, v) = (call.answer, call.read_as);
+    match call.key {
+        ApiKey::InitProducerId => {
+            answer.reply(&init_producer_id::handle(ctx, call.request()?, v).await)
+        }
+        ApiKey::AddPartitionsToTxn => {
+            answer.reply(&add_partitions_to_txn::handle(ctx, call.request()?, v).await)
+        }
+        ApiKey::AddOffsetsToTxn => {
+            answer.reply(&add_offsets_to_txn::handle(ctx, call.request()?, v).await)
+        }
+        ApiKey::TxnOffsetCommit => {
+            answer.reply(&txn_offset_commit::handle(ctx, call.request()?, v).await)
+        }
+        ApiKey::EndTxn => answer.reply(&end_txn::handle(ctx, call.request()?, v).await),
+        ApiKey::DescribeTransactions => {
+            answer.reply(&describe_transactions::handle(ctx, call.request()?).await)
+        }
+        ApiKey::ListTransactions => {
+            answer.reply(&list_transactions::handle(ctx, call.request()?).await)
+        }
+        ApiKey::DescribeProducers => {
+            answer.reply(&describe_producers::handle(ctx, call.request()?).await)
+        }
+        ApiKey::WriteTxnMarkers => {
+            answer.reply(&write_txn_markers::handle(ctx, call.request()?).await)
+        }
+        other => Err(no_handler(other)),
+    }
+}
