@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CRATES: dict[str, set[str]] = {
     "broker/kafka": set(),
     "broker/storage": set(),
-    "broker/group": set(),
+    "broker/group": {"sluice-kafka"},
     "broker/txn": set(),
     "broker/transform": {"sluice-hash"},
     "broker/security": set(),
