@@ -29,7 +29,7 @@ CRATES: dict[str, set[str]] = {
     "broker/kafka": set(),
     "broker/storage": set(),
     "broker/group": {"sluice-kafka"},
-    "broker/txn": set(),
+    "broker/txn": {"sluice-kafka"},
     "broker/transform": {"sluice-hash"},
     "broker/security": set(),
     "broker/plugin-host": {"sluice-storage", "sluice-columns"},

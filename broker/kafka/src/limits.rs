@@ -36,9 +36,5 @@ pub const PLUGIN_PARAM_BYTES_MAX: usize = 4096;
 /// positions).
 pub const TRANSFORM_ID_PREFIX: &str = "__sluice_transform/";
 
-// Strings of the internal logs carry an i16 (transaction log) or u16 (offsets log) length.
-const _: () = assert!(TOPIC_NAME_BYTES_MAX <= i16::MAX as usize);
-const _: () = assert!(GROUP_ID_BYTES_MAX <= i16::MAX as usize);
-const _: () = assert!(TRANSACTIONAL_ID_BYTES_MAX <= i16::MAX as usize);
 // A topic name is a group id's worth of bytes or less.
 const _: () = assert!(TOPIC_NAME_BYTES_MAX <= GROUP_ID_BYTES_MAX);
