@@ -31,9 +31,10 @@ CRATES: dict[str, set[str]] = {
     "broker/group": {"sluice-kafka"},
     "broker/txn": {"sluice-kafka"},
     "broker/transform": {"sluice-hash"},
-    "broker/security": set(),
+    "broker/security": {"sluice-kafka"},
     "broker/plugin-host": {"sluice-storage", "sluice-columns"},
     "broker/server": {
+        "sluice-kafka",
         "sluice-storage",
         "sluice-group",
         "sluice-plugin-host",

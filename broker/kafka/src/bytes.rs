@@ -31,7 +31,7 @@ impl Limit {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReadError {
     /// The input ended inside a field (or a count promises more entries than bytes left).
-    #[error("{what} needs {needed} bytes at byte {at}, but the input has {len}")]
+    #[error("{what} truncated: needs {needed} bytes at byte {at}, the input has {len}")]
     Truncated {
         /// The field.
         what: &'static str,
@@ -77,7 +77,7 @@ pub enum ReadError {
         what: &'static str,
     },
     /// Bytes after the last field.
-    #[error("{0} bytes after the last field")]
+    #[error("{0} trailing bytes after the last field")]
     TrailingBytes(usize),
 }
 
@@ -485,7 +485,7 @@ mod tests {
         );
         assert_eq!(
             err.to_string(),
-            "partition needs 4 bytes at byte 0, but the input has 3"
+            "partition truncated: needs 4 bytes at byte 0, the input has 3"
         );
         assert_eq!(r.position(), 0);
         assert_eq!(r.u16("x").unwrap(), 1);

@@ -25,12 +25,14 @@
 //!   the [`acl::Authorizer`] (StandardAuthorizer's rules).
 //! - [`quota`]: client quota entities and Kafka's 8-level resolution; [`quota::rate`],
 //!   sampled byte rates and throttle times.
-//! - [`records`]: [`records::SecurityRecord`], the versioned, bounded byte layout.
+//! - [`records`]: [`records::SecurityRecord`], the versioned, bounded byte layout (written
+//!   and read with `sluice_kafka::bytes`).
 //! - [`state`]: [`state::SecurityState`], rebuilt from records; snapshots for compaction.
 //! - [`users`]: AlterUserScramCredentials and DescribeUserScramCredentials decisions.
 //! - [`fuzz`]: the fuzz targets' entry points.
 //!
-//! Architecture Invariant: this crate depends on no other Sluice crate, does no I/O,
+//! Architecture Invariant: this crate depends on no other Sluice crate but the leaf
+//! `sluice-kafka` (Kafka's error codes, the byte reader, the seeded generator), does no I/O,
 //! opens no sockets and reads no clock. It never stores, logs or returns a password:
 //! credentials are Kafka's salted, iterated keys, and `Debug` leaves keys and passwords out.
 //!
