@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Our crates, by directory: the crates of ours each may depend on (normal dependencies).
 CRATES: dict[str, set[str]] = {
     "broker/kafka": set(),
-    "broker/storage": set(),
+    "broker/storage": {"sluice-kafka"},
     "broker/group": {"sluice-kafka"},
     "broker/txn": {"sluice-kafka"},
     "broker/transform": {"sluice-hash"},

@@ -8,7 +8,8 @@
 //! Read in this order:
 //! - [`limits`]: every bound, with its unit and why; relations checked at compile time.
 //! - [`error`]: `BatchError` (bad input), `AppendError`/`ReadError` (what callers branch
-//!   on, mapped to Kafka codes by the server), `StorageError`.
+//!   on; an append's and a batch's refusal name their Kafka code, `sluice_kafka::ErrorCode`),
+//!   `StorageError`.
 //! - [`offset`], [`config`]: the `Offset` newtype, `LogConfig` with Kafka's key names,
 //!   `Durability`, `TimestampType`.
 //! - [`batch`], `record`, `crc_walk`: RecordBatch v2 header view, CRC-32C, validation,
