@@ -30,9 +30,9 @@ CRATES: dict[str, set[str]] = {
     "broker/storage": {"sluice-kafka"},
     "broker/group": {"sluice-kafka"},
     "broker/txn": {"sluice-kafka"},
-    "broker/transform": {"sluice-hash"},
+    "broker/transform": {"sluice-hash", "sluice-kafka"},
     "broker/security": {"sluice-kafka"},
-    "broker/plugin-host": {"sluice-storage", "sluice-columns"},
+    "broker/plugin-host": {"sluice-kafka", "sluice-storage", "sluice-columns"},
     "broker/server": {
         "sluice-kafka",
         "sluice-storage",
