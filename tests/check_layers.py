@@ -43,6 +43,7 @@ CRATES: dict[str, set[str]] = {
         "sluice-transform",
     },
     "broker/cli": {
+        "sluice-kafka",
         "sluice-server",
         "sluice-storage",
         "sluice-group",
