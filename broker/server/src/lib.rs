@@ -57,6 +57,8 @@
 //!   (spec + source topic + bound chain) is the broker's (`broker/views.rs`); `records` decodes and re-encodes the batches
 //!   for views and for `reroute/`.
 //! - [`error`]: config, Kafka and server errors.
+//! - [`random`]: `OsRng`, the one place the OS's randomness is read (SCRAM nonces and
+//!   salts, member ids, topic and cluster ids).
 //! - `codec`: bounded decompression of batch payloads (ListOffsets by time only; produce
 //!   and fetch never decode records).
 //!
@@ -100,6 +102,7 @@ pub mod limits;
 pub mod listener;
 pub mod metrics;
 pub mod plugins;
+pub mod random;
 mod records;
 mod reroute;
 pub mod sasl;

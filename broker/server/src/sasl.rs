@@ -28,7 +28,7 @@ use sluice_security::scram::{ScramMechanism, ScramServer};
 use crate::broker::Broker;
 use crate::config::SaslMechanism;
 use crate::limits::LOGIN_FAILURES_PER_USER_MAX;
-use crate::security::OsRng;
+use crate::random::OsRng;
 
 /// What the connection does with a request, before decoding it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -373,10 +373,7 @@ fn scram_step(
     broker: &Broker,
     message: &[u8],
 ) -> Result<(Vec<u8>, Option<String>), SaslError> {
-    let mut rng = OsRng::open().map_err(|e| SaslError::Failed {
-        mechanism: server.mechanism().name(),
-        reason: e.to_string(),
-    })?;
+    let mut rng = OsRng;
     let lookup =
         |user: &str, m: ScramMechanism| broker.security.read(|s| s.credential(user, m).cloned());
     let reply = server.evaluate(message, &mut rng, &lookup)?;
