@@ -71,6 +71,8 @@
 //!   [`PluginStats`].
 //! - `watcher`: [`Registry::watch`], hot reload of files dropped in the
 //!   directory.
+//! - `fuzz` (feature `fuzz`, test scaffolding: never in the broker binary): the entry
+//!   points of the `guest_columns` and `plugin_component` fuzz targets.
 //!
 //! # For the server
 //! ```text
@@ -121,6 +123,7 @@ mod columns;
 mod compile;
 mod engine;
 mod filter;
+#[cfg(any(test, feature = "fuzz"))]
 #[doc(hidden)]
 pub mod fuzz;
 mod partitioner;

@@ -249,6 +249,7 @@ fn strip_output_headers(batch: &mut ColumnarBatch) {
 }
 
 /// [`route`] to named outputs, for the fuzz entry point.
+#[cfg(any(test, feature = "fuzz"))]
 pub(crate) fn route_for_fuzz(
     input: &ColumnarBatch,
     output: RecordBatch,

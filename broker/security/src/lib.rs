@@ -29,7 +29,8 @@
 //!   and read with `sluice_kafka::bytes`).
 //! - [`state`]: [`state::SecurityState`], rebuilt from records; snapshots for compaction.
 //! - [`users`]: AlterUserScramCredentials and DescribeUserScramCredentials decisions.
-//! - [`fuzz`]: the fuzz targets' entry points.
+//! - `fuzz` (feature `fuzz`, test scaffolding: never in the broker binary): the fuzz targets'
+//!   entry points and their seed corpus.
 //!
 //! Architecture Invariant: this crate depends on no other Sluice crate but the leaf
 //! `sluice-kafka` (Kafka's error codes, the byte reader, the seeded generator), does no I/O,
@@ -41,6 +42,7 @@
 //! before it allocates.
 
 pub mod acl;
+#[cfg(any(test, feature = "fuzz"))]
 pub mod fuzz;
 pub mod limits;
 pub mod plain;

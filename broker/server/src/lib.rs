@@ -59,6 +59,8 @@
 //! - [`error`]: config, Kafka and server errors.
 //! - [`random`]: `OsRng`, the one place the OS's randomness is read (SCRAM nonces and
 //!   salts, member ids, topic and cluster ids).
+//! - `fuzz` (feature `fuzz`, test scaffolding: never in the broker binary): the fuzz
+//!   targets' entry points and `fuzz/seeds.rs`, their seed corpus.
 //! - `codec`: bounded decompression of batch payloads (ListOffsets by time only; produce
 //!   and fetch never decode records).
 //!
@@ -93,6 +95,7 @@ pub mod connection;
 pub mod data_dir;
 pub mod error;
 mod fence;
+#[cfg(feature = "fuzz")]
 #[doc(hidden)]
 pub mod fuzz;
 pub mod group;

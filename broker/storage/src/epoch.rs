@@ -284,6 +284,7 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<EpochEntry>, StorageError> {
 
 /// The `leader_epochs` fuzz target: `data` as a `leader-epoch.checkpoint`. One that
 /// decodes must encode back to the same bytes.
+#[cfg(any(test, feature = "fuzz"))]
 pub fn fuzz_epochs(data: &[u8]) {
     if let Ok(entries) = decode(data) {
         assert_eq!(

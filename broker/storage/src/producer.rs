@@ -420,6 +420,7 @@ mod tests;
 
 /// The `producer_snapshot` fuzz target: `data` as a snapshot file. One that decodes must
 /// survive re-encoding unchanged (the decoder accepts only what the encoder can mean).
+#[cfg(any(test, feature = "fuzz"))]
 pub fn fuzz_snapshot(data: &[u8]) {
     if let Ok((offset, state)) = snapshot::decode(data) {
         let again = snapshot::encode(offset, &state);

@@ -112,7 +112,8 @@
 //! - [`coordinator`]: [`Coordinator`]: the persist round trip, producer ids, timers,
 //!   recovery, describe/list; `coordinator/init.rs`: InitProducerId;
 //!   `coordinator/txn.rs`: AddPartitions, AddOffsets, TxnOffsetCommit, EndTxn, markers.
-//! - [`fuzz`]: entry points for cargo-fuzz targets.
+//! - `fuzz` (feature `fuzz`, test scaffolding: never in the broker binary): the entry point
+//!   of the `txn_records` cargo-fuzz target.
 //!
 //! Architecture Invariant: this crate depends on no other Sluice crate but the leaf
 //! `sluice-kafka`, does no I/O and reads no clock.
@@ -124,6 +125,7 @@ pub mod api;
 pub mod config;
 pub mod coordinator;
 pub mod error;
+#[cfg(any(test, feature = "fuzz"))]
 pub mod fuzz;
 pub mod limits;
 pub mod records;
