@@ -40,10 +40,10 @@
 //!   durable offset, reopen from disk).
 //! - [`txn_guard`]: KIP-890's verification of a client's transactional batches against
 //!   the coordinator (guards handed out before asking it, dropped by markers), in memory.
-//! - `testing` (feature `testing`): builders of valid batches for tests and benchmarks.
-//!   `epoch::fuzz_epochs` and `producer::fuzz_snapshot` (feature `fuzz`) are the entry points
-//!   of the `leader_epochs` and `producer_snapshot` fuzz targets. Both features are test
-//!   scaffolding, never compiled into the broker binary.
+//! - `testing` (feature `testing`): builders of valid batches for tests and benchmarks;
+//!   `fuzz` (feature `fuzz`): the entry points of the `producer_snapshot` and
+//!   `leader_epochs` fuzz targets. Both are test scaffolding, never compiled into the broker
+//!   binary.
 //!
 //! Architecture Invariant: nothing here spawns threads, knows sockets or reads clocks;
 //! callers pass `now_ms`. A `Log` is `Send + Sync` and used under one lock by the server.
@@ -62,13 +62,15 @@ mod entry_file;
 pub mod epoch;
 pub mod error;
 mod fence;
+#[cfg(any(test, feature = "fuzz"))]
+pub mod fuzz;
 mod group_sync;
 mod index;
 pub mod io;
 pub mod limits;
 mod log;
 pub mod offset;
-pub mod producer;
+mod producer;
 pub mod record;
 mod recovery;
 mod retention;
