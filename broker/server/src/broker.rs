@@ -33,6 +33,7 @@ use crate::error::{KafkaError, ServerError};
 use crate::files::{remove_dir_logged, remove_stale_temps, write_durable};
 use crate::limits;
 use crate::plugins::{Plugins, TopicPlugins};
+use crate::random::OsRng;
 use crate::security::SecurityStore;
 use crate::topic_config::{self, TopicOverrides};
 use crate::topic_name;
@@ -961,24 +962,16 @@ fn load_or_create_cluster_id(dir: &Path) -> Result<String, ServerError> {
     Ok(cluster_id)
 }
 
-/// 22 URL-safe characters from the std hasher's random keys and the clock (Kafka's cluster
-/// ids are 22-character base64 UUIDs).
+/// 22 random URL-safe characters (`random.rs`; Kafka's cluster ids are 22-character
+/// base64 UUIDs).
 fn random_id() -> String {
-    use std::hash::{BuildHasher, Hasher};
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::with_capacity(22);
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_i64(now_ms());
-    let mut bits = hasher.finish();
-    for i in 0..22 {
-        if i == 11 {
-            hasher.write_u64(bits);
-            bits = hasher.finish();
-        }
-        out.push(char::from(ALPHABET[(bits & 63) as usize]));
-        bits >>= 6;
-    }
-    out
+    let mut bytes = [0u8; 22];
+    OsRng::fill(&mut bytes).expect("getrandom(2) failed");
+    bytes
+        .iter()
+        .map(|b| char::from(ALPHABET[usize::from(b & 63)]))
+        .collect()
 }
 
 mod alter;
