@@ -65,6 +65,10 @@
 //!   list, describe, delete (refused while in use unless forced), atomic
 //!   swap of new versions (`ArcSwap`): calls in flight finish on the old
 //!   version, new calls use the new one.
+//! - `slot`: [`PluginSlot`], one plugin's current version (swapped atomically), its
+//!   share of the instance budget, its statistics and its log; what every handle holds.
+//! - `plugin_log`: a plugin's own log (the WIT `log` import and WASI stdout/stderr), a
+//!   bounded ring of lines per plugin ([`LogPage`]).
 //! - `stats`: per-plugin call counters (calls, [`CallErrorKind`]s, a latency
 //!   histogram) kept in each `PluginSlot`, so they cover every handle and
 //!   survive hot reloads; [`Registry::stats`] snapshots them as

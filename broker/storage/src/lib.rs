@@ -25,6 +25,10 @@
 //!   mapped writable, sealed ones mapped on first lookup), the sparse offset index and the
 //!   time index.
 //! - `segment`: one `.log` + `.index` + `.timeindex`: append, lookup, read ranges, seal.
+//! - `producer` (with `producer/`): per-partition producer state (sequences, epochs, open
+//!   and aborted transactions) rebuilt from the partition's batches, and its snapshots.
+//! - `cleaner` (with `cleaner/`): log compaction of one partition (the offset map, then the
+//!   rewrite into `.cleaned` segments swapped in).
 //! - `checkpoint`: `partition.checkpoint` (log start offset, recovery point) and the
 //!   `clean-shutdown` marker, written atomically.
 //! - [`epoch`]: the leader epoch cache (`leader-epoch.checkpoint`): where each leader epoch
