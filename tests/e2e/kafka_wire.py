@@ -250,11 +250,14 @@ def is_flexible(api_key: int, version: int) -> bool:
     """Whether a request uses header v2 and compact fields: of what the broker serves,
     ApiVersions v3+, AddPartitionsToTxn v3+, CreatePartitions, DeleteRecords, AlterConfigs,
     ElectLeaders and DescribeLogDirs v2+, OffsetForLeaderEpoch v4+, Metadata v9+, OffsetCommit v8+,
+    Produce v9+, Fetch v12+,
     OffsetFetch v6+, ListGroups v3+, the consumer group protocol's APIs (KIP-848), and the APIs
     whose only version, v0, is flexible (SCRAM credentials, DescribeProducers,
     DescribeTransactions, ListTransactions), and WriteTxnMarkers (v1, the one served)."""
     return (
         (api_key == API_API_VERSIONS and version >= 3)
+        or (api_key == API_PRODUCE and version >= 9)
+        or (api_key == API_FETCH and version >= 12)
         or (api_key == API_OFFSET_COMMIT and version >= 8)
         or (api_key == API_OFFSET_FETCH and version >= 6)
         or (api_key == API_LIST_GROUPS and version >= 3)
@@ -435,8 +438,18 @@ def produce_body(
     timeout_ms: int = 10_000,
     transactional_id: str | None = None,
 ) -> Fields:
-    """Produce v0-v8: topic -> [(partition, record batch bytes)], with a transactional id
-    from v3 (null unless given)."""
+    """Produce v0-v11: topic -> [(partition, record batch bytes)], with a transactional id
+    from v3 (null unless given); v9+ flexible."""
+    if version >= 9:
+        topics = [
+            Fields()
+            .compact_string(topic)
+            .compact_array([Fields().i32(p).compact_bytes(b).tagged_fields() for p, b in parts])
+            .tagged_fields()
+            for topic, parts in batches.items()
+        ]
+        f = Fields().compact_string(transactional_id).i16(acks).i32(timeout_ms)
+        return f.compact_array(topics).tagged_fields()
     f = Fields()
     if version >= 3:
         f.string(transactional_id)
@@ -449,13 +462,16 @@ def produce_body(
 
 def fetch_body(
     version: int,
-    partitions: list[tuple[str, int, int]],
+    partitions: list[tuple[str | bytes, int, int]],
     max_wait_ms: int = 0,
     min_bytes: int = 1,
     max_bytes: int = 1 << 20,
 ) -> Fields:
-    """Fetch v4-v11 of (topic, partition, offset) entries; consecutive entries of one topic
-    share a topic entry, so a repeated partition stays repeated."""
+    """Fetch v4-v18 of (topic, partition, offset) entries (v13+ name a topic by its 16-byte
+    id); consecutive entries of one topic share a topic entry, so a repeated partition stays
+    repeated."""
+    if version >= 12:
+        return fetch_body_flexible(version, partitions, max_wait_ms, min_bytes, max_bytes)
     assert 4 <= version <= 11
     f = Fields().i32(-1).i32(max_wait_ms).i32(min_bytes).i32(max_bytes).i8(0)
     if version >= 7:
@@ -479,6 +495,39 @@ def fetch_body(
     if version >= 11:
         f.string("")  # rack id
     return f
+
+
+def fetch_body_flexible(
+    version: int,
+    partitions: list[tuple[str | bytes, int, int]],
+    max_wait_ms: int,
+    min_bytes: int,
+    max_bytes: int,
+) -> Fields:
+    """Fetch v12-v18: compact lengths and tagged fields; topics by id from v13; no replica id
+    from v15 (a consumer's replica state is the tagged field it leaves out)."""
+    f = Fields()
+    if version <= 14:
+        f.i32(-1)
+    f.i32(max_wait_ms).i32(min_bytes).i32(max_bytes).i8(0).i32(0).i32(-1)
+    grouped: list[tuple[str | bytes, list[Fields]]] = []
+    for topic, partition, offset in partitions:
+        part = Fields().i32(partition).i32(-1).i64(offset).i32(-1).i64(-1).i32(max_bytes).tagged_fields()
+        if grouped and grouped[-1][0] == topic:
+            grouped[-1][1].append(part)
+        else:
+            grouped.append((topic, [part]))
+
+    def topic_field(t: str | bytes) -> Fields:
+        if version >= 13:
+            assert isinstance(t, bytes), "Fetch v13+ names topics by id"
+            return Fields().uuid(t)
+        return Fields().compact_string(t)
+
+    f.compact_array([topic_field(t).compact_array(parts).tagged_fields() for t, parts in grouped])
+    f.compact_array([])  # forgotten topics
+    f.compact_string("")  # rack id
+    return f.tagged_fields()
 
 
 # --- response decoding -----------------------------------------------------------------------
@@ -540,6 +589,14 @@ class _Reader:
         n = self.uvarint()
         return None if n == 0 else self.take(n - 1).decode()
 
+    def compact_bytes(self) -> bytes | None:
+        n = self.uvarint()
+        return None if n == 0 else self.take(n - 1)
+
+    def compact_array(self, item) -> list | None:
+        n = self.uvarint()
+        return None if n == 0 else [item(self) for _ in range(n - 1)]
+
     def skip_tagged_fields(self) -> None:
         for _ in range(self.uvarint()):
             self.uvarint()
@@ -553,7 +610,7 @@ class PartitionResult:
     base_offset: int = -1
     high_watermark: int = -1
     records: bytes | None = None
-    topic: str | None = None
+    topic: str | bytes | None = None
     # Produce v8+: (batch_index, message) of each record the broker refused, and the message.
     record_errors: list[tuple[int, str | None]] = field(default_factory=list)
     error_message: str | None = None
@@ -687,6 +744,10 @@ class KafkaConnection:
         `transactional_id`, if given); one result per partition answered."""
         body = produce_body(version, batches, acks, timeout_ms, transactional_id)
         r = self.request(API_PRODUCE, version, body)
+        if version >= 9:
+            r.skip_tagged_fields()  # response header v1
+
+        flexible = version >= 9
 
         def part(x):
             p = PartitionResult(x.i32(), x.i16(), base_offset=x.i64())
@@ -694,13 +755,21 @@ class KafkaConnection:
                 x.i64()  # log append time
             if version >= 5:
                 x.i64()  # log start offset
-            if version >= 8:
+            if flexible:
+                p.record_errors = x.compact_array(lambda y: (y.i32(), y.compact_string(), y.skip_tagged_fields())[:2])
+                p.error_message = x.compact_string()
+                x.skip_tagged_fields()
+            elif version >= 8:
                 p.record_errors = x.array(lambda y: (y.i32(), y.string()))
                 p.error_message = x.string()
             return p
 
+        if flexible:
+            topics = r.compact_array(lambda x: (x.compact_string(), x.compact_array(part), x.skip_tagged_fields())[:2])
+        else:
+            topics = r.array(lambda x: (x.string(), x.array(part)))
         out = []
-        for name, parts in r.array(lambda x: (x.string(), x.array(part))):
+        for name, parts in topics:
             for p in parts:
                 p.topic = name
                 out.append(p)
@@ -716,7 +785,7 @@ class KafkaConnection:
         max_bytes: int = 1 << 20,
         version: int = 4,
     ) -> int:
-        """Sends Fetch (v4-v11; v10+ may carry zstd) and returns the correlation id; read the
+        """Sends Fetch (v4-v18; v10+ may carry zstd; v13+ topics by id) and returns the correlation id; read the
         answer with `recv_fetch` and the same version."""
         body = fetch_body(version, [(topic, partition, offset)], max_wait_ms, min_bytes, max_bytes)
         return self.send_request(API_FETCH, version, body)
@@ -729,10 +798,14 @@ class KafkaConnection:
     def recv_fetch_many(self, correlation_id: int, version: int) -> list[PartitionResult]:
         """Every partition of a Fetch answer, in response order."""
         r = self.recv_response(correlation_id)
+        if version >= 12:
+            r.skip_tagged_fields()  # response header v1
         r.i32()  # throttle time
         if version >= 7:
             top_error, _session = r.i16(), r.i32()
             assert top_error == NONE, f"fetch top-level error {top_error}"
+
+        flexible = version >= 12
 
         def part(x):
             p = PartitionResult(x.i32(), x.i16())
@@ -740,17 +813,34 @@ class KafkaConnection:
             x.i64()  # last stable offset
             if version >= 5:
                 x.i64()  # log start offset
-            x.array(lambda y: (y.i64(), y.i64()))  # aborted transactions
+            if flexible:
+                x.compact_array(lambda y: (y.i64(), y.i64(), y.skip_tagged_fields()))  # aborted transactions
+            else:
+                x.array(lambda y: (y.i64(), y.i64()))  # aborted transactions
             if version >= 11:
                 x.i32()  # preferred read replica
-            p.records = x.nbytes()
+            if flexible:
+                p.records = x.compact_bytes()
+                x.skip_tagged_fields()
+            else:
+                p.records = x.nbytes()
             return p
 
+        def topic(x):
+            if version >= 13:
+                return x.take(16), x.compact_array(part), x.skip_tagged_fields()
+            if flexible:
+                return x.compact_string(), x.compact_array(part), x.skip_tagged_fields()
+            return x.string(), x.array(part), None
+
         out = []
-        for name, parts in r.array(lambda x: (x.string(), x.array(part))):
+        for name, parts, _ in r.compact_array(topic) if flexible else r.array(topic):
             for p in parts:
                 p.topic = name
                 out.append(p)
+        if flexible:
+            r.skip_tagged_fields()
+            assert r.pos == len(r.data), "bytes left after the fetch response"
         return out
 
     def fetch(self, topic: str, partition: int, offset: int, max_wait_ms: int = 0, version: int = 4) -> PartitionResult:
@@ -758,7 +848,7 @@ class KafkaConnection:
             self.send_fetch(topic, partition, offset, max_wait_ms=max_wait_ms, version=version), version
         )
 
-    def fetch_many(self, partitions: list[tuple[str, int, int]], version: int = 11) -> list[PartitionResult]:
+    def fetch_many(self, partitions: list[tuple[str | bytes, int, int]], version: int = 11) -> list[PartitionResult]:
         """One Fetch of (topic, partition, offset) entries, repeated ones included."""
         cid = self.send_request(API_FETCH, version, fetch_body(version, partitions))
         return self.recv_fetch_many(cid, version)

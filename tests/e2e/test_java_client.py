@@ -27,6 +27,7 @@ import pytest
 from clients import create_topic
 from confluent_kafka import Producer
 from java_support import RUN_TIMEOUT_S, java_classpath, run_driver
+from test_metrics import scrape
 
 import kafka_wire as kw
 from kafka_wire import KafkaConnection
@@ -50,6 +51,11 @@ def test_every_codec_round_trips_byte_exact(broker, topic_name, classpath):
         codecs = kw.batch_compression_codecs(fetched.records)
         # The Java producer compresses every batch with the codec it is configured with.
         assert set(codecs) == {CODEC_IDS[codec]}, (codec, codecs)
+    # The client negotiated the newest versions served (Produce v11: v12+ are transaction
+    # protocol v2's; Fetch v18, topics by id), as the broker counted them.
+    samples = scrape(broker)
+    assert samples.get('sluice_requests_total{api="Produce",version="11"}', 0) > 0, samples
+    assert samples.get('sluice_requests_total{api="Fetch",version="18"}', 0) > 0, samples
 
 
 def run_group(broker, topic_name, classpath, protocol: str) -> dict:

@@ -32,8 +32,8 @@ CONTRACT_VERSIONS = {
     # Produce is served from v3 but advertised from v0, as Kafka 4.0 does: librdkafka only
     # compresses when the broker advertises Produce v0 (KAFKA-18659). v0-v2 get
     # UNSUPPORTED_VERSION (test_produce_v2_is_unsupported).
-    0: (0, 8),
-    1: (4, 11),  # Fetch
+    0: (0, 11),
+    1: (4, 18),  # Fetch (v12+ flexible, v13+ topics by id)
     2: (1, 5),  # ListOffsets
     3: (0, 12),  # Metadata (v9+ flexible)
     18: (0, 3),  # ApiVersions

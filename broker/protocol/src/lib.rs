@@ -14,7 +14,7 @@
 //!   `socket.request.max.bytes` before the body is read, the request header peeked and
 //!   decoded, the body checked against its shape; response headers and messages encoded;
 //!   [`FrameError`], the refusals that close a connection. [`limits`]: its bounds.
-//! - [`fetch_response`]: FetchResponse v4-v11 encoded by hand, its record sets left as the
+//! - [`fetch_response`]: FetchResponse v4-v18 encoded by hand, its record sets left as the
 //!   server holds them (file ranges for sendfile) between the encoded fields: generic over
 //!   [`fetch_response::RecordSet`], so no storage I/O here.
 //! - [`compat`]: the old request versions the codec crate no longer encodes, read as a newer

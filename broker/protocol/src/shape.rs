@@ -57,12 +57,25 @@ fn schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
     Some(match key {
         // v0-v2 are answered UNSUPPORTED_VERSION after decoding (produce.rs), so they are
         // guarded too: v3's body without the leading transactional_id.
+        // v9+ are flexible (compact lengths, tagged fields).
+        ApiKey::Produce if v >= 9 => vec![
+            CompactStr,
+            I16,
+            I32,
+            CompactArray(vec![
+                CompactStr,
+                CompactArray(vec![I32, CompactStr, Tags]),
+                Tags,
+            ]),
+            Tags,
+        ],
         ApiKey::Produce => fields([
             since(v, 3, Str),
             Some(I16),
             Some(I32),
             Some(Array(vec![Str, Array(vec![I32, Bytes])])),
         ]),
+        ApiKey::Fetch if v >= 12 => fetch_flexible(v),
         ApiKey::Fetch => fields([
             Some(I32),
             Some(I32),
@@ -364,6 +377,29 @@ fn add_partitions_to_txn(v: i16) -> Vec<Field> {
             Tags,
         ],
     }
+}
+
+/// Fetch v12+ (flexible): v13+ name topics by their 16-byte id, v15+ drop the replica id
+/// (a follower's state is a tagged field); a partition's last fetched epoch from v12.
+fn fetch_flexible(v: i16) -> Vec<Field> {
+    let topic = || if v >= 13 { Fixed(16) } else { CompactStr };
+    fields([
+        (v <= 14).then_some(I32),
+        Some(I32),
+        Some(I32),
+        Some(I32),
+        Some(I8),
+        Some(I32),
+        Some(I32),
+        Some(CompactArray(vec![
+            topic(),
+            CompactArray(vec![I32, I32, I64, I32, I64, I32, Tags]),
+            Tags,
+        ])),
+        Some(CompactArray(vec![topic(), CompactArray(vec![I32]), Tags])),
+        Some(CompactStr),
+        Some(Tags),
+    ])
 }
 
 /// OffsetFetch: v1-5 one group [topics [name, partitions]]; v6-7 the same, flexible, v7

@@ -28,13 +28,11 @@ const fn api(key: ApiKey, min: i16, max: i16) -> ApiSupport {
     }
 }
 
-/// Everything we implement. Non-flexible versions only, except ApiVersions v3, Metadata
-/// v9-v12, the APIs
-/// whose only version is flexible (the SCRAM credential APIs, DescribeProducers,
-/// DescribeTransactions, ListTransactions, DescribeCluster, WriteTxnMarkers v1), AddPartitionsToTxn v3-v4 (v4's
-/// batched form), CreatePartitions v2-v3, DeleteRecords, AlterConfigs and ElectLeaders v2
-/// DescribeLogDirs v2-v4, OffsetForLeaderEpoch v4, OffsetCommit v8-v9, OffsetFetch v6-v9,
-/// ListGroups v3-v5, and KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe.
+/// Everything we implement, each API up to the highest version whose behaviour we serve
+/// (docs/compatibility.md has the table against Kafka 4.4.0's). Flexible versions (compact
+/// lengths, tagged fields) are decoded and encoded by kafka-protocol's generated codecs, except
+/// FetchResponse, which `fetch_response` encodes for every version so records go out with
+/// sendfile.
 ///
 /// Produce advertises v0-v2 without serving them: librdkafka before 2.x only enables
 /// compression when the broker advertises Produce v0 (KAFKA-18659); a v0-v2 request gets
@@ -47,9 +45,9 @@ pub const SUPPORTED: &[ApiSupport] = &[
         key: ApiKey::Produce,
         advertised_min: 0,
         served_min: 3,
-        max: 8,
+        max: 11,
     },
-    api(ApiKey::Fetch, 4, 11),
+    api(ApiKey::Fetch, 4, 18),
     api(ApiKey::ListOffsets, 1, 5),
     // v9+ are flexible; librdkafka trusts leader epochs only from v9 (KIP-320).
     api(ApiKey::Metadata, 0, 12),
@@ -206,6 +204,8 @@ mod tests {
             ApiKey::ListGroups,
             ApiKey::ConsumerGroupHeartbeat,
             ApiKey::ConsumerGroupDescribe,
+            ApiKey::Fetch,
+            ApiKey::Produce,
         ];
         for s in SUPPORTED.iter().filter(|s| !flexible_only.contains(&s.key)) {
             assert_eq!(

@@ -69,6 +69,38 @@ pub struct ApiMetrics {
     pub latency: Histogram,
     /// Requests that closed the connection (undecodable body, unsupported version).
     pub errors: AtomicU64,
+    /// Requests per version, index = version (0..=the version table's max for the API): which
+    /// versions clients actually negotiate.
+    by_version: Vec<AtomicU64>,
+}
+
+impl ApiMetrics {
+    fn for_api(support: &versions::ApiSupport) -> Self {
+        let versions = usize::try_from(support.max).unwrap_or(0) + 1;
+        Self {
+            by_version: (0..versions).map(|_| AtomicU64::new(0)).collect(),
+            ..Self::default()
+        }
+    }
+
+    /// Counts a request of `version` (one the table serves; others are not counted).
+    pub fn requested(&self, version: i16) {
+        if let Some(count) = usize::try_from(version)
+            .ok()
+            .and_then(|v| self.by_version.get(v))
+        {
+            count.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// (version, requests) for every version requested at least once.
+    pub fn versions_requested(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.by_version
+            .iter()
+            .map(|c| c.load(Relaxed))
+            .enumerate()
+            .filter(|&(_, n)| n > 0)
+    }
 }
 
 /// Broker-wide metrics. One per broker, shared by every connection.
@@ -135,7 +167,7 @@ impl Default for Metrics {
         Self {
             apis: versions::SUPPORTED
                 .iter()
-                .map(|_| ApiMetrics::default())
+                .map(ApiMetrics::for_api)
                 .collect(),
             connections_accepted: AtomicU64::new(0),
             connections_refused: AtomicU64::new(0),

@@ -84,6 +84,20 @@ fn broker_metrics(out: &mut String, broker: &Broker) {
     }
     family(
         out,
+        "sluice_requests_total",
+        "counter",
+        "Requests per Kafka API and version: the versions clients negotiated.",
+    );
+    for (key, api) in m.apis() {
+        for (version, count) in api.versions_requested() {
+            let _ = writeln!(
+                out,
+                "sluice_requests_total{{api=\"{key:?}\",version=\"{version}\"}} {count}"
+            );
+        }
+    }
+    family(
+        out,
         "sluice_request_duration_seconds",
         "histogram",
         "Time from request header to encoded response per Kafka API (long polls included).",

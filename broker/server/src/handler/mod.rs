@@ -31,6 +31,8 @@
 //! - `cluster/`: what the cluster is and where its pieces are: ApiVersions (the protocol
 //!   crate's version table), Metadata, FindCoordinator (where a group's or a transaction's
 //!   coordinator is), DescribeCluster, DescribeLogDirs, ElectLeaders.
+//! - `topic_ids.rs`: topic and view names and ids both ways, for the APIs that name topics
+//!   by id (KIP-848's group APIs, Fetch v13+).
 //!
 //! When an API could go to two domains, it goes with the state it changes (DeleteRecords to
 //! the log, not to the admin APIs); [`domain`] is the one list.
@@ -39,6 +41,7 @@ mod cluster;
 mod groups;
 mod produce_fetch;
 mod security;
+mod topic_ids;
 mod topics;
 mod transactions;
 
@@ -144,6 +147,7 @@ pub async fn handle(
     };
     if let Some(api) = ctx.broker.metrics.api(key) {
         api.latency.observe(started.elapsed());
+        api.requested(version);
         if result.is_err() {
             api.errors
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -194,6 +198,7 @@ pub async fn handle_sasl(
     let (response, close) = security::sasl(ctx, session, call).await?;
     if let Some(api) = ctx.broker.metrics.api(key) {
         api.latency.observe(started.elapsed());
+        api.requested(version);
     }
     Ok((Reply::Now(Some(response)), close))
 }

@@ -203,7 +203,13 @@ impl TxnSteps {
             topic: topic.to_owned(),
             partition,
         };
-        let verdicts = verify::verify(&self.txns, &self.txn(producer), vec![(tp, output)]).await;
+        let verdicts = verify::verify(
+            &self.txns,
+            &self.txn(producer),
+            vec![(tp, output)],
+            verify::Answers::Before11,
+        )
+        .await;
         match verdicts.into_iter().next() {
             Some(Ok(guard)) => Ok(guard),
             Some(Err(e)) => Err(append_failed(topic, partition, &e)),

@@ -42,6 +42,7 @@ pub async fn verify(
     txns: &TxnHandle,
     producer: &TxnProducer,
     partitions: Vec<(TopicPartition, Arc<Partition>)>,
+    answers: Answers,
 ) -> Vec<Verdict> {
     let claim = producer.clone();
     let started = tokio::task::spawn_blocking(move || {
@@ -69,12 +70,12 @@ pub async fn verify(
         .map(|(tp, admission)| match admission? {
             Admission::Open => Ok(None),
             Admission::Verify(guard) => match &answered {
-                None => Err(produce_error(ErrorCode::CoordinatorNotAvailable)),
-                Some(Err(code)) => Err(produce_error(*code)),
+                None => Err(produce_error(ErrorCode::CoordinatorNotAvailable, answers)),
+                Some(Err(code)) => Err(produce_error(*code, answers)),
                 Some(Ok(verified)) => match verified.iter().find(|v| v.tp == tp) {
                     Some(v) if v.error.is_ok() => Ok(Some(guard)),
-                    Some(v) => Err(produce_error(v.error)),
-                    None => Err(produce_error(ErrorCode::TransactionAbortable)),
+                    Some(v) => Err(produce_error(v.error, answers)),
+                    None => Err(produce_error(ErrorCode::TransactionAbortable, answers)),
                 },
             },
         })
@@ -94,8 +95,29 @@ fn start(partition: &Partition, producer: &TxnProducer) -> Result<Admission, Kaf
         .map_err(|e| append_error(partition, e, crate::clock::now_ms()))
 }
 
-/// A failed verification as Kafka answers Produce v3-v10 with it.
-pub fn produce_error(code: ErrorCode) -> KafkaError {
+/// Which errors the producer understands (Kafka's `TransactionSupportedOperation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answers {
+    /// Produce v3-v10: a partition not in the transaction is INVALID_TXN_STATE.
+    Before11,
+    /// Produce v11+ (KIP-890): TRANSACTION_ABORTABLE, which the producer recovers from by
+    /// aborting.
+    TransactionAbortable,
+}
+
+impl Answers {
+    /// What a Produce request of `version` understands.
+    pub fn for_produce(version: i16) -> Self {
+        if version >= 11 {
+            Self::TransactionAbortable
+        } else {
+            Self::Before11
+        }
+    }
+}
+
+/// A failed verification as Kafka answers Produce with it.
+pub fn produce_error(code: ErrorCode, answers: Answers) -> KafkaError {
     if matches!(
         code,
         ErrorCode::ConcurrentTransactions
@@ -117,6 +139,12 @@ pub fn produce_error(code: ErrorCode) -> KafkaError {
             ResponseError::InvalidProducerEpoch,
             "Producer attempted to produce with an old epoch.",
         ),
+        ErrorCode::TransactionAbortable if answers == Answers::TransactionAbortable => {
+            KafkaError::new(
+                ResponseError::TransactionAbortable,
+                "Partition was not added to the transaction",
+            )
+        }
         ErrorCode::TransactionAbortable | ErrorCode::InvalidTxnState => KafkaError::new(
             ResponseError::InvalidTxnState,
             "Partition was not added to the transaction",
@@ -138,7 +166,7 @@ mod tests {
 
     #[test]
     fn verification_errors_are_kafkas_for_produce_before_v11() {
-        let code = |c| produce_error(c).code;
+        let code = |c| produce_error(c, Answers::Before11).code;
         assert_eq!(
             code(ErrorCode::ProducerFenced),
             ResponseError::InvalidProducerEpoch
@@ -164,8 +192,31 @@ mod tests {
             assert_eq!(code(retriable), ResponseError::NotEnoughReplicas);
         }
         assert_eq!(
-            produce_error(ErrorCode::TransactionAbortable).message,
+            produce_error(ErrorCode::TransactionAbortable, Answers::Before11).message,
             "Partition was not added to the transaction"
         );
+    }
+
+    #[test]
+    fn produce_v11_is_told_the_transaction_is_abortable() {
+        let answers = Answers::for_produce(11);
+        let code = |c| produce_error(c, answers).code;
+        assert_eq!(
+            code(ErrorCode::TransactionAbortable),
+            ResponseError::TransactionAbortable
+        );
+        assert_eq!(
+            code(ErrorCode::InvalidTxnState),
+            ResponseError::InvalidTxnState
+        );
+        assert_eq!(
+            code(ErrorCode::ProducerFenced),
+            ResponseError::InvalidProducerEpoch
+        );
+        assert_eq!(
+            code(ErrorCode::CoordinatorNotAvailable),
+            ResponseError::NotEnoughReplicas
+        );
+        assert_eq!(Answers::for_produce(10), Answers::Before11);
     }
 }

@@ -17,8 +17,9 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_group::{ConsumerGroup, ErrorCode};
 use sluice_security::acl::{AclOperation, ResourceType};
 
-use super::group_common::{TopicIds, string};
+use super::group_common::string;
 use crate::authz;
+use crate::handler::topic_ids::TopicIds;
 use crate::limits;
 use crate::wire::ConnectionContext;
 

@@ -20,8 +20,9 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_group::{ErrorCode, Request, Response};
 use sluice_security::acl::AclOperation;
 
-use super::group_common::{TopicIds, call, opt_string, string};
+use super::group_common::{call, opt_string, string};
 use crate::authz;
+use crate::handler::topic_ids::TopicIds;
 use crate::limits;
 use crate::wire::ConnectionContext;
 

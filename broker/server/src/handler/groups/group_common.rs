@@ -26,31 +26,3 @@ pub fn string(s: &StrBytes) -> String {
 pub fn opt_string(s: Option<&StrBytes>) -> Option<String> {
     s.map(string)
 }
-
-/// Topic names and ids both ways, for the consumer group protocol (KIP-848), which names
-/// partitions by topic id on the wire while the coordinator works with names.
-pub struct TopicIds {
-    by_id: std::collections::HashMap<uuid::Uuid, String>,
-    by_name: std::collections::HashMap<String, uuid::Uuid>,
-}
-
-impl TopicIds {
-    /// Every topic the broker has now.
-    pub fn of(ctx: &ConnectionContext) -> Self {
-        let topics = ctx.broker.topics();
-        Self {
-            by_id: topics.iter().map(|t| (t.id, t.name.clone())).collect(),
-            by_name: topics.iter().map(|t| (t.name.clone(), t.id)).collect(),
-        }
-    }
-
-    /// The name of topic `id`, if it exists.
-    pub fn name(&self, id: &uuid::Uuid) -> Option<&str> {
-        self.by_id.get(id).map(String::as_str)
-    }
-
-    /// The id of topic `name` (the nil id, Kafka's "none", for one deleted meanwhile).
-    pub fn id(&self, name: &str) -> uuid::Uuid {
-        self.by_name.get(name).copied().unwrap_or_default()
-    }
-}

@@ -20,7 +20,9 @@ use std::time::Duration;
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::FetchRequest;
+use kafka_protocol::messages::TopicName;
 use kafka_protocol::messages::fetch_request::FetchTopic;
+use kafka_protocol::protocol::StrBytes;
 use sluice_security::acl::AclOperation;
 use sluice_storage::{AbortedTxn, Offset, ReadError};
 use tokio::sync::watch;
@@ -37,6 +39,7 @@ use super::kip110;
 use crate::authz;
 use crate::broker::Partition;
 use crate::broker::ViewTopic;
+use crate::handler::topic_ids::TopicIds;
 use crate::limits;
 use crate::wire::{Chunk, ConnectionContext};
 
@@ -75,6 +78,8 @@ pub async fn handle(
             b.min(limits::FETCH_RESPONSE_MAX_BYTES)
         });
     let read_committed = request.isolation_level == 1;
+    // v13+ name topics by id: named here, and the ids put back on the way out.
+    let ids = (version >= FIRST_TOPIC_ID).then(|| name_by_id(ctx, &mut request.topics));
     let mut targets = resolve(ctx, std::mem::take(&mut request.topics));
     // Nothing of the frame stays through the long poll (targets own their names).
     drop(request);
@@ -97,12 +102,11 @@ pub async fn handle(
         else {
             return FetchOutput {
                 error_code: ResponseError::UnknownServerError.code(),
-                throttle_time_ms: 0,
-                topics: Vec::new(),
+                ..FetchOutput::default()
             };
         };
         if bytes >= min_bytes || errors || Instant::now() >= deadline || *shutdown.borrow() {
-            return output;
+            return with_ids(output, ids.as_deref());
         }
         drop(output);
         let parked = ctx.broker.park_fetch();
@@ -114,6 +118,51 @@ pub async fn handle(
         drop(parked);
         targets = recheck_views(ctx, targets);
     }
+}
+
+/// The first Fetch version that names topics by id instead of by name.
+const FIRST_TOPIC_ID: i16 = 13;
+
+/// Names each of `topics` by its topic id (a topic's, or a view's, derived from its name),
+/// and returns the ids in request order, `None` for an id no topic or view has (its
+/// partitions are answered UNKNOWN_TOPIC_ID by [`with_ids`]).
+fn name_by_id(ctx: &ConnectionContext, topics: &mut [FetchTopic]) -> Vec<(uuid::Uuid, bool)> {
+    let known = TopicIds::of(ctx);
+    topics
+        .iter_mut()
+        .map(|topic| {
+            let name = known.name(&topic.topic_id).map(str::to_owned);
+            let found = name.is_some();
+            topic.topic = TopicName(StrBytes::from_string(name.unwrap_or_default()));
+            (topic.topic_id, found)
+        })
+        .collect()
+}
+
+/// `output` with each topic's id as the request gave it (v13+), and UNKNOWN_TOPIC_ID for
+/// the partitions of an id no topic has.
+fn with_ids(mut output: FetchOutput, ids: Option<&[(uuid::Uuid, bool)]>) -> FetchOutput {
+    let Some(ids) = ids else {
+        return output;
+    };
+    for (topic, &(id, found)) in output.topics.iter_mut().zip(ids) {
+        topic.topic_id = id.into_bytes();
+        if !found {
+            for partition in &mut topic.partitions {
+                *partition = PartitionOutput {
+                    error_code: ResponseError::UnknownTopicId.code(),
+                    high_watermark: -1,
+                    last_stable_offset: -1,
+                    log_start_offset: -1,
+                    aborted_transactions: None,
+                    records: None,
+                    current_leader: None,
+                    index: partition.index,
+                };
+            }
+        }
+    }
+    output
 }
 
 /// `targets` with the partitions of every view that may no longer be read refused: a view
@@ -248,6 +297,7 @@ fn read_all(
         .iter()
         .map(|(name, partitions)| TopicOutput {
             name: name.clone(),
+            topic_id: [0; 16],
             partitions: partitions
                 .iter()
                 .map(|t| {
@@ -263,9 +313,8 @@ fn read_all(
         .collect();
     (
         FetchOutput {
-            error_code: 0,
-            throttle_time_ms: 0,
             topics,
+            ..FetchOutput::default()
         },
         total,
         errors,
@@ -345,6 +394,7 @@ fn read_one(
         log_start_offset: -1,
         aborted_transactions: None,
         records: None,
+        current_leader: None,
     };
     if let Some(error) = target.refused {
         out.error_code = error.code();

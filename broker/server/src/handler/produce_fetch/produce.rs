@@ -112,7 +112,10 @@ pub async fn append(
         );
     }
     let verified = match transactional {
-        true => verify_transactional(ctx, &request, transactional_id, &denied).await,
+        true => {
+            let answers = verify::Answers::for_produce(version);
+            verify_transactional(ctx, &request, transactional_id, &denied, answers).await
+        }
         false => Ok(None),
     };
     let verified = match verified {
@@ -185,6 +188,7 @@ async fn verify_transactional(
     request: &ProduceRequest,
     transactional_id: Option<String>,
     denied: &HashSet<String>,
+    answers: verify::Answers,
 ) -> Result<Option<Verified>, KafkaError> {
     let mut producers = BTreeSet::new();
     let mut targets = Vec::new();
@@ -227,7 +231,7 @@ async fn verify_transactional(
         .into_iter()
         .map(|(slot, tp, p)| (slot, (tp, p)))
         .unzip();
-    let verdicts = verify::verify(&ctx.txns, &producer, partitions).await;
+    let verdicts = verify::verify(&ctx.txns, &producer, partitions, answers).await;
     Ok(Some(Verified {
         producer,
         verdicts: slots.into_iter().zip(verdicts).collect(),
