@@ -82,6 +82,8 @@ error_codes! {
     IllegalSaslState = 34, "ILLEGAL_SASL_STATE";
     /// A field over one of the limits, or a request that makes no sense.
     InvalidRequest = 42, "INVALID_REQUEST";
+    /// A request a broker policy or bound refuses.
+    PolicyViolation = 44, "POLICY_VIOLATION";
     /// A produced batch's sequence is not the next the partition expects.
     OutOfOrderSequenceNumber = 45, "OUT_OF_ORDER_SEQUENCE_NUMBER";
     /// A fenced producer epoch (for request versions before KIP-588).
@@ -100,6 +102,18 @@ error_codes! {
     SaslAuthenticationFailed = 58, "SASL_AUTHENTICATION_FAILED";
     /// An idempotent producer whose state the partition does not know.
     UnknownProducerId = 59, "UNKNOWN_PRODUCER_ID";
+    /// Delegation tokens are not enabled (no `delegation.token.secret.key`).
+    DelegationTokenAuthDisabled = 61, "DELEGATION_TOKEN_AUTH_DISABLED";
+    /// No delegation token has that HMAC.
+    DelegationTokenNotFound = 62, "DELEGATION_TOKEN_NOT_FOUND";
+    /// The caller neither owns nor may renew the delegation token.
+    DelegationTokenOwnerMismatch = 63, "DELEGATION_TOKEN_OWNER_MISMATCH";
+    /// Token requests are not allowed on this connection (token-authenticated, or not SASL).
+    DelegationTokenRequestNotAllowed = 64, "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED";
+    /// The caller may not describe or create the token (ACLs).
+    DelegationTokenAuthorizationFailed = 65, "DELEGATION_TOKEN_AUTHORIZATION_FAILED";
+    /// The delegation token's expiry has passed.
+    DelegationTokenExpired = 66, "DELEGATION_TOKEN_EXPIRED";
     /// DeleteGroups on a group that still has members.
     NonEmptyGroup = 68, "NON_EMPTY_GROUP";
     /// The group does not exist.

@@ -211,5 +211,23 @@ fn seed_records() -> Vec<(&'static str, SecurityRecord)> {
                 kind: QuotaKind::ProducerByteRate,
             },
         ),
+        (
+            "token",
+            SecurityRecord::DelegationToken(crate::tokens::DelegationToken {
+                token_id: "dGhpcyBpcyBhIHRva2Vu".into(),
+                owner: KafkaPrincipal::user("alice"),
+                requester: KafkaPrincipal::user("alice"),
+                renewers: vec![KafkaPrincipal::user("bob")],
+                issue_ms: 1_700_000_000_000,
+                expiry_ms: 1_700_086_400_000,
+                max_ms: 1_700_604_800_000,
+            }),
+        ),
+        (
+            "token-remove",
+            SecurityRecord::DelegationTokenRemove {
+                token_id: "dGhpcyBpcyBhIHRva2Vu".into(),
+            },
+        ),
     ]
 }

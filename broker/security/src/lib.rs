@@ -9,8 +9,8 @@
 //! [`sasl::SaslError`]s into SaslAuthenticate responses, asks the [`acl::Authorizer`]
 //! before each API does its work, puts the [`quota::QuotaTracker`]'s throttle into
 //! `throttle_time_ms` and mutes the channel, and appends [`records::SecurityRecord`]s to
-//! a log it replays into a [`state::SecurityState`] at start. None of that wiring exists
-//! yet (docs/security.md, "Security core").
+//! a log it replays into a [`state::SecurityState`] at start (the server's `security`
+//! module; docs/security.md).
 //!
 //! # Layout
 //! - [`limits`]: every bound, with its unit and why.
@@ -29,6 +29,8 @@
 //!   and read with `sluice_kafka::bytes`).
 //! - [`state`]: [`state::SecurityState`], rebuilt from records; snapshots for compaction.
 //! - [`users`]: AlterUserScramCredentials and DescribeUserScramCredentials decisions.
+//! - [`tokens`]: delegation tokens (KIP-48): create, renew, expire, their HMAC and the
+//!   SCRAM credential a token-authenticated client proves.
 //! - `fuzz` (feature `fuzz`, test scaffolding: never in the broker binary): the fuzz targets'
 //!   entry points and their seed corpus.
 //!
@@ -53,4 +55,5 @@ pub mod rng;
 pub mod sasl;
 pub mod scram;
 pub mod state;
+pub mod tokens;
 pub mod users;

@@ -98,6 +98,19 @@ pub const THROTTLE_TIME_MS_MAX: u32 = 3_600_000;
 /// both fit in well under 8 KiB.
 pub const SECURITY_RECORD_BYTES_MAX: usize = 16 * 1024;
 
+/// Most delegation tokens stored at once. Each is a few hundred bytes of state and costs
+/// one HMAC when a Renew or Expire looks a token up by its HMAC; Kafka sets no bound, so a
+/// user could otherwise grow the broker's memory one CreateDelegationToken at a time.
+pub const DELEGATION_TOKENS_MAX: usize = 10_000;
+
+/// Most renewers one delegation token names (Kafka sets no bound; real tokens name one or
+/// two). Bounded so the token's record fits in [`SECURITY_RECORD_BYTES_MAX`].
+pub const TOKEN_RENEWERS_MAX: usize = 8;
+
+/// Longest delegation token id read back from a record, in bytes (ours are 22 characters;
+/// Kafka's are the same base64 UUIDs).
+pub const TOKEN_ID_BYTES_MAX: usize = 64;
+
 const _: () = assert!(SCRAM_ITERATIONS_MIN <= SCRAM_ITERATIONS_MAX);
 const _: () = assert!(SCRAM_SALT_BYTES_MIN <= SCRAM_SALT_BYTES_MAX);
 const _: () = assert!(USER_NAME_BYTES_MAX < SASL_MESSAGE_BYTES_MAX);
@@ -124,3 +137,10 @@ const _: () = assert!(
         <= i64::MAX as u64
 );
 const _: () = assert!(THROTTLE_TIME_MS_MAX <= i32::MAX as u32);
+// The largest token record (id, two principals, every renewer, three times) fits in one record.
+const _: () = assert!(
+    TOKEN_ID_BYTES_MAX
+        + (TOKEN_RENEWERS_MAX + 2) * (PRINCIPAL_TYPE_BYTES_MAX + 1 + USER_NAME_BYTES_MAX + 2)
+        + 64
+        < SECURITY_RECORD_BYTES_MAX
+);

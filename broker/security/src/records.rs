@@ -14,6 +14,10 @@
 //!        (Kafka's ACL codes, crate::acl)
 //! kind 4 ClientQuotaSet: entity, u8 key (0 producer_byte_rate, 1 consumer_byte_rate), f64 value
 //! kind 5 ClientQuotaRemove: entity, u8 key
+//! kind 6 DelegationToken (created, renewed or its expiry moved): str token_id, str owner,
+//!        str requester (principals "Type:name"), u8 renewer count, that many str principals,
+//!        i64 issue_ms, i64 expiry_ms, i64 max_ms
+//! kind 7 DelegationTokenRemove: str token_id
 //! str, bytes = u16 length, then that many bytes (UTF-8 for str)
 //! entity     = half user, half client_id; half = u8 0 absent | 1 <default> | 2 named, then str
 //! ```
@@ -34,6 +38,7 @@ use crate::limits;
 use crate::principal::KafkaPrincipal;
 use crate::quota::{EntityName, QuotaEntity, QuotaKind, validate_value};
 use crate::scram::{ScramCredential, ScramMechanism};
+use crate::tokens::DelegationToken;
 
 const VERSION: u8 = 0;
 
@@ -74,6 +79,13 @@ pub enum SecurityRecord {
         /// The key.
         kind: QuotaKind,
     },
+    /// A delegation token is created, or its expiry moves (renewed or expired later).
+    DelegationToken(DelegationToken),
+    /// A delegation token is removed (expired now, or swept after its expiry).
+    DelegationTokenRemove {
+        /// Its id.
+        token_id: String,
+    },
 }
 
 /// A record that cannot be decoded.
@@ -109,6 +121,8 @@ mod kind {
     pub const ACL_DELETE: u8 = 3;
     pub const QUOTA_SET: u8 = 4;
     pub const QUOTA_REMOVE: u8 = 5;
+    pub const TOKEN: u8 = 6;
+    pub const TOKEN_REMOVE: u8 = 7;
 }
 
 impl SecurityRecord {
@@ -149,6 +163,8 @@ impl SecurityRecord {
                 validate_value(*kind, *value).map_err(|e| invalid(&e))
             }
             Self::ClientQuotaRemove { entity, .. } => entity.validate().map_err(|e| invalid(&e)),
+            Self::DelegationToken(token) => token.validate().map_err(|e| invalid(&e)),
+            Self::DelegationTokenRemove { token_id } => token_id_ok(token_id),
         }
     }
 
@@ -195,6 +211,19 @@ impl SecurityRecord {
                 w.u8(kind::QUOTA_REMOVE);
                 put_entity(&mut w, entity);
                 w.u8(quota_code(*k));
+            }
+            Self::DelegationToken(t) => {
+                w.u8(kind::TOKEN).str_u16(&t.token_id);
+                w.str_u16(&t.owner.to_string())
+                    .str_u16(&t.requester.to_string());
+                w.u8(u8::try_from(t.renewers.len()).expect("validated: TOKEN_RENEWERS_MAX"));
+                for renewer in &t.renewers {
+                    w.str_u16(&renewer.to_string());
+                }
+                w.i64(t.issue_ms).i64(t.expiry_ms).i64(t.max_ms);
+            }
+            Self::DelegationTokenRemove { token_id } => {
+                w.u8(kind::TOKEN_REMOVE).str_u16(token_id);
             }
         }
         let w = w.into_bytes();
@@ -244,6 +273,12 @@ impl SecurityRecord {
                     kind: quota_kind(&mut r)?,
                 }
             }
+            kind::TOKEN => Self::DelegationToken(token(&mut r)?),
+            kind::TOKEN_REMOVE => {
+                let token_id = r.str_u16("token id", TOKEN_ID)?;
+                token_id_ok(&token_id)?;
+                Self::DelegationTokenRemove { token_id }
+            }
             other => {
                 return Err(DecodeError::Unknown {
                     what: "record kind",
@@ -268,6 +303,7 @@ const PRINCIPAL: Limit = Limit::new(
     limits::PRINCIPAL_TYPE_BYTES_MAX + 1 + limits::USER_NAME_BYTES_MAX,
 );
 const HOST: Limit = Limit::new("ACL_HOST_BYTES_MAX", limits::ACL_HOST_BYTES_MAX);
+const TOKEN_ID: Limit = Limit::new("TOKEN_ID_BYTES_MAX", limits::TOKEN_ID_BYTES_MAX);
 const CLIENT_ID: Limit = Limit::new(
     "QUOTA_CLIENT_ID_BYTES_MAX",
     limits::QUOTA_CLIENT_ID_BYTES_MAX,
@@ -377,6 +413,54 @@ fn binding(r: &mut Reader<'_>) -> Result<AclBinding, DecodeError> {
         .validate()
         .map_err(|e| DecodeError::Invalid(e.to_string()))?;
     Ok(binding)
+}
+
+fn token_id_ok(token_id: &str) -> Result<(), DecodeError> {
+    if token_id.is_empty() {
+        return Err(DecodeError::Invalid("empty token id".into()));
+    }
+    let len = token_id.len();
+    if len > TOKEN_ID.max {
+        return Err(ReadError::TooLong {
+            what: "token id",
+            len,
+            limit: TOKEN_ID,
+        }
+        .into());
+    }
+    Ok(())
+}
+
+fn principal(r: &mut Reader<'_>, what: &'static str) -> Result<KafkaPrincipal, DecodeError> {
+    let text = r.str_u16(what, PRINCIPAL)?;
+    KafkaPrincipal::parse(&text).map_err(|e| DecodeError::Invalid(e.to_string()))
+}
+
+fn token(r: &mut Reader<'_>) -> Result<DelegationToken, DecodeError> {
+    let token_id = r.str_u16("token id", TOKEN_ID)?;
+    let owner = principal(r, "token owner")?;
+    let requester = principal(r, "token requester")?;
+    let count = usize::from(r.u8("renewer count")?);
+    if count > limits::TOKEN_RENEWERS_MAX {
+        return Err(DecodeError::Invalid(format!(
+            "{count} renewers; the limit is {} (TOKEN_RENEWERS_MAX)",
+            limits::TOKEN_RENEWERS_MAX
+        )));
+    }
+    let renewers = (0..count)
+        .map(|_| principal(r, "token renewer"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let token = DelegationToken {
+        token_id,
+        owner,
+        requester,
+        renewers,
+        issue_ms: r.i64("issue time")?,
+        expiry_ms: r.i64("expiry time")?,
+        max_ms: r.i64("max time")?,
+    };
+    token.validate().map_err(DecodeError::Invalid)?;
+    Ok(token)
 }
 
 fn entity(r: &mut Reader<'_>) -> Result<QuotaEntity, DecodeError> {

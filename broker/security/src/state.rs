@@ -1,5 +1,5 @@
-//! [`SecurityState`]: the users' SCRAM credentials, the authorizer's bindings and the
-//! client quotas, rebuilt by applying [`SecurityRecord`]s in log order.
+//! [`SecurityState`]: the users' SCRAM credentials, the authorizer's bindings, the client
+//! quotas and the delegation tokens, rebuilt by applying [`SecurityRecord`]s in log order.
 //!
 //! Applying is deterministic: the same records in the same order give the same state on
 //! every replica, including the records a limit refuses (they are refused everywhere and
@@ -16,6 +16,7 @@ use crate::principal::SuperUsers;
 use crate::quota::{ClientQuotas, QuotaError};
 use crate::records::SecurityRecord;
 use crate::scram::{CredentialLookup, ScramCredential, ScramMechanism};
+use crate::tokens::DelegationToken;
 
 /// A record that is well formed but that the state refuses (the same on every replica).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -29,6 +30,9 @@ pub enum ApplyError {
     /// The quota was refused.
     #[error(transparent)]
     Quota(#[from] QuotaError),
+    /// [`limits::DELEGATION_TOKENS_MAX`] tokens are stored.
+    #[error("{max} delegation tokens are stored, the limit (DELEGATION_TOKENS_MAX)", max = limits::DELEGATION_TOKENS_MAX)]
+    TooManyTokens,
 }
 
 /// Everything the security records describe.
@@ -37,6 +41,7 @@ pub struct SecurityState {
     credentials: BTreeMap<(String, ScramMechanism), ScramCredential>,
     authorizer: Authorizer,
     quotas: ClientQuotas,
+    tokens: BTreeMap<String, DelegationToken>,
 }
 
 impl SecurityState {
@@ -46,6 +51,7 @@ impl SecurityState {
             credentials: BTreeMap::new(),
             authorizer: Authorizer::new(super_users, allow_everyone_if_no_acl_found),
             quotas: ClientQuotas::default(),
+            tokens: BTreeMap::new(),
         }
     }
 
@@ -92,11 +98,22 @@ impl SecurityState {
             SecurityRecord::ClientQuotaRemove { entity, kind } => {
                 self.quotas.remove(&entity, kind);
             }
+            SecurityRecord::DelegationToken(token) => {
+                if !self.tokens.contains_key(&token.token_id)
+                    && self.tokens.len() >= limits::DELEGATION_TOKENS_MAX
+                {
+                    return Err(ApplyError::TooManyTokens);
+                }
+                self.tokens.insert(token.token_id.clone(), token);
+            }
+            SecurityRecord::DelegationTokenRemove { token_id } => {
+                self.tokens.remove(&token_id);
+            }
         }
         Ok(())
     }
 
-    /// Records that rebuild this state from empty: credentials, then bindings, then quotas.
+    /// Records that rebuild this state from empty: credentials, bindings, quotas, tokens.
     pub fn snapshot(&self) -> Vec<SecurityRecord> {
         let credentials = self.credentials.iter().map(|((user, _), credential)| {
             SecurityRecord::ScramCredentialUpsert {
@@ -113,7 +130,16 @@ impl SecurityState {
                     kind,
                     value,
                 });
-        credentials.chain(acls).chain(quotas).collect()
+        let tokens = self
+            .tokens
+            .values()
+            .cloned()
+            .map(SecurityRecord::DelegationToken);
+        credentials
+            .chain(acls)
+            .chain(quotas)
+            .chain(tokens)
+            .collect()
     }
 
     /// A user's credential for one mechanism.
@@ -145,6 +171,21 @@ impl SecurityState {
     /// The client quotas.
     pub fn quotas(&self) -> &ClientQuotas {
         &self.quotas
+    }
+
+    /// The delegation token `token_id`.
+    pub fn token(&self, token_id: &str) -> Option<&DelegationToken> {
+        self.tokens.get(token_id)
+    }
+
+    /// Every delegation token, by id.
+    pub fn tokens(&self) -> impl Iterator<Item = &DelegationToken> {
+        self.tokens.values()
+    }
+
+    /// Number of stored delegation tokens.
+    pub fn token_count(&self) -> usize {
+        self.tokens.len()
     }
 }
 

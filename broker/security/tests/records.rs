@@ -11,6 +11,7 @@ use sluice_security::quota::{EntityName, QuotaEntity, QuotaKind};
 use sluice_security::records::{DecodeError, SecurityRecord};
 use sluice_security::scram::{CredentialLookup, ScramCredential, ScramMechanism};
 use sluice_security::state::SecurityState;
+use sluice_security::tokens::DelegationToken;
 
 fn credential(m: ScramMechanism, password: &str) -> ScramCredential {
     ScramCredential::derive(m, password, b"salt", 4096).unwrap()
@@ -70,7 +71,24 @@ fn one_of_each() -> Vec<SecurityRecord> {
             entity: user_entity("bob"),
             kind: QuotaKind::ConsumerByteRate,
         },
+        SecurityRecord::DelegationToken(token("tok-a")),
+        SecurityRecord::DelegationToken(token("tok-b")),
+        SecurityRecord::DelegationTokenRemove {
+            token_id: "tok-b".into(),
+        },
     ]
+}
+
+fn token(id: &str) -> DelegationToken {
+    DelegationToken {
+        token_id: id.into(),
+        owner: KafkaPrincipal::user("alice"),
+        requester: KafkaPrincipal::user("admin"),
+        renewers: vec![KafkaPrincipal::user("bob"), KafkaPrincipal::user("carol")],
+        issue_ms: 1_000,
+        expiry_ms: 2_000,
+        max_ms: 3_000,
+    }
 }
 
 #[test]
@@ -110,6 +128,37 @@ fn layouts_are_as_documented() {
     assert_eq!(&bytes[..10], &[0, 0, 0, 5, b'a', b'l', b'i', b'c', b'e', 1]);
     assert_eq!(&bytes[10..14], &4096i32.to_be_bytes());
     assert_eq!(bytes.len(), 14 + (2 + 4) + 2 * (2 + 32));
+    let remove = SecurityRecord::DelegationTokenRemove {
+        token_id: "t1".into(),
+    };
+    assert_eq!(remove.encode(), [0, 7, 0, 2, b't', b'1']);
+    let mut t = token("t");
+    t.renewers.truncate(1);
+    let mut want = vec![0, 6, 0, 1, b't', 0, 10];
+    want.extend_from_slice(b"User:alice");
+    want.extend_from_slice(&[0, 10]);
+    want.extend_from_slice(b"User:admin");
+    want.extend_from_slice(&[1, 0, 8]);
+    want.extend_from_slice(b"User:bob");
+    for ms in [1_000i64, 2_000, 3_000] {
+        want.extend_from_slice(&ms.to_be_bytes());
+    }
+    assert_eq!(SecurityRecord::DelegationToken(t).encode(), want);
+}
+
+#[test]
+fn a_token_record_out_of_bounds_is_refused() {
+    let mut t = token("t");
+    t.renewers = vec![KafkaPrincipal::user("r"); sluice_security::limits::TOKEN_RENEWERS_MAX + 1];
+    assert!(SecurityRecord::DelegationToken(t).validate().is_err());
+    let mut bytes = SecurityRecord::DelegationToken(token("t")).encode();
+    let count_at = 2 + 3 + 12 + 12;
+    assert_eq!(bytes[count_at], 2, "the renewer count");
+    bytes[count_at] = 200;
+    assert!(SecurityRecord::decode(&bytes).is_err());
+    let mut late = token("t");
+    late.expiry_ms = late.max_ms + 1;
+    assert!(SecurityRecord::DelegationToken(late).validate().is_err());
 }
 
 #[test]
@@ -232,6 +281,9 @@ fn applying_records_rebuilds_the_state() {
     assert_eq!(state.users().into_keys().collect::<Vec<_>>(), ["alice"]);
     assert_eq!(state.authorizer().len(), 1);
     assert_eq!(state.quotas().len(), 1);
+    assert_eq!(state.token_count(), 1);
+    assert_eq!(state.token("tok-a"), Some(&token("tok-a")));
+    assert!(state.token("tok-b").is_none(), "removed");
     let decision = state.authorizer().authorize(
         &KafkaPrincipal::user("alice"),
         "h",
@@ -244,8 +296,8 @@ fn applying_records_rebuilds_the_state() {
     let snapshot = state.snapshot();
     assert_eq!(
         snapshot.len(),
-        3,
-        "one record per live credential, binding and quota"
+        4,
+        "one record per live credential, binding, quota and token"
     );
     assert_eq!(rebuilt(snapshot.clone()), state);
     let through_bytes: Vec<SecurityRecord> = snapshot

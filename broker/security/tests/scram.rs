@@ -5,9 +5,13 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use sluice_security::principal::KafkaPrincipal;
 use sluice_security::rng::SplitMix64;
 use sluice_security::sasl::SaslError;
-use sluice_security::scram::{ScramCredential, ScramMechanism, ScramServer};
+use sluice_security::scram::{
+    CredentialLookup, ScramCredential, ScramMechanism, ScramServer, TokenLogin,
+};
+use sluice_security::tokens::{self, CreateToken, DelegationToken, TokenConfig};
 
 const RFC_CLIENT_FIRST: &str = "n,,n=user,r=rOprNGfwEbeRWgbNEkqO";
 const RFC_SERVER_NONCE: &str = "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0";
@@ -279,7 +283,7 @@ fn client_first_failures_are_kafkas() {
     );
     for msg in [
         "n,,n=nobody,r=abc",
-        "n,,n=user,r=abc,tokenauth=true",
+        "n,,n=user,r=abc,tokenauth=true", // no tokens: an invalid token id
         "y,,n=user,r=abc",
         "garbage",
     ] {
@@ -389,4 +393,85 @@ fn the_scram_client_round_trips_and_checks_the_server() {
         // A server signature made with another password is refused by the client.
         assert!(wrong.verify_server_final(&server_final).is_err());
     }
+}
+
+/// A lookup that knows users and delegation tokens, as the broker's does.
+struct WithTokens {
+    config: TokenConfig,
+    token: DelegationToken,
+    now_ms: i64,
+}
+
+impl CredentialLookup for WithTokens {
+    fn scram_credential(&self, user: &str, m: ScramMechanism) -> Option<ScramCredential> {
+        rfc_lookup(user, m)
+    }
+
+    fn token_credential(&self, token_id: &str, m: ScramMechanism) -> Option<TokenLogin> {
+        (token_id == self.token.token_id && !self.token.expired(self.now_ms)).then(|| TokenLogin {
+            credential: self.config.scram_credential(token_id, m),
+            owner: self.token.owner.name.clone(),
+            expiry_ms: self.token.expiry_ms,
+        })
+    }
+}
+
+/// A `tokenauth=true` exchange with `password`; the authorization id on success.
+fn token_exchange(lookup: &WithTokens, password: &str) -> Result<(String, Option<i64>), SaslError> {
+    let m = ScramMechanism::Sha512;
+    let (mut client, _) = Client::new(m, &lookup.token.token_id, password, "tokennonce");
+    client.first_bare.push_str(",tokenauth=true");
+    let first = format!("n,,{}", client.first_bare);
+    let mut server = ScramServer::new(m);
+    let mut rng = SplitMix64::new(3);
+    let server_first = server.evaluate(first.as_bytes(), &mut rng, lookup)?;
+    let (last, want) = client.respond(std::str::from_utf8(&server_first).unwrap());
+    let server_final = server.evaluate(last.as_bytes(), &mut rng, lookup)?;
+    assert_eq!(String::from_utf8(server_final).unwrap(), want);
+    Ok((
+        server.authorization_id().unwrap().to_owned(),
+        server.token_expiry_ms(),
+    ))
+}
+
+#[test]
+fn a_delegation_token_logs_in_as_its_owner_until_it_expires() {
+    let config = TokenConfig::new("secret", 7 * 86_400_000, 86_400_000);
+    let request = CreateToken {
+        owner: KafkaPrincipal::user("alice"),
+        requester: KafkaPrincipal::user("alice"),
+        renewers: Vec::new(),
+        max_lifetime_ms: 0,
+    };
+    let token = tokens::create(&config, request, 0, 1_000, &mut SplitMix64::new(5)).unwrap();
+    let password = STANDARD.encode(config.hmac(&token.token_id));
+    let mut lookup = WithTokens {
+        config,
+        token,
+        now_ms: 2_000,
+    };
+    let expiry = lookup.token.expiry_ms;
+    assert_eq!(
+        token_exchange(&lookup, &password),
+        Ok(("alice".into(), Some(expiry)))
+    );
+    assert!(token_exchange(&lookup, "not-the-hmac").is_err());
+    // The same id without tokenauth is a user name nobody has.
+    let (user_client, first) = Client::new(
+        ScramMechanism::Sha512,
+        &lookup.token.token_id,
+        &password,
+        "n",
+    );
+    drop(user_client);
+    let mut server = ScramServer::new(ScramMechanism::Sha512);
+    assert!(
+        server
+            .evaluate(first.as_bytes(), &mut SplitMix64::new(1), &lookup)
+            .is_err()
+    );
+    // An expired token no longer authenticates.
+    lookup.now_ms = expiry + 1;
+    let err = token_exchange(&lookup, &password).unwrap_err();
+    assert!(err.to_string().contains("Invalid tokenId"), "{err}");
 }

@@ -23,7 +23,7 @@ use crate::limits;
 use crate::rng::{SecurityRng, secure_random_string};
 
 pub use client::ScramClient;
-pub use server::{CredentialLookup, ScramServer};
+pub use server::{CredentialLookup, ScramServer, TokenLogin};
 
 /// A SCRAM mechanism Kafka supports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -5,9 +5,10 @@
 //!        \________________ any error ___________\__________________________> Failed
 //! ```
 //!
-//! 1. client-first: parse; a `tokenauth=true` login is refused (Sluice has no delegation
-//!    tokens, so Kafka's token lookup finds none: "Invalid tokenId"); look up the user's
-//!    credential for this mechanism (none: fail); an authzid other than the user is refused
+//! 1. client-first: parse; a `tokenauth=true` login looks the user name up as a delegation
+//!    token id (none, or expired: "Invalid tokenId") and authenticates as the token's owner;
+//!    otherwise look up the user's credential for this mechanism (none: fail); an authzid
+//!    other than the user is refused
 //!    with Kafka's client-visible message; a credential under the mechanism's minimum
 //!    iterations fails; answer `r=<client nonce><server nonce>,s=<salt>,i=<iterations>`.
 //! 2. client-final: parse; the `c=` value must be the base64 of the gs2 header (no
@@ -37,6 +38,24 @@ use crate::sasl::SaslError;
 pub trait CredentialLookup {
     /// The credential of `user` for `mechanism`, if there is one.
     fn scram_credential(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential>;
+
+    /// The credential and owner of the live (unexpired) delegation token `token_id`, for a
+    /// `tokenauth=true` login; `None` where tokens are not enabled.
+    fn token_credential(&self, token_id: &str, mechanism: ScramMechanism) -> Option<TokenLogin> {
+        let _ = (token_id, mechanism);
+        None
+    }
+}
+
+/// What a token login authenticates with and as.
+#[derive(Debug, Clone)]
+pub struct TokenLogin {
+    /// The token's SCRAM credential (`crate::tokens::TokenConfig::scram_credential`).
+    pub credential: ScramCredential,
+    /// The token's owner: the login's principal name.
+    pub owner: String,
+    /// When the token expires: the session's lifetime ends there (KIP-368).
+    pub expiry_ms: i64,
 }
 
 impl<F: Fn(&str, ScramMechanism) -> Option<ScramCredential>> CredentialLookup for F {
@@ -52,6 +71,10 @@ struct Pending {
     server_first: String,
     nonce: String,
     credential: ScramCredential,
+    /// Whom the login authenticates as: the user, or a token's owner.
+    authorization_id: String,
+    /// A token login's token expiry.
+    token_expiry_ms: Option<i64>,
 }
 
 #[derive(Debug)]
@@ -61,6 +84,7 @@ enum State {
     Complete {
         authorization_id: String,
         extensions: Vec<(String, String)>,
+        token_expiry_ms: Option<i64>,
     },
     Failed,
 }
@@ -150,8 +174,9 @@ impl ScramServer {
         self.settle(outcome, |signature| {
             let reply = format!("v={}", STANDARD.encode(signature)).into_bytes();
             let done = State::Complete {
-                authorization_id: pending.first.username.clone(),
+                authorization_id: pending.authorization_id.clone(),
                 extensions: pending.first.extensions.clone(),
+                token_expiry_ms: pending.token_expiry_ms,
             };
             (done, reply)
         })
@@ -168,6 +193,17 @@ impl ScramServer {
             State::Complete {
                 authorization_id, ..
             } => Some(authorization_id),
+            _ => None,
+        }
+    }
+
+    /// The expiry of the delegation token the client authenticated with, once complete;
+    /// `None` for a user login (a token login is Kafka's `tokenAuthenticated` principal).
+    pub fn token_expiry_ms(&self) -> Option<i64> {
+        match &self.state {
+            State::Complete {
+                token_expiry_ms, ..
+            } => *token_expiry_ms,
             _ => None,
         }
     }
@@ -226,22 +262,29 @@ impl ScramServer {
         lookup: &dyn CredentialLookup,
     ) -> Result<Pending, SaslError> {
         let first = ClientFirst::parse(message).map_err(|e| self.fail(e.to_string()))?;
-        if first.token_authenticated() {
-            let reason = format!(
-                "Token Authentication failed: Invalid tokenId : {}",
-                first.username
-            );
-            return Err(self.fail(reason));
-        }
-        let credential = lookup
-            .scram_credential(&first.username, self.mechanism)
-            .filter(|c| c.mechanism == self.mechanism)
-            .ok_or_else(|| {
-                self.fail(format!(
-                    "Authentication failed: Invalid user credentials ({})",
-                    first.username
-                ))
-            })?;
+        let (credential, authorization_id, token_expiry_ms) = if first.token_authenticated() {
+            let login = lookup
+                .token_credential(&first.username, self.mechanism)
+                .filter(|l| l.credential.mechanism == self.mechanism)
+                .ok_or_else(|| {
+                    self.fail(format!(
+                        "Token Authentication failed: Invalid tokenId : {}",
+                        first.username
+                    ))
+                })?;
+            (login.credential, login.owner, Some(login.expiry_ms))
+        } else {
+            let credential = lookup
+                .scram_credential(&first.username, self.mechanism)
+                .filter(|c| c.mechanism == self.mechanism)
+                .ok_or_else(|| {
+                    self.fail(format!(
+                        "Authentication failed: Invalid user credentials ({})",
+                        first.username
+                    ))
+                })?;
+            (credential, first.username.clone(), None)
+        };
         if !first.authorization_id.is_empty() && first.authorization_id != first.username {
             return Err(SaslError::Refused {
                 message: "Authentication failed: Client requested an authorization id that is different from username"
@@ -268,6 +311,8 @@ impl ScramServer {
             server_first,
             nonce,
             credential,
+            authorization_id,
+            token_expiry_ms,
         })
     }
 
