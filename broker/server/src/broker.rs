@@ -18,7 +18,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use kafka_protocol::ResponseError;
@@ -68,10 +67,6 @@ pub struct Broker {
     /// Topic -> the materialized transforms using it and how (`transforms/`, which the
     /// broker cannot import): deleting the topic reports them ([`TopicDeleted`]).
     transform_topics: Mutex<BTreeMap<String, BTreeMap<String, TopicUse>>>,
-    /// Fetches parked in a long poll right now (observability, and tests wait on it).
-    waiting_fetches: AtomicUsize,
-    /// Client connections open right now.
-    open_connections: AtomicUsize,
     /// Failed topic creations (a full disk fails every auto-creation a client's Metadata
     /// asks for), logged once per interval (`repeated.rs`).
     creation_failures: repeated::RepeatedFailures,
@@ -421,8 +416,6 @@ impl Broker {
             views: RwLock::new(BTreeMap::new()),
             admin: Mutex::new(()),
             transform_topics: Mutex::new(BTreeMap::new()),
-            waiting_fetches: AtomicUsize::new(0),
-            open_connections: AtomicUsize::new(0),
             creation_failures: repeated::RepeatedFailures::default(),
             fs,
             clock,
@@ -835,18 +828,6 @@ impl Broker {
         Ok(())
     }
 
-    /// Fetches parked in a long poll right now.
-    pub fn waiting_fetches(&self) -> usize {
-        self.waiting_fetches.load(Ordering::Relaxed)
-    }
-
-    /// Counts a fetch as parked until the returned guard drops.
-    pub fn park_fetch(&self) -> impl Drop + '_ {
-        self.waiting_fetches.fetch_add(1, Ordering::Relaxed);
-        Gauge(&self.waiting_fetches)
-    }
-
-    /// Client connections open right now.
     /// The broker's clock (`crate::clock`): the system's, or a test's.
     pub fn clock(&self) -> &SharedClock {
         &self.clock
@@ -896,16 +877,6 @@ impl Broker {
         self.clock.now_ms()
     }
 
-    pub fn open_connections(&self) -> usize {
-        self.open_connections.load(Ordering::Relaxed)
-    }
-
-    /// Counts a connection as open until the returned guard drops.
-    pub fn connection_opened(&self) -> impl Drop + '_ {
-        self.open_connections.fetch_add(1, Ordering::Relaxed);
-        Gauge(&self.open_connections)
-    }
-
     /// Closes every partition (flush + clean-shutdown marker). Used at shutdown.
     pub fn close_all(&self) -> Result<(), ServerError> {
         let mut first_error = None;
@@ -933,15 +904,6 @@ pub fn read_only(name: &str) -> KafkaError {
         ResponseError::InvalidTopicException,
         format!("{name:?} is a view, which is read-only; produce to its source topic"),
     )
-}
-
-/// Decrements a gauge when dropped.
-struct Gauge<'a>(&'a AtomicUsize);
-
-impl Drop for Gauge<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-    }
 }
 
 fn load_or_create_cluster_id(dir: &Path) -> Result<String, ServerError> {

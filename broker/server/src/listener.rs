@@ -431,7 +431,7 @@ async fn serve_admitted(
     slots: (tokio::sync::OwnedSemaphorePermit, crate::admission::IpSlot),
 ) {
     let broker = ctx.broker.clone();
-    let _open = broker.connection_opened();
+    let _open = broker.metrics.connection_opened();
     connection::serve(stream, tls.as_deref(), ctx).await;
     drop(slots);
 }

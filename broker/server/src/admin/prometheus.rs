@@ -57,7 +57,7 @@ fn broker_metrics(out: &mut String, broker: &Broker) {
         "gauge",
         "Kafka connections open now.",
     );
-    let _ = writeln!(out, "sluice_connections_open {}", broker.open_connections());
+    let _ = writeln!(out, "sluice_connections_open {}", broker.metrics.open_connections());
     counters(out, m);
     family(
         out,
@@ -65,7 +65,7 @@ fn broker_metrics(out: &mut String, broker: &Broker) {
         "gauge",
         "Fetch requests parked in a long poll now.",
     );
-    let _ = writeln!(out, "sluice_fetches_waiting {}", broker.waiting_fetches());
+    let _ = writeln!(out, "sluice_fetches_waiting {}", broker.metrics.waiting_fetches());
     quarantine_metrics(out, broker);
     storage_metrics(out, broker);
     cleaner_metrics(out, broker);

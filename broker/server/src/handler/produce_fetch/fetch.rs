@@ -105,7 +105,7 @@ pub async fn handle(
             return output;
         }
         drop(output);
-        let parked = ctx.broker.park_fetch();
+        let parked = ctx.broker.metrics.park_fetch();
         tokio::select! {
             () = any_changed(&mut wakers) => {}
             () = tokio::time::sleep_until(deadline) => {}
