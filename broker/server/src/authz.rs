@@ -55,7 +55,7 @@ impl Owner {
 
     /// Whether the owner is the `admin.token` bearer (while a token is configured).
     fn is_admin_token(&self, broker: &Broker) -> bool {
-        broker.config.admin_token.is_some()
+        broker.security.admin_token_set()
             && self.principal == KafkaPrincipal::user(ADMIN_TOKEN_USER)
     }
 }
@@ -139,7 +139,7 @@ pub fn allowed_for(
         tracing::debug!(%principal, resource = name, operation = operation.name(), "refused: reserved for materialized transforms");
         return false;
     }
-    let decision = broker.security.read(|state| {
+    let decision = broker.security.store.read(|state| {
         state
             .authorizer()
             .authorize(principal, host, operation, resource_type, name)
@@ -308,7 +308,7 @@ pub fn any_of_type(
     operation: AclOperation,
     resource_type: ResourceType,
 ) -> bool {
-    ctx.broker.security.read(|state| {
+    ctx.broker.security.store.read(|state| {
         state.authorizer().authorize_by_resource_type(
             &ctx.principal,
             &ctx.host,
@@ -357,7 +357,7 @@ mod tests {
     }
 
     fn apply(broker: &Broker, record: SecurityRecord) {
-        broker.security.append(&[record]).unwrap();
+        broker.security.store.append(&[record]).unwrap();
     }
 
     /// A view of `a-orders` through the plugin `p` (not deployed: the view stays unbound,

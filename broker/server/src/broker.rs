@@ -32,7 +32,7 @@ use crate::error::{KafkaError, ServerError};
 use crate::files::{remove_dir_logged, remove_stale_temps, write_durable};
 use crate::limits;
 use crate::plugins::{Plugins, TopicPlugins};
-use crate::security::SecurityStore;
+use crate::security::Security;
 use crate::topic_config::{self, TopicOverrides};
 use crate::topic_name;
 use group_commit::SyncCoordinator;
@@ -79,12 +79,8 @@ pub struct Broker {
     dir_lock: Mutex<Option<std::fs::File>>,
     /// The plugin registry (`plugin.dir`) and its hot-reload watcher.
     pub plugins: Plugins,
-    /// Users (SCRAM credentials), replayed from `<data.dir>/security-log` (`crate::security`).
-    pub security: SecurityStore,
-    /// Failed SASL logins per source address (`crate::sasl` refuses an address over its limit).
-    pub login_failures: crate::security::LoginLimiter,
-    /// Client quotas' sampled byte rates (the quotas themselves are in `security`).
-    pub quotas: crate::security::QuotaWindows,
+    /// Users, ACLs, quotas, the login limiter and the quota windows (`crate::security`).
+    pub security: Arc<Security>,
     /// Request, connection and error counters (the admin API renders them).
     pub metrics: crate::metrics::Metrics,
 }
@@ -394,11 +390,7 @@ impl Broker {
         remove_stale_temps(&dir);
         let cluster_id = load_or_create_cluster_id(&dir)?;
         let plugins = Plugins::open(&config)?;
-        let security = SecurityStore::open(
-            &dir,
-            config.super_users.clone(),
-            config.allow_everyone_if_no_acl_found(),
-        )?;
+        let security = Arc::new(Security::open(&config)?);
         let advertised = config
             .listeners
             .iter()
@@ -420,8 +412,6 @@ impl Broker {
             fs,
             clock,
             security,
-            login_failures: crate::security::LoginLimiter::default(),
-            quotas: crate::security::QuotaWindows::default(),
             dir_lock: Mutex::new(Some(dir_lock)),
             plugins,
             metrics: crate::metrics::Metrics::default(),
@@ -886,7 +876,7 @@ impl Broker {
                 first_error.get_or_insert(e);
             }
         }
-        if let Err(e) = self.security.close() {
+        if let Err(e) = self.security.store.close() {
             tracing::error!(error = %e, "closing the security log failed");
             first_error.get_or_insert(e);
         }

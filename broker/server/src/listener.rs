@@ -350,7 +350,7 @@ fn spawn_groups(
 ) -> Result<GroupService, ServerError> {
     let access = crate::group::Access {
         describe: describe_check(broker),
-        changes: broker.security.changes(),
+        changes: broker.security.store.changes(),
     };
     GroupService::spawn_authorized(
         broker.config.group_config(),

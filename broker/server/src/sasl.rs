@@ -258,7 +258,7 @@ impl Session {
         let mechanism = *mechanism;
         let now = broker.now_ms();
         let user = attempted_user(exchange, &auth_bytes);
-        if let Err(retry_ms) = broker.login_failures.check(host, &user, now) {
+        if let Err(retry_ms) = broker.security.login_failures.check(host, &user, now) {
             tracing::debug!(
                 host,
                 user,
@@ -340,7 +340,7 @@ impl Session {
         reauth: bool,
         now: i64,
     ) -> AuthenticateOutcome {
-        let failures = broker.login_failures.record_failure(host, user, now);
+        let failures = broker.security.login_failures.record_failure(host, user, now);
         broker.metrics.sasl_authentication(false);
         // Logged until the user reaches its limit; after that it is refused unchecked.
         if failures <= LOGIN_FAILURES_PER_USER_MAX {
@@ -375,7 +375,7 @@ fn scram_step(
         reason: e.to_string(),
     })?;
     let lookup =
-        |user: &str, m: ScramMechanism| broker.security.read(|s| s.credential(user, m).cloned());
+        |user: &str, m: ScramMechanism| broker.security.store.read(|s| s.credential(user, m).cloned());
     let reply = server.evaluate(message, &mut rng, &lookup)?;
     Ok((reply, server.authorization_id().map(str::to_owned)))
 }
@@ -385,7 +385,7 @@ fn scram_step(
 async fn plain(broker: &Broker, message: Bytes) -> Result<String, SaslError> {
     let credentials: Vec<_> = {
         let user = sluice_security::plain::PlainMessage::parse(&message)?.username;
-        broker.security.read(|s| {
+        broker.security.store.read(|s| {
             ScramMechanism::ALL
                 .into_iter()
                 .filter_map(|m| s.credential(&user, m).cloned())

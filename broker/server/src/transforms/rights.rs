@@ -193,13 +193,13 @@ mod tests {
             .cloned()
             .map(SecurityRecord::AclCreate)
             .collect();
-        broker.security.append(&records).unwrap();
+        broker.security.store.append(&records).unwrap();
         assert_eq!(may_run(&broker, &spec, &owner), Ok(()));
         assert_eq!(may_write(&broker, &spec, &owner, "out"), Ok(()));
         // Each right, taken away, stops it, naming the right; given back, it may run again.
         for grant in &grants {
             let revoke = SecurityRecord::AclDelete(grant.clone());
-            broker.security.append(&[revoke]).unwrap();
+            broker.security.store.append(&[revoke]).unwrap();
             let Err(Refusal::Unauthorized(why)) = may_run(&broker, &spec, &owner) else {
                 panic!("{grant:?} revoked");
             };
@@ -210,11 +210,11 @@ mod tests {
             );
             assert!(why.contains(&named) && why.contains("User:b"), "{why}");
             let again = SecurityRecord::AclCreate(grant.clone());
-            broker.security.append(&[again]).unwrap();
+            broker.security.store.append(&[again]).unwrap();
             assert_eq!(may_run(&broker, &spec, &owner), Ok(()));
         }
         let revoke = SecurityRecord::AclDelete(grants[2].clone());
-        broker.security.append(&[revoke]).unwrap();
+        broker.security.store.append(&[revoke]).unwrap();
         assert!(matches!(
             may_write(&broker, &spec, &owner, "out"),
             Err(Refusal::Unauthorized(_))

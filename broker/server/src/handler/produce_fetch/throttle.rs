@@ -40,8 +40,8 @@ pub(crate) fn record(ctx: &ConnectionContext, kind: QuotaKind, client_id: &str, 
 pub(crate) fn unrecord(ctx: &ConnectionContext, kind: QuotaKind, client_id: &str, bytes: u64) {
     let broker = &ctx.broker;
     let now = broker.now_ms();
-    broker.security.read(|state| {
-        broker.quotas.unrecord(
+    broker.security.store.read(|state| {
+        broker.security.quotas.unrecord(
             state.quotas(),
             kind,
             &ctx.principal.name,
@@ -54,12 +54,13 @@ pub(crate) fn unrecord(ctx: &ConnectionContext, kind: QuotaKind, client_id: &str
 
 fn record_for(broker: &Broker, kind: QuotaKind, user: &str, client_id: &str, bytes: u64) -> u32 {
     let now = broker.now_ms();
-    broker.security.read(|state| {
+    broker.security.store.read(|state| {
         let quotas = state.quotas();
         if quotas.is_empty() {
             return 0;
         }
         broker
+            .security
             .quotas
             .record(quotas, kind, user, client_id, bytes, now)
     })

@@ -98,10 +98,10 @@ pub fn create(ctx: &ConnectionContext, request: CreateAclsRequest) -> CreateAcls
     let records: Vec<SecurityRecord> = parsed
         .iter()
         .filter_map(|b| b.as_ref().ok())
-        .filter(|b| !ctx.broker.security.read(|s| s.authorizer().contains(b)))
+        .filter(|b| !ctx.broker.security.store.read(|s| s.authorizer().contains(b)))
         .map(|b| SecurityRecord::AclCreate(b.clone()))
         .collect();
-    let stored = ctx.broker.security.append(&records);
+    let stored = ctx.broker.security.store.append(&records);
     if let Err(e) = &stored {
         tracing::warn!(error = %e, "CreateAcls: the security log refused the append");
     }
@@ -143,6 +143,7 @@ pub fn describe(ctx: &ConnectionContext, request: DescribeAclsRequest) -> Descri
     let described = ctx
         .broker
         .security
+        .store
         .read(|s| s.authorizer().describe(&filter));
     match described {
         Err(e) => {
@@ -203,7 +204,7 @@ pub fn delete(ctx: &ConnectionContext, request: DeleteAclsRequest) -> DeleteAcls
     let filters: Vec<AclBindingFilter> = request.filters.iter().map(wire_filter).collect();
     // Which bindings each filter matches now; one append removes them all.
     let mut taken: std::collections::BTreeSet<AclBinding> = std::collections::BTreeSet::new();
-    let matched: Vec<Result<Vec<AclBinding>, AclError>> = ctx.broker.security.read(|s| {
+    let matched: Vec<Result<Vec<AclBinding>, AclError>> = ctx.broker.security.store.read(|s| {
         filters
             .iter()
             .map(|f| {
@@ -217,7 +218,7 @@ pub fn delete(ctx: &ConnectionContext, request: DeleteAclsRequest) -> DeleteAcls
             .collect()
     });
     let records: Vec<SecurityRecord> = taken.into_iter().map(SecurityRecord::AclDelete).collect();
-    let stored = ctx.broker.security.append(&records);
+    let stored = ctx.broker.security.store.append(&records);
     response.filter_results = matched
         .into_iter()
         .map(|m| match (m, &stored) {

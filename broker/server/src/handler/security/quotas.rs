@@ -137,7 +137,7 @@ pub fn describe(
         all && (!request.strict || types == request.components.len())
     };
     let mut entries: Vec<EntryData> = Vec::new();
-    ctx.broker.security.read(|state| {
+    ctx.broker.security.store.read(|state| {
         for (entity, kind, value) in state.quotas().iter() {
             if !selected(entity) {
                 continue;
@@ -229,7 +229,7 @@ pub fn alter(
             if request.validate_only {
                 return Ok(());
             }
-            ctx.broker.security.append(&records).map_err(|e| {
+            ctx.broker.security.store.append(&records).map_err(|e| {
                 (
                     ResponseError::UnknownServerError.code(),
                     format!("storing the quota: {e}"),

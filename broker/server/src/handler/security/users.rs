@@ -40,6 +40,7 @@ pub fn describe(
     let described = ctx
         .broker
         .security
+        .store
         .read(|state| users::describe(state, names.as_deref()));
     response.results = described
         .into_iter()
@@ -115,8 +116,9 @@ pub fn alter(
     let (results, records) = ctx
         .broker
         .security
+        .store
         .read(|state| users::alter(state, &deletions, &upsertions));
-    let stored = ctx.broker.security.append(&records);
+    let stored = ctx.broker.security.store.append(&records);
     if let Err(e) = &stored {
         tracing::warn!(error = %e, "AlterUserScramCredentials: the security log refused the append");
     }
