@@ -15,7 +15,8 @@
 use sluice_security::acl::{AclOperation, CLUSTER_NAME, ResourceType};
 use sluice_security::principal::KafkaPrincipal;
 
-use crate::broker::{Broker, ViewTopic};
+use crate::broker::Broker;
+use crate::topics::ViewTopic;
 use crate::wire::ConnectionContext;
 
 /// The user an `admin.token` bearer acts as (`User:admin-token`): an admin-API super user,
@@ -267,7 +268,7 @@ pub fn topic(ctx: &ConnectionContext, operation: AclOperation, name: &str) -> bo
 /// `operation` on `name` as a client names it in Fetch, ListOffsets and
 /// OffsetForLeaderEpoch: the VIEW resource when a view has the name, else the TOPIC.
 pub fn topic_or_view(ctx: &ConnectionContext, operation: AclOperation, name: &str) -> bool {
-    let resource = if ctx.broker.view(name).is_some() {
+    let resource = if ctx.broker.topics.view(name).is_some() {
         ResourceType::View
     } else {
         ResourceType::Topic
@@ -279,7 +280,7 @@ pub fn topic_or_view(ctx: &ConnectionContext, operation: AclOperation, name: &st
 /// Fetch, ListOffsets and OffsetForLeaderEpoch ask, as they read or disclose the source's
 /// records through the view. A refusal is logged once when it starts and once when it ends.
 pub fn read_through(ctx: &ConnectionContext, operation: AclOperation, name: &str) -> bool {
-    let Some(view) = ctx.broker.view(name) else {
+    let Some(view) = ctx.broker.topics.view(name) else {
         return topic(ctx, operation, name);
     };
     if !allowed(ctx, operation, ResourceType::View, name) {
@@ -363,8 +364,9 @@ mod tests {
     /// A view of `a-orders` through the plugin `p` (not deployed: the view stays unbound,
     /// which the checks do not need).
     fn view(broker: &Broker, owner: Option<(&str, &str)>) -> ViewTopic {
-        let source = broker.topic("a-orders").unwrap_or_else(|| {
+        let source = broker.topics.topic("a-orders").unwrap_or_else(|| {
             broker
+                .topics
                 .create_topic("a-orders", 1, TopicOverrides::new())
                 .unwrap()
         });

@@ -17,8 +17,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::broker::{Broker, Partition};
+use crate::broker::Broker;
 use crate::limits;
+use crate::topics::Partition;
 
 /// Starts the cleaner on the current runtime; it stops when `shutdown` turns true (a clean
 /// in progress finishes first: the listener awaits the handle before closing the logs).
@@ -50,6 +51,7 @@ async fn run(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
 fn clean_dirtiest(broker: &Broker) -> bool {
     let now = broker.now_ms();
     let dirtiest = broker
+        .topics
         .partitions()
         .into_iter()
         .filter_map(|p| {

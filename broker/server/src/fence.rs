@@ -19,9 +19,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::broker::group_commit;
-use crate::broker::{Broker, Partition};
+use crate::broker::Broker;
 use crate::limits;
+use crate::topics::Partition;
+use crate::topics::group_commit;
 
 /// Starts the prober on the current runtime; it stops when `shutdown` turns true.
 pub fn spawn(broker: &Arc<Broker>, shutdown: &watch::Sender<bool>) -> JoinHandle<()> {
@@ -49,6 +50,7 @@ async fn probe_fenced(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) 
 /// cursor for the next tick.
 fn probe_some(broker: &Broker, cursor: usize) -> usize {
     let fenced: Vec<Arc<Partition>> = broker
+        .topics
         .partitions()
         .into_iter()
         .filter(|p| p.with_log(|log| log.is_fenced()).unwrap_or(false))

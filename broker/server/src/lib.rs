@@ -33,10 +33,12 @@
 //!   from it), the shape guard that refuses impossible array counts before decoding, the
 //!   rewrites of the oldest API versions the codec crate dropped, and the hand-encoded
 //!   FetchResponse whose record sets stay file ranges (the zero-copy path).
-//! - [`broker`]: the topic registry, partitions (log + fetch wake-up), persisted topic
-//!   metadata, the live views; `broker/group_commit.rs`: acks=all group commit, one sync task
+//! - [`broker`]: the broker's config, cluster id, advertised listeners, clock and data-dir
+//!   lock, and the services it opens.
+//! - [`topics`]: the topic registry, partitions (log + fetch wake-up), persisted topic
+//!   metadata, the live views; `topics/group_commit.rs`: acks=all group commit, one sync task
 //!   per busy partition (fsync without the partition lock; one fsync answers every append
-//!   made before it began); `broker/append.rs`: one append with its Kafka error mapping.
+//!   made before it began); `topics/append.rs`: one append with its Kafka error mapping.
 //!   `files`: the broker's own small files (topic, view and transform specs) through the
 //!   storage crate's durable-write path, and removals that log their failure.
 //! - [`group`]: the consumer-group coordinator service: the task that owns the pure
@@ -59,7 +61,7 @@
 //!   split per partition with the same codec).
 //! - [`views`]: read-only topics whose fetches run a source topic's records through filter
 //!   and transform plugins: the spec and its checks, and `views/apply.rs`; the live view
-//!   (spec + source topic + bound chain) is the broker's (`broker/views.rs`); `records` decodes and re-encodes the batches
+//!   (spec + source topic + bound chain) is the registry's (`topics/views.rs`); `records` decodes and re-encodes the batches
 //!   for views and for `reroute/`.
 //! - [`error`]: config, Kafka and server errors.
 //! - `codec`: bounded decompression of batch payloads (Produce's record walk, the timestamp
@@ -114,6 +116,7 @@ pub mod tls;
 pub mod topic_config;
 mod topic_name;
 mod topic_regex;
+pub mod topics;
 pub mod transforms;
 pub mod txn;
 pub mod units;

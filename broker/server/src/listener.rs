@@ -114,7 +114,7 @@ impl Server {
         tracing::info!(
             data_dir = %broker.config.data_dir.display(),
             cluster_id = %broker.cluster_id,
-            topics = broker.topics().len(),
+            topics = broker.topics.topics().len(),
             "data dir open"
         );
         let mut listeners = Vec::with_capacity(specs.len());
@@ -172,7 +172,7 @@ impl Server {
             })?;
         let tls = if self.broker.config.admin_ssl_enabled {
             // The SSL listeners' certificates; the admin API asks for no client certificate.
-            let mut config = self.broker.config.clone();
+            let mut config = (*self.broker.config).clone();
             config.ssl_client_auth = crate::config::ClientAuth::None;
             Some(Arc::new(Tls::open(&config)?))
         } else {
@@ -356,7 +356,7 @@ fn spawn_groups(
         broker.config.group_config(),
         log,
         offsets,
-        (broker.topic_shapes(), Some(access)),
+        (broker.topics.topic_shapes(), Some(access)),
         broker.clock().clone(),
     )
 }
@@ -526,9 +526,9 @@ async fn tick_logs(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
 
 fn tick_all(broker: &Broker, retention: bool) {
     if retention {
-        broker.expire_views(broker.now_ms());
+        broker.topics.expire_views(broker.now_ms());
     }
-    for partition in broker.partitions() {
+    for partition in broker.topics.partitions() {
         let result = partition.with_log(|log| {
             let now = broker.now_ms();
             // A fenced log still runs retention: deleting old segments frees its disk.

@@ -3,7 +3,7 @@
 //!
 //! The hot paths only do `fetch_add(_, Relaxed)`: no locks, no allocation, no map lookups.
 //! Per-API metrics are a fixed array indexed by the version table's position; per-partition
-//! counters live in [`crate::broker::Partition`]; gauges that the broker already knows (log
+//! counters live in [`crate::topics::Partition`]; gauges that the broker already knows (log
 //! start/end offsets, sizes, consumer lag) are read at scrape time instead of being mirrored.
 
 use std::sync::Arc;

@@ -340,7 +340,10 @@ impl Session {
         reauth: bool,
         now: i64,
     ) -> AuthenticateOutcome {
-        let failures = broker.security.login_failures.record_failure(host, user, now);
+        let failures = broker
+            .security
+            .login_failures
+            .record_failure(host, user, now);
         broker.metrics.sasl_authentication(false);
         // Logged until the user reaches its limit; after that it is refused unchecked.
         if failures <= LOGIN_FAILURES_PER_USER_MAX {
@@ -374,8 +377,12 @@ fn scram_step(
         mechanism: server.mechanism().name(),
         reason: e.to_string(),
     })?;
-    let lookup =
-        |user: &str, m: ScramMechanism| broker.security.store.read(|s| s.credential(user, m).cloned());
+    let lookup = |user: &str, m: ScramMechanism| {
+        broker
+            .security
+            .store
+            .read(|s| s.credential(user, m).cloned())
+    };
     let reply = server.evaluate(message, &mut rng, &lookup)?;
     Ok((reply, server.authorization_id().map(str::to_owned)))
 }

@@ -19,12 +19,13 @@ use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use sluice_storage::batch::iter_batches;
 
-use crate::broker::{Broker, Topic};
+use crate::broker::Broker;
 use crate::error::KafkaError;
 use crate::limits;
 use crate::plugins::{TopicValidator, call_error};
 use crate::records::{self, CodecError, DecompressLimit};
 use crate::topic_config::{self, ValidatorFailure};
+use crate::topics::Topic;
 
 /// How far a produced batch may decompress before the validator sees it.
 const DECOMPRESS_LIMIT: DecompressLimit = DecompressLimit {

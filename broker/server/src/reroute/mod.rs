@@ -24,11 +24,12 @@ use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use sluice_storage::batch::iter_batches;
 
-use crate::broker::append::{Appended, append_one};
-use crate::broker::{Broker, Partition, Topic};
+use crate::broker::Broker;
 use crate::error::KafkaError;
 use crate::plugins::{TopicPartitioner, call_error};
 use crate::records::{self, CodecError, DecompressLimit};
+use crate::topics::append::{Appended, append_one};
+use crate::topics::{Partition, Topic};
 
 /// How far a produced batch may decompress before the plugin sees it.
 const DECOMPRESS_LIMIT: DecompressLimit = DecompressLimit {
@@ -74,7 +75,7 @@ pub(crate) fn append(
     let mut sent = None;
     let mut appends = Vec::with_capacity(plan.len());
     for (target, bytes) in plan {
-        let appended = append_one(broker, name, target as i32, Some(bytes), None)?;
+        let appended = append_one(&broker.topics, name, target as i32, Some(bytes), None)?;
         appends.push((Arc::clone(&appended.partition), appended.end_offset));
         if target == index as u32 {
             sent = Some(appended);

@@ -58,13 +58,14 @@ fn describe(broker: &Broker, request: DescribeLogDirsRequest) -> DescribeLogDirs
             .map(|t| (t.topic.0.to_string(), Some(t.partitions)))
             .collect(),
         None => broker
+            .topics
             .topics()
             .iter()
             .map(|t| (t.name.clone(), None))
             .collect(),
     };
     for (name, partitions) in asked {
-        let Some(topic) = broker.topic(&name) else {
+        let Some(topic) = broker.topics.topic(&name) else {
             continue;
         };
         let mut out = DescribeLogDirsTopic::default();

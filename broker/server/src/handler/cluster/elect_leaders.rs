@@ -42,6 +42,7 @@ pub fn handle(
                 )
             } else if ctx
                 .broker
+                .topics
                 .partition(topic.topic.0.as_str(), partition)
                 .is_none()
             {

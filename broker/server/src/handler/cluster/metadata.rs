@@ -23,9 +23,10 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_security::acl::{AclOperation, ResourceType};
 
 use crate::authz;
-use crate::broker::{NODE_ID, Topic};
+use crate::broker::NODE_ID;
 use crate::error::KafkaError;
 use crate::limits;
+use crate::topics::Topic;
 use crate::wire::ConnectionContext;
 
 /// Answers Metadata.
@@ -65,8 +66,8 @@ pub async fn handle(
     };
     response.topics = match requested {
         None => {
-            let topics = broker.topics();
-            let views = broker.views();
+            let topics = broker.topics.topics();
+            let views = broker.topics.views();
             let topics = topics
                 .iter()
                 .filter(|t| authz::topic(ctx, AclOperation::Describe, &t.name))
@@ -148,7 +149,7 @@ async fn lookup_or_create(
         topic.error_code = ResponseError::TopicAuthorizationFailed.code();
         topic
     };
-    if let Some(view) = ctx.broker.view(&name) {
+    if let Some(view) = ctx.broker.topics.view(&name) {
         if !authz::allowed(ctx, AclOperation::Describe, ResourceType::View, &name) {
             return denied(name);
         }
@@ -157,7 +158,7 @@ async fn lookup_or_create(
     if !authz::topic(ctx, AclOperation::Describe, &name) {
         return denied(name);
     }
-    if let Some(topic) = ctx.broker.topic(&name) {
+    if let Some(topic) = ctx.broker.topics.topic(&name) {
         return describe(&topic.name, topic.id, &topic);
     }
     let may_create =
@@ -168,7 +169,7 @@ async fn lookup_or_create(
     let result = if allow_create {
         let broker = ctx.broker.clone();
         let topic_name = name.clone();
-        tokio::task::spawn_blocking(move || broker.auto_create(&topic_name))
+        tokio::task::spawn_blocking(move || broker.topics.auto_create(&topic_name))
             .await
             .unwrap_or_else(|e| {
                 Err(KafkaError::new(
@@ -196,7 +197,12 @@ async fn lookup_or_create(
 /// A topic asked for by id alone (v10+): the topic with that id, if the principal may
 /// describe it (else, as Kafka, TOPIC_AUTHORIZATION_FAILED without the name).
 fn lookup_id(ctx: &ConnectionContext, topic_id: uuid::Uuid) -> MetadataResponseTopic {
-    let found = ctx.broker.topics().into_iter().find(|t| t.id == topic_id);
+    let found = ctx
+        .broker
+        .topics
+        .topics()
+        .into_iter()
+        .find(|t| t.id == topic_id);
     match found {
         Some(topic) if authz::topic(ctx, AclOperation::Describe, &topic.name) => {
             describe(&topic.name, topic.id, &topic)
@@ -216,7 +222,7 @@ fn lookup_id(ctx: &ConnectionContext, topic_id: uuid::Uuid) -> MetadataResponseT
 
 /// A view's id: derived from its name, so stable across restarts (`broker/topic_id.rs`).
 fn view_id(name: &str) -> uuid::Uuid {
-    crate::broker::topic_id::derived_topic_id(name)
+    crate::topics::topic_id::derived_topic_id(name)
 }
 
 /// `name` with `topic`'s partitions (a topic's own, or a view's source) and the id `id`.

@@ -37,7 +37,7 @@ pub struct TopicIds {
 impl TopicIds {
     /// Every topic the broker has now.
     pub fn of(ctx: &ConnectionContext) -> Self {
-        let topics = ctx.broker.topics();
+        let topics = ctx.broker.topics.topics();
         Self {
             by_id: topics.iter().map(|t| (t.id, t.name.clone())).collect(),
             by_name: topics.iter().map(|t| (t.name.clone(), t.id)).collect(),

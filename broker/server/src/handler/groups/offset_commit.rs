@@ -40,6 +40,7 @@ pub async fn handle(ctx: &ConnectionContext, request: OffsetCommitRequest) -> Of
                 Some(ResponseError::TopicAuthorizationFailed)
             } else if ctx
                 .broker
+                .topics
                 .read_partition(&name, p.partition_index)
                 .is_none()
             {

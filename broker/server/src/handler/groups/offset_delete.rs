@@ -34,7 +34,12 @@ pub async fn handle(ctx: &ConnectionContext, request: OffsetDeleteRequest) -> Of
         for p in &topic.partitions {
             let error = if !readable {
                 Some(ResponseError::TopicAuthorizationFailed.code())
-            } else if ctx.broker.read_partition(name, p.partition_index).is_none() {
+            } else if ctx
+                .broker
+                .topics
+                .read_partition(name, p.partition_index)
+                .is_none()
+            {
                 Some(ResponseError::UnknownTopicOrPartition.code())
             } else {
                 None

@@ -80,9 +80,9 @@ pub async fn handle(
 
 /// Moves one partition's log start offset to `offset`; the new low watermark.
 fn delete_before(broker: &Broker, topic: &str, index: i32, offset: i64) -> Result<i64, KafkaError> {
-    let partition = broker.partition(topic, index).ok_or_else(|| {
-        if broker.view(topic).is_some() {
-            return crate::broker::read_only(topic);
+    let partition = broker.topics.partition(topic, index).ok_or_else(|| {
+        if broker.topics.view(topic).is_some() {
+            return crate::topics::read_only(topic);
         }
         KafkaError::new(
             ResponseError::UnknownTopicOrPartition,

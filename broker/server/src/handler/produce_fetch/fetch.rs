@@ -35,9 +35,9 @@ type PartitionOutput = fetch_response::PartitionOutput<Chunk>;
 use super::kip110;
 
 use crate::authz;
-use crate::broker::Partition;
-use crate::broker::ViewTopic;
 use crate::limits;
+use crate::topics::Partition;
+use crate::topics::ViewTopic;
 use crate::wire::{Chunk, ConnectionContext};
 
 /// One requested partition.
@@ -187,6 +187,7 @@ fn resolve(ctx: &ConnectionContext, topics: Vec<FetchTopic>) -> Arc<[(String, Ve
                         (None, None)
                     } else {
                         ctx.broker
+                            .topics
                             .read_partition(&name, p.partition)
                             .map_or((None, None), |(p, v)| (Some(p), v))
                     };

@@ -114,7 +114,7 @@ fn lookup(
     out.timestamp = -1;
     out.offset = -1;
     out.leader_epoch = -1;
-    let Some((partition, _)) = broker.read_partition(topic, index) else {
+    let Some((partition, _)) = broker.topics.read_partition(topic, index) else {
         out.error_code = ResponseError::UnknownTopicOrPartition.code();
         return out;
     };

@@ -58,7 +58,7 @@ fn refused(index: i32, error: ResponseError) -> EpochEndOffset {
 }
 
 fn end_offset(broker: &Broker, topic: &str, asked: &OffsetForLeaderPartition) -> EpochEndOffset {
-    let Some((partition, _)) = broker.read_partition(topic, asked.partition) else {
+    let Some((partition, _)) = broker.topics.read_partition(topic, asked.partition) else {
         return refused(asked.partition, ResponseError::UnknownTopicOrPartition);
     };
     if let Err(error) = partition.check_leader_epoch(asked.current_leader_epoch) {

@@ -45,10 +45,11 @@ use sluice_storage::TxnAppend;
 use sluice_storage::batch::iter_batches;
 
 use crate::authz;
-use crate::broker::append::{Appended, append_one};
-use crate::broker::group_commit;
-use crate::broker::{Broker, Partition, Topic};
+use crate::broker::Broker;
 use crate::error::KafkaError;
+use crate::topics::append::{Appended, append_one};
+use crate::topics::group_commit;
+use crate::topics::{Partition, Topic};
 use crate::txn::TxnProducer;
 use crate::txn::verify::{self, Verdict};
 use crate::wire::{ConnectionContext, FrameError, Response};
@@ -196,9 +197,11 @@ async fn verify_transactional(
         }
         let routed = ctx
             .broker
+            .topics
             .topic(name)
             .is_some_and(|topic| topic.plugins.partitioner.is_some());
-        if let (true, false, Some(partition)) = (found, routed, ctx.broker.partition(name, p.index))
+        if let (true, false, Some(partition)) =
+            (found, routed, ctx.broker.topics.partition(name, p.index))
         {
             let tp = sluice_txn::TopicPartition {
                 topic: name.to_owned(),
@@ -308,7 +311,7 @@ fn append_all(
         .map(|(topic_slot, topic)| {
             let name = topic.name.0.to_string();
             drop(topic.name); // shares the frame's buffer with the records
-            let known = broker.topic(&name);
+            let known = broker.topics.topic(&name);
             let compacted = known.as_deref().is_some_and(|t| {
                 crate::topic_config::cleanup_policy(&broker.config, &t.overrides).compacts()
             });
@@ -407,7 +410,7 @@ fn append_partition(
     }
     match topic.and_then(|t| Some((t, t.plugins.partitioner.as_deref()?))) {
         Some((t, tp)) => crate::reroute::append(broker, t, tp, p.index, p.records),
-        None => append_one(broker, name, p.index, p.records, txn).map(|a| {
+        None => append_one(&broker.topics, name, p.index, p.records, txn).map(|a| {
             let appended = vec![(Arc::clone(&a.partition), a.end_offset)];
             (a, appended)
         }),

@@ -98,7 +98,12 @@ pub fn create(ctx: &ConnectionContext, request: CreateAclsRequest) -> CreateAcls
     let records: Vec<SecurityRecord> = parsed
         .iter()
         .filter_map(|b| b.as_ref().ok())
-        .filter(|b| !ctx.broker.security.store.read(|s| s.authorizer().contains(b)))
+        .filter(|b| {
+            !ctx.broker
+                .security
+                .store
+                .read(|s| s.authorizer().contains(b))
+        })
         .map(|b| SecurityRecord::AclCreate(b.clone()))
         .collect();
     let stored = ctx.broker.security.store.append(&records);

@@ -15,9 +15,9 @@ use sluice_security::acl::AclOperation;
 
 use super::incremental_alter_configs::{Asked, alter_all, denied};
 use crate::authz;
-use crate::broker::ConfigChange;
 use crate::error::KafkaError;
 use crate::topic_config;
+use crate::topics::ConfigChange;
 use crate::wire::ConnectionContext;
 
 /// Kafka's resource type of a topic.

@@ -76,7 +76,7 @@ fn grow_one(
 ) -> Result<(), KafkaError> {
     let name = topic.name.0.as_str();
     if let Some(assignments) = &topic.assignments {
-        let current = broker.topic(name).map_or(0, |t| t.partitions.len());
+        let current = broker.topics.topic(name).map_or(0, |t| t.partitions.len());
         let added = usize::try_from(topic.count)
             .unwrap_or(0)
             .saturating_sub(current);
@@ -94,6 +94,7 @@ fn grow_one(
         }
     }
     broker
+        .topics
         .create_partitions(name, topic.count, validate_only)
         .map(|_| ())
 }

@@ -142,9 +142,14 @@ fn create_one(
         }
     }
     if validate_only {
-        return broker.validate_new_topic(name, partitions, &overrides);
+        return broker
+            .topics
+            .validate_new_topic(name, partitions, &overrides);
     }
-    broker.create_topic(name, partitions, overrides).map(|_| ())
+    broker
+        .topics
+        .create_topic(name, partitions, overrides)
+        .map(|_| ())
 }
 
 fn partition_count(broker: &Broker, topic: &CreatableTopic) -> Result<i32, KafkaError> {

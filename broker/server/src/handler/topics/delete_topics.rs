@@ -38,7 +38,7 @@ pub async fn handle(ctx: &ConnectionContext, request: DeleteTopicsRequest) -> De
                         "Authorization failed.",
                     ))
                 } else {
-                    broker.delete_topic(name.0.as_str())
+                    broker.topics.delete_topic(name.0.as_str())
                 };
                 let mut out = DeletableTopicResult::default();
                 out.name = Some(name);

@@ -102,7 +102,7 @@ fn configs_of(
             ResponseError::ClusterAuthorizationFailed,
             "Cluster authorization failed.".to_owned(),
         )),
-        RESOURCE_TOPIC => match ctx.broker.topic(name) {
+        RESOURCE_TOPIC => match ctx.broker.topics.topic(name) {
             // The one Kafka answer with room for why (the partition errors of
             // Metadata have none): the reasons, naming the paths.
             Some(topic) if !topic.offline_reasons().is_empty() => Err((

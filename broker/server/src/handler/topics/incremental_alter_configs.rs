@@ -11,8 +11,8 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_security::acl::AclOperation;
 
 use crate::authz;
-use crate::broker::ConfigChange;
 use crate::error::KafkaError;
+use crate::topics::ConfigChange;
 use crate::wire::ConnectionContext;
 
 /// Kafka's resource type of a topic.
@@ -82,6 +82,7 @@ pub(super) async fn alter_all(
             .map(|(resource_type, name, changes)| {
                 let result = changes.and_then(|changes| {
                     broker
+                        .topics
                         .alter_topic_config(name.as_str(), &changes, validate_only)
                         .map(|_| ())
                 });

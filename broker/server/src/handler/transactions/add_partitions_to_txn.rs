@@ -137,7 +137,7 @@ fn check_topic(
             id_refused
         } else if !writable {
             Some(ResponseError::TopicAuthorizationFailed.code())
-        } else if ctx.broker.partition(name, partition).is_none() {
+        } else if ctx.broker.topics.partition(name, partition).is_none() {
             Some(ResponseError::UnknownTopicOrPartition.code())
         } else {
             None

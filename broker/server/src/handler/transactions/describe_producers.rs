@@ -66,7 +66,7 @@ fn refused(index: i32, error: ResponseError) -> PartitionResponse {
 }
 
 fn describe(broker: &Broker, topic: &str, index: i32) -> PartitionResponse {
-    let Some(partition) = broker.partition(topic, index) else {
+    let Some(partition) = broker.topics.partition(topic, index) else {
         return refused(index, ResponseError::UnknownTopicOrPartition);
     };
     let producers = partition.with_log(|log| {

@@ -45,7 +45,12 @@ pub async fn handle(
             let metadata_len = p.committed_metadata.as_ref().map_or(0, |m| m.len());
             let error = if !readable {
                 Some(ResponseError::TopicAuthorizationFailed.code())
-            } else if ctx.broker.read_partition(name, p.partition_index).is_none() {
+            } else if ctx
+                .broker
+                .topics
+                .read_partition(name, p.partition_index)
+                .is_none()
+            {
                 Some(ResponseError::UnknownTopicOrPartition.code())
             } else if metadata_len > metadata_max {
                 Some(ResponseError::OffsetMetadataTooLarge.code())

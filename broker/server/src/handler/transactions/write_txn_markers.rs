@@ -28,8 +28,8 @@ use sluice_storage::{Durability, Marker};
 use crate::audit;
 use crate::authz;
 use crate::broker::Broker;
-use crate::broker::append::append_error;
 use crate::error::KafkaError;
+use crate::topics::append::append_error;
 use crate::wire::ConnectionContext;
 
 /// Answers WriteTxnMarkers.
@@ -102,7 +102,7 @@ fn answer(
 
 /// Appends the marker to one partition (blocking); the error code to answer.
 fn write(broker: &Broker, marker: &WritableTxnMarker, topic: &str, index: i32) -> i16 {
-    let Some(partition) = broker.partition(topic, index) else {
+    let Some(partition) = broker.topics.partition(topic, index) else {
         return ResponseError::UnknownTopicOrPartition.code();
     };
     let kind = match marker.transaction_result {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
 
-use super::{Broker, TOPIC_FILE, Topic, TopicFile};
+use super::{TOPIC_FILE, Topic, TopicFile, TopicRegistry};
 use crate::error::KafkaError;
 use crate::files::write_durable;
 use crate::topic_config::{self, TopicOverrides};
@@ -20,7 +20,7 @@ pub enum ConfigChange {
     Delete { key: String },
 }
 
-impl Broker {
+impl TopicRegistry {
     /// Applies `changes` to `name`'s overrides; with `validate_only` only checks them.
     /// Returns the topic as it now is.
     pub fn alter_topic_config(
@@ -38,7 +38,7 @@ impl Broker {
         topic_config::validate_all(&self.config, &overrides)?;
         let plugins = topic
             .plugins
-            .rebind(&self.plugins.registry, &topic.overrides, &overrides)?;
+            .rebind(&self.plugins, &topic.overrides, &overrides)?;
         if validate_only {
             return Ok(topic);
         }

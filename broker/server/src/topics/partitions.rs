@@ -10,11 +10,11 @@ use kafka_protocol::ResponseError;
 use sluice_storage::Log;
 use sluice_storage::io as storage_io;
 
-use super::{Broker, Partition, Topic};
+use super::{Partition, Topic, TopicRegistry};
 use crate::error::KafkaError;
 use crate::{limits, topic_config};
 
-impl Broker {
+impl TopicRegistry {
     /// Grows `name` to `count` partitions; with `validate_only` only checks. Kafka's
     /// errors: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS (not more than now, or past
     /// `PARTITIONS_PER_TOPIC_MAX`), POLICY_VIOLATION (`sluice.partitions.max`),

@@ -13,7 +13,7 @@ use std::sync::{Arc, RwLock};
 use kafka_protocol::ResponseError;
 use sluice_plugin_host::{FailurePolicy, Registry, View, ViewStats};
 
-use super::{Broker, Partition, Topic};
+use super::{Partition, Topic, TopicRegistry};
 use crate::error::{KafkaError, ServerError};
 use crate::files::{remove_file_logged, remove_stale_temps, write_durable};
 use crate::limits;
@@ -177,7 +177,7 @@ impl ViewTopic {
     }
 }
 
-impl Broker {
+impl TopicRegistry {
     /// Looks a view up.
     pub fn view(&self, name: &str) -> Option<Arc<ViewTopic>> {
         self.views_read().get(name).cloned()
@@ -233,12 +233,7 @@ impl Broker {
                 ),
             )
         })?;
-        let view = Arc::new(ViewTopic::bind(
-            &self.plugins.registry,
-            spec,
-            source,
-            self.now_ms(),
-        )?);
+        let view = Arc::new(ViewTopic::bind(&self.plugins, spec, source, self.now_ms())?);
         if !view.spec.ephemeral {
             self.persist_view(&view.spec)?;
         }
@@ -357,7 +352,7 @@ impl Broker {
                 spec.source
             ));
         };
-        ViewTopic::bind_loaded(&self.plugins.registry, spec, source, self.now_ms())
+        ViewTopic::bind_loaded(&self.plugins, spec, source, self.now_ms())
             .map(Arc::new)
             .map_err(|e| e.message)
     }
