@@ -270,7 +270,7 @@ pub(crate) fn start_positions(
 }
 
 /// Kafka's OFFSET_OUT_OF_RANGE: the position is before the log start or after its end.
-const OFFSET_OUT_OF_RANGE: i16 = 1;
+const OFFSET_OUT_OF_RANGE: i16 = sluice_kafka::ErrorCode::OffsetOutOfRange.code();
 
 /// A group member whose committed offset fell out of the log (retention deleted it) starts
 /// over from `--offset end` or else the log start, as Kafka's `auto.offset.reset` does; an

@@ -13,6 +13,21 @@
 //! `--output text|json`, prints errors as one line on stderr and exits 1 when the operation
 //! failed (a TLS or SASL refusal too), 2 on bad usage, 3 when no broker is reachable. `plugin`,
 //! `view` and `transform` talk to the admin HTTP API (`https://` with the same properties).
+//!
+//! # Layout
+//! - `common`: what every operator command shares (`--brokers`, `--output`, the admin API's
+//!   address and login, Metadata and ListOffsets look-ups); `client` (with `client/`): the
+//!   small blocking Kafka client (plain, TLS or SASL; `client/sasl.rs`, `client/settings.rs`,
+//!   `client/stream.rs`); `properties` (with `properties/`): Kafka client properties from
+//!   `-X` and `--command-config`, checked against one table of keys; `tls` (with `tls/`):
+//!   the rustls client config those properties make.
+//! - The commands, one module each: `topic`, `produce`, `consume` (with `consume/`: a group
+//!   member's fetching), `group`, `member` (a real consumer-group member: join, heartbeat,
+//!   rejoin) with `assignor` (range, roundrobin), `acl`, `user` (with `user/`), `quota`,
+//!   `cluster`, `plugin` (with `plugin/`: scaffold, the embedded SDK, local test), `view`,
+//!   `transform`.
+//! - `datetime`: RFC 3339 times to epoch milliseconds and back; `effective_config`: where
+//!   each key of `sluice serve --print-config` came from.
 
 use std::io::Write;
 use std::path::PathBuf;

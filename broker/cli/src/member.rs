@@ -26,6 +26,7 @@ use kafka_protocol::messages::{
     JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, SyncGroupRequest, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use sluice_kafka::ErrorCode;
 
 use crate::assignor::{self, TopicPartitions};
 use crate::client::{Client, error_name};
@@ -46,15 +47,15 @@ const COORDINATOR_RETRY_BACKOFF: Duration = Duration::from_millis(200);
 
 const _: () = assert!(HEARTBEAT_INTERVAL.as_millis() * 3 <= SESSION_TIMEOUT_MS as u128);
 
-/// Kafka error codes the member reacts to.
-const NONE: i16 = 0;
-const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
-const COORDINATOR_NOT_AVAILABLE: i16 = 15;
-const NOT_COORDINATOR: i16 = 16;
-const ILLEGAL_GENERATION: i16 = 22;
-const UNKNOWN_MEMBER_ID: i16 = 25;
-const REBALANCE_IN_PROGRESS: i16 = 27;
-const MEMBER_ID_REQUIRED: i16 = 79;
+/// Kafka error codes the member reacts to (`sluice_kafka`'s one table of Kafka's numbers).
+const NONE: i16 = ErrorCode::None.code();
+const COORDINATOR_LOAD_IN_PROGRESS: i16 = ErrorCode::CoordinatorLoadInProgress.code();
+const COORDINATOR_NOT_AVAILABLE: i16 = ErrorCode::CoordinatorNotAvailable.code();
+const NOT_COORDINATOR: i16 = ErrorCode::NotCoordinator.code();
+const ILLEGAL_GENERATION: i16 = ErrorCode::IllegalGeneration.code();
+const UNKNOWN_MEMBER_ID: i16 = ErrorCode::UnknownMemberId.code();
+const REBALANCE_IN_PROGRESS: i16 = ErrorCode::RebalanceInProgress.code();
+const MEMBER_ID_REQUIRED: i16 = ErrorCode::MemberIdRequired.code();
 
 /// True for the answers that mean "rejoin the group".
 fn needs_rejoin(code: i16) -> bool {

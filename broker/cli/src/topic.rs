@@ -28,7 +28,7 @@ const ADMIN_TIMEOUT_MS: i32 = 30_000;
 const RESOURCE_TOPIC: i8 = 2;
 /// Kafka's KAFKA_STORAGE_ERROR: a quarantined topic or offline partition (its reason in
 /// DescribeConfigs' error message).
-const KAFKA_STORAGE_ERROR: i16 = 56;
+const KAFKA_STORAGE_ERROR: i16 = sluice_kafka::ErrorCode::KafkaStorageError.code();
 /// IncrementalAlterConfigs operations.
 const OP_SET: i8 = 0;
 const OP_DELETE: i8 = 1;

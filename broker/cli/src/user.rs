@@ -22,7 +22,8 @@ use serde_json::{Value, json};
 use sluice_security::principal::SuperUsers;
 use sluice_security::records::SecurityRecord;
 use sluice_security::scram::{ScramCredential, ScramMechanism};
-use sluice_server::security::{OsRng, SecurityStore};
+use sluice_server::random::OsRng;
+use sluice_server::security::SecurityStore;
 
 use crate::common::{Common, Output, emit};
 
@@ -88,7 +89,7 @@ pub fn run(args: UserArgs) -> anyhow::Result<()> {
         } => {
             let mechanism = parse_mechanism(&mechanism)?;
             let password = read_password()?;
-            let mut rng = OsRng::open()?;
+            let mut rng = OsRng;
             let credential = ScramCredential::generate(mechanism, &password, iterations, &mut rng)
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             store.append(&[SecurityRecord::ScramCredentialUpsert {

@@ -101,9 +101,11 @@
 //!
 //! # Layout
 //! - [`limits`]: every bound, with its unit and why.
-//! - [`error`]: [`ErrorCode`] (Kafka's numbers) and [`DecodeError`] for log records.
+//! - [`error`]: [`ErrorCode`] (Kafka's numbers, `sluice_kafka`'s one table) and
+//!   [`DecodeError`] for log records.
 //! - [`config`]: [`GroupConfig`], Kafka's `group.*` and `offsets.*` broker keys.
-//! - [`rng`]: [`MemberIdRng`] injection and member ids (`<client_id>-<uuid>`).
+//! - [`rng`]: [`MemberIdRng`] injection and member ids (`<client_id>-<uuid>`); tests seed
+//!   [`SplitMix64`] (`sluice_kafka::rng`).
 //! - [`api`]: requests, responses and [`Effect`]s as plain types.
 //! - [`state`]: [`GroupState`] and its legal moves.
 //! - [`member`]: one member: protocols, assignment, waiting requests, expiry.
@@ -121,10 +123,11 @@
 //!   `coordinator/modern.rs` routes them and checks member epochs of commits and fetches.
 //! - [`subscription`]: subscribed topics from consumer-protocol metadata (offset expiry).
 //! - `invariants.rs`: consistency checks run after every call in debug builds.
-//! - [`offsets`]: [`OffsetStore`] and the byte layout of [`OffsetRecord`]s.
+//! - [`offsets`]: [`OffsetStore`] and the byte layout of [`OffsetRecord`]s (written and read
+//!   with `sluice_kafka::bytes`).
 //!
-//! Architecture Invariant: this crate depends on no other Sluice crate, does no I/O and
-//! reads no clock; group membership is soft state (only offsets are persisted), for
+//! Architecture Invariant: this crate depends on no other Sluice crate but the leaf
+//! `sluice-kafka`, does no I/O and reads no clock; group membership is soft state (only offsets are persisted), for
 //! consumer-protocol groups too: after a restart their members get `UNKNOWN_MEMBER_ID`
 //! and rejoin with epoch 0 (Kafka persists member metadata and target assignments).
 //!

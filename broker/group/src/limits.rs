@@ -4,9 +4,9 @@
 //! are Kafka's broker defaults and are overridable through [`crate::GroupConfig`]; the
 //! server validates a config against the hard limits with [`crate::GroupConfig::validate`].
 
-/// Longest accepted `group.id`, in bytes. Kafka has none; 255 matches the topic-name bound
-/// and keeps offset-record keys small. Longer ids get `INVALID_GROUP_ID`.
-pub const GROUP_ID_BYTES_MAX: usize = 255;
+/// Longest accepted `group.id`, in bytes (255, shared with the transaction coordinator and
+/// materialized transforms: `sluice_kafka::limits`). Longer ids get `INVALID_GROUP_ID`.
+pub use sluice_kafka::limits::GROUP_ID_BYTES_MAX;
 
 /// Longest accepted `group.instance.id`, in bytes (same reasoning as group ids).
 /// Longer ids get `INVALID_REQUEST`.
@@ -108,9 +108,9 @@ pub const OWNED_PARTITIONS_MAX: usize = 100_000;
 
 /// Groups whose offsets never expire: a materialized transform's source positions
 /// (`__sluice_transform/<name>`, written by its transactions). A transform whose source is
-/// idle for `offsets.retention.minutes` must not lose its position. (The same prefix as
-/// `sluice_transform::limits::RESERVED_PREFIX`; the server checks they agree.)
-pub const NEVER_EXPIRING_GROUP_PREFIX: &str = "__sluice_transform/";
+/// idle for `offsets.retention.minutes` must not lose its position. (The one prefix of
+/// `sluice_kafka::limits`, which transforms name their groups with.)
+pub use sluice_kafka::limits::TRANSFORM_ID_PREFIX as NEVER_EXPIRING_GROUP_PREFIX;
 
 /// Default `group.consumer.session.timeout.ms` (Kafka's).
 pub const DEFAULT_CONSUMER_SESSION_TIMEOUT_MS: u32 = 45_000;

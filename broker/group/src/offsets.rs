@@ -28,6 +28,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use sluice_kafka::bytes::{Limit, Reader, Writer};
+
 use crate::error::DecodeError;
 use crate::limits;
 
@@ -86,33 +88,27 @@ pub struct OffsetRecord {
 impl OffsetRecord {
     /// The record's key bytes (layout in the module docs).
     pub fn encode_key(&self) -> Vec<u8> {
-        let mut out = vec![VERSION];
+        let mut w = Writer::new();
+        w.u8(VERSION);
         match &self.key {
             RecordKey::Offset { group, tp } => {
-                out.push(KIND_OFFSET);
-                put_str16(&mut out, group);
-                put_str16(&mut out, &tp.topic);
-                out.extend_from_slice(&tp.partition.to_be_bytes());
+                w.u8(KIND_OFFSET).str_u16(group).str_u16(&tp.topic);
+                w.i32(tp.partition);
             }
             RecordKey::Group { group } => {
-                out.push(KIND_GROUP);
-                put_str16(&mut out, group);
+                w.u8(KIND_GROUP).str_u16(group);
             }
         }
-        out
+        w.into_bytes()
     }
 
     /// The record's value bytes, `None` for a tombstone.
     pub fn encode_value(&self) -> Option<Vec<u8>> {
         let v = self.value.as_ref()?;
-        let mut out = Vec::with_capacity(25 + v.metadata.len());
-        out.push(VERSION);
-        out.extend_from_slice(&v.offset.to_be_bytes());
-        out.extend_from_slice(&v.leader_epoch.to_be_bytes());
-        out.extend_from_slice(&v.commit_timestamp_ms.to_be_bytes());
-        out.extend_from_slice(&(v.metadata.len() as u32).to_be_bytes());
-        out.extend_from_slice(v.metadata.as_bytes());
-        Some(out)
+        let mut w = Writer::with_capacity(25 + v.metadata.len());
+        w.u8(VERSION).i64(v.offset).i32(v.leader_epoch);
+        w.i64(v.commit_timestamp_ms).str_u32(&v.metadata);
+        Some(w.into_bytes())
     }
 
     /// Decodes a key and optional value written by `encode_key`/`encode_value`.
@@ -135,27 +131,28 @@ impl OffsetRecord {
     }
 }
 
-fn put_str16(out: &mut Vec<u8>, s: &str) {
-    assert!(
-        s.len() <= usize::from(u16::MAX),
-        "string over u16 length reached the log"
-    );
-    out.extend_from_slice(&(s.len() as u16).to_be_bytes());
-    out.extend_from_slice(s.as_bytes());
-}
+/// Group ids and topics are read back as they were written: bounded by their u16 length
+/// only (what the coordinator accepts it bounds before it writes, and a record it wrote
+/// must always read back).
+const NAME: Limit = Limit::new("a u16 length", u16::MAX as usize);
+/// Commit metadata: a u32 length, bounded before the bytes are read.
+const METADATA: Limit = Limit::new(
+    "OFFSET_METADATA_BYTES_MAX",
+    limits::OFFSET_METADATA_BYTES_MAX,
+);
 
 fn decode_key(bytes: &[u8]) -> Result<RecordKey, DecodeError> {
-    let mut r = Reader { bytes, at: 0 };
-    let version = r.u8()?;
+    let mut r = Reader::new(bytes);
+    let version = r.u8("version")?;
     if version != VERSION {
         return Err(DecodeError::UnknownVersion(version));
     }
-    let kind = r.u8()?;
-    let group = r.str16()?;
+    let kind = r.u8("key kind")?;
+    let group = r.str_u16("group id", NAME)?;
     let key = match kind {
         KIND_OFFSET => {
-            let topic = r.str16()?;
-            let partition = i32::from_be_bytes(r.array()?);
+            let topic = r.str_u16("topic", NAME)?;
+            let partition = r.i32("partition")?;
             RecordKey::Offset {
                 group,
                 tp: TopicPartition { topic, partition },
@@ -169,22 +166,15 @@ fn decode_key(bytes: &[u8]) -> Result<RecordKey, DecodeError> {
 }
 
 fn decode_value(bytes: &[u8]) -> Result<CommittedOffset, DecodeError> {
-    let mut r = Reader { bytes, at: 0 };
-    let version = r.u8()?;
+    let mut r = Reader::new(bytes);
+    let version = r.u8("version")?;
     if version != VERSION {
         return Err(DecodeError::UnknownVersion(version));
     }
-    let offset = i64::from_be_bytes(r.array()?);
-    let leader_epoch = i32::from_be_bytes(r.array()?);
-    let commit_timestamp_ms = i64::from_be_bytes(r.array()?);
-    let len = u32::from_be_bytes(r.array()?) as usize;
-    if len > limits::OFFSET_METADATA_BYTES_MAX {
-        return Err(DecodeError::TooLong {
-            len,
-            max: limits::OFFSET_METADATA_BYTES_MAX,
-        });
-    }
-    let metadata = r.string(len)?;
+    let offset = r.i64("offset")?;
+    let leader_epoch = r.i32("leader epoch")?;
+    let commit_timestamp_ms = r.i64("commit timestamp")?;
+    let metadata = r.str_u32("metadata", METADATA)?;
     r.finish()?;
     Ok(CommittedOffset {
         offset,
@@ -192,54 +182,6 @@ fn decode_value(bytes: &[u8]) -> Result<CommittedOffset, DecodeError> {
         metadata,
         commit_timestamp_ms,
     })
-}
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Result<&[u8], DecodeError> {
-        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
-        let Some(end) = end else {
-            return Err(DecodeError::Truncated {
-                at: self.at,
-                needed: n,
-                len: self.bytes.len(),
-            });
-        };
-        let out = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(out)
-    }
-
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
-        let mut out = [0; N];
-        out.copy_from_slice(self.take(N)?);
-        Ok(out)
-    }
-
-    fn u8(&mut self) -> Result<u8, DecodeError> {
-        Ok(self.array::<1>()?[0])
-    }
-
-    fn string(&mut self, len: usize) -> Result<String, DecodeError> {
-        let raw = self.take(len)?.to_vec();
-        String::from_utf8(raw).map_err(|_| DecodeError::InvalidUtf8)
-    }
-
-    fn str16(&mut self) -> Result<String, DecodeError> {
-        let len = u16::from_be_bytes(self.array()?);
-        self.string(usize::from(len))
-    }
-
-    fn finish(&self) -> Result<(), DecodeError> {
-        match self.bytes.len() - self.at {
-            0 => Ok(()),
-            n => Err(DecodeError::TrailingBytes(n)),
-        }
-    }
 }
 
 /// Offsets of one group, by partition.
@@ -414,6 +356,7 @@ impl OffsetStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sluice_kafka::bytes::ReadError;
 
     fn tp(topic: &str, partition: i32) -> TopicPartition {
         TopicPartition {
@@ -482,7 +425,7 @@ mod tests {
         let value = r.encode_value().unwrap();
         assert!(matches!(
             OffsetRecord::decode(&key[..4], None),
-            Err(DecodeError::Truncated { .. })
+            Err(DecodeError::Read(ReadError::Truncated { .. }))
         ));
         assert_eq!(
             OffsetRecord::decode(&[1, 0], None),
@@ -496,12 +439,14 @@ mod tests {
         long.push(0);
         assert_eq!(
             OffsetRecord::decode(&long, None),
-            Err(DecodeError::TrailingBytes(1))
+            Err(DecodeError::Read(ReadError::TrailingBytes(1)))
         );
         let bad_utf8 = [0, 1, 0, 1, 0xFF];
         assert_eq!(
             OffsetRecord::decode(&bad_utf8, None),
-            Err(DecodeError::InvalidUtf8)
+            Err(DecodeError::Read(ReadError::InvalidUtf8 {
+                what: "group id"
+            }))
         );
         let group_key = [0, 1, 0, 1, b'g'];
         assert_eq!(
@@ -512,7 +457,7 @@ mod tests {
         huge.extend_from_slice(&u32::MAX.to_be_bytes());
         assert!(matches!(
             OffsetRecord::decode(&key, Some(&huge)),
-            Err(DecodeError::TooLong { .. })
+            Err(DecodeError::Read(ReadError::TooLong { .. }))
         ));
     }
 

@@ -13,27 +13,12 @@ pub trait MemberIdRng: fmt::Debug + Send {
     fn next_u64(&mut self) -> u64;
 }
 
-/// A small deterministic generator (Steele, Lea, Flood: SplitMix64). Fine for tests and
-/// for the server when seeded from the OS; not a CSPRNG.
-#[derive(Debug, Clone)]
-pub struct SplitMix64 {
-    state: u64,
-}
-
-impl SplitMix64 {
-    /// A generator starting from `seed`.
-    pub fn new(seed: u64) -> Self {
-        Self { state: seed }
-    }
-}
+/// The seeded generator of tests and simulations (`sluice_kafka::rng`).
+pub use sluice_kafka::rng::SplitMix64;
 
 impl MemberIdRng for SplitMix64 {
     fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        SplitMix64::next_u64(self)
     }
 }
 

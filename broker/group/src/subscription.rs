@@ -13,30 +13,32 @@
 
 use std::collections::BTreeSet;
 
+use sluice_kafka::bytes::{Limit, Reader, Writer};
+
 /// The protocol type of Kafka consumers; only its metadata is parsed.
 pub const CONSUMER_PROTOCOL_TYPE: &str = "consumer";
 
 /// The subscribed topics in one member's subscription metadata, `None` if the bytes are
 /// not a consumer-protocol subscription.
 pub fn subscribed_topics(metadata: &[u8]) -> Option<Vec<String>> {
-    let mut r = Cursor { bytes: metadata };
-    let version = i16::from_be_bytes(r.take()?);
+    // Topics are bounded by their i16 length and the bytes; how many, by the bytes (each
+    // needs at least its 2-byte length).
+    const TOPIC: Limit = Limit::new("an i16 length", i16::MAX as usize);
+    const TOPICS: Limit = Limit::new("an i32 count", i32::MAX as usize);
+    let mut r = Reader::new(metadata);
+    let version = r.i16("version").ok()?;
     if version < 0 {
         return None;
     }
-    let count = usize::try_from(i32::from_be_bytes(r.take()?)).ok()?;
-    if count > r.bytes.len() / 2 {
-        return None; // each topic needs at least its 2-byte length
-    }
+    let count = r.count_i32("topics", TOPICS, 2).ok()?;
     let mut topics = Vec::with_capacity(count);
     for _ in 0..count {
-        let len = usize::try_from(i16::from_be_bytes(r.take()?)).ok()?;
-        let raw = r.slice(len)?;
-        topics.push(std::str::from_utf8(raw).ok()?.to_owned());
+        topics.push(r.str_i16("topic", TOPIC).ok()?);
     }
-    let user_data_len = i32::from_be_bytes(r.take()?);
+    let user_data_len = r.i32("user data length").ok()?;
     if user_data_len >= 0 {
-        r.slice(usize::try_from(user_data_len).ok()?)?;
+        r.take("user data", usize::try_from(user_data_len).ok()?)
+            .ok()?;
     }
     Some(topics)
 }
@@ -50,35 +52,15 @@ pub(crate) fn union<'a>(metadata: impl Iterator<Item = &'a [u8]>) -> Option<BTre
     Some(all)
 }
 
-struct Cursor<'a> {
-    bytes: &'a [u8],
-}
-
-impl<'a> Cursor<'a> {
-    fn slice(&mut self, n: usize) -> Option<&'a [u8]> {
-        if n > self.bytes.len() {
-            return None;
-        }
-        let (head, rest) = self.bytes.split_at(n);
-        self.bytes = rest;
-        Some(head)
-    }
-
-    fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
-        self.slice(N)?.try_into().ok()
-    }
-}
-
 /// Encodes a version-0 subscription (for tests and simulations).
 pub fn encode_subscription_v0(topics: &[&str]) -> Vec<u8> {
-    let mut out = 0i16.to_be_bytes().to_vec();
-    out.extend_from_slice(&(topics.len() as i32).to_be_bytes());
+    let mut w = Writer::new();
+    w.i16(0).count_i32(topics.len());
     for t in topics {
-        out.extend_from_slice(&(t.len() as i16).to_be_bytes());
-        out.extend_from_slice(t.as_bytes());
+        w.str_i16(t);
     }
-    out.extend_from_slice(&(-1i32).to_be_bytes());
-    out
+    w.i32(-1);
+    w.into_bytes()
 }
 
 #[cfg(test)]

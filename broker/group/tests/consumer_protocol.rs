@@ -17,8 +17,8 @@ use common::*;
 use sluice_group::consumer::assignor;
 use sluice_group::{
     Assignment, CommitPartition, ConsumerGroupState, ConsumerHeartbeatRequest,
-    ConsumerHeartbeatResponse, ErrorCode, GroupConfig, MemberIdRng, OffsetCommitRequest, Request,
-    Response, SplitMix64, TopicPartition,
+    ConsumerHeartbeatResponse, ErrorCode, GroupConfig, OffsetCommitRequest, Request, Response,
+    SplitMix64, TopicPartition,
 };
 
 const SESSION: u64 = 45_000;

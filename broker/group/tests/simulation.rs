@@ -15,8 +15,8 @@ use bytes::Bytes;
 use common::*;
 use sluice_group::{
     CommitPartition, Coordinator, ErrorCode, GroupConfig, GroupState, HeartbeatRequest,
-    JoinGroupRequest, LeaveGroupRequest, LeavingMember, MemberIdRng, OffsetCommitRequest, Protocol,
-    Request, RequestId, Response, SplitMix64, SyncGroupRequest,
+    JoinGroupRequest, LeaveGroupRequest, LeavingMember, OffsetCommitRequest, Protocol, Request,
+    RequestId, Response, SplitMix64, SyncGroupRequest,
 };
 
 #[derive(Debug, Clone, PartialEq)]

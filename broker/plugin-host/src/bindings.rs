@@ -134,7 +134,8 @@ macro_rules! versioned_world {
             V0_2(v0_2::$world::$WorldPre<T>),
         }
 
-        pub(crate) enum $bindings {
+        // `pub` in this private module: `call::Kind::Bindings` of a public trait.
+        pub enum $bindings {
             V0_1(v0_1::$world::$World),
             V0_2(v0_2::$world::$World),
         }
@@ -194,7 +195,7 @@ pub(crate) use on_api;
 
 /// The validator exists from 0.2.0 on.
 pub(crate) type ValidatorPre<T> = v0_2::validator::ValidatorPre<T>;
-pub(crate) type ValidatorBindings = v0_2::validator::Validator;
+pub type ValidatorBindings = v0_2::validator::Validator;
 
 /// Links the `host` import of every supported version.
 pub(crate) fn add_host_to_linker<T>(

@@ -1,8 +1,10 @@
-//! What every plugin kind's instance does the same way: [`Instance`], a fresh store under
-//! the engine's limits with the kind's bindings, instantiated and `init`ed; the deadline
-//! armed before each call; parameters in WIT form; wasmtime and guest errors sorted into
-//! [`CallError`]s. `partitioner.rs`, `filter.rs` and `transform.rs` add only their call and
-//! the check of its answer.
+//! What every plugin kind's instance does the same way: [`Kind`], what tells the kinds
+//! apart (their bindings, their name, how a linked version of the kind is instantiated and
+//! `init`ed), and [`Instance`], one live instance of any kind: a fresh store under the
+//! engine's limits, instantiated and `init`ed; the deadline armed before each call;
+//! parameters in WIT form; wasmtime and guest errors sorted into [`CallError`]s; whether it
+//! has grown large enough to retire. `partitioner.rs`, `filter.rs`, `transform.rs` and
+//! `validator.rs` each add only their kind, their call and the check of its answer.
 
 use std::sync::Arc;
 
@@ -15,33 +17,55 @@ use crate::error::CallError;
 use crate::state::{HostState, MemoryLimitHit};
 
 /// A guest call's raw result: wasmtime's error (trap, deadline, memory) around the guest's.
-pub(crate) type GuestResult<T> = wasmtime::Result<Result<T, PluginError>>;
+pub type GuestResult<T> = wasmtime::Result<Result<T, PluginError>>;
 
-/// One live, initialised instance of a plugin version with bindings `B` (one world's).
-/// Not shared: a caller checks one out of a handle's pool.
-pub(crate) struct Instance<B> {
-    pub(crate) version: Arc<PluginVersion>,
+/// One plugin kind (one WIT world): what [`Instance`] needs to make an instance of it.
+/// Implemented by the four kinds' marker types only (its signatures name this crate's
+/// private types).
+pub trait Kind: 'static {
+    /// The instance bindings of the kind's world, over the WIT versions that have it.
+    type Bindings: Send;
+    /// The kind's name, as [`crate::PluginKind`] writes it.
+    const NAME: &'static str;
+    /// Instantiates `version`'s component from the kind's linked `*Pre`; `None` when
+    /// `version` is of another kind.
+    fn instantiate(
+        version: &PluginVersion,
+        store: &mut Store<HostState>,
+    ) -> Option<wasmtime::Result<Self::Bindings>>;
+    /// The guest's `init` with the plugin's parameters.
+    fn init(
+        bindings: &Self::Bindings,
+        store: &mut Store<HostState>,
+        params: &[Param],
+    ) -> GuestResult<()>;
+}
+
+/// One live, initialised instance of a plugin version of kind `K`. Not shared: a caller
+/// checks one out of a handle's pool ([`crate::Partitioner`], [`crate::Filter`],
+/// [`crate::Transform`], [`crate::Validator`]), and after any failed call it is dropped.
+pub struct Instance<K: Kind> {
+    version: Arc<PluginVersion>,
     store: Store<HostState>,
-    bindings: B,
+    bindings: K::Bindings,
     engine: PluginEngine,
 }
 
-impl<B> Instance<B> {
+impl<K: Kind> Instance<K> {
     /// Instantiates `version` in a fresh store and calls its `init` with `params`.
-    /// `instantiate` is `None` when the version is not of this kind (`kind` names it).
-    pub(crate) fn new(
+    ///
+    /// # Errors
+    /// A version of another kind, instantiation failures, anything `init` does wrong.
+    pub fn new(
         engine: &PluginEngine,
         version: Arc<PluginVersion>,
-        kind: &str,
-        instantiate: impl FnOnce(&PluginVersion, &mut Store<HostState>) -> Option<wasmtime::Result<B>>,
-        init: impl FnOnce(&B, &mut Store<HostState>, &[Param]) -> GuestResult<()>,
         params: &[(String, String)],
     ) -> Result<Self, CallError> {
         let mut store = new_store(engine, &version.name, &version.sha256);
-        let bindings = instantiate(&version, &mut store)
+        let bindings = K::instantiate(&version, &mut store)
             .ok_or_else(|| CallError::Instantiate {
                 plugin: version.name.clone(),
-                message: format!("a {} is not a {kind}", version.kind),
+                message: format!("a {} is not a {}", version.kind, K::NAME),
             })?
             .map_err(|e| classify(&version.name, engine, e))?;
         let mut instance = Self {
@@ -51,14 +75,19 @@ impl<B> Instance<B> {
             engine: engine.clone(),
         };
         let params = wit_params(params);
-        instance.call(|b, store| init(b, store, &params))?;
+        instance.call(|b, store| K::init(b, store, &params))?;
         Ok(instance)
+    }
+
+    /// The version this instance runs.
+    pub fn version(&self) -> &Arc<PluginVersion> {
+        &self.version
     }
 
     /// One call into the guest under the deadline and the memory limit, its errors typed.
     pub(crate) fn call<T>(
         &mut self,
-        f: impl FnOnce(&B, &mut Store<HostState>) -> GuestResult<T>,
+        f: impl FnOnce(&K::Bindings, &mut Store<HostState>) -> GuestResult<T>,
     ) -> Result<T, CallError> {
         begin_call(&mut self.store, &self.engine);
         let result = f(&self.bindings, &mut self.store);
@@ -92,9 +121,10 @@ impl<B> Instance<B> {
     }
 }
 
-impl<B> std::fmt::Debug for Instance<B> {
+impl<K: Kind> std::fmt::Debug for Instance<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Instance")
+            .field("kind", &K::NAME)
             .field("version", &self.version)
             .finish_non_exhaustive()
     }

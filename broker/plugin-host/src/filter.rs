@@ -1,68 +1,55 @@
-//! Filter calls (fetch time): the same instance discipline as partitioners
-//! (own `Store`, deadline and memory limit per call, discarded on any
-//! error). The pooled handle is [`crate::Filter`]; views chain them with
-//! transforms ([`crate::View`]).
+//! Filter calls (fetch time): the same instance discipline as every kind (own `Store`,
+//! deadline and memory limit per call, discarded on any error: `call.rs`); what is a
+//! filter's own is its call and the check of its answer, a keep mask per batch. The pooled
+//! handle is [`crate::Filter`]; views chain them with transforms ([`crate::View`]).
 
-use std::sync::Arc;
+use wasmtime::Store;
 
 use crate::batch::ColumnarBatch;
-use crate::bindings::{FilterBindings as Bindings, on_api};
-use crate::call::Instance;
+use crate::bindings::{FilterBindings, Param, on_api};
+use crate::call::{GuestResult, Instance, Kind};
 use crate::compile::{KindPre, PluginVersion};
-use crate::engine::PluginEngine;
 use crate::error::CallError;
+use crate::state::HostState;
+
+/// The filter kind (WIT world `filter`).
+#[derive(Debug)]
+pub enum FilterKind {}
+
+impl Kind for FilterKind {
+    type Bindings = FilterBindings;
+    const NAME: &'static str = "filter";
+
+    fn instantiate(
+        version: &PluginVersion,
+        store: &mut Store<HostState>,
+    ) -> Option<wasmtime::Result<FilterBindings>> {
+        match &version.pre {
+            KindPre::Filter(pre) => Some(pre.instantiate(store)),
+            _ => None,
+        }
+    }
+
+    fn init(b: &FilterBindings, store: &mut Store<HostState>, params: &[Param]) -> GuestResult<()> {
+        on_api!(b, FilterBindings, sluice_plugin_filter_api, |api| api
+            .call_init(store, params))
+    }
+}
 
 /// One live, initialised instance of a filter plugin.
-#[derive(Debug)]
-pub struct FilterInstance(Instance<Bindings>);
+pub type FilterInstance = Instance<FilterKind>;
 
-impl FilterInstance {
-    /// Instantiate `version` in a fresh store and call its `init`.
-    ///
-    /// # Errors
-    /// Not a filter, instantiation failures, anything `init` does wrong.
-    pub fn new(
-        engine: &PluginEngine,
-        version: Arc<PluginVersion>,
-        params: &[(String, String)],
-    ) -> Result<Self, CallError> {
-        Instance::new(
-            engine,
-            version,
-            "filter",
-            |v, store| match &v.pre {
-                KindPre::Filter(pre) => Some(pre.instantiate(store)),
-                _ => None,
-            },
-            |b, store, params| {
-                on_api!(b, FilterBindings, sluice_plugin_filter_api, |api| api
-                    .call_init(store, params))
-            },
-            params,
-        )
-        .map(Self)
-    }
-
-    /// The version this instance runs.
-    pub fn version(&self) -> &Arc<PluginVersion> {
-        &self.0.version
-    }
-
-    /// Whether its memory has grown large enough to retire it (`call.rs`).
-    pub(crate) fn grown_large(&self) -> bool {
-        self.0.grown_large()
-    }
-
+impl Instance<FilterKind> {
     /// Which records of `batch` to keep, one `bool` per record.
     ///
     /// # Errors
     /// As [`crate::PartitionerInstance::partition`]; drop the instance after.
     pub fn filter(&mut self, batch: &ColumnarBatch) -> Result<Vec<bool>, CallError> {
-        let bitmap = self.0.call(|b, store| {
+        let bitmap = self.call(|b, store| {
             on_api!(b, FilterBindings, sluice_plugin_filter_api, |api| api
                 .call_filter(store, &batch.columns))
         })?;
-        keep_mask(&bitmap, batch.len()).map_err(|message| self.0.contract(message))
+        keep_mask(&bitmap, batch.len()).map_err(|message| self.contract(message))
     }
 }
 

@@ -10,6 +10,8 @@
 //! batch as a view does, and routed to outputs as a materialized transform does), a filter's keep bitmap, and a partitioner's answer: whatever the bytes, every
 //! check returns an error value or columns that read back without a panic.
 
+use sluice_kafka::bytes::Reader;
+
 use crate::batch::ColumnarBatch;
 use crate::bindings::RecordBatch;
 
@@ -200,40 +202,36 @@ fn input_batch(records: usize) -> ColumnarBatch {
 
 /// Reads the eleven columns of a `record-batch` from `data` (see the module doc).
 fn decode_columns(data: &[u8]) -> RecordBatch {
-    let mut r = Reader(data);
+    let r = &mut Reader::new(data);
     RecordBatch {
-        offsets: r.list(i64::from_le_bytes),
-        timestamps: r.list(i64::from_le_bytes),
-        key_bytes: r.list(|[b]| b),
-        key_ends: r.list(u32::from_le_bytes),
-        key_nulls: r.list(|[b]| b),
-        value_bytes: r.list(|[b]| b),
-        value_ends: r.list(u32::from_le_bytes),
-        value_nulls: r.list(|[b]| b),
-        header_counts: r.list(u32::from_le_bytes),
-        header_bytes: r.list(|[b]| b),
-        header_ends: r.list(u32::from_le_bytes),
+        offsets: list(r, i64::from_le_bytes),
+        timestamps: list(r, i64::from_le_bytes),
+        key_bytes: list(r, |[b]| b),
+        key_ends: list(r, u32::from_le_bytes),
+        key_nulls: list(r, |[b]| b),
+        value_bytes: list(r, |[b]| b),
+        value_ends: list(r, u32::from_le_bytes),
+        value_nulls: list(r, |[b]| b),
+        header_counts: list(r, u32::from_le_bytes),
+        header_bytes: list(r, |[b]| b),
+        header_ends: list(r, u32::from_le_bytes),
     }
 }
 
-struct Reader<'a>(&'a [u8]);
-
-impl Reader<'_> {
-    fn list<const N: usize, T>(&mut self, element: impl Fn([u8; N]) -> T) -> Vec<T> {
-        let Some((&count, rest)) = self.0.split_first() else {
-            return Vec::new();
+/// One column: a count byte, then up to that many `N`-byte elements; a column cut short
+/// keeps the elements that are whole (the bytes of a partial one are left for the next).
+fn list<const N: usize, T>(r: &mut Reader<'_>, element: impl Fn([u8; N]) -> T) -> Vec<T> {
+    let Ok(count) = r.u8("element count") else {
+        return Vec::new();
+    };
+    let mut out = Vec::with_capacity(usize::from(count));
+    for _ in 0..count {
+        let Ok(bytes) = r.array::<N>("element") else {
+            break;
         };
-        self.0 = rest;
-        let mut out = Vec::with_capacity(usize::from(count));
-        for _ in 0..count {
-            let Some((bytes, rest)) = self.0.split_first_chunk::<N>() else {
-                break;
-            };
-            out.push(element(*bytes));
-            self.0 = rest;
-        }
-        out
+        out.push(element(bytes));
     }
+    out
 }
 
 /// Writes `batch`'s columns in the input form, after `selector` (for seeding the corpus

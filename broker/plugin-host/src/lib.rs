@@ -40,16 +40,17 @@
 //! - `batch`: [`ColumnarBatch`], the WIT `record-batch` built from records;
 //!   `columns`: reading one back ([`RecordView`]s), selecting records, and
 //!   the shape check on batches a plugin returns.
-//! - `call`: what every kind's instance shares: its own `Store` under the
-//!   limits, instantiation and `init`, the deadline armed per call, errors
-//!   typed into [`CallError`]s.
-//! - `partitioner`: [`PartitionerInstance`] (one `Store`, deadline and
-//!   limits on every call).
-//! - `filter`, `transform`: [`FilterInstance`], [`TransformInstance`], the
-//!   same discipline for the fetch-time kinds; a transform's output is
-//!   checked and given its input records' offsets and timestamps.
-//! - `validator`: [`ValidatorInstance`] (produce time): the refusals a guest
-//!   returns, checked (in range, in order, reasons cut).
+//! - `call`: what every kind's instance shares: `Kind` (a kind's bindings, name,
+//!   linked `*Pre` and `init`) and one generic `Instance<K>`: its own `Store` under
+//!   the limits, instantiation and `init`, the deadline armed per call, errors typed
+//!   into [`CallError`]s, retirement when its memory has grown large.
+//! - `partitioner`: the partitioner kind, [`PartitionerInstance`]'s call and the
+//!   check of its answer (a partition per record, in range).
+//! - `filter`, `transform`: the fetch-time kinds, [`FilterInstance`] and
+//!   [`TransformInstance`]; a transform's output is checked and given its input
+//!   records' offsets and timestamps.
+//! - `validator`: the validator kind, [`ValidatorInstance`] (produce time): the
+//!   refusals a guest returns, checked (in range, in order, reasons cut).
 //! - `share`: the instance pool's accounting: at most `PLUGIN_INSTANCES_MAX`
 //!   instances of all plugins, each plugin's share of them (live + idle,
 //!   across all its handles), its idle instances (bounded, dropped under
@@ -64,12 +65,18 @@
 //!   list, describe, delete (refused while in use unless forced), atomic
 //!   swap of new versions (`ArcSwap`): calls in flight finish on the old
 //!   version, new calls use the new one.
+//! - `slot`: [`PluginSlot`], one plugin's current version (swapped atomically), its
+//!   share of the instance budget, its statistics and its log; what every handle holds.
+//! - `plugin_log`: a plugin's own log (the WIT `log` import and WASI stdout/stderr), a
+//!   bounded ring of lines per plugin ([`LogPage`]).
 //! - `stats`: per-plugin call counters (calls, [`CallErrorKind`]s, a latency
 //!   histogram) kept in each `PluginSlot`, so they cover every handle and
 //!   survive hot reloads; [`Registry::stats`] snapshots them as
 //!   [`PluginStats`].
 //! - `watcher`: [`Registry::watch`], hot reload of files dropped in the
 //!   directory.
+//! - `fuzz` (feature `fuzz`, test scaffolding: never in the broker binary): the entry
+//!   points of the `guest_columns` and `plugin_component` fuzz targets.
 //!
 //! # For the server
 //! ```text
@@ -120,6 +127,7 @@ mod columns;
 mod compile;
 mod engine;
 mod filter;
+#[cfg(any(test, feature = "fuzz"))]
 #[doc(hidden)]
 pub mod fuzz;
 mod partitioner;

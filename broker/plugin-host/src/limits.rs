@@ -142,12 +142,15 @@ pub const STDIO_WRITE_BYTES_MAX: usize = 64 * 1024;
 /// the producer in the Produce response's record errors); longer ones are cut.
 pub const VALIDATOR_REASON_BYTES_MAX: usize = 512;
 
-/// Longest plugin name: it is a file name and a URL path segment.
-pub const PLUGIN_NAME_BYTES_MAX: usize = 64;
+/// Longest plugin name: it is a file name and a URL path segment (`sluice_kafka::limits`,
+/// which a transform spec is checked against too).
+pub use sluice_kafka::limits::PLUGIN_NAME_BYTES_MAX;
 
-/// Most parameters a plugin may be given, and the longest key or value.
-pub const PARAMS_MAX: usize = 64;
-pub const PARAM_BYTES_MAX: usize = 4096;
+/// Most parameters a plugin may be given, and the longest key or value
+/// (`sluice_kafka::limits`, as [`PLUGIN_NAME_BYTES_MAX`]).
+pub use sluice_kafka::limits::{
+    PLUGIN_PARAM_BYTES_MAX as PARAM_BYTES_MAX, PLUGIN_PARAMS_MAX as PARAMS_MAX,
+};
 
 const _: () = assert!(PLUGIN_INSTANCES_PER_PLUGIN_MAX * 8 <= PLUGIN_INSTANCES_MAX);
 const _: () = assert!(PLUGIN_IDLE_INSTANCES_PER_PLUGIN_MAX < PLUGIN_INSTANCES_PER_PLUGIN_MAX);

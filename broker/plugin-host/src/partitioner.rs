@@ -1,62 +1,54 @@
-//! Partitioner calls: one instance (own `Store`) per concurrent caller,
-//! with a wall-clock deadline and a memory limit on every call. The
+//! Partitioner calls (produce time): the same instance discipline as every kind (own
+//! `Store`, deadline and memory limit per call, discarded on any error: `call.rs`); what is
+//! a partitioner's own is its call and the check of its answer, a partition per record. The
 //! shareable handle, [`crate::Partitioner`], is in `pool.rs`.
 
-use std::sync::Arc;
+use wasmtime::Store;
 
 use crate::batch::ColumnarBatch;
-use crate::bindings::{PartitionerBindings as Bindings, on_api};
-use crate::call::Instance;
+use crate::bindings::{Param, PartitionerBindings, on_api};
+use crate::call::{GuestResult, Instance, Kind};
 use crate::compile::{KindPre, PluginVersion};
-use crate::engine::PluginEngine;
 use crate::error::CallError;
+use crate::state::HostState;
 
-/// One live instance of one partitioner version, initialised with its
-/// parameters. Not shared: callers check one out of a [`crate::Partitioner`].
+/// The partitioner kind (WIT world `partitioner`).
 #[derive(Debug)]
-pub struct PartitionerInstance(Instance<Bindings>);
+pub enum PartitionerKind {}
 
-impl PartitionerInstance {
-    /// Instantiate `version` in a fresh store and call its `init`.
-    ///
-    /// # Errors
-    /// Instantiation failures and anything `init` does wrong.
-    pub fn new(
-        engine: &PluginEngine,
-        version: Arc<PluginVersion>,
-        params: &[(String, String)],
-    ) -> Result<Self, CallError> {
-        Instance::new(
-            engine,
-            version,
-            "partitioner",
-            |v, store| match &v.pre {
-                KindPre::Partitioner(pre) => Some(pre.instantiate(store)),
-                _ => None,
-            },
-            |b, store, params| {
-                on_api!(
-                    b,
-                    PartitionerBindings,
-                    sluice_plugin_partitioner_api,
-                    |api| api.call_init(store, params)
-                )
-            },
-            params,
+impl Kind for PartitionerKind {
+    type Bindings = PartitionerBindings;
+    const NAME: &'static str = "partitioner";
+
+    fn instantiate(
+        version: &PluginVersion,
+        store: &mut Store<HostState>,
+    ) -> Option<wasmtime::Result<PartitionerBindings>> {
+        match &version.pre {
+            KindPre::Partitioner(pre) => Some(pre.instantiate(store)),
+            _ => None,
+        }
+    }
+
+    fn init(
+        b: &PartitionerBindings,
+        store: &mut Store<HostState>,
+        params: &[Param],
+    ) -> GuestResult<()> {
+        on_api!(
+            b,
+            PartitionerBindings,
+            sluice_plugin_partitioner_api,
+            |api| api.call_init(store, params)
         )
-        .map(Self)
     }
+}
 
-    /// The version this instance runs.
-    pub fn version(&self) -> &Arc<PluginVersion> {
-        &self.0.version
-    }
+/// One live instance of one partitioner version, initialised with its parameters. Not
+/// shared: callers check one out of a [`crate::Partitioner`].
+pub type PartitionerInstance = Instance<PartitionerKind>;
 
-    /// Whether its memory has grown large enough to retire it (`call.rs`).
-    pub(crate) fn grown_large(&self) -> bool {
-        self.0.grown_large()
-    }
-
+impl Instance<PartitionerKind> {
     /// One partition per record of `batch`, each below `partition_count`.
     ///
     /// # Errors
@@ -67,7 +59,7 @@ impl PartitionerInstance {
         batch: &ColumnarBatch,
         partition_count: u32,
     ) -> Result<Vec<u32>, CallError> {
-        let partitions = self.0.call(|b, store| {
+        let partitions = self.call(|b, store| {
             on_api!(
                 b,
                 PartitionerBindings,
@@ -76,7 +68,7 @@ impl PartitionerInstance {
             )
         })?;
         check_partitions(&partitions, batch.len(), partition_count)
-            .map_err(|message| self.0.contract(message))?;
+            .map_err(|message| self.contract(message))?;
         Ok(partitions)
     }
 }

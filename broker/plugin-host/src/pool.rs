@@ -1,112 +1,37 @@
-//! Shareable, pooled handles for every kind: [`Partitioner`], [`Filter`] and
-//! [`Transform`]. Cheap to share (`Arc` it, one per topic, per view and partition, or per
-//! view); each call checks out an idle instance of the plugin's current version made with
-//! the handle's parameters, or makes one, under the plugin's [`crate::share::Share`] of the
-//! instance pool. A failed instance is discarded, a good one goes back to the plugin's idle
-//! instances (shared by all of its handles, bounded per plugin). So a steady caller pays
-//! instantiation once, calls in flight finish on the version they started with, new calls
-//! pick up a hot reload, and many handles of one plugin hold no more than its share.
+//! Shareable, pooled handles for every kind: [`Partitioner`], [`Filter`], [`Transform`]
+//! and [`Validator`], each over one generic [`Pool`] of its kind's [`Instance`]s. Cheap to
+//! share (`Arc` it, one per topic, per view and partition, or per view); each call checks
+//! out an idle instance of the plugin's current version made with the handle's parameters,
+//! or makes one, under the plugin's [`crate::share::Share`] of the instance pool. A failed
+//! instance is discarded, a good one goes back to the plugin's idle instances (shared by all
+//! of its handles, bounded per plugin). So a steady caller pays instantiation once, calls in
+//! flight finish on the version they started with, new calls pick up a hot reload, and many
+//! handles of one plugin hold no more than its share.
 
 use std::sync::Arc;
 
 use crate::batch::ColumnarBatch;
-use crate::compile::PluginVersion;
+use crate::call::{Instance, Kind};
 use crate::engine::PluginEngine;
 use crate::error::CallError;
-use crate::filter::FilterInstance;
-use crate::partitioner::PartitionerInstance;
+use crate::filter::FilterKind;
+use crate::partitioner::PartitionerKind;
 use crate::share::Checkout;
 use crate::slot::PluginSlot;
 use crate::stats::CallStart;
-use crate::transform::{Routed, TransformInstance};
-use crate::validator::{Refusal, ValidatorInstance};
-
-/// What the pool needs of an instance.
-pub(crate) trait Pooled: Sized + Send + 'static {
-    fn create(
-        engine: &PluginEngine,
-        version: Arc<PluginVersion>,
-        params: &[(String, String)],
-    ) -> Result<Self, CallError>;
-    fn version(&self) -> &Arc<PluginVersion>;
-    /// Whether its memory has grown large enough to retire it after this call.
-    fn grown_large(&self) -> bool;
-}
-
-impl Pooled for FilterInstance {
-    fn create(
-        engine: &PluginEngine,
-        version: Arc<PluginVersion>,
-        params: &[(String, String)],
-    ) -> Result<Self, CallError> {
-        Self::new(engine, version, params)
-    }
-    fn version(&self) -> &Arc<PluginVersion> {
-        self.version()
-    }
-    fn grown_large(&self) -> bool {
-        self.grown_large()
-    }
-}
-
-impl Pooled for PartitionerInstance {
-    fn create(
-        engine: &PluginEngine,
-        version: Arc<PluginVersion>,
-        params: &[(String, String)],
-    ) -> Result<Self, CallError> {
-        Self::new(engine, version, params)
-    }
-    fn version(&self) -> &Arc<PluginVersion> {
-        self.version()
-    }
-    fn grown_large(&self) -> bool {
-        self.grown_large()
-    }
-}
-
-impl Pooled for ValidatorInstance {
-    fn create(
-        engine: &PluginEngine,
-        version: Arc<PluginVersion>,
-        params: &[(String, String)],
-    ) -> Result<Self, CallError> {
-        Self::new(engine, version, params)
-    }
-    fn version(&self) -> &Arc<PluginVersion> {
-        self.version()
-    }
-    fn grown_large(&self) -> bool {
-        self.grown_large()
-    }
-}
-
-impl Pooled for TransformInstance {
-    fn create(
-        engine: &PluginEngine,
-        version: Arc<PluginVersion>,
-        params: &[(String, String)],
-    ) -> Result<Self, CallError> {
-        Self::new(engine, version, params)
-    }
-    fn version(&self) -> &Arc<PluginVersion> {
-        self.version()
-    }
-    fn grown_large(&self) -> bool {
-        self.grown_large()
-    }
-}
+use crate::transform::{Routed, TransformKind};
+use crate::validator::{Refusal, ValidatorKind};
 
 /// A plugin name and its parameters; its instances are in the plugin's share. Holding one
 /// marks the plugin in use for the registry.
-pub(crate) struct Pool<I> {
+pub(crate) struct Pool<K> {
     slot: Arc<PluginSlot>,
     engine: PluginEngine,
     params: Vec<(String, String)>,
-    _kind: std::marker::PhantomData<fn() -> I>,
+    _kind: std::marker::PhantomData<fn() -> K>,
 }
 
-impl<I: Pooled> Pool<I> {
+impl<K: Kind> Pool<K> {
     /// Make one instance now (never reusing an idle one), so bad parameters fail at
     /// configuration time rather than on the first call; it then goes idle.
     pub(crate) fn new(
@@ -130,7 +55,7 @@ impl<I: Pooled> Pool<I> {
     fn call<T>(
         &self,
         records_in: usize,
-        f: impl FnOnce(&mut I) -> Result<T, CallError>,
+        f: impl FnOnce(&mut Instance<K>) -> Result<T, CallError>,
         records_out: impl FnOnce(&T) -> usize,
     ) -> Result<T, CallError> {
         let started = CallStart::now();
@@ -144,14 +69,15 @@ impl<I: Pooled> Pool<I> {
     fn run<T>(
         &self,
         reuse: bool,
-        f: impl FnOnce(&mut I) -> Result<T, CallError>,
+        f: impl FnOnce(&mut Instance<K>) -> Result<T, CallError>,
     ) -> Result<T, CallError> {
         let current = self.slot.current();
         let share = self.slot.share();
-        let (mut instance, lease) = match share.checkout::<I>(&current, &self.params, reuse)? {
+        let checkout = share.checkout::<Instance<K>>(&current, &self.params, reuse)?;
+        let (mut instance, lease) = match checkout {
             Checkout::Idle(instance, lease) => (instance, lease),
             // A failed instantiation drops the lease after the half-made instance.
-            Checkout::New(lease) => (I::create(&self.engine, current, &self.params)?, lease),
+            Checkout::New(lease) => (Instance::new(&self.engine, current, &self.params)?, lease),
         };
         let result = f(&mut instance);
         let version = Arc::clone(instance.version());
@@ -174,7 +100,7 @@ impl<I: Pooled> Pool<I> {
     }
 }
 
-impl<I> std::fmt::Debug for Pool<I> {
+impl<K> std::fmt::Debug for Pool<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pool")
             .field("plugin", &self.slot.name())
@@ -187,11 +113,11 @@ impl<I> std::fmt::Debug for Pool<I> {
 /// [`crate::Registry::partitioner`]. Holding one marks the plugin in use for the registry.
 #[derive(Debug)]
 pub struct Partitioner {
-    pool: Pool<PartitionerInstance>,
+    pool: Pool<PartitionerKind>,
 }
 
 impl Partitioner {
-    pub(crate) fn new(pool: Pool<PartitionerInstance>) -> Self {
+    pub(crate) fn new(pool: Pool<PartitionerKind>) -> Self {
         Self { pool }
     }
 
@@ -226,11 +152,11 @@ impl Partitioner {
 /// A filter as a view uses it. Make it with [`crate::Registry::filter`].
 #[derive(Debug)]
 pub struct Filter {
-    pool: Pool<FilterInstance>,
+    pool: Pool<FilterKind>,
 }
 
 impl Filter {
-    pub(crate) fn new(pool: Pool<FilterInstance>) -> Self {
+    pub(crate) fn new(pool: Pool<FilterKind>) -> Self {
         Self { pool }
     }
 
@@ -262,11 +188,11 @@ impl Filter {
 /// [`crate::Registry::transform`].
 #[derive(Debug)]
 pub struct Transform {
-    pool: Pool<TransformInstance>,
+    pool: Pool<TransformKind>,
 }
 
 impl Transform {
-    pub(crate) fn new(pool: Pool<TransformInstance>) -> Self {
+    pub(crate) fn new(pool: Pool<TransformKind>) -> Self {
         Self { pool }
     }
 
@@ -275,7 +201,7 @@ impl Transform {
         self.pool.slot.name()
     }
 
-    /// The transformed batch; see [`TransformInstance::transform`].
+    /// The transformed batch; see [`crate::TransformInstance::transform`].
     ///
     /// # Errors
     /// See [`CallError`]; the failed instance is discarded.
@@ -285,7 +211,7 @@ impl Transform {
     }
 
     /// The transformed batch routed to `outputs`, as a materialized transform writes it;
-    /// see [`TransformInstance::transform_routed`].
+    /// see [`crate::TransformInstance::transform_routed`].
     ///
     /// # Errors
     /// See [`CallError`]; the failed instance is discarded.
@@ -310,11 +236,11 @@ impl Transform {
 /// A validator as a topic uses it. Make it with [`crate::Registry::validator`].
 #[derive(Debug)]
 pub struct Validator {
-    pool: Pool<ValidatorInstance>,
+    pool: Pool<ValidatorKind>,
 }
 
 impl Validator {
-    pub(crate) fn new(pool: Pool<ValidatorInstance>) -> Self {
+    pub(crate) fn new(pool: Pool<ValidatorKind>) -> Self {
         Self { pool }
     }
 

@@ -21,8 +21,9 @@ pub(crate) struct MemoryLimitHit {
     pub max_bytes: u64,
 }
 
+// `pub` in this private module: `call::Kind`, a public trait, names it in its signatures.
 #[derive(Debug)]
-pub(crate) struct HostState {
+pub struct HostState {
     plugin: String,
     /// sha256 of the version this instance runs (log lines carry it).
     version: String,

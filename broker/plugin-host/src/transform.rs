@@ -1,8 +1,8 @@
-//! Transform calls: the same instance discipline as the other kinds (own `Store`, deadline
-//! and memory limit per call, discarded on any error), plus the checks a transform's output
-//! needs before the broker re-encodes it: well-formed columns, each output record naming
-//! the input record it came from, and its output (the reserved header `sluice.output`,
-//! `sluice_columns::output`).
+//! Transform calls: the same instance discipline as every kind (own `Store`, deadline and
+//! memory limit per call, discarded on any error: `call.rs`), plus the checks a transform's
+//! output needs before the broker re-encodes it: well-formed columns, each output record
+//! naming the input record it came from, and its output (the reserved header
+//! `sluice.output`, `sluice_columns::output`).
 //!
 //! Two callers, one plugin binary:
 //! - a **view** (fetch time, [`TransformInstance::transform`]) shows its first output only:
@@ -16,60 +16,49 @@
 //! before the plugin sees it, so a producer cannot steer a record by writing the header: only
 //! the plugin routes.
 
-use std::sync::Arc;
-
 use sluice_columns::output::{OUTPUT_HEADER, Target};
+use wasmtime::Store;
 
 use crate::batch::ColumnarBatch;
-use crate::bindings::RecordBatch;
-use crate::bindings::{TransformBindings as Bindings, on_api};
-use crate::call::Instance;
+use crate::bindings::{Param, RecordBatch, TransformBindings, on_api};
+use crate::call::{GuestResult, Instance, Kind};
 use crate::compile::{KindPre, PluginVersion};
-use crate::engine::PluginEngine;
 use crate::error::CallError;
+use crate::state::HostState;
 
-/// One live, initialised instance of a transform plugin. Not shared:
-/// callers check one out of a [`crate::Transform`] handle.
+/// The transform kind (WIT world `transform`).
 #[derive(Debug)]
-pub struct TransformInstance(Instance<Bindings>);
+pub enum TransformKind {}
 
-impl TransformInstance {
-    /// Instantiate `version` in a fresh store and call its `init`.
-    ///
-    /// # Errors
-    /// Not a transform, instantiation failures, anything `init` does wrong.
-    pub fn new(
-        engine: &PluginEngine,
-        version: Arc<PluginVersion>,
-        params: &[(String, String)],
-    ) -> Result<Self, CallError> {
-        Instance::new(
-            engine,
-            version,
-            "transform",
-            |v, store| match &v.pre {
-                KindPre::Transform(pre) => Some(pre.instantiate(store)),
-                _ => None,
-            },
-            |b, store, params| {
-                on_api!(b, TransformBindings, sluice_plugin_transform_api, |api| api
-                    .call_init(store, params))
-            },
-            params,
-        )
-        .map(Self)
+impl Kind for TransformKind {
+    type Bindings = TransformBindings;
+    const NAME: &'static str = "transform";
+
+    fn instantiate(
+        version: &PluginVersion,
+        store: &mut Store<HostState>,
+    ) -> Option<wasmtime::Result<TransformBindings>> {
+        match &version.pre {
+            KindPre::Transform(pre) => Some(pre.instantiate(store)),
+            _ => None,
+        }
     }
 
-    /// The version this instance runs.
-    pub fn version(&self) -> &Arc<PluginVersion> {
-        &self.0.version
+    fn init(
+        b: &TransformBindings,
+        store: &mut Store<HostState>,
+        params: &[Param],
+    ) -> GuestResult<()> {
+        on_api!(b, TransformBindings, sluice_plugin_transform_api, |api| api
+            .call_init(store, params))
     }
+}
 
-    /// Whether its memory has grown large enough to retire it (`call.rs`).
-    pub(crate) fn grown_large(&self) -> bool {
-        self.0.grown_large()
-    }
+/// One live, initialised instance of a transform plugin. Not shared: callers check one out
+/// of a [`crate::Transform`] handle.
+pub type TransformInstance = Instance<TransformKind>;
 
+impl Instance<TransformKind> {
     /// The transformed batch as a view shows it: the records routed to the first output, at
     /// most one per input record, in order, each carrying the **input** record's offset and
     /// timestamp (a transform rewrites key, value and headers; a record keeps its place in
@@ -81,8 +70,8 @@ impl TransformInstance {
     /// input record, two outputs for one input, out of order, a malformed
     /// routing header). The instance must be dropped afterwards.
     pub fn transform(&mut self, batch: &ColumnarBatch) -> Result<ColumnarBatch, CallError> {
-        let output = self.call(batch)?;
-        place(batch, output).map_err(|message| self.0.contract(message))
+        let output = self.transform_call(batch)?;
+        place(batch, output).map_err(|message| self.contract(message))
     }
 
     /// The transformed batch as a materialized transform writes it: every output record
@@ -98,15 +87,15 @@ impl TransformInstance {
         batch: &ColumnarBatch,
         outputs: &[&str],
     ) -> Result<Routed, CallError> {
-        let output = self.call(batch)?;
-        route(batch, output, Outputs::Topics(outputs)).map_err(|message| self.0.contract(message))
+        let output = self.transform_call(batch)?;
+        route(batch, output, Outputs::Topics(outputs)).map_err(|message| self.contract(message))
     }
 
     /// One call on `batch` without routing headers.
-    fn call(&mut self, batch: &ColumnarBatch) -> Result<RecordBatch, CallError> {
+    fn transform_call(&mut self, batch: &ColumnarBatch) -> Result<RecordBatch, CallError> {
         let stripped = without_output_header(batch);
         let input = stripped.as_ref().unwrap_or(batch);
-        self.0.call(|b, store| {
+        self.call(|b, store| {
             on_api!(b, TransformBindings, sluice_plugin_transform_api, |api| api
                 .call_transform(store, &input.columns))
         })
@@ -260,6 +249,7 @@ fn strip_output_headers(batch: &mut ColumnarBatch) {
 }
 
 /// [`route`] to named outputs, for the fuzz entry point.
+#[cfg(any(test, feature = "fuzz"))]
 pub(crate) fn route_for_fuzz(
     input: &ColumnarBatch,
     output: RecordBatch,

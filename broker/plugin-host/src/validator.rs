@@ -1,17 +1,18 @@
-//! Validator calls (produce time, WIT 0.2.0): the same instance discipline as the other
-//! kinds (own `Store`, deadline and memory limit per call, discarded on any error), plus
-//! the check of the guest's refusals: indexes in range, in order, none twice, reasons cut
-//! at `VALIDATOR_REASON_BYTES_MAX`. The pooled handle is [`crate::Validator`].
+//! Validator calls (produce time, WIT 0.2.0): the same instance discipline as every kind
+//! (own `Store`, deadline and memory limit per call, discarded on any error: `call.rs`);
+//! what is a validator's own is its call and the check of the guest's refusals: indexes in
+//! range, in order, none twice, reasons cut at `VALIDATOR_REASON_BYTES_MAX`. The pooled
+//! handle is [`crate::Validator`].
 
-use std::sync::Arc;
+use wasmtime::Store;
 
 use crate::batch::ColumnarBatch;
-use crate::bindings::{Rejection, ValidatorBindings as Bindings};
-use crate::call::Instance;
+use crate::bindings::{Param, Rejection, ValidatorBindings};
+use crate::call::{GuestResult, Instance, Kind};
 use crate::compile::{KindPre, PluginVersion};
-use crate::engine::PluginEngine;
 use crate::error::CallError;
 use crate::limits;
+use crate::state::HostState;
 
 /// One refused record of a batch: its index in the batch and the plugin's reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,56 +21,49 @@ pub struct Refusal {
     pub reason: String,
 }
 
+/// The validator kind (WIT world `validator`, from 0.2.0).
+#[derive(Debug)]
+pub enum ValidatorKind {}
+
+impl Kind for ValidatorKind {
+    type Bindings = ValidatorBindings;
+    const NAME: &'static str = "validator";
+
+    fn instantiate(
+        version: &PluginVersion,
+        store: &mut Store<HostState>,
+    ) -> Option<wasmtime::Result<ValidatorBindings>> {
+        match &version.pre {
+            KindPre::Validator(pre) => Some(pre.instantiate(store)),
+            _ => None,
+        }
+    }
+
+    fn init(
+        b: &ValidatorBindings,
+        store: &mut Store<HostState>,
+        params: &[Param],
+    ) -> GuestResult<()> {
+        b.sluice_plugin_validator_api().call_init(store, params)
+    }
+}
+
 /// One live, initialised instance of a validator plugin. Not shared: callers check one
 /// out of a [`crate::Validator`] handle.
-#[derive(Debug)]
-pub struct ValidatorInstance(Instance<Bindings>);
+pub type ValidatorInstance = Instance<ValidatorKind>;
 
-impl ValidatorInstance {
-    /// Instantiate `version` in a fresh store and call its `init`.
-    ///
-    /// # Errors
-    /// Not a validator, instantiation failures, anything `init` does wrong.
-    pub fn new(
-        engine: &PluginEngine,
-        version: Arc<PluginVersion>,
-        params: &[(String, String)],
-    ) -> Result<Self, CallError> {
-        Instance::new(
-            engine,
-            version,
-            "validator",
-            |v, store| match &v.pre {
-                KindPre::Validator(pre) => Some(pre.instantiate(store)),
-                _ => None,
-            },
-            |b, store, params| b.sluice_plugin_validator_api().call_init(store, params),
-            params,
-        )
-        .map(Self)
-    }
-
-    /// The version this instance runs.
-    pub fn version(&self) -> &Arc<PluginVersion> {
-        &self.0.version
-    }
-
-    /// Whether its memory has grown large enough to retire it (`call.rs`).
-    pub(crate) fn grown_large(&self) -> bool {
-        self.0.grown_large()
-    }
-
+impl Instance<ValidatorKind> {
     /// The records of `batch` the plugin refuses (empty: all accepted).
     ///
     /// # Errors
     /// A trap, a timeout, memory exhaustion, a guest error, or an answer that breaks the
     /// contract. The instance must be dropped afterwards.
     pub fn validate(&mut self, batch: &ColumnarBatch) -> Result<Vec<Refusal>, CallError> {
-        let rejections = self.0.call(|b, store| {
+        let rejections = self.call(|b, store| {
             b.sluice_plugin_validator_api()
                 .call_validate(store, &batch.columns)
         })?;
-        check_rejections(rejections, batch.len()).map_err(|message| self.0.contract(message))
+        check_rejections(rejections, batch.len()).map_err(|message| self.contract(message))
     }
 }
 

@@ -19,7 +19,8 @@
 //!   [`fetch_response::RecordSet`], so no storage I/O here.
 //! - [`compat`]: the old request versions the codec crate no longer encodes, read as a newer
 //!   layout, and their answers in the old layout (Produce v0-v2's UNSUPPORTED_VERSION too).
-//! - `fuzz`: the `request` fuzz target's entry point and its seeds (not an API).
+//! - `fuzz` (feature `fuzz`, test scaffolding: never in the broker binary): the `request`
+//!   fuzz target's entry point and its seeds (not an API).
 //!
 //! KIP-110's zstd rules (which Produce and Fetch versions may carry zstd batches) are not
 //! here: they read record batch headers, for Fetch from segment files, so they stay with
@@ -33,6 +34,7 @@ pub mod compat;
 pub mod fetch_response;
 pub mod frame;
 #[doc(hidden)]
+#[cfg(feature = "fuzz")]
 pub mod fuzz;
 pub mod limits;
 pub mod shape;

@@ -25,12 +25,15 @@
 //!   the [`acl::Authorizer`] (StandardAuthorizer's rules).
 //! - [`quota`]: client quota entities and Kafka's 8-level resolution; [`quota::rate`],
 //!   sampled byte rates and throttle times.
-//! - [`records`]: [`records::SecurityRecord`], the versioned, bounded byte layout.
+//! - [`records`]: [`records::SecurityRecord`], the versioned, bounded byte layout (written
+//!   and read with `sluice_kafka::bytes`).
 //! - [`state`]: [`state::SecurityState`], rebuilt from records; snapshots for compaction.
 //! - [`users`]: AlterUserScramCredentials and DescribeUserScramCredentials decisions.
-//! - [`fuzz`]: the fuzz targets' entry points.
+//! - `fuzz` (feature `fuzz`, test scaffolding: never in the broker binary): the fuzz targets'
+//!   entry points and their seed corpus.
 //!
-//! Architecture Invariant: this crate depends on no other Sluice crate, does no I/O,
+//! Architecture Invariant: this crate depends on no other Sluice crate but the leaf
+//! `sluice-kafka` (Kafka's error codes, the byte reader, the seeded generator), does no I/O,
 //! opens no sockets and reads no clock. It never stores, logs or returns a password:
 //! credentials are Kafka's salted, iterated keys, and `Debug` leaves keys and passwords out.
 //!
@@ -39,6 +42,7 @@
 //! before it allocates.
 
 pub mod acl;
+#[cfg(any(test, feature = "fuzz"))]
 pub mod fuzz;
 pub mod limits;
 pub mod plain;

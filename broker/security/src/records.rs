@@ -24,6 +24,8 @@
 //! the live checks would refuse (a credential out of Kafka's bounds, an invalid binding or
 //! quota) are errors. A decoded record is one that could have been written.
 
+use sluice_kafka::bytes::{Limit, ReadError, Reader, Writer};
+
 use crate::acl::{
     AccessControlEntry, AclBinding, AclOperation, AclPermissionType, PatternType, ResourcePattern,
     ResourceType,
@@ -80,16 +82,10 @@ pub enum DecodeError {
     /// The record is over [`limits::SECURITY_RECORD_BYTES_MAX`].
     #[error("security record of {0} bytes is over the limit of {max} bytes (SECURITY_RECORD_BYTES_MAX)", max = limits::SECURITY_RECORD_BYTES_MAX)]
     TooLong(usize),
-    /// The record ended inside a field.
-    #[error("security record truncated: needed {needed} bytes at byte {at}, have {len}")]
-    Truncated {
-        /// Where the field starts.
-        at: usize,
-        /// Bytes it needs.
-        needed: usize,
-        /// Record length.
-        len: usize,
-    },
+    /// A field is cut short, over its limit (named) or not UTF-8, or bytes remain after
+    /// the last field.
+    #[error("security record: {0}")]
+    Read(#[from] ReadError),
     /// A version this build does not read.
     #[error("security record version {0} is not supported (this build reads version 0)")]
     UnknownVersion(u8),
@@ -101,24 +97,6 @@ pub enum DecodeError {
         /// Its value.
         value: i16,
     },
-    /// A string field is not UTF-8.
-    #[error("security record has a {0} that is not UTF-8")]
-    InvalidUtf8(&'static str),
-    /// A length field over the field's limit.
-    #[error("security record {what} of {len} bytes is over the limit of {max} bytes ({limit})")]
-    FieldTooLong {
-        /// The field.
-        what: &'static str,
-        /// Its length.
-        len: usize,
-        /// The limit.
-        max: usize,
-        /// The limit's name.
-        limit: &'static str,
-    },
-    /// Bytes after the last field.
-    #[error("security record has {0} trailing bytes")]
-    TrailingBytes(usize),
     /// The value is one the live checks refuse.
     #[error("security record holds an invalid value: {0}")]
     Invalid(String),
@@ -144,14 +122,14 @@ impl SecurityRecord {
             if user.is_empty() {
                 return Err(DecodeError::Invalid("empty user name".into()));
             }
-            let (len, max) = (user.len(), limits::USER_NAME_BYTES_MAX);
-            if len > max {
-                return Err(DecodeError::FieldTooLong {
+            let len = user.len();
+            if len > USER.max {
+                return Err(ReadError::TooLong {
                     what: "user",
                     len,
-                    max,
-                    limit: "USER_NAME_BYTES_MAX",
-                });
+                    limit: USER,
+                }
+                .into());
             }
             Ok(())
         };
@@ -180,28 +158,24 @@ impl SecurityRecord {
         if let Err(e) = self.validate() {
             panic!("encoding an invalid security record: {e}");
         }
-        let mut w = Vec::with_capacity(64);
-        w.push(VERSION);
+        let mut w = Writer::with_capacity(64);
+        w.u8(VERSION);
         match self {
             Self::ScramCredentialUpsert {
                 user,
                 credential: c,
             } => {
-                w.push(kind::SCRAM_UPSERT);
-                put16(&mut w, user.as_bytes());
-                w.push(c.mechanism.type_code() as u8);
-                w.extend_from_slice(&(c.iterations as i32).to_be_bytes());
-                put16(&mut w, &c.salt);
-                put16(&mut w, &c.stored_key);
-                put16(&mut w, &c.server_key);
+                w.u8(kind::SCRAM_UPSERT).str_u16(user);
+                w.i8(c.mechanism.type_code()).i32(c.iterations as i32);
+                w.bytes_u16(&c.salt).bytes_u16(&c.stored_key);
+                w.bytes_u16(&c.server_key);
             }
             Self::ScramCredentialDelete { user, mechanism } => {
-                w.push(kind::SCRAM_DELETE);
-                put16(&mut w, user.as_bytes());
-                w.push(mechanism.type_code() as u8);
+                w.u8(kind::SCRAM_DELETE).str_u16(user);
+                w.i8(mechanism.type_code());
             }
             Self::AclCreate(b) | Self::AclDelete(b) => {
-                w.push(if matches!(self, Self::AclCreate(_)) {
+                w.u8(if matches!(self, Self::AclCreate(_)) {
                     kind::ACL_CREATE
                 } else {
                     kind::ACL_DELETE
@@ -213,17 +187,17 @@ impl SecurityRecord {
                 kind: k,
                 value,
             } => {
-                w.push(kind::QUOTA_SET);
+                w.u8(kind::QUOTA_SET);
                 put_entity(&mut w, entity);
-                w.push(quota_code(*k));
-                w.extend_from_slice(&value.to_bits().to_be_bytes());
+                w.u8(quota_code(*k)).u64(value.to_bits());
             }
             Self::ClientQuotaRemove { entity, kind: k } => {
-                w.push(kind::QUOTA_REMOVE);
+                w.u8(kind::QUOTA_REMOVE);
                 put_entity(&mut w, entity);
-                w.push(quota_code(*k));
+                w.u8(quota_code(*k));
             }
         }
+        let w = w.into_bytes();
         assert!(
             w.len() <= limits::SECURITY_RECORD_BYTES_MAX,
             "an encoded record over SECURITY_RECORD_BYTES_MAX"
@@ -236,26 +210,26 @@ impl SecurityRecord {
         if bytes.len() > limits::SECURITY_RECORD_BYTES_MAX {
             return Err(DecodeError::TooLong(bytes.len()));
         }
-        let mut r = Reader { bytes, at: 0 };
-        let version = r.u8()?;
+        let mut r = Reader::new(bytes);
+        let version = r.u8("version")?;
         if version != VERSION {
             return Err(DecodeError::UnknownVersion(version));
         }
-        let record = match r.u8()? {
+        let record = match r.u8("record kind")? {
             kind::SCRAM_UPSERT => decode_upsert(&mut r)?,
             kind::SCRAM_DELETE => {
-                let user = r.user()?;
+                let user = user(&mut r)?;
                 Self::ScramCredentialDelete {
                     user,
-                    mechanism: r.mechanism()?,
+                    mechanism: mechanism(&mut r)?,
                 }
             }
-            kind::ACL_CREATE => Self::AclCreate(r.binding()?),
-            kind::ACL_DELETE => Self::AclDelete(r.binding()?),
+            kind::ACL_CREATE => Self::AclCreate(binding(&mut r)?),
+            kind::ACL_DELETE => Self::AclDelete(binding(&mut r)?),
             kind::QUOTA_SET => {
-                let entity = r.entity()?;
-                let k = r.quota_kind()?;
-                let value = f64::from_bits(u64::from_be_bytes(r.array()?));
+                let entity = entity(&mut r)?;
+                let k = quota_kind(&mut r)?;
+                let value = f64::from_bits(r.u64("quota value")?);
                 validate_value(k, value).map_err(|e| DecodeError::Invalid(e.to_string()))?;
                 Self::ClientQuotaSet {
                     entity,
@@ -264,10 +238,10 @@ impl SecurityRecord {
                 }
             }
             kind::QUOTA_REMOVE => {
-                let entity = r.entity()?;
+                let entity = entity(&mut r)?;
                 Self::ClientQuotaRemove {
                     entity,
-                    kind: r.quota_kind()?,
+                    kind: quota_kind(&mut r)?,
                 }
             }
             other => {
@@ -277,34 +251,36 @@ impl SecurityRecord {
                 });
             }
         };
-        match bytes.len() - r.at {
-            0 => Ok(record),
-            n => Err(DecodeError::TrailingBytes(n)),
-        }
+        r.finish()?;
+        Ok(record)
     }
 }
 
+/// The limits the fields are read under, named as in [`limits`].
+const USER: Limit = Limit::new("USER_NAME_BYTES_MAX", limits::USER_NAME_BYTES_MAX);
+const SALT: Limit = Limit::new("SCRAM_SALT_BYTES_MAX", limits::SCRAM_SALT_BYTES_MAX);
+const RESOURCE_NAME: Limit = Limit::new(
+    "ACL_RESOURCE_NAME_BYTES_MAX",
+    limits::ACL_RESOURCE_NAME_BYTES_MAX,
+);
+const PRINCIPAL: Limit = Limit::new(
+    "PRINCIPAL_TYPE_BYTES_MAX + USER_NAME_BYTES_MAX",
+    limits::PRINCIPAL_TYPE_BYTES_MAX + 1 + limits::USER_NAME_BYTES_MAX,
+);
+const HOST: Limit = Limit::new("ACL_HOST_BYTES_MAX", limits::ACL_HOST_BYTES_MAX);
+const CLIENT_ID: Limit = Limit::new(
+    "QUOTA_CLIENT_ID_BYTES_MAX",
+    limits::QUOTA_CLIENT_ID_BYTES_MAX,
+);
+
 fn decode_upsert(r: &mut Reader<'_>) -> Result<SecurityRecord, DecodeError> {
-    let user = r.user()?;
-    let mechanism = r.mechanism()?;
-    let iterations = i32::from_be_bytes(r.array()?);
-    let salt = r
-        .bytes16("salt", limits::SCRAM_SALT_BYTES_MAX, "SCRAM_SALT_BYTES_MAX")?
-        .to_vec();
-    let stored_key = r
-        .bytes16(
-            "stored key",
-            mechanism.hash_len(),
-            "the mechanism's hash length",
-        )?
-        .to_vec();
-    let server_key = r
-        .bytes16(
-            "server key",
-            mechanism.hash_len(),
-            "the mechanism's hash length",
-        )?
-        .to_vec();
+    let user = user(r)?;
+    let mechanism = mechanism(r)?;
+    let iterations = r.i32("iterations")?;
+    let key = Limit::new("the mechanism's hash length", mechanism.hash_len());
+    let salt = r.bytes_u16("salt", SALT)?.to_vec();
+    let stored_key = r.bytes_u16("stored key", key)?.to_vec();
+    let server_key = r.bytes_u16("server key", key)?.to_vec();
     let iterations = u32::try_from(iterations)
         .map_err(|_| DecodeError::Invalid(format!("iterations {iterations}")))?;
     let credential = ScramCredential {
@@ -327,187 +303,97 @@ fn quota_code(kind: QuotaKind) -> u8 {
     }
 }
 
-fn put16(w: &mut Vec<u8>, bytes: &[u8]) {
-    let len = u16::try_from(bytes.len()).expect("a record field over u16 length");
-    w.extend_from_slice(&len.to_be_bytes());
-    w.extend_from_slice(bytes);
+fn put_binding(w: &mut Writer, b: &AclBinding) {
+    w.i8(b.pattern.resource_type.code())
+        .str_u16(&b.pattern.name);
+    w.i8(b.pattern.pattern_type.code());
+    w.str_u16(&b.entry.principal.to_string())
+        .str_u16(&b.entry.host);
+    w.i8(b.entry.operation.code())
+        .i8(b.entry.permission_type.code());
 }
 
-fn put_binding(w: &mut Vec<u8>, b: &AclBinding) {
-    w.push(b.pattern.resource_type.code() as u8);
-    put16(w, b.pattern.name.as_bytes());
-    w.push(b.pattern.pattern_type.code() as u8);
-    put16(w, b.entry.principal.to_string().as_bytes());
-    put16(w, b.entry.host.as_bytes());
-    w.push(b.entry.operation.code() as u8);
-    w.push(b.entry.permission_type.code() as u8);
-}
-
-fn put_entity(w: &mut Vec<u8>, e: &QuotaEntity) {
+fn put_entity(w: &mut Writer, e: &QuotaEntity) {
     for half in [&e.user, &e.client_id] {
         match half {
-            None => w.push(0),
-            Some(EntityName::Default) => w.push(1),
-            Some(EntityName::Named(name)) => {
-                w.push(2);
-                put16(w, name.as_bytes());
-            }
-        }
+            None => w.u8(0),
+            Some(EntityName::Default) => w.u8(1),
+            Some(EntityName::Named(name)) => w.u8(2).str_u16(name),
+        };
     }
 }
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
+fn user(r: &mut Reader<'_>) -> Result<String, DecodeError> {
+    let user = r.str_u16("user", USER)?;
+    if user.is_empty() {
+        return Err(DecodeError::Invalid("empty user name".into()));
+    }
+    Ok(user)
 }
 
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
-        let truncated = DecodeError::Truncated {
-            at: self.at,
-            needed: n,
-            len: self.bytes.len(),
-        };
-        let end = self
-            .at
-            .checked_add(n)
-            .filter(|&e| e <= self.bytes.len())
-            .ok_or(truncated)?;
-        let out = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(out)
-    }
+fn mechanism(r: &mut Reader<'_>) -> Result<ScramMechanism, DecodeError> {
+    let code = r.i8("mechanism")?;
+    ScramMechanism::from_type_code(code).ok_or(DecodeError::Unknown {
+        what: "mechanism",
+        value: code.into(),
+    })
+}
 
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
-        let mut out = [0; N];
-        out.copy_from_slice(self.take(N)?);
-        Ok(out)
+fn quota_kind(r: &mut Reader<'_>) -> Result<QuotaKind, DecodeError> {
+    match r.u8("quota key")? {
+        0 => Ok(QuotaKind::ProducerByteRate),
+        1 => Ok(QuotaKind::ConsumerByteRate),
+        other => Err(DecodeError::Unknown {
+            what: "quota key",
+            value: other.into(),
+        }),
     }
+}
 
-    fn u8(&mut self) -> Result<u8, DecodeError> {
-        Ok(self.array::<1>()?[0])
-    }
+fn binding(r: &mut Reader<'_>) -> Result<AclBinding, DecodeError> {
+    let resource_type = ResourceType::from_code(r.i8("resource type")?);
+    let name = r.str_u16("resource name", RESOURCE_NAME)?;
+    let pattern_type = PatternType::from_code(r.i8("pattern type")?);
+    let principal = r.str_u16("principal", PRINCIPAL)?;
+    let host = r.str_u16("host", HOST)?;
+    let operation = AclOperation::from_code(r.i8("operation")?);
+    let permission_type = AclPermissionType::from_code(r.i8("permission type")?);
+    let principal =
+        KafkaPrincipal::parse(&principal).map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    let binding = AclBinding {
+        pattern: ResourcePattern {
+            resource_type,
+            name,
+            pattern_type,
+        },
+        entry: AccessControlEntry {
+            principal,
+            host,
+            operation,
+            permission_type,
+        },
+    };
+    binding
+        .validate()
+        .map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    Ok(binding)
+}
 
-    fn i8(&mut self) -> Result<i8, DecodeError> {
-        Ok(self.u8()? as i8)
-    }
-
-    /// A u16-length field, its length checked against `max` before it is read.
-    fn bytes16(
-        &mut self,
-        what: &'static str,
-        max: usize,
-        limit: &'static str,
-    ) -> Result<&'a [u8], DecodeError> {
-        let len = usize::from(u16::from_be_bytes(self.array()?));
-        if len > max {
-            return Err(DecodeError::FieldTooLong {
-                what,
-                len,
-                max,
-                limit,
-            });
-        }
-        self.take(len)
-    }
-
-    fn str16(
-        &mut self,
-        what: &'static str,
-        max: usize,
-        limit: &'static str,
-    ) -> Result<String, DecodeError> {
-        let raw = self.bytes16(what, max, limit)?;
-        std::str::from_utf8(raw)
-            .map(str::to_owned)
-            .map_err(|_| DecodeError::InvalidUtf8(what))
-    }
-
-    fn user(&mut self) -> Result<String, DecodeError> {
-        let user = self.str16("user", limits::USER_NAME_BYTES_MAX, "USER_NAME_BYTES_MAX")?;
-        if user.is_empty() {
-            return Err(DecodeError::Invalid("empty user name".into()));
-        }
-        Ok(user)
-    }
-
-    fn mechanism(&mut self) -> Result<ScramMechanism, DecodeError> {
-        let code = self.i8()?;
-        ScramMechanism::from_type_code(code).ok_or(DecodeError::Unknown {
-            what: "mechanism",
-            value: code.into(),
-        })
-    }
-
-    fn quota_kind(&mut self) -> Result<QuotaKind, DecodeError> {
-        match self.u8()? {
-            0 => Ok(QuotaKind::ProducerByteRate),
-            1 => Ok(QuotaKind::ConsumerByteRate),
-            other => Err(DecodeError::Unknown {
-                what: "quota key",
-                value: other.into(),
-            }),
-        }
-    }
-
-    fn binding(&mut self) -> Result<AclBinding, DecodeError> {
-        let resource_type = ResourceType::from_code(self.i8()?);
-        let name = self.str16(
-            "resource name",
-            limits::ACL_RESOURCE_NAME_BYTES_MAX,
-            "ACL_RESOURCE_NAME_BYTES_MAX",
-        )?;
-        let pattern_type = PatternType::from_code(self.i8()?);
-        let max = limits::PRINCIPAL_TYPE_BYTES_MAX + 1 + limits::USER_NAME_BYTES_MAX;
-        let principal = self.str16(
-            "principal",
-            max,
-            "PRINCIPAL_TYPE_BYTES_MAX + USER_NAME_BYTES_MAX",
-        )?;
-        let host = self.str16("host", limits::ACL_HOST_BYTES_MAX, "ACL_HOST_BYTES_MAX")?;
-        let operation = AclOperation::from_code(self.i8()?);
-        let permission_type = AclPermissionType::from_code(self.i8()?);
-        let principal =
-            KafkaPrincipal::parse(&principal).map_err(|e| DecodeError::Invalid(e.to_string()))?;
-        let binding = AclBinding {
-            pattern: ResourcePattern {
-                resource_type,
-                name,
-                pattern_type,
-            },
-            entry: AccessControlEntry {
-                principal,
-                host,
-                operation,
-                permission_type,
-            },
-        };
-        binding
-            .validate()
-            .map_err(|e| DecodeError::Invalid(e.to_string()))?;
-        Ok(binding)
-    }
-
-    fn entity(&mut self) -> Result<QuotaEntity, DecodeError> {
-        let mut half = |what: &'static str, max: usize, limit: &'static str| match self.u8()? {
-            0 => Ok(None),
-            1 => Ok(Some(EntityName::Default)),
-            2 => Ok(Some(EntityName::Named(self.str16(what, max, limit)?))),
-            other => Err(DecodeError::Unknown {
-                what: "quota entity tag",
-                value: other.into(),
-            }),
-        };
-        let user = half("user", limits::USER_NAME_BYTES_MAX, "USER_NAME_BYTES_MAX")?;
-        let client_id = half(
-            "client id",
-            limits::QUOTA_CLIENT_ID_BYTES_MAX,
-            "QUOTA_CLIENT_ID_BYTES_MAX",
-        )?;
-        let entity = QuotaEntity { user, client_id };
-        entity
-            .validate()
-            .map_err(|e| DecodeError::Invalid(e.to_string()))?;
-        Ok(entity)
-    }
+fn entity(r: &mut Reader<'_>) -> Result<QuotaEntity, DecodeError> {
+    let mut half = |what: &'static str, limit: Limit| match r.u8("quota entity tag")? {
+        0 => Ok(None),
+        1 => Ok(Some(EntityName::Default)),
+        2 => Ok(Some(EntityName::Named(r.str_u16(what, limit)?))),
+        other => Err(DecodeError::Unknown {
+            what: "quota entity tag",
+            value: other.into(),
+        }),
+    };
+    let user = half("user", USER)?;
+    let client_id = half("client id", CLIENT_ID)?;
+    let entity = QuotaEntity { user, client_id };
+    entity
+        .validate()
+        .map_err(|e| DecodeError::Invalid(e.to_string()))?;
+    Ok(entity)
 }

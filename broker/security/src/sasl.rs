@@ -9,11 +9,7 @@
 //! first. A message after the exchange ended is Kafka's `IllegalSaslStateException`,
 //! ILLEGAL_SASL_STATE (34).
 
-/// Kafka's `SASL_AUTHENTICATION_FAILED` error code.
-pub const SASL_AUTHENTICATION_FAILED: i16 = 58;
-
-/// Kafka's `ILLEGAL_SASL_STATE` error code.
-pub const ILLEGAL_SASL_STATE: i16 = 34;
+use sluice_kafka::ErrorCode;
 
 /// A failed SASL step. No variant ever holds a password.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -45,9 +41,10 @@ impl SaslError {
     /// The Kafka error code for the SaslAuthenticate response.
     pub const fn error_code(&self) -> i16 {
         match self {
-            Self::Failed { .. } | Self::Refused { .. } => SASL_AUTHENTICATION_FAILED,
-            Self::IllegalState { .. } => ILLEGAL_SASL_STATE,
+            Self::Failed { .. } | Self::Refused { .. } => ErrorCode::SaslAuthenticationFailed,
+            Self::IllegalState { .. } => ErrorCode::IllegalSaslState,
         }
+        .code()
     }
 
     /// The `error_message` for the client: Kafka's text. `reauthenticating` picks

@@ -15,19 +15,12 @@
 
 use std::collections::BTreeMap;
 
+use sluice_kafka::ErrorCode;
+
 use crate::limits;
 use crate::records::SecurityRecord;
 use crate::scram::{CredentialError, ScramCredential, ScramMechanism};
 use crate::state::SecurityState;
-
-/// Kafka's UNSUPPORTED_SASL_MECHANISM.
-pub const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
-/// Kafka's RESOURCE_NOT_FOUND.
-pub const RESOURCE_NOT_FOUND: i16 = 91;
-/// Kafka's DUPLICATE_RESOURCE.
-pub const DUPLICATE_RESOURCE: i16 = 92;
-/// Kafka's UNACCEPTABLE_CREDENTIAL.
-pub const UNACCEPTABLE_CREDENTIAL: i16 = 93;
 
 /// One deletion of AlterUserScramCredentials.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,11 +80,14 @@ pub struct DescribedUser {
     pub credentials: Vec<(ScramMechanism, u32)>,
 }
 
-type Outcome<T> = Result<T, (i16, String)>;
+type Outcome<T> = Result<T, (ErrorCode, String)>;
 
 fn check_user_and_mechanism(user: &str, mechanism: i8) -> Outcome<ScramMechanism> {
     if user.is_empty() {
-        return Err((UNACCEPTABLE_CREDENTIAL, "Username must not be empty".into()));
+        return Err((
+            ErrorCode::UnacceptableCredential,
+            "Username must not be empty".into(),
+        ));
     }
     if user.len() > limits::USER_NAME_BYTES_MAX {
         let max = limits::USER_NAME_BYTES_MAX;
@@ -99,19 +95,27 @@ fn check_user_and_mechanism(user: &str, mechanism: i8) -> Outcome<ScramMechanism
             "Username of {} bytes is over the limit of {max} bytes (USER_NAME_BYTES_MAX)",
             user.len()
         );
-        return Err((UNACCEPTABLE_CREDENTIAL, msg));
+        return Err((ErrorCode::UnacceptableCredential, msg));
     }
-    ScramMechanism::from_type_code(mechanism)
-        .ok_or((UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism".into()))
+    ScramMechanism::from_type_code(mechanism).ok_or((
+        ErrorCode::UnsupportedSaslMechanism,
+        "Unknown SCRAM mechanism".into(),
+    ))
 }
 
 fn check_upsertion(u: &Upsertion) -> Outcome<ScramCredential> {
     let mechanism = check_user_and_mechanism(&u.user, u.mechanism)?;
     if u.iterations < limits::SCRAM_ITERATIONS_MIN as i32 {
-        return Err((UNACCEPTABLE_CREDENTIAL, "Too few iterations".into()));
+        return Err((
+            ErrorCode::UnacceptableCredential,
+            "Too few iterations".into(),
+        ));
     }
     if u.iterations > limits::SCRAM_ITERATIONS_MAX as i32 {
-        return Err((UNACCEPTABLE_CREDENTIAL, "Too many iterations".into()));
+        return Err((
+            ErrorCode::UnacceptableCredential,
+            "Too many iterations".into(),
+        ));
     }
     ScramCredential::from_salted_password(
         mechanism,
@@ -119,7 +123,7 @@ fn check_upsertion(u: &Upsertion) -> Outcome<ScramCredential> {
         &u.salt,
         u.iterations as u32,
     )
-    .map_err(|e: CredentialError| (UNACCEPTABLE_CREDENTIAL, e.to_string()))
+    .map_err(|e: CredentialError| (ErrorCode::UnacceptableCredential, e.to_string()))
 }
 
 const TWICE: &str = "A user credential cannot be altered twice in the same request";
@@ -131,7 +135,7 @@ pub fn alter(
     deletions: &[Deletion],
     upsertions: &[Upsertion],
 ) -> (Vec<UserResult>, Vec<SecurityRecord>) {
-    let mut errors: BTreeMap<String, (i16, String)> = BTreeMap::new();
+    let mut errors: BTreeMap<String, (ErrorCode, String)> = BTreeMap::new();
     let mut deletes: BTreeMap<String, ScramMechanism> = BTreeMap::new();
     let mut upserts: BTreeMap<String, ScramCredential> = BTreeMap::new();
     for d in deletions {
@@ -139,14 +143,14 @@ pub fn alter(
             continue;
         }
         if deletes.remove(&d.user).is_some() {
-            errors.insert(d.user.clone(), (DUPLICATE_RESOURCE, TWICE.into()));
+            errors.insert(d.user.clone(), (ErrorCode::DuplicateResource, TWICE.into()));
             continue;
         }
         let checked = check_user_and_mechanism(&d.user, d.mechanism).and_then(|m| {
             match state.credential(&d.user, m) {
                 Some(_) => Ok(m),
                 None => Err((
-                    RESOURCE_NOT_FOUND,
+                    ErrorCode::ResourceNotFound,
                     "Attempt to delete a user credential that does not exist".into(),
                 )),
             }
@@ -161,7 +165,7 @@ pub fn alter(
             continue;
         }
         if deletes.remove(&u.user).is_some() || upserts.remove(&u.user).is_some() {
-            errors.insert(u.user.clone(), (DUPLICATE_RESOURCE, TWICE.into()));
+            errors.insert(u.user.clone(), (ErrorCode::DuplicateResource, TWICE.into()));
             continue;
         }
         match check_upsertion(u) {
@@ -179,7 +183,7 @@ pub fn alter(
             "{} SCRAM credentials are stored, the limit (SCRAM_CREDENTIALS_MAX)",
             limits::SCRAM_CREDENTIALS_MAX
         );
-        errors.insert(user.clone(), (UNACCEPTABLE_CREDENTIAL, msg));
+        errors.insert(user.clone(), (ErrorCode::UnacceptableCredential, msg));
         false
     });
     let ok = |user: &String| UserResult {
@@ -189,15 +193,11 @@ pub fn alter(
     };
     let mut results: Vec<UserResult> = deletes.keys().map(ok).collect();
     results.extend(upserts.keys().map(ok));
-    results.extend(
-        errors
-            .into_iter()
-            .map(|(user, (error_code, msg))| UserResult {
-                user,
-                error_code,
-                error_message: Some(msg),
-            }),
-    );
+    results.extend(errors.into_iter().map(|(user, (error, msg))| UserResult {
+        user,
+        error_code: error.code(),
+        error_message: Some(msg),
+    }));
     let mut records: Vec<SecurityRecord> = deletes
         .into_iter()
         .map(|(user, mechanism)| SecurityRecord::ScramCredentialDelete { user, mechanism })
@@ -231,10 +231,10 @@ pub fn describe(state: &SecurityState, users: Option<&[String]>) -> Vec<Describe
         error_message: None,
         credentials,
     };
-    let failed = |user: String, code: i16, prefix: &str| DescribedUser {
+    let failed = |user: String, error: ErrorCode, prefix: &str| DescribedUser {
         error_message: Some(format!("{prefix}{user}")),
         user,
-        error_code: code,
+        error_code: error.code(),
         credentials: Vec::new(),
     };
     wanted
@@ -242,7 +242,7 @@ pub fn describe(state: &SecurityState, users: Option<&[String]>) -> Vec<Describe
         .map(|(user, twice)| match (twice, all.get(user.as_str())) {
             (true, _) => failed(
                 user,
-                DUPLICATE_RESOURCE,
+                ErrorCode::DuplicateResource,
                 "Cannot describe SCRAM credentials for the same user twice in a single request: ",
             ),
             (false, Some(creds)) => {
@@ -251,7 +251,7 @@ pub fn describe(state: &SecurityState, users: Option<&[String]>) -> Vec<Describe
             }
             (false, None) => failed(
                 user,
-                RESOURCE_NOT_FOUND,
+                ErrorCode::ResourceNotFound,
                 "Attempt to describe a user credential that does not exist: ",
             ),
         })

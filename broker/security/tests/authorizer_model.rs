@@ -9,7 +9,7 @@ use sluice_security::acl::{
     PatternType as Pat, ResourcePattern, ResourcePatternFilter, ResourceType as Res,
 };
 use sluice_security::principal::{KafkaPrincipal, SuperUsers};
-use sluice_security::rng::{SecurityRng, SplitMix64};
+use sluice_security::rng::SplitMix64;
 
 const NAMES: [&str; 6] = ["a", "ab", "abc", "b", "*", "*a"];
 const USERS: [&str; 3] = ["alice", "bob", "*"];

@@ -32,7 +32,7 @@ fn every_seed_is_in_the_committed_corpus() {
     for (target, name, bytes) in fuzz::seeds() {
         let path = corpus_dir().join(target).join(format!("seed-{name}"));
         let committed = std::fs::read(&path).unwrap_or_else(|_| {
-            panic!("{} is missing: cargo run -p sluice-security --example fuzz_seeds -- tests/fuzz/corpus", path.display())
+            panic!("{} is missing: cargo run -p sluice-security --example security_fuzz_seeds -- tests/fuzz/corpus", path.display())
         });
         assert_eq!(
             committed,

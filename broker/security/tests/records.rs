@@ -284,7 +284,7 @@ fn later_records_win_and_a_refusal_changes_nothing() {
 
 /// A seeded random history of every record kind over a few users, names and entities.
 fn random_history(creds: &[ScramCredential; 2], seed: u64, len: usize) -> Vec<SecurityRecord> {
-    use sluice_security::rng::{SecurityRng, SplitMix64};
+    use sluice_security::rng::SplitMix64;
     let mut rng = SplitMix64::new(seed);
     let users = ["alice", "bob", "carol"];
     let ops = [AclOperation::Read, AclOperation::Write, AclOperation::All];

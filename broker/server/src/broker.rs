@@ -16,11 +16,12 @@ use serde::{Deserialize, Serialize};
 use sluice_storage::Fs;
 use sluice_storage::io::{self as storage_io, RealFs};
 
-use crate::clock::{SharedClock, now_ms};
+use crate::clock::SharedClock;
 use crate::config::{BrokerConfig, HostPort};
 use crate::error::ServerError;
 use crate::files::{remove_stale_temps, write_durable};
 use crate::plugins::Plugins;
+use crate::random::OsRng;
 use crate::security::Security;
 use crate::topics::TopicRegistry;
 
@@ -201,22 +202,14 @@ fn load_or_create_cluster_id(dir: &Path) -> Result<String, ServerError> {
     Ok(cluster_id)
 }
 
-/// 22 URL-safe characters from the std hasher's random keys and the clock (Kafka's cluster
-/// ids are 22-character base64 UUIDs).
+/// 22 random URL-safe characters (`random.rs`; Kafka's cluster ids are 22-character
+/// base64 UUIDs).
 fn random_id() -> String {
-    use std::hash::{BuildHasher, Hasher};
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::with_capacity(22);
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_i64(now_ms());
-    let mut bits = hasher.finish();
-    for i in 0..22 {
-        if i == 11 {
-            hasher.write_u64(bits);
-            bits = hasher.finish();
-        }
-        out.push(char::from(ALPHABET[(bits & 63) as usize]));
-        bits >>= 6;
-    }
-    out
+    let mut bytes = [0u8; 22];
+    OsRng::fill(&mut bytes).expect("getrandom(2) failed");
+    bytes
+        .iter()
+        .map(|b| char::from(ALPHABET[usize::from(b & 63)]))
+        .collect()
 }

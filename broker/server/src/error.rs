@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use kafka_protocol::ResponseError;
+use sluice_kafka::ErrorCode;
 use sluice_storage::BatchError;
 
 /// A config source was wrong; the message names the key.
@@ -69,6 +70,12 @@ impl KafkaError {
         }
     }
 
+    /// Builds an error from one of our crates' codes (`sluice_kafka::ErrorCode`, a failure:
+    /// never NONE) and a message.
+    pub fn from_code(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self::new(response_error(code), message)
+    }
+
     /// The same error, blaming the record at `index` of its batch.
     #[must_use]
     pub fn with_record_error(mut self, index: i32, reason: impl Into<String>) -> Self {
@@ -81,18 +88,21 @@ impl KafkaError {
     /// record count, a malformed record, unknown codec) are INVALID_RECORD, as Kafka answers
     /// them, with the record named for a malformed record.
     pub fn from_batch(context: &str, error: &BatchError) -> Self {
-        let code = match error {
-            BatchError::Truncated { .. }
-            | BatchError::BadLength { .. }
-            | BatchError::CrcMismatch { .. }
-            | BatchError::Empty => ResponseError::CorruptMessage,
-            _ => ResponseError::InvalidRecord,
-        };
-        let out = Self::new(code, format!("{context}: {error}"));
+        let out = Self::from_code(error.error_code(), format!("{context}: {error}"));
         match error {
             BatchError::BadRecord { index, reason } => out.with_record_error(*index, *reason),
             _ => out,
         }
+    }
+}
+
+/// The `kafka-protocol` error with the number of `code`, one of our crates' failures (the
+/// two tables agree: `every_code_of_ours_is_kafkas` below). NONE, which is no failure, and
+/// a number `kafka-protocol` does not know, are UNKNOWN_SERVER_ERROR.
+pub fn response_error(code: ErrorCode) -> ResponseError {
+    match ResponseError::try_from_code(code.code()) {
+        Some(ResponseError::Unknown(_)) | None => ResponseError::UnknownServerError,
+        Some(known) => known,
     }
 }
 
@@ -131,5 +141,26 @@ impl ServerError {
     pub fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Self {
         let context = context.into();
         move |source| Self::Io { context, source }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `sluice_kafka::ErrorCode` is our one table of Kafka's codes; `kafka-protocol`'s is
+    /// generated from Kafka's specs. Every number of ours names the same error there.
+    #[test]
+    fn every_code_of_ours_is_kafkas() {
+        for &code in ErrorCode::ALL.iter().filter(|c| !c.is_ok()) {
+            let theirs = ResponseError::try_from_code(code.code());
+            assert!(
+                theirs.is_some_and(|t| !matches!(t, ResponseError::Unknown(_))),
+                "{code:?} ({}) is not a kafka-protocol error",
+                code.code()
+            );
+            assert_eq!(format!("{:?}", response_error(code)), format!("{code:?}"));
+        }
+        assert_eq!(ResponseError::try_from_code(ErrorCode::None.code()), None);
     }
 }

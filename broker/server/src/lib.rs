@@ -64,6 +64,10 @@
 //!   (spec + source topic + bound chain) is the registry's (`topics/views.rs`); `records` decodes and re-encodes the batches
 //!   for views and for `reroute/`.
 //! - [`error`]: config, Kafka and server errors.
+//! - [`random`]: `OsRng`, the one place the OS's randomness is read (SCRAM nonces and
+//!   salts, member ids, topic and cluster ids).
+//! - `fuzz` (feature `fuzz`, test scaffolding: never in the broker binary): the fuzz
+//!   targets' entry points and `fuzz/seeds.rs`, their seed corpus.
 //! - `codec`: bounded decompression of batch payloads (Produce's record walk, the timestamp
 //!   look-ups of ListOffsets and of transforms started from a time; fetch never decodes).
 //!
@@ -99,6 +103,7 @@ pub mod data_dir;
 pub mod error;
 mod fence;
 mod files;
+#[cfg(feature = "fuzz")]
 #[doc(hidden)]
 pub mod fuzz;
 pub mod group;
@@ -108,6 +113,7 @@ pub mod limits;
 pub mod listener;
 pub mod metrics;
 pub mod plugins;
+pub mod random;
 mod records;
 mod reroute;
 pub mod sasl;

@@ -116,8 +116,9 @@ pub const GROUPS_PER_REQUEST_MAX: usize = 1_000;
 /// `num.partitions` / CreateTopics `num_partitions` upper bound per topic.
 pub const PARTITIONS_PER_TOPIC_MAX: i32 = 10_000;
 
-/// Kafka's topic name length limit (249: leaves room for `-<partition>` in a 255-byte file name).
-pub const TOPIC_NAME_BYTES_MAX: usize = 249;
+/// Kafka's topic name length limit (249: leaves room for `-<partition>` in a 255-byte file
+/// name; `sluice_kafka::limits`, which the transaction coordinator and transforms check too).
+pub use sluice_kafka::limits::TOPIC_NAME_BYTES_MAX;
 
 /// How often the background ticker calls `Log::tick` (flush.ms, segment.ms, retention).
 pub const LOG_TICK_INTERVAL_MS: u64 = 200;

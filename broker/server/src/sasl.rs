@@ -20,15 +20,15 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
+use sluice_kafka::ErrorCode;
 use sluice_security::principal::KafkaPrincipal;
-use sluice_security::sasl::{ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED, SaslError};
+use sluice_security::sasl::SaslError;
 use sluice_security::scram::{ScramMechanism, ScramServer};
-use sluice_security::users::UNSUPPORTED_SASL_MECHANISM;
 
 use crate::broker::Broker;
 use crate::config::SaslMechanism;
 use crate::limits::LOGIN_FAILURES_PER_USER_MAX;
-use crate::security::OsRng;
+use crate::random::OsRng;
 
 /// What the connection does with a request, before decoding it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,7 +186,7 @@ impl Session {
             // Kafka answers a SaslHandshake on a listener without SASL with ILLEGAL_SASL_STATE
             // and leaves the connection as it is.
             return HandshakeOutcome {
-                error_code: ILLEGAL_SASL_STATE,
+                error_code: ErrorCode::IllegalSaslState.code(),
                 mechanisms: mechanisms.clone(),
                 close: false,
             };
@@ -198,14 +198,14 @@ impl Session {
                 "SaslHandshake refused: no SASL exchange may start now"
             );
             self.state = State::Failed;
-            return refuse(ILLEGAL_SASL_STATE);
+            return refuse(ErrorCode::IllegalSaslState.code());
         }
         let chosen = SaslMechanism::from_name(mechanism).filter(|m| enabled.contains(m));
         let Some(chosen) = chosen else {
             tracing::info!(mechanism, enabled = ?mechanisms, "SaslHandshake asked for a mechanism that is not enabled (sasl.enabled.mechanisms)");
             broker.metrics.sasl_authentication(false);
             self.state = State::Failed;
-            return refuse(UNSUPPORTED_SASL_MECHANISM);
+            return refuse(ErrorCode::UnsupportedSaslMechanism.code());
         };
         if let Some(session) = &self.authenticated
             && session.mechanism != chosen
@@ -218,7 +218,7 @@ impl Session {
             );
             broker.metrics.sasl_authentication(false);
             self.state = State::Failed;
-            return refuse(UNSUPPORTED_SASL_MECHANISM);
+            return refuse(ErrorCode::UnsupportedSaslMechanism.code());
         }
         let exchange = match chosen {
             SaslMechanism::Plain => Exchange::Plain,
@@ -268,7 +268,7 @@ impl Session {
             broker.metrics.login_refusals.fetch_add(1, Relaxed);
             self.state = State::Failed;
             return AuthenticateOutcome::failure(
-                SASL_AUTHENTICATION_FAILED,
+                ErrorCode::SaslAuthenticationFailed.code(),
                 format!(
                     "Too many failed authentication attempts for user {user} from {host}: retry in {} s (LOGIN_FAILURES_PER_USER_MAX is {LOGIN_FAILURES_PER_USER_MAX})",
                     (retry_ms + 999) / 1000
@@ -306,7 +306,10 @@ impl Session {
             tracing::info!(message, "re-authentication refused");
             broker.metrics.sasl_authentication(false);
             self.state = State::Failed;
-            return AuthenticateOutcome::failure(SASL_AUTHENTICATION_FAILED, message);
+            return AuthenticateOutcome::failure(
+                ErrorCode::SaslAuthenticationFailed.code(),
+                message,
+            );
         }
         let lifetime = broker.config.connections_max_reauth_ms;
         let lifetime_ms = i64::try_from(lifetime).unwrap_or(i64::MAX);
@@ -373,10 +376,7 @@ fn scram_step(
     broker: &Broker,
     message: &[u8],
 ) -> Result<(Vec<u8>, Option<String>), SaslError> {
-    let mut rng = OsRng::open().map_err(|e| SaslError::Failed {
-        mechanism: server.mechanism().name(),
-        reason: e.to_string(),
-    })?;
+    let mut rng = OsRng;
     let lookup = |user: &str, m: ScramMechanism| {
         broker
             .security

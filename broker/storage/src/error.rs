@@ -1,7 +1,9 @@
-//! Error types. Callers branch on `AppendError` and `ReadError` (they map to Kafka error
-//! codes in the server); `BatchError` says what is wrong with client bytes.
+//! Error types. Callers branch on `AppendError` and `ReadError`; `BatchError` says what is
+//! wrong with client bytes. `AppendError::error_code` and `BatchError::error_code` are the
+//! Kafka errors the server answers them with (`sluice_kafka::ErrorCode`).
 
 use crate::offset::Offset;
+use sluice_kafka::ErrorCode;
 use std::io;
 
 /// What is wrong with a RecordBatch (client input or a corrupt file): never our bug.
@@ -46,6 +48,22 @@ pub enum BatchError {
     /// An append carried no batch at all.
     #[error("no record batch in request")]
     Empty,
+}
+
+impl BatchError {
+    /// The Kafka answer to bytes the storage engine refuses: damaged bytes are
+    /// CORRUPT_MESSAGE (the client may retry); well-formed batches we refuse (old magic, bad
+    /// record count, a malformed record, unknown codec) are INVALID_RECORD, as Kafka answers
+    /// them.
+    pub const fn error_code(&self) -> ErrorCode {
+        match self {
+            Self::Truncated { .. }
+            | Self::BadLength { .. }
+            | Self::CrcMismatch { .. }
+            | Self::Empty => ErrorCode::CorruptMessage,
+            _ => ErrorCode::InvalidRecord,
+        }
+    }
 }
 
 /// Errors of opening, flushing, ticking and closing a log.
@@ -117,6 +135,20 @@ pub enum AppendError {
         producer_id: i64,
         reason: &'static str,
     },
+}
+
+impl AppendError {
+    /// The Kafka error a refused append answers with (each variant's doc names it).
+    pub const fn error_code(&self) -> ErrorCode {
+        match self {
+            Self::InvalidBatch(e) => e.error_code(),
+            Self::TooLarge { .. } => ErrorCode::MessageTooLarge,
+            Self::Fenced | Self::Io(_) => ErrorCode::KafkaStorageError,
+            Self::OutOfOrderSequence { .. } => ErrorCode::OutOfOrderSequenceNumber,
+            Self::InvalidProducerEpoch { .. } => ErrorCode::InvalidProducerEpoch,
+            Self::InvalidTxnState { .. } => ErrorCode::InvalidTxnState,
+        }
+    }
 }
 
 /// Errors of `Log::read`.

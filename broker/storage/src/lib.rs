@@ -8,22 +8,27 @@
 //! Read in this order:
 //! - [`limits`]: every bound, with its unit and why; relations checked at compile time.
 //! - [`error`]: `BatchError` (bad input), `AppendError`/`ReadError` (what callers branch
-//!   on, mapped to Kafka codes by the server), `StorageError`.
+//!   on; an append's and a batch's refusal name their Kafka code, `sluice_kafka::ErrorCode`),
+//!   `StorageError`.
 //! - [`offset`], [`config`]: the `Offset` newtype, `LogConfig` with Kafka's key names,
 //!   `Durability`, `TimestampType`.
 //! - [`batch`], `record`, `crc_walk`: RecordBatch v2 header view, CRC-32C, validation,
 //!   the in-place rewrites done on append; varints and record layout; the record walk
 //!   fused with the CRC on append.
-//! - [`io`]: the positional-I/O seam (`Fs`, `StorageFile`), `RealFs`, and `FaultyFs`,
-//!   the in-memory twin that fails the Nth write or sync, keeps written and durable
-//!   images apart (of files and of directory entries), loses the unsynced bytes of a
-//!   failed sync (as Linux can) and has a "disk full" switch; [`io::durable`], the one
-//!   durable metadata mechanism of every crate (write a file, create, rename and remove
-//!   directories, stale temp files).
+//! - [`io`]: the positional-I/O seam (`Fs`, `StorageFile`), `RealFs`, and `FaultyFs`
+//!   (feature `testing`), the in-memory twin that fails the Nth write or sync, keeps
+//!   written and durable images apart (of files and of directory entries), loses the
+//!   unsynced bytes of a failed sync (as Linux can) and has a "disk full" switch;
+//!   [`io::durable`], the one durable metadata mechanism of every crate (write a file,
+//!   create, rename and remove directories, stale temp files).
 //! - `entry_file`, `index`, `time_index`: fixed-size index entries (the active segment's
 //!   mapped writable, sealed ones mapped on first lookup), the sparse offset index and the
 //!   time index.
 //! - `segment`: one `.log` + `.index` + `.timeindex`: append, lookup, read ranges, seal.
+//! - `producer` (with `producer/`): per-partition producer state (sequences, epochs, open
+//!   and aborted transactions) rebuilt from the partition's batches, and its snapshots.
+//! - `cleaner` (with `cleaner/`): log compaction of one partition (the offset map, then the
+//!   rewrite into `.cleaned` segments swapped in).
 //! - `checkpoint`: `partition.checkpoint` (log start offset, recovery point) and the
 //!   `clean-shutdown` marker, written atomically.
 //! - [`epoch`]: the leader epoch cache (`leader-epoch.checkpoint`): where each leader epoch
@@ -39,7 +44,10 @@
 //!   durable offset, reopen from disk).
 //! - [`txn_guard`]: KIP-890's verification of a client's transactional batches against
 //!   the coordinator (guards handed out before asking it, dropped by markers), in memory.
-//! - [`testing`]: builders of valid batches for tests and benchmarks.
+//! - `testing` (feature `testing`): builders of valid batches for tests and benchmarks;
+//!   `fuzz` (feature `fuzz`): the entry points of the `producer_snapshot` and
+//!   `leader_epochs` fuzz targets. Both are test scaffolding, never compiled into the broker
+//!   binary.
 //!
 //! Architecture Invariant: nothing here spawns threads, knows sockets or reads clocks;
 //! callers pass `now_ms`. A `Log` is `Send + Sync` and used under one lock by the server.
@@ -58,18 +66,20 @@ mod entry_file;
 pub mod epoch;
 pub mod error;
 mod fence;
+#[cfg(any(test, feature = "fuzz"))]
+pub mod fuzz;
 mod group_sync;
 mod index;
 pub mod io;
 pub mod limits;
 mod log;
 pub mod offset;
-pub mod producer;
+mod producer;
 pub mod record;
 mod recovery;
 mod retention;
 mod segment;
-#[doc(hidden)]
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 mod time_index;
 pub mod txn_guard;

@@ -417,18 +417,3 @@ fn check_one(
 
 #[cfg(test)]
 mod tests;
-
-/// The `producer_snapshot` fuzz target: `data` as a snapshot file. One that decodes must
-/// survive re-encoding unchanged (the decoder accepts only what the encoder can mean).
-pub fn fuzz_snapshot(data: &[u8]) {
-    if let Ok((offset, state)) = snapshot::decode(data) {
-        let again = snapshot::encode(offset, &state);
-        let (offset_again, state_again) =
-            snapshot::decode(&again).expect("re-encoded snapshot decodes");
-        assert_eq!(
-            (offset, &state),
-            (offset_again, &state_again),
-            "snapshot re-encodes differently"
-        );
-    }
-}

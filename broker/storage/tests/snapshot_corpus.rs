@@ -8,7 +8,7 @@ fn every_producer_snapshot_corpus_file_replays_without_a_panic() {
     let mut replayed = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let bytes = std::fs::read(entry.unwrap().path()).unwrap();
-        sluice_storage::producer::fuzz_snapshot(&bytes);
+        sluice_storage::fuzz::producer_snapshot(&bytes);
         replayed += 1;
     }
     assert!(replayed >= 2, "seeds in {}", dir.display());

@@ -11,7 +11,8 @@
 //! is here, unit-tested and simulated without tokio; `machine.rs` shows the server's loop.
 //!
 //! # Layout
-//! - [`limits`]: every bound, with its unit and why; [`limits::txn_timeout_ms`].
+//! - [`limits`]: every bound, with its unit and why (those other crates check too from
+//!   `sluice_kafka::limits`); [`limits::txn_timeout_ms`].
 //! - [`spec`]: [`TransformSpec`] (the spec file) and [`TransformSpec::check`] ([`SpecError`]
 //!   names the limit), [`FromOffset`] and the `--from-offset` text, the reserved group and
 //!   transactional ids ([`spec::group_id`], [`spec::transactional_id`]).
@@ -25,7 +26,8 @@
 //!   crashes.
 //!
 //! Architecture Invariant: sluice-transform does no I/O and reads no clock; time comes in
-//! as `now_ms` and the only Sluice crate it depends on is `sluice-hash`.
+//! as `now_ms` and the only Sluice crates it depends on are `sluice-hash` and the leaf
+//! `sluice-kafka` (the bounds its ids and names must fit, the simulator's generator).
 //!
 //! Architecture Invariant: a source record is reflected in committed output if and only if
 //! the position past it is committed in the same transaction: the runner asks for a commit

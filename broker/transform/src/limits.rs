@@ -1,9 +1,14 @@
 //! Every bound of a materialized transform, with its unit and why
 //! (docs/design/materialized-transforms.md, "Backpressure and bounds").
 //!
-//! Bounds of other crates that ours must respect are mirrored here as `*_MIRROR` constants
-//! (this crate depends on `sluice-hash` only); the server, which sees both crates, checks
-//! at compile time that each mirror equals the original.
+//! Bounds other crates check too (topic names, group and transactional ids, plugin names
+//! and parameters, the reserved id prefix) are `sluice_kafka::limits`'s, the one copy the
+//! coordinators and the plugin host use; the ids a transform builds are checked against
+//! them here at compile time.
+
+pub use sluice_kafka::limits::{
+    GROUP_ID_BYTES_MAX, PLUGIN_NAME_BYTES_MAX, TOPIC_NAME_BYTES_MAX, TRANSACTIONAL_ID_BYTES_MAX,
+};
 
 /// Most materialized transforms per broker: each costs a task and a transactional id per
 /// source partition. Deploying one more is refused.
@@ -13,39 +18,26 @@ pub const TRANSFORMS_MAX: usize = 100;
 /// dead-letter topic. An output index travels in a header value of at most 3 digits.
 pub const TRANSFORM_OUTPUTS_MAX: usize = 8;
 
-/// The prefix of a transform's transactional ids and of its offsets group. `/` cannot
-/// appear in a topic name or a transform name, so these ids never collide with a client's.
-pub const RESERVED_PREFIX: &str = "__sluice_transform/";
-
-/// Mirror of `sluice_txn::limits::TRANSACTIONAL_ID_BYTES_MAX`, in bytes: a transform's
-/// transactional id (`__sluice_transform/<name>/<partition>`) must fit it.
-pub const TRANSACTIONAL_ID_BYTES_MAX_MIRROR: usize = 255;
-
-/// Mirror of `sluice_group::limits::GROUP_ID_BYTES_MAX`, in bytes: a transform's group
-/// (`__sluice_transform/<name>`) must fit it.
-pub const GROUP_ID_BYTES_MAX_MIRROR: usize = 255;
-
-/// Longest topic name, in bytes (Kafka's `Topic.MAX_NAME_LENGTH`): source, outputs and the
-/// dead-letter topic.
-pub const TOPIC_NAME_BYTES_MAX: usize = 249;
+/// The prefix of a transform's transactional ids and of its offsets group
+/// (`sluice_kafka::limits::TRANSFORM_ID_PREFIX`, whose groups the group coordinator never
+/// expires). `/` cannot appear in a topic name or a transform name, so these ids never
+/// collide with a client's.
+pub use sluice_kafka::limits::TRANSFORM_ID_PREFIX as RESERVED_PREFIX;
 
 /// Digits of the largest source partition index (`i32::MAX` = 2147483647).
 pub const PARTITION_DIGITS_MAX: usize = 10;
 
 /// Longest transform name, in bytes: a topic name's characters, but short enough that the
 /// transactional id `__sluice_transform/<name>/<partition>` fits
-/// [`TRANSACTIONAL_ID_BYTES_MAX_MIRROR`] (255 - 19 - 1 - 10 = 225, not a topic's 249).
+/// [`TRANSACTIONAL_ID_BYTES_MAX`] (255 - 19 - 1 - 10 = 225, not a topic's 249).
 pub const TRANSFORM_NAME_BYTES_MAX: usize =
-    TRANSACTIONAL_ID_BYTES_MAX_MIRROR - RESERVED_PREFIX.len() - 1 - PARTITION_DIGITS_MAX;
+    TRANSACTIONAL_ID_BYTES_MAX - RESERVED_PREFIX.len() - 1 - PARTITION_DIGITS_MAX;
 
-/// Longest plugin name, in bytes (mirror of `sluice_plugin_host::limits::PLUGIN_NAME_BYTES_MAX`).
-pub const PLUGIN_NAME_BYTES_MAX: usize = 64;
-
-/// Most parameters given to the plugin, and the longest key or value in bytes (mirrors of
-/// the plugin host's `PARAMS_MAX` and `PARAM_BYTES_MAX`, which `init` enforces again).
-pub const TRANSFORM_PARAMS_MAX: usize = 64;
-/// See [`TRANSFORM_PARAMS_MAX`].
-pub const TRANSFORM_PARAM_BYTES_MAX: usize = 4096;
+/// The longest parameter key or value, in bytes (as [`TRANSFORM_PARAMS_MAX`]).
+pub use sluice_kafka::limits::PLUGIN_PARAM_BYTES_MAX as TRANSFORM_PARAM_BYTES_MAX;
+/// Most parameters given to the plugin (the plugin host's bound, which `init` enforces
+/// again: `sluice_kafka::limits::PLUGIN_PARAMS_MAX`).
+pub use sluice_kafka::limits::PLUGIN_PARAMS_MAX as TRANSFORM_PARAMS_MAX;
 
 /// Longest principal recorded in a spec, in bytes (`User:<name>`; Kafka user names are
 /// short, this bounds the spec file).
@@ -56,8 +48,9 @@ pub const PRINCIPAL_BYTES_MAX: usize = 1024;
 /// Deploy also checks `sluice_group::limits::GROUP_OFFSETS_MAX` (100,000), far above.
 pub const TRANSFORM_SOURCE_PARTITIONS_MAX: usize = 10_000;
 
-/// Mirror of `sluice_txn::limits::TXN_PARTITIONS_MAX`: the outputs' partitions plus the
-/// dead-letter topic's, checked at deploy so AddPartitions can never refuse.
+/// The outputs' partitions plus the dead-letter topic's, checked at deploy so AddPartitions
+/// can never refuse: at most `sluice_txn::limits::TXN_PARTITIONS_MAX` (the server, which
+/// sees both crates, checks it at compile time).
 pub const TRANSFORM_TXN_PARTITIONS_MAX: usize = 10_000;
 
 /// One read of the source, in bytes (whole batches, at least one): the runner's read buffer.
@@ -135,10 +128,9 @@ pub fn txn_timeout_ms(commit_interval_ms: i64, call_timeout_ms: i64) -> i64 {
 // The ids built from a name fit the coordinators' bounds.
 const _: () = assert!(
     RESERVED_PREFIX.len() + TRANSFORM_NAME_BYTES_MAX + 1 + PARTITION_DIGITS_MAX
-        <= TRANSACTIONAL_ID_BYTES_MAX_MIRROR
+        <= TRANSACTIONAL_ID_BYTES_MAX
 );
-const _: () =
-    assert!(RESERVED_PREFIX.len() + TRANSFORM_NAME_BYTES_MAX <= GROUP_ID_BYTES_MAX_MIRROR);
+const _: () = assert!(RESERVED_PREFIX.len() + TRANSFORM_NAME_BYTES_MAX <= GROUP_ID_BYTES_MAX);
 const _: () = assert!(TRANSFORM_NAME_BYTES_MAX <= TOPIC_NAME_BYTES_MAX);
 // An output index fits the routing header's 3 digits and a u32.
 const _: () = assert!(TRANSFORM_OUTPUTS_MAX >= 1 && TRANSFORM_OUTPUTS_MAX <= 999);
@@ -175,6 +167,6 @@ mod tests {
     fn the_longest_name_makes_the_longest_ids() {
         let name = "n".repeat(TRANSFORM_NAME_BYTES_MAX);
         let id = format!("{RESERVED_PREFIX}{name}/{}", i32::MAX);
-        assert_eq!(id.len(), TRANSACTIONAL_ID_BYTES_MAX_MIRROR);
+        assert_eq!(id.len(), TRANSACTIONAL_ID_BYTES_MAX);
     }
 }

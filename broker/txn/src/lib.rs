@@ -102,18 +102,21 @@
 //!
 //! # Layout
 //! - [`limits`]: every bound, with its unit and why.
-//! - [`error`]: [`ErrorCode`] (Kafka's numbers) and [`DecodeError`] for log records.
+//! - [`error`]: [`ErrorCode`] (Kafka's numbers, `sluice_kafka`'s one table) and
+//!   [`DecodeError`] for log records.
 //! - [`config`]: [`TxnConfig`], Kafka's `transaction.*` broker keys.
 //! - [`state`]: [`TxnState`], Kafka's names and ids.
-//! - [`records`]: [`TxnMetadata`], [`TxnRecord`] and their byte layout.
+//! - [`records`]: [`TxnMetadata`], [`TxnRecord`] and their byte layout (written and read
+//!   with `sluice_kafka::bytes`).
 //! - [`api`]: outcomes, effects and views as plain types.
 //! - [`coordinator`]: [`Coordinator`]: the persist round trip, producer ids, timers,
 //!   recovery, describe/list; `coordinator/init.rs`: InitProducerId;
 //!   `coordinator/txn.rs`: AddPartitions, AddOffsets, TxnOffsetCommit, EndTxn, markers.
-//! - [`fuzz`]: entry points for cargo-fuzz targets.
+//! - `fuzz` (feature `fuzz`, test scaffolding: never in the broker binary): the entry point
+//!   of the `txn_records` cargo-fuzz target.
 //!
-//! Architecture Invariant: this crate depends on no other Sluice crate, does no I/O and
-//! reads no clock.
+//! Architecture Invariant: this crate depends on no other Sluice crate but the leaf
+//! `sluice-kafka`, does no I/O and reads no clock.
 //!
 //! Architecture Invariant: durable state changes only in `load` and `apply`; a call that
 //! returns records leaves it untouched, so a failed append needs no undo.
@@ -122,6 +125,7 @@ pub mod api;
 pub mod config;
 pub mod coordinator;
 pub mod error;
+#[cfg(any(test, feature = "fuzz"))]
 pub mod fuzz;
 pub mod limits;
 pub mod records;

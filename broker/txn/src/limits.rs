@@ -5,17 +5,18 @@
 //! decodes and a corrupt one never makes it allocate more. Defaults (`DEFAULT_*`) are
 //! Kafka's broker defaults and are overridable through [`crate::TxnConfig`].
 
-/// Longest accepted `transactional.id`, in bytes. Kafka has none; 255 matches the group-id
-/// bound and keeps transaction-log keys small. Longer ids get `INVALID_REQUEST`.
-pub const TRANSACTIONAL_ID_BYTES_MAX: usize = 255;
+/// Longest accepted `transactional.id`, in bytes (255: `sluice_kafka::limits`, which
+/// materialized transforms build their ids within). Longer ids get `INVALID_REQUEST`.
+pub use sluice_kafka::limits::TRANSACTIONAL_ID_BYTES_MAX;
 
-/// Longest topic name, in bytes (Kafka's own limit, `Topic.MAX_NAME_LENGTH`). Longer names
-/// get `INVALID_REQUEST`; the server answers unknown topics before asking us.
-pub const TOPIC_NAME_BYTES_MAX: usize = 249;
+/// Longest topic name, in bytes (Kafka's own limit, `Topic.MAX_NAME_LENGTH`:
+/// `sluice_kafka::limits`). Longer names get `INVALID_REQUEST`; the server answers unknown
+/// topics before asking us.
+pub use sluice_kafka::limits::TOPIC_NAME_BYTES_MAX;
 
-/// Longest consumer-group id added to a transaction, in bytes (the group crate's bound).
-/// Longer ids get `INVALID_GROUP_ID`.
-pub const GROUP_ID_BYTES_MAX: usize = 255;
+/// Longest consumer-group id added to a transaction, in bytes (the group coordinator's
+/// bound: `sluice_kafka::limits`). Longer ids get `INVALID_GROUP_ID`.
+pub use sluice_kafka::limits::GROUP_ID_BYTES_MAX;
 
 /// Longest offset-commit metadata string kept in a transaction, in bytes (Kafka's
 /// `offset.metadata.max.bytes` default). Longer strings get `OFFSET_METADATA_TOO_LARGE`.

@@ -45,6 +45,8 @@
 //!         nullable string metadata (<= OFFSET_METADATA_BYTES_MAX)
 //! ```
 
+use sluice_kafka::bytes::{Limit, Reader, Writer};
+
 use crate::error::DecodeError;
 use crate::limits;
 use crate::state::TxnState;
@@ -154,28 +156,27 @@ impl TxnRecord {
 
     /// The record's key bytes (layout in the module docs).
     pub fn encode_key(&self) -> Vec<u8> {
-        let mut out = VERSION.to_be_bytes().to_vec();
+        let mut w = Writer::new();
+        w.i16(VERSION);
         match self.transactional_id() {
-            None => out.extend_from_slice(&KIND_BLOCK.to_be_bytes()),
-            Some(id) => {
-                out.extend_from_slice(&KIND_TXN.to_be_bytes());
-                put_str(&mut out, id);
-            }
-        }
-        out
+            None => w.i16(KIND_BLOCK),
+            Some(id) => w.i16(KIND_TXN).str_i16(id),
+        };
+        w.into_bytes()
     }
 
     /// The record's value bytes, `None` for a tombstone.
     pub fn encode_value(&self) -> Option<Vec<u8>> {
-        let mut out = VERSION.to_be_bytes().to_vec();
+        let mut w = Writer::new();
+        w.i16(VERSION);
         match self {
             TxnRecord::ProducerIdBlock { next_producer_id } => {
-                out.extend_from_slice(&next_producer_id.to_be_bytes());
+                w.i64(*next_producer_id);
             }
-            TxnRecord::Metadata(m) => encode_metadata(&mut out, m),
+            TxnRecord::Metadata(m) => encode_metadata(&mut w, m),
             TxnRecord::Tombstone { .. } => return None,
         }
-        Some(out)
+        Some(w.into_bytes())
     }
 
     /// Decodes a key and optional value written by `encode_key`/`encode_value`.
@@ -188,20 +189,20 @@ impl TxnRecord {
 /// module docs for what is rejected.
 pub fn decode(key: &[u8], value: Option<&[u8]>) -> Result<TxnRecord, DecodeError> {
     let mut r = Reader::new(key);
-    r.version()?;
-    let kind = r.i16()?;
+    version(&mut r)?;
+    let kind = r.i16("key kind")?;
     match kind {
         KIND_BLOCK => {
             r.finish()?;
             let value = value.ok_or(DecodeError::BlockTombstone)?;
             let mut v = Reader::new(value);
-            v.version()?;
-            let next_producer_id = v.i64()?;
+            version(&mut v)?;
+            let next_producer_id = v.i64("next producer id")?;
             v.finish()?;
             Ok(TxnRecord::ProducerIdBlock { next_producer_id })
         }
         KIND_TXN => {
-            let transactional_id = r.str(limits::TRANSACTIONAL_ID_BYTES_MAX)?;
+            let transactional_id = r.str_i16("transactional id", TRANSACTIONAL_ID)?;
             if transactional_id.is_empty() {
                 return Err(DecodeError::EmptyTransactionalId);
             }
@@ -215,53 +216,43 @@ pub fn decode(key: &[u8], value: Option<&[u8]>) -> Result<TxnRecord, DecodeError
     }
 }
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
-    assert!(
-        s.len() <= i16::MAX as usize,
-        "string over i16 length reached the transaction log"
-    );
-    out.extend_from_slice(&(s.len() as i16).to_be_bytes());
-    out.extend_from_slice(s.as_bytes());
+fn put_tp(w: &mut Writer, tp: &TopicPartition) {
+    w.str_i16(&tp.topic).i32(tp.partition);
 }
 
-fn put_count(out: &mut Vec<u8>, n: usize) {
-    let n = i32::try_from(n).expect("count over i32 reached the transaction log");
-    out.extend_from_slice(&n.to_be_bytes());
-}
-
-fn put_tp(out: &mut Vec<u8>, tp: &TopicPartition) {
-    put_str(out, &tp.topic);
-    out.extend_from_slice(&tp.partition.to_be_bytes());
-}
-
-fn encode_metadata(out: &mut Vec<u8>, m: &TxnMetadata) {
-    out.extend_from_slice(&m.producer_id.0.to_be_bytes());
-    out.extend_from_slice(&m.last_producer_id.0.to_be_bytes());
-    out.extend_from_slice(&m.producer_epoch.to_be_bytes());
-    out.extend_from_slice(&m.last_producer_epoch.to_be_bytes());
-    out.extend_from_slice(&m.timeout_ms.to_be_bytes());
-    out.extend_from_slice(&m.state.id().to_be_bytes());
-    out.extend_from_slice(&m.txn_start_ms.to_be_bytes());
-    out.extend_from_slice(&m.last_update_ms.to_be_bytes());
-    put_count(out, m.partitions.len());
+fn encode_metadata(w: &mut Writer, m: &TxnMetadata) {
+    w.i64(m.producer_id.0).i64(m.last_producer_id.0);
+    w.i16(m.producer_epoch).i16(m.last_producer_epoch);
+    w.i32(m.timeout_ms).i8(m.state.id());
+    w.i64(m.txn_start_ms).i64(m.last_update_ms);
+    w.count_i32(m.partitions.len());
     for tp in &m.partitions {
-        put_tp(out, tp);
+        put_tp(w, tp);
     }
-    put_count(out, m.pending_offsets.len());
+    w.count_i32(m.pending_offsets.len());
     for group in &m.pending_offsets {
-        put_str(out, &group.group_id);
-        put_count(out, group.offsets.len());
+        w.str_i16(&group.group_id).count_i32(group.offsets.len());
         for o in &group.offsets {
-            put_tp(out, &o.tp);
-            out.extend_from_slice(&o.committed_offset.to_be_bytes());
-            out.extend_from_slice(&o.leader_epoch.to_be_bytes());
-            match &o.metadata {
-                None => out.extend_from_slice(&(-1i16).to_be_bytes()),
-                Some(s) => put_str(out, s),
-            }
+            put_tp(w, &o.tp);
+            w.i64(o.committed_offset).i32(o.leader_epoch);
+            w.nullable_str_i16(o.metadata.as_deref());
         }
     }
 }
+
+/// The limits every string and count of a record is read under (the coordinator's own).
+const TRANSACTIONAL_ID: Limit = Limit::new(
+    "TRANSACTIONAL_ID_BYTES_MAX",
+    limits::TRANSACTIONAL_ID_BYTES_MAX,
+);
+const TOPIC: Limit = Limit::new("TOPIC_NAME_BYTES_MAX", limits::TOPIC_NAME_BYTES_MAX);
+const GROUP_ID: Limit = Limit::new("GROUP_ID_BYTES_MAX", limits::GROUP_ID_BYTES_MAX);
+const METADATA: Limit = Limit::new(
+    "OFFSET_METADATA_BYTES_MAX",
+    limits::OFFSET_METADATA_BYTES_MAX,
+);
+const PARTITIONS: Limit = Limit::new("TXN_PARTITIONS_MAX", limits::TXN_PARTITIONS_MAX);
+const GROUPS: Limit = Limit::new("TXN_GROUPS_MAX", limits::TXN_GROUPS_MAX);
 
 /// Smallest encoding of one partition entry: an empty topic and the partition.
 const TP_BYTES_MIN: usize = 2 + 4;
@@ -272,20 +263,20 @@ const OFFSET_BYTES_MIN: usize = TP_BYTES_MIN + 8 + 4 + 2;
 
 fn decode_metadata(transactional_id: String, value: &[u8]) -> Result<TxnMetadata, DecodeError> {
     let mut r = Reader::new(value);
-    r.version()?;
-    let producer_id = ProducerId(r.i64()?);
-    let last_producer_id = ProducerId(r.i64()?);
-    let producer_epoch = r.i16()?;
-    let last_producer_epoch = r.i16()?;
-    let timeout_ms = r.i32()?;
-    let state_id = r.i8()?;
+    version(&mut r)?;
+    let producer_id = ProducerId(r.i64("producer id")?);
+    let last_producer_id = ProducerId(r.i64("last producer id")?);
+    let producer_epoch = r.i16("producer epoch")?;
+    let last_producer_epoch = r.i16("last producer epoch")?;
+    let timeout_ms = r.i32("timeout")?;
+    let state_id = r.i8("state")?;
     let state = TxnState::from_id(state_id).ok_or(DecodeError::UnknownState(state_id))?;
-    let txn_start_ms = r.i64()?;
-    let last_update_ms = r.i64()?;
-    let count = r.count(limits::TXN_PARTITIONS_MAX, TP_BYTES_MIN)?;
+    let txn_start_ms = r.i64("transaction start")?;
+    let last_update_ms = r.i64("last update")?;
+    let count = r.count_i32("partitions", PARTITIONS, TP_BYTES_MIN)?;
     let mut partitions: Vec<TopicPartition> = Vec::with_capacity(count);
     for _ in 0..count {
-        let tp = r.tp()?;
+        let tp = tp(&mut r)?;
         if partitions.last().is_some_and(|last| *last >= tp) {
             return Err(DecodeError::NotSorted("partitions"));
         }
@@ -309,27 +300,28 @@ fn decode_metadata(transactional_id: String, value: &[u8]) -> Result<TxnMetadata
 }
 
 fn decode_pending(r: &mut Reader<'_>) -> Result<Vec<PendingOffsets>, DecodeError> {
-    let groups = r.count(limits::TXN_GROUPS_MAX, GROUP_BYTES_MIN)?;
+    let groups = r.count_i32("groups", GROUPS, GROUP_BYTES_MIN)?;
     let mut out: Vec<PendingOffsets> = Vec::with_capacity(groups);
     let mut total = 0;
     for _ in 0..groups {
-        let group_id = r.str(limits::GROUP_ID_BYTES_MAX)?;
+        let group_id = r.str_i16("group id", GROUP_ID)?;
         if out.last().is_some_and(|last| last.group_id >= group_id) {
             return Err(DecodeError::NotSorted("groups"));
         }
-        let count = r.count(limits::PENDING_OFFSETS_MAX - total, OFFSET_BYTES_MIN)?;
+        let left = Limit::new("PENDING_OFFSETS_MAX", limits::PENDING_OFFSETS_MAX - total);
+        let count = r.count_i32("pending offsets", left, OFFSET_BYTES_MIN)?;
         total += count;
         let mut offsets: Vec<PendingOffset> = Vec::with_capacity(count);
         for _ in 0..count {
-            let tp = r.tp()?;
+            let tp = tp(r)?;
             if offsets.last().is_some_and(|last| last.tp >= tp) {
                 return Err(DecodeError::NotSorted("offsets"));
             }
             offsets.push(PendingOffset {
                 tp,
-                committed_offset: r.i64()?,
-                leader_epoch: r.i32()?,
-                metadata: r.nullable_str(limits::OFFSET_METADATA_BYTES_MAX)?,
+                committed_offset: r.i64("committed offset")?,
+                leader_epoch: r.i32("leader epoch")?,
+                metadata: r.nullable_str_i16("metadata", METADATA)?,
             });
         }
         out.push(PendingOffsets { group_id, offsets });
@@ -337,113 +329,17 @@ fn decode_pending(r: &mut Reader<'_>) -> Result<Vec<PendingOffsets>, DecodeError
     Ok(out)
 }
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
+fn version(r: &mut Reader<'_>) -> Result<(), DecodeError> {
+    match r.i16("version")? {
+        VERSION => Ok(()),
+        other => Err(DecodeError::UnknownVersion(other)),
+    }
 }
 
-impl<'a> Reader<'a> {
-    fn new(bytes: &'a [u8]) -> Self {
-        Self { bytes, at: 0 }
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
-        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
-        let Some(end) = end else {
-            return Err(DecodeError::Truncated {
-                at: self.at,
-                needed: n,
-                len: self.bytes.len(),
-            });
-        };
-        let out = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(out)
-    }
-
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
-        let mut out = [0; N];
-        out.copy_from_slice(self.take(N)?);
-        Ok(out)
-    }
-
-    fn i8(&mut self) -> Result<i8, DecodeError> {
-        Ok(i8::from_be_bytes(self.array()?))
-    }
-
-    fn i16(&mut self) -> Result<i16, DecodeError> {
-        Ok(i16::from_be_bytes(self.array()?))
-    }
-
-    fn i32(&mut self) -> Result<i32, DecodeError> {
-        Ok(i32::from_be_bytes(self.array()?))
-    }
-
-    fn i64(&mut self) -> Result<i64, DecodeError> {
-        Ok(i64::from_be_bytes(self.array()?))
-    }
-
-    fn version(&mut self) -> Result<(), DecodeError> {
-        match self.i16()? {
-            VERSION => Ok(()),
-            other => Err(DecodeError::UnknownVersion(other)),
-        }
-    }
-
-    /// A count of entries of at least `entry_bytes_min` bytes each, at most `max`, and
-    /// no more than the remaining bytes can hold.
-    fn count(&mut self, max: usize, entry_bytes_min: usize) -> Result<usize, DecodeError> {
-        let raw = self.i32()?;
-        let count = usize::try_from(raw).map_err(|_| DecodeError::Negative(raw))?;
-        if count > max {
-            return Err(DecodeError::TooMany { count, max });
-        }
-        let needed = count.saturating_mul(entry_bytes_min);
-        if needed > self.bytes.len() - self.at {
-            return Err(DecodeError::Truncated {
-                at: self.at,
-                needed,
-                len: self.bytes.len(),
-            });
-        }
-        Ok(count)
-    }
-
-    fn string_of(&mut self, len: i16, max: usize) -> Result<String, DecodeError> {
-        let len = usize::try_from(len).map_err(|_| DecodeError::Negative(i32::from(len)))?;
-        if len > max {
-            return Err(DecodeError::TooLong { len, max });
-        }
-        let raw = self.take(len)?;
-        std::str::from_utf8(raw)
-            .map(str::to_owned)
-            .map_err(|_| DecodeError::InvalidUtf8)
-    }
-
-    fn str(&mut self, max: usize) -> Result<String, DecodeError> {
-        let len = self.i16()?;
-        self.string_of(len, max)
-    }
-
-    fn nullable_str(&mut self, max: usize) -> Result<Option<String>, DecodeError> {
-        match self.i16()? {
-            -1 => Ok(None),
-            len => self.string_of(len, max).map(Some),
-        }
-    }
-
-    fn tp(&mut self) -> Result<TopicPartition, DecodeError> {
-        let topic = self.str(limits::TOPIC_NAME_BYTES_MAX)?;
-        let partition = self.i32()?;
-        Ok(TopicPartition { topic, partition })
-    }
-
-    fn finish(&self) -> Result<(), DecodeError> {
-        match self.bytes.len() - self.at {
-            0 => Ok(()),
-            n => Err(DecodeError::TrailingBytes(n)),
-        }
-    }
+fn tp(r: &mut Reader<'_>) -> Result<TopicPartition, DecodeError> {
+    let topic = r.str_i16("topic", TOPIC)?;
+    let partition = r.i32("partition")?;
+    Ok(TopicPartition { topic, partition })
 }
 
 #[cfg(test)]

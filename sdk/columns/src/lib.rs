@@ -14,8 +14,10 @@
 //!
 //! [`Columns::check`] verifies all of it; [`Columns::records`] relies on it.
 //!
-//! [`output`]: which output a transform's record goes to (the reserved header
-//! `sluice.output`), read the same way by the host and the SDK.
+//! # Layout
+//! - this file: [`Columns`] and [`ColumnsMut`], the layout above and its check.
+//! - [`output`]: which output a transform's record goes to (the reserved header
+//!   `sluice.output`), read the same way by the host and the SDK.
 
 pub mod output;
 

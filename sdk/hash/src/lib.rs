@@ -1,6 +1,11 @@
 //! The key hashes of the Kafka clients, byte-exact, so a Sluice partitioner
 //! puts a key where the client's own partitioner would. One copy: guest plugins reach it as
 //! `sluice_sdk::hash`, and `sluice produce` partitions keys with it.
+//!
+//! # Layout
+//! One file: [`murmur2`], [`to_positive`] and [`murmur2_partition`] (the Java client),
+//! [`crc32`] (librdkafka's consistent partitioner), [`fnv1a32`] and [`sarama_partition`]
+//! (sarama), each pinned to the client's own vectors.
 
 /// Kafka's `Utils.murmur2` (Java client, `DefaultPartitioner` /
 /// `BuiltInPartitioner` for keyed records), as a signed Java `int`.

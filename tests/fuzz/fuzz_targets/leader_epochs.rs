@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| sluice_storage::epoch::fuzz_epochs(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sluice_storage::fuzz::leader_epochs(data));

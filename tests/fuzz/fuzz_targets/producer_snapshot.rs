@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| sluice_storage::producer::fuzz_snapshot(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sluice_storage::fuzz::producer_snapshot(data));

@@ -9,7 +9,7 @@ use kafka_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
 use kafka_protocol::protocol::StrBytes;
 use sluice_security::rng::secure_random_string;
 use sluice_security::scram::ScramClient;
-use sluice_server::security::OsRng;
+use sluice_server::random::OsRng;
 
 use super::settings::{Credentials, Mechanism};
 use super::{Client, error_name};
@@ -36,7 +36,7 @@ pub fn log_in(client: &mut Client, login: &Credentials) -> anyhow::Result<()> {
         }
         Mechanism::Scram(scram) => scram,
     };
-    let nonce = secure_random_string(&mut OsRng::open()?);
+    let nonce = secure_random_string(&mut OsRng);
     let mut exchange = ScramClient::new(scram, &login.user, &login.password, &nonce);
     let server_first = authenticate(client, exchange.first_message())?;
     let last = exchange.final_message(&server_first)?;

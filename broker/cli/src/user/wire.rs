@@ -14,7 +14,7 @@ use kafka_protocol::protocol::StrBytes;
 use serde_json::{Value, json};
 use sluice_security::rng::secure_random_string;
 use sluice_security::scram::ScramMechanism;
-use sluice_server::security::OsRng;
+use sluice_server::random::OsRng;
 
 use super::{UserCommand, emit_users, parse_mechanism, read_password};
 use crate::client::{Client, error_name};
@@ -30,7 +30,7 @@ pub(super) fn run(client: &mut Client, command: UserCommand, output: Output) -> 
         } => {
             let mechanism = parse_mechanism(&mechanism)?;
             let password = read_password()?;
-            let salt = secure_random_string(&mut OsRng::open()?).into_bytes();
+            let salt = secure_random_string(&mut OsRng).into_bytes();
             let salted = mechanism.hi(password.as_bytes(), &salt, iterations);
             let mut upsertion = ScramCredentialUpsertion::default();
             upsertion.name = StrBytes::from_string(name.clone());

@@ -15,14 +15,13 @@
 //! name is a prefix of it), or equal (name compared exactly); a missing name matches
 //! every name; principal, host missing or equal; operation and permission ANY or equal.
 
+use sluice_kafka::ErrorCode;
+
 use crate::acl::{
     AclOperation, AclPermissionType, CLUSTER_NAME, PatternType, ResourceType, WILDCARD_RESOURCE,
 };
 use crate::limits;
 use crate::principal::KafkaPrincipal;
-
-/// Kafka's INVALID_REQUEST error code, what a refused binding or filter answers.
-pub const INVALID_REQUEST: i16 = 42;
 
 /// A binding or filter that cannot be used. Kafka answers all of these with
 /// INVALID_REQUEST (42) and the message, per binding.
@@ -51,7 +50,7 @@ pub enum AclError {
 impl AclError {
     /// The Kafka error code for this binding's result.
     pub const fn error_code(&self) -> i16 {
-        INVALID_REQUEST
+        ErrorCode::InvalidRequest.code()
     }
 }
 

@@ -128,7 +128,7 @@ pub enum QuotaError {
 impl QuotaError {
     /// Kafka's INVALID_REQUEST.
     pub const fn error_code(&self) -> i16 {
-        42
+        sluice_kafka::ErrorCode::InvalidRequest.code()
     }
 }
 

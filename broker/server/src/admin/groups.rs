@@ -209,9 +209,8 @@ pub(super) async fn lag(state: &AdminState, group_id: &str) -> Result<Vec<LagVie
         .await
         .ok_or_else(|| ApiError::unavailable("the group coordinator is not running"))?
         .map_err(|code| {
-            ApiError::from(KafkaError::new(
-                ResponseError::try_from_code(code.code())
-                    .unwrap_or(ResponseError::UnknownServerError),
+            ApiError::from(KafkaError::from_code(
+                code,
                 format!("fetching the offsets of group {group_id:?}"),
             ))
         })?;

@@ -268,25 +268,5 @@ impl GroupHandle {
     }
 }
 
-/// Member ids act as weak credentials (see `sluice_group::MemberIdRng`): seed from the OS.
-#[derive(Debug)]
-struct OsRng;
-
-impl sluice_group::MemberIdRng for OsRng {
-    fn next_u64(&mut self) -> u64 {
-        let mut bytes = [0u8; 8];
-        // SAFETY: getrandom writes at most `bytes.len()` bytes into our buffer.
-        let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-        if n == 8 {
-            return u64::from_le_bytes(bytes);
-        }
-        // getrandom cannot fail for 8 bytes once the pool is initialised; fall back anyway.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        sluice_group::MemberIdRng::next_u64(&mut sluice_group::SplitMix64::new(nanos))
-    }
-}
-
 #[cfg(test)]
 mod tests;

@@ -12,7 +12,6 @@ use std::sync::atomic::AtomicBool;
 use sluice_group::OffsetRecord;
 
 use crate::compacted_log::{CompactedLog, CompactedRecord};
-use crate::error::ServerError;
 use crate::metrics::FenceMetrics;
 
 /// The open offsets log.
@@ -43,18 +42,20 @@ impl CompactedRecord for OffsetRecord {
 /// Decodes the offsets records of one read of the log (whole batches) into `out`; returns
 /// the offset of the last record, `None` if there was none. The `offsets_log` fuzz target's
 /// entry: the bytes are the log's, but a damaged disk must not crash the broker.
+#[cfg(feature = "fuzz")]
 pub(crate) fn decode_chunk(
     bytes: Vec<u8>,
     out: &mut Vec<OffsetRecord>,
-) -> Result<Option<i64>, ServerError> {
+) -> Result<Option<i64>, crate::error::ServerError> {
     crate::compacted_log::decode_chunk(bytes, out)
 }
 
-/// Encodes records as RecordBatch v2 batches of bounded size.
+/// Encodes records as RecordBatch v2 batches of bounded size (the fuzz seeds' log batches).
+#[cfg(feature = "fuzz")]
 pub(crate) fn encode_batches(
     records: &[&OffsetRecord],
     now_ms: i64,
-) -> Result<Vec<u8>, ServerError> {
+) -> Result<Vec<u8>, crate::error::ServerError> {
     crate::compacted_log::encode_batches(records, now_ms)
 }
 

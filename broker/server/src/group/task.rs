@@ -13,10 +13,11 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 use super::writer::{self, WriterDone, WriterJob};
-use super::{Command, OffsetsLog, OsRng};
+use super::{Command, OffsetsLog};
 use crate::clock::SharedClock;
 use crate::error::ServerError;
 use crate::limits;
+use crate::random::OsRng;
 
 /// Every topic's partition count (`Broker::topic_shapes`).
 type TopicShapes = std::collections::BTreeMap<String, i32>;

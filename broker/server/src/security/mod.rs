@@ -7,14 +7,12 @@
 //! `sluice user create --data-dir` writes here while the broker is stopped (holding the data
 //! dir lock), which is how the first super user is made before the first start.
 
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError, RwLock};
 
 use bytes::Bytes;
 use sluice_security::principal::SuperUsers;
 use sluice_security::records::SecurityRecord;
-use sluice_security::rng::SecurityRng;
 use sluice_security::state::SecurityState;
 use sluice_storage::io as storage_io;
 use sluice_storage::{Durability, Log, LogConfig, RealFs};
@@ -257,28 +255,6 @@ fn decode_chunk(bytes: Vec<u8>, out: &mut Vec<SecurityRecord>) -> Result<Option<
         }
     }
     Ok(last)
-}
-
-/// The operating system's CSPRNG (`/dev/urandom`), for salts and SCRAM nonces.
-#[derive(Debug)]
-pub struct OsRng(std::fs::File);
-
-impl OsRng {
-    /// Opens `/dev/urandom`.
-    pub fn open() -> Result<Self, ServerError> {
-        std::fs::File::open("/dev/urandom")
-            .map(Self)
-            .map_err(ServerError::io("opening /dev/urandom"))
-    }
-}
-
-impl SecurityRng for OsRng {
-    fn next_u64(&mut self) -> u64 {
-        let mut buf = [0u8; 8];
-        // /dev/urandom does not fail once open; a short read would be a kernel bug.
-        self.0.read_exact(&mut buf).expect("reading /dev/urandom");
-        u64::from_le_bytes(buf)
-    }
 }
 
 #[cfg(test)]

@@ -98,22 +98,6 @@ pub(crate) fn append_error(partition: &Partition, error: AppendError, now_ms: i6
     let context = format!("{topic}-{index}");
     let error = match &error {
         AppendError::InvalidBatch(e) => KafkaError::from_batch(&context, e),
-        AppendError::TooLarge { .. } => KafkaError::new(
-            ResponseError::MessageTooLarge,
-            format!("{context}: {error}"),
-        ),
-        AppendError::OutOfOrderSequence { .. } => KafkaError::new(
-            ResponseError::OutOfOrderSequenceNumber,
-            format!("{context}: {error}"),
-        ),
-        AppendError::InvalidProducerEpoch { .. } => KafkaError::new(
-            ResponseError::InvalidProducerEpoch,
-            format!("{context}: {error}"),
-        ),
-        AppendError::InvalidTxnState { .. } => KafkaError::new(
-            ResponseError::InvalidTxnState,
-            format!("{context}: {error}"),
-        ),
         AppendError::Fenced | AppendError::Io(_) => {
             match partition.append_failures.note(now_ms) {
                 Some(suppressed) => {
@@ -123,11 +107,9 @@ pub(crate) fn append_error(partition: &Partition, error: AppendError, now_ms: i6
                     tracing::debug!(topic, partition = index, error = %error, "append failed; partition fenced");
                 }
             }
-            KafkaError::new(
-                ResponseError::KafkaStorageError,
-                format!("{context}: {error}"),
-            )
+            KafkaError::from_code(error.error_code(), format!("{context}: {error}"))
         }
+        _ => KafkaError::from_code(error.error_code(), format!("{context}: {error}")),
     };
     if error.code != ResponseError::KafkaStorageError {
         tracing::debug!(topic, partition = index, error = %error.message, "append refused");

@@ -4,19 +4,14 @@
 //! `topic_id` in its file) and a view get an id derived from their name, stable across
 //! restarts.
 
-use std::hash::{BuildHasher, Hasher};
-
 pub use uuid::Uuid;
 
-/// A fresh random id (version 4) for a new topic.
+use crate::random::OsRng;
+
+/// A fresh random id (version 4) for a new topic (`random.rs`).
 pub fn new_topic_id() -> Uuid {
     let mut bytes = [0u8; 16];
-    for (i, chunk) in bytes.chunks_mut(8).enumerate() {
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_usize(i);
-        hasher.write_i64(super::now_ms());
-        chunk.copy_from_slice(&hasher.finish().to_le_bytes());
-    }
+    OsRng::fill(&mut bytes).expect("getrandom(2) failed");
     non_zero(uuid::Builder::from_random_bytes(bytes).into_uuid())
 }
 

@@ -56,35 +56,10 @@ use crate::txn::TxnHandle;
 
 use runner::{Command, Control, RunnerCtx, Shared};
 
-// `sluice-transform` cannot import the coordinators' bounds; it mirrors them, checked here.
-const _: () = assert!(
-    limits::TRANSACTIONAL_ID_BYTES_MAX_MIRROR == sluice_txn::limits::TRANSACTIONAL_ID_BYTES_MAX
-);
-const _: () =
-    assert!(limits::GROUP_ID_BYTES_MAX_MIRROR == sluice_group::limits::GROUP_ID_BYTES_MAX);
-const _: () = assert!(limits::GROUP_ID_BYTES_MAX_MIRROR == sluice_txn::limits::GROUP_ID_BYTES_MAX);
+// A transform's transactions write its outputs' partitions, at most what one transaction of
+// the coordinator may hold.
 const _: () =
     assert!(limits::TRANSFORM_TXN_PARTITIONS_MAX <= sluice_txn::limits::TXN_PARTITIONS_MAX);
-// The group coordinator keeps a transform's positions forever under the same prefix.
-const _: () = assert!(same_text(
-    limits::RESERVED_PREFIX,
-    sluice_group::limits::NEVER_EXPIRING_GROUP_PREFIX
-));
-
-const fn same_text(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
 
 /// Directory of the transform specs, under `data.dir`.
 const TRANSFORMS_DIR: &str = "transforms";

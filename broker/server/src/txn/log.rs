@@ -9,7 +9,6 @@ use std::sync::atomic::AtomicBool;
 use sluice_txn::TxnRecord;
 
 use crate::compacted_log::{CompactedLog, CompactedRecord};
-use crate::error::ServerError;
 use crate::metrics::FenceMetrics;
 
 /// The open transaction log.
@@ -39,10 +38,11 @@ impl CompactedRecord for TxnRecord {
 
 /// Decodes the transaction records of one read of the log (whole batches): the
 /// `txn_log` fuzz target's entry (a damaged disk must give an error, never a crash).
+#[cfg(any(test, feature = "fuzz"))]
 pub(crate) fn decode_chunk(
     bytes: Vec<u8>,
     out: &mut Vec<TxnRecord>,
-) -> Result<Option<i64>, ServerError> {
+) -> Result<Option<i64>, crate::error::ServerError> {
     crate::compacted_log::decode_chunk(bytes, out)
 }
 

@@ -42,6 +42,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 pub use log::TxnLog;
+#[cfg(feature = "fuzz")]
 pub(crate) use log::decode_chunk;
 
 use crate::broker::Broker;

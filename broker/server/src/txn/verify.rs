@@ -96,19 +96,19 @@ fn start(partition: &Partition, producer: &TxnProducer) -> Result<Admission, Kaf
 
 /// A failed verification as Kafka answers Produce v3-v10 with it.
 pub fn produce_error(code: ErrorCode) -> KafkaError {
-    let retriable = match code {
-        ErrorCode::ConcurrentTransactions => Some("CONCURRENT_TRANSACTIONS"),
-        ErrorCode::CoordinatorLoadInProgress => Some("COORDINATOR_LOAD_IN_PROGRESS"),
-        ErrorCode::CoordinatorNotAvailable => Some("COORDINATOR_NOT_AVAILABLE"),
-        ErrorCode::NotCoordinator => Some("NOT_COORDINATOR"),
-        _ => None,
-    };
-    if let Some(name) = retriable {
+    if matches!(
+        code,
+        ErrorCode::ConcurrentTransactions
+            | ErrorCode::CoordinatorLoadInProgress
+            | ErrorCode::CoordinatorNotAvailable
+            | ErrorCode::NotCoordinator
+    ) {
         return KafkaError::new(
             ResponseError::NotEnoughReplicas,
             format!(
                 "Unable to verify the partition has been added to the transaction. \
-                 Underlying error: {name}"
+                 Underlying error: {}",
+                code.name()
             ),
         );
     }
@@ -127,9 +127,7 @@ pub fn produce_error(code: ErrorCode) -> KafkaError {
              its transactional id.",
         ),
         other => {
-            let code = ResponseError::try_from_code(other.code())
-                .unwrap_or(ResponseError::UnknownServerError);
-            KafkaError::new(code, format!("transaction verification failed: {other:?}"))
+            KafkaError::from_code(other, format!("transaction verification failed: {other:?}"))
         }
     }
 }

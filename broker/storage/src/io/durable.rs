@@ -2,7 +2,7 @@
 //! directory, or renames one, so that a crash leaves the old state or the new one, never a
 //! missing or partial file.
 //!
-//! Everything goes through [`Fs`], so [`super::FaultyFs`] can crash between any two steps;
+//! Everything goes through [`Fs`], so `FaultyFs` can crash between any two steps;
 //! code that is not on the seam (the server's topic and view files, the plugin host's
 //! directory) passes `&RealFs`.
 //!

@@ -1,10 +1,12 @@
 //! The positional-I/O seam. Everything the log writes or reads goes through `Fs` and
-//! `StorageFile`, so tests can swap the real filesystem for [`FaultyFs`], which keeps
-//! written and durable images apart and injects failures. [`durable`] is the one way any
+//! `StorageFile`, so tests can swap the real filesystem for `FaultyFs` (feature `testing`:
+//! compiled for tests only), which keeps written and durable images apart and injects
+//! failures. [`durable`] is the one way any
 //! Sluice crate changes a metadata file or directory durably (through `Fs`, so `RealFs` for
 //! callers off the seam).
 
 pub mod durable;
+#[cfg(any(test, feature = "testing"))]
 mod faulty;
 mod real;
 
@@ -12,6 +14,7 @@ pub use durable::{
     create_dir_durable, is_temp_name, remove_dir_durable, remove_file_durable, remove_stale_temps,
     rename_durable, write_durable,
 };
+#[cfg(any(test, feature = "testing"))]
 pub use faulty::{CrashMode, FaultyFs, WriteFault};
 pub use real::RealFs;
 

@@ -17,6 +17,8 @@ use std::collections::VecDeque;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use sluice_kafka::bytes::{ReadError, Reader, Writer};
+
 use super::{AbortedTxn, BatchMeta, ProducerEntry, ProducerStateMap};
 use crate::io::Fs;
 use crate::limits;
@@ -103,136 +105,116 @@ pub(crate) fn load_newest(
     Ok(None)
 }
 
+/// Why a snapshot file is not used (it is skipped for an older one).
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    /// Fewer bytes than the CRC at its end.
+    #[error("shorter than its CRC")]
+    Short,
+    /// The CRC-32C does not match the bytes before it.
+    #[error("CRC mismatch")]
+    Crc,
+    /// Not a producer snapshot.
+    #[error("bad magic")]
+    Magic,
+    /// A version this build does not read.
+    #[error("unknown version {0}")]
+    Version(u16),
+    /// A producer with more batches than [`limits::PRODUCER_BATCHES_RETAINED`].
+    #[error("producer {producer_id} with {batches} batches")]
+    Batches {
+        /// The producer.
+        producer_id: i64,
+        /// Its batch count.
+        batches: usize,
+    },
+    /// A field cut short, a count the bytes cannot hold, or trailing bytes.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+}
+
 #[must_use]
 pub fn encode(offset: Offset, state: &ProducerStateMap) -> Vec<u8> {
-    let mut out = Vec::with_capacity(
+    let mut w = Writer::with_capacity(
         32 + state.producers.len() * (PRODUCER_FIXED_BYTES + 2 * BATCH_BYTES)
             + state.aborted.len() * ABORTED_BYTES,
     );
-    out.extend_from_slice(&MAGIC.to_be_bytes());
-    out.extend_from_slice(&VERSION.to_be_bytes());
-    out.extend_from_slice(&offset.value().to_be_bytes());
+    w.u32(MAGIC).u16(VERSION).i64(offset.value());
     let mut producers: Vec<&ProducerEntry> = state.producers.values().collect();
     producers.sort_unstable_by_key(|e| e.producer_id);
-    out.extend_from_slice(&(producers.len() as u32).to_be_bytes());
+    w.count_u32(producers.len());
     for e in producers {
-        out.extend_from_slice(&e.producer_id.to_be_bytes());
-        out.extend_from_slice(&e.epoch.to_be_bytes());
-        out.extend_from_slice(&e.coordinator_epoch.to_be_bytes());
-        out.extend_from_slice(&e.last_timestamp_ms.to_be_bytes());
-        out.extend_from_slice(&e.txn_first_offset.unwrap_or(-1).to_be_bytes());
-        out.push(e.batches.len() as u8);
+        w.i64(e.producer_id).i16(e.epoch).i32(e.coordinator_epoch);
+        w.i64(e.last_timestamp_ms)
+            .i64(e.txn_first_offset.unwrap_or(-1));
+        w.u8(e.batches.len() as u8);
         for b in &e.batches {
-            out.extend_from_slice(&b.first_seq.to_be_bytes());
-            out.extend_from_slice(&b.last_seq.to_be_bytes());
-            out.extend_from_slice(&b.base_offset.to_be_bytes());
-            out.extend_from_slice(&b.last_offset.to_be_bytes());
-            out.extend_from_slice(&b.max_timestamp_ms.to_be_bytes());
+            w.i32(b.first_seq).i32(b.last_seq);
+            w.i64(b.base_offset)
+                .i64(b.last_offset)
+                .i64(b.max_timestamp_ms);
         }
     }
-    out.extend_from_slice(&(state.aborted.len() as u32).to_be_bytes());
+    w.count_u32(state.aborted.len());
     for t in &state.aborted {
-        out.extend_from_slice(&t.producer_id.to_be_bytes());
-        out.extend_from_slice(&t.first_offset.to_be_bytes());
-        out.extend_from_slice(&t.last_offset.to_be_bytes());
+        w.i64(t.producer_id).i64(t.first_offset).i64(t.last_offset);
     }
-    let crc = crc32c::crc32c(&out);
-    out.extend_from_slice(&crc.to_be_bytes());
-    out
-}
-
-/// A bounds-checked big-endian reader.
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl Reader<'_> {
-    fn take<const N: usize>(&mut self) -> Result<[u8; N], String> {
-        let end = self.at.checked_add(N).filter(|&e| e <= self.bytes.len());
-        let end = end.ok_or_else(|| format!("cut off at byte {}", self.at))?;
-        let out = self.bytes[self.at..end].try_into().expect("N bytes");
-        self.at = end;
-        Ok(out)
-    }
-    fn i64(&mut self) -> Result<i64, String> {
-        self.take::<8>().map(i64::from_be_bytes)
-    }
-    fn i32(&mut self) -> Result<i32, String> {
-        self.take::<4>().map(i32::from_be_bytes)
-    }
-    fn u32(&mut self) -> Result<u32, String> {
-        self.take::<4>().map(u32::from_be_bytes)
-    }
-    fn i16(&mut self) -> Result<i16, String> {
-        self.take::<2>().map(i16::from_be_bytes)
-    }
-    fn left(&self) -> usize {
-        self.bytes.len() - self.at
-    }
-    /// A count of items of at least `item_bytes` each, refused if the bytes cannot hold it.
-    fn count(&mut self, item_bytes: usize, what: &str) -> Result<usize, String> {
-        let count = self.u32()? as usize;
-        if count.saturating_mul(item_bytes) > self.left() {
-            return Err(format!(
-                "{count} {what} cannot fit in {} bytes",
-                self.left()
-            ));
-        }
-        Ok(count)
-    }
+    let crc = crc32c::crc32c(w.as_slice());
+    w.u32(crc);
+    w.into_bytes()
 }
 
 /// Decodes a snapshot (strictly: CRC, magic, version, counts bounded by the bytes).
-pub fn decode(bytes: &[u8]) -> Result<(Offset, ProducerStateMap), String> {
+pub fn decode(bytes: &[u8]) -> Result<(Offset, ProducerStateMap), SnapshotError> {
     let Some(body_len) = bytes.len().checked_sub(4) else {
-        return Err("shorter than its CRC".into());
+        return Err(SnapshotError::Short);
     };
     let (body, crc) = bytes.split_at(body_len);
     if crc32c::crc32c(body) != u32::from_be_bytes(crc.try_into().expect("4 bytes")) {
-        return Err("CRC mismatch".into());
+        return Err(SnapshotError::Crc);
     }
-    let mut r = Reader { bytes: body, at: 0 };
-    if r.u32()? != MAGIC {
-        return Err("bad magic".into());
+    let mut r = Reader::new(body);
+    if r.u32("magic")? != MAGIC {
+        return Err(SnapshotError::Magic);
     }
-    let version = r.take::<2>().map(u16::from_be_bytes)?;
+    let version = r.u16("version")?;
     if version != VERSION {
-        return Err(format!("unknown version {version}"));
+        return Err(SnapshotError::Version(version));
     }
-    let offset = Offset(r.i64()?);
+    let offset = Offset(r.i64("offset")?);
     let mut state = ProducerStateMap::new();
-    for _ in 0..r.count(PRODUCER_FIXED_BYTES, "producers")? {
+    for _ in 0..r.count_u32("producers", PRODUCER_FIXED_BYTES)? {
         let entry = decode_producer(&mut r)?;
         if let Some(first) = entry.txn_first_offset {
             state.ongoing.insert(first, entry.producer_id);
         }
         state.producers.insert(entry.producer_id, entry);
     }
-    let aborted = r.count(ABORTED_BYTES, "aborted transactions")?;
+    let aborted = r.count_u32("aborted transactions", ABORTED_BYTES)?;
     state.aborted = VecDeque::with_capacity(aborted);
     for _ in 0..aborted {
         state.aborted.push_back(AbortedTxn {
-            producer_id: r.i64()?,
-            first_offset: r.i64()?,
-            last_offset: r.i64()?,
+            producer_id: r.i64("producer id")?,
+            first_offset: r.i64("first offset")?,
+            last_offset: r.i64("last offset")?,
         });
     }
-    if r.left() != 0 {
-        return Err(format!("{} trailing bytes", r.left()));
-    }
+    r.finish()?;
     Ok((offset, state))
 }
 
-fn decode_producer(r: &mut Reader<'_>) -> Result<ProducerEntry, String> {
-    let producer_id = r.i64()?;
-    let epoch = r.i16()?;
-    let coordinator_epoch = r.i32()?;
-    let last_timestamp_ms = r.i64()?;
-    let txn_first_offset = Some(r.i64()?).filter(|&o| o >= 0);
-    let batches = usize::from(r.take::<1>()?[0]);
+fn decode_producer(r: &mut Reader<'_>) -> Result<ProducerEntry, SnapshotError> {
+    let producer_id = r.i64("producer id")?;
+    let epoch = r.i16("epoch")?;
+    let coordinator_epoch = r.i32("coordinator epoch")?;
+    let last_timestamp_ms = r.i64("last timestamp")?;
+    let txn_first_offset = Some(r.i64("transaction first offset")?).filter(|&o| o >= 0);
+    let batches = usize::from(r.u8("batches")?);
     if batches > limits::PRODUCER_BATCHES_RETAINED {
-        return Err(format!("producer {producer_id} with {batches} batches"));
+        return Err(SnapshotError::Batches {
+            producer_id,
+            batches,
+        });
     }
     let mut entry = ProducerEntry {
         producer_id,
@@ -244,11 +226,11 @@ fn decode_producer(r: &mut Reader<'_>) -> Result<ProducerEntry, String> {
     };
     for _ in 0..batches {
         entry.batches.push_back(BatchMeta {
-            first_seq: r.i32()?,
-            last_seq: r.i32()?,
-            base_offset: r.i64()?,
-            last_offset: r.i64()?,
-            max_timestamp_ms: r.i64()?,
+            first_seq: r.i32("first sequence")?,
+            last_seq: r.i32("last sequence")?,
+            base_offset: r.i64("base offset")?,
+            last_offset: r.i64("last offset")?,
+            max_timestamp_ms: r.i64("max timestamp")?,
         });
     }
     Ok(entry)

@@ -22,6 +22,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use sluice_kafka::rng::SplitMix64;
+
 use super::*;
 use crate::partitioning::output_partition;
 use crate::spec::{OnError, Partitioning};
@@ -32,27 +34,6 @@ const CALM_STEPS_MAX: usize = 20_000;
 const SOURCE_PARTITION: u32 = 4;
 /// Outputs' partition counts, then the dead-letter topic's.
 const COUNTS: [u32; 3] = [3, 2, 2];
-
-/// SplitMix64: a seeded generator, so every run replays.
-#[derive(Debug)]
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    /// True with probability `per_mille` / 1000.
-    fn chance(&mut self, per_mille: u64) -> bool {
-        self.below(1000) < per_mille
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct In {
@@ -255,7 +236,7 @@ impl Sink {
 }
 
 struct Sim {
-    rng: Rng,
+    rng: SplitMix64,
     now_ms: i64,
     policy: OnError,
     partitioning: Partitioning,
@@ -288,14 +269,14 @@ fn retriable(what: &str) -> StepError {
 
 impl Sim {
     fn new(seed: u64) -> Self {
-        let mut rng = Rng(seed);
+        let mut rng = SplitMix64::new(seed);
         let policy = [OnError::Stop, OnError::Skip, OnError::DeadLetter][(seed % 3) as usize];
         let partitioning = [Partitioning::Key, Partitioning::Source][(seed / 3 % 2) as usize];
         let mut offset = 0;
         let mut source = Vec::new();
         for _ in 0..(150 + rng.below(150)) {
             offset += 1 + rng.below(3) as i64; // gaps: compaction, control batches
-            let value = rng.next() as u32;
+            let value = rng.next_u64() as u32;
             let key = (!rng.chance(100)).then(|| format!("k{}", value % 10).into_bytes());
             source.push(In { offset, key, value });
         }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 
 use super::*;
+use sluice_kafka::bytes::ReadError;
 
 fn tp(topic: &str, partition: i32) -> TopicPartition {
     TopicPartition {
@@ -89,17 +90,22 @@ fn malformed_records_are_rejected() {
     );
     assert_eq!(
         decode(&[0, 0, 0, 1, 0xff, 0xfe, b'x'], None),
-        Err(DecodeError::Negative(-2))
+        Err(DecodeError::Read(ReadError::Negative {
+            what: "transactional id",
+            value: -2
+        }))
     );
     assert_eq!(
         decode(&[0, 0, 0, 1, 0, 1, 0xff], None),
-        Err(DecodeError::InvalidUtf8)
+        Err(DecodeError::Read(ReadError::InvalidUtf8 {
+            what: "transactional id"
+        }))
     );
     let mut long = value.clone();
     long.push(0);
     assert_eq!(
         decode(&key, Some(&long)),
-        Err(DecodeError::TrailingBytes(1))
+        Err(DecodeError::Read(ReadError::TrailingBytes(1)))
     );
     for cut in 0..value.len() {
         assert!(decode(&key, Some(&value[..cut])).is_err(), "cut at {cut}");
@@ -122,22 +128,26 @@ fn counts_are_bounded_before_allocating() {
     huge.extend_from_slice(&i32::MAX.to_be_bytes());
     assert_eq!(
         decode(&key, Some(&huge)),
-        Err(DecodeError::TooMany {
+        Err(DecodeError::Read(ReadError::TooMany {
+            what: "partitions",
             count: i32::MAX as usize,
-            max: limits::TXN_PARTITIONS_MAX
-        })
+            limit: PARTITIONS
+        }))
     );
     let mut many = value.clone();
     many.extend_from_slice(&1000i32.to_be_bytes());
     assert!(matches!(
         decode(&key, Some(&many)),
-        Err(DecodeError::Truncated { needed: 6000, .. })
+        Err(DecodeError::Read(ReadError::Truncated { needed: 6000, .. }))
     ));
     let mut negative = value;
     negative.extend_from_slice(&(-1i32).to_be_bytes());
     assert_eq!(
         decode(&key, Some(&negative)),
-        Err(DecodeError::Negative(-1))
+        Err(DecodeError::Read(ReadError::Negative {
+            what: "partitions",
+            value: -1
+        }))
     );
 }
 

@@ -1,7 +1,7 @@
 //! Writes the security fuzz targets' seed corpus from real encodings
 //! (`sluice_security::fuzz::seeds`):
 //!
-//!     cargo run -p sluice-security --example fuzz_seeds -- tests/fuzz/corpus
+//!     cargo run -p sluice-security --example security_fuzz_seeds -- tests/fuzz/corpus
 
 use std::path::PathBuf;
 
