@@ -36,7 +36,9 @@
 //! - [`broker`]: the broker's config, cluster id, advertised listeners, clock and data-dir
 //!   lock, and the services it opens.
 //! - [`topics`]: the topic registry, partitions (log + fetch wake-up), persisted topic
-//!   metadata, the live views; `topics/group_commit.rs`: acks=all group commit, one sync task
+//!   metadata, the live views; `topics/change.rs`: the registry's seam for the metadata log
+//!   (a change decided, recorded in topic.json or a view file, applied to this broker by one
+//!   `apply`); `topics/group_commit.rs`: acks=all group commit, one sync task
 //!   per busy partition (fsync without the partition lock; one fsync answers every append
 //!   made before it began); `topics/append.rs`: one append with its Kafka error mapping.
 //!   `files`: the broker's own small files (topic, view and transform specs) through the

@@ -13,6 +13,11 @@
 //!                                `deleting/` itself is kept, so deleting needs no new block
 //! views/<view>.json              a view (`crate::views`): {"name", "source", "stages", ...}
 //! ```
+//! Every change is decided here (checked under the admin lock), then recorded and applied
+//! through one seam, `change.rs`: a [`TopicChange`] written to the file-backed source of
+//! truth (topic.json, the view files) and applied to this broker by [`TopicRegistry::apply`],
+//! which is what a broker will do with the same change read from the metadata log.
+//!
 //! Methods here are synchronous (they do file I/O); async callers use `spawn_blocking`.
 
 use std::collections::BTreeMap;
@@ -29,7 +34,7 @@ use tokio::sync::watch;
 use crate::clock::{SharedClock, now_ms};
 use crate::config::BrokerConfig;
 use crate::error::{KafkaError, ServerError};
-use crate::files::{remove_dir_logged, remove_stale_temps, write_durable};
+use crate::files::{remove_dir_logged, remove_stale_temps};
 use crate::limits;
 use crate::plugins::TopicPlugins;
 use crate::topic_config::{self, TopicOverrides};
@@ -247,11 +252,11 @@ impl TopicRegistry {
     fn open_topic(
         &self,
         name: &str,
+        id: topic_id::Uuid,
         partitions: i32,
         overrides: TopicOverrides,
         plugins: TopicPlugins,
     ) -> Result<Topic, ServerError> {
-        let id = topic_id::new_topic_id();
         let log_config = topic_config::log_config(&self.config, &overrides);
         let dir = self.topic_dir(name);
         remove_stale_temps(&dir);
@@ -425,7 +430,8 @@ impl TopicRegistry {
         Ok(())
     }
 
-    /// Creates a topic: directory, metadata file, partitions. Returns the new topic.
+    /// Creates a topic: directory, partitions, metadata file (`change.rs`). Returns the new
+    /// topic.
     pub fn create_topic(
         &self,
         name: &str,
@@ -434,54 +440,14 @@ impl TopicRegistry {
     ) -> Result<Arc<Topic>, KafkaError> {
         let _admin = self.admin_lock();
         self.validate_new_topic(name, partitions, &overrides)?;
-        let plugins = TopicPlugins::bind(&self.plugins, &overrides)?;
-        let dir = self.topic_dir(name);
-        // The partitions first, topic.json last: the file is the commit point, and a directory
-        // without it is ignored at start and removed here, by the next creation of the name
-        // (a creation or a deletion in place that did not finish: nothing in it is wanted).
-        let stale = if dir.exists() {
-            storage_io::remove_dir_durable(&RealFs, &dir)
-        } else {
-            Ok(())
+        let change = TopicChange::TopicCreated {
+            name: name.to_owned(),
+            id: topic_id::new_topic_id(),
+            partitions,
+            configs: overrides,
         };
-        let created = stale
-            .and_then(|()| storage_io::create_dir_durable(&RealFs, &dir))
-            .map_err(ServerError::io(format!("creating {}", dir.display())))
-            .and_then(|()| self.open_topic(name, partitions, overrides, plugins))
-            .and_then(|topic| {
-                let meta = TopicFile {
-                    name: name.to_owned(),
-                    partitions,
-                    configs: topic.overrides.clone(),
-                    topic_id: Some(topic.id.to_string()),
-                };
-                let text = serde_json::to_string_pretty(&meta).map_err(|e| ServerError::Io {
-                    context: "encoding topic.json".into(),
-                    source: std::io::Error::other(e),
-                })?;
-                write_durable(&dir.join(TOPIC_FILE), text.as_bytes()).map_err(ServerError::io(
-                    format!("writing {}", dir.join(TOPIC_FILE).display()),
-                ))?;
-                Ok(topic)
-            });
-        let topic = match created {
-            Ok(topic) => Arc::new(topic),
-            Err(e) => {
-                if let Some(suppressed) = self.creation_failures.note(self.now_ms()) {
-                    tracing::error!(topic = name, error = %e, suppressed_since_last = suppressed, "creating topic failed");
-                } else {
-                    tracing::debug!(topic = name, error = %e, "creating topic failed");
-                }
-                remove_dir_logged(&dir);
-                return Err(KafkaError::new(
-                    ResponseError::KafkaStorageError,
-                    e.to_string(),
-                ));
-            }
-        };
-        self.topics_write().insert(name.to_owned(), topic.clone());
-        tracing::info!(topic = name, partitions, "created topic");
-        Ok(topic)
+        self.apply(change, Recorded::InFiles)
+            .map(Applied::into_topic)
     }
 
     /// Creates `name` with `num.partitions` if auto-creation is on and the name is valid.
@@ -517,32 +483,13 @@ impl TopicRegistry {
                 format!("{name:?} is a view; delete it with `sluice view delete {name}`"),
             ));
         }
-        if self.topic(name).is_none() {
-            return Err(KafkaError::new(
-                ResponseError::UnknownTopicOrPartition,
-                format!("unknown topic {name:?}"),
-            ));
-        }
-        let (reading, writing) = self.transforms_of(name);
-        let deleted = TopicDeleted {
-            views: self.remove_views_of(name),
-            reading,
-            writing,
+        let change = TopicChange::TopicDeleted {
+            name: name.to_owned(),
         };
-        let topic = self.topics_write().remove(name).ok_or_else(|| {
-            KafkaError::new(
-                ResponseError::UnknownTopicOrPartition,
-                format!("unknown topic {name:?}"),
-            )
-        })?;
-        for partition in &topic.partitions {
-            if let Err(e) = partition.close() {
-                tracing::warn!(topic = name, error = %e, "closing a deleted partition failed");
-            }
+        match self.apply(change, Recorded::InFiles)? {
+            Applied::TopicDeleted(deleted) => Ok(deleted),
+            other => unreachable!("a topic deletion applied as {other:?}"),
         }
-        self.remove_topic_dir(name)?;
-        tracing::info!(topic = name, views = ?deleted.views, transforms_reading = ?deleted.reading, transforms_writing = ?deleted.writing, "deleted topic");
-        Ok(deleted)
     }
 
     /// Removes a deleted (unregistered, closed) topic's directory so that a crash leaves the
@@ -647,6 +594,7 @@ pub fn read_only(name: &str) -> KafkaError {
 
 mod alter;
 pub(crate) mod append;
+mod change;
 pub(crate) mod group_commit;
 mod partition;
 mod partitions;
@@ -656,6 +604,7 @@ pub mod topic_id;
 mod views;
 
 pub use alter::ConfigChange;
+pub use change::{Applied, Recorded, TopicChange};
 pub use views::ViewTopic;
 
 #[cfg(test)]

@@ -329,3 +329,53 @@ fn a_view_file_whose_source_is_gone_is_removed_at_start() {
         "a new topic of the name is never read by it"
     );
 }
+
+/// The metadata log's path through the seam (`change.rs`): a change recorded elsewhere is
+/// applied to this broker (partitions opened, grown, reconfigured, closed; the shapes
+/// published) without writing the file-backed source's topic.json.
+#[test]
+fn changes_recorded_in_a_log_are_applied_without_writing_topic_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Arc::new(config(dir.path()));
+    let plugins = crate::plugins::Plugins::open(&config).unwrap();
+    let registry = TopicRegistry::open(
+        config.clone(),
+        plugins.registry.clone(),
+        Arc::new(RealFs),
+        crate::clock::system(),
+    )
+    .unwrap();
+    let shapes = registry.topic_shapes();
+    let apply = |change| registry.apply(change, Recorded::InLog).unwrap();
+    let id = topic_id::new_topic_id();
+    apply(TopicChange::TopicCreated {
+        name: "t".into(),
+        id,
+        partitions: 2,
+        configs: TopicOverrides::new(),
+    });
+    let topic_json = dir.path().join("topics/t/topic.json");
+    assert!(!topic_json.exists(), "the log is the record");
+    assert!(dir.path().join("topics/t/1").is_dir());
+    assert_eq!(registry.topic("t").unwrap().id, id);
+    assert_eq!(shapes.borrow().get("t"), Some(&2));
+
+    apply(TopicChange::PartitionsAdded {
+        name: "t".into(),
+        partitions: 3,
+    });
+    let configs: TopicOverrides = [("retention.ms".to_owned(), "60000".to_owned())].into();
+    apply(TopicChange::ConfigAltered {
+        name: "t".into(),
+        configs: configs.clone(),
+    });
+    let topic = registry.topic("t").unwrap();
+    assert_eq!((topic.partitions.len(), &topic.overrides), (3, &configs));
+    assert_eq!(shapes.borrow().get("t"), Some(&3));
+    assert!(!topic_json.exists());
+
+    apply(TopicChange::TopicDeleted { name: "t".into() });
+    assert!(registry.topic("t").is_none());
+    assert!(!dir.path().join("topics/t").exists());
+    assert!(shapes.borrow().is_empty());
+}
