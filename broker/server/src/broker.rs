@@ -25,9 +25,6 @@ use crate::random::OsRng;
 use crate::security::Security;
 use crate::topics::TopicRegistry;
 
-/// This broker's node id in Metadata (a single-node cluster).
-pub const NODE_ID: i32 = 0;
-
 const CLUSTER_FILE: &str = "cluster.json";
 
 /// The broker's shared state.

@@ -15,7 +15,7 @@
 //!   broker-wide request budget `queued.max.request.bytes`).
 //! - [`connection`]: the only code touching socket bytes: bounded framing, read-ahead,
 //!   in-order responses, the sendfile writer. [`wire`]: the types between it and the
-//!   handlers (request context, responses as chunks, framing errors); it imports neither.
+//!   handlers (the client and the connection's services, responses as chunks, framing errors); it imports neither.
 //!   `connection/stream.rs`: the plain-or-TLS reader and writer halves.
 //! - [`tls`]: SSL listeners' rustls config from `ssl.*` keys, reloaded when the files
 //!   change; `tls/principal.rs`: a client certificate's subject as Kafka's principal.
@@ -28,7 +28,8 @@
 //!   plugins, views, transforms, ACLs, users and quotas, with its principal.
 //! - `handler/`: dispatch by domain (`produce_fetch/`, `groups/`, `transactions/`,
 //!   `topics/`, `security/`, `cluster/`, each with its own `dispatch`) and one file per
-//!   Kafka API, all shaped `handle(ctx, request) -> response`. What a request may be before a handler sees it is the sans-IO protocol
+//!   Kafka API, all shaped `handle(ctx, request) -> response`, where `ctx` holds the client,
+//!   its authorization and only the services its domain uses. What a request may be before a handler sees it is the sans-IO protocol
 //!   crate's (`sluice_protocol`): framing, the one version table (ApiVersions is derived
 //!   from it), the shape guard that refuses impossible array counts before decoding, the
 //!   rewrites of the oldest API versions the codec crate dropped, and the hand-encoded

@@ -24,7 +24,7 @@ use crate::limits;
 use crate::tls::Tls;
 use crate::transforms::TransformService;
 use crate::txn::TxnService;
-use crate::wire::ConnectionContext;
+use crate::wire::{Client, ConnectionContext};
 use sluice_security::principal::KafkaPrincipal;
 
 /// One bound listener of `listeners`.
@@ -364,11 +364,11 @@ fn spawn_groups(
 /// DESCRIBE on a topic for a group member's principal, as its connection is checked
 /// (consumer groups' regex subscriptions, `topic_regex.rs`).
 fn describe_check(broker: &Arc<Broker>) -> crate::topic_regex::DescribeCheck {
-    let broker = Arc::downgrade(broker);
+    let security = Arc::downgrade(&broker.security);
     Arc::new(move |principal, host, topic| {
-        broker.upgrade().is_some_and(|broker| {
+        security.upgrade().is_some_and(|security| {
             crate::authz::allowed_for(
-                &broker,
+                &security,
                 principal,
                 host,
                 sluice_security::acl::AclOperation::Describe,
@@ -389,17 +389,19 @@ fn context(
     admission: &Admission,
 ) -> ConnectionContext {
     ConnectionContext {
+        client: Client {
+            peer,
+            listener_name: listener.name.clone(),
+            security_protocol: listener.protocol,
+            principal: KafkaPrincipal::anonymous(),
+            host: peer.ip().to_string().into(),
+            mute_ms: Arc::default(),
+            shutdown: shutdown_tx.subscribe(),
+        },
         broker: broker.clone(),
-        peer,
-        shutdown: shutdown_tx.subscribe(),
         groups: groups.handle.clone(),
         txns: txns.handle.clone(),
         request_bytes: Arc::clone(&admission.request_bytes),
-        listener_name: listener.name.clone(),
-        security_protocol: listener.protocol,
-        principal: KafkaPrincipal::anonymous(),
-        host: peer.ip().to_string().into(),
-        mute_ms: Arc::default(),
     }
 }
 

@@ -330,7 +330,7 @@ impl Caller {
     pub fn may(&self, broker: &Broker, (operation, resource_type, name): Need<'_>) -> bool {
         self.token
             || authz::allowed_for(
-                broker,
+                &broker.security,
                 &self.principal,
                 &self.host,
                 operation,

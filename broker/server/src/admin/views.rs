@@ -87,7 +87,7 @@ fn show(state: &AdminState, view: &ViewTopic) -> ViewView {
     // Without an owner the answer depends on the reader: nothing to show.
     let refused = view.spec.owner.as_ref().and_then(|_| {
         let nobody = sluice_security::principal::KafkaPrincipal::anonymous();
-        authz::view_refusal(&state.broker, view, (&nobody, ""))
+        authz::view_refusal(&state.broker.security, view, (&nobody, ""))
     });
     ViewView {
         name: view.spec.name.clone(),

@@ -300,6 +300,11 @@ impl TopicRegistry {
         }
     }
 
+    /// The config topics are created with (`num.partitions` and the topic defaults).
+    pub fn config(&self) -> &BrokerConfig {
+        &self.config
+    }
+
     /// Every topic's partition count, updated after each topic creation, deletion or
     /// partition increase.
     pub fn topic_shapes(&self) -> watch::Receiver<TopicShapes> {

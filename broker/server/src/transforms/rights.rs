@@ -86,7 +86,7 @@ pub fn may_run(broker: &Broker, spec: &TransformSpec, owner: &Owner) -> Result<(
         .map(|p| (AclOperation::Read, ResourceType::Plugin, p));
     let writes = written(spec).map(|t| (AclOperation::Write, ResourceType::Topic, t));
     let needs = read.into_iter().chain(partitioner).chain(writes);
-    match authz::owner_lacks(broker, owner, needs) {
+    match authz::owner_lacks(&broker.security, owner, needs) {
         None => Ok(()),
         Some(lacks) => Err(unauthorized(spec, owner, &lacks)),
     }
@@ -100,7 +100,7 @@ pub fn may_write(
     topic: &str,
 ) -> Result<(), Refusal> {
     let need = (AclOperation::Write, ResourceType::Topic, topic);
-    match authz::owner_lacks(broker, owner, [need]) {
+    match authz::owner_lacks(&broker.security, owner, [need]) {
         None => Ok(()),
         Some(lacks) => Err(unauthorized(spec, owner, &lacks)),
     }
