@@ -10,7 +10,10 @@
 //!   broker keys and the storage `LogConfig`; `topic_name`: Kafka's topic name rules and the
 //!   names of its internal topics, which Sluice refuses (it keeps their state in its own logs).
 //! - [`limits`]: every limit with its unit and reason.
-//! - [`listener`]: bind, accept, the log ticker, graceful shutdown; [`admission`]: what a
+//! - [`listener`]: bind, accept, graceful shutdown; `background`: the background work in
+//!   one place (the group and transaction coordinators and the transforms service started
+//!   in order at bind, the log ticker, fence prober and log cleaner when the server runs),
+//!   holding their handles and stopping them in order at shutdown; [`admission`]: what a
 //!   client must be granted first (`max.connections`, `max.connections.per.ip`, and the
 //!   broker-wide request budget `queued.max.request.bytes`).
 //! - [`connection`]: the only code touching socket bytes: bounded framing, read-ahead,
@@ -95,6 +98,7 @@ pub mod admin;
 pub mod admission;
 pub mod audit;
 pub mod authz;
+mod background;
 pub mod broker;
 mod cleaner;
 pub mod clock;
