@@ -38,7 +38,12 @@
 //!   rewrites of the oldest API versions the codec crate dropped, and the hand-encoded
 //!   FetchResponse whose record sets stay file ranges (the zero-copy path).
 //! - [`broker`]: the broker's config, cluster id, advertised listeners, clock and data-dir
-//!   lock, and the services it opens.
+//!   lock, and the services it opens. [`clock`]: the one clock everything stamps or ages
+//!   by (the system's, or a test's `ManualClock`); [`data_dir`]: the data dir's lock (one
+//!   process at a time: a broker, or an offline command).
+//! - [`security`]: the security state (SCRAM credentials, ACLs, client quotas) as records
+//!   in an fsynced log, replayed at start, with the failed-login limiter and the quota
+//!   windows.
 //! - [`topics`]: the topic registry, partitions (log + fetch wake-up), persisted topic
 //!   metadata, the live views; `topics/change.rs`: the registry's seam for the metadata log
 //!   (a change decided, recorded in topic.json or a view file, applied to this broker by one
@@ -51,7 +56,14 @@
 //!   `sluice_group::Coordinator`, and the internal offsets log (committed offsets).
 //! - [`txn`]: the transaction coordinator service: the task that owns the pure
 //!   `sluice_txn::Coordinator` and the transaction log, and writes the COMMIT/ABORT markers.
-//!   Both internal logs are a [`compacted_log`] of their records.
+//!   Both internal logs are a [`compacted_log`] of their records; `internal_log`: the codec
+//!   of the internal logs' batches (records to bounded batches, and back, checked).
+//!   `topic_regex`: consumer groups' subscription regexes (RE2, compiled programs cached),
+//!   their matches filtered by the member's DESCRIBE rights.
+//! - [`transforms`]: materialized transforms: the service the admin API drives (deploy,
+//!   pause, resume, delete; the spec files), one runner task per source partition carrying
+//!   out `sluice_transform::Runner`'s effects, exactly once through the transaction
+//!   coordinator.
 //! - [`metrics`]: relaxed atomic counters and latency histograms on the request, produce and
 //!   fetch paths; [`admin`] serves them (Prometheus text) with the admin HTTP API (axum):
 //!   topics, groups, `/health`, `/ready`.
