@@ -114,8 +114,14 @@ impl Background {
                 "log ticker",
                 tokio::spawn(tick_logs(broker.clone(), shutdown.subscribe())),
             ),
-            ("fence prober", crate::fence::spawn(broker, shutdown)),
-            ("log cleaner", crate::cleaner::spawn(broker, shutdown)),
+            (
+                "fence prober",
+                crate::fence::spawn(&broker.topics, &broker.metrics.fences, shutdown),
+            ),
+            (
+                "log cleaner",
+                crate::cleaner::spawn(&broker.topics, &broker.metrics.cleaner, shutdown),
+            ),
         ];
     }
 

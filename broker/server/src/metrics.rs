@@ -103,7 +103,7 @@ pub struct Metrics {
     /// Fences of storage logs: shared with the offsets-log writer, which owns its log.
     pub fences: Arc<FenceMetrics>,
     /// The log cleaner's work (`cleaner.rs`).
-    pub cleaner: CleanerMetrics,
+    pub cleaner: Arc<CleanerMetrics>,
 }
 
 /// Decrements a gauge when dropped.
@@ -162,7 +162,7 @@ impl Default for Metrics {
             produce_throttled: AtomicU64::new(0),
             fetch_throttled: AtomicU64::new(0),
             fences: Arc::default(),
-            cleaner: CleanerMetrics::default(),
+            cleaner: Arc::default(),
         }
     }
 }
