@@ -47,7 +47,7 @@ impl TopicRegistry {
             name: name.to_owned(),
             configs,
         };
-        self.apply(change, Recorded::InFiles)
+        self.apply_locked(change, Recorded::InFiles)
             .map(Applied::into_topic)
     }
 

@@ -6,7 +6,7 @@
 //! - **record**: make the change durable in the source of truth. Today that is the
 //!   registry's own files ([`Recorded::InFiles`]): `topics/<t>/topic.json` and
 //!   `views/<v>.json`, written or removed through the durable-write path (`record` below);
-//! - **apply** ([`TopicRegistry::apply`]): change this broker: open or close partitions,
+//! - **apply** ([`TopicRegistry::apply`], under the same lock): change this broker: open or close partitions,
 //!   bind plugins, swap the in-memory entry, publish the topic shapes. The read side
 //!   (`topic`, `partition`, `view`, `read_partition`, `topic_shapes`) only sees applied
 //!   changes, and does not know which source recorded them.
@@ -101,9 +101,20 @@ impl Applied {
 }
 
 impl TopicRegistry {
-    /// Applies `change` to this broker, writing its record first at its commit point when
-    /// the files are the source (`recorded`). Callers hold the admin lock.
+    /// Applies `change` to this broker, writing its record at its commit point when the
+    /// files are the source (`recorded`), under the admin lock (as every change is).
     pub fn apply(&self, change: TopicChange, recorded: Recorded) -> Result<Applied, KafkaError> {
+        let _admin = self.admin_lock();
+        self.apply_locked(change, recorded)
+    }
+
+    /// [`Self::apply`], for the decide steps that already hold the admin lock (they checked
+    /// the change under it).
+    pub(super) fn apply_locked(
+        &self,
+        change: TopicChange,
+        recorded: Recorded,
+    ) -> Result<Applied, KafkaError> {
         let commit = || match recorded {
             Recorded::InFiles => self.record(&change),
             Recorded::InLog => Ok(()),

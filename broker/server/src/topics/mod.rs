@@ -451,7 +451,7 @@ impl TopicRegistry {
             partitions,
             configs: overrides,
         };
-        self.apply(change, Recorded::InFiles)
+        self.apply_locked(change, Recorded::InFiles)
             .map(Applied::into_topic)
     }
 
@@ -491,7 +491,7 @@ impl TopicRegistry {
         let change = TopicChange::TopicDeleted {
             name: name.to_owned(),
         };
-        match self.apply(change, Recorded::InFiles)? {
+        match self.apply_locked(change, Recorded::InFiles)? {
             Applied::TopicDeleted(deleted) => Ok(deleted),
             other => unreachable!("a topic deletion applied as {other:?}"),
         }

@@ -53,7 +53,7 @@ impl TopicRegistry {
             name: name.to_owned(),
             partitions: count,
         };
-        self.apply(change, Recorded::InFiles)
+        self.apply_locked(change, Recorded::InFiles)
             .map(Applied::into_topic)
     }
 

@@ -225,7 +225,7 @@ impl TopicRegistry {
             ));
         }
         let change = TopicChange::ViewCreated { spec };
-        match self.apply(change, Recorded::InFiles)? {
+        match self.apply_locked(change, Recorded::InFiles)? {
             Applied::View(view) => Ok(view),
             other => unreachable!("a view creation applied as {other:?}"),
         }
@@ -237,7 +237,7 @@ impl TopicRegistry {
         let change = TopicChange::ViewDeleted {
             name: name.to_owned(),
         };
-        self.apply(change, Recorded::InFiles).map(drop)
+        self.apply_locked(change, Recorded::InFiles).map(drop)
     }
 
     /// Drops ephemeral views no fetch has used for `VIEW_EPHEMERAL_IDLE_MS`.
