@@ -1,8 +1,10 @@
 //! Authorization: where a request asks the ACL engine (`sluice_security::acl::Authorizer`,
-//! in the broker's security state) whether its connection's principal, from its host, may do
-//! an operation on a resource. Handlers call these and turn a refusal into Kafka's error
-//! code for the resource (TOPIC_AUTHORIZATION_FAILED and the rest); the admin API calls
-//! them with the HTTP caller's principal.
+//! in the security store) whether its connection's principal, from its host, may do an
+//! operation on a resource. Handlers ask their [`Authz`] (the security state with the
+//! client's principal and host) and turn a refusal into Kafka's error code for the resource
+//! (TOPIC_AUTHORIZATION_FAILED and the rest); the admin API calls [`allowed_for`] with the
+//! HTTP caller's principal. Only the checks that name a topic or a view the client may
+//! mean ([`Authz::topic_or_view`], [`Authz::read_through`]) are given the topic registry.
 //!
 //! A denial is logged at debug with the rule that decided it (Kafka's authorizer logger
 //! logs denials at INFO; a refused client retrying would flood a log at INFO).
@@ -15,8 +17,8 @@
 use sluice_security::acl::{AclOperation, CLUSTER_NAME, ResourceType};
 use sluice_security::principal::KafkaPrincipal;
 
-use crate::broker::{Broker, ViewTopic};
-use crate::wire::ConnectionContext;
+use crate::security::Security;
+use crate::topics::{TopicRegistry, ViewTopic};
 
 /// The user an `admin.token` bearer acts as (`User:admin-token`): an admin-API super user,
 /// not a Kafka user. Here because the views and transforms it makes act for it.
@@ -54,27 +56,26 @@ impl Owner {
     }
 
     /// Whether the owner is the `admin.token` bearer (while a token is configured).
-    fn is_admin_token(&self, broker: &Broker) -> bool {
-        broker.config.admin_token.is_some()
-            && self.principal == KafkaPrincipal::user(ADMIN_TOKEN_USER)
+    fn is_admin_token(&self, security: &Security) -> bool {
+        security.admin_token_set() && self.principal == KafkaPrincipal::user(ADMIN_TOKEN_USER)
     }
 }
 
 /// The first of `needs` that `owner` does not hold now, named (`READ on TOPIC "orders"`).
 /// The `admin.token` bearer holds every right, as in the admin API.
 pub fn owner_lacks<'a>(
-    broker: &Broker,
+    security: &Security,
     owner: &Owner,
     needs: impl IntoIterator<Item = Need<'a>>,
 ) -> Option<String> {
-    if owner.is_admin_token(broker) {
+    if owner.is_admin_token(security) {
         return None;
     }
     needs
         .into_iter()
         .find(|&(operation, resource_type, name)| {
             !allowed_for(
-                broker,
+                security,
                 &owner.principal,
                 &owner.host,
                 operation,
@@ -92,7 +93,7 @@ pub fn owner_lacks<'a>(
 /// a view persisted before owners were recorded needs the `reader`'s own READ on the source
 /// (as a read of the topic itself would).
 pub fn view_refusal(
-    broker: &Broker,
+    security: &Security,
     view: &ViewTopic,
     reader: (&KafkaPrincipal, &str),
 ) -> Option<String> {
@@ -104,7 +105,7 @@ pub fn view_refusal(
     );
     let Some(principal) = &spec.owner else {
         let (principal, host) = reader;
-        return (!allowed_for(broker, principal, host, source.0, source.1, source.2)).then(|| {
+        return (!allowed_for(security, principal, host, source.0, source.1, source.2)).then(|| {
             format!(
                 "view {:?} has no recorded owner, so its readers need READ on its source topic {:?} themselves, which {principal} lacks",
                 spec.name, spec.source
@@ -119,7 +120,7 @@ pub fn view_refusal(
         .stages
         .iter()
         .map(|s| (AclOperation::Read, ResourceType::Plugin, s.plugin.as_str()));
-    let lacks = owner_lacks(broker, &owner, std::iter::once(source).chain(plugins))?;
+    let lacks = owner_lacks(security, &owner, std::iter::once(source).chain(plugins))?;
     Some(format!(
         "the owner of view {:?}, {}, may no longer read through it: it lacks {lacks}",
         spec.name, owner.principal
@@ -128,7 +129,7 @@ pub fn view_refusal(
 
 /// Whether `principal` at `host` may do `operation` on `(resource_type, name)`.
 pub fn allowed_for(
-    broker: &Broker,
+    security: &Security,
     principal: &KafkaPrincipal,
     host: &str,
     operation: AclOperation,
@@ -139,7 +140,7 @@ pub fn allowed_for(
         tracing::debug!(%principal, resource = name, operation = operation.name(), "refused: reserved for materialized transforms");
         return false;
     }
-    let decision = broker.security.read(|state| {
+    let decision = security.store.read(|state| {
         state
             .authorizer()
             .authorize(principal, host, operation, resource_type, name)
@@ -177,21 +178,120 @@ fn reserved_for_transforms(
         )
 }
 
-/// Whether the connection's principal may do `operation` on `(resource_type, name)`.
-pub fn allowed(
-    ctx: &ConnectionContext,
-    operation: AclOperation,
-    resource_type: ResourceType,
-    name: &str,
-) -> bool {
-    allowed_for(
-        &ctx.broker,
-        &ctx.principal,
-        &ctx.host,
-        operation,
-        resource_type,
-        name,
-    )
+/// A request's authorization: the security state, and who asks from where (the
+/// connection's principal and host).
+#[derive(Debug, Clone, Copy)]
+pub struct Authz<'a> {
+    /// Where the ACLs are.
+    pub security: &'a Security,
+    /// Who the client is.
+    pub principal: &'a KafkaPrincipal,
+    /// The client's address as ACLs match it.
+    pub host: &'a str,
+}
+
+impl<'a> Authz<'a> {
+    /// The authorization of `client`'s requests.
+    pub fn new(security: &'a Security, client: &'a crate::wire::Client) -> Self {
+        Self {
+            security,
+            principal: &client.principal,
+            host: &client.host,
+        }
+    }
+
+    /// Whether the principal may do `operation` on `(resource_type, name)`.
+    pub fn allowed(self, operation: AclOperation, resource_type: ResourceType, name: &str) -> bool {
+        allowed_for(
+            self.security,
+            self.principal,
+            self.host,
+            operation,
+            resource_type,
+            name,
+        )
+    }
+
+    /// READ on a plugin (`unreadable_plugin`).
+    pub fn may_read_plugin(self) -> impl Fn(&str) -> bool + 'a {
+        move |plugin| self.allowed(AclOperation::Read, ResourceType::Plugin, plugin)
+    }
+
+    /// Kafka's authorized-operations bit field (KIP-430): bit `code` set for each of
+    /// `operations` the principal may do on `(resource_type, name)`.
+    pub fn operations(
+        self,
+        resource_type: ResourceType,
+        name: &str,
+        operations: &[AclOperation],
+    ) -> i32 {
+        operations
+            .iter()
+            .filter(|op| self.allowed(**op, resource_type, name))
+            .fold(0, |bits, op| bits | (1 << op.code()))
+    }
+
+    /// `operation` on the topic `name`.
+    pub fn topic(self, operation: AclOperation, name: &str) -> bool {
+        self.allowed(operation, ResourceType::Topic, name)
+    }
+
+    /// `operation` on `name` as a client names it in Fetch, ListOffsets and
+    /// OffsetForLeaderEpoch: the VIEW resource when a view of `topics` has the name, else
+    /// the TOPIC.
+    pub fn topic_or_view(
+        self,
+        topics: &TopicRegistry,
+        operation: AclOperation,
+        name: &str,
+    ) -> bool {
+        let resource = if topics.view(name).is_some() {
+            ResourceType::View
+        } else {
+            ResourceType::Topic
+        };
+        self.allowed(operation, resource, name)
+    }
+
+    /// `operation` on `name` as [`Self::topic_or_view`], and for a view its
+    /// [`view_refusal`] too: what Fetch, ListOffsets and OffsetForLeaderEpoch ask, as they
+    /// read or disclose the source's records through the view. A refusal is logged once
+    /// when it starts and once when it ends.
+    pub fn read_through(self, topics: &TopicRegistry, operation: AclOperation, name: &str) -> bool {
+        let Some(view) = topics.view(name) else {
+            return self.topic(operation, name);
+        };
+        if !self.allowed(operation, ResourceType::View, name) {
+            return false;
+        }
+        let refusal = view_refusal(self.security, &view, (self.principal, self.host));
+        view.note_refusal(refusal.as_deref());
+        refusal.is_none()
+    }
+
+    /// `operation` on the group `name`.
+    pub fn group(self, operation: AclOperation, name: &str) -> bool {
+        self.allowed(operation, ResourceType::Group, name)
+    }
+
+    /// `operation` on the cluster.
+    pub fn cluster(self, operation: AclOperation) -> bool {
+        self.allowed(operation, ResourceType::Cluster, CLUSTER_NAME)
+    }
+
+    /// Whether the principal may do `operation` on some resource of `resource_type` (Kafka's
+    /// `authorizeByResourceType`: an idempotent producer without IDEMPOTENT_WRITE on the
+    /// cluster may still init a producer id if it may write some topic).
+    pub fn any_of_type(self, operation: AclOperation, resource_type: ResourceType) -> bool {
+        self.security.store.read(|state| {
+            state.authorizer().authorize_by_resource_type(
+                self.principal,
+                self.host,
+                operation,
+                resource_type,
+            )
+        })
+    }
 }
 
 /// The first plugin that topic `configs` would bind (`sluice.partitioner`,
@@ -208,11 +308,6 @@ pub fn unreadable_plugin<'a>(
         .filter(|(key, _)| crate::topic_config::PLUGIN_KEYS.contains(key))
         .filter_map(|(_, plugin)| plugin)
         .find(|plugin| !may_read_plugin(plugin))
-}
-
-/// READ on a plugin, for the connection's principal (`unreadable_plugin`).
-pub fn may_read_plugin(ctx: &ConnectionContext) -> impl Fn(&str) -> bool + '_ {
-    |plugin| allowed(ctx, AclOperation::Read, ResourceType::Plugin, plugin)
 }
 
 /// The operations Kafka defines on the cluster resource.
@@ -245,79 +340,6 @@ pub const GROUP_OPERATIONS: [AclOperation; 3] = [
     AclOperation::Delete,
 ];
 
-/// Kafka's authorized-operations bit field (KIP-430): bit `code` set for each of
-/// `operations` the principal may do on `(resource_type, name)`.
-pub fn operations(
-    ctx: &ConnectionContext,
-    resource_type: ResourceType,
-    name: &str,
-    operations: &[AclOperation],
-) -> i32 {
-    operations
-        .iter()
-        .filter(|op| allowed(ctx, **op, resource_type, name))
-        .fold(0, |bits, op| bits | (1 << op.code()))
-}
-
-/// `operation` on the topic `name`.
-pub fn topic(ctx: &ConnectionContext, operation: AclOperation, name: &str) -> bool {
-    allowed(ctx, operation, ResourceType::Topic, name)
-}
-
-/// `operation` on `name` as a client names it in Fetch, ListOffsets and
-/// OffsetForLeaderEpoch: the VIEW resource when a view has the name, else the TOPIC.
-pub fn topic_or_view(ctx: &ConnectionContext, operation: AclOperation, name: &str) -> bool {
-    let resource = if ctx.broker.view(name).is_some() {
-        ResourceType::View
-    } else {
-        ResourceType::Topic
-    };
-    allowed(ctx, operation, resource, name)
-}
-
-/// `operation` on `name` as [`topic_or_view`], and for a view its [`view_refusal`] too: what
-/// Fetch, ListOffsets and OffsetForLeaderEpoch ask, as they read or disclose the source's
-/// records through the view. A refusal is logged once when it starts and once when it ends.
-pub fn read_through(ctx: &ConnectionContext, operation: AclOperation, name: &str) -> bool {
-    let Some(view) = ctx.broker.view(name) else {
-        return topic(ctx, operation, name);
-    };
-    if !allowed(ctx, operation, ResourceType::View, name) {
-        return false;
-    }
-    let refusal = view_refusal(&ctx.broker, &view, (&ctx.principal, &ctx.host));
-    view.note_refusal(refusal.as_deref());
-    refusal.is_none()
-}
-
-/// `operation` on the group `name`.
-pub fn group(ctx: &ConnectionContext, operation: AclOperation, name: &str) -> bool {
-    allowed(ctx, operation, ResourceType::Group, name)
-}
-
-/// `operation` on the cluster.
-pub fn cluster(ctx: &ConnectionContext, operation: AclOperation) -> bool {
-    allowed(ctx, operation, ResourceType::Cluster, CLUSTER_NAME)
-}
-
-/// Whether the principal may do `operation` on some resource of `resource_type` (Kafka's
-/// `authorizeByResourceType`: an idempotent producer without IDEMPOTENT_WRITE on the
-/// cluster may still init a producer id if it may write some topic).
-pub fn any_of_type(
-    ctx: &ConnectionContext,
-    operation: AclOperation,
-    resource_type: ResourceType,
-) -> bool {
-    ctx.broker.security.read(|state| {
-        state.authorizer().authorize_by_resource_type(
-            &ctx.principal,
-            &ctx.host,
-            operation,
-            resource_type,
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use sluice_security::acl::{
@@ -326,6 +348,7 @@ mod tests {
     use sluice_security::records::SecurityRecord;
 
     use super::*;
+    use crate::broker::Broker;
     use crate::config::BrokerConfig;
     use crate::topic_config::TopicOverrides;
     use crate::views::{StageSpec, ViewSpec};
@@ -357,14 +380,15 @@ mod tests {
     }
 
     fn apply(broker: &Broker, record: SecurityRecord) {
-        broker.security.append(&[record]).unwrap();
+        broker.security.store.append(&[record]).unwrap();
     }
 
     /// A view of `a-orders` through the plugin `p` (not deployed: the view stays unbound,
     /// which the checks do not need).
     fn view(broker: &Broker, owner: Option<(&str, &str)>) -> ViewTopic {
-        let source = broker.topic("a-orders").unwrap_or_else(|| {
+        let source = broker.topics.topic("a-orders").unwrap_or_else(|| {
             broker
+                .topics
                 .create_topic("a-orders", 1, TopicOverrides::new())
                 .unwrap()
         });
@@ -401,18 +425,18 @@ mod tests {
             apply(&broker, SecurityRecord::AclCreate(grant.clone()));
         }
         // The owner's rights decide, whatever the reader's own (it has none on the source).
-        assert_eq!(view_refusal(&broker, &view, reader), None);
+        assert_eq!(view_refusal(&broker.security, &view, reader), None);
         apply(&broker, SecurityRecord::AclDelete(grants[0].clone()));
-        let why = view_refusal(&broker, &view, reader).expect("revoked");
+        let why = view_refusal(&broker.security, &view, reader).expect("revoked");
         assert!(
             why.contains("User:tenant-b") && why.contains("READ on TOPIC \"a-orders\""),
             "{why}"
         );
         apply(&broker, SecurityRecord::AclCreate(grants[0].clone()));
-        assert_eq!(view_refusal(&broker, &view, reader), None);
+        assert_eq!(view_refusal(&broker.security, &view, reader), None);
         // Each stage's plugin too, matched from the host the owner created the view from.
         let elsewhere = self::view(&broker, Some(("User:tenant-b", "10.0.0.3")));
-        let why = view_refusal(&broker, &elsewhere, reader).expect("another host");
+        let why = view_refusal(&broker.security, &elsewhere, reader).expect("another host");
         assert!(why.contains("READ on PLUGIN \"p\""), "{why}");
     }
 
@@ -422,7 +446,7 @@ mod tests {
         let broker = broker(dir.path(), None);
         let view = view(&broker, None);
         let reader = KafkaPrincipal::user("reader");
-        let why = view_refusal(&broker, &view, (&reader, "10.9.9.9")).expect("no right");
+        let why = view_refusal(&broker.security, &view, (&reader, "10.9.9.9")).expect("no right");
         assert!(
             why.contains("no recorded owner") && why.contains("User:reader"),
             "{why}"
@@ -431,7 +455,10 @@ mod tests {
             &broker,
             SecurityRecord::AclCreate(acl("User:reader", "*", AclOperation::Read, READ_SOURCE)),
         );
-        assert_eq!(view_refusal(&broker, &view, (&reader, "10.9.9.9")), None);
+        assert_eq!(
+            view_refusal(&broker.security, &view, (&reader, "10.9.9.9")),
+            None
+        );
     }
 
     #[test]
@@ -440,7 +467,7 @@ mod tests {
         for (token, lacks) in [(Some("secret"), false), (None, true)] {
             let dir = tempfile::tempdir().unwrap();
             let broker = broker(dir.path(), token);
-            let found = owner_lacks(&broker, &token_owner, [READ_SOURCE]);
+            let found = owner_lacks(&broker.security, &token_owner, [READ_SOURCE]);
             assert_eq!(found.is_some(), lacks, "token {token:?}: {found:?}");
         }
         let damaged = Owner::parse("no colon", None).unwrap_err();
@@ -462,9 +489,20 @@ mod tests {
         );
         let reader = (&KafkaPrincipal::user("r"), "h");
         assert_eq!(
-            view_refusal(&broker, &view(&broker, Some(("User:a", "h"))), reader),
+            view_refusal(
+                &broker.security,
+                &view(&broker, Some(("User:a", "h"))),
+                reader
+            ),
             None
         );
-        assert!(view_refusal(&broker, &view(&broker, Some(("User:b", "h"))), reader).is_some());
+        assert!(
+            view_refusal(
+                &broker.security,
+                &view(&broker, Some(("User:b", "h"))),
+                reader
+            )
+            .is_some()
+        );
     }
 }

@@ -1,83 +1,43 @@
-//! The topic registry: topics, their partitions (each a storage `Log` behind a mutex plus a
-//! watch channel that wakes long-polling fetches), and topic metadata persisted as one small
-//! JSON file per topic. Every metadata change here (files written, directories created,
-//! renamed and removed) goes through `sluice_storage::io::durable` on the real filesystem.
+//! The broker: its config, its cluster id, the addresses it advertises, its clock and its
+//! data dir's lock, and (until they are handed out one by one) the services it opened: the
+//! topic registry (`crate::topics`), security, plugins and metrics.
 //!
-//! On-disk layout under `data.dir` (topics live in their own directory, so no topic name can
-//! collide with the broker's files):
+//! On-disk layout under `data.dir` (the topics' and views' own: `crate::topics`):
 //! ```text
 //! .lock                          flock'd while a broker has the data dir open
 //! cluster.json                   {"cluster_id": "..."}
-//! topics/<topic>/topic.json      {"name", "partitions", "configs"}, written last at creation
-//! topics/<topic>/<partition>/    the storage engine's directory for one partition
-//! deleting/<topic>.<ms>/         a deleted topic, removed at once (leftovers at start);
-//!                                `deleting/` itself is kept, so deleting needs no new block
-//! views/<view>.json              a view (`crate::views`): {"name", "source", "stages", ...}
 //! ```
-//! Methods here are synchronous (they do file I/O); async callers use `spawn_blocking`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 
-use kafka_protocol::ResponseError;
 use serde::{Deserialize, Serialize};
+use sluice_storage::Fs;
 use sluice_storage::io::{self as storage_io, RealFs};
-use sluice_storage::{Fs, Log};
-use tokio::sync::watch;
 
-use crate::clock::{SharedClock, now_ms};
+use crate::clock::SharedClock;
 use crate::config::{BrokerConfig, HostPort};
-use crate::error::{KafkaError, ServerError};
-use crate::files::{remove_dir_logged, remove_stale_temps, write_durable};
-use crate::limits;
-use crate::plugins::{Plugins, TopicPlugins};
+use crate::error::ServerError;
+use crate::files::{remove_stale_temps, write_durable};
+use crate::plugins::Plugins;
 use crate::random::OsRng;
-use crate::security::SecurityStore;
-use crate::topic_config::{self, TopicOverrides};
-use crate::topic_name;
-use group_commit::SyncCoordinator;
+use crate::security::Security;
+use crate::topics::TopicRegistry;
 
-/// This broker's node id in Metadata (a single-node cluster).
-pub const NODE_ID: i32 = 0;
-
-const TOPIC_FILE: &str = "topic.json";
 const CLUSTER_FILE: &str = "cluster.json";
-const TOPICS_DIR: &str = "topics";
-const DELETING_DIR: &str = "deleting";
 
 /// The broker's shared state.
 #[derive(Debug)]
 pub struct Broker {
     /// Validated config.
-    pub config: BrokerConfig,
+    pub config: Arc<BrokerConfig>,
     /// What Metadata advertises (set once the listener has bound).
     advertised: RwLock<BTreeMap<String, HostPort>>,
     /// Persisted at first start, stable across restarts.
     pub cluster_id: String,
-    /// Topic name -> topic. Held only for lookups and inserts, never across I/O.
-    topics: RwLock<BTreeMap<String, Arc<Topic>>>,
-    /// Every topic's partition count, republished by every change of `topics` (the group
-    /// coordinator's consumer groups assign from it: `topic_shapes`).
-    shapes: watch::Sender<TopicShapes>,
-    /// View name -> view (`views.rs`); views and topics share one namespace.
-    views: RwLock<BTreeMap<String, Arc<ViewTopic>>>,
-    /// Serialises topic and view creation and deletion (directory and registry changes
-    /// together).
-    admin: Mutex<()>,
-    /// Topic -> the materialized transforms using it and how (`transforms/`, which the
-    /// broker cannot import): deleting the topic reports them ([`TopicDeleted`]).
-    transform_topics: Mutex<BTreeMap<String, BTreeMap<String, TopicUse>>>,
-    /// Fetches parked in a long poll right now (observability, and tests wait on it).
-    waiting_fetches: AtomicUsize,
-    /// Client connections open right now.
-    open_connections: AtomicUsize,
-    /// Failed topic creations (a full disk fails every auto-creation a client's Metadata
-    /// asks for), logged once per interval (`repeated.rs`).
-    creation_failures: repeated::RepeatedFailures,
-    /// The filesystem partition logs live on: the real one, or a fault-injecting twin in tests.
-    fs: Arc<dyn Fs>,
+    /// Topics, partitions and views (`crate::topics`).
+    pub topics: Arc<TopicRegistry>,
     /// The clock everything this broker stamps or ages reads (`crate::clock`).
     clock: SharedClock,
     /// The data dir's lock file, held (flock) while the broker runs so a second broker cannot
@@ -85,271 +45,16 @@ pub struct Broker {
     dir_lock: Mutex<Option<std::fs::File>>,
     /// The plugin registry (`plugin.dir`) and its hot-reload watcher.
     pub plugins: Plugins,
-    /// Users (SCRAM credentials), replayed from `<data.dir>/security-log` (`crate::security`).
-    pub security: SecurityStore,
-    /// Failed SASL logins per source address (`crate::sasl` refuses an address over its limit).
-    pub login_failures: crate::security::LoginLimiter,
-    /// Client quotas' sampled byte rates (the quotas themselves are in `security`).
-    pub quotas: crate::security::QuotaWindows,
+    /// Users, ACLs, quotas, the login limiter and the quota windows (`crate::security`).
+    pub security: Arc<Security>,
     /// Request, connection and error counters (the admin API renders them).
     pub metrics: crate::metrics::Metrics,
-}
-
-/// Topic name -> partition count.
-pub type TopicShapes = BTreeMap<String, i32>;
-
-/// A write lock on the topics that publishes their shapes when it drops.
-struct TopicsWrite<'a> {
-    guard: std::sync::RwLockWriteGuard<'a, BTreeMap<String, Arc<Topic>>>,
-    shapes: &'a watch::Sender<TopicShapes>,
-}
-
-impl std::ops::Deref for TopicsWrite<'_> {
-    type Target = BTreeMap<String, Arc<Topic>>;
-    fn deref(&self) -> &Self::Target {
-        &self.guard
-    }
-}
-
-impl std::ops::DerefMut for TopicsWrite<'_> {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.guard
-    }
-}
-
-impl Drop for TopicsWrite<'_> {
-    fn drop(&mut self) {
-        let shapes: TopicShapes = self
-            .guard
-            .iter()
-            .map(|(name, t)| {
-                (
-                    name.clone(),
-                    i32::try_from(t.partitions.len()).unwrap_or(i32::MAX),
-                )
-            })
-            .collect();
-        self.shapes.send_if_modified(|old| {
-            let changed = *old != shapes;
-            *old = shapes;
-            changed
-        });
-    }
-}
-
-/// How a materialized transform uses a topic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TopicUse {
-    /// Its source: deleting the topic removes the transform.
-    Reads,
-    /// An output or its dead-letter topic: deleting the topic fails the transform.
-    Writes,
-}
-
-/// What deleting a topic did to what used it, for the caller's audit lines.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct TopicDeleted {
-    /// The views that read it, removed with it.
-    pub views: Vec<String>,
-    /// The transforms that read it: their service removes them (their runners never read
-    /// a topic made later under the name).
-    pub reading: Vec<String>,
-    /// The transforms that write it: they fail, naming it, until resumed.
-    pub writing: Vec<String>,
-}
-
-/// One topic.
-#[derive(Debug)]
-pub struct Topic {
-    /// Topic name.
-    pub name: String,
-    /// Topic id (`topic_id.rs`).
-    pub id: topic_id::Uuid,
-    /// Config overrides given at creation.
-    pub overrides: TopicOverrides,
-    /// Partitions by index.
-    pub partitions: Vec<Arc<Partition>>,
-    /// The plugins the topic binds: `sluice.partitioner`, `sluice.validator`.
-    pub plugins: TopicPlugins,
-    /// Why the topic is quarantined (its `topic.json` could not be read at start), naming
-    /// the path; every partition is then offline too (`quarantine.rs`).
-    pub offline: Option<String>,
-}
-
-/// One partition: the log and the fetch wake-up channel.
-#[derive(Debug)]
-pub struct Partition {
-    /// Topic name (for logs and errors).
-    pub topic: String,
-    /// Partition index.
-    pub index: i32,
-    /// `None` once the topic is deleted or the broker is shutting down.
-    log: Mutex<Option<Log>>,
-    /// Log end offset after each append; fetches waiting for data subscribe to it.
-    end_offset: watch::Sender<i64>,
-    /// Bytes and records in and out (relaxed atomics; rendered by the admin API).
-    pub metrics: crate::metrics::PartitionMetrics,
-    /// Group commit for acks=all (`group_commit.rs`).
-    pub(crate) sync: SyncCoordinator,
-    /// Refused appends (KAFKA_STORAGE_ERROR), logged once per interval (`repeated.rs`).
-    pub(crate) append_failures: repeated::RepeatedFailures,
-    /// Why this partition could not be opened at start (naming the path): it has no log and
-    /// answers KAFKA_STORAGE_ERROR until the topic is deleted (`quarantine.rs`).
-    offline: Option<String>,
-    /// The leader epoch of this leadership (begun when the log was opened; -1 offline).
-    pub leader_epoch: i32,
-}
-
-/// `topics/<topic>/topic.json`.
-#[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct TopicFile {
-    pub(crate) name: String,
-    pub(crate) partitions: i32,
-    pub(crate) configs: TopicOverrides,
-    /// The topic id, hyphenated; absent in files written before topic ids (the id is then
-    /// derived from the name: `topic_id.rs`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) topic_id: Option<String>,
-}
-
-impl TopicFile {
-    /// Parses a topic.json and checks what `create_topic` checked before writing it (the
-    /// name, the partition count), so a damaged file fails the start with its path instead
-    /// of opening a partition count nobody asked for.
-    pub(crate) fn parse(text: &str) -> Result<Self, String> {
-        let meta: Self = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        topic_name::validate(&meta.name).map_err(|e| e.message)?;
-        if !(1..=limits::PARTITIONS_PER_TOPIC_MAX).contains(&meta.partitions) {
-            return Err(format!(
-                "{} partitions is outside 1..={} (PARTITIONS_PER_TOPIC_MAX)",
-                meta.partitions,
-                limits::PARTITIONS_PER_TOPIC_MAX
-            ));
-        }
-        Ok(meta)
-    }
 }
 
 /// `<data.dir>/cluster.json`.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct ClusterFile {
     pub(crate) cluster_id: String,
-}
-
-impl Partition {
-    /// Opening a partition is a new leadership of it: the next leader epoch begins
-    /// (`Log::begin_next_leader_epoch`). If that cannot be recorded (a full disk) the log
-    /// keeps its latest epoch, which only makes truncation detection less precise.
-    fn new(topic: &str, index: i32, mut log: Log) -> Self {
-        let leader_epoch = log.begin_next_leader_epoch().unwrap_or_else(|error| {
-            tracing::warn!(%topic, partition = index, %error, "could not begin a new leader epoch; keeping the last");
-            log.leader_epoch()
-        });
-        let (end_offset, _) = watch::channel(log.log_end_offset().value());
-        let sync = SyncCoordinator::new(log.durable_offset().value());
-        Self {
-            topic: topic.to_owned(),
-            index,
-            log: Mutex::new(Some(log)),
-            end_offset,
-            metrics: crate::metrics::PartitionMetrics::default(),
-            sync,
-            append_failures: repeated::RepeatedFailures::default(),
-            offline: None,
-            leader_epoch,
-        }
-    }
-
-    /// A partition whose log could not be opened: no log, only the reason.
-    fn offline(topic: &str, index: i32, reason: String) -> Self {
-        let (end_offset, _) = watch::channel(0);
-        Self {
-            topic: topic.to_owned(),
-            index,
-            log: Mutex::new(None),
-            end_offset,
-            metrics: crate::metrics::PartitionMetrics::default(),
-            sync: SyncCoordinator::new(0),
-            append_failures: repeated::RepeatedFailures::default(),
-            offline: Some(reason),
-            leader_epoch: -1,
-        }
-    }
-
-    /// KIP-320: a request naming the leader epoch it knows (-1: none) is refused when that
-    /// is older (FENCED_LEADER_EPOCH) or newer (UNKNOWN_LEADER_EPOCH) than this leadership's.
-    /// An offline partition passes: its answer is KAFKA_STORAGE_ERROR.
-    pub fn check_leader_epoch(&self, known: i32) -> Result<(), ResponseError> {
-        if known < 0 || known == self.leader_epoch || self.offline.is_some() {
-            Ok(())
-        } else if known < self.leader_epoch {
-            Err(ResponseError::FencedLeaderEpoch)
-        } else {
-            Err(ResponseError::UnknownLeaderEpoch)
-        }
-    }
-
-    /// Why the partition is offline (quarantined at start), if it is.
-    pub fn offline_reason(&self) -> Option<&str> {
-        self.offline.as_deref()
-    }
-
-    /// Runs `f` on the open log; KAFKA_STORAGE_ERROR if the partition is offline,
-    /// UNKNOWN_TOPIC_OR_PARTITION if it has been closed.
-    pub fn with_log<T>(&self, f: impl FnOnce(&mut Log) -> T) -> Result<T, KafkaError> {
-        if let Some(reason) = &self.offline {
-            return Err(KafkaError::new(
-                ResponseError::KafkaStorageError,
-                format!("{}-{} is offline: {reason}", self.topic, self.index),
-            ));
-        }
-        let mut guard = self
-            .log
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let log = guard.as_mut().ok_or_else(|| {
-            KafkaError::new(
-                ResponseError::UnknownTopicOrPartition,
-                format!("{}-{} is closed", self.topic, self.index),
-            )
-        })?;
-        Ok(f(log))
-    }
-
-    /// Tells waiting fetches that the log end offset moved.
-    pub fn notify_appended(&self, end_offset: i64) {
-        self.end_offset.send_replace(end_offset);
-    }
-
-    /// A receiver that changes when the partition gets new data.
-    pub fn subscribe(&self) -> watch::Receiver<i64> {
-        self.end_offset.subscribe()
-    }
-
-    /// Closes the log (flush + clean-shutdown marker); later calls find it closed.
-    fn close(&self) -> Result<(), ServerError> {
-        let log = self
-            .log
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        let Some(log) = log else { return Ok(()) };
-        if log.is_fenced() {
-            // Nothing can be flushed; no clean-shutdown marker, so the next open recovers it.
-            let refused = self.append_failures.take_suppressed();
-            tracing::warn!(topic = %self.topic, partition = self.index, refused_appends_not_logged = refused, "closing a fenced partition without flushing; it is recovered at the next start");
-            self.sync.closed(-1);
-            return Ok(());
-        }
-        let end_offset = log.log_end_offset().value();
-        let closed = log.close();
-        self.sync
-            .closed(if closed.is_ok() { end_offset } else { -1 });
-        closed.map_err(|source| ServerError::Storage {
-            context: format!("closing {}-{}", self.topic, self.index),
-            source,
-        })
-    }
 }
 
 /// What a broker reads the world through: the filesystem its partition logs live on and
@@ -400,11 +105,7 @@ impl Broker {
         remove_stale_temps(&dir);
         let cluster_id = load_or_create_cluster_id(&dir)?;
         let plugins = Plugins::open(&config)?;
-        let security = SecurityStore::open(
-            &dir,
-            config.super_users.clone(),
-            config.allow_everyone_if_no_acl_found(),
-        )?;
+        let security = Arc::new(Security::open(&config)?);
         let advertised = config
             .listeners
             .iter()
@@ -413,137 +114,21 @@ impl Broker {
                 (l.name.clone(), addr.clone())
             })
             .collect();
+        let config = Arc::new(config);
+        let topics =
+            TopicRegistry::open(config.clone(), plugins.registry.clone(), fs, clock.clone())?;
         let broker = Self {
             config,
             advertised: RwLock::new(advertised),
             cluster_id,
-            topics: RwLock::new(BTreeMap::new()),
-            shapes: watch::Sender::new(TopicShapes::new()),
-            views: RwLock::new(BTreeMap::new()),
-            admin: Mutex::new(()),
-            transform_topics: Mutex::new(BTreeMap::new()),
-            waiting_fetches: AtomicUsize::new(0),
-            open_connections: AtomicUsize::new(0),
-            creation_failures: repeated::RepeatedFailures::default(),
-            fs,
+            topics: Arc::new(topics),
             clock,
             security,
-            login_failures: crate::security::LoginLimiter::default(),
-            quotas: crate::security::QuotaWindows::default(),
             dir_lock: Mutex::new(Some(dir_lock)),
             plugins,
             metrics: crate::metrics::Metrics::default(),
         };
-        broker.load_topics()?;
-        broker.load_views()?;
         Ok(broker)
-    }
-
-    fn load_topics(&self) -> Result<(), ServerError> {
-        let deleting = self.config.data_dir.join(DELETING_DIR);
-        if deleting.exists() {
-            remove_dir_logged(&deleting);
-        }
-        // Made now, while there is room: deleting a topic on a full disk then only moves
-        // an entry into it (`remove_topic_dir`).
-        if let Err(e) = storage_io::create_dir_durable(&RealFs, &deleting) {
-            tracing::warn!(path = %deleting.display(), error = %e, "creating the deleting dir failed");
-        }
-        let dir = self.config.data_dir.join(TOPICS_DIR);
-        storage_io::create_dir_durable(&RealFs, &dir)
-            .map_err(ServerError::io(format!("creating {}", dir.display())))?;
-        let entries = std::fs::read_dir(&dir)
-            .map_err(ServerError::io(format!("reading {}", dir.display())))?;
-        for entry in entries {
-            let path = entry
-                .map_err(ServerError::io("reading the topics dir"))?
-                .path();
-            // One bad topic never stops the start: it is quarantined (`quarantine.rs`).
-            if let Some(topic) = self.load_topic_dir(&path) {
-                self.topics_write()
-                    .insert(topic.name.clone(), Arc::new(topic));
-            }
-        }
-        let open = self.partition_count();
-        if open > u64::from(self.config.partitions_max) {
-            // Startup never fails on the budget: it only refuses new partitions.
-            tracing::warn!(
-                partitions = open,
-                limit = self.config.partitions_max,
-                "the data dir holds more partitions than sluice.partitions.max; creating topics is refused until it holds fewer"
-            );
-        }
-        Ok(())
-    }
-
-    fn open_topic(
-        &self,
-        name: &str,
-        partitions: i32,
-        overrides: TopicOverrides,
-        plugins: TopicPlugins,
-    ) -> Result<Topic, ServerError> {
-        let id = topic_id::new_topic_id();
-        let log_config = topic_config::log_config(&self.config, &overrides);
-        let dir = self.topic_dir(name);
-        remove_stale_temps(&dir);
-        let mut opened = Vec::with_capacity(usize::try_from(partitions).unwrap_or(0));
-        for index in 0..partitions {
-            let log = Log::open_with(
-                self.fs.clone(),
-                &dir.join(index.to_string()),
-                log_config.clone(),
-                self.now_ms(),
-            )
-            .map_err(|source| ServerError::Storage {
-                context: format!("opening {name}-{index}"),
-                source,
-            })?;
-            opened.push(Arc::new(Partition::new(name, index, log)));
-        }
-        Ok(Topic {
-            name: name.to_owned(),
-            id,
-            overrides,
-            partitions: opened,
-            plugins,
-            offline: None,
-        })
-    }
-
-    fn topic_dir(&self, name: &str) -> PathBuf {
-        self.config.data_dir.join(TOPICS_DIR).join(name)
-    }
-
-    /// The topics for a change; the change is published to `topic_shapes` when the guard
-    /// drops, so no writer can forget to.
-    fn topics_write(&self) -> TopicsWrite<'_> {
-        TopicsWrite {
-            guard: self
-                .topics
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-            shapes: &self.shapes,
-        }
-    }
-
-    /// Every topic's partition count, updated after each topic creation, deletion or
-    /// partition increase.
-    pub fn topic_shapes(&self) -> watch::Receiver<TopicShapes> {
-        self.shapes.subscribe()
-    }
-
-    fn topics_read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<Topic>>> {
-        self.topics
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Held while topics or views are created or deleted.
-    fn admin_lock(&self) -> std::sync::MutexGuard<'_, ()> {
-        self.admin
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Records the address listener `name` actually bound (used unless
@@ -571,325 +156,9 @@ impl Broker {
             .expect("a broker has at least one listener")
     }
 
-    /// Looks a topic up.
-    pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {
-        self.topics_read().get(name).cloned()
-    }
-
-    /// Looks a partition up.
-    pub fn partition(&self, topic: &str, index: i32) -> Option<Arc<Partition>> {
-        let topic = self.topic(topic)?;
-        usize::try_from(index)
-            .ok()
-            .and_then(|i| topic.partitions.get(i).cloned())
-    }
-
-    /// Every topic, by name.
-    pub fn topics(&self) -> Vec<Arc<Topic>> {
-        self.topics_read().values().cloned().collect()
-    }
-
-    /// Every open partition (for the ticker).
-    pub fn partitions(&self) -> Vec<Arc<Partition>> {
-        self.topics_read()
-            .values()
-            .flat_map(|t| t.partitions.iter().cloned())
-            .collect()
-    }
-
-    /// Partitions of every open topic.
-    pub fn partition_count(&self) -> u64 {
-        self.topics_read()
-            .values()
-            .map(|t| t.partitions.len() as u64)
-            .sum()
-    }
-
-    /// Refuses `more` partitions past `sluice.partitions.max` (POLICY_VIOLATION naming it).
-    pub fn check_partition_budget(&self, more: i32) -> Result<(), KafkaError> {
-        let open = self.partition_count();
-        let max = u64::from(self.config.partitions_max);
-        let more = u64::try_from(more).unwrap_or(0);
-        if open + more > max {
-            return Err(KafkaError::new(
-                ResponseError::PolicyViolation,
-                format!(
-                    "{more} more partitions would make {} on this broker, above \
-                     sluice.partitions.max ({max})",
-                    open + more
-                ),
-            ));
-        }
-        Ok(())
-    }
-
-    /// Checks a CreateTopics request for one topic without creating anything.
-    /// Kafka's rule that names differing only in `.` and `_` collide (their metric names
-    /// would be the same): INVALID_TOPIC_EXCEPTION naming the topic or view it collides
-    /// with. Called for a new topic and a new view.
-    pub fn check_no_collision(&self, name: &str) -> Result<(), KafkaError> {
-        let normal = |n: &str| n.replace('.', "_");
-        let wanted = normal(name);
-        let collides = |other: &str| other.len() == name.len() && normal(other) == wanted;
-        let views = self.views();
-        let topics = self.topics_read();
-        let other = topics
-            .keys()
-            .map(String::as_str)
-            .chain(views.iter().map(|v| v.name()))
-            .find(|other| collides(other));
-        match other {
-            Some(other) => Err(KafkaError::new(
-                ResponseError::InvalidTopicException,
-                format!("Topic '{name}' collides with existing topic: {other}"),
-            )),
-            None => Ok(()),
-        }
-    }
-
-    pub fn validate_new_topic(
-        &self,
-        name: &str,
-        partitions: i32,
-        overrides: &TopicOverrides,
-    ) -> Result<(), KafkaError> {
-        topic_name::validate(name)?;
-        if !(1..=limits::PARTITIONS_PER_TOPIC_MAX).contains(&partitions) {
-            return Err(KafkaError::new(
-                ResponseError::InvalidPartitions,
-                format!(
-                    "{partitions} partitions is outside 1..={}",
-                    limits::PARTITIONS_PER_TOPIC_MAX
-                ),
-            ));
-        }
-        self.check_partition_budget(partitions)?;
-        topic_config::validate_all(&self.config, overrides)?;
-        TopicPlugins::bind(&self.plugins.registry, overrides)?;
-        if self.view(name).is_some() {
-            return Err(KafkaError::new(
-                ResponseError::TopicAlreadyExists,
-                format!("{name:?} is a view (sluice view list)"),
-            ));
-        }
-        if self.topic(name).is_some() {
-            return Err(KafkaError::new(
-                ResponseError::TopicAlreadyExists,
-                format!("topic {name:?} already exists"),
-            ));
-        }
-        self.check_no_collision(name)?;
-        Ok(())
-    }
-
-    /// Creates a topic: directory, metadata file, partitions. Returns the new topic.
-    pub fn create_topic(
-        &self,
-        name: &str,
-        partitions: i32,
-        overrides: TopicOverrides,
-    ) -> Result<Arc<Topic>, KafkaError> {
-        let _admin = self.admin_lock();
-        self.validate_new_topic(name, partitions, &overrides)?;
-        let plugins = TopicPlugins::bind(&self.plugins.registry, &overrides)?;
-        let dir = self.topic_dir(name);
-        // The partitions first, topic.json last: the file is the commit point, and a directory
-        // without it is ignored at start and removed here, by the next creation of the name
-        // (a creation or a deletion in place that did not finish: nothing in it is wanted).
-        let stale = if dir.exists() {
-            storage_io::remove_dir_durable(&RealFs, &dir)
-        } else {
-            Ok(())
-        };
-        let created = stale
-            .and_then(|()| storage_io::create_dir_durable(&RealFs, &dir))
-            .map_err(ServerError::io(format!("creating {}", dir.display())))
-            .and_then(|()| self.open_topic(name, partitions, overrides, plugins))
-            .and_then(|topic| {
-                let meta = TopicFile {
-                    name: name.to_owned(),
-                    partitions,
-                    configs: topic.overrides.clone(),
-                    topic_id: Some(topic.id.to_string()),
-                };
-                let text = serde_json::to_string_pretty(&meta).map_err(|e| ServerError::Io {
-                    context: "encoding topic.json".into(),
-                    source: std::io::Error::other(e),
-                })?;
-                write_durable(&dir.join(TOPIC_FILE), text.as_bytes()).map_err(ServerError::io(
-                    format!("writing {}", dir.join(TOPIC_FILE).display()),
-                ))?;
-                Ok(topic)
-            });
-        let topic = match created {
-            Ok(topic) => Arc::new(topic),
-            Err(e) => {
-                if let Some(suppressed) = self.creation_failures.note(self.now_ms()) {
-                    tracing::error!(topic = name, error = %e, suppressed_since_last = suppressed, "creating topic failed");
-                } else {
-                    tracing::debug!(topic = name, error = %e, "creating topic failed");
-                }
-                remove_dir_logged(&dir);
-                return Err(KafkaError::new(
-                    ResponseError::KafkaStorageError,
-                    e.to_string(),
-                ));
-            }
-        };
-        self.topics_write().insert(name.to_owned(), topic.clone());
-        tracing::info!(topic = name, partitions, "created topic");
-        Ok(topic)
-    }
-
-    /// Creates `name` with `num.partitions` if auto-creation is on and the name is valid.
-    pub fn auto_create(&self, name: &str) -> Result<Arc<Topic>, KafkaError> {
-        if let Some(topic) = self.topic(name) {
-            return Ok(topic);
-        }
-        if self.view(name).is_some() {
-            return Err(read_only(name));
-        }
-        if !self.config.auto_create_topics_enable {
-            return Err(KafkaError::new(
-                ResponseError::UnknownTopicOrPartition,
-                format!("unknown topic {name:?}"),
-            ));
-        }
-        match self.create_topic(name, self.config.num_partitions, TopicOverrides::new()) {
-            Err(e) if e.code == ResponseError::TopicAlreadyExists => self.topic(name).ok_or(e),
-            other => other,
-        }
-    }
-
-    /// Deletes a topic: unregisters it, closes its logs, renames its directory aside and
-    /// removes it. Fetches holding a read slice keep reading the unlinked files. The views
-    /// reading it are removed first (`remove_views_of`); the transforms using it are
-    /// reported: those reading it are removed by their service, those writing it fail
-    /// (docs/views.md, docs/transforms.md). DELETE on the topic is the only right it needs.
-    pub fn delete_topic(&self, name: &str) -> Result<TopicDeleted, KafkaError> {
-        let _admin = self.admin_lock();
-        if self.view(name).is_some() {
-            return Err(KafkaError::new(
-                ResponseError::InvalidTopicException,
-                format!("{name:?} is a view; delete it with `sluice view delete {name}`"),
-            ));
-        }
-        if self.topic(name).is_none() {
-            return Err(KafkaError::new(
-                ResponseError::UnknownTopicOrPartition,
-                format!("unknown topic {name:?}"),
-            ));
-        }
-        let (reading, writing) = self.transforms_of(name);
-        let deleted = TopicDeleted {
-            views: self.remove_views_of(name),
-            reading,
-            writing,
-        };
-        let topic = self.topics_write().remove(name).ok_or_else(|| {
-            KafkaError::new(
-                ResponseError::UnknownTopicOrPartition,
-                format!("unknown topic {name:?}"),
-            )
-        })?;
-        for partition in &topic.partitions {
-            if let Err(e) = partition.close() {
-                tracing::warn!(topic = name, error = %e, "closing a deleted partition failed");
-            }
-        }
-        self.remove_topic_dir(name)?;
-        tracing::info!(topic = name, views = ?deleted.views, transforms_reading = ?deleted.reading, transforms_writing = ?deleted.writing, "deleted topic");
-        Ok(deleted)
-    }
-
-    /// Removes a deleted (unregistered, closed) topic's directory so that a crash leaves the
-    /// topic whole or gone, without needing a free block: a full disk is when deleting
-    /// matters most, and it must free the space rather than fail for the lack of it. The
-    /// directory is renamed into `deleting/` (made at start, so the rename only adds an entry
-    /// to a directory that exists) and removed there. If that fails (ENOSPC where
-    /// `deleting/` had to be made, say), `topic.json`, the topic's commit point, is unlinked
-    /// in place instead, then the rest: a directory without it is ignored at start and
-    /// removed by the next creation of the name. Leftovers in `deleting/` go at the next
-    /// start.
-    fn remove_topic_dir(&self, name: &str) -> Result<(), KafkaError> {
-        let dir = self.topic_dir(name);
-        let deleting = self.config.data_dir.join(DELETING_DIR);
-        let aside = deleting.join(format!("{name}.{}", now_ms()));
-        let moved = storage_io::create_dir_durable(&RealFs, &deleting)
-            .and_then(|()| storage_io::rename_durable(&RealFs, &dir, &aside));
-        if let Err(error) = moved {
-            tracing::warn!(topic = name, %error, "moving a deleted topic aside failed; removing it in place");
-            if dir.exists() {
-                storage_io::remove_file_durable(&RealFs, &dir.join(TOPIC_FILE)).map_err(|e| {
-                    tracing::error!(topic = name, error = %e, "deleting topic failed: its files stay, and it is back at the next start");
-                    KafkaError::new(
-                        ResponseError::KafkaStorageError,
-                        format!("removing {}: {e}", dir.join(TOPIC_FILE).display()),
-                    )
-                })?;
-                remove_dir_logged(&dir);
-            }
-        }
-        if aside.exists() {
-            remove_dir_logged(&aside);
-        }
-        Ok(())
-    }
-
-    /// Fetches parked in a long poll right now.
-    pub fn waiting_fetches(&self) -> usize {
-        self.waiting_fetches.load(Ordering::Relaxed)
-    }
-
-    /// Counts a fetch as parked until the returned guard drops.
-    pub fn park_fetch(&self) -> impl Drop + '_ {
-        self.waiting_fetches.fetch_add(1, Ordering::Relaxed);
-        Gauge(&self.waiting_fetches)
-    }
-
-    /// Client connections open right now.
     /// The broker's clock (`crate::clock`): the system's, or a test's.
     pub fn clock(&self) -> &SharedClock {
         &self.clock
-    }
-
-    /// Notes the topics a materialized transform reads (`source`) and writes (`outputs`, the
-    /// dead-letter topic), so deleting one of them reports the transform ([`TopicDeleted`]).
-    pub fn note_transform_topics(&self, transform: &str, source: &str, outputs: &[&str]) {
-        let mut uses = self.transform_topics_lock();
-        let writes = outputs.iter().map(|o| (*o, TopicUse::Writes));
-        for (topic, used) in writes.chain(std::iter::once((source, TopicUse::Reads))) {
-            uses.entry(topic.to_owned())
-                .or_default()
-                .insert(transform.to_owned(), used);
-        }
-    }
-
-    /// Forgets every topic `transform` uses (it was deleted).
-    pub fn forget_transform_topics(&self, transform: &str) {
-        let mut uses = self.transform_topics_lock();
-        for users in uses.values_mut() {
-            users.remove(transform);
-        }
-        uses.retain(|_, users| !users.is_empty());
-    }
-
-    /// The transforms reading `topic`, and those writing it.
-    fn transforms_of(&self, topic: &str) -> (Vec<String>, Vec<String>) {
-        let uses = self.transform_topics_lock();
-        let users = uses.get(topic).into_iter().flatten();
-        let (reading, writing): (Vec<_>, Vec<_>) =
-            users.partition(|(_, used)| **used == TopicUse::Reads);
-        let names = |v: Vec<(&String, &TopicUse)>| v.into_iter().map(|(n, _)| n.clone()).collect();
-        (names(reading), names(writing))
-    }
-
-    fn transform_topics_lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, BTreeMap<String, BTreeMap<String, TopicUse>>> {
-        self.transform_topics
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Now, by the broker's clock, in Unix milliseconds.
@@ -897,26 +166,11 @@ impl Broker {
         self.clock.now_ms()
     }
 
-    pub fn open_connections(&self) -> usize {
-        self.open_connections.load(Ordering::Relaxed)
-    }
-
-    /// Counts a connection as open until the returned guard drops.
-    pub fn connection_opened(&self) -> impl Drop + '_ {
-        self.open_connections.fetch_add(1, Ordering::Relaxed);
-        Gauge(&self.open_connections)
-    }
-
-    /// Closes every partition (flush + clean-shutdown marker). Used at shutdown.
+    /// Closes every partition (flush + clean-shutdown marker) and the security log, and
+    /// releases the data dir. Used at shutdown.
     pub fn close_all(&self) -> Result<(), ServerError> {
-        let mut first_error = None;
-        for partition in self.partitions() {
-            if let Err(e) = partition.close() {
-                tracing::error!(error = %e, "closing partition failed");
-                first_error.get_or_insert(e);
-            }
-        }
-        if let Err(e) = self.security.close() {
+        let mut first_error = self.topics.close_all().err();
+        if let Err(e) = self.security.store.close() {
             tracing::error!(error = %e, "closing the security log failed");
             first_error.get_or_insert(e);
         }
@@ -925,23 +179,6 @@ impl Broker {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
         first_error.map_or(Ok(()), Err)
-    }
-}
-
-/// Producing to a view: Kafka's answer to producing to an internal topic.
-pub fn read_only(name: &str) -> KafkaError {
-    KafkaError::new(
-        ResponseError::InvalidTopicException,
-        format!("{name:?} is a view, which is read-only; produce to its source topic"),
-    )
-}
-
-/// Decrements a gauge when dropped.
-struct Gauge<'a>(&'a AtomicUsize);
-
-impl Drop for Gauge<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -973,18 +210,3 @@ fn random_id() -> String {
         .map(|b| char::from(ALPHABET[usize::from(b & 63)]))
         .collect()
 }
-
-mod alter;
-pub(crate) mod append;
-pub(crate) mod group_commit;
-mod partitions;
-mod quarantine;
-pub(crate) mod repeated;
-pub mod topic_id;
-mod views;
-
-pub use alter::ConfigChange;
-pub use views::ViewTopic;
-
-#[cfg(test)]
-mod tests;

@@ -17,19 +17,37 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::broker::{Broker, Partition};
 use crate::limits;
+use crate::metrics::CleanerMetrics;
+use crate::topics::Partition;
+use crate::topics::TopicRegistry;
 
 /// Starts the cleaner on the current runtime; it stops when `shutdown` turns true (a clean
 /// in progress finishes first: the listener awaits the handle before closing the logs).
-pub fn spawn(broker: &Arc<Broker>, shutdown: &watch::Sender<bool>) -> JoinHandle<()> {
-    tokio::spawn(run(broker.clone(), shutdown.subscribe()))
+pub fn spawn(
+    topics: &Arc<TopicRegistry>,
+    metrics: &Arc<CleanerMetrics>,
+    shutdown: &watch::Sender<bool>,
+) -> JoinHandle<()> {
+    let cleaner = Cleaner {
+        topics: Arc::clone(topics),
+        metrics: Arc::clone(metrics),
+    };
+    tokio::spawn(run(cleaner, shutdown.subscribe()))
 }
 
-async fn run(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
-    let backoff = Duration::from_millis(broker.config.log_cleaner_backoff_ms);
+/// What the cleaner reads and counts: the partitions (and the config their registry was
+/// opened with: the backoff, the dedupe buffer), and its work.
+#[derive(Debug, Clone)]
+struct Cleaner {
+    topics: Arc<TopicRegistry>,
+    metrics: Arc<CleanerMetrics>,
+}
+
+async fn run(cleaner: Cleaner, mut shutdown: watch::Receiver<bool>) {
+    let backoff = Duration::from_millis(cleaner.topics.config().log_cleaner_backoff_ms);
     loop {
-        let round = broker.clone();
+        let round = cleaner.clone();
         let cleaned = tokio::task::spawn_blocking(move || clean_dirtiest(&round))
             .await
             .unwrap_or(false);
@@ -47,9 +65,10 @@ async fn run(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
 }
 
 /// Cleans the dirtiest due log, if any; whether one was cleaned.
-fn clean_dirtiest(broker: &Broker) -> bool {
-    let now = broker.now_ms();
-    let dirtiest = broker
+fn clean_dirtiest(cleaner: &Cleaner) -> bool {
+    let now = cleaner.topics.now_ms();
+    let dirtiest = cleaner
+        .topics
         .partitions()
         .into_iter()
         .filter_map(|p| {
@@ -60,7 +79,7 @@ fn clean_dirtiest(broker: &Broker) -> bool {
     let Some((_, partition)) = dirtiest else {
         return false;
     };
-    match clean(broker, &partition) {
+    match clean(cleaner, &partition) {
         Ok(progress) => progress,
         Err(error) => {
             tracing::warn!(topic = %partition.topic, partition = partition.index, %error, "cleaning failed; the log is unchanged");
@@ -77,25 +96,25 @@ fn decompress(
 }
 
 /// One clean of `partition`: whether it made progress.
-fn clean(broker: &Broker, partition: &Partition) -> Result<bool, String> {
+fn clean(cleaner: &Cleaner, partition: &Partition) -> Result<bool, String> {
     let started = Instant::now();
     let Some(plan) = partition
-        .with_log(|log| log.begin_clean(broker.now_ms()))
+        .with_log(|log| log.begin_clean(cleaner.topics.now_ms()))
         .map_err(|e| e.to_string())?
     else {
         return Ok(false);
     };
     let cleaned = plan
         .run(
-            broker.config.log_cleaner_dedupe_buffer_bytes,
+            cleaner.topics.config().log_cleaner_dedupe_buffer_bytes,
             Some(&decompress),
         )
         .map_err(|e| e.to_string())?;
     let outcome = partition
-        .with_log(|log| log.complete_clean(cleaned, broker.now_ms()))
+        .with_log(|log| log.complete_clean(cleaned, cleaner.topics.now_ms()))
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())?;
-    let metrics = &broker.metrics.cleaner;
+    let metrics = &cleaner.metrics;
     if outcome.abandoned {
         metrics.abandoned_total.fetch_add(1, Relaxed);
         return Ok(false);

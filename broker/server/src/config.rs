@@ -102,6 +102,10 @@ pub fn is_sensitive(key: &str) -> bool {
     KEYS.iter().any(|k| k.name == key && k.sensitive)
 }
 
+/// This broker's node id in Metadata, FindCoordinator and DescribeCluster (a single-node
+/// cluster), until `node.id` is a config key (the cluster work).
+pub const NODE_ID: i32 = 0;
+
 /// Environment variables starting with `SLUICE_` that are not config keys.
 const ENV_NON_KEYS: &[&str] = &[
     "SLUICE_LOG",

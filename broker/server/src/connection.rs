@@ -86,23 +86,23 @@ impl WarnBudget {
 /// Serves one connection until the client closes it, a framing error, or shutdown; with
 /// `tls` (an SSL listener), after the handshake, which also gives the client's principal.
 pub async fn serve(stream: TcpStream, tls: Option<&Tls>, mut ctx: ConnectionContext) {
-    let peer = ctx.peer;
+    let peer = ctx.client.peer;
     ctx.broker.metrics.connection_accepted();
     let _ = stream.set_nodelay(true);
     let stream = match tls {
         None => Stream::Plain(stream),
         Some(tls) => match tls.accept(stream).await {
             Ok(stream) => {
-                ctx.principal = tls::principal_of(&stream);
+                ctx.client.principal = tls::principal_of(&stream);
                 Stream::Tls(Box::new(stream))
             }
             Err(reason) => {
                 // A scanner on the TLS port must not flood the log: the first failures of
                 // each window are warnings, the rest debug (all are counted).
                 if TLS_FAILURE_WARNINGS.allow(ctx.broker.now_ms()) {
-                    tracing::warn!(%peer, listener = %ctx.listener_name, reason, "TLS handshake failed");
+                    tracing::warn!(%peer, listener = %ctx.client.listener_name, reason, "TLS handshake failed");
                 } else {
-                    tracing::debug!(%peer, listener = %ctx.listener_name, reason, "TLS handshake failed");
+                    tracing::debug!(%peer, listener = %ctx.client.listener_name, reason, "TLS handshake failed");
                 }
                 ctx.broker.metrics.tls_handshake_failed();
                 return;
@@ -111,16 +111,16 @@ pub async fn serve(stream: TcpStream, tls: Option<&Tls>, mut ctx: ConnectionCont
     };
     tracing::debug!(
         %peer,
-        listener = %ctx.listener_name,
-        protocol = ctx.security_protocol.as_str(),
-        principal = %ctx.principal,
+        listener = %ctx.client.listener_name,
+        protocol = ctx.client.security_protocol.as_str(),
+        principal = %ctx.client.principal,
         "connection start"
     );
     let (reader, writer) = stream.split();
     let (request_tx, request_rx) = mpsc::channel(limits::IN_FLIGHT_REQUESTS_PER_CONNECTION_MAX);
     let (response_tx, response_rx) = mpsc::channel(limits::QUEUED_RESPONSES_PER_CONNECTION_MAX);
     let max = ctx.broker.config.socket_request_max_bytes;
-    let mut shutdown = ctx.shutdown.clone();
+    let mut shutdown = ctx.client.shutdown.clone();
     let idle = std::time::Duration::from_millis(ctx.broker.config.connections_max_idle_ms);
     let global = Arc::clone(&ctx.request_bytes);
     let read = read_loop(reader, request_tx, max, idle, &mut shutdown, global);
@@ -255,7 +255,7 @@ async fn process_loop(
     responses: mpsc::Sender<Reply>,
 ) -> Result<(), FrameError> {
     let mut ctx = ctx.clone();
-    let mut session = Session::new(ctx.security_protocol.is_sasl());
+    let mut session = Session::new(ctx.client.security_protocol.is_sasl());
     while let Some((frame, budget)) = requests.recv().await {
         let api_key = sluice_protocol::frame::peek(&frame)?.api_key;
         let (reply, close) = match session.admit(api_key, ctx.broker.now_ms()) {
@@ -267,9 +267,12 @@ async fn process_loop(
             return Ok(());
         }
         // A client over its quota: read nothing more until its throttle time has passed.
-        let mute = ctx.mute_ms.swap(0, std::sync::atomic::Ordering::Relaxed);
+        let mute = ctx
+            .client
+            .mute_ms
+            .swap(0, std::sync::atomic::Ordering::Relaxed);
         if mute > 0 {
-            let mut shutdown = ctx.shutdown.clone();
+            let mut shutdown = ctx.client.shutdown.clone();
             tokio::select! {
                 () = tokio::time::sleep(std::time::Duration::from_millis(mute)) => {}
                 _ = shutdown.wait_for(|stop| *stop) => return Ok(()),

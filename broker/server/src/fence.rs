@@ -19,17 +19,34 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::broker::group_commit;
-use crate::broker::{Broker, Partition};
 use crate::limits;
+use crate::metrics::FenceMetrics;
+use crate::topics::Partition;
+use crate::topics::TopicRegistry;
+use crate::topics::group_commit;
 
 /// Starts the prober on the current runtime; it stops when `shutdown` turns true.
-pub fn spawn(broker: &Arc<Broker>, shutdown: &watch::Sender<bool>) -> JoinHandle<()> {
-    tokio::spawn(probe_fenced(broker.clone(), shutdown.subscribe()))
+pub fn spawn(
+    topics: &Arc<TopicRegistry>,
+    fences: &Arc<FenceMetrics>,
+    shutdown: &watch::Sender<bool>,
+) -> JoinHandle<()> {
+    let probed = Probed {
+        topics: Arc::clone(topics),
+        fences: Arc::clone(fences),
+    };
+    tokio::spawn(probe_fenced(probed, shutdown.subscribe()))
+}
+
+/// What the prober reads and counts: the partitions, and the fences lifted.
+#[derive(Debug, Clone)]
+struct Probed {
+    topics: Arc<TopicRegistry>,
+    fences: Arc<FenceMetrics>,
 }
 
 /// Probes fenced partitions until shutdown.
-async fn probe_fenced(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
+async fn probe_fenced(probed: Probed, mut shutdown: watch::Receiver<bool>) {
     let every = Duration::from_millis(limits::FENCE_PROBE_INTERVAL_MS);
     let mut interval = tokio::time::interval(every);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -39,16 +56,17 @@ async fn probe_fenced(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) 
             _ = interval.tick() => {}
             _ = shutdown.wait_for(|stop| *stop) => return,
         }
-        let broker = broker.clone();
-        let worked = tokio::task::spawn_blocking(move || probe_some(&broker, cursor)).await;
+        let probed = probed.clone();
+        let worked = tokio::task::spawn_blocking(move || probe_some(&probed, cursor)).await;
         cursor = worked.unwrap_or(cursor);
     }
 }
 
 /// Probes up to `FENCE_PROBES_PER_TICK_MAX` fenced partitions from `cursor` on; returns the
 /// cursor for the next tick.
-fn probe_some(broker: &Broker, cursor: usize) -> usize {
-    let fenced: Vec<Arc<Partition>> = broker
+fn probe_some(probed: &Probed, cursor: usize) -> usize {
+    let fenced: Vec<Arc<Partition>> = probed
+        .topics
         .partitions()
         .into_iter()
         .filter(|p| p.with_log(|log| log.is_fenced()).unwrap_or(false))
@@ -59,20 +77,20 @@ fn probe_some(broker: &Broker, cursor: usize) -> usize {
     let start = cursor % fenced.len();
     let turn = fenced.len().min(limits::FENCE_PROBES_PER_TICK_MAX);
     for partition in fenced.iter().cycle().skip(start).take(turn) {
-        probe(broker, partition);
+        probe(probed, partition);
     }
     start + turn
 }
 
-fn probe(broker: &Broker, partition: &Partition) {
+fn probe(probed: &Probed, partition: &Partition) {
     let tried = group_commit::when_no_sync_runs(partition, || {
         partition.with_log(|log| {
-            let lifted = log.try_unfence(broker.now_ms());
+            let lifted = log.try_unfence(probed.topics.now_ms());
             if matches!(lifted, Ok(true)) {
                 // Under the log lock: no append can wait on the old "stopped" state, and
                 // whoever sees the log unfenced sees the lift counted.
                 group_commit::reopened(partition, log.durable_offset().value());
-                broker.metrics.fences.lifted_total.fetch_add(1, Relaxed);
+                probed.fences.lifted_total.fetch_add(1, Relaxed);
             }
             (lifted, log.log_end_offset().value())
         })

@@ -152,7 +152,7 @@ pub fn topic_metadata(data: &[u8]) {
     };
     match selector % 5 {
         0 => {
-            if let Ok(meta) = crate::broker::TopicFile::parse(text) {
+            if let Ok(meta) = crate::topics::TopicFile::parse(text) {
                 let config = BrokerConfig::default();
                 let _ = topic_config::log_config(&config, &meta.configs);
                 let _ = topic_config::describe(&config, &meta.configs);

@@ -10,12 +10,15 @@
 //!   broker keys and the storage `LogConfig`; `topic_name`: Kafka's topic name rules and the
 //!   names of its internal topics, which Sluice refuses (it keeps their state in its own logs).
 //! - [`limits`]: every limit with its unit and reason.
-//! - [`listener`]: bind, accept, the log ticker, graceful shutdown; [`admission`]: what a
+//! - [`listener`]: bind, accept, graceful shutdown; `background`: the background work in
+//!   one place (the group and transaction coordinators and the transforms service started
+//!   in order at bind, the log ticker, fence prober and log cleaner when the server runs),
+//!   holding their handles and stopping them in order at shutdown; [`admission`]: what a
 //!   client must be granted first (`max.connections`, `max.connections.per.ip`, and the
 //!   broker-wide request budget `queued.max.request.bytes`).
 //! - [`connection`]: the only code touching socket bytes: bounded framing, read-ahead,
 //!   in-order responses, the sendfile writer. [`wire`]: the types between it and the
-//!   handlers (request context, responses as chunks, framing errors); it imports neither.
+//!   handlers (the client and the connection's services, responses as chunks, framing errors); it imports neither.
 //!   `connection/stream.rs`: the plain-or-TLS reader and writer halves.
 //! - [`tls`]: SSL listeners' rustls config from `ssl.*` keys, reloaded when the files
 //!   change; `tls/principal.rs`: a client certificate's subject as Kafka's principal.
@@ -28,22 +31,39 @@
 //!   plugins, views, transforms, ACLs, users and quotas, with its principal.
 //! - `handler/`: dispatch by domain (`produce_fetch/`, `groups/`, `transactions/`,
 //!   `topics/`, `security/`, `cluster/`, each with its own `dispatch`) and one file per
-//!   Kafka API, all shaped `handle(ctx, request) -> response`. What a request may be before a handler sees it is the sans-IO protocol
+//!   Kafka API, all shaped `handle(ctx, request) -> response`, where `ctx` holds the client,
+//!   its authorization and only the services its domain uses. What a request may be before a handler sees it is the sans-IO protocol
 //!   crate's (`sluice_protocol`): framing, the one version table (ApiVersions is derived
 //!   from it), the shape guard that refuses impossible array counts before decoding, the
 //!   rewrites of the oldest API versions the codec crate dropped, and the hand-encoded
 //!   FetchResponse whose record sets stay file ranges (the zero-copy path).
-//! - [`broker`]: the topic registry, partitions (log + fetch wake-up), persisted topic
-//!   metadata, the live views; `broker/group_commit.rs`: acks=all group commit, one sync task
+//! - [`broker`]: the broker's config, cluster id, advertised listeners, clock and data-dir
+//!   lock, and the services it opens. [`clock`]: the one clock everything stamps or ages
+//!   by (the system's, or a test's `ManualClock`); [`data_dir`]: the data dir's lock (one
+//!   process at a time: a broker, or an offline command).
+//! - [`security`]: the security state (SCRAM credentials, ACLs, client quotas) as records
+//!   in an fsynced log, replayed at start, with the failed-login limiter and the quota
+//!   windows.
+//! - [`topics`]: the topic registry, partitions (log + fetch wake-up), persisted topic
+//!   metadata, the live views; `topics/change.rs`: the registry's seam for the metadata log
+//!   (a change decided, recorded in topic.json or a view file, applied to this broker by one
+//!   `apply`); `topics/group_commit.rs`: acks=all group commit, one sync task
 //!   per busy partition (fsync without the partition lock; one fsync answers every append
-//!   made before it began); `broker/append.rs`: one append with its Kafka error mapping.
+//!   made before it began); `topics/append.rs`: one append with its Kafka error mapping.
 //!   `files`: the broker's own small files (topic, view and transform specs) through the
 //!   storage crate's durable-write path, and removals that log their failure.
 //! - [`group`]: the consumer-group coordinator service: the task that owns the pure
 //!   `sluice_group::Coordinator`, and the internal offsets log (committed offsets).
 //! - [`txn`]: the transaction coordinator service: the task that owns the pure
 //!   `sluice_txn::Coordinator` and the transaction log, and writes the COMMIT/ABORT markers.
-//!   Both internal logs are a [`compacted_log`] of their records.
+//!   Both internal logs are a [`compacted_log`] of their records; `internal_log`: the codec
+//!   of the internal logs' batches (records to bounded batches, and back, checked).
+//!   `topic_regex`: consumer groups' subscription regexes (RE2, compiled programs cached),
+//!   their matches filtered by the member's DESCRIBE rights.
+//! - [`transforms`]: materialized transforms: the service the admin API drives (deploy,
+//!   pause, resume, delete; the spec files), one runner task per source partition carrying
+//!   out `sluice_transform::Runner`'s effects, exactly once through the transaction
+//!   coordinator.
 //! - [`metrics`]: relaxed atomic counters and latency histograms on the request, produce and
 //!   fetch paths; [`admin`] serves them (Prometheus text) with the admin HTTP API (axum):
 //!   topics, groups, `/health`, `/ready`.
@@ -59,7 +79,7 @@
 //!   split per partition with the same codec).
 //! - [`views`]: read-only topics whose fetches run a source topic's records through filter
 //!   and transform plugins: the spec and its checks, and `views/apply.rs`; the live view
-//!   (spec + source topic + bound chain) is the broker's (`broker/views.rs`); `records` decodes and re-encodes the batches
+//!   (spec + source topic + bound chain) is the registry's (`topics/views.rs`); `records` decodes and re-encodes the batches
 //!   for views and for `reroute/`.
 //! - [`error`]: config, Kafka and server errors.
 //! - [`random`]: `OsRng`, the one place the OS's randomness is read (SCRAM nonces and
@@ -90,6 +110,7 @@ pub mod admin;
 pub mod admission;
 pub mod audit;
 pub mod authz;
+mod background;
 pub mod broker;
 mod cleaner;
 pub mod clock;
@@ -120,6 +141,7 @@ pub mod tls;
 pub mod topic_config;
 mod topic_name;
 mod topic_regex;
+pub mod topics;
 pub mod transforms;
 pub mod txn;
 pub mod units;

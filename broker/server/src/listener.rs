@@ -1,7 +1,7 @@
 //! The accept loop over every listener (PLAINTEXT and SSL, with `admission`'s connection
-//! limits), the background log ticker, and graceful shutdown:
-//! stop accepting, let each connection finish the requests it has read, write their
-//! responses, then close every log (flush + clean-shutdown marker).
+//! limits), and graceful shutdown: stop accepting, let each connection finish the requests
+//! it has read, write their responses, stop the background work (`background`), then close
+//! every log (flush + clean-shutdown marker).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -15,16 +15,14 @@ use tokio::task::JoinSet;
 
 use crate::admin::{AdminServer, AdminState};
 use crate::admission::Admission;
+use crate::background::{Background, Opened};
 use crate::broker::{Broker, Seams};
 use crate::config::{BrokerConfig, HostPort, SecurityProtocol};
 use crate::connection;
 use crate::error::ServerError;
-use crate::group::GroupService;
 use crate::limits;
 use crate::tls::Tls;
-use crate::transforms::TransformService;
-use crate::txn::TxnService;
-use crate::wire::ConnectionContext;
+use crate::wire::{Client, ConnectionContext};
 use sluice_security::principal::KafkaPrincipal;
 
 /// One bound listener of `listeners`.
@@ -51,14 +49,9 @@ pub struct Server {
     shutdown_tx: watch::Sender<bool>,
     /// `max.connections`, `max.connections.per.ip` and the broker-wide request budget.
     admission: Arc<Admission>,
-    /// The group coordinator; stopped after the connections (it closes the offsets log).
-    groups: GroupService,
-    /// The transaction coordinator; stopped after the connections, before the groups (a
-    /// commit's markers may still hand offsets to the group coordinator).
-    txns: TxnService,
-    /// Materialized transforms; stopped after the connections and before the coordinators,
-    /// so every runner commits (or aborts) its open transaction first.
-    transforms: TransformService,
+    /// The coordinators, the transforms and the log work (`background`); stopped after the
+    /// connections, in its order.
+    background: Background,
     /// The admin HTTP API, when [`Server::bind_admin`] bound it; stops with the listener.
     admin: Option<AdminServer>,
 }
@@ -92,29 +85,21 @@ impl Server {
         } else {
             None
         };
-        let (broker, (offsets_log, offsets), (txn_log, txn_records)) =
-            tokio::task::spawn_blocking(move || {
-                let broker = Broker::open_seams(config, seams)?;
-                let mut offsets = GroupService::open(
-                    &broker.config.data_dir,
-                    broker.config.acks_all_fsync,
-                    broker.clock().clone(),
-                )?;
-                offsets.0.report_fences_to(broker.metrics.fences.clone());
-                let txns = TxnService::open(&broker)?;
-                Ok::<_, ServerError>((broker, offsets, txns))
-            })
-            .await
-            .map_err(|e| ServerError::Io {
-                context: "opening the data dir".into(),
-                source: std::io::Error::other(e),
-            })??;
+        let (broker, opened) = tokio::task::spawn_blocking(move || {
+            let broker = Broker::open_seams(config, seams)?;
+            let opened = Opened::open(&broker)?;
+            Ok::<_, ServerError>((broker, opened))
+        })
+        .await
+        .map_err(|e| ServerError::Io {
+            context: "opening the data dir".into(),
+            source: std::io::Error::other(e),
+        })??;
         let broker = Arc::new(broker);
-        let groups = spawn_groups(&broker, offsets_log, offsets)?;
         tracing::info!(
             data_dir = %broker.config.data_dir.display(),
             cluster_id = %broker.cluster_id,
-            topics = broker.topics().len(),
+            topics = broker.topics.topics().len(),
             "data dir open"
         );
         let mut listeners = Vec::with_capacity(specs.len());
@@ -143,16 +128,14 @@ impl Server {
         }
         let (shutdown_tx, _) = watch::channel(false);
         let admission = Admission::new(&broker.config);
-        let (txns, transforms) = spawn_services(&broker, &groups, (txn_log, txn_records))?;
+        let background = Background::start(&broker, opened)?;
         Ok(Self {
             broker,
             listeners,
             tls,
             shutdown_tx,
             admission,
-            groups,
-            txns,
-            transforms,
+            background,
             admin: None,
         })
     }
@@ -172,7 +155,7 @@ impl Server {
             })?;
         let tls = if self.broker.config.admin_ssl_enabled {
             // The SSL listeners' certificates; the admin API asks for no client certificate.
-            let mut config = self.broker.config.clone();
+            let mut config = (*self.broker.config).clone();
             config.ssl_client_auth = crate::config::ClientAuth::None;
             Some(Arc::new(Tls::open(&config)?))
         } else {
@@ -219,16 +202,11 @@ impl Server {
             tls,
             shutdown_tx,
             admission,
-            groups,
-            txns,
-            transforms,
+            mut background,
             admin,
         } = self;
-        let ticker = tokio::spawn(tick_logs(broker.clone(), shutdown_tx.subscribe()));
-        let prober = crate::fence::spawn(&broker, &shutdown_tx);
-        let cleaner = crate::cleaner::spawn(&broker, &shutdown_tx);
-        let admin =
-            admin.map(|admin| spawn_admin(admin, &broker, (&groups, &transforms), &shutdown_tx));
+        background.start_log_work(&broker, &shutdown_tx);
+        let admin = admin.map(|admin| spawn_admin(admin, &broker, &background, &shutdown_tx));
         let mut connections = JoinSet::new();
         tokio::pin!(shutdown);
         loop {
@@ -252,13 +230,12 @@ impl Server {
                 continue;
             };
             let listener = &listeners[index];
-            let coordinators = (&groups, &txns);
             let ctx = context(
                 &broker,
                 listener,
                 peer,
                 &shutdown_tx,
-                coordinators,
+                &background,
                 &admission,
             );
             let tls = tls.clone().filter(|_| listener.protocol.is_tls());
@@ -273,15 +250,11 @@ impl Server {
         drop(listeners);
         shutdown_tx.send_replace(true);
         wait_for_connections(&mut connections).await;
-        ticker.await.ok();
-        prober.await.ok();
-        cleaner.await.ok();
+        background.stop_log_work().await;
         if let Some(admin) = admin {
             stop_admin(admin).await;
         }
-        transforms.stop().await;
-        txns.stop().await;
-        groups.stop().await;
+        background.stop_services().await;
         let closing = broker.clone();
         tokio::task::spawn_blocking(move || closing.close_all())
             .await
@@ -329,77 +302,29 @@ fn admit_ip(
     slot
 }
 
-/// The transaction coordinator, then the transform service (its runners need the
-/// coordinators).
-fn spawn_services(
-    broker: &Arc<Broker>,
-    groups: &GroupService,
-    (txn_log, txn_records): (crate::txn::TxnLog, Vec<sluice_txn::TxnRecord>),
-) -> Result<(TxnService, TransformService), ServerError> {
-    let txns = TxnService::spawn(broker.clone(), groups.handle.clone(), txn_log, txn_records)?;
-    let transforms =
-        TransformService::spawn(broker.clone(), txns.handle.clone(), groups.handle.clone())?;
-    Ok((txns, transforms))
-}
-
-/// The group coordinator, its consumer groups' regexes filtered by the broker's ACLs.
-fn spawn_groups(
-    broker: &Arc<Broker>,
-    log: crate::group::OffsetsLog,
-    offsets: Vec<sluice_group::OffsetRecord>,
-) -> Result<GroupService, ServerError> {
-    let access = crate::group::Access {
-        describe: describe_check(broker),
-        changes: broker.security.changes(),
-    };
-    GroupService::spawn_authorized(
-        broker.config.group_config(),
-        log,
-        offsets,
-        (broker.topic_shapes(), Some(access)),
-        broker.clock().clone(),
-    )
-}
-
-/// DESCRIBE on a topic for a group member's principal, as its connection is checked
-/// (consumer groups' regex subscriptions, `topic_regex.rs`).
-fn describe_check(broker: &Arc<Broker>) -> crate::topic_regex::DescribeCheck {
-    let broker = Arc::downgrade(broker);
-    Arc::new(move |principal, host, topic| {
-        broker.upgrade().is_some_and(|broker| {
-            crate::authz::allowed_for(
-                &broker,
-                principal,
-                host,
-                sluice_security::acl::AclOperation::Describe,
-                sluice_security::acl::ResourceType::Topic,
-                topic,
-            )
-        })
-    })
-}
-
 /// A new connection's context; its principal is anonymous until a TLS handshake or SASL says more.
 fn context(
     broker: &Arc<Broker>,
     listener: &BoundListener,
     peer: SocketAddr,
     shutdown_tx: &watch::Sender<bool>,
-    (groups, txns): (&GroupService, &TxnService),
+    background: &Background,
     admission: &Admission,
 ) -> ConnectionContext {
     ConnectionContext {
+        client: Client {
+            peer,
+            listener_name: listener.name.clone(),
+            security_protocol: listener.protocol,
+            principal: KafkaPrincipal::anonymous(),
+            host: peer.ip().to_string().into(),
+            mute_ms: Arc::default(),
+            shutdown: shutdown_tx.subscribe(),
+        },
         broker: broker.clone(),
-        peer,
-        shutdown: shutdown_tx.subscribe(),
-        groups: groups.handle.clone(),
-        txns: txns.handle.clone(),
+        groups: background.groups().clone(),
+        txns: background.txns().clone(),
         request_bytes: Arc::clone(&admission.request_bytes),
-        listener_name: listener.name.clone(),
-        security_protocol: listener.protocol,
-        principal: KafkaPrincipal::anonymous(),
-        host: peer.ip().to_string().into(),
-        mute_ms: Arc::default(),
     }
 }
 
@@ -431,7 +356,7 @@ async fn serve_admitted(
     slots: (tokio::sync::OwnedSemaphorePermit, crate::admission::IpSlot),
 ) {
     let broker = ctx.broker.clone();
-    let _open = broker.connection_opened();
+    let _open = broker.metrics.connection_opened();
     connection::serve(stream, tls.as_deref(), ctx).await;
     drop(slots);
 }
@@ -440,13 +365,13 @@ async fn serve_admitted(
 fn spawn_admin(
     admin: AdminServer,
     broker: &Arc<Broker>,
-    (groups, transforms): (&GroupService, &TransformService),
+    background: &Background,
     shutdown_tx: &watch::Sender<bool>,
 ) -> tokio::task::JoinHandle<()> {
     let state = AdminState {
         broker: broker.clone(),
-        groups: groups.handle.clone(),
-        transforms: transforms.clone(),
+        groups: background.groups().clone(),
+        transforms: background.transforms().clone(),
         shutdown: shutdown_tx.subscribe(),
     };
     let mut stop = shutdown_tx.subscribe();
@@ -493,62 +418,4 @@ fn advertised_host(ip: std::net::IpAddr) -> String {
         "listening on a wildcard address: advertising the host name (set advertised.listeners to change it)"
     );
     host
-}
-
-/// Periodic log work until shutdown: `tick_without_retention` (flush.ms, segment.ms, recovery
-/// checkpoints) every `LOG_TICK_INTERVAL_MS`, and retention every
-/// `log.retention.check.interval.ms` (first run after `LOG_RETENTION_INITIAL_DELAY_MS` at
-/// most, like Kafka, so a broker restarted often still enforces retention). Idle ephemeral
-/// views are dropped with retention.
-async fn tick_logs(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
-    let mut interval = tokio::time::interval(Duration::from_millis(limits::LOG_TICK_INTERVAL_MS));
-    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let retention_every = Duration::from_millis(broker.config.log_retention_check_interval_ms);
-    let first_retention = retention_every.min(Duration::from_millis(
-        limits::LOG_RETENTION_INITIAL_DELAY_MS,
-    ));
-    let mut next_retention = tokio::time::Instant::now() + first_retention;
-    loop {
-        tokio::select! {
-            _ = interval.tick() => {}
-            _ = shutdown.wait_for(|stop| *stop) => return,
-        }
-        let retention = tokio::time::Instant::now() >= next_retention;
-        if retention {
-            next_retention = tokio::time::Instant::now() + retention_every;
-        }
-        let broker = broker.clone();
-        tokio::task::spawn_blocking(move || tick_all(&broker, retention))
-            .await
-            .ok();
-    }
-}
-
-fn tick_all(broker: &Broker, retention: bool) {
-    if retention {
-        broker.expire_views(broker.now_ms());
-    }
-    for partition in broker.partitions() {
-        let result = partition.with_log(|log| {
-            let now = broker.now_ms();
-            // A fenced log still runs retention: deleting old segments frees its disk.
-            match log.tick_without_retention(now) {
-                Ok(_) | Err(sluice_storage::StorageError::Fenced) => {}
-                Err(e) => return Err(e),
-            }
-            if retention {
-                let deleted = log.enforce_retention(now)?;
-                if deleted > 0 {
-                    tracing::info!(topic = %partition.topic, partition = partition.index, deleted, "retention deleted segments");
-                }
-            }
-            Ok::<_, sluice_storage::StorageError>(())
-        });
-        match result {
-            Ok(Err(sluice_storage::StorageError::Fenced)) | Ok(Ok(())) | Err(_) => {}
-            Ok(Err(e)) => {
-                tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "periodic log work failed");
-            }
-        }
-    }
 }

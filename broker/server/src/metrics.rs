@@ -3,11 +3,11 @@
 //!
 //! The hot paths only do `fetch_add(_, Relaxed)`: no locks, no allocation, no map lookups.
 //! Per-API metrics are a fixed array indexed by the version table's position; per-partition
-//! counters live in [`crate::broker::Partition`]; gauges that the broker already knows (log
+//! counters live in [`crate::topics::Partition`]; gauges that the broker already knows (log
 //! start/end offsets, sizes, consumer lag) are read at scrape time instead of being mirrored.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::time::Duration;
 
 use kafka_protocol::messages::ApiKey;
@@ -108,8 +108,12 @@ impl ApiMetrics {
 pub struct Metrics {
     /// One entry per row of [`versions::SUPPORTED`], same order.
     apis: Vec<ApiMetrics>,
-    /// Connections accepted since start (the open ones: `Broker::open_connections`).
+    /// Connections accepted since start (the open ones: `open_connections`).
     pub connections_accepted: AtomicU64,
+    /// Client connections open right now (a gauge: `connection_opened`).
+    open_connections: AtomicUsize,
+    /// Fetches parked in a long poll right now (a gauge: `park_fetch`; tests wait on it).
+    waiting_fetches: AtomicUsize,
     /// Connections closed at accept: their address had `max.connections.per.ip` open.
     pub connections_refused: AtomicU64,
     /// TLS handshakes that failed or timed out (`TLS_HANDSHAKE_TIMEOUT_MS`).
@@ -131,7 +135,16 @@ pub struct Metrics {
     /// Fences of storage logs: shared with the offsets-log writer, which owns its log.
     pub fences: Arc<FenceMetrics>,
     /// The log cleaner's work (`cleaner.rs`).
-    pub cleaner: CleanerMetrics,
+    pub cleaner: Arc<CleanerMetrics>,
+}
+
+/// Decrements a gauge when dropped.
+struct Gauge<'a>(&'a AtomicUsize);
+
+impl Drop for Gauge<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
 }
 
 /// What the log cleaner did since start.
@@ -170,6 +183,8 @@ impl Default for Metrics {
                 .map(ApiMetrics::for_api)
                 .collect(),
             connections_accepted: AtomicU64::new(0),
+            open_connections: AtomicUsize::new(0),
+            waiting_fetches: AtomicUsize::new(0),
             connections_refused: AtomicU64::new(0),
             tls_handshake_failures: AtomicU64::new(0),
             admin_connections_refused: AtomicU64::new(0),
@@ -179,7 +194,7 @@ impl Default for Metrics {
             produce_throttled: AtomicU64::new(0),
             fetch_throttled: AtomicU64::new(0),
             fences: Arc::default(),
-            cleaner: CleanerMetrics::default(),
+            cleaner: Arc::default(),
         }
     }
 }
@@ -199,6 +214,28 @@ impl Metrics {
     /// Counts an accepted connection.
     pub fn connection_accepted(&self) {
         self.connections_accepted.fetch_add(1, Relaxed);
+    }
+
+    /// Client connections open right now.
+    pub fn open_connections(&self) -> usize {
+        self.open_connections.load(Relaxed)
+    }
+
+    /// Counts a connection as open until the returned guard drops.
+    pub fn connection_opened(&self) -> impl Drop + '_ {
+        self.open_connections.fetch_add(1, Relaxed);
+        Gauge(&self.open_connections)
+    }
+
+    /// Fetches parked in a long poll right now.
+    pub fn waiting_fetches(&self) -> usize {
+        self.waiting_fetches.load(Relaxed)
+    }
+
+    /// Counts a fetch as parked until the returned guard drops.
+    pub fn park_fetch(&self) -> impl Drop + '_ {
+        self.waiting_fetches.fetch_add(1, Relaxed);
+        Gauge(&self.waiting_fetches)
     }
 
     /// Counts a failed or timed-out TLS handshake.

@@ -25,10 +25,23 @@ use sluice_security::principal::KafkaPrincipal;
 use sluice_security::sasl::SaslError;
 use sluice_security::scram::{ScramMechanism, ScramServer};
 
-use crate::broker::Broker;
-use crate::config::SaslMechanism;
+use crate::clock::SharedClock;
+use crate::config::{BrokerConfig, SaslMechanism};
 use crate::limits::LOGIN_FAILURES_PER_USER_MAX;
+use crate::metrics::Metrics;
 use crate::random::OsRng;
+use crate::security::Security;
+
+/// What a SASL exchange reads and counts: the enabled mechanisms and the re-authentication
+/// lifetime (config), the users' credentials and the failed-login limiter (security), the
+/// authentication counters (metrics), and the clock.
+#[derive(Debug, Clone, Copy)]
+pub struct Services<'a> {
+    pub config: &'a BrokerConfig,
+    pub security: &'a Security,
+    pub metrics: &'a Metrics,
+    pub clock: &'a SharedClock,
+}
 
 /// What the connection does with a request, before decoding it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,8 +187,8 @@ impl Session {
     }
 
     /// SaslHandshake v1 asking for `mechanism`.
-    pub fn handshake(&mut self, mechanism: &str, broker: &Broker) -> HandshakeOutcome {
-        let enabled = &broker.config.sasl_enabled_mechanisms;
+    pub fn handshake(&mut self, mechanism: &str, sasl: Services<'_>) -> HandshakeOutcome {
+        let enabled = &sasl.config.sasl_enabled_mechanisms;
         let mechanisms: Vec<&'static str> = enabled.iter().map(|m| m.name()).collect();
         let refuse = |error_code| HandshakeOutcome {
             error_code,
@@ -203,7 +216,7 @@ impl Session {
         let chosen = SaslMechanism::from_name(mechanism).filter(|m| enabled.contains(m));
         let Some(chosen) = chosen else {
             tracing::info!(mechanism, enabled = ?mechanisms, "SaslHandshake asked for a mechanism that is not enabled (sasl.enabled.mechanisms)");
-            broker.metrics.sasl_authentication(false);
+            sasl.metrics.sasl_authentication(false);
             self.state = State::Failed;
             return refuse(ErrorCode::UnsupportedSaslMechanism.code());
         };
@@ -216,7 +229,7 @@ impl Session {
                 to = chosen.name(),
                 "re-authentication refused: the mechanism changed"
             );
-            broker.metrics.sasl_authentication(false);
+            sasl.metrics.sasl_authentication(false);
             self.state = State::Failed;
             return refuse(ErrorCode::UnsupportedSaslMechanism.code());
         }
@@ -236,7 +249,7 @@ impl Session {
     pub async fn authenticate(
         &mut self,
         auth_bytes: Bytes,
-        broker: &Broker,
+        sasl: Services<'_>,
         host: &str,
     ) -> AuthenticateOutcome {
         let reauth = self.reauthenticating();
@@ -256,16 +269,16 @@ impl Session {
             return outcome;
         };
         let mechanism = *mechanism;
-        let now = broker.now_ms();
+        let now = sasl.clock.now_ms();
         let user = attempted_user(exchange, &auth_bytes);
-        if let Err(retry_ms) = broker.login_failures.check(host, &user, now) {
+        if let Err(retry_ms) = sasl.security.login_failures.check(host, &user, now) {
             tracing::debug!(
                 host,
                 user,
                 "SASL authentication refused: the user is over its failure limit from this address"
             );
-            broker.metrics.sasl_authentication(false);
-            broker.metrics.login_refusals.fetch_add(1, Relaxed);
+            sasl.metrics.sasl_authentication(false);
+            sasl.metrics.login_refusals.fetch_add(1, Relaxed);
             self.state = State::Failed;
             return AuthenticateOutcome::failure(
                 ErrorCode::SaslAuthenticationFailed.code(),
@@ -276,21 +289,21 @@ impl Session {
             );
         }
         let result = match exchange {
-            Exchange::Plain => plain(broker, auth_bytes)
+            Exchange::Plain => plain(sasl, auth_bytes)
                 .await
                 .map(|user| (Vec::new(), Some(user))),
-            Exchange::Scram(server) => scram_step(server, broker, &auth_bytes),
+            Exchange::Scram(server) => scram_step(server, sasl, &auth_bytes),
         };
         match result {
             Ok((reply, None)) => AuthenticateOutcome::step(reply),
-            Ok((reply, Some(user))) => self.complete(broker, mechanism, user, reply, now),
-            Err(e) => self.fail(broker, (host, &user), mechanism, &e, reauth, now),
+            Ok((reply, Some(user))) => self.complete(sasl, mechanism, user, reply, now),
+            Err(e) => self.fail(sasl, (host, &user), mechanism, &e, reauth, now),
         }
     }
 
     fn complete(
         &mut self,
-        broker: &Broker,
+        sasl: Services<'_>,
         mechanism: SaslMechanism,
         user: String,
         reply: Vec<u8>,
@@ -304,14 +317,14 @@ impl Session {
                 previous.user
             );
             tracing::info!(message, "re-authentication refused");
-            broker.metrics.sasl_authentication(false);
+            sasl.metrics.sasl_authentication(false);
             self.state = State::Failed;
             return AuthenticateOutcome::failure(
                 ErrorCode::SaslAuthenticationFailed.code(),
                 message,
             );
         }
-        let lifetime = broker.config.connections_max_reauth_ms;
+        let lifetime = sasl.config.connections_max_reauth_ms;
         let lifetime_ms = i64::try_from(lifetime).unwrap_or(i64::MAX);
         let expires_at_ms = (lifetime > 0).then(|| now.saturating_add(lifetime_ms));
         tracing::debug!(
@@ -320,7 +333,7 @@ impl Session {
             reauth = self.authenticated.is_some(),
             "SASL authentication succeeded"
         );
-        broker.metrics.sasl_authentication(true);
+        sasl.metrics.sasl_authentication(true);
         self.state = State::Idle;
         self.authenticated = Some(Authenticated {
             user: user.clone(),
@@ -336,15 +349,15 @@ impl Session {
 
     fn fail(
         &mut self,
-        broker: &Broker,
+        sasl: Services<'_>,
         (host, user): (&str, &str),
         mechanism: SaslMechanism,
         error: &SaslError,
         reauth: bool,
         now: i64,
     ) -> AuthenticateOutcome {
-        let failures = broker.login_failures.record_failure(host, user, now);
-        broker.metrics.sasl_authentication(false);
+        let failures = sasl.security.login_failures.record_failure(host, user, now);
+        sasl.metrics.sasl_authentication(false);
         // Logged until the user reaches its limit; after that it is refused unchecked.
         if failures <= LOGIN_FAILURES_PER_USER_MAX {
             tracing::warn!(host, user, mechanism = mechanism.name(), reason = %error, failures, "SASL authentication failed");
@@ -370,22 +383,23 @@ fn attempted_user(exchange: &Exchange, message: &[u8]) -> String {
 /// The SCRAM step: `(server message, Some(user) once complete)`.
 fn scram_step(
     server: &mut ScramServer,
-    broker: &Broker,
+    sasl: Services<'_>,
     message: &[u8],
 ) -> Result<(Vec<u8>, Option<String>), SaslError> {
     let mut rng = OsRng;
-    let lookup =
-        |user: &str, m: ScramMechanism| broker.security.read(|s| s.credential(user, m).cloned());
+    let lookup = |user: &str, m: ScramMechanism| {
+        sasl.security.store.read(|s| s.credential(user, m).cloned())
+    };
     let reply = server.evaluate(message, &mut rng, &lookup)?;
     Ok((reply, server.authorization_id().map(str::to_owned)))
 }
 
 /// PLAIN: the password is checked against the stored SCRAM keys, which costs the
 /// credential's iterations of HMAC: off the async workers.
-async fn plain(broker: &Broker, message: Bytes) -> Result<String, SaslError> {
+async fn plain(sasl: Services<'_>, message: Bytes) -> Result<String, SaslError> {
     let credentials: Vec<_> = {
         let user = sluice_security::plain::PlainMessage::parse(&message)?.username;
-        broker.security.read(|s| {
+        sasl.security.store.read(|s| {
             ScramMechanism::ALL
                 .into_iter()
                 .filter_map(|m| s.credential(&user, m).cloned())

@@ -19,12 +19,14 @@ use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use sluice_storage::batch::iter_batches;
 
-use crate::broker::{Broker, Topic};
+use sluice_plugin_host::Registry;
+
 use crate::error::KafkaError;
 use crate::limits;
 use crate::plugins::{TopicValidator, call_error};
 use crate::records::{self, CodecError, DecompressLimit};
 use crate::topic_config::{self, ValidatorFailure};
+use crate::topics::Topic;
 
 /// How far a produced batch may decompress before the validator sees it.
 const DECOMPRESS_LIMIT: DecompressLimit = DecompressLimit {
@@ -34,13 +36,13 @@ const DECOMPRESS_LIMIT: DecompressLimit = DecompressLimit {
 
 /// Runs the topic's validator over one partition entry's batches; `Ok` lets the append go on.
 pub(crate) fn check(
-    broker: &Broker,
+    plugins: &Registry,
     topic: &Topic,
     validator: &TopicValidator,
     index: i32,
     records: &Bytes,
 ) -> Result<(), KafkaError> {
-    let handle = validator.handle(&broker.plugins.registry)?;
+    let handle = validator.handle(plugins)?;
     let name = &topic.name;
     let invalid = |e: CodecError| records::kafka_error(name, index, e);
     let mut refused = KafkaError::new(ResponseError::InvalidRecord, String::new());

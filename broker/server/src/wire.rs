@@ -1,5 +1,6 @@
-//! The wire types between the connection and the handlers: what a handler is given (the
-//! per-connection context) and what it gives back (a response as chunks, now or later), and
+//! The wire types between the connection and the handlers: what the dispatch is given (the
+//! connection's context: its client and the services the domains hand their handlers) and
+//! what a handler gives back (a response as chunks, now or later), and
 //! the errors that close a connection (the framing ones are the protocol crate's). Imports
 //! nothing from `handler` or `connection`: both import it, so requests flow one way,
 //! socket -> frame -> dispatch -> handler -> broker state -> storage.
@@ -92,21 +93,12 @@ impl FrameError {
     }
 }
 
-/// Per-connection context handed to handlers.
+/// Who sends a connection's requests, and over what: the identity every handler is given
+/// (with the services its domain uses, which the domain's `dispatch` picks out).
 #[derive(Debug, Clone)]
-pub struct ConnectionContext {
-    /// The broker.
-    pub broker: Arc<Broker>,
+pub struct Client {
     /// The client's address (for logs).
     pub peer: SocketAddr,
-    /// Becomes true when the broker shuts down (long polls return early).
-    pub shutdown: watch::Receiver<bool>,
-    /// The consumer-group coordinator.
-    pub groups: crate::group::GroupHandle,
-    /// The transaction coordinator.
-    pub txns: crate::txn::TxnHandle,
-    /// The broker-wide request budget (`queued.max.request.bytes`, see `admission`).
-    pub request_bytes: Arc<Semaphore>,
     /// The name of the listener the connection came in on (Metadata advertises its address).
     pub listener_name: Arc<str>,
     /// That listener's security protocol.
@@ -120,9 +112,12 @@ pub struct ConnectionContext {
     /// the current response is queued (KIP-219's muted channel). Set by handlers, taken by
     /// the connection.
     pub mute_ms: Arc<std::sync::atomic::AtomicU64>,
+    /// Becomes true when the broker shuts down (long polls and coordinator round trips
+    /// return early).
+    pub shutdown: watch::Receiver<bool>,
 }
 
-impl ConnectionContext {
+impl Client {
     /// The connection's principal and host, for audit lines (`crate::audit`).
     pub fn actor(&self) -> crate::audit::Actor<'_> {
         crate::audit::Actor {
@@ -130,4 +125,21 @@ impl ConnectionContext {
             host: &self.host,
         }
     }
+}
+
+/// What a connection holds: its client, the broker-wide request budget, and the services
+/// the request dispatch hands out by domain (`handler/<domain>/mod.rs`: each handler gets
+/// only the ones it uses).
+#[derive(Debug, Clone)]
+pub struct ConnectionContext {
+    /// Who sends the requests.
+    pub client: Client,
+    /// The broker's config, topics, security, plugins and metrics.
+    pub broker: Arc<Broker>,
+    /// The consumer-group coordinator.
+    pub groups: crate::group::GroupHandle,
+    /// The transaction coordinator.
+    pub txns: crate::txn::TxnHandle,
+    /// The broker-wide request budget (`queued.max.request.bytes`, see `admission`).
+    pub request_bytes: Arc<Semaphore>,
 }

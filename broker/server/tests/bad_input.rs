@@ -355,7 +355,7 @@ async fn a_client_that_stops_reading_is_closed_after_connections_max_idle_ms() {
     let drained = tokio::time::timeout(common::DEADLINE, async {
         // Start reading only once the broker has given up on us.
         common::wait_until("the broker to close the connection", || {
-            broker.broker.open_connections() == 0
+            broker.broker.metrics.open_connections() == 0
         })
         .await;
         loop {

@@ -134,6 +134,7 @@ async fn delete_records_at_every_version_moves_the_log_start() {
     }
     let start = broker
         .broker
+        .topics
         .partition("trim", 0)
         .unwrap()
         .with_log(|log| log.log_start_offset().value())
@@ -181,7 +182,13 @@ async fn alter_configs_at_every_version_replaces_the_overrides() {
         codes.len() == 3 && codes.iter().all(|&(_, c)| c == 0),
         "{codes:?}"
     );
-    let overrides = broker.broker.topic("conf").unwrap().overrides.clone();
+    let overrides = broker
+        .broker
+        .topics
+        .topic("conf")
+        .unwrap()
+        .overrides
+        .clone();
     assert_eq!(overrides.len(), 1, "{overrides:?}");
     assert_eq!(
         overrides.get("segment.bytes").map(String::as_str),

@@ -94,7 +94,7 @@ async fn a_failed_group_fsync_fails_its_waiters_and_fences_the_partition() {
         failed.iter().all(|&(error, _)| error == storage_error),
         "every waiter past the durable offset fails: {failed:?}"
     );
-    let partition = broker.broker.partition("t", 0).unwrap();
+    let partition = broker.broker.topics.partition("t", 0).unwrap();
     wait_until("the prober to lift the fence", || {
         !partition.with_log(|log| log.is_fenced()).unwrap()
     })

@@ -312,7 +312,7 @@ async fn the_internal_offsets_topic_name_is_reserved() {
     metadata.allow_auto_topic_creation = true;
     let answer: MetadataResponse = client.call(ApiKey::Metadata, 8, &metadata).await;
     assert_ne!(answer.topics[0].error_code, 0);
-    assert!(broker.broker.topic("__consumer_offsets").is_none());
+    assert!(broker.broker.topics.topic("__consumer_offsets").is_none());
     broker.stop().await;
 }
 

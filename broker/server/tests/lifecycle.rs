@@ -61,7 +61,7 @@ async fn topics_and_records_survive_a_restart() {
         values(response.responses[0].partitions[0].records.clone().unwrap()),
         ["a", "b", "d"]
     );
-    let topic = broker.broker.topic("kept").expect("topic reloaded");
+    let topic = broker.broker.topics.topic("kept").expect("topic reloaded");
     assert_eq!(topic.partitions.len(), 2);
     assert_eq!(
         topic.overrides.get("retention.ms").map(String::as_str),
@@ -75,7 +75,10 @@ async fn shutdown_answers_a_parked_long_poll() {
     let mut client = broker.client().await;
     create_topic(&mut client, "t", 1).await;
     let id = client.send(ApiKey::Fetch, 11, &fetch("t", 0, 30_000)).await;
-    common::wait_until("the fetch to park", || broker.broker.waiting_fetches() == 1).await;
+    common::wait_until("the fetch to park", || {
+        broker.broker.metrics.waiting_fetches() == 1
+    })
+    .await;
     let started = std::time::Instant::now();
     let stopping = tokio::spawn(broker.stop());
     let (got, response): (i32, FetchResponse) = client.recv(ApiKey::Fetch, 11).await;

@@ -37,7 +37,13 @@ async fn every_served_version_grows_the_topic_and_validate_only_does_not() {
             .await;
         assert_eq!(checked.results[0].error_code, 0, "v{version}: {checked:?}");
         assert_eq!(
-            broker.broker.topic("grown").unwrap().partitions.len(),
+            broker
+                .broker
+                .topics
+                .topic("grown")
+                .unwrap()
+                .partitions
+                .len(),
             count as usize
         );
         count += 1;
@@ -50,7 +56,13 @@ async fn every_served_version_grows_the_topic_and_validate_only_does_not() {
             .await;
         assert_eq!(grown.results[0].error_code, 0, "v{version}: {grown:?}");
         assert_eq!(
-            broker.broker.topic("grown").unwrap().partitions.len(),
+            broker
+                .broker
+                .topics
+                .topic("grown")
+                .unwrap()
+                .partitions
+                .len(),
             count as usize
         );
     }
@@ -81,7 +93,16 @@ async fn a_stale_partition_directory_is_reset_before_the_partition_is_added() {
         log.close().unwrap();
     }
     let broker = TestBroker::start_in(dir, &[]).await;
-    assert_eq!(broker.broker.topic("stale").unwrap().partitions.len(), 1);
+    assert_eq!(
+        broker
+            .broker
+            .topics
+            .topic("stale")
+            .unwrap()
+            .partitions
+            .len(),
+        1
+    );
     let mut client = broker.client().await;
     let grown: CreatePartitionsResponse = client
         .call(ApiKey::CreatePartitions, 1, &grow("stale", 2, false))
@@ -89,6 +110,7 @@ async fn a_stale_partition_directory_is_reset_before_the_partition_is_added() {
     assert_eq!(grown.results[0].error_code, 0);
     let end = broker
         .broker
+        .topics
         .partition("stale", 1)
         .unwrap()
         .with_log(|log| log.log_end_offset().value())

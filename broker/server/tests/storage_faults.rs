@@ -64,7 +64,7 @@ async fn a_failed_write_fences_only_its_partition() {
     );
     assert_eq!(fetch_values(&mut client, "healthy").await, ["fine"]);
 
-    let doomed = broker.broker.partition("doomed", 0).unwrap();
+    let doomed = broker.broker.topics.partition("doomed", 0).unwrap();
     wait_until("the prober to lift the fence", || {
         !doomed.with_log(|log| log.is_fenced()).unwrap()
     })
@@ -99,7 +99,7 @@ async fn a_failed_fsync_on_acks_all_is_a_storage_error() {
         produce_code(&mut client, "t", batch(&["x"])).await,
         ResponseError::KafkaStorageError.code()
     );
-    let partition = broker.broker.partition("t", 0).unwrap();
+    let partition = broker.broker.topics.partition("t", 0).unwrap();
     wait_until("the prober to lift the fence", || {
         !partition.with_log(|log| log.is_fenced()).unwrap()
     })

@@ -99,7 +99,7 @@ async fn produce_txn(
 }
 
 fn describe_state(broker: &TestBroker, partition: i32) -> (i64, i64) {
-    let p = broker.broker.partition(TOPIC, partition).unwrap();
+    let p = broker.broker.topics.partition(TOPIC, partition).unwrap();
     p.with_log(|log| {
         (
             log.log_end_offset().value(),
@@ -192,6 +192,7 @@ async fn a_second_init_aborts_the_open_transaction_and_fences_the_first_producer
     assert_eq!(describe_state(&broker, 0), (2, 2));
     let aborted = broker
         .broker
+        .topics
         .partition(TOPIC, 0)
         .unwrap()
         .with_log(|log| {
@@ -296,7 +297,7 @@ async fn write_txn_markers_ends_a_hanging_transaction() {
     let broker = TestBroker::start(&[]).await;
     let mut client = broker.client().await;
     create_topic(&mut client, TOPIC, 1).await;
-    let partition = broker.broker.partition(TOPIC, 0).unwrap();
+    let partition = broker.broker.topics.partition(TOPIC, 0).unwrap();
     partition
         .with_log(|log| {
             let mut hanging = producer_batch(77, 3, 0, 2, true);

@@ -129,7 +129,7 @@ async fn start() -> TestBroker {
     let broker = TestBroker::start_in(dir, &[]).await;
     let mut client = broker.client().await;
     create_topic(&mut client, SOURCE, 1).await;
-    let partition = broker.broker.partition(SOURCE, 0).unwrap();
+    let partition = broker.broker.topics.partition(SOURCE, 0).unwrap();
     partition.with_log(write_source).unwrap();
     let params = [("field", "$.region"), ("op", "=="), ("value", "eu")]
         .into_iter()
@@ -137,6 +137,7 @@ async fn start() -> TestBroker {
         .collect();
     broker
         .broker
+        .topics
         .create_view(ViewSpec {
             name: VIEW.into(),
             source: SOURCE.into(),

@@ -7,7 +7,7 @@
 //!   (SCRAM-SHA-512, then SCRAM-SHA-256, as SASL/PLAIN checks them) on the blocking pool, as
 //!   each check costs the credential's iterations of HMAC. The caller is `User:<name>`.
 //!   Failed logins count in the Kafka listeners' per-(address, user) limiter
-//!   (`broker.login_failures`) and are logged at WARN without the password.
+//!   (`broker.security.login_failures`) and are logged at WARN without the password.
 //! - Neither: the caller is `User:ANONYMOUS`, and `allow.everyone.if.no.acl.found` decides.
 //!
 //! Every route but `/health` passes here; with `admin.auth = basic`, `/ready` needs no
@@ -229,6 +229,7 @@ async fn caller(
         }
     };
     let failures = broker
+        .security
         .login_failures
         .record_failure(&host, &user, broker.now_ms());
     if failures <= LOGIN_FAILURES_PER_USER_MAX {
@@ -241,6 +242,7 @@ async fn caller(
 /// listeners share; a bearer token counts as the user it acts as, `TOKEN_USER`).
 fn check_limit(broker: &Broker, host: &str, user: &str) -> Result<(), Refusal> {
     broker
+        .security
         .login_failures
         .check(host, user, broker.now_ms())
         .map_err(|retry_ms| {
@@ -270,7 +272,7 @@ fn too_many_failures(retry_s: u64) -> Response {
 /// Checks `password` against the user's stored SCRAM credentials (SCRAM-SHA-512 first),
 /// off the async workers.
 async fn verify_password(broker: &Broker, user: &str, password: String) -> bool {
-    let credentials: Vec<_> = broker.security.read(|s| {
+    let credentials: Vec<_> = broker.security.store.read(|s| {
         [ScramMechanism::Sha512, ScramMechanism::Sha256]
             .into_iter()
             .filter_map(|m| s.credential(user, m).cloned())
@@ -328,7 +330,7 @@ impl Caller {
     pub fn may(&self, broker: &Broker, (operation, resource_type, name): Need<'_>) -> bool {
         self.token
             || authz::allowed_for(
-                broker,
+                &broker.security,
                 &self.principal,
                 &self.host,
                 operation,

@@ -221,6 +221,7 @@ pub(super) async fn lag(state: &AdminState, group_id: &str) -> Result<Vec<LagVie
             .filter(|f| f.offset >= 0)
             .map(|f| {
                 let end = broker
+                    .topics
                     .read_partition(&f.tp.topic, f.tp.partition)
                     .and_then(|(p, _)| p.with_log(|log| log.log_end_offset().value()).ok())
                     .unwrap_or(-1);

@@ -57,7 +57,11 @@ fn broker_metrics(out: &mut String, broker: &Broker) {
         "gauge",
         "Kafka connections open now.",
     );
-    let _ = writeln!(out, "sluice_connections_open {}", broker.open_connections());
+    let _ = writeln!(
+        out,
+        "sluice_connections_open {}",
+        broker.metrics.open_connections()
+    );
     counters(out, m);
     family(
         out,
@@ -65,7 +69,11 @@ fn broker_metrics(out: &mut String, broker: &Broker) {
         "gauge",
         "Fetch requests parked in a long poll now.",
     );
-    let _ = writeln!(out, "sluice_fetches_waiting {}", broker.waiting_fetches());
+    let _ = writeln!(
+        out,
+        "sluice_fetches_waiting {}",
+        broker.metrics.waiting_fetches()
+    );
     quarantine_metrics(out, broker);
     storage_metrics(out, broker);
     cleaner_metrics(out, broker);
@@ -312,6 +320,7 @@ fn plugin_record_metrics(out: &mut String, plugins: &[PluginStats]) {
 fn storage_metrics(out: &mut String, broker: &Broker) {
     let fences = &broker.metrics.fences;
     let partitions = broker
+        .topics
         .partitions()
         .iter()
         .filter(|p| p.with_log(|log| log.is_fenced()).unwrap_or(false))
@@ -442,7 +451,7 @@ const PARTITION_FAMILIES: &[(&str, &str, &str)] = &[
 
 /// Quarantined topics and offline partitions (`broker/quarantine.rs`), read at scrape time.
 fn quarantine_metrics(out: &mut String, broker: &Broker) {
-    let quarantined = broker.quarantined();
+    let quarantined = broker.topics.quarantined();
     family(
         out,
         "sluice_topics_quarantined",
@@ -466,6 +475,7 @@ fn quarantine_metrics(out: &mut String, broker: &Broker) {
 
 fn partition_metrics(out: &mut String, broker: &Broker) {
     let rows: Vec<_> = broker
+        .topics
         .partitions()
         .into_iter()
         .filter_map(|p| {
@@ -551,7 +561,7 @@ const TOPIC_PLUGIN_FAMILIES: [(&str, &str); 4] = [
 /// Per topic and plugin role: the topic's own calls of its partitioner and validator.
 fn topic_plugin_metrics(out: &mut String, broker: &Broker) {
     let mut rows = Vec::new();
-    for topic in broker.topics() {
+    for topic in broker.topics.topics() {
         let bound = [
             topic
                 .plugins
@@ -583,6 +593,7 @@ fn topic_plugin_metrics(out: &mut String, broker: &Broker) {
 
 fn view_metrics(out: &mut String, broker: &Broker) {
     let rows: Vec<_> = broker
+        .topics
         .views()
         .iter()
         .map(|v| {

@@ -17,9 +17,10 @@ use sluice_security::acl::{AclOperation, CLUSTER_NAME, ResourceType};
 
 use super::auth::Caller;
 use super::{AdminState, ApiError};
-use crate::broker::{Broker, ConfigChange, Topic};
+use crate::broker::Broker;
 use crate::error::KafkaError;
 use crate::topic_config::{self, TopicOverrides};
+use crate::topics::{ConfigChange, Topic};
 use crate::{audit, authz};
 
 pub(super) fn routes() -> Router<AdminState> {
@@ -76,6 +77,7 @@ async fn list(
     let broker = state.broker.clone();
     let topics = blocking(move || {
         broker
+            .topics
             .topics()
             .iter()
             .filter(|t| caller.may(&broker, describe_on(&t.name)))
@@ -98,7 +100,7 @@ async fn describe(
 ) -> Result<Response, ApiError> {
     caller.require(&state.broker, &[describe_on(&name)])?;
     let broker = state.broker.clone();
-    let topic = broker.topic(&name).ok_or_else(|| unknown(&name))?;
+    let topic = broker.topics.topic(&name).ok_or_else(|| unknown(&name))?;
     let view = blocking(move || view(&broker, &topic)).await?;
     Ok(axum::Json(view).into_response())
 }
@@ -133,7 +135,9 @@ async fn create(
     let broker = state.broker.clone();
     let partitions = body.partitions.unwrap_or(broker.config.num_partitions);
     let view = blocking(move || {
-        let topic = broker.create_topic(&body.name, partitions, body.configs)?;
+        let topic = broker
+            .topics
+            .create_topic(&body.name, partitions, body.configs)?;
         Ok::<_, KafkaError>(view(&broker, &topic))
     })
     .await??;
@@ -182,7 +186,7 @@ async fn alter(
         .collect();
     let broker = state.broker.clone();
     let view = blocking(move || {
-        let topic = broker.alter_topic_config(&name, &changes, false)?;
+        let topic = broker.topics.alter_topic_config(&name, &changes, false)?;
         Ok::<_, KafkaError>(view(&broker, &topic))
     })
     .await??;
@@ -219,7 +223,7 @@ async fn delete(
     )?;
     let broker = state.broker.clone();
     let deleting = name.clone();
-    let deleted = blocking(move || broker.delete_topic(&deleting)).await??;
+    let deleted = blocking(move || broker.topics.delete_topic(&deleting)).await??;
     audit::topic_deleted(
         caller.actor(),
         &name,

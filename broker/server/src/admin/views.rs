@@ -21,8 +21,8 @@ use sluice_security::acl::{AclOperation, ResourceType};
 use super::auth::Caller;
 use super::topics::blocking;
 use super::{AdminState, ApiError};
-use crate::broker::ViewTopic;
 use crate::error::KafkaError;
+use crate::topics::ViewTopic;
 use crate::views::{StageSpec, ViewSpec};
 use crate::{audit, authz};
 
@@ -87,7 +87,7 @@ fn show(state: &AdminState, view: &ViewTopic) -> ViewView {
     // Without an owner the answer depends on the reader: nothing to show.
     let refused = view.spec.owner.as_ref().and_then(|_| {
         let nobody = sluice_security::principal::KafkaPrincipal::anonymous();
-        authz::view_refusal(&state.broker, view, (&nobody, ""))
+        authz::view_refusal(&state.broker.security, view, (&nobody, ""))
     });
     ViewView {
         name: view.spec.name.clone(),
@@ -114,6 +114,7 @@ fn show(state: &AdminState, view: &ViewTopic) -> ViewView {
 async fn list(State(state): State<AdminState>, Extension(caller): Extension<Caller>) -> Response {
     let views: Vec<ViewView> = state
         .broker
+        .topics
         .views()
         .iter()
         .filter(|v| caller.may(&state.broker, on(AclOperation::Describe, &v.spec.name)))
@@ -133,7 +134,11 @@ async fn describe(
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
     caller.require(&state.broker, &[on(AclOperation::Describe, &name)])?;
-    let view = state.broker.view(&name).ok_or_else(|| unknown(&name))?;
+    let view = state
+        .broker
+        .topics
+        .view(&name)
+        .ok_or_else(|| unknown(&name))?;
     Ok(axum::Json(show(&state, &view)).into_response())
 }
 
@@ -153,7 +158,7 @@ async fn create(
     let broker = state.broker.clone();
     let (resource, detail) = (format!("view {}", spec.name), view_detail(&spec));
     // Binding runs each plugin's `init` (CPU, bounded by plugin.call.timeout.ms).
-    let view = blocking(move || broker.create_view(spec))
+    let view = blocking(move || broker.topics.create_view(spec))
         .await?
         .inspect_err(|e| {
             audit::refused(caller.actor(), "view.create", &resource, &e.to_string());
@@ -194,7 +199,7 @@ async fn delete(
     caller.require(&state.broker, &[on(AclOperation::Delete, &name)])?;
     let broker = state.broker.clone();
     let deleting = name.clone();
-    blocking(move || broker.delete_view(&deleting)).await??;
+    blocking(move || broker.topics.delete_view(&deleting)).await??;
     audit::done(
         caller.actor(),
         "view.delete",

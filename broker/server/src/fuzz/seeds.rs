@@ -166,7 +166,7 @@ fn offsets() -> Vec<Seed> {
 }
 
 fn metadata_files() -> Vec<Seed> {
-    let topic = crate::broker::TopicFile {
+    let topic = crate::topics::TopicFile {
         name: "orders".into(),
         partitions: 3,
         configs: BTreeMap::from([

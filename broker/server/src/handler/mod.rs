@@ -5,6 +5,13 @@
 //! request-level problems become Kafka error codes in the response, and only frames we
 //! cannot parse close the connection.
 //!
+//! A handler's `ctx` is its domain's `Ctx`, built by the domain's `dispatch` from the
+//! connection's context: the client (`wire::Client`: principal, host, listener, quota
+//! mute, shutdown signal), its [`crate::authz::Authz`], and only the services that domain
+//! uses (groups: the group coordinator and the topics; topics: the topic registry, the
+//! config and the group coordinator; security: the security store; and so on). No handler
+//! is given the whole broker.
+//!
 //! # Layout
 //! One folder per domain, one file per API, grouped by the state an API reads or changes
 //! (as Kafka's `KafkaApis` hands requests to its replica manager, group coordinator,
@@ -137,7 +144,7 @@ pub async fn handle(
         };
     }
     let (header, body) = header_and_body(key, version, frame)?;
-    tracing::trace!(peer = %ctx.peer, api = ?key, version, correlation_id = header.correlation_id, "request");
+    tracing::trace!(peer = %ctx.client.peer, api = ?key, version, correlation_id = header.correlation_id, "request");
     // Latency of a deferred acks=all answer (Reply::Later) is measured to the append; the
     // fsync wait is shared by the group commit and shows in the produce p99 of the bench.
     let started = std::time::Instant::now();

@@ -1,8 +1,8 @@
 //! Topic names and ids both ways: the consumer group protocol (KIP-848) and Fetch v13+ name
 //! partitions by topic id on the wire, while the broker works with names.
 
-use crate::broker::topic_id::derived_topic_id;
-use crate::wire::ConnectionContext;
+use crate::topics::TopicRegistry;
+use crate::topics::topic_id::derived_topic_id;
 
 /// Topic and view names and ids both ways.
 pub struct TopicIds {
@@ -12,9 +12,9 @@ pub struct TopicIds {
 
 impl TopicIds {
     /// Every topic and view the broker has now (a view's id is derived from its name).
-    pub fn of(ctx: &ConnectionContext) -> Self {
-        let topics = ctx.broker.topics();
-        let views = ctx.broker.views();
+    pub fn of(registry: &TopicRegistry) -> Self {
+        let topics = registry.topics();
+        let views = registry.views();
         let pairs: Vec<(uuid::Uuid, String)> = topics
             .iter()
             .map(|t| (t.id, t.name.clone()))

@@ -24,11 +24,14 @@ use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use sluice_storage::batch::iter_batches;
 
-use crate::broker::append::{Appended, append_one};
-use crate::broker::{Broker, Partition, Topic};
+use sluice_plugin_host::Registry;
+
 use crate::error::KafkaError;
 use crate::plugins::{TopicPartitioner, call_error};
 use crate::records::{self, CodecError, DecompressLimit};
+use crate::topics::TopicRegistry;
+use crate::topics::append::{Appended, append_one};
+use crate::topics::{Partition, Topic};
 
 /// How far a produced batch may decompress before the plugin sees it.
 const DECOMPRESS_LIMIT: DecompressLimit = DecompressLimit {
@@ -42,7 +45,7 @@ pub(crate) type Rerouted = (Appended, Vec<(Arc<Partition>, i64)>);
 
 /// Appends one partition entry of a Produce request through the topic's partitioner.
 pub(crate) fn append(
-    broker: &Broker,
+    (topics, plugins): (&TopicRegistry, &Registry),
     topic: &Topic,
     partitioner: &TopicPartitioner,
     index: i32,
@@ -63,7 +66,7 @@ pub(crate) fn append(
         .filter(|r| !r.is_empty())
         .ok_or_else(|| KafkaError::new(ResponseError::CorruptMessage, "no records"))?;
     let plan = route(
-        broker,
+        plugins,
         topic,
         partitioner,
         index as u32,
@@ -74,7 +77,7 @@ pub(crate) fn append(
     let mut sent = None;
     let mut appends = Vec::with_capacity(plan.len());
     for (target, bytes) in plan {
-        let appended = append_one(broker, name, target as i32, Some(bytes), None)?;
+        let appended = append_one(topics, name, target as i32, Some(bytes), None)?;
         appends.push((Arc::clone(&appended.partition), appended.end_offset));
         if target == index as u32 {
             sent = Some(appended);
@@ -96,14 +99,14 @@ pub(crate) fn append(
 /// Runs the plugin on every batch and returns the bytes to append per target partition.
 /// When every record stays, the plan is the request's own buffer (no copy).
 fn route(
-    broker: &Broker,
+    plugins: &Registry,
     topic: &Topic,
     partitioner: &TopicPartitioner,
     sent: u32,
     partition_count: u32,
     records: &Bytes,
 ) -> Result<BTreeMap<u32, Bytes>, KafkaError> {
-    let handle = partitioner.handle(&broker.plugins.registry)?;
+    let handle = partitioner.handle(plugins)?;
     let invalid = |e: CodecError| records::kafka_error(&topic.name, sent, e);
     let mut plan: BTreeMap<u32, Vec<u8>> = BTreeMap::new();
     // Bytes of the leading batches whose records all stay: appended as they are.

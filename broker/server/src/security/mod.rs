@@ -75,6 +75,45 @@ impl QuotaWindows {
     }
 }
 
+/// The broker's security service: the security log's state (SCRAM credentials, ACLs,
+/// client quotas), the failed-login limiter, the quota windows. What `crate::authz`, the
+/// SASL exchanges, the security APIs and the client quotas use; nothing here knows topics.
+#[derive(Debug)]
+pub struct Security {
+    /// Users, ACLs and quotas, replayed from `<data.dir>/security-log`.
+    pub store: SecurityStore,
+    /// Failed SASL and admin-API logins per source address (`crate::sasl` refuses an
+    /// address over its limit).
+    pub login_failures: LoginLimiter,
+    /// Client quotas' sampled byte rates (the quotas themselves are in `store`).
+    pub quotas: QuotaWindows,
+    /// `admin.token` is set: the views and transforms its bearer (`User:admin-token`) made
+    /// act with every right, as the bearer does in the admin API (`authz::owner_lacks`).
+    admin_token_set: bool,
+}
+
+impl Security {
+    /// Opens the security log under `data.dir` with the authorizer's config (`super.users`,
+    /// `allow.everyone.if.no.acl.found`, `admin.token`).
+    pub fn open(config: &crate::config::BrokerConfig) -> Result<Self, ServerError> {
+        Ok(Self {
+            store: SecurityStore::open(
+                &config.data_dir,
+                config.super_users.clone(),
+                config.allow_everyone_if_no_acl_found(),
+            )?,
+            login_failures: LoginLimiter::default(),
+            quotas: QuotaWindows::default(),
+            admin_token_set: config.admin_token.is_some(),
+        })
+    }
+
+    /// Whether `admin.token` is set (its bearer owns views and transforms with every right).
+    pub fn admin_token_set(&self) -> bool {
+        self.admin_token_set
+    }
+}
+
 /// Directory of the security log, under `data.dir`.
 pub const SECURITY_DIR: &str = "security-log";
 

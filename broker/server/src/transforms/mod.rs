@@ -389,7 +389,7 @@ impl TransformService {
             return Err(e);
         }
         remove_file_logged(&spec_file(&self.inner.broker, name));
-        self.inner.broker.forget_transform_topics(name);
+        self.inner.broker.topics.forget_transform_topics(name);
         tracing::info!(transform = name, "deleted transform");
         Ok(())
     }
@@ -412,7 +412,7 @@ impl TransformService {
             runner::send(&running.control, Control::Stop(Finish::Abort));
             stop_runners(running).await;
             remove_file_logged(&spec_file(broker, &name));
-            broker.forget_transform_topics(&name);
+            broker.topics.forget_transform_topics(&name);
             if let Err(e) = self.forget_positions(&spec).await {
                 tracing::warn!(transform = %name, "its positions stay in {} (never read again): {}", spec.group_id(), e.message);
             }
@@ -445,6 +445,7 @@ impl TransformService {
             .collect();
         inner
             .broker
+            .topics
             .note_transform_topics(&spec.name, &spec.source, &written);
         let initial = if spec.paused {
             Control::Pause
@@ -468,6 +469,7 @@ impl TransformService {
         let spec = &running.spec;
         let partitions = inner
             .broker
+            .topics
             .topic(&spec.source)
             .map_or(spec.start_offsets.len(), |t| t.partitions.len());
         let txn_timeout_ms = i32::try_from(limits::txn_timeout_ms(
@@ -675,12 +677,11 @@ fn partition_state(state: State, unauthorized: bool) -> &'static str {
     }
 }
 
-fn partition_report(broker: &Broker, spec: &TransformSpec, shared: &Shared) -> PartitionReport {
-    let status = shared.status();
-    let unauthorized = shared.unauthorized().is_some();
-    let index = i32::try_from(shared.partition).unwrap_or(i32::MAX);
-    let (start, lso, end) = broker
-        .partition(&spec.source, index)
+/// A source partition's log start, last stable and log end offsets (-1 each if it is gone).
+fn source_offsets(broker: &Broker, topic: &str, index: i32) -> (i64, i64, i64) {
+    broker
+        .topics
+        .partition(topic, index)
         .and_then(|p| {
             p.with_log(|log| {
                 (
@@ -691,7 +692,14 @@ fn partition_report(broker: &Broker, spec: &TransformSpec, shared: &Shared) -> P
             })
             .ok()
         })
-        .unwrap_or((-1, -1, -1));
+        .unwrap_or((-1, -1, -1))
+}
+
+fn partition_report(broker: &Broker, spec: &TransformSpec, shared: &Shared) -> PartitionReport {
+    let status = shared.status();
+    let unauthorized = shared.unauthorized().is_some();
+    let index = i32::try_from(shared.partition).unwrap_or(i32::MAX);
+    let (start, lso, end) = source_offsets(broker, &spec.source, index);
     let committed_at_start = *shared
         .committed_at_start
         .lock()
@@ -768,13 +776,13 @@ impl TransformReport {
 }
 
 /// The topic `name` (a view or a missing name is refused, naming `role`).
-fn topic(broker: &Broker, name: &str, role: &str) -> Result<Arc<crate::broker::Topic>, KafkaError> {
-    if broker.view(name).is_some() {
+fn topic(broker: &Broker, name: &str, role: &str) -> Result<Arc<crate::topics::Topic>, KafkaError> {
+    if broker.topics.view(name).is_some() {
         return Err(policy(format!(
             "{role} {name:?} is a view: a transform reads and writes topics"
         )));
     }
-    broker.topic(name).ok_or_else(|| {
+    broker.topics.topic(name).ok_or_else(|| {
         KafkaError::new(
             ResponseError::UnknownTopicOrPartition,
             format!("{role} topic {name:?} does not exist (sluice topic create {name})"),
@@ -848,7 +856,7 @@ fn check_against_broker(broker: &Broker, spec: &TransformSpec) -> Result<(), Kaf
 }
 
 /// Each source partition's start offset for `from`, resolved now.
-fn start_offsets(source: &crate::broker::Topic, from: FromOffset) -> Result<Vec<i64>, KafkaError> {
+fn start_offsets(source: &crate::topics::Topic, from: FromOffset) -> Result<Vec<i64>, KafkaError> {
     source
         .partitions
         .iter()
@@ -901,7 +909,10 @@ fn record_source_id(broker: &Broker, mut spec: TransformSpec) -> TransformSpec {
     if spec.source_topic_id.is_some() {
         return spec;
     }
-    let source = broker.topic(&spec.source).filter(|t| t.offline.is_none());
+    let source = broker
+        .topics
+        .topic(&spec.source)
+        .filter(|t| t.offline.is_none());
     if let Some(source) = source {
         spec.source_topic_id = Some(source.id.to_string());
         if let Err(e) = persist(broker, &spec) {

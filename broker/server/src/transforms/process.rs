@@ -12,8 +12,8 @@ use sluice_storage::batch::iter_batches;
 use sluice_storage::{AbortedTxn, Compression, Offset, ReadError};
 use sluice_transform::{CallError, CallErrorKind, ReadResult, StepError, StepErrorKind, limits};
 
-use crate::broker::Partition;
 use crate::records::{self, DecompressLimit};
+use crate::topics::Partition;
 use crate::views::apply::Aborted;
 
 use super::record::{Rec, to_batch};

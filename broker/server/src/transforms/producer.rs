@@ -14,10 +14,11 @@ use sluice_storage::{Compression, TxnAppend, TxnGuard};
 use sluice_transform::{Producer, StepError, StepErrorKind};
 use sluice_txn::{ErrorCode, PendingOffset, TopicPartition};
 
-use crate::broker::append::append_one;
-use crate::broker::{Broker, Partition, group_commit};
+use crate::broker::Broker;
 use crate::error::KafkaError;
 use crate::records::{self, ProducerFields};
+use crate::topics::append::append_one;
+use crate::topics::{Partition, group_commit};
 use crate::txn::{TxnHandle, TxnProducer, verify};
 
 /// A failed append (or its verification) as a step result.
@@ -174,8 +175,14 @@ impl TxnSteps {
                 producer_epoch: txn.producer_epoch,
                 guard,
             };
-            append_one(&broker, &owned, partition, Some(bytes.into()), Some(&claim))
-                .map(|a| (a.partition, a.end_offset))
+            append_one(
+                &broker.topics,
+                &owned,
+                partition,
+                Some(bytes.into()),
+                Some(&claim),
+            )
+            .map(|a| (a.partition, a.end_offset))
         })
         .await
         .map_err(|e| retriable(format!("append task: {e}")))?;
@@ -196,7 +203,7 @@ impl TxnSteps {
         producer: Producer,
         (topic, partition): (&str, i32),
     ) -> Result<Option<TxnGuard>, StepError> {
-        let Some(output) = self.broker.partition(topic, partition) else {
+        let Some(output) = self.broker.topics.partition(topic, partition) else {
             return Ok(None); // the append answers UNKNOWN_TOPIC_OR_PARTITION
         };
         let tp = TopicPartition {

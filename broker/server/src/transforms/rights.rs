@@ -45,7 +45,7 @@ pub fn owner(spec: &TransformSpec) -> Result<Owner, Refusal> {
 /// not the topic it was deployed on (its id differs). A quarantined source (its metadata
 /// unreadable at start, its id unknown) is not gone: it is offline.
 pub fn source_gone(broker: &Broker, spec: &TransformSpec) -> bool {
-    match (broker.topic(&spec.source), &spec.source_topic_id) {
+    match (broker.topics.topic(&spec.source), &spec.source_topic_id) {
         (None, _) => true,
         (Some(topic), Some(id)) => topic.offline.is_none() && topic.id.to_string() != *id,
         (Some(_), None) => false,
@@ -70,7 +70,7 @@ pub fn may_run(broker: &Broker, spec: &TransformSpec, owner: &Owner) -> Result<(
             spec.source
         )));
     }
-    if let Some(gone) = written(spec).find(|t| broker.topic(t).is_none()) {
+    if let Some(gone) = written(spec).find(|t| broker.topics.topic(t).is_none()) {
         return Err(Refusal::OutputGone(format!(
             "topic {gone:?}, which the transform writes, was deleted: it fails until a topic of that name exists and it is resumed (sluice transform resume {})",
             spec.name
@@ -86,7 +86,7 @@ pub fn may_run(broker: &Broker, spec: &TransformSpec, owner: &Owner) -> Result<(
         .map(|p| (AclOperation::Read, ResourceType::Plugin, p));
     let writes = written(spec).map(|t| (AclOperation::Write, ResourceType::Topic, t));
     let needs = read.into_iter().chain(partitioner).chain(writes);
-    match authz::owner_lacks(broker, owner, needs) {
+    match authz::owner_lacks(&broker.security, owner, needs) {
         None => Ok(()),
         Some(lacks) => Err(unauthorized(spec, owner, &lacks)),
     }
@@ -100,7 +100,7 @@ pub fn may_write(
     topic: &str,
 ) -> Result<(), Refusal> {
     let need = (AclOperation::Write, ResourceType::Topic, topic);
-    match authz::owner_lacks(broker, owner, [need]) {
+    match authz::owner_lacks(&broker.security, owner, [need]) {
         None => Ok(()),
         Some(lacks) => Err(unauthorized(spec, owner, &lacks)),
     }
@@ -161,7 +161,7 @@ mod tests {
             partitioner_params: Vec::new(),
             principal: "User:b".into(),
             principal_host: Some("127.0.0.1".into()),
-            source_topic_id: broker.topic("src").map(|t| t.id.to_string()),
+            source_topic_id: broker.topics.topic("src").map(|t| t.id.to_string()),
             created_ms: 0,
         }
     }
@@ -177,6 +177,7 @@ mod tests {
         .unwrap();
         for topic in ["src", "out", "dlq"] {
             broker
+                .topics
                 .create_topic(topic, 1, TopicOverrides::new())
                 .unwrap();
         }
@@ -193,13 +194,13 @@ mod tests {
             .cloned()
             .map(SecurityRecord::AclCreate)
             .collect();
-        broker.security.append(&records).unwrap();
+        broker.security.store.append(&records).unwrap();
         assert_eq!(may_run(&broker, &spec, &owner), Ok(()));
         assert_eq!(may_write(&broker, &spec, &owner, "out"), Ok(()));
         // Each right, taken away, stops it, naming the right; given back, it may run again.
         for grant in &grants {
             let revoke = SecurityRecord::AclDelete(grant.clone());
-            broker.security.append(&[revoke]).unwrap();
+            broker.security.store.append(&[revoke]).unwrap();
             let Err(Refusal::Unauthorized(why)) = may_run(&broker, &spec, &owner) else {
                 panic!("{grant:?} revoked");
             };
@@ -210,11 +211,11 @@ mod tests {
             );
             assert!(why.contains(&named) && why.contains("User:b"), "{why}");
             let again = SecurityRecord::AclCreate(grant.clone());
-            broker.security.append(&[again]).unwrap();
+            broker.security.store.append(&[again]).unwrap();
             assert_eq!(may_run(&broker, &spec, &owner), Ok(()));
         }
         let revoke = SecurityRecord::AclDelete(grants[2].clone());
-        broker.security.append(&[revoke]).unwrap();
+        broker.security.store.append(&[revoke]).unwrap();
         assert!(matches!(
             may_write(&broker, &spec, &owner, "out"),
             Err(Refusal::Unauthorized(_))
@@ -222,14 +223,15 @@ mod tests {
         assert_eq!(may_write(&broker, &spec, &owner, "dlq"), Ok(()));
 
         // A deleted output fails it; a deleted source, even made again, is gone for good.
-        broker.delete_topic("out").unwrap();
+        broker.topics.delete_topic("out").unwrap();
         assert!(
             matches!(may_run(&broker, &spec, &owner), Err(Refusal::OutputGone(m)) if m.contains("\"out\""))
         );
         assert!(!source_gone(&broker, &spec));
-        broker.delete_topic("src").unwrap();
+        broker.topics.delete_topic("src").unwrap();
         assert!(source_gone(&broker, &spec));
         broker
+            .topics
             .create_topic("src", 1, TopicOverrides::new())
             .unwrap();
         assert!(

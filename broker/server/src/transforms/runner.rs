@@ -538,6 +538,7 @@ impl Driver {
         let log_start_offset = self
             .ctx
             .broker
+            .topics
             .partition(&spec.source, index)
             .ok_or_else(|| {
                 fatal(format!(
@@ -562,6 +563,7 @@ impl Driver {
         let partition = self
             .ctx
             .broker
+            .topics
             .partition(&spec.source, index)
             .ok_or_else(|| {
                 fatal(format!(
@@ -668,6 +670,7 @@ impl Driver {
         let mut wake = self
             .ctx
             .broker
+            .topics
             .partition(&self.ctx.spec.source, index)
             .map(|p| p.subscribe());
         let sleep = until_ms.map_or(IDLE_RECHECK, |until| {
@@ -781,7 +784,7 @@ pub fn bind(broker: &Broker, spec: &TransformSpec) -> Result<(Plugin, Placements
     };
     let mut placements = Vec::with_capacity(spec.outputs.len());
     for output in &spec.outputs {
-        let placement = match (&own, broker.topic(output)) {
+        let placement = match (&own, broker.topics.topic(output)) {
             (Some(own), _) => Some(own.clone()),
             (None, Some(topic)) => match &topic.plugins.partitioner {
                 Some(p) => Some(p.handle(registry).map_err(|e| e.message)?),
@@ -809,7 +812,7 @@ fn output_validators(
     let registry = &broker.plugins.registry;
     let mut validators = Vec::with_capacity(spec.outputs.len());
     for name in &spec.outputs {
-        let topic = broker.topic(name);
+        let topic = broker.topics.topic(name);
         let Some(validator) = topic.as_ref().and_then(|t| t.plugins.validator.as_ref()) else {
             validators.push(None);
             continue;
@@ -863,6 +866,7 @@ pub fn partition_counts(broker: &Broker, spec: &TransformSpec) -> Result<Vec<u32
         .chain(dead_letter)
         .map(|name| {
             broker
+                .topics
                 .topic(name)
                 .map(|t| u32::try_from(t.partitions.len()).unwrap_or(u32::MAX).max(1))
                 .ok_or_else(|| format!("topic {name:?} does not exist"))

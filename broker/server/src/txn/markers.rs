@@ -50,7 +50,7 @@ fn write_partitions(broker: &Broker, markers: &WriteMarkers) -> bool {
     };
     let mut all = true;
     for tp in &markers.partitions {
-        let Some(partition) = broker.partition(&tp.topic, tp.partition) else {
+        let Some(partition) = broker.topics.partition(&tp.topic, tp.partition) else {
             tracing::debug!(
                 topic = tp.topic,
                 partition = tp.partition,
@@ -106,7 +106,12 @@ async fn commit_offsets(broker: &Broker, groups: &GroupHandle, pending: &Pending
     let partitions: Vec<sluice_group::CommitPartition> = pending
         .offsets
         .iter()
-        .filter(|o| broker.read_partition(&o.tp.topic, o.tp.partition).is_some())
+        .filter(|o| {
+            broker
+                .topics
+                .read_partition(&o.tp.topic, o.tp.partition)
+                .is_some()
+        })
         .map(|o| sluice_group::CommitPartition {
             tp: sluice_group::TopicPartition {
                 topic: o.tp.topic.clone(),

@@ -28,9 +28,9 @@ use sluice_storage::{Admission, TxnGuard};
 use sluice_txn::{ErrorCode, TopicPartition};
 
 use super::{TxnHandle, TxnProducer};
-use crate::broker::Partition;
-use crate::broker::append::append_error;
 use crate::error::KafkaError;
+use crate::topics::Partition;
+use crate::topics::append::append_error;
 
 /// A partition's answer: append with this guard (`None`: its transaction there was verified
 /// before), or refuse the partition with this error.

@@ -7,13 +7,13 @@
 //!
 //! - this file: [`ViewSpec`] (what a user configures, persisted as
 //!   `<data.dir>/views/<name>.json`), the checks on a new view, and binding its plugin chain.
-//!   The live view (spec, source topic, the chain bound lazily) is the broker's
-//!   `crate::broker::ViewTopic`: this module imports nothing from the broker.
+//!   The live view (spec, source topic, the chain bound lazily) is the topic registry's
+//!   `crate::topics::ViewTopic`: this module imports nothing from the registry.
 //! - `apply.rs`: what Fetch does with the bytes read from the source partition: decode each
 //!   batch, one plugin call per stage per batch, re-encode the kept records at their original
 //!   offsets (`crate::records`).
 //!
-//! The registry of views lives in [`crate::broker::Broker`] beside the topics (one namespace:
+//! The registry of views lives in [`crate::topics::TopicRegistry`] beside the topics (one namespace:
 //! a view cannot share a topic's name). An ephemeral view (`sluice consume --filter`) is not
 //! persisted and is dropped once no fetch has used it for `VIEW_EPHEMERAL_IDLE_MS`.
 

@@ -10,9 +10,9 @@ use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeCluster
 use kafka_protocol::protocol::StrBytes;
 use sluice_security::acl::{AclOperation, CLUSTER_NAME, ResourceType};
 
+use super::Ctx;
 use crate::authz;
-use crate::broker::NODE_ID;
-use crate::wire::ConnectionContext;
+use crate::config::NODE_ID;
 
 /// Kafka's endpoint type of brokers.
 const ENDPOINT_BROKERS: i8 = 1;
@@ -20,7 +20,7 @@ const ENDPOINT_BROKERS: i8 = 1;
 const OPERATIONS_NOT_REQUESTED: i32 = i32::MIN;
 /// Answers DescribeCluster.
 pub fn handle(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     request: &DescribeClusterRequest,
     version: i16,
 ) -> DescribeClusterResponse {
@@ -28,7 +28,7 @@ pub fn handle(
     response.endpoint_type = ENDPOINT_BROKERS;
     response.controller_id = BrokerId(-1);
     response.cluster_authorized_operations = OPERATIONS_NOT_REQUESTED;
-    if !authz::cluster(ctx, AclOperation::Describe) {
+    if !ctx.auth.cluster(AclOperation::Describe) {
         response.error_code = ResponseError::ClusterAuthorizationFailed.code();
         return response;
     }
@@ -39,17 +39,16 @@ pub fn handle(
         ));
         return response;
     }
-    let advertised = ctx.broker.advertised(&ctx.listener_name);
+    let advertised = ctx.advertised.clone();
     let mut node = DescribeClusterBroker::default();
     node.broker_id = BrokerId(NODE_ID);
     node.host = StrBytes::from_string(advertised.host);
     node.port = i32::from(advertised.port);
     response.brokers = vec![node];
-    response.cluster_id = StrBytes::from_string(ctx.broker.cluster_id.clone());
+    response.cluster_id = StrBytes::from_string(ctx.cluster_id.to_owned());
     response.controller_id = BrokerId(NODE_ID);
     if request.include_cluster_authorized_operations {
-        response.cluster_authorized_operations = authz::operations(
-            ctx,
+        response.cluster_authorized_operations = ctx.auth.operations(
             ResourceType::Cluster,
             CLUSTER_NAME,
             &authz::CLUSTER_OPERATIONS,

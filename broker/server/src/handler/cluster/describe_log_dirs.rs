@@ -13,28 +13,29 @@ use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse, 
 use kafka_protocol::protocol::StrBytes;
 use sluice_security::acl::AclOperation;
 
-use crate::authz;
-use crate::broker::Broker;
-use crate::wire::ConnectionContext;
+use std::sync::Arc;
+
+use super::Ctx;
+use crate::topics::TopicRegistry;
 
 /// The first version with a top-level error code.
 const ERROR_CODE_SINCE: i16 = 3;
 
 /// Answers DescribeLogDirs.
 pub async fn handle(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     request: DescribeLogDirsRequest,
     version: i16,
 ) -> DescribeLogDirsResponse {
     let mut response = DescribeLogDirsResponse::default();
-    if !authz::cluster(ctx, AclOperation::Describe) {
+    if !ctx.auth.cluster(AclOperation::Describe) {
         if version >= ERROR_CODE_SINCE {
             response.error_code = ResponseError::ClusterAuthorizationFailed.code();
         }
         return response;
     }
-    let broker = ctx.broker.clone();
-    let described = tokio::task::spawn_blocking(move || describe(&broker, request)).await;
+    let registry = Arc::clone(ctx.topics);
+    let described = tokio::task::spawn_blocking(move || describe(&registry, request)).await;
     match described {
         Ok(result) => response.results = vec![result],
         Err(e) => {
@@ -46,10 +47,11 @@ pub async fn handle(
 }
 
 /// The data dir's partitions (those asked for, or all), read on the blocking pool.
-fn describe(broker: &Broker, request: DescribeLogDirsRequest) -> DescribeLogDirsResult {
+fn describe(topics: &TopicRegistry, request: DescribeLogDirsRequest) -> DescribeLogDirsResult {
     let mut result = DescribeLogDirsResult::default();
-    result.log_dir = StrBytes::from_string(broker.config.data_dir.display().to_string());
-    let (total, usable) = filesystem_bytes(&broker.config.data_dir).unwrap_or((-1, -1));
+    let data_dir = &topics.config().data_dir;
+    result.log_dir = StrBytes::from_string(data_dir.display().to_string());
+    let (total, usable) = filesystem_bytes(data_dir).unwrap_or((-1, -1));
     result.total_bytes = total;
     result.usable_bytes = usable;
     let asked: Vec<(String, Option<Vec<i32>>)> = match request.topics {
@@ -57,14 +59,14 @@ fn describe(broker: &Broker, request: DescribeLogDirsRequest) -> DescribeLogDirs
             .into_iter()
             .map(|t| (t.topic.0.to_string(), Some(t.partitions)))
             .collect(),
-        None => broker
+        None => topics
             .topics()
             .iter()
             .map(|t| (t.name.clone(), None))
             .collect(),
     };
     for (name, partitions) in asked {
-        let Some(topic) = broker.topic(&name) else {
+        let Some(topic) = topics.topic(&name) else {
             continue;
         };
         let mut out = DescribeLogDirsTopic::default();

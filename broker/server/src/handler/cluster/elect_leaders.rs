@@ -10,21 +10,16 @@ use kafka_protocol::messages::{ElectLeadersRequest, ElectLeadersResponse};
 use kafka_protocol::protocol::StrBytes;
 use sluice_security::acl::AclOperation;
 
-use crate::authz;
+use super::Ctx;
 use crate::limits;
-use crate::wire::ConnectionContext;
 
 /// The first version with a top-level error code.
 const TOP_LEVEL_ERROR_SINCE: i16 = 1;
 
 /// Answers ElectLeaders.
-pub fn handle(
-    ctx: &ConnectionContext,
-    request: ElectLeadersRequest,
-    version: i16,
-) -> ElectLeadersResponse {
+pub fn handle(ctx: &Ctx<'_>, request: ElectLeadersRequest, version: i16) -> ElectLeadersResponse {
     let mut response = ElectLeadersResponse::default();
-    let allowed = authz::cluster(ctx, AclOperation::Alter);
+    let allowed = ctx.auth.cluster(AclOperation::Alter);
     if !allowed && version >= TOP_LEVEL_ERROR_SINCE {
         response.error_code = ResponseError::ClusterAuthorizationFailed.code();
         return response;
@@ -41,7 +36,7 @@ pub fn handle(
                     Some("too many topics in one request"),
                 )
             } else if ctx
-                .broker
+                .topics
                 .partition(topic.topic.0.as_str(), partition)
                 .is_none()
             {

@@ -12,9 +12,8 @@ use kafka_protocol::protocol::StrBytes;
 
 use sluice_security::acl::{AclOperation, ResourceType};
 
-use crate::authz;
-use crate::broker::NODE_ID;
-use crate::wire::ConnectionContext;
+use super::Ctx;
+use crate::config::NODE_ID;
 
 /// Kafka's coordinator key type for consumer groups.
 const KEY_TYPE_GROUP: i8 = 0;
@@ -23,22 +22,21 @@ const KEY_TYPE_TRANSACTION: i8 = 1;
 
 /// Answers FindCoordinator.
 pub fn handle(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     request: FindCoordinatorRequest,
     _version: i16,
 ) -> FindCoordinatorResponse {
     let mut response = FindCoordinatorResponse::default();
     let key = request.key.as_str();
     let refused = match request.key_type {
-        KEY_TYPE_GROUP => (!authz::group(ctx, AclOperation::Describe, key))
+        KEY_TYPE_GROUP => (!ctx.auth.group(AclOperation::Describe, key))
             .then_some(ResponseError::GroupAuthorizationFailed),
-        KEY_TYPE_TRANSACTION => (!authz::allowed(
-            ctx,
-            AclOperation::Describe,
-            ResourceType::TransactionalId,
-            key,
-        ))
-        .then_some(ResponseError::TransactionalIdAuthorizationFailed),
+        KEY_TYPE_TRANSACTION => {
+            (!ctx
+                .auth
+                .allowed(AclOperation::Describe, ResourceType::TransactionalId, key))
+            .then_some(ResponseError::TransactionalIdAuthorizationFailed)
+        }
         _ => Some(ResponseError::InvalidRequest),
     };
     if let Some(error) = refused {
@@ -51,7 +49,7 @@ pub fn handle(
         response.port = -1;
         return response;
     }
-    let advertised = ctx.broker.advertised(&ctx.listener_name);
+    let advertised = ctx.advertised.clone();
     response.node_id = BrokerId(NODE_ID);
     response.host = StrBytes::from_string(advertised.host);
     response.port = i32::from(advertised.port);

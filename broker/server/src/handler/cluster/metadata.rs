@@ -22,27 +22,23 @@ use kafka_protocol::protocol::StrBytes;
 
 use sluice_security::acl::{AclOperation, ResourceType};
 
+use super::Ctx;
 use crate::authz;
-use crate::broker::{NODE_ID, Topic};
+use crate::config::NODE_ID;
 use crate::error::KafkaError;
 use crate::limits;
-use crate::wire::ConnectionContext;
+use crate::topics::Topic;
 
 /// Answers Metadata.
-pub async fn handle(
-    ctx: &ConnectionContext,
-    request: MetadataRequest,
-    version: i16,
-) -> MetadataResponse {
-    let broker = &ctx.broker;
+pub async fn handle(ctx: &Ctx<'_>, request: MetadataRequest, version: i16) -> MetadataResponse {
     let mut response = MetadataResponse::default();
-    let advertised = broker.advertised(&ctx.listener_name);
+    let advertised = ctx.advertised.clone();
     let mut node = MetadataResponseBroker::default();
     node.node_id = BrokerId(NODE_ID);
     node.host = StrBytes::from_string(advertised.host);
     node.port = i32::from(advertised.port);
     response.brokers = vec![node];
-    response.cluster_id = Some(StrBytes::from_string(broker.cluster_id.clone()));
+    response.cluster_id = Some(StrBytes::from_string(ctx.cluster_id.to_owned()));
     response.controller_id = BrokerId(NODE_ID);
     let asked_operations = (
         request.include_cluster_authorized_operations,
@@ -65,17 +61,18 @@ pub async fn handle(
     };
     response.topics = match requested {
         None => {
-            let topics = broker.topics();
-            let views = broker.views();
+            let topics = ctx.topics.topics();
+            let views = ctx.topics.views();
             let topics = topics
                 .iter()
-                .filter(|t| authz::topic(ctx, AclOperation::Describe, &t.name))
+                .filter(|t| ctx.auth.topic(AclOperation::Describe, &t.name))
                 .map(|t| describe(&t.name, t.id, t));
             let views = views
                 .iter()
                 .filter(|v| !v.spec.ephemeral)
                 .filter(|v| {
-                    authz::allowed(ctx, AclOperation::Describe, ResourceType::View, v.name())
+                    ctx.auth
+                        .allowed(AclOperation::Describe, ResourceType::View, v.name())
                 })
                 .map(|v| describe(v.name(), view_id(v.name()), &v.source));
             topics.chain(views).collect()
@@ -116,13 +113,12 @@ pub async fn handle(
 /// when the request asks (v8+; Kafka's "not requested" value otherwise). librdkafka's
 /// `describe_cluster` and `describe_topics` read them from here.
 fn authorized_operations(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     (cluster, topics): (bool, bool),
     response: &mut MetadataResponse,
 ) {
     if cluster {
-        response.cluster_authorized_operations = authz::operations(
-            ctx,
+        response.cluster_authorized_operations = ctx.auth.operations(
             ResourceType::Cluster,
             sluice_security::acl::CLUSTER_NAME,
             &authz::CLUSTER_OPERATIONS,
@@ -132,13 +128,14 @@ fn authorized_operations(
         for topic in response.topics.iter_mut().filter(|t| t.error_code == 0) {
             let name = topic.name.as_ref().map_or("", |n| n.0.as_str());
             topic.topic_authorized_operations =
-                authz::operations(ctx, ResourceType::Topic, name, &authz::TOPIC_OPERATIONS);
+                ctx.auth
+                    .operations(ResourceType::Topic, name, &authz::TOPIC_OPERATIONS);
         }
     }
 }
 
 async fn lookup_or_create(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     name: String,
     allow_create: bool,
 ) -> MetadataResponseTopic {
@@ -148,27 +145,30 @@ async fn lookup_or_create(
         topic.error_code = ResponseError::TopicAuthorizationFailed.code();
         topic
     };
-    if let Some(view) = ctx.broker.view(&name) {
-        if !authz::allowed(ctx, AclOperation::Describe, ResourceType::View, &name) {
+    if let Some(view) = ctx.topics.view(&name) {
+        if !ctx
+            .auth
+            .allowed(AclOperation::Describe, ResourceType::View, &name)
+        {
             return denied(name);
         }
         return describe(view.name(), view_id(view.name()), &view.source);
     }
-    if !authz::topic(ctx, AclOperation::Describe, &name) {
+    if !ctx.auth.topic(AclOperation::Describe, &name) {
         return denied(name);
     }
-    if let Some(topic) = ctx.broker.topic(&name) {
+    if let Some(topic) = ctx.topics.topic(&name) {
         return describe(&topic.name, topic.id, &topic);
     }
     let may_create =
-        authz::cluster(ctx, AclOperation::Create) || authz::topic(ctx, AclOperation::Create, &name);
-    if allow_create && ctx.broker.config.auto_create_topics_enable && !may_create {
+        ctx.auth.cluster(AclOperation::Create) || ctx.auth.topic(AclOperation::Create, &name);
+    if allow_create && ctx.config.auto_create_topics_enable && !may_create {
         return denied(name);
     }
     let result = if allow_create {
-        let broker = ctx.broker.clone();
+        let registry = std::sync::Arc::clone(ctx.topics);
         let topic_name = name.clone();
-        tokio::task::spawn_blocking(move || broker.auto_create(&topic_name))
+        tokio::task::spawn_blocking(move || registry.auto_create(&topic_name))
             .await
             .unwrap_or_else(|e| {
                 Err(KafkaError::new(
@@ -195,10 +195,10 @@ async fn lookup_or_create(
 
 /// A topic asked for by id alone (v10+): the topic with that id, if the principal may
 /// describe it (else, as Kafka, TOPIC_AUTHORIZATION_FAILED without the name).
-fn lookup_id(ctx: &ConnectionContext, topic_id: uuid::Uuid) -> MetadataResponseTopic {
-    let found = ctx.broker.topics().into_iter().find(|t| t.id == topic_id);
+fn lookup_id(ctx: &Ctx<'_>, topic_id: uuid::Uuid) -> MetadataResponseTopic {
+    let found = ctx.topics.topics().into_iter().find(|t| t.id == topic_id);
     match found {
-        Some(topic) if authz::topic(ctx, AclOperation::Describe, &topic.name) => {
+        Some(topic) if ctx.auth.topic(AclOperation::Describe, &topic.name) => {
             describe(&topic.name, topic.id, &topic)
         }
         found => {
@@ -216,7 +216,7 @@ fn lookup_id(ctx: &ConnectionContext, topic_id: uuid::Uuid) -> MetadataResponseT
 
 /// A view's id: derived from its name, so stable across restarts (`broker/topic_id.rs`).
 fn view_id(name: &str) -> uuid::Uuid {
-    crate::broker::topic_id::derived_topic_id(name)
+    crate::topics::topic_id::derived_topic_id(name)
 }
 
 /// `name` with `topic`'s partitions (a topic's own, or a view's source) and the id `id`.

@@ -11,17 +11,41 @@ mod metadata;
 
 use kafka_protocol::messages::ApiKey;
 
+use std::sync::Arc;
+
+use crate::authz::Authz;
+use crate::config::{BrokerConfig, HostPort};
+use crate::topics::TopicRegistry;
 use crate::wire::{ConnectionContext, FrameError, Response};
 
 use super::{Call, no_handler};
 
 pub(super) use api_versions::unsupported_version as unsupported_api_versions;
 
+/// What a cluster handler is given: what the client may do, what these APIs say of
+/// the broker (its cluster id, the address the client's listener advertises), its topics
+/// (Metadata, DescribeLogDirs, ElectLeaders) and the config (whether Metadata may create a
+/// topic).
+pub(super) struct Ctx<'a> {
+    pub auth: Authz<'a>,
+    pub cluster_id: &'a str,
+    pub advertised: HostPort,
+    pub topics: &'a Arc<TopicRegistry>,
+    pub config: &'a BrokerConfig,
+}
+
 /// Answers a cluster request.
 pub(super) async fn dispatch(
-    ctx: &ConnectionContext,
+    conn: &ConnectionContext,
     mut call: Call,
 ) -> Result<Response, FrameError> {
+    let ctx = &Ctx {
+        auth: Authz::new(&conn.broker.security, &conn.client),
+        cluster_id: &conn.broker.cluster_id,
+        advertised: conn.broker.advertised(&conn.client.listener_name),
+        topics: &conn.broker.topics,
+        config: &conn.broker.config,
+    };
     let (answer, v) = (call.answer, call.read_as);
     match call.key {
         ApiKey::ApiVersions => answer.reply(&api_versions::handle(call.request()?)),

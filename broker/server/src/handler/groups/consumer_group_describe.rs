@@ -17,11 +17,11 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_group::{ConsumerGroup, ErrorCode};
 use sluice_security::acl::{AclOperation, ResourceType};
 
+use super::Ctx;
 use super::group_common::string;
 use crate::authz;
 use crate::handler::topic_ids::TopicIds;
 use crate::limits;
-use crate::wire::ConnectionContext;
 
 /// Kafka's "authorized operations not requested" value.
 const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
@@ -31,7 +31,7 @@ const MEMBER_TYPE_CONSUMER: i8 = 1;
 
 /// Answers ConsumerGroupDescribe.
 pub async fn handle(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     request: ConsumerGroupDescribeRequest,
 ) -> ConsumerGroupDescribeResponse {
     let ids: Vec<String> = request
@@ -42,32 +42,29 @@ pub async fn handle(
         .collect();
     let allowed: Vec<String> = ids
         .iter()
-        .filter(|id| authz::group(ctx, AclOperation::Describe, id))
+        .filter(|id| ctx.auth.group(AclOperation::Describe, id))
         .cloned()
         .collect();
     let mut described = match ctx.groups.describe_consumer_groups(allowed).await {
         Some(described) => described.into_iter(),
         None => Vec::new().into_iter(),
     };
-    let topic_ids = TopicIds::of(ctx);
+    let topic_ids = TopicIds::of(ctx.topics);
     let mut response = ConsumerGroupDescribeResponse::default();
     for id in ids {
         let mut group = DescribedGroup::default();
         group.group_id = GroupId(StrBytes::from_string(id.clone()));
         group.authorized_operations = AUTHORIZED_OPERATIONS_OMITTED;
-        if !authz::group(ctx, AclOperation::Describe, &id) {
+        if !ctx.auth.group(AclOperation::Describe, &id) {
             group.error_code = ResponseError::GroupAuthorizationFailed.code();
         } else {
             match described.next() {
                 Some(Ok(consumer)) => {
                     encode(ctx, &topic_ids, &consumer, &mut group);
                     if request.include_authorized_operations {
-                        group.authorized_operations = authz::operations(
-                            ctx,
-                            ResourceType::Group,
-                            &id,
-                            &authz::GROUP_OPERATIONS,
-                        );
+                        group.authorized_operations =
+                            ctx.auth
+                                .operations(ResourceType::Group, &id, &authz::GROUP_OPERATIONS);
                     }
                 }
                 Some(Err(e)) => {
@@ -85,7 +82,7 @@ pub async fn handle(
 }
 
 fn encode(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     topic_ids: &TopicIds,
     consumer: &ConsumerGroup,
     group: &mut DescribedGroup,
@@ -99,7 +96,10 @@ fn encode(
         out.topic_partitions = assigned
             .into_iter()
             .flatten()
-            .filter(|(topic, _)| authz::topic_or_view(ctx, AclOperation::Describe, topic))
+            .filter(|(topic, _)| {
+                ctx.auth
+                    .topic_or_view(ctx.topics, AclOperation::Describe, topic)
+            })
             .map(|(topic, partitions)| {
                 let mut t = TopicPartitions::default();
                 t.topic_id = topic_ids.id(topic);

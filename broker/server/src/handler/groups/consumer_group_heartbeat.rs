@@ -20,22 +20,21 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_group::{ErrorCode, Request, Response};
 use sluice_security::acl::AclOperation;
 
+use super::Ctx;
 use super::group_common::{call, opt_string, string};
-use crate::authz;
 use crate::handler::topic_ids::TopicIds;
 use crate::limits;
-use crate::wire::ConnectionContext;
 
 /// Answers ConsumerGroupHeartbeat.
 pub async fn handle(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     header: &RequestHeader,
     request: ConsumerGroupHeartbeatRequest,
 ) -> ConsumerGroupHeartbeatResponse {
     if let Err((error, message)) = authorize(ctx, &request) {
         return refused(error.code(), message);
     }
-    let ids = TopicIds::of(ctx);
+    let ids = TopicIds::of(ctx.topics);
     let owned = request.topic_partitions.as_ref().map(|topics| {
         topics
             .iter()
@@ -61,8 +60,8 @@ pub async fn handle(
         server_assignor: opt_string(request.server_assignor.as_ref()),
         owned,
         client_id: opt_string(header.client_id.as_ref()).unwrap_or_default(),
-        client_host: format!("/{}", ctx.host),
-        principal: ctx.principal.to_string(),
+        client_host: format!("/{}", ctx.client.host),
+        principal: ctx.client.principal.to_string(),
     };
     let Some(Response::ConsumerGroupHeartbeat(answer)) =
         call(ctx, Request::ConsumerGroupHeartbeat(Box::new(heartbeat))).await
@@ -92,10 +91,13 @@ pub async fn handle(
 
 /// READ on the group; DESCRIBE on the topics subscribed by name.
 fn authorize(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     request: &ConsumerGroupHeartbeatRequest,
 ) -> Result<(), (ResponseError, Option<String>)> {
-    if !authz::group(ctx, AclOperation::Read, request.group_id.0.as_str()) {
+    if !ctx
+        .auth
+        .group(AclOperation::Read, request.group_id.0.as_str())
+    {
         return Err((ResponseError::GroupAuthorizationFailed, None));
     }
     let mut denied: Vec<String> = request
@@ -103,7 +105,7 @@ fn authorize(
         .iter()
         .flatten()
         .map(|n| n.0.as_str())
-        .filter(|name| !authz::topic(ctx, AclOperation::Describe, name))
+        .filter(|name| !ctx.auth.topic(AclOperation::Describe, name))
         .map(str::to_owned)
         .collect();
     if denied.is_empty() {

@@ -9,16 +9,15 @@ use sluice_group::ErrorCode;
 use super::group_common::string;
 use sluice_security::acl::AclOperation;
 
-use crate::authz;
-use crate::wire::ConnectionContext;
+use super::Ctx;
 
 /// Answers DeleteGroups.
-pub async fn handle(ctx: &ConnectionContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse {
+pub async fn handle(ctx: &Ctx<'_>, request: DeleteGroupsRequest) -> DeleteGroupsResponse {
     let ids: Vec<String> = request.groups_names.iter().map(|g| string(&g.0)).collect();
     // Without DELETE on a group: GROUP_AUTHORIZATION_FAILED for it, and it is left alone.
     let (allowed, denied): (Vec<String>, Vec<String>) = ids
         .into_iter()
-        .partition(|id| authz::group(ctx, AclOperation::Delete, id));
+        .partition(|id| ctx.auth.group(AclOperation::Delete, id));
     let mut results: Vec<(String, i16)> = if allowed.is_empty() {
         Vec::new()
     } else {

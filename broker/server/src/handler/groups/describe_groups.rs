@@ -10,21 +10,17 @@ use sluice_group::{ErrorCode, GroupDescription};
 use super::group_common::string;
 use sluice_security::acl::AclOperation;
 
-use crate::authz;
-use crate::wire::ConnectionContext;
+use super::Ctx;
 
 /// Kafka's "authorized operations not requested" value.
 const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
 
 /// Answers DescribeGroups.
-pub async fn handle(
-    ctx: &ConnectionContext,
-    request: DescribeGroupsRequest,
-) -> DescribeGroupsResponse {
+pub async fn handle(ctx: &Ctx<'_>, request: DescribeGroupsRequest) -> DescribeGroupsResponse {
     let ids: Vec<String> = request.groups.iter().map(|g| string(&g.0)).collect();
     let mut response = DescribeGroupsResponse::default();
     // Without DESCRIBE on a group: GROUP_AUTHORIZATION_FAILED for it.
-    let denied = |id: &str| !authz::group(ctx, AclOperation::Describe, id);
+    let denied = |id: &str| !ctx.auth.group(AclOperation::Describe, id);
     match ctx.groups.describe_groups(ids.clone()).await {
         Some(described) => {
             response.groups = described

@@ -4,13 +4,13 @@
 use kafka_protocol::protocol::StrBytes;
 use sluice_group::{Request, Response};
 
-use crate::wire::ConnectionContext;
+use super::Ctx;
 
 /// Sends `request` to the coordinator and waits for its answer; `None` when the broker
 /// shuts down first or the coordinator is gone (handlers answer COORDINATOR_NOT_AVAILABLE,
 /// which clients retry elsewhere or later).
-pub async fn call(ctx: &ConnectionContext, request: Request) -> Option<Response> {
-    let mut shutdown = ctx.shutdown.clone();
+pub async fn call(ctx: &Ctx<'_>, request: Request) -> Option<Response> {
+    let mut shutdown = ctx.client.shutdown.clone();
     tokio::select! {
         answer = ctx.groups.call(request) => answer,
         _ = shutdown.wait_for(|stop| *stop) => None,

@@ -6,12 +6,14 @@ use sluice_group::{ErrorCode, Request, Response};
 use super::group_common::{call, opt_string, string};
 use sluice_security::acl::AclOperation;
 
-use crate::authz;
-use crate::wire::ConnectionContext;
+use super::Ctx;
 
 /// Answers Heartbeat.
-pub async fn handle(ctx: &ConnectionContext, request: HeartbeatRequest) -> HeartbeatResponse {
-    if !authz::group(ctx, AclOperation::Read, request.group_id.0.as_str()) {
+pub async fn handle(ctx: &Ctx<'_>, request: HeartbeatRequest) -> HeartbeatResponse {
+    if !ctx
+        .auth
+        .group(AclOperation::Read, request.group_id.0.as_str())
+    {
         let mut response = HeartbeatResponse::default();
         response.error_code = kafka_protocol::ResponseError::GroupAuthorizationFailed.code();
         return response;

@@ -11,17 +11,19 @@ use sluice_group::{ErrorCode, Protocol, Request, Response};
 use super::group_common::{call, opt_string, string};
 use sluice_security::acl::AclOperation;
 
-use crate::authz;
-use crate::wire::ConnectionContext;
+use super::Ctx;
 
 /// Answers JoinGroup.
 pub async fn handle(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     header: &RequestHeader,
     request: JoinGroupRequest,
     version: i16,
 ) -> JoinGroupResponse {
-    if !authz::group(ctx, AclOperation::Read, request.group_id.0.as_str()) {
+    if !ctx
+        .auth
+        .group(AclOperation::Read, request.group_id.0.as_str())
+    {
         let mut response = JoinGroupResponse::default();
         response.error_code = kafka_protocol::ResponseError::GroupAuthorizationFailed.code();
         response.generation_id = -1;
@@ -38,7 +40,7 @@ pub async fn handle(
         member_id: member_id.clone(),
         group_instance_id: opt_string(request.group_instance_id.as_ref()),
         client_id: opt_string(header.client_id.as_ref()).unwrap_or_default(),
-        client_host: format!("/{}", ctx.peer.ip()),
+        client_host: format!("/{}", ctx.client.peer.ip()),
         session_timeout_ms: request.session_timeout_ms,
         rebalance_timeout_ms,
         protocol_type: string(&request.protocol_type),

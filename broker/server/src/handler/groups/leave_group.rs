@@ -9,16 +9,14 @@ use sluice_group::{ErrorCode, LeavingMember, Request, Response};
 use super::group_common::{call, opt_string, string};
 use sluice_security::acl::AclOperation;
 
-use crate::authz;
-use crate::wire::ConnectionContext;
+use super::Ctx;
 
 /// Answers LeaveGroup.
-pub async fn handle(
-    ctx: &ConnectionContext,
-    request: LeaveGroupRequest,
-    version: i16,
-) -> LeaveGroupResponse {
-    if !authz::group(ctx, AclOperation::Read, request.group_id.0.as_str()) {
+pub async fn handle(ctx: &Ctx<'_>, request: LeaveGroupRequest, version: i16) -> LeaveGroupResponse {
+    if !ctx
+        .auth
+        .group(AclOperation::Read, request.group_id.0.as_str())
+    {
         let mut response = LeaveGroupResponse::default();
         response.error_code = kafka_protocol::ResponseError::GroupAuthorizationFailed.code();
         return response;

@@ -11,19 +11,14 @@ use sluice_group::ErrorCode;
 
 use sluice_security::acl::AclOperation;
 
-use crate::authz;
-use crate::wire::ConnectionContext;
+use super::Ctx;
 
 /// Kafka's group types (ListGroups v5, `kafka-groups --list`).
 const CLASSIC: &str = "classic";
 const CONSUMER: &str = "consumer";
 
 /// Answers ListGroups.
-pub async fn handle(
-    ctx: &ConnectionContext,
-    request: ListGroupsRequest,
-    version: i16,
-) -> ListGroupsResponse {
+pub async fn handle(ctx: &Ctx<'_>, request: ListGroupsRequest, version: i16) -> ListGroupsResponse {
     let mut response = ListGroupsResponse::default();
     let Some(groups) = ctx.groups.list_groups().await else {
         response.error_code = ErrorCode::CoordinatorNotAvailable.code();
@@ -33,7 +28,7 @@ pub async fn handle(
         filter.is_empty() || filter.iter().any(|f| f.eq_ignore_ascii_case(value))
     };
     // DESCRIBE on the cluster lists every group; else only those the principal may DESCRIBE.
-    let all = authz::cluster(ctx, AclOperation::Describe);
+    let all = ctx.auth.cluster(AclOperation::Describe);
     response.groups = groups
         .into_iter()
         .filter_map(|g| {
@@ -43,7 +38,7 @@ pub async fn handle(
             };
             let shown = wanted(&request.states_filter, state)
                 && wanted(&request.types_filter, group_type)
-                && (all || authz::group(ctx, AclOperation::Describe, &g.group_id));
+                && (all || ctx.auth.group(AclOperation::Describe, &g.group_id));
             shown.then(|| {
                 let mut listed = ListedGroup::default();
                 listed.group_id = GroupId(StrBytes::from_string(g.group_id));

@@ -22,15 +22,33 @@ mod sync_group;
 use kafka_protocol::messages::ApiKey;
 use sluice_protocol::compat;
 
-use crate::wire::{ConnectionContext, FrameError, Response};
+use crate::authz::Authz;
+use crate::group::GroupHandle;
+use crate::topics::TopicRegistry;
+use crate::wire::{Client, ConnectionContext, FrameError, Response};
 
 use super::{Call, no_handler};
 
+/// What a group handler is given: who asks, what they may do, the coordinator, and the
+/// topics (their names and ids for KIP-848, and which names are views, for the ACLs).
+pub(super) struct Ctx<'a> {
+    pub client: &'a Client,
+    pub auth: Authz<'a>,
+    pub groups: &'a GroupHandle,
+    pub topics: &'a TopicRegistry,
+}
+
 /// Answers a group request.
 pub(super) async fn dispatch(
-    ctx: &ConnectionContext,
+    conn: &ConnectionContext,
     mut call: Call,
 ) -> Result<Response, FrameError> {
+    let ctx = &Ctx {
+        client: &conn.client,
+        auth: Authz::new(&conn.broker.security, &conn.client),
+        groups: &conn.groups,
+        topics: &conn.broker.topics,
+    };
     let (answer, v) = (call.answer, call.read_as);
     match call.key {
         ApiKey::JoinGroup => {

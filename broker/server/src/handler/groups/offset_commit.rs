@@ -14,21 +14,25 @@ use sluice_group::{CommitPartition, ErrorCode, Request, Response, TopicPartition
 use super::group_common::{call, opt_string, string};
 use sluice_security::acl::AclOperation;
 
-use crate::authz;
-use crate::wire::ConnectionContext;
+use super::Ctx;
 
 /// Answers OffsetCommit.
-pub async fn handle(ctx: &ConnectionContext, request: OffsetCommitRequest) -> OffsetCommitResponse {
+pub async fn handle(ctx: &Ctx<'_>, request: OffsetCommitRequest) -> OffsetCommitResponse {
     // Every requested partition in request order, and the error it is answered with here
     // (None: the coordinator answers it): GROUP_AUTHORIZATION_FAILED for all without READ
     // on the group, TOPIC_AUTHORIZATION_FAILED without READ on the topic (Kafka's checks),
     // UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist.
-    let group_allowed = authz::group(ctx, AclOperation::Read, request.group_id.0.as_str());
+    let group_allowed = ctx
+        .auth
+        .group(AclOperation::Read, request.group_id.0.as_str());
     let mut answered: Vec<(TopicPartition, Option<i16>)> = Vec::new();
     let mut partitions = Vec::new();
     for topic in &request.topics {
         let name = string(&topic.name.0);
-        let topic_allowed = group_allowed && authz::topic_or_view(ctx, AclOperation::Read, &name);
+        let topic_allowed = group_allowed
+            && ctx
+                .auth
+                .topic_or_view(ctx.topics, AclOperation::Read, &name);
         for p in &topic.partitions {
             let tp = TopicPartition {
                 topic: name.clone(),
@@ -39,7 +43,7 @@ pub async fn handle(ctx: &ConnectionContext, request: OffsetCommitRequest) -> Of
             } else if !topic_allowed {
                 Some(ResponseError::TopicAuthorizationFailed)
             } else if ctx
-                .broker
+                .topics
                 .read_partition(&name, p.partition_index)
                 .is_none()
             {

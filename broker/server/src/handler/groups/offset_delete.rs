@@ -15,14 +15,13 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_group::{ErrorCode, TopicPartition};
 use sluice_security::acl::AclOperation;
 
-use crate::authz;
-use crate::wire::ConnectionContext;
+use super::Ctx;
 
 /// Answers OffsetDelete.
-pub async fn handle(ctx: &ConnectionContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse {
+pub async fn handle(ctx: &Ctx<'_>, request: OffsetDeleteRequest) -> OffsetDeleteResponse {
     let mut response = OffsetDeleteResponse::default();
     let group = request.group_id.0.to_string();
-    if !authz::group(ctx, AclOperation::Delete, &group) {
+    if !ctx.auth.group(AclOperation::Delete, &group) {
         response.error_code = ResponseError::GroupAuthorizationFailed.code();
         return response;
     }
@@ -30,11 +29,11 @@ pub async fn handle(ctx: &ConnectionContext, request: OffsetDeleteRequest) -> Of
     let mut answered: Vec<(TopicPartition, Option<i16>)> = Vec::new();
     for topic in &request.topics {
         let name = topic.name.0.as_str();
-        let readable = authz::topic_or_view(ctx, AclOperation::Read, name);
+        let readable = ctx.auth.topic_or_view(ctx.topics, AclOperation::Read, name);
         for p in &topic.partitions {
             let error = if !readable {
                 Some(ResponseError::TopicAuthorizationFailed.code())
-            } else if ctx.broker.read_partition(name, p.partition_index).is_none() {
+            } else if ctx.topics.read_partition(name, p.partition_index).is_none() {
                 Some(ResponseError::UnknownTopicOrPartition.code())
             } else {
                 None

@@ -17,9 +17,8 @@ use sluice_group::{ErrorCode, FetchedOffset, TopicPartition};
 use super::group_common::string;
 use sluice_security::acl::AclOperation;
 
-use crate::authz;
+use super::Ctx;
 use crate::limits;
-use crate::wire::ConnectionContext;
 
 /// One group's answer: a group-level error (v2+), and per partition its offset and error.
 struct GroupAnswer {
@@ -29,7 +28,7 @@ struct GroupAnswer {
 
 /// Answers OffsetFetch.
 pub async fn handle(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     request: OffsetFetchRequest,
     version: i16,
 ) -> OffsetFetchResponse {
@@ -98,13 +97,13 @@ fn partitions_of<'a>(
 /// Kafka's checks: DESCRIBE on the group, then DESCRIBE on each topic (a named topic
 /// without it answers TOPIC_AUTHORIZATION_FAILED; "all topics" leaves it out).
 async fn fetch_group(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     group: String,
     member: Option<(String, i32)>,
     partitions: Option<Vec<TopicPartition>>,
 ) -> GroupAnswer {
     let requested = partitions.clone();
-    let fetched = if authz::group(ctx, AclOperation::Describe, &group) {
+    let fetched = if ctx.auth.group(AclOperation::Describe, &group) {
         ctx.groups
             .fetch_offsets(group, member, partitions)
             .await
@@ -128,7 +127,8 @@ async fn fetch_group(
                 let allowed = *describable
                     .entry(offset.tp.topic.clone())
                     .or_insert_with(|| {
-                        authz::topic_or_view(ctx, AclOperation::Describe, &offset.tp.topic)
+                        ctx.auth
+                            .topic_or_view(ctx.topics, AclOperation::Describe, &offset.tp.topic)
                     });
                 match (allowed, &requested) {
                     (true, _) => partitions.push((offset, 0)),

@@ -6,6 +6,8 @@
 //! moves). DELETE on the topic (TOPIC_AUTHORIZATION_FAILED); an offset past the high
 //! watermark is OFFSET_OUT_OF_RANGE; a view, which holds no records, is refused as read-only.
 
+use std::sync::Arc;
+
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
@@ -14,25 +16,21 @@ use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 use sluice_security::acl::AclOperation;
 use sluice_storage::{Offset, StorageError};
 
-use crate::authz;
-use crate::broker::Broker;
+use super::Ctx;
 use crate::error::KafkaError;
-use crate::wire::ConnectionContext;
+use crate::topics::TopicRegistry;
 
 /// Kafka's "up to the high watermark".
 const HIGH_WATERMARK: i64 = -1;
 
 /// Answers DeleteRecords.
-pub async fn handle(
-    ctx: &ConnectionContext,
-    request: DeleteRecordsRequest,
-) -> DeleteRecordsResponse {
+pub async fn handle(ctx: &Ctx<'_>, request: DeleteRecordsRequest) -> DeleteRecordsResponse {
     let allowed: Vec<bool> = request
         .topics
         .iter()
-        .map(|t| authz::topic(ctx, AclOperation::Delete, t.name.0.as_str()))
+        .map(|t| ctx.auth.topic(AclOperation::Delete, t.name.0.as_str()))
         .collect();
-    let broker = ctx.broker.clone();
+    let registry = Arc::clone(ctx.topics);
     let topics = tokio::task::spawn_blocking(move || {
         request
             .topics
@@ -43,7 +41,7 @@ pub async fn handle(
                 for p in &topic.partitions {
                     let result = match allowed {
                         true => delete_before(
-                            &broker,
+                            &registry,
                             topic.name.0.as_str(),
                             p.partition_index,
                             p.offset,
@@ -79,10 +77,15 @@ pub async fn handle(
 }
 
 /// Moves one partition's log start offset to `offset`; the new low watermark.
-fn delete_before(broker: &Broker, topic: &str, index: i32, offset: i64) -> Result<i64, KafkaError> {
-    let partition = broker.partition(topic, index).ok_or_else(|| {
-        if broker.view(topic).is_some() {
-            return crate::broker::read_only(topic);
+fn delete_before(
+    topics: &TopicRegistry,
+    topic: &str,
+    index: i32,
+    offset: i64,
+) -> Result<i64, KafkaError> {
+    let partition = topics.partition(topic, index).ok_or_else(|| {
+        if topics.view(topic).is_some() {
+            return crate::topics::read_only(topic);
         }
         KafkaError::new(
             ResponseError::UnknownTopicOrPartition,
@@ -95,7 +98,7 @@ fn delete_before(broker: &Broker, topic: &str, index: i32, offset: i64) -> Resul
             format!("{topic}-{index}: offset {offset} is negative"),
         ));
     }
-    let now = broker.now_ms();
+    let now = topics.now_ms();
     let moved = partition.with_log(|log| {
         let to = match offset {
             HIGH_WATERMARK => log.log_end_offset(),

@@ -36,12 +36,12 @@ type TopicOutput = fetch_response::TopicOutput<Chunk>;
 type PartitionOutput = fetch_response::PartitionOutput<Chunk>;
 use super::kip110;
 
-use crate::authz;
-use crate::broker::Partition;
-use crate::broker::ViewTopic;
+use super::Ctx;
 use crate::handler::topic_ids::TopicIds;
 use crate::limits;
-use crate::wire::{Chunk, ConnectionContext};
+use crate::topics::Partition;
+use crate::topics::ViewTopic;
+use crate::wire::Chunk;
 
 /// One requested partition.
 #[derive(Clone)]
@@ -61,11 +61,7 @@ struct Target {
 }
 
 /// Answers Fetch.
-pub async fn handle(
-    ctx: &ConnectionContext,
-    mut request: FetchRequest,
-    version: i16,
-) -> FetchOutput {
+pub async fn handle(ctx: &Ctx<'_>, mut request: FetchRequest, version: i16) -> FetchOutput {
     let wait_ms = u64::try_from(request.max_wait_ms)
         .unwrap_or(0)
         .min(limits::FETCH_MAX_WAIT_MS_MAX);
@@ -91,7 +87,7 @@ pub async fn handle(
                 .filter_map(|t| t.partition.as_ref().map(|p| p.subscribe()))
         })
         .collect();
-    let mut shutdown = ctx.shutdown.clone();
+    let mut shutdown = ctx.client.shutdown.clone();
     loop {
         // Reads take the partition lock, which an fsyncing append may hold: off the runtime.
         let reading = targets.clone();
@@ -109,7 +105,7 @@ pub async fn handle(
             return with_ids(output, ids.as_deref());
         }
         drop(output);
-        let parked = ctx.broker.park_fetch();
+        let parked = ctx.metrics.park_fetch();
         tokio::select! {
             () = any_changed(&mut wakers) => {}
             () = tokio::time::sleep_until(deadline) => {}
@@ -126,8 +122,8 @@ const FIRST_TOPIC_ID: i16 = 13;
 /// Names each of `topics` by its topic id (a topic's, or a view's, derived from its name),
 /// and returns the ids in request order, `None` for an id no topic or view has (its
 /// partitions are answered UNKNOWN_TOPIC_ID by [`with_ids`]).
-fn name_by_id(ctx: &ConnectionContext, topics: &mut [FetchTopic]) -> Vec<(uuid::Uuid, bool)> {
-    let known = TopicIds::of(ctx);
+fn name_by_id(ctx: &Ctx<'_>, topics: &mut [FetchTopic]) -> Vec<(uuid::Uuid, bool)> {
+    let known = TopicIds::of(ctx.topics);
     topics
         .iter_mut()
         .map(|topic| {
@@ -169,14 +165,14 @@ fn with_ids(mut output: FetchOutput, ids: Option<&[(uuid::Uuid, bool)]>) -> Fetc
 /// reads with its owner's rights as they are at each read, so a fetch that waited through
 /// an ACL deletion returns TOPIC_AUTHORIZATION_FAILED instead of the records appended since.
 fn recheck_views(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     targets: Arc<[(String, Vec<Target>)]>,
 ) -> Arc<[(String, Vec<Target>)]> {
     let reads_a_view = |ps: &[Target]| ps.iter().any(|t| t.view.is_some() && t.refused.is_none());
     let revoked: Vec<&str> = targets
         .iter()
         .filter(|(name, ps)| {
-            reads_a_view(ps) && !authz::read_through(ctx, AclOperation::Read, name)
+            reads_a_view(ps) && !ctx.auth.read_through(ctx.topics, AclOperation::Read, name)
         })
         .map(|(name, _)| name.as_str())
         .collect();
@@ -206,7 +202,7 @@ fn recheck_views(
 }
 
 /// Looks up every requested partition once; unknown ones stay `None`.
-fn resolve(ctx: &ConnectionContext, topics: Vec<FetchTopic>) -> Arc<[(String, Vec<Target>)]> {
+fn resolve(ctx: &Ctx<'_>, topics: Vec<FetchTopic>) -> Arc<[(String, Vec<Target>)]> {
     let duplicates = super::duplicates(topics.iter().flat_map(|t| {
         t.partitions
             .iter()
@@ -220,7 +216,7 @@ fn resolve(ctx: &ConnectionContext, topics: Vec<FetchTopic>) -> Arc<[(String, Ve
         .into_iter()
         .map(|topic| {
             let name = topic.topic.0.to_string();
-            let readable = authz::read_through(ctx, AclOperation::Read, &name);
+            let readable = ctx.auth.read_through(ctx.topics, AclOperation::Read, &name);
             let partitions = topic
                 .partitions
                 .into_iter()
@@ -235,7 +231,7 @@ fn resolve(ctx: &ConnectionContext, topics: Vec<FetchTopic>) -> Arc<[(String, Ve
                     let (partition, view) = if refused.is_some() {
                         (None, None)
                     } else {
-                        ctx.broker
+                        ctx.topics
                             .read_partition(&name, p.partition)
                             .map_or((None, None), |(p, v)| (Some(p), v))
                     };
@@ -245,7 +241,7 @@ fn resolve(ctx: &ConnectionContext, topics: Vec<FetchTopic>) -> Arc<[(String, Ve
                     });
                     if let Some(view) = &view {
                         // An ephemeral view stays while fetched, even at the end of the log.
-                        view.touch(ctx.broker.now_ms());
+                        view.touch(ctx.clock.now_ms());
                     }
                     Target {
                         index: p.partition,
@@ -253,7 +249,7 @@ fn resolve(ctx: &ConnectionContext, topics: Vec<FetchTopic>) -> Arc<[(String, Ve
                         partition_max_bytes: u32::try_from(p.partition_max_bytes).unwrap_or(0),
                         partition,
                         view,
-                        registry: Arc::clone(&ctx.broker.plugins.registry),
+                        registry: Arc::clone(ctx.plugins),
                         refused,
                     }
                 })

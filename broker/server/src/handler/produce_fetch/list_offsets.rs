@@ -6,6 +6,8 @@
 //! leader epoch the offset was appended in and checks the `current_leader_epoch` the client
 //! knows (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH, KIP-320).
 
+use std::sync::Arc;
+
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::list_offsets_request::ListOffsetsPartition;
 use kafka_protocol::messages::list_offsets_response::{
@@ -16,10 +18,9 @@ use sluice_storage::Offset;
 
 use sluice_security::acl::AclOperation;
 
-use crate::authz;
-use crate::broker::Broker;
+use super::Ctx;
 use crate::codec;
-use crate::wire::ConnectionContext;
+use crate::topics::TopicRegistry;
 
 /// Kafka's "earliest" sentinel timestamp.
 const EARLIEST_TIMESTAMP: i64 = -2;
@@ -28,7 +29,7 @@ const LATEST_TIMESTAMP: i64 = -1;
 
 /// Answers ListOffsets.
 pub async fn handle(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     request: ListOffsetsRequest,
     version: i16,
 ) -> ListOffsetsResponse {
@@ -38,9 +39,12 @@ pub async fn handle(
         .topics
         .iter()
         .map(|t| t.name.0.to_string())
-        .filter(|name| !authz::read_through(ctx, AclOperation::Describe, name))
+        .filter(|name| {
+            !ctx.auth
+                .read_through(ctx.topics, AclOperation::Describe, name)
+        })
         .collect();
-    let broker = ctx.broker.clone();
+    let registry = Arc::clone(ctx.topics);
     let read_committed = request.isolation_level == 1;
     let topics = tokio::task::spawn_blocking(move || {
         let duplicates = super::duplicates(request.topics.iter().flat_map(|t| {
@@ -67,7 +71,7 @@ pub async fn handle(
                         if duplicates.contains(&(name, p.partition_index)) {
                             return refused(p.partition_index, ResponseError::InvalidRequest);
                         }
-                        let mut found = lookup(&broker, name, p, read_committed);
+                        let mut found = lookup(&registry, name, p, read_committed);
                         if version < 4 {
                             found.leader_epoch = -1; // no such field before v4
                         }
@@ -103,7 +107,7 @@ fn refused(index: i32, error: ResponseError) -> ListOffsetsPartitionResponse {
 
 /// The offset `asked.timestamp` names, with the leader epoch it was appended in (v4+).
 fn lookup(
-    broker: &Broker,
+    topics: &TopicRegistry,
     topic: &str,
     asked: &ListOffsetsPartition,
     read_committed: bool,
@@ -114,7 +118,7 @@ fn lookup(
     out.timestamp = -1;
     out.offset = -1;
     out.leader_epoch = -1;
-    let Some((partition, _)) = broker.read_partition(topic, index) else {
+    let Some((partition, _)) = topics.read_partition(topic, index) else {
         out.error_code = ResponseError::UnknownTopicOrPartition.code();
         return out;
     };

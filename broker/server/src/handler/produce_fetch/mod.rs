@@ -16,14 +16,57 @@ use sluice_protocol::fetch_response::{self, FetchOutput};
 use sluice_protocol::frame;
 use sluice_security::quota::QuotaKind;
 
-use crate::wire::{Chunk, ConnectionContext, FrameError, Reply, Response};
+use std::sync::Arc;
+
+use sluice_plugin_host::Registry;
+
+use crate::authz::Authz;
+use crate::clock::SharedClock;
+use crate::config::BrokerConfig;
+use crate::metrics::Metrics;
+use crate::security::Security;
+use crate::topics::TopicRegistry;
+use crate::txn::TxnHandle;
+use crate::wire::{Chunk, Client, ConnectionContext, FrameError, Reply, Response};
 
 use super::{Call, encode, no_handler};
 
 pub(super) use produce::unsupported_old_version as unsupported_old_produce;
 
+/// What a data-path handler is given: who asks, what they may do, the topics (their
+/// partitions and views), the plugin registry (views' chains, validators, partitioners),
+/// the security store (its quota windows), the metrics (throttles, parked fetches), the
+/// transaction coordinator (Produce verifies transactional batches with it), the config
+/// (acks=all fsync) and the clock.
+pub(super) struct Ctx<'a> {
+    pub client: &'a Client,
+    pub auth: Authz<'a>,
+    pub topics: &'a Arc<TopicRegistry>,
+    pub plugins: &'a Arc<Registry>,
+    pub security: &'a Security,
+    pub metrics: &'a Metrics,
+    pub txns: &'a TxnHandle,
+    pub config: &'a BrokerConfig,
+    pub clock: &'a SharedClock,
+}
+
 /// Answers a request of the data path.
-pub(super) async fn dispatch(ctx: &ConnectionContext, mut call: Call) -> Result<Reply, FrameError> {
+pub(super) async fn dispatch(
+    conn: &ConnectionContext,
+    mut call: Call,
+) -> Result<Reply, FrameError> {
+    let broker = &conn.broker;
+    let ctx = &Ctx {
+        client: &conn.client,
+        auth: Authz::new(&broker.security, &conn.client),
+        topics: &broker.topics,
+        plugins: &broker.plugins.registry,
+        security: &broker.security,
+        metrics: &broker.metrics,
+        txns: &conn.txns,
+        config: &broker.config,
+        clock: broker.clock(),
+    };
     let (answer, v) = (call.answer, call.read_as);
     let response = match call.key {
         ApiKey::Produce => return produce(ctx, call).await,
@@ -53,7 +96,7 @@ pub(super) async fn dispatch(ctx: &ConnectionContext, mut call: Call) -> Result<
 /// The append happens here, in request order; an acks=all answer that waits for the group
 /// commit is finished by a task the connection writer awaits in order (`Reply::Later`), so
 /// the next request's append need not wait for this one's fsync.
-async fn produce(ctx: &ConnectionContext, call: Call) -> Result<Reply, FrameError> {
+async fn produce(ctx: &Ctx<'_>, call: Call) -> Result<Reply, FrameError> {
     let Call {
         header,
         mut body,
@@ -89,7 +132,7 @@ async fn produce(ctx: &ConnectionContext, call: Call) -> Result<Reply, FrameErro
 /// over its quota is answered as Kafka answers it: empty, with its throttle time, and its
 /// bytes taken back from the quota (the client fetches them again once the throttle ends).
 async fn fetch_reply(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     header: &RequestHeader,
     request: FetchRequest,
     version: i16,

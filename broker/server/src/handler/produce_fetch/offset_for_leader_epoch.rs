@@ -16,28 +16,26 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
 use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 use sluice_security::acl::AclOperation;
 
-use crate::authz;
-use crate::broker::Broker;
-use crate::wire::ConnectionContext;
+use super::Ctx;
+use crate::topics::TopicRegistry;
 
 /// Answers OffsetForLeaderEpoch.
-pub fn handle(
-    ctx: &ConnectionContext,
-    request: OffsetForLeaderEpochRequest,
-) -> OffsetForLeaderEpochResponse {
+pub fn handle(ctx: &Ctx<'_>, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse {
     let mut response = OffsetForLeaderEpochResponse::default();
     response.topics = request
         .topics
         .into_iter()
         .map(|topic| {
             let name = topic.topic.0.as_str();
-            let allowed = authz::read_through(ctx, AclOperation::Describe, name);
+            let allowed = ctx
+                .auth
+                .read_through(ctx.topics, AclOperation::Describe, name);
             let mut out = OffsetForLeaderTopicResult::default();
             out.partitions = topic
                 .partitions
                 .iter()
                 .map(|p| match allowed {
-                    true => end_offset(&ctx.broker, name, p),
+                    true => end_offset(ctx.topics, name, p),
                     false => refused(p.partition, ResponseError::TopicAuthorizationFailed),
                 })
                 .collect();
@@ -57,8 +55,12 @@ fn refused(index: i32, error: ResponseError) -> EpochEndOffset {
     out
 }
 
-fn end_offset(broker: &Broker, topic: &str, asked: &OffsetForLeaderPartition) -> EpochEndOffset {
-    let Some((partition, _)) = broker.read_partition(topic, asked.partition) else {
+fn end_offset(
+    topics: &TopicRegistry,
+    topic: &str,
+    asked: &OffsetForLeaderPartition,
+) -> EpochEndOffset {
+    let Some((partition, _)) = topics.read_partition(topic, asked.partition) else {
         return refused(asked.partition, ResponseError::UnknownTopicOrPartition);
     };
     if let Err(error) = partition.check_leader_epoch(asked.current_leader_epoch) {

@@ -44,14 +44,17 @@ use std::sync::Arc;
 use sluice_storage::TxnAppend;
 use sluice_storage::batch::iter_batches;
 
-use crate::authz;
-use crate::broker::append::{Appended, append_one};
-use crate::broker::group_commit;
-use crate::broker::{Broker, Partition, Topic};
+use sluice_plugin_host::Registry;
+
+use super::Ctx;
 use crate::error::KafkaError;
+use crate::topics::TopicRegistry;
+use crate::topics::append::{Appended, append_one};
+use crate::topics::group_commit;
+use crate::topics::{Partition, Topic};
 use crate::txn::TxnProducer;
 use crate::txn::verify::{self, Verdict};
-use crate::wire::{ConnectionContext, FrameError, Response};
+use crate::wire::{FrameError, Response};
 
 use super::kip110;
 
@@ -68,13 +71,13 @@ pub struct Staged {
 
 /// Appends the request's batches (in order with the connection's other requests).
 pub async fn append(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     request: ProduceRequest,
     version: i16,
     throttle_ms: u32,
 ) -> Staged {
     let acks = request.acks;
-    let broker = ctx.broker.clone();
+    let (topics, plugins) = (Arc::clone(ctx.topics), Arc::clone(ctx.plugins));
     let refuse_all = |request: &ProduceRequest, code, message: &str| Staged {
         acks,
         throttle_ms,
@@ -87,7 +90,8 @@ pub async fn append(
     let transactional = has_transactional_batch(&request);
     if transactional
         && !transactional_id.as_deref().is_some_and(|id| {
-            authz::allowed(ctx, AclOperation::Write, ResourceType::TransactionalId, id)
+            ctx.auth
+                .allowed(AclOperation::Write, ResourceType::TransactionalId, id)
         })
     {
         let message = "Transactional Id authorization failed.";
@@ -101,7 +105,7 @@ pub async fn append(
         .topic_data
         .iter()
         .map(|t| t.name.0.as_str())
-        .filter(|name| !authz::topic(ctx, AclOperation::Write, name))
+        .filter(|name| !ctx.auth.topic(AclOperation::Write, name))
         .map(str::to_owned)
         .collect();
     if !(-1..=1).contains(&acks) {
@@ -122,9 +126,16 @@ pub async fn append(
         Ok(verified) => verified,
         Err(e) => return refuse_all(&request, e.code, &e.message),
     };
-    let durable = acks == -1 && broker.config.acks_all_fsync;
+    let durable = acks == -1 && ctx.config.acks_all_fsync;
     let (responses, waits) = tokio::task::spawn_blocking(move || {
-        append_all(&broker, request, version, durable, &denied, verified)
+        append_all(
+            (&topics, &plugins),
+            request,
+            version,
+            durable,
+            &denied,
+            verified,
+        )
     })
     .await
     .unwrap_or_else(|e| {
@@ -184,7 +195,7 @@ struct Verified {
 /// and topics whose partitioner plugin refuses transactional batches, are not verified:
 /// their append answers for them.
 async fn verify_transactional(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     request: &ProduceRequest,
     transactional_id: Option<String>,
     denied: &HashSet<String>,
@@ -199,10 +210,10 @@ async fn verify_transactional(
             found = true;
         }
         let routed = ctx
-            .broker
+            .topics
             .topic(name)
             .is_some_and(|topic| topic.plugins.partitioner.is_some());
-        if let (true, false, Some(partition)) = (found, routed, ctx.broker.partition(name, p.index))
+        if let (true, false, Some(partition)) = (found, routed, ctx.topics.partition(name, p.index))
         {
             let tp = sluice_txn::TopicPartition {
                 topic: name.to_owned(),
@@ -231,7 +242,7 @@ async fn verify_transactional(
         .into_iter()
         .map(|(slot, tp, p)| (slot, (tp, p)))
         .unzip();
-    let verdicts = verify::verify(&ctx.txns, &producer, partitions, answers).await;
+    let verdicts = verify::verify(ctx.txns, &producer, partitions, answers).await;
     Ok(Some(Verified {
         producer,
         verdicts: slots.into_iter().zip(verdicts).collect(),
@@ -296,7 +307,7 @@ struct DurableWait {
 /// Appends every partition's batches (no fsync); with `durable`, also returns what the
 /// group commit must cover before the response goes out.
 fn append_all(
-    broker: &Broker,
+    (topics, plugins): (&TopicRegistry, &Registry),
     mut request: ProduceRequest,
     version: i16,
     durable: bool,
@@ -312,9 +323,9 @@ fn append_all(
         .map(|(topic_slot, topic)| {
             let name = topic.name.0.to_string();
             drop(topic.name); // shares the frame's buffer with the records
-            let known = broker.topic(&name);
+            let known = topics.topic(&name);
             let compacted = known.as_deref().is_some_and(|t| {
-                crate::topic_config::cleanup_policy(&broker.config, &t.overrides).compacts()
+                crate::topic_config::cleanup_policy(topics.config(), &t.overrides).compacts()
             });
             let mut out = TopicProduceResponse::default();
             out.partition_responses = topic
@@ -341,7 +352,8 @@ fn append_all(
                         topic: known.as_deref(),
                         compacted,
                     };
-                    let result = append_partition(broker, &target, version, p, txn.as_ref());
+                    let result =
+                        append_partition((topics, plugins), &target, version, p, txn.as_ref());
                     if let (true, Ok((_, appended))) = (durable, &result) {
                         for (partition, end_offset) in appended {
                             waits.push(DurableWait {
@@ -395,7 +407,7 @@ struct Target<'a> {
 /// batches under `txn`), through the topic's partitioner plugin when it has one. Returns
 /// the partition's answer and every append made.
 fn append_partition(
-    broker: &Broker,
+    (topics, plugins): (&TopicRegistry, &Registry),
     target: &Target<'_>,
     version: i16,
     p: PartitionProduceData,
@@ -406,12 +418,12 @@ fn append_partition(
         kip110::check_produce(r, version)?;
         crate::records::validate::produced(r, target.compacted)?;
         if let Some((t, v)) = topic.and_then(|t| Some((t, t.plugins.validator.as_deref()?))) {
-            crate::validator::check(broker, t, v, p.index, r)?;
+            crate::validator::check(plugins, t, v, p.index, r)?;
         }
     }
     match topic.and_then(|t| Some((t, t.plugins.partitioner.as_deref()?))) {
-        Some((t, tp)) => crate::reroute::append(broker, t, tp, p.index, p.records),
-        None => append_one(broker, name, p.index, p.records, txn).map(|a| {
+        Some((t, tp)) => crate::reroute::append((topics, plugins), t, tp, p.index, p.records),
+        None => append_one(topics, name, p.index, p.records, txn).map(|a| {
             let appended = vec![(Arc::clone(&a.partition), a.end_offset)];
             (a, appended)
         }),

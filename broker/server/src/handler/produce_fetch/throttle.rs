@@ -14,37 +14,43 @@ use std::sync::atomic::Ordering;
 
 use sluice_security::quota::QuotaKind;
 
-use crate::broker::Broker;
-use crate::wire::ConnectionContext;
+use super::Ctx;
+use crate::security::Security;
 
 /// Records `bytes` of `kind` for the connection's user and `client_id`; the throttle time
 /// in ms (0: within quota, or no quota applies). A throttle also mutes the connection
-/// (`ConnectionContext::mute_ms`) once the response is sent.
-pub(crate) fn record(ctx: &ConnectionContext, kind: QuotaKind, client_id: &str, bytes: u64) -> u32 {
-    let throttle = record_for(&ctx.broker, kind, &ctx.principal.name, client_id, bytes);
+/// (`Client::mute_ms`) once the response is sent.
+pub(crate) fn record(ctx: &Ctx<'_>, kind: QuotaKind, client_id: &str, bytes: u64) -> u32 {
+    let throttle = record_for(
+        (ctx.security, ctx.clock.now_ms()),
+        kind,
+        &ctx.client.principal.name,
+        client_id,
+        bytes,
+    );
     if throttle > 0 {
-        ctx.mute_ms
+        ctx.client
+            .mute_ms
             .fetch_max(u64::from(throttle), Ordering::Relaxed);
         let counter = match kind {
-            QuotaKind::ProducerByteRate => &ctx.broker.metrics.produce_throttled,
-            QuotaKind::ConsumerByteRate => &ctx.broker.metrics.fetch_throttled,
+            QuotaKind::ProducerByteRate => &ctx.metrics.produce_throttled,
+            QuotaKind::ConsumerByteRate => &ctx.metrics.fetch_throttled,
         };
         counter.fetch_add(1, Ordering::Relaxed);
-        tracing::debug!(principal = %ctx.principal, client_id, kind = kind.name(), throttle_ms = throttle, "throttled by a client quota");
+        tracing::debug!(principal = %ctx.client.principal, client_id, kind = kind.name(), throttle_ms = throttle, "throttled by a client quota");
     }
     throttle
 }
 
 /// Takes back `bytes` recorded by [`record`] for a request answered empty because it was
 /// throttled (Kafka's `unrecordQuotaSensor`, for Fetch).
-pub(crate) fn unrecord(ctx: &ConnectionContext, kind: QuotaKind, client_id: &str, bytes: u64) {
-    let broker = &ctx.broker;
-    let now = broker.now_ms();
-    broker.security.read(|state| {
-        broker.quotas.unrecord(
+pub(crate) fn unrecord(ctx: &Ctx<'_>, kind: QuotaKind, client_id: &str, bytes: u64) {
+    let now = ctx.clock.now_ms();
+    ctx.security.store.read(|state| {
+        ctx.security.quotas.unrecord(
             state.quotas(),
             kind,
-            &ctx.principal.name,
+            &ctx.client.principal.name,
             client_id,
             bytes,
             now,
@@ -52,14 +58,19 @@ pub(crate) fn unrecord(ctx: &ConnectionContext, kind: QuotaKind, client_id: &str
     });
 }
 
-fn record_for(broker: &Broker, kind: QuotaKind, user: &str, client_id: &str, bytes: u64) -> u32 {
-    let now = broker.now_ms();
-    broker.security.read(|state| {
+fn record_for(
+    (security, now): (&Security, i64),
+    kind: QuotaKind,
+    user: &str,
+    client_id: &str,
+    bytes: u64,
+) -> u32 {
+    security.store.read(|state| {
         let quotas = state.quotas();
         if quotas.is_empty() {
             return 0;
         }
-        broker
+        security
             .quotas
             .record(quotas, kind, user, client_id, bytes, now)
     })

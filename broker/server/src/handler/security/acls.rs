@@ -23,9 +23,8 @@ use sluice_security::acl::{
 };
 use sluice_security::records::SecurityRecord;
 
+use super::Ctx;
 use crate::audit;
-use crate::authz;
-use crate::wire::ConnectionContext;
 
 const CLUSTER_DENIED: &str = "Cluster authorization failed.";
 
@@ -63,7 +62,7 @@ fn filter(
 }
 
 /// Answers CreateAcls.
-pub fn create(ctx: &ConnectionContext, request: CreateAclsRequest) -> CreateAclsResponse {
+pub fn create(ctx: &Ctx<'_>, request: CreateAclsRequest) -> CreateAclsResponse {
     let mut response = CreateAclsResponse::default();
     let result = |code: i16, message: Option<String>| {
         let mut r = AclCreationResult::default();
@@ -71,7 +70,7 @@ pub fn create(ctx: &ConnectionContext, request: CreateAclsRequest) -> CreateAcls
         r.error_message = message.map(StrBytes::from_string);
         r
     };
-    if !authz::cluster(ctx, AclOperation::Alter) {
+    if !ctx.auth.cluster(AclOperation::Alter) {
         let code = ResponseError::ClusterAuthorizationFailed.code();
         response.results = request
             .creations
@@ -98,10 +97,10 @@ pub fn create(ctx: &ConnectionContext, request: CreateAclsRequest) -> CreateAcls
     let records: Vec<SecurityRecord> = parsed
         .iter()
         .filter_map(|b| b.as_ref().ok())
-        .filter(|b| !ctx.broker.security.read(|s| s.authorizer().contains(b)))
+        .filter(|b| !ctx.security.store.read(|s| s.authorizer().contains(b)))
         .map(|b| SecurityRecord::AclCreate(b.clone()))
         .collect();
-    let stored = ctx.broker.security.append(&records);
+    let stored = ctx.security.store.append(&records);
     if let Err(e) = &stored {
         tracing::warn!(error = %e, "CreateAcls: the security log refused the append");
     }
@@ -115,7 +114,7 @@ pub fn create(ctx: &ConnectionContext, request: CreateAclsRequest) -> CreateAcls
             ),
             (Ok(binding), Ok(())) => {
                 let (resource, detail) = describe_binding(&binding);
-                audit::done(ctx.actor(), "acl.create", &resource, &detail);
+                audit::done(ctx.client.actor(), "acl.create", &resource, &detail);
                 result(0, None)
             }
         })
@@ -124,9 +123,9 @@ pub fn create(ctx: &ConnectionContext, request: CreateAclsRequest) -> CreateAcls
 }
 
 /// Answers DescribeAcls.
-pub fn describe(ctx: &ConnectionContext, request: DescribeAclsRequest) -> DescribeAclsResponse {
+pub fn describe(ctx: &Ctx<'_>, request: DescribeAclsRequest) -> DescribeAclsResponse {
     let mut response = DescribeAclsResponse::default();
-    if !authz::cluster(ctx, AclOperation::Describe) {
+    if !ctx.auth.cluster(AclOperation::Describe) {
         response.error_code = ResponseError::ClusterAuthorizationFailed.code();
         response.error_message = Some(StrBytes::from_static_str(CLUSTER_DENIED));
         return response;
@@ -141,8 +140,8 @@ pub fn describe(ctx: &ConnectionContext, request: DescribeAclsRequest) -> Descri
         request.permission_type,
     );
     let described = ctx
-        .broker
         .security
+        .store
         .read(|s| s.authorizer().describe(&filter));
     match described {
         Err(e) => {
@@ -183,7 +182,7 @@ pub fn describe(ctx: &ConnectionContext, request: DescribeAclsRequest) -> Descri
 
 /// Answers DeleteAcls: each filter removes the bindings it matches (a binding matched by
 /// two filters is reported by the first).
-pub fn delete(ctx: &ConnectionContext, request: DeleteAclsRequest) -> DeleteAclsResponse {
+pub fn delete(ctx: &Ctx<'_>, request: DeleteAclsRequest) -> DeleteAclsResponse {
     let mut response = DeleteAclsResponse::default();
     let failed = |code: i16, message: String| {
         let mut r = DeleteAclsFilterResult::default();
@@ -191,7 +190,7 @@ pub fn delete(ctx: &ConnectionContext, request: DeleteAclsRequest) -> DeleteAcls
         r.error_message = Some(StrBytes::from_string(message));
         r
     };
-    if !authz::cluster(ctx, AclOperation::Alter) {
+    if !ctx.auth.cluster(AclOperation::Alter) {
         let code = ResponseError::ClusterAuthorizationFailed.code();
         response.filter_results = request
             .filters
@@ -203,7 +202,7 @@ pub fn delete(ctx: &ConnectionContext, request: DeleteAclsRequest) -> DeleteAcls
     let filters: Vec<AclBindingFilter> = request.filters.iter().map(wire_filter).collect();
     // Which bindings each filter matches now; one append removes them all.
     let mut taken: std::collections::BTreeSet<AclBinding> = std::collections::BTreeSet::new();
-    let matched: Vec<Result<Vec<AclBinding>, AclError>> = ctx.broker.security.read(|s| {
+    let matched: Vec<Result<Vec<AclBinding>, AclError>> = ctx.security.store.read(|s| {
         filters
             .iter()
             .map(|f| {
@@ -217,7 +216,7 @@ pub fn delete(ctx: &ConnectionContext, request: DeleteAclsRequest) -> DeleteAcls
             .collect()
     });
     let records: Vec<SecurityRecord> = taken.into_iter().map(SecurityRecord::AclDelete).collect();
-    let stored = ctx.broker.security.append(&records);
+    let stored = ctx.security.store.append(&records);
     response.filter_results = matched
         .into_iter()
         .map(|m| match (m, &stored) {
@@ -232,7 +231,7 @@ pub fn delete(ctx: &ConnectionContext, request: DeleteAclsRequest) -> DeleteAcls
                     .into_iter()
                     .map(|b| {
                         let (resource, detail) = describe_binding(&b);
-                        audit::done(ctx.actor(), "acl.delete", &resource, &detail);
+                        audit::done(ctx.client.actor(), "acl.delete", &resource, &detail);
                         let mut m = DeleteAclsMatchingAcl::default();
                         m.resource_type = b.pattern.resource_type.code();
                         m.resource_name = StrBytes::from_string(b.pattern.name);

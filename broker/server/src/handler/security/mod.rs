@@ -10,14 +10,29 @@ mod users;
 
 use kafka_protocol::messages::ApiKey;
 
-use crate::sasl::Session;
-use crate::wire::{ConnectionContext, FrameError, Response};
+use crate::authz::Authz;
+use crate::sasl::{Services, Session};
+use crate::security::Security;
+use crate::wire::{Client, ConnectionContext, FrameError, Response};
 
 use super::{Call, no_handler};
 
+/// What an ACL, user or quota handler is given: who asks, what they may do, and the
+/// security store (users, ACLs, quotas) it reads and appends to.
+pub(super) struct Ctx<'a> {
+    pub client: &'a Client,
+    pub auth: Authz<'a>,
+    pub security: &'a Security,
+}
+
 /// Answers an ACL, user or quota request. SaslHandshake and SaslAuthenticate come through
 /// [`sasl`] (the connection admits them apart, with its session), never here.
-pub(super) fn dispatch(ctx: &ConnectionContext, mut call: Call) -> Result<Response, FrameError> {
+pub(super) fn dispatch(conn: &ConnectionContext, mut call: Call) -> Result<Response, FrameError> {
+    let ctx = &Ctx {
+        client: &conn.client,
+        auth: Authz::new(&conn.broker.security, &conn.client),
+        security: &conn.broker.security,
+    };
     let answer = call.answer;
     match call.key {
         ApiKey::CreateAcls => answer.reply(&acls::create(ctx, call.request()?)),
@@ -36,18 +51,27 @@ pub(super) fn dispatch(ctx: &ConnectionContext, mut call: Call) -> Result<Respon
 /// Answers a SaslHandshake or SaslAuthenticate with the connection's SASL session; `true`:
 /// close the connection once the answer is written.
 pub(super) async fn sasl(
-    ctx: &mut ConnectionContext,
+    conn: &mut ConnectionContext,
     session: &mut Session,
     mut call: Call,
 ) -> Result<(Response, bool), FrameError> {
     let (answer, v) = (call.answer, call.read_as);
+    let broker = std::sync::Arc::clone(&conn.broker);
+    let services = Services {
+        config: &broker.config,
+        security: &broker.security,
+        metrics: &broker.metrics,
+        clock: broker.clock(),
+    };
     match call.key {
         ApiKey::SaslHandshake => {
-            let (response, close) = sasl::handshake(ctx, session, &call.request()?, v);
+            let (response, close) = sasl::handshake(services, session, &call.request()?, v);
             Ok((answer.reply(&response)?, close))
         }
         ApiKey::SaslAuthenticate => {
-            let (response, close) = sasl::authenticate(ctx, session, call.request()?).await;
+            let client = &mut conn.client;
+            let (response, close) =
+                sasl::authenticate((client, services), session, call.request()?).await;
             Ok((answer.reply(&response)?, close))
         }
         other => Err(FrameError::malformed(format!(

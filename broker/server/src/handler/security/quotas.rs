@@ -18,9 +18,8 @@ use sluice_security::acl::AclOperation;
 use sluice_security::quota::{EntityName, QuotaEntity, QuotaKind, validate_value};
 use sluice_security::records::SecurityRecord;
 
+use super::Ctx;
 use crate::audit;
-use crate::authz;
-use crate::wire::ConnectionContext;
 
 const USER: &str = "user";
 const CLIENT_ID: &str = "client-id";
@@ -98,11 +97,11 @@ fn component_matches(half: Option<&EntityName>, match_type: i8, wanted: Option<&
 
 /// Answers DescribeClientQuotas.
 pub fn describe(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     request: DescribeClientQuotasRequest,
 ) -> DescribeClientQuotasResponse {
     let mut response = DescribeClientQuotasResponse::default();
-    if !authz::cluster(ctx, AclOperation::DescribeConfigs) {
+    if !ctx.auth.cluster(AclOperation::DescribeConfigs) {
         response.error_code = ResponseError::ClusterAuthorizationFailed.code();
         response.error_message = Some(StrBytes::from_static_str("Cluster authorization failed."));
         return response;
@@ -137,7 +136,7 @@ pub fn describe(
         all && (!request.strict || types == request.components.len())
     };
     let mut entries: Vec<EntryData> = Vec::new();
-    ctx.broker.security.read(|state| {
+    ctx.security.store.read(|state| {
         for (entity, kind, value) in state.quotas().iter() {
             if !selected(entity) {
                 continue;
@@ -210,12 +209,9 @@ fn quota_resource(entry: &alter_client_quotas_request::EntryData) -> String {
     format!("quota {}", parts.join(","))
 }
 
-pub fn alter(
-    ctx: &ConnectionContext,
-    request: AlterClientQuotasRequest,
-) -> AlterClientQuotasResponse {
+pub fn alter(ctx: &Ctx<'_>, request: AlterClientQuotasRequest) -> AlterClientQuotasResponse {
     let mut response = AlterClientQuotasResponse::default();
-    let allowed = authz::cluster(ctx, AclOperation::AlterConfigs);
+    let allowed = ctx.auth.cluster(AclOperation::AlterConfigs);
     for entry in &request.entries {
         let outcome = if allowed {
             entry_records(entry)
@@ -229,7 +225,7 @@ pub fn alter(
             if request.validate_only {
                 return Ok(());
             }
-            ctx.broker.security.append(&records).map_err(|e| {
+            ctx.security.store.append(&records).map_err(|e| {
                 (
                     ResponseError::UnknownServerError.code(),
                     format!("storing the quota: {e}"),
@@ -254,7 +250,7 @@ pub fn alter(
             }
             Ok(()) if !request.validate_only => {
                 audit::done(
-                    ctx.actor(),
+                    ctx.client.actor(),
                     "quota.alter",
                     &quota_resource(entry),
                     "altered",

@@ -7,12 +7,12 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use crate::sasl::Session;
-use crate::wire::ConnectionContext;
+use crate::sasl::{Services, Session};
+use crate::wire::Client;
 
 /// SaslHandshake; `true`: close the connection after the answer.
 pub(super) fn handshake(
-    ctx: &ConnectionContext,
+    sasl: Services<'_>,
     session: &mut Session,
     request: &SaslHandshakeRequest,
     version: i16,
@@ -21,8 +21,7 @@ pub(super) fn handshake(
     if version == 0 {
         // The raw-token exchange a v0 handshake starts is not built; nothing changes.
         response.error_code = kafka_protocol::ResponseError::UnsupportedVersion.code();
-        response.mechanisms = ctx
-            .broker
+        response.mechanisms = sasl
             .config
             .sasl_enabled_mechanisms
             .iter()
@@ -30,7 +29,7 @@ pub(super) fn handshake(
             .collect();
         return (response, false);
     }
-    let outcome = session.handshake(&request.mechanism, &ctx.broker);
+    let outcome = session.handshake(&request.mechanism, sasl);
     response.error_code = outcome.error_code;
     response.mechanisms = outcome
         .mechanisms
@@ -43,20 +42,18 @@ pub(super) fn handshake(
 /// SaslAuthenticate; `true`: the exchange failed, so the answer waits
 /// `connection.failed.authentication.delay.ms` and the connection closes after it.
 pub(super) async fn authenticate(
-    ctx: &mut ConnectionContext,
+    (client, sasl): (&mut Client, Services<'_>),
     session: &mut Session,
     request: SaslAuthenticateRequest,
 ) -> (SaslAuthenticateResponse, bool) {
-    let host = std::sync::Arc::clone(&ctx.host);
-    let outcome = session
-        .authenticate(request.auth_bytes, &ctx.broker, &host)
-        .await;
+    let host = std::sync::Arc::clone(&client.host);
+    let outcome = session.authenticate(request.auth_bytes, sasl, &host).await;
     if let Some(principal) = outcome.principal {
-        tracing::debug!(peer = %ctx.peer, %principal, "authenticated");
-        ctx.principal = principal;
+        tracing::debug!(peer = %client.peer, %principal, "authenticated");
+        client.principal = principal;
     }
     if outcome.failed {
-        let delay = ctx.broker.config.connection_failed_authentication_delay_ms;
+        let delay = sasl.config.connection_failed_authentication_delay_ms;
         tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
     }
     let mut response = SaslAuthenticateResponse::default();

@@ -17,19 +17,18 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_security::acl::AclOperation;
 use sluice_security::users::{self, Deletion, Upsertion};
 
+use super::Ctx;
 use crate::audit;
-use crate::authz;
-use crate::wire::ConnectionContext;
 
 const CLUSTER_DENIED: &str = "Cluster authorization failed.";
 
 /// Answers DescribeUserScramCredentials.
 pub fn describe(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     request: DescribeUserScramCredentialsRequest,
 ) -> DescribeUserScramCredentialsResponse {
     let mut response = DescribeUserScramCredentialsResponse::default();
-    if !authz::cluster(ctx, AclOperation::Describe) {
+    if !ctx.auth.cluster(AclOperation::Describe) {
         response.error_code = ResponseError::ClusterAuthorizationFailed.code();
         response.error_message = Some(StrBytes::from_static_str(CLUSTER_DENIED));
         return response;
@@ -38,8 +37,8 @@ pub fn describe(
         .users
         .map(|users| users.iter().map(|u| u.name.to_string()).collect());
     let described = ctx
-        .broker
         .security
+        .store
         .read(|state| users::describe(state, names.as_deref()));
     response.results = described
         .into_iter()
@@ -66,7 +65,7 @@ pub fn describe(
 
 /// Answers AlterUserScramCredentials.
 pub fn alter(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     request: AlterUserScramCredentialsRequest,
 ) -> AlterUserScramCredentialsResponse {
     let mut response = AlterUserScramCredentialsResponse::default();
@@ -83,7 +82,7 @@ pub fn alter(
         .map(|d| d.name.to_string())
         .chain(request.upsertions.iter().map(|u| u.name.to_string()))
         .collect();
-    if !authz::cluster(ctx, AclOperation::Alter) {
+    if !ctx.auth.cluster(AclOperation::Alter) {
         let code = ResponseError::ClusterAuthorizationFailed.code();
         let mut seen = std::collections::BTreeSet::new();
         response.results = named
@@ -113,10 +112,10 @@ pub fn alter(
         })
         .collect();
     let (results, records) = ctx
-        .broker
         .security
+        .store
         .read(|state| users::alter(state, &deletions, &upsertions));
-    let stored = ctx.broker.security.append(&records);
+    let stored = ctx.security.store.append(&records);
     if let Err(e) = &stored {
         tracing::warn!(error = %e, "AlterUserScramCredentials: the security log refused the append");
     }
@@ -131,7 +130,7 @@ pub fn alter(
             (_, code) => {
                 if code == 0 {
                     audit::done(
-                        ctx.actor(),
+                        ctx.client.actor(),
                         "user.alter",
                         &format!("user {}", r.user),
                         "SCRAM credentials altered",

@@ -1,7 +1,7 @@
 //! AlterConfigs v0-v2 (the legacy, non-incremental form; v2 flexible; `kafka-configs
 //! --alter` of older tools, AdminClient `alter_configs`): a topic's overrides become exactly
 //! the given set, every other topic key back to the broker's value, through the same path
-//! as IncrementalAlterConfigs (`Broker::alter_topic_config`: validated as a whole, persisted
+//! as IncrementalAlterConfigs (`TopicRegistry::alter_topic_config`: validated as a whole, persisted
 //! in topic.json, applied to the live partitions). A null value drops the key. Broker
 //! configs are static: INVALID_REQUEST. ALTER_CONFIGS on the topic, and READ on a
 //! partitioner plugin it binds (TOPIC_AUTHORIZATION_FAILED).
@@ -13,18 +13,18 @@ use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
 use sluice_security::acl::AclOperation;
 
+use super::Ctx;
 use super::incremental_alter_configs::{Asked, alter_all, denied};
 use crate::authz;
-use crate::broker::ConfigChange;
 use crate::error::KafkaError;
 use crate::topic_config;
-use crate::wire::ConnectionContext;
+use crate::topics::ConfigChange;
 
 /// Kafka's resource type of a topic.
 const RESOURCE_TOPIC: i8 = 2;
 
 /// Answers AlterConfigs.
-pub async fn handle(ctx: &ConnectionContext, request: AlterConfigsRequest) -> AlterConfigsResponse {
+pub async fn handle(ctx: &Ctx<'_>, request: AlterConfigsRequest) -> AlterConfigsResponse {
     let asked: Vec<Asked> = request
         .resources
         .into_iter()
@@ -55,7 +55,7 @@ pub async fn handle(ctx: &ConnectionContext, request: AlterConfigsRequest) -> Al
 }
 
 /// ALTER_CONFIGS on the topic, and READ on each plugin it would bind (partitioner, validator).
-fn may_alter(ctx: &ConnectionContext, resource: &AlterConfigsResource) -> bool {
+fn may_alter(ctx: &Ctx<'_>, resource: &AlterConfigsResource) -> bool {
     if resource.resource_type != RESOURCE_TOPIC {
         return true; // refused by `replacement`
     }
@@ -64,8 +64,8 @@ fn may_alter(ctx: &ConnectionContext, resource: &AlterConfigsResource) -> bool {
         .configs
         .iter()
         .map(|c| (c.name.as_str(), c.value.as_deref()));
-    authz::topic(ctx, AclOperation::AlterConfigs, name)
-        && authz::unreadable_plugin(configs, authz::may_read_plugin(ctx)).is_none()
+    ctx.auth.topic(AclOperation::AlterConfigs, name)
+        && authz::unreadable_plugin(configs, ctx.auth.may_read_plugin()).is_none()
 }
 
 /// The changes that make the topic's overrides exactly `resource.configs`: every other topic

@@ -5,6 +5,8 @@
 //! current one (INVALID_PARTITIONS), explicit assignments that are not one `[0]` per new
 //! partition on this single broker (INVALID_REPLICA_ASSIGNMENT), `validate_only`.
 
+use std::sync::Arc;
+
 use std::collections::BTreeSet;
 
 use kafka_protocol::ResponseError;
@@ -14,25 +16,22 @@ use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse
 use kafka_protocol::protocol::StrBytes;
 use sluice_security::acl::AclOperation;
 
+use super::Ctx;
 use super::create_topics::{named_twice, refusal};
-use crate::authz;
-use crate::broker::{Broker, NODE_ID};
+use crate::config::NODE_ID;
 use crate::error::KafkaError;
-use crate::wire::ConnectionContext;
+use crate::topics::TopicRegistry;
 
 /// Answers CreatePartitions.
-pub async fn handle(
-    ctx: &ConnectionContext,
-    request: CreatePartitionsRequest,
-) -> CreatePartitionsResponse {
+pub async fn handle(ctx: &Ctx<'_>, request: CreatePartitionsRequest) -> CreatePartitionsResponse {
     let denied: BTreeSet<String> = request
         .topics
         .iter()
         .map(|t| t.name.0.to_string())
-        .filter(|name| !authz::topic(ctx, AclOperation::Alter, name))
+        .filter(|name| !ctx.auth.topic(AclOperation::Alter, name))
         .collect();
-    let broker = ctx.broker.clone();
-    let results = tokio::task::spawn_blocking(move || grow_all(&broker, request, &denied))
+    let registry = Arc::clone(ctx.topics);
+    let results = tokio::task::spawn_blocking(move || grow_all(&registry, request, &denied))
         .await
         .unwrap_or_else(|e| {
             tracing::error!(error = %e, "create partitions task failed");
@@ -44,7 +43,7 @@ pub async fn handle(
 }
 
 fn grow_all(
-    broker: &Broker,
+    topics: &TopicRegistry,
     request: CreatePartitionsRequest,
     denied: &BTreeSet<String>,
 ) -> Vec<CreatePartitionsTopicResult> {
@@ -56,7 +55,7 @@ fn grow_all(
         .map(|(i, topic)| {
             let result = match refusal(i, topic.name.0.as_str(), denied, &duplicates) {
                 Some(e) => Err(e),
-                None => grow_one(broker, &topic, request.validate_only),
+                None => grow_one(topics, &topic, request.validate_only),
             };
             let mut out = CreatePartitionsTopicResult::default();
             out.name = topic.name;
@@ -70,13 +69,13 @@ fn grow_all(
 }
 
 fn grow_one(
-    broker: &Broker,
+    topics: &TopicRegistry,
     topic: &CreatePartitionsTopic,
     validate_only: bool,
 ) -> Result<(), KafkaError> {
     let name = topic.name.0.as_str();
     if let Some(assignments) = &topic.assignments {
-        let current = broker.topic(name).map_or(0, |t| t.partitions.len());
+        let current = topics.topic(name).map_or(0, |t| t.partitions.len());
         let added = usize::try_from(topic.count)
             .unwrap_or(0)
             .saturating_sub(current);
@@ -93,7 +92,7 @@ fn grow_one(
             ));
         }
     }
-    broker
+    topics
         .create_partitions(name, topic.count, validate_only)
         .map(|_| ())
 }

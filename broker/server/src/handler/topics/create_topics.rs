@@ -4,6 +4,8 @@
 //! cluster or the topic, and a topic bound to a partitioner plugin READ on the plugin
 //! (TOPIC_AUTHORIZATION_FAILED otherwise).
 
+use std::sync::Arc;
+
 use std::collections::BTreeSet;
 
 use kafka_protocol::ResponseError;
@@ -13,23 +15,24 @@ use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
 use sluice_security::acl::AclOperation;
 
+use super::Ctx;
 use crate::authz;
-use crate::broker::{Broker, NODE_ID};
+use crate::config::NODE_ID;
 use crate::error::KafkaError;
 use crate::limits;
 use crate::topic_config::TopicOverrides;
-use crate::wire::ConnectionContext;
+use crate::topics::TopicRegistry;
 
 /// Answers CreateTopics.
-pub async fn handle(ctx: &ConnectionContext, request: CreateTopicsRequest) -> CreateTopicsResponse {
+pub async fn handle(ctx: &Ctx<'_>, request: CreateTopicsRequest) -> CreateTopicsResponse {
     let denied: BTreeSet<String> = request
         .topics
         .iter()
         .filter(|t| !may_create(ctx, t))
         .map(|t| t.name.0.to_string())
         .collect();
-    let broker = ctx.broker.clone();
-    let topics = tokio::task::spawn_blocking(move || create_all(&broker, request, &denied))
+    let registry = Arc::clone(ctx.topics);
+    let topics = tokio::task::spawn_blocking(move || create_all(&registry, request, &denied))
         .await
         .unwrap_or_else(|e| {
             tracing::error!(error = %e, "create topics task failed");
@@ -42,19 +45,19 @@ pub async fn handle(ctx: &ConnectionContext, request: CreateTopicsRequest) -> Cr
 
 /// CREATE on the cluster or on the topic (Kafka's check), and READ on each plugin the topic
 /// names (`sluice.partitioner`, `sluice.validator`).
-fn may_create(ctx: &ConnectionContext, topic: &CreatableTopic) -> bool {
+fn may_create(ctx: &Ctx<'_>, topic: &CreatableTopic) -> bool {
     let name = topic.name.0.as_str();
     let create =
-        authz::cluster(ctx, AclOperation::Create) || authz::topic(ctx, AclOperation::Create, name);
+        ctx.auth.cluster(AclOperation::Create) || ctx.auth.topic(AclOperation::Create, name);
     let configs = topic
         .configs
         .iter()
         .map(|c| (c.name.as_str(), c.value.as_deref()));
-    create && authz::unreadable_plugin(configs, authz::may_read_plugin(ctx)).is_none()
+    create && authz::unreadable_plugin(configs, ctx.auth.may_read_plugin()).is_none()
 }
 
 fn create_all(
-    broker: &Broker,
+    topics: &TopicRegistry,
     request: CreateTopicsRequest,
     denied: &BTreeSet<String>,
 ) -> Vec<CreatableTopicResult> {
@@ -66,7 +69,7 @@ fn create_all(
         .map(|(i, topic)| {
             let result = match refusal(i, topic.name.0.as_str(), denied, &duplicates) {
                 Some(e) => Err(e),
-                None => create_one(broker, &topic, request.validate_only),
+                None => create_one(topics, &topic, request.validate_only),
             };
             let mut out = CreatableTopicResult::default();
             out.name = topic.name;
@@ -120,12 +123,12 @@ pub(super) fn refusal(
 }
 
 fn create_one(
-    broker: &Broker,
+    topics: &TopicRegistry,
     topic: &CreatableTopic,
     validate_only: bool,
 ) -> Result<(), KafkaError> {
     let name = topic.name.0.as_str();
-    let partitions = partition_count(broker, topic)?;
+    let partitions = partition_count(topics, topic)?;
     if !matches!(topic.replication_factor, -1 | 1) {
         return Err(KafkaError::new(
             ResponseError::InvalidReplicationFactor,
@@ -142,15 +145,15 @@ fn create_one(
         }
     }
     if validate_only {
-        return broker.validate_new_topic(name, partitions, &overrides);
+        return topics.validate_new_topic(name, partitions, &overrides);
     }
-    broker.create_topic(name, partitions, overrides).map(|_| ())
+    topics.create_topic(name, partitions, overrides).map(|_| ())
 }
 
-fn partition_count(broker: &Broker, topic: &CreatableTopic) -> Result<i32, KafkaError> {
+fn partition_count(topics: &TopicRegistry, topic: &CreatableTopic) -> Result<i32, KafkaError> {
     if topic.assignments.is_empty() {
         return Ok(if topic.num_partitions == -1 {
-            broker.config.num_partitions
+            topics.config().num_partitions
         } else {
             topic.num_partitions
         });

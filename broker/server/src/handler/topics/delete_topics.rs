@@ -1,7 +1,9 @@
 //! DeleteTopics v1-v3: by name; each topic succeeds or fails on its own. Deleting needs
 //! DELETE on the topic (TOPIC_AUTHORIZATION_FAILED otherwise), and nothing else: the views
 //! reading it are removed with it and the transforms using it are removed or fail
-//! (`Broker::delete_topic`), each an audit line by the deleting principal.
+//! (`TopicRegistry::delete_topic`), each an audit line by the deleting principal.
+
+use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
@@ -9,18 +11,18 @@ use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse};
 
 use sluice_security::acl::AclOperation;
 
+use super::Ctx;
+use crate::audit;
 use crate::error::KafkaError;
 use crate::limits;
-use crate::wire::ConnectionContext;
-use crate::{audit, authz};
 
 /// Answers DeleteTopics.
-pub async fn handle(ctx: &ConnectionContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse {
-    let broker = ctx.broker.clone();
+pub async fn handle(ctx: &Ctx<'_>, request: DeleteTopicsRequest) -> DeleteTopicsResponse {
+    let registry = Arc::clone(ctx.topics);
     let names = request.topic_names;
     let denied: Vec<bool> = names
         .iter()
-        .map(|n| !authz::topic(ctx, AclOperation::Delete, n.0.as_str()))
+        .map(|n| !ctx.auth.topic(AclOperation::Delete, n.0.as_str()))
         .collect();
     let results = tokio::task::spawn_blocking(move || {
         names
@@ -38,7 +40,7 @@ pub async fn handle(ctx: &ConnectionContext, request: DeleteTopicsRequest) -> De
                         "Authorization failed.",
                     ))
                 } else {
-                    broker.delete_topic(name.0.as_str())
+                    registry.delete_topic(name.0.as_str())
                 };
                 let mut out = DeletableTopicResult::default();
                 out.name = Some(name);
@@ -65,7 +67,7 @@ pub async fn handle(ctx: &ConnectionContext, request: DeleteTopicsRequest) -> De
         };
         let topic = name.0.as_str();
         audit::topic_deleted(
-            ctx.actor(),
+            ctx.client.actor(),
             topic,
             &deleted.views,
             &deleted.reading,

@@ -15,12 +15,11 @@ use kafka_protocol::protocol::StrBytes;
 
 use sluice_security::acl::AclOperation;
 
-use crate::authz;
-use crate::broker::NODE_ID;
+use super::Ctx;
+use crate::config::NODE_ID;
 use crate::config::{BROKER_KEYS, BrokerConfig, is_sensitive};
 use crate::limits;
 use crate::topic_config::{self, TopicOverrides};
-use crate::wire::ConnectionContext;
 
 /// Kafka's resource type for a topic.
 const RESOURCE_TOPIC: i8 = 2;
@@ -34,7 +33,7 @@ const SOURCE_DEFAULT_CONFIG: i8 = 5;
 
 /// Answers DescribeConfigs.
 pub fn handle(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     request: DescribeConfigsRequest,
     _version: i16,
 ) -> DescribeConfigsResponse {
@@ -88,21 +87,21 @@ pub fn handle(
 
 /// One resource's configs, or the error it is answered with.
 fn configs_of(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     resource_type: i8,
     name: &str,
     synonyms: bool,
 ) -> Result<Vec<DescribeConfigsResourceResult>, (ResponseError, String)> {
     match resource_type {
-        RESOURCE_TOPIC if !authz::topic(ctx, AclOperation::DescribeConfigs, name) => Err((
+        RESOURCE_TOPIC if !ctx.auth.topic(AclOperation::DescribeConfigs, name) => Err((
             ResponseError::TopicAuthorizationFailed,
             "Topic authorization failed.".to_owned(),
         )),
-        RESOURCE_BROKER if !authz::cluster(ctx, AclOperation::DescribeConfigs) => Err((
+        RESOURCE_BROKER if !ctx.auth.cluster(AclOperation::DescribeConfigs) => Err((
             ResponseError::ClusterAuthorizationFailed,
             "Cluster authorization failed.".to_owned(),
         )),
-        RESOURCE_TOPIC => match ctx.broker.topic(name) {
+        RESOURCE_TOPIC => match ctx.topics.topic(name) {
             // The one Kafka answer with room for why (the partition errors of
             // Metadata have none): the reasons, naming the paths.
             Some(topic) if !topic.offline_reasons().is_empty() => Err((
@@ -112,18 +111,14 @@ fn configs_of(
                     topic.offline_reasons().join("; ")
                 ),
             )),
-            Some(topic) => Ok(topic_configs(
-                &ctx.broker.config,
-                &topic.overrides,
-                synonyms,
-            )),
+            Some(topic) => Ok(topic_configs(ctx.config, &topic.overrides, synonyms)),
             None => Err((
                 ResponseError::UnknownTopicOrPartition,
                 format!("unknown topic {name:?}"),
             )),
         },
         RESOURCE_BROKER if name.is_empty() || name == NODE_ID.to_string() => {
-            Ok(broker_configs(&ctx.broker.config, synonyms))
+            Ok(broker_configs(ctx.config, synonyms))
         }
         RESOURCE_BROKER => Err((
             ResponseError::InvalidRequest,

@@ -1,7 +1,9 @@
 //! IncrementalAlterConfigs v0: SET and DELETE of topic config overrides, applied to the live
-//! partitions and persisted (`Broker::alter_topic_config`). Broker configs are static (file,
+//! partitions and persisted (`TopicRegistry::alter_topic_config`). Broker configs are static (file,
 //! env, flags): altering them is INVALID_REQUEST, as are APPEND and SUBTRACT (no list-typed
 //! topic keys here).
+
+use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
@@ -10,10 +12,10 @@ use kafka_protocol::protocol::StrBytes;
 
 use sluice_security::acl::AclOperation;
 
+use super::Ctx;
 use crate::authz;
-use crate::broker::ConfigChange;
 use crate::error::KafkaError;
-use crate::wire::ConnectionContext;
+use crate::topics::ConfigChange;
 
 /// Kafka's resource type of a topic.
 const RESOURCE_TOPIC: i8 = 2;
@@ -23,7 +25,7 @@ const OP_DELETE: i8 = 1;
 
 /// Answers IncrementalAlterConfigs.
 pub async fn handle(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
     let asked: Vec<Asked> = request
@@ -67,21 +69,21 @@ pub(super) fn denied() -> KafkaError {
     )
 }
 
-/// Applies each resource's changes (`Broker::alter_topic_config`) on the blocking pool, in
+/// Applies each resource's changes (`TopicRegistry::alter_topic_config`) on the blocking pool, in
 /// order: the resources back with their error, if any. The one path of AlterConfigs and
 /// IncrementalAlterConfigs.
 pub(super) async fn alter_all(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     asked: Vec<Asked>,
     validate_only: bool,
 ) -> Vec<(i8, StrBytes, Option<KafkaError>)> {
-    let broker = ctx.broker.clone();
+    let registry = Arc::clone(ctx.topics);
     tokio::task::spawn_blocking(move || {
         asked
             .into_iter()
             .map(|(resource_type, name, changes)| {
                 let result = changes.and_then(|changes| {
-                    broker
+                    registry
                         .alter_topic_config(name.as_str(), &changes, validate_only)
                         .map(|_| ())
                 });
@@ -99,7 +101,7 @@ pub(super) async fn alter_all(
 /// ALTER_CONFIGS on the topic, and READ on each plugin a change binds it to (partitioner,
 /// validator).
 fn may_alter(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     resource: &kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource,
 ) -> bool {
     if resource.resource_type != RESOURCE_TOPIC {
@@ -111,8 +113,8 @@ fn may_alter(
         .iter()
         .filter(|c| c.config_operation == OP_SET)
         .map(|c| (c.name.as_str(), c.value.as_deref()));
-    authz::topic(ctx, AclOperation::AlterConfigs, name)
-        && authz::unreadable_plugin(configs, authz::may_read_plugin(ctx)).is_none()
+    ctx.auth.topic(AclOperation::AlterConfigs, name)
+        && authz::unreadable_plugin(configs, ctx.auth.may_read_plugin()).is_none()
 }
 
 fn changes(

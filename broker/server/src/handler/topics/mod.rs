@@ -13,15 +13,39 @@ mod incremental_alter_configs;
 use kafka_protocol::messages::ApiKey;
 use sluice_protocol::compat;
 
-use crate::wire::{ConnectionContext, FrameError, Response};
+use std::sync::Arc;
+
+use crate::authz::Authz;
+use crate::config::BrokerConfig;
+use crate::group::GroupHandle;
+use crate::topics::TopicRegistry;
+use crate::wire::{Client, ConnectionContext, FrameError, Response};
 
 use super::{Call, no_handler};
 
+/// What a topic or config handler is given: who asks, what they may do, the topic registry
+/// (which binds the topics' plugins), the config (the broker's keys DescribeConfigs
+/// shows), and the group coordinator (a deleted topic's committed offsets go with it).
+pub(super) struct Ctx<'a> {
+    pub client: &'a Client,
+    pub auth: Authz<'a>,
+    pub topics: &'a Arc<TopicRegistry>,
+    pub config: &'a BrokerConfig,
+    pub groups: &'a GroupHandle,
+}
+
 /// Answers a topic or config request.
 pub(super) async fn dispatch(
-    ctx: &ConnectionContext,
+    conn: &ConnectionContext,
     mut call: Call,
 ) -> Result<Response, FrameError> {
+    let ctx = &Ctx {
+        client: &conn.client,
+        auth: Authz::new(&conn.broker.security, &conn.client),
+        topics: &conn.broker.topics,
+        config: &conn.broker.config,
+        groups: &conn.groups,
+    };
     let (answer, v, sent) = (call.answer, call.read_as, call.version);
     match call.key {
         ApiKey::CreateTopics => {

@@ -6,16 +6,15 @@ use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
 use sluice_security::acl::AclOperation;
 
+use super::Ctx;
 use super::txn_common::{UNAVAILABLE, call, producer, refuse_transactional_id, wire_code};
-use crate::authz;
-use crate::wire::ConnectionContext;
 
 /// The first AddOffsetsToTxn version that answers PRODUCER_FENCED (KIP-588).
 const FENCED_SINCE: i16 = 2;
 
 /// Answers AddOffsetsToTxn.
 pub async fn handle(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     request: AddOffsetsToTxnRequest,
     version: i16,
 ) -> AddOffsetsToTxnResponse {
@@ -26,7 +25,7 @@ pub async fn handle(
         response.error_code = code;
         return response;
     }
-    if !authz::group(ctx, AclOperation::Read, group) {
+    if !ctx.auth.group(AclOperation::Read, group) {
         response.error_code = ResponseError::GroupAuthorizationFailed.code();
         return response;
     }

@@ -21,9 +21,8 @@ use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResp
 use sluice_security::acl::AclOperation;
 use sluice_txn::TopicPartition;
 
+use super::Ctx;
 use super::txn_common::{UNAVAILABLE, call, producer, refuse_transactional_id, wire_code};
-use crate::authz;
-use crate::wire::ConnectionContext;
 
 /// The first AddPartitionsToTxn version that answers PRODUCER_FENCED (KIP-588).
 const FENCED_SINCE: i16 = 2;
@@ -32,7 +31,7 @@ const BATCHED_SINCE: i16 = 4;
 
 /// Answers AddPartitionsToTxn.
 pub async fn handle(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     request: AddPartitionsToTxnRequest,
     version: i16,
 ) -> AddPartitionsToTxnResponse {
@@ -46,7 +45,7 @@ pub async fn handle(
         response.results_by_topic_v3_and_below = transaction(ctx, one, version).await.topic_results;
         return response;
     }
-    if !authz::cluster(ctx, AclOperation::ClusterAction) {
+    if !ctx.auth.cluster(AclOperation::ClusterAction) {
         response.error_code = ResponseError::ClusterAuthorizationFailed.code();
         return response;
     }
@@ -60,7 +59,7 @@ pub async fn handle(
 
 /// One transaction's partitions: checked, then added (or verified).
 async fn transaction(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     txn: AddPartitionsToTxnTransaction,
     version: i16,
 ) -> AddPartitionsToTxnResult {
@@ -125,19 +124,19 @@ async fn transaction(
 
 /// Each partition of `topic` with the error it is refused with here, if any.
 fn check_topic(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     topic: &AddPartitionsToTxnTopic,
     id_refused: Option<i16>,
     out: &mut Vec<(TopicPartition, Option<i16>)>,
 ) {
     let name = topic.name.0.as_str();
-    let writable = authz::topic(ctx, AclOperation::Write, name);
+    let writable = ctx.auth.topic(AclOperation::Write, name);
     for &partition in &topic.partitions {
         let error = if id_refused.is_some() {
             id_refused
         } else if !writable {
             Some(ResponseError::TopicAuthorizationFailed.code())
-        } else if ctx.broker.partition(name, partition).is_none() {
+        } else if ctx.topics.partition(name, partition).is_none() {
             Some(ResponseError::UnknownTopicOrPartition.code())
         } else {
             None

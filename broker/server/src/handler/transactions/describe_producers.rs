@@ -11,26 +11,26 @@ use kafka_protocol::messages::describe_producers_response::{
 use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse, ProducerId};
 use sluice_security::acl::{AclOperation, ResourceType};
 
-use crate::authz;
-use crate::broker::Broker;
-use crate::wire::ConnectionContext;
+use std::sync::Arc;
+
+use super::Ctx;
+use crate::topics::TopicRegistry;
 
 /// Answers DescribeProducers. The partition locks are taken on the blocking pool (an append
 /// under `flush.messages` may hold one through an fsync), as Fetch does.
-pub async fn handle(
-    ctx: &ConnectionContext,
-    request: DescribeProducersRequest,
-) -> DescribeProducersResponse {
+pub async fn handle(ctx: &Ctx<'_>, request: DescribeProducersRequest) -> DescribeProducersResponse {
     let topics: Vec<(bool, _)> = request
         .topics
         .into_iter()
         .map(|topic| {
             let name = topic.name.0.as_str();
-            let readable = authz::allowed(ctx, AclOperation::Read, ResourceType::Topic, name);
+            let readable = ctx
+                .auth
+                .allowed(AclOperation::Read, ResourceType::Topic, name);
             (readable, topic)
         })
         .collect();
-    let broker = ctx.broker.clone();
+    let registry = Arc::clone(ctx.topics);
     let described = tokio::task::spawn_blocking(move || {
         topics
             .into_iter()
@@ -40,7 +40,7 @@ pub async fn handle(
                     .partition_indexes
                     .iter()
                     .map(|&index| match readable {
-                        true => describe(&broker, topic.name.0.as_str(), index),
+                        true => describe(&registry, topic.name.0.as_str(), index),
                         false => refused(index, ResponseError::TopicAuthorizationFailed),
                     })
                     .collect();
@@ -65,8 +65,8 @@ fn refused(index: i32, error: ResponseError) -> PartitionResponse {
     out
 }
 
-fn describe(broker: &Broker, topic: &str, index: i32) -> PartitionResponse {
-    let Some(partition) = broker.partition(topic, index) else {
+fn describe(topics: &TopicRegistry, topic: &str, index: i32) -> PartitionResponse {
+    let Some(partition) = topics.partition(topic, index) else {
         return refused(index, ResponseError::UnknownTopicOrPartition);
     };
     let producers = partition.with_log(|log| {

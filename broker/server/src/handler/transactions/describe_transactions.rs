@@ -11,13 +11,12 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_security::acl::AclOperation;
 use sluice_txn::{ErrorCode, TxnDescription};
 
+use super::Ctx;
 use super::txn_common::{UNAVAILABLE, call, refuse_transactional_id};
-use crate::authz;
-use crate::wire::ConnectionContext;
 
 /// Answers DescribeTransactions.
 pub async fn handle(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     request: DescribeTransactionsRequest,
 ) -> DescribeTransactionsResponse {
     let ids: Vec<String> = request
@@ -58,14 +57,14 @@ pub async fn handle(
     response
 }
 
-fn fill(ctx: &ConnectionContext, state: &mut TransactionState, d: TxnDescription) {
+fn fill(ctx: &Ctx<'_>, state: &mut TransactionState, d: TxnDescription) {
     state.transaction_state = StrBytes::from_static_str(d.state);
     state.transaction_timeout_ms = d.timeout_ms;
     state.transaction_start_time_ms = d.txn_start_ms;
     state.producer_id = ProducerId(d.producer_id.0);
     state.producer_epoch = d.producer_epoch;
     for tp in d.partitions {
-        if !authz::topic(ctx, AclOperation::Describe, &tp.topic) {
+        if !ctx.auth.topic(AclOperation::Describe, &tp.topic) {
             continue;
         }
         match state.topics.last_mut() {

@@ -6,18 +6,14 @@
 use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse};
 use sluice_security::acl::AclOperation;
 
+use super::Ctx;
 use super::txn_common::{UNAVAILABLE, call, producer, refuse_transactional_id, wire_code};
-use crate::wire::ConnectionContext;
 
 /// The first EndTxn version that answers PRODUCER_FENCED (KIP-588).
 const FENCED_SINCE: i16 = 2;
 
 /// Answers EndTxn.
-pub async fn handle(
-    ctx: &ConnectionContext,
-    request: EndTxnRequest,
-    version: i16,
-) -> EndTxnResponse {
+pub async fn handle(ctx: &Ctx<'_>, request: EndTxnRequest, version: i16) -> EndTxnResponse {
     let mut response = EndTxnResponse::default();
     let id = request.transactional_id.0.as_str();
     if let Some(code) = refuse_transactional_id(ctx, AclOperation::Write, id) {

@@ -11,16 +11,15 @@ use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, Pr
 
 use sluice_security::acl::{AclOperation, ResourceType};
 
+use super::Ctx;
 use super::txn_common::{UNAVAILABLE, call, refuse_transactional_id, wire_code};
-use crate::authz;
-use crate::wire::ConnectionContext;
 
 /// The first InitProducerId version that answers PRODUCER_FENCED (KIP-588).
 const FENCED_SINCE: i16 = 4;
 
 /// Answers InitProducerId.
 pub async fn handle(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     request: InitProducerIdRequest,
     version: i16,
 ) -> InitProducerIdResponse {
@@ -30,8 +29,10 @@ pub async fn handle(
         // An idempotent producer needs IDEMPOTENT_WRITE on the cluster, or WRITE on some
         // topic (Kafka's `authorizeByResourceType`, KIP-679).
         None => {
-            let idempotent = authz::cluster(ctx, AclOperation::IdempotentWrite)
-                || authz::any_of_type(ctx, AclOperation::Write, ResourceType::Topic);
+            let idempotent = ctx.auth.cluster(AclOperation::IdempotentWrite)
+                || ctx
+                    .auth
+                    .any_of_type(AclOperation::Write, ResourceType::Topic);
             (!idempotent).then(|| ResponseError::ClusterAuthorizationFailed.code())
         }
     };

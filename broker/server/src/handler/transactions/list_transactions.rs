@@ -10,14 +10,11 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_security::acl::AclOperation;
 use sluice_txn::TxnState;
 
+use super::Ctx;
 use super::txn_common::{UNAVAILABLE, call, refuse_transactional_id};
-use crate::wire::ConnectionContext;
 
 /// Answers ListTransactions.
-pub async fn handle(
-    ctx: &ConnectionContext,
-    request: ListTransactionsRequest,
-) -> ListTransactionsResponse {
+pub async fn handle(ctx: &Ctx<'_>, request: ListTransactionsRequest) -> ListTransactionsResponse {
     let mut response = ListTransactionsResponse::default();
     let mut states = Vec::new();
     for filter in request.state_filters {

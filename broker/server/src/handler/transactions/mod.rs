@@ -18,15 +18,39 @@ mod write_txn_markers;
 
 use kafka_protocol::messages::ApiKey;
 
-use crate::wire::{ConnectionContext, FrameError, Response};
+use std::sync::Arc;
+
+use crate::authz::Authz;
+use crate::config::BrokerConfig;
+use crate::topics::TopicRegistry;
+use crate::txn::TxnHandle;
+use crate::wire::{Client, ConnectionContext, FrameError, Response};
 
 use super::{Call, no_handler};
 
+/// What a transaction handler is given: who asks, what they may do, the coordinator, the
+/// topics (their partitions, for markers and producer state) and the config (the offset
+/// metadata bound, whether markers are fsynced).
+pub(super) struct Ctx<'a> {
+    pub client: &'a Client,
+    pub auth: Authz<'a>,
+    pub txns: &'a TxnHandle,
+    pub topics: &'a Arc<TopicRegistry>,
+    pub config: &'a BrokerConfig,
+}
+
 /// Answers a transaction request.
 pub(super) async fn dispatch(
-    ctx: &ConnectionContext,
+    conn: &ConnectionContext,
     mut call: Call,
 ) -> Result<Response, FrameError> {
+    let ctx = &Ctx {
+        client: &conn.client,
+        auth: Authz::new(&conn.broker.security, &conn.client),
+        txns: &conn.txns,
+        topics: &conn.broker.topics,
+        config: &conn.broker.config,
+    };
     let (answer, v) = (call.answer, call.read_as);
     match call.key {
         ApiKey::InitProducerId => {

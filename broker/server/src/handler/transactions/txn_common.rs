@@ -8,17 +8,13 @@ use kafka_protocol::ResponseError;
 use sluice_security::acl::{AclOperation, ResourceType};
 use sluice_txn::ErrorCode;
 
-use crate::authz;
+use super::Ctx;
 use crate::txn::TxnProducer;
-use crate::wire::ConnectionContext;
 
 /// Waits for the coordinator's answer; `None` when the broker shuts down first or the
 /// coordinator is gone (handlers answer COORDINATOR_NOT_AVAILABLE, which clients retry).
-pub async fn call<T>(
-    ctx: &ConnectionContext,
-    answer: impl Future<Output = Option<T>>,
-) -> Option<T> {
-    let mut shutdown = ctx.shutdown.clone();
+pub async fn call<T>(ctx: &Ctx<'_>, answer: impl Future<Output = Option<T>>) -> Option<T> {
+    let mut shutdown = ctx.client.shutdown.clone();
     tokio::select! {
         answer = answer => answer,
         _ = shutdown.wait_for(|stop| *stop) => None,
@@ -47,16 +43,13 @@ pub fn wire_code(code: ErrorCode, version: i16, fenced_since: i16) -> i16 {
 
 /// `None` if the principal may `operation` the transactional id, else the error to answer.
 pub fn refuse_transactional_id(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     operation: AclOperation,
     transactional_id: &str,
 ) -> Option<i16> {
-    let allowed = authz::allowed(
-        ctx,
-        operation,
-        ResourceType::TransactionalId,
-        transactional_id,
-    );
+    let allowed = ctx
+        .auth
+        .allowed(operation, ResourceType::TransactionalId, transactional_id);
     (!allowed).then(|| ResponseError::TransactionalIdAuthorizationFailed.code())
 }
 

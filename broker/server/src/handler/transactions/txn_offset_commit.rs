@@ -13,9 +13,8 @@ use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 use sluice_security::acl::AclOperation;
 use sluice_txn::{PendingOffset, TopicPartition};
 
+use super::Ctx;
 use super::txn_common::{UNAVAILABLE, call, producer, refuse_transactional_id, wire_code};
-use crate::authz;
-use crate::wire::ConnectionContext;
 
 /// TxnOffsetCommit answers INVALID_PRODUCER_EPOCH for a fenced producer in every version
 /// served here.
@@ -23,7 +22,7 @@ const FENCED_SINCE: i16 = i16::MAX;
 
 /// Answers TxnOffsetCommit.
 pub async fn handle(
-    ctx: &ConnectionContext,
+    ctx: &Ctx<'_>,
     request: TxnOffsetCommitRequest,
     version: i16,
 ) -> TxnOffsetCommitResponse {
@@ -31,21 +30,21 @@ pub async fn handle(
     let group = request.group_id.0.as_str();
     let mut offsets = Vec::new();
     let mut refused = refuse_transactional_id(ctx, AclOperation::Write, id);
-    if refused.is_none() && !authz::group(ctx, AclOperation::Read, group) {
+    if refused.is_none() && !ctx.auth.group(AclOperation::Read, group) {
         refused = Some(ResponseError::GroupAuthorizationFailed.code());
     }
     // Per partition: the error it is answered with here, if any.
     let mut answered: Vec<(&str, i32, Option<i16>)> = Vec::new();
     // The group coordinator's limit, checked now: past it the commit could not write them.
-    let metadata_max = ctx.broker.config.group_config().offset_metadata_max_bytes;
+    let metadata_max = ctx.config.group_config().offset_metadata_max_bytes;
     for topic in &request.topics {
         let name = topic.name.0.as_str();
-        let readable = authz::topic_or_view(ctx, AclOperation::Read, name);
+        let readable = ctx.auth.topic_or_view(ctx.topics, AclOperation::Read, name);
         for p in &topic.partitions {
             let metadata_len = p.committed_metadata.as_ref().map_or(0, |m| m.len());
             let error = if !readable {
                 Some(ResponseError::TopicAuthorizationFailed.code())
-            } else if ctx.broker.read_partition(name, p.partition_index).is_none() {
+            } else if ctx.topics.read_partition(name, p.partition_index).is_none() {
                 Some(ResponseError::UnknownTopicOrPartition.code())
             } else if metadata_len > metadata_max {
                 Some(ResponseError::OffsetMetadataTooLarge.code())

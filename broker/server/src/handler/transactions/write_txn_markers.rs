@@ -26,19 +26,17 @@ use sluice_security::acl::AclOperation;
 use sluice_storage::{Durability, Marker};
 
 use crate::audit;
-use crate::authz;
-use crate::broker::Broker;
-use crate::broker::append::append_error;
+use std::sync::Arc;
+
+use super::Ctx;
 use crate::error::KafkaError;
-use crate::wire::ConnectionContext;
+use crate::topics::TopicRegistry;
+use crate::topics::append::append_error;
 
 /// Answers WriteTxnMarkers.
-pub async fn handle(
-    ctx: &ConnectionContext,
-    request: WriteTxnMarkersRequest,
-) -> WriteTxnMarkersResponse {
-    let allowed = authz::cluster(ctx, AclOperation::Alter)
-        || authz::cluster(ctx, AclOperation::ClusterAction);
+pub async fn handle(ctx: &Ctx<'_>, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse {
+    let allowed =
+        ctx.auth.cluster(AclOperation::Alter) || ctx.auth.cluster(AclOperation::ClusterAction);
     if !allowed {
         let refused = ResponseError::ClusterAuthorizationFailed.code();
         let mut response = WriteTxnMarkersResponse::default();
@@ -49,14 +47,20 @@ pub async fn handle(
             .collect();
         return response;
     }
-    let broker = ctx.broker.clone();
+    let topics = Arc::clone(ctx.topics);
+    let durability = match ctx.config.acks_all_fsync {
+        true => Durability::Fsync,
+        false => Durability::OsCache,
+    };
     let written = tokio::task::spawn_blocking(move || {
         request
             .markers
             .iter()
             .map(|m| {
                 (
-                    answer(m, |topic, index| write(&broker, m, topic, index)),
+                    answer(m, |topic, index| {
+                        write(&topics, durability, m, topic, index)
+                    }),
                     m.clone(),
                 )
             })
@@ -101,17 +105,19 @@ fn answer(
 }
 
 /// Appends the marker to one partition (blocking); the error code to answer.
-fn write(broker: &Broker, marker: &WritableTxnMarker, topic: &str, index: i32) -> i16 {
-    let Some(partition) = broker.partition(topic, index) else {
+fn write(
+    topics: &TopicRegistry,
+    durability: Durability,
+    marker: &WritableTxnMarker,
+    topic: &str,
+    index: i32,
+) -> i16 {
+    let Some(partition) = topics.partition(topic, index) else {
         return ResponseError::UnknownTopicOrPartition.code();
     };
     let kind = match marker.transaction_result {
         true => Marker::Commit,
         false => Marker::Abort,
-    };
-    let durability = match broker.config.acks_all_fsync {
-        true => Durability::Fsync,
-        false => Durability::OsCache,
     };
     let written = partition.with_log(|log| {
         let outcome = log.append_marker(
@@ -120,14 +126,14 @@ fn write(broker: &Broker, marker: &WritableTxnMarker, topic: &str, index: i32) -
             kind,
             marker.coordinator_epoch,
             durability,
-            broker.now_ms(),
+            topics.now_ms(),
         );
         (outcome, log.log_end_offset().value())
     });
     let result = written.and_then(|(outcome, end)| {
         outcome
             .map(|_| end)
-            .map_err(|e| append_error(&partition, e, broker.now_ms()))
+            .map_err(|e| append_error(&partition, e, topics.now_ms()))
     });
     match result {
         Ok(end) => {
@@ -139,11 +145,7 @@ fn write(broker: &Broker, marker: &WritableTxnMarker, topic: &str, index: i32) -
 }
 
 /// One audit line per marker: who ended which producer's transaction where.
-fn audit_marker(
-    ctx: &ConnectionContext,
-    marker: &WritableTxnMarker,
-    result: &WritableTxnMarkerResult,
-) {
+fn audit_marker(ctx: &Ctx<'_>, marker: &WritableTxnMarker, result: &WritableTxnMarkerResult) {
     let kind = if marker.transaction_result {
         "COMMIT"
     } else {
@@ -157,9 +159,9 @@ fn audit_marker(
                 marker.producer_id.0, marker.producer_epoch
             );
             match ResponseError::try_from_code(p.error_code) {
-                None => audit::done(ctx.actor(), "txn.marker", &resource, &detail),
+                None => audit::done(ctx.client.actor(), "txn.marker", &resource, &detail),
                 Some(e) => audit::refused(
-                    ctx.actor(),
+                    ctx.client.actor(),
                     "txn.marker",
                     &resource,
                     &format!("{detail}: {e}"),

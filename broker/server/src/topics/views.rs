@@ -13,7 +13,7 @@ use std::sync::{Arc, RwLock};
 use kafka_protocol::ResponseError;
 use sluice_plugin_host::{FailurePolicy, Registry, View, ViewStats};
 
-use super::{Broker, Partition, Topic};
+use super::{Applied, Partition, Recorded, Topic, TopicChange, TopicRegistry};
 use crate::error::{KafkaError, ServerError};
 use crate::files::{remove_file_logged, remove_stale_temps, write_durable};
 use crate::limits;
@@ -177,7 +177,7 @@ impl ViewTopic {
     }
 }
 
-impl Broker {
+impl TopicRegistry {
     /// Looks a view up.
     pub fn view(&self, name: &str) -> Option<Arc<ViewTopic>> {
         self.views_read().get(name).cloned()
@@ -224,44 +224,20 @@ impl Broker {
                 format!("VIEWS_MAX ({}) views exist already", limits::VIEWS_MAX),
             ));
         }
-        let source = self.topic(&spec.source).ok_or_else(|| {
-            KafkaError::new(
-                ResponseError::UnknownTopicOrPartition,
-                format!(
-                    "view {:?}: unknown source topic {:?} (a view reads a topic, not another view)",
-                    spec.name, spec.source
-                ),
-            )
-        })?;
-        let view = Arc::new(ViewTopic::bind(
-            &self.plugins.registry,
-            spec,
-            source,
-            self.now_ms(),
-        )?);
-        if !view.spec.ephemeral {
-            self.persist_view(&view.spec)?;
+        let change = TopicChange::ViewCreated { spec };
+        match self.apply_locked(change, Recorded::InFiles)? {
+            Applied::View(view) => Ok(view),
+            other => unreachable!("a view creation applied as {other:?}"),
         }
-        self.views_write()
-            .insert(view.name().to_owned(), Arc::clone(&view));
-        tracing::info!(view = view.name(), source = %view.spec.source, stages = view.spec.stages.len(), ephemeral = view.spec.ephemeral, "created view");
-        Ok(view)
     }
 
     /// Deletes a view (its file too). Fetches in flight finish on the chain they hold.
     pub fn delete_view(&self, name: &str) -> Result<(), KafkaError> {
         let _admin = self.admin_lock();
-        let view = self.views_write().remove(name).ok_or_else(|| {
-            KafkaError::new(
-                ResponseError::UnknownTopicOrPartition,
-                format!("unknown view {name:?}"),
-            )
-        })?;
-        if !view.spec.ephemeral {
-            remove_file_logged(&self.view_file(name));
-        }
-        tracing::info!(view = name, "deleted view");
-        Ok(())
+        let change = TopicChange::ViewDeleted {
+            name: name.to_owned(),
+        };
+        self.apply_locked(change, Recorded::InFiles).map(drop)
     }
 
     /// Drops ephemeral views no fetch has used for `VIEW_EPHEMERAL_IDLE_MS`.
@@ -298,14 +274,15 @@ impl Broker {
             .collect()
     }
 
-    /// Removes the views reading `topic`, files and all (durably, before the topic goes):
-    /// deleting a topic deletes its views. Called by `delete_topic` under the admin lock;
-    /// returns their names. Fetches in flight finish on the chain they hold.
-    pub(super) fn remove_views_of(&self, topic: &str) -> Vec<String> {
+    /// Removes the views reading `topic`, files and all when the files are the source
+    /// (durably, before the topic goes): deleting a topic deletes its views. Applied with the
+    /// topic's deletion, under the admin lock; returns their names. Fetches in flight finish
+    /// on the chain they hold.
+    pub(super) fn remove_views_of(&self, topic: &str, recorded: Recorded) -> Vec<String> {
         let names = self.views_of(topic);
         for name in &names {
             let removed = self.views_write().remove(name);
-            if removed.is_some_and(|v| !v.spec.ephemeral) {
+            if recorded == Recorded::InFiles && removed.is_some_and(|v| !v.spec.ephemeral) {
                 remove_file_logged(&self.view_file(name));
             }
             tracing::info!(view = %name, topic, "deleted view: its source topic is being deleted");
@@ -357,12 +334,12 @@ impl Broker {
                 spec.source
             ));
         };
-        ViewTopic::bind_loaded(&self.plugins.registry, spec, source, self.now_ms())
+        ViewTopic::bind_loaded(&self.plugins, spec, source, self.now_ms())
             .map(Arc::new)
             .map_err(|e| e.message)
     }
 
-    fn persist_view(&self, spec: &ViewSpec) -> Result<(), KafkaError> {
+    pub(super) fn persist_view(&self, spec: &ViewSpec) -> Result<(), KafkaError> {
         let path = self.view_file(&spec.name);
         let text = serde_json::to_string_pretty(spec).unwrap_or_default();
         write_durable(&path, text.as_bytes()).map_err(|e| {
@@ -373,7 +350,7 @@ impl Broker {
         })
     }
 
-    fn view_file(&self, name: &str) -> std::path::PathBuf {
+    pub(super) fn view_file(&self, name: &str) -> std::path::PathBuf {
         self.config
             .data_dir
             .join(VIEWS_DIR)
@@ -388,7 +365,7 @@ impl Broker {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn views_write(
+    pub(super) fn views_write(
         &self,
     ) -> std::sync::RwLockWriteGuard<'_, std::collections::BTreeMap<String, Arc<ViewTopic>>> {
         self.views

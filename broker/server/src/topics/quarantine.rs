@@ -20,12 +20,12 @@ use std::sync::Arc;
 
 use sluice_storage::{Fs, Log, LogConfig};
 
-use super::{Broker, Partition, TOPIC_FILE, Topic, TopicFile};
+use super::{Partition, TOPIC_FILE, Topic, TopicFile, TopicRegistry};
 use crate::limits;
 use crate::plugins::TopicPlugins;
 use crate::topic_config::{self, TopicOverrides};
 
-impl Broker {
+impl TopicRegistry {
     /// Loads `topics/<dir>`: a topic (some of its partitions perhaps offline), a quarantined
     /// topic, or `None` for a directory without `topic.json` (an unfinished creation, reused
     /// by the next creation of the name) or whose name is not UTF-8.
@@ -42,7 +42,7 @@ impl Broker {
             Ok(meta) => meta,
             Err(reason) => return Some(self.quarantine_topic(dir_name, dir, reason)),
         };
-        let plugins = TopicPlugins::bind_loaded(&self.plugins.registry, &meta.name, &meta.configs);
+        let plugins = TopicPlugins::bind_loaded(&self.plugins, &meta.name, &meta.configs);
         let log_config = topic_config::log_config(&self.config, &meta.configs);
         let partitions: Vec<Arc<Partition>> = (0..meta.partitions)
             .map(|index| Arc::new(self.open_partition_at_start(&meta.name, index, &log_config)))

@@ -1,6 +1,8 @@
 //! Topic registry: creation, validation, persistence across reopen, deletion.
 
 use super::*;
+use crate::broker::Broker;
+use std::path::Path;
 
 fn config(dir: &Path) -> BrokerConfig {
     BrokerConfig {
@@ -14,13 +16,16 @@ fn topics_survive_reopen_with_their_configs() {
     let dir = tempfile::tempdir().unwrap();
     let broker = Broker::open(config(dir.path())).unwrap();
     let overrides: TopicOverrides = [("retention.ms".to_owned(), "60000".to_owned())].into();
-    broker.create_topic("orders", 3, overrides.clone()).unwrap();
+    broker
+        .topics
+        .create_topic("orders", 3, overrides.clone())
+        .unwrap();
     let cluster_id = broker.cluster_id.clone();
     broker.close_all().unwrap();
     drop(broker);
 
     let broker = Broker::open(config(dir.path())).unwrap();
-    let topic = broker.topic("orders").expect("topic reloaded");
+    let topic = broker.topics.topic("orders").expect("topic reloaded");
     assert_eq!(topic.partitions.len(), 3);
     assert_eq!(topic.overrides, overrides);
     assert_eq!(broker.cluster_id, cluster_id);
@@ -31,10 +36,11 @@ fn topic_ids_survive_reopen_and_growth_and_differ_after_recreation() {
     let dir = tempfile::tempdir().unwrap();
     let broker = Broker::open(config(dir.path())).unwrap();
     let id = broker
+        .topics
         .create_topic("t", 1, TopicOverrides::new())
         .unwrap()
         .id;
-    let grown = broker.create_partitions("t", 2, false).unwrap();
+    let grown = broker.topics.create_partitions("t", 2, false).unwrap();
     assert_eq!(grown.id, id);
     // A topic.json from before topic ids: the id is derived from the name, every start.
     std::fs::write(
@@ -46,11 +52,12 @@ fn topic_ids_survive_reopen_and_growth_and_differ_after_recreation() {
     drop(broker);
     let broker = Broker::open(config(dir.path())).unwrap();
     assert_eq!(
-        broker.topic("t").unwrap().id,
+        broker.topics.topic("t").unwrap().id,
         topic_id::derived_topic_id("t")
     );
-    broker.delete_topic("t").unwrap();
+    broker.topics.delete_topic("t").unwrap();
     let again = broker
+        .topics
         .create_topic("t", 1, TopicOverrides::new())
         .unwrap()
         .id;
@@ -58,7 +65,7 @@ fn topic_ids_survive_reopen_and_growth_and_differ_after_recreation() {
     broker.close_all().unwrap();
     drop(broker);
     let broker = Broker::open(config(dir.path())).unwrap();
-    assert_eq!(broker.topic("t").unwrap().id, again);
+    assert_eq!(broker.topics.topic("t").unwrap().id, again);
 }
 
 #[test]
@@ -67,16 +74,22 @@ fn bad_names_and_duplicates_are_refused() {
     let broker = Broker::open(config(dir.path())).unwrap();
     for name in ["", ".", "..", "a/b", "sp ace", &"x".repeat(250)] {
         let err = broker
+            .topics
             .create_topic(name, 1, TopicOverrides::new())
             .unwrap_err();
         assert_eq!(err.code, ResponseError::InvalidTopicException, "{name:?}");
     }
-    broker.create_topic("t", 1, TopicOverrides::new()).unwrap();
+    broker
+        .topics
+        .create_topic("t", 1, TopicOverrides::new())
+        .unwrap();
     let err = broker
+        .topics
         .create_topic("t", 1, TopicOverrides::new())
         .unwrap_err();
     assert_eq!(err.code, ResponseError::TopicAlreadyExists);
     let err = broker
+        .topics
         .create_topic("u", 0, TopicOverrides::new())
         .unwrap_err();
     assert_eq!(err.code, ResponseError::InvalidPartitions);
@@ -86,19 +99,25 @@ fn bad_names_and_duplicates_are_refused() {
 fn deleted_topics_are_gone_and_can_be_recreated() {
     let dir = tempfile::tempdir().unwrap();
     let broker = Broker::open(config(dir.path())).unwrap();
-    broker.create_topic("t", 2, TopicOverrides::new()).unwrap();
-    let partition = broker.partition("t", 1).unwrap();
-    broker.delete_topic("t").unwrap();
-    assert!(broker.topic("t").is_none());
+    broker
+        .topics
+        .create_topic("t", 2, TopicOverrides::new())
+        .unwrap();
+    let partition = broker.topics.partition("t", 1).unwrap();
+    broker.topics.delete_topic("t").unwrap();
+    assert!(broker.topics.topic("t").is_none());
     assert!(!dir.path().join("topics/t").exists());
     let err = partition.with_log(|_| ()).unwrap_err();
     assert_eq!(err.code, ResponseError::UnknownTopicOrPartition);
     assert_eq!(
-        broker.delete_topic("t").unwrap_err().code,
+        broker.topics.delete_topic("t").unwrap_err().code,
         ResponseError::UnknownTopicOrPartition
     );
-    broker.create_topic("t", 1, TopicOverrides::new()).unwrap();
-    assert_eq!(broker.topic("t").unwrap().partitions.len(), 1);
+    broker
+        .topics
+        .create_topic("t", 1, TopicOverrides::new())
+        .unwrap();
+    assert_eq!(broker.topics.topic("t").unwrap().partitions.len(), 1);
 }
 
 #[test]
@@ -107,12 +126,15 @@ fn auto_create_follows_the_config() {
     let mut c = config(dir.path());
     c.num_partitions = 4;
     let broker = Broker::open(c.clone()).unwrap();
-    assert_eq!(broker.auto_create("new").unwrap().partitions.len(), 4);
+    assert_eq!(
+        broker.topics.auto_create("new").unwrap().partitions.len(),
+        4
+    );
     broker.close_all().unwrap();
     c.auto_create_topics_enable = false;
     let broker = Broker::open(c).unwrap();
     assert_eq!(
-        broker.auto_create("other").unwrap_err().code,
+        broker.topics.auto_create("other").unwrap_err().code,
         ResponseError::UnknownTopicOrPartition
     );
 }
@@ -140,19 +162,21 @@ fn topic_names_cannot_collide_with_the_brokers_files() {
         "x.123-delete",
     ] {
         broker
+            .topics
             .create_topic(name, 1, TopicOverrides::new())
             .unwrap_or_else(|e| panic!("{name}: {e}"));
     }
-    broker.delete_topic("topics").unwrap();
+    broker.topics.delete_topic("topics").unwrap();
     broker.close_all().unwrap();
     let broker = Broker::open(config(dir.path())).unwrap();
-    assert_eq!(broker.topics().len(), 5);
+    assert_eq!(broker.topics.topics().len(), 5);
 }
 
 /// Appends one record to `topic`-0 and returns the log end after it.
 fn append_one_record(broker: &Broker, topic: &str) -> i64 {
     let mut batch = sluice_storage::testing::build_value_batch(1, 8, 7, 1_000);
     broker
+        .topics
         .partition(topic, 0)
         .unwrap()
         .with_log(|log| {
@@ -169,35 +193,48 @@ fn deleting_needs_no_new_directory_and_falls_back_to_removing_in_place() {
     let broker = Broker::open(config(dir.path())).unwrap();
     let deleting = dir.path().join(DELETING_DIR);
     assert!(deleting.is_dir(), "made at start, while there is room");
-    broker.create_topic("t", 2, TopicOverrides::new()).unwrap();
+    broker
+        .topics
+        .create_topic("t", 2, TopicOverrides::new())
+        .unwrap();
     assert_eq!(append_one_record(&broker, "t"), 1);
     // The move aside cannot happen (a full disk cannot make `deleting/`; here it is a file).
     std::fs::remove_dir(&deleting).unwrap();
     std::fs::write(&deleting, b"in the way").unwrap();
-    broker.delete_topic("t").unwrap();
-    assert!(broker.topic("t").is_none());
+    broker.topics.delete_topic("t").unwrap();
+    assert!(broker.topics.topic("t").is_none());
     assert!(!dir.path().join("topics/t").exists(), "removed in place");
     broker.close_all().unwrap();
     drop(broker);
     std::fs::remove_file(&deleting).unwrap();
     let broker = Broker::open(config(dir.path())).unwrap();
-    assert!(broker.topic("t").is_none(), "still deleted after a restart");
+    assert!(
+        broker.topics.topic("t").is_none(),
+        "still deleted after a restart"
+    );
 }
 
 #[test]
 fn a_topic_dir_without_topic_json_is_not_reused_by_the_next_creation() {
     let dir = tempfile::tempdir().unwrap();
     let broker = Broker::open(config(dir.path())).unwrap();
-    broker.create_topic("u", 1, TopicOverrides::new()).unwrap();
+    broker
+        .topics
+        .create_topic("u", 1, TopicOverrides::new())
+        .unwrap();
     assert_eq!(append_one_record(&broker, "u"), 1);
     broker.close_all().unwrap();
     drop(broker);
     // What a deletion in place leaves if it stops after its commit point (topic.json gone).
     std::fs::remove_file(dir.path().join("topics/u").join(TOPIC_FILE)).unwrap();
     let broker = Broker::open(config(dir.path())).unwrap();
-    assert!(broker.topic("u").is_none(), "ignored at start");
-    broker.create_topic("u", 1, TopicOverrides::new()).unwrap();
+    assert!(broker.topics.topic("u").is_none(), "ignored at start");
+    broker
+        .topics
+        .create_topic("u", 1, TopicOverrides::new())
+        .unwrap();
     let end = broker
+        .topics
         .partition("u", 0)
         .unwrap()
         .with_log(|log| log.log_end_offset().value())
@@ -223,9 +260,11 @@ fn deleting_a_topic_removes_its_views_and_reports_the_transforms_using_it() {
     let dir = tempfile::tempdir().unwrap();
     let broker = Broker::open(config(dir.path())).unwrap();
     broker
+        .topics
         .create_topic("src", 1, TopicOverrides::new())
         .unwrap();
     broker
+        .topics
         .create_topic("other", 1, TopicOverrides::new())
         .unwrap();
     broker.close_all().unwrap();
@@ -233,11 +272,15 @@ fn deleting_a_topic_removes_its_views_and_reports_the_transforms_using_it() {
     write_view_file(dir.path(), "v1", "src");
     write_view_file(dir.path(), "v2", "other");
     let broker = Broker::open(config(dir.path())).unwrap();
-    assert!(broker.view("v1").is_some() && broker.view("v2").is_some());
-    broker.note_transform_topics("reads", "src", &["out"]);
-    broker.note_transform_topics("writes", "other", &["src"]);
+    assert!(broker.topics.view("v1").is_some() && broker.topics.view("v2").is_some());
+    broker
+        .topics
+        .note_transform_topics("reads", "src", &["out"]);
+    broker
+        .topics
+        .note_transform_topics("writes", "other", &["src"]);
 
-    let deleted = broker.delete_topic("src").unwrap();
+    let deleted = broker.topics.delete_topic("src").unwrap();
     assert_eq!(
         deleted,
         TopicDeleted {
@@ -246,16 +289,17 @@ fn deleting_a_topic_removes_its_views_and_reports_the_transforms_using_it() {
             writing: vec!["writes".into()],
         }
     );
-    assert!(broker.view("v1").is_none() && broker.view("v2").is_some());
+    assert!(broker.topics.view("v1").is_none() && broker.topics.view("v2").is_some());
     assert!(!dir.path().join("views/v1.json").exists());
     // A topic made again under the name has no view and no transform noted against it
     // until one is made for it.
-    broker.forget_transform_topics("reads");
+    broker.topics.forget_transform_topics("reads");
     broker
+        .topics
         .create_topic("src", 1, TopicOverrides::new())
         .unwrap();
-    assert!(broker.view("v1").is_none());
-    let again = broker.delete_topic("src").unwrap();
+    assert!(broker.topics.view("v1").is_none());
+    let again = broker.topics.delete_topic("src").unwrap();
     assert_eq!((again.views.len(), again.reading.len()), (0, 0));
     assert_eq!(again.writing, vec!["writes".to_owned()]);
 }
@@ -271,16 +315,67 @@ fn a_view_file_whose_source_is_gone_is_removed_at_start() {
     // file of a topic that is gone is what the other order would leave.
     write_view_file(dir.path(), "orphan", "gone");
     let broker = Broker::open(config(dir.path())).unwrap();
-    assert!(broker.view("orphan").is_none());
+    assert!(broker.topics.view("orphan").is_none());
     assert!(!dir.path().join("views/orphan.json").exists());
     broker
+        .topics
         .create_topic("gone", 1, TopicOverrides::new())
         .unwrap();
     broker.close_all().unwrap();
     drop(broker);
     let broker = Broker::open(config(dir.path())).unwrap();
     assert!(
-        broker.view("orphan").is_none(),
+        broker.topics.view("orphan").is_none(),
         "a new topic of the name is never read by it"
     );
+}
+
+/// The metadata log's path through the seam (`change.rs`): a change recorded elsewhere is
+/// applied to this broker (partitions opened, grown, reconfigured, closed; the shapes
+/// published) without writing the file-backed source's topic.json.
+#[test]
+fn changes_recorded_in_a_log_are_applied_without_writing_topic_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Arc::new(config(dir.path()));
+    let plugins = crate::plugins::Plugins::open(&config).unwrap();
+    let registry = TopicRegistry::open(
+        config.clone(),
+        plugins.registry.clone(),
+        Arc::new(RealFs),
+        crate::clock::system(),
+    )
+    .unwrap();
+    let shapes = registry.topic_shapes();
+    let apply = |change| registry.apply(change, Recorded::InLog).unwrap();
+    let id = topic_id::new_topic_id();
+    apply(TopicChange::TopicCreated {
+        name: "t".into(),
+        id,
+        partitions: 2,
+        configs: TopicOverrides::new(),
+    });
+    let topic_json = dir.path().join("topics/t/topic.json");
+    assert!(!topic_json.exists(), "the log is the record");
+    assert!(dir.path().join("topics/t/1").is_dir());
+    assert_eq!(registry.topic("t").unwrap().id, id);
+    assert_eq!(shapes.borrow().get("t"), Some(&2));
+
+    apply(TopicChange::PartitionsAdded {
+        name: "t".into(),
+        partitions: 3,
+    });
+    let configs: TopicOverrides = [("retention.ms".to_owned(), "60000".to_owned())].into();
+    apply(TopicChange::ConfigAltered {
+        name: "t".into(),
+        configs: configs.clone(),
+    });
+    let topic = registry.topic("t").unwrap();
+    assert_eq!((topic.partitions.len(), &topic.overrides), (3, &configs));
+    assert_eq!(shapes.borrow().get("t"), Some(&3));
+    assert!(!topic_json.exists());
+
+    apply(TopicChange::TopicDeleted { name: "t".into() });
+    assert!(registry.topic("t").is_none());
+    assert!(!dir.path().join("topics/t").exists());
+    assert!(shapes.borrow().is_empty());
 }

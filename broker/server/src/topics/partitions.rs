@@ -1,7 +1,7 @@
-//! Growing a live topic (CreatePartitions, `sluice topic add-partitions`): the new
-//! partitions' logs are created first, then topic.json names the new count (the commit
-//! point), then the grown topic is swapped into the registry and into the views that read
-//! it. A crash before topic.json leaves the old count (the extra directories hold empty logs
+//! Growing a live topic (CreatePartitions, `sluice topic add-partitions`): checked here,
+//! then a `PartitionsAdded` change (`change.rs`): the new partitions' logs are created
+//! first, then topic.json names the new count (the commit point), then the grown topic is
+//! swapped into the registry and into the views that read it. A crash before topic.json leaves the old count (the extra directories hold empty logs
 //! and are reset the next time the topic grows); after it, the new one.
 
 use std::sync::Arc;
@@ -10,11 +10,11 @@ use kafka_protocol::ResponseError;
 use sluice_storage::Log;
 use sluice_storage::io as storage_io;
 
-use super::{Broker, Partition, Topic};
+use super::{Applied, Partition, Recorded, Topic, TopicChange, TopicRegistry};
 use crate::error::KafkaError;
 use crate::{limits, topic_config};
 
-impl Broker {
+impl TopicRegistry {
     /// Grows `name` to `count` partitions; with `validate_only` only checks. Kafka's
     /// errors: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS (not more than now, or past
     /// `PARTITIONS_PER_TOPIC_MAX`), POLICY_VIOLATION (`sluice.partitions.max`),
@@ -49,28 +49,21 @@ impl Broker {
         if validate_only {
             return Ok(topic);
         }
-        let mut partitions = topic.partitions.clone();
-        for index in current..count {
-            partitions.push(Arc::new(self.open_new_partition(&topic, index)?));
-        }
-        self.persist(&topic, partitions.len(), &topic.overrides)?;
-        let grown = Arc::new(Topic {
-            name: topic.name.clone(),
-            id: topic.id,
-            overrides: topic.overrides.clone(),
-            partitions,
-            plugins: topic.plugins.clone(),
-            offline: None,
-        });
-        self.topics_write().insert(name.to_owned(), grown.clone());
-        self.re_source_views(&grown);
-        tracing::info!(topic = name, from = current, to = count, "added partitions");
-        Ok(grown)
+        let change = TopicChange::PartitionsAdded {
+            name: name.to_owned(),
+            partitions: count,
+        };
+        self.apply_locked(change, Recorded::InFiles)
+            .map(Applied::into_topic)
     }
 
     /// A fresh, empty log for partition `index` of `topic` (a directory left by an
     /// interrupted earlier attempt is removed first: nothing was ever visible in it).
-    fn open_new_partition(&self, topic: &Topic, index: i32) -> Result<Partition, KafkaError> {
+    pub(super) fn open_new_partition(
+        &self,
+        topic: &Topic,
+        index: i32,
+    ) -> Result<Partition, KafkaError> {
         let dir = self.topic_dir(&topic.name).join(index.to_string());
         let failed = |what: &str, e: &dyn std::fmt::Display| {
             tracing::error!(topic = topic.name, partition = index, error = %e, "{what} failed");

@@ -1,14 +1,14 @@
 //! Changing a live topic's config overrides (IncrementalAlterConfigs and the admin API): the
-//! new overrides are validated as a whole, persisted in topic.json (the commit point), applied
-//! to every open partition's log, and swapped into the registry.
+//! new overrides are validated as a whole and become a `ConfigAltered` change (`change.rs`:
+//! persisted in topic.json, the commit point, then applied to every open partition's log
+//! and swapped into the registry).
 
 use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
 
-use super::{Broker, TOPIC_FILE, Topic, TopicFile};
+use super::{Applied, Recorded, Topic, TopicChange, TopicRegistry};
 use crate::error::KafkaError;
-use crate::files::write_durable;
 use crate::topic_config::{self, TopicOverrides};
 
 /// One change to a topic's overrides.
@@ -20,7 +20,7 @@ pub enum ConfigChange {
     Delete { key: String },
 }
 
-impl Broker {
+impl TopicRegistry {
     /// Applies `changes` to `name`'s overrides; with `validate_only` only checks them.
     /// Returns the topic as it now is.
     pub fn alter_topic_config(
@@ -34,33 +34,21 @@ impl Broker {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let topic = self.changeable_topic(name)?;
-        let overrides = changed(&topic.overrides, changes)?;
-        topic_config::validate_all(&self.config, &overrides)?;
-        let plugins = topic
-            .plugins
-            .rebind(&self.plugins.registry, &topic.overrides, &overrides)?;
+        let configs = changed(&topic.overrides, changes)?;
+        topic_config::validate_all(&self.config, &configs)?;
         if validate_only {
+            // Applying rebinds them; checking binds them once, as applying would.
+            topic
+                .plugins
+                .rebind(&self.plugins, &topic.overrides, &configs)?;
             return Ok(topic);
         }
-        self.persist(&topic, topic.partitions.len(), &overrides)?;
-        let log_config = topic_config::log_config(&self.config, &overrides);
-        for partition in &topic.partitions {
-            // A closed partition (broker shutting down) picks the config up at the next open.
-            if let Ok(Err(e)) = partition.with_log(|log| log.try_set_config(log_config.clone())) {
-                tracing::error!(topic = name, partition = partition.index, error = %e, "validated config refused by the log");
-            }
-        }
-        let altered = Arc::new(Topic {
-            name: topic.name.clone(),
-            id: topic.id,
-            overrides,
-            partitions: topic.partitions.clone(),
-            plugins,
-            offline: None,
-        });
-        self.topics_write().insert(name.to_owned(), altered.clone());
-        tracing::info!(topic = name, overrides = ?altered.overrides, "altered topic config");
-        Ok(altered)
+        let change = TopicChange::ConfigAltered {
+            name: name.to_owned(),
+            configs,
+        };
+        self.apply_locked(change, Recorded::InFiles)
+            .map(Applied::into_topic)
     }
 
     /// `name`, if a change may touch it: UNKNOWN_TOPIC_OR_PARTITION, or KAFKA_STORAGE_ERROR
@@ -80,32 +68,6 @@ impl Broker {
             ));
         }
         Ok(topic)
-    }
-
-    /// Writes topic.json, the commit point of a topic change, through the durable-write path.
-    pub(super) fn persist(
-        &self,
-        topic: &Topic,
-        partitions: usize,
-        overrides: &TopicOverrides,
-    ) -> Result<(), KafkaError> {
-        let name = topic.name.as_str();
-        let meta = TopicFile {
-            name: name.to_owned(),
-            partitions: partitions as i32,
-            configs: overrides.clone(),
-            topic_id: Some(topic.id.to_string()),
-        };
-        let path = self.topic_dir(name).join(TOPIC_FILE);
-        serde_json::to_string_pretty(&meta)
-            .map_err(std::io::Error::other)
-            .and_then(|text| write_durable(&path, text.as_bytes()))
-            .map_err(|e| {
-                KafkaError::new(
-                    ResponseError::KafkaStorageError,
-                    format!("writing {}: {e}", path.display()),
-                )
-            })
     }
 }
 

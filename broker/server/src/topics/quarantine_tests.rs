@@ -8,7 +8,8 @@ use std::path::Path;
 use kafka_protocol::ResponseError;
 use sluice_storage::Durability;
 
-use super::super::{Broker, TopicOverrides};
+use super::super::TopicOverrides;
+use crate::broker::Broker;
 use crate::config::BrokerConfig;
 
 fn config(dir: &Path) -> BrokerConfig {
@@ -46,13 +47,15 @@ fn one_batch() -> Vec<u8> {
 fn open_damaged(dir: &Path, damage: impl FnOnce(&Path)) -> Broker {
     let broker = Broker::open(config(dir)).unwrap();
     broker
+        .topics
         .create_topic("good", 1, TopicOverrides::new())
         .unwrap();
     broker
+        .topics
         .create_topic("bad", 2, TopicOverrides::new())
         .unwrap();
     for topic in ["good", "bad"] {
-        let partition = broker.partition(topic, 0).unwrap();
+        let partition = broker.topics.partition(topic, 0).unwrap();
         partition
             .with_log(|log| log.append(&mut one_batch(), Durability::Fsync, 0))
             .unwrap()
@@ -65,7 +68,7 @@ fn open_damaged(dir: &Path, damage: impl FnOnce(&Path)) -> Broker {
 }
 
 fn assert_good_serves(broker: &Broker) {
-    let good = broker.partition("good", 0).unwrap();
+    let good = broker.topics.partition("good", 0).unwrap();
     let end = good
         .with_log(|log| log.append(&mut one_batch(), Durability::Fsync, 0))
         .unwrap()
@@ -109,7 +112,7 @@ fn unreadable_topic_metadata_quarantines_only_that_topic() {
         });
         let bad_dir = dir.path().join("topics/bad");
         assert_eq!(Some(snapshot(&bad_dir)), before, "{what}: bad was touched");
-        let quarantined = broker.quarantined();
+        let quarantined = broker.topics.quarantined();
         assert_eq!(quarantined.len(), 1, "{what}");
         let (topic, reasons) = &quarantined[0];
         assert_eq!(topic.name, "bad", "{what}");
@@ -117,6 +120,7 @@ fn unreadable_topic_metadata_quarantines_only_that_topic() {
         let path = bad_dir.join("topic.json").display().to_string();
         assert!(reasons[0].contains(&path), "{what}: {reasons:?}");
         let err = broker
+            .topics
             .partition("bad", 0)
             .unwrap()
             .with_log(|_| ())
@@ -124,17 +128,22 @@ fn unreadable_topic_metadata_quarantines_only_that_topic() {
         assert_eq!(err.code, ResponseError::KafkaStorageError, "{what}");
         assert_good_serves(&broker);
         let exists = broker
+            .topics
             .create_topic("bad", 1, TopicOverrides::new())
             .unwrap_err();
         assert_eq!(exists.code, ResponseError::TopicAlreadyExists, "{what}");
-        let altered = broker.alter_topic_config("bad", &[], false).unwrap_err();
+        let altered = broker
+            .topics
+            .alter_topic_config("bad", &[], false)
+            .unwrap_err();
         assert_eq!(altered.code, ResponseError::KafkaStorageError, "{what}");
-        broker.delete_topic("bad").unwrap();
+        broker.topics.delete_topic("bad").unwrap();
         assert!(!bad_dir.exists(), "{what}");
         broker
+            .topics
             .create_topic("bad", 1, TopicOverrides::new())
             .unwrap();
-        assert!(broker.quarantined().is_empty(), "{what}");
+        assert!(broker.topics.quarantined().is_empty(), "{what}");
     }
 }
 
@@ -154,7 +163,7 @@ fn an_unreadable_segment_takes_only_its_partition_offline() {
         before,
         "the offline partition was touched"
     );
-    let topic = broker.topic("bad").unwrap();
+    let topic = broker.topics.topic("bad").unwrap();
     assert!(topic.offline.is_none(), "the topic's metadata is fine");
     let reasons = topic.offline_reasons();
     assert_eq!(reasons.len(), 1, "{reasons:?}");
@@ -174,6 +183,6 @@ fn an_unreadable_segment_takes_only_its_partition_offline() {
         .unwrap();
     assert_eq!(healthy, 1, "partition 0 of the damaged topic serves");
     assert_good_serves(&broker);
-    broker.delete_topic("bad").unwrap();
-    assert!(broker.quarantined().is_empty());
+    broker.topics.delete_topic("bad").unwrap();
+    assert!(broker.topics.quarantined().is_empty());
 }

@@ -12,7 +12,7 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::ResponseError;
 use sluice_storage::{AppendError, Durability, TxnAppend};
 
-use super::{Broker, Partition};
+use super::{Partition, TopicRegistry};
 use crate::error::KafkaError;
 
 /// What an append gave back, for the response.
@@ -28,15 +28,15 @@ pub(crate) struct Appended {
 /// Appends a client's batches (`Log::append_produced`): transactional batches only under
 /// `txn`, the transaction `crate::txn::verify` confirmed with the coordinator.
 pub(crate) fn append_one(
-    broker: &Broker,
+    topics: &TopicRegistry,
     topic: &str,
     index: i32,
     records: Option<Bytes>,
     txn: Option<&TxnAppend<'_>>,
 ) -> Result<Appended, KafkaError> {
-    let partition = broker.partition(topic, index).ok_or_else(|| {
-        if broker.view(topic).is_some() {
-            return crate::broker::read_only(topic);
+    let partition = topics.partition(topic, index).ok_or_else(|| {
+        if topics.view(topic).is_some() {
+            return super::read_only(topic);
         }
         KafkaError::new(
             ResponseError::UnknownTopicOrPartition,
@@ -53,12 +53,12 @@ pub(crate) fn append_one(
         .try_into_mut()
         .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
     let (outcome, end_offset) = partition.with_log(|log| {
-        let outcome = log.append_produced(&mut batches, Durability::OsCache, broker.now_ms(), txn);
+        let outcome = log.append_produced(&mut batches, Durability::OsCache, topics.now_ms(), txn);
         (outcome, log.log_end_offset().value())
     })?;
     let outcome = outcome.map_err(|e| {
         partition.metrics.produce_errors.fetch_add(1, Relaxed);
-        append_error(&partition, e, broker.now_ms())
+        append_error(&partition, e, topics.now_ms())
     })?;
     if outcome.duplicate {
         // An idempotent producer's retry: the original offsets, and acks=all waits for the

@@ -1,0 +1,151 @@
+//! One partition: its log behind a mutex, the watch channel that wakes long-polling
+//! fetches, the group commit's sync state, and why it is offline if it is.
+
+use kafka_protocol::ResponseError;
+use sluice_storage::Log;
+use std::sync::Mutex;
+use tokio::sync::watch;
+
+use super::group_commit::SyncCoordinator;
+use super::repeated;
+use crate::error::{KafkaError, ServerError};
+
+/// One partition: the log and the fetch wake-up channel.
+#[derive(Debug)]
+pub struct Partition {
+    /// Topic name (for logs and errors).
+    pub topic: String,
+    /// Partition index.
+    pub index: i32,
+    /// `None` once the topic is deleted or the broker is shutting down.
+    log: Mutex<Option<Log>>,
+    /// Log end offset after each append; fetches waiting for data subscribe to it.
+    end_offset: watch::Sender<i64>,
+    /// Bytes and records in and out (relaxed atomics; rendered by the admin API).
+    pub metrics: crate::metrics::PartitionMetrics,
+    /// Group commit for acks=all (`group_commit.rs`).
+    pub(crate) sync: SyncCoordinator,
+    /// Refused appends (KAFKA_STORAGE_ERROR), logged once per interval (`repeated.rs`).
+    pub(crate) append_failures: repeated::RepeatedFailures,
+    /// Why this partition could not be opened at start (naming the path): it has no log and
+    /// answers KAFKA_STORAGE_ERROR until the topic is deleted (`quarantine.rs`).
+    offline: Option<String>,
+    /// The leader epoch of this leadership (begun when the log was opened; -1 offline).
+    pub leader_epoch: i32,
+}
+
+impl Partition {
+    /// Opening a partition is a new leadership of it: the next leader epoch begins
+    /// (`Log::begin_next_leader_epoch`). If that cannot be recorded (a full disk) the log
+    /// keeps its latest epoch, which only makes truncation detection less precise.
+    pub(super) fn new(topic: &str, index: i32, mut log: Log) -> Self {
+        let leader_epoch = log.begin_next_leader_epoch().unwrap_or_else(|error| {
+            tracing::warn!(%topic, partition = index, %error, "could not begin a new leader epoch; keeping the last");
+            log.leader_epoch()
+        });
+        let (end_offset, _) = watch::channel(log.log_end_offset().value());
+        let sync = SyncCoordinator::new(log.durable_offset().value());
+        Self {
+            topic: topic.to_owned(),
+            index,
+            log: Mutex::new(Some(log)),
+            end_offset,
+            metrics: crate::metrics::PartitionMetrics::default(),
+            sync,
+            append_failures: repeated::RepeatedFailures::default(),
+            offline: None,
+            leader_epoch,
+        }
+    }
+
+    /// A partition whose log could not be opened: no log, only the reason.
+    pub(super) fn offline(topic: &str, index: i32, reason: String) -> Self {
+        let (end_offset, _) = watch::channel(0);
+        Self {
+            topic: topic.to_owned(),
+            index,
+            log: Mutex::new(None),
+            end_offset,
+            metrics: crate::metrics::PartitionMetrics::default(),
+            sync: SyncCoordinator::new(0),
+            append_failures: repeated::RepeatedFailures::default(),
+            offline: Some(reason),
+            leader_epoch: -1,
+        }
+    }
+
+    /// KIP-320: a request naming the leader epoch it knows (-1: none) is refused when that
+    /// is older (FENCED_LEADER_EPOCH) or newer (UNKNOWN_LEADER_EPOCH) than this leadership's.
+    /// An offline partition passes: its answer is KAFKA_STORAGE_ERROR.
+    pub fn check_leader_epoch(&self, known: i32) -> Result<(), ResponseError> {
+        if known < 0 || known == self.leader_epoch || self.offline.is_some() {
+            Ok(())
+        } else if known < self.leader_epoch {
+            Err(ResponseError::FencedLeaderEpoch)
+        } else {
+            Err(ResponseError::UnknownLeaderEpoch)
+        }
+    }
+
+    /// Why the partition is offline (quarantined at start), if it is.
+    pub fn offline_reason(&self) -> Option<&str> {
+        self.offline.as_deref()
+    }
+
+    /// Runs `f` on the open log; KAFKA_STORAGE_ERROR if the partition is offline,
+    /// UNKNOWN_TOPIC_OR_PARTITION if it has been closed.
+    pub fn with_log<T>(&self, f: impl FnOnce(&mut Log) -> T) -> Result<T, KafkaError> {
+        if let Some(reason) = &self.offline {
+            return Err(KafkaError::new(
+                ResponseError::KafkaStorageError,
+                format!("{}-{} is offline: {reason}", self.topic, self.index),
+            ));
+        }
+        let mut guard = self
+            .log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let log = guard.as_mut().ok_or_else(|| {
+            KafkaError::new(
+                ResponseError::UnknownTopicOrPartition,
+                format!("{}-{} is closed", self.topic, self.index),
+            )
+        })?;
+        Ok(f(log))
+    }
+
+    /// Tells waiting fetches that the log end offset moved.
+    pub fn notify_appended(&self, end_offset: i64) {
+        self.end_offset.send_replace(end_offset);
+    }
+
+    /// A receiver that changes when the partition gets new data.
+    pub fn subscribe(&self) -> watch::Receiver<i64> {
+        self.end_offset.subscribe()
+    }
+
+    /// Closes the log (flush + clean-shutdown marker); later calls find it closed.
+    pub(super) fn close(&self) -> Result<(), ServerError> {
+        let log = self
+            .log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let Some(log) = log else { return Ok(()) };
+        if log.is_fenced() {
+            // Nothing can be flushed; no clean-shutdown marker, so the next open recovers it.
+            let refused = self.append_failures.take_suppressed();
+            tracing::warn!(topic = %self.topic, partition = self.index, refused_appends_not_logged = refused, "closing a fenced partition without flushing; it is recovered at the next start");
+            self.sync.closed(-1);
+            return Ok(());
+        }
+        let end_offset = log.log_end_offset().value();
+        let closed = log.close();
+        self.sync
+            .closed(if closed.is_ok() { end_offset } else { -1 });
+        closed.map_err(|source| ServerError::Storage {
+            context: format!("closing {}-{}", self.topic, self.index),
+            source,
+        })
+    }
+}
