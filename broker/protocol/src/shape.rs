@@ -31,7 +31,7 @@
 //! decoder will read fits. The tests check that a real request's walk ends exactly at its end.
 //!
 //! Nothing here allocates from a count read off the wire, and the walk recurses only as
-//! deep as the shape nests, which the spec bounds ([`spec`]'s `STRUCT_DEPTH_MAX`).
+//! deep as the shape nests, which the specs bound ([`crate::limits::SPEC_STRUCT_DEPTH_MAX`]).
 
 mod removed;
 mod spec;

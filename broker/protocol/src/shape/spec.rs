@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use serde::Deserialize;
 
 use super::{Element, Field, TaggedField};
+use crate::limits::SPEC_STRUCT_DEPTH_MAX;
 
 /// `specs!["ProduceRequest", ..]`: each `messages/<name>.json`, embedded.
 macro_rules! specs {
@@ -121,11 +122,6 @@ const SPECS: &[(&str, &str)] = &specs![
     "WriteShareGroupStateRequest",
     "WriteTxnMarkersRequest",
 ];
-
-/// How deep structs may nest in a spec: Kafka's deepest request (StreamsGroupHeartbeat's
-/// topology) is 4 levels; a spec deeper than this, or whose structs refer to themselves, is
-/// refused when resolved, so the walker's recursion is bounded by the spec, never by input.
-const STRUCT_DEPTH_MAX: usize = 8;
 
 /// One message spec, as much of it as the shape needs (other keys are ignored).
 #[derive(Debug, Deserialize)]
@@ -273,9 +269,9 @@ impl At<'_> {
     /// A struct's (or the body's) fields at this version: the positional ones in order, then
     /// (flexible versions) the tagged-field section with the tags this version knows.
     fn body(&self, fields: &[FieldSpec], depth: usize) -> Result<Vec<Field>, String> {
-        if depth > STRUCT_DEPTH_MAX {
+        if depth > SPEC_STRUCT_DEPTH_MAX {
             return Err(format!(
-                "structs nest deeper than {STRUCT_DEPTH_MAX} (STRUCT_DEPTH_MAX), or refer to themselves"
+                "structs nest deeper than {SPEC_STRUCT_DEPTH_MAX} (SPEC_STRUCT_DEPTH_MAX), or refer to themselves"
             ));
         }
         let mut positional = Vec::new();
@@ -435,6 +431,6 @@ mod tests {
             { "name": "Node", "type": "Node", "versions": "0+", "fields": [
                 { "name": "Next", "type": "Node", "versions": "0+" } ] } ] }"#;
         let e = resolve(text).unwrap_err();
-        assert!(e.contains("STRUCT_DEPTH_MAX"), "{e}");
+        assert!(e.contains("SPEC_STRUCT_DEPTH_MAX"), "{e}");
     }
 }
