@@ -1,7 +1,8 @@
 //! What the request shape guard costs per request: `shape::check` on a Produce v11 request
 //! (one topic, `PARTITIONS` partitions of a 1 KiB record batch each) and on a Fetch v18
-//! request, timed over a loop; and the first check, which resolves every shape once. A measurement, not a test: run it in release,
-//! `cargo run --release -p sluice-protocol --example shape_cost`; no timing is asserted anywhere.
+//! request, timed over a loop; and the first check, which resolves every shape once. A
+//! measurement, not a test: run it in release,
+//! `cargo run --release -p sluice-protocol --example shape_cost`; no timing is asserted.
 
 use std::hint::black_box;
 use std::time::Instant;

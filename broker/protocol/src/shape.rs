@@ -9,12 +9,12 @@
 //! # Where the shapes come from
 //! From Kafka's own request message specs (`messages/*Request.json`, Kafka 4.4.0's, the
 //! specs kafka-protocol is generated from), embedded and resolved once, on first use, into
-//! a [`Field`] list per (API, version) ([`spec`]): every version a spec lists has a shape,
-//! whether or not the version table serves it yet. The versions Kafka 4.x removed but Sluice
-//! still serves to old clients (through [`crate::compat`]) are written by hand in one place,
-//! [`removed`]. [`check`] refuses a request that has neither, and [`assert_complete`], run
-//! when the server binds, refuses to start a broker whose version table names a version
-//! without one, so an API cannot be added unguarded.
+//! a `Field` list per (API, version) (`shape/spec.rs`): every version a spec lists has a
+//! shape, whether or not the version table serves it yet. The versions Kafka 4.x removed but
+//! Sluice still serves to old clients (through [`crate::compat`]) are written by hand in one
+//! place, `shape/removed.rs`. [`check`] refuses a request that has neither, and
+//! [`assert_complete`], run when the server binds, refuses to start a broker whose version
+//! table names a version without one, so an API cannot be added unguarded.
 //!
 //! # The walk
 //! Positional fields in spec order; in flexible versions strings, bytes and arrays carry an
