@@ -29,10 +29,6 @@ TO_DO = "not yet (issue 33)"
 # Every API Kafka 4.4.0 serves to clients that Sluice does not, and why.
 NOT_SERVED = {
     34: "one log directory per broker: nothing to move between (JBOD is not built)",
-    38: TO_DO,
-    39: TO_DO,
-    40: TO_DO,
-    41: TO_DO,
     45: CLUSTER,
     46: CLUSTER,
     55: CLUSTER,

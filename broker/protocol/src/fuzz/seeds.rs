@@ -487,6 +487,51 @@ fn quota_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
                         .with_value(1_048_576.0)
                 ])
         ])),
+        _ => token_body(key, version),
+    }
+}
+
+/// The bodies of the delegation token requests (KIP-48).
+fn token_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
+    macro_rules! enc {
+        ($m:expr) => {
+            encoded(&$m, version)
+        };
+    }
+    let hmac = || Bytes::from_static(&[7; 64]);
+    match key {
+        ApiKey::CreateDelegationToken => {
+            let mut request = CreateDelegationTokenRequest::default()
+                .with_renewers(vec![
+                    create_delegation_token_request::CreatableRenewers::default()
+                        .with_principal_type(s("User"))
+                        .with_principal_name(s("bob")),
+                ])
+                .with_max_lifetime_ms(3_600_000);
+            if version >= 3 {
+                request = request
+                    .with_owner_principal_type(Some(s("User")))
+                    .with_owner_principal_name(Some(s("alice")));
+            }
+            enc!(request)
+        }
+        ApiKey::RenewDelegationToken => enc!(
+            RenewDelegationTokenRequest::default()
+                .with_hmac(hmac())
+                .with_renew_period_ms(3_600_000)
+        ),
+        ApiKey::ExpireDelegationToken => enc!(
+            ExpireDelegationTokenRequest::default()
+                .with_hmac(hmac())
+                .with_expiry_time_period_ms(-1)
+        ),
+        ApiKey::DescribeDelegationToken => enc!(
+            DescribeDelegationTokenRequest::default().with_owners(Some(vec![
+                describe_delegation_token_request::DescribeDelegationTokenOwner::default()
+                    .with_principal_type(s("User"))
+                    .with_principal_name(s("alice")),
+            ]))
+        ),
         _ => None,
     }
 }

@@ -69,6 +69,18 @@ broker_keys! {
     /// [`BrokerConfig::allow_everyone_if_no_acl_found`]).
     "allow.everyone.if.no.acl.found" => allow_everyone_if_no_acl_found: Option<bool> = None,
         optional(boolean());
+    /// The key delegation tokens' HMACs are made with (KIP-48); unset = tokens disabled.
+    sensitive "delegation.token.secret.key" => delegation_token_secret_key: Option<String> =
+        None, optional(string());
+    /// The longest a delegation token lives, renewals included.
+    "delegation.token.max.lifetime.ms" => delegation_token_max_lifetime_ms: i64 = 7 * DAY_MS,
+        ms(1..=i64::MAX);
+    /// How long a delegation token lives between renewals.
+    "delegation.token.expiry.time.ms" => delegation_token_expiry_time_ms: i64 = DAY_MS,
+        ms(1..=i64::MAX);
+    /// How often expired delegation tokens are removed.
+    "delegation.token.expiry.check.interval.ms" =>
+        delegation_token_expiry_check_interval_ms: i64 = 3_600_000, ms(1..=i64::MAX);
 
     // Topics and requests.
     /// Topics and partitions live here.

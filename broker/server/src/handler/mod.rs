@@ -34,7 +34,7 @@
 //!   DescribeConfigs, AlterConfigs, IncrementalAlterConfigs.
 //! - `security/`: who a client is and what it may do: SaslHandshake and SaslAuthenticate
 //!   (with the connection's SASL session, [`handle_sasl`]), the ACL APIs, the SCRAM user
-//!   APIs, the client quota APIs.
+//!   APIs, the client quota APIs, the delegation token APIs (KIP-48).
 //! - `cluster/`: what the cluster is and where its pieces are: ApiVersions (the protocol
 //!   crate's version table), Metadata, FindCoordinator (where a group's or a transaction's
 //!   coordinator is), DescribeCluster, DescribeLogDirs, ElectLeaders.
@@ -110,7 +110,11 @@ fn domain(key: ApiKey) -> Option<Domain> {
         | DescribeUserScramCredentials
         | AlterUserScramCredentials
         | DescribeClientQuotas
-        | AlterClientQuotas => Domain::Security,
+        | AlterClientQuotas
+        | CreateDelegationToken
+        | RenewDelegationToken
+        | ExpireDelegationToken
+        | DescribeDelegationToken => Domain::Security,
         ApiVersions | Metadata | FindCoordinator | DescribeCluster | DescribeLogDirs
         | ElectLeaders => Domain::Cluster,
         _ => return None,

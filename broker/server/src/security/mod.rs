@@ -14,6 +14,7 @@ use bytes::Bytes;
 use sluice_security::principal::SuperUsers;
 use sluice_security::records::SecurityRecord;
 use sluice_security::state::SecurityState;
+use sluice_security::tokens::TokenConfig;
 use sluice_storage::io as storage_io;
 use sluice_storage::{Durability, Log, LogConfig, RealFs};
 
@@ -90,6 +91,9 @@ pub struct Security {
     /// `admin.token` is set: the views and transforms its bearer (`User:admin-token`) made
     /// act with every right, as the bearer does in the admin API (`authz::owner_lacks`).
     admin_token_set: bool,
+    /// Delegation tokens' settings, `None` without `delegation.token.secret.key` (tokens
+    /// disabled); the tokens themselves are in `store`.
+    pub tokens: Option<TokenConfig>,
 }
 
 impl Security {
@@ -105,6 +109,17 @@ impl Security {
             login_failures: LoginLimiter::default(),
             quotas: QuotaWindows::default(),
             admin_token_set: config.admin_token.is_some(),
+            tokens: config
+                .delegation_token_secret_key
+                .as_deref()
+                .filter(|key| !key.is_empty())
+                .map(|key| {
+                    TokenConfig::new(
+                        key,
+                        config.delegation_token_max_lifetime_ms,
+                        config.delegation_token_expiry_time_ms,
+                    )
+                }),
         })
     }
 
@@ -127,6 +142,8 @@ pub struct SecurityStore {
     /// How many changes were applied since open: what may see what was re-decided
     /// (consumer groups resolve their regexes again, `changes`).
     applied: tokio::sync::watch::Sender<u64>,
+    /// Held from a decision to its append ([`SecurityStore::decide`]).
+    deciding: Mutex<()>,
 }
 
 fn log_config() -> LogConfig {
@@ -172,6 +189,7 @@ impl SecurityStore {
             log: Mutex::new(Some(log)),
             state: RwLock::new(state),
             applied: tokio::sync::watch::Sender::new(0),
+            deciding: Mutex::new(()),
         })
     }
 
@@ -215,6 +233,19 @@ impl SecurityStore {
         drop(state);
         self.applied.send_modify(|n| *n += 1);
         Ok(())
+    }
+
+    /// Decides records from the state and appends them, with no other append between the
+    /// decision and the append (two token requests cannot both pass a limit, or renew a
+    /// token one of them just expired). `decide` returns the records and its answer.
+    pub fn decide<T>(
+        &self,
+        decide: impl FnOnce(&SecurityState) -> (Vec<SecurityRecord>, T),
+    ) -> Result<T, ServerError> {
+        let _serial = self.deciding.lock().unwrap_or_else(PoisonError::into_inner);
+        let (records, answer) = self.read(decide);
+        self.append(&records)?;
+        Ok(answer)
     }
 
     /// Changes each time credentials, ACLs or quotas change.

@@ -1,16 +1,18 @@
 //! Who a client is and what it may do: SaslHandshake and SaslAuthenticate (`sasl.rs`, with
 //! the connection's SASL session: [`sasl`], called by `handle_sasl`), the ACL APIs
-//! (`acls.rs`), the SCRAM user APIs (`users.rs`) and the client quota APIs (`quotas.rs`).
-//! One `match` over their API keys each.
+//! (`acls.rs`), the SCRAM user APIs (`users.rs`), the client quota APIs (`quotas.rs`) and
+//! the delegation token APIs (`tokens.rs`). One `match` over their API keys each.
 
 mod acls;
 mod quotas;
 mod sasl;
+mod tokens;
 mod users;
 
 use kafka_protocol::messages::ApiKey;
 
 use crate::authz::Authz;
+use crate::clock::SharedClock;
 use crate::sasl::{Services, Session};
 use crate::security::Security;
 use crate::wire::{Client, ConnectionContext, FrameError, Response};
@@ -23,6 +25,8 @@ pub(super) struct Ctx<'a> {
     pub client: &'a Client,
     pub auth: Authz<'a>,
     pub security: &'a Security,
+    /// What "now" is for delegation tokens' lifetimes.
+    pub clock: &'a SharedClock,
 }
 
 /// Answers an ACL, user or quota request. SaslHandshake and SaslAuthenticate come through
@@ -32,6 +36,7 @@ pub(super) fn dispatch(conn: &ConnectionContext, mut call: Call) -> Result<Respo
         client: &conn.client,
         auth: Authz::new(&conn.broker.security, &conn.client),
         security: &conn.broker.security,
+        clock: conn.broker.clock(),
     };
     let answer = call.answer;
     match call.key {
@@ -44,6 +49,10 @@ pub(super) fn dispatch(conn: &ConnectionContext, mut call: Call) -> Result<Respo
         ApiKey::AlterUserScramCredentials => answer.reply(&users::alter(ctx, call.request()?)),
         ApiKey::DescribeClientQuotas => answer.reply(&quotas::describe(ctx, call.request()?)),
         ApiKey::AlterClientQuotas => answer.reply(&quotas::alter(ctx, call.request()?)),
+        ApiKey::CreateDelegationToken => answer.reply(&tokens::create(ctx, call.request()?)),
+        ApiKey::RenewDelegationToken => answer.reply(&tokens::renew(ctx, call.request()?)),
+        ApiKey::ExpireDelegationToken => answer.reply(&tokens::expire(ctx, call.request()?)),
+        ApiKey::DescribeDelegationToken => answer.reply(&tokens::describe(ctx, call.request()?)),
         other => Err(no_handler(other)),
     }
 }

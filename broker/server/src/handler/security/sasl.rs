@@ -49,8 +49,9 @@ pub(super) async fn authenticate(
     let host = std::sync::Arc::clone(&client.host);
     let outcome = session.authenticate(request.auth_bytes, sasl, &host).await;
     if let Some(principal) = outcome.principal {
-        tracing::debug!(peer = %client.peer, %principal, "authenticated");
+        tracing::debug!(peer = %client.peer, %principal, token = outcome.token_authenticated, "authenticated");
         client.principal = principal;
+        client.token_authenticated = outcome.token_authenticated;
     }
     if outcome.failed {
         let delay = sasl.config.connection_failed_authentication_delay_ms;

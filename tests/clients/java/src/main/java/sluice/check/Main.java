@@ -17,6 +17,7 @@ import java.util.Map;
  *   txn     --bootstrap B --topic T               commit, abort, read_committed, fencing
  *   regex   --bootstrap B --topic T               group.protocol=consumer with a broker-side regex
  *   restart --bootstrap B --topic T --records N   a group.protocol=consumer member across a broker restart
+ *   token-create|token-use|token-manage|token-expire ...   delegation tokens (Tokens.java)
  * </pre>
  *
  * A failed check is data in the JSON (the test asserts on it), an exception escaping a
@@ -41,6 +42,10 @@ public final class Main {
                     case "txn" -> Transactions.run(bootstrap, topic);
                     case "regex" -> RegexSubscription.run(bootstrap, topic);
                     case "restart" -> RestartSurvivor.run(bootstrap, topic, records);
+                    case "token-create" -> Tokens.create(args);
+                    case "token-use" -> Tokens.use(args, records);
+                    case "token-manage" -> Tokens.manage(args);
+                    case "token-expire" -> Tokens.expire(args);
                     default -> usage();
                 };
         ObjectMapper json = new ObjectMapper().enable(SerializationFeature.ORDER_MAP_ENTRIES_BY_KEYS);
@@ -69,7 +74,7 @@ public final class Main {
     }
 
     private static <T> T usage() {
-        System.err.println("usage: java-check codecs|group|admin|txn|regex|restart --bootstrap HOST:PORT --topic NAME"
+        System.err.println("usage: java-check codecs|group|admin|txn|regex|restart|token-* --bootstrap HOST:PORT --topic NAME"
                 + " [--records N] [--protocol classic|consumer]");
         System.exit(2);
         throw new AssertionError("unreachable");
