@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 API_PRODUCE = 0
 API_FETCH = 1
+API_GET_TELEMETRY_SUBSCRIPTIONS = 71
+API_PUSH_TELEMETRY = 72
 API_LIST_OFFSETS = 2
 API_METADATA = 3
 API_OFFSET_COMMIT = 8
@@ -279,6 +281,8 @@ def is_flexible(api_key: int, version: int) -> bool:
             API_LIST_TRANSACTIONS,
             API_DESCRIBE_CLUSTER,
             API_WRITE_TXN_MARKERS,
+            API_GET_TELEMETRY_SUBSCRIPTIONS,
+            API_PUSH_TELEMETRY,
         )
     )
 

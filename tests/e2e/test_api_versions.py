@@ -3,7 +3,8 @@ docs/compatibility.md generated from the live answer so it cannot drift.
 
 `kafka-4.4.0-apiversions.txt` is what a real Kafka 4.4.0 broker answers on its client listener.
 Every API Kafka serves there is either served by Sluice or named in `NOT_SERVED` with the
-reason; Sluice never advertises a version Kafka 4.4.0 does not have. Regenerate the docs table
+reason; Sluice never advertises a version Kafka 4.4.0 does not have, nor an API beyond
+Kafka's client listener but the few named in `BEYOND_KAFKA`. Regenerate the docs table
 after changing the served versions with `SLUICE_UPDATE_DOCS=1 python3 -m pytest
 e2e/test_api_versions.py`.
 """
@@ -25,6 +26,12 @@ SHARE_GROUPS = "share groups (KIP-932): a separate piece of work"
 STREAMS_GROUPS = "the Streams group protocol (KIP-1071): a separate piece of work"
 CLUSTER = "belongs to the cluster (the metadata quorum and replication, issues 36 and 37)"
 TO_DO = "not yet (issue 33)"
+
+# APIs Sluice serves that Kafka 4.4.0's client listener does not advertise, and why.
+BEYOND_KAFKA = {
+    71: ("GetTelemetrySubscriptions", "client telemetry (KIP-714): Kafka serves it only with a metrics reporter plugin"),
+    72: ("PushTelemetry", "client telemetry (KIP-714): Kafka serves it only with a metrics reporter plugin"),
+}
 
 # Every API Kafka 4.4.0 serves to clients that Sluice does not, and why.
 NOT_SERVED = {
@@ -78,8 +85,13 @@ def render(kafka: dict[int, tuple[int, int, str]], sluice: dict[int, tuple[int, 
         "| key | API | Kafka 4.4.0 | Sluice | note |",
         "|---|---|---|---|---|",
     ]
+    for key, (name, _) in sorted(BEYOND_KAFKA.items()):
+        kafka = kafka | {key: (0, -1, name)} if key in sluice else kafka
     for key, (lo, hi, name) in sorted(kafka.items()):
         served = sluice.get(key)
+        if key in BEYOND_KAFKA:
+            rows.append(f"| {key} | {name} | - | {versions(served)} | {BEYOND_KAFKA[key][1]} |")
+            continue
         if served is None:
             note = NOT_SERVED[key]
         elif served[1] < hi:
@@ -88,11 +100,14 @@ def render(kafka: dict[int, tuple[int, int, str]], sluice: dict[int, tuple[int, 
         else:
             note = ""
         rows.append(f"| {key} | {name} | {versions((lo, hi))} | {versions(served)} | {note} |")
-    served_count = sum(1 for key in kafka if key in sluice)
-    at_max = sum(1 for key, (_, hi, _) in kafka.items() if key in sluice and sluice[key][1] == hi)
+    served_count = sum(1 for key in kafka if key in sluice and key not in BEYOND_KAFKA)
+    at_max = sum(
+        1 for key, (_, hi, _) in kafka.items() if key in sluice and key not in BEYOND_KAFKA and sluice[key][1] == hi
+    )
+    beyond = sum(1 for key in BEYOND_KAFKA if key in sluice)
     summary = (
-        f"Sluice serves {served_count} of the {len(kafka)} APIs Kafka 4.4.0 serves to clients, "
-        f"{at_max} of them up to Kafka's newest version."
+        f"Sluice serves {served_count} of the {len(kafka) - beyond} APIs Kafka 4.4.0 serves to clients, "
+        f"{at_max} of them up to Kafka's newest version, and {beyond} more."
     )
     return "\n".join([BEGIN, summary, "", *rows, END])
 
@@ -108,9 +123,10 @@ def test_sluice_versions_against_kafka_4_4_and_the_docs_table(broker):
     kafka = kafka_versions()
     sluice = live_versions(broker.bootstrap)
 
-    # Nothing Kafka 4.4.0 does not serve to clients, and never a version beyond Kafka's.
-    assert set(sluice) <= set(kafka), sorted(set(sluice) - set(kafka))
-    ahead = {key: (sluice[key], kafka[key][:2]) for key in sluice if sluice[key][1] > kafka[key][1]}
+    # Nothing Kafka 4.4.0 does not serve to clients (but the named few), and never a version
+    # beyond Kafka's.
+    assert set(sluice) <= set(kafka) | set(BEYOND_KAFKA), sorted(set(sluice) - set(kafka))
+    ahead = {key: (sluice[key], kafka[key][:2]) for key in sluice if key in kafka and sluice[key][1] > kafka[key][1]}
     assert not ahead, f"versions beyond Kafka 4.4.0's: {ahead}"
     # Every API left out is left out for a stated reason, and nothing with a reason is served.
     missing = set(kafka) - set(sluice)

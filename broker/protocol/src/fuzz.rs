@@ -97,6 +97,8 @@ fn decode_body(key: ApiKey, version: i16, mut body: Bytes) -> Result<(), String>
         ApiKey::RenewDelegationToken => d::<RenewDelegationTokenRequest>(b, version),
         ApiKey::ExpireDelegationToken => d::<ExpireDelegationTokenRequest>(b, version),
         ApiKey::DescribeDelegationToken => d::<DescribeDelegationTokenRequest>(b, version),
+        ApiKey::GetTelemetrySubscriptions => d::<GetTelemetrySubscriptionsRequest>(b, version),
+        ApiKey::PushTelemetry => d::<PushTelemetryRequest>(b, version),
         ApiKey::DescribeUserScramCredentials => {
             d::<DescribeUserScramCredentialsRequest>(b, version)
         }

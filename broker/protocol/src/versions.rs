@@ -103,6 +103,8 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::RenewDelegationToken, 1, 2),
     api(ApiKey::ExpireDelegationToken, 1, 2),
     api(ApiKey::DescribeDelegationToken, 1, 3),
+    api(ApiKey::GetTelemetrySubscriptions, 0, 0),
+    api(ApiKey::PushTelemetry, 0, 0),
     // v0 is flexible (KIP-554 came after KIP-482); no other version exists.
     api(ApiKey::DescribeUserScramCredentials, 0, 0),
     api(ApiKey::DescribeProducers, 0, 0),

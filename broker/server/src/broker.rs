@@ -23,6 +23,7 @@ use crate::files::{remove_stale_temps, write_durable};
 use crate::plugins::Plugins;
 use crate::random::OsRng;
 use crate::security::Security;
+use crate::telemetry::{Telemetry, TelemetryConfig};
 use crate::topics::TopicRegistry;
 
 const CLUSTER_FILE: &str = "cluster.json";
@@ -49,6 +50,8 @@ pub struct Broker {
     pub security: Arc<Security>,
     /// Request, connection and error counters (the admin API renders them).
     pub metrics: crate::metrics::Metrics,
+    /// The metrics clients push about themselves (KIP-714).
+    pub telemetry: Arc<Telemetry>,
 }
 
 /// `<data.dir>/cluster.json`.
@@ -114,6 +117,7 @@ impl Broker {
                 (l.name.clone(), addr.clone())
             })
             .collect();
+        let telemetry = Arc::new(Telemetry::new(telemetry_config(&config)));
         let config = Arc::new(config);
         let topics =
             TopicRegistry::open(config.clone(), plugins.registry.clone(), fs, clock.clone())?;
@@ -127,6 +131,7 @@ impl Broker {
             dir_lock: Mutex::new(Some(dir_lock)),
             plugins,
             metrics: crate::metrics::Metrics::default(),
+            telemetry,
         };
         Ok(broker)
     }
@@ -209,4 +214,20 @@ fn random_id() -> String {
         .iter()
         .map(|b| char::from(ALPHABET[usize::from(b & 63)]))
         .collect()
+}
+
+/// What every client is subscribed to (`client.telemetry.*`, `telemetry.max.bytes`).
+fn telemetry_config(config: &BrokerConfig) -> TelemetryConfig {
+    let all = config.client_telemetry_metrics.iter().any(|m| m == "*");
+    TelemetryConfig {
+        // The wire's form: [""] is every metric, [] none.
+        requested_metrics: if all {
+            vec![String::new()]
+        } else {
+            config.client_telemetry_metrics.clone()
+        },
+        push_interval_ms: i32::try_from(config.client_telemetry_push_interval_ms)
+            .unwrap_or(i32::MAX),
+        max_bytes: i32::try_from(config.telemetry_max_bytes).unwrap_or(i32::MAX),
+    }
 }

@@ -34,7 +34,16 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("plugin_component", plugin_component),
     ("admin_json", admin_json),
     ("tls_principal", tls_principal),
+    ("telemetry_otlp", telemetry_otlp),
 ];
+
+/// A client's pushed metrics (KIP-714), OTLP protobuf after decompression, through the
+/// bounded reader the telemetry store keeps them with (`telemetry/otlp.rs`).
+pub fn telemetry_otlp(data: &[u8]) {
+    if let Ok(metrics) = crate::telemetry::otlp::decode(data) {
+        assert!(metrics.points.len() <= crate::limits::TELEMETRY_POINTS_PER_PUSH_MAX);
+    }
+}
 
 /// A client certificate (DER), through the reader that takes the mTLS principal from its
 /// subject (`tls/principal.rs`). rustls verifies a certificate before the broker reads it,

@@ -64,6 +64,9 @@
 //!   pause, resume, delete; the spec files), one runner task per source partition carrying
 //!   out `sluice_transform::Runner`'s effects, exactly once through the transaction
 //!   coordinator.
+//! - [`telemetry`]: the metrics clients push about themselves (KIP-714): subscriptions,
+//!   pushes checked as Kafka checks them, the bounded store; `telemetry/otlp.rs` reads the
+//!   OTLP protobuf.
 //! - [`metrics`]: relaxed atomic counters and latency histograms on the request, produce and
 //!   fetch paths; [`admin`] serves them (Prometheus text) with the admin HTTP API (axum):
 //!   topics, groups, `/health`, `/ready`.
@@ -137,6 +140,7 @@ mod records;
 mod reroute;
 pub mod sasl;
 pub mod security;
+pub mod telemetry;
 pub mod tls;
 pub mod topic_config;
 mod topic_name;

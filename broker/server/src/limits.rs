@@ -306,3 +306,27 @@ const _: () = assert!(PRODUCE_DECOMPRESSED_BYTES_MAX >= 16 * MESSAGE_MAX_BYTES_D
 pub const DESCRIBE_CONFIGS_RESOURCES_MAX: usize = 1_000;
 
 const _: () = assert!(INTERNAL_LOG_DEDUPE_BUFFER_BYTES >= CLEANER_DEDUPE_BUFFER_BYTES_MIN);
+
+/// Client instances whose pushed metrics (KIP-714) the broker keeps; past it the one seen
+/// longest ago is forgotten (its next push answers UNKNOWN_SUBSCRIPTION_ID and it
+/// subscribes again). Bounds the telemetry store and `/metrics` together with the two
+/// limits below.
+pub const TELEMETRY_CLIENTS_MAX: usize = 1_000;
+
+/// Data points kept from one push (the rest counted as dropped). Kafka's clients push a few
+/// dozen.
+pub const TELEMETRY_POINTS_PER_PUSH_MAX: usize = 500;
+
+/// Attributes kept per data point (and of a push's resource).
+pub const TELEMETRY_ATTRIBUTES_PER_POINT_MAX: usize = 16;
+
+/// Longest metric name or attribute string kept, in bytes (longer ones are cut).
+pub const TELEMETRY_STRING_BYTES_MAX: usize = 256;
+
+/// The shortest a client instance is kept after it was last heard from (ms): three push
+/// intervals, but never less than this, so a short interval does not make a closed client
+/// vanish before anyone looked.
+pub const TELEMETRY_FORGET_AFTER_MS_MIN: i64 = 60_000;
+
+/// Largest decompressed push (bytes); a push inflating past it is INVALID_RECORD.
+pub const TELEMETRY_DECOMPRESSED_BYTES_MAX: usize = 8 * 1024 * 1024;

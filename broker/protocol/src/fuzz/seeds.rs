@@ -525,6 +525,14 @@ fn token_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
                 .with_hmac(hmac())
                 .with_expiry_time_period_ms(-1)
         ),
+        ApiKey::GetTelemetrySubscriptions => enc!(GetTelemetrySubscriptionsRequest::default()),
+        ApiKey::PushTelemetry => enc!(
+            PushTelemetryRequest::default()
+                .with_client_instance_id(uuid::Uuid::from_u128(0x5eed))
+                .with_subscription_id(7)
+                .with_compression_type(0)
+                .with_metrics(Bytes::from_static(b"\x0a\x00"))
+        ),
         ApiKey::DescribeDelegationToken => enc!(
             DescribeDelegationTokenRequest::default().with_owners(Some(vec![
                 describe_delegation_token_request::DescribeDelegationTokenOwner::default()

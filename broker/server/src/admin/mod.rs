@@ -5,6 +5,8 @@
 //! - `topics.rs`, `groups.rs`, `plugins.rs`, `views.rs`: the JSON resources under `/v1/`,
 //!   one file per resource.
 //! - `prometheus.rs`: renders [`crate::metrics`] and the gauges read at scrape time.
+//! - `clients.rs`: the client instances that push their metrics (KIP-714), and their
+//!   `sluice_client_metric` samples.
 //! - `serve.rs`: the listener under axum: `admin.max.connections`, HTTPS (`admin.ssl.enabled`).
 //! - `host.rs`: the `Host` check against DNS rebinding (`admin.allowed.hosts`), on every route.
 //! - `auth.rs`: the caller (`admin.token`, `admin.auth = basic`) and its ACL checks, which
@@ -16,6 +18,7 @@
 //! `TOO_MANY_FAILED_LOGINS`, `NOT_FOUND`, `BAD_REQUEST`, `UNAVAILABLE`.
 
 mod auth;
+mod clients;
 mod groups;
 mod host;
 mod plugins;
@@ -109,6 +112,7 @@ fn router(state: AdminState) -> Router {
         .nest("/v1/plugins", plugins::routes())
         .nest("/v1/views", views::routes())
         .nest("/v1/transforms", transforms::routes())
+        .nest("/v1/clients", clients::routes())
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             state.clone(),

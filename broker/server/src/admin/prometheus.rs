@@ -36,6 +36,7 @@ pub(super) async fn handle(
         view_metrics(&mut out, &broker);
         topic_plugin_metrics(&mut out, &broker);
         plugin_metrics(&mut out, &broker.plugins.registry.stats());
+        super::clients::render(&mut out, &broker);
         out
     })
     .await?;
@@ -44,7 +45,7 @@ pub(super) async fn handle(
     Ok(([(header::CONTENT_TYPE, CONTENT_TYPE)], out).into_response())
 }
 
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+pub(super) fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
@@ -782,7 +783,7 @@ async fn group_metrics(out: &mut String, state: &AdminState) {
 }
 
 /// Escapes a label value (backslash, double quote, newline).
-fn escape(value: &str) -> String {
+pub(super) fn escape(value: &str) -> String {
     value
         .replace('\\', "\\\\")
         .replace('"', "\\\"")

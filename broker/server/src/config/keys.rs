@@ -104,6 +104,15 @@ broker_keys! {
         bytes(1..=i64::MAX);
     /// A connection that sends no request for this long is closed.
     "connections.max.idle.ms" => connections_max_idle_ms: u64 = 600_000, ms(1..=i64::MAX);
+    /// Client telemetry (KIP-714): the metric name prefixes every client is asked to push,
+    /// comma-separated; `*` all, empty none.
+    "client.telemetry.metrics" => client_telemetry_metrics: Vec<String> =
+        vec!["*".to_owned()], text(parse_prefixes, |p| p.join(","));
+    /// How often clients push their metrics.
+    "client.telemetry.push.interval.ms" => client_telemetry_push_interval_ms: i64 = 300_000,
+        ms(100..=I32_MAX);
+    /// Largest client metrics push accepted (Kafka's key).
+    "telemetry.max.bytes" => telemetry_max_bytes: u32 = 1_048_576, bytes(1..=I32_MAX);
     /// Open client connections; accepting pauses above it.
     "max.connections" => max_connections: u32 = limits::CONNECTIONS_MAX as u32,
         count(1..=I32_MAX);
@@ -251,4 +260,14 @@ broker_keys! {
         count(1..=limits::ADMIN_MAX_CONNECTIONS_MAX as i64);
     /// Serve an admin API asking no credentials on a non-loopback address.
     "admin.allow.insecure" => admin_allow_insecure: bool = false, boolean();
+}
+
+/// `client.telemetry.metrics` as a list: trimmed, empties dropped.
+fn parse_prefixes(value: &str) -> Result<Vec<String>, String> {
+    Ok(value
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(str::to_owned)
+        .collect())
 }

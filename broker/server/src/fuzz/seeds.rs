@@ -29,6 +29,11 @@ pub fn all() -> Vec<Seed> {
     out.extend(offsets());
     out.extend(metadata_files());
     out.extend(admin_bodies());
+    out.push((
+        "telemetry_otlp",
+        "gauge-and-sum".to_owned(),
+        crate::telemetry::otlp::sample(),
+    ));
     out.extend(guest_columns());
     out.extend(plugin_components());
     out

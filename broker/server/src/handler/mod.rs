@@ -38,6 +38,8 @@
 //! - `cluster/`: what the cluster is and where its pieces are: ApiVersions (the protocol
 //!   crate's version table), Metadata, FindCoordinator (where a group's or a transaction's
 //!   coordinator is), DescribeCluster, DescribeLogDirs, ElectLeaders.
+//! - `telemetry/`: what clients report about themselves (KIP-714): GetTelemetrySubscriptions
+//!   and PushTelemetry, into the broker's telemetry store.
 //! - `topic_ids.rs`: topic and view names and ids both ways, for the APIs that name topics
 //!   by id (KIP-848's group APIs, Fetch v13+).
 //!
@@ -48,6 +50,7 @@ mod cluster;
 mod groups;
 mod produce_fetch;
 mod security;
+mod telemetry;
 mod topic_ids;
 mod topics;
 mod transactions;
@@ -71,6 +74,7 @@ enum Domain {
     Topics,
     Security,
     Cluster,
+    Telemetry,
 }
 
 /// The domain of `key`, `None` for an API without a handler.
@@ -117,6 +121,7 @@ fn domain(key: ApiKey) -> Option<Domain> {
         | DescribeDelegationToken => Domain::Security,
         ApiVersions | Metadata | FindCoordinator | DescribeCluster | DescribeLogDirs
         | ElectLeaders => Domain::Cluster,
+        GetTelemetrySubscriptions | PushTelemetry => Domain::Telemetry,
         _ => return None,
     })
 }
@@ -179,6 +184,7 @@ async fn dispatch(ctx: &ConnectionContext, call: Call) -> Result<Reply, FrameErr
         Domain::Topics => topics::dispatch(ctx, call).await?,
         Domain::Security => security::dispatch(ctx, call)?,
         Domain::Cluster => cluster::dispatch(ctx, call).await?,
+        Domain::Telemetry => telemetry::dispatch(ctx, call)?,
     };
     Ok(Reply::Now(Some(response)))
 }
