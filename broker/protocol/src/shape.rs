@@ -209,6 +209,23 @@ fn txn_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
         ],
         // Transactional id, producer id, epoch, group id.
         ApiKey::AddOffsetsToTxn => vec![Str, I64, I16, Str],
+        // Transactional id, group, producer id, epoch, (v3+, flexible) generation, member
+        // id, instance id, topics [name, partitions [index, offset, leader epoch, metadata]].
+        ApiKey::TxnOffsetCommit if v >= 3 => vec![
+            CompactStr,
+            CompactStr,
+            I64,
+            I16,
+            I32,
+            CompactStr,
+            CompactStr,
+            CompactArray(vec![
+                CompactStr,
+                CompactArray(vec![I32, I64, I32, CompactStr, Tags]),
+                Tags,
+            ]),
+            Tags,
+        ],
         // Transactional id, group, producer id, epoch, topics [name, partitions [index,
         // offset, (v2+) leader epoch, metadata]].
         ApiKey::TxnOffsetCommit => vec![

@@ -32,7 +32,7 @@ const fn api(key: ApiKey, min: i16, max: i16) -> ApiSupport {
 /// v9-v12, the APIs
 /// whose only version is flexible (the SCRAM credential APIs, DescribeProducers,
 /// DescribeTransactions, ListTransactions, DescribeCluster, WriteTxnMarkers v1), AddPartitionsToTxn v3-v4 (v4's
-/// batched form), CreatePartitions v2-v3, DeleteRecords, AlterConfigs and ElectLeaders v2
+/// batched form), TxnOffsetCommit v3-v4 (KIP-447's member fields), CreatePartitions v2-v3, DeleteRecords, AlterConfigs and ElectLeaders v2
 /// DescribeLogDirs v2-v4, OffsetForLeaderEpoch v4, OffsetCommit v8-v9, OffsetFetch v6-v9,
 /// ListGroups v3-v5, and KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe.
 ///
@@ -89,7 +89,10 @@ pub const SUPPORTED: &[ApiSupport] = &[
     // v3 and v4 are flexible; v4 is the brokers' batched form (KIP-890).
     api(ApiKey::AddPartitionsToTxn, 0, 4),
     api(ApiKey::AddOffsetsToTxn, 0, 2),
-    api(ApiKey::TxnOffsetCommit, 0, 2),
+    // v3+ are flexible and carry the consumer's member, generation and instance (KIP-447);
+    // v4 answers TRANSACTION_ABORTABLE (KIP-890). v5 is transaction version 2's, which this
+    // broker does not finalize: clients never send it here.
+    api(ApiKey::TxnOffsetCommit, 0, 4),
     api(ApiKey::EndTxn, 0, 2),
     // v0 is answered UNSUPPORTED_VERSION (the server's SaslHandshake handler): librdkafka enables SASL only
     // when the broker lists v0, then uses v1 (SaslAuthenticate). After a v0 handshake the
@@ -201,6 +204,7 @@ mod tests {
             ApiKey::DescribeTransactions,
             ApiKey::ListTransactions,
             ApiKey::WriteTxnMarkers,
+            ApiKey::TxnOffsetCommit,
             ApiKey::OffsetCommit,
             ApiKey::OffsetFetch,
             ApiKey::ListGroups,

@@ -3,7 +3,8 @@
 //! marker in the log; AddPartitionsToTxn v4's batched and verify-only forms; the checks
 //! before the coordinator (unknown partitions, OPERATION_NOT_ATTEMPTED); fencing by a second
 //! InitProducerId; the coordinator's state across a restart; a PrepareCommit left by a crash
-//! finished at the next start; FindCoordinator for
+//! finished at the next start; TxnOffsetCommit v3's group check (KIP-447) and v4's
+//! TRANSACTION_ABORTABLE (KIP-890); FindCoordinator for
 //! transactions; the reserved `__transaction_state` name; and every served version of every
 //! transaction API.
 
@@ -482,6 +483,70 @@ async fn find_coordinator_for_transactions_and_the_reserved_name() {
     request.topics = vec![t];
     let response: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 4, &request).await;
     assert_eq!(response.topics[0].error_code, 17, "INVALID_TOPIC_EXCEPTION");
+    drop(client);
+    broker.stop().await;
+}
+
+/// TxnOffsetCommit of offset 1 of partition 0 for group `g`, from `member` (generation,
+/// member id) at `version`; the partition's error code.
+async fn txn_offset_commit(
+    client: &mut Client,
+    id: &str,
+    producer: (i64, i16),
+    (generation, member): (i32, &str),
+    version: i16,
+) -> i16 {
+    let mut offsets = TxnOffsetCommitRequest::default();
+    offsets.transactional_id = TransactionalId(s(id));
+    offsets.group_id = GroupId(s("g"));
+    offsets.producer_id = ProducerId(producer.0);
+    offsets.producer_epoch = producer.1;
+    offsets.generation_id = generation;
+    offsets.member_id = s(member);
+    let mut topic = TxnOffsetCommitRequestTopic::default();
+    topic.name = TopicName(s(TOPIC));
+    let mut p = TxnOffsetCommitRequestPartition::default();
+    p.committed_offset = 1;
+    topic.partitions.push(p);
+    offsets.topics = vec![topic];
+    let response: TxnOffsetCommitResponse = client
+        .call(ApiKey::TxnOffsetCommit, version, &offsets)
+        .await;
+    response.topics[0].partitions[0].error_code
+}
+
+#[tokio::test]
+async fn txn_offset_commit_v3_checks_the_group_and_v4_is_abortable() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, TOPIC, 1).await;
+    let producer = init(&mut client, "t5").await;
+    assert_eq!(add(&mut client, "t5", producer, &[0]).await, vec![0]);
+    let code = txn_offset_commit(&mut client, "t5", producer, (1, "m"), 3).await;
+    assert_eq!(
+        code, 22,
+        "ILLEGAL_GENERATION: a generation of a group that does not exist"
+    );
+    let none = (-1, "");
+    let code = txn_offset_commit(&mut client, "t5", producer, none, 3).await;
+    assert_eq!(
+        code, 48,
+        "INVALID_TXN_STATE: the group is not in the transaction"
+    );
+    let code = txn_offset_commit(&mut client, "t5", producer, none, 4).await;
+    assert_eq!(code, 120, "TRANSACTION_ABORTABLE from v4 (KIP-890)");
+    let mut add_offsets = AddOffsetsToTxnRequest::default();
+    add_offsets.transactional_id = TransactionalId(s("t5"));
+    add_offsets.producer_id = ProducerId(producer.0);
+    add_offsets.producer_epoch = producer.1;
+    add_offsets.group_id = GroupId(s("g"));
+    let added: AddOffsetsToTxnResponse =
+        client.call(ApiKey::AddOffsetsToTxn, 2, &add_offsets).await;
+    assert_eq!(added.error_code, 0);
+    for version in [2, 3, 4] {
+        let code = txn_offset_commit(&mut client, "t5", producer, none, version).await;
+        assert_eq!(code, 0, "v{version}");
+    }
     drop(client);
     broker.stop().await;
 }

@@ -169,6 +169,9 @@ fn txn_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
                 .with_transactional_id(id())
                 .with_group_id(group())
                 .with_producer_id(ProducerId(4000))
+                .with_generation_id(if version >= 3 { 3 } else { -1 })
+                .with_member_id(if version >= 3 { s("member-1") } else { s("") })
+                .with_group_instance_id((version >= 3).then(|| s("instance-1")))
                 .with_topics(vec![
                     txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
                         .with_name(topic())

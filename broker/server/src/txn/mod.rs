@@ -282,3 +282,16 @@ impl TxnHandle {
         .await
     }
 }
+
+/// A transaction's offset as the group coordinator takes it.
+pub fn group_offset(offset: &sluice_txn::PendingOffset) -> sluice_group::CommitPartition {
+    sluice_group::CommitPartition {
+        tp: sluice_group::TopicPartition {
+            topic: offset.tp.topic.clone(),
+            partition: offset.tp.partition,
+        },
+        offset: offset.committed_offset,
+        leader_epoch: offset.leader_epoch,
+        metadata: offset.metadata.clone(),
+    }
+}
