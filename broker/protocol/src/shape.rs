@@ -84,6 +84,19 @@ fn schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
             since(v, 7, Array(vec![Str, Array(vec![I32])])),
             since(v, 11, Str),
         ]),
+        // Replica id, isolation level, topics [name, partitions [index, current leader
+        // epoch, timestamp]], (v10) timeout.
+        ApiKey::ListOffsets if v >= 6 => fields([
+            Some(I32),
+            Some(I8),
+            Some(CompactArray(vec![
+                CompactStr,
+                CompactArray(vec![I32, I32, I64, Tags]),
+                Tags,
+            ])),
+            since(v, 10, I32),
+            Some(Tags),
+        ]),
         ApiKey::ListOffsets => fields([
             Some(I32),
             since(v, 2, I8),

@@ -32,7 +32,7 @@ const fn api(key: ApiKey, min: i16, max: i16) -> ApiSupport {
 /// v9-v12, the APIs
 /// whose only version is flexible (the SCRAM credential APIs, DescribeProducers,
 /// DescribeTransactions, ListTransactions, DescribeCluster, WriteTxnMarkers v1), AddPartitionsToTxn v3-v4 (v4's
-/// batched form), TxnOffsetCommit v3-v4 (KIP-447's member fields), CreatePartitions v2-v3, DeleteRecords, AlterConfigs and ElectLeaders v2
+/// batched form), TxnOffsetCommit v3-v4 (KIP-447's member fields), ListOffsets v6-v10, CreatePartitions v2-v3, DeleteRecords, AlterConfigs and ElectLeaders v2
 /// DescribeLogDirs v2-v4, OffsetForLeaderEpoch v4, OffsetCommit v8-v9, OffsetFetch v6-v9,
 /// ListGroups v3-v5, and KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe.
 ///
@@ -50,7 +50,10 @@ pub const SUPPORTED: &[ApiSupport] = &[
         max: 8,
     },
     api(ApiKey::Fetch, 4, 11),
-    api(ApiKey::ListOffsets, 1, 5),
+    // v6+ are flexible; v7-v9 add the -3, -4 and -5 sentinels (KIP-734, KIP-405,
+    // KIP-1005), v10 a timeout for remote storage. v11 (KIP-1023) has no codec in the
+    // `kafka-protocol` crate.
+    api(ApiKey::ListOffsets, 1, 10),
     // v9+ are flexible; librdkafka trusts leader epochs only from v9 (KIP-320).
     api(ApiKey::Metadata, 0, 12),
     api(ApiKey::FindCoordinator, 0, 2),
@@ -205,6 +208,7 @@ mod tests {
             ApiKey::ListTransactions,
             ApiKey::WriteTxnMarkers,
             ApiKey::TxnOffsetCommit,
+            ApiKey::ListOffsets,
             ApiKey::OffsetCommit,
             ApiKey::OffsetFetch,
             ApiKey::ListGroups,

@@ -81,7 +81,7 @@ fn body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
     match key {
         ApiKey::Produce => enc!(produce()),
         ApiKey::Fetch => enc!(fetch()),
-        ApiKey::ListOffsets => enc!(list_offsets()),
+        ApiKey::ListOffsets => enc!(list_offsets(version)),
         ApiKey::Metadata => enc!(MetadataRequest::default().with_topics(Some(vec![
             metadata_request::MetadataRequestTopic::default().with_name(Some(topic()))
         ]))),
@@ -534,17 +534,25 @@ fn fetch() -> FetchRequest {
         ])
 }
 
-fn list_offsets() -> ListOffsetsRequest {
+/// Latest, and from v7 the largest timestamp (-3, KIP-734) as `OffsetSpec.maxTimestamp()`
+/// asks; v10's timeout.
+fn list_offsets(version: i16) -> ListOffsetsRequest {
+    let partition = |index, timestamp| {
+        list_offsets_request::ListOffsetsPartition::default()
+            .with_partition_index(index)
+            .with_timestamp(timestamp)
+    };
+    let mut partitions = vec![partition(0, -1)];
+    if version >= 7 {
+        partitions.push(partition(1, -3));
+    }
     ListOffsetsRequest::default()
         .with_replica_id(BrokerId(-1))
+        .with_timeout_ms(if version >= 10 { 30_000 } else { 0 })
         .with_topics(vec![
             list_offsets_request::ListOffsetsTopic::default()
                 .with_name(topic())
-                .with_partitions(vec![
-                    list_offsets_request::ListOffsetsPartition::default()
-                        .with_partition_index(0)
-                        .with_timestamp(-1),
-                ]),
+                .with_partitions(partitions),
         ])
 }
 
