@@ -7,8 +7,9 @@ an assign()-based consumer, with contiguous offsets; key partitioning over sever
 partitions; 10 topics x 32 partitions; four producers appending to one partition at once;
 a 900 KB record; AdminClient create (with topic configs, validate_only, already-exists, invalid names and
 configs), delete,
-describe_configs (topic and broker), list_topics and list_offsets (earliest, latest and
-KIP-734's max_timestamp over out-of-order timestamps in compressed batches). The stored
+describe_configs (topic and broker), incremental_alter_configs' APPEND and SUBTRACT of a
+list-typed key (KIP-339), list_topics and list_offsets (earliest, latest and KIP-734's
+max_timestamp over out-of-order timestamps in compressed batches). The stored
 batches are fetched raw to check each codec was really used.
 """
 
@@ -20,7 +21,15 @@ import time
 
 import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME, KafkaError, TopicPartition
-from confluent_kafka.admin import ConfigResource, ConfigSource, NewTopic, OffsetSpec, ResourceType
+from confluent_kafka.admin import (
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewTopic,
+    OffsetSpec,
+    ResourceType,
+)
 
 import kafka_wire as kw
 from clients import (
@@ -310,3 +319,31 @@ def test_admin_list_offsets_by_max_timestamp(admin_broker, topic_name):
         got[name] = (result.offset, result.timestamp)
     assert got["earliest"][0] == 0 and got["latest"][0] == len(records)
     assert got["max"] == (1, BASE_TS_MS + 9_000)
+
+
+def test_admin_incremental_alter_configs_append_and_subtract(admin_broker, topic_name):
+    """KIP-339: APPEND adds the list values not yet present (starting from the effective
+    value), SUBTRACT removes; a key that is not a list is INVALID_CONFIG."""
+    bootstrap = admin_broker.bootstrap
+    create_topic(bootstrap, topic_name)
+    resource = ConfigResource(ResourceType.TOPIC, topic_name)
+
+    def alter(*entries):
+        resource.incremental_configs = list(entries)
+        return admin_op(bootstrap, "incremental_alter_configs", [resource])[resource]
+
+    def policy():
+        """The effective policy, as a sorted list (DescribeConfigs renders it canonically)."""
+        value = admin_op(bootstrap, "describe_configs", [resource])[resource]["cleanup.policy"].value
+        return ",".join(sorted(value.split(",")))
+
+    assert policy() == "delete"
+    assert alter(ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND)) is None
+    assert policy() == "compact,delete"
+    assert alter(ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND)) is None
+    assert policy() == "compact,delete", "a value already present is not added again"
+    assert alter(ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.SUBTRACT)) is None
+    assert policy() == "compact"
+    error = alter(ConfigEntry("retention.ms", "5", incremental_operation=AlterConfigOpType.APPEND))
+    assert error.code() == KafkaError.INVALID_CONFIG, error
+    assert policy() == "compact", "nothing of a refused request is applied"

@@ -128,7 +128,6 @@ fn schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
         ])],
         ApiKey::DeleteTopics => vec![Array(vec![Str]), I32],
         ApiKey::DescribeConfigs => vec![Array(vec![I8, Str, Array(vec![Str])])],
-        ApiKey::IncrementalAlterConfigs => vec![Array(vec![I8, Str, Array(vec![Str, I8, Str])])],
         _ => return group_schema(key, v),
     })
 }
@@ -279,7 +278,7 @@ fn txn_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
 }
 
 /// The schemas of the cluster admin APIs (DescribeCluster, ElectLeaders, DeleteRecords,
-/// AlterConfigs, DescribeLogDirs, OffsetForLeaderEpoch).
+/// AlterConfigs, IncrementalAlterConfigs, DescribeLogDirs, OffsetForLeaderEpoch).
 fn admin_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
     let topics = || CompactArray(vec![CompactStr, CompactArray(vec![I32]), Tags]);
     Some(match key {
@@ -301,6 +300,18 @@ fn admin_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
         ApiKey::DeleteRecords => vec![Array(vec![Str, Array(vec![I32, I64])]), I32],
         // Group, topics [name, partitions [index]].
         ApiKey::OffsetDelete => vec![Str, Array(vec![Str, Array(vec![I32])])],
+        // Resources [type, name, configs [name, operation, value]], validate only.
+        ApiKey::IncrementalAlterConfigs if v >= 1 => vec![
+            CompactArray(vec![
+                I8,
+                CompactStr,
+                CompactArray(vec![CompactStr, I8, CompactStr, Tags]),
+                Tags,
+            ]),
+            I8,
+            Tags,
+        ],
+        ApiKey::IncrementalAlterConfigs => vec![Array(vec![I8, Str, Array(vec![Str, I8, Str])])],
         // Resources [type, name, configs [name, value]], validate only.
         ApiKey::AlterConfigs if v >= 2 => vec![
             CompactArray(vec![

@@ -32,7 +32,7 @@ const fn api(key: ApiKey, min: i16, max: i16) -> ApiSupport {
 /// v9-v12, the APIs
 /// whose only version is flexible (the SCRAM credential APIs, DescribeProducers,
 /// DescribeTransactions, ListTransactions, DescribeCluster, WriteTxnMarkers v1), AddPartitionsToTxn v3-v4 (v4's
-/// batched form), TxnOffsetCommit v3-v4 (KIP-447's member fields), ListOffsets v6-v10, CreatePartitions v2-v3, DeleteRecords, AlterConfigs and ElectLeaders v2
+/// batched form), TxnOffsetCommit v3-v4 (KIP-447's member fields), ListOffsets v6-v10, IncrementalAlterConfigs v1, CreatePartitions v2-v3, DeleteRecords, AlterConfigs and ElectLeaders v2
 /// DescribeLogDirs v2-v4, OffsetForLeaderEpoch v4, OffsetCommit v8-v9, OffsetFetch v6-v9,
 /// ListGroups v3-v5, and KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe.
 ///
@@ -73,7 +73,8 @@ pub const SUPPORTED: &[ApiSupport] = &[
     // crate and from Kafka 4.0 (KIP-896).
     api(ApiKey::OffsetForLeaderEpoch, 2, 4),
     api(ApiKey::DescribeConfigs, 0, 3),
-    api(ApiKey::IncrementalAlterConfigs, 0, 0),
+    // v1 is flexible (APPEND and SUBTRACT, KIP-339, are in v0 already).
+    api(ApiKey::IncrementalAlterConfigs, 0, 1),
     api(ApiKey::ApiVersions, 0, 3),
     api(ApiKey::JoinGroup, 0, 5),
     api(ApiKey::SyncGroup, 0, 3),
@@ -209,6 +210,7 @@ mod tests {
             ApiKey::WriteTxnMarkers,
             ApiKey::TxnOffsetCommit,
             ApiKey::ListOffsets,
+            ApiKey::IncrementalAlterConfigs,
             ApiKey::OffsetCommit,
             ApiKey::OffsetFetch,
             ApiKey::ListGroups,

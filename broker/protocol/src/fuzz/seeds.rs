@@ -582,6 +582,11 @@ fn alter_configs() -> IncrementalAlterConfigsRequest {
                     .with_name(s("retention.ms"))
                     .with_config_operation(0)
                     .with_value(Some(s("1000"))),
+                // APPEND (KIP-339) to a list-typed key.
+                incremental_alter_configs_request::AlterableConfig::default()
+                    .with_name(s("cleanup.policy"))
+                    .with_config_operation(2)
+                    .with_value(Some(s("compact"))),
             ]),
     ])
 }
