@@ -161,6 +161,14 @@ fn group_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
         }
         ApiKey::DescribeGroups | ApiKey::DeleteGroups => vec![Array(vec![Str])],
         ApiKey::FindCoordinator => fields([Some(Str), since(v, 1, I8)]),
+        // Transactional id, timeout, (v3+) producer id and epoch.
+        ApiKey::InitProducerId if v >= 2 => fields([
+            Some(CompactStr),
+            Some(I32),
+            since(v, 3, I64),
+            since(v, 3, I16),
+            Some(Tags),
+        ]),
         ApiKey::InitProducerId => vec![Str, I32],
         ApiKey::SaslHandshake => vec![Str],
         // v1: a binding is type, name, pattern type, principal, host, operation, permission.

@@ -32,7 +32,7 @@ const fn api(key: ApiKey, min: i16, max: i16) -> ApiSupport {
 /// v9-v12, the APIs
 /// whose only version is flexible (the SCRAM credential APIs, DescribeProducers,
 /// DescribeTransactions, ListTransactions, DescribeCluster, WriteTxnMarkers v1), AddPartitionsToTxn v3-v4 (v4's
-/// batched form), TxnOffsetCommit v3-v4 (KIP-447's member fields), ListOffsets v6-v10, IncrementalAlterConfigs v1, CreatePartitions v2-v3, DeleteRecords, AlterConfigs and ElectLeaders v2
+/// batched form), TxnOffsetCommit v3-v4 (KIP-447's member fields), ListOffsets v6-v10, IncrementalAlterConfigs v1, InitProducerId v2-v5, CreatePartitions v2-v3, DeleteRecords, AlterConfigs and ElectLeaders v2
 /// DescribeLogDirs v2-v4, OffsetForLeaderEpoch v4, OffsetCommit v8-v9, OffsetFetch v6-v9,
 /// ListGroups v3-v5, and KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe.
 ///
@@ -89,7 +89,9 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::DescribeGroups, 0, 4),
     api(ApiKey::DeleteGroups, 0, 1),
     api(ApiKey::OffsetDelete, 0, 0),
-    api(ApiKey::InitProducerId, 0, 1),
+    // v2+ are flexible; v3 carries the producer's id and epoch (KIP-360), v4 answers
+    // PRODUCER_FENCED (KIP-588), v5 may answer TRANSACTION_ABORTABLE (KIP-890).
+    api(ApiKey::InitProducerId, 0, 5),
     // v3 and v4 are flexible; v4 is the brokers' batched form (KIP-890).
     api(ApiKey::AddPartitionsToTxn, 0, 4),
     api(ApiKey::AddOffsetsToTxn, 0, 2),
@@ -211,6 +213,7 @@ mod tests {
             ApiKey::TxnOffsetCommit,
             ApiKey::ListOffsets,
             ApiKey::IncrementalAlterConfigs,
+            ApiKey::InitProducerId,
             ApiKey::OffsetCommit,
             ApiKey::OffsetFetch,
             ApiKey::ListGroups,

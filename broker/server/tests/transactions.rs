@@ -4,7 +4,9 @@
 //! before the coordinator (unknown partitions, OPERATION_NOT_ATTEMPTED); fencing by a second
 //! InitProducerId; the coordinator's state across a restart; a PrepareCommit left by a crash
 //! finished at the next start; TxnOffsetCommit v3's group check (KIP-447) and v4's
-//! TRANSACTION_ABORTABLE (KIP-890); FindCoordinator for
+//! TRANSACTION_ABORTABLE (KIP-890); InitProducerId v3-v5's epoch bump for the current
+//! producer (KIP-360), its fencing of stale pairs and its state across a restart;
+//! FindCoordinator for
 //! transactions; the reserved `__transaction_state` name; and every served version of every
 //! transaction API.
 
@@ -551,6 +553,83 @@ async fn txn_offset_commit_v3_checks_the_group_and_v4_is_abortable() {
     broker.stop().await;
 }
 
+/// InitProducerId of transactional id `id` at `version` with the producer's current
+/// (id, epoch), (-1, -1) for a new producer: (error, producer id, epoch).
+async fn reinit(
+    client: &mut Client,
+    id: &str,
+    (pid, epoch): (i64, i16),
+    version: i16,
+) -> (i16, i64, i16) {
+    let mut request = InitProducerIdRequest::default();
+    request.transactional_id = Some(TransactionalId(s(id)));
+    request.transaction_timeout_ms = 60_000;
+    request.producer_id = ProducerId(pid);
+    request.producer_epoch = epoch;
+    let response: InitProducerIdResponse =
+        client.call(ApiKey::InitProducerId, version, &request).await;
+    (
+        response.error_code,
+        response.producer_id.0,
+        response.producer_epoch,
+    )
+}
+
+#[tokio::test]
+async fn init_producer_id_v3_bumps_the_current_producer_and_fences_stale_ones() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, TOPIC, 1).await;
+    let (e, pid, epoch) = reinit(&mut client, "t6", (-1, -1), 5).await;
+    assert_eq!((e, epoch), (0, 0), "a new producer");
+    // An aborted transaction, then KIP-360's recovery: the same id, the epoch bumped.
+    assert_eq!(add(&mut client, "t6", (pid, epoch), &[0]).await, vec![0]);
+    assert_eq!(end(&mut client, "t6", (pid, epoch), false).await, 0);
+    assert_eq!(reinit(&mut client, "t6", (pid, 0), 5).await, (0, pid, 1));
+    assert_eq!(
+        reinit(&mut client, "t6", (pid, 0), 5).await,
+        (0, pid, 1),
+        "a lost answer's retry"
+    );
+    assert_eq!(
+        reinit(&mut client, "t6", (pid, 7), 4).await.0,
+        90,
+        "PRODUCER_FENCED"
+    );
+    assert_eq!(
+        reinit(&mut client, "t6", (pid, 7), 3).await.0,
+        47,
+        "INVALID_PRODUCER_EPOCH before v4"
+    );
+    assert_eq!(
+        reinit(&mut client, "t6", (pid + 1, 1), 5).await.0,
+        90,
+        "another producer id"
+    );
+    assert_eq!(
+        reinit(&mut client, "t6", (-1, 1), 5).await.0,
+        42,
+        "INVALID_REQUEST: only the epoch"
+    );
+    // The last epoch is in the transaction log: after a restart the pair still bumps.
+    drop(client);
+    let dir = broker.stop().await;
+    let broker = TestBroker::start_in(dir, &[]).await;
+    let mut client = broker.client().await;
+    assert_eq!(reinit(&mut client, "t6", (pid, 1), 5).await, (0, pid, 2));
+    assert_eq!(
+        reinit(&mut client, "t6", (pid, 1), 5).await,
+        (0, pid, 2),
+        "the retry, after a restart"
+    );
+    assert_eq!(reinit(&mut client, "t6", (pid, 0), 5).await.0, 90);
+    // A new producer instance (no pair) bumps too, and fences the old one's pair.
+    assert_eq!(reinit(&mut client, "t6", (-1, -1), 5).await, (0, pid, 3));
+    assert_eq!(reinit(&mut client, "t6", (pid, 2), 5).await.0, 90);
+    drop(client);
+    broker.stop().await;
+}
+
 #[tokio::test]
 async fn every_served_version_of_every_transaction_api_answers() {
     let broker = TestBroker::start(&[]).await;
@@ -569,7 +648,7 @@ async fn every_served_version_of_every_transaction_api_answers() {
     )
     .await;
     assert!(
-        codes.len() == 2 && codes.iter().all(|&(_, c)| c == 0),
+        codes.len() == 6 && codes.iter().all(|&(_, c)| c == 0),
         "{codes:?}"
     );
 

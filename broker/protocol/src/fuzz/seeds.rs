@@ -122,6 +122,9 @@ fn body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
             InitProducerIdRequest::default()
                 .with_transactional_id(Some(TransactionalId(s("txn-1"))))
                 .with_transaction_timeout_ms(60_000)
+                // v3+ (KIP-360): the producer's current id and epoch.
+                .with_producer_id(ProducerId(if version >= 3 { 4000 } else { -1 }))
+                .with_producer_epoch(if version >= 3 { 2 } else { -1 })
         ),
         _ => txn_body(key, version),
     }
