@@ -507,7 +507,11 @@ def txn_requests(version: int, n: FuzzNames) -> dict:
         kw.API_ADD_PARTITIONS_TO_TXN: add_partitions,
         kw.API_ADD_OFFSETS_TO_TXN: lambda: Fields().string(tid).i64(pid).i16(epoch).string(n.group),
         kw.API_TXN_OFFSET_COMMIT: offset_commit,
-        kw.API_END_TXN: lambda: Fields().string(tid).i64(pid).i16(epoch).bool(False),
+        kw.API_END_TXN: lambda: (
+            Fields().compact_string(tid).i64(pid).i16(epoch).bool(False).tagged_fields()
+            if version >= 3
+            else Fields().string(tid).i64(pid).i16(epoch).bool(False)
+        ),
         kw.API_DESCRIBE_TRANSACTIONS: lambda: Fields().compact_array([Fields().compact_string(tid)]).tagged_fields(),
         kw.API_LIST_TRANSACTIONS: lambda: Fields().compact_array([]).compact_array([]).tagged_fields(),
         kw.API_WRITE_TXN_MARKERS: lambda: write_txn_markers_body(pid, epoch, [(n.topic, 0)], commit=False),

@@ -259,6 +259,7 @@ fn txn_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
             ]),
         ],
         // Transactional id, producer id, epoch, committed.
+        ApiKey::EndTxn if v >= 3 => vec![CompactStr, I64, I16, I8, Tags],
         ApiKey::EndTxn => vec![Str, I64, I16, I8],
         // v0 (flexible): transactional ids, tags.
         ApiKey::DescribeTransactions => vec![CompactArray(vec![CompactStr]), Tags],
@@ -389,8 +390,8 @@ fn listing_schema(key: ApiKey, v: i16) -> Option<Vec<Field>> {
 }
 
 /// AddPartitionsToTxn: v0-v2 one transaction (id, producer id, epoch, topics [name,
-/// partitions]); v3 the same, flexible; v4 (flexible) a list of such transactions, each with
-/// a verify_only flag before its topics.
+/// partitions]); v3 the same, flexible; v4-v5 (flexible) a list of such transactions, each
+/// with a verify_only flag before its topics.
 fn add_partitions_to_txn(v: i16) -> Vec<Field> {
     match v {
         0..=2 => vec![Str, I64, I16, Array(vec![Str, Array(vec![I32])])],

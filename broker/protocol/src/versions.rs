@@ -31,8 +31,8 @@ const fn api(key: ApiKey, min: i16, max: i16) -> ApiSupport {
 /// Everything we implement. Non-flexible versions only, except ApiVersions v3, Metadata
 /// v9-v12, the APIs
 /// whose only version is flexible (the SCRAM credential APIs, DescribeProducers,
-/// DescribeTransactions, ListTransactions, DescribeCluster, WriteTxnMarkers v1), AddPartitionsToTxn v3-v4 (v4's
-/// batched form), TxnOffsetCommit v3-v4 (KIP-447's member fields), ListOffsets v6-v10, IncrementalAlterConfigs v1, InitProducerId v2-v5, CreatePartitions v2-v3, DeleteRecords, AlterConfigs and ElectLeaders v2
+/// DescribeTransactions, ListTransactions, DescribeCluster, WriteTxnMarkers v1), AddPartitionsToTxn v3-v5 (v4+'s
+/// batched form), TxnOffsetCommit v3-v4 (KIP-447's member fields), ListOffsets v6-v10, IncrementalAlterConfigs v1, InitProducerId v2-v5, EndTxn v3-v4, CreatePartitions v2-v3, DeleteRecords, AlterConfigs and ElectLeaders v2
 /// DescribeLogDirs v2-v4, OffsetForLeaderEpoch v4, OffsetCommit v8-v9, OffsetFetch v6-v9,
 /// ListGroups v3-v5, and KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe.
 ///
@@ -92,14 +92,17 @@ pub const SUPPORTED: &[ApiSupport] = &[
     // v2+ are flexible; v3 carries the producer's id and epoch (KIP-360), v4 answers
     // PRODUCER_FENCED (KIP-588), v5 may answer TRANSACTION_ABORTABLE (KIP-890).
     api(ApiKey::InitProducerId, 0, 5),
-    // v3 and v4 are flexible; v4 is the brokers' batched form (KIP-890).
-    api(ApiKey::AddPartitionsToTxn, 0, 4),
+    // v3+ are flexible; v4 is the brokers' batched form (KIP-890), v5 the same with
+    // TRANSACTION_ABORTABLE.
+    api(ApiKey::AddPartitionsToTxn, 0, 5),
     api(ApiKey::AddOffsetsToTxn, 0, 2),
     // v3+ are flexible and carry the consumer's member, generation and instance (KIP-447);
     // v4 answers TRANSACTION_ABORTABLE (KIP-890). v5 is transaction version 2's, which this
     // broker does not finalize: clients never send it here.
     api(ApiKey::TxnOffsetCommit, 0, 4),
-    api(ApiKey::EndTxn, 0, 2),
+    // v3+ are flexible; v4 may answer TRANSACTION_ABORTABLE (KIP-890). v5 is transaction
+    // version 2's epoch bump per transaction, not finalized here: clients never send it.
+    api(ApiKey::EndTxn, 0, 4),
     // v0 is answered UNSUPPORTED_VERSION (the server's SaslHandshake handler): librdkafka enables SASL only
     // when the broker lists v0, then uses v1 (SaslAuthenticate). After a v0 handshake the
     // client would send raw SASL tokens without Kafka framing, which is not built.
@@ -214,6 +217,7 @@ mod tests {
             ApiKey::ListOffsets,
             ApiKey::IncrementalAlterConfigs,
             ApiKey::InitProducerId,
+            ApiKey::EndTxn,
             ApiKey::OffsetCommit,
             ApiKey::OffsetFetch,
             ApiKey::ListGroups,

@@ -4,7 +4,7 @@
 //! before the coordinator (unknown partitions, OPERATION_NOT_ATTEMPTED); fencing by a second
 //! InitProducerId; the coordinator's state across a restart; a PrepareCommit left by a crash
 //! finished at the next start; TxnOffsetCommit v3's group check (KIP-447) and v4's
-//! TRANSACTION_ABORTABLE (KIP-890); InitProducerId v3-v5's epoch bump for the current
+//! TRANSACTION_ABORTABLE (KIP-890); EndTxn v3-v4 and AddPartitionsToTxn v5; InitProducerId v3-v5's epoch bump for the current
 //! producer (KIP-360), its fencing of stale pairs and its state across a restart;
 //! FindCoordinator for
 //! transactions; the reserved `__transaction_state` name; and every served version of every
@@ -65,13 +65,24 @@ async fn add(client: &mut Client, id: &str, producer: (i64, i16), partitions: &[
         .collect()
 }
 
-async fn end(client: &mut Client, id: &str, (pid, epoch): (i64, i16), commit: bool) -> i16 {
+async fn end(client: &mut Client, id: &str, producer: (i64, i16), commit: bool) -> i16 {
+    end_at(client, id, producer, commit, 2).await
+}
+
+/// EndTxn at `version`: its error code.
+async fn end_at(
+    client: &mut Client,
+    id: &str,
+    (pid, epoch): (i64, i16),
+    commit: bool,
+    version: i16,
+) -> i16 {
     let mut request = EndTxnRequest::default();
     request.transactional_id = TransactionalId(s(id));
     request.producer_id = ProducerId(pid);
     request.producer_epoch = epoch;
     request.committed = commit;
-    let response: EndTxnResponse = client.call(ApiKey::EndTxn, 2, &request).await;
+    let response: EndTxnResponse = client.call(ApiKey::EndTxn, version, &request).await;
     response.error_code
 }
 
@@ -458,6 +469,15 @@ async fn add_partitions_v4_batches_transactions_and_verifies() {
     let after: AddPartitionsToTxnResponse =
         client.call(ApiKey::AddPartitionsToTxn, 4, &verify).await;
     assert_eq!(codes(&after), vec![vec![0, 0], vec![0, 0]]);
+    // v5 is v4 for a broker that takes TRANSACTION_ABORTABLE: the same answers.
+    let after: AddPartitionsToTxnResponse =
+        client.call(ApiKey::AddPartitionsToTxn, 5, &verify).await;
+    assert_eq!(codes(&after), vec![vec![0, 0], vec![0, 0]]);
+    let c = init(&mut client, "tc").await;
+    verify.transactions = vec![txn("tc", c, true)];
+    let none: AddPartitionsToTxnResponse =
+        client.call(ApiKey::AddPartitionsToTxn, 5, &verify).await;
+    assert_eq!(codes(&none), vec![vec![120, 120]]);
     drop(client);
     broker.stop().await;
 }
@@ -584,8 +604,23 @@ async fn init_producer_id_v3_bumps_the_current_producer_and_fences_stale_ones() 
     assert_eq!((e, epoch), (0, 0), "a new producer");
     // An aborted transaction, then KIP-360's recovery: the same id, the epoch bumped.
     assert_eq!(add(&mut client, "t6", (pid, epoch), &[0]).await, vec![0]);
-    assert_eq!(end(&mut client, "t6", (pid, epoch), false).await, 0);
+    assert_eq!(
+        end_at(&mut client, "t6", (pid, epoch), false, 4).await,
+        0,
+        "EndTxn v4"
+    );
     assert_eq!(reinit(&mut client, "t6", (pid, 0), 5).await, (0, pid, 1));
+    let stale = (pid, 0);
+    assert_eq!(
+        end_at(&mut client, "t6", stale, true, 4).await,
+        90,
+        "EndTxn v4: PRODUCER_FENCED"
+    );
+    assert_eq!(
+        end_at(&mut client, "t6", stale, true, 1).await,
+        47,
+        "v1: INVALID_PRODUCER_EPOCH"
+    );
     assert_eq!(
         reinit(&mut client, "t6", (pid, 0), 5).await,
         (0, pid, 1),
@@ -691,7 +726,7 @@ async fn every_served_version_of_every_transaction_api_answers() {
     })
     .await;
     assert!(
-        codes.len() == 3 && codes.iter().all(|&(_, c)| c == 49),
+        codes.len() == 5 && codes.iter().all(|&(_, c)| c == 49),
         "{codes:?}"
     );
 
