@@ -194,6 +194,8 @@ def test_transactions_commit_abort_and_fencing(broker, topic_name, classpath):
     assert r["read_committed"] == committed
     assert r["read_uncommitted"] == committed[:5] + [f"aborted-{i}" for i in range(5)] + committed[5:]
     assert r["zombie_commit_error"] == "ProducerFencedException"
+    # KIP-447: a member the group does not know may not commit offsets in a transaction.
+    assert r["ghost_member_offsets_error"] == "CommitFailedException"
     assert r["offset_committed_in_txn"] == 3
     # 4 transactions of 5 records, each closed by one control marker.
     assert r["end_offset"] == 24
