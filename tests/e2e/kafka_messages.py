@@ -22,8 +22,10 @@ CONFIG_OP_SET = 0
 
 
 def list_offsets_body(version: int, partitions: list[tuple[str, int]], timestamp: int = -1) -> Fields:
-    """ListOffsets v1-v5 of (topic, partition) entries (consecutive ones of a topic share a
-    topic entry, so a repeated partition stays repeated); timestamp -1 latest, -2 earliest."""
+    """ListOffsets v1-v10 of (topic, partition) entries (consecutive ones of a topic share a
+    topic entry, so a repeated partition stays repeated); timestamp -1 latest, -2 earliest,
+    -3 the largest timestamp (v7+). v6+ are flexible; v10 adds a timeout."""
+    flexible = version >= 6
     f = Fields().i32(-1)  # replica id
     if version >= 2:
         f.i8(0)  # isolation level
@@ -33,17 +35,25 @@ def list_offsets_body(version: int, partitions: list[tuple[str, int]], timestamp
         if version >= 4:
             part.i32(-1)  # current leader epoch
         part.i64(timestamp)
+        if flexible:
+            part.tagged_fields()
         if grouped and grouped[-1][0] == topic:
             grouped[-1][1].append(part)
         else:
             grouped.append((topic, [part]))
-    return f.array([Fields().string(t).array(parts) for t, parts in grouped])
+    if not flexible:
+        return f.array([Fields().string(t).array(parts) for t, parts in grouped])
+    f.compact_array([Fields().compact_string(t).compact_array(parts).tagged_fields() for t, parts in grouped])
+    if version >= 10:
+        f.i32(30_000)  # timeout
+    return f.tagged_fields()
 
 
 def list_offsets(
     conn: KafkaConnection, partitions: list[tuple[str, int]], timestamp: int = -1, version: int = 1
 ) -> list[tuple[str, int, int, int]]:
-    """(topic, partition, error, offset) of every answered entry, in response order."""
+    """(topic, partition, error, offset) of every answered entry, in response order (v1-v5)."""
+    assert version <= 5, "the response of v6+ is flexible"
     r = conn.request(kw.API_LIST_OFFSETS, version, list_offsets_body(version, partitions, timestamp))
     if version >= 2:
         r.i32()  # throttle time
@@ -154,7 +164,12 @@ def describe_configs(
     return r.array(result)
 
 
-def incremental_alter_configs_body(topic: str, configs: list[tuple[str, str]]) -> Fields:
+def incremental_alter_configs_body(topic: str, configs: list[tuple[str, str]], version: int = 0) -> Fields:
+    """SET of `configs` on `topic`; v1 is flexible."""
+    if version >= 1:
+        ops = [Fields().compact_string(k).i8(CONFIG_OP_SET).compact_string(v).tagged_fields() for k, v in configs]
+        resource = Fields().i8(RESOURCE_TOPIC).compact_string(topic).compact_array(ops).tagged_fields()
+        return Fields().compact_array([resource]).bool(False).tagged_fields()
     ops = [Fields().string(k).i8(CONFIG_OP_SET).string(v) for k, v in configs]
     return Fields().array([Fields().i8(RESOURCE_TOPIC).string(topic).array(ops)]).bool(False)
 
@@ -314,8 +329,15 @@ def describe_groups_body(version: int, groups: list[str]) -> Fields:
     return f.bool(False) if version >= 3 else f
 
 
-def init_producer_id_body() -> Fields:
-    return Fields().string(None).i32(60_000)
+def init_producer_id_body(version: int = 0) -> Fields:
+    """An idempotent producer's InitProducerId; v2+ flexible, v3+ with no producer id and
+    epoch yet (-1, -1)."""
+    if version < 2:
+        return Fields().string(None).i32(60_000)
+    f = Fields().compact_string(None).i32(60_000)
+    if version >= 3:
+        f.i64(-1).i16(-1)
+    return f.tagged_fields()
 
 
 def api_versions_body(version: int) -> Fields:
@@ -364,10 +386,10 @@ def sample_request(api_key: int, version: int, n: FuzzNames, unique: str) -> Fie
         # version has it: a mutated partition count must not create a 4,097-partition topic.
         kw.API_CREATE_TOPICS: lambda: create_topics_body(version, [(n.topic, 1)], validate_only=True),
         kw.API_DELETE_TOPICS: lambda: delete_topics_body([n.doomed_topic]),
-        kw.API_INIT_PRODUCER_ID: init_producer_id_body,
+        kw.API_INIT_PRODUCER_ID: lambda: init_producer_id_body(version),
         kw.API_DESCRIBE_CONFIGS: lambda: describe_configs_body(version, [(RESOURCE_TOPIC, n.topic)]),
         kw.API_DELETE_GROUPS: lambda: Fields().string_array([f"{n.group}-gone"]),
-        kw.API_INCREMENTAL_ALTER_CONFIGS: lambda: incremental_alter_configs_body(n.topic, [("retention.ms", "-1")]),
+        kw.API_INCREMENTAL_ALTER_CONFIGS: lambda: incremental_alter_configs_body(n.topic, [("retention.ms", "-1")], version),
         kw.API_DESCRIBE_PRODUCERS: lambda: Fields()
         .compact_array([Fields().compact_string(n.topic).compact_array([Fields().i32(0)]).tagged_fields()])
         .tagged_fields(),  # fmt: skip
@@ -470,6 +492,11 @@ def txn_requests(version: int, n: FuzzNames) -> dict:
         return Fields().compact_array([txn]).tagged_fields()
 
     def offset_commit() -> Fields:
+        if version >= 3:  # flexible, with the member fields (KIP-447): none here
+            part = Fields().i32(0).i64(1).i32(-1).compact_string("m").tagged_fields()
+            topic = Fields().compact_string(n.topic).compact_array([part]).tagged_fields()
+            head = Fields().compact_string(tid).compact_string(n.group).i64(pid).i16(epoch)
+            return head.i32(-1).compact_string("").compact_string(None).compact_array([topic]).tagged_fields()
         part = Fields().i32(0).i64(1)
         if version >= 2:
             part.i32(-1)
@@ -480,7 +507,11 @@ def txn_requests(version: int, n: FuzzNames) -> dict:
         kw.API_ADD_PARTITIONS_TO_TXN: add_partitions,
         kw.API_ADD_OFFSETS_TO_TXN: lambda: Fields().string(tid).i64(pid).i16(epoch).string(n.group),
         kw.API_TXN_OFFSET_COMMIT: offset_commit,
-        kw.API_END_TXN: lambda: Fields().string(tid).i64(pid).i16(epoch).bool(False),
+        kw.API_END_TXN: lambda: (
+            Fields().compact_string(tid).i64(pid).i16(epoch).bool(False).tagged_fields()
+            if version >= 3
+            else Fields().string(tid).i64(pid).i16(epoch).bool(False)
+        ),
         kw.API_DESCRIBE_TRANSACTIONS: lambda: Fields().compact_array([Fields().compact_string(tid)]).tagged_fields(),
         kw.API_LIST_TRANSACTIONS: lambda: Fields().compact_array([]).compact_array([]).tagged_fields(),
         kw.API_WRITE_TXN_MARKERS: lambda: write_txn_markers_body(pid, epoch, [(n.topic, 0)], commit=False),

@@ -250,7 +250,8 @@ class Fields:
 
 def is_flexible(api_key: int, version: int) -> bool:
     """Whether a request uses header v2 and compact fields: of what the broker serves,
-    ApiVersions v3+, AddPartitionsToTxn v3+, CreatePartitions, DeleteRecords, AlterConfigs,
+    ApiVersions v3+, AddPartitionsToTxn v3+, TxnOffsetCommit v3+, InitProducerId v2+, EndTxn v3+,
+    ListOffsets v6+, IncrementalAlterConfigs v1+, CreatePartitions, DeleteRecords, AlterConfigs,
     ElectLeaders and DescribeLogDirs v2+, OffsetForLeaderEpoch v4+, Metadata v9+, OffsetCommit v8+,
     Produce v9+, Fetch v12+,
     OffsetFetch v6+, ListGroups v3+, the consumer group protocol's APIs (KIP-848), and the APIs
@@ -267,6 +268,11 @@ def is_flexible(api_key: int, version: int) -> bool:
         or (api_key == API_ADD_PARTITIONS_TO_TXN and version >= 3)
         or (api_key == API_OFFSET_FOR_LEADER_EPOCH and version >= 4)
         or (api_key == API_METADATA and version >= 9)
+        or (api_key == API_LIST_OFFSETS and version >= 6)
+        or (api_key == API_TXN_OFFSET_COMMIT and version >= 3)
+        or (api_key == API_END_TXN and version >= 3)
+        or (api_key == API_INIT_PRODUCER_ID and version >= 2)
+        or (api_key == API_INCREMENTAL_ALTER_CONFIGS and version >= 1)
         or (
             api_key
             in (API_CREATE_PARTITIONS, API_ELECT_LEADERS, API_DESCRIBE_LOG_DIRS, API_DELETE_RECORDS, API_ALTER_CONFIGS)

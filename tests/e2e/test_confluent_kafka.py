@@ -7,8 +7,10 @@ an assign()-based consumer, with contiguous offsets; key partitioning over sever
 partitions; 10 topics x 32 partitions; four producers appending to one partition at once;
 a 900 KB record; AdminClient create (with topic configs, validate_only, already-exists, invalid names and
 configs), delete,
-describe_configs (topic and broker) and list_topics. The stored batches are fetched raw to
-check each codec was really used.
+describe_configs (topic and broker), incremental_alter_configs' APPEND and SUBTRACT of a
+list-typed key (KIP-339), list_topics and list_offsets (earliest, latest and KIP-734's
+max_timestamp over out-of-order timestamps in compressed batches). The stored
+batches are fetched raw to check each codec was really used.
 """
 
 from __future__ import annotations
@@ -18,8 +20,16 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import TIMESTAMP_CREATE_TIME, KafkaError
-from confluent_kafka.admin import ConfigResource, ConfigSource, NewTopic, ResourceType
+from confluent_kafka import TIMESTAMP_CREATE_TIME, KafkaError, TopicPartition
+from confluent_kafka.admin import (
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewTopic,
+    OffsetSpec,
+    ResourceType,
+)
 
 import kafka_wire as kw
 from clients import (
@@ -291,3 +301,49 @@ def test_timestamps_default_to_produce_time(broker, topic_name):
     kind, ts = msg.timestamp()
     assert kind == TIMESTAMP_CREATE_TIME
     assert before_ms - 1000 <= ts <= after_ms + 1000
+
+
+def test_admin_list_offsets_by_max_timestamp(admin_broker, topic_name):
+    """OffsetSpec.max_timestamp() (ListOffsets v7+, KIP-734): the first record carrying the
+    largest timestamp, here in the middle of a gzip batch, with that timestamp."""
+    create_topic(admin_broker.bootstrap, topic_name)
+    timestamps = [BASE_TS_MS + d for d in (500, 9_000, 200, 9_000, 7_000, 100)]
+    records = [Record(b"k", f"v{i}".encode(), (), ts) for i, ts in enumerate(timestamps)]
+    produce_all(producer(admin_broker.bootstrap, compression_type="gzip", linger_ms=200), topic_name, records)
+    tp = TopicPartition(topic_name, 0)
+    client = admin(admin_broker.bootstrap)  # kept: the futures die with their client
+    got = {}
+    for name, spec in [("earliest", OffsetSpec.earliest()), ("latest", OffsetSpec.latest()),
+                       ("max", OffsetSpec.max_timestamp())]:  # fmt: skip
+        result = client.list_offsets({tp: spec}, request_timeout=10)[tp].result(timeout=30)
+        got[name] = (result.offset, result.timestamp)
+    assert got["earliest"][0] == 0 and got["latest"][0] == len(records)
+    assert got["max"] == (1, BASE_TS_MS + 9_000)
+
+
+def test_admin_incremental_alter_configs_append_and_subtract(admin_broker, topic_name):
+    """KIP-339: APPEND adds the list values not yet present (starting from the effective
+    value), SUBTRACT removes; a key that is not a list is INVALID_CONFIG."""
+    bootstrap = admin_broker.bootstrap
+    create_topic(bootstrap, topic_name)
+    resource = ConfigResource(ResourceType.TOPIC, topic_name)
+
+    def alter(*entries):
+        resource.incremental_configs = list(entries)
+        return admin_op(bootstrap, "incremental_alter_configs", [resource])[resource]
+
+    def policy():
+        """The effective policy, as a sorted list (DescribeConfigs renders it canonically)."""
+        value = admin_op(bootstrap, "describe_configs", [resource])[resource]["cleanup.policy"].value
+        return ",".join(sorted(value.split(",")))
+
+    assert policy() == "delete"
+    assert alter(ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND)) is None
+    assert policy() == "compact,delete"
+    assert alter(ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND)) is None
+    assert policy() == "compact,delete", "a value already present is not added again"
+    assert alter(ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.SUBTRACT)) is None
+    assert policy() == "compact"
+    error = alter(ConfigEntry("retention.ms", "5", incremental_operation=AlterConfigOpType.APPEND))
+    assert error.code() == KafkaError.INVALID_CONFIG, error
+    assert policy() == "compact", "nothing of a refused request is applied"

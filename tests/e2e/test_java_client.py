@@ -10,7 +10,7 @@ the commits at the log end; a KIP-848 member subscribed by a broker-side regex p
 a topic created after it subscribed; a KIP-848 member rejoining after a broker restart
 (membership is not persisted) and committing everything it read; the AdminClient (createTopics, listTopics,
 describeCluster/describeTopics, createPartitions, describeConfigs, incrementalAlterConfigs,
-deleteRecords, listOffsets, listGroups, describeConsumerGroups, listConsumerGroupOffsets,
+deleteRecords, listOffsets (with KIP-734's maxTimestamp), listGroups, describeConsumerGroups, listConsumerGroupOffsets,
 deleteTopics); transactions (commit, abort, sendOffsetsToTransaction, read_committed against
 read_uncommitted, fencing by a second producer).
 
@@ -187,6 +187,9 @@ def test_admin_client_calls(broker, topic_name, classpath):
     assert [m["partitions"] for m in live["members"]] == [[f"{topic_name}-{p}" for p in range(5)]]
     assert r["describe_group_after_close"] == {"state": "EMPTY", "type": "CLASSIC", "assignor": "", "members": []}
     assert r["group_offsets"] == {f"{topic_name}-0": 10, **{f"{topic_name}-{p}": 0 for p in range(1, 5)}}
+    # OffsetSpec.maxTimestamp() (KIP-734): the first of two records at the largest timestamp.
+    assert (r["max_timestamp_offset"], r["max_timestamp_delta"]) == (1, 900)
+    assert (r["earliest_local"], r["latest_tiered"]) == (0, -1)
 
     assert other not in r["list_topics_after_delete"] and topic_name in r["list_topics_after_delete"]
 
@@ -197,6 +200,8 @@ def test_transactions_commit_abort_and_fencing(broker, topic_name, classpath):
     assert r["read_committed"] == committed
     assert r["read_uncommitted"] == committed[:5] + [f"aborted-{i}" for i in range(5)] + committed[5:]
     assert r["zombie_commit_error"] == "ProducerFencedException"
+    # KIP-447: a member the group does not know may not commit offsets in a transaction.
+    assert r["ghost_member_offsets_error"] == "CommitFailedException"
     assert r["offset_committed_in_txn"] == 3
     # 4 transactions of 5 records, each closed by one control marker.
     assert r["end_offset"] == 24

@@ -34,7 +34,7 @@ CONTRACT_VERSIONS = {
     # UNSUPPORTED_VERSION (test_produce_v2_is_unsupported).
     0: (0, 11),
     1: (4, 18),  # Fetch (v12+ flexible, v13+ topics by id)
-    2: (1, 5),  # ListOffsets
+    2: (1, 10),  # ListOffsets (v6+ flexible; v7 max timestamp, KIP-734)
     3: (0, 12),  # Metadata (v9+ flexible)
     18: (0, 3),  # ApiVersions
     19: (0, 4),  # CreateTopics

@@ -273,6 +273,23 @@ pub struct TxnCommitRequest {
     pub partitions: Vec<CommitPartition>,
 }
 
+/// Who sends a TxnOffsetCommit (v3+, KIP-447: the consumer's group metadata, from
+/// `sendOffsetsToTransaction(offsets, groupMetadata)`), checked against the group when the
+/// request arrives ([`crate::Coordinator::check_txn_offset_commit`]) so a zombie instance of
+/// a consume-transform-produce application cannot commit after its group moved on. v0-v2
+/// carry none of it: generation -1, an empty member id and no instance id, always allowed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnOffsetCommitMember {
+    /// Group id.
+    pub group_id: String,
+    /// The generation (classic group) or member epoch (consumer group); -1 for none.
+    pub generation_id: i32,
+    /// Member id; empty for none.
+    pub member_id: String,
+    /// `group.instance.id` of a static member.
+    pub group_instance_id: Option<String>,
+}
+
 /// Per-partition result of a commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionResult {

@@ -4,9 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::api::{
-    Effect, FetchedOffset, GroupDescription, HeartbeatResponse, JoinGroupRequest,
+    CommitPartition, Effect, FetchedOffset, GroupDescription, HeartbeatResponse, JoinGroupRequest,
     LeaveGroupRequest, LeaveGroupResponse, LeftMember, ListedGroup, PersistId, Request, RequestId,
-    Response, SyncGroupRequest, TopicPartition,
+    Response, SyncGroupRequest, TopicPartition, TxnOffsetCommitMember,
 };
 use crate::config::{ConfigError, GroupConfig};
 use crate::consumer::{ConsumerGroup, LiteralMatcher, TopicMatcher};
@@ -276,6 +276,32 @@ impl Coordinator {
                 .map(fetched)
                 .collect(),
         })
+    }
+
+    /// TxnOffsetCommit's group check, when the request arrives (Kafka's
+    /// `validateTransactionalOffsetCommit`): the member fields of v3+ must match the group
+    /// (see [`TxnOffsetCommitMember`]); a group that does not exist takes offsets from
+    /// generation -1 only (it is created when the transaction commits), else
+    /// ILLEGAL_GENERATION. `partitions` are the offsets to commit (a consumer-protocol
+    /// member may commit at an older epoch the partitions it owned then).
+    pub fn check_txn_offset_commit(
+        &self,
+        member: &TxnOffsetCommitMember,
+        partitions: &[CommitPartition],
+    ) -> Result<(), ErrorCode> {
+        if member.group_id.is_empty() || member.group_id.len() > limits::GROUP_ID_BYTES_MAX {
+            return Err(ErrorCode::InvalidGroupId);
+        }
+        match self.groups.get(&member.group_id) {
+            None if member.generation_id < 0 => Ok(()),
+            None => Err(ErrorCode::IllegalGeneration),
+            Some(group) => group.validate_txn_commit(
+                member.generation_id,
+                &member.member_id,
+                member.group_instance_id.as_deref(),
+                partitions,
+            ),
+        }
     }
 
     /// ListGroups: every group with its protocol type and state, in id order.

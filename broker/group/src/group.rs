@@ -394,6 +394,42 @@ impl Group {
         }
     }
 
+    /// A TxnOffsetCommit's member fields (Kafka's `validateOffsetCommit` with
+    /// `isTransactional`): as for OffsetCommit, a given member, instance and generation must
+    /// be the group's (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION), but none
+    /// given (v0-v2) is allowed whatever the state, and the state is not otherwise enforced
+    /// (no REBALANCE_IN_PROGRESS). A consumer-protocol group checks the member's epoch, a
+    /// stale one answered ILLEGAL_GENERATION. Read-only: not a heartbeat.
+    pub(crate) fn validate_txn_commit(
+        &self,
+        generation_id: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+        partitions: &[CommitPartition],
+    ) -> Result<(), ErrorCode> {
+        if let Some(modern) = self.modern.as_deref() {
+            return modern
+                .validate_commit(generation_id, member_id, partitions)
+                .map_err(|e| match e {
+                    ErrorCode::StaleMemberEpoch => ErrorCode::IllegalGeneration,
+                    e => e,
+                });
+        }
+        if self.state == GroupState::Dead {
+            return Err(ErrorCode::CoordinatorNotAvailable);
+        }
+        if generation_id < 0 && self.state == GroupState::Empty {
+            return Ok(());
+        }
+        if generation_id >= 0 || !member_id.is_empty() || instance_id.is_some() {
+            self.validate_member(member_id, instance_id)?;
+            if generation_id != self.generation {
+                return Err(ErrorCode::IllegalGeneration);
+            }
+        }
+        Ok(())
+    }
+
     /// DescribeGroups entry (Kafka's `GroupMetadata.summary`).
     pub(crate) fn describe(&self) -> GroupDescription {
         let stable = self.state == GroupState::Stable;

@@ -164,7 +164,7 @@ pub use api::{
     JoinGroupMember, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
     LeavingMember, LeftMember, ListedGroup, OffsetCommitRequest, OffsetCommitResponse,
     PartitionResult, PersistId, Protocol, Request, RequestId, Response, SyncGroupRequest,
-    SyncGroupResponse, TopicPartition, TxnCommitRequest,
+    SyncGroupResponse, TopicPartition, TxnCommitRequest, TxnOffsetCommitMember,
 };
 pub use config::{ConfigError, GroupConfig};
 pub use consumer::{ConsumerGroup, ConsumerGroupState, ConsumerMember, TopicMatcher};

@@ -1,6 +1,7 @@
 //! The consumer group protocol (KIP-848) against the coordinator on a virtual clock:
 //! scenario tests (join, split, revocation before reassignment, leave, static members,
-//! session and revocation timeouts, topics growing, offset commits with member epochs,
+//! session and revocation timeouts, topics growing, offset commits with member epochs (and
+//! a transaction's TxnOffsetCommit, KIP-447),
 //! the group id namespace shared with classic groups, both assignors) and a seeded
 //! simulation whose clients behave like Kafka's Java consumer (revoke, then report;
 //! adopt assignments; rejoin with epoch 0 when fenced; crash; leave; static members
@@ -18,7 +19,7 @@ use sluice_group::consumer::assignor;
 use sluice_group::{
     Assignment, CommitPartition, ConsumerGroupState, ConsumerHeartbeatRequest,
     ConsumerHeartbeatResponse, ErrorCode, GroupConfig, OffsetCommitRequest, Request, Response,
-    SplitMix64, TopicPartition,
+    SplitMix64, TopicPartition, TxnOffsetCommitMember,
 };
 
 const SESSION: u64 = 45_000;
@@ -346,6 +347,30 @@ fn offset_commits_carry_the_member_epoch() {
     // Once the group is empty, the admin client may commit.
     send(&mut h, beat("a", -1, None));
     assert_eq!(commit_error(&mut h, commit("", -1)), ErrorCode::None);
+}
+
+/// TxnOffsetCommit (KIP-447) from a consumer-protocol member carries its epoch: a stale one
+/// is ILLEGAL_GENERATION (Kafka maps STALE_MEMBER_EPOCH so for transactional commits), an
+/// unknown member UNKNOWN_MEMBER_ID, and no member at all only once the group is empty.
+#[test]
+fn a_txn_offset_commit_names_a_consumer_group_member_at_its_epoch() {
+    let mut h = harness(&[("t", 2)]);
+    send(&mut h, join("a", &["t"]));
+    let check = |h: &Harness, member: &str, epoch: i32| {
+        let member = TxnOffsetCommitMember {
+            group_id: GROUP.into(),
+            generation_id: epoch,
+            member_id: member.into(),
+            group_instance_id: None,
+        };
+        h.c.check_txn_offset_commit(&member, &[])
+    };
+    assert_eq!(check(&h, "a", 1), Ok(()));
+    assert_eq!(check(&h, "a", 2), Err(ErrorCode::IllegalGeneration));
+    assert_eq!(check(&h, "x", 1), Err(ErrorCode::UnknownMemberId));
+    assert_eq!(check(&h, "", -1), Err(ErrorCode::UnknownMemberId));
+    send(&mut h, beat("a", -1, None));
+    assert_eq!(check(&h, "", -1), Ok(()), "the group is empty");
 }
 
 /// KIP-1251: a member commits at the epoch it knows while the heartbeat that acknowledged

@@ -3,13 +3,17 @@
 //! into a group that does not exist, is Empty, is rebalancing or is Stable; visible only
 //! after the persist; a failed persist leaves nothing; the per-partition checks of
 //! OffsetCommit (metadata size, the group's offset cap) still apply; the log replays them.
+//! The TxnOffsetCommit's own member fields (v3+, KIP-447) are checked when it arrives
+//! (`Coordinator::check_txn_offset_commit`): unknown member, old generation, fenced instance.
 //! Driven through the harness in `common/` (virtual clock, persists acknowledged by hand
 //! where the test says so).
 
 mod common;
 
 use common::*;
-use sluice_group::{Coordinator, ErrorCode, GroupConfig, GroupState, SplitMix64};
+use sluice_group::{
+    Coordinator, ErrorCode, GroupConfig, GroupState, SplitMix64, TxnOffsetCommitMember,
+};
 
 #[test]
 fn a_missing_group_is_created_and_sees_the_offsets_after_the_persist() {
@@ -158,4 +162,85 @@ fn the_offsets_log_replays_to_the_same_offsets() {
         );
     }
     assert_eq!(reloaded.fetch_offsets(GROUP, None).unwrap()[0].offset, 6);
+}
+
+/// TxnOffsetCommit's member fields (v3+, KIP-447), checked when the request arrives.
+fn check(
+    h: &Harness,
+    generation: i32,
+    member: &str,
+    instance: Option<&str>,
+) -> Result<(), ErrorCode> {
+    let member = TxnOffsetCommitMember {
+        group_id: GROUP.into(),
+        generation_id: generation,
+        member_id: member.into(),
+        group_instance_id: instance.map(Into::into),
+    };
+    h.c.check_txn_offset_commit(&member, &[])
+}
+
+#[test]
+fn a_txn_offset_commit_names_a_current_member_and_generation() {
+    let mut h = Harness::new();
+    assert_eq!(check(&h, -1, "", None), Ok(()), "v0-v2: no group yet");
+    assert_eq!(
+        check(&h, 1, "m", None),
+        Err(ErrorCode::IllegalGeneration),
+        "a generation of a group that does not exist"
+    );
+    let (ids, generation) = h.stable_group(&["a", "b"]);
+    assert_eq!(check(&h, generation, &ids[0], None), Ok(()));
+    assert_eq!(check(&h, -1, "", None), Ok(()), "v0-v2 in a Stable group");
+    assert_eq!(
+        check(&h, generation, "gone", None),
+        Err(ErrorCode::UnknownMemberId)
+    );
+    assert_eq!(
+        check(&h, generation - 1, &ids[1], None),
+        Err(ErrorCode::IllegalGeneration)
+    );
+    assert_eq!(
+        check(&h, -1, &ids[1], None),
+        Err(ErrorCode::IllegalGeneration),
+        "a member id with no generation"
+    );
+    h.join(rejoin(&ids[0]));
+    assert_eq!(h.state(), GroupState::PreparingRebalance);
+    assert_eq!(
+        check(&h, generation, &ids[1], None),
+        Ok(()),
+        "the group's state is not enforced, only its generation"
+    );
+}
+
+#[test]
+fn a_txn_offset_commit_from_a_replaced_static_member_is_fenced() {
+    let mut h = Harness::new();
+    let first = h.join(static_member("a", "i-1"));
+    h.advance(6_000);
+    let old = h.join_response(first);
+    let own = [(old.member_id.as_str(), &b"pa"[..])];
+    let sync = h.sync(old.generation_id, &old.member_id, &own);
+    assert_eq!(h.sync_response(sync).error, ErrorCode::None);
+    assert_eq!(
+        check(&h, old.generation_id, &old.member_id, Some("i-1")),
+        Ok(())
+    );
+    assert_eq!(
+        check(&h, old.generation_id, &old.member_id, Some("i-2")),
+        Err(ErrorCode::UnknownMemberId),
+        "an instance id the group does not know"
+    );
+    // The same instance restarts (a new member id replaces the old one).
+    let new = h.join_now(static_member("a", "i-1"));
+    assert_ne!(new.member_id, old.member_id);
+    assert_eq!(
+        check(&h, new.generation_id, &old.member_id, Some("i-1")),
+        Err(ErrorCode::FencedInstanceId)
+    );
+    assert_eq!(
+        check(&h, new.generation_id, &new.member_id, Some("i-1")),
+        Ok(())
+    );
 }

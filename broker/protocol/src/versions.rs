@@ -48,7 +48,10 @@ pub const SUPPORTED: &[ApiSupport] = &[
         max: 11,
     },
     api(ApiKey::Fetch, 4, 18),
-    api(ApiKey::ListOffsets, 1, 5),
+    // v6+ are flexible; v7-v9 add the -3, -4 and -5 sentinels (KIP-734, KIP-405,
+    // KIP-1005), v10 a timeout for remote storage. v11 (KIP-1023) has no codec in the
+    // `kafka-protocol` crate.
+    api(ApiKey::ListOffsets, 1, 10),
     // v9+ are flexible; librdkafka trusts leader epochs only from v9 (KIP-320).
     api(ApiKey::Metadata, 0, 12),
     api(ApiKey::FindCoordinator, 0, 2),
@@ -68,7 +71,8 @@ pub const SUPPORTED: &[ApiSupport] = &[
     // crate and from Kafka 4.0 (KIP-896).
     api(ApiKey::OffsetForLeaderEpoch, 2, 4),
     api(ApiKey::DescribeConfigs, 0, 3),
-    api(ApiKey::IncrementalAlterConfigs, 0, 0),
+    // v1 is flexible (APPEND and SUBTRACT, KIP-339, are in v0 already).
+    api(ApiKey::IncrementalAlterConfigs, 0, 1),
     api(ApiKey::ApiVersions, 0, 3),
     api(ApiKey::JoinGroup, 0, 5),
     api(ApiKey::SyncGroup, 0, 3),
@@ -83,12 +87,20 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::DescribeGroups, 0, 4),
     api(ApiKey::DeleteGroups, 0, 1),
     api(ApiKey::OffsetDelete, 0, 0),
-    api(ApiKey::InitProducerId, 0, 1),
-    // v3 and v4 are flexible; v4 is the brokers' batched form (KIP-890).
-    api(ApiKey::AddPartitionsToTxn, 0, 4),
+    // v2+ are flexible; v3 carries the producer's id and epoch (KIP-360), v4 answers
+    // PRODUCER_FENCED (KIP-588), v5 may answer TRANSACTION_ABORTABLE (KIP-890).
+    api(ApiKey::InitProducerId, 0, 5),
+    // v3+ are flexible; v4 is the brokers' batched form (KIP-890), v5 the same with
+    // TRANSACTION_ABORTABLE.
+    api(ApiKey::AddPartitionsToTxn, 0, 5),
     api(ApiKey::AddOffsetsToTxn, 0, 2),
-    api(ApiKey::TxnOffsetCommit, 0, 2),
-    api(ApiKey::EndTxn, 0, 2),
+    // v3+ are flexible and carry the consumer's member, generation and instance (KIP-447);
+    // v4 answers TRANSACTION_ABORTABLE (KIP-890). v5 is transaction version 2's, which this
+    // broker does not finalize: clients never send it here.
+    api(ApiKey::TxnOffsetCommit, 0, 4),
+    // v3+ are flexible; v4 may answer TRANSACTION_ABORTABLE (KIP-890). v5 is transaction
+    // version 2's epoch bump per transaction, not finalized here: clients never send it.
+    api(ApiKey::EndTxn, 0, 4),
     // v0 is answered UNSUPPORTED_VERSION (the server's SaslHandshake handler): librdkafka enables SASL only
     // when the broker lists v0, then uses v1 (SaslAuthenticate). After a v0 handshake the
     // client would send raw SASL tokens without Kafka framing, which is not built.

@@ -65,6 +65,15 @@ pub fn validator_failure(overrides: &TopicOverrides) -> ValidatorFailure {
 /// A topic's config overrides, validated.
 pub type TopicOverrides = BTreeMap<String, String>;
 
+/// The topic keys whose values are comma-separated lists (Kafka's `ConfigDef.Type.LIST`):
+/// the ones IncrementalAlterConfigs may APPEND to and SUBTRACT from (KIP-339).
+pub const LIST_KEYS: &[&str] = &["cleanup.policy"];
+
+/// True if `key` is list-typed ([`LIST_KEYS`]).
+pub fn is_list(key: &str) -> bool {
+    LIST_KEYS.contains(&key)
+}
+
 /// Checks one override; the error names the key and is INVALID_CONFIG.
 pub fn validate(key: &str, value: &str) -> Result<(), KafkaError> {
     let invalid = |msg: String| KafkaError::new(ResponseError::InvalidConfig, msg);

@@ -1,5 +1,7 @@
 //! The Kafka APIs over a real socket, with requests encoded by kafka-protocol: ApiVersions
-//! negotiation, Metadata and auto-creation, produce -> fetch -> list offsets round trips,
+//! negotiation, Metadata and auto-creation, produce -> fetch -> list offsets round trips
+//! (by time, and by the largest timestamp, KIP-734, inside a compressed batch and after a
+//! restart),
 //! acks=0, pipelining order, long-poll wake-ups, and the topic admin APIs.
 
 mod common;
@@ -452,4 +454,124 @@ async fn find_coordinator_names_this_broker_for_groups_and_transactions() {
         (response.node_id.0, response.port),
         (0, i32::from(broker.addr.port()))
     );
+}
+
+/// One RecordBatch v2 of `(value, timestamp)` records, compressed with `compression`.
+fn batch_of(
+    records: &[(&str, i64)],
+    compression: kafka_protocol::records::Compression,
+) -> bytes::Bytes {
+    use kafka_protocol::records::{Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
+    let records: Vec<Record> = records
+        .iter()
+        .enumerate()
+        .map(|(i, (value, timestamp))| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: -1,
+            timestamp: *timestamp,
+            key: None,
+            value: Some(bytes::Bytes::from(value.to_string())),
+            headers: Default::default(),
+        })
+        .collect();
+    let mut buf = bytes::BytesMut::new();
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression,
+    };
+    RecordBatchEncoder::encode(&mut buf, &records, &options).unwrap();
+    buf.freeze()
+}
+
+/// ListOffsets of `timestamp` on partition 0 of `topic` at `version`: (error, offset,
+/// timestamp, leader epoch).
+async fn list_offset(
+    client: &mut common::Client,
+    topic: &str,
+    timestamp: i64,
+    version: i16,
+) -> (i16, i64, i64, i32) {
+    let mut p = ListOffsetsPartition::default();
+    p.timestamp = timestamp;
+    let mut t = ListOffsetsTopic::default();
+    t.name = topic_name(topic);
+    t.partitions = vec![p];
+    let mut r = ListOffsetsRequest::default();
+    r.replica_id = BrokerId(-1);
+    r.topics = vec![t];
+    if version >= 10 {
+        r.timeout_ms = 30_000;
+    }
+    let response: ListOffsetsResponse = client.call(ApiKey::ListOffsets, version, &r).await;
+    let p = &response.topics[0].partitions[0];
+    (p.error_code, p.offset, p.timestamp, p.leader_epoch)
+}
+
+#[tokio::test]
+async fn list_offsets_by_the_largest_timestamp_and_the_tiered_sentinels() {
+    use kafka_protocol::records::Compression;
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    let _: MetadataResponse = client
+        .call(
+            ApiKey::Metadata,
+            8,
+            &metadata_request(&["m", "empty"], true),
+        )
+        .await;
+    assert_eq!(
+        list_offset(&mut client, "empty", -3, 7).await,
+        (0, -1, -1, -1)
+    );
+    let batches = [
+        batch_of(
+            &[("a", 1_000), ("b", 5_000), ("c", 2_000)],
+            Compression::None,
+        ),
+        // The largest timestamp twice, inside a compressed batch: the first one counts.
+        batch_of(
+            &[("d", 3_000), ("e", 7_000), ("f", 7_000), ("g", 100)],
+            Compression::Gzip,
+        ),
+        batch_of(&[("h", 6_000)], Compression::None),
+    ];
+    for records in batches {
+        let p = common::produce(&mut client, "m", 0, -1, records).await;
+        assert_eq!(p.error_code, 0);
+    }
+    let epoch = list_offset(&mut client, "m", -1, 10).await.3;
+    for version in [7, 8, 9, 10] {
+        assert_eq!(
+            list_offset(&mut client, "m", -3, version).await,
+            (0, 4, 7_000, epoch),
+            "v{version}: the first record at the largest timestamp"
+        );
+    }
+    assert_eq!(
+        list_offset(&mut client, "m", -4, 8).await.1,
+        0,
+        "earliest local: the log start"
+    );
+    assert_eq!(
+        list_offset(&mut client, "m", -5, 9).await,
+        (0, -1, -1, -1),
+        "latest tiered: none without tiered storage"
+    );
+    assert_eq!(
+        list_offset(&mut client, "m", 6_500, 6).await.1,
+        4,
+        "by time, flexible v6"
+    );
+    let dir = broker.stop().await;
+    let broker = TestBroker::start_in(dir, &[]).await;
+    let mut client = broker.client().await;
+    let (error, offset, timestamp, _) = list_offset(&mut client, "m", -3, 10).await;
+    assert_eq!((error, offset, timestamp), (0, 4, 7_000), "after a restart");
 }

@@ -3,7 +3,10 @@
 //! marker in the log; AddPartitionsToTxn v4's batched and verify-only forms; the checks
 //! before the coordinator (unknown partitions, OPERATION_NOT_ATTEMPTED); fencing by a second
 //! InitProducerId; the coordinator's state across a restart; a PrepareCommit left by a crash
-//! finished at the next start; FindCoordinator for
+//! finished at the next start; TxnOffsetCommit v3's group check (KIP-447) and v4's
+//! TRANSACTION_ABORTABLE (KIP-890); EndTxn v3-v4 and AddPartitionsToTxn v5; InitProducerId v3-v5's epoch bump for the current
+//! producer (KIP-360), its fencing of stale pairs and its state across a restart;
+//! FindCoordinator for
 //! transactions; the reserved `__transaction_state` name; and every served version of every
 //! transaction API.
 
@@ -62,13 +65,24 @@ async fn add(client: &mut Client, id: &str, producer: (i64, i16), partitions: &[
         .collect()
 }
 
-async fn end(client: &mut Client, id: &str, (pid, epoch): (i64, i16), commit: bool) -> i16 {
+async fn end(client: &mut Client, id: &str, producer: (i64, i16), commit: bool) -> i16 {
+    end_at(client, id, producer, commit, 2).await
+}
+
+/// EndTxn at `version`: its error code.
+async fn end_at(
+    client: &mut Client,
+    id: &str,
+    (pid, epoch): (i64, i16),
+    commit: bool,
+    version: i16,
+) -> i16 {
     let mut request = EndTxnRequest::default();
     request.transactional_id = TransactionalId(s(id));
     request.producer_id = ProducerId(pid);
     request.producer_epoch = epoch;
     request.committed = commit;
-    let response: EndTxnResponse = client.call(ApiKey::EndTxn, 2, &request).await;
+    let response: EndTxnResponse = client.call(ApiKey::EndTxn, version, &request).await;
     response.error_code
 }
 
@@ -456,6 +470,15 @@ async fn add_partitions_v4_batches_transactions_and_verifies() {
     let after: AddPartitionsToTxnResponse =
         client.call(ApiKey::AddPartitionsToTxn, 4, &verify).await;
     assert_eq!(codes(&after), vec![vec![0, 0], vec![0, 0]]);
+    // v5 is v4 for a broker that takes TRANSACTION_ABORTABLE: the same answers.
+    let after: AddPartitionsToTxnResponse =
+        client.call(ApiKey::AddPartitionsToTxn, 5, &verify).await;
+    assert_eq!(codes(&after), vec![vec![0, 0], vec![0, 0]]);
+    let c = init(&mut client, "tc").await;
+    verify.transactions = vec![txn("tc", c, true)];
+    let none: AddPartitionsToTxnResponse =
+        client.call(ApiKey::AddPartitionsToTxn, 5, &verify).await;
+    assert_eq!(codes(&none), vec![vec![120, 120]]);
     drop(client);
     broker.stop().await;
 }
@@ -487,6 +510,162 @@ async fn find_coordinator_for_transactions_and_the_reserved_name() {
     broker.stop().await;
 }
 
+/// TxnOffsetCommit of offset 1 of partition 0 for group `g`, from `member` (generation,
+/// member id) at `version`; the partition's error code.
+async fn txn_offset_commit(
+    client: &mut Client,
+    id: &str,
+    producer: (i64, i16),
+    (generation, member): (i32, &str),
+    version: i16,
+) -> i16 {
+    let mut offsets = TxnOffsetCommitRequest::default();
+    offsets.transactional_id = TransactionalId(s(id));
+    offsets.group_id = GroupId(s("g"));
+    offsets.producer_id = ProducerId(producer.0);
+    offsets.producer_epoch = producer.1;
+    offsets.generation_id = generation;
+    offsets.member_id = s(member);
+    let mut topic = TxnOffsetCommitRequestTopic::default();
+    topic.name = TopicName(s(TOPIC));
+    let mut p = TxnOffsetCommitRequestPartition::default();
+    p.committed_offset = 1;
+    topic.partitions.push(p);
+    offsets.topics = vec![topic];
+    let response: TxnOffsetCommitResponse = client
+        .call(ApiKey::TxnOffsetCommit, version, &offsets)
+        .await;
+    response.topics[0].partitions[0].error_code
+}
+
+#[tokio::test]
+async fn txn_offset_commit_v3_checks_the_group_and_v4_is_abortable() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, TOPIC, 1).await;
+    let producer = init(&mut client, "t5").await;
+    assert_eq!(add(&mut client, "t5", producer, &[0]).await, vec![0]);
+    let code = txn_offset_commit(&mut client, "t5", producer, (1, "m"), 3).await;
+    assert_eq!(
+        code, 22,
+        "ILLEGAL_GENERATION: a generation of a group that does not exist"
+    );
+    let none = (-1, "");
+    let code = txn_offset_commit(&mut client, "t5", producer, none, 3).await;
+    assert_eq!(
+        code, 48,
+        "INVALID_TXN_STATE: the group is not in the transaction"
+    );
+    let code = txn_offset_commit(&mut client, "t5", producer, none, 4).await;
+    assert_eq!(code, 120, "TRANSACTION_ABORTABLE from v4 (KIP-890)");
+    let mut add_offsets = AddOffsetsToTxnRequest::default();
+    add_offsets.transactional_id = TransactionalId(s("t5"));
+    add_offsets.producer_id = ProducerId(producer.0);
+    add_offsets.producer_epoch = producer.1;
+    add_offsets.group_id = GroupId(s("g"));
+    let added: AddOffsetsToTxnResponse =
+        client.call(ApiKey::AddOffsetsToTxn, 2, &add_offsets).await;
+    assert_eq!(added.error_code, 0);
+    for version in [2, 3, 4] {
+        let code = txn_offset_commit(&mut client, "t5", producer, none, version).await;
+        assert_eq!(code, 0, "v{version}");
+    }
+    drop(client);
+    broker.stop().await;
+}
+
+/// InitProducerId of transactional id `id` at `version` with the producer's current
+/// (id, epoch), (-1, -1) for a new producer: (error, producer id, epoch).
+async fn reinit(
+    client: &mut Client,
+    id: &str,
+    (pid, epoch): (i64, i16),
+    version: i16,
+) -> (i16, i64, i16) {
+    let mut request = InitProducerIdRequest::default();
+    request.transactional_id = Some(TransactionalId(s(id)));
+    request.transaction_timeout_ms = 60_000;
+    request.producer_id = ProducerId(pid);
+    request.producer_epoch = epoch;
+    let response: InitProducerIdResponse =
+        client.call(ApiKey::InitProducerId, version, &request).await;
+    (
+        response.error_code,
+        response.producer_id.0,
+        response.producer_epoch,
+    )
+}
+
+#[tokio::test]
+async fn init_producer_id_v3_bumps_the_current_producer_and_fences_stale_ones() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, TOPIC, 1).await;
+    let (e, pid, epoch) = reinit(&mut client, "t6", (-1, -1), 5).await;
+    assert_eq!((e, epoch), (0, 0), "a new producer");
+    // An aborted transaction, then KIP-360's recovery: the same id, the epoch bumped.
+    assert_eq!(add(&mut client, "t6", (pid, epoch), &[0]).await, vec![0]);
+    assert_eq!(
+        end_at(&mut client, "t6", (pid, epoch), false, 4).await,
+        0,
+        "EndTxn v4"
+    );
+    assert_eq!(reinit(&mut client, "t6", (pid, 0), 5).await, (0, pid, 1));
+    let stale = (pid, 0);
+    assert_eq!(
+        end_at(&mut client, "t6", stale, true, 4).await,
+        90,
+        "EndTxn v4: PRODUCER_FENCED"
+    );
+    assert_eq!(
+        end_at(&mut client, "t6", stale, true, 1).await,
+        47,
+        "v1: INVALID_PRODUCER_EPOCH"
+    );
+    assert_eq!(
+        reinit(&mut client, "t6", (pid, 0), 5).await,
+        (0, pid, 1),
+        "a lost answer's retry"
+    );
+    assert_eq!(
+        reinit(&mut client, "t6", (pid, 7), 4).await.0,
+        90,
+        "PRODUCER_FENCED"
+    );
+    assert_eq!(
+        reinit(&mut client, "t6", (pid, 7), 3).await.0,
+        47,
+        "INVALID_PRODUCER_EPOCH before v4"
+    );
+    assert_eq!(
+        reinit(&mut client, "t6", (pid + 1, 1), 5).await.0,
+        90,
+        "another producer id"
+    );
+    assert_eq!(
+        reinit(&mut client, "t6", (-1, 1), 5).await.0,
+        42,
+        "INVALID_REQUEST: only the epoch"
+    );
+    // The last epoch is in the transaction log: after a restart the pair still bumps.
+    drop(client);
+    let dir = broker.stop().await;
+    let broker = TestBroker::start_in(dir, &[]).await;
+    let mut client = broker.client().await;
+    assert_eq!(reinit(&mut client, "t6", (pid, 1), 5).await, (0, pid, 2));
+    assert_eq!(
+        reinit(&mut client, "t6", (pid, 1), 5).await,
+        (0, pid, 2),
+        "the retry, after a restart"
+    );
+    assert_eq!(reinit(&mut client, "t6", (pid, 0), 5).await.0, 90);
+    // A new producer instance (no pair) bumps too, and fences the old one's pair.
+    assert_eq!(reinit(&mut client, "t6", (-1, -1), 5).await, (0, pid, 3));
+    assert_eq!(reinit(&mut client, "t6", (pid, 2), 5).await.0, 90);
+    drop(client);
+    broker.stop().await;
+}
+
 #[tokio::test]
 async fn every_served_version_of_every_transaction_api_answers() {
     let broker = TestBroker::start(&[]).await;
@@ -505,7 +684,7 @@ async fn every_served_version_of_every_transaction_api_answers() {
     )
     .await;
     assert!(
-        codes.len() == 2 && codes.iter().all(|&(_, c)| c == 0),
+        codes.len() == 6 && codes.iter().all(|&(_, c)| c == 0),
         "{codes:?}"
     );
 
@@ -548,7 +727,7 @@ async fn every_served_version_of_every_transaction_api_answers() {
     })
     .await;
     assert!(
-        codes.len() == 3 && codes.iter().all(|&(_, c)| c == 49),
+        codes.len() == 5 && codes.iter().all(|&(_, c)| c == 49),
         "{codes:?}"
     );
 

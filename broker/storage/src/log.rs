@@ -778,19 +778,36 @@ impl Log {
         Ok(None)
     }
 
-    /// The largest batch timestamp in the log and the last offset of the batch holding it
-    /// (ListOffsets with timestamp -3, KIP-734); `None` if no batch has a timestamp.
-    #[must_use]
-    pub fn max_timestamp(&self) -> Option<(Offset, i64)> {
+    /// The record with the largest timestamp and that timestamp (ListOffsets with timestamp
+    /// -3, KIP-734), as Kafka finds it: the segment with the largest timestamp (the oldest of
+    /// equals), its first batch reaching it, and in that batch the first record carrying it
+    /// (Kafka's `offsetOfMaxTimestamp`; the batch's first offset when it is LogAppendTime, or
+    /// compressed and `decompress` is `None`). `None` if no batch has a timestamp. The
+    /// segments' largest timestamps come from their time indexes, sealed at every roll and
+    /// rebuilt by recovery, so the answer survives both.
+    pub fn max_timestamp_with(
+        &self,
+        decompress: Option<Decompress<'_>>,
+    ) -> Result<Option<(Offset, i64)>, StorageError> {
+        if self.stale {
+            return Err(StorageError::Fenced);
+        }
         let first = self.segment_index_of(self.log_start_offset);
         let newest = self.segments[first..]
             .iter()
             .filter(|s| s.max_timestamp_ms >= 0);
-        let segment = newest.max_by_key(|s| (s.max_timestamp_ms, std::cmp::Reverse(s.base)))?;
-        Some((
-            segment.offset_of_max_timestamp.max(self.log_start_offset),
-            segment.max_timestamp_ms,
-        ))
+        let Some(segment) = newest.max_by_key(|s| (s.max_timestamp_ms, std::cmp::Reverse(s.base)))
+        else {
+            return Ok(None);
+        };
+        let found =
+            segment.find_timestamp(segment.max_timestamp_ms, self.log_start_offset, decompress)?;
+        Ok(found)
+    }
+
+    /// [`Log::max_timestamp_with`] without a codec.
+    pub fn max_timestamp(&self) -> Result<Option<(Offset, i64)>, StorageError> {
+        self.max_timestamp_with(None)
     }
 
     /// fsyncs the batches written since the last sync (acks=all), one fsync per segment

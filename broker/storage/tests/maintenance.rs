@@ -1,7 +1,8 @@
 //! Periodic work and offsets, on real files and on `FaultyFs`: rolls by `segment.ms`,
 //! retention by time and by size (whole segments, log start offset advanced and
 //! persisted, readers keep deleted segments), explicit log start offset moves,
-//! `flush.messages` / `flush.ms`, LogAppendTime, ListOffsets by timestamp, and that a
+//! `flush.messages` / `flush.ms`, LogAppendTime, ListOffsets by timestamp and by the largest
+//! timestamp (KIP-734: across rolls, clean and unclean reopens), and that a
 //! cleanly closed log reopens without scanning its segments.
 
 use sluice_storage::batch::iter_batches;
@@ -292,7 +293,7 @@ fn offset_for_timestamp_finds_the_first_record_at_or_after() {
         Some((Offset(119), 4_920))
     );
     assert_eq!(log.offset_for_timestamp(4_921).unwrap(), None);
-    assert_eq!(log.max_timestamp(), Some((Offset(119), 4_920)));
+    assert_eq!(log.max_timestamp().unwrap(), Some((Offset(119), 4_920)));
     log.close().unwrap();
     let log = Log::open(dir.path(), config(), 0).unwrap();
     assert_eq!(
@@ -426,5 +427,59 @@ fn segments_left_below_a_persisted_log_start_offset_are_deleted_by_retention() {
     assert_eq!(
         iter_batches(&bytes).next().unwrap().unwrap().0.base_offset,
         40
+    );
+}
+
+/// Batch `i`'s three records: timestamps `base`, `base + peak`, `base + 5`.
+fn peaked_batch(base_ms: i64, peak_delta: i64) -> Vec<u8> {
+    let value = [0u8; 60];
+    let records: Vec<TestRecord<'_>> = [0, peak_delta, 5]
+        .into_iter()
+        .map(|d| TestRecord {
+            timestamp_delta: d,
+            ..TestRecord::value(&value)
+        })
+        .collect();
+    build_batch(0, base_ms, &records)
+}
+
+#[test]
+fn max_timestamp_is_the_first_record_carrying_the_largest_timestamp() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = Log::open(dir.path(), config(), 0).unwrap();
+    assert_eq!(log.max_timestamp().unwrap(), None, "an empty log");
+    // 30 batches of 3 records; the peak (9_000) is in the middle record of batch 4, and
+    // batch 20 (a later segment) reaches it again: the first one wins, as in Kafka.
+    for i in 0..30i64 {
+        let peak = match i {
+            4 | 20 => 9_000 - 1_000 - i * 100,
+            _ => 1,
+        };
+        let mut batch = peaked_batch(1_000 + i * 100, peak);
+        log.append(&mut batch, Durability::OsCache, 0).unwrap();
+    }
+    assert!(
+        log.segment_count() > 3,
+        "the peaks are in different segments"
+    );
+    let expected = Some((Offset(4 * 3 + 1), 9_000));
+    assert_eq!(log.max_timestamp().unwrap(), expected);
+    log.close().unwrap();
+    let mut log = Log::open(dir.path(), config(), 0).unwrap();
+    assert_eq!(
+        log.max_timestamp().unwrap(),
+        expected,
+        "after a clean reopen"
+    );
+    // A new peak in the active segment, then an unclean drop: recovery rebuilds it.
+    let mut batch = peaked_batch(5_000, 5_000);
+    log.append(&mut batch, Durability::OsCache, 0).unwrap();
+    assert_eq!(log.max_timestamp().unwrap(), Some((Offset(91), 10_000)));
+    drop(log);
+    let log = Log::open(dir.path(), config(), 0).unwrap();
+    assert_eq!(
+        log.max_timestamp().unwrap(),
+        Some((Offset(91), 10_000)),
+        "after an unclean reopen"
     );
 }

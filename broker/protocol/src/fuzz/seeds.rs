@@ -81,7 +81,7 @@ fn body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
     match key {
         ApiKey::Produce => enc!(produce()),
         ApiKey::Fetch => enc!(fetch()),
-        ApiKey::ListOffsets => enc!(list_offsets()),
+        ApiKey::ListOffsets => enc!(list_offsets(version)),
         ApiKey::Metadata => enc!(MetadataRequest::default().with_topics(Some(vec![
             metadata_request::MetadataRequestTopic::default().with_name(Some(topic()))
         ]))),
@@ -122,6 +122,9 @@ fn body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
             InitProducerIdRequest::default()
                 .with_transactional_id(Some(TransactionalId(s("txn-1"))))
                 .with_transaction_timeout_ms(60_000)
+                // v3+ (KIP-360): the producer's current id and epoch.
+                .with_producer_id(ProducerId(if version >= 3 { 4000 } else { -1 }))
+                .with_producer_epoch(if version >= 3 { 2 } else { -1 })
         ),
         _ => txn_body(key, version),
     }
@@ -169,6 +172,9 @@ fn txn_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
                 .with_transactional_id(id())
                 .with_group_id(group())
                 .with_producer_id(ProducerId(4000))
+                .with_generation_id(if version >= 3 { 3 } else { -1 })
+                .with_member_id(if version >= 3 { s("member-1") } else { s("") })
+                .with_group_instance_id((version >= 3).then(|| s("instance-1")))
                 .with_topics(vec![
                     txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
                         .with_name(topic())
@@ -584,17 +590,25 @@ fn fetch() -> FetchRequest {
         ])
 }
 
-fn list_offsets() -> ListOffsetsRequest {
+/// Latest, and from v7 the largest timestamp (-3, KIP-734) as `OffsetSpec.maxTimestamp()`
+/// asks; v10's timeout.
+fn list_offsets(version: i16) -> ListOffsetsRequest {
+    let partition = |index, timestamp| {
+        list_offsets_request::ListOffsetsPartition::default()
+            .with_partition_index(index)
+            .with_timestamp(timestamp)
+    };
+    let mut partitions = vec![partition(0, -1)];
+    if version >= 7 {
+        partitions.push(partition(1, -3));
+    }
     ListOffsetsRequest::default()
         .with_replica_id(BrokerId(-1))
+        .with_timeout_ms(if version >= 10 { 30_000 } else { 0 })
         .with_topics(vec![
             list_offsets_request::ListOffsetsTopic::default()
                 .with_name(topic())
-                .with_partitions(vec![
-                    list_offsets_request::ListOffsetsPartition::default()
-                        .with_partition_index(0)
-                        .with_timestamp(-1),
-                ]),
+                .with_partitions(partitions),
         ])
 }
 
@@ -624,6 +638,11 @@ fn alter_configs() -> IncrementalAlterConfigsRequest {
                     .with_name(s("retention.ms"))
                     .with_config_operation(0)
                     .with_value(Some(s("1000"))),
+                // APPEND (KIP-339) to a list-typed key.
+                incremental_alter_configs_request::AlterableConfig::default()
+                    .with_name(s("cleanup.policy"))
+                    .with_config_operation(2)
+                    .with_value(Some(s("compact"))),
             ]),
     ])
 }

@@ -26,7 +26,7 @@ use std::path::Path;
 use sluice_group::{
     CommitPartition, ConsumerGroup, ErrorCode, FetchedOffset, GroupConfig, GroupDescription,
     ListedGroup, OffsetDeleteResult, PartitionResult, Request, Response, TopicPartition,
-    TxnCommitRequest,
+    TxnCommitRequest, TxnOffsetCommitMember,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -77,6 +77,11 @@ enum Command {
         group_id: String,
         partitions: Vec<TopicPartition>,
         reply: oneshot::Sender<OffsetDeleteResult>,
+    },
+    /// TxnOffsetCommit's member check, when the request arrives.
+    CheckTxnCommit {
+        check: Box<(TxnOffsetCommitMember, Vec<CommitPartition>)>,
+        reply: oneshot::Sender<Result<(), ErrorCode>>,
     },
     /// A topic was deleted: drop its committed offsets.
     DeleteTopic { topic: String },
@@ -197,6 +202,20 @@ impl GroupHandle {
                 None
             }
         }
+    }
+
+    /// TxnOffsetCommit's group check, when the request arrives (KIP-447): the v3+ member id,
+    /// generation and instance id must be the group's (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
+    /// FENCED_INSTANCE_ID); v0-v2's none (-1, empty) pass. `partitions` are the offsets to
+    /// commit. `None` if the coordinator is gone.
+    pub async fn check_txn_offset_commit(
+        &self,
+        member: TxnOffsetCommitMember,
+        partitions: Vec<CommitPartition>,
+    ) -> Option<Result<(), ErrorCode>> {
+        let check = Box::new((member, partitions));
+        self.ask(|reply| Command::CheckTxnCommit { check, reply })
+            .await
     }
 
     /// OffsetFetch. `member` (v9+: member id and epoch) is checked first as Kafka does:

@@ -236,6 +236,11 @@ impl Task {
                 }
                 self.carry_out(effects);
             }
+            Command::CheckTxnCommit { check, reply } => {
+                let (member, partitions) = &*check;
+                let checked = self.coordinator.check_txn_offset_commit(member, partitions);
+                reply.send(checked).ok();
+            }
             Command::DeleteTopic { topic } => {
                 let effects = self.coordinator.delete_topic_offsets(&topic);
                 self.carry_out(effects);

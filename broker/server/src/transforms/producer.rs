@@ -115,7 +115,7 @@ impl TxnSteps {
         self.appended.clear();
         let answer = self
             .txns
-            .init_producer_id(Some(self.transactional_id.clone()), self.timeout_ms)
+            .init_producer_id(Some(self.transactional_id.clone()), self.timeout_ms, None)
             .await
             .ok_or_else(stopping)?;
         match answer {

@@ -112,15 +112,7 @@ async fn commit_offsets(broker: &Broker, groups: &GroupHandle, pending: &Pending
                 .read_partition(&o.tp.topic, o.tp.partition)
                 .is_some()
         })
-        .map(|o| sluice_group::CommitPartition {
-            tp: sluice_group::TopicPartition {
-                topic: o.tp.topic.clone(),
-                partition: o.tp.partition,
-            },
-            offset: o.committed_offset,
-            leader_epoch: o.leader_epoch,
-            metadata: o.metadata.clone(),
-        })
+        .map(super::group_offset)
         .collect();
     if partitions.is_empty() {
         return true;

@@ -61,13 +61,21 @@ pub struct TxnProducer {
     pub producer_epoch: i16,
 }
 
+/// An InitProducerId for the coordinator task.
+#[derive(Debug)]
+struct InitRequest {
+    transactional_id: Option<String>,
+    timeout_ms: i32,
+    /// KIP-360 (v3+): the producer id and epoch the producer has, `None` for a new one.
+    expected: Option<(i64, i16)>,
+}
+
 /// A message to the coordinator task.
 #[derive(Debug)]
 enum Command {
     /// InitProducerId: a transactional id (or `None` for an idempotent producer).
     InitProducerId {
-        transactional_id: Option<String>,
-        timeout_ms: i32,
+        request: InitRequest,
         reply: oneshot::Sender<Result<(i64, i16), ErrorCode>>,
     },
     /// AddPartitionsToTxn.
@@ -182,18 +190,22 @@ impl TxnHandle {
         answer.await.ok()
     }
 
-    /// InitProducerId; `None` if the coordinator is gone (shutting down).
+    /// InitProducerId; `expected` is a KIP-360 producer's current id and epoch (v3+): a
+    /// transactional id's producer at that epoch gets it bumped, the same id kept; a stale
+    /// pair is PRODUCER_FENCED. `None` if the coordinator is gone (shutting down).
     pub async fn init_producer_id(
         &self,
         transactional_id: Option<String>,
         timeout_ms: i32,
+        expected: Option<(i64, i16)>,
     ) -> Option<Result<(i64, i16), ErrorCode>> {
-        self.ask(|reply| Command::InitProducerId {
+        let request = InitRequest {
             transactional_id,
             timeout_ms,
-            reply,
-        })
-        .await
+            expected,
+        };
+        self.ask(|reply| Command::InitProducerId { request, reply })
+            .await
     }
 
     /// AddPartitionsToTxn.
@@ -280,5 +292,18 @@ impl TxnHandle {
             reply,
         })
         .await
+    }
+}
+
+/// A transaction's offset as the group coordinator takes it.
+pub fn group_offset(offset: &sluice_txn::PendingOffset) -> sluice_group::CommitPartition {
+    sluice_group::CommitPartition {
+        tp: sluice_group::TopicPartition {
+            topic: offset.tp.topic.clone(),
+            partition: offset.tp.partition,
+        },
+        offset: offset.committed_offset,
+        leader_epoch: offset.leader_epoch,
+        metadata: offset.metadata.clone(),
     }
 }

@@ -11,7 +11,7 @@ use sluice_txn::{
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::{Command, TxnLog, TxnProducer, markers};
+use super::{Command, InitRequest, TxnLog, TxnProducer, markers};
 use crate::broker::Broker;
 use crate::group::GroupHandle;
 use crate::limits;
@@ -98,13 +98,8 @@ impl Task {
 
     async fn on_command(&mut self, command: Command) {
         match command {
-            Command::InitProducerId {
-                transactional_id,
-                timeout_ms,
-                reply,
-            } => {
-                let answer = self.init_producer_id(transactional_id, timeout_ms).await;
-                reply.send(answer).ok();
+            Command::InitProducerId { request, reply } => {
+                reply.send(self.init_producer_id(request).await).ok();
             }
             Command::AddPartitions {
                 txn,
@@ -179,18 +174,20 @@ impl Task {
     /// InitProducerId. An open transaction of the id is aborted first (fencing its
     /// producer), and once its markers are written the request is served again, so the
     /// client gets its new epoch at once.
-    async fn init_producer_id(
-        &mut self,
-        transactional_id: Option<String>,
-        timeout_ms: i32,
-    ) -> Result<(i64, i16), ErrorCode> {
+    async fn init_producer_id(&mut self, request: InitRequest) -> Result<(i64, i16), ErrorCode> {
+        let InitRequest {
+            transactional_id,
+            timeout_ms,
+            expected,
+        } = request;
+        let expected = expected.map(|(pid, epoch)| (sluice_txn::ProducerId(pid), epoch));
         for _ in 0..2 {
             let now = self.now_ms();
             let outcome = self.coordinator.init_producer_id(
                 now,
                 transactional_id.as_deref(),
                 timeout_ms,
-                None,
+                expected,
             );
             match outcome {
                 InitOutcome::Done {

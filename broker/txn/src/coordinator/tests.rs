@@ -518,6 +518,34 @@ fn kip_360_bumps_for_the_current_epoch_and_fences_others() {
 }
 
 #[test]
+fn kip_360_recovers_after_an_aborted_transaction_across_a_restart() {
+    let mut s = Server::new();
+    let (pid, epoch) = s.init(0, Some(T));
+    s.add(1, pid, epoch, &[tp("a", 0)]);
+    s.end(2, pid, epoch, false);
+    s.complete(3, T);
+    assert_eq!(s.state(), TxnState::CompleteAbort);
+    s.restart();
+    // The producer that aborted resumes: the same id, the next epoch, a new transaction.
+    let (pid2, epoch2) = s.init_expecting(4, Some(T), Some((pid, epoch)));
+    assert_eq!((pid2, epoch2), (pid, epoch + 1));
+    s.restart();
+    assert_eq!(
+        s.init_expecting(5, Some(T), Some((pid, epoch))),
+        (pid, epoch + 1),
+        "the retry of that bump, after a restart"
+    );
+    s.add(6, pid, epoch2, &[tp("a", 0)]);
+    assert_eq!(s.state(), TxnState::Ongoing);
+    let fenced =
+        s.c.init_producer_id(7, Some(T), TIMEOUT_MS, Some((pid, epoch)));
+    assert!(
+        matches!(fenced, InitOutcome::AbortFirst { .. }),
+        "as Kafka: an Ongoing transaction is fenced and aborted first, the pair checked on the retry: {fenced:?}"
+    );
+}
+
+#[test]
 fn an_exhausted_epoch_rotates_the_producer_id() {
     let mut s = Server::new();
     let (pid, _) = s.init(0, Some(T));

@@ -1,10 +1,18 @@
-//! ListOffsets v1-v5: earliest (-2) is the log start offset, latest (-1) the log end offset,
+//! ListOffsets v1-v10: earliest (-2) is the log start offset, latest (-1) the log end offset,
 //! any other timestamp the first record whose timestamp is at or after it (-1/-1 when there
 //! is none): the storage engine finds the batch through the time index and walks its
 //! records, decompressing a compressed batch with `codec` (bounded), as Kafka does. A
 //! partition listed twice is INVALID_REQUEST in every entry, as in Kafka. v4+ answers the
 //! leader epoch the offset was appended in and checks the `current_leader_epoch` the client
 //! knows (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH, KIP-320).
+//!
+//! v6+ are flexible. The sentinels of the later versions are answered at any version, as
+//! Kafka does: -3 (v7, KIP-734) the record with the largest timestamp, the first of equals,
+//! with that timestamp; -4 (v8, KIP-405's earliest local offset) the log start offset, as
+//! Kafka answers without tiered storage; -5 (v9, KIP-1005's latest tiered offset) -1 with
+//! epoch -1, as Kafka answers without tiered storage. v10's timeout bounds only remote
+//! storage reads: there are none. Under read_committed an answer at or past the last stable
+//! offset is none (-1/-1), as Kafka filters every lookup but earliest and latest.
 
 use std::sync::Arc;
 
@@ -26,6 +34,12 @@ use crate::topics::TopicRegistry;
 const EARLIEST_TIMESTAMP: i64 = -2;
 /// Kafka's "latest" sentinel timestamp.
 const LATEST_TIMESTAMP: i64 = -1;
+/// KIP-734's "largest timestamp" sentinel (v7+).
+const MAX_TIMESTAMP: i64 = -3;
+/// KIP-405's "earliest local" sentinel (v8+): the log start offset without tiered storage.
+const EARLIEST_LOCAL_TIMESTAMP: i64 = -4;
+/// KIP-1005's "latest tiered" sentinel (v9+): none without tiered storage.
+const LATEST_TIERED_TIMESTAMP: i64 = -5;
 
 /// Answers ListOffsets.
 pub async fn handle(
@@ -126,18 +140,10 @@ fn lookup(
         out.error_code = error.code();
         return out;
     }
-    let found = partition.with_log(|log| {
-        let found = match asked.timestamp {
-            EARLIEST_TIMESTAMP => Ok(Some((log.log_start_offset().value(), -1))),
-            // read_committed (isolation_level 1, v2+): the last stable offset.
-            LATEST_TIMESTAMP if read_committed => Ok(Some((log.last_stable_offset().value(), -1))),
-            LATEST_TIMESTAMP => Ok(Some((log.log_end_offset().value(), -1))),
-            ts => log
-                .offset_for_timestamp_with(ts, Some(&codec::decompress_for_timestamp_lookup))
-                .map(|hit| hit.map(|(offset, ts)| (offset.value(), ts))),
-        };
-        found.map(|hit| hit.map(|(offset, ts)| (offset, ts, log.leader_epoch_at(Offset(offset)))))
-    });
+    if asked.timestamp == LATEST_TIERED_TIMESTAMP {
+        return out;
+    }
+    let found = partition.with_log(|log| find(log, asked.timestamp, read_committed));
     match found {
         Ok(Ok(Some((offset, ts, epoch)))) => {
             out.offset = offset;
@@ -152,4 +158,31 @@ fn lookup(
         Err(e) => out.error_code = e.code.code(),
     }
     out
+}
+
+/// The offset and timestamp `timestamp` names in `log`, with the leader epoch of the offset.
+fn find(
+    log: &sluice_storage::Log,
+    timestamp: i64,
+    read_committed: bool,
+) -> Result<Option<(i64, i64, i32)>, sluice_storage::StorageError> {
+    let decompress = Some(&codec::decompress_for_timestamp_lookup as _);
+    let found = match timestamp {
+        EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => Some((log.log_start_offset(), -1)),
+        // read_committed (isolation_level 1, v2+): the last stable offset.
+        LATEST_TIMESTAMP if read_committed => Some((log.last_stable_offset(), -1)),
+        LATEST_TIMESTAMP => Some((log.log_end_offset(), -1)),
+        MAX_TIMESTAMP => log.max_timestamp_with(decompress)?,
+        ts => log.offset_for_timestamp_with(ts, decompress)?,
+    };
+    // Kafka's `allowed`: only earliest and latest may name an offset past what the
+    // isolation level lets a consumer read.
+    let readable = |offset: Offset| {
+        !read_committed
+            || matches!(timestamp, EARLIEST_TIMESTAMP | LATEST_TIMESTAMP)
+            || offset < log.last_stable_offset()
+    };
+    Ok(found
+        .filter(|(offset, _)| readable(*offset))
+        .map(|(offset, ts)| (offset.value(), ts, log.leader_epoch_at(offset))))
 }

@@ -1,7 +1,9 @@
-//! IncrementalAlterConfigs v0: SET and DELETE of topic config overrides, applied to the live
-//! partitions and persisted (`TopicRegistry::alter_topic_config`). Broker configs are static (file,
-//! env, flags): altering them is INVALID_REQUEST, as are APPEND and SUBTRACT (no list-typed
-//! topic keys here).
+//! IncrementalAlterConfigs v0-v1 (v1 flexible): SET and DELETE of topic config overrides,
+//! and KIP-339's APPEND and SUBTRACT of list-typed keys (`cleanup.policy`: the values not yet
+//! present added, the given ones removed, from the effective value; INVALID_CONFIG for a key
+//! that is not a list, as Kafka answers), applied to the live partitions and persisted
+//! (`TopicRegistry::alter_topic_config`). Broker configs are static (file, env, flags): altering
+//! them is INVALID_REQUEST.
 
 use std::sync::Arc;
 
@@ -22,6 +24,8 @@ const RESOURCE_TOPIC: i8 = 2;
 /// Kafka's config operations.
 const OP_SET: i8 = 0;
 const OP_DELETE: i8 = 1;
+const OP_APPEND: i8 = 2;
+const OP_SUBTRACT: i8 = 3;
 
 /// Answers IncrementalAlterConfigs.
 pub async fn handle(
@@ -137,14 +141,22 @@ fn changes(
                     value: value.to_string(),
                 }),
                 (OP_DELETE, _) => Ok(ConfigChange::Delete { key }),
-                (OP_SET, None) => Err(KafkaError::new(
+                (OP_APPEND, Some(value)) => Ok(ConfigChange::Append {
+                    key,
+                    value: value.to_string(),
+                }),
+                (OP_SUBTRACT, Some(value)) => Ok(ConfigChange::Subtract {
+                    key,
+                    value: value.to_string(),
+                }),
+                (OP_SET | OP_APPEND | OP_SUBTRACT, None) => Err(KafkaError::new(
                     ResponseError::InvalidRequest,
-                    format!("SET {key} without a value"),
+                    format!("operation {} on {key} without a value", c.config_operation),
                 )),
                 (op, _) => Err(KafkaError::new(
                     ResponseError::InvalidRequest,
                     format!(
-                        "config operation {op} on {key}: only SET (0) and DELETE (1) are supported"
+                        "config operation {op} on {key}: SET (0), DELETE (1), APPEND (2) and SUBTRACT (3) exist"
                     ),
                 )),
             }

@@ -1,12 +1,14 @@
-//! AddPartitionsToTxn v0-v4: partitions join the producer's transaction before it writes
+//! AddPartitionsToTxn v0-v5: partitions join the producer's transaction before it writes
 //! to them. v0-v3 carry one transaction; v4 (KIP-890, sent by brokers) batches several and
-//! may only verify (`verify_only`) that partitions are already in their transactions.
+//! may only verify (`verify_only`) that partitions are already in their transactions; v5 is
+//! v4 for a broker that takes TRANSACTION_ABORTABLE, which v4's verification already answers
+//! here, as Kafka's coordinator does at every version.
 //!
 //! Checked here first, as Kafka does: WRITE on the transactional id (else every partition
 //! gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED), WRITE on each topic
 //! (TOPIC_AUTHORIZATION_FAILED) and that each partition exists (UNKNOWN_TOPIC_OR_PARTITION);
 //! when any partition is refused the others get OPERATION_NOT_ATTEMPTED and nothing is
-//! added. v4 needs CLUSTER_ACTION on the cluster (it is the brokers' form); its verify-only
+//! added. v4-v5 need CLUSTER_ACTION on the cluster (it is the brokers' form); its verify-only
 //! answers are Kafka's (`Coordinator::verify_partitions`: TRANSACTION_ABORTABLE for a
 //! partition not in the transaction). Produce verifies in-process (`crate::txn::verify`).
 

@@ -1,7 +1,12 @@
-//! EndTxn v0-v2: commit or abort the producer's transaction. Answered once the decision is
+//! EndTxn v0-v4: commit or abort the producer's transaction. Answered once the decision is
 //! in the transaction log and the markers are written to every partition of the
 //! transaction (`crate::txn`), so a read_committed consumer sees the commit when the
 //! producer's `commit_transaction` returns. WRITE on the transactional id.
+//!
+//! v3 is v2, flexible. v4 (KIP-890) lets the coordinator answer TRANSACTION_ABORTABLE, which
+//! Kafka's coordinator does not send for EndTxn either: its answers are v3's. v5 bumps the
+//! epoch with every transaction (transaction version 2, KIP-890 part 2), which this broker
+//! does not finalize: clients do not send it here.
 
 use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse};
 use sluice_security::acl::AclOperation;

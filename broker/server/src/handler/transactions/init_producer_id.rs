@@ -1,10 +1,20 @@
-//! InitProducerId v0-v1: a producer id and epoch from the transaction coordinator
+//! InitProducerId v0-v5: a producer id and epoch from the transaction coordinator
 //! (`crate::txn`), for idempotent producers (no transactional id: a fresh id, epoch 0) and
 //! transactional ones (the id's producer, its epoch bumped, which fences an older producer
 //! with the same `transactional.id` and aborts its open transaction first).
 //!
+//! v2+ are flexible. v3 (KIP-360) carries the producer's current id and epoch, so a
+//! transactional producer recovers after an abortable error (UNKNOWN_PRODUCER_ID, an aborted
+//! transaction) with its epoch bumped and the same id; a retry whose answer was lost gets the
+//! same epoch again; any other pair is PRODUCER_FENCED, or INVALID_PRODUCER_EPOCH before v4
+//! (KIP-588), as Kafka answers (`TransactionCoordinator.handleInitProducerId`). Only one of
+//! the two set is INVALID_REQUEST; an idempotent producer's pair is ignored (a fresh id, as
+//! Kafka does: its epoch bumps are the client's own). v5 (KIP-890) may answer
+//! TRANSACTION_ABORTABLE, which this coordinator never needs to.
+//!
 //! Producer ids come from blocks the coordinator reserves in the transaction log, so they
-//! are never reused, across restarts too.
+//! are never reused, across restarts too; the last epoch a KIP-360 retry is checked against
+//! is in the same log.
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
@@ -39,8 +49,17 @@ pub async fn handle(
     if let Some(code) = refused {
         return answer(Err(code));
     }
+    // KafkaApis: (-1, -1) is a new producer; only one of them -1 is INVALID_REQUEST.
+    let expected = match (request.producer_id.0, request.producer_epoch) {
+        (-1, -1) => None,
+        (-1, _) | (_, -1) => return answer(Err(ResponseError::InvalidRequest.code())),
+        (producer_id, epoch) => Some((producer_id, epoch)),
+    };
     let timeout_ms = request.transaction_timeout_ms;
-    let assigned = call(ctx, ctx.txns.init_producer_id(transactional_id, timeout_ms)).await;
+    let assigned = ctx
+        .txns
+        .init_producer_id(transactional_id, timeout_ms, expected);
+    let assigned = call(ctx, assigned).await;
     answer(match assigned {
         Some(Ok(ids)) => Ok(ids),
         Some(Err(code)) => Err(wire_code(code, version, FENCED_SINCE)),

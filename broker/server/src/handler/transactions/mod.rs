@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use crate::authz::Authz;
 use crate::config::BrokerConfig;
+use crate::group::GroupHandle;
 use crate::topics::TopicRegistry;
 use crate::txn::TxnHandle;
 use crate::wire::{Client, ConnectionContext, FrameError, Response};
@@ -29,12 +30,15 @@ use crate::wire::{Client, ConnectionContext, FrameError, Response};
 use super::{Call, no_handler};
 
 /// What a transaction handler is given: who asks, what they may do, the coordinator, the
+/// group coordinator (TxnOffsetCommit checks members against it), the
 /// topics (their partitions, for markers and producer state) and the config (the offset
 /// metadata bound, whether markers are fsynced).
 pub(super) struct Ctx<'a> {
     pub client: &'a Client,
     pub auth: Authz<'a>,
     pub txns: &'a TxnHandle,
+    /// TxnOffsetCommit v3+ checks the consumer's member fields with the group (KIP-447).
+    pub groups: &'a GroupHandle,
     pub topics: &'a Arc<TopicRegistry>,
     pub config: &'a BrokerConfig,
 }
@@ -48,6 +52,7 @@ pub(super) async fn dispatch(
         client: &conn.client,
         auth: Authz::new(&conn.broker.security, &conn.client),
         txns: &conn.txns,
+        groups: &conn.groups,
         topics: &conn.broker.topics,
         config: &conn.broker.config,
     };

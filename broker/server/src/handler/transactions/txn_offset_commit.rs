@@ -1,17 +1,28 @@
-//! TxnOffsetCommit v0-v2: a transaction's consumer offsets (`send_offsets_to_transaction`),
+//! TxnOffsetCommit v0-v4: a transaction's consumer offsets (`send_offsets_to_transaction`),
 //! held by the transaction coordinator and handed to the group coordinator when the
 //! transaction commits (dropped if it aborts). WRITE on the transactional id, READ on the
 //! group and on each topic; a partition that does not exist gets UNKNOWN_TOPIC_OR_PARTITION,
 //! metadata over the group coordinator's limit OFFSET_METADATA_TOO_LARGE, and the rest of
 //! the request is not attempted (the offsets of one request are one unit).
+//!
+//! v3 (flexible, KIP-447) carries the consumer's member id, generation and instance id,
+//! checked against the group as the request arrives, as Kafka's group coordinator does
+//! (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID): a zombie of a
+//! consume-transform-produce application cannot commit for partitions its group handed on.
+//! v0-v2's none (generation -1, no member) is allowed. v4 (KIP-890) answers a group not
+//! added to an ongoing transaction TRANSACTION_ABORTABLE where v0-v3 answer
+//! INVALID_TXN_STATE, as Kafka's verification does. v5 is transaction version 2's implicit
+//! AddOffsetsToTxn, which clients send only to a broker that finalizes
+//! `transaction.version` 2; this one does not, so v5 is not served.
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
 };
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
+use sluice_group::TxnOffsetCommitMember;
 use sluice_security::acl::AclOperation;
-use sluice_txn::{PendingOffset, TopicPartition};
+use sluice_txn::{ErrorCode, PendingOffset, TopicPartition};
 
 use super::Ctx;
 use super::txn_common::{UNAVAILABLE, call, producer, refuse_transactional_id, wire_code};
@@ -19,6 +30,10 @@ use super::txn_common::{UNAVAILABLE, call, producer, refuse_transactional_id, wi
 /// TxnOffsetCommit answers INVALID_PRODUCER_EPOCH for a fenced producer in every version
 /// served here.
 const FENCED_SINCE: i16 = i16::MAX;
+
+/// From this version a group not in the ongoing transaction is TRANSACTION_ABORTABLE
+/// (KIP-890), before it INVALID_TXN_STATE.
+const ABORTABLE_SINCE: i16 = 4;
 
 /// Answers TxnOffsetCommit.
 pub async fn handle(
@@ -68,14 +83,7 @@ pub async fn handle(
         Some(code) => code,
         None if partition_refused => ResponseError::OperationNotAttempted.code(),
         None if offsets.is_empty() => 0,
-        None => {
-            let txn = producer(id, request.producer_id.0, request.producer_epoch);
-            let held = ctx.txns.commit_offsets(txn, group.to_owned(), offsets);
-            match call(ctx, held).await {
-                Some(code) => wire_code(code, version, FENCED_SINCE),
-                None => UNAVAILABLE,
-            }
-        }
+        None => hold(ctx, &request, offsets, version).await,
     };
     let mut response = TxnOffsetCommitResponse::default();
     for (name, partition, error) in answered {
@@ -93,4 +101,39 @@ pub async fn handle(
         }
     }
     response
+}
+
+/// Checks the request's member fields with the group coordinator, then hands the offsets to
+/// the transaction coordinator; the error code for every partition.
+async fn hold(
+    ctx: &Ctx<'_>,
+    request: &TxnOffsetCommitRequest,
+    offsets: Vec<PendingOffset>,
+    version: i16,
+) -> i16 {
+    let group = request.group_id.0.to_string();
+    let member = TxnOffsetCommitMember {
+        group_id: group.clone(),
+        generation_id: request.generation_id,
+        member_id: request.member_id.to_string(),
+        group_instance_id: request.group_instance_id.as_ref().map(ToString::to_string),
+    };
+    let partitions = offsets.iter().map(crate::txn::group_offset).collect();
+    match call(ctx, ctx.groups.check_txn_offset_commit(member, partitions)).await {
+        Some(Ok(())) => {}
+        Some(Err(code)) => return code.code(),
+        None => return UNAVAILABLE,
+    }
+    let txn = producer(
+        request.transactional_id.0.as_str(),
+        request.producer_id.0,
+        request.producer_epoch,
+    );
+    match call(ctx, ctx.txns.commit_offsets(txn, group, offsets)).await {
+        Some(ErrorCode::InvalidTxnState) if version >= ABORTABLE_SINCE => {
+            ErrorCode::TransactionAbortable.code()
+        }
+        Some(code) => wire_code(code, version, FENCED_SINCE),
+        None => UNAVAILABLE,
+    }
 }

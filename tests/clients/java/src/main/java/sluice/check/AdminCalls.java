@@ -31,7 +31,8 @@ import org.apache.kafka.common.config.ConfigResource;
  * The AdminClient calls a Java service or operator tool makes, in order, each result
  * reported: createTopics (with configs, and again for an existing name), listTopics,
  * describeCluster, describeTopics, createPartitions, describeConfigs (topic and broker),
- * incrementalAlterConfigs (SET and DELETE), deleteRecords, listOffsets, listGroups,
+ * incrementalAlterConfigs (SET and DELETE), deleteRecords, listOffsets (earliest, latest, and by
+ * max timestamp, KIP-734, with earliest local and latest tiered), listGroups,
  * describeConsumerGroups (a live member, then empty), listConsumerGroupOffsets, deleteTopics.
  */
 final class AdminCalls {
@@ -65,6 +66,7 @@ final class AdminCalls {
             out.put("topic_configs_altered", configs(admin, resource));
             out.putAll(deleteRecords(admin, bootstrap, topic));
             out.putAll(groups(admin, bootstrap, topic));
+            out.putAll(maxTimestamp(admin, bootstrap, topic));
             admin.deleteTopics(List.of(other)).all().get();
             out.put("list_topics_after_delete", new ArrayList<>(admin.listTopics().names().get()));
         }
@@ -117,6 +119,30 @@ final class AdminCalls {
             out.put("first_offset_read_after_delete",
                     Clients.readFromStart(consumer, List.of(p0), 1).stream().map(r -> r.offset()).findFirst().orElse(-1L));
         }
+        return out;
+    }
+
+    /**
+     * OffsetSpec.maxTimestamp() (ListOffsets v7+, KIP-734) on partition 1, whose records carry
+     * out-of-order timestamps: the first record with the largest one; earliestLocal() (v8) and
+     * latestTiered() (v9) as a broker without tiered storage answers them.
+     */
+    private static Map<String, Object> maxTimestamp(Admin admin, String bootstrap, String topic) throws Exception {
+        TopicPartition p1 = new TopicPartition(topic, 1);
+        long base = System.currentTimeMillis() - 60_000;
+        long[] deltas = {10, 900, 20, 900, 30};
+        try (KafkaProducer<byte[], byte[]> producer = Clients.producer(bootstrap, Map.of())) {
+            for (int i = 0; i < deltas.length; i++) {
+                producer.send(new ProducerRecord<>(topic, 1, base + deltas[i], null, Codecs.utf8("t-" + i)));
+            }
+            producer.flush();
+        }
+        Map<String, Object> out = new LinkedHashMap<>();
+        var max = admin.listOffsets(Map.of(p1, OffsetSpec.maxTimestamp())).partitionResult(p1).get();
+        out.put("max_timestamp_offset", max.offset());
+        out.put("max_timestamp_delta", max.timestamp() - base);
+        out.put("earliest_local", admin.listOffsets(Map.of(p1, OffsetSpec.earliestLocal())).partitionResult(p1).get().offset());
+        out.put("latest_tiered", admin.listOffsets(Map.of(p1, OffsetSpec.latestTiered())).partitionResult(p1).get().offset());
         return out;
     }
 

@@ -20,8 +20,10 @@ import org.apache.kafka.common.errors.ProducerFencedException;
 /**
  * A transactional producer (transactional.id) commits a transaction, aborts one, and commits
  * one that also carries a consumer group's offsets (sendOffsetsToTransaction, as
- * consume-transform-produce does); read_committed and read_uncommitted consumers report what
- * they see. Then a second producer with the same transactional.id fences the first.
+ * consume-transform-produce does); offsets sent with the group metadata of a member the group
+ * does not know are refused (KIP-447) and that transaction aborted; read_committed and
+ * read_uncommitted consumers report what they see. Then a second producer with the same
+ * transactional.id fences the first.
  */
 final class Transactions {
     static final int PER_TXN = 5;
@@ -44,6 +46,7 @@ final class Transactions {
         first.flush();
         first.abortTransaction();
         transaction(first, topic, "committed-2", Map.of(tp, new OffsetAndMetadata(3)), groupMetadata(bootstrap, group));
+        out.put("ghost_member_offsets_error", ghostOffsets(first, bootstrap, tp, group));
 
         KafkaProducer<byte[], byte[]> second = Clients.producer(bootstrap, Map.of(ProducerConfig.TRANSACTIONAL_ID_CONFIG, txnId));
         second.initTransactions();
@@ -78,6 +81,35 @@ final class Transactions {
             producer.sendOffsetsToTransaction(offsets, group);
         }
         producer.commitTransaction();
+    }
+
+    /**
+     * KIP-447's zombie check: a member joins a group (a generation, a member id), leaves, and
+     * offsets sent with its group metadata (TxnOffsetCommit v3+) are refused
+     * (UNKNOWN_MEMBER_ID: the client's CommitFailedException, an abortable error); the
+     * transaction is aborted and the producer goes on. The error's class name.
+     */
+    private static String ghostOffsets(KafkaProducer<byte[], byte[]> producer, String bootstrap, TopicPartition tp,
+            String group) {
+        ConsumerGroupMetadata ghost;
+        try (KafkaConsumer<byte[], byte[]> member = Clients.consumer(bootstrap, Map.of(ConsumerConfig.GROUP_ID_CONFIG, group + "-eos"))) {
+            member.subscribe(List.of(tp.topic()));
+            long deadline = System.currentTimeMillis() + 30_000;
+            while (member.assignment().isEmpty() && System.currentTimeMillis() < deadline) {
+                member.poll(java.time.Duration.ofMillis(100));
+            }
+            ghost = member.groupMetadata();
+        }
+        producer.beginTransaction();
+        String error = null;
+        try {
+            producer.sendOffsetsToTransaction(Map.of(tp, new OffsetAndMetadata(99)), ghost);
+            producer.commitTransaction();
+        } catch (KafkaException e) {
+            error = e.getClass().getSimpleName();
+            producer.abortTransaction();
+        }
+        return error;
     }
 
     /** The metadata of a group member that assigned itself its partitions (no generation),
