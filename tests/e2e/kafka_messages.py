@@ -363,7 +363,10 @@ def sample_request(api_key: int, version: int, n: FuzzNames, unique: str) -> Fie
     batch = kw.record_batch([b"fuzz-a", b"fuzz-b"], timestamp_ms=0)
     builders = {
         kw.API_PRODUCE: lambda: kw.produce_body(version, {n.topic: [(0, batch)]}),
-        kw.API_FETCH: lambda: kw.fetch_body(min(max(version, 4), 11), [(n.topic, 0, 0)]),
+        # v13+ name the topic by id: the nil id, answered UNKNOWN_TOPIC_ID.
+        kw.API_FETCH: lambda: kw.fetch_body(
+            max(version, 4), [(bytes(16) if version >= 13 else n.topic, 0, 0)]
+        ),
         kw.API_LIST_OFFSETS: lambda: list_offsets_body(max(version, 1), [(n.topic, 0)]),
         kw.API_METADATA: lambda: metadata_body(version, [n.topic]),
         kw.API_OFFSET_COMMIT: lambda: offset_commit_body(min(max(version, 1), 9), n.group, n.topic, [(0, 1)]),
@@ -397,8 +400,60 @@ def sample_request(api_key: int, version: int, n: FuzzNames, unique: str) -> Fie
         **txn_requests(version, n),
         kw.API_CREATE_PARTITIONS: lambda: create_partitions_body(version, n.topic),
         **cluster_admin_requests(version, n),
+        **token_requests(version),
+        **telemetry_requests(),
     }
     return builders.get(api_key, Fields)()
+
+
+def token_requests(version: int) -> dict:
+    """Valid delegation token request bodies (v1 classic, v2+ flexible, v3 with an owner);
+    answered DELEGATION_TOKEN_AUTH_DISABLED or _REQUEST_NOT_ALLOWED on the fuzz broker."""
+    flexible = version >= 2
+
+    def text(f: Fields, s: str | None) -> Fields:
+        return f.compact_string(s) if flexible else f.string(s)
+
+    def end(f: Fields) -> Fields:
+        return f.tagged_fields() if flexible else f
+
+    def items(f: Fields, entries: list[Fields] | None) -> Fields:
+        return f.compact_array(entries) if flexible else f.array(entries)
+
+    def create() -> Fields:
+        f = Fields()
+        if version >= 3:
+            text(text(f, "User"), "fuzz-owner")
+        renewer = end(text(text(Fields(), "User"), "fuzz-renewer"))
+        return end(items(f, [renewer]).i64(3_600_000))
+
+    def by_hmac(period: int) -> Fields:
+        f = Fields()
+        f = f.compact_bytes(bytes(64)) if flexible else f.nbytes(bytes(64))
+        return end(f.i64(period))
+
+    owner = end(text(text(Fields(), "User"), "fuzz-owner"))
+    return {
+        38: create,
+        39: lambda: by_hmac(3_600_000),
+        40: lambda: by_hmac(-1),
+        41: lambda: end(items(Fields(), [owner])),
+    }
+
+
+def telemetry_requests() -> dict:
+    """Valid client telemetry bodies (KIP-714, v0 flexible): a subscription request for a new
+    instance, and a push for an instance nobody subscribed (UNKNOWN_SUBSCRIPTION_ID)."""
+    return {
+        kw.API_GET_TELEMETRY_SUBSCRIPTIONS: lambda: Fields().uuid().tagged_fields(),
+        kw.API_PUSH_TELEMETRY: lambda: Fields()
+        .uuid(bytes(range(16)))
+        .i32(1)
+        .bool(False)
+        .i8(0)
+        .compact_bytes(b"")
+        .tagged_fields(),  # fmt: skip
+    }
 
 
 def create_partitions_body(version: int, topic: str) -> Fields:

@@ -13,11 +13,13 @@ of the other APIs are in kafka_messages.py.
 from __future__ import annotations
 
 import gzip
+import json
 import random
 import socket
 import struct
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 API_PRODUCE = 0
 API_FETCH = 1
@@ -248,49 +250,28 @@ class Fields:
         return out
 
 
+def _flexible_since() -> dict[int, int]:
+    """Each API key's first flexible request version, from Kafka 4.4.0's message specs the
+    broker's shape guard reads (broker/protocol/messages/*Request.json): one source."""
+    specs = Path(__file__).resolve().parents[2] / "broker" / "protocol" / "messages"
+    since = {}
+    for path in specs.glob("*Request.json"):
+        text = "\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith("//"))
+        spec = json.loads(text)
+        flexible = spec.get("flexibleVersions", "none")
+        if flexible != "none":
+            since[spec["apiKey"]] = int(flexible.rstrip("+").split("-")[0])
+    return since
+
+
+FLEXIBLE_SINCE = _flexible_since()
+
+
 def is_flexible(api_key: int, version: int) -> bool:
-    """Whether a request uses header v2 and compact fields: of what the broker serves,
-    ApiVersions v3+, AddPartitionsToTxn v3+, TxnOffsetCommit v3+, InitProducerId v2+, EndTxn v3+,
-    ListOffsets v6+, IncrementalAlterConfigs v1+, CreatePartitions, DeleteRecords, AlterConfigs,
-    ElectLeaders and DescribeLogDirs v2+, OffsetForLeaderEpoch v4+, Metadata v9+, OffsetCommit v8+,
-    Produce v9+, Fetch v12+,
-    OffsetFetch v6+, ListGroups v3+, the consumer group protocol's APIs (KIP-848), and the APIs
-    whose only version, v0, is flexible (SCRAM credentials, DescribeProducers,
-    DescribeTransactions, ListTransactions), and WriteTxnMarkers (v1, the one served)."""
-    return (
-        (api_key == API_API_VERSIONS and version >= 3)
-        or (api_key == API_PRODUCE and version >= 9)
-        or (api_key == API_FETCH and version >= 12)
-        or (api_key == API_OFFSET_COMMIT and version >= 8)
-        or (api_key == API_OFFSET_FETCH and version >= 6)
-        or (api_key == API_LIST_GROUPS and version >= 3)
-        or api_key in (API_CONSUMER_GROUP_HEARTBEAT, API_CONSUMER_GROUP_DESCRIBE)
-        or (api_key == API_ADD_PARTITIONS_TO_TXN and version >= 3)
-        or (api_key == API_OFFSET_FOR_LEADER_EPOCH and version >= 4)
-        or (api_key == API_METADATA and version >= 9)
-        or (api_key == API_LIST_OFFSETS and version >= 6)
-        or (api_key == API_TXN_OFFSET_COMMIT and version >= 3)
-        or (api_key == API_END_TXN and version >= 3)
-        or (api_key == API_INIT_PRODUCER_ID and version >= 2)
-        or (api_key == API_INCREMENTAL_ALTER_CONFIGS and version >= 1)
-        or (
-            api_key
-            in (API_CREATE_PARTITIONS, API_ELECT_LEADERS, API_DESCRIBE_LOG_DIRS, API_DELETE_RECORDS, API_ALTER_CONFIGS)
-            and version >= 2
-        )
-        or api_key
-        in (
-            API_DESCRIBE_USER_SCRAM_CREDENTIALS,
-            API_ALTER_USER_SCRAM_CREDENTIALS,
-            API_DESCRIBE_PRODUCERS,
-            API_DESCRIBE_TRANSACTIONS,
-            API_LIST_TRANSACTIONS,
-            API_DESCRIBE_CLUSTER,
-            API_WRITE_TXN_MARKERS,
-            API_GET_TELEMETRY_SUBSCRIPTIONS,
-            API_PUSH_TELEMETRY,
-        )
-    )
+    """Whether a request uses header v2 and compact fields (Kafka's specs say from which
+    version)."""
+    since = FLEXIBLE_SINCE.get(api_key)
+    return since is not None and version >= since
 
 
 def request_frame(api_key: int, version: int, correlation_id: int, body: bytes, client_id: str = "sluice-e2e") -> bytes:

@@ -38,7 +38,7 @@ pub(super) fn dispatch(conn: &ConnectionContext, mut call: Call) -> Result<Respo
         security: &conn.broker.security,
         clock: conn.broker.clock(),
     };
-    let answer = call.answer;
+    let (answer, v) = (call.answer, call.read_as);
     match call.key {
         ApiKey::CreateAcls => answer.reply(&acls::create(ctx, call.request()?)),
         ApiKey::DescribeAcls => answer.reply(&acls::describe(ctx, call.request()?)),
@@ -49,10 +49,10 @@ pub(super) fn dispatch(conn: &ConnectionContext, mut call: Call) -> Result<Respo
         ApiKey::AlterUserScramCredentials => answer.reply(&users::alter(ctx, call.request()?)),
         ApiKey::DescribeClientQuotas => answer.reply(&quotas::describe(ctx, call.request()?)),
         ApiKey::AlterClientQuotas => answer.reply(&quotas::alter(ctx, call.request()?)),
-        ApiKey::CreateDelegationToken => answer.reply(&tokens::create(ctx, call.request()?)),
+        ApiKey::CreateDelegationToken => answer.reply(&tokens::create(ctx, call.request()?, v)),
         ApiKey::RenewDelegationToken => answer.reply(&tokens::renew(ctx, call.request()?)),
         ApiKey::ExpireDelegationToken => answer.reply(&tokens::expire(ctx, call.request()?)),
-        ApiKey::DescribeDelegationToken => answer.reply(&tokens::describe(ctx, call.request()?)),
+        ApiKey::DescribeDelegationToken => answer.reply(&tokens::describe(ctx, call.request()?, v)),
         other => Err(no_handler(other)),
     }
 }

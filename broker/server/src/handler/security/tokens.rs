@@ -38,6 +38,10 @@ use super::Ctx;
 use crate::audit;
 use crate::config::SecurityProtocol;
 
+/// The first CreateDelegationToken and DescribeDelegationToken version whose answer names the
+/// requester (and whose create request may name another owner).
+const REQUESTER_SINCE: i16 = 3;
+
 /// Kafka's `DelegationTokenManager.ErrorTimestamp`: the expiry answered with an error.
 const ERROR_TIMESTAMP: i64 = -1;
 
@@ -74,6 +78,7 @@ fn str(s: &str) -> StrBytes {
 pub fn create(
     ctx: &Ctx<'_>,
     request: CreateDelegationTokenRequest,
+    version: i16,
 ) -> CreateDelegationTokenResponse {
     let requester = ctx.client.principal.clone();
     let owner = match request.owner_principal_name.as_ref() {
@@ -89,8 +94,10 @@ pub fn create(
     let mut response = CreateDelegationTokenResponse::default();
     response.principal_type = str(&owner.principal_type);
     response.principal_name = str(&owner.name);
-    response.token_requester_principal_type = str(&requester.principal_type);
-    response.token_requester_principal_name = str(&requester.name);
+    if version >= REQUESTER_SINCE {
+        response.token_requester_principal_type = str(&requester.principal_type);
+        response.token_requester_principal_name = str(&requester.name);
+    }
     response.issue_timestamp_ms = ERROR_TIMESTAMP;
     response.expiry_timestamp_ms = ERROR_TIMESTAMP;
     response.max_timestamp_ms = ERROR_TIMESTAMP;
@@ -268,6 +275,7 @@ pub fn expire(
 pub fn describe(
     ctx: &Ctx<'_>,
     request: DescribeDelegationTokenRequest,
+    version: i16,
 ) -> DescribeDelegationTokenResponse {
     let mut response = DescribeDelegationTokenResponse::default();
     let config = match enabled(ctx) {
@@ -309,16 +317,25 @@ pub fn describe(
         .security
         .store
         .read(|state| state.tokens().filter(|t| eligible(t)).cloned().collect());
-    response.tokens = tokens.iter().map(|t| described(config, t)).collect();
+    response.tokens = tokens
+        .iter()
+        .map(|t| described(config, t, version))
+        .collect();
     response
 }
 
-fn described(config: &TokenConfig, token: &DelegationToken) -> DescribedDelegationToken {
+fn described(
+    config: &TokenConfig,
+    token: &DelegationToken,
+    version: i16,
+) -> DescribedDelegationToken {
     let mut out = DescribedDelegationToken::default();
     out.principal_type = str(&token.owner.principal_type);
     out.principal_name = str(&token.owner.name);
-    out.token_requester_principal_type = str(&token.requester.principal_type);
-    out.token_requester_principal_name = str(&token.requester.name);
+    if version >= REQUESTER_SINCE {
+        out.token_requester_principal_type = str(&token.requester.principal_type);
+        out.token_requester_principal_name = str(&token.requester.name);
+    }
     out.issue_timestamp = token.issue_ms;
     out.expiry_timestamp = token.expiry_ms;
     out.max_timestamp = token.max_ms;
