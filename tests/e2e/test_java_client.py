@@ -95,6 +95,10 @@ def test_classic_group_rebalances_as_members_join_and_leave(broker, topic_name, 
     described = result["described_with_two"]
     assert (described["type"], described["state"], described["assignor"]) == ("CLASSIC", "STABLE", "range")
     assert (described["listed_type"], described["listed_state"]) == ("CLASSIC", "STABLE")
+    # The client negotiated Kafka 4.4's newest classic group versions, as the broker counted.
+    samples = scrape(broker)
+    for api, version in (("JoinGroup", 9), ("SyncGroup", 5), ("Heartbeat", 4), ("LeaveGroup", 5), ("DescribeGroups", 6)):
+        assert samples.get(f'sluice_requests_total{{api="{api}",version="{version}"}}', 0) > 0, (api, version)
 
 
 def test_kip848_group_rebalances_with_the_brokers_assignor(broker, topic_name, classpath):

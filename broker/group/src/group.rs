@@ -289,6 +289,7 @@ impl Group {
             leader,
             member_id: member_id.to_owned(),
             members,
+            skip_assignment: false,
         }
     }
 
@@ -451,6 +452,7 @@ pub(crate) fn join_error(member_id: &str, error: ErrorCode) -> Response {
         leader: String::new(),
         member_id: member_id.to_owned(),
         members: Vec::new(),
+        skip_assignment: false,
     })
 }
 

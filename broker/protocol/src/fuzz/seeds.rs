@@ -101,7 +101,7 @@ fn body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
         ApiKey::IncrementalAlterConfigs => enc!(alter_configs()),
         ApiKey::ApiVersions => enc!(api_versions(version)),
         ApiKey::JoinGroup => enc!(join_group(version)),
-        ApiKey::SyncGroup => enc!(sync_group()),
+        ApiKey::SyncGroup => enc!(sync_group(version)),
         ApiKey::Heartbeat => enc!(
             HeartbeatRequest::default()
                 .with_group_id(group())
@@ -595,15 +595,17 @@ fn join_group(version: i16) -> JoinGroupRequest {
                 .with_name(s("range"))
                 .with_metadata(Bytes::from_static(b"\0\x01\0\0\0\x01\0\x06orders\0\0\0\0")),
         ]);
-    if version == 0 {
-        request
-    } else {
-        request.with_rebalance_timeout_ms(30_000)
+    match version {
+        0 => request,
+        1..=7 => request.with_rebalance_timeout_ms(30_000),
+        _ => request
+            .with_rebalance_timeout_ms(30_000)
+            .with_reason(Some(s("rebalance failed due to a new member"))),
     }
 }
 
-fn sync_group() -> SyncGroupRequest {
-    SyncGroupRequest::default()
+fn sync_group(version: i16) -> SyncGroupRequest {
+    let request = SyncGroupRequest::default()
         .with_group_id(group())
         .with_generation_id(1)
         .with_member_id(s("m-1"))
@@ -613,7 +615,13 @@ fn sync_group() -> SyncGroupRequest {
                 .with_assignment(Bytes::from_static(
                     b"\0\x01\0\0\0\x01\0\x06orders\0\0\0\x01\0\0\0\0\0\0\0\0",
                 )),
-        ])
+        ]);
+    if version < 5 {
+        return request;
+    }
+    request
+        .with_protocol_type(Some(s("consumer")))
+        .with_protocol_name(Some(s("range")))
 }
 
 fn leave_group(version: i16) -> LeaveGroupRequest {
@@ -621,9 +629,13 @@ fn leave_group(version: i16) -> LeaveGroupRequest {
     if version < 3 {
         return request.with_member_id(s("m-1"));
     }
-    request.with_members(vec![
-        leave_group_request::MemberIdentity::default().with_member_id(s("m-1")),
-    ])
+    let member = leave_group_request::MemberIdentity::default().with_member_id(s("m-1"));
+    let member = if version >= 5 {
+        member.with_reason(Some(s("the consumer is being closed")))
+    } else {
+        member
+    };
+    request.with_members(vec![member])
 }
 
 fn offset_commit() -> OffsetCommitRequest {
