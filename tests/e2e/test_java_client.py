@@ -97,7 +97,9 @@ def test_classic_group_rebalances_as_members_join_and_leave(broker, topic_name, 
     assert (described["listed_type"], described["listed_state"]) == ("CLASSIC", "STABLE")
     # The client negotiated Kafka 4.4's newest classic group versions, as the broker counted.
     samples = scrape(broker)
-    for api, version in (("JoinGroup", 9), ("SyncGroup", 5), ("Heartbeat", 4), ("LeaveGroup", 5), ("DescribeGroups", 6)):
+    for api, version in (
+        ("FindCoordinator", 6), ("JoinGroup", 9), ("SyncGroup", 5), ("Heartbeat", 4), ("LeaveGroup", 5), ("DescribeGroups", 6)
+    ):
         assert samples.get(f'sluice_requests_total{{api="{api}",version="{version}"}}', 0) > 0, (api, version)
 
 

@@ -51,7 +51,7 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::ListOffsets, 1, 5),
     // v9+ are flexible; librdkafka trusts leader epochs only from v9 (KIP-320).
     api(ApiKey::Metadata, 0, 12),
-    api(ApiKey::FindCoordinator, 0, 2),
+    api(ApiKey::FindCoordinator, 0, 6),
     api(ApiKey::CreateTopics, 0, 4),
     api(ApiKey::DeleteTopics, 0, 3),
     // v2-v3 are flexible.
@@ -202,6 +202,7 @@ mod tests {
             ApiKey::OffsetCommit,
             ApiKey::OffsetFetch,
             ApiKey::ListGroups,
+            ApiKey::FindCoordinator,
             ApiKey::JoinGroup,
             ApiKey::SyncGroup,
             ApiKey::Heartbeat,

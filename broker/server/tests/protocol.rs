@@ -446,10 +446,48 @@ async fn find_coordinator_names_this_broker_for_groups_and_transactions() {
         );
     }
     request.key_type = 1; // transaction
-    let response: FindCoordinatorResponse = client.call(ApiKey::FindCoordinator, 2, &request).await;
-    assert_eq!(response.error_code, 0);
-    assert_eq!(
-        (response.node_id.0, response.port),
-        (0, i32::from(broker.addr.port()))
-    );
+    for version in 2..=3 {
+        let response: FindCoordinatorResponse = client
+            .call(ApiKey::FindCoordinator, version, &request)
+            .await;
+        assert_eq!(response.error_code, 0);
+        assert_eq!(
+            (response.node_id.0, response.port),
+            (0, i32::from(broker.addr.port()))
+        );
+    }
+    // v4+ batch the keys (KIP-699), each answered on its own.
+    let mut batched = FindCoordinatorRequest::default();
+    batched.coordinator_keys = vec![
+        StrBytes::from_static_str("a"),
+        StrBytes::from_static_str("b"),
+    ];
+    for (key_type, version) in [(0, 4), (1, 5), (0, 6)] {
+        batched.key_type = key_type;
+        let response: FindCoordinatorResponse = client
+            .call(ApiKey::FindCoordinator, version, &batched)
+            .await;
+        let answers: Vec<_> = response
+            .coordinators
+            .iter()
+            .map(|c| (c.key.as_str(), c.error_code, c.node_id.0, c.port))
+            .collect();
+        let port = i32::from(broker.addr.port());
+        assert_eq!(
+            answers,
+            [("a", 0, 0, port), ("b", 0, 0, port)],
+            "v{version}"
+        );
+    }
+    // Share groups (key type 2) are not served: INVALID_REQUEST, as Kafka answers with
+    // share groups disabled (and below v6), and an unknown key type too.
+    for (key_type, version) in [(2, 6), (2, 5), (3, 6)] {
+        batched.key_type = key_type;
+        let response: FindCoordinatorResponse = client
+            .call(ApiKey::FindCoordinator, version, &batched)
+            .await;
+        for c in &response.coordinators {
+            assert_eq!((c.error_code, c.node_id.0, c.port), (42, -1, -1));
+        }
+    }
 }

@@ -85,6 +85,10 @@ fn body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
         ApiKey::Metadata => enc!(MetadataRequest::default().with_topics(Some(vec![
             metadata_request::MetadataRequestTopic::default().with_name(Some(topic()))
         ]))),
+        ApiKey::FindCoordinator if version >= 4 => enc!(
+            FindCoordinatorRequest::default()
+                .with_coordinator_keys(vec![s("group-1"), s("group-2")])
+        ),
         ApiKey::FindCoordinator => enc!(FindCoordinatorRequest::default().with_key(s("group-1"))),
         ApiKey::CreateTopics => enc!(create_topics()),
         ApiKey::DeleteTopics => enc!(
