@@ -52,10 +52,11 @@ def test_every_codec_round_trips_byte_exact(broker, topic_name, classpath):
         # The Java producer compresses every batch with the codec it is configured with.
         assert set(codecs) == {CODEC_IDS[codec]}, (codec, codecs)
     # The client negotiated the newest versions served (Produce v11: v12+ are transaction
-    # protocol v2's; Fetch v18, topics by id), as the broker counted them.
+    # protocol v2's; Fetch v18, topics by id; Metadata v13), as the broker counted them.
     samples = scrape(broker)
     assert samples.get('sluice_requests_total{api="Produce",version="11"}', 0) > 0, samples
     assert samples.get('sluice_requests_total{api="Fetch",version="18"}', 0) > 0, samples
+    assert samples.get('sluice_requests_total{api="Metadata",version="13"}', 0) > 0, samples
 
 
 def run_group(broker, topic_name, classpath, protocol: str) -> dict:

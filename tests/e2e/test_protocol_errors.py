@@ -35,8 +35,8 @@ CONTRACT_VERSIONS = {
     0: (0, 11),
     1: (4, 18),  # Fetch (v12+ flexible, v13+ topics by id)
     2: (1, 5),  # ListOffsets
-    3: (0, 12),  # Metadata (v9+ flexible)
-    18: (0, 3),  # ApiVersions
+    3: (0, 13),  # Metadata (v9+ flexible)
+    18: (0, 4),  # ApiVersions
     19: (0, 4),  # CreateTopics
     20: (0, 3),  # DeleteTopics
     32: (0, 3),  # DescribeConfigs

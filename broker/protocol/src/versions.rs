@@ -49,8 +49,9 @@ pub const SUPPORTED: &[ApiSupport] = &[
     },
     api(ApiKey::Fetch, 4, 18),
     api(ApiKey::ListOffsets, 1, 5),
-    // v9+ are flexible; librdkafka trusts leader epochs only from v9 (KIP-320).
-    api(ApiKey::Metadata, 0, 12),
+    // v9+ are flexible; librdkafka trusts leader epochs only from v9 (KIP-320); v13's
+    // top-level error code (KIP-1102's REBOOTSTRAP_REQUIRED) is always NONE: one broker.
+    api(ApiKey::Metadata, 0, 13),
     api(ApiKey::FindCoordinator, 0, 6),
     api(ApiKey::CreateTopics, 0, 4),
     api(ApiKey::DeleteTopics, 0, 3),
@@ -61,7 +62,7 @@ pub const SUPPORTED: &[ApiSupport] = &[
     // from the codec crate, is read and answered as v1: `compat.rs`).
     api(ApiKey::DeleteRecords, 0, 2),
     api(ApiKey::AlterConfigs, 0, 2),
-    api(ApiKey::DescribeCluster, 0, 1),
+    api(ApiKey::DescribeCluster, 0, 2),
     api(ApiKey::ElectLeaders, 0, 2),
     api(ApiKey::DescribeLogDirs, 0, 4),
     // v4 is flexible; v0-v1 (replica fetchers before KIP-320) are gone from the codec
@@ -69,7 +70,7 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::OffsetForLeaderEpoch, 2, 4),
     api(ApiKey::DescribeConfigs, 0, 3),
     api(ApiKey::IncrementalAlterConfigs, 0, 0),
-    api(ApiKey::ApiVersions, 0, 3),
+    api(ApiKey::ApiVersions, 0, 4),
     api(ApiKey::JoinGroup, 0, 9),
     api(ApiKey::SyncGroup, 0, 5),
     api(ApiKey::Heartbeat, 0, 4),

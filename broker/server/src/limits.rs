@@ -306,3 +306,14 @@ const _: () = assert!(PRODUCE_DECOMPRESSED_BYTES_MAX >= 16 * MESSAGE_MAX_BYTES_D
 pub const DESCRIBE_CONFIGS_RESOURCES_MAX: usize = 1_000;
 
 const _: () = assert!(INTERNAL_LOG_DEDUPE_BUFFER_BYTES >= CLEANER_DEDUPE_BUFFER_BYTES_MIN);
+
+/// Distinct (client software name, version) pairs the `sluice_client_software_connections`
+/// gauge keeps (KIP-511); connections of further pairs are counted under `_other`. Each
+/// pair costs its two strings; a client can send any name, so the map must not grow with
+/// them. Kafka's own clients, librdkafka, franz-go and a few tool versions fit many times.
+pub const CLIENT_SOFTWARE_ENTRIES_MAX: usize = 1_000;
+
+/// Longest client software name or version (bytes) the gauge keeps as sent; a longer one is
+/// counted under `_other`. Kafka's clients send names like `apache-kafka-java` and versions
+/// like `4.4.0`.
+pub const CLIENT_SOFTWARE_BYTES_MAX: usize = 128;

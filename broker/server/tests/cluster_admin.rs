@@ -12,6 +12,32 @@ use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
 use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
 use kafka_protocol::messages::*;
 
+/// DescribeCluster's endpoint types as a Kafka broker answers them: controllers are asked at a
+/// controller's endpoint (MISMATCHED_ENDPOINT_TYPE), other types do not exist
+/// (UNSUPPORTED_ENDPOINT_TYPE); v2's include-fenced flag changes nothing.
+#[tokio::test]
+async fn describe_cluster_answers_endpoint_types_as_a_broker() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    let mut cluster = DescribeClusterRequest::default();
+    for (endpoint_type, expected) in [(2, 114), (3, 115)] {
+        cluster.endpoint_type = endpoint_type;
+        for version in 1..=2 {
+            let answer: DescribeClusterResponse = client
+                .call(ApiKey::DescribeCluster, version, &cluster)
+                .await;
+            assert_eq!(answer.error_code, expected, "endpoint type {endpoint_type}");
+            assert!(answer.brokers.is_empty());
+        }
+    }
+    cluster.endpoint_type = 1;
+    cluster.include_fenced_brokers = true;
+    let with_fenced: DescribeClusterResponse =
+        client.call(ApiKey::DescribeCluster, 2, &cluster).await;
+    assert_eq!(with_fenced.brokers.len(), 1);
+    assert!(!with_fenced.brokers[0].is_fenced);
+}
+
 #[tokio::test]
 async fn every_served_version_answers() {
     let broker = TestBroker::start(&[]).await;
@@ -33,13 +59,9 @@ async fn every_served_version_answers() {
     )
     .await;
     assert!(
-        codes.len() == 2 && codes.iter().all(|&(_, c)| c == 0),
+        codes.len() == 3 && codes.iter().all(|&(_, c)| c == 0),
         "{codes:?}"
     );
-    cluster.endpoint_type = 2;
-    let controllers: DescribeClusterResponse =
-        client.call(ApiKey::DescribeCluster, 1, &cluster).await;
-    assert_eq!(controllers.error_code, 115, "UNSUPPORTED_ENDPOINT_TYPE");
 
     let mut elect = ElectLeadersRequest::default();
     let mut tp = TopicPartitions::default();

@@ -72,10 +72,14 @@ async fn produce(
 async fn api_versions_v3_v0_and_unknown_version() {
     let broker = TestBroker::start(&[]).await;
     let mut client = broker.client().await;
-    for version in [0, 3] {
-        let response: ApiVersionsResponse = client
-            .call(ApiKey::ApiVersions, version, &ApiVersionsRequest::default())
-            .await;
+    for version in [0, 3, 4] {
+        let request = if version >= 3 {
+            common::api_versions_request()
+        } else {
+            ApiVersionsRequest::default()
+        };
+        let response: ApiVersionsResponse =
+            client.call(ApiKey::ApiVersions, version, &request).await;
         assert_eq!(response.error_code, 0);
         let produce = response
             .api_keys
@@ -97,13 +101,13 @@ async fn api_versions_v3_v0_and_unknown_version() {
     }
     // A version from the future: answered in v0 with UNSUPPORTED_VERSION and the table.
     let id = client
-        .send(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default())
+        .send(ApiKey::ApiVersions, 3, &common::api_versions_request())
         .await;
     let mut frame = common::encode_request(
         ApiKey::ApiVersions,
         3,
         id + 100,
-        &ApiVersionsRequest::default(),
+        &common::api_versions_request(),
     )
     .to_vec();
     frame[6..8].copy_from_slice(&99i16.to_be_bytes());
@@ -118,6 +122,56 @@ async fn api_versions_v3_v0_and_unknown_version() {
     assert!(!response.api_keys.is_empty());
 }
 
+/// KIP-511: ApiVersions v3+ names the client software; a name or version outside Kafka's
+/// pattern is INVALID_REQUEST (no table), and a valid pair is what the connection counts as
+/// in the client software gauge until it closes (`unknown` before).
+#[tokio::test]
+async fn api_versions_checks_and_counts_the_client_software() {
+    let broker = TestBroker::start(&[]).await;
+    let software = &broker.broker.metrics.client_software;
+    let mut client = broker.client().await;
+    let count = |name: &str, version: &str| {
+        software
+            .snapshot()
+            .iter()
+            .find(|(n, v, _)| (&**n, &**v) == (name, version))
+            .map_or(0, |e| e.2)
+    };
+    for version in [3, 4] {
+        for (name, software_version) in [("", "1.0"), ("kafka java", "4.4.0"), ("java", "4.4.0-")] {
+            let mut request = common::api_versions_request();
+            request.client_software_name = StrBytes::from_static_str(name);
+            request.client_software_version = StrBytes::from_static_str(software_version);
+            let response: ApiVersionsResponse =
+                client.call(ApiKey::ApiVersions, version, &request).await;
+            assert_eq!(response.error_code, 42, "{name:?} {software_version:?}");
+            assert!(response.api_keys.is_empty());
+        }
+    }
+    assert_eq!(count("unknown", "unknown"), 1, "{:?}", software.snapshot());
+    let response: ApiVersionsResponse = client
+        .call(ApiKey::ApiVersions, 4, &common::api_versions_request())
+        .await;
+    assert_eq!(response.error_code, 0);
+    assert_eq!(count("sluice-tests", "1.0"), 1);
+    assert_eq!(count("unknown", "unknown"), 0);
+    let mut second = broker.client().await;
+    let _: ApiVersionsResponse = second
+        .call(ApiKey::ApiVersions, 3, &common::api_versions_request())
+        .await;
+    assert_eq!(count("sluice-tests", "1.0"), 2);
+    drop(second);
+    let deadline = std::time::Instant::now() + common::DEADLINE;
+    while count("sluice-tests", "1.0") != 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            software.snapshot()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
 #[tokio::test]
 async fn api_versions_v3_leaves_default_tagged_fields_out() {
     // librdkafka 2.0.2 (Debian's kcat) mis-parses them: the body must end right after
@@ -125,7 +179,7 @@ async fn api_versions_v3_leaves_default_tagged_fields_out() {
     let broker = TestBroker::start(&[]).await;
     let mut client = broker.client().await;
     client
-        .send(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default())
+        .send(ApiKey::ApiVersions, 3, &common::api_versions_request())
         .await;
     let body = client.recv_frame().await.unwrap();
     assert_eq!(body[body.len() - 1], 0, "no tagged fields");

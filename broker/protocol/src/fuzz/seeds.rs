@@ -239,6 +239,7 @@ fn admin_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
             DescribeClusterRequest::default()
                 .with_include_cluster_authorized_operations(true)
                 .with_endpoint_type(1)
+                .with_include_fenced_brokers(version >= 2)
         ),
         ApiKey::ElectLeaders => enc!(
             ElectLeadersRequest::default()
