@@ -196,6 +196,10 @@ def test_admin_client_calls(broker, topic_name, classpath):
     assert r["group_offsets"] == {f"{topic_name}-0": 10, **{f"{topic_name}-{p}": 0 for p in range(1, 5)}}
 
     assert other not in r["list_topics_after_delete"] and topic_name in r["list_topics_after_delete"]
+    # The admin client negotiated Kafka 4.4's newest topic and config versions.
+    samples = scrape(broker)
+    for api, version in (("CreateTopics", 7), ("DeleteTopics", 6), ("DescribeConfigs", 4), ("Metadata", 13)):
+        assert samples.get(f'sluice_requests_total{{api="{api}",version="{version}"}}', 0) > 0, (api, version)
 
 
 def test_transactions_commit_abort_and_fencing(broker, topic_name, classpath):

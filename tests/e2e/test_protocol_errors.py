@@ -37,9 +37,9 @@ CONTRACT_VERSIONS = {
     2: (1, 5),  # ListOffsets
     3: (0, 13),  # Metadata (v9+ flexible)
     18: (0, 4),  # ApiVersions
-    19: (0, 4),  # CreateTopics
-    20: (0, 3),  # DeleteTopics
-    32: (0, 3),  # DescribeConfigs
+    19: (0, 7),  # CreateTopics
+    20: (0, 6),  # DeleteTopics
+    32: (0, 4),  # DescribeConfigs
 }
 
 

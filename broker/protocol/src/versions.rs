@@ -53,8 +53,8 @@ pub const SUPPORTED: &[ApiSupport] = &[
     // top-level error code (KIP-1102's REBOOTSTRAP_REQUIRED) is always NONE: one broker.
     api(ApiKey::Metadata, 0, 13),
     api(ApiKey::FindCoordinator, 0, 6),
-    api(ApiKey::CreateTopics, 0, 4),
-    api(ApiKey::DeleteTopics, 0, 3),
+    api(ApiKey::CreateTopics, 0, 7),
+    api(ApiKey::DeleteTopics, 0, 6),
     // v2-v3 are flexible.
     api(ApiKey::CreatePartitions, 0, 3),
     // Flexible: DescribeCluster always, DeleteRecords, AlterConfigs and ElectLeaders v2,
@@ -68,7 +68,7 @@ pub const SUPPORTED: &[ApiSupport] = &[
     // v4 is flexible; v0-v1 (replica fetchers before KIP-320) are gone from the codec
     // crate and from Kafka 4.0 (KIP-896).
     api(ApiKey::OffsetForLeaderEpoch, 2, 4),
-    api(ApiKey::DescribeConfigs, 0, 3),
+    api(ApiKey::DescribeConfigs, 0, 4),
     api(ApiKey::IncrementalAlterConfigs, 0, 0),
     api(ApiKey::ApiVersions, 0, 4),
     api(ApiKey::JoinGroup, 0, 9),
@@ -204,6 +204,9 @@ mod tests {
             ApiKey::OffsetFetch,
             ApiKey::ListGroups,
             ApiKey::FindCoordinator,
+            ApiKey::CreateTopics,
+            ApiKey::DeleteTopics,
+            ApiKey::DescribeConfigs,
             ApiKey::JoinGroup,
             ApiKey::SyncGroup,
             ApiKey::Heartbeat,

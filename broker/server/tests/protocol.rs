@@ -430,6 +430,103 @@ async fn create_describe_and_delete_topics() {
     assert!(broker_has_no_topic(&mut client, "a").await);
 }
 
+/// CreateTopics v5+ answers the new topic's partitions, replication factor and configs
+/// (KIP-525), v7 its id; DeleteTopics v6 deletes by id (KIP-516) and refuses what Kafka's
+/// controller refuses.
+#[tokio::test]
+async fn create_topics_v7_describes_and_delete_topics_v6_deletes_by_id() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    let mut request = CreateTopicsRequest::default();
+    request.topics = vec![creatable("k", 3, &[("retention.ms", "60000")])];
+    let response: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 7, &request).await;
+    let created = &response.topics[0];
+    assert_eq!(created.error_code, 0);
+    assert_eq!((created.num_partitions, created.replication_factor), (3, 1));
+    assert_eq!(created.topic_config_error_code, 0);
+    let id = created.topic_id;
+    assert!(!id.is_nil());
+    let configs = created.configs.as_ref().unwrap();
+    let names: Vec<&str> = configs.iter().map(|c| c.name.as_str()).collect();
+    assert!(names.is_sorted(), "{names:?}");
+    let retention = configs.iter().find(|c| c.name.as_str() == "retention.ms");
+    let retention = retention.unwrap();
+    assert_eq!(retention.value.as_deref(), Some("60000"));
+    assert_eq!(retention.config_source, 1, "DYNAMIC_TOPIC_CONFIG");
+    let segment = configs.iter().find(|c| c.name.as_str() == "segment.bytes");
+    assert_eq!(segment.unwrap().config_source, 5, "DEFAULT_CONFIG");
+    // v5 (no id), and validate_only answers the configs of the topic it would create.
+    request.topics = vec![creatable("k2", 2, &[])];
+    request.validate_only = true;
+    let response: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 5, &request).await;
+    assert_eq!(response.topics[0].num_partitions, 2);
+    assert!(!response.topics[0].configs.as_ref().unwrap().is_empty());
+    // An error answers no configs and -1 counts.
+    let response: CreateTopicsResponse = client
+        .call(ApiKey::CreateTopics, 7, &{
+            let mut again = CreateTopicsRequest::default();
+            again.topics = vec![creatable("k", 1, &[])];
+            again
+        })
+        .await;
+    let exists = &response.topics[0];
+    assert_eq!(exists.error_code, ResponseError::TopicAlreadyExists.code());
+    assert_eq!((exists.num_partitions, exists.replication_factor), (-1, -1));
+    delete_by_id(&mut client, id).await;
+}
+
+/// DeleteTopics v6 of topic `k` (id `id`), by id, among entries Kafka's controller refuses.
+async fn delete_by_id(client: &mut common::Client, id: uuid::Uuid) {
+    let state = |name: Option<&'static str>, id| {
+        let mut t = delete_topics_request::DeleteTopicState::default();
+        t.name = name.map(topic_name);
+        t.topic_id = id;
+        t
+    };
+    let unknown = uuid::Uuid::from_u128(7);
+    let mut delete = DeleteTopicsRequest::default();
+    delete.topics = vec![
+        state(None, unknown),
+        state(None, uuid::Uuid::nil()),
+        state(Some("k"), id),
+        state(None, id),
+    ];
+    let response: DeleteTopicsResponse = client.call(ApiKey::DeleteTopics, 6, &delete).await;
+    let answers: Vec<(Option<&str>, uuid::Uuid, i16)> = response
+        .responses
+        .iter()
+        .map(|r| {
+            (
+                r.name.as_ref().map(|n| n.0.as_str()),
+                r.topic_id,
+                r.error_code,
+            )
+        })
+        .collect();
+    let invalid = ResponseError::InvalidRequest.code();
+    assert_eq!(
+        answers,
+        [
+            (None, unknown, ResponseError::UnknownTopicId.code()),
+            (None, uuid::Uuid::nil(), invalid),
+            (Some("k"), id, invalid),
+            (Some("k"), id, 0),
+        ]
+    );
+    assert!(broker_has_no_topic(client, "k").await);
+    // A name listed twice is INVALID_REQUEST, in every version.
+    let mut request = CreateTopicsRequest::default();
+    request.topics = vec![creatable("t2", 1, &[])];
+    let _: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 7, &request).await;
+    delete.topics = vec![
+        state(Some("t2"), uuid::Uuid::nil()),
+        state(Some("t2"), uuid::Uuid::nil()),
+    ];
+    let response: DeleteTopicsResponse = client.call(ApiKey::DeleteTopics, 6, &delete).await;
+    assert!(response.responses.iter().all(|r| r.error_code == invalid));
+    assert!(!broker_has_no_topic(client, "t2").await);
+}
+
 fn creatable(
     name: &str,
     partitions: i32,

@@ -91,6 +91,15 @@ fn body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
         ),
         ApiKey::FindCoordinator => enc!(FindCoordinatorRequest::default().with_key(s("group-1"))),
         ApiKey::CreateTopics => enc!(create_topics()),
+        ApiKey::DeleteTopics if version >= 6 => enc!(
+            DeleteTopicsRequest::default()
+                .with_topics(vec![
+                    delete_topics_request::DeleteTopicState::default().with_name(Some(topic())),
+                    delete_topics_request::DeleteTopicState::default()
+                        .with_topic_id(uuid::Uuid::from_u128(0x5eed)),
+                ])
+                .with_timeout_ms(30_000)
+        ),
         ApiKey::DeleteTopics => enc!(
             DeleteTopicsRequest::default()
                 .with_topic_names(vec![topic()])

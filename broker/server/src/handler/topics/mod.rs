@@ -49,11 +49,11 @@ pub(super) async fn dispatch(
     let (answer, v, sent) = (call.answer, call.read_as, call.version);
     match call.key {
         ApiKey::CreateTopics => {
-            let response = create_topics::handle(ctx, call.request()?).await;
+            let response = create_topics::handle(ctx, call.request()?, v).await;
             answer.reply_old(&response, |r| compat::create_topics(r, sent))
         }
         ApiKey::DeleteTopics => {
-            let response = delete_topics::handle(ctx, call.request()?).await;
+            let response = delete_topics::handle(ctx, call.request()?, v).await;
             answer.reply_old(&response, compat::delete_topics)
         }
         ApiKey::CreatePartitions => {
