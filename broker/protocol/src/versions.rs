@@ -94,12 +94,16 @@ pub const SUPPORTED: &[ApiSupport] = &[
     // when the broker lists v0, then uses v1 (SaslAuthenticate). After a v0 handshake the
     // client would send raw SASL tokens without Kafka framing, which is not built.
     api(ApiKey::SaslHandshake, 0, 1),
-    api(ApiKey::SaslAuthenticate, 0, 1),
-    api(ApiKey::DescribeAcls, 1, 1),
-    api(ApiKey::CreateAcls, 1, 1),
-    api(ApiKey::DeleteAcls, 1, 1),
-    api(ApiKey::DescribeClientQuotas, 0, 0),
-    api(ApiKey::AlterClientQuotas, 0, 0),
+    // v2 is flexible.
+    api(ApiKey::SaslAuthenticate, 0, 2),
+    // v2+ are flexible; v3 names the USER resource type (7), which every version here
+    // stores and matches alike.
+    api(ApiKey::DescribeAcls, 1, 3),
+    api(ApiKey::CreateAcls, 1, 3),
+    api(ApiKey::DeleteAcls, 1, 3),
+    // v1 is flexible.
+    api(ApiKey::DescribeClientQuotas, 0, 1),
+    api(ApiKey::AlterClientQuotas, 0, 1),
     // v0 is flexible (KIP-554 came after KIP-482); no other version exists.
     api(ApiKey::DescribeUserScramCredentials, 0, 0),
     api(ApiKey::DescribeProducers, 0, 0),
@@ -204,6 +208,12 @@ mod tests {
             ApiKey::OffsetFetch,
             ApiKey::ListGroups,
             ApiKey::FindCoordinator,
+            ApiKey::SaslAuthenticate,
+            ApiKey::DescribeAcls,
+            ApiKey::CreateAcls,
+            ApiKey::DeleteAcls,
+            ApiKey::DescribeClientQuotas,
+            ApiKey::AlterClientQuotas,
             ApiKey::CreateTopics,
             ApiKey::DeleteTopics,
             ApiKey::DescribeConfigs,

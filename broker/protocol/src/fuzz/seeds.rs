@@ -416,10 +416,11 @@ fn security_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
             SaslAuthenticateRequest::default()
                 .with_auth_bytes(Bytes::from_static(b"n,,n=alice,r=fyko+d2lbbFgONRv9qkxdawL"))
         ),
+        // v3: the USER resource type (a user others may create tokens for).
         ApiKey::CreateAcls => enc!(CreateAclsRequest::default().with_creations(vec![
             create_acls_request::AclCreation::default()
-                .with_resource_type(2)
-                .with_resource_name(s("orders"))
+                .with_resource_type(if version >= 3 { 7 } else { 2 })
+                .with_resource_name(s(if version >= 3 { "User:bob" } else { "orders" }))
                 .with_resource_pattern_type(3)
                 .with_principal(s("User:alice"))
                 .with_host(s("*"))
