@@ -108,9 +108,9 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::DescribeUserScramCredentials, 0, 0),
     api(ApiKey::DescribeProducers, 0, 0),
     // v0 is flexible (KIP-664); DescribeTransactions has no other version, ListTransactions
-    // v1 adds a duration filter.
+    // v1 adds a duration filter (KIP-994), v2 a transactional id pattern (KIP-1152).
     api(ApiKey::DescribeTransactions, 0, 0),
-    api(ApiKey::ListTransactions, 0, 0),
+    api(ApiKey::ListTransactions, 0, 2),
     // v1 is flexible; `kafka-transactions.sh abort` ends a hanging transaction with it.
     // Kafka 4.4 advertises v1-v2; v2 (a per-marker transaction version) has no codec in
     // the `kafka-protocol` crate, so it is not advertised: Kafka's admin client uses v1.

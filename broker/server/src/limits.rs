@@ -317,3 +317,8 @@ pub const CLIENT_SOFTWARE_ENTRIES_MAX: usize = 1_000;
 /// counted under `_other`. Kafka's clients send names like `apache-kafka-java` and versions
 /// like `4.4.0`.
 pub const CLIENT_SOFTWARE_BYTES_MAX: usize = 128;
+
+/// The compiled size of ListTransactions v2's transactional id pattern (the regex crate's
+/// `size_limit`, bytes); a larger one is INVALID_REGULAR_EXPRESSION. The pattern is
+/// compiled once per request and dropped with it; the text itself is bounded by the frame.
+pub const TRANSACTIONAL_ID_PATTERN_PROGRAM_BYTES_MAX: usize = 1024 * 1024;

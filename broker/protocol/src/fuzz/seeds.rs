@@ -201,11 +201,7 @@ fn txn_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
         ApiKey::DescribeTransactions => {
             enc!(DescribeTransactionsRequest::default().with_transactional_ids(vec![id()]))
         }
-        ApiKey::ListTransactions => enc!(
-            ListTransactionsRequest::default()
-                .with_state_filters(vec![s("Ongoing")])
-                .with_producer_id_filters(vec![ProducerId(4000)])
-        ),
+        ApiKey::ListTransactions => enc!(list_transactions(version)),
         // What `kafka-transactions.sh abort` sends: one ABORT marker for one partition.
         ApiKey::WriteTxnMarkers => enc!(WriteTxnMarkersRequest::default().with_markers(vec![
             write_txn_markers_request::WritableTxnMarker::default()
@@ -598,6 +594,20 @@ fn api_versions(version: i16) -> ApiVersionsRequest {
     request
         .with_client_software_name(s("librdkafka"))
         .with_client_software_version(s("2.3.0"))
+}
+
+/// v1 adds the duration filter, v2 the transactional id pattern.
+fn list_transactions(version: i16) -> ListTransactionsRequest {
+    let request = ListTransactionsRequest::default()
+        .with_state_filters(vec![s("Ongoing")])
+        .with_producer_id_filters(vec![ProducerId(4000)]);
+    match version {
+        0 => request,
+        1 => request.with_duration_filter(60_000),
+        _ => request
+            .with_duration_filter(60_000)
+            .with_transactional_id_pattern(Some(s("app-.*"))),
+    }
 }
 
 fn join_group(version: i16) -> JoinGroupRequest {
