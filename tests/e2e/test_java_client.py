@@ -198,7 +198,10 @@ def test_admin_client_calls(broker, topic_name, classpath):
     assert other not in r["list_topics_after_delete"] and topic_name in r["list_topics_after_delete"]
     # The admin client negotiated Kafka 4.4's newest topic and config versions.
     samples = scrape(broker)
-    for api, version in (("CreateTopics", 7), ("DeleteTopics", 6), ("DescribeConfigs", 4), ("Metadata", 13)):
+    # Admin.describeTopics pages through DescribeTopicPartitions (KIP-966) from 3.8 on.
+    for api, version in (
+        ("CreateTopics", 7), ("DeleteTopics", 6), ("DescribeConfigs", 4), ("Metadata", 13), ("DescribeTopicPartitions", 0)
+    ):
         assert samples.get(f'sluice_requests_total{{api="{api}",version="{version}"}}', 0) > 0, (api, version)
 
 

@@ -52,6 +52,8 @@ pub const SUPPORTED: &[ApiSupport] = &[
     // v9+ are flexible; librdkafka trusts leader epochs only from v9 (KIP-320); v13's
     // top-level error code (KIP-1102's REBOOTSTRAP_REQUIRED) is always NONE: one broker.
     api(ApiKey::Metadata, 0, 13),
+    // KIP-966, flexible; Java's Admin.describeTopics uses it from Kafka 3.8.
+    api(ApiKey::DescribeTopicPartitions, 0, 0),
     api(ApiKey::FindCoordinator, 0, 6),
     api(ApiKey::CreateTopics, 0, 7),
     api(ApiKey::DeleteTopics, 0, 6),
@@ -208,6 +210,7 @@ mod tests {
             ApiKey::OffsetFetch,
             ApiKey::ListGroups,
             ApiKey::FindCoordinator,
+            ApiKey::DescribeTopicPartitions,
             ApiKey::SaslAuthenticate,
             ApiKey::DescribeAcls,
             ApiKey::CreateAcls,

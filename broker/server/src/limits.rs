@@ -322,3 +322,8 @@ pub const CLIENT_SOFTWARE_BYTES_MAX: usize = 128;
 /// `size_limit`, bytes); a larger one is INVALID_REGULAR_EXPRESSION. The pattern is
 /// compiled once per request and dropped with it; the text itself is bounded by the frame.
 pub const TRANSACTIONAL_ID_PATTERN_PROGRAM_BYTES_MAX: usize = 1024 * 1024;
+
+/// Partitions in one DescribeTopicPartitions page (KIP-966): the request's limit is clamped
+/// to 1..=this, Kafka's `max.request.partition.size.limit` default; the client pages on with
+/// the answer's cursor. Bounds the response whatever the request asks.
+pub const DESCRIBE_TOPIC_PARTITIONS_PARTITIONS_MAX: i32 = 2_000;

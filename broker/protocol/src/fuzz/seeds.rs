@@ -82,6 +82,7 @@ fn body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
         ApiKey::Produce => enc!(produce()),
         ApiKey::Fetch => enc!(fetch()),
         ApiKey::ListOffsets => enc!(list_offsets()),
+        ApiKey::DescribeTopicPartitions => enc!(describe_topic_partitions()),
         ApiKey::Metadata => enc!(MetadataRequest::default().with_topics(Some(vec![
             metadata_request::MetadataRequestTopic::default().with_name(Some(topic()))
         ]))),
@@ -594,6 +595,20 @@ fn api_versions(version: i16) -> ApiVersionsRequest {
     request
         .with_client_software_name(s("librdkafka"))
         .with_client_software_version(s("2.3.0"))
+}
+
+/// Java's Admin.describeTopics, asking for its second page.
+fn describe_topic_partitions() -> DescribeTopicPartitionsRequest {
+    DescribeTopicPartitionsRequest::default()
+        .with_topics(vec![
+            describe_topic_partitions_request::TopicRequest::default().with_name(topic()),
+        ])
+        .with_response_partition_limit(2_000)
+        .with_cursor(Some(
+            describe_topic_partitions_request::Cursor::default()
+                .with_topic_name(topic())
+                .with_partition_index(1),
+        ))
 }
 
 /// v1 adds the duration filter, v2 the transactional id pattern.

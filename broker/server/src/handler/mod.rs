@@ -36,8 +36,9 @@
 //!   (with the connection's SASL session, [`handle_sasl`]), the ACL APIs, the SCRAM user
 //!   APIs, the client quota APIs.
 //! - `cluster/`: what the cluster is and where its pieces are: ApiVersions (the protocol
-//!   crate's version table), Metadata, FindCoordinator (where a group's or a transaction's
-//!   coordinator is), DescribeCluster, DescribeLogDirs, ElectLeaders.
+//!   crate's version table), Metadata, DescribeTopicPartitions, FindCoordinator (where a
+//!   group's or a transaction's coordinator is), DescribeCluster, DescribeLogDirs,
+//!   ElectLeaders.
 //! - `topic_ids.rs`: topic and view names and ids both ways, for the APIs that name topics
 //!   by id (KIP-848's group APIs, Fetch v13+).
 //!
@@ -111,7 +112,12 @@ fn domain(key: ApiKey) -> Option<Domain> {
         | AlterUserScramCredentials
         | DescribeClientQuotas
         | AlterClientQuotas => Domain::Security,
-        ApiVersions | Metadata | FindCoordinator | DescribeCluster | DescribeLogDirs
+        ApiVersions
+        | Metadata
+        | DescribeTopicPartitions
+        | FindCoordinator
+        | DescribeCluster
+        | DescribeLogDirs
         | ElectLeaders => Domain::Cluster,
         _ => return None,
     })

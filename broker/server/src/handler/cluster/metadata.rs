@@ -217,12 +217,12 @@ fn lookup_id(ctx: &Ctx<'_>, topic_id: uuid::Uuid) -> MetadataResponseTopic {
 }
 
 /// A view's id: derived from its name, so stable across restarts (`broker/topic_id.rs`).
-fn view_id(name: &str) -> uuid::Uuid {
+pub(super) fn view_id(name: &str) -> uuid::Uuid {
     crate::topics::topic_id::derived_topic_id(name)
 }
 
 /// `name` with `topic`'s partitions (a topic's own, or a view's source) and the id `id`.
-fn describe(name: &str, id: uuid::Uuid, topic: &Topic) -> MetadataResponseTopic {
+pub(super) fn describe(name: &str, id: uuid::Uuid, topic: &Topic) -> MetadataResponseTopic {
     let mut out = MetadataResponseTopic::default();
     out.name = Some(TopicName(StrBytes::from_string(name.to_owned())));
     out.topic_id = id;

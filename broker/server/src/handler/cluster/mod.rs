@@ -1,10 +1,12 @@
 //! What the cluster is and where its pieces are: ApiVersions (the protocol crate's version
-//! table), Metadata, FindCoordinator (where a group's or a transaction's coordinator is),
-//! DescribeCluster, DescribeLogDirs and ElectLeaders. One `match` over their API keys.
+//! table), Metadata and DescribeTopicPartitions (its paginated topic descriptions, KIP-966),
+//! FindCoordinator (where a group's or a transaction's coordinator is), DescribeCluster,
+//! DescribeLogDirs and ElectLeaders. One `match` over their API keys.
 
 mod api_versions;
 mod describe_cluster;
 mod describe_log_dirs;
+mod describe_topic_partitions;
 mod elect_leaders;
 mod find_coordinator;
 mod metadata;
@@ -55,6 +57,9 @@ pub(super) async fn dispatch(
         ApiKey::ApiVersions => answer.reply(&api_versions::handle(ctx, &call.request()?, v)),
         ApiKey::Metadata => answer.reply(&metadata::handle(ctx, call.request()?, v).await),
         ApiKey::FindCoordinator => answer.reply(&find_coordinator::handle(ctx, call.request()?, v)),
+        ApiKey::DescribeTopicPartitions => {
+            answer.reply(&describe_topic_partitions::handle(ctx, &call.request()?))
+        }
         ApiKey::DescribeCluster => {
             answer.reply(&describe_cluster::handle(ctx, &call.request()?, v))
         }
