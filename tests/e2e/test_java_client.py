@@ -11,7 +11,7 @@ a topic created after it subscribed; a KIP-848 member rejoining after a broker r
 (membership is not persisted) and committing everything it read; the AdminClient (createTopics, listTopics,
 describeCluster/describeTopics, createPartitions, describeConfigs, incrementalAlterConfigs,
 deleteRecords, listOffsets, listGroups, describeConsumerGroups, listConsumerGroupOffsets,
-deleteTopics); transactions (commit, abort, sendOffsetsToTransaction, read_committed against
+listConfigResources, deleteTopics); transactions (commit, abort, sendOffsetsToTransaction, read_committed against
 read_uncommitted, fencing by a second producer).
 
 How: tests/run builds the Maven project once (java_support.py); each test starts one JVM.
@@ -195,12 +195,15 @@ def test_admin_client_calls(broker, topic_name, classpath):
     assert r["describe_group_after_close"] == {"state": "EMPTY", "type": "CLASSIC", "assignor": "", "members": []}
     assert r["group_offsets"] == {f"{topic_name}-0": 10, **{f"{topic_name}-{p}": 0 for p in range(1, 5)}}
 
+    assert {"BROKER:0", f"TOPIC:{topic_name}", f"TOPIC:{other}"} <= set(r["config_resources"])
+    assert all(c.split(":")[0] in ("BROKER", "TOPIC") for c in r["config_resources"])
     assert other not in r["list_topics_after_delete"] and topic_name in r["list_topics_after_delete"]
     # The admin client negotiated Kafka 4.4's newest topic and config versions.
     samples = scrape(broker)
     # Admin.describeTopics pages through DescribeTopicPartitions (KIP-966) from 3.8 on.
     for api, version in (
-        ("CreateTopics", 7), ("DeleteTopics", 6), ("DescribeConfigs", 4), ("Metadata", 13), ("DescribeTopicPartitions", 0)
+        ("CreateTopics", 7), ("DeleteTopics", 6), ("DescribeConfigs", 4), ("Metadata", 13),
+        ("DescribeTopicPartitions", 0), ("ListConfigResources", 1),
     ):
         assert samples.get(f'sluice_requests_total{{api="{api}",version="{version}"}}', 0) > 0, (api, version)
 

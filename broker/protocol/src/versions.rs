@@ -72,6 +72,8 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::OffsetForLeaderEpoch, 2, 4),
     api(ApiKey::DescribeConfigs, 0, 4),
     api(ApiKey::IncrementalAlterConfigs, 0, 0),
+    // Flexible; v0 is KIP-1000's ListClientMetricsResources, v1 KIP-1142's resource types.
+    api(ApiKey::ListConfigResources, 0, 1),
     api(ApiKey::ApiVersions, 0, 4),
     api(ApiKey::JoinGroup, 0, 9),
     api(ApiKey::SyncGroup, 0, 5),
@@ -211,6 +213,7 @@ mod tests {
             ApiKey::ListGroups,
             ApiKey::FindCoordinator,
             ApiKey::DescribeTopicPartitions,
+            ApiKey::ListConfigResources,
             ApiKey::SaslAuthenticate,
             ApiKey::DescribeAcls,
             ApiKey::CreateAcls,

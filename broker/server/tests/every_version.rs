@@ -166,3 +166,35 @@ async fn acls_at_every_version_and_user_bindings() {
     let again: DeleteAclsResponse = client.call(ApiKey::DeleteAcls, 2, &delete).await;
     assert!(again.filter_results[0].matching_acls.is_empty());
 }
+
+/// ListConfigResources (KIP-1000, KIP-1142): v0 lists client-metrics resources (none here),
+/// v1 the asked types (none asked: all of Kafka's), a type Kafka does not list is
+/// UNSUPPORTED_VERSION.
+#[tokio::test]
+async fn list_config_resources_by_type() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    common::create_topic(&mut client, "listed", 1).await;
+    let mut list = ListConfigResourcesRequest::default();
+    let mut listed = async |version, list: &ListConfigResourcesRequest| {
+        let response: ListConfigResourcesResponse = client
+            .call(ApiKey::ListConfigResources, version, list)
+            .await;
+        let resources: Vec<(String, i8)> = response
+            .config_resources
+            .iter()
+            .map(|r| (r.resource_name.to_string(), r.resource_type))
+            .collect();
+        (response.error_code, resources)
+    };
+    assert_eq!(listed(0, &list).await, (0, vec![]));
+    let every = (
+        0,
+        vec![("0".into(), 8), ("0".into(), 4), ("listed".into(), 2)],
+    );
+    assert_eq!(listed(1, &list).await, every);
+    list.resource_types = vec![2];
+    assert_eq!(listed(1, &list).await, (0, vec![("listed".into(), 2)]));
+    list.resource_types = vec![2, 3];
+    assert_eq!(listed(1, &list).await, (35, vec![]));
+}

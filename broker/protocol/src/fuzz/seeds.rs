@@ -83,6 +83,10 @@ fn body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
         ApiKey::Fetch => enc!(fetch()),
         ApiKey::ListOffsets => enc!(list_offsets()),
         ApiKey::DescribeTopicPartitions => enc!(describe_topic_partitions()),
+        ApiKey::ListConfigResources if version >= 1 => {
+            enc!(ListConfigResourcesRequest::default().with_resource_types(vec![2, 4]))
+        }
+        ApiKey::ListConfigResources => enc!(ListConfigResourcesRequest::default()),
         ApiKey::Metadata => enc!(MetadataRequest::default().with_topics(Some(vec![
             metadata_request::MetadataRequestTopic::default().with_name(Some(topic()))
         ]))),

@@ -31,7 +31,7 @@
 //!   DescribeTransactions, ListTransactions, DescribeProducers (the producer state the
 //!   transaction tools read, KIP-664) and WriteTxnMarkers (an operator ending a transaction).
 //! - `topics/`: topics and their configs: CreateTopics, DeleteTopics, CreatePartitions,
-//!   DescribeConfigs, AlterConfigs, IncrementalAlterConfigs.
+//!   DescribeConfigs, AlterConfigs, IncrementalAlterConfigs, ListConfigResources.
 //! - `security/`: who a client is and what it may do: SaslHandshake and SaslAuthenticate
 //!   (with the connection's SASL session, [`handle_sasl`]), the ACL APIs, the SCRAM user
 //!   APIs, the client quota APIs.
@@ -102,7 +102,8 @@ fn domain(key: ApiKey) -> Option<Domain> {
         | CreatePartitions
         | DescribeConfigs
         | AlterConfigs
-        | IncrementalAlterConfigs => Domain::Topics,
+        | IncrementalAlterConfigs
+        | ListConfigResources => Domain::Topics,
         SaslHandshake
         | SaslAuthenticate
         | CreateAcls
