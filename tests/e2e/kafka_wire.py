@@ -13,11 +13,14 @@ of the other APIs are in kafka_messages.py.
 from __future__ import annotations
 
 import gzip
+import json
 import random
 import socket
 import struct
 import time
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 
 API_PRODUCE = 0
 API_FETCH = 1
@@ -66,6 +69,8 @@ API_OFFSET_DELETE = 47
 API_LIST_TRANSACTIONS = 66
 API_CONSUMER_GROUP_HEARTBEAT = 68
 API_CONSUMER_GROUP_DESCRIBE = 69
+API_LIST_CONFIG_RESOURCES = 74
+API_DESCRIBE_TOPIC_PARTITIONS = 75
 
 NONE = 0
 OFFSET_OUT_OF_RANGE = 1
@@ -246,41 +251,39 @@ class Fields:
         return out
 
 
+MESSAGE_SPECS = Path(__file__).resolve().parents[2] / "broker" / "protocol" / "messages"
+
+
+@cache
+def request_specs() -> dict[int, dict]:
+    """Kafka 4.4.0's request specs (vendored in broker/protocol/messages), by API key."""
+    out = {}
+    for path in MESSAGE_SPECS.glob("*Request.json"):
+        text = "\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith("//"))
+        spec = json.loads(text)
+        out[spec["apiKey"]] = spec
+    return out
+
+
+def request_spec(api_key: int) -> dict:
+    return request_specs()[api_key]
+
+
+def versions_contain(versions: str, version: int) -> bool:
+    """Whether a spec's version range ("3+", "0-4", "2", "none") holds `version`."""
+    if versions == "none":
+        return False
+    if versions.endswith("+"):
+        return version >= int(versions[:-1])
+    lo, _, hi = versions.partition("-")
+    return int(lo) <= version <= int(hi or lo)
+
+
 def is_flexible(api_key: int, version: int) -> bool:
-    """Whether a request uses header v2 and compact fields: of what the broker serves,
-    ApiVersions v3+, AddPartitionsToTxn v3+, CreatePartitions, DeleteRecords, AlterConfigs,
-    ElectLeaders and DescribeLogDirs v2+, OffsetForLeaderEpoch v4+, Metadata v9+, OffsetCommit v8+,
-    Produce v9+, Fetch v12+,
-    OffsetFetch v6+, ListGroups v3+, the consumer group protocol's APIs (KIP-848), and the APIs
-    whose only version, v0, is flexible (SCRAM credentials, DescribeProducers,
-    DescribeTransactions, ListTransactions), and WriteTxnMarkers (v1, the one served)."""
-    return (
-        (api_key == API_API_VERSIONS and version >= 3)
-        or (api_key == API_PRODUCE and version >= 9)
-        or (api_key == API_FETCH and version >= 12)
-        or (api_key == API_OFFSET_COMMIT and version >= 8)
-        or (api_key == API_OFFSET_FETCH and version >= 6)
-        or (api_key == API_LIST_GROUPS and version >= 3)
-        or api_key in (API_CONSUMER_GROUP_HEARTBEAT, API_CONSUMER_GROUP_DESCRIBE)
-        or (api_key == API_ADD_PARTITIONS_TO_TXN and version >= 3)
-        or (api_key == API_OFFSET_FOR_LEADER_EPOCH and version >= 4)
-        or (api_key == API_METADATA and version >= 9)
-        or (
-            api_key
-            in (API_CREATE_PARTITIONS, API_ELECT_LEADERS, API_DESCRIBE_LOG_DIRS, API_DELETE_RECORDS, API_ALTER_CONFIGS)
-            and version >= 2
-        )
-        or api_key
-        in (
-            API_DESCRIBE_USER_SCRAM_CREDENTIALS,
-            API_ALTER_USER_SCRAM_CREDENTIALS,
-            API_DESCRIBE_PRODUCERS,
-            API_DESCRIBE_TRANSACTIONS,
-            API_LIST_TRANSACTIONS,
-            API_DESCRIBE_CLUSTER,
-            API_WRITE_TXN_MARKERS,
-        )
-    )
+    """Whether a request uses header v2 and compact fields, as its spec says (an API the
+    specs do not know: never)."""
+    spec = request_specs().get(api_key)
+    return spec is not None and versions_contain(spec.get("flexibleVersions", "none"), version)
 
 
 def request_frame(api_key: int, version: int, correlation_id: int, body: bytes, client_id: str = "sluice-e2e") -> bytes:
