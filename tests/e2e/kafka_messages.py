@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import kafka_spec
 import kafka_wire as kw
 from kafka_wire import Fields, KafkaConnection
 
@@ -403,6 +404,10 @@ def sample_request(api_key: int, version: int, n: FuzzNames, unique: str) -> Fie
         **token_requests(version),
         **telemetry_requests(),
     }
+    if kw.is_flexible(api_key, version) and not catalog_flexible(api_key, version):
+        values = spec_samples(n, unique).get(api_key)
+        if values is not None:
+            return kafka_spec.encode(api_key, version, values)
     return builders.get(api_key, Fields)()
 
 
@@ -453,6 +458,103 @@ def telemetry_requests() -> dict:
         .i8(0)
         .compact_bytes(b"")
         .tagged_fields(),  # fmt: skip
+
+
+def catalog_flexible(api_key: int, version: int) -> bool:
+    """The flexible versions the hand-written bodies above encode; the others come from the
+    specs (`spec_samples`)."""
+    return (
+        (api_key == kw.API_API_VERSIONS and version >= 3)
+        or (api_key == kw.API_PRODUCE and version >= 9)
+        or (api_key == kw.API_OFFSET_COMMIT and 8 <= version <= 9)
+        or (api_key == kw.API_OFFSET_FETCH and 6 <= version <= 9)
+        or (api_key == kw.API_LIST_GROUPS and version >= 3)
+        or api_key in (kw.API_CONSUMER_GROUP_HEARTBEAT, kw.API_CONSUMER_GROUP_DESCRIBE)
+        or (api_key == kw.API_ADD_PARTITIONS_TO_TXN and version >= 3)
+        or (api_key == kw.API_OFFSET_FOR_LEADER_EPOCH and version >= 4)
+        or (api_key == kw.API_METADATA and version >= 9)
+        or (
+            api_key
+            in (kw.API_CREATE_PARTITIONS, kw.API_ELECT_LEADERS, kw.API_DESCRIBE_LOG_DIRS, kw.API_DELETE_RECORDS)
+            and version >= 2
+        )
+        or (api_key == kw.API_ALTER_CONFIGS and version == 2)
+        or (api_key == kw.API_DESCRIBE_CLUSTER and version <= 1)
+        or (api_key == kw.API_LIST_TRANSACTIONS and version == 0)
+        or api_key
+        in (
+            kw.API_DESCRIBE_USER_SCRAM_CREDENTIALS,
+            kw.API_ALTER_USER_SCRAM_CREDENTIALS,
+            kw.API_DESCRIBE_PRODUCERS,
+            kw.API_DESCRIBE_TRANSACTIONS,
+            kw.API_WRITE_TXN_MARKERS,
+        )
+    )
+
+
+def spec_samples(n: FuzzNames, unique: str) -> dict[int, dict]:
+    """Field values (by the specs' names) of one valid request per API, for the flexible
+    versions `kafka_spec` encodes: the same scratch names and harmless choices as the
+    hand-written bodies (validate_only, unknown members, the scratch ACL topic)."""
+    acl = {
+        "ResourceType": 2, "ResourceName": FUZZ_ACL_TOPIC, "ResourcePatternType": 3,
+        "Principal": "User:fuzzer", "Host": "*", "Operation": 3, "PermissionType": 3,
+    }  # fmt: skip
+    return {
+        kw.API_FETCH: {
+            "ReplicaId": -1, "MaxWaitMs": 0, "MinBytes": 1, "MaxBytes": 1 << 20, "SessionEpoch": -1,
+            "Topics": [{"Topic": n.topic, "Partitions": [{"Partition": 0, "FetchOffset": 0, "PartitionMaxBytes": 1 << 20}]}],
+        },  # fmt: skip
+        kw.API_FIND_COORDINATOR: {"Key": n.group, "KeyType": 0, "CoordinatorKeys": [n.group]},
+        kw.API_JOIN_GROUP: {
+            "GroupId": f"{n.group}-{unique}", "SessionTimeoutMs": 6_000, "RebalanceTimeoutMs": 10_000,
+            "ProtocolType": "consumer", "Reason": "fuzz",
+            "Protocols": [{"Name": "range", "Metadata": consumer_subscription(["t"])}],
+        },  # fmt: skip
+        kw.API_SYNC_GROUP: {
+            "GroupId": n.group, "GenerationId": 1, "MemberId": "no-such-member", "ProtocolType": "consumer",
+            "ProtocolName": "range", "Assignments": [{"MemberId": "m", "Assignment": b"\0\0"}],
+        },  # fmt: skip
+        kw.API_HEARTBEAT: {"GroupId": n.group, "GenerationId": 1, "MemberId": "no-such-member"},
+        kw.API_LEAVE_GROUP: {"GroupId": n.group, "Members": [{"MemberId": "no-such-member", "Reason": "fuzz"}]},
+        kw.API_DESCRIBE_GROUPS: {"Groups": [n.group]},
+        kw.API_DELETE_GROUPS: {"GroupsNames": [f"{n.group}-gone"]},
+        kw.API_CREATE_TOPICS: {
+            "Topics": [{"Name": n.topic, "NumPartitions": 1, "ReplicationFactor": 1}], "TimeoutMs": 30_000,
+            "ValidateOnly": True,
+        },  # fmt: skip
+        kw.API_DELETE_TOPICS: {"TopicNames": [n.doomed_topic], "Topics": [{"Name": n.doomed_topic}], "TimeoutMs": 30_000},
+        kw.API_DESCRIBE_CONFIGS: {"Resources": [{"ResourceType": RESOURCE_TOPIC, "ResourceName": n.topic}]},
+        kw.API_SASL_AUTHENTICATE: {"AuthBytes": b"\0fuzz-user\0pw"},
+        kw.API_DESCRIBE_ACLS: {
+            "ResourceTypeFilter": 1, "ResourceNameFilter": None, "PatternTypeFilter": 1, "PrincipalFilter": None,
+            "HostFilter": None, "Operation": 1, "PermissionType": 1,
+        },  # fmt: skip
+        kw.API_CREATE_ACLS: {"Creations": [acl]},
+        kw.API_DELETE_ACLS: {
+            "Filters": [{
+                "ResourceTypeFilter": 2, "ResourceNameFilter": FUZZ_ACL_TOPIC, "PatternTypeFilter": 3,
+                "PrincipalFilter": None, "HostFilter": None, "Operation": 1, "PermissionType": 1,
+            }],
+        },  # fmt: skip
+        kw.API_DESCRIBE_CLIENT_QUOTAS: {"Components": [{"EntityType": "client-id", "MatchType": 2}], "Strict": False},
+        kw.API_ALTER_CLIENT_QUOTAS: {
+            "Entries": [{
+                "Entity": [{"EntityType": "client-id", "EntityName": FUZZ_QUOTA_CLIENT}],
+                "Ops": [{"Key": "producer_byte_rate", "Value": 1e9, "Remove": False}],
+            }],
+            "ValidateOnly": True,
+        },  # fmt: skip
+        kw.API_INCREMENTAL_ALTER_CONFIGS: {
+            "Resources": [{
+                "ResourceType": RESOURCE_TOPIC, "ResourceName": n.topic,
+                "Configs": [{"Name": "retention.ms", "ConfigOperation": 0, "Value": "-1"}],
+            }],
+        },  # fmt: skip
+        kw.API_DESCRIBE_CLUSTER: {"IncludeClusterAuthorizedOperations": True, "EndpointType": 1},
+        kw.API_LIST_TRANSACTIONS: {"DurationFilter": -1, "TransactionalIdPattern": "fuzz-.*"},
+        kw.API_DESCRIBE_TOPIC_PARTITIONS: {"Topics": [{"Name": n.topic}], "ResponsePartitionLimit": 2_000},
+        kw.API_LIST_CONFIG_RESOURCES: {"ResourceTypes": [2, 4]},
     }
 
 

@@ -19,6 +19,7 @@ import socket
 import struct
 import time
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 API_PRODUCE = 0
@@ -70,6 +71,8 @@ API_OFFSET_DELETE = 47
 API_LIST_TRANSACTIONS = 66
 API_CONSUMER_GROUP_HEARTBEAT = 68
 API_CONSUMER_GROUP_DESCRIBE = 69
+API_LIST_CONFIG_RESOURCES = 74
+API_DESCRIBE_TOPIC_PARTITIONS = 75
 
 NONE = 0
 OFFSET_OUT_OF_RANGE = 1
@@ -250,28 +253,39 @@ class Fields:
         return out
 
 
-def _flexible_since() -> dict[int, int]:
-    """Each API key's first flexible request version, from Kafka 4.4.0's message specs the
-    broker's shape guard reads (broker/protocol/messages/*Request.json): one source."""
-    specs = Path(__file__).resolve().parents[2] / "broker" / "protocol" / "messages"
-    since = {}
-    for path in specs.glob("*Request.json"):
+MESSAGE_SPECS = Path(__file__).resolve().parents[2] / "broker" / "protocol" / "messages"
+
+
+@cache
+def request_specs() -> dict[int, dict]:
+    """Kafka 4.4.0's request specs (vendored in broker/protocol/messages), by API key."""
+    out = {}
+    for path in MESSAGE_SPECS.glob("*Request.json"):
         text = "\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith("//"))
         spec = json.loads(text)
-        flexible = spec.get("flexibleVersions", "none")
-        if flexible != "none":
-            since[spec["apiKey"]] = int(flexible.rstrip("+").split("-")[0])
-    return since
+        out[spec["apiKey"]] = spec
+    return out
 
 
-FLEXIBLE_SINCE = _flexible_since()
+def request_spec(api_key: int) -> dict:
+    return request_specs()[api_key]
+
+
+def versions_contain(versions: str, version: int) -> bool:
+    """Whether a spec's version range ("3+", "0-4", "2", "none") holds `version`."""
+    if versions == "none":
+        return False
+    if versions.endswith("+"):
+        return version >= int(versions[:-1])
+    lo, _, hi = versions.partition("-")
+    return int(lo) <= version <= int(hi or lo)
 
 
 def is_flexible(api_key: int, version: int) -> bool:
-    """Whether a request uses header v2 and compact fields (Kafka's specs say from which
-    version)."""
-    since = FLEXIBLE_SINCE.get(api_key)
-    return since is not None and version >= since
+    """Whether a request uses header v2 and compact fields, as its spec says (an API the
+    specs do not know: never)."""
+    spec = request_specs().get(api_key)
+    return spec is not None and versions_contain(spec.get("flexibleVersions", "none"), version)
 
 
 def request_frame(api_key: int, version: int, correlation_id: int, body: bytes, client_id: str = "sluice-e2e") -> bytes:

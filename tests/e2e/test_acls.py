@@ -8,7 +8,10 @@ an unauthorized user sees TOPIC_AUTHORIZATION_FAILED when it produces and no top
 describe in Metadata; a DENY beats a PREFIXED ALLOW; a consumer group needs READ on the
 group; a user may not change ACLs (CLUSTER_AUTHORIZATION_FAILED); the anonymous PLAINTEXT
 principal is refused like any other; ACLs survive a restart, and deleting one takes the
-right away. kafka-python and kcat check the same rights with their own clients.
+right away. kafka-python and kcat check the same rights with their own clients. Raw
+requests at Kafka 4.4's newest versions check what Kafka checks: CreateTopics v7's configs
+need DESCRIBE_CONFIGS, DescribeTopicPartitions hides what may not be described,
+FindCoordinator v6 refuses a group, ListConfigResources needs DESCRIBE_CONFIGS on the cluster.
 """
 
 from __future__ import annotations
@@ -274,3 +277,68 @@ def test_sluice_acl_and_the_cli_log_in_over_sasl(acl_broker):
                      "--output", "json")  # fmt: skip
     assert len(json.loads(deleted.stdout)["acls"]) == 2
     assert json.loads(sluice(acl_broker, "admin", "acl", "list", "--output", "json").stdout)["acls"] == []
+
+
+def tagged(r) -> dict[int, bytes]:
+    """A flexible struct's tag section: tag -> raw value."""
+    out = {}
+    for _ in range(r.uvarint()):
+        tag, size = r.uvarint(), r.uvarint()
+        out[tag] = r.take(size)
+    return out
+
+
+def test_kafka_4_4_versions_check_what_kafka_checks(acl_broker):
+    """The anonymous PLAINTEXT principal, granted CREATE on one topic and nothing else, over
+    raw requests at Kafka 4.4's newest versions: CreateTopics v7 creates it but answers no
+    configs without DESCRIBE_CONFIGS (KIP-525's TOPIC_AUTHORIZATION_FAILED config error);
+    DescribeTopicPartitions hides an undescribable topic's id; FindCoordinator v6 (batched)
+    refuses the group; ListConfigResources needs DESCRIBE_CONFIGS on the cluster."""
+    import kafka_spec
+
+    import kafka_wire as kw
+    from kafka_wire import KafkaConnection
+
+    admin = AdminClient(sasl(acl_broker, "admin"))
+    assert wait(admin.create_topics([NewTopic("hidden", num_partitions=1, replication_factor=1)])) == {"hidden": None}
+    grant = allow("User:ANONYMOUS", ResourceType.TOPIC, "anon-made", AclOperation.CREATE)
+    assert all(v is None for v in wait(admin.create_acls([grant])).values())
+
+    with KafkaConnection(acl_broker.bootstrap) as conn:
+        create = {"Topics": [{"Name": "anon-made", "NumPartitions": 2, "ReplicationFactor": 1}], "TimeoutMs": 30_000}
+        r = conn.request(kw.API_CREATE_TOPICS, 7, kafka_spec.encode(kw.API_CREATE_TOPICS, 7, create))
+        r.skip_tagged_fields()  # response header v1
+        r.i32()  # throttle time
+
+        def topic(x):
+            name, topic_id, error, _message = x.compact_string(), x.take(16), x.i16(), x.compact_string()
+            partitions, replication = x.i32(), x.i16()
+            configs = x.compact_array(lambda c: (c.compact_string(), c.compact_string(), c.i8(), c.i8(), c.i8(), tagged(c)))
+            return name, topic_id != bytes(16), error, partitions, replication, configs, tagged(x)
+
+        [made] = r.compact_array(topic)
+        assert made[:5] == ("anon-made", True, kw.NONE, 2, 1), made
+        assert not made[5], "no configs without DESCRIBE_CONFIGS"
+        assert made[6] == {0: kw.i16(29)}, "TOPIC_AUTHORIZATION_FAILED as the topic's config error code"
+
+        body = kafka_spec.encode(kw.API_DESCRIBE_TOPIC_PARTITIONS, 0, {"Topics": [{"Name": "hidden"}], "ResponsePartitionLimit": 10})
+        r = conn.request(kw.API_DESCRIBE_TOPIC_PARTITIONS, 0, body)
+        r.skip_tagged_fields()
+        r.i32()
+        # Error, name, id, internal, partitions (none), authorized operations, tags.
+        [hidden] = r.compact_array(
+            lambda x: (x.i16(), x.compact_string(), x.take(16), x.i8(), x.compact_array(None), x.i32(), tagged(x))
+        )
+        assert hidden[:3] == (29, "hidden", bytes(16)), hidden
+
+        body = kafka_spec.encode(kw.API_FIND_COORDINATOR, 6, {"KeyType": 0, "CoordinatorKeys": ["some-group"]})
+        r = conn.request(kw.API_FIND_COORDINATOR, 6, body)
+        r.skip_tagged_fields()
+        r.i32()
+        [coordinator] = r.compact_array(lambda x: (x.compact_string(), x.i32(), x.compact_string(), x.i32(), x.i16()))
+        assert coordinator == ("some-group", -1, "", -1, 30), coordinator
+
+        r = conn.request(kw.API_LIST_CONFIG_RESOURCES, 1, kafka_spec.encode(kw.API_LIST_CONFIG_RESOURCES, 1, {}))
+        r.skip_tagged_fields()
+        r.i32()
+        assert r.i16() == 31, "CLUSTER_AUTHORIZATION_FAILED"

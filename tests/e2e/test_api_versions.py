@@ -41,8 +41,6 @@ NOT_SERVED = {
     55: CLUSTER,
     57: CLUSTER,
     64: CLUSTER,
-    74: TO_DO,
-    75: TO_DO,
     76: SHARE_GROUPS,
     77: SHARE_GROUPS,
     78: SHARE_GROUPS,

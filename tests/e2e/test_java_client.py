@@ -11,7 +11,7 @@ a topic created after it subscribed; a KIP-848 member rejoining after a broker r
 (membership is not persisted) and committing everything it read; the AdminClient (createTopics, listTopics,
 describeCluster/describeTopics, createPartitions, describeConfigs, incrementalAlterConfigs,
 deleteRecords, listOffsets (with KIP-734's maxTimestamp), listGroups, describeConsumerGroups, listConsumerGroupOffsets,
-deleteTopics); transactions (commit, abort, sendOffsetsToTransaction, read_committed against
+listConfigResources, deleteTopics); transactions (commit, abort, sendOffsetsToTransaction, read_committed against
 read_uncommitted, fencing by a second producer).
 
 How: tests/run builds the Maven project once (java_support.py); each test starts one JVM.
@@ -52,10 +52,11 @@ def test_every_codec_round_trips_byte_exact(broker, topic_name, classpath):
         # The Java producer compresses every batch with the codec it is configured with.
         assert set(codecs) == {CODEC_IDS[codec]}, (codec, codecs)
     # The client negotiated the newest versions served (Produce v11: v12+ are transaction
-    # protocol v2's; Fetch v18, topics by id), as the broker counted them.
+    # protocol v2's; Fetch v18, topics by id; Metadata v13), as the broker counted them.
     samples = scrape(broker)
     assert samples.get('sluice_requests_total{api="Produce",version="11"}', 0) > 0, samples
     assert samples.get('sluice_requests_total{api="Fetch",version="18"}', 0) > 0, samples
+    assert samples.get('sluice_requests_total{api="Metadata",version="13"}', 0) > 0, samples
 
 
 def run_group(broker, topic_name, classpath, protocol: str) -> dict:
@@ -95,6 +96,12 @@ def test_classic_group_rebalances_as_members_join_and_leave(broker, topic_name, 
     described = result["described_with_two"]
     assert (described["type"], described["state"], described["assignor"]) == ("CLASSIC", "STABLE", "range")
     assert (described["listed_type"], described["listed_state"]) == ("CLASSIC", "STABLE")
+    # The client negotiated Kafka 4.4's newest classic group versions, as the broker counted.
+    samples = scrape(broker)
+    for api, version in (
+        ("FindCoordinator", 6), ("JoinGroup", 9), ("SyncGroup", 5), ("Heartbeat", 4), ("LeaveGroup", 5), ("DescribeGroups", 6)
+    ):
+        assert samples.get(f'sluice_requests_total{{api="{api}",version="{version}"}}', 0) > 0, (api, version)
 
 
 def test_kip848_group_rebalances_with_the_brokers_assignor(broker, topic_name, classpath):
@@ -191,7 +198,17 @@ def test_admin_client_calls(broker, topic_name, classpath):
     assert (r["max_timestamp_offset"], r["max_timestamp_delta"]) == (1, 900)
     assert (r["earliest_local"], r["latest_tiered"]) == (0, -1)
 
+    assert {"BROKER:0", f"TOPIC:{topic_name}", f"TOPIC:{other}"} <= set(r["config_resources"])
+    assert all(c.split(":")[0] in ("BROKER", "TOPIC") for c in r["config_resources"])
     assert other not in r["list_topics_after_delete"] and topic_name in r["list_topics_after_delete"]
+    # The admin client negotiated Kafka 4.4's newest topic and config versions.
+    samples = scrape(broker)
+    # Admin.describeTopics pages through DescribeTopicPartitions (KIP-966) from 3.8 on.
+    for api, version in (
+        ("CreateTopics", 7), ("DeleteTopics", 6), ("DescribeConfigs", 4), ("Metadata", 13),
+        ("DescribeTopicPartitions", 0), ("ListConfigResources", 1),
+    ):
+        assert samples.get(f'sluice_requests_total{{api="{api}",version="{version}"}}', 0) > 0, (api, version)
 
 
 def test_transactions_commit_abort_and_fencing(broker, topic_name, classpath):

@@ -21,6 +21,8 @@ import urllib.request
 from confluent_kafka import Consumer, Producer
 
 from conftest import sluice_bin, wait_until
+
+import kafka_wire as kw
 from kafka_wire import KafkaConnection
 
 DEADLINE_S = 30.0
@@ -205,3 +207,20 @@ def test_bearer_token(broker_factory):
     assert json.loads(body)["code"] == "UNAUTHORIZED"
     assert http(broker, "GET", "/metrics", token="wrong")[0] == 401
     assert http(broker, "GET", "/metrics", token="letmein")[0] == 200
+
+
+def test_client_software_gauge_counts_what_api_versions_named(broker):
+    """KIP-511: a connection counts as unknown/unknown until an ApiVersions v3+ names its
+    software; a name outside Kafka's pattern is INVALID_REQUEST and changes nothing."""
+    label = 'sluice_client_software_connections{clientSoftwareName="%s",clientSoftwareVersion="%s"}'
+    named = label % ("sluice-e2e", "4.4.0")
+
+    def api_versions_v3(conn, name: str, version: str) -> int:
+        body = kw.compact_string(name) + kw.compact_string(version) + kw.NO_TAGGED_FIELDS
+        return conn.request(kw.API_API_VERSIONS, 3, body).i16()
+
+    with KafkaConnection(broker.bootstrap) as conn:
+        assert api_versions_v3(conn, "bad name", "1") == kw.INVALID_REQUEST
+        assert api_versions_v3(conn, "sluice-e2e", "4.4.0") == kw.NONE
+        wait_until(lambda: scrape(broker).get(named) == 1, DEADLINE_S, "the named connection counted")
+    wait_until(lambda: named not in scrape(broker), DEADLINE_S, "the named connection uncounted")

@@ -35,11 +35,11 @@ CONTRACT_VERSIONS = {
     0: (0, 11),
     1: (4, 18),  # Fetch (v12+ flexible, v13+ topics by id)
     2: (1, 10),  # ListOffsets (v6+ flexible; v7 max timestamp, KIP-734)
-    3: (0, 12),  # Metadata (v9+ flexible)
-    18: (0, 3),  # ApiVersions
-    19: (0, 4),  # CreateTopics
-    20: (0, 3),  # DeleteTopics
-    32: (0, 3),  # DescribeConfigs
+    3: (0, 13),  # Metadata (v9+ flexible)
+    18: (0, 4),  # ApiVersions
+    19: (0, 7),  # CreateTopics
+    20: (0, 6),  # DeleteTopics
+    32: (0, 4),  # DescribeConfigs
 }
 
 

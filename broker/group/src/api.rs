@@ -105,6 +105,9 @@ pub struct JoinGroupRequest {
     pub protocols: Vec<Protocol>,
     /// True from JoinGroup v4: unknown members first get `MEMBER_ID_REQUIRED`.
     pub require_known_member_id: bool,
+    /// True from JoinGroup v9 (KIP-814): a static leader rejoining a Stable group gets the
+    /// members back with `skip_assignment` set, instead of the old leader id.
+    pub supports_skip_assignment: bool,
 }
 
 /// One member as the leader sees it in its JoinGroup response.
@@ -135,6 +138,9 @@ pub struct JoinGroupResponse {
     pub member_id: String,
     /// All members with metadata; only in the leader's response.
     pub members: Vec<JoinGroupMember>,
+    /// KIP-814 (v9+): the leader must not run the assignor, only learn the members (a
+    /// static leader that rejoined without changing the group's protocol).
+    pub skip_assignment: bool,
 }
 
 /// SyncGroup request fields.

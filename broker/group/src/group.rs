@@ -289,6 +289,7 @@ impl Group {
             leader,
             member_id: member_id.to_owned(),
             members,
+            skip_assignment: false,
         }
     }
 
@@ -487,6 +488,7 @@ pub(crate) fn join_error(member_id: &str, error: ErrorCode) -> Response {
         leader: String::new(),
         member_id: member_id.to_owned(),
         members: Vec::new(),
+        skip_assignment: false,
     })
 }
 

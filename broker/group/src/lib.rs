@@ -69,6 +69,7 @@
 //!     protocol_type: "consumer".into(),
 //!     protocols: vec![Protocol { name: "range".into(), metadata: Bytes::new() }],
 //!     require_known_member_id: false,
+//!     supports_skip_assignment: false,
 //! };
 //! // The first join of an empty group waits for group.initial.rebalance.delay.ms.
 //! assert!(c.handle(0, RequestId(1), Request::JoinGroup(join)).is_empty());

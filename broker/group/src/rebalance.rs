@@ -220,8 +220,11 @@ impl Group {
     /// Stable group, if the member's protocols (names and metadata) are unchanged, no
     /// rebalance happens: the member gets the current generation (leader field = the old
     /// leader id, so a restarted leader does not reassign) and syncs to its previous
-    /// assignment. Kafka only compares the selected protocol, which misses a changed
-    /// subscription; we rebalance on any metadata change.
+    /// assignment. From JoinGroup v9 (KIP-814) the leader field is the current leader, and a
+    /// rejoined leader gets the members with `skip_assignment`, as Kafka's
+    /// `updateStaticMemberThenRebalanceOrCompleteJoin` answers. Kafka only compares the
+    /// selected protocol, which misses a changed subscription; we rebalance on any metadata
+    /// change.
     fn rejoin_static(
         &mut self,
         ctx: &mut Ctx<'_>,
@@ -246,7 +249,16 @@ impl Group {
                 member.rebalance_timeout_ms = u64::from(req.rebalance_timeout_ms.unsigned_abs());
                 member.last_heartbeat_ms = ctx.now_ms;
                 if unchanged && self.select_protocol() == self.protocol_name {
-                    let response = self.join_response(new_id, old_leader.as_deref());
+                    let response = if req.supports_skip_assignment {
+                        // KIP-814 (v9+): the current leader id, and a leader gets the
+                        // members with `skip_assignment`: it knows who it leads without
+                        // reassigning.
+                        let mut response = self.join_response(new_id, None);
+                        response.skip_assignment = response.leader == new_id;
+                        response
+                    } else {
+                        self.join_response(new_id, old_leader.as_deref())
+                    };
                     respond(out, rid, Response::JoinGroup(response));
                 } else {
                     self.members

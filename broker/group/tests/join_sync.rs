@@ -123,6 +123,7 @@ fn member_id_required_handshake() {
     let mut h = Harness::no_delay();
     let first = h.join_now(JoinGroupRequest {
         require_known_member_id: true,
+        supports_skip_assignment: false,
         ..member("rd")
     });
     assert_eq!(first.error, ErrorCode::MemberIdRequired);
@@ -134,6 +135,7 @@ fn member_id_required_handshake() {
     );
     let rid = h.join(JoinGroupRequest {
         require_known_member_id: true,
+        supports_skip_assignment: false,
         ..rejoin(&first.member_id)
     });
     h.advance(0);
@@ -149,6 +151,7 @@ fn pending_member_expires_after_its_session_timeout() {
     let mut h = Harness::no_delay();
     let first = h.join_now(JoinGroupRequest {
         require_known_member_id: true,
+        supports_skip_assignment: false,
         ..member("rd")
     });
     h.advance(SESSION_MS as u64);
@@ -163,6 +166,7 @@ fn pending_member_expires_after_a_shorter_rebalance_timeout() {
         let mut h = Harness::no_delay();
         let first = h.join_now(JoinGroupRequest {
             require_known_member_id: true,
+            supports_skip_assignment: false,
             rebalance_timeout_ms,
             ..member("rd")
         });

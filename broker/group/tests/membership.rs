@@ -259,6 +259,50 @@ fn static_member_restart_keeps_its_assignment_without_rebalance() {
 }
 
 #[test]
+fn a_static_leader_restarting_at_v9_learns_the_members_and_skips_the_assignment() {
+    let mut h = Harness::new();
+    let a = h.join(static_member("a", "inst-a"));
+    let b = h.join(static_member("b", "inst-b"));
+    h.advance(6_000);
+    let (a, b) = (h.join_response(a), h.join_response(b));
+    let b_sync = h.sync(1, &b.member_id, &[]);
+    let a_sync = h.sync(
+        1,
+        &a.member_id,
+        &[(&a.member_id, b"pa"), (&b.member_id, b"pb")],
+    );
+    h.sync_response(a_sync);
+    h.sync_response(b_sync);
+
+    h.advance(5_000);
+    let back = h.join_now(JoinGroupRequest {
+        supports_skip_assignment: true,
+        ..static_member("a", "inst-a")
+    });
+    assert_eq!((back.error, back.generation_id), (ErrorCode::None, 1));
+    assert_eq!(back.leader, back.member_id, "KIP-814: the current leader");
+    assert!(back.skip_assignment);
+    let mut seen: Vec<&str> = back.members.iter().map(|m| m.member_id.as_str()).collect();
+    seen.sort_unstable();
+    let mut expected = vec![back.member_id.as_str(), b.member_id.as_str()];
+    expected.sort_unstable();
+    assert_eq!(seen, expected, "the leader learns every member");
+    assert_eq!(h.state(), GroupState::Stable, "no rebalance");
+    let s = h.sync(1, &back.member_id, &[]);
+    assert_eq!(&h.sync_response(s).assignment[..], b"pa");
+
+    // A follower restarting at v9: the current leader, no members, nothing skipped.
+    let b_back = h.join_now(JoinGroupRequest {
+        supports_skip_assignment: true,
+        ..static_member("b", "inst-b")
+    });
+    assert_eq!(b_back.leader, back.member_id);
+    assert!(!b_back.skip_assignment && b_back.members.is_empty());
+    let s = h.sync(1, &b_back.member_id, &[]);
+    assert_eq!(&h.sync_response(s).assignment[..], b"pb");
+}
+
+#[test]
 fn static_member_restart_with_new_metadata_rebalances() {
     let mut h = Harness::new();
     let a = h.join(static_member("a", "inst-a"));
@@ -358,6 +402,7 @@ fn a_pending_member_holds_the_join_until_it_joins_leaves_or_expires() {
     let handshake = |h: &mut Harness| {
         let r = h.join_now(JoinGroupRequest {
             require_known_member_id: true,
+            supports_skip_assignment: false,
             ..member("p")
         });
         assert_eq!(r.error, ErrorCode::MemberIdRequired);

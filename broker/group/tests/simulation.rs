@@ -134,6 +134,7 @@ impl Sim {
             member_id: c.member_id.clone(),
             group_instance_id: c.instance_id.clone(),
             require_known_member_id: true,
+            supports_skip_assignment: false,
             protocols,
             ..member(&c.name)
         };

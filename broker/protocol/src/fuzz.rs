@@ -74,6 +74,8 @@ fn decode_body(key: ApiKey, version: i16, mut body: Bytes) -> Result<(), String>
         ApiKey::DescribeConfigs => d::<DescribeConfigsRequest>(b, version),
         ApiKey::IncrementalAlterConfigs => d::<IncrementalAlterConfigsRequest>(b, version),
         ApiKey::ApiVersions => d::<ApiVersionsRequest>(b, version),
+        ApiKey::DescribeTopicPartitions => d::<DescribeTopicPartitionsRequest>(b, version),
+        ApiKey::ListConfigResources => d::<ListConfigResourcesRequest>(b, version),
         ApiKey::JoinGroup => d::<JoinGroupRequest>(b, version),
         ApiKey::SyncGroup => d::<SyncGroupRequest>(b, version),
         ApiKey::Heartbeat => d::<HeartbeatRequest>(b, version),

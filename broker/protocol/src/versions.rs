@@ -52,11 +52,14 @@ pub const SUPPORTED: &[ApiSupport] = &[
     // KIP-1005), v10 a timeout for remote storage. v11 (KIP-1023) has no codec in the
     // `kafka-protocol` crate.
     api(ApiKey::ListOffsets, 1, 10),
-    // v9+ are flexible; librdkafka trusts leader epochs only from v9 (KIP-320).
-    api(ApiKey::Metadata, 0, 12),
-    api(ApiKey::FindCoordinator, 0, 2),
-    api(ApiKey::CreateTopics, 0, 4),
-    api(ApiKey::DeleteTopics, 0, 3),
+    // v9+ are flexible; librdkafka trusts leader epochs only from v9 (KIP-320); v13's
+    // top-level error code (KIP-1102's REBOOTSTRAP_REQUIRED) is always NONE: one broker.
+    api(ApiKey::Metadata, 0, 13),
+    // KIP-966, flexible; Java's Admin.describeTopics uses it from Kafka 3.8.
+    api(ApiKey::DescribeTopicPartitions, 0, 0),
+    api(ApiKey::FindCoordinator, 0, 6),
+    api(ApiKey::CreateTopics, 0, 7),
+    api(ApiKey::DeleteTopics, 0, 6),
     // v2-v3 are flexible.
     api(ApiKey::CreatePartitions, 0, 3),
     // Flexible: DescribeCluster always, DeleteRecords, AlterConfigs and ElectLeaders v2,
@@ -64,28 +67,30 @@ pub const SUPPORTED: &[ApiSupport] = &[
     // from the codec crate, is read and answered as v1: `compat.rs`).
     api(ApiKey::DeleteRecords, 0, 2),
     api(ApiKey::AlterConfigs, 0, 2),
-    api(ApiKey::DescribeCluster, 0, 1),
+    api(ApiKey::DescribeCluster, 0, 2),
     api(ApiKey::ElectLeaders, 0, 2),
     api(ApiKey::DescribeLogDirs, 0, 4),
     // v4 is flexible; v0-v1 (replica fetchers before KIP-320) are gone from the codec
     // crate and from Kafka 4.0 (KIP-896).
     api(ApiKey::OffsetForLeaderEpoch, 2, 4),
-    api(ApiKey::DescribeConfigs, 0, 3),
+    api(ApiKey::DescribeConfigs, 0, 4),
     // v1 is flexible (APPEND and SUBTRACT, KIP-339, are in v0 already).
     api(ApiKey::IncrementalAlterConfigs, 0, 1),
-    api(ApiKey::ApiVersions, 0, 3),
-    api(ApiKey::JoinGroup, 0, 5),
-    api(ApiKey::SyncGroup, 0, 3),
-    api(ApiKey::Heartbeat, 0, 3),
-    api(ApiKey::LeaveGroup, 0, 3),
+    // Flexible; v0 is KIP-1000's ListClientMetricsResources, v1 KIP-1142's resource types.
+    api(ApiKey::ListConfigResources, 0, 1),
+    api(ApiKey::ApiVersions, 0, 4),
+    api(ApiKey::JoinGroup, 0, 9),
+    api(ApiKey::SyncGroup, 0, 5),
+    api(ApiKey::Heartbeat, 0, 4),
+    api(ApiKey::LeaveGroup, 0, 5),
     // v8+ (OffsetCommit), v6+ (OffsetFetch), v3+ (ListGroups) are flexible; OffsetCommit
     // v9 and OffsetFetch v9 carry a consumer-protocol member's epoch (KIP-848), ListGroups
     // v4-v5 filter by state and type.
     api(ApiKey::OffsetCommit, 1, 9),
     api(ApiKey::OffsetFetch, 1, 9),
     api(ApiKey::ListGroups, 0, 5),
-    api(ApiKey::DescribeGroups, 0, 4),
-    api(ApiKey::DeleteGroups, 0, 1),
+    api(ApiKey::DescribeGroups, 0, 6),
+    api(ApiKey::DeleteGroups, 0, 2),
     api(ApiKey::OffsetDelete, 0, 0),
     // v2+ are flexible; v3 carries the producer's id and epoch (KIP-360), v4 answers
     // PRODUCER_FENCED (KIP-588), v5 may answer TRANSACTION_ABORTABLE (KIP-890).
@@ -105,12 +110,16 @@ pub const SUPPORTED: &[ApiSupport] = &[
     // when the broker lists v0, then uses v1 (SaslAuthenticate). After a v0 handshake the
     // client would send raw SASL tokens without Kafka framing, which is not built.
     api(ApiKey::SaslHandshake, 0, 1),
-    api(ApiKey::SaslAuthenticate, 0, 1),
-    api(ApiKey::DescribeAcls, 1, 1),
-    api(ApiKey::CreateAcls, 1, 1),
-    api(ApiKey::DeleteAcls, 1, 1),
-    api(ApiKey::DescribeClientQuotas, 0, 0),
-    api(ApiKey::AlterClientQuotas, 0, 0),
+    // v2 is flexible.
+    api(ApiKey::SaslAuthenticate, 0, 2),
+    // v2+ are flexible; v3 names the USER resource type (7), which every version here
+    // stores and matches alike.
+    api(ApiKey::DescribeAcls, 1, 3),
+    api(ApiKey::CreateAcls, 1, 3),
+    api(ApiKey::DeleteAcls, 1, 3),
+    // v1 is flexible.
+    api(ApiKey::DescribeClientQuotas, 0, 1),
+    api(ApiKey::AlterClientQuotas, 0, 1),
     api(ApiKey::CreateDelegationToken, 1, 3),
     api(ApiKey::RenewDelegationToken, 1, 2),
     api(ApiKey::ExpireDelegationToken, 1, 2),
@@ -121,9 +130,9 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::DescribeUserScramCredentials, 0, 0),
     api(ApiKey::DescribeProducers, 0, 0),
     // v0 is flexible (KIP-664); DescribeTransactions has no other version, ListTransactions
-    // v1 adds a duration filter.
+    // v1 adds a duration filter (KIP-994), v2 a transactional id pattern (KIP-1152).
     api(ApiKey::DescribeTransactions, 0, 0),
-    api(ApiKey::ListTransactions, 0, 0),
+    api(ApiKey::ListTransactions, 0, 2),
     // v1 is flexible; `kafka-transactions.sh abort` ends a hanging transaction with it.
     // Kafka 4.4 advertises v1-v2; v2 (a per-marker transaction version) has no codec in
     // the `kafka-protocol` crate, so it is not advertised: Kafka's admin client uses v1.

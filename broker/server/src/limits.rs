@@ -330,3 +330,24 @@ pub const TELEMETRY_FORGET_AFTER_MS_MIN: i64 = 60_000;
 
 /// Largest decompressed push (bytes); a push inflating past it is INVALID_RECORD.
 pub const TELEMETRY_DECOMPRESSED_BYTES_MAX: usize = 8 * 1024 * 1024;
+
+/// Distinct (client software name, version) pairs the `sluice_client_software_connections`
+/// gauge keeps (KIP-511); connections of further pairs are counted under `_other`. Each
+/// pair costs its two strings; a client can send any name, so the map must not grow with
+/// them. Kafka's own clients, librdkafka, franz-go and a few tool versions fit many times.
+pub const CLIENT_SOFTWARE_ENTRIES_MAX: usize = 1_000;
+
+/// Longest client software name or version (bytes) the gauge keeps as sent; a longer one is
+/// counted under `_other`. Kafka's clients send names like `apache-kafka-java` and versions
+/// like `4.4.0`.
+pub const CLIENT_SOFTWARE_BYTES_MAX: usize = 128;
+
+/// The compiled size of ListTransactions v2's transactional id pattern (the regex crate's
+/// `size_limit`, bytes); a larger one is INVALID_REGULAR_EXPRESSION. The pattern is
+/// compiled once per request and dropped with it; the text itself is bounded by the frame.
+pub const TRANSACTIONAL_ID_PATTERN_PROGRAM_BYTES_MAX: usize = 1024 * 1024;
+
+/// Partitions in one DescribeTopicPartitions page (KIP-966): the request's limit is clamped
+/// to 1..=this, Kafka's `max.request.partition.size.limit` default; the client pages on with
+/// the answer's cursor. Bounds the response whatever the request asks.
+pub const DESCRIBE_TOPIC_PARTITIONS_PARTITIONS_MAX: i32 = 2_000;

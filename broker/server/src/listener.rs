@@ -326,6 +326,12 @@ fn context(
         groups: background.groups().clone(),
         txns: background.txns().clone(),
         request_bytes: Arc::clone(&admission.request_bytes),
+        client_software: Arc::new(std::sync::Mutex::new(
+            broker.metrics.client_software.connect(
+                crate::metrics::ClientSoftware::UNKNOWN,
+                crate::metrics::ClientSoftware::UNKNOWN,
+            ),
+        )),
     }
 }
 

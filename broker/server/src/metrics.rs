@@ -6,14 +6,17 @@
 //! counters live in [`crate::topics::Partition`]; gauges that the broker already knows (log
 //! start/end offsets, sizes, consumer lag) are read at scrape time instead of being mirrored.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use kafka_protocol::messages::ApiKey;
 use sluice_storage::ReadSlice;
 
 use sluice_protocol::versions;
+
+use crate::limits;
 
 /// Upper bounds of the request latency buckets, in microseconds (Prometheus `le` in seconds).
 /// From 100 µs (a metadata request) to 30 s (a long poll at Kafka's largest common max wait).
@@ -136,6 +139,8 @@ pub struct Metrics {
     pub fences: Arc<FenceMetrics>,
     /// The log cleaner's work (`cleaner.rs`).
     pub cleaner: Arc<CleanerMetrics>,
+    /// Open connections per client software (KIP-511).
+    pub client_software: Arc<ClientSoftware>,
 }
 
 /// Decrements a gauge when dropped.
@@ -144,6 +149,77 @@ struct Gauge<'a>(&'a AtomicUsize);
 impl Drop for Gauge<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Relaxed);
+    }
+}
+
+/// Open connections per client software: the name and version a client sends in ApiVersions
+/// v3+ (KIP-511), like Kafka's socket-server `connections` gauge tagged
+/// `clientSoftwareName`/`clientSoftwareVersion`. A connection counts as `unknown`/`unknown`
+/// until it says (as Kafka's `ClientInformation.EMPTY`). At most
+/// `CLIENT_SOFTWARE_ENTRIES_MAX` distinct pairs, each part at most
+/// `CLIENT_SOFTWARE_BYTES_MAX` bytes: connections beyond are counted under
+/// [`ClientSoftware::OTHER`], which no valid name can spell.
+#[derive(Debug, Default)]
+pub struct ClientSoftware {
+    open: Mutex<BTreeMap<SoftwareKey, u64>>,
+}
+
+/// A client software's (name, version).
+type SoftwareKey = (Arc<str>, Arc<str>);
+
+impl ClientSoftware {
+    /// A connection that has not said what it is.
+    pub const UNKNOWN: &str = "unknown";
+    /// Connections over the bounds (Kafka's name pattern refuses the leading `_`).
+    pub const OTHER: &str = "_other";
+
+    /// Counts one connection of `name` `version` until the returned guard drops.
+    pub fn connect(self: &Arc<Self>, name: &str, version: &str) -> SoftwareSeen {
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let too_long = name.len().max(version.len()) > limits::CLIENT_SOFTWARE_BYTES_MAX;
+        let known = open.contains_key(&(Arc::from(name), Arc::from(version)));
+        let key: (Arc<str>, Arc<str>) =
+            if !too_long && (known || open.len() < limits::CLIENT_SOFTWARE_ENTRIES_MAX) {
+                (name.into(), version.into())
+            } else {
+                (Self::OTHER.into(), Self::OTHER.into())
+            };
+        *open.entry(key.clone()).or_insert(0) += 1;
+        SoftwareSeen {
+            registry: Arc::clone(self),
+            key,
+        }
+    }
+
+    /// (name, version, open connections), sorted.
+    pub fn snapshot(&self) -> Vec<(Arc<str>, Arc<str>, u64)> {
+        let open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        open.iter()
+            .map(|((name, version), n)| (name.clone(), version.clone(), *n))
+            .collect()
+    }
+}
+
+/// One connection counted in [`ClientSoftware`] until dropped.
+#[derive(Debug)]
+pub struct SoftwareSeen {
+    registry: Arc<ClientSoftware>,
+    key: SoftwareKey,
+}
+
+impl Drop for SoftwareSeen {
+    fn drop(&mut self) {
+        let mut open = self
+            .registry
+            .open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = open.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.key);
+            }
+        }
     }
 }
 
@@ -195,6 +271,7 @@ impl Default for Metrics {
             fetch_throttled: AtomicU64::new(0),
             fences: Arc::default(),
             cleaner: Arc::default(),
+            client_software: Arc::default(),
         }
     }
 }

@@ -145,4 +145,8 @@ pub struct ConnectionContext {
     pub txns: crate::txn::TxnHandle,
     /// The broker-wide request budget (`queued.max.request.bytes`, see `admission`).
     pub request_bytes: Arc<Semaphore>,
+    /// The client software this connection is counted as (KIP-511: `unknown` until an
+    /// ApiVersions v3+ names it); replaced by each valid ApiVersions, dropped with the
+    /// connection.
+    pub client_software: Arc<std::sync::Mutex<crate::metrics::SoftwareSeen>>,
 }

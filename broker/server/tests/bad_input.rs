@@ -14,7 +14,7 @@ use kafka_protocol::protocol::StrBytes;
 async fn still_serving(broker: &TestBroker) {
     let mut client = broker.client().await;
     let response: ApiVersionsResponse = client
-        .call(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default())
+        .call(ApiKey::ApiVersions, 3, &common::api_versions_request())
         .await;
     assert_eq!(response.error_code, 0);
 }
@@ -59,9 +59,11 @@ async fn unknown_api_keys_and_unserved_versions_close_the_connection() {
     let mut client = broker.client().await;
     client.send_raw(&frame).await;
     assert!(client.closed_by_broker().await);
-    // Metadata v13 is a real version (Kafka 4.x), but not one we serve.
-    let mut frame = encode_request(ApiKey::Metadata, 8, 1, &MetadataRequest::default()).to_vec();
-    frame[6..8].copy_from_slice(&13i16.to_be_bytes());
+    // DescribeLogDirs v5 is a real version (Kafka 4.4), but not one we serve (the codec
+    // crate has no v5).
+    let describe = DescribeLogDirsRequest::default();
+    let mut frame = encode_request(ApiKey::DescribeLogDirs, 4, 1, &describe).to_vec();
+    frame[6..8].copy_from_slice(&5i16.to_be_bytes());
     let mut client = broker.client().await;
     client.send_raw(&frame).await;
     assert!(client.closed_by_broker().await);
@@ -154,7 +156,7 @@ fn seeds() -> Vec<(ApiKey, i16, Vec<u8>)> {
         (
             ApiKey::ApiVersions,
             3,
-            encode_request(ApiKey::ApiVersions, 3, 1, &ApiVersionsRequest::default()).to_vec(),
+            encode_request(ApiKey::ApiVersions, 3, 1, &common::api_versions_request()).to_vec(),
         ),
     ]
 }

@@ -12,6 +12,32 @@ use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
 use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
 use kafka_protocol::messages::*;
 
+/// DescribeCluster's endpoint types as a Kafka broker answers them: controllers are asked at a
+/// controller's endpoint (MISMATCHED_ENDPOINT_TYPE), other types do not exist
+/// (UNSUPPORTED_ENDPOINT_TYPE); v2's include-fenced flag changes nothing.
+#[tokio::test]
+async fn describe_cluster_answers_endpoint_types_as_a_broker() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    let mut cluster = DescribeClusterRequest::default();
+    for (endpoint_type, expected) in [(2, 114), (3, 115)] {
+        cluster.endpoint_type = endpoint_type;
+        for version in 1..=2 {
+            let answer: DescribeClusterResponse = client
+                .call(ApiKey::DescribeCluster, version, &cluster)
+                .await;
+            assert_eq!(answer.error_code, expected, "endpoint type {endpoint_type}");
+            assert!(answer.brokers.is_empty());
+        }
+    }
+    cluster.endpoint_type = 1;
+    cluster.include_fenced_brokers = true;
+    let with_fenced: DescribeClusterResponse =
+        client.call(ApiKey::DescribeCluster, 2, &cluster).await;
+    assert_eq!(with_fenced.brokers.len(), 1);
+    assert!(!with_fenced.brokers[0].is_fenced);
+}
+
 #[tokio::test]
 async fn every_served_version_answers() {
     let broker = TestBroker::start(&[]).await;
@@ -33,13 +59,9 @@ async fn every_served_version_answers() {
     )
     .await;
     assert!(
-        codes.len() == 2 && codes.iter().all(|&(_, c)| c == 0),
+        codes.len() == 3 && codes.iter().all(|&(_, c)| c == 0),
         "{codes:?}"
     );
-    cluster.endpoint_type = 2;
-    let controllers: DescribeClusterResponse =
-        client.call(ApiKey::DescribeCluster, 1, &cluster).await;
-    assert_eq!(controllers.error_code, 115, "UNSUPPORTED_ENDPOINT_TYPE");
 
     let mut elect = ElectLeadersRequest::default();
     let mut tp = TopicPartitions::default();
@@ -251,4 +273,88 @@ async fn describe_configs_v3_documents_every_key() {
     );
     drop(client);
     broker.stop().await;
+}
+
+/// DescribeTopicPartitions (KIP-966): name order, pages of at most the partition limit with
+/// a cursor to go on from, unknown named topics, a cursor outside the named topics refused.
+#[tokio::test]
+async fn describe_topic_partitions_pages_with_a_cursor() {
+    use kafka_protocol::messages::describe_topic_partitions_request::{Cursor, TopicRequest};
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    for (name, partitions) in [("pb", 2), ("pa", 3), ("pc", 1)] {
+        create_topic(&mut client, name, partitions).await;
+    }
+    let mut request = DescribeTopicPartitionsRequest::default();
+    request.topics = ["pc", "pa", "nope", "pb"]
+        .into_iter()
+        .map(|n| {
+            let mut t = TopicRequest::default();
+            t.name = TopicName(s(n));
+            t
+        })
+        .collect();
+    request.response_partition_limit = 2;
+    let mut pages = Vec::new();
+    loop {
+        let response: DescribeTopicPartitionsResponse = client
+            .call(ApiKey::DescribeTopicPartitions, 0, &request)
+            .await;
+        let page: Vec<(String, i16, Vec<i32>)> = response
+            .topics
+            .iter()
+            .map(|t| {
+                let name = t.name.as_ref().unwrap().0.to_string();
+                let partitions = t.partitions.iter().map(|p| p.partition_index).collect();
+                (name, t.error_code, partitions)
+            })
+            .collect();
+        pages.push(page);
+        let Some(next) = response.next_cursor else {
+            break;
+        };
+        let mut cursor = Cursor::default();
+        cursor.topic_name = next.topic_name;
+        cursor.partition_index = next.partition_index;
+        request.cursor = Some(cursor);
+        assert!(pages.len() < 10, "{pages:?}");
+    }
+    let owned = |n: &str, e: i16, p: &[i32]| (n.to_owned(), e, p.to_vec());
+    assert_eq!(
+        pages,
+        [
+            vec![owned("nope", 3, &[]), owned("pa", 0, &[0, 1])],
+            vec![owned("pa", 0, &[2]), owned("pb", 0, &[0])],
+            vec![owned("pb", 0, &[1]), owned("pc", 0, &[0])],
+        ]
+    );
+    let mut elsewhere = Cursor::default();
+    elsewhere.topic_name = TopicName(s("zz"));
+    request.cursor = Some(elsewhere);
+    let refused: DescribeTopicPartitionsResponse = client
+        .call(ApiKey::DescribeTopicPartitions, 0, &request)
+        .await;
+    assert!(
+        refused.topics.iter().all(|t| t.error_code == 42),
+        "{refused:?}"
+    );
+    // Every topic: the same pages without the unknown one.
+    request.topics.clear();
+    request.cursor = None;
+    request.response_partition_limit = 100;
+    let all: DescribeTopicPartitionsResponse = client
+        .call(ApiKey::DescribeTopicPartitions, 0, &request)
+        .await;
+    let names: Vec<&str> = all
+        .topics
+        .iter()
+        .map(|t| t.name.as_ref().unwrap().0.as_str())
+        .collect();
+    assert_eq!(names, ["pa", "pb", "pc"]);
+    assert!(
+        all.topics
+            .iter()
+            .all(|t| t.topic_authorized_operations > 0 && !t.topic_id.is_nil())
+    );
+    assert!(all.next_cursor.is_none());
 }

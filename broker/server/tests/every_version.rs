@@ -102,3 +102,99 @@ async fn every_served_version_answers() {
     delete.topic_names = vec![name("never-there")];
     answers::<_, DeleteTopicsResponse>(&mut client, ApiKey::DeleteTopics, &delete).await;
 }
+
+/// The ACL APIs at every served version, and v3's USER resource type (7): a binding on a
+/// user is created, described and deleted like any other.
+#[tokio::test]
+async fn acls_at_every_version_and_user_bindings() {
+    use kafka_protocol::messages::create_acls_request::AclCreation;
+    use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    let mut create = CreateAclsRequest::default();
+    let mut creation = AclCreation::default();
+    creation.resource_type = 7;
+    creation.resource_name = StrBytes::from_static_str("User:bob");
+    creation.resource_pattern_type = 3;
+    creation.principal = StrBytes::from_static_str("User:alice");
+    creation.host = StrBytes::from_static_str("*");
+    creation.operation = 13; // CREATE_TOKENS
+    creation.permission_type = 3;
+    create.creations = vec![creation];
+    let codes = at_every_version(
+        &mut client,
+        ApiKey::CreateAcls,
+        &create,
+        |r: &CreateAclsResponse| r.results[0].error_code,
+    )
+    .await;
+    assert_eq!(codes, [(1, 0), (2, 0), (3, 0)]);
+
+    let mut describe = DescribeAclsRequest::default();
+    describe.resource_type_filter = 7;
+    describe.resource_name_filter = None;
+    describe.principal_filter = None;
+    describe.host_filter = None;
+    describe.pattern_type_filter = 1;
+    describe.operation = 1;
+    describe.permission_type = 1;
+    let found = at_every_version(
+        &mut client,
+        ApiKey::DescribeAcls,
+        &describe,
+        |r: &DescribeAclsResponse| {
+            assert_eq!(r.error_code, 0);
+            r.resources.len() as i16
+        },
+    )
+    .await;
+    assert_eq!(found, [(1, 1), (2, 1), (3, 1)]);
+
+    let mut delete = DeleteAclsRequest::default();
+    let mut filter = DeleteAclsFilter::default();
+    filter.resource_type_filter = 7;
+    filter.resource_name_filter = None;
+    filter.principal_filter = None;
+    filter.host_filter = None;
+    filter.pattern_type_filter = 1;
+    filter.operation = 1;
+    filter.permission_type = 1;
+    delete.filters = vec![filter];
+    let deleted: DeleteAclsResponse = client.call(ApiKey::DeleteAcls, 3, &delete).await;
+    assert_eq!(deleted.filter_results[0].matching_acls.len(), 1);
+    assert_eq!(deleted.filter_results[0].matching_acls[0].resource_type, 7);
+    let again: DeleteAclsResponse = client.call(ApiKey::DeleteAcls, 2, &delete).await;
+    assert!(again.filter_results[0].matching_acls.is_empty());
+}
+
+/// ListConfigResources (KIP-1000, KIP-1142): v0 lists client-metrics resources (none here),
+/// v1 the asked types (none asked: all of Kafka's), a type Kafka does not list is
+/// UNSUPPORTED_VERSION.
+#[tokio::test]
+async fn list_config_resources_by_type() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    common::create_topic(&mut client, "listed", 1).await;
+    let mut list = ListConfigResourcesRequest::default();
+    let mut listed = async |version, list: &ListConfigResourcesRequest| {
+        let response: ListConfigResourcesResponse = client
+            .call(ApiKey::ListConfigResources, version, list)
+            .await;
+        let resources: Vec<(String, i8)> = response
+            .config_resources
+            .iter()
+            .map(|r| (r.resource_name.to_string(), r.resource_type))
+            .collect();
+        (response.error_code, resources)
+    };
+    assert_eq!(listed(0, &list).await, (0, vec![]));
+    let every = (
+        0,
+        vec![("0".into(), 8), ("0".into(), 4), ("listed".into(), 2)],
+    );
+    assert_eq!(listed(1, &list).await, every);
+    list.resource_types = vec![2];
+    assert_eq!(listed(1, &list).await, (0, vec![("listed".into(), 2)]));
+    list.resource_types = vec![2, 3];
+    assert_eq!(listed(1, &list).await, (35, vec![]));
+}

@@ -474,7 +474,7 @@ async fn every_served_membership_api_version_answers() {
     create_topic(&mut client, "t", 1).await;
     // A new member of a fresh group per version: a second new member would (rightly) wait
     // for the first to rejoin.
-    for version in 0..=5 {
+    for version in 0..=9 {
         let join = join_request(&format!("every-{version}"), "");
         let joined: JoinGroupResponse = client.call(ApiKey::JoinGroup, version, &join).await;
         let expected = if version >= 4 { 79 } else { 0 };
@@ -492,7 +492,7 @@ async fn every_served_membership_api_version_answers() {
     )
     .await;
     assert!(
-        codes.len() == 4 && codes.iter().all(|&(_, c)| c == 25),
+        codes.len() == 6 && codes.iter().all(|&(_, c)| c == 25),
         "{codes:?}"
     );
 
@@ -507,7 +507,7 @@ async fn every_served_membership_api_version_answers() {
     )
     .await;
     assert!(
-        codes.len() == 4 && codes.iter().all(|&(_, c)| c == 25),
+        codes.len() == 5 && codes.iter().all(|&(_, c)| c == 25),
         "{codes:?}"
     );
 
@@ -616,7 +616,7 @@ async fn every_served_offsets_and_admin_api_version_answers() {
     )
     .await;
     assert!(
-        codes.len() == 5 && codes.iter().all(|&(_, c)| c == 0),
+        codes.len() == 7 && codes.iter().all(|&(_, c)| c == 0),
         "{codes:?}"
     );
 
@@ -630,8 +630,35 @@ async fn every_served_offsets_and_admin_api_version_answers() {
     )
     .await;
     assert!(
-        codes.len() == 2 && codes.iter().all(|&(_, c)| c == 69),
+        codes.len() == 3 && codes.iter().all(|&(_, c)| c == 69),
         "{codes:?}"
+    );
+    drop(client);
+    broker.stop().await;
+}
+
+/// DescribeGroups of an unknown group: Dead without an error before v6, GROUP_ID_NOT_FOUND
+/// from v6 (KIP-1043), with Kafka's message.
+#[tokio::test]
+async fn describing_an_unknown_group_is_group_id_not_found_from_v6() {
+    let broker = TestBroker::start(FAST_GROUPS).await;
+    let mut client = broker.client().await;
+    let mut describe = DescribeGroupsRequest::default();
+    describe.groups = vec![group("no-such-group")];
+    let unknown = at_every_version(
+        &mut client,
+        ApiKey::DescribeGroups,
+        &describe,
+        |r: &DescribeGroupsResponse| r.groups[0].error_code,
+    )
+    .await;
+    let expected: Vec<(i16, i16)> = (0..=6).map(|v| (v, if v >= 6 { 69 } else { 0 })).collect();
+    assert_eq!(unknown, expected);
+    let v6: DescribeGroupsResponse = client.call(ApiKey::DescribeGroups, 6, &describe).await;
+    assert_eq!(v6.groups[0].group_state.as_str(), "Dead");
+    assert_eq!(
+        v6.groups[0].error_message.as_deref(),
+        Some("Group no-such-group not found.")
     );
     drop(client);
     broker.stop().await;

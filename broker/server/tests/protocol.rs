@@ -74,10 +74,14 @@ async fn produce(
 async fn api_versions_v3_v0_and_unknown_version() {
     let broker = TestBroker::start(&[]).await;
     let mut client = broker.client().await;
-    for version in [0, 3] {
-        let response: ApiVersionsResponse = client
-            .call(ApiKey::ApiVersions, version, &ApiVersionsRequest::default())
-            .await;
+    for version in [0, 3, 4] {
+        let request = if version >= 3 {
+            common::api_versions_request()
+        } else {
+            ApiVersionsRequest::default()
+        };
+        let response: ApiVersionsResponse =
+            client.call(ApiKey::ApiVersions, version, &request).await;
         assert_eq!(response.error_code, 0);
         let produce = response
             .api_keys
@@ -99,13 +103,13 @@ async fn api_versions_v3_v0_and_unknown_version() {
     }
     // A version from the future: answered in v0 with UNSUPPORTED_VERSION and the table.
     let id = client
-        .send(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default())
+        .send(ApiKey::ApiVersions, 3, &common::api_versions_request())
         .await;
     let mut frame = common::encode_request(
         ApiKey::ApiVersions,
         3,
         id + 100,
-        &ApiVersionsRequest::default(),
+        &common::api_versions_request(),
     )
     .to_vec();
     frame[6..8].copy_from_slice(&99i16.to_be_bytes());
@@ -120,6 +124,56 @@ async fn api_versions_v3_v0_and_unknown_version() {
     assert!(!response.api_keys.is_empty());
 }
 
+/// KIP-511: ApiVersions v3+ names the client software; a name or version outside Kafka's
+/// pattern is INVALID_REQUEST (no table), and a valid pair is what the connection counts as
+/// in the client software gauge until it closes (`unknown` before).
+#[tokio::test]
+async fn api_versions_checks_and_counts_the_client_software() {
+    let broker = TestBroker::start(&[]).await;
+    let software = &broker.broker.metrics.client_software;
+    let mut client = broker.client().await;
+    let count = |name: &str, version: &str| {
+        software
+            .snapshot()
+            .iter()
+            .find(|(n, v, _)| (&**n, &**v) == (name, version))
+            .map_or(0, |e| e.2)
+    };
+    for version in [3, 4] {
+        for (name, software_version) in [("", "1.0"), ("kafka java", "4.4.0"), ("java", "4.4.0-")] {
+            let mut request = common::api_versions_request();
+            request.client_software_name = StrBytes::from_static_str(name);
+            request.client_software_version = StrBytes::from_static_str(software_version);
+            let response: ApiVersionsResponse =
+                client.call(ApiKey::ApiVersions, version, &request).await;
+            assert_eq!(response.error_code, 42, "{name:?} {software_version:?}");
+            assert!(response.api_keys.is_empty());
+        }
+    }
+    assert_eq!(count("unknown", "unknown"), 1, "{:?}", software.snapshot());
+    let response: ApiVersionsResponse = client
+        .call(ApiKey::ApiVersions, 4, &common::api_versions_request())
+        .await;
+    assert_eq!(response.error_code, 0);
+    assert_eq!(count("sluice-tests", "1.0"), 1);
+    assert_eq!(count("unknown", "unknown"), 0);
+    let mut second = broker.client().await;
+    let _: ApiVersionsResponse = second
+        .call(ApiKey::ApiVersions, 3, &common::api_versions_request())
+        .await;
+    assert_eq!(count("sluice-tests", "1.0"), 2);
+    drop(second);
+    let deadline = std::time::Instant::now() + common::DEADLINE;
+    while count("sluice-tests", "1.0") != 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            software.snapshot()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
 #[tokio::test]
 async fn api_versions_v3_leaves_default_tagged_fields_out() {
     // librdkafka 2.0.2 (Debian's kcat) mis-parses them: the body must end right after
@@ -127,7 +181,7 @@ async fn api_versions_v3_leaves_default_tagged_fields_out() {
     let broker = TestBroker::start(&[]).await;
     let mut client = broker.client().await;
     client
-        .send(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default())
+        .send(ApiKey::ApiVersions, 3, &common::api_versions_request())
         .await;
     let body = client.recv_frame().await.unwrap();
     assert_eq!(body[body.len() - 1], 0, "no tagged fields");
@@ -378,6 +432,103 @@ async fn create_describe_and_delete_topics() {
     assert!(broker_has_no_topic(&mut client, "a").await);
 }
 
+/// CreateTopics v5+ answers the new topic's partitions, replication factor and configs
+/// (KIP-525), v7 its id; DeleteTopics v6 deletes by id (KIP-516) and refuses what Kafka's
+/// controller refuses.
+#[tokio::test]
+async fn create_topics_v7_describes_and_delete_topics_v6_deletes_by_id() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    let mut request = CreateTopicsRequest::default();
+    request.topics = vec![creatable("k", 3, &[("retention.ms", "60000")])];
+    let response: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 7, &request).await;
+    let created = &response.topics[0];
+    assert_eq!(created.error_code, 0);
+    assert_eq!((created.num_partitions, created.replication_factor), (3, 1));
+    assert_eq!(created.topic_config_error_code, 0);
+    let id = created.topic_id;
+    assert!(!id.is_nil());
+    let configs = created.configs.as_ref().unwrap();
+    let names: Vec<&str> = configs.iter().map(|c| c.name.as_str()).collect();
+    assert!(names.is_sorted(), "{names:?}");
+    let retention = configs.iter().find(|c| c.name.as_str() == "retention.ms");
+    let retention = retention.unwrap();
+    assert_eq!(retention.value.as_deref(), Some("60000"));
+    assert_eq!(retention.config_source, 1, "DYNAMIC_TOPIC_CONFIG");
+    let segment = configs.iter().find(|c| c.name.as_str() == "segment.bytes");
+    assert_eq!(segment.unwrap().config_source, 5, "DEFAULT_CONFIG");
+    // v5 (no id), and validate_only answers the configs of the topic it would create.
+    request.topics = vec![creatable("k2", 2, &[])];
+    request.validate_only = true;
+    let response: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 5, &request).await;
+    assert_eq!(response.topics[0].num_partitions, 2);
+    assert!(!response.topics[0].configs.as_ref().unwrap().is_empty());
+    // An error answers no configs and -1 counts.
+    let response: CreateTopicsResponse = client
+        .call(ApiKey::CreateTopics, 7, &{
+            let mut again = CreateTopicsRequest::default();
+            again.topics = vec![creatable("k", 1, &[])];
+            again
+        })
+        .await;
+    let exists = &response.topics[0];
+    assert_eq!(exists.error_code, ResponseError::TopicAlreadyExists.code());
+    assert_eq!((exists.num_partitions, exists.replication_factor), (-1, -1));
+    delete_by_id(&mut client, id).await;
+}
+
+/// DeleteTopics v6 of topic `k` (id `id`), by id, among entries Kafka's controller refuses.
+async fn delete_by_id(client: &mut common::Client, id: uuid::Uuid) {
+    let state = |name: Option<&'static str>, id| {
+        let mut t = delete_topics_request::DeleteTopicState::default();
+        t.name = name.map(topic_name);
+        t.topic_id = id;
+        t
+    };
+    let unknown = uuid::Uuid::from_u128(7);
+    let mut delete = DeleteTopicsRequest::default();
+    delete.topics = vec![
+        state(None, unknown),
+        state(None, uuid::Uuid::nil()),
+        state(Some("k"), id),
+        state(None, id),
+    ];
+    let response: DeleteTopicsResponse = client.call(ApiKey::DeleteTopics, 6, &delete).await;
+    let answers: Vec<(Option<&str>, uuid::Uuid, i16)> = response
+        .responses
+        .iter()
+        .map(|r| {
+            (
+                r.name.as_ref().map(|n| n.0.as_str()),
+                r.topic_id,
+                r.error_code,
+            )
+        })
+        .collect();
+    let invalid = ResponseError::InvalidRequest.code();
+    assert_eq!(
+        answers,
+        [
+            (None, unknown, ResponseError::UnknownTopicId.code()),
+            (None, uuid::Uuid::nil(), invalid),
+            (Some("k"), id, invalid),
+            (Some("k"), id, 0),
+        ]
+    );
+    assert!(broker_has_no_topic(client, "k").await);
+    // A name listed twice is INVALID_REQUEST, in every version.
+    let mut request = CreateTopicsRequest::default();
+    request.topics = vec![creatable("t2", 1, &[])];
+    let _: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 7, &request).await;
+    delete.topics = vec![
+        state(Some("t2"), uuid::Uuid::nil()),
+        state(Some("t2"), uuid::Uuid::nil()),
+    ];
+    let response: DeleteTopicsResponse = client.call(ApiKey::DeleteTopics, 6, &delete).await;
+    assert!(response.responses.iter().all(|r| r.error_code == invalid));
+    assert!(!broker_has_no_topic(client, "t2").await);
+}
+
 fn creatable(
     name: &str,
     partitions: i32,
@@ -448,12 +599,50 @@ async fn find_coordinator_names_this_broker_for_groups_and_transactions() {
         );
     }
     request.key_type = 1; // transaction
-    let response: FindCoordinatorResponse = client.call(ApiKey::FindCoordinator, 2, &request).await;
-    assert_eq!(response.error_code, 0);
-    assert_eq!(
-        (response.node_id.0, response.port),
-        (0, i32::from(broker.addr.port()))
-    );
+    for version in 2..=3 {
+        let response: FindCoordinatorResponse = client
+            .call(ApiKey::FindCoordinator, version, &request)
+            .await;
+        assert_eq!(response.error_code, 0);
+        assert_eq!(
+            (response.node_id.0, response.port),
+            (0, i32::from(broker.addr.port()))
+        );
+    }
+    // v4+ batch the keys (KIP-699), each answered on its own.
+    let mut batched = FindCoordinatorRequest::default();
+    batched.coordinator_keys = vec![
+        StrBytes::from_static_str("a"),
+        StrBytes::from_static_str("b"),
+    ];
+    for (key_type, version) in [(0, 4), (1, 5), (0, 6)] {
+        batched.key_type = key_type;
+        let response: FindCoordinatorResponse = client
+            .call(ApiKey::FindCoordinator, version, &batched)
+            .await;
+        let answers: Vec<_> = response
+            .coordinators
+            .iter()
+            .map(|c| (c.key.as_str(), c.error_code, c.node_id.0, c.port))
+            .collect();
+        let port = i32::from(broker.addr.port());
+        assert_eq!(
+            answers,
+            [("a", 0, 0, port), ("b", 0, 0, port)],
+            "v{version}"
+        );
+    }
+    // Share groups (key type 2) are not served: INVALID_REQUEST, as Kafka answers with
+    // share groups disabled (and below v6), and an unknown key type too.
+    for (key_type, version) in [(2, 6), (2, 5), (3, 6)] {
+        batched.key_type = key_type;
+        let response: FindCoordinatorResponse = client
+            .call(ApiKey::FindCoordinator, version, &batched)
+            .await;
+        for c in &response.coordinators {
+            assert_eq!((c.error_code, c.node_id.0, c.port), (42, -1, -1));
+        }
+    }
 }
 
 /// One RecordBatch v2 of `(value, timestamp)` records, compressed with `compression`.

@@ -806,3 +806,62 @@ async fn a_prepared_commit_left_by_a_crash_gets_its_markers_at_start() {
     drop(client);
     broker.stop().await;
 }
+
+/// ListTransactions v1's duration filter (KIP-994: transactions running longer than it, by
+/// the broker's clock) and v2's transactional id pattern (KIP-1152: whole-id regex matches;
+/// a bad regex is INVALID_REGULAR_EXPRESSION).
+#[tokio::test]
+async fn list_transactions_filters_by_duration_and_id_pattern() {
+    let clock = sluice_server::ManualClock::new(sluice_server::clock::now_ms());
+    let seams = sluice_server::Seams {
+        clock: clock.clone(),
+        ..sluice_server::Seams::default()
+    };
+    let broker = TestBroker::start_seams(tempfile::tempdir().unwrap(), &[], seams).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, TOPIC, 2).await;
+    let old = init(&mut client, "app-old").await;
+    assert_eq!(add(&mut client, "app-old", old, &[0]).await, [0]);
+    clock.advance(60_000);
+    let new = init(&mut client, "app-new").await;
+    assert_eq!(add(&mut client, "app-new", new, &[1]).await, [0]);
+    let other = init(&mut client, "other").await;
+    assert_eq!(add(&mut client, "other", other, &[1]).await, [0]);
+    clock.advance(1_000);
+
+    let mut list = ListTransactionsRequest::default();
+    let listed = async |client: &mut Client, version, list: &ListTransactionsRequest| {
+        let response: ListTransactionsResponse =
+            client.call(ApiKey::ListTransactions, version, list).await;
+        let mut ids: Vec<String> = response
+            .transaction_states
+            .iter()
+            .map(|t| t.transactional_id.0.to_string())
+            .collect();
+        ids.sort();
+        (response.error_code, ids)
+    };
+    assert_eq!(
+        listed(&mut client, 0, &list).await.1,
+        ["app-new", "app-old", "other"]
+    );
+    list.duration_filter = 30_000;
+    assert_eq!(
+        listed(&mut client, 1, &list).await,
+        (0, vec!["app-old".into()])
+    );
+    list.duration_filter = -1;
+    list.transactional_id_pattern = Some(s("app-.*"));
+    assert_eq!(
+        listed(&mut client, 2, &list).await,
+        (0, vec!["app-new".into(), "app-old".into()])
+    );
+    list.transactional_id_pattern = Some(s("app"));
+    assert_eq!(
+        listed(&mut client, 2, &list).await,
+        (0, vec![]),
+        "whole ids only"
+    );
+    list.transactional_id_pattern = Some(s("(app"));
+    assert_eq!(listed(&mut client, 2, &list).await.0, 128);
+}

@@ -118,4 +118,7 @@ pub struct ListedTxn {
     pub producer_id: ProducerId,
     /// Kafka's state name.
     pub state: &'static str,
+    /// When its current transaction started (ms; -1: none since the last epoch bump), for
+    /// ListTransactions v1's duration filter.
+    pub txn_start_ms: i64,
 }

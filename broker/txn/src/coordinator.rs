@@ -240,10 +240,12 @@ impl Coordinator {
     }
 
     /// ListTransactions: ids whose state is in `state_filters` and whose producer id is
-    /// in `producer_id_filters` (an empty filter matches all), in id order.
+    /// in `producer_id_filters` (an empty filter matches all), in id order. Dead ids (being
+    /// expired) are never listed, as Kafka's `listTransactionStates`.
     pub fn list(&self, state_filters: &[TxnState], producer_id_filters: &[i64]) -> Vec<ListedTxn> {
         self.txns
             .values()
+            .filter(|m| m.state != TxnState::Dead)
             .filter(|m| state_filters.is_empty() || state_filters.contains(&m.state))
             .filter(|m| {
                 producer_id_filters.is_empty() || producer_id_filters.contains(&m.producer_id.0)
@@ -252,6 +254,7 @@ impl Coordinator {
                 transactional_id: m.transactional_id.clone(),
                 producer_id: m.producer_id,
                 state: m.state.name(),
+                txn_start_ms: m.txn_start_ms,
             })
             .collect()
     }

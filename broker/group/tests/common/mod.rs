@@ -340,6 +340,7 @@ pub fn member(client_id: &str) -> JoinGroupRequest {
         protocol_type: "consumer".into(),
         protocols: protocols(&[("range", b"sub")]),
         require_known_member_id: false,
+        supports_skip_assignment: false,
     }
 }
 

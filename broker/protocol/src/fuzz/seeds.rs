@@ -60,6 +60,22 @@ pub fn requests() -> Vec<Seed> {
     out
 }
 
+/// DeleteTopics by name, and from v6 (KIP-516) by name and by id.
+fn delete_topics(version: i16) -> DeleteTopicsRequest {
+    if version >= 6 {
+        return DeleteTopicsRequest::default()
+            .with_topics(vec![
+                delete_topics_request::DeleteTopicState::default().with_name(Some(topic())),
+                delete_topics_request::DeleteTopicState::default()
+                    .with_topic_id(uuid::Uuid::from_u128(0x5eed)),
+            ])
+            .with_timeout_ms(30_000);
+    }
+    DeleteTopicsRequest::default()
+        .with_topic_names(vec![topic()])
+        .with_timeout_ms(30_000)
+}
+
 /// The body of a real request of `key` at `version`.
 fn body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
     if key == ApiKey::Produce && version < 3 {
@@ -82,16 +98,21 @@ fn body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
         ApiKey::Produce => enc!(produce()),
         ApiKey::Fetch => enc!(fetch()),
         ApiKey::ListOffsets => enc!(list_offsets(version)),
+        ApiKey::DescribeTopicPartitions => enc!(describe_topic_partitions()),
+        ApiKey::ListConfigResources if version >= 1 => {
+            enc!(ListConfigResourcesRequest::default().with_resource_types(vec![2, 4]))
+        }
+        ApiKey::ListConfigResources => enc!(ListConfigResourcesRequest::default()),
         ApiKey::Metadata => enc!(MetadataRequest::default().with_topics(Some(vec![
             metadata_request::MetadataRequestTopic::default().with_name(Some(topic()))
         ]))),
+        ApiKey::FindCoordinator if version >= 4 => enc!(
+            FindCoordinatorRequest::default()
+                .with_coordinator_keys(vec![s("group-1"), s("group-2")])
+        ),
         ApiKey::FindCoordinator => enc!(FindCoordinatorRequest::default().with_key(s("group-1"))),
         ApiKey::CreateTopics => enc!(create_topics()),
-        ApiKey::DeleteTopics => enc!(
-            DeleteTopicsRequest::default()
-                .with_topic_names(vec![topic()])
-                .with_timeout_ms(30_000)
-        ),
+        ApiKey::DeleteTopics => enc!(delete_topics(version)),
         ApiKey::DescribeConfigs => enc!(DescribeConfigsRequest::default().with_resources(vec![
             describe_configs_request::DescribeConfigsResource::default()
                 .with_resource_type(2)
@@ -101,7 +122,7 @@ fn body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
         ApiKey::IncrementalAlterConfigs => enc!(alter_configs()),
         ApiKey::ApiVersions => enc!(api_versions(version)),
         ApiKey::JoinGroup => enc!(join_group(version)),
-        ApiKey::SyncGroup => enc!(sync_group()),
+        ApiKey::SyncGroup => enc!(sync_group(version)),
         ApiKey::Heartbeat => enc!(
             HeartbeatRequest::default()
                 .with_group_id(group())
@@ -194,11 +215,7 @@ fn txn_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
         ApiKey::DescribeTransactions => {
             enc!(DescribeTransactionsRequest::default().with_transactional_ids(vec![id()]))
         }
-        ApiKey::ListTransactions => enc!(
-            ListTransactionsRequest::default()
-                .with_state_filters(vec![s("Ongoing")])
-                .with_producer_id_filters(vec![ProducerId(4000)])
-        ),
+        ApiKey::ListTransactions => enc!(list_transactions(version)),
         // What `kafka-transactions.sh abort` sends: one ABORT marker for one partition.
         ApiKey::WriteTxnMarkers => enc!(WriteTxnMarkersRequest::default().with_markers(vec![
             write_txn_markers_request::WritableTxnMarker::default()
@@ -241,6 +258,7 @@ fn admin_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
             DescribeClusterRequest::default()
                 .with_include_cluster_authorized_operations(true)
                 .with_endpoint_type(1)
+                .with_include_fenced_brokers(version >= 2)
         ),
         ApiKey::ElectLeaders => enc!(
             ElectLeadersRequest::default()
@@ -408,10 +426,11 @@ fn security_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
             SaslAuthenticateRequest::default()
                 .with_auth_bytes(Bytes::from_static(b"n,,n=alice,r=fyko+d2lbbFgONRv9qkxdawL"))
         ),
+        // v3: the USER resource type (a user others may create tokens for).
         ApiKey::CreateAcls => enc!(CreateAclsRequest::default().with_creations(vec![
             create_acls_request::AclCreation::default()
-                .with_resource_type(2)
-                .with_resource_name(s("orders"))
+                .with_resource_type(if version >= 3 { 7 } else { 2 })
+                .with_resource_name(s(if version >= 3 { "User:bob" } else { "orders" }))
                 .with_resource_pattern_type(3)
                 .with_principal(s("User:alice"))
                 .with_host(s("*"))
@@ -657,6 +676,34 @@ fn api_versions(version: i16) -> ApiVersionsRequest {
         .with_client_software_version(s("2.3.0"))
 }
 
+/// Java's Admin.describeTopics, asking for its second page.
+fn describe_topic_partitions() -> DescribeTopicPartitionsRequest {
+    DescribeTopicPartitionsRequest::default()
+        .with_topics(vec![
+            describe_topic_partitions_request::TopicRequest::default().with_name(topic()),
+        ])
+        .with_response_partition_limit(2_000)
+        .with_cursor(Some(
+            describe_topic_partitions_request::Cursor::default()
+                .with_topic_name(topic())
+                .with_partition_index(1),
+        ))
+}
+
+/// v1 adds the duration filter, v2 the transactional id pattern.
+fn list_transactions(version: i16) -> ListTransactionsRequest {
+    let request = ListTransactionsRequest::default()
+        .with_state_filters(vec![s("Ongoing")])
+        .with_producer_id_filters(vec![ProducerId(4000)]);
+    match version {
+        0 => request,
+        1 => request.with_duration_filter(60_000),
+        _ => request
+            .with_duration_filter(60_000)
+            .with_transactional_id_pattern(Some(s("app-.*"))),
+    }
+}
+
 fn join_group(version: i16) -> JoinGroupRequest {
     let request = JoinGroupRequest::default()
         .with_group_id(group())
@@ -667,15 +714,17 @@ fn join_group(version: i16) -> JoinGroupRequest {
                 .with_name(s("range"))
                 .with_metadata(Bytes::from_static(b"\0\x01\0\0\0\x01\0\x06orders\0\0\0\0")),
         ]);
-    if version == 0 {
-        request
-    } else {
-        request.with_rebalance_timeout_ms(30_000)
+    match version {
+        0 => request,
+        1..=7 => request.with_rebalance_timeout_ms(30_000),
+        _ => request
+            .with_rebalance_timeout_ms(30_000)
+            .with_reason(Some(s("rebalance failed due to a new member"))),
     }
 }
 
-fn sync_group() -> SyncGroupRequest {
-    SyncGroupRequest::default()
+fn sync_group(version: i16) -> SyncGroupRequest {
+    let request = SyncGroupRequest::default()
         .with_group_id(group())
         .with_generation_id(1)
         .with_member_id(s("m-1"))
@@ -685,7 +734,13 @@ fn sync_group() -> SyncGroupRequest {
                 .with_assignment(Bytes::from_static(
                     b"\0\x01\0\0\0\x01\0\x06orders\0\0\0\x01\0\0\0\0\0\0\0\0",
                 )),
-        ])
+        ]);
+    if version < 5 {
+        return request;
+    }
+    request
+        .with_protocol_type(Some(s("consumer")))
+        .with_protocol_name(Some(s("range")))
 }
 
 fn leave_group(version: i16) -> LeaveGroupRequest {
@@ -693,9 +748,13 @@ fn leave_group(version: i16) -> LeaveGroupRequest {
     if version < 3 {
         return request.with_member_id(s("m-1"));
     }
-    request.with_members(vec![
-        leave_group_request::MemberIdentity::default().with_member_id(s("m-1")),
-    ])
+    let member = leave_group_request::MemberIdentity::default().with_member_id(s("m-1"));
+    let member = if version >= 5 {
+        member.with_reason(Some(s("the consumer is being closed")))
+    } else {
+        member
+    };
+    request.with_members(vec![member])
 }
 
 fn offset_commit() -> OffsetCommitRequest {

@@ -64,6 +64,7 @@ fn broker_metrics(out: &mut String, broker: &Broker) {
         broker.metrics.open_connections()
     );
     counters(out, m);
+    client_software_metrics(out, m);
     family(
         out,
         "sluice_fetches_waiting",
@@ -122,6 +123,24 @@ fn broker_metrics(out: &mut String, broker: &Broker) {
 }
 
 /// The broker-wide counters: connections, TLS, SASL, quotas.
+/// Open connections per client software (KIP-511), as Kafka's socket server tags them.
+fn client_software_metrics(out: &mut String, m: &crate::metrics::Metrics) {
+    family(
+        out,
+        "sluice_client_software_connections",
+        "gauge",
+        "Kafka connections open now per client software name and version (KIP-511; unknown until ApiVersions v3+ names them; _other past the entries limit).",
+    );
+    for (name, version, open) in m.client_software.snapshot() {
+        let _ = writeln!(
+            out,
+            "sluice_client_software_connections{{clientSoftwareName=\"{}\",clientSoftwareVersion=\"{}\"}} {open}",
+            escape(&name),
+            escape(&version)
+        );
+    }
+}
+
 fn counters(out: &mut String, m: &crate::metrics::Metrics) {
     for (name, help, value) in [
         (

@@ -31,13 +31,14 @@
 //!   DescribeTransactions, ListTransactions, DescribeProducers (the producer state the
 //!   transaction tools read, KIP-664) and WriteTxnMarkers (an operator ending a transaction).
 //! - `topics/`: topics and their configs: CreateTopics, DeleteTopics, CreatePartitions,
-//!   DescribeConfigs, AlterConfigs, IncrementalAlterConfigs.
+//!   DescribeConfigs, AlterConfigs, IncrementalAlterConfigs, ListConfigResources.
 //! - `security/`: who a client is and what it may do: SaslHandshake and SaslAuthenticate
 //!   (with the connection's SASL session, [`handle_sasl`]), the ACL APIs, the SCRAM user
 //!   APIs, the client quota APIs, the delegation token APIs (KIP-48).
 //! - `cluster/`: what the cluster is and where its pieces are: ApiVersions (the protocol
-//!   crate's version table), Metadata, FindCoordinator (where a group's or a transaction's
-//!   coordinator is), DescribeCluster, DescribeLogDirs, ElectLeaders.
+//!   crate's version table), Metadata, DescribeTopicPartitions, FindCoordinator (where a
+//!   group's or a transaction's coordinator is), DescribeCluster, DescribeLogDirs,
+//!   ElectLeaders.
 //! - `telemetry/`: what clients report about themselves (KIP-714): GetTelemetrySubscriptions
 //!   and PushTelemetry, into the broker's telemetry store.
 //! - `topic_ids.rs`: topic and view names and ids both ways, for the APIs that name topics
@@ -105,7 +106,8 @@ fn domain(key: ApiKey) -> Option<Domain> {
         | CreatePartitions
         | DescribeConfigs
         | AlterConfigs
-        | IncrementalAlterConfigs => Domain::Topics,
+        | IncrementalAlterConfigs
+        | ListConfigResources => Domain::Topics,
         SaslHandshake
         | SaslAuthenticate
         | CreateAcls
@@ -119,7 +121,12 @@ fn domain(key: ApiKey) -> Option<Domain> {
         | RenewDelegationToken
         | ExpireDelegationToken
         | DescribeDelegationToken => Domain::Security,
-        ApiVersions | Metadata | FindCoordinator | DescribeCluster | DescribeLogDirs
+        ApiVersions
+        | Metadata
+        | DescribeTopicPartitions
+        | FindCoordinator
+        | DescribeCluster
+        | DescribeLogDirs
         | ElectLeaders => Domain::Cluster,
         GetTelemetrySubscriptions | PushTelemetry => Domain::Telemetry,
         _ => return None,

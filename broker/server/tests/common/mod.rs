@@ -398,3 +398,13 @@ pub fn values(mut records: Bytes) -> Vec<String> {
         .map(|r| String::from_utf8(r.value.unwrap_or_default().to_vec()).unwrap())
         .collect()
 }
+
+/// An ApiVersions request as a client sends it at v3+: with its software name and version
+/// (KIP-511; empty ones are INVALID_REQUEST, as Kafka answers).
+pub fn api_versions_request() -> kafka_protocol::messages::ApiVersionsRequest {
+    let mut request = kafka_protocol::messages::ApiVersionsRequest::default();
+    request.client_software_name =
+        kafka_protocol::protocol::StrBytes::from_static_str("sluice-tests");
+    request.client_software_version = kafka_protocol::protocol::StrBytes::from_static_str("1.0");
+    request
+}

@@ -1,8 +1,11 @@
-//! DescribeCluster v0-v1 (KIP-700, flexible; what Java's `AdminClient.describeCluster` and
+//! DescribeCluster v0-v2 (KIP-700, flexible; what Java's `AdminClient.describeCluster` and
 //! `kafka-cluster cluster-id` ask): the cluster id, this broker as the one broker and the
 //! controller, and on request the operations the principal may do on the cluster. DESCRIBE
-//! on the cluster (CLUSTER_AUTHORIZATION_FAILED). v1's endpoint type: brokers (1) only; a
-//! controller endpoint (2) is UNSUPPORTED_ENDPOINT_TYPE, there being no separate one.
+//! on the cluster (CLUSTER_AUTHORIZATION_FAILED). v1's endpoint type is answered as a Kafka
+//! broker answers it: brokers (1) are described; controllers (2) are
+//! MISMATCHED_ENDPOINT_TYPE (ask a controller's listener; there is none apart from this
+//! broker); any other type UNSUPPORTED_ENDPOINT_TYPE. v2's `include_fenced_brokers` changes
+//! nothing: the one broker is never fenced.
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
@@ -16,6 +19,8 @@ use crate::config::NODE_ID;
 
 /// Kafka's endpoint type of brokers.
 const ENDPOINT_BROKERS: i8 = 1;
+/// Kafka's endpoint type of controllers.
+const ENDPOINT_CONTROLLERS: i8 = 2;
 /// Kafka's "authorized operations not requested".
 const OPERATIONS_NOT_REQUESTED: i32 = i32::MIN;
 /// Answers DescribeCluster.
@@ -33,10 +38,22 @@ pub fn handle(
         return response;
     }
     if version >= 1 && request.endpoint_type != ENDPOINT_BROKERS {
-        response.error_code = ResponseError::UnsupportedEndpointType.code();
-        response.error_message = Some(StrBytes::from_static_str(
-            "only the brokers' endpoint type (1) exists on a single node",
-        ));
+        // Kafka's `computeDescribeClusterResponse` on a broker's listener.
+        let (error, message) = if request.endpoint_type == ENDPOINT_CONTROLLERS {
+            (
+                ResponseError::MismatchedEndpointType,
+                "The request was sent to an endpoint of type BROKER, but we wanted an endpoint \
+                 of type CONTROLLER"
+                    .to_owned(),
+            )
+        } else {
+            (
+                ResponseError::UnsupportedEndpointType,
+                format!("Unsupported endpoint type {}", request.endpoint_type),
+            )
+        };
+        response.error_code = error.code();
+        response.error_message = Some(StrBytes::from_string(message));
         return response;
     }
     let advertised = ctx.advertised.clone();

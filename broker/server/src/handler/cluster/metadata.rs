@@ -1,4 +1,4 @@
-//! Metadata v0-v12: this broker as the only node, leader of every partition at the
+//! Metadata v0-v13: this broker as the only node, leader of every partition at the
 //! partition's leader epoch (v7+; librdkafka trusts epochs from v9), the advertised host and
 //! port, and the requested topics, auto-creating unknown ones when the client allows it
 //! (v4+) and `auto.create.topics.enable` is on. v10+ carries each topic's id
@@ -7,6 +7,8 @@
 //! view is listed as a topic with its source's partitions and an id derived from its name
 //! (ephemeral views only when named). An
 //! offline partition (`broker/quarantine.rs`) is LEADER_NOT_AVAILABLE with leader -1.
+//! v13's top-level error code (KIP-1102) is NONE: it exists for a broker to send a client
+//! back to its bootstrap servers (REBOOTSTRAP_REQUIRED), which one broker never needs.
 //!
 //! Authorization, as Kafka: a listing of all topics leaves out those the principal may not
 //! DESCRIBE (views: DESCRIBE on the view); a named one it may not describe is
@@ -215,12 +217,12 @@ fn lookup_id(ctx: &Ctx<'_>, topic_id: uuid::Uuid) -> MetadataResponseTopic {
 }
 
 /// A view's id: derived from its name, so stable across restarts (`broker/topic_id.rs`).
-fn view_id(name: &str) -> uuid::Uuid {
+pub(super) fn view_id(name: &str) -> uuid::Uuid {
     crate::topics::topic_id::derived_topic_id(name)
 }
 
 /// `name` with `topic`'s partitions (a topic's own, or a view's source) and the id `id`.
-fn describe(name: &str, id: uuid::Uuid, topic: &Topic) -> MetadataResponseTopic {
+pub(super) fn describe(name: &str, id: uuid::Uuid, topic: &Topic) -> MetadataResponseTopic {
     let mut out = MetadataResponseTopic::default();
     out.name = Some(TopicName(StrBytes::from_string(name.to_owned())));
     out.topic_id = id;

@@ -1,5 +1,6 @@
-//! DeleteGroups v0-1: an Empty group is deleted with its committed offsets (answered once the
-//! tombstones are appended); others get NON_EMPTY_GROUP or GROUP_ID_NOT_FOUND.
+//! DeleteGroups v0-2 (v2 is flexible): an Empty group is deleted with its committed offsets
+//! (answered once the tombstones are appended); others get NON_EMPTY_GROUP or
+//! GROUP_ID_NOT_FOUND.
 
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse, GroupId};

@@ -1,11 +1,12 @@
-//! DescribeGroups v0-4: state, protocol and members (with their subscription metadata and
-//! assignment bytes while Stable). A group that does not exist is `Dead` with no error, as
-//! Kafka answers before v6.
+//! DescribeGroups v0-6: state, protocol and members (with their subscription metadata and
+//! assignment bytes while Stable). v5 is flexible. A group that does not exist is `Dead`
+//! with no error before v6; from v6 (KIP-1043) it is `Dead` with GROUP_ID_NOT_FOUND and
+//! Kafka's message.
 
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, GroupId};
 use kafka_protocol::protocol::StrBytes;
-use sluice_group::{ErrorCode, GroupDescription};
+use sluice_group::{ErrorCode, GroupDescription, GroupState};
 
 use super::group_common::string;
 use sluice_security::acl::AclOperation;
@@ -16,7 +17,11 @@ use super::Ctx;
 const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
 
 /// Answers DescribeGroups.
-pub async fn handle(ctx: &Ctx<'_>, request: DescribeGroupsRequest) -> DescribeGroupsResponse {
+pub async fn handle(
+    ctx: &Ctx<'_>,
+    request: DescribeGroupsRequest,
+    version: i16,
+) -> DescribeGroupsResponse {
     let ids: Vec<String> = request.groups.iter().map(|g| string(&g.0)).collect();
     let mut response = DescribeGroupsResponse::default();
     // Without DESCRIBE on a group: GROUP_AUTHORIZATION_FAILED for it.
@@ -34,7 +39,7 @@ pub async fn handle(ctx: &Ctx<'_>, request: DescribeGroupsRequest) -> DescribeGr
                         group.authorized_operations = AUTHORIZED_OPERATIONS_OMITTED;
                         group
                     } else {
-                        encode(d)
+                        encode(d, version)
                     }
                 })
                 .collect();
@@ -54,9 +59,17 @@ pub async fn handle(ctx: &Ctx<'_>, request: DescribeGroupsRequest) -> DescribeGr
     response
 }
 
-fn encode(described: GroupDescription) -> DescribedGroup {
+fn encode(described: GroupDescription, version: i16) -> DescribedGroup {
     let mut group = DescribedGroup::default();
     group.error_code = described.error.code();
+    let unknown = described.state == GroupState::Dead && described.error == ErrorCode::None;
+    if version >= 6 && unknown {
+        group.error_code = ErrorCode::GroupIdNotFound.code();
+        group.error_message = Some(StrBytes::from_string(format!(
+            "Group {} not found.",
+            described.group_id
+        )));
+    }
     group.group_id = GroupId(StrBytes::from_string(described.group_id));
     group.group_state = StrBytes::from_static_str(described.state.as_str());
     group.protocol_type = StrBytes::from_string(described.protocol_type);

@@ -1,4 +1,4 @@
-//! Heartbeat v0-3: keeps a member's session alive; REBALANCE_IN_PROGRESS tells it to rejoin.
+//! Heartbeat v0-4 (v4 is flexible): keeps a member's session alive; REBALANCE_IN_PROGRESS tells it to rejoin.
 
 use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
 use sluice_group::{ErrorCode, Request, Response};

@@ -1,7 +1,9 @@
-//! JoinGroup v0-5: translated to the coordinator's request (v0 has no rebalance timeout: the
+//! JoinGroup v0-9: translated to the coordinator's request (v0 has no rebalance timeout: the
 //! session timeout stands in; v4+ require a known member id, answering MEMBER_ID_REQUIRED
-//! first; v5 carries `group.instance.id` for static membership). The answer waits for the
-//! rebalance's join phase to complete.
+//! first; v5 carries `group.instance.id` for static membership; v6 is flexible; v7 answers
+//! the protocol type and a nullable protocol name; v8's reason is logged, as Kafka logs it
+//! with the rebalance; v9 lets a rejoining static leader skip the assignment, KIP-814). The
+//! answer waits for the rebalance's join phase to complete.
 
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse, RequestHeader};
@@ -35,6 +37,14 @@ pub async fn handle(
         request.rebalance_timeout_ms
     };
     let member_id = string(&request.member_id);
+    if let Some(reason) = request.reason.as_ref().filter(|r| !r.is_empty()) {
+        tracing::info!(
+            group = %request.group_id.0.as_str(),
+            member = %member_id,
+            reason = %reason.as_str(),
+            "JoinGroup"
+        );
+    }
     let join = sluice_group::JoinGroupRequest {
         group_id: string(&request.group_id.0),
         member_id: member_id.clone(),
@@ -54,6 +64,7 @@ pub async fn handle(
             })
             .collect(),
         require_known_member_id: version >= 4,
+        supports_skip_assignment: version >= 9,
     };
     match call(ctx, Request::JoinGroup(join)).await {
         Some(Response::JoinGroup(joined)) => encode(joined, version),
@@ -66,6 +77,7 @@ pub async fn handle(
                 leader: String::new(),
                 member_id,
                 members: Vec::new(),
+                skip_assignment: false,
             },
             version,
         ),
@@ -85,6 +97,7 @@ fn encode(joined: sluice_group::JoinGroupResponse, version: i16) -> JoinGroupRes
     };
     response.leader = StrBytes::from_string(joined.leader);
     response.member_id = StrBytes::from_string(joined.member_id);
+    response.skip_assignment = joined.skip_assignment;
     response.members = joined
         .members
         .into_iter()

@@ -1,5 +1,6 @@
-//! LeaveGroup v0-3: v0-2 carry one member id (the answer is that member's error, as Kafka);
-//! v3 batches members, static ones by `group.instance.id`.
+//! LeaveGroup v0-5: v0-2 carry one member id (the answer is that member's error, as Kafka);
+//! v3 batches members, static ones by `group.instance.id`; v4 is flexible; v5 carries each
+//! member's reason, logged as Kafka logs it.
 
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
@@ -30,6 +31,7 @@ pub async fn handle(ctx: &Ctx<'_>, request: LeaveGroupRequest, version: i16) -> 
         request
             .members
             .iter()
+            .inspect(|m| log_reason(&request, m))
             .map(|m| LeavingMember {
                 member_id: string(&m.member_id),
                 group_instance_id: opt_string(m.group_instance_id.as_ref()),
@@ -66,4 +68,19 @@ pub async fn handle(ctx: &Ctx<'_>, request: LeaveGroupRequest, version: i16) -> 
         })
         .collect();
     response
+}
+
+/// Logs a v5 member's reason for leaving, when it gives one.
+fn log_reason(
+    request: &LeaveGroupRequest,
+    member: &kafka_protocol::messages::leave_group_request::MemberIdentity,
+) {
+    if let Some(reason) = member.reason.as_ref().filter(|r| !r.is_empty()) {
+        tracing::info!(
+            group = %request.group_id.0.as_str(),
+            member = %member.member_id.as_str(),
+            reason = %reason.as_str(),
+            "LeaveGroup"
+        );
+    }
 }

@@ -66,7 +66,7 @@ pub(super) async fn dispatch(
         ApiKey::OffsetDelete => answer.reply(&offset_delete::handle(ctx, call.request()?).await),
         ApiKey::ListGroups => answer.reply(&list_groups::handle(ctx, call.request()?, v).await),
         ApiKey::DescribeGroups => {
-            answer.reply(&describe_groups::handle(ctx, call.request()?).await)
+            answer.reply(&describe_groups::handle(ctx, call.request()?, v).await)
         }
         ApiKey::DeleteGroups => answer.reply(&delete_groups::handle(ctx, call.request()?).await),
         ApiKey::ConsumerGroupHeartbeat => {

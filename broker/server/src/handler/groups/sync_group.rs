@@ -1,5 +1,7 @@
-//! SyncGroup v0-3: the leader hands in every member's assignment (opaque bytes, relayed as
-//! they are: assignors stay client-side); every member waits for its own.
+//! SyncGroup v0-5: the leader hands in every member's assignment (opaque bytes, relayed as
+//! they are: assignors stay client-side); every member waits for its own. v4 is flexible;
+//! v5 names the protocol type and name the member joined with, checked against the group's
+//! (INCONSISTENT_GROUP_PROTOCOL otherwise) and answered back.
 
 use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
 use kafka_protocol::protocol::StrBytes;

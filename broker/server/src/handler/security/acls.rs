@@ -1,8 +1,9 @@
-//! CreateAcls, DescribeAcls and DeleteAcls v1 (v0 predates pattern types; the codec crate
-//! dropped it, and so did Kafka 4): bindings go into the security log as
-//! `SecurityRecord::AclCreate` / `AclDelete`, fsynced before the answer, and the authorizer
-//! is rebuilt from that log at start. Creating and deleting need ALTER on the cluster,
-//! describing needs DESCRIBE on it (Kafka's `AclApis`); otherwise every result is
+//! CreateAcls, DescribeAcls and DeleteAcls v1-v3 (v0 predates pattern types; the codec crate
+//! dropped it, and so did Kafka 4; v2 is flexible; v3 adds the USER resource type, 7, which
+//! the authorizer stores and matches as Kafka 4.4's does): bindings go into the security log
+//! as `SecurityRecord::AclCreate` / `AclDelete`, fsynced before the answer, and the
+//! authorizer is rebuilt from that log at start. Creating and deleting need ALTER on the
+//! cluster, describing needs DESCRIBE on it (Kafka's `AclApis`); otherwise every result is
 //! CLUSTER_AUTHORIZATION_FAILED.
 
 use kafka_protocol::ResponseError;

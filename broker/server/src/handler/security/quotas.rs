@@ -1,9 +1,10 @@
-//! DescribeClientQuotas and AlterClientQuotas v0 (KIP-546): `producer_byte_rate` and
-//! `consumer_byte_rate` on users, client ids or both (named or `<default>`, a null name), as
-//! security-log records (`ClientQuotaSet`/`ClientQuotaRemove`, fsynced before the answer).
-//! Describing needs DESCRIBE_CONFIGS on the cluster, altering ALTER_CONFIGS (Kafka's checks;
-//! CLUSTER_AUTHORIZATION_FAILED otherwise). The `ip` entity type (connection-rate quotas) and
-//! other keys are INVALID_REQUEST / UNSUPPORTED: only byte rates are enforced here
+//! DescribeClientQuotas and AlterClientQuotas v0-v1 (KIP-546; v1 is flexible):
+//! `producer_byte_rate` and `consumer_byte_rate` on users, client ids or both (named or
+//! `<default>`, a null name), as security-log records
+//! (`ClientQuotaSet`/`ClientQuotaRemove`, fsynced before the answer). Describing needs
+//! DESCRIBE_CONFIGS on the cluster, altering ALTER_CONFIGS (Kafka's checks;
+//! CLUSTER_AUTHORIZATION_FAILED otherwise). The `ip` entity type (connection-rate quotas)
+//! and other keys are INVALID_REQUEST / UNSUPPORTED: only byte rates are enforced here
 //! (`crate::quota`).
 
 use kafka_protocol::ResponseError;

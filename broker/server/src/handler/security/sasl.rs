@@ -1,4 +1,4 @@
-//! SaslHandshake (v1) and SaslAuthenticate (v0-v1): the wire side of `crate::sasl`. The
+//! SaslHandshake (v1) and SaslAuthenticate (v0-v2, v2 flexible): the wire side of `crate::sasl`. The
 //! connection sends these here with its session; a completed exchange sets the
 //! connection's principal.
 

@@ -1,8 +1,12 @@
-//! CreateTopics v2-v4: partition count (or -1 for `num.partitions`), replication factor 1 (or
-//! -1), topic configs by Kafka's names (validated; `cleanup.policy=compact` is refused), and
-//! `validate_only`. Each topic succeeds or fails on its own. Creating needs CREATE on the
-//! cluster or the topic, and a topic bound to a partitioner plugin READ on the plugin
-//! (TOPIC_AUTHORIZATION_FAILED otherwise).
+//! CreateTopics v2-v7: partition count (or -1 for `num.partitions`), replication factor 1 (or
+//! -1), topic configs by Kafka's names (validated), and `validate_only`. Each topic succeeds
+//! or fails on its own. Creating needs CREATE on the cluster or the topic, and a topic bound
+//! to a partitioner plugin READ on the plugin (TOPIC_AUTHORIZATION_FAILED otherwise). v5 is
+//! flexible and answers a created (or validated) topic's partition count, replication factor
+//! and every config with its source, sorted by name (KIP-525), as Kafka's controller does:
+//! only with DESCRIBE_CONFIGS on the topic, else the topic's config error code is
+//! TOPIC_AUTHORIZATION_FAILED; v6 changes nothing here (no controller mutation quota); v7
+//! answers the new topic's id (nil for `validate_only`).
 
 use std::sync::Arc;
 
@@ -10,7 +14,9 @@ use std::collections::BTreeSet;
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
 use sluice_security::acl::AclOperation;
@@ -24,23 +30,81 @@ use crate::topic_config::TopicOverrides;
 use crate::topics::TopicRegistry;
 
 /// Answers CreateTopics.
-pub async fn handle(ctx: &Ctx<'_>, request: CreateTopicsRequest) -> CreateTopicsResponse {
+pub async fn handle(
+    ctx: &Ctx<'_>,
+    request: CreateTopicsRequest,
+    version: i16,
+) -> CreateTopicsResponse {
     let denied: BTreeSet<String> = request
         .topics
         .iter()
         .filter(|t| !may_create(ctx, t))
         .map(|t| t.name.0.to_string())
         .collect();
+    // KIP-525's configs go only to a principal that may read them.
+    let undescribable: BTreeSet<String> = request
+        .topics
+        .iter()
+        .map(|t| t.name.0.to_string())
+        .filter(|name| !ctx.auth.topic(AclOperation::DescribeConfigs, name))
+        .collect();
     let registry = Arc::clone(ctx.topics);
-    let topics = tokio::task::spawn_blocking(move || create_all(&registry, request, &denied))
+    let created = tokio::task::spawn_blocking(move || create_all(&registry, request, &denied))
         .await
         .unwrap_or_else(|e| {
             tracing::error!(error = %e, "create topics task failed");
             Vec::new()
         });
     let mut response = CreateTopicsResponse::default();
-    response.topics = topics;
+    response.topics = created
+        .into_iter()
+        .map(|(mut out, created)| {
+            if let Some(created) = created.filter(|_| version >= 5) {
+                describe_created(ctx, &mut out, created, &undescribable);
+            }
+            out
+        })
+        .collect();
     response
+}
+
+/// What a created (or validated) topic is, for KIP-525's answer.
+struct Created {
+    partitions: i32,
+    overrides: TopicOverrides,
+    id: crate::topics::topic_id::Uuid,
+}
+
+/// v5+: the topic's partitions, replication factor, configs (sorted by name, as Kafka's
+/// controller lists them) and, v7, id.
+fn describe_created(
+    ctx: &Ctx<'_>,
+    out: &mut CreatableTopicResult,
+    created: Created,
+    undescribable: &BTreeSet<String>,
+) {
+    out.num_partitions = created.partitions;
+    out.replication_factor = 1;
+    out.topic_id = created.id;
+    if undescribable.contains(out.name.0.as_str()) {
+        out.topic_config_error_code = ResponseError::TopicAuthorizationFailed.code();
+        return;
+    }
+    let mut configs: Vec<CreatableTopicConfigs> =
+        super::describe_configs::topic_configs(ctx.config, &created.overrides, false)
+            .into_iter()
+            .map(|c| {
+                let mut config = CreatableTopicConfigs::default();
+                config.name = c.name;
+                config.value = c.value;
+                config.read_only = c.read_only;
+                config.config_source = c.config_source;
+                config.is_sensitive = c.is_sensitive;
+                config
+            })
+            .collect();
+    configs.sort_by(|a, b| a.name.cmp(&b.name));
+    out.configs = Some(configs);
 }
 
 /// CREATE on the cluster or on the topic (Kafka's check), and READ on each plugin the topic
@@ -60,7 +124,7 @@ fn create_all(
     topics: &TopicRegistry,
     request: CreateTopicsRequest,
     denied: &BTreeSet<String>,
-) -> Vec<CreatableTopicResult> {
+) -> Vec<(CreatableTopicResult, Option<Created>)> {
     let duplicates = named_twice(request.topics.iter().map(|t| t.name.0.as_str()));
     request
         .topics
@@ -73,11 +137,14 @@ fn create_all(
             };
             let mut out = CreatableTopicResult::default();
             out.name = topic.name;
-            if let Err(e) = result {
-                out.error_code = e.code.code();
-                out.error_message = Some(StrBytes::from_string(e.message));
+            match result {
+                Ok(created) => (out, Some(created)),
+                Err(e) => {
+                    out.error_code = e.code.code();
+                    out.error_message = Some(StrBytes::from_string(e.message));
+                    (out, None)
+                }
             }
-            out
         })
         .collect()
 }
@@ -126,7 +193,7 @@ fn create_one(
     topics: &TopicRegistry,
     topic: &CreatableTopic,
     validate_only: bool,
-) -> Result<(), KafkaError> {
+) -> Result<Created, KafkaError> {
     let name = topic.name.0.as_str();
     let partitions = partition_count(topics, topic)?;
     if !matches!(topic.replication_factor, -1 | 1) {
@@ -145,9 +212,19 @@ fn create_one(
         }
     }
     if validate_only {
-        return topics.validate_new_topic(name, partitions, &overrides);
+        topics.validate_new_topic(name, partitions, &overrides)?;
+        return Ok(Created {
+            partitions,
+            overrides,
+            id: crate::topics::topic_id::Uuid::nil(),
+        });
     }
-    topics.create_topic(name, partitions, overrides).map(|_| ())
+    let created = topics.create_topic(name, partitions, overrides)?;
+    Ok(Created {
+        partitions,
+        overrides: created.overrides.clone(),
+        id: created.id,
+    })
 }
 
 fn partition_count(topics: &TopicRegistry, topic: &CreatableTopic) -> Result<i32, KafkaError> {

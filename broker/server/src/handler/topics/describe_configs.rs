@@ -1,10 +1,10 @@
-//! DescribeConfigs v1-v3: a topic's configs (its overrides, else the broker's values), and
-//! the broker's own config (resource name "" or our node id), each with its source, type,
-//! synonyms and (v3, on request) documentation from docs/config.md. Resources past
-//! `DESCRIBE_CONFIGS_RESOURCES_MAX` in one request are answered INVALID_REQUEST unread: each
-//! answered resource carries every config key, so the response grows with their count. A
-//! topic with an offline partition (`broker/quarantine.rs`) is KAFKA_STORAGE_ERROR, its error
-//! message the reasons.
+//! DescribeConfigs v1-v4 (v4 is flexible): a topic's configs (its overrides, else the
+//! broker's values), and the broker's own config (resource name "" or our node id), each
+//! with its source, type, synonyms and (v3, on request) documentation from docs/config.md.
+//! Resources past `DESCRIBE_CONFIGS_RESOURCES_MAX` in one request are answered
+//! INVALID_REQUEST unread: each answered resource carries every config key, so the response
+//! grows with their count. A topic with an offline partition (`broker/quarantine.rs`) is
+//! KAFKA_STORAGE_ERROR, its error message the reasons.
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::describe_configs_response::{
@@ -145,7 +145,7 @@ fn document(configs: &mut [DescribeConfigsResourceResult], resource_type: i8) {
 
 /// A topic's configs: its override, else the broker's value. Synonyms list both, most
 /// specific first, as Kafka does.
-fn topic_configs(
+pub(super) fn topic_configs(
     broker: &BrokerConfig,
     overrides: &TopicOverrides,
     synonyms: bool,

@@ -1,5 +1,6 @@
 //! Topics and their configs: CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
-//! AlterConfigs and IncrementalAlterConfigs (broker and topic resources alike). The oldest
+//! AlterConfigs and IncrementalAlterConfigs (broker and topic resources alike), and
+//! ListConfigResources (which config resources there are). The oldest
 //! CreateTopics, DeleteTopics and DescribeConfigs versions are answered in their own layout
 //! (`sluice_protocol::compat`). One `match` over their API keys.
 
@@ -9,6 +10,7 @@ mod create_topics;
 mod delete_topics;
 mod describe_configs;
 mod incremental_alter_configs;
+mod list_config_resources;
 
 use kafka_protocol::messages::ApiKey;
 use sluice_protocol::compat;
@@ -49,11 +51,11 @@ pub(super) async fn dispatch(
     let (answer, v, sent) = (call.answer, call.read_as, call.version);
     match call.key {
         ApiKey::CreateTopics => {
-            let response = create_topics::handle(ctx, call.request()?).await;
+            let response = create_topics::handle(ctx, call.request()?, v).await;
             answer.reply_old(&response, |r| compat::create_topics(r, sent))
         }
         ApiKey::DeleteTopics => {
-            let response = delete_topics::handle(ctx, call.request()?).await;
+            let response = delete_topics::handle(ctx, call.request()?, v).await;
             answer.reply_old(&response, compat::delete_topics)
         }
         ApiKey::CreatePartitions => {
@@ -64,6 +66,9 @@ pub(super) async fn dispatch(
             answer.reply_old(&response, compat::describe_configs)
         }
         ApiKey::AlterConfigs => answer.reply(&alter_configs::handle(ctx, call.request()?).await),
+        ApiKey::ListConfigResources => {
+            answer.reply(&list_config_resources::handle(ctx, &call.request()?, v))
+        }
         ApiKey::IncrementalAlterConfigs => {
             answer.reply(&incremental_alter_configs::handle(ctx, call.request()?).await)
         }

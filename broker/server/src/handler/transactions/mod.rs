@@ -75,7 +75,8 @@ pub(super) async fn dispatch(
             answer.reply(&describe_transactions::handle(ctx, call.request()?).await)
         }
         ApiKey::ListTransactions => {
-            answer.reply(&list_transactions::handle(ctx, call.request()?).await)
+            let now_ms = conn.broker.now_ms();
+            answer.reply(&list_transactions::handle(ctx, call.request()?, now_ms).await)
         }
         ApiKey::DescribeProducers => {
             answer.reply(&describe_producers::handle(ctx, call.request()?).await)

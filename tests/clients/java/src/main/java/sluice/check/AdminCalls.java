@@ -33,7 +33,8 @@ import org.apache.kafka.common.config.ConfigResource;
  * describeCluster, describeTopics, createPartitions, describeConfigs (topic and broker),
  * incrementalAlterConfigs (SET and DELETE), deleteRecords, listOffsets (earliest, latest, and by
  * max timestamp, KIP-734, with earliest local and latest tiered), listGroups,
- * describeConsumerGroups (a live member, then empty), listConsumerGroupOffsets, deleteTopics.
+ * describeConsumerGroups (a live member, then empty), listConsumerGroupOffsets,
+ * listConfigResources (topics and brokers), deleteTopics.
  */
 final class AdminCalls {
     static final int RECORDS = 10;
@@ -67,6 +68,10 @@ final class AdminCalls {
             out.putAll(deleteRecords(admin, bootstrap, topic));
             out.putAll(groups(admin, bootstrap, topic));
             out.putAll(maxTimestamp(admin, bootstrap, topic));
+            out.put("config_resources", admin.listConfigResources(
+                    java.util.Set.of(ConfigResource.Type.TOPIC, ConfigResource.Type.BROKER),
+                    new org.apache.kafka.clients.admin.ListConfigResourcesOptions())
+                    .all().get().stream().map(r -> r.type() + ":" + r.name()).sorted().toList());
             admin.deleteTopics(List.of(other)).all().get();
             out.put("list_topics_after_delete", new ArrayList<>(admin.listTopics().names().get()));
         }
