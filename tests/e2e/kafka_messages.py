@@ -458,6 +458,7 @@ def telemetry_requests() -> dict:
         .i8(0)
         .compact_bytes(b"")
         .tagged_fields(),  # fmt: skip
+    }
 
 
 def catalog_flexible(api_key: int, version: int) -> bool:
