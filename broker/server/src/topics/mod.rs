@@ -20,7 +20,7 @@
 //!
 //! Methods here are synchronous (they do file I/O); async callers use `spawn_blocking`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -30,6 +30,7 @@ use sluice_plugin_host::Registry;
 use sluice_storage::io::{self as storage_io, RealFs};
 use sluice_storage::{Fs, Log};
 use tokio::sync::watch;
+use uuid::Uuid;
 
 use crate::clock::{SharedClock, now_ms};
 use crate::config::BrokerConfig;
@@ -62,6 +63,9 @@ pub struct TopicRegistry {
     /// Every topic's partition count, republished by every change of `topics` (the group
     /// coordinator's consumer groups assign from it: `topic_shapes`).
     shapes: watch::Sender<TopicShapes>,
+    /// Topic id -> name, refreshed with every change of `topics` (Fetch v13+ and the consumer
+    /// group protocol name topics by id: one look-up each, not a scan).
+    ids: RwLock<HashMap<Uuid, String>>,
     /// View name -> view (`views.rs`); views and topics share one namespace.
     views: RwLock<BTreeMap<String, Arc<ViewTopic>>>,
     /// Serialises topic and view creation and deletion (directory and registry changes
@@ -78,10 +82,12 @@ pub struct TopicRegistry {
 /// Topic name -> partition count.
 pub type TopicShapes = BTreeMap<String, i32>;
 
-/// A write lock on the topics that publishes their shapes when it drops.
+/// A write lock on the topics that publishes their shapes and refreshes the id index when it
+/// drops.
 struct TopicsWrite<'a> {
     guard: std::sync::RwLockWriteGuard<'a, BTreeMap<String, Arc<Topic>>>,
     shapes: &'a watch::Sender<TopicShapes>,
+    ids: &'a RwLock<HashMap<Uuid, String>>,
 }
 
 impl std::ops::Deref for TopicsWrite<'_> {
@@ -99,6 +105,15 @@ impl std::ops::DerefMut for TopicsWrite<'_> {
 
 impl Drop for TopicsWrite<'_> {
     fn drop(&mut self) {
+        let ids: HashMap<Uuid, String> = self
+            .guard
+            .values()
+            .map(|t| (t.id, t.name.clone()))
+            .collect();
+        *self
+            .ids
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = ids;
         let shapes: TopicShapes = self
             .guard
             .iter()
@@ -202,6 +217,7 @@ impl TopicRegistry {
             clock,
             topics: RwLock::new(BTreeMap::new()),
             shapes: watch::Sender::new(TopicShapes::new()),
+            ids: RwLock::new(HashMap::new()),
             views: RwLock::new(BTreeMap::new()),
             admin: Mutex::new(()),
             transform_topics: Mutex::new(BTreeMap::new()),
@@ -297,6 +313,7 @@ impl TopicRegistry {
                 .write()
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
             shapes: &self.shapes,
+            ids: &self.ids,
         }
     }
 
@@ -327,6 +344,31 @@ impl TopicRegistry {
     /// Looks a topic up.
     pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {
         self.topics_read().get(name).cloned()
+    }
+
+    /// The name of the topic with `id`, or of the view whose id (derived from its name) it
+    /// is. Topics are one index look-up; views, few and bounded, are scanned.
+    pub fn name_of_id(&self, id: &Uuid) -> Option<String> {
+        let topic = self
+            .ids
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(id)
+            .cloned();
+        topic.or_else(|| {
+            self.views()
+                .into_iter()
+                .map(|v| v.name().to_owned())
+                .find(|name| topic_id::derived_topic_id(name) == *id)
+        })
+    }
+
+    /// The id of topic or view `name`, if it exists.
+    pub fn id_of_name(&self, name: &str) -> Option<Uuid> {
+        if let Some(topic) = self.topic(name) {
+            return Some(topic.id);
+        }
+        self.view(name).map(|_| topic_id::derived_topic_id(name))
     }
 
     /// Looks a partition up.

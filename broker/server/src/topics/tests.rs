@@ -32,6 +32,35 @@ fn topics_survive_reopen_with_their_configs() {
 }
 
 #[test]
+fn the_id_index_follows_creation_deletion_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::open(config(dir.path())).unwrap();
+    let topics = &broker.topics;
+    let a = topics
+        .create_topic("a", 1, TopicOverrides::new())
+        .unwrap()
+        .id;
+    let b = topics
+        .create_topic("b", 2, TopicOverrides::new())
+        .unwrap()
+        .id;
+    assert_eq!(topics.name_of_id(&a).as_deref(), Some("a"));
+    assert_eq!(topics.id_of_name("b"), Some(b));
+    assert_eq!(topics.name_of_id(&Uuid::from_u128(7)), None);
+    topics.delete_topic("a").unwrap();
+    assert_eq!(topics.name_of_id(&a), None);
+    assert_eq!(topics.id_of_name("a"), None);
+    broker.close_all().unwrap();
+    drop(broker);
+    let broker = Broker::open(config(dir.path())).unwrap();
+    assert_eq!(
+        broker.topics.name_of_id(&b).as_deref(),
+        Some("b"),
+        "rebuilt at open"
+    );
+}
+
+#[test]
 fn topic_ids_survive_reopen_and_growth_and_differ_after_recreation() {
     let dir = tempfile::tempdir().unwrap();
     let broker = Broker::open(config(dir.path())).unwrap();

@@ -127,7 +127,7 @@ fn name_by_id(ctx: &Ctx<'_>, topics: &mut [FetchTopic]) -> Vec<(uuid::Uuid, bool
     topics
         .iter_mut()
         .map(|topic| {
-            let name = known.name(&topic.topic_id).map(str::to_owned);
+            let name = known.name(&topic.topic_id);
             let found = name.is_some();
             topic.topic = TopicName(StrBytes::from_string(name.unwrap_or_default()));
             (topic.topic_id, found)
