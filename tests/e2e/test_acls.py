@@ -342,3 +342,20 @@ def test_kafka_4_4_versions_check_what_kafka_checks(acl_broker):
         r.skip_tagged_fields()
         r.i32()
         assert r.i16() == 31, "CLUSTER_AUTHORIZATION_FAILED"
+
+
+def test_describe_cluster_needs_no_acl_but_its_operations_do(acl_broker):
+    """As Kafka: DescribeCluster answers anyone (Metadata tells the same), and the cluster's
+    authorized operations are those of a principal with DESCRIBE on the cluster, else none."""
+    alice = AdminClient(sasl(acl_broker, "alice"))  # kept alive until the answers are in
+    described = alice.describe_cluster(include_authorized_operations=True, request_timeout=TIMEOUT_S).result(
+        timeout=TIMEOUT_S
+    )
+    assert described.cluster_id and len(described.nodes) == 1
+    assert not described.authorized_operations, described.authorized_operations
+    admin = AdminClient(sasl(acl_broker, "admin"))
+    as_admin = admin.describe_cluster(include_authorized_operations=True, request_timeout=TIMEOUT_S).result(
+        timeout=TIMEOUT_S
+    )
+    assert as_admin.cluster_id == described.cluster_id
+    assert AclOperation.DESCRIBE in as_admin.authorized_operations, as_admin.authorized_operations

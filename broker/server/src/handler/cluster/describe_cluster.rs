@@ -1,7 +1,9 @@
 //! DescribeCluster v0-v2 (KIP-700, flexible; what Java's `AdminClient.describeCluster` and
 //! `kafka-cluster cluster-id` ask): the cluster id, this broker as the one broker and the
-//! controller, and on request the operations the principal may do on the cluster. DESCRIBE
-//! on the cluster (CLUSTER_AUTHORIZATION_FAILED). v1's endpoint type is answered as a Kafka
+//! controller, and on request the operations the principal may do on the cluster (0 without
+//! DESCRIBE on it). No ACL guards the rest, as in Kafka's `computeDescribeClusterResponse`:
+//! Metadata tells any client the same brokers and cluster id. v1's endpoint type is answered
+//! as a Kafka
 //! broker answers it: brokers (1) are described; controllers (2) are
 //! MISMATCHED_ENDPOINT_TYPE (ask a controller's listener; there is none apart from this
 //! broker); any other type UNSUPPORTED_ENDPOINT_TYPE. v2's `include_fenced_brokers` changes
@@ -33,10 +35,6 @@ pub fn handle(
     response.endpoint_type = ENDPOINT_BROKERS;
     response.controller_id = BrokerId(-1);
     response.cluster_authorized_operations = OPERATIONS_NOT_REQUESTED;
-    if !ctx.auth.cluster(AclOperation::Describe) {
-        response.error_code = ResponseError::ClusterAuthorizationFailed.code();
-        return response;
-    }
     if version >= 1 && request.endpoint_type != ENDPOINT_BROKERS {
         // Kafka's `computeDescribeClusterResponse` on a broker's listener.
         let (error, message) = if request.endpoint_type == ENDPOINT_CONTROLLERS {
@@ -65,11 +63,15 @@ pub fn handle(
     response.cluster_id = StrBytes::from_string(ctx.cluster_id.to_owned());
     response.controller_id = BrokerId(NODE_ID);
     if request.include_cluster_authorized_operations {
-        response.cluster_authorized_operations = ctx.auth.operations(
-            ResourceType::Cluster,
-            CLUSTER_NAME,
-            &authz::CLUSTER_OPERATIONS,
-        );
+        response.cluster_authorized_operations = if ctx.auth.cluster(AclOperation::Describe) {
+            ctx.auth.operations(
+                ResourceType::Cluster,
+                CLUSTER_NAME,
+                &authz::CLUSTER_OPERATIONS,
+            )
+        } else {
+            0
+        };
     }
     response
 }
