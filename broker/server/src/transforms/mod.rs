@@ -16,7 +16,7 @@
 //!   deployed on, its outputs there, its owner's rights (checked before each read and append).
 //!
 //! Durable state: the spec, `<data.dir>/transforms/<name>.json` (written through the one
-//! durable-write path; every write goes through [`persist`], so a replicated metadata log can
+//! durable-write path; every write goes through `persist.rs`, so a replicated metadata log can
 //! carry it later); the source positions, as the committed offsets of the group
 //! `__sluice_transform/<name>` in the offsets log; producer ids and open transactions in the
 //! transaction log. Counters are memory only.
