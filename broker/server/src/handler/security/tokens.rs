@@ -231,6 +231,15 @@ fn change(
     }
 }
 
+/// A renewal's or an expiry's answer: (error code, expiry), Kafka's error timestamp on an
+/// error.
+fn answer(outcome: Result<i64, ResponseError>) -> (i16, i64) {
+    match outcome {
+        Ok(at) => (0, at),
+        Err(code) => (code.code(), ERROR_TIMESTAMP),
+    }
+}
+
 /// Answers RenewDelegationToken.
 pub fn renew(ctx: &Ctx<'_>, request: RenewDelegationTokenRequest) -> RenewDelegationTokenResponse {
     let caller = ctx.client.principal.clone();
@@ -240,13 +249,7 @@ pub fn renew(ctx: &Ctx<'_>, request: RenewDelegationTokenRequest) -> RenewDelega
         Ok((Expiry::Moved(renewed), at))
     });
     let mut response = RenewDelegationTokenResponse::default();
-    match outcome {
-        Ok(at) => response.expiry_timestamp_ms = at,
-        Err(code) => {
-            response.error_code = code.code();
-            response.expiry_timestamp_ms = ERROR_TIMESTAMP;
-        }
-    }
+    (response.error_code, response.expiry_timestamp_ms) = answer(outcome);
     response
 }
 
@@ -261,13 +264,7 @@ pub fn expire(
         tokens::expire(token, &caller, period, now)
     });
     let mut response = ExpireDelegationTokenResponse::default();
-    match outcome {
-        Ok(at) => response.expiry_timestamp_ms = at,
-        Err(code) => {
-            response.error_code = code.code();
-            response.expiry_timestamp_ms = ERROR_TIMESTAMP;
-        }
-    }
+    (response.error_code, response.expiry_timestamp_ms) = answer(outcome);
     response
 }
 
