@@ -62,10 +62,31 @@ pub enum EndOutcome {
         /// The markers to write once the records are applied.
         markers: WriteMarkers,
     },
-    /// A retry of an EndTxn that already completed the same way: answer success.
-    AlreadyDone,
+    /// A retry of an EndTxn that already completed the same way: answer success, with
+    /// the producer id and epoch the transactional id has now (EndTxn v5 carries them).
+    AlreadyDone {
+        /// The current producer id.
+        producer_id: ProducerId,
+        /// The current epoch.
+        producer_epoch: i16,
+    },
     /// Answer this error; nothing to persist.
     Error(ErrorCode),
+}
+
+/// The transaction protocol a request speaks (Kafka's `TransactionVersion` as the
+/// coordinator infers it from the request's version: EndTxn v5+, Produce v12+ and
+/// TxnOffsetCommit v5+ are KIP-890 part 2's protocol).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxnProtocol {
+    /// The client adds partitions (AddPartitionsToTxn) and groups (AddOffsetsToTxn) before
+    /// writing to them; the epoch changes only at InitProducerId or when fenced.
+    V1,
+    /// KIP-890 part 2: a partition joins the transaction when the first transactional
+    /// batch reaches it, a group with its first TxnOffsetCommit, and every EndTxn bumps the
+    /// epoch (markers carry the new one), so a zombie's late write cannot join the next
+    /// transaction. An EndTxn(abort) with nothing added is allowed.
+    V2,
 }
 
 /// What a timer tick found: persist and apply `records` (PrepareAbort of timed-out

@@ -29,12 +29,15 @@
 //!           AddPartitionsToTxn -> c.add_partitions(..)   (v4 verifyOnly: c.verify_partitions)
 //!           Produce (KIP-890)  -> c.verify_partitions(..) before a partition takes a
 //!                                 transactional batch it has no verified transaction for
+//!                                 (Produce v12+, TxnProtocol::V2: c.add_partitions(..))
 //!           AddOffsetsToTxn    -> c.add_offsets(..)
-//!           TxnOffsetCommit    -> c.txn_offset_commit(..)
+//!           TxnOffsetCommit    -> c.txn_offset_commit(.., protocol) (V2, v5+: adds the group)
 //!             Ok(records) persist, answer NONE; Err(code) answer it
-//!           EndTxn             -> c.end_txn(now, txn_id, pid, epoch, commit)
+//!           EndTxn             -> c.end_txn(now, txn_id, pid, epoch, commit, protocol)
 //!             Prepared { records, markers }     persist, answer NONE, write the markers
-//!             AlreadyDone                       answer NONE (a retried EndTxn)
+//!                                               (V2, v5+: the epoch is bumped; answer the
+//!                                               id and epoch the transactional id then has)
+//!             AlreadyDone { .. }                answer NONE (a retried EndTxn)
 //!             Error(code)                       answer it
 //!           DescribeTransactions -> c.describe(id) (None: TRANSACTIONAL_ID_NOT_FOUND;
 //!                                   an empty id: INVALID_REQUEST, as Kafka answers)
@@ -79,7 +82,7 @@
 //! let tp = TopicPartition { topic: "orders".into(), partition: 0 };
 //! let records = c.add_partitions(1, "t", producer_id, producer_epoch, &[tp.clone()]).unwrap();
 //! c.apply(&records);
-//! let EndOutcome::Prepared { records, markers } = c.end_txn(2, "t", producer_id, producer_epoch, true)
+//! let EndOutcome::Prepared { records, markers } = c.end_txn(2, "t", producer_id, producer_epoch, true, TxnProtocol::V1)
 //! else {
 //!     panic!("an Ongoing transaction commits");
 //! };
@@ -132,7 +135,8 @@ pub mod records;
 pub mod state;
 
 pub use api::{
-    EndOutcome, InitOutcome, ListedTxn, PartitionVerification, Tick, TxnDescription, WriteMarkers,
+    EndOutcome, InitOutcome, ListedTxn, PartitionVerification, Tick, TxnDescription, TxnProtocol,
+    WriteMarkers,
 };
 pub use config::{ConfigError, TxnConfig};
 pub use coordinator::Coordinator;

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use proptest::prelude::*;
 
 use super::*;
-use crate::api::{EndOutcome, InitOutcome};
+use crate::api::{EndOutcome, InitOutcome, TxnProtocol};
 use crate::error::ErrorCode;
 use crate::records::{PendingOffset, TopicPartition};
 
@@ -53,20 +53,24 @@ enum Op {
         id: usize,
         who: usize,
         at: i64,
+        protocol: TxnProtocol,
     },
     End {
         id: usize,
         who: usize,
         commit: bool,
+        protocol: TxnProtocol,
     },
     Markers {
         pick: usize,
     },
-    /// A transactional produce to `partition` asks the coordinator (verify only).
+    /// A transactional produce to `partition` asks the coordinator: verify only (V1), or
+    /// add the partition (V2, Produce v12+).
     Verify {
         id: usize,
         who: usize,
         partition: i32,
+        protocol: TxnProtocol,
     },
     /// A verified produce reaches its partition.
     Append {
@@ -76,6 +80,10 @@ enum Op {
         advance_ms: i64,
     },
     Restart,
+}
+
+fn protocol() -> impl Strategy<Value = TxnProtocol> {
+    prop_oneof![Just(TxnProtocol::V1), Just(TxnProtocol::V2)]
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -94,14 +102,29 @@ fn op() -> impl Strategy<Value = Op> {
             partition
         }),
         (id.clone(), who.clone()).prop_map(|(id, who)| Op::AddOffsets { id, who }),
-        (id.clone(), who.clone(), 0..100i64).prop_map(|(id, who, at)| Op::Commit { id, who, at }),
-        (id, who, any::<bool>()).prop_map(|(id, who, commit)| Op::End { id, who, commit }),
-        any::<usize>().prop_map(|pick| Op::Markers { pick }),
-        (0..IDS.len(), 0..2usize, 0..4i32).prop_map(|(id, who, partition)| Op::Verify {
+        (id.clone(), who.clone(), 0..100i64, protocol()).prop_map(|(id, who, at, protocol)| {
+            Op::Commit {
+                id,
+                who,
+                at,
+                protocol,
+            }
+        }),
+        (id, who, any::<bool>(), protocol()).prop_map(|(id, who, commit, protocol)| Op::End {
             id,
             who,
-            partition
+            commit,
+            protocol
         }),
+        any::<usize>().prop_map(|pick| Op::Markers { pick }),
+        (0..IDS.len(), 0..2usize, 0..4i32, protocol()).prop_map(
+            |(id, who, partition, protocol)| Op::Verify {
+                id,
+                who,
+                partition,
+                protocol,
+            }
+        ),
         any::<usize>().prop_map(|pick| Op::Append { pick }),
         (0..120_000i64).prop_map(|advance_ms| Op::Tick { advance_ms }),
         Just(Op::Restart),
@@ -128,6 +151,8 @@ struct Sim {
     /// The storage rule under test: a marker drops the guards of its producer's
     /// verifications in flight in that partition.
     markers_drop_guards: bool,
+    /// The newest epoch each producer id was persisted with: it never goes back.
+    epochs: BTreeMap<ProducerId, i16>,
 }
 
 /// A verified transactional produce on its way to its partition.
@@ -154,18 +179,30 @@ impl Sim {
             open: BTreeMap::new(),
             in_flight: Vec::new(),
             markers_drop_guards,
+            epochs: BTreeMap::new(),
         }
     }
 
-    /// The coordinator confirms the partition is in the transaction: the produce goes on.
-    fn verify(&mut self, id: usize, who: usize, partition: i32) {
+    /// The coordinator confirms the partition is in the transaction (V1), or adds it
+    /// (V2): the produce goes on.
+    fn verify(&mut self, id: usize, who: usize, partition: i32, protocol: TxnProtocol) {
         let (pid, epoch) = self.producer(id, who);
         let tp = TopicPartition {
             topic: "t".into(),
             partition,
         };
-        let verified = self.c.verify_partitions(IDS[id], pid, epoch, &[tp]);
-        if verified.is_ok_and(|v| v[0].error == ErrorCode::None) {
+        let verified = match protocol {
+            TxnProtocol::V1 => self
+                .c
+                .verify_partitions(IDS[id], pid, epoch, &[tp])
+                .is_ok_and(|v| v[0].error == ErrorCode::None),
+            TxnProtocol::V2 => {
+                let (now, tps) = (self.now_ms, [tp]);
+                let added = self.c.add_partitions(now, IDS[id], pid, epoch, &tps);
+                added.is_ok_and(|records| self.persist(&records))
+            }
+        };
+        if verified {
             self.in_flight.push(Claim {
                 pid,
                 epoch,
@@ -247,6 +284,18 @@ impl Sim {
             self.c.persist_failed(records);
             return false;
         }
+        for record in records {
+            if let TxnRecord::Metadata(m) = record {
+                let newest = self.epochs.entry(m.producer_id).or_insert(m.producer_epoch);
+                assert!(
+                    m.producer_epoch >= *newest,
+                    "{:?}'s epoch went back from {newest} to {}",
+                    m.producer_id,
+                    m.producer_epoch
+                );
+                *newest = m.producer_epoch;
+            }
+        }
         self.log.extend_from_slice(records);
         self.c.apply(records);
         true
@@ -302,13 +351,33 @@ impl Sim {
         }
     }
 
-    fn end(&mut self, id: usize, who: usize, commit: bool) {
+    /// EndTxn. A V2 producer takes the pair the answer carries: the bumped epoch once the
+    /// decision is durable (unless the id moves to a new producer id, which the server
+    /// answers only after the markers: the client retries and gets `AlreadyDone`).
+    fn end(&mut self, id: usize, who: usize, commit: bool, protocol: TxnProtocol) {
         let (pid, epoch) = self.producer(id, who);
-        if let EndOutcome::Prepared { records, markers } =
-            self.c.end_txn(self.now_ms, IDS[id], pid, epoch, commit)
-            && self.persist(&records)
+        match self
+            .c
+            .end_txn(self.now_ms, IDS[id], pid, epoch, commit, protocol)
         {
-            self.markers.push(markers);
+            EndOutcome::Prepared { records, markers } => {
+                if self.persist(&records) {
+                    if protocol == TxnProtocol::V2 && markers.producer_epoch < i16::MAX {
+                        self.producers
+                            .insert((id, who), (markers.producer_id, markers.producer_epoch));
+                    }
+                    self.markers.push(markers);
+                }
+            }
+            EndOutcome::AlreadyDone {
+                producer_id,
+                producer_epoch,
+            } if protocol == TxnProtocol::V2 => {
+                self.owned(producer_id, Some(id));
+                self.producers
+                    .insert((id, who), (producer_id, producer_epoch));
+            }
+            _ => {}
         }
     }
 
@@ -335,7 +404,12 @@ impl Sim {
                 let (pid, epoch) = self.producer(id, who);
                 self.c.add_offsets(now, IDS[id], pid, epoch, "g")
             }
-            Op::Commit { id, who, at } => {
+            Op::Commit {
+                id,
+                who,
+                at,
+                protocol,
+            } => {
                 let (pid, epoch) = self.producer(id, who);
                 let tp = TopicPartition {
                     topic: "t".into(),
@@ -348,15 +422,25 @@ impl Sim {
                     metadata: None,
                 };
                 self.c
-                    .txn_offset_commit(now, IDS[id], pid, epoch, "g", &[o])
+                    .txn_offset_commit(now, IDS[id], pid, epoch, "g", &[o], protocol)
             }
-            Op::End { id, who, commit } => {
-                self.end(id, who, commit);
+            Op::End {
+                id,
+                who,
+                commit,
+                protocol,
+            } => {
+                self.end(id, who, commit, protocol);
                 Ok(Vec::new())
             }
             Op::Markers { pick } => self.markers_written(pick),
-            Op::Verify { id, who, partition } => {
-                self.verify(id, who, partition);
+            Op::Verify {
+                id,
+                who,
+                partition,
+                protocol,
+            } => {
+                self.verify(id, who, partition, protocol);
                 Ok(Vec::new())
             }
             Op::Append { pick } => {
@@ -460,11 +544,13 @@ fn a_late_append_without_the_guard_hangs() {
             id: 0,
             who: 0,
             partition: 1,
+            protocol: TxnProtocol::V1,
         });
         sim.step(Op::End {
             id: 0,
             who: 0,
             commit: true,
+            protocol: TxnProtocol::V1,
         });
         sim.step(Op::Markers { pick: 0 });
         sim.append(0);

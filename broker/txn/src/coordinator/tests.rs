@@ -3,6 +3,7 @@
 //! it; every restart checks that replaying the log gives exactly the in-memory state.
 
 use super::*;
+use crate::api::TxnProtocol::{V1, V2};
 use crate::api::{EndOutcome, InitOutcome};
 use crate::error::ErrorCode;
 use crate::records::{PendingOffset, TopicPartition, decode};
@@ -71,7 +72,7 @@ impl Server {
     }
 
     fn end(&mut self, now_ms: i64, pid: ProducerId, epoch: i16, commit: bool) -> WriteMarkers {
-        match self.c.end_txn(now_ms, T, pid, epoch, commit) {
+        match self.c.end_txn(now_ms, T, pid, epoch, commit, V1) {
             EndOutcome::Prepared { records, markers } => {
                 self.persist(&records);
                 markers
@@ -197,7 +198,7 @@ fn a_zombie_with_an_older_epoch_is_fenced() {
     let (_, new) = s.init(1, Some(T));
     let add = s.c.add_partitions(2, T, pid, old, &[tp("a", 0)]);
     assert_eq!(add, Err(ErrorCode::ProducerFenced));
-    let end = s.c.end_txn(2, T, pid, old, true);
+    let end = s.c.end_txn(2, T, pid, old, true, V1);
     assert_eq!(end, EndOutcome::Error(ErrorCode::ProducerFenced));
     let offsets = s.c.add_offsets(2, T, pid, old, "g");
     assert_eq!(offsets, Err(ErrorCode::ProducerFenced));
@@ -238,7 +239,7 @@ fn init_on_an_ongoing_transaction_aborts_it_first_with_a_bumped_epoch() {
     s.persist(&records);
     assert_eq!(s.state(), TxnState::PrepareAbort);
     // The old producer is fenced by the bump.
-    let end = s.c.end_txn(3, T, pid, epoch, true);
+    let end = s.c.end_txn(3, T, pid, epoch, true, V1);
     assert_eq!(end, EndOutcome::Error(ErrorCode::ProducerFenced));
     // The client's retry waits for the markers.
     let out = s.c.init_producer_id(3, Some(T), TIMEOUT_MS, None);
@@ -313,7 +314,7 @@ fn verify_partitions_reports_membership_of_the_ongoing_transaction() {
         s.c.verify_partitions("", pid, epoch, &[tp("a", 0)]),
         Err(ErrorCode::InvalidRequest)
     );
-    let EndOutcome::Prepared { records, .. } = s.c.end_txn(2, T, pid, epoch, true) else {
+    let EndOutcome::Prepared { records, .. } = s.c.end_txn(2, T, pid, epoch, true, V1) else {
         panic!("an Ongoing transaction commits");
     };
     s.persist(&records);
@@ -333,14 +334,14 @@ fn offsets_need_add_offsets_and_are_committed_with_the_markers() {
     let mut s = Server::new();
     let (pid, epoch) = s.init(0, Some(T));
     let early =
-        s.c.txn_offset_commit(1, T, pid, epoch, "g", &[offset("a", 0, 5)]);
+        s.c.txn_offset_commit(1, T, pid, epoch, "g", &[offset("a", 0, 5)], V1);
     assert_eq!(early, Err(ErrorCode::InvalidTxnState));
     let records = s.c.add_offsets(1, T, pid, epoch, "g").unwrap();
     s.persist(&records);
     assert_eq!(s.state(), TxnState::Ongoing);
     assert_eq!(s.c.add_offsets(2, T, pid, epoch, "g"), Ok(Vec::new()));
     let other =
-        s.c.txn_offset_commit(2, T, pid, epoch, "h", &[offset("a", 0, 5)]);
+        s.c.txn_offset_commit(2, T, pid, epoch, "h", &[offset("a", 0, 5)], V1);
     assert_eq!(
         other,
         Err(ErrorCode::InvalidTxnState),
@@ -348,12 +349,12 @@ fn offsets_need_add_offsets_and_are_committed_with_the_markers() {
     );
     for at in [5, 9] {
         let records =
-            s.c.txn_offset_commit(2, T, pid, epoch, "g", &[offset("a", 0, at)]);
+            s.c.txn_offset_commit(2, T, pid, epoch, "g", &[offset("a", 0, at)], V1);
         s.persist(&records.unwrap());
     }
     let mut big = offset("a", 1, 1);
     big.metadata = Some("x".repeat(limits::OFFSET_METADATA_BYTES_MAX + 1));
-    let too_big = s.c.txn_offset_commit(3, T, pid, epoch, "g", &[big]);
+    let too_big = s.c.txn_offset_commit(3, T, pid, epoch, "g", &[big], V1);
     assert_eq!(too_big, Err(ErrorCode::OffsetMetadataTooLarge));
     assert_eq!(
         s.c.add_offsets(3, T, pid, epoch, ""),
@@ -372,7 +373,7 @@ fn offsets_need_add_offsets_and_are_committed_with_the_markers() {
     let records = s.c.add_offsets(6, T, pid, epoch, "g").unwrap();
     s.persist(&records);
     let records =
-        s.c.txn_offset_commit(6, T, pid, epoch, "g", &[offset("a", 0, 20)]);
+        s.c.txn_offset_commit(6, T, pid, epoch, "g", &[offset("a", 0, 20)], V1);
     s.persist(&records.unwrap());
     assert!(s.end(7, pid, epoch, false).offsets_to_commit.is_empty());
 }
@@ -381,26 +382,32 @@ fn offsets_need_add_offsets_and_are_committed_with_the_markers() {
 fn end_txn_rules_and_the_idempotent_retry() {
     let mut s = Server::new();
     let (pid, epoch) = s.init(0, Some(T));
-    let empty = s.c.end_txn(1, T, pid, epoch, true);
+    let empty = s.c.end_txn(1, T, pid, epoch, true, V1);
     assert_eq!(empty, EndOutcome::Error(ErrorCode::InvalidTxnState));
     s.add(1, pid, epoch, &[tp("a", 0)]);
     let markers = s.end(2, pid, epoch, true);
     assert!(markers.commit);
     assert_eq!((markers.producer_id, markers.producer_epoch), (pid, epoch));
-    let retry = s.c.end_txn(3, T, pid, epoch, true);
+    let retry = s.c.end_txn(3, T, pid, epoch, true, V1);
     assert_eq!(retry, EndOutcome::Error(ErrorCode::ConcurrentTransactions));
-    let flip = s.c.end_txn(3, T, pid, epoch, false);
+    let flip = s.c.end_txn(3, T, pid, epoch, false, V1);
     assert_eq!(flip, EndOutcome::Error(ErrorCode::InvalidTxnState));
     s.complete(4, T);
-    assert_eq!(s.c.end_txn(5, T, pid, epoch, true), EndOutcome::AlreadyDone);
-    let flip = s.c.end_txn(5, T, pid, epoch, false);
+    assert_eq!(
+        s.c.end_txn(5, T, pid, epoch, true, V1),
+        EndOutcome::AlreadyDone {
+            producer_id: pid,
+            producer_epoch: epoch
+        }
+    );
+    let flip = s.c.end_txn(5, T, pid, epoch, false, V1);
     assert_eq!(flip, EndOutcome::Error(ErrorCode::InvalidTxnState));
     assert_eq!(
         s.c.markers_written(6, T),
         Vec::new(),
         "nothing left to complete"
     );
-    let unknown = s.c.end_txn(6, "other", pid, epoch, true);
+    let unknown = s.c.end_txn(6, "other", pid, epoch, true, V1);
     assert_eq!(
         unknown,
         EndOutcome::Error(ErrorCode::InvalidProducerIdMapping)
@@ -425,7 +432,7 @@ fn a_timed_out_transaction_is_aborted_with_a_bumped_epoch() {
     assert!(!tick.markers[0].commit);
     s.persist(&tick.records);
     assert_eq!(s.state(), TxnState::PrepareAbort);
-    let zombie = s.c.end_txn(at + 10_001, T, pid, epoch, true);
+    let zombie = s.c.end_txn(at + 10_001, T, pid, epoch, true, V1);
     assert_eq!(zombie, EndOutcome::Error(ErrorCode::ProducerFenced));
     s.complete(at + 10_002, T);
     let zombie =
@@ -488,7 +495,7 @@ fn a_failed_append_leaves_the_coordinator_as_it_was() {
     let before = s.c.txn(T).unwrap().clone();
     let records = s.c.add_partitions(1, T, pid, epoch, &[tp("a", 0)]).unwrap();
     // While in flight, the id is busy.
-    let busy = s.c.end_txn(1, T, pid, epoch, true);
+    let busy = s.c.end_txn(1, T, pid, epoch, true, V1);
     assert_eq!(busy, EndOutcome::Error(ErrorCode::ConcurrentTransactions));
     s.c.persist_failed(&records);
     assert_eq!(s.c.txn(T), Some(&before));
@@ -622,17 +629,157 @@ fn pending_offsets_are_capped() {
     let many: Vec<PendingOffset> = (0..=limits::PENDING_OFFSETS_MAX as i32)
         .map(|p| offset("a", p, 1))
         .collect();
-    let over = s.c.txn_offset_commit(2, T, pid, epoch, "g", &many);
+    let over = s.c.txn_offset_commit(2, T, pid, epoch, "g", &many, V1);
     assert_eq!(over, Err(ErrorCode::InvalidCommitOffsetSize));
     let records =
-        s.c.txn_offset_commit(2, T, pid, epoch, "g", &many[1..])
+        s.c.txn_offset_commit(2, T, pid, epoch, "g", &many[1..], V1)
             .unwrap();
     s.persist(&records);
-    let one_more = s.c.txn_offset_commit(3, T, pid, epoch, "g", &many[..1]);
+    let one_more = s.c.txn_offset_commit(3, T, pid, epoch, "g", &many[..1], V1);
     assert_eq!(one_more, Err(ErrorCode::InvalidCommitOffsetSize));
     // Replacing an offset already held is not growth.
     let records =
-        s.c.txn_offset_commit(3, T, pid, epoch, "g", &many[1..2])
+        s.c.txn_offset_commit(3, T, pid, epoch, "g", &many[1..2], V1)
             .unwrap();
     s.persist(&records);
+}
+
+impl Server {
+    fn end_v2(&mut self, now_ms: i64, pid: ProducerId, epoch: i16, commit: bool) -> WriteMarkers {
+        match self.c.end_txn(now_ms, T, pid, epoch, commit, V2) {
+            EndOutcome::Prepared { records, markers } => {
+                self.persist(&records);
+                markers
+            }
+            other => panic!("end_txn v2: {other:?}"),
+        }
+    }
+}
+
+/// KIP-890 part 2: every EndTxn bumps the epoch and the markers carry the new one, so a
+/// write of the old epoch cannot join the next transaction; the new epoch starts the next
+/// transaction with its first partition.
+#[test]
+fn end_txn_v2_bumps_the_epoch_with_every_transaction() {
+    let mut s = Server::new();
+    let (pid, epoch) = s.init(0, Some(T));
+    s.add(1, pid, epoch, &[tp("a", 0)]);
+    let markers = s.end_v2(2, pid, epoch, true);
+    assert_eq!(
+        (markers.producer_id, markers.producer_epoch),
+        (pid, epoch + 1)
+    );
+    assert_eq!(markers.partitions, vec![tp("a", 0)]);
+    s.complete(3, T);
+    assert_eq!(s.state(), TxnState::CompleteCommit);
+    // A zombie write at the old epoch is fenced; the new epoch opens the next transaction.
+    let zombie = s.c.add_partitions(4, T, pid, epoch, &[tp("a", 1)]);
+    assert_eq!(zombie, Err(ErrorCode::ProducerFenced));
+    s.add(4, pid, epoch + 1, &[tp("a", 1)]);
+    assert_eq!(s.state(), TxnState::Ongoing);
+    let markers = s.end_v2(5, pid, epoch + 1, false);
+    assert_eq!(markers.producer_epoch, epoch + 2);
+    assert!(!markers.commit);
+    s.complete(6, T);
+    s.restart();
+    assert_eq!(s.c.txn(T).unwrap().producer_epoch, epoch + 2);
+}
+
+/// A retried EndTxn v5 (its answer lost) comes with the epoch before the bump: it gets the
+/// current pair if the transaction ended the same way, INVALID_TXN_STATE otherwise, and
+/// CONCURRENT_TRANSACTIONS while the markers are being written. An older epoch cannot end
+/// the next transaction.
+#[test]
+fn a_retried_end_txn_v2_is_answered_with_the_current_epoch() {
+    let mut s = Server::new();
+    let (pid, epoch) = s.init(0, Some(T));
+    s.add(1, pid, epoch, &[tp("a", 0)]);
+    s.end_v2(2, pid, epoch, true);
+    let busy = s.c.end_txn(3, T, pid, epoch, true, V2);
+    assert_eq!(busy, EndOutcome::Error(ErrorCode::ConcurrentTransactions));
+    s.complete(3, T);
+    let retry = s.c.end_txn(4, T, pid, epoch, true, V2);
+    let current = EndOutcome::AlreadyDone {
+        producer_id: pid,
+        producer_epoch: epoch + 1,
+    };
+    assert_eq!(retry, current);
+    let flip = s.c.end_txn(4, T, pid, epoch, false, V2);
+    assert_eq!(flip, EndOutcome::Error(ErrorCode::InvalidTxnState));
+    let stale = s.c.end_txn(4, T, pid, epoch - 1, true, V2);
+    assert_eq!(stale, EndOutcome::Error(ErrorCode::ProducerFenced));
+    s.add(5, pid, epoch + 1, &[tp("a", 0)]);
+    let late = s.c.end_txn(6, T, pid, epoch, true, V2);
+    assert_eq!(late, EndOutcome::Error(ErrorCode::ProducerFenced));
+}
+
+/// Protocol v2 lets a producer abort with nothing added (Kafka answers it, bumping the
+/// epoch); a commit of nothing stays INVALID_TXN_STATE, as with v1.
+#[test]
+fn end_txn_v2_aborts_an_empty_transaction() {
+    let mut s = Server::new();
+    let (pid, epoch) = s.init(0, Some(T));
+    let commit = s.c.end_txn(1, T, pid, epoch, true, V2);
+    assert_eq!(commit, EndOutcome::Error(ErrorCode::InvalidTxnState));
+    let markers = s.end_v2(1, pid, epoch, false);
+    assert!(markers.partitions.is_empty() && !markers.commit);
+    assert_eq!(markers.producer_epoch, epoch + 1);
+    s.complete(2, T);
+    assert_eq!(s.state(), TxnState::CompleteAbort);
+    let again = s.end_v2(3, pid, epoch + 1, false);
+    assert_eq!(again.producer_epoch, epoch + 2);
+}
+
+/// An epoch bumped to `i16::MAX` by EndTxn v5 moves the transactional id to a new producer
+/// id at epoch 0 once the markers are written (the markers keep the old id, whose batches
+/// they close); a retry with the pair before the bump gets the new one.
+#[test]
+fn end_txn_v2_at_the_last_epoch_moves_to_a_new_producer_id() {
+    let mut s = Server::new();
+    let (pid, _) = s.init(0, Some(T));
+    let mut m = s.c.txn(T).unwrap().clone();
+    m.producer_epoch = i16::MAX - 1;
+    s.persist(&[TxnRecord::Metadata(m)]);
+    s.add(1, pid, i16::MAX - 1, &[tp("a", 0)]);
+    let markers = s.end_v2(2, pid, i16::MAX - 1, true);
+    assert_eq!(
+        (markers.producer_id, markers.producer_epoch),
+        (pid, i16::MAX)
+    );
+    let records = s.c.markers_written(3, T);
+    s.persist(&records);
+    let now = s.c.txn(T).unwrap().clone();
+    assert_ne!(now.producer_id, pid);
+    assert_eq!(now.producer_epoch, 0);
+    assert_eq!(now.state, TxnState::CompleteCommit);
+    let retry = s.c.end_txn(4, T, pid, i16::MAX - 1, true, V2);
+    let moved = EndOutcome::AlreadyDone {
+        producer_id: now.producer_id,
+        producer_epoch: 0,
+    };
+    assert_eq!(retry, moved);
+    s.add(5, now.producer_id, 0, &[tp("a", 0)]);
+    s.restart();
+}
+
+/// TxnOffsetCommit v5+ adds the group itself (no AddOffsetsToTxn), starting a transaction
+/// if none is open; the offsets commit with it. v0-v4 still need AddOffsetsToTxn.
+#[test]
+fn txn_offset_commit_v5_adds_its_group() {
+    let mut s = Server::new();
+    let (pid, epoch) = s.init(0, Some(T));
+    let v1 =
+        s.c.txn_offset_commit(1, T, pid, epoch, "g", &[offset("a", 0, 5)], V1);
+    assert_eq!(v1, Err(ErrorCode::InvalidTxnState));
+    let records =
+        s.c.txn_offset_commit(1, T, pid, epoch, "g", &[offset("a", 0, 5)], V2);
+    s.persist(&records.unwrap());
+    assert_eq!(s.state(), TxnState::Ongoing);
+    let markers = s.end_v2(2, pid, epoch, true);
+    assert_eq!(markers.offsets_to_commit.len(), 1);
+    assert_eq!(markers.offsets_to_commit[0].offsets[0].committed_offset, 5);
+    s.complete(3, T);
+    let fenced =
+        s.c.txn_offset_commit(4, T, pid, epoch, "g", &[offset("a", 0, 6)], V2);
+    assert_eq!(fenced, Err(ErrorCode::ProducerFenced));
 }

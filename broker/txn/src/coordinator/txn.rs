@@ -6,11 +6,12 @@
 use std::collections::BTreeMap;
 
 use super::{Coordinator, markers_of};
-use crate::api::{EndOutcome, PartitionVerification};
+use crate::api::{EndOutcome, PartitionVerification, TxnProtocol};
 use crate::error::ErrorCode;
 use crate::limits;
 use crate::records::{
-    PendingOffset, PendingOffsets, ProducerId, TopicPartition, TxnMetadata, TxnRecord,
+    NO_PRODUCER_EPOCH, PendingOffset, PendingOffsets, ProducerId, TopicPartition, TxnMetadata,
+    TxnRecord,
 };
 use crate::state::TxnState;
 
@@ -180,8 +181,10 @@ impl Coordinator {
     }
 
     /// TxnOffsetCommit: offsets to commit with the transaction (the latest per partition
-    /// wins). The transaction must be Ongoing with the group added by AddOffsetsToTxn,
-    /// else `INVALID_TXN_STATE`.
+    /// wins). [`TxnProtocol::V1`]: the transaction must be Ongoing with the group added by
+    /// AddOffsetsToTxn, else `INVALID_TXN_STATE`. [`TxnProtocol::V2`] (v5+, KIP-890): the
+    /// commit adds the group itself, starting the transaction if none is open.
+    #[allow(clippy::too_many_arguments)]
     pub fn txn_offset_commit(
         &mut self,
         now_ms: i64,
@@ -190,6 +193,7 @@ impl Coordinator {
         producer_epoch: i16,
         group_id: &str,
         offsets: &[PendingOffset],
+        protocol: TxnProtocol,
     ) -> Result<Vec<TxnRecord>, ErrorCode> {
         check_group_id(group_id)?;
         check_offsets(offsets)?;
@@ -197,11 +201,29 @@ impl Coordinator {
         if m.state.is_prepare() {
             return Err(ErrorCode::ConcurrentTransactions);
         }
-        let at = match (m.state, group_index(m, group_id)) {
-            (TxnState::Ongoing, Ok(at)) => at,
+        let (mut m, at) = match (m.state, group_index(m, group_id), protocol) {
+            (TxnState::Ongoing, Ok(at), _) => (m.clone(), at),
+            (_, _, TxnProtocol::V2) => {
+                let mut m =
+                    self.txn_to_extend(now_ms, transactional_id, producer_id, producer_epoch)?;
+                let at = match group_index(&m, group_id) {
+                    Ok(at) => at,
+                    Err(at) => {
+                        if m.pending_offsets.len() >= limits::TXN_GROUPS_MAX {
+                            return Err(ErrorCode::InvalidRequest);
+                        }
+                        let group = PendingOffsets {
+                            group_id: group_id.to_owned(),
+                            offsets: Vec::new(),
+                        };
+                        m.pending_offsets.insert(at, group);
+                        at
+                    }
+                };
+                (m, at)
+            }
             _ => return Err(ErrorCode::InvalidTxnState),
         };
-        let mut m = m.clone();
         let total_before: usize = m.pending_offsets.iter().map(|g| g.offsets.len()).sum();
         let group = &mut m.pending_offsets[at];
         let before = group.offsets.len();
@@ -218,7 +240,7 @@ impl Coordinator {
         Ok(vec![self.stage(m)])
     }
 
-    /// EndTxn (Kafka's `handleEndTransaction` from a client).
+    /// EndTxn (Kafka's `handleEndTransaction` from a client), in either protocol.
     pub fn end_txn(
         &mut self,
         now_ms: i64,
@@ -226,7 +248,17 @@ impl Coordinator {
         producer_id: ProducerId,
         producer_epoch: i16,
         commit: bool,
+        protocol: TxnProtocol,
     ) -> EndOutcome {
+        if protocol == TxnProtocol::V2 {
+            return self.end_txn_v2(
+                now_ms,
+                transactional_id,
+                producer_id,
+                producer_epoch,
+                commit,
+            );
+        }
         let m = match self.producer_txn(transactional_id, producer_id, producer_epoch) {
             Ok(m) => m,
             Err(code) => return EndOutcome::Error(code),
@@ -234,11 +266,7 @@ impl Coordinator {
         match (m.state, commit) {
             (TxnState::Ongoing, _) => {
                 let mut m = m.clone();
-                m.state = if commit {
-                    TxnState::PrepareCommit
-                } else {
-                    TxnState::PrepareAbort
-                };
+                m.state = prepare_state(commit);
                 m.last_update_ms = now_ms;
                 let markers = markers_of(&m, commit);
                 EndOutcome::Prepared {
@@ -247,12 +275,98 @@ impl Coordinator {
                 }
             }
             (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => {
-                EndOutcome::AlreadyDone
+                EndOutcome::AlreadyDone {
+                    producer_id: m.producer_id,
+                    producer_epoch: m.producer_epoch,
+                }
             }
             (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => {
                 EndOutcome::Error(ErrorCode::ConcurrentTransactions)
             }
             _ => EndOutcome::Error(ErrorCode::InvalidTxnState),
+        }
+    }
+
+    /// EndTxn v5+ (KIP-890 part 2, Kafka's `endTransaction` with `TV_2`): the epoch is
+    /// bumped with every transaction's end and the markers carry the new one. A retry whose
+    /// answer was lost comes with the epoch before that bump (or, after a rotation, the
+    /// previous producer id): it is answered with the current pair if the transaction ended
+    /// the same way. Abort with nothing added (Empty, or a completed transaction) is allowed.
+    fn end_txn_v2(
+        &mut self,
+        now_ms: i64,
+        transactional_id: &str,
+        producer_id: ProducerId,
+        producer_epoch: i16,
+        commit: bool,
+    ) -> EndOutcome {
+        if transactional_id.is_empty()
+            || transactional_id.len() > limits::TRANSACTIONAL_ID_BYTES_MAX
+        {
+            return EndOutcome::Error(ErrorCode::InvalidRequest);
+        }
+        let Some(m) = self.txns.get(transactional_id) else {
+            return EndOutcome::Error(ErrorCode::InvalidProducerIdMapping);
+        };
+        let retry = m.last_producer_epoch != NO_PRODUCER_EPOCH
+            && producer_epoch == m.last_producer_epoch
+            && (producer_id == m.producer_id
+                || (producer_id == m.last_producer_id && m.last_producer_id != ProducerId::NONE));
+        if producer_id != m.producer_id && !retry {
+            return EndOutcome::Error(ErrorCode::InvalidProducerIdMapping);
+        }
+        if producer_epoch != m.producer_epoch && !retry {
+            return EndOutcome::Error(ErrorCode::ProducerFenced);
+        }
+        if self.pending.contains(transactional_id) {
+            return EndOutcome::Error(ErrorCode::ConcurrentTransactions);
+        }
+        let done = EndOutcome::AlreadyDone {
+            producer_id: m.producer_id,
+            producer_epoch: m.producer_epoch,
+        };
+        match (m.state, commit, retry) {
+            // An older epoch cannot end the transaction the newer one is in.
+            (TxnState::Ongoing, _, true) => EndOutcome::Error(ErrorCode::ProducerFenced),
+            (TxnState::Ongoing, _, false)
+            | (
+                TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort,
+                false,
+                false,
+            ) => {
+                let m = m.clone();
+                self.prepare_with_bump(now_ms, m, commit)
+            }
+            (TxnState::CompleteCommit, true, true) | (TxnState::CompleteAbort, false, true) => done,
+            (TxnState::PrepareCommit, true, _) | (TxnState::PrepareAbort, false, _) => {
+                EndOutcome::Error(ErrorCode::ConcurrentTransactions)
+            }
+            _ => EndOutcome::Error(ErrorCode::InvalidTxnState),
+        }
+    }
+
+    /// PrepareCommit or PrepareAbort with the epoch bumped (Kafka's `prepareAbortOrCommit`
+    /// with `TV_2`). An epoch bumped to `i16::MAX` moves the id to a new producer id when
+    /// the markers are written ([`Coordinator::markers_written`]).
+    fn prepare_with_bump(&mut self, now_ms: i64, mut m: TxnMetadata, commit: bool) -> EndOutcome {
+        if m.producer_epoch == i16::MAX {
+            // Never handed to a client (see `epoch_exhausted`): a fenced producer's epoch.
+            return EndOutcome::Error(ErrorCode::ProducerFenced);
+        }
+        if m.state != TxnState::Ongoing {
+            // An abort with nothing added: its start is now.
+            m.partitions.clear();
+            m.pending_offsets.clear();
+            m.txn_start_ms = now_ms;
+        }
+        m.last_producer_epoch = m.producer_epoch;
+        m.producer_epoch += 1;
+        m.state = prepare_state(commit);
+        m.last_update_ms = now_ms;
+        let markers = markers_of(&m, commit);
+        EndOutcome::Prepared {
+            records: vec![self.stage(m)],
+            markers,
         }
     }
 
@@ -277,7 +391,30 @@ impl Coordinator {
         m.partitions.clear();
         m.pending_offsets.clear();
         m.last_update_ms = now_ms;
-        vec![self.stage(m)]
+        let mut records = Vec::new();
+        if m.producer_epoch == i16::MAX {
+            // The epoch cannot be bumped again: the next transaction gets a new producer id
+            // at epoch 0 (Kafka's `nextProducerId` after an exhausted TV_2 epoch). The pair
+            // before the bump stays recognisable for a retried EndTxn. Without an id left
+            // the epoch stays, and the next InitProducerId rotates.
+            if let Some(next) = self.allocate_producer_id(&mut records) {
+                m.last_producer_id = m.producer_id;
+                m.last_producer_epoch = i16::MAX - 1;
+                m.producer_id = next;
+                m.producer_epoch = 0;
+            }
+        }
+        records.push(self.stage(m));
+        records
+    }
+}
+
+/// The state an EndTxn moves an Ongoing transaction to.
+const fn prepare_state(commit: bool) -> TxnState {
+    if commit {
+        TxnState::PrepareCommit
+    } else {
+        TxnState::PrepareAbort
     }
 }
 
