@@ -360,14 +360,12 @@ impl Sim {
             .c
             .end_txn(self.now_ms, IDS[id], pid, epoch, commit, protocol)
         {
-            EndOutcome::Prepared { records, markers } => {
-                if self.persist(&records) {
-                    if protocol == TxnProtocol::V2 && markers.producer_epoch < i16::MAX {
-                        self.producers
-                            .insert((id, who), (markers.producer_id, markers.producer_epoch));
-                    }
-                    self.markers.push(markers);
+            EndOutcome::Prepared { records, markers } if self.persist(&records) => {
+                if protocol == TxnProtocol::V2 && markers.producer_epoch < i16::MAX {
+                    self.producers
+                        .insert((id, who), (markers.producer_id, markers.producer_epoch));
                 }
+                self.markers.push(markers);
             }
             EndOutcome::AlreadyDone {
                 producer_id,
@@ -409,21 +407,7 @@ impl Sim {
                 who,
                 at,
                 protocol,
-            } => {
-                let (pid, epoch) = self.producer(id, who);
-                let tp = TopicPartition {
-                    topic: "t".into(),
-                    partition: 0,
-                };
-                let o = PendingOffset {
-                    tp,
-                    committed_offset: at,
-                    leader_epoch: 0,
-                    metadata: None,
-                };
-                self.c
-                    .txn_offset_commit(now, IDS[id], pid, epoch, "g", &[o], protocol)
-            }
+            } => self.commit_offsets(id, who, at, protocol),
             Op::End {
                 id,
                 who,
@@ -467,6 +451,28 @@ impl Sim {
         if let Err(hanging) = self.check_no_hanging() {
             panic!("{hanging}");
         }
+    }
+
+    fn commit_offsets(
+        &mut self,
+        id: usize,
+        who: usize,
+        at: i64,
+        protocol: TxnProtocol,
+    ) -> Result<Vec<TxnRecord>, ErrorCode> {
+        let (pid, epoch) = self.producer(id, who);
+        let o = PendingOffset {
+            tp: TopicPartition {
+                topic: "t".into(),
+                partition: 0,
+            },
+            committed_offset: at,
+            leader_epoch: 0,
+            metadata: None,
+        };
+        let now = self.now_ms;
+        self.c
+            .txn_offset_commit(now, IDS[id], pid, epoch, "g", &[o], protocol)
     }
 
     fn markers_written(&mut self, pick: usize) -> Result<Vec<TxnRecord>, ErrorCode> {
