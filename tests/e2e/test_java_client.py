@@ -51,10 +51,11 @@ def test_every_codec_round_trips_byte_exact(broker, topic_name, classpath):
         codecs = kw.batch_compression_codecs(fetched.records)
         # The Java producer compresses every batch with the codec it is configured with.
         assert set(codecs) == {CODEC_IDS[codec]}, (codec, codecs)
-    # The client negotiated the newest versions served (Produce v11: v12+ are transaction
-    # protocol v2's; Fetch v18, topics by id; Metadata v13), as the broker counted them.
+    # The client negotiated the newest versions (Produce v13, topics by id, as the broker
+    # finalizes transaction.version 2; Fetch v18, topics by id; Metadata v13), as the broker
+    # counted them.
     samples = scrape(broker)
-    assert samples.get('sluice_requests_total{api="Produce",version="11"}', 0) > 0, samples
+    assert samples.get('sluice_requests_total{api="Produce",version="13"}', 0) > 0, samples
     assert samples.get('sluice_requests_total{api="Fetch",version="18"}', 0) > 0, samples
     assert samples.get('sluice_requests_total{api="Metadata",version="13"}', 0) > 0, samples
 
@@ -211,14 +212,45 @@ def test_admin_client_calls(broker, topic_name, classpath):
         assert samples.get(f'sluice_requests_total{{api="{api}",version="{version}"}}', 0) > 0, (api, version)
 
 
-def test_transactions_commit_abort_and_fencing(broker, topic_name, classpath):
+# What the Java producer speaks at each finalized `transaction.version` (KIP-890 part 2):
+# at 2 the transaction protocol v2 (Produce v13 adds each partition, TxnOffsetCommit v5 its
+# group, EndTxn v5 bumps the epoch; no AddPartitionsToTxn or AddOffsetsToTxn), at 1 the v1
+# protocol (Produce v11, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn v4).
+TXN_VERSIONS_USED = {
+    "2": ({"Produce": 13, "TxnOffsetCommit": 5, "EndTxn": 5}, ("AddPartitionsToTxn", "AddOffsetsToTxn")),
+    "1": ({"Produce": 11, "AddOffsetsToTxn": 4, "TxnOffsetCommit": 4, "EndTxn": 4}, ("AddPartitionsToTxn",)),
+}
+
+
+@pytest.mark.parametrize("transaction_version", ["2", "1"])
+def test_transactions_commit_abort_and_fencing(broker_factory, topic_name, classpath, transaction_version):
+    broker = broker_factory(settings={"transaction.version": transaction_version})
     r = run_driver(classpath, "txn", broker.bootstrap, topic_name)
     committed = [f"committed-{t}-{i}" for t in (1, 2, 3) for i in range(5)]
     assert r["read_committed"] == committed
     assert r["read_uncommitted"] == committed[:5] + [f"aborted-{i}" for i in range(5)] + committed[5:]
-    assert r["zombie_commit_error"] == "ProducerFencedException"
+    # The zombie is fenced: at protocol v1 by AddPartitionsToTxn; at v2 its produce is
+    # refused INVALID_PRODUCER_EPOCH (as Kafka maps PRODUCER_FENCED for Produce) and the
+    # abort that follows gets PRODUCER_FENCED from EndTxn v5.
+    assert r["zombie_commit_error"] == {
+        "1": "ProducerFencedException",
+        "2": "InvalidProducerEpochException caused by null, then ProducerFencedException",
+    }[transaction_version]
     # KIP-447: a member the group does not know may not commit offsets in a transaction.
     assert r["ghost_member_offsets_error"] == "CommitFailedException"
     assert r["offset_committed_in_txn"] == 3
     # 4 transactions of 5 records, each closed by one control marker.
     assert r["end_offset"] == 24
+    samples = scrape(broker)
+    used, then = TXN_VERSIONS_USED[transaction_version]
+    for api, version in used.items():
+        assert samples.get(f'sluice_requests_total{{api="{api}",version="{version}"}}', 0) > 0, (api, version)
+    requests = {k: n for k, n in samples.items() if k.startswith("sluice_requests_total{")}
+    for api in ("EndTxn", "Produce"):
+        newer = [k for k, n in requests.items() if n > 0 and f'api="{api}"' in k and int(k.split('version="')[1].rstrip('"}')) > used[api]]
+        assert not newer, newer
+    sent = {api: sum(n for k, n in requests.items() if f'api="{api}"' in k) for api in then}
+    if transaction_version == "2":
+        assert sent == {api: 0 for api in then}, sent
+    else:
+        assert all(n > 0 for n in sent.values()), sent

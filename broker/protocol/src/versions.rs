@@ -45,7 +45,7 @@ pub const SUPPORTED: &[ApiSupport] = &[
         key: ApiKey::Produce,
         advertised_min: 0,
         served_min: 3,
-        max: 11,
+        max: 13,
     },
     api(ApiKey::Fetch, 4, 18),
     // v6+ are flexible; v7-v9 add the -3, -4 and -5 sentinels (KIP-734, KIP-405,
@@ -98,14 +98,15 @@ pub const SUPPORTED: &[ApiSupport] = &[
     // v3+ are flexible; v4 is the brokers' batched form (KIP-890), v5 the same with
     // TRANSACTION_ABORTABLE.
     api(ApiKey::AddPartitionsToTxn, 0, 5),
-    api(ApiKey::AddOffsetsToTxn, 0, 2),
+    // v3+ are flexible; v4 may answer TRANSACTION_ABORTABLE (KIP-890).
+    api(ApiKey::AddOffsetsToTxn, 0, 4),
     // v3+ are flexible and carry the consumer's member, generation and instance (KIP-447);
-    // v4 answers TRANSACTION_ABORTABLE (KIP-890). v5 is transaction version 2's, which this
-    // broker does not finalize: clients never send it here.
-    api(ApiKey::TxnOffsetCommit, 0, 4),
-    // v3+ are flexible; v4 may answer TRANSACTION_ABORTABLE (KIP-890). v5 is transaction
-    // version 2's epoch bump per transaction, not finalized here: clients never send it.
-    api(ApiKey::EndTxn, 0, 4),
+    // v4 answers TRANSACTION_ABORTABLE (KIP-890); v5 adds its group to the transaction
+    // (the transaction protocol v2, KIP-890 part 2).
+    api(ApiKey::TxnOffsetCommit, 0, 5),
+    // v3+ are flexible; v4 may answer TRANSACTION_ABORTABLE (KIP-890); v5 bumps the epoch
+    // with every transaction and answers the next producer id and epoch (protocol v2).
+    api(ApiKey::EndTxn, 0, 5),
     // v0 is answered UNSUPPORTED_VERSION (the server's SaslHandshake handler): librdkafka enables SASL only
     // when the broker lists v0, then uses v1 (SaslAuthenticate). After a v0 handshake the
     // client would send raw SASL tokens without Kafka framing, which is not built.

@@ -88,9 +88,8 @@ async fn api_versions_v3_v0_and_unknown_version() {
             .iter()
             .find(|k| k.api_key == ApiKey::Produce as i16)
             .unwrap();
-        // Advertised from v0 (librdkafka's KAFKA-18659), served up to transaction protocol v1's
-        // last version.
-        assert_eq!((produce.min_version, produce.max_version), (0, 11));
+        // Advertised from v0 (librdkafka's KAFKA-18659), served up to Kafka 4.4's newest.
+        assert_eq!((produce.min_version, produce.max_version), (0, 13));
         let metadata = response
             .api_keys
             .iter()
@@ -175,21 +174,37 @@ async fn api_versions_checks_and_counts_the_client_software() {
 }
 
 #[tokio::test]
-async fn api_versions_v3_leaves_default_tagged_fields_out() {
-    // librdkafka 2.0.2 (Debian's kcat) mis-parses them: the body must end right after
-    // throttle_time_ms and an empty tagged-field section.
+async fn api_versions_v3_carries_the_features_and_nothing_else_tagged() {
+    // The tagged section after throttle_time_ms holds the features (tags 0-2: supported,
+    // finalized epoch, finalized) and no default-valued field (ZkMigrationReady, tag 3).
+    // Debian's kcat 1.7.1 (librdkafka 2.0.2) parses it (tests/e2e/test_kcat.py).
     let broker = TestBroker::start(&[]).await;
     let mut client = broker.client().await;
     client
         .send(ApiKey::ApiVersions, 3, &common::api_versions_request())
         .await;
-    let body = client.recv_frame().await.unwrap();
-    assert_eq!(body[body.len() - 1], 0, "no tagged fields");
+    let mut bytes = client.recv_frame().await.unwrap();
+    let _correlation_id = bytes::Buf::get_i32(&mut bytes);
+    let response =
+        <ApiVersionsResponse as kafka_protocol::protocol::Decodable>::decode(&mut bytes, 3)
+            .unwrap();
+    assert!(bytes.is_empty(), "trailing bytes");
+    assert!(!response.zk_migration_ready);
+    assert_eq!(response.finalized_features_epoch, 0);
+    let finalized: Vec<(String, i16)> = response
+        .finalized_features
+        .iter()
+        .map(|f| (f.name.to_string(), f.max_version_level))
+        .collect();
     assert_eq!(
-        &body[body.len() - 5..body.len() - 1],
-        &[0, 0, 0, 0],
-        "throttle_time_ms just before"
+        finalized,
+        [
+            ("group.version".to_owned(), 1),
+            ("transaction.version".to_owned(), 2)
+        ]
     );
+    // v3 leaves out supported features whose minimum is 0 (KAFKA-17011), as Kafka does.
+    assert!(response.supported_features.is_empty());
 }
 
 #[tokio::test]
@@ -763,4 +778,39 @@ async fn list_offsets_by_the_largest_timestamp_and_the_tiered_sentinels() {
     let mut client = broker.client().await;
     let (error, offset, timestamp, _) = list_offset(&mut client, "m", -3, 10).await;
     assert_eq!((error, offset, timestamp), (0, 4, 7_000), "after a restart");
+}
+
+/// Produce v13 names topics by id (KIP-516): a known id appends and is answered by id, an
+/// unknown one is UNKNOWN_TOPIC_ID, and both travel in one request.
+#[tokio::test]
+async fn produce_v13_names_topics_by_id() {
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    let mut request = CreateTopicsRequest::default();
+    request.topics = vec![creatable("by-id", 1, &[])];
+    let response: CreateTopicsResponse = client.call(ApiKey::CreateTopics, 7, &request).await;
+    let id = response.topics[0].topic_id;
+    let unknown = uuid::Uuid::from_u128(42);
+    let mut produce = produce_request("", 0, -1, batch(&["a", "b"]));
+    let mut other = produce.topic_data[0].clone();
+    produce.topic_data[0].topic_id = id;
+    other.topic_id = unknown;
+    produce.topic_data.push(other);
+    let response: ProduceResponse = client.call(ApiKey::Produce, 13, &produce).await;
+    let answers: Vec<(uuid::Uuid, i16, i64)> = response
+        .responses
+        .iter()
+        .map(|t| {
+            let p = &t.partition_responses[0];
+            (t.topic_id, p.error_code, p.base_offset)
+        })
+        .collect();
+    let unknown_id = ResponseError::UnknownTopicId.code();
+    assert_eq!(answers[0], (id, 0, 0));
+    assert_eq!((answers[1].0, answers[1].1), (unknown, unknown_id));
+    let response: FetchResponse = client
+        .call(ApiKey::Fetch, 11, &fetch_request("by-id", 0, 0, 0, 0))
+        .await;
+    let p = &response.responses[0].partitions[0];
+    assert_eq!(values(p.records.clone().unwrap()), ["a", "b"]);
 }

@@ -174,6 +174,12 @@ broker_keys! {
     /// The largest `transaction.timeout.ms` a producer may ask.
     "transaction.max.timeout.ms" => transaction_max_timeout_ms: i64 = 900_000,
         ms(1..=I32_MAX);
+    /// The finalized `transaction.version` feature level ApiVersions advertises (Kafka
+    /// sets it with `kafka-storage format --feature` or `kafka-features upgrade`): 2, the
+    /// default, lets clients speak the transaction protocol v2 (KIP-890 part 2: an epoch
+    /// bump per transaction, no AddPartitionsToTxn); 1 keeps them on the protocol v1. The
+    /// broker serves both whichever is set.
+    "transaction.version" => transaction_version: i32 = 2, count(1..=2);
     /// How often the coordinator looks for transactions open past their timeout.
     "transaction.abort.timed.out.transaction.cleanup.interval.ms" =>
         transaction_abort_cleanup_interval_ms: i64 = 10_000,

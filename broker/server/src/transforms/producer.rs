@@ -12,7 +12,7 @@ use kafka_protocol::ResponseError;
 use sluice_plugin_host::RecordView;
 use sluice_storage::{Compression, TxnAppend, TxnGuard};
 use sluice_transform::{Producer, StepError, StepErrorKind};
-use sluice_txn::{ErrorCode, PendingOffset, TopicPartition};
+use sluice_txn::{ErrorCode, PendingOffset, TopicPartition, TxnProtocol};
 
 use crate::broker::Broker;
 use crate::error::KafkaError;
@@ -252,7 +252,12 @@ impl TxnSteps {
         };
         let code = self
             .txns
-            .commit_offsets(txn.clone(), self.group.clone(), vec![offset])
+            .commit_offsets(
+                txn.clone(),
+                self.group.clone(),
+                vec![offset],
+                TxnProtocol::V1,
+            )
             .await
             .ok_or_else(stopping)?;
         self.check(code, "TxnOffsetCommit")?;
@@ -266,8 +271,10 @@ impl TxnSteps {
                     .map_err(|e| retriable(format!("syncing {topic}-{index}: {}", e.message)))?;
             }
         }
-        let code = self.txns.end_txn(txn, true).await.ok_or_else(stopping)?;
-        self.check(code, "EndTxn(commit)")?;
+        // The runner speaks the transaction protocol v1: its epoch changes only when a new
+        // runner fences it (InitProducerId), never per transaction.
+        let ended = self.txns.end_txn(txn, true, TxnProtocol::V1).await;
+        self.check(ended.ok_or_else(stopping)?.error, "EndTxn(commit)")?;
         self.appended.clear();
         Ok(())
     }
@@ -276,11 +283,10 @@ impl TxnSteps {
     /// and the position does not move.
     pub async fn abort(&mut self, producer: Producer) -> Result<(), StepError> {
         self.appended.clear();
-        let code = self
+        let ended = self
             .txns
-            .end_txn(self.txn(producer), false)
-            .await
-            .ok_or_else(stopping)?;
-        self.check(code, "EndTxn(abort)")
+            .end_txn(self.txn(producer), false, TxnProtocol::V1)
+            .await;
+        self.check(ended.ok_or_else(stopping)?.error, "EndTxn(abort)")
     }
 }

@@ -36,7 +36,7 @@ use std::sync::Arc;
 
 use sluice_txn::{
     ErrorCode, ListedTxn, PartitionVerification, PendingOffset, TopicPartition, TxnDescription,
-    TxnRecord, TxnState,
+    TxnProtocol, TxnRecord, TxnState,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -49,6 +49,29 @@ use crate::broker::Broker;
 use crate::error::ServerError;
 use crate::group::GroupHandle;
 use crate::limits;
+
+/// The answer to EndTxn: the error, and (for EndTxn v5, [`TxnProtocol::V2`]) the producer
+/// id and epoch the next transaction uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndAnswer {
+    /// The error (`NONE` on success).
+    pub error: ErrorCode,
+    /// The producer id to use next (-1 with an error).
+    pub producer_id: i64,
+    /// The epoch to use next (-1 with an error).
+    pub producer_epoch: i16,
+}
+
+impl EndAnswer {
+    /// An error with no producer.
+    pub const fn error(error: ErrorCode) -> Self {
+        Self {
+            error,
+            producer_id: -1,
+            producer_epoch: -1,
+        }
+    }
+}
 
 /// A producer in a transaction, as the requests name it.
 #[derive(Debug, Clone)]
@@ -101,13 +124,15 @@ enum Command {
         txn: TxnProducer,
         group_id: String,
         offsets: Vec<PendingOffset>,
+        protocol: TxnProtocol,
         reply: oneshot::Sender<ErrorCode>,
     },
     /// EndTxn.
     EndTxn {
         txn: TxnProducer,
         commit: bool,
-        reply: oneshot::Sender<ErrorCode>,
+        protocol: TxnProtocol,
+        reply: oneshot::Sender<EndAnswer>,
     },
     /// DescribeTransactions (`None`: unknown id).
     Describe {
@@ -246,26 +271,38 @@ impl TxnHandle {
         .await
     }
 
-    /// TxnOffsetCommit.
+    /// TxnOffsetCommit (with [`TxnProtocol::V2`], v5+, the group joins the transaction).
     pub async fn commit_offsets(
         &self,
         txn: TxnProducer,
         group_id: String,
         offsets: Vec<PendingOffset>,
+        protocol: TxnProtocol,
     ) -> Option<ErrorCode> {
         self.ask(|reply| Command::CommitOffsets {
             txn,
             group_id,
             offsets,
+            protocol,
             reply,
         })
         .await
     }
 
     /// EndTxn: answered once the markers are written.
-    pub async fn end_txn(&self, txn: TxnProducer, commit: bool) -> Option<ErrorCode> {
-        self.ask(|reply| Command::EndTxn { txn, commit, reply })
-            .await
+    pub async fn end_txn(
+        &self,
+        txn: TxnProducer,
+        commit: bool,
+        protocol: TxnProtocol,
+    ) -> Option<EndAnswer> {
+        self.ask(|reply| Command::EndTxn {
+            txn,
+            commit,
+            protocol,
+            reply,
+        })
+        .await
     }
 
     /// DescribeTransactions.

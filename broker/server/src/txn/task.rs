@@ -6,12 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sluice_txn::{
-    Coordinator, EndOutcome, ErrorCode, InitOutcome, ProducerId, TxnConfig, TxnRecord, WriteMarkers,
+    Coordinator, EndOutcome, ErrorCode, InitOutcome, ProducerId, TxnConfig, TxnProtocol, TxnRecord,
+    WriteMarkers,
 };
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::{Command, InitRequest, TxnLog, TxnProducer, markers};
+use super::{Command, EndAnswer, InitRequest, TxnLog, TxnProducer, markers};
 use crate::broker::Broker;
 use crate::group::GroupHandle;
 use crate::limits;
@@ -136,16 +137,22 @@ impl Task {
                 txn,
                 group_id,
                 offsets,
+                protocol,
                 reply,
             } => {
                 let (now, (id, pid, epoch)) = (self.now_ms(), parts(&txn));
                 let records = self
                     .coordinator
-                    .txn_offset_commit(now, id, pid, epoch, &group_id, &offsets);
+                    .txn_offset_commit(now, id, pid, epoch, &group_id, &offsets, protocol);
                 reply.send(self.persist_result(records).await).ok();
             }
-            Command::EndTxn { txn, commit, reply } => {
-                let answer = self.end_txn(&txn, commit).await;
+            Command::EndTxn {
+                txn,
+                commit,
+                protocol,
+                reply,
+            } => {
+                let answer = self.end_txn(&txn, commit, protocol).await;
                 reply.send(answer).ok();
             }
             Command::Describe {
@@ -214,19 +221,49 @@ impl Task {
     }
 
     /// EndTxn: answered after the decision is durable and the markers are written (or owed:
-    /// the decision stands, the markers follow).
-    async fn end_txn(&mut self, txn: &TxnProducer, commit: bool) -> ErrorCode {
+    /// the decision stands, the markers follow). With protocol v2 the answer carries the
+    /// producer id and epoch the transactional id has then.
+    async fn end_txn(
+        &mut self,
+        txn: &TxnProducer,
+        commit: bool,
+        protocol: TxnProtocol,
+    ) -> EndAnswer {
         let (now, (id, pid, epoch)) = (self.now_ms(), parts(txn));
-        match self.coordinator.end_txn(now, id, pid, epoch, commit) {
+        match self
+            .coordinator
+            .end_txn(now, id, pid, epoch, commit, protocol)
+        {
             EndOutcome::Prepared { records, markers } => {
                 if !self.persist(&records).await {
-                    return ErrorCode::CoordinatorNotAvailable;
+                    return EndAnswer::error(ErrorCode::CoordinatorNotAvailable);
                 }
                 self.finish(&markers).await;
-                ErrorCode::None
+                self.ended(id)
             }
-            EndOutcome::AlreadyDone => ErrorCode::None,
-            EndOutcome::Error(code) => code,
+            EndOutcome::AlreadyDone {
+                producer_id,
+                producer_epoch,
+            } => EndAnswer {
+                error: ErrorCode::None,
+                producer_id: producer_id.0,
+                producer_epoch,
+            },
+            EndOutcome::Error(code) => EndAnswer::error(code),
+        }
+    }
+
+    /// The answer to an EndTxn whose decision is durable: the pair the id has now. While
+    /// markers that move the id to a new producer id are owed, that id is not known yet:
+    /// CONCURRENT_TRANSACTIONS, and the client's retry gets it once they are written.
+    fn ended(&self, transactional_id: &str) -> EndAnswer {
+        match self.coordinator.txn(transactional_id) {
+            Some(m) if !(m.state.is_prepare() && m.producer_epoch == i16::MAX) => EndAnswer {
+                error: ErrorCode::None,
+                producer_id: m.producer_id.0,
+                producer_epoch: m.producer_epoch,
+            },
+            _ => EndAnswer::error(ErrorCode::ConcurrentTransactions),
         }
     }
 

@@ -11,15 +11,17 @@
 //!    in the transaction: append with the guard (`TxnAppend`); else the error below
 //! ```
 //!
-//! The errors are Kafka's for Produce v3-v10 (every version this broker serves;
-//! `TransactionSupportedOperation.DEFAULT_ERROR`): PRODUCER_FENCED becomes
+//! Produce v12+ (the transaction protocol v2, KIP-890 part 2) asks the coordinator to add
+//! the partitions instead (`TransactionSupportedOperation.ADD_PARTITION`): its producer
+//! never sent AddPartitionsToTxn. The errors are Kafka's for Produce v3-v10
+//! (`TransactionSupportedOperation.DEFAULT_ERROR`): PRODUCER_FENCED becomes
 //! INVALID_PRODUCER_EPOCH, a partition not in the transaction (TRANSACTION_ABORTABLE)
 //! INVALID_TXN_STATE "Partition was not added to the transaction", a retriable coordinator
 //! error (CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
 //! NOT_COORDINATOR) NOT_ENOUGH_REPLICAS (which old clients retry without a metadata
 //! refresh), and INVALID_PRODUCER_ID_MAPPING (another producer id, or no such transactional
-//! id) stays itself. (Kafka answers Produce v11+, not served here, TRANSACTION_ABORTABLE
-//! where these versions get INVALID_TXN_STATE; the rest is the same.)
+//! id) stays itself. Produce v11+ is answered TRANSACTION_ABORTABLE where these versions get
+//! INVALID_TXN_STATE; the rest is the same.
 
 use std::sync::Arc;
 
@@ -61,9 +63,16 @@ pub async fn verify(
         .filter(|(_, s)| matches!(s, Ok(Admission::Verify(_))))
         .map(|(tp, _)| tp.clone())
         .collect();
-    let answered = match ask.is_empty() {
-        true => Some(Ok(Vec::new())),
-        false => txns.verify_partitions(producer.clone(), ask).await,
+    let answered = match (ask.is_empty(), answers) {
+        (true, _) => Some(Ok(Vec::new())),
+        (false, Answers::AddPartition) => txns
+            .add_partitions(producer.clone(), ask.clone())
+            .await
+            .map(|code| match code {
+                ErrorCode::None => Ok(added(ask)),
+                code => Err(code),
+            }),
+        (false, _) => txns.verify_partitions(producer.clone(), ask).await,
     };
     started
         .into_iter()
@@ -82,6 +91,17 @@ pub async fn verify(
         .collect()
 }
 
+/// Partitions the coordinator added to the transaction, as verified ones.
+fn added(partitions: Vec<TopicPartition>) -> Vec<sluice_txn::PartitionVerification> {
+    partitions
+        .into_iter()
+        .map(|tp| sluice_txn::PartitionVerification {
+            tp,
+            error: ErrorCode::None,
+        })
+        .collect()
+}
+
 /// The partition's side (blocking: takes the partition lock).
 fn start(partition: &Partition, producer: &TxnProducer) -> Result<Admission, KafkaError> {
     partition
@@ -95,23 +115,28 @@ fn start(partition: &Partition, producer: &TxnProducer) -> Result<Admission, Kaf
         .map_err(|e| append_error(partition, e, crate::clock::now_ms()))
 }
 
-/// Which errors the producer understands (Kafka's `TransactionSupportedOperation`).
+/// What the producer expects of the coordinator, and which errors it understands (Kafka's
+/// `TransactionSupportedOperation`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Answers {
-    /// Produce v3-v10: a partition not in the transaction is INVALID_TXN_STATE.
+    /// Produce v3-v10: verify only; a partition not in the transaction is INVALID_TXN_STATE.
     Before11,
-    /// Produce v11+ (KIP-890): TRANSACTION_ABORTABLE, which the producer recovers from by
-    /// aborting.
+    /// Produce v11 (KIP-890): verify only; TRANSACTION_ABORTABLE, which the producer
+    /// recovers from by aborting.
     TransactionAbortable,
+    /// Produce v12+ (the transaction protocol v2, KIP-890 part 2): the partition is added
+    /// to the producer's transaction (starting one if none is open) instead of verified;
+    /// errors as v11's.
+    AddPartition,
 }
 
 impl Answers {
-    /// What a Produce request of `version` understands.
+    /// What a Produce request of `version` expects.
     pub fn for_produce(version: i16) -> Self {
-        if version >= 11 {
-            Self::TransactionAbortable
-        } else {
-            Self::Before11
+        match version {
+            12.. => Self::AddPartition,
+            11 => Self::TransactionAbortable,
+            _ => Self::Before11,
         }
     }
 }
@@ -139,12 +164,10 @@ pub fn produce_error(code: ErrorCode, answers: Answers) -> KafkaError {
             ResponseError::InvalidProducerEpoch,
             "Producer attempted to produce with an old epoch.",
         ),
-        ErrorCode::TransactionAbortable if answers == Answers::TransactionAbortable => {
-            KafkaError::new(
-                ResponseError::TransactionAbortable,
-                "Partition was not added to the transaction",
-            )
-        }
+        ErrorCode::TransactionAbortable if answers != Answers::Before11 => KafkaError::new(
+            ResponseError::TransactionAbortable,
+            "Partition was not added to the transaction",
+        ),
         ErrorCode::TransactionAbortable | ErrorCode::InvalidTxnState => KafkaError::new(
             ResponseError::InvalidTxnState,
             "Partition was not added to the transaction",
@@ -218,5 +241,15 @@ mod tests {
             ResponseError::NotEnoughReplicas
         );
         assert_eq!(Answers::for_produce(10), Answers::Before11);
+        assert_eq!(Answers::for_produce(12), Answers::AddPartition);
+        let v12 = |c| produce_error(c, Answers::AddPartition).code;
+        assert_eq!(
+            v12(ErrorCode::TransactionAbortable),
+            ResponseError::TransactionAbortable
+        );
+        assert_eq!(
+            v12(ErrorCode::ProducerFenced),
+            ResponseError::InvalidProducerEpoch
+        );
     }
 }

@@ -4,11 +4,19 @@
 //! the client's software name and version (KIP-511): each must match Kafka's pattern
 //! (`[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?`), else INVALID_REQUEST without the table, as
 //! Kafka answers; a valid pair is what the connection is counted as in the
-//! `sluice_client_software_connections` gauge. v4 only lets a feature's minimum version be
-//! 0 (KAFKA-17011); this broker lists no features.
+//! `sluice_client_software_connections` gauge.
+//!
+//! v3+ also carry the features (KIP-584): `transaction.version` supported 0-2 and finalized
+//! at the `transaction.version` config key's level, so Kafka 4 clients speak the
+//! transaction protocol v2 (KIP-890 part 2) at 2 and v1 at 1, and `group.version` 0-1
+//! finalized at 1 (the consumer group protocol, KIP-848, is served). As Kafka's
+//! `ApiVersionsResponse`: v3 omits supported features whose minimum is 0 (older clients fail
+//! to parse them, KAFKA-17011/KAFKA-17492), and a finalized level of 0 is never listed.
 
 use kafka_protocol::ResponseError;
+use kafka_protocol::messages::api_versions_response::{FinalizedFeatureKey, SupportedFeatureKey};
 use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
+use kafka_protocol::protocol::StrBytes;
 use sluice_protocol::versions;
 
 use super::Ctx;
@@ -34,7 +42,40 @@ pub fn handle(ctx: &Ctx<'_>, request: &ApiVersionsRequest, version: i16) -> ApiV
     *seen
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner) = counted;
-    versions::api_versions()
+    let mut response = versions::api_versions();
+    let transaction_version = i16::try_from(ctx.config.transaction_version).unwrap_or(1);
+    add_features(&mut response, version, transaction_version);
+    response
+}
+
+/// The features this broker supports (name, min, max) and the level each is finalized at.
+fn features(transaction_version: i16) -> [(&'static str, i16, i16, i16); 2] {
+    [
+        ("group.version", 0, 1, 1),
+        ("transaction.version", 0, 2, transaction_version),
+    ]
+}
+
+/// Kafka's `createSupportedFeatureKeys` and `createFinalizedFeatureKeys` (v3+).
+fn add_features(response: &mut ApiVersionsResponse, version: i16, transaction_version: i16) {
+    for (name, min, max, level) in features(transaction_version) {
+        if version >= 4 || min > 0 {
+            let mut key = SupportedFeatureKey::default();
+            key.name = StrBytes::from_static_str(name);
+            key.min_version = min;
+            key.max_version = max;
+            response.supported_features.push(key);
+        }
+        if level > 0 {
+            let mut key = FinalizedFeatureKey::default();
+            key.name = StrBytes::from_static_str(name);
+            key.min_version_level = level;
+            key.max_version_level = level;
+            response.finalized_features.push(key);
+        }
+    }
+    // One broker whose features change only with its config: epoch 0 is valid (>= 0).
+    response.finalized_features_epoch = 0;
 }
 
 /// Kafka's `SOFTWARE_NAME_VERSION_PATTERN`: alphanumerics, with `-` and `.` inside.

@@ -108,8 +108,9 @@ async fn produce(ctx: &Ctx<'_>, call: Call) -> Result<Reply, FrameError> {
     let client_id = header.client_id.as_deref().unwrap_or_default().to_owned();
     drop(header);
     let request_bytes = body.len() as u64;
-    let request = frame::decode(&mut body, ApiKey::Produce, version)?;
+    let mut request = frame::decode(&mut body, ApiKey::Produce, version)?;
     drop(body);
+    let by_id = produce::names_from_ids(ctx, &mut request, version);
     let throttle = throttle::record(ctx, QuotaKind::ProducerByteRate, &client_id, request_bytes);
     let staged = produce::append(ctx, request, version, throttle).await;
     drop(budget);
@@ -117,7 +118,10 @@ async fn produce(ctx: &Ctx<'_>, call: Call) -> Result<Reply, FrameError> {
     let header_version = ApiKey::Produce.response_header_version(version);
     let reply = async move {
         match staged.finish().await? {
-            Some(response) => encode(correlation_id, header_version, &response, version).map(Some),
+            Some(mut response) => {
+                produce::ids_in_response(&mut response, by_id);
+                encode(correlation_id, header_version, &response, version).map(Some)
+            }
             None => Ok(None),
         }
     };

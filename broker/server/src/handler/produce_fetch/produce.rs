@@ -1,4 +1,4 @@
-//! Produce v3-v8: append each partition's record batches as sent (compressed batches stay
+//! Produce v3-v13: append each partition's record batches as sent (compressed batches stay
 //! compressed), after `records::validate` has checked what the storage engine cannot
 //! (client control batches, the records inside compressed batches); the storage engine
 //! checks headers, CRCs and uncompressed records at append. A refused batch fails its
@@ -25,7 +25,12 @@
 //! transactional batches of two producers in one request fail it whole
 //! (INVALID_PRODUCER_ID_MAPPING), as Kafka's `handleProduceAppend` does. The storage engine
 //! appends a transactional batch only under the verification's guard
-//! (`Log::append_produced`).
+//! (`Log::append_produced`). v9 is flexible; v10 (KIP-951) may carry the new leader's
+//! endpoint in NOT_LEADER_OR_FOLLOWER (one broker: never); v11 answers
+//! TRANSACTION_ABORTABLE (KIP-890); v12 is the transaction protocol v2 (KIP-890 part 2):
+//! the partitions of a transactional batch are added to the producer's transaction rather
+//! than verified (`crate::txn::verify::Answers::AddPartition`); v13 names topics by id
+//! (KIP-516), an unknown one answered UNKNOWN_TOPIC_ID.
 
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
@@ -48,6 +53,7 @@ use sluice_plugin_host::Registry;
 
 use super::Ctx;
 use crate::error::KafkaError;
+use crate::handler::topic_ids::TopicIds;
 use crate::topics::TopicRegistry;
 use crate::topics::append::{Appended, append_one};
 use crate::topics::group_commit;
@@ -147,6 +153,53 @@ pub async fn append(
         throttle_ms,
         responses,
         waits,
+    }
+}
+
+/// The first Produce version that names topics by id (KIP-516).
+const TOPIC_IDS_SINCE: i16 = 13;
+
+/// Produce v13+: each topic's name from its id, as the rest of the produce path works with
+/// names. Returns the ids by topic slot and whether each is known (an unknown one keeps an
+/// empty name, and [`ids_in_response`] answers it UNKNOWN_TOPIC_ID); `None` below v13.
+pub fn names_from_ids(
+    ctx: &Ctx<'_>,
+    request: &mut ProduceRequest,
+    version: i16,
+) -> Option<Vec<(uuid::Uuid, bool)>> {
+    if version < TOPIC_IDS_SINCE {
+        return None;
+    }
+    let ids = TopicIds::of(ctx.topics);
+    let slots = request
+        .topic_data
+        .iter_mut()
+        .map(|topic| {
+            let name = ids.name(&topic.topic_id);
+            let known = name.is_some();
+            topic.name = TopicName(StrBytes::from_string(name.unwrap_or_default()));
+            (topic.topic_id, known)
+        })
+        .collect();
+    Some(slots)
+}
+
+/// Produce v13+: each topic answered by its id; one whose id is unknown is
+/// UNKNOWN_TOPIC_ID for every partition (Kafka's check comes before authorization).
+pub fn ids_in_response(response: &mut ProduceResponse, by_id: Option<Vec<(uuid::Uuid, bool)>>) {
+    let Some(by_id) = by_id else {
+        return;
+    };
+    for (topic, (id, known)) in response.responses.iter_mut().zip(by_id) {
+        topic.topic_id = id;
+        topic.name = TopicName::default();
+        if !known {
+            for p in &mut topic.partition_responses {
+                p.error_code = ResponseError::UnknownTopicId.code();
+                p.error_message = None;
+                p.record_errors.clear();
+            }
+        }
     }
 }
 

@@ -1,6 +1,9 @@
-//! AddOffsetsToTxn v0-v2: a consumer group joins the transaction, so TxnOffsetCommit may
+//! AddOffsetsToTxn v0-v4: a consumer group joins the transaction, so TxnOffsetCommit may
 //! hold offsets for it until the commit (`send_offsets_to_transaction`). WRITE on the
-//! transactional id, READ on the group.
+//! transactional id, READ on the group. v3 is v2, flexible; v4 (KIP-890) lets the
+//! coordinator answer TRANSACTION_ABORTABLE, which Kafka's does not send here either: its
+//! answers are v3's. Clients of the transaction protocol v2 do not send it (TxnOffsetCommit
+//! v5 adds the group).
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};

@@ -1,4 +1,4 @@
-//! TxnOffsetCommit v0-v4: a transaction's consumer offsets (`send_offsets_to_transaction`),
+//! TxnOffsetCommit v0-v5: a transaction's consumer offsets (`send_offsets_to_transaction`),
 //! held by the transaction coordinator and handed to the group coordinator when the
 //! transaction commits (dropped if it aborts). WRITE on the transactional id, READ on the
 //! group and on each topic; a partition that does not exist gets UNKNOWN_TOPIC_OR_PARTITION,
@@ -11,9 +11,9 @@
 //! consume-transform-produce application cannot commit for partitions its group handed on.
 //! v0-v2's none (generation -1, no member) is allowed. v4 (KIP-890) answers a group not
 //! added to an ongoing transaction TRANSACTION_ABORTABLE where v0-v3 answer
-//! INVALID_TXN_STATE, as Kafka's verification does. v5 is transaction version 2's implicit
-//! AddOffsetsToTxn, which clients send only to a broker that finalizes
-//! `transaction.version` 2; this one does not, so v5 is not served.
+//! INVALID_TXN_STATE, as Kafka's verification does. v5 is the transaction protocol v2
+//! (KIP-890 part 2): the commit adds its group to the transaction (no AddOffsetsToTxn),
+//! starting one if none is open.
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::txn_offset_commit_response::{
@@ -22,7 +22,7 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 use sluice_group::TxnOffsetCommitMember;
 use sluice_security::acl::AclOperation;
-use sluice_txn::{ErrorCode, PendingOffset, TopicPartition};
+use sluice_txn::{ErrorCode, PendingOffset, TopicPartition, TxnProtocol};
 
 use super::Ctx;
 use super::txn_common::{UNAVAILABLE, call, producer, refuse_transactional_id, wire_code};
@@ -34,6 +34,9 @@ const FENCED_SINCE: i16 = i16::MAX;
 /// From this version a group not in the ongoing transaction is TRANSACTION_ABORTABLE
 /// (KIP-890), before it INVALID_TXN_STATE.
 const ABORTABLE_SINCE: i16 = 4;
+
+/// The first version of the transaction protocol v2 (KIP-890 part 2).
+const PROTOCOL_V2_SINCE: i16 = 5;
 
 /// Answers TxnOffsetCommit.
 pub async fn handle(
@@ -129,7 +132,11 @@ async fn hold(
         request.producer_id.0,
         request.producer_epoch,
     );
-    match call(ctx, ctx.txns.commit_offsets(txn, group, offsets)).await {
+    let protocol = match version >= PROTOCOL_V2_SINCE {
+        true => TxnProtocol::V2,
+        false => TxnProtocol::V1,
+    };
+    match call(ctx, ctx.txns.commit_offsets(txn, group, offsets, protocol)).await {
         Some(ErrorCode::InvalidTxnState) if version >= ABORTABLE_SINCE => {
             ErrorCode::TransactionAbortable.code()
         }

@@ -56,7 +56,16 @@ final class Transactions {
         } catch (ProducerFencedException e) {
             fenced = e.getClass().getSimpleName();
         } catch (KafkaException e) {
+            // Transaction protocol v2 (KIP-890 part 2): no AddPartitionsToTxn tells the zombie
+            // first; its produce is refused INVALID_PRODUCER_EPOCH (abortable), and the abort
+            // that follows is fenced by EndTxn.
             fenced = e.getClass().getSimpleName() + " caused by " + (e.getCause() == null ? null : e.getCause().getClass().getSimpleName());
+            try {
+                first.abortTransaction();
+                fenced += ", then the abort succeeded";
+            } catch (KafkaException abort) {
+                fenced += ", then " + abort.getClass().getSimpleName();
+            }
         }
         first.close();
         out.put("zombie_commit_error", fenced);
