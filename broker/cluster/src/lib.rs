@@ -1,1 +1,12 @@
-//! stub
+//! Sluice's metadata quorum, the pure part.
+#![forbid(unsafe_code)]
+
+pub mod controller;
+pub mod image;
+pub mod limits;
+mod mutants;
+pub mod records;
+
+pub use controller::{Controller, ControllerConfig, ControllerError, Decision};
+pub use image::{MetadataImage, SnapshotError};
+pub use records::{MetadataRecord, decode_batch, encode_batch};
