@@ -2,6 +2,8 @@
 #![forbid(unsafe_code)]
 
 pub mod controller;
+#[cfg(any(test, feature = "fuzz"))]
+pub mod fuzz;
 pub mod image;
 pub mod limits;
 mod mutants;
