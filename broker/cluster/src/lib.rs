@@ -8,6 +8,8 @@ pub mod image;
 pub mod limits;
 mod mutants;
 pub mod records;
+#[cfg(test)]
+mod sim_tests;
 
 pub use controller::{Controller, ControllerConfig, ControllerError, Decision};
 pub use image::{MetadataImage, SnapshotError};
