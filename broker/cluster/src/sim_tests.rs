@@ -44,8 +44,8 @@ use crate::image::MetadataImage;
 use crate::mutants::{Mutant, switch_on};
 use crate::records::{
     BrokerRegistration, ConfigResource, ConfigResourceType, IncarnationId, Listener,
-    MetadataRecord, NO_LEADER, PluginKind, PluginVersion, SecurityProtocol, TopicId,
-    decode_batch, encode_batch,
+    MetadataRecord, NO_LEADER, PluginKind, PluginVersion, SecurityProtocol, TopicId, decode_batch,
+    encode_batch,
 };
 use crate::{Controller, ControllerConfig, ControllerError, limits};
 
@@ -221,7 +221,9 @@ impl Sim {
             .apply_batch(index, &decoded)
             .map_err(|e| e.to_string())?;
         if !refused.is_empty() {
-            return Err(format!("the image refused the controller's records: {refused:?}"));
+            return Err(format!(
+                "the image refused the controller's records: {refused:?}"
+            ));
         }
         self.follower
             .apply_batch(index, &decoded)
@@ -490,7 +492,12 @@ impl Sim {
             configs: vec![("retention.ms".into(), "1000".into())],
         };
         let existed = self.image.topic_ids().contains_key(&topic.name);
-        let active = self.image.brokers().values().filter(|b| b.is_active()).count();
+        let active = self
+            .image
+            .brokers()
+            .values()
+            .filter(|b| b.is_active())
+            .count();
         let d = self.controller.create_topics(&self.image, &[topic.clone()]);
         let result = &d.reply[0].result;
         match result {
@@ -552,7 +559,10 @@ impl Sim {
         };
         let changes = vec![ConfigChange {
             key: ["retention.ms", "segment.bytes"][self.rng.below(2) as usize].into(),
-            value: self.rng.chance(700).then(|| self.rng.below(1000).to_string()),
+            value: self
+                .rng
+                .chance(700)
+                .then(|| self.rng.below(1000).to_string()),
         }];
         let replace = self.rng.chance(300);
         match self
@@ -585,7 +595,12 @@ impl Sim {
         let (topic_id, partition) = partitions[self.rng.below(partitions.len() as u64) as usize];
         let p = self.image.partition(topic_id, partition)?.clone();
         let mut isr = p.isr.clone();
-        let outside: Vec<i32> = p.replicas.iter().copied().filter(|r| !isr.contains(r)).collect();
+        let outside: Vec<i32> = p
+            .replicas
+            .iter()
+            .copied()
+            .filter(|r| !isr.contains(r))
+            .collect();
         if !outside.is_empty() && self.rng.chance(600) {
             isr.push(outside[self.rng.below(outside.len() as u64) as usize]);
         } else if isr.len() > 1 {
@@ -743,7 +758,9 @@ impl Sim {
             }
             last = *index;
             let records = decode_batch(bytes).map_err(|e| e.to_string())?;
-            let refused = replay.apply_batch(*index, &records).map_err(|e| e.to_string())?;
+            let refused = replay
+                .apply_batch(*index, &records)
+                .map_err(|e| e.to_string())?;
             if !refused.is_empty() {
                 return Err(format!("replay refused {refused:?}"));
             }
@@ -789,7 +806,12 @@ impl Sim {
                 return Err(format!("topic {name} maps to {id:?}, which is not it"));
             }
         }
-        let partitions: usize = self.image.topics().values().map(|t| t.partitions.len()).sum();
+        let partitions: usize = self
+            .image
+            .topics()
+            .values()
+            .map(|t| t.partitions.len())
+            .sum();
         if partitions != self.image.partition_count() || partitions > limits::PARTITIONS_MAX {
             return Err("the partition count drifted".into());
         }
@@ -806,10 +828,14 @@ fn epochs_grow(at: &str, before: &Seen, now: &Seen) -> Check {
         return Err(format!("{at}: epochs went down: {before:?} -> {now:?}"));
     }
     if l1 != l0 && le1 <= le0 {
-        return Err(format!("{at}: leader {l0} -> {l1} without a new leader epoch ({le0})"));
+        return Err(format!(
+            "{at}: leader {l0} -> {l1} without a new leader epoch ({le0})"
+        ));
     }
     if (l1 != l0 || isr1 != isr0) && pe1 <= pe0 {
-        return Err(format!("{at}: changed without a new partition epoch: {before:?} -> {now:?}"));
+        return Err(format!(
+            "{at}: changed without a new partition epoch: {before:?} -> {now:?}"
+        ));
     }
     Ok(())
 }
@@ -819,15 +845,25 @@ fn run(seed: u64) -> Result<Stats, String> {
     for step in 0..STEPS {
         sim.step()
             .and_then(|()| sim.check())
-            .and_then(|()| if step % 16 == 15 { sim.check_replay() } else { Ok(()) })
+            .and_then(|()| {
+                if step % 16 == 15 {
+                    sim.check_replay()
+                } else {
+                    Ok(())
+                }
+            })
             .map_err(|e| format!("seed {seed}, step {step}: {e}"))?;
     }
-    sim.check_replay().map_err(|e| format!("seed {seed}, end: {e}"))?;
+    sim.check_replay()
+        .map_err(|e| format!("seed {seed}, end: {e}"))?;
     Ok(sim.stats)
 }
 
 fn seeds() -> std::ops::Range<u64> {
-    if let Some(seed) = std::env::var("SLUICE_SIM_SEED").ok().and_then(|s| s.parse().ok()) {
+    if let Some(seed) = std::env::var("SLUICE_SIM_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
         return seed..seed + 1;
     }
     let n = std::env::var("SLUICE_SIM_SEEDS")
