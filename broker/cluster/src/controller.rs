@@ -257,14 +257,15 @@ fn change(
 ) -> Option<MetadataRecord> {
     let leader = (leader != p.leader).then_some(leader);
     let isr = (isr != p.isr).then_some(isr);
-    (leader.is_some() || isr.is_some()).then(|| {
-        MetadataRecord::PartitionChange(PartitionChange {
-            topic_id,
-            partition,
-            leader,
-            isr,
-        })
-    })
+    if leader.is_none() && isr.is_none() {
+        return None;
+    }
+    Some(MetadataRecord::PartitionChange(PartitionChange {
+        topic_id,
+        partition,
+        leader,
+        isr,
+    }))
 }
 
 #[cfg(test)]

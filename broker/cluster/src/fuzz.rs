@@ -87,8 +87,7 @@ pub fn sample_records() -> Vec<MetadataRecord> {
         node_id,
         broker_epoch: 1,
     };
-    let acl = AclBinding::from_wire(2, "orders", 3, "User:alice", "*", 3, 3).expect("valid");
-    vec![
+    let mut records = vec![
         MetadataRecord::ClusterId {
             cluster_id: "q1Sh-9_ISia_zwGINzRvyQ".into(),
         },
@@ -129,6 +128,15 @@ pub fn sample_records() -> Vec<MetadataRecord> {
             leader: Some(2),
             isr: Some(vec![2]),
         }),
+    ];
+    records.extend(object_samples());
+    records
+}
+
+/// The samples after the partitions: security, objects, producer ids, removals.
+fn object_samples() -> Vec<MetadataRecord> {
+    let acl = AclBinding::from_wire(2, "orders", 3, "User:alice", "*", 3, 3).expect("valid");
+    vec![
         MetadataRecord::Security(SecurityRecord::AclCreate(acl)),
         MetadataRecord::Security(SecurityRecord::ScramCredentialDelete {
             user: "alice".into(),

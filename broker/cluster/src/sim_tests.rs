@@ -148,7 +148,7 @@ struct Sim {
     /// Producer-id blocks handed out (first, len).
     blocks: Vec<(i64, i64)>,
     /// Each partition's last seen (leader, leader epoch, partition epoch, isr).
-    seen: BTreeMap<(TopicId, i32), (i32, i32, i32, Vec<i32>)>,
+    seen: BTreeMap<(TopicId, i32), Seen>,
     stats: Stats,
 }
 
@@ -498,7 +498,9 @@ impl Sim {
             .values()
             .filter(|b| b.is_active())
             .count();
-        let d = self.controller.create_topics(&self.image, &[topic.clone()]);
+        let d = self
+            .controller
+            .create_topics(&self.image, std::slice::from_ref(&topic));
         let result = &d.reply[0].result;
         match result {
             Err(e) if existed && e.code != ErrorCode::TopicAlreadyExists => {
@@ -819,6 +821,7 @@ impl Sim {
     }
 }
 
+/// A partition's (leader, leader epoch, partition epoch, ISR).
 type Seen = (i32, i32, i32, Vec<i32>);
 
 fn epochs_grow(at: &str, before: &Seen, now: &Seen) -> Check {

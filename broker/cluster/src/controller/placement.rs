@@ -110,7 +110,7 @@ mod tests {
     #[test]
     fn with_racks_replicas_spread_over_racks() {
         let rack = |r: &str| Some(r.to_owned());
-        let brokers = vec![
+        let brokers = [
             (1, rack("a")),
             (2, rack("a")),
             (3, rack("b")),

@@ -383,7 +383,7 @@ fn an_invalid_config_is_refused_before_anything_is_written() {
         value: Some("1".into()),
     };
     let d =
-        h.c.alter_configs(&h.image, &broker, &[set.clone()], false)
+        h.c.alter_configs(&h.image, &broker, std::slice::from_ref(&set), false)
             .unwrap();
     h.commit(&d.records);
     let other = ConfigChange {
