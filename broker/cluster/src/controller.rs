@@ -128,6 +128,11 @@ impl Controller {
     /// The controller of a new leader, deciding from `image` (the committed metadata).
     /// `seed` seeds topic ids and placement (the server draws it from the OS).
     ///
+    /// Every unfenced broker starts with a full session (KRaft does the same after a
+    /// failover: nobody is fenced for the controller's own silence). Fenced brokers start
+    /// without one until they heartbeat, so a broker that shut down cleanly may come back
+    /// as a new incarnation at once.
+    ///
     /// # Panics
     /// If `config` is invalid (the server validates it first with
     /// [`ControllerConfig::validate`]).
@@ -139,7 +144,12 @@ impl Controller {
         let deadline = now_ms.saturating_add(config.broker_session_timeout_ms);
         Self {
             config,
-            deadlines_ms: image.brokers().keys().map(|&id| (id, deadline)).collect(),
+            deadlines_ms: image
+                .brokers()
+                .iter()
+                .filter(|(_, b)| !b.fenced)
+                .map(|(&id, _)| (id, deadline))
+                .collect(),
             rng: SplitMix64::new(seed),
         }
     }

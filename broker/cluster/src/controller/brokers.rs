@@ -188,7 +188,9 @@ impl Controller {
     /// passed is fenced and its leaderships move (to brokers whose sessions are valid).
     /// One broker per call, as KRaft does; call again until it returns nothing.
     pub fn tick(&mut self, image: &MetadataImage, now_ms: i64) -> Vec<MetadataRecord> {
-        for &id in image.brokers().keys() {
+        // A broker unfenced under another controller's watch whose registration this one
+        // never saw: it gets a full session from now.
+        for (&id, _) in image.brokers().iter().filter(|(_, b)| !b.fenced) {
             if !self.deadlines_ms.contains_key(&id) {
                 self.touch(id, now_ms);
             }

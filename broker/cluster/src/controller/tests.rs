@@ -203,6 +203,12 @@ fn controlled_shutdown_moves_leadership_then_fences() {
     assert!(d.reply.should_shut_down && d.reply.is_fenced);
     h.commit(&d.records);
     assert!(h.image.broker(1).unwrap().fenced);
+    // It restarts at once as a new incarnation, under this controller or a new one.
+    h.c = Controller::new(ControllerConfig::default(), &h.image, 3, 2);
+    let d =
+        h.c.register_broker(&h.image, 3, registration(1, 2))
+            .unwrap();
+    assert_eq!(d.reply, BrokerEpoch::OfCommit);
 }
 
 #[test]
