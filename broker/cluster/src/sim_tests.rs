@@ -744,7 +744,9 @@ impl Sim {
         }
         if let Some((index, bytes)) = self.log.last() {
             let records = decode_batch(bytes).map_err(|e| e.to_string())?;
-            if self.image.clone().apply_batch(*index, &records).is_ok() {
+            // An index at or below the last applied one is refused before anything changes,
+            // so the follower can be asked directly.
+            if self.follower.apply_batch(*index, &records).is_ok() {
                 return Err(format!("index {index} applied twice"));
             }
         }
@@ -789,7 +791,14 @@ impl Sim {
                 if p.leader != NO_LEADER && !p.isr.iter().all(|&id| self.image.is_active(id)) {
                     return Err(format!("{at}: ISR {:?} holds an inactive broker", p.isr));
                 }
-                let now = (p.leader, p.leader_epoch, p.partition_epoch, p.isr.clone());
+                let leader_broker_epoch =
+                    self.image.broker(p.leader).map_or(-1, |b| b.broker_epoch);
+                let now = Seen {
+                    leader: (p.leader, leader_broker_epoch),
+                    leader_epoch: p.leader_epoch,
+                    partition_epoch: p.partition_epoch,
+                    isr: p.isr.clone(),
+                };
                 if let Some(before) = self.seen.insert((topic_id, partition), now.clone()) {
                     epochs_grow(&at, &before, &now)?;
                 }
@@ -821,21 +830,29 @@ impl Sim {
     }
 }
 
-/// A partition's (leader, leader epoch, partition epoch, ISR).
-type Seen = (i32, i32, i32, Vec<i32>);
+/// A partition as the oracle last saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Seen {
+    /// The leader and its broker epoch: a new incarnation of the same node id is a new
+    /// leadership.
+    leader: (i32, i64),
+    leader_epoch: i32,
+    partition_epoch: i32,
+    isr: Vec<i32>,
+}
 
 fn epochs_grow(at: &str, before: &Seen, now: &Seen) -> Check {
-    let (l0, le0, pe0, isr0) = before;
-    let (l1, le1, pe1, isr1) = now;
-    if le1 < le0 || pe1 < pe0 {
+    if now.leader_epoch < before.leader_epoch || now.partition_epoch < before.partition_epoch {
         return Err(format!("{at}: epochs went down: {before:?} -> {now:?}"));
     }
-    if l1 != l0 && le1 <= le0 {
+    if now.leader != before.leader && now.leader_epoch <= before.leader_epoch {
         return Err(format!(
-            "{at}: leader {l0} -> {l1} without a new leader epoch ({le0})"
+            "{at}: leader {:?} -> {:?} without a new leader epoch ({})",
+            before.leader, now.leader, before.leader_epoch
         ));
     }
-    if (l1 != l0 || isr1 != isr0) && pe1 <= pe0 {
+    let changed = now.leader.0 != before.leader.0 || now.isr != before.isr;
+    if changed && now.partition_epoch <= before.partition_epoch {
         return Err(format!(
             "{at}: changed without a new partition epoch: {before:?} -> {now:?}"
         ));
