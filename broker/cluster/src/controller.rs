@@ -178,7 +178,7 @@ impl Controller {
         self.deadlines_ms.insert(node_id, deadline);
     }
 
-    fn session_valid(&self, node_id: i32, now_ms: i64) -> bool {
+    pub(crate) fn session_valid(&self, node_id: i32, now_ms: i64) -> bool {
         self.deadlines_ms
             .get(&node_id)
             .is_some_and(|&d| d >= now_ms)
@@ -232,6 +232,33 @@ fn elect_returning(image: &MetadataImage, node_id: i32) -> Vec<MetadataRecord> {
             if p.leader == crate::records::NO_LEADER && p.isr.contains(&node_id) {
                 out.extend(change(*topic_id, partition, p, node_id, p.isr.clone()));
             }
+        }
+    }
+    out
+}
+
+/// Every partition brought back to the shape the controller keeps: no inactive leader, no
+/// inactive ISR member (unless it is the last), a leader wherever an active ISR member not
+/// in `avoid` can lead. Nothing, when every decision committed whole.
+fn repair(image: &MetadataImage, avoid: &BTreeSet<i32>) -> Vec<MetadataRecord> {
+    let mut out = Vec::new();
+    for (topic_id, topic) in image.topics() {
+        for (&partition, p) in &topic.partitions {
+            let mut isr: Vec<i32> = p
+                .isr
+                .iter()
+                .copied()
+                .filter(|&id| image.is_active(id))
+                .collect();
+            if isr.is_empty() {
+                isr.clone_from(&p.isr);
+            }
+            let leader = if image.is_active(p.leader) {
+                p.leader
+            } else {
+                elect(image, p, &isr, |id| !avoid.contains(&id))
+            };
+            out.extend(change(*topic_id, partition, p, leader, isr));
         }
     }
     out

@@ -13,7 +13,7 @@
 //! - [`records`]: [`MetadataRecord`] (brokers, topics, partitions, configs, security,
 //!   views, transforms, plugin versions, producer-id blocks, features, the cluster id),
 //!   its versioned strict codec, and [`encode_batch`] / [`decode_batch`] for one Raft
-//!   entry's records.
+//!   entry's records ([`encode_batches`] splits a decision too large for one entry).
 //! - [`image`]: [`MetadataImage`], built by applying batches at increasing Raft indexes
 //!   (a registration's broker epoch is its index); its bounded, checksummed snapshot.
 //! - [`controller`]: [`Controller`], the active controller's decisions: registration,
@@ -57,4 +57,4 @@ mod sim_tests;
 
 pub use controller::{Controller, ControllerConfig, ControllerError, Decision};
 pub use image::{MetadataImage, SnapshotError};
-pub use records::{MetadataRecord, decode_batch, encode_batch};
+pub use records::{MetadataRecord, decode_batch, encode_batch, encode_batches};

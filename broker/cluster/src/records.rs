@@ -697,6 +697,46 @@ pub fn encode_batch(records: &[MetadataRecord]) -> Result<Vec<u8>, DecodeError> 
     Ok(w.into_bytes())
 }
 
+/// `records` as one or more batches, each within [`limits::BATCH_RECORDS_MAX`] and
+/// [`limits::BATCH_BYTES_MAX`], in order: for a decision too large for one Raft entry (a
+/// broker that leads tens of thousands of partitions is fenced). Atomicity holds within an
+/// entry only; every record the controller writes is valid on its own, the fence before the
+/// leadership moves, so a failover between entries leaves a state the next controller
+/// finishes (it fences and moves again).
+///
+/// # Panics
+/// If a record is invalid (as [`MetadataRecord::encode`]).
+#[must_use]
+pub fn encode_batches(records: &[MetadataRecord]) -> Vec<Vec<u8>> {
+    let mut batches = Vec::new();
+    let mut current: Vec<Vec<u8>> = Vec::new();
+    let mut bytes = 0;
+    let flush = |current: &mut Vec<Vec<u8>>, batches: &mut Vec<Vec<u8>>| {
+        if current.is_empty() {
+            return;
+        }
+        let mut w = Writer::with_capacity(5 + current.iter().map(|r| 4 + r.len()).sum::<usize>());
+        w.u8(BATCH_VERSION).count_i32(current.len());
+        for record in current.drain(..) {
+            w.count_u32(record.len()).raw(&record);
+        }
+        batches.push(w.into_bytes());
+    };
+    for record in records {
+        let encoded = record.encode();
+        let full = current.len() == limits::BATCH_RECORDS_MAX
+            || 5 + bytes + 4 + encoded.len() > limits::BATCH_BYTES_MAX;
+        if full {
+            flush(&mut current, &mut batches);
+            bytes = 0;
+        }
+        bytes += 4 + encoded.len();
+        current.push(encoded);
+    }
+    flush(&mut current, &mut batches);
+    batches
+}
+
 /// Decodes one Raft entry's records, strictly (module docs).
 ///
 /// # Errors

@@ -90,6 +90,7 @@ struct Stats {
     blocks: u64,
     shutdowns: u64,
     snapshot_restores: u64,
+    split: u64,
 }
 
 impl Stats {
@@ -111,6 +112,7 @@ impl Stats {
             blocks,
             shutdowns,
             snapshot_restores,
+            split,
         } = o;
         self.commits += commits;
         self.failovers += failovers;
@@ -128,6 +130,7 @@ impl Stats {
         self.blocks += blocks;
         self.shutdowns += shutdowns;
         self.snapshot_restores += snapshot_restores;
+        self.split += split;
     }
 }
 
@@ -202,7 +205,7 @@ impl Sim {
         }
         if self.rng.chance(30) {
             self.stats.lost += 1;
-            self.failover();
+            self.failover()?;
             return Ok(None);
         }
         self.commit_surely(records).map(Some)
@@ -253,11 +256,19 @@ impl Sim {
 
     /// A new controller from the committed image; the new leader's blank entry takes an
     /// index.
-    fn failover(&mut self) {
+    fn failover(&mut self) -> Check {
         self.stats.failovers += 1;
         self.next_index += 1;
         let seed = self.rng.next_u64();
         self.controller = Controller::new(config(), &self.image, self.now_ms, seed);
+        // As the server does on becoming leader: tick until there is nothing to do.
+        loop {
+            let records = self.controller.tick(&self.image, self.now_ms);
+            if records.is_empty() {
+                return Ok(());
+            }
+            self.commit_surely(records)?;
+        }
     }
 
     fn step(&mut self) -> Check {
@@ -273,10 +284,7 @@ impl Sim {
             76..=78 => self.alter_configs(),
             79..=86 => self.alter_partition(),
             87..=89 => self.allocate_producer_ids(),
-            90..=91 => {
-                self.failover();
-                Ok(())
-            }
+            90..=91 => self.failover(),
             92..=93 => self.controlled_shutdown(),
             94..=95 => self.restore_follower(),
             _ => self.objects(),
@@ -461,13 +469,40 @@ impl Sim {
         loop {
             let records = self.controller.tick(&self.image, self.now_ms);
             if records.is_empty() {
-                return Ok(());
+                return self.check_available();
             }
-            if self.commit(records)?.is_none() {
-                return Ok(());
+            // A decision split over several entries (encode_batches), the controller failing
+            // over between them: the next one repairs what the first entries left.
+            if records.len() > 1 && self.rng.chance(100) {
+                let cut = 1 + self.rng.below(records.len() as u64 - 1) as usize;
+                self.commit_surely(records[..cut].to_vec())?;
+                self.stats.split += 1;
+                self.stats.lost += 1;
+                self.failover()?;
+            } else if self.commit(records)?.is_none() {
+                return self.check_available();
             }
             self.check()?;
         }
+    }
+
+    /// Availability: after the ticks, no partition is without a leader while an active ISR
+    /// member with a live session could lead it.
+    fn check_available(&self) -> Check {
+        for topic in self.image.topics().values() {
+            for (partition, p) in &topic.partitions {
+                let eligible = p.isr.iter().find(|&&id| {
+                    self.image.is_active(id) && self.controller.session_valid(id, self.now_ms)
+                });
+                if let (NO_LEADER, Some(id)) = (p.leader, eligible) {
+                    return Err(format!(
+                        "{}-{partition} has no leader though broker {id} of its ISR could lead",
+                        topic.name
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -924,6 +959,7 @@ fn the_oracle_holds_over_many_seeds() {
             ("producer-id blocks", s.blocks),
             ("controlled shutdowns", s.shutdowns),
             ("snapshot restores", s.snapshot_restores),
+            ("split decisions", s.split),
         ] {
             assert!(count >= n / 10, "only {count} {what} in {n} seeds: {s:?}");
         }
@@ -963,4 +999,11 @@ fn a_reused_producer_id_block_is_caught() {
 fn a_stale_broker_epoch_accepted_is_caught() {
     let e = caught(Mutant::StaleBrokerEpochAccepted);
     assert!(e.contains("was not refused as STALE_BROKER_EPOCH"), "{e}");
+}
+
+#[test]
+fn regression_seed_56_an_expired_isr_member_back_before_its_fence_leads_again() {
+    // Without the repair in `Controller::tick`, this seed left a partition offline for good
+    // (controller/tests.rs has the same story step by step).
+    run(56).unwrap();
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use sluice_kafka::ErrorCode;
 
-use super::{Controller, ControllerError, Decision, elect_returning, move_away};
+use super::{Controller, ControllerError, Decision, elect_returning, move_away, repair};
 use crate::image::{BrokerState, MetadataImage};
 use crate::limits;
 use crate::mutants::{Mutant, mutant};
@@ -187,6 +187,11 @@ impl Controller {
     /// Session expiry: the first unfenced broker (by node id) whose session deadline has
     /// passed is fenced and its leaderships move (to brokers whose sessions are valid).
     /// One broker per call, as KRaft does; call again until it returns nothing.
+    ///
+    /// With nobody to fence, it repairs what a decision split over several entries
+    /// ([`crate::records::encode_batches`]) and cut by a failover left behind: leaders and
+    /// ISR members that are not active move away, and leaderless partitions with an
+    /// active ISR member get it as leader. Call it until empty on becoming leader too.
     pub fn tick(&mut self, image: &MetadataImage, now_ms: i64) -> Vec<MetadataRecord> {
         // A broker unfenced under another controller's watch whose registration this one
         // never saw: it gets a full session from now.
@@ -201,7 +206,7 @@ impl Controller {
             .filter_map(|id| image.broker(*id))
             .find(|b| !b.fenced)
         else {
-            return vec![];
+            return repair(image, &expired);
         };
         let node = BTreeSet::from([broker.registration.node_id]);
         let mut records = vec![fence(broker)];

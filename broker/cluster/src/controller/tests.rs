@@ -402,3 +402,28 @@ fn an_invalid_config_is_refused_before_anything_is_written() {
     h.commit(&d.records);
     assert_eq!(h.image.configs()[&broker].keys().collect::<Vec<_>>(), ["b"]);
 }
+
+#[test]
+fn an_expired_isr_member_that_heartbeats_again_before_its_fence_leads_again() {
+    // Found by the simulator (seed 56): both replicas' sessions expire; the leader is fenced
+    // first and leadership may not go to the other, expired one; that one then heartbeats
+    // before its own fence. It was never fenced, so never unfenced: only the repair in
+    // `tick` gives the partition a leader again.
+    let mut h = Harness::new();
+    let e1 = h.start(1, 1, 0);
+    let e2 = h.start(2, 1, 0);
+    let id = h.create("t", 1, 2).unwrap();
+    let first = h.image.partition(id, 0).unwrap().leader;
+    let (other, other_epoch) = if first == 1 { (2, e2) } else { (1, e1) };
+    let records = h.c.tick(&h.image, TIMEOUT_MS + 1);
+    h.commit(&records);
+    let p = h.image.partition(id, 0).unwrap().clone();
+    assert_eq!(
+        (p.leader, p.isr.clone()),
+        (NO_LEADER_FOR_TESTS, vec![other])
+    );
+    h.heartbeat(other, other_epoch, TIMEOUT_MS + 2).unwrap();
+    h.tick(TIMEOUT_MS + 3);
+    assert!(!h.image.broker(other).unwrap().fenced);
+    assert_eq!(h.image.partition(id, 0).unwrap().leader, other);
+}

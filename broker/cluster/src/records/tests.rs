@@ -222,3 +222,30 @@ fn encoding_an_invalid_record_is_our_bug() {
     }
     .encode();
 }
+
+#[test]
+fn a_large_decision_splits_into_bounded_batches_in_order() {
+    let change = |partition| {
+        MetadataRecord::PartitionChange(PartitionChange {
+            topic_id: TopicId([1; 16]),
+            partition,
+            leader: Some(-1),
+            isr: None,
+        })
+    };
+    let records: Vec<_> = (0..limits::BATCH_RECORDS_MAX as i32 + 5)
+        .map(|p| change(p % 1000))
+        .collect();
+    let batches = encode_batches(&records);
+    assert_eq!(batches.len(), 2);
+    let decoded: Vec<_> = batches
+        .iter()
+        .flat_map(|b| decode_batch(b).unwrap())
+        .collect();
+    assert_eq!(decoded, records);
+    assert_eq!(
+        encode_batches(&records[..3]),
+        vec![encode_batch(&records[..3]).unwrap()]
+    );
+    assert!(encode_batches(&[]).is_empty());
+}
