@@ -91,6 +91,8 @@ struct Stats {
     shutdowns: u64,
     snapshot_restores: u64,
     split: u64,
+    preferred: u64,
+    unregistered: u64,
 }
 
 impl Stats {
@@ -113,6 +115,8 @@ impl Stats {
             shutdowns,
             snapshot_restores,
             split,
+            preferred,
+            unregistered,
         } = o;
         self.commits += commits;
         self.failovers += failovers;
@@ -131,6 +135,8 @@ impl Stats {
         self.shutdowns += shutdowns;
         self.snapshot_restores += snapshot_restores;
         self.split += split;
+        self.preferred += preferred;
+        self.unregistered += unregistered;
     }
 }
 
@@ -274,7 +280,9 @@ impl Sim {
     fn step(&mut self) -> Check {
         match self.rng.below(100) {
             0..=14 => self.start_broker(),
-            15..=44 => self.heartbeat(),
+            15..=41 => self.heartbeat(),
+            43..=44 => self.elect_preferred(),
+            42 => self.unregister(),
             45..=49 => self.crash(),
             50..=54 => self.stale_request(),
             55..=64 => self.advance_time(),
@@ -388,6 +396,26 @@ impl Sim {
             }
             Err(e) => Err(format!("heartbeat refused: {e}")),
         }
+    }
+
+    /// A broker that is down is removed from the cluster for good (or until it registers
+    /// again).
+    fn unregister(&mut self) -> Check {
+        let registered: Vec<i32> = self.image.brokers().keys().copied().collect();
+        let Some(i) = self.pick_broker(|b| !b.alive && registered.contains(&b.node_id)) else {
+            return Ok(());
+        };
+        let node_id = self.brokers[i].node_id;
+        let d = self
+            .controller
+            .unregister_broker(&self.image, self.now_ms, node_id)
+            .map_err(|e| format!("unregister refused: {e}"))?;
+        if self.commit(d.records)?.is_some() {
+            self.stats.unregistered += 1;
+            let b = &mut self.brokers[i];
+            b.old_epochs.extend(b.epoch.take());
+        }
+        Ok(())
     }
 
     fn crash(&mut self) -> Check {
@@ -687,6 +715,41 @@ impl Sim {
         }
     }
 
+    fn elect_preferred(&mut self) -> Check {
+        // Mostly a partition led by another than its preferred replica, which is in the ISR.
+        let moved: Vec<(String, i32)> = self
+            .image
+            .topics()
+            .values()
+            .flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .filter(|(_, p)| p.leader != p.replicas[0] && p.isr.contains(&p.replicas[0]))
+                    .map(|(&i, _)| (t.name.clone(), i))
+            })
+            .collect();
+        let (name, partition) = if moved.is_empty() || self.rng.chance(200) {
+            (self.topic_name(), self.rng.below(3) as i32)
+        } else {
+            moved[self.rng.below(moved.len() as u64) as usize].clone()
+        };
+        let d = self
+            .controller
+            .elect_preferred_leaders(&self.image, &[(name, partition)]);
+        match &d.reply[0] {
+            Ok(()) => self.stats.preferred += 1,
+            Err(e)
+                if matches!(
+                    e.code,
+                    ErrorCode::ElectionNotNeeded
+                        | ErrorCode::PreferredLeaderNotAvailable
+                        | ErrorCode::UnknownTopicOrPartition
+                ) => {}
+            Err(e) => return Err(format!("preferred election refused: {e}")),
+        }
+        self.commit(d.records).map(drop)
+    }
+
     fn allocate_producer_ids(&mut self) -> Check {
         let Some(i) = self.pick_broker(|b| b.alive && b.epoch.is_some()) else {
             return Ok(());
@@ -960,9 +1023,16 @@ fn the_oracle_holds_over_many_seeds() {
             ("controlled shutdowns", s.shutdowns),
             ("snapshot restores", s.snapshot_restores),
             ("split decisions", s.split),
+            ("unregistrations", s.unregistered),
         ] {
             assert!(count >= n / 10, "only {count} {what} in {n} seeds: {s:?}");
         }
+        // Rarer by nature: the preferred replica must be back in the ISR under another leader.
+        assert!(
+            s.preferred >= n / 20,
+            "only {} preferred elections: {s:?}",
+            s.preferred
+        );
     }
 }
 

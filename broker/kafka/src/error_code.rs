@@ -143,10 +143,14 @@ error_codes! {
     StaleBrokerEpoch = 77, "STALE_BROKER_EPOCH";
     /// JoinGroup v4+ first round trip: retry with the returned member id.
     MemberIdRequired = 79, "MEMBER_ID_REQUIRED";
+    /// ElectLeaders: the preferred replica is not in the ISR or not active.
+    PreferredLeaderNotAvailable = 80, "PREFERRED_LEADER_NOT_AVAILABLE";
     /// The group already has `group.max.size` members.
     GroupMaxSizeReached = 81, "GROUP_MAX_SIZE_REACHED";
     /// Another member with the same `group.instance.id` replaced this one.
     FencedInstanceId = 82, "FENCED_INSTANCE_ID";
+    /// ElectLeaders: the preferred replica leads already.
+    ElectionNotNeeded = 84, "ELECTION_NOT_NEEDED";
     /// OffsetDelete of a partition whose topic the group's members consume.
     GroupSubscribedToTopic = 86, "GROUP_SUBSCRIBED_TO_TOPIC";
     /// A well-formed batch the broker refuses (old magic, a malformed record, ...).

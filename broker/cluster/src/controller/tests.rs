@@ -427,3 +427,68 @@ fn an_expired_isr_member_that_heartbeats_again_before_its_fence_leads_again() {
     assert!(!h.image.broker(other).unwrap().fenced);
     assert_eq!(h.image.partition(id, 0).unwrap().leader, other);
 }
+
+#[test]
+fn a_preferred_leader_election_moves_leadership_back() {
+    let mut h = Harness::new();
+    let epochs: Vec<i64> = (1..=2).map(|id| h.start(id, 1, 0)).collect();
+    let id = h.create("t", 1, 2).unwrap();
+    let p = h.image.partition(id, 0).unwrap().clone();
+    let preferred = p.replicas[0];
+    let t0 = vec![("t".to_owned(), 0)];
+    let d = h.c.elect_preferred_leaders(&h.image, &t0);
+    assert_eq!(
+        d.reply[0].clone().unwrap_err().code,
+        ErrorCode::ElectionNotNeeded
+    );
+    // The preferred leader leaves and comes back into the ISR: then it can lead again.
+    let other = p.replicas[1];
+    for (node, &epoch) in (1..).zip(&epochs) {
+        if node == other {
+            h.heartbeat(node, epoch, TIMEOUT_MS).unwrap();
+        }
+    }
+    h.tick(TIMEOUT_MS + 1);
+    assert_eq!(h.image.partition(id, 0).unwrap().leader, other);
+    let d = h.c.elect_preferred_leaders(&h.image, &t0);
+    assert_eq!(
+        d.reply[0].clone().unwrap_err().code,
+        ErrorCode::PreferredLeaderNotAvailable
+    );
+    let pe = epochs[preferred as usize - 1];
+    h.heartbeat(preferred, pe, TIMEOUT_MS + 2).unwrap();
+    let p = h.image.partition(id, 0).unwrap().clone();
+    let expand = AlterPartition {
+        broker_id: other,
+        broker_epoch: epochs[other as usize - 1],
+        topic_id: id,
+        partition: 0,
+        leader_epoch: p.leader_epoch,
+        partition_epoch: p.partition_epoch,
+        new_isr: vec![
+            IsrMember {
+                broker_id: other,
+                broker_epoch: -1,
+            },
+            IsrMember {
+                broker_id: preferred,
+                broker_epoch: pe,
+            },
+        ],
+    };
+    let d = h.c.alter_partition(&h.image, &expand).unwrap();
+    h.commit(&d.records);
+    let d =
+        h.c.elect_preferred_leaders(&h.image, &[t0[0].clone(), ("nope".into(), 0)]);
+    assert!(d.reply[0].is_ok());
+    assert_eq!(
+        d.reply[1].clone().unwrap_err().code,
+        ErrorCode::UnknownTopicOrPartition
+    );
+    h.commit(&d.records);
+    let after = h.image.partition(id, 0).unwrap();
+    assert_eq!(
+        (after.leader, after.leader_epoch),
+        (preferred, p.leader_epoch + 1)
+    );
+}

@@ -1,5 +1,5 @@
 //! Topics, partitions and configs: CreateTopics, DeleteTopics, CreatePartitions,
-//! (Incremental)AlterConfigs, and AlterPartition (KIP-497, with KIP-841's and KIP-903's
+//! (Incremental)AlterConfigs, ElectLeaders (preferred), and AlterPartition (KIP-497, with KIP-841's and KIP-903's
 //! checks: no fenced or shutting-down broker and no stale broker epoch enters an ISR).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -319,6 +319,54 @@ impl Controller {
             ));
         }
         Ok(Decision::new(records, ()))
+    }
+
+    /// ElectLeaders (KIP-460), the PREFERRED election: each partition's first replica
+    /// becomes its leader if it is in the ISR and active. Answers per partition.
+    pub fn elect_preferred_leaders(
+        &mut self,
+        image: &MetadataImage,
+        partitions: &[(String, i32)],
+    ) -> Decision<Vec<Result<(), ControllerError>>> {
+        let mut records = Vec::new();
+        let mut done = BTreeSet::new();
+        let results = partitions
+            .iter()
+            .map(|(name, partition)| {
+                let topic = image
+                    .topic_by_name(name)
+                    .ok_or_else(|| unknown_topic(name))?;
+                let p = topic.partitions.get(partition).ok_or_else(|| {
+                    ControllerError::new(
+                        ErrorCode::UnknownTopicOrPartition,
+                        format!("{name} has no partition {partition}"),
+                    )
+                })?;
+                let preferred = p.replicas[0];
+                if preferred == p.leader || !done.insert((topic.topic_id, *partition)) {
+                    return Err(ControllerError::new(
+                        ErrorCode::ElectionNotNeeded,
+                        format!("{name}-{partition}: broker {preferred} leads already"),
+                    ));
+                }
+                if !p.isr.contains(&preferred) || !image.is_active(preferred) {
+                    return Err(ControllerError::new(
+                        ErrorCode::PreferredLeaderNotAvailable,
+                        format!(
+                            "{name}-{partition}: broker {preferred} is not an active ISR member"
+                        ),
+                    ));
+                }
+                records.push(MetadataRecord::PartitionChange(PartitionChange {
+                    topic_id: topic.topic_id,
+                    partition: *partition,
+                    leader: Some(preferred),
+                    isr: None,
+                }));
+                Ok(())
+            })
+            .collect();
+        Decision::new(records, results)
     }
 
     /// AlterPartition: the leader changes the ISR, compare-and-set on its leader epoch and
