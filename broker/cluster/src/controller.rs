@@ -210,13 +210,22 @@ fn move_away(
             if isr.is_empty() {
                 isr.clone_from(&p.isr);
             }
-            let leader = if gone.contains(&p.leader) || p.leader == crate::records::NO_LEADER {
-                elect(image, p, &isr, |id| {
-                    !gone.contains(&id) && !avoid.contains(&id)
-                })
+            let allowed = |id: i32| !gone.contains(&id) && !avoid.contains(&id);
+            let mut leader = if gone.contains(&p.leader) || p.leader == crate::records::NO_LEADER {
+                elect(image, p, &isr, allowed)
             } else {
                 p.leader
             };
+            if leader == crate::records::NO_LEADER && mutant(Mutant::UncleanElection) {
+                let any = p
+                    .replicas
+                    .iter()
+                    .copied()
+                    .find(|&id| image.is_active(id) && allowed(id));
+                if let Some(id) = any {
+                    (leader, isr) = (id, vec![id]);
+                }
+            }
             out.extend(change(*topic_id, partition, p, leader, isr));
         }
     }

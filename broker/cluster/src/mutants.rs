@@ -12,6 +12,8 @@ pub(crate) enum Mutant {
     ProducerIdBlockReused,
     /// The controller accepts a heartbeat or AlterPartition with an old broker epoch.
     StaleBrokerEpochAccepted,
+    /// The controller elects any active replica, in the ISR or not.
+    UncleanElection,
 }
 
 #[cfg(test)]

@@ -16,8 +16,11 @@
 //! - every partition leader is a registered, unfenced broker not shutting down, or none;
 //!   the leader is in the ISR, the ISR in the replicas; with a leader, every ISR member is
 //!   active (fenced and shutting-down brokers leave ISRs and never join them);
-//! - leader epochs and partition epochs never go down; a new leader has a higher leader
-//!   epoch; any change has a higher partition epoch;
+//! - leader epochs and partition epochs never go down; a new leader (or a new incarnation
+//!   of the leader's node id) has a higher leader epoch; any change has a higher partition
+//!   epoch; a new leader comes from the ISR (no unclean election);
+//! - after the ticks, no partition lacks a leader while an active ISR member with a live
+//!   session could lead it;
 //! - the controller never writes a record the image refuses;
 //! - the image equals a follower that restored a snapshot at a random point and applied
 //!   the rest, equals its own snapshot round trip, and (every few steps and at the end)
@@ -949,6 +952,14 @@ fn epochs_grow(at: &str, before: &Seen, now: &Seen) -> Check {
             before.leader, now.leader, before.leader_epoch
         ));
     }
+    let new_leader = now.leader.0;
+    if new_leader != before.leader.0 && new_leader != NO_LEADER && !before.isr.contains(&new_leader)
+    {
+        return Err(format!(
+            "{at}: unclean election of {new_leader}, outside the ISR {:?}",
+            before.isr
+        ));
+    }
     let changed = now.leader.0 != before.leader.0 || now.isr != before.isr;
     if changed && now.partition_epoch <= before.partition_epoch {
         return Err(format!(
@@ -1076,4 +1087,10 @@ fn regression_seed_56_an_expired_isr_member_back_before_its_fence_leads_again() 
     // Without the repair in `Controller::tick`, this seed left a partition offline for good
     // (controller/tests.rs has the same story step by step).
     run(56).unwrap();
+}
+
+#[test]
+fn an_unclean_election_is_caught() {
+    let e = caught(Mutant::UncleanElection);
+    assert!(e.contains("unclean election"), "{e}");
 }
