@@ -23,7 +23,7 @@
 //!   commit and the answer to give once they are applied.
 //! - `mutants` (crate-private): the deliberate bugs the simulator must catch, off outside
 //!   tests.
-//! - [`fuzz`] (feature `fuzz`, and tests): the `metadata_records` fuzz target's entry point,
+//! - `fuzz` (feature `fuzz`, and tests): the `metadata_records` fuzz target's entry point,
 //!   its seeds, and generators of valid records.
 //! - `sim_tests` (tests): the seeded simulator, a Raft model with failovers and lost
 //!   proposals, N brokers that crash and return, and the oracle checked after each step.
