@@ -4,7 +4,8 @@
 //! Raft is modelled as what the controller sees of it: an ordered log of committed entries
 //! (one batch of records each, through the real byte codec), indexes that may skip (a new
 //! leader's blank entry), and failovers: a new [`Controller`] built from the image of the
-//! committed prefix, the old one's proposal in flight lost (its client never hears back).
+//! committed prefix, the old one's proposal in flight lost (its client never hears back), or
+//! committed with its answer lost (the client retries).
 //! Brokers register (each start a new incarnation), heartbeat (sometimes behind on
 //! metadata), crash, restart, shut down in a controlled way, send stale requests with an
 //! old incarnation's broker epoch, and as partition leaders shrink and expand their ISRs
@@ -96,6 +97,7 @@ struct Stats {
     split: u64,
     preferred: u64,
     unregistered: u64,
+    reply_lost: u64,
 }
 
 impl Stats {
@@ -120,6 +122,7 @@ impl Stats {
             split,
             preferred,
             unregistered,
+            reply_lost,
         } = o;
         self.commits += commits;
         self.failovers += failovers;
@@ -140,6 +143,7 @@ impl Stats {
         self.split += split;
         self.preferred += preferred;
         self.unregistered += unregistered;
+        self.reply_lost += reply_lost;
     }
 }
 
@@ -217,7 +221,16 @@ impl Sim {
             self.failover()?;
             return Ok(None);
         }
-        self.commit_surely(records).map(Some)
+        let index = self.commit_surely(records)?;
+        if self.rng.chance(20) {
+            // Committed, but the controller fails over before it answers: the client sees
+            // an error and retries against the new controller (which must not apply it
+            // twice: a retried registration of the same incarnation gets its epoch back).
+            self.stats.reply_lost += 1;
+            self.failover()?;
+            return Ok(None);
+        }
+        Ok(Some(index))
     }
 
     fn commit_surely(&mut self, records: Vec<MetadataRecord>) -> Result<u64, String> {
@@ -375,6 +388,7 @@ fn the_oracle_holds_over_many_seeds() {
             ("snapshot restores", s.snapshot_restores),
             ("split decisions", s.split),
             ("unregistrations", s.unregistered),
+            ("lost replies", s.reply_lost),
         ] {
             assert!(count >= n / 10, "only {count} {what} in {n} seeds: {s:?}");
         }

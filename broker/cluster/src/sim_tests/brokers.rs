@@ -51,7 +51,18 @@ impl Sim {
                     (BrokerEpoch::OfCommit, Some(index)) => Some(index as i64),
                     (BrokerEpoch::OfCommit, None) => None,
                 };
-                Ok(())
+                let b = &self.brokers[i];
+                let registered = self.image.broker(b.node_id);
+                match (b.epoch, registered) {
+                    (Some(e), Some(r)) if r.broker_epoch != e => Err(format!(
+                        "broker {} was answered epoch {e}, registered as {}",
+                        b.node_id, r.broker_epoch
+                    )),
+                    (Some(_), None) => {
+                        Err(format!("broker {} answered, not registered", b.node_id))
+                    }
+                    _ => Ok(()),
+                }
             }
             Err(e) if e.code == ErrorCode::DuplicateBrokerRegistration => {
                 self.stats.duplicate_refused += 1;
