@@ -5,7 +5,8 @@
 //! (one batch of records each, through the real byte codec), indexes that may skip (a new
 //! leader's blank entry), and failovers: a new [`Controller`] built from the image of the
 //! committed prefix, the old one's proposal in flight lost (its client never hears back), or
-//! committed with its answer lost (the client retries).
+//! committed with its answer lost (the client retries: a retried CreateTopics with the
+//! forwarding broker's topic id succeeds again, and creates nothing twice).
 //! Brokers register (each start a new incarnation), heartbeat (sometimes behind on
 //! metadata), crash, restart, shut down in a controlled way, send stale requests with an
 //! old incarnation's broker epoch, and as partition leaders shrink and expand their ISRs
@@ -98,6 +99,7 @@ struct Stats {
     preferred: u64,
     unregistered: u64,
     reply_lost: u64,
+    retried_creates: u64,
 }
 
 impl Stats {
@@ -123,6 +125,7 @@ impl Stats {
             preferred,
             unregistered,
             reply_lost,
+            retried_creates,
         } = o;
         self.commits += commits;
         self.failovers += failovers;
@@ -144,6 +147,7 @@ impl Stats {
         self.preferred += preferred;
         self.unregistered += unregistered;
         self.reply_lost += reply_lost;
+        self.retried_creates += retried_creates;
     }
 }
 

@@ -70,6 +70,7 @@ impl Harness {
             num_partitions: partitions,
             replication_factor: rf,
             configs: vec![],
+            topic_id: None,
         };
         let d = self.c.create_topics(&self.image, &[topic]);
         self.commit(&d.records);
@@ -238,6 +239,7 @@ fn create_topics_answers_each_topic() {
         num_partitions: 1,
         replication_factor: 1,
         configs: vec![("retention.ms".into(), "1".into())],
+        topic_id: None,
     };
     let d = h.c.create_topics(&h.image, &[twice.clone(), twice]);
     assert!(d.reply[0].result.is_ok());
@@ -490,5 +492,45 @@ fn a_preferred_leader_election_moves_leadership_back() {
     assert_eq!(
         (after.leader, after.leader_epoch),
         (preferred, p.leader_epoch + 1)
+    );
+}
+
+#[test]
+fn a_create_retried_with_its_topic_id_is_idempotent() {
+    let mut h = Harness::new();
+    h.start(1, 1, 0);
+    let topic = NewTopic {
+        name: "t".into(),
+        num_partitions: 2,
+        replication_factor: 1,
+        configs: vec![],
+        topic_id: Some(TopicId([5; 16])),
+    };
+    let d = h.c.create_topics(&h.image, std::slice::from_ref(&topic));
+    h.commit(&d.records);
+    // The answer was lost in a failover; the forwarding broker retries the same request.
+    h.c = Controller::new(ControllerConfig::default(), &h.image, 1, 9);
+    let again = h.c.create_topics(&h.image, std::slice::from_ref(&topic));
+    assert!(again.records.is_empty());
+    assert_eq!(again.reply, d.reply);
+    // Another request for the same name (another id) is told the topic exists.
+    let other = NewTopic {
+        topic_id: Some(TopicId([6; 16])),
+        ..topic.clone()
+    };
+    let d = h.c.create_topics(&h.image, &[other]);
+    assert_eq!(
+        d.reply[0].result.clone().unwrap_err().code,
+        ErrorCode::TopicAlreadyExists
+    );
+    // An id already taken by another topic is refused.
+    let taken = NewTopic {
+        name: "u".into(),
+        ..topic
+    };
+    let d = h.c.create_topics(&h.image, &[taken]);
+    assert_eq!(
+        d.reply[0].result.clone().unwrap_err().code,
+        ErrorCode::InvalidRequest
     );
 }

@@ -26,6 +26,11 @@ pub struct NewTopic {
     pub replication_factor: i16,
     /// Its config overrides (validated by the server).
     pub configs: Vec<(String, String)>,
+    /// The id to give it, drawn once per client request by the broker that forwards it
+    /// (or `None`: the controller draws one). A retry of the same request after a
+    /// controller failover finds the topic created with this id and succeeds again instead
+    /// of answering TOPIC_ALREADY_EXISTS: the create is idempotent.
+    pub topic_id: Option<TopicId>,
 }
 
 /// One topic's answer to CreateTopics.
@@ -91,8 +96,14 @@ impl Controller {
         let mut partitions = image.partition_count();
         let mut topic_count = image.topics().len();
         for topic in topics {
+            if let Some(done) = created_by_this_request(image, topic) {
+                names.insert(topic.name.clone());
+                results.push(done);
+                continue;
+            }
             let result = self
                 .check_new_topic(image, topic, &names, brokers.len())
+                .and_then(|()| self.check_new_id(image, topic, &ids))
                 .and_then(|()| {
                     let n = topic.num_partitions as usize;
                     if topic_count >= limits::TOPICS_MAX || partitions + n > limits::PARTITIONS_MAX
@@ -165,6 +176,25 @@ impl Controller {
         )
     }
 
+    fn check_new_id(
+        &self,
+        image: &MetadataImage,
+        topic: &NewTopic,
+        ids: &BTreeSet<TopicId>,
+    ) -> Result<(), ControllerError> {
+        match topic.topic_id {
+            Some(id)
+                if id.0 == [0; 16] || image.topics().contains_key(&id) || ids.contains(&id) =>
+            {
+                Err(ControllerError::new(
+                    ErrorCode::InvalidRequest,
+                    format!("topic id {id:?} is zero or taken"),
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn new_topic(
         &mut self,
         image: &MetadataImage,
@@ -173,15 +203,18 @@ impl Controller {
         ids: &mut BTreeSet<TopicId>,
         records: &mut Vec<MetadataRecord>,
     ) -> (TopicId, Vec<Vec<i32>>) {
-        let topic_id = loop {
-            let mut id = [0; 16];
-            id[..8].copy_from_slice(&self.rng.next_u64().to_be_bytes());
-            id[8..].copy_from_slice(&self.rng.next_u64().to_be_bytes());
-            let id = TopicId(id);
-            if id.0 != [0; 16] && !image.topics().contains_key(&id) && ids.insert(id) {
-                break id;
+        let topic_id = topic.topic_id.filter(|id| ids.insert(*id));
+        let topic_id = topic_id.unwrap_or_else(|| {
+            loop {
+                let mut id = [0; 16];
+                id[..8].copy_from_slice(&self.rng.next_u64().to_be_bytes());
+                id[8..].copy_from_slice(&self.rng.next_u64().to_be_bytes());
+                let id = TopicId(id);
+                if id.0 != [0; 16] && !image.topics().contains_key(&id) && ids.insert(id) {
+                    break id;
+                }
             }
-        };
+        });
         records.push(MetadataRecord::Topic {
             name: topic.name.clone(),
             topic_id,
@@ -410,6 +443,23 @@ impl Controller {
         });
         Ok(Decision::new(vec![record], after))
     }
+}
+
+/// The answer to a retried create whose topic exists with the id the request carries.
+fn created_by_this_request(image: &MetadataImage, topic: &NewTopic) -> Option<TopicResult> {
+    let id = topic.topic_id?;
+    let existing = image
+        .topic_by_name(&topic.name)
+        .filter(|t| t.topic_id == id)?;
+    let assignment = existing
+        .partitions
+        .values()
+        .map(|p| p.replicas.clone())
+        .collect();
+    Some(TopicResult {
+        name: topic.name.clone(),
+        result: Ok((id, assignment)),
+    })
 }
 
 fn check_alter(

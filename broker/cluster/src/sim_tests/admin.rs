@@ -16,6 +16,13 @@ impl Sim {
             num_partitions: 1 + self.rng.below(6) as i32,
             replication_factor: 1 + self.rng.below(3) as i16,
             configs: vec![("retention.ms".into(), "1000".into())],
+            // The forwarding broker's id for this request, or none (the controller draws).
+            topic_id: self.rng.chance(700).then(|| {
+                let mut id = [0; 16];
+                id[..8].copy_from_slice(&self.rng.next_u64().to_be_bytes());
+                id[15] = 1;
+                TopicId(id)
+            }),
         };
         let existed = self.image.topic_ids().contains_key(&topic.name);
         let active = self
@@ -48,10 +55,30 @@ impl Sim {
             }
             _ => {}
         }
-        if self.commit(d.records)?.is_some() && result.is_ok() {
+        let created = result.is_ok() && !d.records.is_empty();
+        if self.commit(d.records)?.is_some() && created {
             self.stats.topics_created += 1;
+        } else if created && topic.topic_id.is_some() {
+            self.retry_create(&topic)?;
         }
         Ok(())
+    }
+
+    /// The client retries a create whose answer it never got: if it committed, the retry
+    /// (same topic id) succeeds with nothing new to commit; if not, it creates the topic.
+    fn retry_create(&mut self, topic: &NewTopic) -> Check {
+        let committed = self.image.topic_by_name(&topic.name).map(|t| t.topic_id) == topic.topic_id;
+        let d = self
+            .controller
+            .create_topics(&self.image, std::slice::from_ref(topic));
+        match (&d.reply[0].result, committed) {
+            (Ok((id, _)), true) if Some(*id) == topic.topic_id && d.records.is_empty() => {
+                self.stats.retried_creates += 1;
+                Ok(())
+            }
+            (_, true) => Err(format!("a retried create answered {:?}", d.reply[0])),
+            _ => self.commit(d.records).map(drop),
+        }
     }
 
     pub(super) fn delete_topic(&mut self) -> Check {
