@@ -6,14 +6,23 @@
 //!
 //! ```text
 //! becoming leader:  c = Controller::new(config, &image, now_ms, seed)
-//!                   (every registered broker gets a fresh session: nobody is fenced for
-//!                   the silence of a failover)
+//!                   (every unfenced broker gets a fresh session: nobody is fenced for
+//!                   the silence of a failover), then tick until empty (repairs a decision
+//!                   a failover cut between entries)
 //! each request:     d = c.<operation>(&image, now_ms, ...)?
-//!                   commit d.records as one Raft entry (skip if empty), apply it to the
-//!                   image, then answer with d.reply (a registration's broker epoch is
-//!                   the entry's index)
-//! timer:            loop { records = c.tick(&image, now_ms); if empty break; commit }
+//!                   commit d.records as one Raft entry (skip if empty; encode_batches if
+//!                   a fence is too large for one), apply it to the image, then answer with
+//!                   d.reply (a registration's broker epoch is the entry's index)
+//! timer:            at c.next_deadline_ms(&image):
+//!                   loop { records = c.tick(&image, now_ms); if empty break; commit }
 //! ```
+//!
+//! The operations: `register_broker`, `heartbeat`, `unregister_broker`, `tick` (brokers);
+//! `create_topics`, `delete_topics`, `create_partitions`, `alter_configs`,
+//! `elect_preferred_leaders`, `alter_partition` (topics and partitions); `security`,
+//! `put_view` / `remove_view`, `put_transform` / `remove_transform`, `put_plugin` /
+//! `remove_plugin`, `allocate_producer_ids`, `set_feature_level`, and
+//! `Controller::bootstrap_records` for a new cluster's first entry.
 //!
 //! One decision is in flight at a time: each call decides against an image that holds
 //! every record this controller returned before (CLUSTER.md §4a, "one batch in flight").
