@@ -52,6 +52,11 @@ error_codes! {
     OffsetOutOfRange = 1, "OFFSET_OUT_OF_RANGE";
     /// A batch whose bytes are damaged (length, CRC): the client may retry.
     CorruptMessage = 2, "CORRUPT_MESSAGE";
+    /// A topic or partition the cluster does not have.
+    UnknownTopicOrPartition = 3, "UNKNOWN_TOPIC_OR_PARTITION";
+    /// The request went to a broker that does not lead the partition, or (AlterPartition)
+    /// came from one that does not.
+    NotLeaderOrFollower = 6, "NOT_LEADER_OR_FOLLOWER";
     /// A batch over the partition's `max.message.bytes`.
     MessageTooLarge = 10, "MESSAGE_TOO_LARGE";
     /// An offset commit's metadata string over its limit.
@@ -62,6 +67,8 @@ error_codes! {
     CoordinatorNotAvailable = 15, "COORDINATOR_NOT_AVAILABLE";
     /// This broker is not the coordinator of the group or transactional id.
     NotCoordinator = 16, "NOT_COORDINATOR";
+    /// A topic name that is empty, too long or has characters Kafka refuses.
+    InvalidTopicException = 17, "INVALID_TOPIC_EXCEPTION";
     /// The request's generation is not the group's current one.
     IllegalGeneration = 22, "ILLEGAL_GENERATION";
     /// A member's protocol type or protocols do not match the group's.
@@ -80,6 +87,18 @@ error_codes! {
     UnsupportedSaslMechanism = 33, "UNSUPPORTED_SASL_MECHANISM";
     /// A SASL message out of turn.
     IllegalSaslState = 34, "ILLEGAL_SASL_STATE";
+    /// CreateTopics for a name the cluster already has.
+    TopicAlreadyExists = 36, "TOPIC_ALREADY_EXISTS";
+    /// A partition count below 1, not above the current one, or over the limit.
+    InvalidPartitions = 37, "INVALID_PARTITIONS";
+    /// A replication factor below 1 or above the live brokers.
+    InvalidReplicationFactor = 38, "INVALID_REPLICATION_FACTOR";
+    /// A replica assignment naming a broker twice or one the cluster does not have.
+    InvalidReplicaAssignment = 39, "INVALID_REPLICA_ASSIGNMENT";
+    /// A config entry that cannot be set.
+    InvalidConfig = 40, "INVALID_CONFIG";
+    /// The request went to a broker that is not the active controller (retriable).
+    NotController = 41, "NOT_CONTROLLER";
     /// A field over one of the limits, or a request that makes no sense.
     InvalidRequest = 42, "INVALID_REQUEST";
     /// A request a broker policy or bound refuses.
@@ -118,12 +137,20 @@ error_codes! {
     NonEmptyGroup = 68, "NON_EMPTY_GROUP";
     /// The group does not exist.
     GroupIdNotFound = 69, "GROUP_ID_NOT_FOUND";
+    /// A request whose leader epoch is older than the partition's current one.
+    FencedLeaderEpoch = 74, "FENCED_LEADER_EPOCH";
+    /// A broker's request carries a broker epoch that is not its current registration's.
+    StaleBrokerEpoch = 77, "STALE_BROKER_EPOCH";
     /// JoinGroup v4+ first round trip: retry with the returned member id.
     MemberIdRequired = 79, "MEMBER_ID_REQUIRED";
+    /// ElectLeaders: the preferred replica is not in the ISR or not active.
+    PreferredLeaderNotAvailable = 80, "PREFERRED_LEADER_NOT_AVAILABLE";
     /// The group already has `group.max.size` members.
     GroupMaxSizeReached = 81, "GROUP_MAX_SIZE_REACHED";
     /// Another member with the same `group.instance.id` replaced this one.
     FencedInstanceId = 82, "FENCED_INSTANCE_ID";
+    /// ElectLeaders: the preferred replica leads already.
+    ElectionNotNeeded = 84, "ELECTION_NOT_NEEDED";
     /// OffsetDelete of a partition whose topic the group's members consume.
     GroupSubscribedToTopic = 86, "GROUP_SUBSCRIBED_TO_TOPIC";
     /// A well-formed batch the broker refuses (old magic, a malformed record, ...).
@@ -136,8 +163,19 @@ error_codes! {
     DuplicateResource = 92, "DUPLICATE_RESOURCE";
     /// A credential outside the broker's bounds (iterations, salt, key lengths).
     UnacceptableCredential = 93, "UNACCEPTABLE_CREDENTIAL";
+    /// An AlterPartition whose partition epoch is not the partition's current one.
+    InvalidUpdateVersion = 95, "INVALID_UPDATE_VERSION";
+    /// A topic id the cluster does not have.
+    UnknownTopicId = 100, "UNKNOWN_TOPIC_ID";
+    /// A broker registers with a node id another live incarnation holds.
+    DuplicateBrokerRegistration = 101, "DUPLICATE_BROKER_REGISTRATION";
+    /// A heartbeat or request from a node id that is not registered.
+    BrokerIdNotRegistered = 102, "BROKER_ID_NOT_REGISTERED";
     /// DescribeTransactions on an unknown transactional id.
     TransactionalIdNotFound = 105, "TRANSACTIONAL_ID_NOT_FOUND";
+    /// An AlterPartition adds to the ISR a broker that is fenced, shutting down, or whose
+    /// broker epoch is stale (KIP-841, KIP-903).
+    IneligibleReplica = 107, "INELIGIBLE_REPLICA";
     /// A consumer-protocol member's epoch is ahead of or behind the coordinator's.
     FencedMemberEpoch = 110, "FENCED_MEMBER_EPOCH";
     /// A static member joined while the member with its `group.instance.id` is active.
