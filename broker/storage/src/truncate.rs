@@ -22,6 +22,15 @@
 //!    a torn tail does (`epoch.rs`); a later epoch must still be newer.
 //!
 //! Any failed write or fsync fences the log, as on the append path.
+//!
+//! `Log::truncate_fully_and_start_at` (Kafka's name) empties the log and moves its start to
+//! any offset, past the end too (a Raft follower that installed a snapshot newer than its
+//! whole log): `partition.checkpoint` first (log start and recovery point = the offset), then
+//! every segment and producer snapshot unlinked, the directory fsynced, and the log reopened
+//! (recovery creates the one empty segment at the checkpointed start). A crash before the
+//! unlinks are durable reopens the old records with the log start clamped to their end
+//! (`recovery.rs`), so a caller that must not lose the call records its intent first and
+//! repeats it on open, as the Raft log store does with its purge mark.
 
 use crate::checkpoint;
 use crate::error::StorageError;
@@ -76,6 +85,51 @@ impl Log {
             .truncate_from_end(self.fs.as_ref(), &self.dir, new_end)
             .map_err(|e| self.fence_storage(e))?;
         Ok(new_end)
+    }
+
+    /// Removes every record and starts the log at `offset` (any offset `>= 0`, below or past
+    /// the current end), durably before returning; the epoch cache keeps its latest epoch,
+    /// starting at `offset`. See the module docs.
+    pub fn truncate_fully_and_start_at(
+        &mut self,
+        offset: Offset,
+        now_ms: i64,
+    ) -> Result<(), StorageError> {
+        if self.fenced {
+            return Err(StorageError::Fenced);
+        }
+        if offset.value() < 0 {
+            return Err(StorageError::OffsetOutOfRange {
+                requested: offset,
+                log_start: self.log_start_offset,
+                log_end: self.log_end_offset(),
+            });
+        }
+        tracing::warn!(dir = %self.dir.display(), %offset, log_end = %self.log_end_offset(), "truncating the whole log and starting it at a new offset");
+        (self.log_start_offset, self.recovery_point) = (offset, offset);
+        self.durable_offset = self.durable_offset.min(offset);
+        self.write_checkpoint(now_ms)?;
+        let fs = std::sync::Arc::clone(&self.fs);
+        let removed = self
+            .segments
+            .iter()
+            .rev()
+            .try_for_each(|segment| segment.delete_files(fs.as_ref(), &self.dir));
+        let removed =
+            removed.and_then(|()| crate::producer::snapshot::remove_all(fs.as_ref(), &self.dir));
+        removed.map_err(|e| self.fence(e))?;
+        fs.sync_dir(&self.dir).map_err(|e| self.fence_sync(e))?;
+        if let Err(error) = self.reload_from_disk(now_ms) {
+            self.fenced = true;
+            self.stale = true;
+            return Err(error);
+        }
+        assert_eq!(
+            (self.log_start_offset, self.log_end_offset()),
+            (offset, offset),
+            "an emptied log starts and ends at its new start"
+        );
+        Ok(())
     }
 
     /// The byte position in segment `index` of the first batch at or after `offset`, and

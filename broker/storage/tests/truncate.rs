@@ -233,3 +233,21 @@ fn the_leader_epoch_cache_forgets_the_epochs_truncated_away() {
     assert_eq!(log.leader_epoch(), 0, "and durably so");
     assert_eq!(log.leader_epoch_at(Offset(first[3])), 0);
 }
+
+#[test]
+fn truncate_fully_and_start_at_moves_an_empty_log_past_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = Log::open(dir.path(), tiny_segments(), 0).unwrap();
+    append_n(&mut log, 12);
+    log.truncate_fully_and_start_at(Offset(100), 2_000).unwrap();
+    assert_eq!(
+        (log.log_start_offset(), log.log_end_offset()),
+        (Offset(100), Offset(100))
+    );
+    assert_eq!(log.segment_count(), 1);
+    assert_eq!(append_n(&mut log, 2), [100, 102]);
+    drop(log);
+    let log = Log::open(dir.path(), tiny_segments(), 0).unwrap();
+    assert_eq!(log.log_start_offset(), Offset(100));
+    assert_eq!(bases(&log), [100, 102]);
+}
