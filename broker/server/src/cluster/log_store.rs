@@ -23,7 +23,8 @@
 //!   `LIMITED_READ_BYTES_MAX` (at least one entry).
 //!
 //! Storage calls block on disk, so each runs on tokio's blocking pool (the server's
-//! Architecture Invariant). Any I/O error is returned to openraft, which treats it as fatal
+//! Architecture Invariant), the reads of in-memory state too: they wait for the lock an
+//! fsync may hold. Any I/O error is returned to openraft, which treats it as fatal
 //! and stops this Raft instance; the log is fenced meanwhile (CLUSTER.md §2.7: the
 //! supervisor that rebuilds the instance is future work).
 
@@ -348,7 +349,7 @@ impl RaftLogReader<MetaTypes> for MetaLogReader {
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote>, io::Error> {
-        Ok(lock(&self.inner)?.state.vote)
+        blocking(&self.inner, |log| Ok(log.state.vote)).await
     }
 
     async fn limited_get_log_entries(
@@ -367,11 +368,13 @@ impl RaftLogStorage<MetaTypes> for MetaLogStore {
     type LogReader = MetaLogReader;
 
     async fn get_log_state(&mut self) -> Result<LogState<MetaTypes>, io::Error> {
-        let log = lock(&self.inner)?;
-        Ok(LogState {
-            last_purged_log_id: log.state.purged,
-            last_log_id: log.last_log_id,
+        blocking(&self.inner, |log| {
+            Ok(LogState {
+                last_purged_log_id: log.state.purged,
+                last_log_id: log.last_log_id,
+            })
         })
+        .await
     }
 
     async fn get_log_reader(&mut self) -> Self::LogReader {
@@ -396,7 +399,7 @@ impl RaftLogStorage<MetaTypes> for MetaLogStore {
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId>, io::Error> {
-        Ok(lock(&self.inner)?.state.committed)
+        blocking(&self.inner, |log| Ok(log.state.committed)).await
     }
 
     async fn append<I>(

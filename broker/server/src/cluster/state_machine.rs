@@ -171,6 +171,17 @@ fn lock<A>(inner: &Mutex<SmInner<A>>) -> io::Result<std::sync::MutexGuard<'_, Sm
         .map_err(|_| io::Error::other("metadata state machine lock poisoned by a panic"))
 }
 
+/// Runs `f` on the state machine under its lock, on tokio's blocking pool (snapshots write
+/// files, and every caller may wait for the lock a snapshot write holds).
+async fn blocking<A: Send + 'static, T: Send + 'static>(
+    inner: &Arc<Mutex<SmInner<A>>>,
+    f: impl FnOnce(&mut SmInner<A>) -> io::Result<T> + Send + 'static,
+) -> io::Result<T> {
+    let inner = Arc::clone(inner);
+    let task = tokio::task::spawn_blocking(move || f(&mut *lock(&inner)?));
+    task.await.map_err(io::Error::other)?
+}
+
 impl<A: MetadataApply> MetadataStateMachine<A> {
     /// Opens the state machine in `dir` (created if absent) on the real filesystem, the image
     /// restored from the snapshot there if any.
@@ -217,12 +228,14 @@ impl<A: MetadataApply> MetadataStateMachine<A> {
         })
     }
 
-    /// Reads the image (under the state machine's lock: keep `read` short).
+    /// Reads the image under the state machine's lock (keep `read` short). Blocking: the lock
+    /// may be held by a snapshot being written, so async callers use the blocking pool.
     pub fn read_image<T>(&self, read: impl FnOnce(&A) -> T) -> io::Result<T> {
         Ok(read(&lock(&self.inner)?.image))
     }
 
-    /// The log id of the last entry applied (or restored from a snapshot).
+    /// The log id of the last entry applied (or restored from a snapshot). Blocking, as
+    /// [`MetadataStateMachine::read_image`].
     pub fn last_applied(&self) -> io::Result<Option<LogId>> {
         Ok(lock(&self.inner)?.last_applied)
     }
@@ -263,9 +276,7 @@ impl<A: MetadataApply> RaftSnapshotBuilder<MetaTypes> for MetadataStateMachine<A
     type SnapshotData = Cursor<Vec<u8>>;
 
     async fn build_snapshot(&mut self) -> Result<MetaSnapshot, io::Error> {
-        let inner = Arc::clone(&self.inner);
-        let task = tokio::task::spawn_blocking(move || {
-            let mut sm = lock(&inner)?;
+        blocking(&self.inner, |sm| {
             let image = sm.image.snapshot();
             if image.len() > SNAPSHOT_BYTES_MAX {
                 return Err(too_large(image.len()));
@@ -281,8 +292,8 @@ impl<A: MetadataApply> RaftSnapshotBuilder<MetaTypes> for MetadataStateMachine<A
                 meta,
                 snapshot: Cursor::new(data),
             })
-        });
-        task.await.map_err(io::Error::other)?
+        })
+        .await
     }
 }
 
@@ -291,8 +302,10 @@ impl<A: MetadataApply> RaftStateMachine<MetaTypes> for MetadataStateMachine<A> {
     type SnapshotBuilder = Self;
 
     async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), io::Error> {
-        let sm = lock(&self.inner)?;
-        Ok((sm.last_applied, sm.last_membership.clone()))
+        blocking(&self.inner, |sm| {
+            Ok((sm.last_applied, sm.last_membership.clone()))
+        })
+        .await
     }
 
     async fn apply<Strm>(&mut self, mut entries: Strm) -> Result<(), io::Error>
@@ -302,12 +315,10 @@ impl<A: MetadataApply> RaftStateMachine<MetaTypes> for MetadataStateMachine<A> {
             + OptionalSend,
     {
         while let Some((entry, responder)) = entries.try_next().await? {
-            let reply = lock(&self.inner)?.apply(&entry);
+            let index = entry.log_id.index;
+            let reply = blocking(&self.inner, move |sm| Ok(sm.apply(&entry))).await?;
             if let Some(responder) = responder {
-                responder.send(ApplyResponse {
-                    index: entry.log_id.index,
-                    reply,
-                });
+                responder.send(ApplyResponse { index, reply });
             }
         }
         Ok(())
@@ -322,11 +333,10 @@ impl<A: MetadataApply> RaftStateMachine<MetaTypes> for MetadataStateMachine<A> {
         meta: &SnapshotMeta,
         snapshot: Self::SnapshotData,
     ) -> Result<(), io::Error> {
-        let (inner, meta) = (Arc::clone(&self.inner), meta.clone());
-        let task = tokio::task::spawn_blocking(move || {
+        let meta = meta.clone();
+        blocking(&self.inner, move |sm| {
             let data = snapshot.into_inner();
             let image = unframe(&data)?;
-            let mut sm = lock(&inner)?;
             sm.image
                 .restore(meta.last_log_id.map(|l| l.index), image)
                 .map_err(|e| invalid(e.to_string()))?;
@@ -334,15 +344,17 @@ impl<A: MetadataApply> RaftStateMachine<MetaTypes> for MetadataStateMachine<A> {
             sm.last_membership = meta.last_membership.clone();
             tracing::info!(last_log_id = ?meta.last_log_id, bytes = data.len(), "installed a metadata snapshot");
             sm.store_snapshot(meta, data)
-        });
-        task.await.map_err(io::Error::other)?
+        })
+        .await
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<MetaSnapshot>, io::Error> {
-        let sm = lock(&self.inner)?;
-        Ok(sm.current.as_ref().map(|(meta, data)| Snapshot {
-            meta: meta.clone(),
-            snapshot: Cursor::new(data.clone()),
-        }))
+        blocking(&self.inner, |sm| {
+            Ok(sm.current.as_ref().map(|(meta, data)| Snapshot {
+                meta: meta.clone(),
+                snapshot: Cursor::new(data.clone()),
+            }))
+        })
+        .await
     }
 }
