@@ -38,3 +38,30 @@ const _: () = assert!(ENTRY_PAYLOAD_BYTES_MAX + 4096 <= ENTRY_BATCH_BYTES_MAX as
 const _: () = assert!(MEMBERSHIP_ENTRY_BYTES_MAX + 4096 <= ENTRY_BATCH_BYTES_MAX as usize);
 const _: () = assert!(LIMITED_READ_BYTES_MAX >= ENTRY_BATCH_BYTES_MAX as usize);
 const _: () = assert!(METADATA_SEGMENT_BYTES >= ENTRY_BATCH_BYTES_MAX);
+
+/// openraft's `heartbeat_interval`, in milliseconds: how often the leader tells followers
+/// it is alive (and commits). A third of the shortest election timeout, so two lost
+/// heartbeats never trigger an election.
+pub const HEARTBEAT_INTERVAL_MS: u64 = 250;
+
+/// openraft's election timeout range, in milliseconds: a follower that hears no leader for
+/// a random time in it campaigns. Kafka's `controller.quorum.election.timeout.ms` is 1000;
+/// the range spreads candidates so one usually wins the first round.
+pub const ELECTION_TIMEOUT_MIN_MS: u64 = 1_000;
+pub const ELECTION_TIMEOUT_MAX_MS: u64 = 2_000;
+
+/// openraft's `max_payload_entries`: entries per AppendEntries (openraft's default). With
+/// `LIMITED_READ_BYTES_MAX` it bounds a replication message.
+pub const APPEND_ENTRIES_PER_RPC_MAX: u64 = 300;
+
+/// Entries applied since the last snapshot after which a new one is built
+/// (`SnapshotPolicy::LogsSinceLast`, openraft's default): the metadata log is purged up to
+/// a snapshot, so this bounds its length (with `LOG_ENTRIES_KEPT_AFTER_SNAPSHOT`).
+pub const SNAPSHOT_AFTER_ENTRIES: u64 = 5_000;
+
+/// Entries kept below a snapshot (openraft's `max_in_snapshot_log_to_keep`, its default):
+/// a follower this close behind catches up from the log instead of a whole snapshot.
+pub const LOG_ENTRIES_KEPT_AFTER_SNAPSHOT: u64 = 1_000;
+
+const _: () = assert!(3 * HEARTBEAT_INTERVAL_MS < ELECTION_TIMEOUT_MIN_MS);
+const _: () = assert!(ELECTION_TIMEOUT_MIN_MS < ELECTION_TIMEOUT_MAX_MS);

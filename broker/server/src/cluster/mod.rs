@@ -7,7 +7,8 @@
 //!
 //! # Layout
 //! Read in this order:
-//! - [`limits`]: every bound of the module, with its unit and why.
+//! - [`limits`]: every bound and timing of the module, with its unit and why;
+//!   [`raft_config`] turns them into openraft's `Config`.
 //! - `types.rs`: [`MetaTypes`], the openraft type configuration (`u64` node ids and terms,
 //!   [`MetadataPayload`] data, [`ApplyResponse`] replies, [`ControllerNode`] nodes), the
 //!   aliases of openraft's types, and [`MetadataApply`], the seam to the image.
@@ -47,3 +48,20 @@ pub use types::{
 
 /// A Raft instance of the metadata quorum over the image `A`.
 pub type MetaRaft<A> = openraft::Raft<MetaTypes, MetadataStateMachine<A>>;
+
+/// openraft's settings for the metadata quorum, every one from [`limits`], validated.
+pub fn raft_config(
+    cluster_name: &str,
+) -> Result<std::sync::Arc<openraft::Config>, openraft::ConfigError> {
+    let config = openraft::Config {
+        cluster_name: cluster_name.to_owned(),
+        heartbeat_interval: limits::HEARTBEAT_INTERVAL_MS,
+        election_timeout_min: limits::ELECTION_TIMEOUT_MIN_MS,
+        election_timeout_max: limits::ELECTION_TIMEOUT_MAX_MS,
+        max_payload_entries: limits::APPEND_ENTRIES_PER_RPC_MAX,
+        snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(limits::SNAPSHOT_AFTER_ENTRIES),
+        max_in_snapshot_log_to_keep: limits::LOG_ENTRIES_KEPT_AFTER_SNAPSHOT,
+        ..openraft::Config::default()
+    };
+    Ok(std::sync::Arc::new(config.validate()?))
+}

@@ -10,21 +10,21 @@ use std::io::Cursor;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use openraft::RaftNetworkV2;
 use openraft::error::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
 use openraft::network::{RPCOption, RaftNetworkFactory};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
 };
-use openraft::{Config, RaftNetworkV2};
 
 use super::TestImage;
 use crate::cluster::{
     ControllerNode, MetaLogStore, MetaRaft, MetaSnapshot, MetaTypes, MetadataPayload,
-    MetadataStateMachine, Vote,
+    MetadataStateMachine, Vote, raft_config,
 };
 
 /// How long the test waits for an election or for an entry to apply everywhere: far above
-/// the election timeout (150-300 ms), so only a real failure hits it.
+/// the election timeout (`ELECTION_TIMEOUT_MAX_MS`, 2 s), so only a real failure hits it.
 const WAIT: Duration = Duration::from_secs(30);
 
 /// Every node's `Raft`, by node id: the in-memory "network".
@@ -126,11 +126,7 @@ async fn start(
     dir: &std::path::Path,
     router: &Router,
 ) -> (MetaRaft<TestImage>, MetadataStateMachine<TestImage>) {
-    let config = Config {
-        cluster_name: "sluice-metadata-test".to_owned(),
-        ..Config::default()
-    };
-    let config = Arc::new(config.validate().expect("a valid config"));
+    let config = raft_config("sluice-metadata-test").expect("a valid config");
     let store = MetaLogStore::open(&dir.join("raft")).unwrap();
     let sm = MetadataStateMachine::open(&dir.join("sm"), TestImage::default()).unwrap();
     let raft = MetaRaft::new(id, config, router.clone(), store, sm.clone())
