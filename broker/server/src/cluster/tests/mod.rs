@@ -1,8 +1,10 @@
 //! Tests of the metadata quorum's storage and Raft wiring (`cargo test -p sluice-server --lib
 //! cluster`): openraft's own storage suite (`suite.rs`), restart and crash recovery of the
-//! log store and state machine (`restart.rs`), and three Raft instances over an in-memory
+//! log store and state machine (`restart.rs`), every write and sync of the log store failed
+//! and crashed (`fault_sweep.rs`), and three Raft instances over an in-memory
 //! network electing a leader and applying a write everywhere (`smoke.rs`).
 
+mod fault_sweep;
 mod restart;
 mod smoke;
 mod suite;
