@@ -151,5 +151,13 @@ mod tests {
     fn a_payload_over_the_limit_is_refused_naming_it() {
         let error = MetadataPayload::new(vec![0; ENTRY_PAYLOAD_BYTES_MAX + 1]).unwrap_err();
         assert!(error.to_string().contains("ENTRY_PAYLOAD_BYTES_MAX"));
+        let from_a_peer = serde_json::to_vec(&vec![0u8; ENTRY_PAYLOAD_BYTES_MAX + 1]).unwrap();
+        let error = serde_json::from_slice::<MetadataPayload>(&from_a_peer).unwrap_err();
+        assert!(
+            error.to_string().contains("ENTRY_PAYLOAD_BYTES_MAX"),
+            "{error}"
+        );
+        let at_the_limit = serde_json::to_vec(&vec![7u8; ENTRY_PAYLOAD_BYTES_MAX]).unwrap();
+        assert!(serde_json::from_slice::<MetadataPayload>(&at_the_limit).is_ok());
     }
 }

@@ -9,9 +9,19 @@ use serde::{Deserialize, Serialize};
 use super::limits::ENTRY_PAYLOAD_BYTES_MAX;
 
 /// The application data of one Raft entry: an encoded batch of metadata records, opaque
-/// here. At most [`ENTRY_PAYLOAD_BYTES_MAX`] bytes.
+/// here. At most [`ENTRY_PAYLOAD_BYTES_MAX`] bytes, however it is made (deserializing one
+/// from a peer checks the bound too).
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "Vec<u8>")]
 pub struct MetadataPayload(Vec<u8>);
+
+impl TryFrom<Vec<u8>> for MetadataPayload {
+    type Error = PayloadTooLarge;
+
+    fn try_from(bytes: Vec<u8>) -> Result<Self, PayloadTooLarge> {
+        MetadataPayload::new(bytes)
+    }
+}
 
 /// A payload over [`ENTRY_PAYLOAD_BYTES_MAX`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

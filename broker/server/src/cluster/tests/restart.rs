@@ -189,3 +189,41 @@ async fn a_damaged_snapshot_is_refused_at_install_and_at_open() {
     std::fs::write(&file, bytes).unwrap();
     assert!(MetadataStateMachine::open(dir.path(), TestImage::default()).is_err());
 }
+
+#[tokio::test]
+async fn limited_reads_stop_near_their_byte_bound_and_full_reads_do_not() {
+    use crate::cluster::limits::{ENTRY_PAYLOAD_BYTES_MAX, LIMITED_READ_BYTES_MAX};
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = MetaLogStore::open(dir.path()).unwrap();
+    let count = (2 * LIMITED_READ_BYTES_MAX / ENTRY_PAYLOAD_BYTES_MAX) as u64;
+    let big: Vec<Entry> = (0..count)
+        .map(|i| {
+            let payload = MetadataPayload::new(vec![i as u8; ENTRY_PAYLOAD_BYTES_MAX]).unwrap();
+            Entry::new_normal(log_id(1, i), payload)
+        })
+        .collect();
+    append(&mut store, big).await.unwrap();
+    let mut reader = store.get_log_reader().await;
+    let limited = reader.limited_get_log_entries(0, count).await.unwrap();
+    assert!(
+        !limited.is_empty() && (limited.len() as u64) < count,
+        "{}",
+        limited.len()
+    );
+    let bytes: usize = limited.len() * ENTRY_PAYLOAD_BYTES_MAX;
+    assert!(
+        bytes <= LIMITED_READ_BYTES_MAX + ENTRY_PAYLOAD_BYTES_MAX,
+        "{bytes}"
+    );
+    let all = reader.try_get_log_entries(0..count).await.unwrap();
+    assert_eq!(
+        all.len() as u64,
+        count,
+        "try_get_log_entries never stops early"
+    );
+    let from_middle = reader
+        .limited_get_log_entries(count - 1, count)
+        .await
+        .unwrap();
+    assert_eq!(from_middle.len(), 1);
+}
