@@ -324,6 +324,11 @@ impl<A: MetadataApply> RaftStateMachine<MetaTypes> for MetadataStateMachine<A> {
         Ok(())
     }
 
+    /// Always a builder: the image is in memory and a snapshot is one encoding of it.
+    async fn try_create_snapshot_builder(&mut self, _force: bool) -> Option<Self::SnapshotBuilder> {
+        Some(self.clone())
+    }
+
     async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
         self.clone()
     }
