@@ -2,7 +2,8 @@
 //! cluster`): openraft's own storage suite (`suite.rs`), restart and crash recovery of the
 //! log store and state machine (`restart.rs`), every write and sync of the log store failed
 //! and crashed (`fault_sweep.rs`), and three Raft instances over an in-memory
-//! network electing a leader and applying a write everywhere (`smoke.rs`).
+//! network electing a leader and applying a write everywhere, and a learner catching up from
+//! a snapshot after a purge (`smoke.rs`).
 
 mod fault_sweep;
 mod restart;
