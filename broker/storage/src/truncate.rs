@@ -7,7 +7,9 @@
 //! 1. `cleaner.checkpoint` (if the clean reached past the offset) and `partition.checkpoint`
 //!    are lowered: the recovery point to the base of the segment that is cut, so recovery
 //!    scans that segment and never trusts its old indexes (a trusted sealed segment takes
-//!    its end from the next segment's base, which would hide the cut).
+//!    its end from the next segment's base, which would hide the cut). (In a compacted log,
+//!    a crash between this and step 2 may make recovery take a cleaner's gap at or after the
+//!    offset for damage and cut there: only records the truncation removes anyway.)
 //! 2. That segment's `.log` is cut at the first batch at or after the offset and fsynced:
 //!    the commit point. Before it, the log is whole; after it, recovery finds the cut
 //!    segment ending at the offset and deletes every later segment as a gap.
