@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """Checks the rules ARCHITECTURE.md states about the code's structure; exits 1 on a breach.
 
-Four kinds of rule, all read from ARCHITECTURE.md, not copied here:
+Five kinds of rule, all read from ARCHITECTURE.md, not copied here:
 - crate rules ("Layers"): which of our crates each crate may depend on (its `[dependencies]`,
   and the `sluice_*` paths its `src/` names), and which may not pull in an async runtime or
   sockets ("no async runtime" in its row);
 - import rules ("Import rules"): inside a crate, a module that never imports another
   (`- broker/server: \`wire\` never imports \`handler\`, \`connection\`: why`), or a module
   only some import (`- broker/server: only \`listener\` imports \`admin\`: why`);
+- external-crate rules ("Import rules"): the one module of one crate that may use a
+  third-party crate (`- broker/server: only \`cluster\` uses the crate \`openraft\`: why`): no
+  other module of that crate names it, and no other workspace member depends on it;
 - the module DAG: in every crate the top-level modules form a DAG (no two import each other,
   however indirectly);
 - the module maps: each crate's `lib.rs` (or `main.rs`) opens with a `# Layout` section that
@@ -222,6 +225,33 @@ def check_import_rules() -> tuple[list[str], int]:
     return errors, len(rules)
 
 
+EXTERNAL_RULE = re.compile(r"^- (\S+): only `([a-z_0-9]+)` uses the crate `([a-z0-9_-]+)`: (.+)$")
+
+
+def check_external_rules(dirs: dict[str, Path]) -> tuple[list[str], int]:
+    """Each "only `m` uses the crate `c`" line: `c` in no other module's code of that crate
+    (tests included) and in no other workspace member's `[dependencies]`."""
+    errors = []
+    rules = [m.groups() for line in section("Import rules").splitlines() if (m := EXTERNAL_RULE.match(line.strip()))]
+    for crate_dir, module, external, why in rules:
+        src = ROOT / crate_dir / "src"
+        path_use = re.compile(rf"\b{re.escape(external.replace('-', '_'))}::")
+        for path in sorted(src.rglob("*.rs")):
+            owner = path.relative_to(src).parts[0].removesuffix(".rs")
+            if owner == module:
+                continue
+            for number, code in code_lines(path):
+                if path_use.search(code):
+                    errors.append(f"{path.relative_to(ROOT)}:{number}: `{owner}` uses `{external}`: {why}")
+        for name, directory in sorted(dirs.items()):
+            if directory == ROOT / crate_dir:
+                continue
+            manifest = tomllib.loads((directory / "Cargo.toml").read_text(encoding="utf-8"))
+            if external in manifest.get("dependencies", {}) or external in manifest.get("dev-dependencies", {}):
+                errors.append(f"{name} depends on `{external}`: {why}")
+    return errors, len(rules)
+
+
 def check_module_maps(dirs: dict[str, Path]) -> list[str]:
     errors = []
     for name, directory in sorted(dirs.items()):
@@ -244,6 +274,9 @@ def main() -> int:
     errors = check_crates(dirs)
     rule_errors, rules = check_import_rules()
     errors += rule_errors
+    external_errors, external_rules = check_external_rules(dirs)
+    errors += external_errors
+    rules += external_rules
     errors += check_cycles(dirs)
     errors += check_module_maps(dirs)
     for line in errors:

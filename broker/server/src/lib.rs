@@ -84,6 +84,9 @@
 //!   and transform plugins: the spec and its checks, and `views/apply.rs`; the live view
 //!   (spec + source topic + bound chain) is the registry's (`topics/views.rs`); `records` decodes and re-encodes the batches
 //!   for views and for `reroute/`.
+//! - [`cluster`]: the metadata quorum's consensus, the only importer of openraft: the type
+//!   configuration, the Raft log on a `sluice_storage::Log`, the state machine over the
+//!   metadata image ([`cluster::MetadataApply`]) with bounded, checksummed snapshots.
 //! - [`error`]: config, Kafka and server errors.
 //! - [`random`]: `OsRng`, the one place the OS's randomness is read (SCRAM nonces and
 //!   salts, member ids, topic and cluster ids).
@@ -117,6 +120,7 @@ mod background;
 pub mod broker;
 mod cleaner;
 pub mod clock;
+pub mod cluster;
 mod codec;
 pub mod compacted_log;
 pub mod config;

@@ -126,6 +126,25 @@ impl EpochCache {
         }
     }
 
+    /// Kafka's `truncateFromEnd`, for `Log::truncate_to`: forgets the epochs that begin at or
+    /// after `end` (their records were truncated away), persisting the cache if any went.
+    pub(crate) fn truncate_from_end(
+        &mut self,
+        fs: &dyn Fs,
+        dir: &Path,
+        end: Offset,
+    ) -> Result<(), StorageError> {
+        if self.entries.iter().all(|e| e.start_offset < end) {
+            return Ok(());
+        }
+        let mut next = self.clone();
+        next.entries.retain(|e| e.start_offset < end);
+        next.clean = false;
+        io::write_durable(fs, &dir.join(EPOCH_FILE), &encode(&next.entries))?;
+        *self = next;
+        Ok(())
+    }
+
     /// Folds the entries wholly below `log_start` into one that begins there.
     pub(crate) fn truncate_head(&mut self, log_start: Offset) {
         let below = self

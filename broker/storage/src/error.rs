@@ -88,6 +88,12 @@ pub enum StorageError {
         log_start: Offset,
         log_end: Offset,
     },
+    /// `truncate_to` an offset inside a batch: a log is only ever cut between batches.
+    #[error("offset {requested} is inside the batch at {batch_base}, not a batch boundary")]
+    NotBatchBoundary {
+        requested: Offset,
+        batch_base: Offset,
+    },
     /// A file that must be valid (a checkpoint with a good CRC) is not.
     #[error("corrupt {what}: {reason}")]
     Corrupt { what: String, reason: String },

@@ -91,17 +91,26 @@ impl Log {
             discard_from(self.fs.as_ref(), &self.dir, durable)?;
         }
         self.discard_pending = false;
+        let old_end = self.log_end_offset();
+        let log_end = self.reload_from_disk(now_ms)?;
+        assert!(
+            !cut || log_end <= durable,
+            "a log cut back to its durable offset recovers no further"
+        );
+        tracing::warn!(dir = %self.dir.display(), %old_end, %log_end, discarded_above = cut.then_some(durable.value()), "fence lifted: probe write and fsync succeeded; log reopened from disk");
+        Ok(())
+    }
+
+    /// Recovers the directory and replaces every piece of in-memory state with what the
+    /// files hold (segments, producer state, epochs, cleaner checkpoint); unfences. Returns
+    /// the log end. Shared by lifting a fence and by `truncate_to`.
+    pub(crate) fn reload_from_disk(&mut self, now_ms: i64) -> Result<Offset, StorageError> {
         let recovered = recovery::recover(self.fs.as_ref(), &self.dir, &self.config)?;
         let log_end = recovered
             .segments
             .last()
             .expect("recovery leaves a segment")
             .end_offset;
-        assert!(
-            !cut || log_end <= durable,
-            "a log cut back to its durable offset recovers no further"
-        );
-        let old_end = self.log_end_offset();
         self.producers = crate::producer::rebuild(
             self.fs.as_ref(),
             &self.dir,
@@ -130,8 +139,7 @@ impl Log {
         self.fenced = false;
         self.stale = false;
         self.generation += 1;
-        tracing::warn!(dir = %self.dir.display(), %old_end, %log_end, discarded_above = cut.then_some(durable.value()), "fence lifted: probe write and fsync succeeded; log reopened from disk");
-        Ok(())
+        Ok(log_end)
     }
 }
 

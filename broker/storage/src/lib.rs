@@ -41,7 +41,9 @@
 //!   `advance_log_start_offset`; `group_sync.rs`: group commit for acks=all
 //!   (`begin_sync`, `PendingSync::run` without the lock, `complete_sync`); `fence.rs`:
 //!   fencing after a failed write or fsync and `try_unfence` (probe, cut back to the
-//!   durable offset, reopen from disk).
+//!   durable offset, reopen from disk); `truncate.rs`: `truncate_to` (remove every record
+//!   at or after an offset, crash-safe: a follower's divergence, the Raft log's
+//!   `truncate_after`).
 //! - [`txn_guard`]: KIP-890's verification of a client's transactional batches against
 //!   the coordinator (guards handed out before asking it, dropped by markers), in memory.
 //! - `testing` (feature `testing`): builders of valid batches for tests and benchmarks;
@@ -82,6 +84,7 @@ mod segment;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 mod time_index;
+mod truncate;
 pub mod txn_guard;
 
 pub use batch::{BatchHeader, Compression};

@@ -73,6 +73,15 @@ pub(crate) fn write(
     Ok(())
 }
 
+/// Removes every snapshot (not durably: the caller fsyncs `dir`), for
+/// `Log::truncate_fully_and_start_at`.
+pub(crate) fn remove_all(fs: &dyn Fs, dir: &Path) -> io::Result<()> {
+    for offset in list(fs, dir)? {
+        fs.remove(&path_of(dir, offset))?;
+    }
+    Ok(())
+}
+
 /// The newest snapshot at or below `log_end` that decodes, after deleting those above it.
 pub(crate) fn load_newest(
     fs: &dyn Fs,
