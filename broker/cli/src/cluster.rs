@@ -1,5 +1,8 @@
 //! `sluice cluster info`: the cluster id, brokers and controller (Metadata), topic and
 //! partition counts, and the Kafka APIs the broker serves (ApiVersions).
+//! `sluice cluster format`: prepares a data dir for a broker of a cluster, as Kafka's
+//! `kafka-storage format` does (`meta.json`: the cluster id, the node id, the dir's id);
+//! `sluice cluster random-id`: a new cluster id (`kafka-storage random-uuid`).
 
 use std::fmt::Write as _;
 
@@ -23,12 +26,53 @@ pub struct ClusterArgs {
 enum ClusterCommand {
     /// Cluster id, brokers, controller, topic counts and supported APIs.
     Info,
+    /// Prepares a data dir for a broker of a cluster (Kafka's `kafka-storage format`):
+    /// needed before a broker with `controller.quorum.voters` starts on it.
+    Format {
+        /// The broker's data dir (created if missing; refused if already formatted).
+        #[arg(long)]
+        data_dir: std::path::PathBuf,
+        /// The cluster's id, the same on every broker (`sluice cluster random-id` makes
+        /// one); a random one when omitted.
+        #[arg(long)]
+        cluster_id: Option<String>,
+        /// The broker's `node.id`.
+        #[arg(long, default_value_t = 0)]
+        node_id: i32,
+    },
+    /// Prints a new random cluster id (Kafka's `kafka-storage random-uuid`).
+    RandomId,
 }
 
-/// Runs `sluice cluster info`.
+/// Runs `sluice cluster ...`.
 pub fn run(args: ClusterArgs) -> anyhow::Result<()> {
-    let ClusterCommand::Info = args.command;
-    let mut client = args.common.connect()?;
+    match args.command {
+        ClusterCommand::Info => info(args.common),
+        ClusterCommand::Format {
+            data_dir,
+            cluster_id,
+            node_id,
+        } => {
+            let meta = sluice_server::data_dir::format(&data_dir, cluster_id.as_deref(), node_id)?;
+            println!(
+                "formatted {} for node {} of cluster {}",
+                data_dir.display(),
+                meta.node_id,
+                meta.cluster_id
+            );
+            Ok(())
+        }
+        ClusterCommand::RandomId => {
+            println!("{}", sluice_server::random::random_id());
+            Ok(())
+        }
+    }
+}
+
+/// `sluice cluster info`.
+fn info(common: Common) -> anyhow::Result<()> {
+    let args_output = common.output;
+    let mut client = common.connect()?;
     let metadata = common::metadata(&mut client, None, false)?;
     let mut request = ApiVersionsRequest::default();
     request.client_software_name = StrBytes::from_static_str("sluice-cli");
@@ -61,7 +105,7 @@ pub fn run(args: ClusterArgs) -> anyhow::Result<()> {
         "partitions": partitions,
         "apis": apis,
     });
-    emit(args.common.output, &doc, text)
+    emit(args_output, &doc, text)
 }
 
 fn text(doc: &Value) -> String {

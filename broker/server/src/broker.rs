@@ -5,28 +5,26 @@
 //! On-disk layout under `data.dir` (the topics' and views' own: `crate::topics`):
 //! ```text
 //! .lock                          flock'd while a broker has the data dir open
-//! cluster.json                   {"cluster_id": "..."}
+//! meta.json                      {"version", "cluster_id", "node_id", "directory_id"}
+//!                                (`crate::data_dir`: `sluice cluster format`, or the first
+//!                                start of a cluster of one; single-node Sluice's
+//!                                cluster.json is migrated to it)
 //! ```
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 
-use serde::{Deserialize, Serialize};
 use sluice_storage::Fs;
 use sluice_storage::io::{self as storage_io, RealFs};
 
 use crate::clock::SharedClock;
 use crate::config::{BrokerConfig, HostPort};
 use crate::error::ServerError;
-use crate::files::{remove_stale_temps, write_durable};
+use crate::files::remove_stale_temps;
 use crate::plugins::Plugins;
-use crate::random::OsRng;
 use crate::security::Security;
 use crate::telemetry::{Telemetry, TelemetryConfig};
 use crate::topics::TopicRegistry;
-
-const CLUSTER_FILE: &str = "cluster.json";
 
 /// The broker's shared state.
 #[derive(Debug)]
@@ -52,12 +50,6 @@ pub struct Broker {
     pub metrics: crate::metrics::Metrics,
     /// The metrics clients push about themselves (KIP-714).
     pub telemetry: Arc<Telemetry>,
-}
-
-/// `<data.dir>/cluster.json`.
-#[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct ClusterFile {
-    pub(crate) cluster_id: String,
 }
 
 /// What a broker reads the world through: the filesystem its partition logs live on and
@@ -106,7 +98,8 @@ impl Broker {
         )))?;
         let dir_lock = crate::data_dir::lock(&dir)?;
         remove_stale_temps(&dir);
-        let cluster_id = load_or_create_cluster_id(&dir)?;
+        let meta = crate::data_dir::load_or_init(&dir, config.node_id, config.needs_format())?;
+        let cluster_id = meta.cluster_id;
         let plugins = Plugins::open(&config)?;
         let security = Arc::new(Security::open(&config)?);
         let advertised = config
@@ -185,35 +178,6 @@ impl Broker {
             .take();
         first_error.map_or(Ok(()), Err)
     }
-}
-
-fn load_or_create_cluster_id(dir: &Path) -> Result<String, ServerError> {
-    let path = dir.join(CLUSTER_FILE);
-    if let Ok(text) = std::fs::read_to_string(&path)
-        && let Ok(file) = serde_json::from_str::<ClusterFile>(&text)
-    {
-        return Ok(file.cluster_id);
-    }
-    let cluster_id = random_id();
-    let text = serde_json::to_string(&ClusterFile {
-        cluster_id: cluster_id.clone(),
-    })
-    .unwrap_or_default();
-    write_durable(&path, text.as_bytes())
-        .map_err(ServerError::io(format!("writing {}", path.display())))?;
-    Ok(cluster_id)
-}
-
-/// 22 random URL-safe characters (`random.rs`; Kafka's cluster ids are 22-character
-/// base64 UUIDs).
-fn random_id() -> String {
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut bytes = [0u8; 22];
-    OsRng::fill(&mut bytes).expect("getrandom(2) failed");
-    bytes
-        .iter()
-        .map(|b| char::from(ALPHABET[usize::from(b & 63)]))
-        .collect()
 }
 
 /// What every client is subscribed to (`client.telemetry.*`, `telemetry.max.bytes`).

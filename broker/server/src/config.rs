@@ -18,6 +18,7 @@ use sluice_group::GroupConfig;
 use crate::error::ConfigError;
 
 pub use admin_keys::AdminAuth;
+pub use cluster_keys::{ProcessRoles, QuorumVoter};
 pub use keys::{BROKER_KEYS, BrokerConfig, KEYS};
 pub use listener_keys::{
     ClientAuth, KeystoreType, ListenerAddr, ListenerSpec, SecurityProtocol, parse_listener_list,
@@ -102,10 +103,6 @@ pub fn is_sensitive(key: &str) -> bool {
     KEYS.iter().any(|k| k.name == key && k.sensitive)
 }
 
-/// This broker's node id in Metadata, FindCoordinator and DescribeCluster (a single-node
-/// cluster), until `node.id` is a config key (the cluster work).
-pub const NODE_ID: i32 = 0;
-
 /// Environment variables starting with `SLUICE_` that are not config keys.
 const ENV_NON_KEYS: &[&str] = &[
     "SLUICE_LOG",
@@ -181,6 +178,7 @@ impl BrokerConfig {
             .validate()
             .map_err(ConfigError::Inconsistent)?;
         self.validate_listener_keys()?;
+        self.validate_cluster_keys()?;
         self.validate_security_keys()?;
         if let Some(admin) = &self.admin_listen {
             admin
@@ -248,6 +246,7 @@ fn flatten_toml(prefix: &str, value: &toml::Value, out: &mut BTreeMap<String, St
 
 mod admin_keys;
 pub mod cleaner_keys;
+mod cluster_keys;
 pub mod docs;
 mod keys;
 mod limit_keys;

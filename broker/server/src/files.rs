@@ -1,4 +1,4 @@
-//! The broker's own small files (`topic.json`, `cluster.json`, view specs, transform specs)
+//! The broker's own small files (`topic.json`, `meta.json`, view specs, transform specs)
 //! on the real filesystem, through the storage crate's one durable-write path
 //! (`sluice_storage::io::durable`), and the removals whose failure is logged rather than
 //! returned (what they leave behind is found again at the next start).

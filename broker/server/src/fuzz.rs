@@ -150,7 +150,7 @@ pub fn offsets_log(data: &[u8]) {
 
 /// The JSON files of the data dir, as the broker reads them at start; the first byte picks
 /// the file: 0 `topic.json` (with its overrides mapped onto the broker config), 1 a view's
-/// spec in `views/`, 2 `cluster.json` (modulo 3). Not UTF-8 is refused as
+/// spec in `views/`, 2 `meta.json` (modulo 3). Not UTF-8 is refused as
 /// `read_to_string` refuses it.
 pub fn topic_metadata(data: &[u8]) {
     let Some((&selector, rest)) = data.split_first() else {
@@ -173,7 +173,7 @@ pub fn topic_metadata(data: &[u8]) {
             }
         }
         _ => {
-            let _ = serde_json::from_str::<crate::broker::ClusterFile>(text);
+            let _ = crate::data_dir::parse_meta(text.as_bytes());
         }
     }
 }

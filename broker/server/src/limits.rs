@@ -351,3 +351,7 @@ pub const TRANSACTIONAL_ID_PATTERN_PROGRAM_BYTES_MAX: usize = 1024 * 1024;
 /// to 1..=this, Kafka's `max.request.partition.size.limit` default; the client pages on with
 /// the answer's cursor. Bounds the response whatever the request asks.
 pub const DESCRIBE_TOPIC_PARTITIONS_PARTITIONS_MAX: i32 = 2_000;
+
+/// The most voters `controller.quorum.voters` may list: each is in every commit's majority,
+/// so more voters make every metadata change slower; Kafka clusters run 3 or 5.
+pub const QUORUM_VOTERS_MAX: usize = 9;

@@ -58,6 +58,18 @@ impl sluice_group::MemberIdRng for OsRng {
     }
 }
 
+/// 22 random URL-safe characters (`random.rs`; Kafka's cluster ids are 22-character
+/// base64 UUIDs).
+pub fn random_id() -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut bytes = [0u8; 22];
+    OsRng::fill(&mut bytes).expect("getrandom(2) failed");
+    bytes
+        .iter()
+        .map(|b| char::from(ALPHABET[usize::from(b & 63)]))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,6 +16,7 @@ use sluice_transform::limits as transform;
 
 use super::admin_keys::{self as admin, AdminAuth};
 use super::cleaner_keys as cleaner;
+use super::cluster_keys::{self as cluster, ProcessRoles, QuorumVoter};
 use super::listener_keys::{self as listener, ClientAuth, KeystoreType, ListenerAddr};
 use super::security_keys::{self as security, SaslMechanism};
 use super::table::broker_keys;
@@ -81,6 +82,31 @@ broker_keys! {
     /// How often expired delegation tokens are removed.
     "delegation.token.expiry.check.interval.ms" =>
         delegation_token_expiry_check_interval_ms: i64 = 3_600_000, ms(1..=i64::MAX);
+
+    // The cluster (KRaft's keys): cluster_keys.rs.
+    /// This node's id: in Metadata, FindCoordinator and DescribeCluster, and its voter id.
+    "node.id" => node_id: i32 = 0, count(0..=I32_MAX);
+    /// What this node does: broker, controller (a voter of the metadata quorum), or both.
+    "process.roles" => process_roles: ProcessRoles = ProcessRoles::COMBINED,
+        text(ProcessRoles::parse, ProcessRoles::print);
+    /// The metadata quorum's voters, `id@host:port,...` (their controller listeners). Empty:
+    /// a cluster of one, this node its only voter, formatted on first start.
+    "controller.quorum.voters" => controller_quorum_voters: Vec<QuorumVoter> = Vec::new(),
+        text(cluster::parse_voters, |v| cluster::print_voters(v));
+    /// The listeners (of `listeners`) the quorum speaks on; never served to clients.
+    "controller.listener.names" => controller_listener_names: Vec<String> =
+        vec!["CONTROLLER".to_owned()],
+        text(cluster::parse_names, |n| n.join(","));
+    /// The listener brokers reach each other on; unset: the first client listener.
+    "inter.broker.listener.name" => inter_broker_listener_name: Option<String> = None,
+        optional(string());
+    /// This broker's rack: new topics spread their replicas over racks.
+    "broker.rack" => broker_rack: Option<String> = None, optional(string());
+    /// A broker not heard from for this long is fenced and its partitions' leadership moves.
+    "broker.session.timeout.ms" => broker_session_timeout_ms: i64 = 9_000, ms(1..=I32_MAX);
+    /// How often a broker heartbeats to the controller.
+    "broker.heartbeat.interval.ms" => broker_heartbeat_interval_ms: i64 = 2_000,
+        ms(1..=I32_MAX);
 
     // Topics and requests.
     /// Topics and partitions live here.

@@ -233,10 +233,14 @@ impl BrokerConfig {
         })
     }
 
-    /// Every listener, resolved and checked: what the server binds.
+    /// Every client listener (not a controller listener), resolved and checked: what the
+    /// server binds for Kafka clients.
     pub fn listener_specs(&self) -> Result<Vec<ListenerSpec>, ConfigError> {
         let mut specs = Vec::with_capacity(self.listeners.len());
         for listener in &self.listeners {
+            if self.is_controller_listener(&listener.name) {
+                continue;
+            }
             let protocol = self.listener_protocol(&listener.name)?;
             let bind = listener
                 .addr
@@ -264,7 +268,7 @@ impl BrokerConfig {
     pub(super) fn validate_listener_keys(&self) -> Result<(), ConfigError> {
         let specs = self.listener_specs()?;
         for advertised in &self.advertised_listeners {
-            if !specs.iter().any(|s| s.name == advertised.name) {
+            if !self.listeners.iter().any(|l| l.name == advertised.name) {
                 return Err(ConfigError::Inconsistent(format!(
                     "advertised.listeners names listener {}, which listeners does not have",
                     advertised.name

@@ -182,8 +182,11 @@ fn metadata_files() -> Vec<Seed> {
         topic_id: Some("5f0c3e7a-2b1d-4c8e-9a6f-0d4b7e2c1a93".into()),
     };
     let view = view_spec();
-    let cluster = crate::broker::ClusterFile {
+    let cluster = crate::data_dir::MetaFile {
+        version: 1,
         cluster_id: "kS2yX1mZQ3ubWvE0n7pA9g".into(),
+        node_id: 1,
+        directory_id: "Qm9vTmV3RGlyZWN0b3J5SQ".into(),
     };
     let file = |selector: u8, text: String| {
         let mut input = vec![selector];
@@ -199,7 +202,7 @@ fn metadata_files() -> Vec<Seed> {
         ("topic_metadata", "view.json".into(), file(1, pretty(&view))),
         (
             "topic_metadata",
-            "cluster.json".into(),
+            "meta.json".into(),
             file(2, pretty(&cluster)),
         ),
     ]

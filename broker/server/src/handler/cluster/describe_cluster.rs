@@ -17,7 +17,6 @@ use sluice_security::acl::{AclOperation, CLUSTER_NAME, ResourceType};
 
 use super::Ctx;
 use crate::authz;
-use crate::config::NODE_ID;
 
 /// Kafka's endpoint type of brokers.
 const ENDPOINT_BROKERS: i8 = 1;
@@ -56,12 +55,12 @@ pub fn handle(
     }
     let advertised = ctx.advertised.clone();
     let mut node = DescribeClusterBroker::default();
-    node.broker_id = BrokerId(NODE_ID);
+    node.broker_id = BrokerId(ctx.config.node_id);
     node.host = StrBytes::from_string(advertised.host);
     node.port = i32::from(advertised.port);
     response.brokers = vec![node];
     response.cluster_id = StrBytes::from_string(ctx.cluster_id.to_owned());
-    response.controller_id = BrokerId(NODE_ID);
+    response.controller_id = BrokerId(ctx.config.node_id);
     if request.include_cluster_authorized_operations {
         response.cluster_authorized_operations = if ctx.auth.cluster(AclOperation::Describe) {
             ctx.auth.operations(

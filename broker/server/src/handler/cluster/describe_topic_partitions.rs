@@ -110,10 +110,15 @@ fn may_describe(ctx: &Ctx<'_>, name: &str) -> bool {
 /// `name` as Metadata describes it, if it exists.
 fn lookup(ctx: &Ctx<'_>, name: &str) -> Option<MetadataResponseTopic> {
     if let Some(view) = ctx.topics.view(name) {
-        return Some(describe(view.name(), view_id(view.name()), &view.source));
+        return Some(describe(
+            ctx.config.node_id,
+            view.name(),
+            view_id(view.name()),
+            &view.source,
+        ));
     }
     let topic = ctx.topics.topic(name)?;
-    Some(describe(&topic.name, topic.id, &topic))
+    Some(describe(ctx.config.node_id, &topic.name, topic.id, &topic))
 }
 
 /// One page: the topics in name order, their partitions from the cursor on, at most `limit`

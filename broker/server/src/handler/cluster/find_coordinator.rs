@@ -17,7 +17,6 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_security::acl::{AclOperation, ResourceType};
 
 use super::Ctx;
-use crate::config::NODE_ID;
 
 /// Kafka's coordinator key type for consumer groups.
 const KEY_TYPE_GROUP: i8 = 0;
@@ -103,7 +102,7 @@ fn find(
     }
     let advertised = ctx.advertised.clone();
     Ok((
-        BrokerId(NODE_ID),
+        BrokerId(ctx.config.node_id),
         StrBytes::from_string(advertised.host),
         i32::from(advertised.port),
     ))

@@ -26,7 +26,6 @@ use sluice_security::acl::{AclOperation, ResourceType};
 
 use super::Ctx;
 use crate::authz;
-use crate::config::NODE_ID;
 use crate::error::KafkaError;
 use crate::limits;
 use crate::topics::Topic;
@@ -36,12 +35,12 @@ pub async fn handle(ctx: &Ctx<'_>, request: MetadataRequest, version: i16) -> Me
     let mut response = MetadataResponse::default();
     let advertised = ctx.advertised.clone();
     let mut node = MetadataResponseBroker::default();
-    node.node_id = BrokerId(NODE_ID);
+    node.node_id = BrokerId(ctx.config.node_id);
     node.host = StrBytes::from_string(advertised.host);
     node.port = i32::from(advertised.port);
     response.brokers = vec![node];
     response.cluster_id = Some(StrBytes::from_string(ctx.cluster_id.to_owned()));
-    response.controller_id = BrokerId(NODE_ID);
+    response.controller_id = BrokerId(ctx.config.node_id);
     let asked_operations = (
         request.include_cluster_authorized_operations,
         request.include_topic_authorized_operations,
@@ -68,7 +67,7 @@ pub async fn handle(ctx: &Ctx<'_>, request: MetadataRequest, version: i16) -> Me
             let topics = topics
                 .iter()
                 .filter(|t| ctx.auth.topic(AclOperation::Describe, &t.name))
-                .map(|t| describe(&t.name, t.id, t));
+                .map(|t| describe(ctx.config.node_id, &t.name, t.id, t));
             let views = views
                 .iter()
                 .filter(|v| !v.spec.ephemeral)
@@ -76,7 +75,7 @@ pub async fn handle(ctx: &Ctx<'_>, request: MetadataRequest, version: i16) -> Me
                     ctx.auth
                         .allowed(AclOperation::Describe, ResourceType::View, v.name())
                 })
-                .map(|v| describe(v.name(), view_id(v.name()), &v.source));
+                .map(|v| describe(ctx.config.node_id, v.name(), view_id(v.name()), &v.source));
             topics.chain(views).collect()
         }
         Some(names) => {
@@ -154,13 +153,18 @@ async fn lookup_or_create(
         {
             return denied(name);
         }
-        return describe(view.name(), view_id(view.name()), &view.source);
+        return describe(
+            ctx.config.node_id,
+            view.name(),
+            view_id(view.name()),
+            &view.source,
+        );
     }
     if !ctx.auth.topic(AclOperation::Describe, &name) {
         return denied(name);
     }
     if let Some(topic) = ctx.topics.topic(&name) {
-        return describe(&topic.name, topic.id, &topic);
+        return describe(ctx.config.node_id, &topic.name, topic.id, &topic);
     }
     let may_create =
         ctx.auth.cluster(AclOperation::Create) || ctx.auth.topic(AclOperation::Create, &name);
@@ -185,7 +189,7 @@ async fn lookup_or_create(
         ))
     };
     match result {
-        Ok(topic) => describe(&topic.name, topic.id, &topic),
+        Ok(topic) => describe(ctx.config.node_id, &topic.name, topic.id, &topic),
         Err(e) => {
             let mut topic = MetadataResponseTopic::default();
             topic.name = Some(TopicName(StrBytes::from_string(name)));
@@ -201,7 +205,7 @@ fn lookup_id(ctx: &Ctx<'_>, topic_id: uuid::Uuid) -> MetadataResponseTopic {
     let found = ctx.topics.topics().into_iter().find(|t| t.id == topic_id);
     match found {
         Some(topic) if ctx.auth.topic(AclOperation::Describe, &topic.name) => {
-            describe(&topic.name, topic.id, &topic)
+            describe(ctx.config.node_id, &topic.name, topic.id, &topic)
         }
         found => {
             let mut topic = MetadataResponseTopic::default();
@@ -222,7 +226,12 @@ pub(super) fn view_id(name: &str) -> uuid::Uuid {
 }
 
 /// `name` with `topic`'s partitions (a topic's own, or a view's source) and the id `id`.
-pub(super) fn describe(name: &str, id: uuid::Uuid, topic: &Topic) -> MetadataResponseTopic {
+pub(super) fn describe(
+    node_id: i32,
+    name: &str,
+    id: uuid::Uuid,
+    topic: &Topic,
+) -> MetadataResponseTopic {
     let mut out = MetadataResponseTopic::default();
     out.name = Some(TopicName(StrBytes::from_string(name.to_owned())));
     out.topic_id = id;
@@ -233,15 +242,15 @@ pub(super) fn describe(name: &str, id: uuid::Uuid, topic: &Topic) -> MetadataRes
             let mut partition = MetadataResponsePartition::default();
             partition.partition_index = p.index;
             partition.leader_epoch = p.leader_epoch;
-            partition.replica_nodes = vec![BrokerId(NODE_ID)];
+            partition.replica_nodes = vec![BrokerId(node_id)];
             if p.offline_reason().is_some() {
                 // Kafka's answer for a partition whose only replica is on a failed log dir.
                 partition.error_code = ResponseError::LeaderNotAvailable.code();
                 partition.leader_id = BrokerId(-1);
-                partition.offline_replicas = vec![BrokerId(NODE_ID)];
+                partition.offline_replicas = vec![BrokerId(node_id)];
             } else {
-                partition.leader_id = BrokerId(NODE_ID);
-                partition.isr_nodes = vec![BrokerId(NODE_ID)];
+                partition.leader_id = BrokerId(node_id);
+                partition.isr_nodes = vec![BrokerId(node_id)];
             }
             partition
         })

@@ -18,7 +18,6 @@ use sluice_security::acl::AclOperation;
 
 use super::Ctx;
 use super::create_topics::{named_twice, refusal};
-use crate::config::NODE_ID;
 use crate::error::KafkaError;
 use crate::topics::TopicRegistry;
 
@@ -74,6 +73,7 @@ fn grow_one(
     validate_only: bool,
 ) -> Result<(), KafkaError> {
     let name = topic.name.0.as_str();
+    let node_id = topics.config().node_id;
     if let Some(assignments) = &topic.assignments {
         let current = topics.topic(name).map_or(0, |t| t.partitions.len());
         let added = usize::try_from(topic.count)
@@ -81,12 +81,12 @@ fn grow_one(
             .saturating_sub(current);
         let on_this_broker = assignments
             .iter()
-            .all(|a| a.broker_ids.len() == 1 && a.broker_ids[0].0 == NODE_ID);
+            .all(|a| a.broker_ids.len() == 1 && a.broker_ids[0].0 == node_id);
         if assignments.len() != added || !on_this_broker {
             return Err(KafkaError::new(
                 ResponseError::InvalidReplicaAssignment,
                 format!(
-                    "{} assignments for {added} new partitions; each must be [{NODE_ID}] on this single broker",
+                    "{} assignments for {added} new partitions; each must be [{node_id}] on this single broker",
                     assignments.len()
                 ),
             ));

@@ -23,7 +23,6 @@ use sluice_security::acl::AclOperation;
 
 use super::Ctx;
 use crate::authz;
-use crate::config::NODE_ID;
 use crate::error::KafkaError;
 use crate::limits;
 use crate::topic_config::TopicOverrides;
@@ -236,13 +235,16 @@ fn partition_count(topics: &TopicRegistry, topic: &CreatableTopic) -> Result<i32
         });
     }
     let valid = topic.assignments.iter().enumerate().all(|(i, a)| {
-        a.partition_index == i as i32 && a.broker_ids.len() == 1 && a.broker_ids[0].0 == NODE_ID
+        a.partition_index == i as i32
+            && a.broker_ids.len() == 1
+            && a.broker_ids[0].0 == topics.config().node_id
     });
     if !valid || topic.num_partitions != -1 {
         return Err(KafkaError::new(
             ResponseError::InvalidReplicaAssignment,
             format!(
-                "assignments must list partitions 0.. in order, each on broker {NODE_ID} alone"
+                "assignments must list partitions 0.. in order, each on broker {} alone",
+                topics.config().node_id
             ),
         ));
     }

@@ -16,7 +16,6 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_security::acl::AclOperation;
 
 use super::Ctx;
-use crate::config::NODE_ID;
 use crate::config::{BROKER_KEYS, BrokerConfig, is_sensitive};
 use crate::limits;
 use crate::topic_config::{self, TopicOverrides};
@@ -117,12 +116,12 @@ fn configs_of(
                 format!("unknown topic {name:?}"),
             )),
         },
-        RESOURCE_BROKER if name.is_empty() || name == NODE_ID.to_string() => {
+        RESOURCE_BROKER if name.is_empty() || name == ctx.config.node_id.to_string() => {
             Ok(broker_configs(ctx.config, synonyms))
         }
         RESOURCE_BROKER => Err((
             ResponseError::InvalidRequest,
-            format!("this is broker {NODE_ID}"),
+            format!("this is broker {}", ctx.config.node_id),
         )),
         other => Err((
             ResponseError::InvalidRequest,

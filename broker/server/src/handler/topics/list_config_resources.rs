@@ -15,7 +15,6 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_security::acl::AclOperation;
 
 use super::Ctx;
-use crate::config::NODE_ID;
 
 /// Kafka's `ConfigResource.Type` ids.
 const TOPIC: i8 = 2;
@@ -59,7 +58,7 @@ pub fn handle(
     for node_type in [BROKER_LOGGER, BROKER].into_iter().filter(|&t| wanted(t)) {
         response
             .config_resources
-            .push(resource(NODE_ID.to_string(), node_type));
+            .push(resource(ctx.config.node_id.to_string(), node_type));
     }
     if wanted(TOPIC) {
         let topics = ctx.topics.topics();
