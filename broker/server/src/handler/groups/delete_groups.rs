@@ -1,6 +1,8 @@
-//! DeleteGroups v0-2 (v2 is flexible): an Empty group is deleted with its committed offsets
+//! DeleteGroups v0-3 (v2 is flexible): an Empty group is deleted with its committed offsets
 //! (answered once the tombstones are appended); others get NON_EMPTY_GROUP or
-//! GROUP_ID_NOT_FOUND.
+//! GROUP_ID_NOT_FOUND. v3 (vendored codec) carries a message with each error: the error's
+//! own text, as Kafka's `Errors.message()` (null for a deleted group); older versions do not
+//! have the field, and the codec leaves it out.
 
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse, GroupId};
@@ -39,6 +41,8 @@ pub async fn handle(ctx: &Ctx<'_>, request: DeleteGroupsRequest) -> DeleteGroups
             let mut result = DeletableGroupResult::default();
             result.group_id = GroupId(StrBytes::from_string(id));
             result.error_code = error;
+            result.error_message = kafka_protocol::ResponseError::try_from_code(error)
+                .map(|e| StrBytes::from_string(e.to_string()));
             result
         })
         .collect();

@@ -14,6 +14,11 @@
 //! INVALID_TXN_STATE, as Kafka's verification does. v5 is transaction version 2's implicit
 //! AddOffsetsToTxn, which clients send only to a broker that finalizes
 //! `transaction.version` 2; this one does not, so v5 is not served.
+//!
+//! v6 (KIP-1319, vendored codec) names topics by id, in the request and the answer: an id no
+//! topic (or view) has is UNKNOWN_TOPIC_ID for its partitions (and, the offsets of one request
+//! being one unit, the rest are not attempted). It is handled here but not advertised until v5
+//! is served: a client sends v6 only where it would send v5.
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::txn_offset_commit_response::{
@@ -26,6 +31,7 @@ use sluice_txn::{ErrorCode, PendingOffset, TopicPartition};
 
 use super::Ctx;
 use super::txn_common::{UNAVAILABLE, call, producer, refuse_transactional_id, wire_code};
+use crate::handler::topic_ids::TopicIds;
 
 /// TxnOffsetCommit answers INVALID_PRODUCER_EPOCH for a fenced producer in every version
 /// served here.
@@ -34,6 +40,9 @@ const FENCED_SINCE: i16 = i16::MAX;
 /// From this version a group not in the ongoing transaction is TRANSACTION_ABORTABLE
 /// (KIP-890), before it INVALID_TXN_STATE.
 const ABORTABLE_SINCE: i16 = 4;
+
+/// The first version that names topics by id instead of by name (KIP-1319).
+const FIRST_TOPIC_ID: i16 = 6;
 
 /// Answers TxnOffsetCommit.
 pub async fn handle(
@@ -48,16 +57,26 @@ pub async fn handle(
     if refused.is_none() && !ctx.auth.group(AclOperation::Read, group) {
         refused = Some(ResponseError::GroupAuthorizationFailed.code());
     }
-    // Per partition: the error it is answered with here, if any.
-    let mut answered: Vec<(&str, i32, Option<i16>)> = Vec::new();
+    // Per partition: its topic's name and id, and the error it is answered with here, if any.
+    let mut answered: Vec<(String, uuid::Uuid, i32, Option<i16>)> = Vec::new();
     // The group coordinator's limit, checked now: past it the commit could not write them.
     let metadata_max = ctx.config.group_config().offset_metadata_max_bytes;
+    let known = TopicIds::of(ctx.topics);
     for topic in &request.topics {
-        let name = topic.name.0.as_str();
+        // v6: the name of the id, if a topic (or view) has it.
+        let (name, id_known) = match version >= FIRST_TOPIC_ID {
+            true => known
+                .name(&topic.topic_id)
+                .map_or((String::new(), false), |name| (name, true)),
+            false => (topic.name.0.to_string(), true),
+        };
+        let name = name.as_str();
         let readable = ctx.auth.topic_or_view(ctx.topics, AclOperation::Read, name);
         for p in &topic.partitions {
             let metadata_len = p.committed_metadata.as_ref().map_or(0, |m| m.len());
-            let error = if !readable {
+            let error = if !id_known {
+                Some(ResponseError::UnknownTopicId.code())
+            } else if !readable {
                 Some(ResponseError::TopicAuthorizationFailed.code())
             } else if ctx.topics.read_partition(name, p.partition_index).is_none() {
                 Some(ResponseError::UnknownTopicOrPartition.code())
@@ -66,7 +85,7 @@ pub async fn handle(
             } else {
                 None
             };
-            answered.push((name, p.partition_index, error));
+            answered.push((name.to_owned(), topic.topic_id, p.partition_index, error));
             offsets.push(PendingOffset {
                 tp: TopicPartition {
                     topic: name.to_owned(),
@@ -78,7 +97,7 @@ pub async fn handle(
             });
         }
     }
-    let partition_refused = answered.iter().any(|(_, _, e)| e.is_some());
+    let partition_refused = answered.iter().any(|(.., e)| e.is_some());
     let code = match refused {
         Some(code) => code,
         None if partition_refused => ResponseError::OperationNotAttempted.code(),
@@ -86,15 +105,18 @@ pub async fn handle(
         None => hold(ctx, &request, offsets, version).await,
     };
     let mut response = TxnOffsetCommitResponse::default();
-    for (name, partition, error) in answered {
+    for (name, id, partition, error) in answered {
         let mut out = TxnOffsetCommitResponsePartition::default();
         out.partition_index = partition;
         out.error_code = error.unwrap_or(code);
         match response.topics.last_mut() {
-            Some(topic) if topic.name.0.as_str() == name => topic.partitions.push(out),
+            Some(topic) if topic.name.0.as_str() == name && topic.topic_id == id => {
+                topic.partitions.push(out)
+            }
             _ => {
                 let mut topic = TxnOffsetCommitResponseTopic::default();
-                topic.name = kafka_protocol::messages::TopicName(name.to_owned().into());
+                topic.topic_id = id;
+                topic.name = kafka_protocol::messages::TopicName(name.into());
                 topic.partitions.push(out);
                 response.topics.push(topic);
             }
@@ -114,7 +136,7 @@ async fn hold(
     let group = request.group_id.0.to_string();
     let member = TxnOffsetCommitMember {
         group_id: group.clone(),
-        generation_id: request.generation_id,
+        generation_id: request.generation_id_or_member_epoch,
         member_id: request.member_id.to_string(),
         group_instance_id: request.group_instance_id.as_ref().map(ToString::to_string),
     };
