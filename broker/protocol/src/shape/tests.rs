@@ -257,7 +257,7 @@ fn versions_the_table_does_not_serve_yet_have_shapes() {
         vec![txn_offset_commit_request::TxnOffsetCommitRequestPartition::default(); 2];
     txn.topics = vec![topic];
     txn.member_id = StrBytes::from_static_str("member-1");
-    accepts_versions(ApiKey::TxnOffsetCommit, &txn, &[5, 6]);
+    accepts_versions(ApiKey::TxnOffsetCommit, &txn, &[6]);
 }
 
 #[test]
