@@ -342,9 +342,13 @@ def init_producer_id_body(version: int = 0) -> Fields:
 
 
 def api_versions_body(version: int) -> Fields:
-    if version >= 3:
-        return Fields().compact_string("sluice-e2e").compact_string("1.0").tagged_fields()
-    return Fields()
+    """ApiVersions v0-v5; v3+ name the client software, v5 no cluster or node (KIP-1242)."""
+    if version < 3:
+        return Fields()
+    f = Fields().compact_string("sluice-e2e").compact_string("1.0")
+    if version >= 5:
+        f.compact_string(None).i32(-1)
+    return f.tagged_fields()
 
 
 @dataclass
@@ -520,6 +524,12 @@ def spec_samples(n: FuzzNames, unique: str) -> dict[int, dict]:
         kw.API_LEAVE_GROUP: {"GroupId": n.group, "Members": [{"MemberId": "no-such-member", "Reason": "fuzz"}]},
         kw.API_DESCRIBE_GROUPS: {"Groups": [n.group]},
         kw.API_DELETE_GROUPS: {"GroupsNames": [f"{n.group}-gone"]},
+        # v10 name topics by id: the nil id, answered UNKNOWN_TOPIC_ID.
+        kw.API_OFFSET_COMMIT: {
+            "GroupId": n.group, "GenerationIdOrMemberEpoch": -1, "MemberId": "",
+            "Topics": [{"Name": n.topic, "Partitions": [{"PartitionIndex": 0, "CommittedOffset": 1, "CommittedMetadata": "fuzz"}]}],
+        },  # fmt: skip
+        kw.API_OFFSET_FETCH: {"Groups": [{"GroupId": n.group, "Topics": [{"Name": n.topic, "PartitionIndexes": [0]}]}]},
         kw.API_CREATE_TOPICS: {
             "Topics": [{"Name": n.topic, "NumPartitions": 1, "ReplicationFactor": 1}], "TimeoutMs": 30_000,
             "ValidateOnly": True,
@@ -672,13 +682,16 @@ def txn_requests(version: int, n: FuzzNames) -> dict:
         ),
         kw.API_DESCRIBE_TRANSACTIONS: lambda: Fields().compact_array([Fields().compact_string(tid)]).tagged_fields(),
         kw.API_LIST_TRANSACTIONS: lambda: Fields().compact_array([]).compact_array([]).tagged_fields(),
-        kw.API_WRITE_TXN_MARKERS: lambda: write_txn_markers_body(pid, epoch, [(n.topic, 0)], commit=False),
+        kw.API_WRITE_TXN_MARKERS: lambda: write_txn_markers_body(pid, epoch, [(n.topic, 0)], commit=False, version=version),
     }
 
 
-def write_txn_markers_body(producer_id: int, epoch: int, partitions: list[tuple[str, int]], commit: bool) -> Fields:
-    """WriteTxnMarkers v1 (flexible): one marker of `producer_id` for (topic, partition)
-    entries (consecutive ones of a topic share a topic entry), coordinator epoch 0."""
+def write_txn_markers_body(
+    producer_id: int, epoch: int, partitions: list[tuple[str, int]], commit: bool, version: int = 1
+) -> Fields:
+    """WriteTxnMarkers v1-v2 (flexible): one marker of `producer_id` for (topic, partition)
+    entries (consecutive ones of a topic share a topic entry), coordinator epoch 0; v2's
+    transaction version 0 (KIP-1228)."""
     grouped: list[tuple[str, list[int]]] = []
     for topic, partition in partitions:
         if grouped and grouped[-1][0] == topic:
@@ -686,7 +699,10 @@ def write_txn_markers_body(producer_id: int, epoch: int, partitions: list[tuple[
         else:
             grouped.append((topic, [partition]))
     topics = [Fields().compact_string(t).compact_array([Fields().i32(p) for p in ps]).tagged_fields() for t, ps in grouped]
-    marker = Fields().i64(producer_id).i16(epoch).bool(commit).compact_array(topics).i32(0).tagged_fields()
+    marker = Fields().i64(producer_id).i16(epoch).bool(commit).compact_array(topics).i32(0)
+    if version >= 2:
+        marker.i8(0)
+    marker.tagged_fields()
     return Fields().compact_array([marker]).tagged_fields()
 
 

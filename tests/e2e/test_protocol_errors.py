@@ -34,9 +34,9 @@ CONTRACT_VERSIONS = {
     # UNSUPPORTED_VERSION (test_produce_v2_is_unsupported).
     0: (0, 11),
     1: (4, 18),  # Fetch (v12+ flexible, v13+ topics by id)
-    2: (1, 10),  # ListOffsets (v6+ flexible; v7 max timestamp, KIP-734)
+    2: (1, 11),  # ListOffsets (v6+ flexible; v7 max timestamp, KIP-734; v11 KIP-1023)
     3: (0, 13),  # Metadata (v9+ flexible)
-    18: (0, 4),  # ApiVersions
+    18: (0, 5),  # ApiVersions (v5: cluster and node checked, KIP-1242)
     19: (0, 7),  # CreateTopics
     20: (0, 6),  # DeleteTopics
     32: (0, 4),  # DescribeConfigs

@@ -28,6 +28,10 @@
 //!   fuzz target's entry point and its seeds (not an API).
 //! - `examples/shape_cost.rs`: what the shape guard costs per request (a measurement, run in
 //!   release; nothing asserts a time).
+//! - `kafka-protocol/` (beside `src/`, not a module): the codec crate, kafka-protocol 0.18.0
+//!   vendored with the messages of the APIs Kafka 4.4.0 raised regenerated from 4.4.0's specs
+//!   by the crate's own generator (its `VENDORED.md`), patched in for crates.io's in the
+//!   workspace `Cargo.toml`. `tests/kafka44_codecs.rs` holds those versions' golden bytes.
 //!
 //! KIP-110's zstd rules (which Produce and Fetch versions may carry zstd batches) are not
 //! here: they read record batch headers, for Fetch from segment files, so they stay with

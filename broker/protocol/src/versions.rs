@@ -49,9 +49,11 @@ pub const SUPPORTED: &[ApiSupport] = &[
     },
     api(ApiKey::Fetch, 4, 18),
     // v6+ are flexible; v7-v9 add the -3, -4 and -5 sentinels (KIP-734, KIP-405,
-    // KIP-1005), v10 a timeout for remote storage. v11 (KIP-1023) has no codec in the
-    // `kafka-protocol` crate.
-    api(ApiKey::ListOffsets, 1, 10),
+    // KIP-1005), v10 a timeout for remote storage, v11 the -6 sentinel (KIP-1023: the
+    // earliest offset not yet uploaded to remote storage; none here). v11's codec is the
+    // vendored kafka-protocol's (broker/protocol/kafka-protocol/VENDORED.md), as are the
+    // other Kafka 4.4 versions below marked "(vendored codec)".
+    api(ApiKey::ListOffsets, 1, 11),
     // v9+ are flexible; librdkafka trusts leader epochs only from v9 (KIP-320); v13's
     // top-level error code (KIP-1102's REBOOTSTRAP_REQUIRED) is always NONE: one broker.
     api(ApiKey::Metadata, 0, 13),
@@ -69,7 +71,8 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::AlterConfigs, 0, 2),
     api(ApiKey::DescribeCluster, 0, 2),
     api(ApiKey::ElectLeaders, 0, 2),
-    api(ApiKey::DescribeLogDirs, 0, 4),
+    // v5 (vendored codec) says whether a log dir is cordoned: never, here.
+    api(ApiKey::DescribeLogDirs, 0, 5),
     // v4 is flexible; v0-v1 (replica fetchers before KIP-320) are gone from the codec
     // crate and from Kafka 4.0 (KIP-896).
     api(ApiKey::OffsetForLeaderEpoch, 2, 4),
@@ -78,19 +81,22 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::IncrementalAlterConfigs, 0, 1),
     // Flexible; v0 is KIP-1000's ListClientMetricsResources, v1 KIP-1142's resource types.
     api(ApiKey::ListConfigResources, 0, 1),
-    api(ApiKey::ApiVersions, 0, 4),
+    // v5 (KIP-1242, vendored codec): a client names the cluster and node it means to reach;
+    // another one's is answered REBOOTSTRAP_REQUIRED.
+    api(ApiKey::ApiVersions, 0, 5),
     api(ApiKey::JoinGroup, 0, 9),
     api(ApiKey::SyncGroup, 0, 5),
     api(ApiKey::Heartbeat, 0, 4),
     api(ApiKey::LeaveGroup, 0, 5),
     // v8+ (OffsetCommit), v6+ (OffsetFetch), v3+ (ListGroups) are flexible; OffsetCommit
-    // v9 and OffsetFetch v9 carry a consumer-protocol member's epoch (KIP-848), ListGroups
-    // v4-v5 filter by state and type.
-    api(ApiKey::OffsetCommit, 1, 9),
-    api(ApiKey::OffsetFetch, 1, 9),
+    // v9 and OffsetFetch v9 carry a consumer-protocol member's epoch (KIP-848), their v10
+    // (vendored codecs) name topics by id; ListGroups v4-v5 filter by state and type.
+    api(ApiKey::OffsetCommit, 1, 10),
+    api(ApiKey::OffsetFetch, 1, 10),
     api(ApiKey::ListGroups, 0, 5),
     api(ApiKey::DescribeGroups, 0, 6),
-    api(ApiKey::DeleteGroups, 0, 2),
+    // v3 (vendored codec) carries an error message per group.
+    api(ApiKey::DeleteGroups, 0, 3),
     api(ApiKey::OffsetDelete, 0, 0),
     // v2+ are flexible; v3 carries the producer's id and epoch (KIP-360), v4 answers
     // PRODUCER_FENCED (KIP-588), v5 may answer TRANSACTION_ABORTABLE (KIP-890).
@@ -102,8 +108,8 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::AddOffsetsToTxn, 0, 4),
     // v3+ are flexible and carry the consumer's member, generation and instance (KIP-447);
     // v4 answers TRANSACTION_ABORTABLE (KIP-890); v5 adds its group to the transaction
-    // (the transaction protocol v2, KIP-890 part 2).
-    api(ApiKey::TxnOffsetCommit, 0, 5),
+    // (the transaction protocol v2, KIP-890 part 2); v6 names topics by id (KIP-1319).
+    api(ApiKey::TxnOffsetCommit, 0, 6),
     // v3+ are flexible; v4 may answer TRANSACTION_ABORTABLE (KIP-890); v5 bumps the epoch
     // with every transaction and answers the next producer id and epoch (protocol v2).
     api(ApiKey::EndTxn, 0, 5),
@@ -135,9 +141,9 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::DescribeTransactions, 0, 0),
     api(ApiKey::ListTransactions, 0, 2),
     // v1 is flexible; `kafka-transactions.sh abort` ends a hanging transaction with it.
-    // Kafka 4.4 advertises v1-v2; v2 (a per-marker transaction version) has no codec in
-    // the `kafka-protocol` crate, so it is not advertised: Kafka's admin client uses v1.
-    api(ApiKey::WriteTxnMarkers, 1, 1),
+    // v2 (KIP-1228, vendored codec) says each marker's transaction version: a transaction
+    // version 2 marker must carry an epoch above the producer's.
+    api(ApiKey::WriteTxnMarkers, 1, 2),
     api(ApiKey::AlterUserScramCredentials, 0, 0),
     // KIP-848's consumer group protocol; flexible only. v1 adds the regex subscription.
     api(ApiKey::ConsumerGroupHeartbeat, 0, 1),

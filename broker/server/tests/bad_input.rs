@@ -59,11 +59,14 @@ async fn unknown_api_keys_and_unserved_versions_close_the_connection() {
     let mut client = broker.client().await;
     client.send_raw(&frame).await;
     assert!(client.closed_by_broker().await);
-    // DescribeLogDirs v5 is a real version (Kafka 4.4), but not one we serve (the codec
-    // crate has no v5).
+    // A version past the table's (DescribeLogDirs v6: v5 is Kafka 4.4's newest, and served),
+    // in the layout of the newest.
+    let newest = sluice_protocol::versions::lookup(ApiKey::DescribeLogDirs as i16)
+        .unwrap()
+        .max;
     let describe = DescribeLogDirsRequest::default();
-    let mut frame = encode_request(ApiKey::DescribeLogDirs, 4, 1, &describe).to_vec();
-    frame[6..8].copy_from_slice(&5i16.to_be_bytes());
+    let mut frame = encode_request(ApiKey::DescribeLogDirs, newest, 1, &describe).to_vec();
+    frame[6..8].copy_from_slice(&(newest + 1).to_be_bytes());
     let mut client = broker.client().await;
     client.send_raw(&frame).await;
     assert!(client.closed_by_broker().await);

@@ -108,7 +108,7 @@ async fn every_served_version_answers() {
     )
     .await;
     assert!(
-        codes.len() == 4 && codes.iter().all(|&(_, c)| c == 0),
+        codes.len() == 5 && codes.iter().all(|&(_, c)| c == 0),
         "{codes:?}"
     );
     dirs.topics = None;

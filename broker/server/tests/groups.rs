@@ -530,15 +530,26 @@ async fn every_served_membership_api_version_answers() {
     broker.stop().await;
 }
 
-/// OffsetFetch v8+ (groups, each naming its topics; v9: and the member asking, none
-/// here) finds the commit of `every_served_offsets_and_admin_api_version_answers`.
-async fn fetch_grouped_at_every_version(client: &mut Client) {
+/// The id of topic `name` (Metadata v12).
+async fn topic_id(client: &mut Client, name: &str) -> uuid::Uuid {
+    let mut request = MetadataRequest::default();
+    let mut topic = metadata_request::MetadataRequestTopic::default();
+    topic.name = Some(TopicName(s(name)));
+    request.topics = Some(vec![topic]);
+    let response: MetadataResponse = client.call(ApiKey::Metadata, 12, &request).await;
+    response.topics[0].topic_id
+}
+
+/// OffsetFetch v8+ (groups, each naming its topics, by id from v10; v9: and the member
+/// asking, none here) finds the commit of `every_served_offsets_and_admin_api_version_answers`.
+async fn fetch_grouped_at_every_version(client: &mut Client, id: uuid::Uuid) {
     // v8+: groups, each naming its topics (v9: and the member asking; none here).
     let mut grouped = OffsetFetchRequest::default();
     let mut entry = offset_fetch_request::OffsetFetchRequestGroup::default();
     entry.group_id = group("every-commit");
     let mut topic = offset_fetch_request::OffsetFetchRequestTopics::default();
     topic.name = TopicName(s("t"));
+    topic.topic_id = id;
     topic.partition_indexes = vec![0];
     entry.topics = Some(vec![topic]);
     grouped.groups = vec![entry];
@@ -550,7 +561,7 @@ async fn fetch_grouped_at_every_version(client: &mut Client) {
     )
     .await;
     assert!(
-        offsets.len() == 2 && offsets.iter().all(|&(_, o)| o == 4),
+        offsets.len() == 3 && offsets.iter().all(|&(_, o)| o == 4),
         "{offsets:?}"
     );
 }
@@ -562,7 +573,10 @@ async fn every_served_offsets_and_admin_api_version_answers() {
     let broker = TestBroker::start(FAST_GROUPS).await;
     let mut client = broker.client().await;
     create_topic(&mut client, "t", 1).await;
-    let commit = commit_request("every-commit", "", -1, &[("t", 0, 4)]);
+    let id = topic_id(&mut client, "t").await;
+    // By name, and from v10 by id (each version writes the one it has).
+    let mut commit = commit_request("every-commit", "", -1, &[("t", 0, 4)]);
+    commit.topics[0].topic_id = id;
     let codes = at_every_version(
         &mut client,
         ApiKey::OffsetCommit,
@@ -571,7 +585,7 @@ async fn every_served_offsets_and_admin_api_version_answers() {
     )
     .await;
     assert!(
-        codes.len() == 8 && codes.iter().all(|&(_, c)| c == 0),
+        codes.len() == 9 && codes.iter().all(|&(_, c)| c == 0),
         "{codes:?}"
     );
 
@@ -592,7 +606,7 @@ async fn every_served_offsets_and_admin_api_version_answers() {
         offsets.len() == 7 && offsets.iter().all(|&(_, o)| o == 4),
         "{offsets:?}"
     );
-    fetch_grouped_at_every_version(&mut client).await;
+    fetch_grouped_at_every_version(&mut client, id).await;
 
     let listed = at_every_version(
         &mut client,
@@ -630,7 +644,7 @@ async fn every_served_offsets_and_admin_api_version_answers() {
     )
     .await;
     assert!(
-        codes.len() == 3 && codes.iter().all(|&(_, c)| c == 69),
+        codes.len() == 4 && codes.iter().all(|&(_, c)| c == 69),
         "{codes:?}"
     );
     drop(client);

@@ -524,7 +524,7 @@ async fn txn_offset_commit(
     offsets.group_id = GroupId(s("g"));
     offsets.producer_id = ProducerId(producer.0);
     offsets.producer_epoch = producer.1;
-    offsets.generation_id = generation;
+    offsets.generation_id_or_member_epoch = generation;
     offsets.member_id = s(member);
     let mut topic = TxnOffsetCommitRequestTopic::default();
     topic.name = TopicName(s(TOPIC));

@@ -130,7 +130,7 @@ fn body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
                 .with_member_id(s("m-1"))
         ),
         ApiKey::LeaveGroup => enc!(leave_group(version)),
-        ApiKey::OffsetCommit => enc!(offset_commit()),
+        ApiKey::OffsetCommit => enc!(offset_commit(version)),
         ApiKey::OffsetFetch
         | ApiKey::ListGroups
         | ApiKey::ConsumerGroupHeartbeat
@@ -193,12 +193,13 @@ fn txn_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
                 .with_transactional_id(id())
                 .with_group_id(group())
                 .with_producer_id(ProducerId(4000))
-                .with_generation_id(if version >= 3 { 3 } else { -1 })
+                .with_generation_id_or_member_epoch(if version >= 3 { 3 } else { -1 })
                 .with_member_id(if version >= 3 { s("member-1") } else { s("") })
                 .with_group_instance_id((version >= 3).then(|| s("instance-1")))
                 .with_topics(vec![
                     txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
                         .with_name(topic())
+                        .with_topic_id(topic_id(version, 6))
                         .with_partitions(vec![
                             txn_offset_commit_request::TxnOffsetCommitRequestPartition::default()
                                 .with_committed_offset(42)
@@ -222,6 +223,8 @@ fn txn_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
                 .with_producer_id(ProducerId(4000))
                 .with_producer_epoch(3)
                 .with_transaction_result(false)
+                // v2 (KIP-1228): the marker's transaction version.
+                .with_transaction_version(if version >= 2 { 2 } else { 0 })
                 .with_topics(vec![
                     write_txn_markers_request::WritableTxnMarkerTopic::default()
                         .with_name(topic())
@@ -326,6 +329,7 @@ fn consumer_group_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
                 .with_topics(Some(vec![
                     offset_fetch_request::OffsetFetchRequestTopics::default()
                         .with_name(topic())
+                        .with_topic_id(topic_id(version, 10))
                         .with_partition_indexes(vec![0, 1])
                 ]))
         ]))
@@ -573,6 +577,14 @@ fn topic() -> TopicName {
     TopicName(s("orders"))
 }
 
+/// From version `since` a topic is named by id (the name is then not written).
+fn topic_id(version: i16, since: i16) -> uuid::Uuid {
+    match version >= since {
+        true => uuid::Uuid::from_u128(0x5eed),
+        false => uuid::Uuid::nil(),
+    }
+}
+
 fn group() -> GroupId {
     GroupId(s("group-1"))
 }
@@ -620,6 +632,10 @@ fn list_offsets(version: i16) -> ListOffsetsRequest {
     let mut partitions = vec![partition(0, -1)];
     if version >= 7 {
         partitions.push(partition(1, -3));
+    }
+    if version >= 11 {
+        // KIP-1023: the earliest offset not yet uploaded to remote storage.
+        partitions.push(partition(2, -6));
     }
     ListOffsetsRequest::default()
         .with_replica_id(BrokerId(-1))
@@ -671,9 +687,16 @@ fn api_versions(version: i16) -> ApiVersionsRequest {
     if version < 3 {
         return request;
     }
-    request
+    let request = request
         .with_client_software_name(s("librdkafka"))
-        .with_client_software_version(s("2.3.0"))
+        .with_client_software_version(s("2.3.0"));
+    if version < 5 {
+        return request;
+    }
+    // KIP-1242: the cluster and node the client means to reach.
+    request
+        .with_cluster_id(Some(s("sluice-cluster")))
+        .with_node_id(0)
 }
 
 /// Java's Admin.describeTopics, asking for its second page.
@@ -757,7 +780,8 @@ fn leave_group(version: i16) -> LeaveGroupRequest {
     request.with_members(vec![member])
 }
 
-fn offset_commit() -> OffsetCommitRequest {
+/// By name, and from v10 (KIP-848) by topic id.
+fn offset_commit(version: i16) -> OffsetCommitRequest {
     OffsetCommitRequest::default()
         .with_group_id(group())
         .with_generation_id_or_member_epoch(1)
@@ -765,6 +789,7 @@ fn offset_commit() -> OffsetCommitRequest {
         .with_topics(vec![
             offset_commit_request::OffsetCommitRequestTopic::default()
                 .with_name(topic())
+                .with_topic_id(topic_id(version, 10))
                 .with_partitions(vec![
                     offset_commit_request::OffsetCommitRequestPartition::default()
                         .with_partition_index(0)

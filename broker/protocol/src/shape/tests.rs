@@ -248,6 +248,16 @@ fn versions_the_table_does_not_serve_yet_have_shapes() {
     topic.configs = vec![create_topics_request::CreatableTopicConfig::default(); 2];
     create.topics = vec![topic];
     accepts_versions(ApiKey::CreateTopics, &create, &[5, 6, 7]);
+
+    // v6 (KIP-1319, the vendored codec) names topics by id.
+    let mut txn = TxnOffsetCommitRequest::default();
+    let mut topic = txn_offset_commit_request::TxnOffsetCommitRequestTopic::default();
+    topic.topic_id = uuid::Uuid::from_u128(7);
+    topic.partitions =
+        vec![txn_offset_commit_request::TxnOffsetCommitRequestPartition::default(); 2];
+    txn.topics = vec![topic];
+    txn.member_id = StrBytes::from_static_str("member-1");
+    accepts_versions(ApiKey::TxnOffsetCommit, &txn, &[6]);
 }
 
 #[test]

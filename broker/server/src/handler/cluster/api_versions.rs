@@ -1,4 +1,4 @@
-//! ApiVersions v0-v4: the version table, as is (`sluice_protocol::versions::api_versions`).
+//! ApiVersions v0-v5: the version table, as is (`sluice_protocol::versions::api_versions`).
 //! Its response header is always v0 (KIP-511), and a version we do not know is answered in v0
 //! with UNSUPPORTED_VERSION and the table, so the client can retry with one we do. v3+ carry
 //! the client's software name and version (KIP-511): each must match Kafka's pattern
@@ -12,6 +12,12 @@
 //! finalized at 1 (the consumer group protocol, KIP-848, is served). As Kafka's
 //! `ApiVersionsResponse`: v3 omits supported features whose minimum is 0 (older clients fail
 //! to parse them, KAFKA-17011/KAFKA-17492), and a finalized level of 0 is never listed.
+//!
+//! v5 (KIP-1242, vendored codec) may name the cluster and node the client means to reach,
+//! both or neither (one alone is INVALID_REQUEST, Kafka's `ApiVersionsRequest.isValid`). A
+//! client that names another cluster or node (its bootstrap address now reaches another
+//! broker) is answered REBOOTSTRAP_REQUIRED without the table, as Kafka's error answers are,
+//! and goes back to its bootstrap servers.
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::api_versions_response::{FinalizedFeatureKey, SupportedFeatureKey};
@@ -22,6 +28,9 @@ use sluice_protocol::versions;
 use super::Ctx;
 use crate::wire::{FrameError, Response};
 
+/// The first version that may name the cluster and node the client means to reach.
+const TARGET_SINCE: i16 = 5;
+
 /// Answers ApiVersions.
 pub fn handle(ctx: &Ctx<'_>, request: &ApiVersionsRequest, version: i16) -> ApiVersionsResponse {
     if version < 3 {
@@ -31,10 +40,9 @@ pub fn handle(ctx: &Ctx<'_>, request: &ApiVersionsRequest, version: i16) -> ApiV
         request.client_software_name.as_str(),
         request.client_software_version.as_str(),
     );
-    if !valid_software(name) || !valid_software(software_version) {
-        let mut response = ApiVersionsResponse::default();
-        response.error_code = ResponseError::InvalidRequest.code();
-        return response;
+    let half_target = request.cluster_id.is_some() != (request.node_id != -1);
+    if !valid_software(name) || !valid_software(software_version) || half_target {
+        return error(ResponseError::InvalidRequest);
     }
     let (seen, gauge) = ctx.client_software;
     let counted = gauge.connect(name, software_version);
@@ -42,6 +50,9 @@ pub fn handle(ctx: &Ctx<'_>, request: &ApiVersionsRequest, version: i16) -> ApiV
     *seen
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner) = counted;
+    if version >= TARGET_SINCE && !is_target(ctx.cluster_id, ctx.config.node_id, request) {
+        return error(ResponseError::RebootstrapRequired);
+    }
     let mut response = versions::api_versions();
     let transaction_version = i16::try_from(ctx.config.transaction_version).unwrap_or(1);
     add_features(&mut response, version, transaction_version);
@@ -78,6 +89,23 @@ fn add_features(response: &mut ApiVersionsResponse, version: i16, transaction_ve
     response.finalized_features_epoch = 0;
 }
 
+/// An answer with `error` and no table.
+fn error(error: ResponseError) -> ApiVersionsResponse {
+    let mut response = ApiVersionsResponse::default();
+    response.error_code = error.code();
+    response
+}
+
+/// True unless the request names a cluster or node other than this broker (v5, KIP-1242).
+fn is_target(cluster_id: &str, node_id: i32, request: &ApiVersionsRequest) -> bool {
+    let cluster_ok = request
+        .cluster_id
+        .as_ref()
+        .is_none_or(|id| id.as_str() == cluster_id);
+    let node_ok = request.node_id == -1 || request.node_id == node_id;
+    cluster_ok && node_ok
+}
+
 /// Kafka's `SOFTWARE_NAME_VERSION_PATTERN`: alphanumerics, with `-` and `.` inside.
 fn valid_software(text: &str) -> bool {
     let bytes = text.as_bytes();
@@ -98,7 +126,23 @@ pub fn unsupported_version(correlation_id: i32) -> Result<Response, FrameError> 
 
 #[cfg(test)]
 mod tests {
-    use super::valid_software;
+    use super::{is_target, valid_software};
+    use kafka_protocol::messages::ApiVersionsRequest;
+    use kafka_protocol::protocol::StrBytes;
+
+    #[test]
+    fn v5_names_this_cluster_and_node_or_another() {
+        let target = |cluster: Option<&str>, node| {
+            let mut request = ApiVersionsRequest::default();
+            request.cluster_id = cluster.map(|c| StrBytes::from_string(c.to_owned()));
+            request.node_id = node;
+            is_target("cluster-a", 0, &request)
+        };
+        assert!(target(None, -1));
+        assert!(target(Some("cluster-a"), 0));
+        assert!(!target(Some("cluster-b"), 0));
+        assert!(!target(Some("cluster-a"), 1));
+    }
 
     #[test]
     fn software_names_follow_kafkas_pattern() {

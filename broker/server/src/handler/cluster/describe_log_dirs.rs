@@ -1,9 +1,11 @@
-//! DescribeLogDirs v0-v4 (v2+ flexible, v0 served as v1; `kafka-log-dirs --describe`,
+//! DescribeLogDirs v0-v5 (v2+ flexible, v0 served as v1; `kafka-log-dirs --describe`,
 //! kafka-python's `describe_log_dirs`): the one log dir,
 //! `data.dir`, with each partition's size on disk (offset lag 0, no future replicas) and,
 //! from v4, the filesystem's total and usable bytes. DESCRIBE on the cluster: without it the
 //! answer is CLUSTER_AUTHORIZATION_FAILED (v3+, which has the field) or no dirs at all, as
-//! Kafka answers. A null topic list describes every partition.
+//! Kafka answers. A null topic list describes every partition. v5 (vendored codec) says
+//! whether the dir is cordoned (no new partitions placed on it): never here, the one dir
+//! takes every partition.
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::describe_log_dirs_response::{

@@ -1,6 +1,10 @@
-//! DeleteGroups v0-2 (v2 is flexible): an Empty group is deleted with its committed offsets
+//! DeleteGroups v0-3 (v2 is flexible): an Empty group is deleted with its committed offsets
 //! (answered once the tombstones are appended); others get NON_EMPTY_GROUP or
-//! GROUP_ID_NOT_FOUND.
+//! GROUP_ID_NOT_FOUND. v3 (vendored codec) may carry a message with a group's error: Kafka
+//! 4.4 writes one only when deleting a share group's or a Streams group's state fails (its
+//! `GroupCoordinatorService.deleteGroups`), and none for a classic or consumer group's
+//! GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP (`GroupCoordinatorShard.deleteGroups` sets the code
+//! alone). This broker has only those, so the message is always null, as Kafka's.
 
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse, GroupId};
@@ -39,6 +43,7 @@ pub async fn handle(ctx: &Ctx<'_>, request: DeleteGroupsRequest) -> DeleteGroups
             let mut result = DeletableGroupResult::default();
             result.group_id = GroupId(StrBytes::from_string(id));
             result.error_code = error;
+            result.error_message = None;
             result
         })
         .collect();

@@ -59,7 +59,7 @@ pub(super) async fn dispatch(
         ApiKey::Heartbeat => answer.reply(&heartbeat::handle(ctx, call.request()?).await),
         ApiKey::LeaveGroup => answer.reply(&leave_group::handle(ctx, call.request()?, v).await),
         ApiKey::OffsetCommit => {
-            let response = offset_commit::handle(ctx, call.request()?).await;
+            let response = offset_commit::handle(ctx, call.request()?, v).await;
             answer.reply_old(&response, compat::offset_commit)
         }
         ApiKey::OffsetFetch => answer.reply(&offset_fetch::handle(ctx, call.request()?, v).await),

@@ -1,9 +1,13 @@
-//! OffsetFetch v1-9: committed offsets of a group (-1 where none); from v2 a null topic list
+//! OffsetFetch v1-10: committed offsets of a group (-1 where none); from v2 a null topic list
 //! asks for every partition the group has committed. v8+ asks for several groups at once
 //! (at most [`limits::GROUPS_PER_REQUEST_MAX`]), v9+ names the consumer-group member
 //! asking (KIP-848), checked as Kafka does (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH).
 //! Commits not yet appended to the offsets log are not visible, and a transaction's offsets
 //! only once it commits, so v7's `require_stable` is already what is served.
+//!
+//! v10 (KIP-848, vendored codec) names topics by id, in the request and the answer: an id no
+//! topic (or view) has gets UNKNOWN_TOPIC_ID for its partitions (offset -1), not asked of the
+//! coordinator, as Kafka's `handleOffsetFetchRequest` answers it.
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::offset_fetch_response::{
@@ -18,7 +22,11 @@ use super::group_common::string;
 use sluice_security::acl::AclOperation;
 
 use super::Ctx;
+use crate::handler::topic_ids::TopicIds;
 use crate::limits;
+
+/// The first version that names topics by id instead of by name.
+const FIRST_TOPIC_ID: i16 = 10;
 
 /// One group's answer: a group-level error (v2+), and per partition its offset and error.
 struct GroupAnswer {
@@ -53,16 +61,28 @@ pub async fn handle(
         }
         return response;
     }
+    let known = TopicIds::of(ctx.topics);
+    let by_id = version >= FIRST_TOPIC_ID;
     for group in request
         .groups
         .into_iter()
         .take(limits::GROUPS_PER_REQUEST_MAX)
     {
+        // v10: the topics whose ids no topic has, answered here.
+        let mut unknown = Vec::new();
         let partitions = group.topics.map(|topics| {
-            topics
-                .iter()
-                .flat_map(|t| partitions_of(&t.name, &t.partition_indexes))
-                .collect::<Vec<_>>()
+            let mut partitions = Vec::new();
+            for t in topics {
+                let name = match by_id {
+                    true => known.name(&t.topic_id),
+                    false => Some(string(&t.name.0)),
+                };
+                match name {
+                    Some(name) => partitions.extend(named(name, &t.partition_indexes)),
+                    None => unknown.push(t),
+                }
+            }
+            partitions
         });
         // v9: a member id and epoch (a consumer-protocol member); none from others.
         let member = group
@@ -76,7 +96,14 @@ pub async fn handle(
         out.group_id = GroupId(StrBytes::from_string(group_id));
         out.error_code = answer.error_code;
         for (fetched, code) in answer.partitions {
-            push_group_topic(&mut out.topics, fetched, code);
+            let id = match by_id {
+                true => known.id(&fetched.tp.topic),
+                false => uuid::Uuid::nil(),
+            };
+            push_group_topic(&mut out.topics, fetched, id, code);
+        }
+        if answer.error_code == 0 {
+            out.topics.extend(unknown.into_iter().map(unknown_topic_id));
         }
         response.groups.push(out);
     }
@@ -87,11 +114,36 @@ fn partitions_of<'a>(
     name: &'a TopicName,
     indexes: &'a [i32],
 ) -> impl Iterator<Item = TopicPartition> + 'a {
-    let name = string(&name.0);
+    named(string(&name.0), indexes)
+}
+
+fn named(name: String, indexes: &[i32]) -> impl Iterator<Item = TopicPartition> + '_ {
     indexes.iter().map(move |&partition| TopicPartition {
         topic: name.clone(),
         partition,
     })
+}
+
+/// A v10 topic whose id no topic has: UNKNOWN_TOPIC_ID for each partition asked.
+fn unknown_topic_id(
+    topic: kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopics,
+) -> OffsetFetchResponseTopics {
+    let mut out = OffsetFetchResponseTopics::default();
+    out.topic_id = topic.topic_id;
+    out.partitions = topic
+        .partition_indexes
+        .iter()
+        .map(|&index| {
+            let mut partition = OffsetFetchResponsePartitions::default();
+            partition.partition_index = index;
+            partition.committed_offset = -1;
+            partition.committed_leader_epoch = -1;
+            partition.metadata = Some(StrBytes::from_static_str(""));
+            partition.error_code = ResponseError::UnknownTopicId.code();
+            partition
+        })
+        .collect();
+    out
 }
 
 /// Kafka's checks: DESCRIBE on the group, then DESCRIBE on each topic (a named topic
@@ -184,9 +236,12 @@ fn push_topic(
     }
 }
 
+/// Adds a partition's answer, under its topic's name and id (the codec writes the one its
+/// version has).
 fn push_group_topic(
     topics: &mut Vec<OffsetFetchResponseTopics>,
     fetched: FetchedOffset,
+    id: uuid::Uuid,
     error_code: i16,
 ) {
     let mut partition = OffsetFetchResponsePartitions::default();
@@ -201,6 +256,7 @@ fn push_group_topic(
         }
         _ => {
             let mut topic = OffsetFetchResponseTopics::default();
+            topic.topic_id = id;
             topic.name = TopicName(StrBytes::from_string(fetched.tp.topic));
             topic.partitions.push(partition);
             topics.push(topic);

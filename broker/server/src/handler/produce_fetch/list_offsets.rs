@@ -1,4 +1,4 @@
-//! ListOffsets v1-v10: earliest (-2) is the log start offset, latest (-1) the log end offset,
+//! ListOffsets v1-v11: earliest (-2) is the log start offset, latest (-1) the log end offset,
 //! any other timestamp the first record whose timestamp is at or after it (-1/-1 when there
 //! is none): the storage engine finds the batch through the time index and walks its
 //! records, decompressing a compressed batch with `codec` (bounded), as Kafka does. A
@@ -10,8 +10,9 @@
 //! Kafka does: -3 (v7, KIP-734) the record with the largest timestamp, the first of equals,
 //! with that timestamp; -4 (v8, KIP-405's earliest local offset) the log start offset, as
 //! Kafka answers without tiered storage; -5 (v9, KIP-1005's latest tiered offset) -1 with
-//! epoch -1, as Kafka answers without tiered storage. v10's timeout bounds only remote
-//! storage reads: there are none. Under read_committed an answer at or past the last stable
+//! epoch -1, as Kafka answers without tiered storage, and so is -6 (v11, KIP-1023's earliest
+//! offset pending upload to remote storage: Kafka's `fetchEarliestPendingUploadOffset` without
+//! remote storage). v10's timeout bounds only remote storage reads: there are none. Under read_committed an answer at or past the last stable
 //! offset is none (-1/-1), as Kafka filters every lookup but earliest and latest.
 
 use std::sync::Arc;
@@ -40,6 +41,8 @@ const MAX_TIMESTAMP: i64 = -3;
 const EARLIEST_LOCAL_TIMESTAMP: i64 = -4;
 /// KIP-1005's "latest tiered" sentinel (v9+): none without tiered storage.
 const LATEST_TIERED_TIMESTAMP: i64 = -5;
+/// KIP-1023's "earliest pending upload" sentinel (v11+): none without tiered storage.
+const EARLIEST_PENDING_UPLOAD_TIMESTAMP: i64 = -6;
 
 /// Answers ListOffsets.
 pub async fn handle(
@@ -140,7 +143,10 @@ fn lookup(
         out.error_code = error.code();
         return out;
     }
-    if asked.timestamp == LATEST_TIERED_TIMESTAMP {
+    if matches!(
+        asked.timestamp,
+        LATEST_TIERED_TIMESTAMP | EARLIEST_PENDING_UPLOAD_TIMESTAMP
+    ) {
         return out;
     }
     let found = partition.with_log(|log| find(log, asked.timestamp, read_committed));

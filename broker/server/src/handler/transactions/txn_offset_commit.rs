@@ -1,4 +1,4 @@
-//! TxnOffsetCommit v0-v5: a transaction's consumer offsets (`send_offsets_to_transaction`),
+//! TxnOffsetCommit v0-v6: a transaction's consumer offsets (`send_offsets_to_transaction`),
 //! held by the transaction coordinator and handed to the group coordinator when the
 //! transaction commits (dropped if it aborts). WRITE on the transactional id, READ on the
 //! group and on each topic; a partition that does not exist gets UNKNOWN_TOPIC_OR_PARTITION,
@@ -14,6 +14,10 @@
 //! INVALID_TXN_STATE, as Kafka's verification does. v5 is the transaction protocol v2
 //! (KIP-890 part 2): the commit adds its group to the transaction (no AddOffsetsToTxn),
 //! starting one if none is open.
+//!
+//! v6 (KIP-1319, vendored codec) names topics by id, in the request and the answer: an id no
+//! topic (or view) has is UNKNOWN_TOPIC_ID for its partitions (and, the offsets of one request
+//! being one unit, the rest are not attempted).
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::txn_offset_commit_response::{
@@ -26,6 +30,7 @@ use sluice_txn::{ErrorCode, PendingOffset, TopicPartition, TxnProtocol};
 
 use super::Ctx;
 use super::txn_common::{UNAVAILABLE, call, producer, refuse_transactional_id, wire_code};
+use crate::handler::topic_ids::TopicIds;
 
 /// TxnOffsetCommit answers INVALID_PRODUCER_EPOCH for a fenced producer in every version
 /// served here.
@@ -37,6 +42,9 @@ const ABORTABLE_SINCE: i16 = 4;
 
 /// The first version of the transaction protocol v2 (KIP-890 part 2).
 const PROTOCOL_V2_SINCE: i16 = 5;
+
+/// The first version that names topics by id instead of by name (KIP-1319).
+const FIRST_TOPIC_ID: i16 = 6;
 
 /// Answers TxnOffsetCommit.
 pub async fn handle(
@@ -51,16 +59,26 @@ pub async fn handle(
     if refused.is_none() && !ctx.auth.group(AclOperation::Read, group) {
         refused = Some(ResponseError::GroupAuthorizationFailed.code());
     }
-    // Per partition: the error it is answered with here, if any.
-    let mut answered: Vec<(&str, i32, Option<i16>)> = Vec::new();
+    // Per partition: its topic's name and id, and the error it is answered with here, if any.
+    let mut answered: Vec<(String, uuid::Uuid, i32, Option<i16>)> = Vec::new();
     // The group coordinator's limit, checked now: past it the commit could not write them.
     let metadata_max = ctx.config.group_config().offset_metadata_max_bytes;
+    let known = TopicIds::of(ctx.topics);
     for topic in &request.topics {
-        let name = topic.name.0.as_str();
+        // v6: the name of the id, if a topic (or view) has it.
+        let (name, id_known) = match version >= FIRST_TOPIC_ID {
+            true => known
+                .name(&topic.topic_id)
+                .map_or((String::new(), false), |name| (name, true)),
+            false => (topic.name.0.to_string(), true),
+        };
+        let name = name.as_str();
         let readable = ctx.auth.topic_or_view(ctx.topics, AclOperation::Read, name);
         for p in &topic.partitions {
             let metadata_len = p.committed_metadata.as_ref().map_or(0, |m| m.len());
-            let error = if !readable {
+            let error = if !id_known {
+                Some(ResponseError::UnknownTopicId.code())
+            } else if !readable {
                 Some(ResponseError::TopicAuthorizationFailed.code())
             } else if ctx.topics.read_partition(name, p.partition_index).is_none() {
                 Some(ResponseError::UnknownTopicOrPartition.code())
@@ -69,7 +87,7 @@ pub async fn handle(
             } else {
                 None
             };
-            answered.push((name, p.partition_index, error));
+            answered.push((name.to_owned(), topic.topic_id, p.partition_index, error));
             offsets.push(PendingOffset {
                 tp: TopicPartition {
                     topic: name.to_owned(),
@@ -81,7 +99,7 @@ pub async fn handle(
             });
         }
     }
-    let partition_refused = answered.iter().any(|(_, _, e)| e.is_some());
+    let partition_refused = answered.iter().any(|(.., e)| e.is_some());
     let code = match refused {
         Some(code) => code,
         None if partition_refused => ResponseError::OperationNotAttempted.code(),
@@ -89,15 +107,18 @@ pub async fn handle(
         None => hold(ctx, &request, offsets, version).await,
     };
     let mut response = TxnOffsetCommitResponse::default();
-    for (name, partition, error) in answered {
+    for (name, id, partition, error) in answered {
         let mut out = TxnOffsetCommitResponsePartition::default();
         out.partition_index = partition;
         out.error_code = error.unwrap_or(code);
         match response.topics.last_mut() {
-            Some(topic) if topic.name.0.as_str() == name => topic.partitions.push(out),
+            Some(topic) if topic.name.0.as_str() == name && topic.topic_id == id => {
+                topic.partitions.push(out)
+            }
             _ => {
                 let mut topic = TxnOffsetCommitResponseTopic::default();
-                topic.name = kafka_protocol::messages::TopicName(name.to_owned().into());
+                topic.topic_id = id;
+                topic.name = kafka_protocol::messages::TopicName(name.into());
                 topic.partitions.push(out);
                 response.topics.push(topic);
             }
@@ -117,7 +138,7 @@ async fn hold(
     let group = request.group_id.0.to_string();
     let member = TxnOffsetCommitMember {
         group_id: group.clone(),
-        generation_id: request.generation_id,
+        generation_id: request.generation_id_or_member_epoch,
         member_id: request.member_id.to_string(),
         group_instance_id: request.group_instance_id.as_ref().map(ToString::to_string),
     };

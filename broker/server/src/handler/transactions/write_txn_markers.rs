@@ -1,4 +1,4 @@
-//! WriteTxnMarkers v1: a COMMIT or ABORT marker (control batch) of a producer appended to
+//! WriteTxnMarkers v1-v2: a COMMIT or ABORT marker (control batch) of a producer appended to
 //! each partition named, ending the producer's open transaction there so the partition's
 //! last stable offset moves on. Kafka's transaction coordinators send it to partition
 //! leaders; here the coordinator writes its own markers in-process (`crate::txn`), and what
@@ -15,6 +15,13 @@
 //! epoch 0. Markers for `__consumer_offsets` do not apply (there is no such topic: a
 //! transaction's offsets are the coordinator's, docs/transactions.md). Each marker written is
 //! an audit line (`txn.marker`).
+//!
+//! v2 (KIP-1228, vendored codec) says each marker's transaction version. Under transaction
+//! version 2 (KIP-890) the coordinator bumps the producer's epoch as each transaction ends and
+//! writes the marker at the bumped epoch, so such a marker at the producer's current epoch
+//! here (or older) is a late or repeated one: INVALID_PRODUCER_EPOCH, as Kafka 4.4's leaders
+//! check it (`producerEpoch <= currentEpoch`). Markers of transaction versions 0-1 (and every
+//! v1 marker) keep the older check (refused only below the current epoch).
 
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::write_txn_markers_request::WritableTxnMarker;
@@ -23,7 +30,7 @@ use kafka_protocol::messages::write_txn_markers_response::{
 };
 use kafka_protocol::messages::{WriteTxnMarkersRequest, WriteTxnMarkersResponse};
 use sluice_security::acl::AclOperation;
-use sluice_storage::{Durability, Marker};
+use sluice_storage::{AppendError, Durability, Marker};
 
 use crate::audit;
 use std::sync::Arc;
@@ -32,6 +39,9 @@ use super::Ctx;
 use crate::error::KafkaError;
 use crate::topics::TopicRegistry;
 use crate::topics::append::append_error;
+
+/// KIP-890's transaction version 2: from it a marker's epoch is above the producer's.
+const STRICT_EPOCH_TRANSACTION_VERSION: i8 = 2;
 
 /// Answers WriteTxnMarkers.
 pub async fn handle(ctx: &Ctx<'_>, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse {
@@ -120,6 +130,9 @@ fn write(
         false => Marker::Abort,
     };
     let written = partition.with_log(|log| {
+        if let Err(e) = check_strict_epoch(log, marker) {
+            return (Err(e), log.log_end_offset().value());
+        }
         let outcome = log.append_marker(
             marker.producer_id.0,
             marker.producer_epoch,
@@ -141,6 +154,27 @@ fn write(
             0
         }
         Err(KafkaError { code, .. }) => code.code(),
+    }
+}
+
+/// A transaction version 2 marker must carry an epoch above the producer's here (KIP-1228).
+fn check_strict_epoch(
+    log: &sluice_storage::Log,
+    marker: &WritableTxnMarker,
+) -> Result<(), AppendError> {
+    if marker.transaction_version < STRICT_EPOCH_TRANSACTION_VERSION {
+        return Ok(());
+    }
+    let producer_id = marker.producer_id.0;
+    match log.producer_state().producer(producer_id) {
+        Some(entry) if marker.producer_epoch <= entry.epoch => {
+            Err(AppendError::InvalidProducerEpoch {
+                producer_id,
+                epoch: marker.producer_epoch,
+                current: entry.epoch,
+            })
+        }
+        _ => Ok(()),
     }
 }
 
