@@ -213,11 +213,11 @@ def test_admin_client_calls(broker, topic_name, classpath):
 
 
 # What the Java producer speaks at each finalized `transaction.version` (KIP-890 part 2):
-# at 2 the transaction protocol v2 (Produce v13 adds each partition, TxnOffsetCommit v5 its
+# at 2 the transaction protocol v2 (Produce v13 adds each partition, TxnOffsetCommit v6 its
 # group, EndTxn v5 bumps the epoch; no AddPartitionsToTxn or AddOffsetsToTxn), at 1 the v1
 # protocol (Produce v11, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn v4).
 TXN_VERSIONS_USED = {
-    "2": ({"Produce": 13, "TxnOffsetCommit": 5, "EndTxn": 5}, ("AddPartitionsToTxn", "AddOffsetsToTxn")),
+    "2": ({"Produce": 13, "TxnOffsetCommit": 6, "EndTxn": 5}, ("AddPartitionsToTxn", "AddOffsetsToTxn")),
     "1": ({"Produce": 11, "AddOffsetsToTxn": 4, "TxnOffsetCommit": 4, "EndTxn": 4}, ("AddPartitionsToTxn",)),
 }
 
