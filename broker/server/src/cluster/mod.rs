@@ -30,21 +30,37 @@
 
 pub mod limits;
 
+mod controller_task;
 mod entry_codec;
+mod image;
+mod lifecycle;
 mod log_store;
+mod network;
+mod ops;
 mod quorum_state;
+mod server;
+mod service;
 mod state_machine;
 mod types;
+mod wire;
 
 #[cfg(test)]
 mod tests;
 
+pub use image::{ImageApplier, ImageWatch};
 pub use log_store::{MetaLogReader, MetaLogStore};
+pub use network::{CallError, Identity, NetworkFactory, PeerClient};
+pub use ops::{ControllerOp, ControllerReply, OpError, TopicOutcome, TopicSpec};
+pub use service::{
+    BrokerConfig, ClusterError, ClusterHandle, ClusterService, QuorumConfig, QuorumStatus,
+    VoterStatus,
+};
 pub use state_machine::{MetaSnapshot, MetadataStateMachine};
 pub use types::{
     ApplyResponse, ControllerNode, Entry, LogId, Membership, MetaTypes, MetadataApply,
     MetadataPayload, PayloadTooLarge, RestoreError, Vote,
 };
+pub use wire::{Kind as FrameKind, WireError};
 
 /// A Raft instance of the metadata quorum over the image `A`.
 pub type MetaRaft<A> = openraft::Raft<MetaTypes, MetadataStateMachine<A>>;
