@@ -166,6 +166,27 @@ pub(crate) fn run(
     now_ms: i64,
     op: ControllerOp,
 ) -> Result<Decided, OpError> {
+    match op {
+        ControllerOp::RegisterBroker(_)
+        | ControllerOp::Heartbeat { .. }
+        | ControllerOp::UnregisterBroker { .. }
+        | ControllerOp::AllocateProducerIds { .. } => brokers(controller, image, now_ms, op),
+        ControllerOp::CreateTopics(_)
+        | ControllerOp::DeleteTopics(_)
+        | ControllerOp::CreatePartitions { .. }
+        | ControllerOp::AlterConfigs { .. }
+        | ControllerOp::ElectPreferredLeaders(_) => topics(controller, image, op),
+        _ => objects(controller, image, op),
+    }
+}
+
+/// The brokers' lifecycle and producer ids.
+fn brokers(
+    controller: &mut Controller,
+    image: &MetadataImage,
+    now_ms: i64,
+    op: ControllerOp,
+) -> Result<Decided, OpError> {
     let done = |()| ControllerReply::Done;
     Ok(match op {
         ControllerOp::RegisterBroker(registration) => {
@@ -200,6 +221,25 @@ pub(crate) fn run(
         ControllerOp::UnregisterBroker { node_id } => {
             decided(controller.unregister_broker(image, now_ms, node_id)?, done)
         }
+        ControllerOp::AllocateProducerIds {
+            broker_id,
+            broker_epoch,
+        } => decided(
+            controller.allocate_producer_ids(image, broker_id, broker_epoch)?,
+            |ProducerIdBlock { first, len }| ControllerReply::ProducerIds { first, len },
+        ),
+        other => unreachable!("brokers given {other:?}"),
+    })
+}
+
+/// Topics, partitions and configs.
+fn topics(
+    controller: &mut Controller,
+    image: &MetadataImage,
+    op: ControllerOp,
+) -> Result<Decided, OpError> {
+    let done = |()| ControllerReply::Done;
+    Ok(match op {
         ControllerOp::CreateTopics(specs) => {
             let topics: Vec<NewTopic> = specs.into_iter().map(new_topic).collect();
             decided(controller.create_topics(image, &topics), |results| {
@@ -253,14 +293,27 @@ pub(crate) fn run(
                 done,
             )
         }
-        ControllerOp::Security(changes) => decided(controller.security(image, changes)?, done),
-        ControllerOp::AllocateProducerIds {
-            broker_id,
-            broker_epoch,
-        } => decided(
-            controller.allocate_producer_ids(image, broker_id, broker_epoch)?,
-            |ProducerIdBlock { first, len }| ControllerReply::ProducerIds { first, len },
+        ControllerOp::ElectPreferredLeaders(partitions) => decided(
+            controller.elect_preferred_leaders(image, &partitions),
+            |results| {
+                ControllerReply::Elected(
+                    results.into_iter().map(|r| r.map_err(Into::into)).collect(),
+                )
+            },
         ),
+        other => unreachable!("topics given {other:?}"),
+    })
+}
+
+/// Security, views, transforms and plugins.
+fn objects(
+    controller: &mut Controller,
+    image: &MetadataImage,
+    op: ControllerOp,
+) -> Result<Decided, OpError> {
+    let done = |()| ControllerReply::Done;
+    Ok(match op {
+        ControllerOp::Security(changes) => decided(controller.security(image, changes)?, done),
         ControllerOp::PutView { name, spec } => {
             decided(controller.put_view(image, &name, spec)?, done)
         }
@@ -276,14 +329,7 @@ pub(crate) fn run(
         ControllerOp::RemovePlugin { name } => {
             decided(controller.remove_plugin(image, &name)?, done)
         }
-        ControllerOp::ElectPreferredLeaders(partitions) => decided(
-            controller.elect_preferred_leaders(image, &partitions),
-            |results| {
-                ControllerReply::Elected(
-                    results.into_iter().map(|r| r.map_err(Into::into)).collect(),
-                )
-            },
-        ),
+        other => unreachable!("objects given {other:?}"),
     })
 }
 
