@@ -92,12 +92,11 @@ impl ControllerTask {
         loop {
             self.follow_leadership().await;
             let tick_at = self.next_tick();
-            let leading = self.controller.is_some();
             let event = tokio::select! {
                 _ = self.shutdown.wait_for(|stop| *stop) => Event::Stop,
                 command = self.commands.recv() => command.map_or(Event::Stop, Event::Command),
                 changed = metrics.changed() => if changed.is_err() { Event::Stop } else { Event::Metrics },
-                () = sleep_until(tick_at), if leading => Event::Tick,
+                () = sleep_until(tick_at) => Event::Tick,
             };
             match event {
                 Event::Stop => break,
@@ -143,7 +142,11 @@ impl ControllerTask {
             match Controller::bootstrap_records(&self.cluster_id) {
                 Ok(records) => {
                     if let Err(e) = self.commit(&records).await {
+                        // Not active until the cluster id is committed: the next wake-up
+                        // (at most CONTROLLER_TICK_MAX_MS away) tries again.
                         tracing::warn!(error = ?e, "bootstrap records not committed");
+                        self.controller = None;
+                        return;
                     }
                 }
                 Err(e) => tracing::error!(error = %e, "cluster id refused"),
@@ -152,8 +155,9 @@ impl ControllerTask {
         self.tick().await;
     }
 
-    /// When to tick next: the controller's next session deadline, at most
-    /// `CONTROLLER_TICK_MAX_MS` away.
+    /// When to wake next: the controller's next session deadline, at most
+    /// `CONTROLLER_TICK_MAX_MS` away (a follower wakes that often too, to retry becoming
+    /// the active controller if an attempt failed).
     fn next_tick(&self) -> Instant {
         let max = Instant::now() + Duration::from_millis(CONTROLLER_TICK_MAX_MS);
         let Some((controller, _)) = &self.controller else {

@@ -392,6 +392,12 @@ impl ClusterHandle {
         self.shared.image.clone()
     }
 
+    /// This node's Raft instance (tests: snapshots and purges on demand).
+    #[cfg(test)]
+    pub(crate) fn raft(&self) -> &MetaRaft<ImageApplier> {
+        &self.shared.raft
+    }
+
     /// The node id.
     #[must_use]
     pub fn node_id(&self) -> u64 {

@@ -3,7 +3,8 @@
 //! a create through a non-leader answered only once that node applied it (read-your-writes),
 //! a leader's controlled shutdown and failover with an idempotent retry of the create, a
 //! restart catching up from its dir, five voters losing two, and a peer of another cluster
-//! refused at its hello. No timing assertions: every wait polls with a generous deadline
+//! refused at its hello (and a frame before any hello), a node down past a snapshot and a
+//! purge catching up from the snapshot shipped over TCP. No timing assertions: every wait polls with a generous deadline
 //! and then asserts the outcome. After each scenario every node's image is compared byte
 //! for byte (snapshot bytes) once all applied the same index.
 
@@ -12,6 +13,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use openraft::async_runtime::watch::WatchReceiver;
 use sluice_cluster::records::{Listener, SecurityProtocol};
 use sluice_cluster::{ControllerConfig, MetadataImage};
 use tokio::net::TcpListener;
@@ -324,11 +326,88 @@ async fn a_peer_of_another_cluster_is_refused_at_its_hello() {
         reason.contains("another-cluster") && reason.contains(CLUSTER),
         "the refusal names both cluster ids: {reason}"
     );
+    // A frame other than a hello first closes the connection unanswered.
+    let mut raw = tokio::net::TcpStream::connect(nodes[0].config.listen)
+        .await
+        .unwrap();
+    let mut vote = vec![Kind::Vote as u8];
+    vote.extend_from_slice(&1u32.to_be_bytes());
+    vote.push(0);
+    tokio::io::AsyncWriteExt::write_all(&mut raw, &vote)
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(
+        WAIT,
+        tokio::io::AsyncReadExt::read_to_end(&mut raw, &mut answer),
+    )
+    .await
+    .expect("the listener closes the connection");
+    assert!(
+        read.is_err() || answer.is_empty(),
+        "answered before a hello: {answer:?}"
+    );
     // The cluster itself is unaffected.
     let put = ControllerOp::PutView {
         name: "v".to_owned(),
         spec: b"{}".to_vec(),
     };
     nodes[0].handle().submit(put).await.unwrap();
+    shutdown_all(&mut nodes).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_down_past_a_purge_catches_up_from_a_snapshot_over_tcp() {
+    let mut nodes = start_cluster(3, false).await;
+    let leader = agreed_leader(&nodes).await;
+    let put = |name: String| ControllerOp::PutView {
+        name,
+        spec: b"{}".to_vec(),
+    };
+    nodes[0]
+        .handle()
+        .submit(put("v0".to_owned()))
+        .await
+        .unwrap();
+    let behind = usize::try_from(leader % 3).unwrap(); // a follower: ids are 1..=3
+    nodes[behind].stop().await;
+    let leading = &nodes[usize::try_from(leader - 1).unwrap()];
+    for i in 1..=5 {
+        leading.handle().submit(put(format!("v{i}"))).await.unwrap();
+    }
+    let raft = leading.handle().raft();
+    let last = leading.handle().status().applied_index.expect("applied");
+    raft.trigger().snapshot().await.unwrap();
+    raft.wait(Some(WAIT))
+        .metrics(
+            |m| m.snapshot.is_some_and(|s| s.index >= last),
+            "a snapshot",
+        )
+        .await
+        .expect("the snapshot within the deadline");
+    raft.trigger().purge_log(last).await.unwrap();
+    raft.wait(Some(WAIT))
+        .metrics(|m| m.purged.is_some_and(|p| p.index >= last), "the purge")
+        .await
+        .expect("the purge within the deadline");
+
+    nodes[behind].start().await;
+    wait_for("the node catches up from the snapshot", || {
+        nodes[behind].image().views().len() == 6
+    })
+    .await;
+    let restarted = nodes[behind].handle().status();
+    assert!(restarted.applied_index >= Some(last));
+    let installed = nodes[behind]
+        .handle()
+        .raft()
+        .metrics()
+        .borrow_watched()
+        .snapshot;
+    assert!(
+        installed.is_some_and(|s| s.index >= last),
+        "caught up from the shipped snapshot (the log below it is purged): {installed:?}"
+    );
+    assert_images_converge(&nodes).await;
     shutdown_all(&mut nodes).await;
 }
