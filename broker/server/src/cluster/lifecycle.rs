@@ -11,9 +11,8 @@ use std::time::Duration;
 use sluice_cluster::records::{BrokerRegistration, IncarnationId};
 use sluice_kafka::ErrorCode;
 use tokio::sync::watch;
-use tokio::time::Instant;
 
-use super::limits::CONTROLLED_SHUTDOWN_TIMEOUT_MS;
+use super::limits::{CONTROLLED_SHUTDOWN_RETRY_MS, CONTROLLED_SHUTDOWN_TIMEOUT_MS};
 use super::ops::{ControllerOp, ControllerReply};
 use super::service::{BrokerConfig, ClusterError, Shared};
 
@@ -35,19 +34,34 @@ pub(crate) async fn run(
     let interval = Duration::from_millis(config.heartbeat_interval_ms);
     let mut epoch = None;
     loop {
-        epoch = match epoch {
-            None => register(&shared, &registration).await,
-            Some(epoch) => heartbeat(&shared, node_id, epoch, false)
-                .await
-                .map(|_| epoch),
+        // A stop interrupts a registration or heartbeat waiting for a leader.
+        let step = async {
+            match epoch {
+                None => register(&shared, &registration).await,
+                Some(epoch) => heartbeat(&shared, node_id, epoch, false)
+                    .await
+                    .map(|_| epoch),
+            }
         };
+        tokio::select! {
+            _ = stop.wait_for(|stop| *stop) => break,
+            next = step => epoch = next,
+        }
         tokio::select! {
             _ = stop.wait_for(|stop| *stop) => break,
             () = tokio::time::sleep(interval) => {}
         }
     }
     if let Some(epoch) = epoch {
-        controlled_shutdown(&shared, node_id, epoch, interval).await;
+        let limit = Duration::from_millis(CONTROLLED_SHUTDOWN_TIMEOUT_MS);
+        let shutdown = controlled_shutdown(&shared, node_id, epoch, interval);
+        if tokio::time::timeout(limit, shutdown).await.is_err() {
+            tracing::warn!(
+                node = node_id,
+                "controlled shutdown not confirmed within CONTROLLED_SHUTDOWN_TIMEOUT_MS \
+                 ({CONTROLLED_SHUTDOWN_TIMEOUT_MS} ms)"
+            );
+        }
     }
 }
 
@@ -104,10 +118,11 @@ async fn heartbeat(shared: &Shared, node_id: i32, epoch: i64, shut_down: bool) -
     }
 }
 
+/// Heartbeats asking for a controlled shutdown until the controller releases the broker
+/// (the caller bounds it).
 async fn controlled_shutdown(shared: &Shared, node_id: i32, epoch: i64, interval: Duration) {
-    let deadline = Instant::now() + Duration::from_millis(CONTROLLED_SHUTDOWN_TIMEOUT_MS);
-    let retry = interval.min(Duration::from_millis(200));
-    while Instant::now() < deadline {
+    let retry = interval.min(Duration::from_millis(CONTROLLED_SHUTDOWN_RETRY_MS));
+    loop {
         match heartbeat(shared, node_id, epoch, true).await {
             Some(true) | None => {
                 tracing::info!(node = node_id, "controlled shutdown complete");
@@ -116,8 +131,4 @@ async fn controlled_shutdown(shared: &Shared, node_id: i32, epoch: i64, interval
             Some(false) => tokio::time::sleep(retry).await,
         }
     }
-    tracing::warn!(
-        node = node_id,
-        "controlled shutdown not confirmed within CONTROLLED_SHUTDOWN_TIMEOUT_MS ({CONTROLLED_SHUTDOWN_TIMEOUT_MS} ms)"
-    );
 }

@@ -151,6 +151,12 @@ pub const CONTROLLER_TICK_MAX_MS: u64 = 1_000;
 /// before the node stops anyway.
 pub const CONTROLLED_SHUTDOWN_TIMEOUT_MS: u64 = 10_000;
 
+/// Milliseconds between the heartbeats of a controlled shutdown (at most; the heartbeat
+/// interval if shorter): the controller moves leaderships away, then releases the broker.
+pub const CONTROLLED_SHUTDOWN_RETRY_MS: u64 = 200;
+
+const _: () = assert!(CONTROLLED_SHUTDOWN_RETRY_MS < CONTROLLED_SHUTDOWN_TIMEOUT_MS);
+
 /// Rounds of `Controller::tick` (each one committed entry) per wake-up of the controller
 /// task: session expiry fences one broker per round, so this many expire at once before
 /// commands get a turn again.
