@@ -13,7 +13,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use openraft::async_runtime::watch::WatchReceiver;
 use sluice_cluster::records::{Listener, SecurityProtocol};
 use sluice_cluster::{ControllerConfig, MetadataImage};
 use tokio::net::TcpListener;
@@ -396,16 +395,18 @@ async fn a_node_down_past_a_purge_catches_up_from_a_snapshot_over_tcp() {
         nodes[behind].image().views().len() == 6
     })
     .await;
-    let restarted = nodes[behind].handle().status();
-    assert!(restarted.applied_index >= Some(last));
+    // openraft's metrics follow the install (the image is published first): wait for them.
     let installed = nodes[behind]
         .handle()
         .raft()
-        .metrics()
-        .borrow_watched()
-        .snapshot;
+        .wait(Some(WAIT))
+        .metrics(
+            |m| m.snapshot.is_some_and(|s| s.index >= last),
+            "the installed snapshot",
+        )
+        .await;
     assert!(
-        installed.is_some_and(|s| s.index >= last),
+        installed.is_ok(),
         "caught up from the shipped snapshot (the log below it is purged): {installed:?}"
     );
     assert_images_converge(&nodes).await;
