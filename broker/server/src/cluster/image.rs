@@ -103,3 +103,49 @@ impl MetadataApply for ImageApplier {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use sluice_cluster::{MetadataRecord, encode_batch};
+
+    use super::*;
+
+    fn cluster_id(id: &str) -> Vec<u8> {
+        encode_batch(&[MetadataRecord::ClusterId {
+            cluster_id: id.to_owned(),
+        }])
+        .unwrap()
+    }
+
+    #[test]
+    fn entries_apply_and_publish_and_a_bad_one_only_moves_the_index() {
+        let (mut applier, watch) = ImageApplier::new();
+        assert_eq!(applier.apply(3, &cluster_id("c1")), 0u32.to_be_bytes());
+        assert_eq!(watch.borrow().cluster_id(), Some("c1"));
+        let before = watch.borrow().snapshot_bytes().unwrap();
+
+        assert_eq!(applier.apply(5, b"not a batch"), 0u32.to_be_bytes());
+        assert_eq!(applier.refused(), 1);
+        let after = watch.borrow().clone();
+        assert_eq!(after.last_applied_index(), 5);
+        assert_eq!(after.cluster_id(), Some("c1"), "nothing else changed");
+        assert_ne!(
+            after.snapshot_bytes().unwrap(),
+            before,
+            "the index is in the image"
+        );
+    }
+
+    #[test]
+    fn a_snapshot_restores_the_same_image_and_none_restores_the_empty_one() {
+        let (mut applier, _) = ImageApplier::new();
+        applier.apply(1, &cluster_id("c1"));
+        let snapshot = applier.snapshot();
+        let (mut restored, watch) = ImageApplier::new();
+        restored.restore(Some(1), &snapshot).unwrap();
+        assert_eq!(watch.borrow().snapshot_bytes().unwrap(), snapshot);
+        assert!(restored.restore(Some(1), b"garbage").is_err());
+        restored.restore(None, &[]).unwrap();
+        assert_eq!(watch.borrow().cluster_id(), None);
+    }
+}

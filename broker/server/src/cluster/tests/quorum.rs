@@ -412,3 +412,26 @@ async fn a_node_down_past_a_purge_catches_up_from_a_snapshot_over_tcp() {
     assert_images_converge(&nodes).await;
     shutdown_all(&mut nodes).await;
 }
+
+#[tokio::test]
+async fn a_config_without_this_node_among_the_voters_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let config = QuorumConfig {
+        node_id: 4,
+        cluster_id: CLUSTER.to_owned(),
+        voters: BTreeMap::from([(1, addr)]),
+        listen: addr,
+        data_dir: dir.path().to_path_buf(),
+        controller: ControllerConfig::default(),
+        broker: None,
+    };
+    let refused = ClusterService::start_on(config, listener)
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(&refused, crate::cluster::ClusterError::Config(m) if m.contains("node.id 4")),
+        "{refused}"
+    );
+}
