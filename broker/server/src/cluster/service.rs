@@ -182,19 +182,24 @@ impl ClusterService {
             commands: commands_tx,
             peers: Mutex::new(BTreeMap::new()),
         });
-        initialize(&shared).await?;
-        let lifecycle = config.broker.clone().map(|broker| {
-            let (stop_tx, stop) = watch::channel(false);
-            let node_id = i32::try_from(config.node_id).expect("validated");
-            let task = tokio::spawn(lifecycle::run(Arc::clone(&shared), broker, node_id, stop));
-            (stop_tx, task)
-        });
-        Ok(ClusterHandle {
+        let mut handle = ClusterHandle {
             shared,
             shutdown_tx,
             tasks,
-            lifecycle,
-        })
+            lifecycle: None,
+        };
+        if let Err(e) = initialize(&handle.shared).await {
+            handle.shutdown().await;
+            return Err(e);
+        }
+        handle.lifecycle = config.broker.clone().map(|broker| {
+            let (stop_tx, stop) = watch::channel(false);
+            let node_id = i32::try_from(config.node_id).expect("validated");
+            let shared = Arc::clone(&handle.shared);
+            let task = tokio::spawn(lifecycle::run(shared, broker, node_id, stop));
+            (stop_tx, task)
+        });
+        Ok(handle)
     }
 }
 
@@ -366,7 +371,8 @@ fn settle(answer: ForwardAnswer) -> Result<(ControllerReply, u64), Attempt> {
     }
 }
 
-/// The broker's handle on the metadata quorum.
+/// The broker's handle on the metadata quorum. Call [`ClusterHandle::shutdown`] to stop
+/// it: dropping it leaves the node's tasks running until the runtime stops.
 #[derive(Debug)]
 pub struct ClusterHandle {
     shared: Arc<Shared>,
