@@ -7,8 +7,10 @@
 //! panic. Each request is bounded by openraft's TTL and `PEER_RPC_TIMEOUT_MS` (a full
 //! snapshot by `PEER_SNAPSHOT_TIMEOUT_MS`). Forwarded operations use the same client.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::io::Cursor;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,6 +38,25 @@ use super::wire::{self, Hello, Kind, PROTOCOL_VERSION, SnapshotRequest};
 pub struct Identity {
     pub cluster_id: String,
     pub node_id: u64,
+    /// The voters (`controller.quorum.voters`), by node id.
+    pub voters: BTreeMap<u64, SocketAddr>,
+}
+
+impl Identity {
+    /// The hello this node sends and answers with.
+    pub(crate) fn hello(&self) -> Hello {
+        let voters: Vec<String> = self
+            .voters
+            .iter()
+            .map(|(id, addr)| format!("{id}@{addr}"))
+            .collect();
+        Hello {
+            version: PROTOCOL_VERSION,
+            cluster_id: self.cluster_id.clone(),
+            node_id: self.node_id,
+            voters: voters.join(","),
+        }
+    }
 }
 
 /// openraft's network factory: one [`PeerClient`] per `new_client`.
@@ -157,11 +178,7 @@ impl PeerClient {
             .await
             .map_err(|e| e.to_string())?;
         stream.set_nodelay(true).map_err(|e| e.to_string())?;
-        let hello = Hello {
-            version: PROTOCOL_VERSION,
-            cluster_id: self.identity.cluster_id.clone(),
-            node_id: self.identity.node_id,
-        };
+        let hello = self.identity.hello();
         let body = wire::encode(&hello).map_err(|e| e.to_string())?;
         wire::write_frame(&mut stream, Kind::Hello, &body)
             .await
@@ -172,10 +189,20 @@ impl PeerClient {
         let theirs = answer.inspect_err(|refusal| {
             tracing::warn!(peer = self.target, addr = %self.addr, %refusal, "peer refused our hello");
         })?;
-        if theirs.cluster_id != hello.cluster_id || theirs.node_id != self.target {
+        if theirs.cluster_id != hello.cluster_id
+            || theirs.node_id != self.target
+            || theirs.voters != hello.voters
+        {
             let reason = format!(
-                "the peer at {} is node {} of cluster {:?}; expected node {} of cluster {:?}",
-                self.addr, theirs.node_id, theirs.cluster_id, self.target, hello.cluster_id
+                "the peer at {} is node {} of cluster {:?} with voters {:?}; expected node {} \
+                 of cluster {:?} with voters {:?}",
+                self.addr,
+                theirs.node_id,
+                theirs.cluster_id,
+                theirs.voters,
+                self.target,
+                hello.cluster_id,
+                hello.voters
             );
             tracing::warn!("{reason}");
             return Err(reason);

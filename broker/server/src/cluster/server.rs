@@ -23,7 +23,7 @@ use super::limits::{
     REQUESTS_PER_CONNECTION_MAX,
 };
 use super::network::Identity;
-use super::wire::{self, ForwardAnswer, ForwardRefusal, Hello, Kind, PROTOCOL_VERSION, WireError};
+use super::wire::{self, ForwardAnswer, ForwardRefusal, Hello, Kind, WireError};
 
 const _: () = assert!(
     REQUESTS_PER_CONNECTION_MAX == 1,
@@ -85,11 +85,7 @@ async fn connection(mut stream: TcpStream, dispatch: &Dispatch) -> Result<(), Wi
         .await
         .map_err(|_| WireError::Io(std::io::ErrorKind::TimedOut.into()))??;
     let hello: Hello = wire::decode(&body)?;
-    let ours = Hello {
-        version: PROTOCOL_VERSION,
-        cluster_id: dispatch.identity.cluster_id.clone(),
-        node_id: dispatch.identity.node_id,
-    };
+    let ours = dispatch.identity.hello();
     let greeting = check_hello(&hello, &ours);
     wire::write_frame(&mut stream, Kind::Hello, &wire::encode(&greeting)?).await?;
     if greeting.is_err() {
@@ -120,6 +116,11 @@ fn check_hello(theirs: &Hello, ours: &Hello) -> Result<Hello, String> {
         format!(
             "node {} belongs to cluster {:?}, but this node (node {}) to cluster {:?}: refused",
             theirs.node_id, theirs.cluster_id, ours.node_id, ours.cluster_id
+        )
+    } else if theirs.voters != ours.voters {
+        format!(
+            "node {} has controller.quorum.voters {:?}, but this node (node {}) {:?}: refused",
+            theirs.node_id, theirs.voters, ours.node_id, ours.voters
         )
     } else if theirs.node_id == ours.node_id {
         format!("a peer claims this node's own id {}: refused", ours.node_id)

@@ -144,6 +144,7 @@ impl ClusterService {
         let identity = Identity {
             cluster_id: config.cluster_id.clone(),
             node_id: config.node_id,
+            voters: config.voters.clone(),
         };
         let raft_config =
             raft_config(&config.cluster_id).map_err(|e| ClusterError::Raft(e.to_string()))?;

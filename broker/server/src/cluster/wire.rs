@@ -7,8 +7,9 @@
 //! `SNAPSHOT_FRAME_BYTES_MAX` for a full snapshot), and the body is read in chunks of
 //! `FRAME_READ_CHUNK_BYTES`, so memory grows only with bytes that really arrived.
 //!
-//! The first frame of every connection is a [`Hello`] naming the cluster id and the sender's
-//! node id; the listener answers with its own or refuses (another cluster id, a bad version),
+//! The first frame of every connection is a [`Hello`] naming the cluster id, the sender's
+//! node id and its voter list; the listener answers with its own or refuses (another cluster
+//! id, another voter list, a bad version),
 //! and refuses any other kind before it.
 
 use serde::de::DeserializeOwned;
@@ -84,6 +85,10 @@ pub(crate) struct Hello {
     pub version: u16,
     pub cluster_id: String,
     pub node_id: u64,
+    /// `controller.quorum.voters` as the sender has it (`id@address`, by id, comma
+    /// separated): a node whose list differs is refused, so a misconfigured voter list is
+    /// an error at the first connection, never a split quorum.
+    pub voters: String,
 }
 
 /// A full snapshot: the leader's vote, the snapshot's meta and its data (the framed image).
@@ -207,6 +212,7 @@ mod tests {
             version: PROTOCOL_VERSION,
             cluster_id: "c1".into(),
             node_id: 3,
+            voters: "3@127.0.0.1:9093".into(),
         };
         let mut buf = Vec::new();
         write_frame(&mut buf, Kind::Hello, &encode(&hello).unwrap())

@@ -3,7 +3,7 @@
 //! a create through a non-leader answered only once that node applied it (read-your-writes),
 //! a leader's controlled shutdown and failover with an idempotent retry of the create, a
 //! restart catching up from its dir, five voters losing two, and a peer of another cluster
-//! refused at its hello (and a frame before any hello), a node down past a snapshot and a
+//! or with another voter list refused at its hello (and a frame before any hello), a node down past a snapshot and a
 //! purge catching up from the snapshot shipped over TCP. No timing assertions: every wait polls with a generous deadline
 //! and then asserts the outcome. After each scenario every node's image is compared byte
 //! for byte (snapshot bytes) once all applied the same index.
@@ -302,28 +302,46 @@ async fn five_voters_lose_two_and_still_commit() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_peer_of_another_cluster_is_refused_at_its_hello() {
+async fn a_peer_of_another_cluster_or_voter_list_is_refused_at_its_hello() {
     let mut nodes = start_cluster(1, false).await;
     agreed_leader(&nodes).await;
-    let identity = Identity {
-        cluster_id: "another-cluster".to_owned(),
-        node_id: 7,
-    };
-    let addr = nodes[0].config.listen.to_string();
-    let mut client = PeerClient::new(Arc::new(identity), 1, addr);
+    let addr = nodes[0].config.listen;
     let op = ControllerOp::RemoveView {
         name: "x".to_owned(),
     };
-    let refused = client
-        .call::<_, ForwardAnswer>(Kind::Forward, &op, WAIT)
-        .await
-        .expect_err("refused");
-    let CallError::Unreachable { reason, .. } = &refused else {
-        panic!("not refused at the hello: {refused:?}");
+    let refusal = |identity: Identity| async {
+        let mut client = PeerClient::new(Arc::new(identity), 1, addr.to_string());
+        let refused = client
+            .call::<_, ForwardAnswer>(Kind::Forward, &op, WAIT)
+            .await
+            .expect_err("refused");
+        match refused {
+            CallError::Unreachable { reason, .. } => reason,
+            other => panic!("not refused at the hello: {other:?}"),
+        }
     };
+    let voters = nodes[0].config.voters.clone();
+    let reason = refusal(Identity {
+        cluster_id: "another-cluster".to_owned(),
+        node_id: 7,
+        voters: voters.clone(),
+    })
+    .await;
     assert!(
         reason.contains("another-cluster") && reason.contains(CLUSTER),
         "the refusal names both cluster ids: {reason}"
+    );
+    let mut other_voters = voters.clone();
+    other_voters.insert(7, addr);
+    let reason = refusal(Identity {
+        cluster_id: CLUSTER.to_owned(),
+        node_id: 7,
+        voters: other_voters,
+    })
+    .await;
+    assert!(
+        reason.contains("controller.quorum.voters") && reason.contains("7@"),
+        "the refusal names both voter lists: {reason}"
     );
     // A frame other than a hello first closes the connection unanswered.
     let mut raw = tokio::net::TcpStream::connect(nodes[0].config.listen)
