@@ -317,3 +317,44 @@ impl RaftNetworkV2<MetaTypes> for PeerClient {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use openraft::raft::VoteRequest;
+
+    use super::*;
+
+    /// An address nothing listens on: a port bound and released.
+    async fn closed_port() -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        listener.local_addr().unwrap().to_string()
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_peer_is_openraft_unreachable_then_backed_off() {
+        let identity = Identity {
+            cluster_id: "c".to_owned(),
+            node_id: 1,
+            voters: BTreeMap::new(),
+        };
+        let mut client = PeerClient::new(Arc::new(identity), 2, closed_port().await);
+        let option = RPCOption::new(Duration::from_secs(1));
+        let vote = VoteRequest::new(Vote::new(1, 1), None);
+        let refused = client.vote(vote.clone(), option.clone()).await;
+        assert!(
+            matches!(refused, Err(RPCError::Unreachable(_))),
+            "{refused:?}"
+        );
+        let retry_at = client.retry_at.expect("a backoff after the failure");
+        let again = client.vote(vote, option).await;
+        let Err(RPCError::Unreachable(e)) = again else {
+            panic!("not unreachable: {again:?}");
+        };
+        // Within the backoff nothing is attempted (a slow machine may have passed it).
+        assert!(
+            e.to_string().contains("backing off") || Instant::now() >= retry_at,
+            "{e}"
+        );
+        assert!(client.backoff_ms >= 2 * PEER_RECONNECT_BACKOFF_MIN_MS);
+    }
+}
