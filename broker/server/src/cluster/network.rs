@@ -10,7 +10,6 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::io::Cursor;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,7 +38,7 @@ pub struct Identity {
     pub cluster_id: String,
     pub node_id: u64,
     /// The voters (`controller.quorum.voters`), by node id.
-    pub voters: BTreeMap<u64, SocketAddr>,
+    pub voters: BTreeMap<u64, String>,
 }
 
 impl Identity {

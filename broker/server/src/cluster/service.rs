@@ -44,9 +44,11 @@ pub struct QuorumConfig {
     pub node_id: u64,
     /// The cluster id every node of the quorum shares (hellos and the first entry).
     pub cluster_id: String,
-    /// `controller.quorum.voters`: each voter's node id and controller listener address.
-    /// This node must be one of them (learners are not supported yet).
-    pub voters: BTreeMap<u64, SocketAddr>,
+    /// `controller.quorum.voters`: each voter's node id and controller listener address
+    /// (`host:port`, a name resolved at each connection, as Kafka's). This node must be one
+    /// of them (learners are not supported yet). Every node must have the same list: a peer
+    /// whose list differs is refused at its hello.
+    pub voters: BTreeMap<u64, String>,
     /// Where this node's controller listener binds.
     pub listen: SocketAddr,
     /// The quorum's directory (`<data.dir>/__cluster_metadata`): `raft/` holds the log and
@@ -247,7 +249,7 @@ async fn initialize(shared: &Shared) -> Result<(), ClusterError> {
         .iter()
         .map(|(&id, addr)| {
             let node = ControllerNode {
-                controller_addr: addr.to_string(),
+                controller_addr: addr.clone(),
             };
             (id, node)
         })
@@ -263,7 +265,7 @@ async fn initialize(shared: &Shared) -> Result<(), ClusterError> {
 pub(crate) struct Shared {
     node_id: u64,
     identity: Arc<Identity>,
-    voters: BTreeMap<u64, SocketAddr>,
+    voters: BTreeMap<u64, String>,
     pub(crate) raft: MetaRaft<ImageApplier>,
     pub(crate) image: ImageWatch,
     commands: mpsc::Sender<Command>,
@@ -327,9 +329,8 @@ impl Shared {
             return Err(Attempt::Retry);
         };
         let taken = self.peers.lock().expect("peers lock").remove(&leader);
-        let mut client = taken.unwrap_or_else(|| {
-            PeerClient::new(Arc::clone(&self.identity), leader, addr.to_string())
-        });
+        let mut client = taken
+            .unwrap_or_else(|| PeerClient::new(Arc::clone(&self.identity), leader, addr.clone()));
         let limit = Duration::from_millis(SUBMIT_DEADLINE_MS);
         let result = client
             .call::<_, ForwardAnswer>(Kind::Forward, &op, limit)

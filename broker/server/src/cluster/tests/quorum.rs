@@ -65,10 +65,11 @@ async fn start_cluster(n: u64, brokers: bool) -> Vec<Node> {
     for _ in 0..n {
         listeners.push(TcpListener::bind("127.0.0.1:0").await.unwrap());
     }
-    let voters: BTreeMap<u64, SocketAddr> = (1..=n)
+    let addrs: BTreeMap<u64, SocketAddr> = (1..=n)
         .zip(&listeners)
         .map(|(id, l)| (id, l.local_addr().unwrap()))
         .collect();
+    let voters: BTreeMap<u64, String> = addrs.iter().map(|(&id, a)| (id, a.to_string())).collect();
     let mut nodes = Vec::new();
     for (id, listener) in (1..=n).zip(listeners) {
         let dir = tempfile::tempdir().unwrap();
@@ -76,7 +77,7 @@ async fn start_cluster(n: u64, brokers: bool) -> Vec<Node> {
             node_id: id,
             cluster_id: CLUSTER.to_owned(),
             voters: voters.clone(),
-            listen: voters[&id],
+            listen: addrs[&id],
             data_dir: dir.path().join("__cluster_metadata"),
             controller: ControllerConfig::default(),
             broker: brokers.then(|| BrokerConfig {
@@ -332,7 +333,7 @@ async fn a_peer_of_another_cluster_or_voter_list_is_refused_at_its_hello() {
         "the refusal names both cluster ids: {reason}"
     );
     let mut other_voters = voters.clone();
-    other_voters.insert(7, addr);
+    other_voters.insert(7, addr.to_string());
     let reason = refusal(Identity {
         cluster_id: CLUSTER.to_owned(),
         node_id: 7,
@@ -439,7 +440,7 @@ async fn a_config_without_this_node_among_the_voters_is_refused() {
     let config = QuorumConfig {
         node_id: 4,
         cluster_id: CLUSTER.to_owned(),
-        voters: BTreeMap::from([(1, addr)]),
+        voters: BTreeMap::from([(1, addr.to_string())]),
         listen: addr,
         data_dir: dir.path().to_path_buf(),
         controller: ControllerConfig::default(),
