@@ -151,6 +151,11 @@ pub const CONTROLLER_TICK_MAX_MS: u64 = 1_000;
 /// before the node stops anyway.
 pub const CONTROLLED_SHUTDOWN_TIMEOUT_MS: u64 = 10_000;
 
+/// Milliseconds a leader that shuts down waits for the voter it hands leadership to
+/// (`transfer_leader`) to take over before it stops anyway (the others then elect one after
+/// an election timeout).
+pub const LEADER_TRANSFER_TIMEOUT_MS: u64 = ELECTION_TIMEOUT_MAX_MS;
+
 /// Milliseconds between the heartbeats of a controlled shutdown (at most; the heartbeat
 /// interval if shorter): the controller moves leaderships away, then releases the broker.
 pub const CONTROLLED_SHUTDOWN_RETRY_MS: u64 = 200;

@@ -17,7 +17,8 @@ use openraft::RaftNetworkV2;
 use openraft::error::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
 use openraft::network::{RPCOption, RaftNetworkFactory};
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, TransferLeaderRequest,
+    TransferLeaderResponse, VoteRequest, VoteResponse,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -280,6 +281,14 @@ impl RaftNetworkV2<MetaTypes> for PeerClient {
         option: RPCOption,
     ) -> Result<VoteResponse<MetaTypes>, RPCError<MetaTypes>> {
         self.raft_call(Kind::Vote, &rpc, &option).await
+    }
+
+    async fn transfer_leader(
+        &mut self,
+        req: TransferLeaderRequest<MetaTypes>,
+        option: RPCOption,
+    ) -> Result<TransferLeaderResponse<MetaTypes>, RPCError<MetaTypes>> {
+        self.raft_call(Kind::TransferLeader, &req, &option).await
     }
 
     async fn full_snapshot(

@@ -1,8 +1,8 @@
 //! The controller listener: accepts peers (at most `CONTROLLER_CONNECTIONS_MAX` at once),
 //! takes a hello first (another cluster's id or protocol version is refused, logged with
 //! both ids, and the connection closed), then serves one request at a time per connection
-//! (`REQUESTS_PER_CONNECTION_MAX`): AppendEntries, Vote and full snapshots go to the local
-//! Raft; forwarded operations to the controller task. A frame that does not decode closes
+//! (`REQUESTS_PER_CONNECTION_MAX`): AppendEntries, Vote, full snapshots and leadership
+//! transfers go to the local Raft; forwarded operations to the controller task. A frame that does not decode closes
 //! the connection; a silent one closes after `CONNECTION_IDLE_TIMEOUT_MS`.
 
 use std::io::Cursor;
@@ -150,6 +150,10 @@ async fn answer(dispatch: &Dispatch, kind: Kind, body: &[u8]) -> Result<Vec<u8>,
                 snapshot: Cursor::new(request.data),
             };
             let answer = raft.install_full_snapshot(request.vote, snapshot).await;
+            wire::encode(&answer.map_err(|e| e.to_string()))
+        }
+        Kind::TransferLeader => {
+            let answer = raft.handle_transfer_leader(wire::decode(body)?).await;
             wire::encode(&answer.map_err(|e| e.to_string()))
         }
         Kind::Forward => {

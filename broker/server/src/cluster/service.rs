@@ -29,7 +29,9 @@ use tokio::time::Instant;
 
 use super::controller_task::{Command, ControllerTask};
 use super::image::{ImageApplier, ImageWatch};
-use super::limits::{CONTROLLER_COMMANDS_MAX, SUBMIT_DEADLINE_MS, SUBMIT_RETRY_MS};
+use super::limits::{
+    CONTROLLER_COMMANDS_MAX, LEADER_TRANSFER_TIMEOUT_MS, SUBMIT_DEADLINE_MS, SUBMIT_RETRY_MS,
+};
 use super::network::{CallError, Identity, NetworkFactory, PeerClient};
 use super::ops::{ControllerOp, ControllerReply, OpError};
 use super::server::{self, Dispatch};
@@ -400,6 +402,20 @@ impl ClusterHandle {
         self.shared.image.clone()
     }
 
+    /// Stops the node as a crash would: no controlled shutdown, no leadership hand-over
+    /// (tests: failover by election).
+    #[cfg(test)]
+    pub(crate) async fn crash(self) {
+        if let Some((_, task)) = &self.lifecycle {
+            task.abort();
+        }
+        let _ = self.shutdown_tx.send(true);
+        let _ = self.shared.raft.shutdown().await;
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+
     /// This node's Raft instance (tests: snapshots and purges on demand).
     #[cfg(test)]
     pub(crate) fn raft(&self) -> &MetaRaft<ImageApplier> {
@@ -450,13 +466,15 @@ impl ClusterHandle {
         }
     }
 
-    /// A controlled shutdown for a broker (bounded by `CONTROLLED_SHUTDOWN_TIMEOUT_MS`),
-    /// then the listener, the controller task and Raft stop.
+    /// A controlled shutdown for a broker (bounded by `CONTROLLED_SHUTDOWN_TIMEOUT_MS`);
+    /// a leader hands leadership to the most caught-up voter (bounded by
+    /// `LEADER_TRANSFER_TIMEOUT_MS`); then the listener, the controller task and Raft stop.
     pub async fn shutdown(self) {
         if let Some((stop, task)) = self.lifecycle {
             let _ = stop.send(true);
             let _ = task.await;
         }
+        hand_over_leadership(&self.shared).await;
         let _ = self.shutdown_tx.send(true);
         if let Err(e) = self.shared.raft.shutdown().await {
             tracing::warn!(error = %e, "metadata Raft did not shut down cleanly");
@@ -464,5 +482,40 @@ impl ClusterHandle {
         for task in self.tasks {
             let _ = task.await;
         }
+    }
+}
+
+/// If this node leads, asks the voter that holds the most of the log to take over, and waits
+/// (bounded) until another node leads: the quorum goes on without an election timeout.
+async fn hand_over_leadership(shared: &Shared) {
+    let m = shared.raft.metrics().borrow_watched().clone();
+    if m.current_leader != Some(shared.node_id) {
+        return;
+    }
+    let replication = m.replication.clone().unwrap_or_default();
+    let Some(to) = replication
+        .iter()
+        .filter(|(id, _)| **id != shared.node_id && shared.voters.contains_key(id))
+        .max_by_key(|(_, matched)| matched.as_ref().map(|l| l.index))
+        .map(|(id, _)| *id)
+    else {
+        return;
+    };
+    if shared.raft.trigger().transfer_leader(to).await.is_err() {
+        return;
+    }
+    let limit = Duration::from_millis(LEADER_TRANSFER_TIMEOUT_MS);
+    let me = shared.node_id;
+    let moved = shared
+        .raft
+        .wait(Some(limit))
+        .metrics(
+            |m| m.current_leader.is_some_and(|l| l != me),
+            "leadership handed over",
+        )
+        .await;
+    match moved {
+        Ok(_) => tracing::info!(node = me, to, "leadership handed over"),
+        Err(e) => tracing::info!(node = me, to, error = %e, "leadership not handed over"),
     }
 }

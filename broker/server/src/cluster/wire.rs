@@ -33,6 +33,7 @@ pub enum Kind {
     Vote = 3,
     FullSnapshot = 4,
     Forward = 5,
+    TransferLeader = 6,
 }
 
 impl Kind {
@@ -43,6 +44,7 @@ impl Kind {
             3 => Kind::Vote,
             4 => Kind::FullSnapshot,
             5 => Kind::Forward,
+            6 => Kind::TransferLeader,
             _ => return None,
         })
     }

@@ -1,12 +1,13 @@
 //! The metadata quorum over real TCP (`ClusterService`): three or five nodes on 127.0.0.1
-//! ephemeral ports, each with its own temp dir. Covers election and broker registration,
-//! a create through a non-leader answered only once that node applied it (read-your-writes),
-//! a leader's controlled shutdown and failover with an idempotent retry of the create, a
-//! restart catching up from its dir, five voters losing two, and a peer of another cluster
-//! or with another voter list refused at its hello (and a frame before any hello), a node down past a snapshot and a
-//! purge catching up from the snapshot shipped over TCP. No timing assertions: every wait polls with a generous deadline
-//! and then asserts the outcome. After each scenario every node's image is compared byte
-//! for byte (snapshot bytes) once all applied the same index.
+//! ephemeral ports, each with its own temp dir. Covers election and broker registration; a
+//! create through a non-leader answered only once that node applied it (read-your-writes); a
+//! leader's controlled shutdown handing leadership over, with an idempotent retry of the
+//! create, and a restart catching up from its dir; five voters losing two (the leader among
+//! them) to crashes; a peer of another cluster or with another voter list refused at its
+//! hello (and a frame before any hello); a node down past a snapshot and a purge catching up
+//! from the snapshot shipped over TCP. No timing assertions: every wait polls with a generous
+//! deadline and then asserts the outcome. After each scenario every node's image is compared
+//! byte for byte (snapshot bytes) once all applied the same index.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -54,8 +55,14 @@ impl Node {
         self.handle = Some(handle);
     }
 
+    /// A clean stop: controlled shutdown, leadership handed over.
     async fn stop(&mut self) {
         self.handle.take().expect("running").shutdown().await;
+    }
+
+    /// A crash: no goodbye; the others notice by timeouts.
+    async fn crash(&mut self) {
+        self.handle.take().expect("running").crash().await;
     }
 }
 
@@ -286,11 +293,11 @@ async fn five_voters_lose_two_and_still_commit() {
         spec: b"{}".to_vec(),
     };
     nodes[0].handle().submit(put("before")).await.unwrap();
-    // The leader and one other go.
+    // The leader and one other crash: the other three elect a leader by timeout.
     let old = usize::try_from(leader - 1).unwrap();
     let other = (old + 1) % 5;
-    nodes[old].stop().await;
-    nodes[other].stop().await;
+    nodes[old].crash().await;
+    nodes[other].crash().await;
     agreed_leader(&nodes).await;
     let survivor = running(&nodes).next().expect("a survivor");
     survivor.handle().submit(put("after")).await.unwrap();
