@@ -143,6 +143,11 @@ impl PeerClient {
 
     /// The open connection, or a new one greeted with a hello.
     async fn connected(&mut self) -> Result<&mut TcpStream, CallError> {
+        // A connection the peer closed meanwhile (its idle timeout, a restart) is replaced
+        // before anything is sent on it: a request on it would fail with an unknown outcome.
+        if self.stream.as_ref().is_some_and(|s| !is_open(s)) {
+            self.stream = None;
+        }
         if self.stream.is_none() {
             if let Some(at) = self.retry_at
                 && Instant::now() < at
@@ -264,6 +269,13 @@ impl PeerClient {
     }
 }
 
+/// Whether an idle connection is still open: the peer has sent nothing (between requests
+/// it never does) and not closed it.
+fn is_open(stream: &TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    matches!(stream.try_read(&mut byte), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+}
+
 impl RaftNetworkV2<MetaTypes> for PeerClient {
     type SnapshotData = Cursor<Vec<u8>>;
 
@@ -330,12 +342,65 @@ impl RaftNetworkV2<MetaTypes> for PeerClient {
 mod tests {
     use openraft::raft::VoteRequest;
 
+    use super::super::wire::ForwardAnswer;
     use super::*;
 
     /// An address nothing listens on: a port bound and released.
     async fn closed_port() -> String {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         listener.local_addr().unwrap().to_string()
+    }
+
+    /// A fake listener that greets and answers one forward per connection, then closes it.
+    async fn one_answer_per_connection(listener: tokio::net::TcpListener, identity: Identity) {
+        let answer: Result<ForwardAnswer, String> =
+            Ok(Ok((crate::cluster::ControllerReply::Done, 7)));
+        loop {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                return;
+            };
+            let (_, _) = wire::read_frame(&mut stream, false).await.unwrap();
+            let hello: Result<Hello, String> = Ok(identity.hello());
+            let body = wire::encode(&hello).unwrap();
+            wire::write_frame(&mut stream, Kind::Hello, &body)
+                .await
+                .unwrap();
+            let (kind, _) = wire::read_frame(&mut stream, true).await.unwrap();
+            let body = wire::encode(&answer).unwrap();
+            wire::write_frame(&mut stream, kind, &body).await.unwrap();
+        }
+    }
+
+    #[tokio::test]
+    async fn a_connection_the_peer_closed_is_replaced_before_a_request() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let identity = |node_id| Identity {
+            cluster_id: "c".to_owned(),
+            node_id,
+            voters: BTreeMap::new(),
+        };
+        tokio::spawn(one_answer_per_connection(listener, identity(2)));
+        let mut client = PeerClient::new(Arc::new(identity(1)), 2, addr);
+        let op = crate::cluster::ControllerOp::RemoveView { name: "v".into() };
+        for _ in 0..3 {
+            let answer = client
+                .call::<_, ForwardAnswer>(Kind::Forward, &op, Duration::from_secs(30))
+                .await;
+            assert_eq!(
+                answer,
+                Ok(Ok(Ok((crate::cluster::ControllerReply::Done, 7))))
+            );
+            // The fake peer closes its side once it has answered.
+            let closed = async {
+                while client.stream.as_ref().is_some_and(is_open) {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            };
+            timeout(Duration::from_secs(30), closed)
+                .await
+                .expect("the peer closes");
+        }
     }
 
     #[tokio::test]
