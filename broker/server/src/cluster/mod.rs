@@ -2,8 +2,10 @@
 //!
 //! This is the only module of the server (and of the workspace) that imports openraft
 //! (`tests/check_layers.py`); the rest of the server sees the types re-exported here. The
-//! metadata records themselves are `sluice-cluster`'s: here an entry's data is an opaque,
-//! bounded payload, and the image is whatever implements [`MetadataApply`].
+//! metadata records themselves are `sluice-cluster`'s: to the Raft storage an entry's data is
+//! an opaque, bounded payload, and the image is whatever implements [`MetadataApply`]
+//! ([`ImageApplier`] in the service). The broker uses [`ClusterService`] and
+//! [`ClusterHandle`] only.
 //!
 //! # Layout
 //! Read in this order:
@@ -21,30 +23,67 @@
 //!   purge = the log start offset).
 //! - `state_machine.rs`: [`MetadataStateMachine`], openraft's state machine over the image,
 //!   with bounded, CRC-checked snapshots stored with `write_durable`.
+//! - `image.rs`: [`ImageApplier`], the [`MetadataApply`] over `sluice_cluster::MetadataImage`:
+//!   decodes and applies each entry (a refused one changes only the applied index, the same
+//!   on every node) and publishes the latest image on a watch channel ([`ImageWatch`]).
+//! - `wire.rs`: the controller listener's frames (kind, bounded length, postcard body), the
+//!   hello that names the cluster id and node id, and the messages.
+//! - `network.rs`: [`NetworkFactory`] / [`PeerClient`], openraft's network over TCP (one
+//!   lazily opened connection per client, reconnect backoff, bounded timeouts; failures are
+//!   openraft's `Unreachable` / `NetworkError`), also used to forward operations.
+//! - `server.rs`: the controller listener: hello first, then AppendEntries, Vote and full
+//!   snapshots to the local Raft and forwarded operations to the controller task.
+//! - `ops.rs`: [`ControllerOp`] / [`ControllerReply`], the controller's operations and
+//!   answers, serializable for forwarding.
+//! - `controller_task.rs`: the one task that owns the `sluice_cluster::Controller` while this
+//!   node leads: built once the image has applied every earlier term, ticked at its session
+//!   deadlines, fed through a bounded queue, each decision committed before the next.
+//! - `service.rs`: [`ClusterService`] (start from a [`QuorumConfig`]: open the store, start
+//!   Raft, the listener and the tasks, initialize an empty quorum from the lowest voter) and
+//!   [`ClusterHandle`] (`submit` with forwarding and read-your-writes, `image`, `status`,
+//!   `shutdown`).
+//! - `lifecycle.rs`: a broker's registration, heartbeats and controlled shutdown.
 //! - `tests/` (tests only): openraft's own storage suite against the two, restart and crash
-//!   tests, and a three-node election and write over an in-memory network.
+//!   tests, three nodes over an in-memory network, and the service over real TCP (election,
+//!   forwarding, failover, restart, snapshot catch-up, another cluster refused).
 //!
-//! Not here yet (issue 36): the network on the CONTROLLER listener, the controller task,
-//! forwarding, and the supervisor that rebuilds a Raft instance after a storage error
-//! (openraft treats every storage `io::Error` as fatal).
+//! Not here yet (issue 36): learners (every node is a voter), TLS on the controller
+//! listener, wiring into the broker's startup and config, and the supervisor that rebuilds a
+//! Raft instance after a storage error (openraft treats every storage `io::Error` as fatal).
 
 pub mod limits;
 
+mod controller_task;
 mod entry_codec;
+mod image;
+mod lifecycle;
 mod log_store;
+mod network;
+mod ops;
 mod quorum_state;
+mod server;
+mod service;
 mod state_machine;
 mod types;
+mod wire;
 
 #[cfg(test)]
 mod tests;
 
+pub use image::{ImageApplier, ImageWatch};
 pub use log_store::{MetaLogReader, MetaLogStore};
+pub use network::{CallError, Identity, NetworkFactory, PeerClient};
+pub use ops::{ControllerOp, ControllerReply, OpError, TopicOutcome, TopicSpec};
+pub use service::{
+    BrokerConfig, ClusterError, ClusterHandle, ClusterService, QuorumConfig, QuorumStatus,
+    VoterStatus,
+};
 pub use state_machine::{MetaSnapshot, MetadataStateMachine};
 pub use types::{
     ApplyResponse, ControllerNode, Entry, LogId, Membership, MetaTypes, MetadataApply,
     MetadataPayload, PayloadTooLarge, RestoreError, Vote,
 };
+pub use wire::{Kind as FrameKind, WireError};
 
 /// A Raft instance of the metadata quorum over the image `A`.
 pub type MetaRaft<A> = openraft::Raft<MetaTypes, MetadataStateMachine<A>>;

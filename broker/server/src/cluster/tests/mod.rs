@@ -3,9 +3,12 @@
 //! log store and state machine (`restart.rs`), every write and sync of the log store failed
 //! and crashed (`fault_sweep.rs`), and three Raft instances over an in-memory
 //! network electing a leader and applying a write everywhere, and a learner catching up from
-//! a snapshot after a purge (`smoke.rs`).
+//! a snapshot after a purge (`smoke.rs`); the quorum service over real TCP: election,
+//! registration, forwarding with read-your-writes, failover, restart, five voters losing two,
+//! another cluster's peer refused (`quorum.rs`).
 
 mod fault_sweep;
+mod quorum;
 mod restart;
 mod smoke;
 mod suite;
