@@ -89,11 +89,16 @@ class Broker:
         return self.proc.pid
 
     def command(self) -> list[str]:
-        cmd = [sluice_bin(), "serve", "--data-dir", str(self.data_dir)]
-        # A test that sets `listeners` (several, a CONTROLLER one) binds those instead.
-        if "listeners" not in self.settings:
-            cmd += ["--listen", self.listen]
-        cmd += ["--admin-listen", "127.0.0.1:0"]
+        cmd = [
+            sluice_bin(),
+            "serve",
+            "--data-dir",
+            str(self.data_dir),
+            "--listen",
+            self.listen,
+            "--admin-listen",
+            "127.0.0.1:0",
+        ]
         for key, value in self.settings.items():
             cmd += ["--set", f"{key}={value}"]
         return cmd

@@ -367,7 +367,8 @@ def sample_request(api_key: int, version: int, n: FuzzNames, unique: str) -> Fie
     the catalog cannot encode gets the nearest layout it can."""
     batch = kw.record_batch([b"fuzz-a", b"fuzz-b"], timestamp_ms=0)
     builders = {
-        kw.API_PRODUCE: lambda: kw.produce_body(version, {n.topic: [(0, batch)]}),
+        # v13+ name the topic by id: the nil id, answered UNKNOWN_TOPIC_ID.
+        kw.API_PRODUCE: lambda: kw.produce_body(version, {(bytes(16) if version >= 13 else n.topic): [(0, batch)]}),
         # v13+ name the topic by id: the nil id, answered UNKNOWN_TOPIC_ID.
         kw.API_FETCH: lambda: kw.fetch_body(
             max(version, 4), [(bytes(16) if version >= 13 else n.topic, 0, 0)]
@@ -476,6 +477,7 @@ def catalog_flexible(api_key: int, version: int) -> bool:
         or (api_key == kw.API_LIST_GROUPS and version >= 3)
         or api_key in (kw.API_CONSUMER_GROUP_HEARTBEAT, kw.API_CONSUMER_GROUP_DESCRIBE)
         or (api_key == kw.API_ADD_PARTITIONS_TO_TXN and version >= 3)
+        or (api_key == kw.API_ADD_OFFSETS_TO_TXN and version >= 3)
         or (api_key == kw.API_OFFSET_FOR_LEADER_EPOCH and version >= 4)
         or (api_key == kw.API_METADATA and version >= 9)
         or (
@@ -662,7 +664,9 @@ def txn_requests(version: int, n: FuzzNames) -> dict:
     def offset_commit() -> Fields:
         if version >= 3:  # flexible, with the member fields (KIP-447): none here
             part = Fields().i32(0).i64(1).i32(-1).compact_string("m").tagged_fields()
-            topic = Fields().compact_string(n.topic).compact_array([part]).tagged_fields()
+            # v6+ name the topic by id (KIP-1319): the nil id, answered UNKNOWN_TOPIC_ID.
+            name = Fields().uuid(bytes(16)) if version >= 6 else Fields().compact_string(n.topic)
+            topic = name.compact_array([part]).tagged_fields()
             head = Fields().compact_string(tid).compact_string(n.group).i64(pid).i16(epoch)
             return head.i32(-1).compact_string("").compact_string(None).compact_array([topic]).tagged_fields()
         part = Fields().i32(0).i64(1)
@@ -673,7 +677,11 @@ def txn_requests(version: int, n: FuzzNames) -> dict:
 
     return {
         kw.API_ADD_PARTITIONS_TO_TXN: add_partitions,
-        kw.API_ADD_OFFSETS_TO_TXN: lambda: Fields().string(tid).i64(pid).i16(epoch).string(n.group),
+        kw.API_ADD_OFFSETS_TO_TXN: lambda: (
+            Fields().compact_string(tid).i64(pid).i16(epoch).compact_string(n.group).tagged_fields()
+            if version >= 3
+            else Fields().string(tid).i64(pid).i16(epoch).string(n.group)
+        ),
         kw.API_TXN_OFFSET_COMMIT: offset_commit,
         kw.API_END_TXN: lambda: (
             Fields().compact_string(tid).i64(pid).i16(epoch).bool(False).tagged_fields()

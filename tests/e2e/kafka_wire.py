@@ -443,12 +443,11 @@ def produce_body(
     timeout_ms: int = 10_000,
     transactional_id: str | None = None,
 ) -> Fields:
-    """Produce v0-v11: topic -> [(partition, record batch bytes)], with a transactional id
-    from v3 (null unless given); v9+ flexible."""
+    """Produce v0-v13: topic -> [(partition, record batch bytes)], with a transactional id
+    from v3 (null unless given); v9+ flexible; v13+ name a topic by its 16-byte id."""
     if version >= 9:
         topics = [
-            Fields()
-            .compact_string(topic)
+            (Fields().uuid(topic) if version >= 13 else Fields().compact_string(topic))
             .compact_array([Fields().i32(p).compact_bytes(b).tagged_fields() for p, b in parts])
             .tagged_fields()
             for topic, parts in batches.items()

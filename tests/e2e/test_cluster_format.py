@@ -15,6 +15,7 @@ import pytest
 
 from conftest import sluice_bin
 from kafka_wire import KafkaConnection, record_batch
+from tls_support import TlsBroker
 
 CLUSTER_ID = "SluiceTestCluster-0001"
 
@@ -36,6 +37,27 @@ def info(broker) -> dict:
     return json.loads(sluice("cluster", "--brokers", broker.bootstrap, "--output", "json", "info").stdout)
 
 
+@pytest.fixture
+def kraft_broker_factory(tmp_path_factory, request):
+    """Brokers whose `listeners` come from their settings (a PLAINTEXT and a CONTROLLER one):
+    `start(settings, prepare)`; stopped at teardown."""
+    brokers: list[TlsBroker] = []
+
+    def start(settings: dict[str, str], prepare=None) -> TlsBroker:
+        root = tmp_path_factory.mktemp("broker")
+        (root / "data").mkdir()
+        if prepare is not None:
+            prepare(root / "data")
+        broker = TlsBroker(root / "data", root / "broker.log", settings, {})
+        brokers.append(broker)
+        return broker.start()
+
+    yield start
+    for broker in brokers:
+        if broker.is_running():
+            broker.stop()
+
+
 def kraft_settings(node_id: int, controller_port: int) -> dict[str, str]:
     return {
         "listeners": f"PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:{controller_port}",
@@ -46,7 +68,7 @@ def kraft_settings(node_id: int, controller_port: int) -> dict[str, str]:
     }
 
 
-def test_format_then_a_kraft_configured_broker_starts_as_that_node(tmp_path, broker_factory):
+def test_format_then_a_kraft_configured_broker_starts_as_that_node(tmp_path, kraft_broker_factory):
     data = tmp_path / "node-7"
     out = sluice("cluster", "format", "--data-dir", str(data), "--cluster-id", CLUSTER_ID, "--node-id", "7").stdout
     assert f"node 7 of cluster {CLUSTER_ID}" in out
@@ -64,7 +86,7 @@ def test_format_then_a_kraft_configured_broker_starts_as_that_node(tmp_path, bro
         dir_.rmdir()
         data.rename(dir_)
 
-    broker = broker_factory(settings=kraft_settings(7, port), prepare=prepare)
+    broker = kraft_broker_factory(kraft_settings(7, port), prepare=prepare)
     got = info(broker)
     assert got["cluster_id"] == CLUSTER_ID
     assert [b["node_id"] for b in got["brokers"]] == [7] and got["controller_id"] == 7
@@ -73,17 +95,17 @@ def test_format_then_a_kraft_configured_broker_starts_as_that_node(tmp_path, bro
         KafkaConnection(f"127.0.0.1:{port}").api_versions()
 
 
-def test_voters_need_a_formatted_dir_of_the_same_node(broker_factory, tmp_path):
+def test_voters_need_a_formatted_dir_of_the_same_node(kraft_broker_factory):
     port = free_port()
     with pytest.raises(AssertionError) as unformatted:
-        broker_factory(settings=kraft_settings(1, port))
+        kraft_broker_factory(kraft_settings(1, port))
     assert "sluice cluster format" in str(unformatted.value)
 
     def formatted_for_node_2(dir_):
         sluice("cluster", "format", "--data-dir", str(dir_), "--cluster-id", CLUSTER_ID, "--node-id", "2")
 
     with pytest.raises(AssertionError) as other_node:
-        broker_factory(settings=kraft_settings(1, port), prepare=formatted_for_node_2)
+        kraft_broker_factory(kraft_settings(1, port), prepare=formatted_for_node_2)
     assert "belongs to node 2" in str(other_node.value)
 
 

@@ -32,7 +32,7 @@ CONTRACT_VERSIONS = {
     # Produce is served from v3 but advertised from v0, as Kafka 4.0 does: librdkafka only
     # compresses when the broker advertises Produce v0 (KAFKA-18659). v0-v2 get
     # UNSUPPORTED_VERSION (test_produce_v2_is_unsupported).
-    0: (0, 11),
+    0: (0, 13),  # v12 the transaction protocol v2, v13 topics by id
     1: (4, 18),  # Fetch (v12+ flexible, v13+ topics by id)
     2: (1, 11),  # ListOffsets (v6+ flexible; v7 max timestamp, KIP-734; v11 KIP-1023)
     3: (0, 13),  # Metadata (v9+ flexible)
