@@ -405,6 +405,16 @@ def sample_request(api_key: int, version: int, n: FuzzNames, unique: str) -> Fie
         **security_requests(n),
         **txn_requests(version, n),
         kw.API_CREATE_PARTITIONS: lambda: create_partitions_body(version, n.topic),
+        # AlterReplicaLogDirs to a dir the broker does not have (LOG_DIR_NOT_FOUND).
+        34: lambda: (
+            Fields()
+            .compact_array([Fields().compact_string("/nowhere").compact_array(
+                [Fields().compact_string(n.topic).compact_array([Fields().i32(0)]).tagged_fields()]
+            ).tagged_fields()])
+            .tagged_fields()
+            if version >= 2
+            else Fields().array([Fields().string("/nowhere").array([Fields().string(n.topic).i32_array([0])])])
+        ),
         **cluster_admin_requests(version, n),
         **token_requests(version),
         **telemetry_requests(),
@@ -478,6 +488,7 @@ def catalog_flexible(api_key: int, version: int) -> bool:
         or api_key in (kw.API_CONSUMER_GROUP_HEARTBEAT, kw.API_CONSUMER_GROUP_DESCRIBE)
         or (api_key == kw.API_ADD_PARTITIONS_TO_TXN and version >= 3)
         or (api_key == kw.API_ADD_OFFSETS_TO_TXN and version >= 3)
+        or (api_key == 34 and version >= 2)
         or (api_key == kw.API_OFFSET_FOR_LEADER_EPOCH and version >= 4)
         or (api_key == kw.API_METADATA and version >= 9)
         or (

@@ -293,7 +293,8 @@ def test_kafka_4_4_versions_check_what_kafka_checks(acl_broker):
     raw requests at Kafka 4.4's newest versions: CreateTopics v7 creates it but answers no
     configs without DESCRIBE_CONFIGS (KIP-525's TOPIC_AUTHORIZATION_FAILED config error);
     DescribeTopicPartitions hides an undescribable topic's id; FindCoordinator v6 (batched)
-    refuses the group; ListConfigResources needs DESCRIBE_CONFIGS on the cluster."""
+    refuses the group; ListConfigResources needs DESCRIBE_CONFIGS on the cluster,
+    AlterReplicaLogDirs ALTER on it."""
     import kafka_spec
 
     import kafka_wire as kw
@@ -342,6 +343,16 @@ def test_kafka_4_4_versions_check_what_kafka_checks(acl_broker):
         r.skip_tagged_fields()
         r.i32()
         assert r.i16() == 31, "CLUSTER_AUTHORIZATION_FAILED"
+
+        # AlterReplicaLogDirs needs ALTER on the cluster: every partition refused without it.
+        move = {"Dirs": [{"Path": "/anywhere", "Topics": [{"Name": "anon-made", "Partitions": [0, 1]}]}]}
+        r = conn.request(34, 2, kafka_spec.encode(34, 2, move))
+        r.skip_tagged_fields()
+        r.i32()
+        [moved] = r.compact_array(
+            lambda x: (x.compact_string(), x.compact_array(lambda p: (p.i32(), p.i16(), tagged(p))), tagged(x))
+        )
+        assert [p[1] for p in moved[1]] == [31, 31], moved
 
 
 def test_describe_cluster_needs_no_acl_but_its_operations_do(acl_broker):

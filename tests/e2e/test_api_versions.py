@@ -35,7 +35,6 @@ BEYOND_KAFKA = {
 
 # Every API Kafka 4.4.0 serves to clients that Sluice does not, and why.
 NOT_SERVED = {
-    34: "one log directory per broker: nothing to move between (JBOD is not built)",
     45: CLUSTER,
     46: CLUSTER,
     55: CLUSTER,

@@ -73,6 +73,8 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::ElectLeaders, 0, 2),
     // v5 (vendored codec) says whether a log dir is cordoned: never, here.
     api(ApiKey::DescribeLogDirs, 0, 5),
+    // The one log dir: a move to it is NONE, elsewhere LOG_DIR_NOT_FOUND; v2 is flexible.
+    api(ApiKey::AlterReplicaLogDirs, 1, 2),
     // v4 is flexible; v0-v1 (replica fetchers before KIP-320) are gone from the codec
     // crate and from Kafka 4.0 (KIP-896).
     api(ApiKey::OffsetForLeaderEpoch, 2, 4),

@@ -11,6 +11,7 @@ use kafka_protocol::messages::delete_records_request::{
 use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
 use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
 use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
 
 /// DescribeCluster's endpoint types as a Kafka broker answers them: controllers are asked at a
 /// controller's endpoint (MISMATCHED_ENDPOINT_TYPE), other types do not exist
@@ -357,4 +358,57 @@ async fn describe_topic_partitions_pages_with_a_cursor() {
             .all(|t| t.topic_authorized_operations > 0 && !t.topic_id.is_nil())
     );
     assert!(all.next_cursor.is_none());
+}
+
+/// AlterReplicaLogDirs v1-v2 with the one log dir: a move to it is NONE (nothing moves), to
+/// another dir LOG_DIR_NOT_FOUND, of a partition the broker lacks UNKNOWN_TOPIC_OR_PARTITION.
+#[tokio::test]
+async fn alter_replica_log_dirs_knows_its_one_dir() {
+    use kafka_protocol::messages::alter_replica_log_dirs_request::{
+        AlterReplicaLogDir, AlterReplicaLogDirTopic,
+    };
+    let broker = TestBroker::start(&[]).await;
+    let mut client = broker.client().await;
+    create_topic(&mut client, "moving", 2).await;
+    let described: DescribeLogDirsResponse = client
+        .call(
+            ApiKey::DescribeLogDirs,
+            4,
+            &DescribeLogDirsRequest::default(),
+        )
+        .await;
+    let here = described.results[0].log_dir.clone();
+    let dir = |path: StrBytes, partitions: Vec<i32>| {
+        let mut topic = AlterReplicaLogDirTopic::default();
+        topic.name = TopicName(s("moving"));
+        topic.partitions = partitions;
+        let mut dir = AlterReplicaLogDir::default();
+        dir.path = path;
+        dir.topics = vec![topic];
+        dir
+    };
+    let mut request = AlterReplicaLogDirsRequest::default();
+    request.dirs = vec![dir(here, vec![0, 1, 7]), dir(s("/elsewhere"), vec![0])];
+    let codes = at_every_version(
+        &mut client,
+        ApiKey::AlterReplicaLogDirs,
+        &request,
+        |r: &AlterReplicaLogDirsResponse| {
+            let codes: Vec<i16> = r
+                .results
+                .iter()
+                .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
+                .collect();
+            assert_eq!(
+                codes,
+                [0, 0, 3, 57],
+                "NONE, NONE, UNKNOWN_TOPIC_OR_PARTITION, LOG_DIR_NOT_FOUND"
+            );
+            0
+        },
+    )
+    .await;
+    assert_eq!(codes.len(), 2, "v1-v2: {codes:?}");
+    drop(client);
+    broker.stop().await;
 }

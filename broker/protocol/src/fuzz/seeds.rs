@@ -60,6 +60,19 @@ pub fn requests() -> Vec<Seed> {
     out
 }
 
+/// AlterReplicaLogDirs: two partitions to one dir.
+fn alter_replica_log_dirs() -> AlterReplicaLogDirsRequest {
+    AlterReplicaLogDirsRequest::default().with_dirs(vec![
+        alter_replica_log_dirs_request::AlterReplicaLogDir::default()
+            .with_path(s("/var/lib/sluice"))
+            .with_topics(vec![
+                alter_replica_log_dirs_request::AlterReplicaLogDirTopic::default()
+                    .with_name(topic())
+                    .with_partitions(vec![0, 1]),
+            ]),
+    ])
+}
+
 /// DeleteTopics by name, and from v6 (KIP-516) by name and by id.
 fn delete_topics(version: i16) -> DeleteTopicsRequest {
     if version >= 6 {
@@ -300,6 +313,7 @@ fn admin_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
                 ])
                 .with_validate_only(true)
         ),
+        ApiKey::AlterReplicaLogDirs => enc!(alter_replica_log_dirs()),
         ApiKey::DescribeLogDirs => {
             enc!(DescribeLogDirsRequest::default().with_topics(Some(vec![
                 describe_log_dirs_request::DescribableLogDirTopic::default()

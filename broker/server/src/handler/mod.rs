@@ -127,6 +127,7 @@ fn domain(key: ApiKey) -> Option<Domain> {
         | FindCoordinator
         | DescribeCluster
         | DescribeLogDirs
+        | AlterReplicaLogDirs
         | ElectLeaders => Domain::Cluster,
         GetTelemetrySubscriptions | PushTelemetry => Domain::Telemetry,
         _ => return None,

@@ -3,6 +3,7 @@
 //! FindCoordinator (where a group's or a transaction's coordinator is), DescribeCluster,
 //! DescribeLogDirs and ElectLeaders. One `match` over their API keys.
 
+mod alter_replica_log_dirs;
 mod api_versions;
 mod describe_cluster;
 mod describe_log_dirs;
@@ -68,6 +69,9 @@ pub(super) async fn dispatch(
             answer.reply(&describe_log_dirs::handle(ctx, call.request()?, v).await)
         }
         ApiKey::ElectLeaders => answer.reply(&elect_leaders::handle(ctx, call.request()?, v)),
+        ApiKey::AlterReplicaLogDirs => {
+            answer.reply(&alter_replica_log_dirs::handle(ctx, &call.request()?))
+        }
         other => Err(no_handler(other)),
     }
 }
