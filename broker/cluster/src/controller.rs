@@ -25,7 +25,7 @@
 //! `Controller::bootstrap_records` for a new cluster's first entry.
 //!
 //! One decision is in flight at a time: each call decides against an image that holds
-//! every record this controller returned before (CLUSTER.md §4a, "one batch in flight").
+//! every record this controller returned before (docs/design/cluster-brief.md §4a, "one batch in flight").
 //! A decision whose entry is lost in a failover is simply not there: the new controller
 //! decides again from the committed image, and the client retries.
 //!

@@ -1,6 +1,6 @@
 //! Sluice's metadata quorum, the pure part: the metadata records, the image they build and
 //! the controller state machine that decides which records to commit (KRaft's design:
-//! KIP-500, KIP-631; CLUSTER.md §4a).
+//! KIP-500, KIP-631; docs/design/cluster-brief.md §4a).
 //!
 //! Pure: no tokio, no sockets, no files, no clock and no consensus. Time comes in as
 //! `now_ms` arguments and randomness as a seed; Raft (openraft, in the server's one

@@ -24,7 +24,7 @@ pub const BATCH_RECORDS_MAX: usize = 20_000;
 /// whole in AppendEntries, so this also bounds one replication message's entry).
 pub const BATCH_BYTES_MAX: usize = 8 * 1024 * 1024;
 
-/// Largest snapshot of the whole image, in bytes (CLUSTER.md §4a: "for example 256 MiB").
+/// Largest snapshot of the whole image, in bytes (docs/design/cluster-brief.md §4a: "for example 256 MiB").
 /// A restore refuses a larger one before reading it.
 pub const SNAPSHOT_BYTES_MAX: usize = 256 * 1024 * 1024;
 

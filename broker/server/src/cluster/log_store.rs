@@ -25,7 +25,7 @@
 //! Storage calls block on disk, so each runs on tokio's blocking pool (the server's
 //! Architecture Invariant), the reads of in-memory state too: they wait for the lock an
 //! fsync may hold. Any I/O error is returned to openraft, which treats it as fatal
-//! and stops this Raft instance; the log is fenced meanwhile (CLUSTER.md §2.7: the
+//! and stops this Raft instance; the log is fenced meanwhile (docs/design/cluster-brief.md §2.7: the
 //! supervisor that rebuilds the instance is future work).
 
 use std::fmt::Debug;

@@ -78,7 +78,7 @@ impl RaftNetworkFactory<MetaTypes> for NetworkFactory {
     type Network = PeerClient;
 
     async fn new_client(&mut self, target: u64, node: &ControllerNode) -> PeerClient {
-        // openraft never asks for a client to this node itself (CLUSTER.md §2.7), and the
+        // openraft never asks for a client to this node itself (docs/design/cluster-brief.md §2.7), and the
         // service never forwards to itself.
         debug_assert_ne!(target, self.identity.node_id, "a client to this node");
         PeerClient::new(

@@ -103,7 +103,7 @@ impl RaftNetworkV2<MetaTypes> for Connection {
 
 /// `client_write` on a freshly elected leader, retried while it refuses with
 /// ForwardToLeader (a new leader's lease is not established until a quorum acknowledged it:
-/// CLUSTER.md §2.7; the refused write was not accepted, so retrying cannot apply it twice),
+/// docs/design/cluster-brief.md §2.7; the refused write was not accepted, so retrying cannot apply it twice),
 /// until `WAIT` has passed.
 async fn write_when_leading(
     raft: &MetaRaft<TestImage>,
