@@ -1,5 +1,6 @@
 //! The data dir's lock: one process at a time owns `<data.dir>` (a running broker, or an
-//! offline command such as `sluice user create --data-dir`).
+//! offline command such as `sluice user create --data-dir`); and `meta.json`, which says
+//! which cluster and node the data dir belongs to ([`format`], [`load_or_init`]).
 
 use std::path::Path;
 

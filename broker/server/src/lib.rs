@@ -40,7 +40,8 @@
 //! - [`broker`]: the broker's config, cluster id, advertised listeners, clock and data-dir
 //!   lock, and the services it opens. [`clock`]: the one clock everything stamps or ages
 //!   by (the system's, or a test's `ManualClock`); [`data_dir`]: the data dir's lock (one
-//!   process at a time: a broker, or an offline command).
+//!   process at a time: a broker, or an offline command) and its `meta.json` (`sluice
+//!   cluster format`, the migration of single-node data dirs).
 //! - [`security`]: the security state (SCRAM credentials, ACLs, client quotas) as records
 //!   in an fsynced log, replayed at start, with the failed-login limiter and the quota
 //!   windows.
