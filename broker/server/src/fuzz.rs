@@ -35,7 +35,14 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("admin_json", admin_json),
     ("tls_principal", tls_principal),
     ("telemetry_otlp", telemetry_otlp),
+    ("cluster_frames", cluster_frames),
 ];
+
+/// The metadata quorum's decoders: controller-listener frame bodies, the Raft entry codec,
+/// the `quorum-state` file (`cluster/fuzz.rs`).
+pub fn cluster_frames(data: &[u8]) {
+    crate::cluster::fuzz::frames(data);
+}
 
 /// A client's pushed metrics (KIP-714), OTLP protobuf after decompression, through the
 /// bounded reader the telemetry store keeps them with (`telemetry/otlp.rs`).

@@ -43,6 +43,7 @@
 //!   [`ClusterHandle`] (`submit` with forwarding and read-your-writes, `image`, `status`,
 //!   `shutdown`).
 //! - `lifecycle.rs`: a broker's registration, heartbeats and controlled shutdown.
+//! - `fuzz.rs` (feature `fuzz`): the decoders above for the `cluster_frames` fuzz target.
 //! - `tests/` (tests only): openraft's own storage suite against the two, restart and crash
 //!   tests, three nodes over an in-memory network, and the service over real TCP (election,
 //!   forwarding, failover, restart, snapshot catch-up, another cluster refused).
@@ -66,6 +67,9 @@ mod service;
 mod state_machine;
 mod types;
 mod wire;
+
+#[cfg(feature = "fuzz")]
+pub mod fuzz;
 
 #[cfg(test)]
 mod tests;

@@ -29,6 +29,9 @@ pub fn all() -> Vec<Seed> {
     out.extend(offsets());
     out.extend(metadata_files());
     out.extend(admin_bodies());
+    for (name, bytes) in crate::cluster::fuzz::seeds() {
+        out.push(("cluster_frames", name, bytes));
+    }
     out.push((
         "telemetry_otlp",
         "gauge-and-sum".to_owned(),

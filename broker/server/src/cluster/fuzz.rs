@@ -1,0 +1,44 @@
+//! The metadata quorum's decoders, for the `cluster_frames` fuzz target: the first byte picks
+//! one (modulo 7): the body of each controller-listener frame a peer may send (Hello,
+//! AppendEntries, Vote, a snapshot's header, a forwarded operation), then the Raft entry codec
+//! over a stored record batch and the `quorum-state` file. Whatever decodes must not panic,
+//! and no decoder may allocate beyond the bytes it was given.
+
+use super::types::MetaTypes;
+use super::{entry_codec, quorum_state, wire};
+
+/// Runs one input through the decoder its first byte picks.
+pub fn frames(data: &[u8]) {
+    let Some((&selector, body)) = data.split_first() else {
+        return;
+    };
+    match selector % 7 {
+        0 => drop(wire::decode::<wire::Hello>(body)),
+        1 => drop(wire::decode::<
+            openraft::raft::AppendEntriesRequest<MetaTypes>,
+        >(body)),
+        2 => drop(wire::decode::<openraft::raft::VoteRequest<MetaTypes>>(body)),
+        3 => drop(wire::decode::<wire::SnapshotRequest>(body)),
+        4 => drop(wire::decode::<super::ControllerOp>(body)),
+        5 => drop(entry_codec::decode(body.to_vec())),
+        _ => drop(quorum_state::QuorumState::decode(body)),
+    }
+}
+
+/// Seeds: a valid body of each kind, behind its selector byte.
+pub fn seeds() -> Vec<(String, Vec<u8>)> {
+    let with = |selector: u8, body: Vec<u8>| {
+        let mut input = vec![selector];
+        input.extend_from_slice(&body);
+        input
+    };
+    let mut out = Vec::new();
+    if let Ok(body) = wire::encode(&super::ControllerOp::DeleteTopics(vec!["orders".into()])) {
+        out.push(("forwarded-op".to_owned(), with(4, body)));
+    }
+    out.push((
+        "quorum-state".to_owned(),
+        with(6, quorum_state::QuorumState::default().encode()),
+    ));
+    out
+}
