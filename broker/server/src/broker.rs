@@ -12,7 +12,7 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use sluice_storage::Fs;
 use sluice_storage::io::{self as storage_io, RealFs};
@@ -21,6 +21,7 @@ use crate::clock::SharedClock;
 use crate::config::{BrokerConfig, HostPort};
 use crate::error::ServerError;
 use crate::files::remove_stale_temps;
+use crate::kraft::Kraft;
 use crate::plugins::Plugins;
 use crate::security::Security;
 use crate::telemetry::{Telemetry, TelemetryConfig};
@@ -50,6 +51,9 @@ pub struct Broker {
     pub metrics: crate::metrics::Metrics,
     /// The metrics clients push about themselves (KIP-714).
     pub telemetry: Arc<Telemetry>,
+    /// This broker's side of the cluster, when `controller.quorum.voters` is set (set once
+    /// the listeners are bound: it registers their advertised addresses).
+    kraft: OnceLock<Arc<Kraft>>,
 }
 
 /// What a broker reads the world through: the filesystem its partition logs live on and
@@ -125,6 +129,7 @@ impl Broker {
             plugins,
             metrics: crate::metrics::Metrics::default(),
             telemetry,
+            kraft: OnceLock::new(),
         };
         Ok(broker)
     }
@@ -152,6 +157,18 @@ impl Broker {
             .or_else(|| advertised.values().next())
             .cloned()
             .expect("a broker has at least one listener")
+    }
+
+    /// This broker's side of the cluster; `None` on a single node (no voters).
+    pub fn kraft(&self) -> Option<&Arc<Kraft>> {
+        self.kraft.get()
+    }
+
+    /// Records the started cluster side (once).
+    pub(crate) fn set_kraft(&self, kraft: Arc<Kraft>) {
+        if self.kraft.set(kraft).is_err() {
+            tracing::error!("the cluster side was started twice; keeping the first");
+        }
     }
 
     /// The broker's clock (`crate::clock`): the system's, or a test's.

@@ -18,7 +18,7 @@ use sluice_group::GroupConfig;
 use crate::error::ConfigError;
 
 pub use admin_keys::AdminAuth;
-pub use cluster_keys::{ProcessRoles, QuorumVoter};
+pub use cluster_keys::{ProcessRoles, QuorumVoter, print_voters};
 pub use keys::{BROKER_KEYS, BrokerConfig, KEYS};
 pub use listener_keys::{
     ClientAuth, KeystoreType, ListenerAddr, ListenerSpec, SecurityProtocol, parse_listener_list,
@@ -201,7 +201,22 @@ impl BrokerConfig {
             transactional_id_expiration_ms: self.transactional_id_expiration_ms,
             abort_timed_out_transaction_cleanup_interval_ms: self
                 .transaction_abort_cleanup_interval_ms,
-            ..sluice_txn::TxnConfig::default()
+            ..self.producer_id_range(sluice_txn::TxnConfig::default())
+        }
+    }
+
+    /// The producer ids this broker hands out: all of them on a single node; in a cluster
+    /// the node id's own range of `PRODUCER_IDS_PER_NODE`, so two brokers never hand out
+    /// the same id (the space holds every node id: 2^31 ranges of 2^32).
+    fn producer_id_range(&self, config: sluice_txn::TxnConfig) -> sluice_txn::TxnConfig {
+        if !self.needs_format() {
+            return config;
+        }
+        let start = i64::from(self.node_id) * crate::limits::PRODUCER_IDS_PER_NODE;
+        sluice_txn::TxnConfig {
+            producer_id_start: start,
+            producer_id_end: start + crate::limits::PRODUCER_IDS_PER_NODE,
+            ..config
         }
     }
 

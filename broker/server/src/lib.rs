@@ -88,6 +88,10 @@
 //! - [`cluster`]: the metadata quorum's consensus, the only importer of openraft: the type
 //!   configuration, the Raft log on a `sluice_storage::Log`, the state machine over the
 //!   metadata image ([`cluster::MetadataApply`]) with bounded, checksummed snapshots.
+//! - [`kraft`]: the broker in a cluster (voters configured): starts its node of the quorum,
+//!   publishes each new image into the topic registry (topics and each partition's
+//!   placement), answers where brokers and coordinators are, and submits changes to the
+//!   active controller with read-your-writes.
 //! - [`error`]: config, Kafka and server errors.
 //! - [`random`]: `OsRng`, the one place the OS's randomness is read (SCRAM nonces and
 //!   salts, member ids, topic and cluster ids).
@@ -136,6 +140,7 @@ pub mod fuzz;
 pub mod group;
 mod handler;
 mod internal_log;
+pub mod kraft;
 pub mod limits;
 pub mod listener;
 pub mod metrics;

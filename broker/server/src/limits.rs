@@ -355,3 +355,8 @@ pub const DESCRIBE_TOPIC_PARTITIONS_PARTITIONS_MAX: i32 = 2_000;
 /// The most voters `controller.quorum.voters` may list: each is in every commit's majority,
 /// so more voters make every metadata change slower; Kafka clusters run 3 or 5.
 pub const QUORUM_VOTERS_MAX: usize = 9;
+
+/// Producer ids each broker of a cluster owns (node id `n` hands out
+/// `n * this .. (n + 1) * this`): 2^32, so every node id (up to 2^31 - 1) has a range within
+/// the 63-bit id space and no two brokers ever hand out the same id.
+pub const PRODUCER_IDS_PER_NODE: i64 = 1 << 32;

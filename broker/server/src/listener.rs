@@ -126,6 +126,9 @@ impl Server {
                 socket,
             });
         }
+        if broker.config.needs_format() {
+            start_kraft(&broker).await?;
+        }
         let (shutdown_tx, _) = watch::channel(false);
         let admission = Admission::new(&broker.config);
         let background = Background::start(&broker, opened)?;
@@ -250,6 +253,9 @@ impl Server {
         drop(listeners);
         shutdown_tx.send_replace(true);
         wait_for_connections(&mut connections).await;
+        if let Some(kraft) = broker.kraft() {
+            kraft.shutdown().await;
+        }
         background.stop_log_work().await;
         if let Some(admin) = admin {
             stop_admin(admin).await;
@@ -265,6 +271,41 @@ impl Server {
         tracing::info!("shutdown complete");
         Ok(())
     }
+}
+
+/// Binds the controller listener and starts this broker's side of the cluster, registering
+/// the client listeners as they are advertised.
+async fn start_kraft(broker: &Arc<Broker>) -> Result<(), ServerError> {
+    let config = &broker.config;
+    let addr = crate::kraft::controller_listener(config)?;
+    let socket = TcpListener::bind(addr)
+        .await
+        .map_err(ServerError::io(format!(
+            "binding the controller listener {addr}"
+        )))?;
+    let listeners = config
+        .listener_specs()?
+        .into_iter()
+        .map(|spec| {
+            let advertised = broker.advertised(&spec.name);
+            sluice_cluster::records::Listener {
+                name: spec.name,
+                host: advertised.host,
+                port: advertised.port,
+                security_protocol: spec.protocol.into(),
+            }
+        })
+        .collect();
+    let kraft = crate::kraft::Kraft::start(
+        config,
+        &broker.cluster_id,
+        listeners,
+        socket,
+        Arc::clone(&broker.topics),
+    )
+    .await?;
+    broker.set_kraft(kraft);
+    Ok(())
 }
 
 /// Waits for the open connections to finish, at most `SHUTDOWN_GRACE_MS`; then aborts them.

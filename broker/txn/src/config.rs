@@ -17,6 +17,12 @@ pub struct TxnConfig {
     /// `transaction.remove.expired.transaction.cleanup.interval.ms`: how often expired
     /// transactional ids are looked for, in milliseconds.
     pub remove_expired_transactional_id_cleanup_interval_ms: i64,
+    /// The producer ids this coordinator hands out: `producer_id_start..producer_id_end`.
+    /// One broker owns the whole space; in a cluster each broker owns its own range (its
+    /// node id's), so no two brokers ever hand out the same id.
+    pub producer_id_start: i64,
+    /// The end (exclusive) of the range.
+    pub producer_id_end: i64,
 }
 
 impl Default for TxnConfig {
@@ -28,6 +34,8 @@ impl Default for TxnConfig {
                 limits::DEFAULT_ABORT_TIMED_OUT_CLEANUP_INTERVAL_MS,
             remove_expired_transactional_id_cleanup_interval_ms:
                 limits::DEFAULT_REMOVE_EXPIRED_CLEANUP_INTERVAL_MS,
+            producer_id_start: 0,
+            producer_id_end: i64::MAX,
         }
     }
 }

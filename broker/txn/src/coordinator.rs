@@ -42,11 +42,12 @@ pub struct Coordinator {
 impl Coordinator {
     /// A coordinator with no transactions; both timer checks are due at once.
     pub fn new(config: TxnConfig) -> Self {
+        let first_producer_id = config.producer_id_start.max(0);
         Self {
             config,
             txns: BTreeMap::new(),
             pending: BTreeSet::new(),
-            next_producer_id: 0,
+            next_producer_id: first_producer_id,
             block_end_durable: 0,
             block_end_emitted: 0,
             next_abort_check_ms: 0,
@@ -65,7 +66,11 @@ impl Coordinator {
         for record in records {
             self.apply_one(record);
         }
-        let mut next = self.block_end_durable.max(self.next_producer_id).max(0);
+        let mut next = self
+            .block_end_durable
+            .max(self.next_producer_id)
+            .max(self.config.producer_id_start)
+            .max(0);
         for m in self.txns.values() {
             next = next.max(m.producer_id.0.saturating_add(1));
             next = next.max(m.last_producer_id.0.saturating_add(1));
@@ -115,7 +120,7 @@ impl Coordinator {
     /// by a durable block. `None` when the id space is exhausted.
     fn allocate_producer_id(&mut self, records: &mut Vec<TxnRecord>) -> Option<ProducerId> {
         let id = self.next_producer_id;
-        if id > i64::MAX - limits::PRODUCER_ID_BLOCK_SIZE {
+        if id > i64::MAX - limits::PRODUCER_ID_BLOCK_SIZE || id >= self.config.producer_id_end {
             return None;
         }
         self.next_producer_id = id + 1;
@@ -125,7 +130,7 @@ impl Coordinator {
             let end = if self.block_end_emitted > id {
                 self.block_end_emitted
             } else {
-                id + limits::PRODUCER_ID_BLOCK_SIZE
+                (id + limits::PRODUCER_ID_BLOCK_SIZE).min(self.config.producer_id_end)
             };
             self.block_end_emitted = end;
             records.push(TxnRecord::ProducerIdBlock {

@@ -202,15 +202,26 @@ impl BrokerConfig {
             ));
         }
         self.validate_voters()?;
-        if self.controller_quorum_voters.len() > 1 {
-            return Err(ConfigError::BadValue {
-                key: "controller.quorum.voters".into(),
-                value: print_voters(&self.controller_quorum_voters),
-                reason: "a quorum of more than one voter is not served by this build yet (the \
-                         metadata quorum's network is being wired in, issue 36): list this \
-                         node alone, or leave it empty for a cluster of one"
+        if let Some(secured) = self.listeners.iter().find(|l| {
+            self.is_controller_listener(&l.name)
+                && self
+                    .listener_protocol(&l.name)
+                    .is_ok_and(|p| p != super::SecurityProtocol::Plaintext)
+        }) {
+            return Err(ConfigError::Inconsistent(format!(
+                "controller listener {secured} is not PLAINTEXT: TLS and SASL between \
+                 controllers are not built yet (run the quorum on a private network)"
+            )));
+        }
+        if !self.controller_quorum_voters.is_empty() && !self.process_roles.controller {
+            return Err(bad(
+                "process.roles",
+                self.process_roles.print(),
+                "a broker that is not a voter joins the quorum as a learner, which is not \
+                 built yet: give every node broker,controller and list it in \
+                 controller.quorum.voters"
                     .into(),
-            });
+            ));
         }
         Ok(())
     }

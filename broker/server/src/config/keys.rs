@@ -107,6 +107,14 @@ broker_keys! {
     /// How often a broker heartbeats to the controller.
     "broker.heartbeat.interval.ms" => broker_heartbeat_interval_ms: i64 = 2_000,
         ms(1..=I32_MAX);
+    /// Partitions of `__consumer_offsets` in a cluster: a group's coordinator is the leader
+    /// of partition `hash(group) % this` (Kafka's placement). Fixed once the cluster made it.
+    "offsets.topic.num.partitions" => offsets_topic_num_partitions: i32 = 50,
+        count(1..=limits::PARTITIONS_PER_TOPIC_MAX as i64);
+    /// Partitions of `__transaction_state` in a cluster: a transactional id's coordinator
+    /// is the leader of partition `hash(id) % this`.
+    "transaction.state.log.num.partitions" => transaction_state_log_num_partitions: i32 = 50,
+        count(1..=limits::PARTITIONS_PER_TOPIC_MAX as i64);
 
     // Topics and requests.
     /// Topics and partitions live here.

@@ -224,6 +224,10 @@ impl BrokerConfig {
         {
             return Ok(*protocol);
         }
+        if self.is_controller_listener(name) && SecurityProtocol::parse(name).is_err() {
+            // Kafka's default for a controller listener the map does not name.
+            return Ok(SecurityProtocol::Plaintext);
+        }
         SecurityProtocol::parse(name).map_err(|_| ConfigError::BadValue {
             key: "listener.security.protocol.map".into(),
             value: print_protocol_map(&self.listener_security_protocol_map),

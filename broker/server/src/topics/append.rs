@@ -43,6 +43,7 @@ pub(crate) fn append_one(
             format!("unknown partition {topic}-{index}"),
         )
     })?;
+    partition.check_leader()?;
     let records = records
         .filter(|r| !r.is_empty())
         .ok_or_else(|| KafkaError::new(ResponseError::CorruptMessage, "no records"))?;

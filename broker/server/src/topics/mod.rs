@@ -41,7 +41,7 @@ use crate::plugins::TopicPlugins;
 use crate::topic_config::{self, TopicOverrides};
 use crate::topic_name;
 
-pub use partition::Partition;
+pub use partition::{Partition, Placement};
 
 const TOPIC_FILE: &str = "topic.json";
 const TOPICS_DIR: &str = "topics";

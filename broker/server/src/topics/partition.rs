@@ -3,7 +3,7 @@
 
 use kafka_protocol::ResponseError;
 use sluice_storage::Log;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::watch;
 
 use super::group_commit::SyncCoordinator;
@@ -31,7 +31,26 @@ pub struct Partition {
     /// answers KAFKA_STORAGE_ERROR until the topic is deleted (`quarantine.rs`).
     offline: Option<String>,
     /// The leader epoch of this leadership (begun when the log was opened; -1 offline).
+    /// In a cluster the image's epoch is the one served ([`Partition::current_leader_epoch`]).
     pub leader_epoch: i32,
+    /// Where the partition lives in a cluster, as the metadata image says (set by
+    /// `crate::kraft`'s publisher); `None` on a single node, which leads every partition.
+    placement: RwLock<Option<Arc<Placement>>>,
+}
+
+/// A partition's place in the cluster, from the metadata image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    /// The leader's node id, or -1 (none: its replicas are all fenced or offline).
+    pub leader: i32,
+    /// The leader epoch (KIP-320's fencing).
+    pub leader_epoch: i32,
+    /// The replicas, in preference order.
+    pub replicas: Vec<i32>,
+    /// The in-sync replicas.
+    pub isr: Vec<i32>,
+    /// Whether this broker is the leader.
+    pub here: bool,
 }
 
 impl Partition {
@@ -55,6 +74,7 @@ impl Partition {
             append_failures: repeated::RepeatedFailures::default(),
             offline: None,
             leader_epoch,
+            placement: RwLock::new(None),
         }
     }
 
@@ -71,6 +91,7 @@ impl Partition {
             append_failures: repeated::RepeatedFailures::default(),
             offline: Some(reason),
             leader_epoch: -1,
+            placement: RwLock::new(None),
         }
     }
 
@@ -78,12 +99,62 @@ impl Partition {
     /// is older (FENCED_LEADER_EPOCH) or newer (UNKNOWN_LEADER_EPOCH) than this leadership's.
     /// An offline partition passes: its answer is KAFKA_STORAGE_ERROR.
     pub fn check_leader_epoch(&self, known: i32) -> Result<(), ResponseError> {
-        if known < 0 || known == self.leader_epoch || self.offline.is_some() {
+        let current = self.current_leader_epoch();
+        if known < 0 || known == current || self.offline.is_some() {
             Ok(())
-        } else if known < self.leader_epoch {
+        } else if known < current {
             Err(ResponseError::FencedLeaderEpoch)
         } else {
             Err(ResponseError::UnknownLeaderEpoch)
+        }
+    }
+
+    /// The leader epoch clients are told: the image's in a cluster, else this log's.
+    pub fn current_leader_epoch(&self) -> i32 {
+        self.placement()
+            .map_or(self.leader_epoch, |p| p.leader_epoch)
+    }
+
+    /// The partition's place in the cluster (`None` on a single node).
+    pub fn placement(&self) -> Option<Arc<Placement>> {
+        self.placement
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Records the partition's place in the cluster (the metadata publisher).
+    pub fn set_placement(&self, placement: Placement) {
+        let mut slot = self
+            .placement
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if slot.as_deref() != Some(&placement) {
+            *slot = Some(Arc::new(placement));
+        }
+    }
+
+    /// Whether this broker may serve the partition's clients: on a single node always; in
+    /// a cluster only its leader (NOT_LEADER_OR_FOLLOWER, or LEADER_NOT_AVAILABLE while it
+    /// has none), so a client sent elsewhere refreshes its metadata and follows.
+    pub fn check_leader(&self) -> Result<(), KafkaError> {
+        match self.placement() {
+            None => Ok(()),
+            Some(p) if p.here => Ok(()),
+            Some(p) if p.leader < 0 => Err(KafkaError::new(
+                ResponseError::LeaderNotAvailable,
+                format!(
+                    "{}-{} has no leader: its replicas {:?} are not live (replication factor 1 keeps it unavailable until its broker returns)",
+                    self.topic, self.index, p.replicas
+                ),
+            )),
+            Some(p) => Err(KafkaError::new(
+                ResponseError::NotLeaderOrFollower,
+                format!(
+                    "{}-{} is led by broker {}, not this one",
+                    self.topic, self.index, p.leader
+                ),
+            )),
         }
     }
 

@@ -1,6 +1,6 @@
 //! DescribeCluster v0-v2 (KIP-700, flexible; what Java's `AdminClient.describeCluster` and
-//! `kafka-cluster cluster-id` ask): the cluster id, this broker as the one broker and the
-//! controller, and on request the operations the principal may do on the cluster (0 without
+//! `kafka-cluster cluster-id` ask): the cluster id, the brokers (in a cluster the live ones,
+//! each as the client's listener advertises it; else this one) and the controller, and on request the operations the principal may do on the cluster (0 without
 //! DESCRIBE on it). No ACL guards the rest, as in Kafka's `computeDescribeClusterResponse`:
 //! Metadata tells any client the same brokers and cluster id. v1's endpoint type is answered
 //! as a Kafka
@@ -53,14 +53,20 @@ pub fn handle(
         response.error_message = Some(StrBytes::from_string(message));
         return response;
     }
-    let advertised = ctx.advertised.clone();
-    let mut node = DescribeClusterBroker::default();
-    node.broker_id = BrokerId(ctx.config.node_id);
-    node.host = StrBytes::from_string(advertised.host);
-    node.port = i32::from(advertised.port);
-    response.brokers = vec![node];
+    response.brokers = ctx
+        .nodes()
+        .into_iter()
+        .map(|n| {
+            let mut node = DescribeClusterBroker::default();
+            node.broker_id = BrokerId(n.node_id);
+            node.host = StrBytes::from_string(n.host);
+            node.port = n.port;
+            node.rack = n.rack.map(StrBytes::from_string);
+            node
+        })
+        .collect();
     response.cluster_id = StrBytes::from_string(ctx.cluster_id.to_owned());
-    response.controller_id = BrokerId(ctx.config.node_id);
+    response.controller_id = BrokerId(ctx.controller_id());
     if request.include_cluster_authorized_operations {
         response.cluster_authorized_operations = if ctx.auth.cluster(AclOperation::Describe) {
             ctx.auth.operations(

@@ -1,5 +1,7 @@
-//! FindCoordinator v0-v6: this broker coordinates every group and every transactional id
-//! (a single node). DESCRIBE on the group (key type 0) or the transactional id (key type 1).
+//! FindCoordinator v0-v6: on a single node this broker coordinates every group and every
+//! transactional id; in a cluster the coordinator is placed as Kafka places it
+//! (`kraft/routing.rs`: the leader of the key's partition of `__consumer_offsets` or
+//! `__transaction_state`), COORDINATOR_NOT_AVAILABLE while that partition has no leader. DESCRIBE on the group (key type 0) or the transactional id (key type 1).
 //! v3 is flexible; v4+ batch the keys (KIP-699), each answered on its own. Key type 2
 //! (share groups, v6) is answered as Kafka answers it with share groups disabled: CLUSTER_ACTION
 //! on the cluster is checked (CLUSTER_AUTHORIZATION_FAILED), then INVALID_REQUEST, as it is
@@ -17,6 +19,7 @@ use kafka_protocol::protocol::StrBytes;
 use sluice_security::acl::{AclOperation, ResourceType};
 
 use super::Ctx;
+use crate::kraft::CoordinatorKind;
 
 /// Kafka's coordinator key type for consumer groups.
 const KEY_TYPE_GROUP: i8 = 0;
@@ -28,7 +31,7 @@ const KEY_TYPE_SHARE: i8 = 2;
 const BATCHED_VERSION: i16 = 4;
 
 /// Answers FindCoordinator.
-pub fn handle(
+pub async fn handle(
     ctx: &Ctx<'_>,
     request: FindCoordinatorRequest,
     version: i16,
@@ -36,26 +39,24 @@ pub fn handle(
     let mut response = FindCoordinatorResponse::default();
     if version >= BATCHED_VERSION {
         // One answer per key the request carries (decoded from the frame, so bounded by it).
-        response.coordinators = request
-            .coordinator_keys
-            .into_iter()
-            .map(|key| {
-                let mut coordinator = Coordinator::default();
-                let (node_id, host, port) = match find(ctx, request.key_type, &key, version) {
-                    Ok(found) => found,
-                    Err(error) => {
-                        coordinator.error_code = error.code();
-                        no_node()
-                    }
-                };
-                coordinator.key = key;
-                (coordinator.node_id, coordinator.host, coordinator.port) = (node_id, host, port);
-                coordinator
-            })
-            .collect();
+        let mut coordinators = Vec::new();
+        for key in request.coordinator_keys {
+            let mut coordinator = Coordinator::default();
+            let (node_id, host, port) = match find(ctx, request.key_type, &key, version).await {
+                Ok(found) => found,
+                Err(error) => {
+                    coordinator.error_code = error.code();
+                    no_node()
+                }
+            };
+            coordinator.key = key;
+            (coordinator.node_id, coordinator.host, coordinator.port) = (node_id, host, port);
+            coordinators.push(coordinator);
+        }
+        response.coordinators = coordinators;
         return response;
     }
-    let (node_id, host, port) = match find(ctx, request.key_type, &request.key, version) {
+    let (node_id, host, port) = match find(ctx, request.key_type, &request.key, version).await {
         Ok(found) => found,
         Err(error) => {
             response.error_code = error.code();
@@ -76,7 +77,7 @@ fn no_node() -> (BrokerId, StrBytes, i32) {
 }
 
 /// The coordinator of `key` (Kafka's `getCoordinator`): this broker, or why not.
-fn find(
+async fn find(
     ctx: &Ctx<'_>,
     key_type: i8,
     key: &str,
@@ -99,6 +100,27 @@ fn find(
     };
     if let Some(error) = refused {
         return Err(error);
+    }
+    if let Some(kraft) = ctx.kraft {
+        let kind = if key_type == KEY_TYPE_GROUP {
+            CoordinatorKind::Group
+        } else {
+            CoordinatorKind::Transaction
+        };
+        let found = kraft
+            .find_coordinator(kind, key)
+            .await
+            .map_err(|e| e.code)?;
+        let node = ctx
+            .nodes()
+            .into_iter()
+            .find(|n| n.node_id == found.node_id)
+            .ok_or(ResponseError::CoordinatorNotAvailable)?;
+        return Ok((
+            BrokerId(node.node_id),
+            StrBytes::from_string(node.host),
+            node.port,
+        ));
     }
     let advertised = ctx.advertised.clone();
     Ok((

@@ -33,14 +33,20 @@ use crate::topics::Topic;
 /// Answers Metadata.
 pub async fn handle(ctx: &Ctx<'_>, request: MetadataRequest, version: i16) -> MetadataResponse {
     let mut response = MetadataResponse::default();
-    let advertised = ctx.advertised.clone();
-    let mut node = MetadataResponseBroker::default();
-    node.node_id = BrokerId(ctx.config.node_id);
-    node.host = StrBytes::from_string(advertised.host);
-    node.port = i32::from(advertised.port);
-    response.brokers = vec![node];
+    response.brokers = ctx
+        .nodes()
+        .into_iter()
+        .map(|n| {
+            let mut node = MetadataResponseBroker::default();
+            node.node_id = BrokerId(n.node_id);
+            node.host = StrBytes::from_string(n.host);
+            node.port = n.port;
+            node.rack = n.rack.map(StrBytes::from_string);
+            node
+        })
+        .collect();
     response.cluster_id = Some(StrBytes::from_string(ctx.cluster_id.to_owned()));
-    response.controller_id = BrokerId(ctx.config.node_id);
+    response.controller_id = BrokerId(ctx.controller_id());
     let asked_operations = (
         request.include_cluster_authorized_operations,
         request.include_topic_authorized_operations,
@@ -66,6 +72,7 @@ pub async fn handle(ctx: &Ctx<'_>, request: MetadataRequest, version: i16) -> Me
             let views = ctx.topics.views();
             let topics = topics
                 .iter()
+                .filter(|t| ctx.listed(&t.name))
                 .filter(|t| ctx.auth.topic(AclOperation::Describe, &t.name))
                 .map(|t| describe(ctx.config.node_id, &t.name, t.id, t));
             let views = views
@@ -163,7 +170,7 @@ async fn lookup_or_create(
     if !ctx.auth.topic(AclOperation::Describe, &name) {
         return denied(name);
     }
-    if let Some(topic) = ctx.topics.topic(&name) {
+    if let Some(topic) = ctx.topics.topic(&name).filter(|t| ctx.listed(&t.name)) {
         return describe(ctx.config.node_id, &topic.name, topic.id, &topic);
     }
     let may_create =
@@ -171,7 +178,9 @@ async fn lookup_or_create(
     if allow_create && ctx.config.auto_create_topics_enable && !may_create {
         return denied(name);
     }
-    let result = if allow_create {
+    let result = if allow_create && let Some(kraft) = ctx.kraft {
+        auto_create_in_cluster(kraft, ctx.topics, &name).await
+    } else if allow_create {
         let registry = std::sync::Arc::clone(ctx.topics);
         let topic_name = name.clone();
         tokio::task::spawn_blocking(move || registry.auto_create(&topic_name))
@@ -199,10 +208,80 @@ async fn lookup_or_create(
     }
 }
 
+/// A partition in a cluster: where the image places it.
+fn placed(
+    mut partition: MetadataResponsePartition,
+    placement: &crate::topics::Placement,
+) -> MetadataResponsePartition {
+    partition.leader_epoch = placement.leader_epoch;
+    partition.replica_nodes = placement.replicas.iter().copied().map(BrokerId).collect();
+    partition.isr_nodes = placement.isr.iter().copied().map(BrokerId).collect();
+    partition.leader_id = BrokerId(placement.leader);
+    if placement.leader < 0 {
+        partition.error_code = ResponseError::LeaderNotAvailable.code();
+    }
+    partition
+}
+
+/// Auto-creation in a cluster: `num.partitions` partitions, checked here and created by
+/// the controller; answered once this broker has the topic.
+async fn auto_create_in_cluster(
+    kraft: &crate::kraft::Kraft,
+    topics: &std::sync::Arc<crate::topics::TopicRegistry>,
+    name: &str,
+) -> Result<std::sync::Arc<Topic>, KafkaError> {
+    use crate::cluster::{ControllerOp, ControllerReply, TopicSpec};
+    if !topics.config().auto_create_topics_enable {
+        return Err(KafkaError::new(
+            ResponseError::UnknownTopicOrPartition,
+            format!("unknown topic {name:?}"),
+        ));
+    }
+    let partitions = topics.config().num_partitions;
+    topics.validate_new_topic(
+        name,
+        partitions,
+        &crate::topic_config::TopicOverrides::new(),
+    )?;
+    let spec = TopicSpec {
+        name: name.to_owned(),
+        num_partitions: partitions,
+        replication_factor: 1,
+        configs: Vec::new(),
+        topic_id: Some(*crate::topics::topic_id::new_topic_id().as_bytes()),
+    };
+    match kraft.submit(ControllerOp::CreateTopics(vec![spec])).await {
+        Ok(ControllerReply::Topics(answers)) => match answers.into_iter().next() {
+            Some((_, Err(e))) if e.code != ResponseError::TopicAlreadyExists.code() => {
+                Err(KafkaError::new(
+                    ResponseError::try_from_code(e.code)
+                        .unwrap_or(ResponseError::UnknownServerError),
+                    e.message,
+                ))
+            }
+            _ => topics.topic(name).ok_or_else(|| {
+                KafkaError::new(
+                    ResponseError::LeaderNotAvailable,
+                    format!("topic {name:?} is being created"),
+                )
+            }),
+        },
+        Ok(other) => Err(KafkaError::new(
+            ResponseError::UnknownServerError,
+            format!("the controller answered {other:?}"),
+        )),
+        Err(e) => Err(crate::kraft::kafka_error(&e)),
+    }
+}
+
 /// A topic asked for by id alone (v10+): the topic with that id, if the principal may
 /// describe it (else, as Kafka, TOPIC_AUTHORIZATION_FAILED without the name).
 fn lookup_id(ctx: &Ctx<'_>, topic_id: uuid::Uuid) -> MetadataResponseTopic {
-    let found = ctx.topics.topics().into_iter().find(|t| t.id == topic_id);
+    let found = ctx
+        .topics
+        .topics()
+        .into_iter()
+        .find(|t| t.id == topic_id && ctx.listed(&t.name));
     match found {
         Some(topic) if ctx.auth.topic(AclOperation::Describe, &topic.name) => {
             describe(ctx.config.node_id, &topic.name, topic.id, &topic)
@@ -241,6 +320,9 @@ pub(super) fn describe(
         .map(|p| {
             let mut partition = MetadataResponsePartition::default();
             partition.partition_index = p.index;
+            if let Some(placement) = p.placement() {
+                return placed(partition, &placement);
+            }
             partition.leader_epoch = p.leader_epoch;
             partition.replica_nodes = vec![BrokerId(node_id)];
             if p.offline_reason().is_some() {

@@ -38,6 +38,60 @@ pub(super) struct Ctx<'a> {
     pub config: &'a BrokerConfig,
     /// What the connection is counted as (ApiVersions v3+ renames it), and the gauge.
     pub client_software: (&'a Mutex<SoftwareSeen>, &'a Arc<ClientSoftware>),
+    /// The cluster side, when this broker is in a cluster: brokers, placement and
+    /// coordinators come from its image.
+    pub kraft: Option<&'a Arc<crate::kraft::Kraft>>,
+    /// The listener the client came in on (each broker is advertised by its listener of
+    /// the same name).
+    pub listener: &'a str,
+}
+
+/// A broker as the client's listener advertises it.
+pub(super) struct Node {
+    pub node_id: i32,
+    pub host: String,
+    pub port: i32,
+    pub rack: Option<String>,
+}
+
+impl Ctx<'_> {
+    /// The brokers to list: the live ones of the cluster, or this one.
+    pub(super) fn nodes(&self) -> Vec<Node> {
+        match self.kraft {
+            Some(kraft) => kraft
+                .live_brokers(self.listener)
+                .into_iter()
+                .map(|b| Node {
+                    node_id: b.node_id,
+                    host: b.host,
+                    port: i32::from(b.port),
+                    rack: b.rack,
+                })
+                .collect(),
+            None => vec![Node {
+                node_id: self.config.node_id,
+                host: self.advertised.host.clone(),
+                port: i32::from(self.advertised.port),
+                rack: self.config.broker_rack.clone(),
+            }],
+        }
+    }
+
+    /// The controller id to tell clients: the active controller (every voter is a broker
+    /// here), or this broker on a single node.
+    pub(super) fn controller_id(&self) -> i32 {
+        match self.kraft {
+            Some(kraft) => kraft.leader_id().unwrap_or(-1),
+            None => self.config.node_id,
+        }
+    }
+
+    /// Whether a topic of the registry is one the cluster lists (a topic on this disk that
+    /// the cluster does not know is not served: `kraft/publisher.rs`).
+    pub(super) fn listed(&self, name: &str) -> bool {
+        self.kraft
+            .is_none_or(|k| k.image().topic_ids().contains_key(name))
+    }
 }
 
 /// Answers a cluster request.
@@ -52,12 +106,16 @@ pub(super) async fn dispatch(
         topics: &conn.broker.topics,
         config: &conn.broker.config,
         client_software: (&conn.client_software, &conn.broker.metrics.client_software),
+        kraft: conn.broker.kraft(),
+        listener: &conn.client.listener_name,
     };
     let (answer, v) = (call.answer, call.read_as);
     match call.key {
         ApiKey::ApiVersions => answer.reply(&api_versions::handle(ctx, &call.request()?, v)),
         ApiKey::Metadata => answer.reply(&metadata::handle(ctx, call.request()?, v).await),
-        ApiKey::FindCoordinator => answer.reply(&find_coordinator::handle(ctx, call.request()?, v)),
+        ApiKey::FindCoordinator => {
+            answer.reply(&find_coordinator::handle(ctx, call.request()?, v).await)
+        }
         ApiKey::DescribeTopicPartitions => {
             answer.reply(&describe_topic_partitions::handle(ctx, &call.request()?))
         }

@@ -57,6 +57,10 @@ pub async fn handle(
         group.authorized_operations = AUTHORIZED_OPERATIONS_OMITTED;
         if !ctx.auth.group(AclOperation::Describe, &id) {
             group.error_code = ResponseError::GroupAuthorizationFailed.code();
+        } else if ctx.elsewhere(&id) {
+            // Its slot in the coordinator's answer is skipped with it.
+            described.next();
+            group.error_code = ResponseError::NotCoordinator.code();
         } else {
             match described.next() {
                 Some(Ok(consumer)) => {

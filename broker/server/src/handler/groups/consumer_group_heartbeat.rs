@@ -100,6 +100,9 @@ fn authorize(
     {
         return Err((ResponseError::GroupAuthorizationFailed, None));
     }
+    if ctx.elsewhere(request.group_id.0.as_str()) {
+        return Err((ResponseError::NotCoordinator, None));
+    }
     let mut denied: Vec<String> = request
         .subscribed_topic_names
         .iter()

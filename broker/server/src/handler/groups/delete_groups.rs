@@ -23,6 +23,8 @@ pub async fn handle(ctx: &Ctx<'_>, request: DeleteGroupsRequest) -> DeleteGroups
     let (allowed, denied): (Vec<String>, Vec<String>) = ids
         .into_iter()
         .partition(|id| ctx.auth.group(AclOperation::Delete, id));
+    let (allowed, elsewhere): (Vec<String>, Vec<String>) =
+        allowed.into_iter().partition(|id| !ctx.elsewhere(id));
     let mut results: Vec<(String, i16)> = if allowed.is_empty() {
         Vec::new()
     } else {
@@ -36,6 +38,8 @@ pub async fn handle(ctx: &Ctx<'_>, request: DeleteGroupsRequest) -> DeleteGroups
     };
     let denied_code = kafka_protocol::ResponseError::GroupAuthorizationFailed.code();
     results.extend(denied.into_iter().map(|id| (id, denied_code)));
+    let not_coordinator = kafka_protocol::ResponseError::NotCoordinator.code();
+    results.extend(elsewhere.into_iter().map(|id| (id, not_coordinator)));
     let mut response = DeleteGroupsResponse::default();
     response.results = results
         .into_iter()

@@ -31,7 +31,13 @@ pub async fn handle(
             response.groups = described
                 .into_iter()
                 .map(|d| {
-                    if denied(&d.group_id) {
+                    if ctx.elsewhere(&d.group_id) {
+                        let mut group = DescribedGroup::default();
+                        group.group_id = GroupId(StrBytes::from_string(d.group_id));
+                        group.error_code = kafka_protocol::ResponseError::NotCoordinator.code();
+                        group.authorized_operations = AUTHORIZED_OPERATIONS_OMITTED;
+                        group
+                    } else if denied(&d.group_id) {
                         let mut group = DescribedGroup::default();
                         group.group_id = GroupId(StrBytes::from_string(d.group_id));
                         group.error_code =

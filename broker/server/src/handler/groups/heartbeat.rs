@@ -18,6 +18,11 @@ pub async fn handle(ctx: &Ctx<'_>, request: HeartbeatRequest) -> HeartbeatRespon
         response.error_code = kafka_protocol::ResponseError::GroupAuthorizationFailed.code();
         return response;
     }
+    if ctx.elsewhere(request.group_id.0.as_str()) {
+        let mut response = HeartbeatResponse::default();
+        response.error_code = kafka_protocol::ResponseError::NotCoordinator.code();
+        return response;
+    }
     let heartbeat = sluice_group::HeartbeatRequest {
         group_id: string(&request.group_id.0),
         generation_id: request.generation_id,

@@ -31,6 +31,12 @@ pub async fn handle(
         response.generation_id = -1;
         return response;
     }
+    if ctx.elsewhere(request.group_id.0.as_str()) {
+        let mut response = JoinGroupResponse::default();
+        response.error_code = kafka_protocol::ResponseError::NotCoordinator.code();
+        response.generation_id = -1;
+        return response;
+    }
     let rebalance_timeout_ms = if version == 0 {
         request.session_timeout_ms
     } else {

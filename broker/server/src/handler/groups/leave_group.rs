@@ -22,6 +22,11 @@ pub async fn handle(ctx: &Ctx<'_>, request: LeaveGroupRequest, version: i16) -> 
         response.error_code = kafka_protocol::ResponseError::GroupAuthorizationFailed.code();
         return response;
     }
+    if ctx.elsewhere(request.group_id.0.as_str()) {
+        let mut response = LeaveGroupResponse::default();
+        response.error_code = kafka_protocol::ResponseError::NotCoordinator.code();
+        return response;
+    }
     let members = if version < 3 {
         vec![LeavingMember {
             member_id: string(&request.member_id),

@@ -36,6 +36,16 @@ pub(super) struct Ctx<'a> {
     pub auth: Authz<'a>,
     pub groups: &'a GroupHandle,
     pub topics: &'a TopicRegistry,
+    /// The cluster side, when this broker is in a cluster (it coordinates only its groups).
+    pub kraft: Option<&'a std::sync::Arc<crate::kraft::Kraft>>,
+}
+
+impl Ctx<'_> {
+    /// Whether another broker coordinates `group` (NOT_COORDINATOR: the client finds it).
+    pub fn elsewhere(&self, group: &str) -> bool {
+        self.kraft
+            .is_some_and(|k| !k.coordinates(crate::kraft::CoordinatorKind::Group, group))
+    }
 }
 
 /// Answers a group request.
@@ -48,6 +58,7 @@ pub(super) async fn dispatch(
         auth: Authz::new(&conn.broker.security, &conn.client),
         groups: &conn.groups,
         topics: &conn.broker.topics,
+        kraft: conn.broker.kraft(),
     };
     let (answer, v) = (call.answer, call.read_as);
     match call.key {

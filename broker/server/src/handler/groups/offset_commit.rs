@@ -55,6 +55,8 @@ pub async fn handle(
             };
             let refused = if !group_allowed {
                 Some(ResponseError::GroupAuthorizationFailed)
+            } else if ctx.elsewhere(request.group_id.0.as_str()) {
+                Some(ResponseError::NotCoordinator)
             } else if !id_known {
                 Some(ResponseError::UnknownTopicId)
             } else if !topic_allowed {

@@ -25,6 +25,10 @@ pub async fn handle(ctx: &Ctx<'_>, request: OffsetDeleteRequest) -> OffsetDelete
         response.error_code = ResponseError::GroupAuthorizationFailed.code();
         return response;
     }
+    if ctx.elsewhere(&group) {
+        response.error_code = ResponseError::NotCoordinator.code();
+        return response;
+    }
     // Every partition in request order with the error it gets here, if any.
     let mut answered: Vec<(TopicPartition, Option<i16>)> = Vec::new();
     for topic in &request.topics {

@@ -155,7 +155,9 @@ async fn fetch_group(
     partitions: Option<Vec<TopicPartition>>,
 ) -> GroupAnswer {
     let requested = partitions.clone();
-    let fetched = if ctx.auth.group(AclOperation::Describe, &group) {
+    let fetched = if ctx.elsewhere(&group) {
+        Err(ResponseError::NotCoordinator.code())
+    } else if ctx.auth.group(AclOperation::Describe, &group) {
         ctx.groups
             .fetch_offsets(group, member, partitions)
             .await

@@ -22,6 +22,11 @@ pub async fn handle(ctx: &Ctx<'_>, request: SyncGroupRequest) -> SyncGroupRespon
         response.error_code = kafka_protocol::ResponseError::GroupAuthorizationFailed.code();
         return response;
     }
+    if ctx.elsewhere(request.group_id.0.as_str()) {
+        let mut response = SyncGroupResponse::default();
+        response.error_code = kafka_protocol::ResponseError::NotCoordinator.code();
+        return response;
+    }
     let sync = sluice_group::SyncGroupRequest {
         group_id: string(&request.group_id.0),
         generation_id: request.generation_id,

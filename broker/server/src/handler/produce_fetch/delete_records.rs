@@ -92,6 +92,7 @@ fn delete_before(
             format!("unknown partition {topic}-{index}"),
         )
     })?;
+    partition.check_leader()?;
     if offset < HIGH_WATERMARK {
         return Err(KafkaError::new(
             ResponseError::OffsetOutOfRange,

@@ -237,7 +237,8 @@ fn resolve(ctx: &Ctx<'_>, topics: Vec<FetchTopic>) -> Arc<[(String, Vec<Target>)
                     };
                     let refused = refused.or_else(|| {
                         let found = partition.as_ref()?;
-                        found.check_leader_epoch(p.current_leader_epoch).err()
+                        (found.check_leader().err().map(|e| e.code))
+                            .or_else(|| found.check_leader_epoch(p.current_leader_epoch).err())
                     });
                     if let Some(view) = &view {
                         // An ephemeral view stays while fetched, even at the end of the log.

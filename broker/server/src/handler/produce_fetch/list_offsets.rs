@@ -139,6 +139,10 @@ fn lookup(
         out.error_code = ResponseError::UnknownTopicOrPartition.code();
         return out;
     };
+    if let Err(error) = partition.check_leader() {
+        out.error_code = error.code.code();
+        return out;
+    }
     if let Err(error) = partition.check_leader_epoch(asked.current_leader_epoch) {
         out.error_code = error.code();
         return out;

@@ -63,6 +63,9 @@ fn end_offset(
     let Some((partition, _)) = topics.read_partition(topic, asked.partition) else {
         return refused(asked.partition, ResponseError::UnknownTopicOrPartition);
     };
+    if let Err(error) = partition.check_leader() {
+        return refused(asked.partition, error.code);
+    }
     if let Err(error) = partition.check_leader_epoch(asked.current_leader_epoch) {
         return refused(asked.partition, error);
     }

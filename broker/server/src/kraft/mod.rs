@@ -1,0 +1,206 @@
+//! The broker in a KRaft cluster: what a broker with `controller.quorum.voters` runs beside
+//! its listeners. [`Kraft::start`] starts this node of the metadata quorum
+//! (`crate::cluster`'s [`ClusterService`]: Raft, the controller listener, registration and
+//! heartbeats with the broker's advertised listeners) and the publisher that makes the
+//! broker what the image says; the handlers ask it where things are and submit every
+//! change through it.
+//!
+//! # Layout
+//! - `mod.rs`: [`Kraft`]: start, [`Kraft::submit`] (the controller's answer once this
+//!   broker has applied the change: read-your-writes), the image, the quorum status,
+//!   shutdown (a controlled shutdown first).
+//! - `quorum.rs`: the [`QuorumConfig`] built from the broker's keys and its `meta.json`.
+//! - `publisher.rs`: the image into the topic registry (Kafka's `BrokerMetadataPublisher`):
+//!   topics created, grown, reconfigured and deleted, and each partition's placement
+//!   (leader, epoch, replicas, ISR), which the data path checks (`Partition::check_leader`).
+//! - `routing.rs`: where a client goes: the live brokers with their advertised listener,
+//!   and a group's or transactional id's coordinator (Kafka's placement: the leader of
+//!   partition `hash(key) % n` of `__consumer_offsets` / `__transaction_state`, whose
+//!   placement lives in the image only: their state stays in Sluice's own logs).
+//!
+//! A single node (no voters) runs none of this: it is a cluster of one as before.
+
+mod publisher;
+mod quorum;
+mod routing;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice_cluster::MetadataImage;
+use tokio::net::TcpListener;
+use tokio::sync::{RwLock, watch};
+use tokio::task::JoinHandle;
+
+use crate::cluster::{
+    ClusterError, ClusterHandle, ClusterService, ControllerOp, ControllerReply, QuorumStatus,
+};
+use crate::config::BrokerConfig;
+use crate::error::ServerError;
+use crate::topics::TopicRegistry;
+
+pub use quorum::{controller_listener, quorum_config};
+pub use routing::{Coordinator, CoordinatorKind, LiveBroker};
+
+/// How long [`Kraft::submit`] waits for this broker's publisher to apply a committed change
+/// after the image did (the file work of a topic creation): past it the change is answered
+/// as not yet visible here (REQUEST_TIMED_OUT), though it is committed.
+pub const PUBLISH_WAIT_MS: u64 = 15_000;
+
+/// This broker's side of the cluster (module docs).
+#[derive(Debug)]
+pub struct Kraft {
+    /// `node.id`.
+    node_id: i32,
+    /// The quorum node; taken by [`Kraft::shutdown`].
+    handle: RwLock<Option<ClusterHandle>>,
+    /// The latest applied image.
+    image: watch::Receiver<Arc<MetadataImage>>,
+    /// The index of the last image the publisher applied to the topic registry.
+    published: watch::Receiver<u64>,
+    /// The publisher task.
+    publisher: std::sync::Mutex<Option<JoinHandle<()>>>,
+    /// Partitions of `__consumer_offsets` and `__transaction_state` when this broker
+    /// creates them.
+    internal_partitions: (i32, i32),
+    /// Tells the publisher to stop.
+    stop: watch::Sender<bool>,
+}
+
+impl Kraft {
+    /// Starts this node of the quorum on the bound `controller` listener and the publisher
+    /// into `topics`; `listeners` are the client listeners as advertised (registered with
+    /// the controller).
+    pub async fn start(
+        config: &BrokerConfig,
+        cluster_id: &str,
+        listeners: Vec<sluice_cluster::records::Listener>,
+        controller: TcpListener,
+        topics: Arc<TopicRegistry>,
+    ) -> Result<Arc<Self>, ServerError> {
+        let quorum = quorum_config(config, cluster_id, listeners)?;
+        let handle = ClusterService::start_on(quorum, controller)
+            .await
+            .map_err(|e| ServerError::Internal(format!("starting the metadata quorum: {e}")))?;
+        let image = handle.image();
+        let (published_tx, published) = watch::channel(0);
+        let (stop, stopped) = watch::channel(false);
+        let publisher = tokio::spawn(publisher::run(
+            image.clone(),
+            topics,
+            config.node_id,
+            published_tx,
+            stopped,
+        ));
+        tracing::info!(node = config.node_id, voters = %crate::config::print_voters(&config.controller_quorum_voters), "metadata quorum started");
+        Ok(Arc::new(Self {
+            node_id: config.node_id,
+            handle: RwLock::new(Some(handle)),
+            image,
+            published,
+            publisher: std::sync::Mutex::new(Some(publisher)),
+            internal_partitions: (
+                config.offsets_topic_num_partitions,
+                config.transaction_state_log_num_partitions,
+            ),
+            stop,
+        }))
+    }
+
+    /// This broker's node id.
+    pub const fn node_id(&self) -> i32 {
+        self.node_id
+    }
+
+    /// The active controller's node id, if one is known.
+    pub fn leader_id(&self) -> Option<i32> {
+        let handle = self.handle.try_read().ok()?;
+        let leader = handle.as_ref()?.status().leader_id?;
+        i32::try_from(leader).ok()
+    }
+
+    /// The latest applied image.
+    pub fn image(&self) -> Arc<MetadataImage> {
+        self.image.borrow().clone()
+    }
+
+    /// Runs `op` on the active controller; answers once this broker applied it to its
+    /// registry too (a topic it created is listed by Metadata here at once).
+    ///
+    /// # Errors
+    /// The controller's refusal, a timeout, an unknown outcome, or shutdown
+    /// ([`ClusterError`]).
+    pub async fn submit(&self, op: ControllerOp) -> Result<ControllerReply, ClusterError> {
+        let reply = {
+            let handle = self.handle.read().await;
+            let Some(handle) = handle.as_ref() else {
+                return Err(ClusterError::Shutdown);
+            };
+            handle.submit(op).await?
+        };
+        let index = self.image.borrow().last_applied_index();
+        let mut published = self.published.clone();
+        let wait = published.wait_for(|p| *p >= index);
+        match tokio::time::timeout(Duration::from_millis(PUBLISH_WAIT_MS), wait).await {
+            Ok(Ok(_)) => Ok(reply),
+            Ok(Err(_)) => Err(ClusterError::Shutdown),
+            Err(_) => Err(ClusterError::Timeout {
+                what: "the change did not apply to this broker's topics (PUBLISH_WAIT_MS)",
+            }),
+        }
+    }
+
+    /// The quorum as this node sees it (DescribeQuorum); `None` once shut down.
+    pub async fn status(&self) -> Option<QuorumStatus> {
+        self.handle.read().await.as_ref().map(ClusterHandle::status)
+    }
+
+    /// The controller's partition count for a new `__consumer_offsets` /
+    /// `__transaction_state`.
+    const fn internal_partitions(&self, kind: CoordinatorKind) -> i32 {
+        match kind {
+            CoordinatorKind::Group => self.internal_partitions.0,
+            CoordinatorKind::Transaction => self.internal_partitions.1,
+        }
+    }
+
+    /// A controlled shutdown (the controller moves this broker's leaderships away), then
+    /// the quorum node and the publisher stop.
+    pub async fn shutdown(&self) {
+        let handle = self.handle.write().await.take();
+        if let Some(handle) = handle {
+            handle.shutdown().await;
+        }
+        self.stop.send_replace(true);
+        let publisher = self
+            .publisher
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(publisher) = publisher {
+            let _ = publisher.await;
+        }
+    }
+}
+
+/// A controller refusal or failure as Kafka's error for the client.
+pub fn kafka_error(e: &ClusterError) -> crate::error::KafkaError {
+    use kafka_protocol::ResponseError;
+    let code = match e {
+        ClusterError::Refused(op) => {
+            ResponseError::try_from_code(op.code).unwrap_or(ResponseError::UnknownServerError)
+        }
+        ClusterError::Timeout { .. } | ClusterError::OutcomeUnknown(_) => {
+            ResponseError::RequestTimedOut
+        }
+        ClusterError::Shutdown => ResponseError::NotController,
+        ClusterError::Config(_) | ClusterError::Storage(_) | ClusterError::Raft(_) => {
+            ResponseError::UnknownServerError
+        }
+    };
+    let message = match e {
+        ClusterError::Refused(op) => op.message.clone(),
+        other => other.to_string(),
+    };
+    crate::error::KafkaError::new(code, message)
+}

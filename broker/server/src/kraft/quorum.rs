@@ -1,0 +1,91 @@
+//! The quorum's settings from the broker's keys: `node.id`, `controller.quorum.voters`, the
+//! controller listener of `listeners` (`controller.listener.names`), `broker.rack`,
+//! `broker.session.timeout.ms`, `broker.heartbeat.interval.ms`, and the cluster id of
+//! `meta.json`.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use sluice_cluster::ControllerConfig;
+use sluice_cluster::records::Listener;
+
+use crate::cluster::{BrokerConfig as BrokerRole, QuorumConfig};
+use crate::config::BrokerConfig;
+use crate::error::{ConfigError, ServerError};
+
+/// The quorum's directory under `data.dir` (Kafka's name): `raft/` and `state-machine/`.
+pub const METADATA_DIR: &str = "__cluster_metadata";
+
+/// Where this node's controller listener binds: the listener of `listeners` named in
+/// `controller.listener.names`.
+///
+/// # Errors
+/// No such listener, or its host is not an IP address to bind.
+pub fn controller_listener(config: &BrokerConfig) -> Result<SocketAddr, ServerError> {
+    let listener = config
+        .listeners
+        .iter()
+        .find(|l| config.is_controller_listener(&l.name))
+        .ok_or_else(|| {
+            ConfigError::Inconsistent(format!(
+                "node {} is a voter, so listeners needs a controller listener (one of \
+                 controller.listener.names: {})",
+                config.node_id,
+                config.controller_listener_names.join(",")
+            ))
+        })?;
+    let addr = listener
+        .addr
+        .socket_addr()
+        .map_err(|reason| ConfigError::BadValue {
+            key: "listeners".into(),
+            value: listener.to_string(),
+            reason,
+        })?;
+    Ok(addr)
+}
+
+/// The [`QuorumConfig`] of this node, registering `listeners` (its client listeners as
+/// advertised).
+///
+/// # Errors
+/// The controller listener cannot be read ([`controller_listener`]).
+pub fn quorum_config(
+    config: &BrokerConfig,
+    cluster_id: &str,
+    listeners: Vec<Listener>,
+) -> Result<QuorumConfig, ServerError> {
+    let voters: BTreeMap<u64, String> = config
+        .controller_quorum_voters
+        .iter()
+        .map(|v| (u64::from(v.node_id.unsigned_abs()), v.addr.to_string()))
+        .collect();
+    Ok(QuorumConfig {
+        node_id: u64::from(config.node_id.unsigned_abs()),
+        cluster_id: cluster_id.to_owned(),
+        voters,
+        listen: controller_listener(config)?,
+        data_dir: config.data_dir.join(METADATA_DIR),
+        controller: ControllerConfig {
+            broker_session_timeout_ms: config.broker_session_timeout_ms,
+        },
+        broker: Some(BrokerRole {
+            listeners,
+            rack: config.broker_rack.clone(),
+            heartbeat_interval_ms: u64::try_from(config.broker_heartbeat_interval_ms)
+                .unwrap_or(u64::MAX),
+        }),
+    })
+}
+
+impl From<crate::config::SecurityProtocol> for sluice_cluster::records::SecurityProtocol {
+    fn from(p: crate::config::SecurityProtocol) -> Self {
+        use crate::config::SecurityProtocol as Config;
+        match p {
+            Config::Plaintext => Self::Plaintext,
+            Config::Ssl => Self::Ssl,
+            Config::SaslPlaintext => Self::SaslPlaintext,
+            Config::SaslSsl => Self::SaslSsl,
+        }
+    }
+}
