@@ -218,7 +218,7 @@ fn load_config(args: &ServeArgs) -> anyhow::Result<(BrokerConfig, effective_conf
 
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,openraft=warn"));
     // A log line that cannot be written (stderr is a file on a full disk) is dropped. By
     // default tracing-subscriber reports the failure with `eprintln!` to the same stderr,
     // which panics when that write fails too: the thread that logged (a request handler in

@@ -58,22 +58,35 @@ impl Ctx<'_> {
     /// The brokers to list: the live ones of the cluster, or this one.
     pub(super) fn nodes(&self) -> Vec<Node> {
         match self.kraft {
-            Some(kraft) => kraft
-                .live_brokers(self.listener)
-                .into_iter()
-                .map(|b| Node {
-                    node_id: b.node_id,
-                    host: b.host,
-                    port: i32::from(b.port),
-                    rack: b.rack,
-                })
-                .collect(),
-            None => vec![Node {
-                node_id: self.config.node_id,
-                host: self.advertised.host.clone(),
-                port: i32::from(self.advertised.port),
-                rack: self.config.broker_rack.clone(),
-            }],
+            Some(kraft) => {
+                let mut nodes: Vec<Node> = kraft
+                    .live_brokers(self.listener)
+                    .into_iter()
+                    .map(|b| Node {
+                        node_id: b.node_id,
+                        host: b.host,
+                        port: i32::from(b.port),
+                        rack: b.rack,
+                    })
+                    .collect();
+                // Until its registration is applied (a broker starting while the quorum
+                // elects), this broker still lists itself: the client is talking to it.
+                if !nodes.iter().any(|n| n.node_id == self.config.node_id) {
+                    nodes.push(self.this_node());
+                    nodes.sort_by_key(|n| n.node_id);
+                }
+                nodes
+            }
+            None => vec![self.this_node()],
+        }
+    }
+
+    fn this_node(&self) -> Node {
+        Node {
+            node_id: self.config.node_id,
+            host: self.advertised.host.clone(),
+            port: i32::from(self.advertised.port),
+            rack: self.config.broker_rack.clone(),
         }
     }
 

@@ -1,0 +1,184 @@
+"""Three (and five) real brokers as one cluster, as a user runs them: every node formatted
+for one cluster id and listed in `controller.quorum.voters`, clients bootstrapping from one
+node only. Topics spread their partitions over the brokers, clients follow each partition
+to its leader, groups to their coordinator; a broker that dies makes its partitions
+unavailable (replication factor 1) until it returns with its data; the active controller
+can die in the middle of a storm of topic creations and every acknowledged one is on
+every broker afterwards, created once.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from cluster_support import cluster_factory  # noqa: F401 (fixture)
+from conftest import wait_until
+from kafka_wire import KafkaConnection, record_batch
+
+NOT_LEADER_OR_FOLLOWER = 6
+
+
+def produce_all(bootstrap: str, topic: str, count: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    errors = []
+    for i in range(count):
+        producer.produce(
+            topic, key=f"k{i}".encode(), value=f"v{i}".encode(), on_delivery=lambda e, m: e and errors.append(e)
+        )
+    assert producer.flush(60) == 0
+    assert not errors, errors
+
+
+def consume_all(bootstrap: str, topic: str, count: int, group: str) -> list[tuple[bytes, bytes]]:
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    )
+    consumer.subscribe([topic])
+    seen: list[tuple[bytes, bytes]] = []
+    deadline = time.monotonic() + 60
+    try:
+        while len(seen) < count and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            seen.append((msg.key(), msg.value()))
+        consumer.commit(asynchronous=False)
+        committed = consumer.committed([TopicPartition(topic, p) for p in range(6)], timeout=30)
+        assert sum(tp.offset for tp in committed if tp.offset > 0) == count, committed
+    finally:
+        consumer.close()
+    return seen
+
+
+def test_three_brokers_spread_a_topic_and_clients_follow_its_leaders(cluster_factory, topic_name):
+    cluster = cluster_factory(3)
+    meta = cluster.metadata(via=2)
+    assert {(b["id"], b["name"]) for b in meta["brokers"]} == {
+        (k, f"127.0.0.{k}:{cluster.kafka_port}") for k in (1, 2, 3)
+    }
+    assert meta["controllerid"] in (1, 2, 3)
+    cluster.sluice("topic", "create", topic_name, "-p", "6", via=3)
+    # Every broker answers the same placement at once (read-your-writes on the creating
+    # broker, the image on the others): each broker leads two of the six partitions.
+    leaders = cluster.leaders(3, topic_name)
+    assert sorted(leaders.values()) == [1, 1, 2, 2, 3, 3], leaders
+    wait_until(lambda: all(cluster.leaders(k, topic_name) == leaders for k in (1, 2)), 10, "every node's image")
+    produce_all(cluster.node(1).bootstrap, topic_name, 600)
+    seen = consume_all(cluster.node(2).bootstrap, topic_name, 600, f"{topic_name}-group")
+    assert sorted(seen) == sorted((f"k{i}".encode(), f"v{i}".encode()) for i in range(600))
+    # A partition's records are on its leader's disk only.
+    for partition, leader in leaders.items():
+        for k in (1, 2, 3):
+            index = cluster.node(k).data_dir / "topics" / topic_name / str(partition)
+            segments = [f for f in index.iterdir() if f.suffix == ".log"]
+            size = sum(f.stat().st_size for f in segments)
+            assert (size > 0) == (k == leader), (partition, leader, k, size)
+    # A broker that does not lead a partition says so (clients refresh and follow).
+    partition, leader = next(iter(leaders.items()))
+    other = next(k for k in (1, 2, 3) if k != leader)
+    with KafkaConnection(cluster.node(other).bootstrap) as conn:
+        assert conn.produce(topic_name, partition, record_batch([b"x"])).error_code == NOT_LEADER_OR_FOLLOWER
+
+
+def test_a_dead_broker_leaves_its_partitions_leaderless_until_it_returns(cluster_factory, topic_name):
+    cluster = cluster_factory(3)
+    cluster.sluice("topic", "create", topic_name, "-p", "6", via=1)
+    produce_all(cluster.node(1).bootstrap, topic_name, 300)
+    cluster.node(3).kill()
+    cluster.wait_for_brokers({1, 2}, via=1)
+    leaders = cluster.leaders(1, topic_name)
+    assert sorted(leaders.values()) == [-1, -1, 1, 1, 2, 2], leaders
+    # The others keep taking writes for the partitions they lead.
+    producer = Producer({"bootstrap.servers": cluster.node(2).bootstrap})
+    delivered = []
+    for p, leader in leaders.items():
+        if leader > 0:
+            producer.produce(topic_name, partition=p, value=b"while-3-was-down", on_delivery=lambda e, m: delivered.append(e))
+    producer.flush(30)
+    assert delivered == [None] * 4, delivered
+    cluster.node(3).start()
+    cluster.wait_for_brokers({1, 2, 3})
+    wait_until(lambda: -1 not in cluster.leaders(1, topic_name).values(), 30, "node 3 to lead again")
+    assert sorted(cluster.leaders(2, topic_name).values()) == [1, 1, 2, 2, 3, 3]
+    seen = consume_all(cluster.node(3).bootstrap, topic_name, 304, f"{topic_name}-after")
+    expected = [(f"k{i}".encode(), f"v{i}".encode()) for i in range(300)] + [(None, b"while-3-was-down")] * 4
+    assert sorted(seen, key=repr) == sorted(expected, key=repr)
+
+
+def test_a_graceful_stop_is_a_controlled_shutdown(cluster_factory, topic_name):
+    cluster = cluster_factory(3)
+    cluster.sluice("topic", "create", topic_name, "-p", "3", via=1)
+    assert cluster.node(2).stop() == 0
+    # Controlled shutdown: the controller moved its leadership at once, not after the
+    # session timeout, and it is no longer listed.
+    leaders = cluster.leaders(1, topic_name)
+    assert 2 not in leaders.values(), leaders
+    assert cluster.live_brokers(1) == {1, 3}
+
+
+def test_the_active_controller_dies_during_a_storm_of_topic_creations(cluster_factory, topic_name):
+    cluster = cluster_factory(3)
+    controller = cluster.controller(1)
+    survivors = [k for k in (1, 2, 3) if k != controller]
+    acknowledged: list[str] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def storm(via: int, worker: int):
+        i = 0
+        while not stop.is_set():
+            name = f"{topic_name}-w{worker}-{i}"
+            i += 1
+            run = cluster.sluice("topic", "create", name, "-p", "1", via=via, check=False)
+            if run.returncode == 0:
+                with lock:
+                    acknowledged.append(name)
+
+    workers = [threading.Thread(target=storm, args=(survivors[w % 2], w)) for w in range(4)]
+    for w in workers:
+        w.start()
+    wait_until(lambda: len(acknowledged) >= 8, 60, "creations before the kill")
+    cluster.node(controller).kill()
+    before_kill = len(acknowledged)
+    wait_until(lambda: len(acknowledged) >= before_kill + 8, 60, "creations after the kill")
+    stop.set()
+    for w in workers:
+        w.join(timeout=120)
+    cluster.node(controller).start()
+    cluster.wait_for_brokers({1, 2, 3})
+    for k in (1, 2, 3):
+
+        def listed(k=k):
+            topics = {t["topic"] for t in cluster.metadata(k)["topics"]}
+            return set(acknowledged) <= topics
+
+        wait_until(listed, 30, f"node {k} to list every acknowledged topic")
+    # Created once: one id per name, the same on every broker (topic.json is each
+    # broker's copy of the image).
+    ids = {}
+    for k in (1, 2, 3):
+        for name in acknowledged:
+            topic_file = cluster.node(k).data_dir / "topics" / name / "topic.json"
+            ids.setdefault(name, set()).add(json.loads(topic_file.read_text())["topic_id"])
+    assert all(len(v) == 1 for v in ids.values()), ids
+
+
+def test_five_voters_lose_two_and_keep_serving_changes(cluster_factory, topic_name):
+    cluster = cluster_factory(5)
+    controller = cluster.controller(1)
+    down = [controller, next(k for k in (1, 2, 3, 4, 5) if k != controller)]
+    for k in down:
+        cluster.node(k).kill()
+    up = [k for k in (1, 2, 3, 4, 5) if k not in down]
+    cluster.sluice("topic", "create", topic_name, "-p", "5", via=up[0])
+    for k in up:
+        wait_until(lambda k=k: topic_name in {t["topic"] for t in cluster.metadata(k)["topics"]}, 30, f"node {k}")
+    for k in down:
+        cluster.node(k).start()
+    for k in down:
+        wait_until(lambda k=k: topic_name in {t["topic"] for t in cluster.metadata(k)["topics"]}, 30, f"node {k} to catch up")
+        assert (cluster.node(k).data_dir / "topics" / topic_name / "topic.json").exists()
