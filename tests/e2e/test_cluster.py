@@ -14,6 +14,7 @@ import threading
 import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import NewTopic
 
 from cluster_support import cluster_factory  # noqa: F401 (fixture)
 from conftest import wait_until
@@ -182,3 +183,57 @@ def test_five_voters_lose_two_and_keep_serving_changes(cluster_factory, topic_na
     for k in down:
         wait_until(lambda k=k: topic_name in {t["topic"] for t in cluster.metadata(k)["topics"]}, 30, f"node {k} to catch up")
         assert (cluster.node(k).data_dir / "topics" / topic_name / "topic.json").exists()
+
+
+def test_configs_acls_and_users_change_through_any_broker(cluster_factory, topic_name):
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourcePatternType,
+        ResourceType,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    cluster = cluster_factory(3)
+    admins = {k: AdminClient({"bootstrap.servers": cluster.node(k).bootstrap}) for k in (1, 2, 3)}
+    for f in admins[1].create_topics([NewTopic(topic_name, 3, 1, config={"retention.ms": "3600000"})]).values():
+        assert f.result(timeout=30) is None
+    change = ConfigEntry("segment.bytes", "1048576", incremental_operation=AlterConfigOpType.SET)
+    altered = admins[2].incremental_alter_configs([ConfigResource(ResourceType.TOPIC, topic_name, incremental_configs=[change])])
+    for f in altered.values():
+        f.result(timeout=30)
+    for k in (1, 2, 3):
+
+        def overrides(k=k):
+            [f] = admins[k].describe_configs([ConfigResource(ResourceType.TOPIC, topic_name)]).values()
+            return {n: e.value for n, e in f.result(timeout=30).items() if not e.is_default}
+
+        wait_until(lambda: overrides() == {"retention.ms": "3600000", "segment.bytes": "1048576"}, 10, f"node {k}'s configs")
+    # A user made on node 1 logs in anywhere (its credential is in every broker's image).
+    upsert = UserScramCredentialUpsertion("alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"alice-pw")
+    for f in admins[1].alter_user_scram_credentials([upsert]).values():
+        assert f.result(timeout=30) is None
+    for k in (1, 2, 3):
+        desc = admins[k].describe_user_scram_credentials(["alice"])["alice"].result(timeout=30)
+        assert [(c.mechanism, c.iterations) for c in desc.scram_credential_infos] == [(ScramMechanism.SCRAM_SHA_256, 4096)]
+    # An ACL made on node 3 is described, and enforced, on node 1.
+    binding = AclBinding(
+        ResourceType.TOPIC, topic_name, ResourcePatternType.LITERAL, "User:alice", "*", AclOperation.READ, AclPermissionType.ALLOW
+    )
+    for f in admins[3].create_acls([binding]).values():
+        assert f.result(timeout=30) is None
+    any_acl = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY, AclPermissionType.ANY)
+    for k in (1, 2, 3):
+        assert [str(b) for b in admins[k].describe_acls(any_acl).result(timeout=30)] == [str(binding)]
+    # The topic now has an ACL: the anonymous principal may no longer describe it.
+    meta = cluster.metadata(1, topic_name)
+    [t] = [t for t in meta["topics"] if t["topic"] == topic_name]
+    assert "authoriz" in t.get("error", "").lower(), t

@@ -302,6 +302,7 @@ async fn start_kraft(broker: &Arc<Broker>) -> Result<(), ServerError> {
         listeners,
         socket,
         Arc::clone(&broker.topics),
+        Arc::clone(&broker.security),
     )
     .await?;
     broker.set_kraft(kraft);

@@ -37,7 +37,8 @@ use crate::cluster::{
 };
 use crate::config::BrokerConfig;
 use crate::error::ServerError;
-use crate::topics::TopicRegistry;
+use crate::security::Security;
+use crate::topics::{TopicChange, TopicRegistry};
 
 pub use quorum::{controller_listener, quorum_config};
 pub use routing::{Coordinator, CoordinatorKind, LiveBroker};
@@ -77,6 +78,7 @@ impl Kraft {
         listeners: Vec<sluice_cluster::records::Listener>,
         controller: TcpListener,
         topics: Arc<TopicRegistry>,
+        security: Arc<Security>,
     ) -> Result<Arc<Self>, ServerError> {
         let quorum = quorum_config(config, cluster_id, listeners)?;
         let handle = ClusterService::start_on(quorum, controller)
@@ -87,13 +89,14 @@ impl Kraft {
         let (stop, stopped) = watch::channel(false);
         let publisher = tokio::spawn(publisher::run(
             image.clone(),
-            topics,
+            Arc::clone(&topics),
+            Arc::clone(&security),
             config.node_id,
             published_tx,
             stopped,
         ));
         tracing::info!(node = config.node_id, voters = %crate::config::print_voters(&config.controller_quorum_voters), "metadata quorum started");
-        Ok(Arc::new(Self {
+        let kraft = Arc::new(Self {
             node_id: config.node_id,
             handle: RwLock::new(Some(handle)),
             image,
@@ -104,7 +107,9 @@ impl Kraft {
                 config.transaction_state_log_num_partitions,
             ),
             stop,
-        }))
+        });
+        remotes(&kraft, &topics, &security);
+        Ok(kraft)
     }
 
     /// This broker's node id.
@@ -181,6 +186,50 @@ impl Kraft {
             let _ = publisher.await;
         }
     }
+}
+
+/// Sends the registry's config changes and the security store's records to the controller
+/// from now on (both decide on this broker and commit through the metadata log).
+fn remotes(kraft: &Arc<Kraft>, topics: &TopicRegistry, security: &Security) {
+    let weak = Arc::downgrade(kraft);
+    topics.set_remote(crate::topics::RemoteChange(Box::new(move |change| {
+        let kraft = weak
+            .upgrade()
+            .ok_or_else(|| kafka_error(&ClusterError::Shutdown))?;
+        let op = match change {
+            TopicChange::ConfigAltered { name, configs } => ControllerOp::AlterConfigs {
+                broker: false,
+                name,
+                changes: configs.into_iter().map(|(k, v)| (k, Some(v))).collect(),
+                replace: true,
+            },
+            other => {
+                return Err(crate::error::KafkaError::new(
+                    kafka_protocol::ResponseError::UnsupportedVersion,
+                    format!("{other:?} is not taken by a cluster yet"),
+                ));
+            }
+        };
+        block_on_submit(&kraft, op)
+            .map(|_| ())
+            .map_err(|e| kafka_error(&e))
+    })));
+    let weak = Arc::downgrade(kraft);
+    security
+        .store
+        .set_remote(crate::security::RemoteAppend(Box::new(move |records| {
+            let kraft = weak.upgrade().ok_or("the cluster side is shut down")?;
+            block_on_submit(&kraft, ControllerOp::Security(records.to_vec()))
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })));
+}
+
+/// [`Kraft::submit`] from synchronous code (a handler's or the blocking pool's thread):
+/// the thread waits, the runtime's other tasks go on.
+fn block_on_submit(kraft: &Kraft, op: ControllerOp) -> Result<ControllerReply, ClusterError> {
+    let handle = tokio::runtime::Handle::current();
+    tokio::task::block_in_place(|| handle.block_on(kraft.submit(op)))
 }
 
 /// A controller refusal or failure as Kafka's error for the client.

@@ -17,6 +17,10 @@
 //! (`Partition::check_leader`), so with replication factor 1 the others stay empty. The
 //! internal topics (`__consumer_offsets`, `__transaction_state`) are placement only.
 //!
+//! The security records (SCRAM users, ACLs, quotas, delegation tokens) of the image become
+//! this broker's security state (its own security log is then no longer written:
+//! `SecurityStore::set_remote`).
+//!
 //! A change that fails here (a full disk) is logged and retried at the next image.
 
 use std::collections::BTreeSet;
@@ -27,6 +31,7 @@ use sluice_cluster::records::{ConfigResource, ConfigResourceType, TopicId};
 use tokio::sync::watch;
 use uuid::Uuid;
 
+use crate::security::Security;
 use crate::topic_config::TopicOverrides;
 use crate::topic_name::{OFFSETS_TOPIC, TRANSACTION_TOPIC};
 use crate::topics::{Placement, Recorded, TopicChange, TopicRegistry};
@@ -35,6 +40,7 @@ use crate::topics::{Placement, Recorded, TopicChange, TopicRegistry};
 pub(super) async fn run(
     mut image: watch::Receiver<Arc<MetadataImage>>,
     topics: Arc<TopicRegistry>,
+    security: Arc<Security>,
     node_id: i32,
     published: watch::Sender<u64>,
     mut stop: watch::Receiver<bool>,
@@ -47,8 +53,12 @@ pub(super) async fn run(
         let index = current.last_applied_index();
         let warn = !warned && current.cluster_id().is_some();
         warned |= warn;
+        let users = Arc::clone(&security);
         let applied = tokio::task::spawn_blocking(move || {
             reconcile(&registry, &current, node_id, &mut seen);
+            if current.cluster_id().is_some() {
+                users.store.replace_state(current.security().snapshot());
+            }
             if warn {
                 warn_unknown(&registry, &current);
             }

@@ -144,6 +144,21 @@ pub struct SecurityStore {
     applied: tokio::sync::watch::Sender<u64>,
     /// Held from a decision to its append ([`SecurityStore::decide`]).
     deciding: Mutex<()>,
+    /// In a cluster, where records go instead of this log: the metadata log (set by
+    /// `crate::kraft`; it returns once the records are committed and this broker's state
+    /// is the image's, [`SecurityStore::replace_state`]).
+    remote: std::sync::OnceLock<RemoteAppend>,
+    /// The authorizer's config, for a state rebuilt from the image.
+    authorizer_config: (SuperUsers, bool),
+}
+
+/// Commits security records elsewhere (the metadata log): `Err` names why not.
+pub struct RemoteAppend(pub Box<dyn Fn(&[SecurityRecord]) -> Result<(), String> + Send + Sync>);
+
+impl std::fmt::Debug for RemoteAppend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RemoteAppend")
+    }
 }
 
 fn log_config() -> LogConfig {
@@ -179,6 +194,7 @@ impl SecurityStore {
                 context: format!("reading {}", dir.display()),
                 source: std::io::Error::new(std::io::ErrorKind::InvalidData, reason),
             })?;
+        let authorizer_config = (super_users.clone(), allow_everyone_if_no_acl_found);
         let mut state = SecurityState::new(super_users, allow_everyone_if_no_acl_found);
         for (i, e) in state.load(records) {
             tracing::warn!(dir = %dir.display(), record = i, error = %e, "skipping a refused security record");
@@ -190,7 +206,31 @@ impl SecurityStore {
             state: RwLock::new(state),
             applied: tokio::sync::watch::Sender::new(0),
             deciding: Mutex::new(()),
+            remote: std::sync::OnceLock::new(),
+            authorizer_config,
         })
+    }
+
+    /// From now on records go to `remote` (a broker in a cluster: the metadata log).
+    pub fn set_remote(&self, remote: RemoteAppend) {
+        if self.remote.set(remote).is_err() {
+            tracing::error!("the security store's remote was set twice; keeping the first");
+        }
+    }
+
+    /// Makes the state the one `records` build (the image's, in a cluster), with this
+    /// broker's authorizer config; unchanged records change nothing.
+    pub fn replace_state(&self, records: Vec<SecurityRecord>) {
+        let (super_users, allow) = self.authorizer_config.clone();
+        if self.read(SecurityState::snapshot) == records {
+            return;
+        }
+        let mut state = SecurityState::new(super_users, allow);
+        for (i, e) in state.load(records) {
+            tracing::warn!(record = i, error = %e, "skipping a refused security record of the metadata image");
+        }
+        *self.state.write().unwrap_or_else(PoisonError::into_inner) = state;
+        self.applied.send_modify(|n| *n += 1);
     }
 
     /// Appends `records` durably (fsync), then applies them. Either all are appended or
@@ -198,6 +238,12 @@ impl SecurityStore {
     pub fn append(&self, records: &[SecurityRecord]) -> Result<(), ServerError> {
         if records.is_empty() {
             return Ok(());
+        }
+        if let Some(remote) = self.remote.get() {
+            return (remote.0)(records).map_err(|reason| ServerError::Io {
+                context: "committing security records to the metadata log".into(),
+                source: std::io::Error::other(reason),
+            });
         }
         let pairs: Vec<(Bytes, Option<Bytes>)> = records
             .iter()

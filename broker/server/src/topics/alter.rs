@@ -34,7 +34,7 @@ impl TopicRegistry {
         changes: &[ConfigChange],
         validate_only: bool,
     ) -> Result<Arc<Topic>, KafkaError> {
-        let _admin = self
+        let admin = self
             .admin
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -52,6 +52,18 @@ impl TopicRegistry {
             name: name.to_owned(),
             configs,
         };
+        if let Some(remote) = self.remote.get() {
+            // The controller records it; this broker applies it from the image (under the
+            // admin lock, so it is released first).
+            drop(admin);
+            (remote.0)(change)?;
+            return self.topic(name).ok_or_else(|| {
+                KafkaError::new(
+                    ResponseError::UnknownTopicOrPartition,
+                    format!("topic {name:?} was deleted meanwhile"),
+                )
+            });
+        }
         self.apply_locked(change, Recorded::InFiles)
             .map(Applied::into_topic)
     }

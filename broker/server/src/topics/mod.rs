@@ -77,6 +77,18 @@ pub struct TopicRegistry {
     /// Failed topic creations (a full disk fails every auto-creation a client's Metadata
     /// asks for), logged once per interval (`repeated.rs`).
     creation_failures: repeated::RepeatedFailures,
+    /// In a cluster, where a decided config change goes instead of this broker's files:
+    /// the controller (set by `crate::kraft`; it returns once this broker applied it).
+    remote: std::sync::OnceLock<RemoteChange>,
+}
+
+/// Commits a decided change elsewhere (the metadata log) and returns once it is applied here.
+pub struct RemoteChange(pub Box<dyn Fn(TopicChange) -> Result<(), KafkaError> + Send + Sync>);
+
+impl std::fmt::Debug for RemoteChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RemoteChange")
+    }
 }
 
 /// Topic name -> partition count.
@@ -222,6 +234,7 @@ impl TopicRegistry {
             admin: Mutex::new(()),
             transform_topics: Mutex::new(BTreeMap::new()),
             creation_failures: repeated::RepeatedFailures::default(),
+            remote: std::sync::OnceLock::new(),
         };
         registry.load_topics()?;
         registry.load_views()?;
@@ -314,6 +327,13 @@ impl TopicRegistry {
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
             shapes: &self.shapes,
             ids: &self.ids,
+        }
+    }
+
+    /// From now on decided config changes go to `remote` (a broker in a cluster).
+    pub fn set_remote(&self, remote: RemoteChange) {
+        if self.remote.set(remote).is_err() {
+            tracing::error!("the topic registry's remote was set twice; keeping the first");
         }
     }
 
