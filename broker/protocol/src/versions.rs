@@ -75,6 +75,9 @@ pub const SUPPORTED: &[ApiSupport] = &[
     api(ApiKey::DescribeLogDirs, 0, 5),
     // The one log dir: a move to it is NONE, elsewhere LOG_DIR_NOT_FOUND; v2 is flexible.
     api(ApiKey::AlterReplicaLogDirs, 1, 2),
+    // KIP-595/KIP-836/KIP-853: the metadata quorum's state (`kafka-metadata-quorum
+    // describe`); v1 adds timestamps, v2 (flexible) directory ids and the voters' listeners.
+    api(ApiKey::DescribeQuorum, 0, 2),
     // v4 is flexible; v0-v1 (replica fetchers before KIP-320) are gone from the codec
     // crate and from Kafka 4.0 (KIP-896).
     api(ApiKey::OffsetForLeaderEpoch, 2, 4),

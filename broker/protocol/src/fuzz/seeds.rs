@@ -314,6 +314,13 @@ fn admin_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
                 .with_validate_only(true)
         ),
         ApiKey::AlterReplicaLogDirs => enc!(alter_replica_log_dirs()),
+        ApiKey::DescribeQuorum => enc!(DescribeQuorumRequest::default().with_topics(vec![
+                describe_quorum_request::TopicData::default()
+                    .with_topic_name(TopicName(s("__cluster_metadata")))
+                    .with_partitions(vec![
+                        describe_quorum_request::PartitionData::default().with_partition_index(0)
+                    ])
+            ])),
         ApiKey::DescribeLogDirs => {
             enc!(DescribeLogDirsRequest::default().with_topics(Some(vec![
                 describe_log_dirs_request::DescribableLogDirTopic::default()

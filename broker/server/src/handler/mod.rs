@@ -128,6 +128,7 @@ fn domain(key: ApiKey) -> Option<Domain> {
         | DescribeCluster
         | DescribeLogDirs
         | AlterReplicaLogDirs
+        | DescribeQuorum
         | ElectLeaders => Domain::Cluster,
         GetTelemetrySubscriptions | PushTelemetry => Domain::Telemetry,
         _ => return None,

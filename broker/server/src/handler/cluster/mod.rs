@@ -7,6 +7,7 @@ mod alter_replica_log_dirs;
 mod api_versions;
 mod describe_cluster;
 mod describe_log_dirs;
+mod describe_quorum;
 mod describe_topic_partitions;
 mod elect_leaders;
 mod find_coordinator;
@@ -140,6 +141,9 @@ pub(super) async fn dispatch(
             answer.reply(&describe_log_dirs::handle(ctx, call.request()?, v).await)
         }
         ApiKey::ElectLeaders => answer.reply(&elect_leaders::handle(ctx, call.request()?, v)),
+        ApiKey::DescribeQuorum => {
+            answer.reply(&describe_quorum::handle(ctx, &call.request()?).await)
+        }
         ApiKey::AlterReplicaLogDirs => {
             answer.reply(&alter_replica_log_dirs::handle(ctx, &call.request()?))
         }
