@@ -128,10 +128,22 @@ def assert_round_trip(spec: dict, result: dict, bootstrap: str):
 def assert_stored_codec(bootstrap: str, topic: str, partition: int, codec: str):
     """The partition's stored batches use `codec` (a client may send a batch too small to be
     worth compressing uncompressed, so plain batches are allowed beside it)."""
-    with KafkaConnection(bootstrap) as conn:
+    with KafkaConnection(leader_of(bootstrap, topic, partition)) as conn:
         fetched = conn.fetch(topic, partition, 0, version=11)
     codecs = kw.batch_compression_codecs(fetched.records)
     assert CODEC_IDS[codec] in codecs and set(codecs) <= {0, CODEC_IDS[codec]}, (codec, codecs)
+
+
+def leader_of(bootstrap: str, topic: str, partition: int) -> str:
+    """The address of the partition's leader, from Metadata (kcat): `bootstrap` itself on a
+    single broker, the leading broker in a cluster."""
+    done = subprocess.run(["kcat", "-b", bootstrap, "-L", "-J", "-t", topic], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    meta = json.loads(done.stdout)
+    [t] = [t for t in meta["topics"] if t["topic"] == topic]
+    [p] = [p for p in t["partitions"] if p["partition"] == partition]
+    [b] = [b for b in meta["brokers"] if b["id"] == p["leader"]]
+    return b["name"]
 
 
 def assert_group_handover(result: dict, partitions: int):

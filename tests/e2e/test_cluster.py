@@ -237,3 +237,32 @@ def test_configs_acls_and_users_change_through_any_broker(cluster_factory, topic
     meta = cluster.metadata(1, topic_name)
     [t] = [t for t in meta["topics"] if t["topic"] == topic_name]
     assert "authoriz" in t.get("error", "").lower(), t
+
+
+def test_kafka_python_produces_and_consumes_in_a_group(cluster_factory, topic_name):
+    from kafka import KafkaConsumer, KafkaProducer
+
+    cluster = cluster_factory(3)
+    cluster.sluice("topic", "create", topic_name, "-p", "6", via=2)
+    producer = KafkaProducer(bootstrap_servers=cluster.node(3).bootstrap, linger_ms=5)
+    futures = [producer.send(topic_name, key=f"k{i}".encode(), value=f"v{i}".encode()) for i in range(300)]
+    producer.flush(60)
+    landed = {f.get(timeout=30).partition for f in futures}
+    assert landed == set(range(6))  # every broker took writes
+    producer.close()
+    consumer = KafkaConsumer(
+        topic_name,
+        bootstrap_servers=cluster.node(1).bootstrap,
+        group_id=f"{topic_name}-kp",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=20_000,
+    )
+    seen = []
+    for msg in consumer:
+        seen.append((msg.key, msg.value))
+        if len(seen) == 300:
+            break
+    consumer.commit()
+    consumer.close()
+    assert sorted(seen) == sorted((f"k{i}".encode(), f"v{i}".encode()) for i in range(300))
