@@ -18,7 +18,7 @@ from confluent_kafka.admin import NewTopic
 
 from cluster_support import cluster_factory  # noqa: F401 (fixture)
 from conftest import wait_until
-from kafka_wire import KafkaConnection, record_batch
+from kafka_wire import Fields, KafkaConnection, record_batch
 
 NOT_LEADER_OR_FOLLOWER = 6
 
@@ -266,3 +266,53 @@ def test_kafka_python_produces_and_consumes_in_a_group(cluster_factory, topic_na
     consumer.commit()
     consumer.close()
     assert sorted(seen) == sorted((f"k{i}".encode(), f"v{i}".encode()) for i in range(300))
+
+
+def txn_coordinator(bootstrap: str, transactional_id: str) -> int:
+    """FindCoordinator v1 (key type 1): the transactional id's coordinator's node id."""
+    with KafkaConnection(bootstrap) as conn:
+        r = conn.request(10, 1, Fields().string(transactional_id).i8(1))
+        r.i32()  # throttle
+        assert r.i16() == 0
+        r.string()
+        return r.i32()
+
+
+def test_a_transaction_on_its_coordinators_partitions_commits_and_one_spanning_brokers_is_refused(
+    cluster_factory, topic_name
+):
+    from confluent_kafka import KafkaException
+
+    cluster = cluster_factory(3)
+    cluster.sluice("topic", "create", topic_name, "-p", "3", via=1)
+    leaders = cluster.leaders(1, topic_name)
+    txn_id = f"{topic_name}-tx"
+    coordinator = txn_coordinator(cluster.node(1).bootstrap, txn_id)
+    assert coordinator in (1, 2, 3)
+    home = next(p for p, leader in leaders.items() if leader == coordinator)
+    away = next(p for p, leader in leaders.items() if leader != coordinator)
+    producer = Producer({"bootstrap.servers": cluster.node(2).bootstrap, "transactional.id": txn_id})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic_name, partition=home, value=b"committed")
+    producer.commit_transaction(30)
+    consumer = Consumer(
+        {"bootstrap.servers": cluster.node(3).bootstrap, "group.id": f"{topic_name}-rc", "isolation.level": "read_committed", "auto.offset.reset": "earliest"}
+    )
+    consumer.assign([TopicPartition(topic_name, home, 0)])
+    msg = None
+    deadline = time.monotonic() + 30
+    while msg is None and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        msg = msg if msg is not None and not msg.error() else None
+    consumer.close()
+    assert msg is not None and msg.value() == b"committed"
+    # A partition led by another broker: refused, not silently lost.
+    producer.begin_transaction()
+    producer.produce(topic_name, partition=away, value=b"spanning")
+    try:
+        producer.commit_transaction(30)
+        committed = True
+    except KafkaException:
+        committed = False
+    assert not committed

@@ -48,6 +48,8 @@ pub(super) struct Ctx<'a> {
     pub txns: &'a TxnHandle,
     pub config: &'a BrokerConfig,
     pub clock: &'a SharedClock,
+    /// The cluster side, when this broker is in a cluster.
+    pub kraft: Option<&'a Arc<crate::kraft::Kraft>>,
 }
 
 /// Answers a request of the data path.
@@ -66,6 +68,7 @@ pub(super) async fn dispatch(
         txns: &conn.txns,
         config: &broker.config,
         clock: broker.clock(),
+        kraft: conn.broker.kraft(),
     };
     let (answer, v) = (call.answer, call.read_as);
     let response = match call.key {

@@ -41,6 +41,8 @@ pub(super) struct Ctx<'a> {
     pub groups: &'a GroupHandle,
     pub topics: &'a Arc<TopicRegistry>,
     pub config: &'a BrokerConfig,
+    /// The cluster side, when this broker is in a cluster (it coordinates only its ids).
+    pub kraft: Option<&'a Arc<crate::kraft::Kraft>>,
 }
 
 /// Answers a transaction request.
@@ -55,6 +57,7 @@ pub(super) async fn dispatch(
         groups: &conn.groups,
         topics: &conn.broker.topics,
         config: &conn.broker.config,
+        kraft: conn.broker.kraft(),
     };
     let (answer, v) = (call.answer, call.read_as);
     match call.key {

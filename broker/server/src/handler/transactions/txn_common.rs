@@ -50,7 +50,13 @@ pub fn refuse_transactional_id(
     let allowed = ctx
         .auth
         .allowed(operation, ResourceType::TransactionalId, transactional_id);
-    (!allowed).then(|| ResponseError::TransactionalIdAuthorizationFailed.code())
+    if !allowed {
+        return Some(ResponseError::TransactionalIdAuthorizationFailed.code());
+    }
+    let elsewhere = ctx.kraft.is_some_and(|k| {
+        !k.coordinates(crate::kraft::CoordinatorKind::Transaction, transactional_id)
+    });
+    elsewhere.then(|| ResponseError::NotCoordinator.code())
 }
 
 /// The answer when the coordinator is gone or the broker is shutting down.
