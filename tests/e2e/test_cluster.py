@@ -316,3 +316,33 @@ def test_a_transaction_on_its_coordinators_partitions_commits_and_one_spanning_b
     except KafkaException:
         committed = False
     assert not committed
+
+
+def test_the_cli_pointed_at_any_broker_follows_leaders_and_coordinators(cluster_factory, topic_name):
+    import subprocess as sp
+
+    from conftest import sluice_bin
+
+    cluster = cluster_factory(3)
+    cluster.sluice("topic", "create", topic_name, "-p", "6", via=2)
+    lines = "".join(f"key-{i}:value-{i}\n" for i in range(600))
+
+    def cli(*args, via, stdin=None):
+        run = sp.run(
+            [sluice_bin(), *args, "--brokers", cluster.node(via).bootstrap],
+            input=stdin, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        return run.stdout
+
+    cli("produce", topic_name, "--key-separator", ":", via=2, stdin=lines)
+    assert len(cli("consume", topic_name, "-e", via=3).splitlines()) == 600
+    group = f"{topic_name}-cli"
+    assert len(cli("consume", topic_name, "-e", "-g", group, via=1).splitlines()) == 600
+    described = json.loads(cli("group", "describe", group, "--output", "json", via=3))
+    offsets = described["offsets"]
+    assert len(offsets) == 6 and all(o["lag"] == 0 for o in offsets), offsets
+    assert sum(o["committed_offset"] for o in offsets) == sum(o["log_end_offset"] for o in offsets) == 600, offsets
+    assert sum(1 for o in offsets if o["log_end_offset"] > 0) >= 4, offsets  # the keys spread
+    listed = json.loads(cli("group", "list", "--output", "json", via=1))
+    assert group in [g["group"] for g in listed["groups"]]

@@ -39,6 +39,13 @@ pub struct Client {
     reconnect: bool,
     /// How every connection of this client is made (TLS, SASL, client id).
     settings: Arc<Settings>,
+    /// The other brokers of a cluster this client reached, by address, opened on demand
+    /// ([`Client::at`]): requests for a partition go to its leader, a group's to its
+    /// coordinator.
+    peers: std::collections::BTreeMap<String, Client>,
+    /// Each partition's leader's address, as the latest Metadata said
+    /// (`common::learn_leaders`).
+    leaders: std::collections::BTreeMap<(String, i32), String>,
 }
 
 /// A broker was reached and refused this client: the TLS handshake or the SASL login failed
@@ -121,6 +128,8 @@ impl Client {
             addr: addr.to_owned(),
             reconnect: false,
             settings,
+            peers: std::collections::BTreeMap::new(),
+            leaders: std::collections::BTreeMap::new(),
         };
         client.open()?;
         Ok(client)
@@ -144,6 +153,38 @@ impl Client {
                 .map_err(|e| refused(&e, &what, is_disconnect(&e).then_some(CLIENT_CERT_HINT)))?;
         }
         Ok(())
+    }
+
+    /// The address this client is connected to.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// Remembers `addr` as the leader of `topic`-`partition`.
+    pub fn note_leader(&mut self, topic: &str, partition: i32, addr: String) {
+        self.leaders.insert((topic.to_owned(), partition), addr);
+    }
+
+    /// The leader of `topic`-`partition` as Metadata said, if it is another broker.
+    pub fn leader(&self, topic: &str, partition: i32) -> Option<String> {
+        self.leaders
+            .get(&(topic.to_owned(), partition))
+            .filter(|a| **a != self.addr)
+            .cloned()
+    }
+
+    /// This connection (`None`, or this broker's address), or one to the broker at `addr`
+    /// made the same way (kept for later requests; a request safe to repeat reconnects).
+    pub fn at(&mut self, addr: Option<&str>) -> anyhow::Result<&mut Client> {
+        let Some(addr) = addr.filter(|a| *a != self.addr) else {
+            return Ok(self);
+        };
+        if !self.peers.contains_key(addr) {
+            let mut peer = Self::connect_one(addr, self.settings.clone())?;
+            peer.reconnect = self.reconnect;
+            self.peers.insert(addr.to_owned(), peer);
+        }
+        Ok(self.peers.get_mut(addr).expect("inserted above"))
     }
 
     /// Another connection to the same broker, made the same way.

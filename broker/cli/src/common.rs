@@ -279,7 +279,58 @@ pub fn metadata(
             .collect()
     });
     request.allow_auto_topic_creation = auto_create;
-    client.send(&request, 8)
+    let response = client.send(&request, 8)?;
+    learn_leaders(client, &response);
+    Ok(response)
+}
+
+/// Remembers each partition's leader's address from a Metadata response: on a cluster of
+/// brokers, requests for a partition go to its leader ([`Client::at`]).
+pub fn learn_leaders(client: &mut Client, response: &MetadataResponse) {
+    let brokers: BTreeMap<i32, String> = response
+        .brokers
+        .iter()
+        .map(|b| (b.node_id.0, format!("{}:{}", b.host, b.port)))
+        .collect();
+    for t in &response.topics {
+        let Some(name) = &t.name else { continue };
+        for p in &t.partitions {
+            if let Some(addr) = brokers.get(&p.leader_id.0) {
+                client.note_leader(name.0.as_str(), p.partition_index, addr.clone());
+            }
+        }
+    }
+}
+
+/// `partitions` of `topic` by the address of their leader (`None`: the broker `client` is
+/// connected to, or not known).
+pub fn by_leader(
+    client: &Client,
+    topic: &str,
+    partitions: &[i32],
+) -> BTreeMap<Option<String>, Vec<i32>> {
+    let mut out: BTreeMap<Option<String>, Vec<i32>> = BTreeMap::new();
+    for &p in partitions {
+        out.entry(client.leader(topic, p)).or_default().push(p);
+    }
+    out
+}
+
+/// The address of `group`'s coordinator (FindCoordinator), `None` if it is the broker
+/// `client` is connected to.
+pub fn coordinator_of(client: &mut Client, group: &str) -> anyhow::Result<Option<String>> {
+    let mut request = kafka_protocol::messages::FindCoordinatorRequest::default();
+    request.key = StrBytes::from_string(group.to_owned());
+    request.key_type = 0;
+    let response = client.send(&request, 2)?;
+    if response.error_code != 0 {
+        bail!(
+            "FindCoordinator {group}: {}",
+            error_name(response.error_code)
+        );
+    }
+    let addr = format!("{}:{}", response.host, response.port);
+    Ok((addr != client.addr()).then_some(addr))
 }
 
 /// The partition indexes of one topic, sorted; a clear error if it does not exist.
@@ -305,6 +356,21 @@ pub fn partitions_of(
 
 /// ListOffsets for one topic's partitions at `timestamp` (or [`EARLIEST`]/[`LATEST`]).
 pub fn list_offsets(
+    client: &mut Client,
+    topic: &str,
+    partitions: &[i32],
+    timestamp: i64,
+) -> anyhow::Result<BTreeMap<i32, i64>> {
+    let mut out = BTreeMap::new();
+    for (leader, partitions) in by_leader(client, topic, partitions) {
+        let at = client.at(leader.as_deref())?;
+        out.extend(list_offsets_at(at, topic, &partitions, timestamp)?);
+    }
+    Ok(out)
+}
+
+/// ListOffsets for partitions this broker leads.
+fn list_offsets_at(
     client: &mut Client,
     topic: &str,
     partitions: &[i32],

@@ -79,6 +79,7 @@ pub struct ConsumeArgs {
 }
 
 /// Where each partition is.
+#[derive(Clone)]
 pub(crate) struct Position {
     pub(crate) next: i64,
     pub(crate) end: i64,
@@ -152,7 +153,15 @@ fn consume(args: &ConsumeArgs) -> anyhow::Result<()> {
     let mut client = args.common.connect()?.reconnecting();
     let mut partitions = common::partitions_of(&mut client, &args.topic, false)?;
     if let Some(group) = &args.group {
-        return group::run(&mut client, args, group);
+        // The member talks to the group's coordinator, and fetches from the leaders.
+        return match common::coordinator_of(&mut client, group)? {
+            None => group::run(&mut client, args, group),
+            Some(addr) => {
+                let mut coordinator = client.at(Some(&addr))?.another()?.reconnecting();
+                common::partitions_of(&mut coordinator, &args.topic, false)?;
+                group::run(&mut coordinator, args, group)
+            }
+        };
     }
     if let Some(p) = args.partition {
         if !partitions.contains(&p) {
@@ -312,8 +321,34 @@ fn reset_out_of_range(
 /// whose position is out of range.
 type Fetched = (Vec<(i32, Record)>, Vec<i32>);
 
-/// One Fetch.
+/// One Fetch from each partition's leader.
 fn fetch(
+    client: &mut Client,
+    topic: &str,
+    positions: &mut BTreeMap<i32, Position>,
+) -> anyhow::Result<Fetched> {
+    let partitions: Vec<i32> = positions.keys().copied().collect();
+    let groups = common::by_leader(client, topic, &partitions);
+    if groups.len() <= 1 {
+        let leader = groups.into_keys().next().flatten();
+        return fetch_at(client.at(leader.as_deref())?, topic, positions);
+    }
+    let (mut records, mut out_of_range) = (Vec::new(), Vec::new());
+    for (leader, partitions) in groups {
+        let mut some: BTreeMap<i32, Position> = partitions
+            .iter()
+            .filter_map(|p| positions.get(p).map(|pos| (*p, pos.clone())))
+            .collect();
+        let (r, o) = fetch_at(client.at(leader.as_deref())?, topic, &mut some)?;
+        records.extend(r);
+        out_of_range.extend(o);
+        positions.extend(some);
+    }
+    Ok((records, out_of_range))
+}
+
+/// One Fetch of `positions`' partitions from the broker `client` is connected to.
+fn fetch_at(
     client: &mut Client,
     topic: &str,
     positions: &mut BTreeMap<i32, Position>,

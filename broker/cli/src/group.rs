@@ -95,14 +95,22 @@ const EARLIEST: i64 = -2;
 pub fn run(args: GroupArgs) -> anyhow::Result<()> {
     let mut client = args.common.connect()?;
     let doc = match args.command {
-        GroupCommand::List => list(&mut client)?,
-        GroupCommand::Describe { group } => describe(&mut client, &group)?,
-        GroupCommand::ResetOffsets(reset) => reset_offsets(&mut client, &reset)?,
+        GroupCommand::List => list_everywhere(&mut client)?,
+        GroupCommand::Describe { group } => describe(coordinator(&mut client, &group)?, &group)?,
+        GroupCommand::ResetOffsets(reset) => {
+            let at = coordinator(&mut client, &reset.group)?;
+            reset_offsets(at, &reset)?
+        }
         GroupCommand::DeleteOffsets {
             group,
             topic,
             partitions,
-        } => delete_offsets(&mut client, &group, &topic, partitions)?,
+        } => delete_offsets(
+            coordinator(&mut client, &group)?,
+            &group,
+            &topic,
+            partitions,
+        )?,
     };
     let output = args.common.output;
     let mut out = match output {
@@ -191,6 +199,28 @@ fn delete_offsets(
 
 /// ListGroups v5 (state and type, `classic` or `consumer`), with each group's member count
 /// from DescribeGroups or, for consumer-protocol groups, ConsumerGroupDescribe.
+/// The connection to `group`'s coordinator (on a cluster, another broker's maybe).
+fn coordinator<'a>(client: &'a mut Client, group: &str) -> anyhow::Result<&'a mut Client> {
+    let addr = crate::common::coordinator_of(client, group)?;
+    client.at(addr.as_deref())
+}
+
+/// Every broker's groups (each coordinates its own, as Kafka's `listConsumerGroups` asks
+/// every broker).
+fn list_everywhere(client: &mut Client) -> anyhow::Result<Value> {
+    let brokers = crate::common::metadata(client, Some(&[]), false)?.brokers;
+    let mut groups = Vec::new();
+    for b in brokers {
+        let addr = format!("{}:{}", b.host, b.port);
+        let at = client.at(Some(&addr))?;
+        if let Some(Value::Array(listed)) = list(at)?.get_mut("groups").map(Value::take) {
+            groups.extend(listed);
+        }
+    }
+    groups.sort_by(|a, b| a["group"].as_str().cmp(&b["group"].as_str()));
+    Ok(json!({ "groups": groups }))
+}
+
 fn list(client: &mut Client) -> anyhow::Result<Value> {
     let listed = client.send(&ListGroupsRequest::default(), 5)?;
     if listed.error_code != 0 {
@@ -461,6 +491,35 @@ fn list_offsets(
     if partitions.is_empty() {
         return Ok(BTreeMap::new());
     }
+    // On a cluster each partition's offsets are its leader's to tell.
+    let topics: Vec<String> = partitions
+        .iter()
+        .map(|(t, _)| t.clone())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    crate::common::metadata(client, Some(&topics), false)?;
+    let mut by_leader: BTreeMap<Option<String>, Vec<(String, i32)>> = BTreeMap::new();
+    for (t, p) in partitions {
+        by_leader
+            .entry(client.leader(t, *p))
+            .or_default()
+            .push((t.clone(), *p));
+    }
+    let mut out = BTreeMap::new();
+    for (leader, partitions) in by_leader {
+        let at = client.at(leader.as_deref())?;
+        out.extend(list_offsets_at(at, &partitions, timestamp)?);
+    }
+    Ok(out)
+}
+
+/// ListOffsets of partitions this broker leads.
+fn list_offsets_at(
+    client: &mut Client,
+    partitions: &[(String, i32)],
+    timestamp: i64,
+) -> anyhow::Result<BTreeMap<(String, i32), i64>> {
     let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
     for (t, p) in partitions {
         by_topic.entry(t).or_default().push(*p);
@@ -503,6 +562,7 @@ fn topic_partitions(client: &mut Client, topic: &str) -> anyhow::Result<Vec<i32>
     request.topics = Some(vec![wanted]);
     request.allow_auto_topic_creation = false;
     let metadata = client.send(&request, 4)?;
+    crate::common::learn_leaders(client, &metadata);
     let found = metadata
         .topics
         .first()

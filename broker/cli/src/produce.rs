@@ -315,7 +315,26 @@ impl Producer<'_> {
         self.send(partition_data)
     }
 
+    /// Sends the batches, one Produce to each partition's leader.
     fn send(&mut self, partition_data: Vec<PartitionProduceData>) -> anyhow::Result<()> {
+        let mut by_leader: std::collections::BTreeMap<Option<String>, Vec<PartitionProduceData>> =
+            std::collections::BTreeMap::new();
+        for data in partition_data {
+            let leader = self.client.leader(&self.args.topic, data.index);
+            by_leader.entry(leader).or_default().push(data);
+        }
+        for (leader, partition_data) in by_leader {
+            self.send_to(leader.as_deref(), partition_data)?;
+        }
+        Ok(())
+    }
+
+    fn send_to(
+        &mut self,
+        leader: Option<&str>,
+        partition_data: Vec<PartitionProduceData>,
+    ) -> anyhow::Result<()> {
+        let client = self.client.at(leader)?;
         let mut topic = TopicProduceData::default();
         topic.name = TopicName(StrBytes::from_string(self.args.topic.clone()));
         topic.partition_data = partition_data;
@@ -324,9 +343,9 @@ impl Producer<'_> {
         request.timeout_ms = PRODUCE_TIMEOUT_MS;
         request.topic_data = vec![topic];
         if self.args.acks == 0 {
-            return self.client.send_without_response(&request, 8);
+            return client.send_without_response(&request, 8);
         }
-        let response = self.client.send(&request, 8)?;
+        let response = client.send(&request, 8)?;
         for p in response
             .responses
             .iter()
