@@ -69,6 +69,11 @@ class Node(Broker):
         assert self.port is not None, f"node {self.node_id} is not running"
         return f"{self.host}:{self.port}"
 
+    @property
+    def admin_url(self) -> str:
+        assert self.admin_port is not None, f"node {self.node_id} has no admin API"
+        return f"http://{self.host}:{self.admin_port}"
+
     def _wait_for_listening_line(self) -> int:
         deadline = time.monotonic() + self.start_deadline_s
         while True:

@@ -10,6 +10,8 @@ every broker afterwards, created once.
 from __future__ import annotations
 
 import json
+import urllib.error
+import urllib.request
 import threading
 import time
 
@@ -346,3 +348,57 @@ def test_the_cli_pointed_at_any_broker_follows_leaders_and_coordinators(cluster_
     assert sum(1 for o in offsets if o["log_end_offset"] > 0) >= 4, offsets  # the keys spread
     listed = json.loads(cli("group", "list", "--output", "json", via=1))
     assert group in [g["group"] for g in listed["groups"]]
+
+
+def test_views_and_the_admin_apis_topics_are_the_clusters(cluster_factory, tmp_path, topic_name):
+    from plugin_support import plugin_dir
+    from test_metrics import http
+
+    # Each broker's plugin.dir holds the filter (plugins are not copied between brokers yet).
+    plugins = plugin_dir(tmp_path, {"json-filter": "json-filter"})
+    cluster = cluster_factory(3, {"plugin.dir": str(plugins)})
+    # A topic made through node 2's admin API is the cluster's: spread, listed everywhere.
+    status, text = http(cluster.node(2), "POST", "/v1/topics", {"name": topic_name, "partitions": 3})
+    assert status in (200, 201), text
+    assert sorted(cluster.leaders(3, topic_name).values()) == [1, 2, 3]
+    producer = Producer({"bootstrap.servers": cluster.node(1).bootstrap})
+    for i in range(60):
+        region = "eu" if i % 3 == 0 else "us"
+        producer.produce(topic_name, key=str(i).encode(), value=json.dumps({"id": i, "region": region}).encode())
+    assert producer.flush(30) == 0
+    # A view made through node 3's admin API reads on every partition's leader.
+    view = f"{topic_name}-eu"
+    body = {
+        "name": view,
+        "source": topic_name,
+        "stages": [{"plugin": "json-filter", "params": {"field": "$.region", "op": "==", "value": "eu"}}],
+    }
+    status, text = http(cluster.node(3), "POST", "/v1/views", body)
+    assert status == 201, text
+    for k in (1, 2):
+        wait_until(lambda k=k: http(cluster.node(k), "GET", f"/v1/views/{view}")[0] == 200, 10, f"node {k} has the view")
+    consumer = Consumer({"bootstrap.servers": cluster.node(2).bootstrap, "group.id": f"{view}-readers", "auto.offset.reset": "earliest"})
+    consumer.subscribe([view])
+    ids = []
+    deadline = time.monotonic() + 60
+    while len(ids) < 20 and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and not msg.error():
+            ids.append(json.loads(msg.value())["id"])
+    consumer.close()
+    assert sorted(ids) == list(range(0, 60, 3))
+    # Deleted through node 1: gone everywhere.
+    status, text = http(cluster.node(1), "DELETE", f"/v1/views/{view}")
+    assert status in (200, 204), text
+    for k in (2, 3):
+        wait_until(lambda k=k: http(cluster.node(k), "GET", f"/v1/views/{view}")[0] == 404, 10, f"node {k} dropped it")
+    # Not built for clusters yet, and said so: uploads (they would reach one broker) and
+    # materialized transforms.
+    status, text = http(cluster.node(1), "POST", "/v1/transforms", {"name": "t", "source": topic_name, "plugin": "json-filter", "outputs": [topic_name]})
+    assert status == 501 and "NOT_IN_A_CLUSTER" in text, text
+    request = urllib.request.Request(cluster.node(1).admin_url + "/v1/plugins/up", data=b"\0asm", method="PUT")
+    try:
+        urllib.request.urlopen(request, timeout=30)
+        raise AssertionError("an upload was taken")
+    except urllib.error.HTTPError as e:
+        assert e.code == 501 and "plugin.dir" in e.read().decode()

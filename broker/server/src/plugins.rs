@@ -49,6 +49,9 @@ impl Plugins {
         }
         let watcher = registry.watch()?;
         tracing::info!(dir = %registry.dir().display(), plugins = registry.list().len(), "plugin registry open");
+        if config.needs_format() {
+            tracing::warn!(dir = %registry.dir().display(), "in a cluster each broker loads the plugins of its own plugin.dir (uploads through the admin API are refused until they are copied between brokers): give every broker the same files");
+        }
         Ok(Self {
             registry,
             _watcher: watcher,

@@ -215,6 +215,12 @@ async fn deploy(
     body: Body,
 ) -> Result<Response, ApiError> {
     let path_name = name.clone();
+    // Uploaded here, it would be on this broker only: in a cluster each broker's plugin.dir
+    // holds the plugins until uploads are copied to every broker.
+    ApiError::not_in_a_cluster(
+        &state,
+        "uploading a plugin (give every broker the same files in plugin.dir)",
+    )?;
     // Checked before the body is read: a refused caller cannot make the broker buffer it.
     let mode = install_mode(&state, &caller, &name).inspect_err(|e| {
         audit::refused(

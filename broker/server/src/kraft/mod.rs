@@ -196,23 +196,9 @@ fn remotes(kraft: &Arc<Kraft>, topics: &TopicRegistry, security: &Security) {
         let kraft = weak
             .upgrade()
             .ok_or_else(|| kafka_error(&ClusterError::Shutdown))?;
-        let op = match change {
-            TopicChange::ConfigAltered { name, configs } => ControllerOp::AlterConfigs {
-                broker: false,
-                name,
-                changes: configs.into_iter().map(|(k, v)| (k, Some(v))).collect(),
-                replace: true,
-            },
-            other => {
-                return Err(crate::error::KafkaError::new(
-                    kafka_protocol::ResponseError::UnsupportedVersion,
-                    format!("{other:?} is not taken by a cluster yet"),
-                ));
-            }
-        };
-        block_on_submit(&kraft, op)
-            .map(|_| ())
-            .map_err(|e| kafka_error(&e))
+        let op = controller_op(change)?;
+        let reply = block_on_submit(&kraft, op).map_err(|e| kafka_error(&e))?;
+        refusal_in(reply).map_or(Ok(()), Err)
     })));
     let weak = Arc::downgrade(kraft);
     security
@@ -223,6 +209,67 @@ fn remotes(kraft: &Arc<Kraft>, topics: &TopicRegistry, security: &Security) {
                 .map(|_| ())
                 .map_err(|e| e.to_string())
         })));
+}
+
+/// The controller operation that records a registry change.
+fn controller_op(change: TopicChange) -> Result<ControllerOp, crate::error::KafkaError> {
+    Ok(match change {
+        TopicChange::TopicCreated {
+            name,
+            id,
+            partitions,
+            configs,
+        } => ControllerOp::CreateTopics(vec![crate::cluster::TopicSpec {
+            name,
+            num_partitions: partitions,
+            replication_factor: 1,
+            configs: configs.into_iter().collect(),
+            topic_id: Some(*id.as_bytes()),
+        }]),
+        TopicChange::TopicDeleted { name } => ControllerOp::DeleteTopics(vec![name]),
+        TopicChange::ConfigAltered { name, configs } => ControllerOp::AlterConfigs {
+            broker: false,
+            name,
+            changes: configs.into_iter().map(|(k, v)| (k, Some(v))).collect(),
+            replace: true,
+        },
+        TopicChange::PartitionsAdded { name, partitions } => ControllerOp::CreatePartitions {
+            name,
+            count: partitions,
+        },
+        TopicChange::ViewCreated { spec } => ControllerOp::PutView {
+            name: spec.name.clone(),
+            spec: serde_json::to_vec(&spec).map_err(|e| {
+                crate::error::KafkaError::new(
+                    kafka_protocol::ResponseError::InvalidRequest,
+                    format!("encoding the view: {e}"),
+                )
+            })?,
+        },
+        TopicChange::ViewDeleted { name } => ControllerOp::RemoveView { name },
+    })
+}
+
+/// A refusal the controller put inside a reply (one topic's, of a batch).
+fn refusal_in(reply: ControllerReply) -> Option<crate::error::KafkaError> {
+    let refused = |e: crate::cluster::OpError| {
+        crate::error::KafkaError::new(
+            kafka_protocol::ResponseError::try_from_code(e.code)
+                .unwrap_or(kafka_protocol::ResponseError::UnknownServerError),
+            e.message,
+        )
+    };
+    match reply {
+        ControllerReply::Topics(answers) => answers
+            .into_iter()
+            .find_map(|(_, outcome)| outcome.err())
+            .map(refused),
+        ControllerReply::Deleted(answers) => answers
+            .into_iter()
+            .find_map(|(_, outcome)| outcome.err())
+            .map(refused),
+        _ => None,
+    }
 }
 
 /// [`Kraft::submit`] from synchronous code (a handler's or the blocking pool's thread):

@@ -45,7 +45,7 @@ pub(super) async fn run(
     published: watch::Sender<u64>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let mut seen = BTreeSet::new();
+    let mut seen = Seen::default();
     let mut warned = false;
     loop {
         let current = image.borrow_and_update().clone();
@@ -85,8 +85,55 @@ pub(crate) fn is_internal(name: &str) -> bool {
     name == OFFSETS_TOPIC || name == TRANSACTION_TOPIC
 }
 
-/// Makes `topics` what `image` says; `seen` is the topic ids of the images applied so far.
-fn reconcile(
+/// What the images applied so far held: a topic or view is deleted here only once an image
+/// held it.
+#[derive(Debug, Default)]
+struct Seen {
+    topics: BTreeSet<TopicId>,
+    views: BTreeSet<String>,
+}
+
+/// Makes `topics` what `image` says.
+fn reconcile(topics: &TopicRegistry, image: &MetadataImage, node_id: i32, seen: &mut Seen) {
+    reconcile_topics(topics, image, node_id, &mut seen.topics);
+    reconcile_views(topics, image, &mut seen.views);
+}
+
+/// The image's views (their specs' JSON), created, replaced and deleted here.
+fn reconcile_views(topics: &TopicRegistry, image: &MetadataImage, seen: &mut BTreeSet<String>) {
+    for (name, json) in image.views() {
+        let spec: crate::views::ViewSpec = match serde_json::from_slice(json) {
+            Ok(spec) => spec,
+            Err(e) => {
+                tracing::warn!(view = %name, error = %e, "a view of the metadata image does not parse; skipped");
+                continue;
+            }
+        };
+        seen.insert(name.clone());
+        match topics.view(name) {
+            Some(local) if local.spec == spec => {}
+            Some(_) => {
+                change(topics, TopicChange::ViewDeleted { name: name.clone() });
+                change(topics, TopicChange::ViewCreated { spec });
+            }
+            None => change(topics, TopicChange::ViewCreated { spec }),
+        }
+    }
+    let gone: Vec<String> = seen
+        .iter()
+        .filter(|name| !image.views().contains_key(*name))
+        .cloned()
+        .collect();
+    for name in gone {
+        seen.remove(&name);
+        if topics.view(&name).is_some() {
+            change(topics, TopicChange::ViewDeleted { name });
+        }
+    }
+}
+
+/// The image's topics, with each partition's placement.
+fn reconcile_topics(
     topics: &TopicRegistry,
     image: &MetadataImage,
     node_id: i32,

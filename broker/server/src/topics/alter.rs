@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
 
-use super::{Applied, Recorded, Topic, TopicChange, TopicRegistry};
+use super::{Applied, Topic, TopicChange, TopicRegistry};
 use crate::error::KafkaError;
 use crate::topic_config::{self, TopicOverrides};
 
@@ -34,10 +34,7 @@ impl TopicRegistry {
         changes: &[ConfigChange],
         validate_only: bool,
     ) -> Result<Arc<Topic>, KafkaError> {
-        let admin = self
-            .admin
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let admin = self.admin_lock();
         let topic = self.changeable_topic(name)?;
         let configs = changed(&self.config, &topic.overrides, changes)?;
         topic_config::validate_all(&self.config, &configs)?;
@@ -52,20 +49,7 @@ impl TopicRegistry {
             name: name.to_owned(),
             configs,
         };
-        if let Some(remote) = self.remote.get() {
-            // The controller records it; this broker applies it from the image (under the
-            // admin lock, so it is released first).
-            drop(admin);
-            (remote.0)(change)?;
-            return self.topic(name).ok_or_else(|| {
-                KafkaError::new(
-                    ResponseError::UnknownTopicOrPartition,
-                    format!("topic {name:?} was deleted meanwhile"),
-                )
-            });
-        }
-        self.apply_locked(change, Recorded::InFiles)
-            .map(Applied::into_topic)
+        self.commit_decided(admin, change).map(Applied::into_topic)
     }
 
     /// `name`, if a change may touch it: UNKNOWN_TOPIC_OR_PARTITION, or KAFKA_STORAGE_ERROR

@@ -108,6 +108,51 @@ impl TopicRegistry {
         self.apply_locked(change, recorded)
     }
 
+    /// Commits a change a decide step checked under the admin lock (`admin`): in a cluster
+    /// (a remote is set, `crate::kraft`) the controller records it and this broker applies
+    /// it from the image, so the lock is released first and the result read back once it
+    /// is applied here; else it is applied here now, its files written. Ephemeral views stay
+    /// this broker's own.
+    pub(super) fn commit_decided(
+        &self,
+        admin: std::sync::MutexGuard<'_, ()>,
+        change: TopicChange,
+    ) -> Result<Applied, KafkaError> {
+        let local = match &change {
+            TopicChange::ViewCreated { spec } => spec.ephemeral,
+            TopicChange::ViewDeleted { name } => self.view(name).is_some_and(|v| v.spec.ephemeral),
+            _ => false,
+        };
+        let Some(remote) = self.remote.get().filter(|_| !local) else {
+            let applied = self.apply_locked(change, Recorded::InFiles);
+            drop(admin);
+            return applied;
+        };
+        drop(admin);
+        let decided = change.clone();
+        (remote.0)(change)?;
+        let missing = |what: &str| {
+            KafkaError::new(
+                ResponseError::UnknownTopicOrPartition,
+                format!("{what} changed again meanwhile"),
+            )
+        };
+        match decided {
+            TopicChange::TopicCreated { name, .. }
+            | TopicChange::ConfigAltered { name, .. }
+            | TopicChange::PartitionsAdded { name, .. } => self
+                .topic(&name)
+                .map(Applied::Topic)
+                .ok_or_else(|| missing(&name)),
+            TopicChange::TopicDeleted { .. } => Ok(Applied::TopicDeleted(TopicDeleted::default())),
+            TopicChange::ViewCreated { spec } => self
+                .view(&spec.name)
+                .map(Applied::View)
+                .ok_or_else(|| missing(&spec.name)),
+            TopicChange::ViewDeleted { .. } => Ok(Applied::ViewDeleted),
+        }
+    }
+
     /// [`Self::apply`], for the decide steps that already hold the admin lock (they checked
     /// the change under it).
     pub(super) fn apply_locked(

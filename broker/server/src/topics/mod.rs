@@ -505,7 +505,7 @@ impl TopicRegistry {
         partitions: i32,
         overrides: TopicOverrides,
     ) -> Result<Arc<Topic>, KafkaError> {
-        let _admin = self.admin_lock();
+        let admin = self.admin_lock();
         self.validate_new_topic(name, partitions, &overrides)?;
         let change = TopicChange::TopicCreated {
             name: name.to_owned(),
@@ -513,8 +513,7 @@ impl TopicRegistry {
             partitions,
             configs: overrides,
         };
-        self.apply_locked(change, Recorded::InFiles)
-            .map(Applied::into_topic)
+        self.commit_decided(admin, change).map(Applied::into_topic)
     }
 
     /// Creates `name` with `num.partitions` if auto-creation is on and the name is valid.
@@ -543,7 +542,7 @@ impl TopicRegistry {
     /// reported: those reading it are removed by their service, those writing it fail
     /// (docs/views.md, docs/transforms.md). DELETE on the topic is the only right it needs.
     pub fn delete_topic(&self, name: &str) -> Result<TopicDeleted, KafkaError> {
-        let _admin = self.admin_lock();
+        let admin = self.admin_lock();
         if self.view(name).is_some() {
             return Err(KafkaError::new(
                 ResponseError::InvalidTopicException,
@@ -553,7 +552,7 @@ impl TopicRegistry {
         let change = TopicChange::TopicDeleted {
             name: name.to_owned(),
         };
-        match self.apply_locked(change, Recorded::InFiles)? {
+        match self.commit_decided(admin, change)? {
             Applied::TopicDeleted(deleted) => Ok(deleted),
             other => unreachable!("a topic deletion applied as {other:?}"),
         }

@@ -10,7 +10,7 @@ use kafka_protocol::ResponseError;
 use sluice_storage::Log;
 use sluice_storage::io as storage_io;
 
-use super::{Applied, Partition, Recorded, Topic, TopicChange, TopicRegistry};
+use super::{Applied, Partition, Topic, TopicChange, TopicRegistry};
 use crate::error::KafkaError;
 use crate::{limits, topic_config};
 
@@ -25,7 +25,7 @@ impl TopicRegistry {
         count: i32,
         validate_only: bool,
     ) -> Result<Arc<Topic>, KafkaError> {
-        let _admin = self.admin_lock();
+        let admin = self.admin_lock();
         let topic = self.changeable_topic(name)?;
         let current = i32::try_from(topic.partitions.len()).unwrap_or(i32::MAX);
         if count <= current {
@@ -53,8 +53,7 @@ impl TopicRegistry {
             name: name.to_owned(),
             partitions: count,
         };
-        self.apply_locked(change, Recorded::InFiles)
-            .map(Applied::into_topic)
+        self.commit_decided(admin, change).map(Applied::into_topic)
     }
 
     /// A fresh, empty log for partition `index` of `topic` (a directory left by an

@@ -209,7 +209,7 @@ impl TopicRegistry {
     /// and binds every stage (each plugin's `init` runs with its parameters); then persists
     /// it unless ephemeral.
     pub fn create_view(&self, spec: ViewSpec) -> Result<Arc<ViewTopic>, KafkaError> {
-        let _admin = self.admin_lock();
+        let admin = self.admin_lock();
         crate::topic_name::validate(&spec.name)?;
         if self.topic(&spec.name).is_some() || self.view(&spec.name).is_some() {
             return Err(KafkaError::new(
@@ -225,7 +225,7 @@ impl TopicRegistry {
             ));
         }
         let change = TopicChange::ViewCreated { spec };
-        match self.apply_locked(change, Recorded::InFiles)? {
+        match self.commit_decided(admin, change)? {
             Applied::View(view) => Ok(view),
             other => unreachable!("a view creation applied as {other:?}"),
         }
@@ -233,11 +233,11 @@ impl TopicRegistry {
 
     /// Deletes a view (its file too). Fetches in flight finish on the chain they hold.
     pub fn delete_view(&self, name: &str) -> Result<(), KafkaError> {
-        let _admin = self.admin_lock();
+        let admin = self.admin_lock();
         let change = TopicChange::ViewDeleted {
             name: name.to_owned(),
         };
-        self.apply_locked(change, Recorded::InFiles).map(drop)
+        self.commit_decided(admin, change).map(drop)
     }
 
     /// Drops ephemeral views no fetch has used for `VIEW_EPHEMERAL_IDLE_MS`.
