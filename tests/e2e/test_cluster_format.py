@@ -150,3 +150,48 @@ def test_a_single_node_data_dir_is_migrated_on_first_start(broker_factory, topic
         fetched = conn.fetch(topic_name, 1, 0)
     assert b"kept-1" in fetched.records and b"kept-2" in fetched.records
     assert "migrated a single-node data dir" in broker.log_tail()
+
+
+def test_a_single_node_joins_a_quorum_with_its_topics_users_and_records(broker_factory, kraft_broker_factory, topic_name):
+    """A broker that ran alone, restarted as a voter (its own quorum of one): its topics keep
+    their ids, records and place, its users log in, nothing is lost (kraft/migrate.rs)."""
+    from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+    alone = broker_factory()
+    sluice("topic", "create", topic_name, "-p", "2", "--brokers", alone.bootstrap)
+    with KafkaConnection(alone.bootstrap) as conn:
+        assert conn.produce(topic_name, 1, record_batch([b"kept-1", b"kept-2"])).error_code == 0
+    admin = AdminClient({"bootstrap.servers": alone.bootstrap})
+    upsert = UserScramCredentialUpsertion("carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"carol-pw")
+    for f in admin.alter_user_scram_credentials([upsert]).values():
+        assert f.result(timeout=30) is None
+    topic_id = json.loads((alone.data_dir / "topics" / topic_name / "topic.json").read_text())["topic_id"]
+    alone.stop()
+    data = alone.data_dir
+
+    def same_dir(dir_):
+        dir_.rmdir()
+        data.rename(dir_)
+
+    port = free_port()
+    joined = kraft_broker_factory(kraft_settings(0, port), prepare=same_dir)
+
+    def migrated():
+        meta = subprocess.run(["kcat", "-b", joined.bootstrap, "-L", "-J", "-t", topic_name], capture_output=True, text=True)
+        return meta.returncode == 0 and json.loads(meta.stdout)["topics"][0].get("partitions")
+
+    from conftest import wait_until
+
+    wait_until(migrated, 30, "the topic to be the cluster's")
+    assert json.loads((joined.data_dir / "topics" / topic_name / "topic.json").read_text())["topic_id"] == topic_id
+    with KafkaConnection(joined.bootstrap) as conn:
+        fetched = conn.fetch(topic_name, 1, 0)
+    assert b"kept-1" in fetched.records and b"kept-2" in fetched.records
+    after = AdminClient({"bootstrap.servers": joined.bootstrap})  # outlives its futures
+    described = after.describe_user_scram_credentials(["carol"])
+    assert described["carol"].result(timeout=30).scram_credential_infos
+    assert (joined.data_dir / "__cluster_metadata" / "migrated").exists()
+    # A restart leaves it as it is (the migration ran once).
+    joined.stop()
+    joined.start()
+    wait_until(migrated, 30, "the topic after a restart")

@@ -71,6 +71,7 @@ impl Harness {
             replication_factor: rf,
             configs: vec![],
             topic_id: None,
+            assignments: None,
         };
         let d = self.c.create_topics(&self.image, &[topic]);
         self.commit(&d.records);
@@ -240,6 +241,7 @@ fn create_topics_answers_each_topic() {
         replication_factor: 1,
         configs: vec![("retention.ms".into(), "1".into())],
         topic_id: None,
+        assignments: None,
     };
     let d = h.c.create_topics(&h.image, &[twice.clone(), twice]);
     assert!(d.reply[0].result.is_ok());
@@ -505,6 +507,7 @@ fn a_create_retried_with_its_topic_id_is_idempotent() {
         replication_factor: 1,
         configs: vec![],
         topic_id: Some(TopicId([5; 16])),
+        assignments: None,
     };
     let d = h.c.create_topics(&h.image, std::slice::from_ref(&topic));
     h.commit(&d.records);
@@ -516,6 +519,7 @@ fn a_create_retried_with_its_topic_id_is_idempotent() {
     // Another request for the same name (another id) is told the topic exists.
     let other = NewTopic {
         topic_id: Some(TopicId([6; 16])),
+        assignments: None,
         ..topic.clone()
     };
     let d = h.c.create_topics(&h.image, &[other]);
@@ -533,4 +537,49 @@ fn a_create_retried_with_its_topic_id_is_idempotent() {
         d.reply[0].result.clone().unwrap_err().code,
         ErrorCode::InvalidRequest
     );
+}
+
+#[test]
+fn manual_assignments_place_partitions_where_asked_as_kafka_checks_them() {
+    let mut h = Harness::new();
+    h.start(1, 1, 0);
+    h.start(2, 1, 0);
+    let topic = |assignments: Vec<Vec<i32>>, rf: i16| NewTopic {
+        name: "m".into(),
+        num_partitions: assignments.len().max(1) as i32,
+        replication_factor: rf,
+        configs: Vec::new(),
+        topic_id: None,
+        assignments: Some(assignments),
+    };
+    let refused = |t: NewTopic, h: &mut Harness| {
+        h.c.create_topics(&h.image, &[t]).reply[0]
+            .result
+            .clone()
+            .unwrap_err()
+            .code
+    };
+    // Not registered, repeated, or of another size than the replication factor.
+    assert_eq!(
+        refused(topic(vec![vec![9]], 1), &mut h),
+        ErrorCode::InvalidReplicaAssignment
+    );
+    assert_eq!(
+        refused(topic(vec![vec![1, 1]], 2), &mut h),
+        ErrorCode::InvalidReplicaAssignment
+    );
+    assert_eq!(
+        refused(topic(vec![vec![1]], 2), &mut h),
+        ErrorCode::InvalidReplicaAssignment
+    );
+    let d =
+        h.c.create_topics(&h.image, &[topic(vec![vec![2], vec![2], vec![1]], 1)]);
+    assert_eq!(
+        d.reply[0].result.clone().unwrap().1,
+        vec![vec![2], vec![2], vec![1]]
+    );
+    h.commit(&d.records);
+    let placed = h.image.topic_by_name("m").unwrap();
+    let leaders: Vec<i32> = placed.partitions.values().map(|p| p.leader).collect();
+    assert_eq!(leaders, vec![2, 2, 1]);
 }

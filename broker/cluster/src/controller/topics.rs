@@ -11,8 +11,8 @@ use super::{Controller, ControllerError, Decision, placement};
 use crate::image::{MetadataImage, PartitionState};
 use crate::limits;
 use crate::records::{
-    ConfigResource, ConfigResourceType, MetadataRecord, PartitionChange, PartitionRecord, TopicId,
-    valid_topic_name,
+    ConfigResource, ConfigResourceType, MetadataRecord, NO_LEADER, PartitionChange,
+    PartitionRecord, TopicId, valid_topic_name,
 };
 
 /// One topic of a CreateTopics (the server resolves `-1` defaults first).
@@ -31,6 +31,9 @@ pub struct NewTopic {
     /// controller failover finds the topic created with this id and succeeds again instead
     /// of answering TOPIC_ALREADY_EXISTS: the create is idempotent.
     pub topic_id: Option<TopicId>,
+    /// Each partition's replicas, as Kafka's CreateTopics `assignments` give them (the
+    /// first the preferred leader); `None`: placed over the active brokers.
+    pub assignments: Option<Vec<Vec<i32>>>,
 }
 
 /// One topic's answer to CreateTopics.
@@ -167,6 +170,9 @@ impl Controller {
                 ),
             ));
         }
+        if let Some(assignments) = &topic.assignments {
+            check_assignments(image, assignments, topic.num_partitions, rf)?;
+        }
         check_configs(
             &topic_resource(name),
             topic
@@ -230,7 +236,35 @@ impl Controller {
                 }),
         );
         let rf = topic.replication_factor as usize;
-        let placed = placement::place(brokers, 0, topic.num_partitions, rf, &mut self.rng);
+        let placed = match &topic.assignments {
+            Some(assignments) => {
+                // As Kafka's manual assignments: the leader is the first active replica and
+                // the ISR the active ones (none active: no leader, the first replica's ISR).
+                records.extend(assignments.iter().zip(0..).map(|(replicas, partition)| {
+                    let isr: Vec<i32> = replicas
+                        .iter()
+                        .copied()
+                        .filter(|b| image.is_active(*b))
+                        .collect();
+                    let leader = isr.first().copied().unwrap_or(NO_LEADER);
+                    MetadataRecord::Partition(PartitionRecord {
+                        topic_id,
+                        partition,
+                        replicas: replicas.clone(),
+                        isr: if isr.is_empty() {
+                            vec![replicas[0]]
+                        } else {
+                            isr
+                        },
+                        leader,
+                        leader_epoch: 0,
+                        partition_epoch: 0,
+                    })
+                }));
+                return (topic_id, assignments.clone());
+            }
+            None => placement::place(brokers, 0, topic.num_partitions, rf, &mut self.rng),
+        };
         records.extend(new_partitions(topic_id, 0, &placed));
         (topic_id, placed)
     }
@@ -511,6 +545,37 @@ fn check_alter(
                     m.broker_id, m.broker_epoch
                 ),
             ));
+        }
+    }
+    Ok(())
+}
+
+/// Kafka's checks of manual assignments: one per partition, each `rf` distinct registered
+/// brokers.
+fn check_assignments(
+    image: &MetadataImage,
+    assignments: &[Vec<i32>],
+    partitions: i32,
+    rf: i16,
+) -> Result<(), ControllerError> {
+    let invalid = |why: String| ControllerError::new(ErrorCode::InvalidReplicaAssignment, why);
+    if assignments.len() != partitions as usize {
+        return Err(invalid(format!(
+            "{} assignments for {partitions} partitions",
+            assignments.len()
+        )));
+    }
+    for (p, replicas) in assignments.iter().enumerate() {
+        let distinct: BTreeSet<i32> = replicas.iter().copied().collect();
+        if replicas.len() != rf as usize || distinct.len() != replicas.len() {
+            return Err(invalid(format!(
+                "partition {p}: {replicas:?} is not {rf} distinct brokers"
+            )));
+        }
+        if let Some(unknown) = replicas.iter().find(|b| image.broker(**b).is_none()) {
+            return Err(invalid(format!(
+                "partition {p}: broker {unknown} is not registered"
+            )));
         }
     }
     Ok(())

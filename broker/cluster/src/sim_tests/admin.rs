@@ -23,6 +23,7 @@ impl Sim {
                 id[15] = 1;
                 TopicId(id)
             }),
+            assignments: None,
         };
         let existed = self.image.topic_ids().contains_key(&topic.name);
         let active = self

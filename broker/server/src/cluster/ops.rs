@@ -27,6 +27,8 @@ pub struct TopicSpec {
     pub replication_factor: i16,
     pub configs: Vec<(String, String)>,
     pub topic_id: Option<[u8; 16]>,
+    /// Each partition's replicas (a migrated topic stays where its data is); `None`: placed.
+    pub assignments: Option<Vec<Vec<i32>>>,
 }
 
 /// An operation for the active controller (each is one `Controller` call).
@@ -348,6 +350,7 @@ fn new_topic(spec: TopicSpec) -> NewTopic {
         replication_factor: spec.replication_factor,
         configs: spec.configs,
         topic_id: spec.topic_id.map(TopicId),
+        assignments: spec.assignments,
     }
 }
 
@@ -460,6 +463,7 @@ mod tests {
                 replication_factor: 1,
                 configs: vec![("retention.ms".into(), "1000".into())],
                 topic_id: Some([9; 16]),
+                assignments: None,
             }]),
             ControllerOp::Security(vec![]),
         ];

@@ -13,6 +13,9 @@
 //! - `publisher.rs`: the image into the topic registry (Kafka's `BrokerMetadataPublisher`):
 //!   topics created, grown, reconfigured and deleted, and each partition's placement
 //!   (leader, epoch, replicas, ISR), which the data path checks (`Partition::check_leader`).
+//! - `migrate.rs`: once, the first time a data dir starts in a cluster, the topics (on this
+//!   broker, with their ids), views and security records it holds and the cluster does not
+//!   are submitted to the controller.
 //! - `routing.rs`: where a client goes: the live brokers with their advertised listener,
 //!   and a group's or transactional id's coordinator (Kafka's placement: the leader of
 //!   partition `hash(key) % n` of `__consumer_offsets` / `__transaction_state`, whose
@@ -20,6 +23,7 @@
 //!
 //! A single node (no voters) runs none of this: it is a cluster of one as before.
 
+mod migrate;
 mod publisher;
 mod quorum;
 mod routing;
@@ -80,7 +84,9 @@ impl Kraft {
         topics: Arc<TopicRegistry>,
         security: Arc<Security>,
     ) -> Result<Arc<Self>, ServerError> {
+        let local = migrate::Local::read(&security);
         let quorum = quorum_config(config, cluster_id, listeners)?;
+        let marker = migrate::marker(&quorum.data_dir);
         let handle = ClusterService::start_on(quorum, controller)
             .await
             .map_err(|e| ServerError::Internal(format!("starting the metadata quorum: {e}")))?;
@@ -94,6 +100,7 @@ impl Kraft {
             config.node_id,
             published_tx,
             stopped,
+            marker.clone(),
         ));
         tracing::info!(node = config.node_id, voters = %crate::config::print_voters(&config.controller_quorum_voters), "metadata quorum started");
         let kraft = Arc::new(Self {
@@ -109,6 +116,7 @@ impl Kraft {
             stop,
         });
         remotes(&kraft, &topics, &security);
+        tokio::spawn(migrate::run(Arc::clone(&kraft), topics, local, marker));
         Ok(kraft)
     }
 
@@ -225,6 +233,7 @@ fn controller_op(change: TopicChange) -> Result<ControllerOp, crate::error::Kafk
             replication_factor: 1,
             configs: configs.into_iter().collect(),
             topic_id: Some(*id.as_bytes()),
+            assignments: None,
         }]),
         TopicChange::TopicDeleted { name } => ControllerOp::DeleteTopics(vec![name]),
         TopicChange::ConfigAltered { name, configs } => ControllerOp::AlterConfigs {

@@ -24,6 +24,7 @@
 //! A change that fails here (a full disk) is logged and retried at the next image.
 
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sluice_cluster::MetadataImage;
@@ -44,6 +45,7 @@ pub(super) async fn run(
     node_id: i32,
     published: watch::Sender<u64>,
     mut stop: watch::Receiver<bool>,
+    migrated: PathBuf,
 ) {
     let mut seen = Seen::default();
     let mut warned = false;
@@ -54,8 +56,9 @@ pub(super) async fn run(
         let warn = !warned && current.cluster_id().is_some();
         warned |= warn;
         let users = Arc::clone(&security);
+        let marker = migrated.clone();
         let applied = tokio::task::spawn_blocking(move || {
-            reconcile(&registry, &current, node_id, &mut seen);
+            reconcile(&registry, &current, node_id, &mut seen, &marker);
             if current.cluster_id().is_some() {
                 users.store.replace_state(current.security().snapshot());
             }
@@ -94,8 +97,14 @@ struct Seen {
 }
 
 /// Makes `topics` what `image` says.
-fn reconcile(topics: &TopicRegistry, image: &MetadataImage, node_id: i32, seen: &mut Seen) {
-    reconcile_topics(topics, image, node_id, &mut seen.topics);
+fn reconcile(
+    topics: &TopicRegistry,
+    image: &MetadataImage,
+    node_id: i32,
+    seen: &mut Seen,
+    migrated: &Path,
+) {
+    reconcile_topics(topics, image, node_id, &mut seen.topics, migrated);
     reconcile_views(topics, image, &mut seen.views);
 }
 
@@ -138,6 +147,7 @@ fn reconcile_topics(
     image: &MetadataImage,
     node_id: i32,
     seen: &mut BTreeSet<TopicId>,
+    migrated: &Path,
 ) {
     for (id, topic) in image.topics() {
         if is_internal(&topic.name) {
@@ -154,6 +164,13 @@ fn reconcile_topics(
         if let Some(local) = &local
             && local.id != uuid
         {
+            let cluster_born = seen.contains(&TopicId(*local.id.as_bytes())) || migrated.exists();
+            if !cluster_born {
+                // This broker's own topic from before it joined (not migrated yet, and the
+                // cluster has one of the name): its data is not deleted for it.
+                tracing::warn!(topic = %topic.name, "the cluster has another topic of this broker's topic's name: this broker's stays on disk, unserved");
+                continue;
+            }
             tracing::info!(topic = %topic.name, "the cluster's topic of this name has another id: deleting the one on this broker");
             change(
                 topics,

@@ -95,6 +95,7 @@ impl Kraft {
                 replication_factor: 1,
                 configs: Vec::new(),
                 topic_id: None,
+                assignments: None,
             };
             match self.submit(ControllerOp::CreateTopics(vec![spec])).await {
                 Ok(ControllerReply::Topics(answers)) => {

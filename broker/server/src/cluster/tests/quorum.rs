@@ -170,6 +170,7 @@ fn create(name: &str, topic_id: [u8; 16]) -> ControllerOp {
         replication_factor: 1,
         configs: vec![],
         topic_id: Some(topic_id),
+        assignments: None,
     }])
 }
 

@@ -249,6 +249,7 @@ async fn auto_create_in_cluster(
         replication_factor: 1,
         configs: Vec::new(),
         topic_id: Some(*crate::topics::topic_id::new_topic_id().as_bytes()),
+        assignments: None,
     };
     match kraft.submit(ControllerOp::CreateTopics(vec![spec])).await {
         Ok(ControllerReply::Topics(answers)) => match answers.into_iter().next() {

@@ -184,6 +184,7 @@ async fn create_in_cluster(
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect(),
                 topic_id: Some(*created.id.as_bytes()),
+                assignments: None,
             });
         }
         let checked = checked.map(|mut c| {
