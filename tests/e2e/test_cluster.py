@@ -270,10 +270,11 @@ def test_kafka_python_produces_and_consumes_in_a_group(cluster_factory, topic_na
     assert sorted(seen) == sorted((f"k{i}".encode(), f"v{i}".encode()) for i in range(300))
 
 
-def txn_coordinator(bootstrap: str, transactional_id: str) -> int:
-    """FindCoordinator v1 (key type 1): the transactional id's coordinator's node id."""
+def txn_coordinator(bootstrap: str, transactional_id: str, key_type: int = 1) -> int:
+    """FindCoordinator v1: the coordinator's node id of a transactional id (key type 1) or a
+    group (0)."""
     with KafkaConnection(bootstrap) as conn:
-        r = conn.request(10, 1, Fields().string(transactional_id).i8(1))
+        r = conn.request(10, 1, Fields().string(transactional_id).i8(key_type))
         r.i32()  # throttle
         assert r.i16() == 0
         r.string()
@@ -348,6 +349,16 @@ def test_the_cli_pointed_at_any_broker_follows_leaders_and_coordinators(cluster_
     assert sum(1 for o in offsets if o["log_end_offset"] > 0) >= 4, offsets  # the keys spread
     listed = json.loads(cli("group", "list", "--output", "json", via=1))
     assert group in [g["group"] for g in listed["groups"]]
+    # The topic deleted through a broker that does not coordinate the group: the group's
+    # committed offsets go on its coordinator too.
+    coordinator = txn_coordinator(cluster.node(1).bootstrap, group, key_type=0)
+    other = next(k for k in (1, 2, 3) if k != coordinator)
+    cluster.sluice("topic", "delete", topic_name, via=other)
+
+    def offsets_gone():
+        return json.loads(cli("group", "describe", group, "--output", "json", via=other))["offsets"] == []
+
+    wait_until(offsets_gone, 10, "the coordinator to drop the deleted topic's offsets")
 
 
 def test_views_and_the_admin_apis_topics_are_the_clusters(cluster_factory, tmp_path, topic_name):

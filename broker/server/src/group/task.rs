@@ -121,6 +121,11 @@ impl Task {
         (mut topics, acl_changes): (watch::Receiver<TopicShapes>, Option<watch::Receiver<u64>>),
     ) {
         let mut topics_open = true;
+        // The topics of the last shapes: one that is gone was deleted, and its committed
+        // offsets go with it, however it was deleted (a client, the admin API, or, in a
+        // cluster, another broker: each broker's coordinator cleans its own groups).
+        let mut known: std::collections::BTreeSet<String> =
+            topics.borrow().keys().cloned().collect();
         let acls_watched = acl_changes.is_some();
         let mut acls = acl_changes.unwrap_or_else(|| watch::channel(0).1);
         loop {
@@ -135,6 +140,12 @@ impl Task {
                     // Consumer groups subscribed to a changed topic get a new target.
                     Ok(()) => {
                         let shapes = topics.borrow_and_update().clone();
+                        let now: std::collections::BTreeSet<String> = shapes.keys().cloned().collect();
+                        for gone in known.difference(&now) {
+                            let effects = self.coordinator.delete_topic_offsets(gone);
+                            self.carry_out(effects);
+                        }
+                        known = now;
                         self.coordinator.update_topics(coordinator_ms(&self.clock), shapes);
                     }
                     Err(_) => topics_open = false,
