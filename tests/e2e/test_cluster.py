@@ -281,44 +281,54 @@ def txn_coordinator(bootstrap: str, transactional_id: str, key_type: int = 1) ->
         return r.i32()
 
 
-def test_a_transaction_on_its_coordinators_partitions_commits_and_one_spanning_brokers_is_refused(
-    cluster_factory, topic_name
-):
-    from confluent_kafka import KafkaException
+def read_committed(bootstrap: str, topic: str, partitions: int, group: str, expect: int) -> list[bytes]:
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": "read_committed", "auto.offset.reset": "earliest"}
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    values: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(values) < expect:
+        msg = consumer.poll(0.5)
+        if msg is not None and not msg.error():
+            values.append(msg.value())
+    # A little longer: nothing more may show up (an aborted record would).
+    end = time.monotonic() + 2
+    while time.monotonic() < end:
+        msg = consumer.poll(0.2)
+        if msg is not None and not msg.error():
+            values.append(msg.value())
+    consumer.close()
+    return values
 
+
+def test_transactions_span_brokers_markers_reach_every_leader(cluster_factory, topic_name):
     cluster = cluster_factory(3)
     cluster.sluice("topic", "create", topic_name, "-p", "3", via=1)
     leaders = cluster.leaders(1, topic_name)
+    assert sorted(leaders.values()) == [1, 2, 3]
     txn_id = f"{topic_name}-tx"
     coordinator = txn_coordinator(cluster.node(1).bootstrap, txn_id)
     assert coordinator in (1, 2, 3)
-    home = next(p for p, leader in leaders.items() if leader == coordinator)
-    away = next(p for p, leader in leaders.items() if leader != coordinator)
     producer = Producer({"bootstrap.servers": cluster.node(2).bootstrap, "transactional.id": txn_id})
     producer.init_transactions(30)
+    # Committed on every partition (so on every broker: two of them not the coordinator).
     producer.begin_transaction()
-    producer.produce(topic_name, partition=home, value=b"committed")
+    for p in range(3):
+        producer.produce(topic_name, partition=p, value=f"committed-{p}".encode())
     producer.commit_transaction(30)
-    consumer = Consumer(
-        {"bootstrap.servers": cluster.node(3).bootstrap, "group.id": f"{topic_name}-rc", "isolation.level": "read_committed", "auto.offset.reset": "earliest"}
-    )
-    consumer.assign([TopicPartition(topic_name, home, 0)])
-    msg = None
-    deadline = time.monotonic() + 30
-    while msg is None and time.monotonic() < deadline:
-        msg = consumer.poll(0.5)
-        msg = msg if msg is not None and not msg.error() else None
-    consumer.close()
-    assert msg is not None and msg.value() == b"committed"
-    # A partition led by another broker: refused, not silently lost.
+    # Aborted on every partition: read_committed never shows it.
     producer.begin_transaction()
-    producer.produce(topic_name, partition=away, value=b"spanning")
-    try:
-        producer.commit_transaction(30)
-        committed = True
-    except KafkaException:
-        committed = False
-    assert not committed
+    for p in range(3):
+        producer.produce(topic_name, partition=p, value=f"aborted-{p}".encode())
+    producer.flush(30)
+    producer.abort_transaction(30)
+    producer.begin_transaction()
+    for p in range(3):
+        producer.produce(topic_name, partition=p, value=f"again-{p}".encode())
+    producer.commit_transaction(30)
+    values = read_committed(cluster.node(3).bootstrap, topic_name, 3, f"{topic_name}-rc", 6)
+    assert sorted(values) == sorted([f"committed-{p}".encode() for p in range(3)] + [f"again-{p}".encode() for p in range(3)])
 
 
 def test_the_cli_pointed_at_any_broker_follows_leaders_and_coordinators(cluster_factory, topic_name):

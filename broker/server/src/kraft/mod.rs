@@ -16,6 +16,8 @@
 //! - `migrate.rs`: once, the first time a data dir starts in a cluster, the topics (on this
 //!   broker, with their ids), views and security records it holds and the cluster does not
 //!   are submitted to the controller.
+//! - `peers.rs`: Kafka requests to the other brokers on their inter-broker listener (a
+//!   coordinator's WriteTxnMarkers, a leader's AddPartitionsToTxn verification).
 //! - `routing.rs`: where a client goes: the live brokers with their advertised listener,
 //!   and a group's or transactional id's coordinator (Kafka's placement: the leader of
 //!   partition `hash(key) % n` of `__consumer_offsets` / `__transaction_state`, whose
@@ -24,6 +26,7 @@
 //! A single node (no voters) runs none of this: it is a cluster of one as before.
 
 mod migrate;
+mod peers;
 mod publisher;
 mod quorum;
 mod routing;
@@ -70,6 +73,10 @@ pub struct Kraft {
     internal_partitions: (i32, i32),
     /// Tells the publisher to stop.
     stop: watch::Sender<bool>,
+    /// Connections to the other brokers (`peers.rs`).
+    peers: peers::Pool,
+    /// The listener other brokers are reached on (`inter.broker.listener.name`).
+    inter_broker_listener: String,
 }
 
 impl Kraft {
@@ -114,6 +121,11 @@ impl Kraft {
                 config.transaction_state_log_num_partitions,
             ),
             stop,
+            peers: peers::Pool::default(),
+            inter_broker_listener: config
+                .inter_broker_listener()
+                .unwrap_or("PLAINTEXT")
+                .to_owned(),
         });
         remotes(&kraft, &topics, &security);
         tokio::spawn(migrate::run(Arc::clone(&kraft), topics, local, marker));

@@ -73,6 +73,13 @@ impl Kraft {
         live_brokers(&self.image(), listener)
     }
 
+    /// The node that coordinates `key` now, if its partition has a live leader.
+    pub fn coordinator_node(&self, kind: CoordinatorKind, key: &str) -> Option<i32> {
+        coordinator_in(&self.image(), kind, key)
+            .ok()
+            .map(|c| c.node_id)
+    }
+
     /// Whether this broker coordinates `key` now (NOT_COORDINATOR otherwise).
     pub fn coordinates(&self, kind: CoordinatorKind, key: &str) -> bool {
         coordinator_in(&self.image(), kind, key).is_ok_and(|c| c.node_id == self.node_id)

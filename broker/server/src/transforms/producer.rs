@@ -215,6 +215,8 @@ impl TxnSteps {
             &self.txn(producer),
             vec![(tp, output)],
             verify::Answers::Before11,
+            // Transforms run on a single node only (refused in a cluster).
+            None,
         )
         .await;
         match verdicts.into_iter().next() {

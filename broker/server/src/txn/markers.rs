@@ -1,13 +1,25 @@
 //! Finishing a transaction outside the coordinator: a COMMIT or ABORT marker (control batch)
 //! appended to every partition of the transaction, and, for a commit, its offsets handed to
 //! the group coordinator. Both are idempotent, so a retry after a failure or a restart
-//! writes them again harmlessly.
+//! writes them again harmlessly. In a cluster a partition led by another broker gets its
+//! marker there, with WriteTxnMarkers on its inter-broker listener (`kraft/peers.rs`), as
+//! Kafka's coordinators send them.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
+use std::collections::BTreeMap;
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::write_txn_markers_request::{
+    WritableTxnMarker, WritableTxnMarkerTopic,
+};
+use kafka_protocol::messages::{ProducerId, TopicName, WriteTxnMarkersRequest};
+use kafka_protocol::protocol::StrBytes;
 use sluice_storage::{AppendError, Durability, Marker};
-use sluice_txn::{PendingOffsets, WriteMarkers};
+use sluice_txn::{PendingOffsets, TopicPartition, WriteMarkers};
+
+use crate::kraft::Kraft;
 
 use crate::broker::Broker;
 use crate::group::GroupHandle;
@@ -18,13 +30,21 @@ pub(super) async fn write(
     groups: &GroupHandle,
     markers: &WriteMarkers,
 ) -> bool {
+    let (here, elsewhere) = split_by_leader(broker, markers);
     let partitions_written = {
         let broker = broker.clone();
-        let markers = markers.clone();
+        let markers = here;
         tokio::task::spawn_blocking(move || write_partitions(&broker, &markers))
             .await
             .unwrap_or(false)
     };
+    let mut remote_written = true;
+    if let Some(kraft) = broker.kraft() {
+        for (leader, partitions) in elsewhere {
+            remote_written &= write_remote(kraft, leader, markers, &partitions).await;
+        }
+    }
+    let partitions_written = partitions_written && remote_written;
     let mut offsets_written = true;
     if markers.commit {
         for pending in &markers.offsets_to_commit {
@@ -33,6 +53,97 @@ pub(super) async fn write(
     }
     partitions_written && offsets_written
 }
+
+/// The markers of the partitions this broker leads (or has no placement for: a single
+/// node), and the others by their leader.
+fn split_by_leader(
+    broker: &Broker,
+    markers: &WriteMarkers,
+) -> (WriteMarkers, BTreeMap<i32, Vec<TopicPartition>>) {
+    let mut here = markers.clone();
+    here.partitions.clear();
+    let mut elsewhere: BTreeMap<i32, Vec<TopicPartition>> = BTreeMap::new();
+    for tp in &markers.partitions {
+        let placement = broker
+            .topics
+            .partition(&tp.topic, tp.partition)
+            .and_then(|p| p.placement());
+        match placement {
+            Some(p) if !p.here => elsewhere.entry(p.leader).or_default().push(tp.clone()),
+            _ => here.partitions.push(tp.clone()),
+        }
+    }
+    (here, elsewhere)
+}
+
+/// WriteTxnMarkers to `leader` for `partitions`; `false` if any is not written yet (no
+/// leader, a broker that did not answer, an error other than the ones that mean "no marker
+/// needed": a deleted partition, a newer producer epoch there).
+async fn write_remote(
+    kraft: &Kraft,
+    leader: i32,
+    markers: &WriteMarkers,
+    partitions: &[TopicPartition],
+) -> bool {
+    if leader < 0 {
+        tracing::info!(
+            partitions = partitions.len(),
+            "a transaction's partitions have no leader; their markers wait"
+        );
+        return false;
+    }
+    let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+    for tp in partitions {
+        by_topic.entry(&tp.topic).or_default().push(tp.partition);
+    }
+    let mut marker = WritableTxnMarker::default();
+    marker.producer_id = ProducerId(markers.producer_id.0);
+    marker.producer_epoch = markers.producer_epoch;
+    marker.transaction_result = markers.commit;
+    marker.coordinator_epoch = 0;
+    marker.topics = by_topic
+        .into_iter()
+        .map(|(name, indexes)| {
+            let mut t = WritableTxnMarkerTopic::default();
+            t.name = TopicName(StrBytes::from_string(name.to_owned()));
+            t.partition_indexes = indexes;
+            t
+        })
+        .collect();
+    let mut request = WriteTxnMarkersRequest::default();
+    request.markers = vec![marker];
+    let response = match kraft
+        .call_broker(leader, &request, WRITE_TXN_MARKERS_VERSION)
+        .await
+    {
+        Ok(response) => response,
+        Err(e) => {
+            tracing::warn!(leader, error = %e, "sending transaction markers failed; retrying later");
+            return false;
+        }
+    };
+    let mut all = true;
+    for p in response
+        .markers
+        .iter()
+        .flat_map(|m| &m.topics)
+        .flat_map(|t| t.partitions.iter().map(move |p| (&t.name, p)))
+    {
+        let code = p.1.error_code;
+        let done = code == 0
+            || code == ResponseError::UnknownTopicOrPartition.code()
+            || code == ResponseError::InvalidProducerEpoch.code();
+        if !done {
+            tracing::warn!(topic = %p.0.0, partition = p.1.partition_index, leader, error = code, "a transaction marker was not written there; retrying later");
+            all = false;
+        }
+    }
+    all
+}
+
+/// WriteTxnMarkers v1: the markers' epochs checked as transaction versions 0-1 check them
+/// (below the current epoch is refused), which both protocols' markers pass.
+const WRITE_TXN_MARKERS_VERSION: i16 = 1;
 
 /// Appends the marker to each partition (blocking: call on the blocking pool). A partition
 /// that no longer exists (its topic was deleted) needs none.

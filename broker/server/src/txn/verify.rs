@@ -29,8 +29,15 @@ use kafka_protocol::ResponseError;
 use sluice_storage::{Admission, TxnGuard};
 use sluice_txn::{ErrorCode, TopicPartition};
 
+use kafka_protocol::messages::add_partitions_to_txn_request::{
+    AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
+};
+use kafka_protocol::messages::{AddPartitionsToTxnRequest, ProducerId, TopicName, TransactionalId};
+use kafka_protocol::protocol::StrBytes;
+
 use super::{TxnHandle, TxnProducer};
 use crate::error::KafkaError;
+use crate::kraft::Kraft;
 use crate::topics::Partition;
 use crate::topics::append::append_error;
 
@@ -45,6 +52,7 @@ pub async fn verify(
     producer: &TxnProducer,
     partitions: Vec<(TopicPartition, Arc<Partition>)>,
     answers: Answers,
+    coordinator: Option<(&Kraft, i32)>,
 ) -> Vec<Verdict> {
     let claim = producer.clone();
     let started = tokio::task::spawn_blocking(move || {
@@ -65,6 +73,9 @@ pub async fn verify(
         .collect();
     let answered = match (ask.is_empty(), answers) {
         (true, _) => Some(Ok(Vec::new())),
+        (false, _) if let Some((kraft, node)) = coordinator => {
+            ask_remote(kraft, node, producer, ask, answers).await
+        }
         (false, Answers::AddPartition) => txns
             .add_partitions(producer.clone(), ask.clone())
             .await
@@ -90,6 +101,80 @@ pub async fn verify(
         })
         .collect()
 }
+
+/// The coordinator on broker `node` verifies (or adds) the partitions: AddPartitionsToTxn v5,
+/// as Kafka's `AddPartitionsToTxnManager` sends it. `None` when it did not answer (the
+/// producer retries).
+async fn ask_remote(
+    kraft: &Kraft,
+    node: i32,
+    producer: &TxnProducer,
+    ask: Vec<TopicPartition>,
+    answers: Answers,
+) -> Option<Result<Vec<sluice_txn::PartitionVerification>, ErrorCode>> {
+    let mut by_topic: std::collections::BTreeMap<&str, Vec<i32>> =
+        std::collections::BTreeMap::new();
+    for tp in &ask {
+        by_topic.entry(&tp.topic).or_default().push(tp.partition);
+    }
+    let mut txn = AddPartitionsToTxnTransaction::default();
+    txn.transactional_id =
+        TransactionalId(StrBytes::from_string(producer.transactional_id.clone()));
+    txn.producer_id = ProducerId(producer.producer_id);
+    txn.producer_epoch = producer.producer_epoch;
+    txn.verify_only = answers != Answers::AddPartition;
+    txn.topics = by_topic
+        .into_iter()
+        .map(|(name, partitions)| {
+            let mut t = AddPartitionsToTxnTopic::default();
+            t.name = TopicName(StrBytes::from_string(name.to_owned()));
+            t.partitions = partitions;
+            t
+        })
+        .collect();
+    let mut request = AddPartitionsToTxnRequest::default();
+    request.transactions = vec![txn];
+    let response = match kraft
+        .call_broker(node, &request, REMOTE_VERIFY_VERSION)
+        .await
+    {
+        Ok(response) => response,
+        Err(e) => {
+            tracing::warn!(coordinator = node, error = %e, "verifying a transactional produce with its coordinator failed");
+            return None;
+        }
+    };
+    let code = |c: i16| ErrorCode::from_code(c).unwrap_or(ErrorCode::UnknownServerError);
+    if response.error_code != 0 {
+        return Some(Err(code(response.error_code)));
+    }
+    let verified: Vec<sluice_txn::PartitionVerification> = response
+        .results_by_transaction
+        .iter()
+        .flat_map(|r| &r.topic_results)
+        .flat_map(|t| {
+            t.results_by_partition
+                .iter()
+                .map(move |p| sluice_txn::PartitionVerification {
+                    tp: TopicPartition {
+                        topic: t.name.0.to_string(),
+                        partition: p.partition_index,
+                    },
+                    error: code(p.partition_error_code),
+                })
+        })
+        .collect();
+    if answers == Answers::AddPartition
+        && let Some(refused) = verified.iter().find(|v| !v.error.is_ok())
+    {
+        return Some(Err(refused.error));
+    }
+    Some(Ok(verified))
+}
+
+/// The AddPartitionsToTxn version a leader asks a remote coordinator with (KIP-890's, which
+/// takes TRANSACTION_ABORTABLE).
+const REMOTE_VERIFY_VERSION: i16 = 5;
 
 /// Partitions the coordinator added to the transaction, as verified ones.
 fn added(partitions: Vec<TopicPartition>) -> Vec<sluice_txn::PartitionVerification> {

@@ -295,24 +295,20 @@ async fn verify_transactional(
         .into_iter()
         .map(|(slot, tp, p)| (slot, (tp, p)))
         .unzip();
-    if let Some(kraft) = ctx.kraft
-        && !kraft.coordinates(
+    // In a cluster the transaction's coordinator may be another broker: asked there.
+    let coordinator = ctx.kraft.and_then(|kraft| {
+        let node = kraft.coordinator_node(
             crate::kraft::CoordinatorKind::Transaction,
             &producer.transactional_id,
-        )
-    {
-        // Verifying with a coordinator on another broker (Kafka's AddPartitionsToTxnManager)
-        // is not built yet: say so rather than answer as if the transaction were unknown.
-        let mut refused =
-            verify::produce_error(sluice_txn::ErrorCode::TransactionAbortable, answers);
-        refused.message = format!(
-            "transactional id {:?} is coordinated by another broker: transactions whose partitions \
-             are led by a broker other than their coordinator are not supported by this build yet",
-            producer.transactional_id
         );
-        return Err(refused);
-    }
-    let verdicts = verify::verify(ctx.txns, &producer, partitions, answers).await;
+        match node {
+            Some(node) if node == kraft.node_id() => None,
+            Some(node) => Some((kraft.as_ref(), node)),
+            // No live coordinator: its partition has no leader (the producer retries).
+            None => Some((kraft.as_ref(), -1)),
+        }
+    });
+    let verdicts = verify::verify(ctx.txns, &producer, partitions, answers, coordinator).await;
     Ok(Some(Verified {
         producer,
         verdicts: slots.into_iter().zip(verdicts).collect(),

@@ -140,16 +140,6 @@ fn check_topic(
             Some(ResponseError::TopicAuthorizationFailed.code())
         } else if ctx.topics.partition(name, partition).is_none() {
             Some(ResponseError::UnknownTopicOrPartition.code())
-        } else if let Some(leader) = led_elsewhere(ctx, name, partition) {
-            tracing::warn!(
-                topic = name,
-                partition,
-                leader,
-                "refusing a transaction's partition led by another broker: transactions whose \
-                 partitions are led by a broker other than their coordinator are not supported \
-                 by this build yet"
-            );
-            Some(ResponseError::InvalidTxnState.code())
         } else {
             None
         };
@@ -159,12 +149,4 @@ fn check_topic(
         };
         out.push((tp, error));
     }
-}
-
-/// In a cluster, the leader of a partition this broker does not lead (its markers would
-/// have to be written there: not built yet).
-fn led_elsewhere(ctx: &Ctx<'_>, topic: &str, partition: i32) -> Option<i32> {
-    ctx.kraft?;
-    let placement = ctx.topics.partition(topic, partition)?.placement()?;
-    (!placement.here).then_some(placement.leader)
 }

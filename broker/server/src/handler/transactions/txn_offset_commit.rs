@@ -59,6 +59,21 @@ pub async fn handle(
     if refused.is_none() && !ctx.auth.group(AclOperation::Read, group) {
         refused = Some(ResponseError::GroupAuthorizationFailed.code());
     }
+    if refused == Some(ResponseError::NotCoordinator.code()) {
+        // In a cluster, the group's coordinator (this broker) is not the transaction's: a
+        // transaction's offsets wait in its coordinator, which is not built across brokers
+        // yet. Abortable, so the producer aborts rather than retries for ever.
+        tracing::warn!(
+            transactional_id = id,
+            group,
+            "a transaction's offsets for a group coordinated by another broker than the transaction: not supported across brokers yet"
+        );
+        refused = Some(if version >= ABORTABLE_SINCE {
+            ResponseError::TransactionAbortable.code()
+        } else {
+            ResponseError::InvalidTxnState.code()
+        });
+    }
     // Per partition: its topic's name and id, and the error it is answered with here, if any.
     let mut answered: Vec<(String, uuid::Uuid, i32, Option<i16>)> = Vec::new();
     // The group coordinator's limit, checked now: past it the commit could not write them.
