@@ -423,3 +423,40 @@ def test_views_and_the_admin_apis_topics_are_the_clusters(cluster_factory, tmp_p
         raise AssertionError("an upload was taken")
     except urllib.error.HTTPError as e:
         assert e.code == 501 and "plugin.dir" in e.read().decode()
+
+
+def test_a_transactions_consumer_offsets_reach_a_group_coordinated_elsewhere(cluster_factory, topic_name):
+    """consume-transform-produce (send_offsets_to_transaction) with the group's coordinator
+    on another broker than the transaction's: the offsets wait in the transaction and reach
+    the group when it commits; an aborted transaction's offsets never do."""
+    cluster = cluster_factory(3)
+    cluster.sluice("topic", "create", topic_name, "-p", "3", via=1)
+    txn_id = f"{topic_name}-tx"
+    coordinator = txn_coordinator(cluster.node(1).bootstrap, txn_id)
+    group = next(
+        g for g in (f"{topic_name}-g{i}" for i in range(200))
+        if txn_coordinator(cluster.node(1).bootstrap, g, key_type=0) != coordinator
+    )  # fmt: skip
+    consumer = Consumer({"bootstrap.servers": cluster.node(3).bootstrap, "group.id": group, "enable.auto.commit": False})
+    consumer.subscribe([topic_name])
+    deadline = time.monotonic() + 30
+    while not consumer.assignment() and time.monotonic() < deadline:
+        consumer.poll(0.2)
+    producer = Producer({"bootstrap.servers": cluster.node(2).bootstrap, "transactional.id": txn_id})
+    producer.init_transactions(30)
+
+    def offsets_in_txn(offset: int, commit: bool):
+        producer.begin_transaction()
+        producer.produce(topic_name, partition=0, value=f"out-{offset}".encode())
+        tps = [TopicPartition(topic_name, p, offset) for p in range(3)]
+        producer.send_offsets_to_transaction(tps, consumer.consumer_group_metadata(), 30)
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+
+    offsets_in_txn(7, commit=True)
+    offsets_in_txn(9, commit=False)
+    committed = consumer.committed([TopicPartition(topic_name, p) for p in range(3)], timeout=30)
+    consumer.close()
+    assert [tp.offset for tp in committed] == [7, 7, 7], committed

@@ -129,3 +129,16 @@ def test_sarama_group(broker, topic_name, sarama_check):  # noqa: F811
         return total == len(sent)
 
     wait_until(committed, test_sarama.COMMIT_DEADLINE_S, "the group's commits at the log end", 0.2)
+
+
+def test_java_transactions(broker, topic_name, classpath):  # noqa: F811
+    # The Java suite's transaction scenario (commit, abort, a fenced zombie, offsets in a
+    # transaction), on the cluster's protocol v2 default.
+    r = run_driver(classpath, "txn", broker.bootstrap, topic_name)
+    committed = [f"committed-{t}-{i}" for t in (1, 2, 3) for i in range(5)]
+    assert r["read_committed"] == committed
+    assert r["read_uncommitted"] == committed[:5] + [f"aborted-{i}" for i in range(5)] + committed[5:]
+    assert r["zombie_commit_error"] == "InvalidProducerEpochException caused by null, then ProducerFencedException"
+    assert r["ghost_member_offsets_error"] == "CommitFailedException"
+    assert r["offset_committed_in_txn"] == 3
+    assert r["end_offset"] == 24

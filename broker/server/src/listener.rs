@@ -132,6 +132,14 @@ impl Server {
         let (shutdown_tx, _) = watch::channel(false);
         let admission = Admission::new(&broker.config);
         let background = Background::start(&broker, opened)?;
+        if let Some(kraft) = broker.kraft() {
+            let handler = crate::txn::peers::handler(
+                Arc::clone(&broker),
+                background.txns().clone(),
+                background.groups().clone(),
+            );
+            kraft.serve_messages(handler).await;
+        }
         Ok(Self {
             broker,
             listeners,

@@ -1,7 +1,7 @@
 //! The metadata quorum's decoders, for the `cluster_frames` fuzz target: the first byte picks
-//! one (modulo 7): the body of each controller-listener frame a peer may send (Hello,
-//! AppendEntries, Vote, a snapshot's header, a forwarded operation), then the Raft entry codec
-//! over a stored record batch and the `quorum-state` file. Whatever decodes must not panic,
+//! one (modulo 8): the body of each controller-listener frame a peer may send (Hello,
+//! AppendEntries, Vote, a snapshot's header, a forwarded operation, a broker message), the
+//! Raft entry codec over a stored record batch and the `quorum-state` file. Whatever decodes must not panic,
 //! and no decoder may allocate beyond the bytes it was given.
 
 use super::types::MetaTypes;
@@ -12,7 +12,7 @@ pub fn frames(data: &[u8]) {
     let Some((&selector, body)) = data.split_first() else {
         return;
     };
-    match selector % 7 {
+    match selector % 8 {
         0 => drop(wire::decode::<wire::Hello>(body)),
         1 => drop(wire::decode::<
             openraft::raft::AppendEntriesRequest<MetaTypes>,
@@ -21,7 +21,8 @@ pub fn frames(data: &[u8]) {
         3 => drop(wire::decode::<wire::SnapshotRequest>(body)),
         4 => drop(wire::decode::<super::ControllerOp>(body)),
         5 => drop(entry_codec::decode(body.to_vec())),
-        _ => drop(quorum_state::QuorumState::decode(body)),
+        6 => drop(quorum_state::QuorumState::decode(body)),
+        _ => drop(wire::decode::<wire::BrokerMessage>(body)),
     }
 }
 
@@ -40,5 +41,18 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
         "quorum-state".to_owned(),
         with(6, quorum_state::QuorumState::default().encode()),
     ));
+    let message = wire::BrokerMessage::CommitGroupOffsets {
+        group_id: "readers".into(),
+        offsets: vec![wire::TxnOffset {
+            topic: "orders".into(),
+            partition: 0,
+            offset: 42,
+            leader_epoch: -1,
+            metadata: None,
+        }],
+    };
+    if let Ok(body) = wire::encode(&message) {
+        out.push(("broker-message".to_owned(), with(7, body)));
+    }
     out
 }

@@ -37,6 +37,27 @@ pub(crate) struct Dispatch {
     pub raft: MetaRaft<ImageApplier>,
     /// The controller task's queue (bounded: `CONTROLLER_COMMANDS_MAX`).
     pub commands: mpsc::Sender<Command>,
+    /// The broker's handler of [`wire::BrokerMessage`]s, once its services run.
+    pub broker_messages: Arc<std::sync::OnceLock<BrokerMessages>>,
+}
+
+/// Handles a message from another broker's services.
+#[derive(Clone)]
+pub struct BrokerMessages(
+    pub  Arc<
+        dyn Fn(
+                wire::BrokerMessage,
+            )
+                -> std::pin::Pin<Box<dyn std::future::Future<Output = wire::BrokerAnswer> + Send>>
+            + Send
+            + Sync,
+    >,
+);
+
+impl std::fmt::Debug for BrokerMessages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BrokerMessages")
+    }
 }
 
 /// Serves `listener` until `shutdown` turns true; then stops accepting and drops every
@@ -159,6 +180,14 @@ async fn answer(dispatch: &Dispatch, kind: Kind, body: &[u8]) -> Result<Vec<u8>,
         Kind::Forward => {
             let op = wire::decode(body)?;
             let answer: Result<ForwardAnswer, String> = Ok(forward(dispatch, op).await);
+            wire::encode(&answer)
+        }
+        Kind::Broker => {
+            let message: wire::BrokerMessage = wire::decode(body)?;
+            let answer: wire::BrokerAnswer = match dispatch.broker_messages.get() {
+                Some(handle) => (handle.0)(message).await,
+                None => Err("this broker's services are not running yet".to_owned()),
+            };
             wire::encode(&answer)
         }
         Kind::Hello => Err(WireError::Decode("a second hello".to_owned())),

@@ -35,7 +35,7 @@ use super::limits::{
 use super::network::{CallError, Identity, NetworkFactory, PeerClient};
 use super::ops::{ControllerOp, ControllerReply, OpError};
 use super::server::{self, Dispatch};
-use super::wire::{ForwardAnswer, ForwardRefusal, Kind};
+use super::wire::{BrokerAnswer, BrokerMessage, ForwardAnswer, ForwardRefusal, Kind};
 use super::{ControllerNode, MetaLogStore, MetaRaft, MetadataStateMachine, lifecycle, raft_config};
 
 /// The metadata quorum's settings for this node, from the broker's config
@@ -158,10 +158,12 @@ impl ClusterService {
             .map_err(|e| ClusterError::Raft(e.to_string()))?;
         let (shutdown_tx, shutdown) = watch::channel(false);
         let (commands_tx, commands) = mpsc::channel(CONTROLLER_COMMANDS_MAX);
+        let broker_messages = Arc::new(std::sync::OnceLock::new());
         let dispatch = Arc::new(Dispatch {
             identity: identity.clone(),
             raft: raft.clone(),
             commands: commands_tx.clone(),
+            broker_messages: Arc::clone(&broker_messages),
         });
         let mut tasks = vec![tokio::spawn(server::serve(
             listener,
@@ -186,6 +188,7 @@ impl ClusterService {
             image,
             commands: commands_tx,
             peers: Mutex::new(BTreeMap::new()),
+            broker_messages,
         });
         let mut handle = ClusterHandle {
             shared,
@@ -273,6 +276,8 @@ pub(crate) struct Shared {
     commands: mpsc::Sender<Command>,
     /// One idle connection per peer for forwards (taken out while in use).
     peers: Mutex<BTreeMap<u64, PeerClient>>,
+    /// This broker's handler of other brokers' messages (set once its services run).
+    broker_messages: Arc<std::sync::OnceLock<server::BrokerMessages>>,
 }
 
 /// A refusal of one attempt: retry it, or give up with the error.
@@ -394,6 +399,38 @@ impl ClusterHandle {
     /// [`ClusterError::OutcomeUnknown`], [`ClusterError::Shutdown`].
     pub async fn submit(&self, op: ControllerOp) -> Result<ControllerReply, ClusterError> {
         self.shared.submit(op).await
+    }
+
+    /// From now on, other brokers' messages ([`BrokerMessage`]) go to `handler`.
+    pub fn serve_broker_messages(&self, handler: server::BrokerMessages) {
+        if self.shared.broker_messages.set(handler).is_err() {
+            tracing::error!("the broker message handler was set twice; keeping the first");
+        }
+    }
+
+    /// Sends `message` to node `node`'s services and waits for the answer (bounded by
+    /// `SUBMIT_DEADLINE_MS`).
+    ///
+    /// # Errors
+    /// The node is unknown, unreachable, or did not answer in time.
+    pub async fn message(&self, node: u64, message: &BrokerMessage) -> Result<BrokerAnswer, CallError> {
+        let shared = &self.shared;
+        let Some(addr) = shared.voters.get(&node) else {
+            return Err(CallError::Unreachable {
+                target: node,
+                addr: String::new(),
+                reason: "not a voter of this cluster".to_owned(),
+            });
+        };
+        let taken = shared.peers.lock().expect("peers lock").remove(&node);
+        let mut client = taken
+            .unwrap_or_else(|| PeerClient::new(Arc::clone(&shared.identity), node, addr.clone()));
+        let limit = Duration::from_millis(SUBMIT_DEADLINE_MS);
+        let result = client
+            .call::<_, i16>(Kind::Broker, message, limit)
+            .await;
+        shared.peers.lock().expect("peers lock").insert(node, client);
+        result
     }
 
     /// The latest applied image, and every later one.

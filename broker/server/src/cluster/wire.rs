@@ -34,6 +34,8 @@ pub enum Kind {
     FullSnapshot = 4,
     Forward = 5,
     TransferLeader = 6,
+    /// A message between brokers' services ([`BrokerMessage`]).
+    Broker = 7,
 }
 
 impl Kind {
@@ -45,6 +47,7 @@ impl Kind {
             4 => Kind::FullSnapshot,
             5 => Kind::Forward,
             6 => Kind::TransferLeader,
+            7 => Kind::Broker,
             _ => return None,
         })
     }
@@ -118,6 +121,43 @@ pub(crate) enum ForwardRefusal {
 
 /// A forwarded operation.
 pub(crate) type ForwardRequest = ControllerOp;
+
+/// One committed offset of a transaction, between brokers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxnOffset {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub leader_epoch: i32,
+    pub metadata: Option<String>,
+}
+
+/// What one broker's services ask of another's, on the controller listener (only brokers of
+/// this cluster, after their hello, reach it): a transaction's consumer offsets, which wait in
+/// the transaction's coordinator, travel from the group's coordinator and back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BrokerMessage {
+    /// From the group's coordinator (which checked the member, KIP-447) to the
+    /// transaction's: hold these offsets in the transaction (TxnOffsetCommit's second half).
+    HoldTxnOffsets {
+        transactional_id: String,
+        producer_id: i64,
+        producer_epoch: i16,
+        group_id: String,
+        offsets: Vec<TxnOffset>,
+        /// The transaction protocol v2 (TxnOffsetCommit v5+ adds the group itself).
+        protocol_v2: bool,
+    },
+    /// From the transaction's coordinator to the group's, once the transaction committed:
+    /// commit these offsets to the group.
+    CommitGroupOffsets {
+        group_id: String,
+        offsets: Vec<TxnOffset>,
+    },
+}
+
+/// A broker message's answer: Kafka's error code (0: done), or why it could not be handled.
+pub type BrokerAnswer = Result<i16, String>;
 
 /// Encodes `value` as a body.
 pub(crate) fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, WireError> {

@@ -175,6 +175,34 @@ impl Kraft {
         }
     }
 
+    /// From now on other brokers' messages go to `handler` (set once the coordinators run).
+    pub async fn serve_messages(&self, handler: crate::cluster::BrokerMessages) {
+        if let Some(handle) = self.handle.read().await.as_ref() {
+            handle.serve_broker_messages(handler);
+        }
+    }
+
+    /// Sends `message` to broker `node`'s services: its answer (a Kafka error code, 0 done).
+    ///
+    /// # Errors
+    /// The broker is unknown, unreachable or did not answer in time; or it could not handle
+    /// the message.
+    pub async fn message(
+        &self,
+        node: i32,
+        message: &crate::cluster::BrokerMessage,
+    ) -> Result<i16, String> {
+        let handle = self.handle.read().await;
+        let Some(handle) = handle.as_ref() else {
+            return Err("the cluster side is shut down".to_owned());
+        };
+        let node = u64::try_from(node).map_err(|_| format!("no broker {node}"))?;
+        handle
+            .message(node, message)
+            .await
+            .map_err(|e| e.to_string())?
+    }
+
     /// The quorum as this node sees it (DescribeQuorum); `None` once shut down.
     pub async fn status(&self) -> Option<QuorumStatus> {
         self.handle.read().await.as_ref().map(ClusterHandle::status)

@@ -213,7 +213,39 @@ fn write_partitions(broker: &Broker, markers: &WriteMarkers) -> bool {
 /// offsets of partitions deleted since are dropped, and a partition the group refuses for
 /// good (its metadata over a lowered `offset.metadata.max.bytes`) is logged and dropped: the
 /// transaction's records are committed either way.
-async fn commit_offsets(broker: &Broker, groups: &GroupHandle, pending: &PendingOffsets) -> bool {
+pub(super) async fn commit_offsets(
+    broker: &Broker,
+    groups: &GroupHandle,
+    pending: &PendingOffsets,
+) -> bool {
+    if let Some(kraft) = broker.kraft() {
+        let coordinator =
+            kraft.coordinator_node(crate::kraft::CoordinatorKind::Group, &pending.group_id);
+        match coordinator {
+            Some(node) if node == kraft.node_id() => {}
+            Some(node) => {
+                let message = crate::cluster::BrokerMessage::CommitGroupOffsets {
+                    group_id: pending.group_id.clone(),
+                    offsets: pending.offsets.iter().map(super::peers::wire_offset).collect(),
+                };
+                return match kraft.message(node, &message).await {
+                    Ok(0) => true,
+                    Ok(code) => {
+                        tracing::warn!(group = pending.group_id, coordinator = node, code, "the group's coordinator did not commit the transaction's offsets yet; retrying later");
+                        false
+                    }
+                    Err(e) => {
+                        tracing::warn!(group = pending.group_id, coordinator = node, error = %e, "sending a transaction's offsets to the group's coordinator failed; retrying later");
+                        false
+                    }
+                };
+            }
+            None => {
+                tracing::info!(group = pending.group_id, "the group's coordinator is not available; the transaction's offsets wait");
+                return false;
+            }
+        }
+    }
     let partitions: Vec<sluice_group::CommitPartition> = pending
         .offsets
         .iter()

@@ -13,7 +13,10 @@
 //! - `markers.rs`: a transaction's markers and, for a commit, its offsets.
 //! - `log.rs`: the transaction log (`data.dir/transaction-state/`).
 //! - `verify.rs`: KIP-890's verification of a transactional produce (the partitions'
-//!   guards, then one verify-only call), shared by Produce and the transform runners.
+//!   guards, then one verify-only call), shared by Produce and the transform runners; in a
+//!   cluster the call goes to the transaction's coordinator on its broker.
+//! - `peers.rs`: a transaction's consumer offsets between brokers: held in the transaction's
+//!   coordinator, handed to the group's coordinator at commit.
 //!
 //! Every request is finished before the next starts: EndTxn is answered once its markers are
 //! written (so a read_committed consumer sees a committed transaction as soon as the
@@ -29,6 +32,7 @@
 
 mod log;
 mod markers;
+pub mod peers;
 mod task;
 pub mod verify;
 

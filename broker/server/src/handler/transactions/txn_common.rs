@@ -41,8 +41,8 @@ pub fn wire_code(code: ErrorCode, version: i16, fenced_since: i16) -> i16 {
     }
 }
 
-/// `None` if the principal may `operation` the transactional id, else the error to answer.
-pub fn refuse_transactional_id(
+/// TRANSACTIONAL_ID_AUTHORIZATION_FAILED without `operation` on the transactional id.
+pub fn transactional_id_denied(
     ctx: &Ctx<'_>,
     operation: AclOperation,
     transactional_id: &str,
@@ -50,8 +50,17 @@ pub fn refuse_transactional_id(
     let allowed = ctx
         .auth
         .allowed(operation, ResourceType::TransactionalId, transactional_id);
-    if !allowed {
-        return Some(ResponseError::TransactionalIdAuthorizationFailed.code());
+    (!allowed).then(|| ResponseError::TransactionalIdAuthorizationFailed.code())
+}
+
+/// `None` if the principal may `operation` the transactional id, else the error to answer.
+pub fn refuse_transactional_id(
+    ctx: &Ctx<'_>,
+    operation: AclOperation,
+    transactional_id: &str,
+) -> Option<i16> {
+    if let Some(denied) = transactional_id_denied(ctx, operation, transactional_id) {
+        return Some(denied);
     }
     let elsewhere = ctx.kraft.is_some_and(|k| {
         !k.coordinates(crate::kraft::CoordinatorKind::Transaction, transactional_id)

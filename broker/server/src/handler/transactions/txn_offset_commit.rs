@@ -29,7 +29,7 @@ use sluice_security::acl::AclOperation;
 use sluice_txn::{ErrorCode, PendingOffset, TopicPartition, TxnProtocol};
 
 use super::Ctx;
-use super::txn_common::{UNAVAILABLE, call, producer, refuse_transactional_id, wire_code};
+use super::txn_common::{UNAVAILABLE, call, producer, transactional_id_denied, wire_code};
 use crate::handler::topic_ids::TopicIds;
 
 /// TxnOffsetCommit answers INVALID_PRODUCER_EPOCH for a fenced producer in every version
@@ -55,24 +55,11 @@ pub async fn handle(
     let id = request.transactional_id.0.as_str();
     let group = request.group_id.0.as_str();
     let mut offsets = Vec::new();
-    let mut refused = refuse_transactional_id(ctx, AclOperation::Write, id);
+    // The group's coordinator answers it (in a cluster the transaction's may be another
+    // broker: `hold` hands the offsets there), so only the right is checked here.
+    let mut refused = transactional_id_denied(ctx, AclOperation::Write, id);
     if refused.is_none() && !ctx.auth.group(AclOperation::Read, group) {
         refused = Some(ResponseError::GroupAuthorizationFailed.code());
-    }
-    if refused == Some(ResponseError::NotCoordinator.code()) {
-        // In a cluster, the group's coordinator (this broker) is not the transaction's: a
-        // transaction's offsets wait in its coordinator, which is not built across brokers
-        // yet. Abortable, so the producer aborts rather than retries for ever.
-        tracing::warn!(
-            transactional_id = id,
-            group,
-            "a transaction's offsets for a group coordinated by another broker than the transaction: not supported across brokers yet"
-        );
-        refused = Some(if version >= ABORTABLE_SINCE {
-            ResponseError::TransactionAbortable.code()
-        } else {
-            ResponseError::InvalidTxnState.code()
-        });
     }
     // Per partition: its topic's name and id, and the error it is answered with here, if any.
     let mut answered: Vec<(String, uuid::Uuid, i32, Option<i16>)> = Vec::new();
@@ -172,7 +159,35 @@ async fn hold(
         true => TxnProtocol::V2,
         false => TxnProtocol::V1,
     };
-    match call(ctx, ctx.txns.commit_offsets(txn, group, offsets, protocol)).await {
+    let coordinator = ctx.kraft.and_then(|k| {
+        let node = k.coordinator_node(
+            crate::kraft::CoordinatorKind::Transaction,
+            request.transactional_id.0.as_str(),
+        );
+        (node != Some(k.node_id())).then_some((k, node))
+    });
+    let held = match coordinator {
+        None => call(ctx, ctx.txns.commit_offsets(txn, group, offsets, protocol)).await,
+        Some((_, None)) => Some(ErrorCode::CoordinatorNotAvailable),
+        Some((kraft, Some(node))) => {
+            let message = crate::cluster::BrokerMessage::HoldTxnOffsets {
+                transactional_id: txn.transactional_id,
+                producer_id: txn.producer_id,
+                producer_epoch: txn.producer_epoch,
+                group_id: group,
+                offsets: offsets.iter().map(crate::txn::peers::wire_offset).collect(),
+                protocol_v2: protocol == TxnProtocol::V2,
+            };
+            match kraft.message(node, &message).await {
+                Ok(code) => Some(ErrorCode::from_code(code).unwrap_or(ErrorCode::UnknownServerError)),
+                Err(e) => {
+                    tracing::warn!(coordinator = node, error = %e, "handing a transaction's offsets to its coordinator failed");
+                    Some(ErrorCode::CoordinatorNotAvailable)
+                }
+            }
+        }
+    };
+    match held {
         Some(ErrorCode::InvalidTxnState) if version >= ABORTABLE_SINCE => {
             ErrorCode::TransactionAbortable.code()
         }

@@ -1,0 +1,93 @@
+//! A transaction's consumer offsets between brokers (a cluster): the group's coordinator
+//! checks a TxnOffsetCommit's member (KIP-447) and hands the offsets to the transaction's
+//! coordinator, where they wait in the transaction (`hold`); when it commits, the
+//! transaction's coordinator hands them to the group's coordinator (`markers.rs`). Both travel
+//! as [`BrokerMessage`]s on the controller listener, which only this cluster's brokers reach.
+
+use std::sync::Arc;
+
+use sluice_txn::{ErrorCode, PendingOffset, PendingOffsets, TopicPartition, TxnProtocol};
+
+use super::{TxnHandle, TxnProducer};
+use crate::broker::Broker;
+use crate::cluster::{BrokerAnswer, BrokerMessage, BrokerMessages, TxnOffset};
+use crate::group::GroupHandle;
+
+/// The handler of other brokers' messages to this broker's coordinators.
+pub fn handler(broker: Arc<Broker>, txns: TxnHandle, groups: GroupHandle) -> BrokerMessages {
+    BrokerMessages(Arc::new(move |message| {
+        let (broker, txns, groups) = (Arc::clone(&broker), txns.clone(), groups.clone());
+        Box::pin(async move { handle(&broker, &txns, &groups, message).await })
+    }))
+}
+
+async fn handle(
+    broker: &Arc<Broker>,
+    txns: &TxnHandle,
+    groups: &GroupHandle,
+    message: BrokerMessage,
+) -> BrokerAnswer {
+    match message {
+        BrokerMessage::HoldTxnOffsets {
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            group_id,
+            offsets,
+            protocol_v2,
+        } => {
+            let txn = TxnProducer {
+                transactional_id,
+                producer_id,
+                producer_epoch,
+            };
+            let protocol = if protocol_v2 {
+                TxnProtocol::V2
+            } else {
+                TxnProtocol::V1
+            };
+            let offsets = offsets.into_iter().map(pending).collect();
+            let code = txns
+                .commit_offsets(txn, group_id, offsets, protocol)
+                .await
+                .unwrap_or(ErrorCode::CoordinatorNotAvailable);
+            Ok(code.code())
+        }
+        BrokerMessage::CommitGroupOffsets { group_id, offsets } => {
+            let pending = PendingOffsets {
+                group_id,
+                offsets: offsets.into_iter().map(pending).collect(),
+            };
+            let written = super::markers::commit_offsets(broker, groups, &pending).await;
+            Ok(if written {
+                0
+            } else {
+                ErrorCode::CoordinatorNotAvailable.code()
+            })
+        }
+    }
+}
+
+/// An offset on the wire as the transaction keeps it.
+fn pending(o: TxnOffset) -> PendingOffset {
+    PendingOffset {
+        tp: TopicPartition {
+            topic: o.topic,
+            partition: o.partition,
+        },
+        committed_offset: o.offset,
+        leader_epoch: o.leader_epoch,
+        metadata: o.metadata,
+    }
+}
+
+/// An offset of a transaction for the wire.
+pub fn wire_offset(o: &PendingOffset) -> TxnOffset {
+    TxnOffset {
+        topic: o.tp.topic.clone(),
+        partition: o.tp.partition,
+        offset: o.committed_offset,
+        leader_epoch: o.leader_epoch,
+        metadata: o.metadata.clone(),
+    }
+}
