@@ -22,6 +22,7 @@ import test_java_client
 import test_kafka_go
 import test_kafkajs
 import test_sarama
+import test_streams_eos
 import kafka_wire as kw
 from client_matrix import leader_of
 from clients import create_topic
@@ -142,3 +143,12 @@ def test_java_transactions(broker, topic_name, classpath):  # noqa: F811
     assert r["ghost_member_offsets_error"] == "CommitFailedException"
     assert r["offset_committed_in_txn"] == 3
     assert r["end_offset"] == 24
+
+
+def test_kafka_streams_exactly_once_v2_across_kill_9(broker, tmp_path):
+    # The Streams suite's scenario as it is (word count, windowed count, join; the app
+    # killed -9 twice), its topics and stores spread over the three brokers.
+    for topic in ["eos-text", "eos-counts", "eos-clicks", "eos-window-counts", "eos-orders", "eos-customers",
+                  "eos-enriched"]:  # fmt: skip
+        create_topic(broker.bootstrap, topic, partitions=test_streams_eos.PARTITIONS)
+    test_streams_eos.test_streams_exactly_once_v2_is_exact_across_kill_9(broker, tmp_path)

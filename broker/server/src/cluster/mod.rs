@@ -78,6 +78,7 @@ pub use image::{ImageApplier, ImageWatch};
 pub use log_store::{MetaLogReader, MetaLogStore};
 pub use network::{CallError, Identity, NetworkFactory, PeerClient};
 pub use ops::{ControllerOp, ControllerReply, OpError, TopicOutcome, TopicSpec};
+pub use server::BrokerMessages;
 pub use service::{
     BrokerConfig, ClusterError, ClusterHandle, ClusterService, QuorumConfig, QuorumStatus,
     VoterStatus,
@@ -87,7 +88,6 @@ pub use types::{
     ApplyResponse, ControllerNode, Entry, LogId, Membership, MetaTypes, MetadataApply,
     MetadataPayload, PayloadTooLarge, RestoreError, Vote,
 };
-pub use server::BrokerMessages;
 pub use wire::{BrokerAnswer, BrokerMessage, Kind as FrameKind, TxnOffset, WireError};
 
 /// A Raft instance of the metadata quorum over the image `A`.

@@ -413,7 +413,11 @@ impl ClusterHandle {
     ///
     /// # Errors
     /// The node is unknown, unreachable, or did not answer in time.
-    pub async fn message(&self, node: u64, message: &BrokerMessage) -> Result<BrokerAnswer, CallError> {
+    pub async fn message(
+        &self,
+        node: u64,
+        message: &BrokerMessage,
+    ) -> Result<BrokerAnswer, CallError> {
         let shared = &self.shared;
         let Some(addr) = shared.voters.get(&node) else {
             return Err(CallError::Unreachable {
@@ -426,10 +430,12 @@ impl ClusterHandle {
         let mut client = taken
             .unwrap_or_else(|| PeerClient::new(Arc::clone(&shared.identity), node, addr.clone()));
         let limit = Duration::from_millis(SUBMIT_DEADLINE_MS);
-        let result = client
-            .call::<_, i16>(Kind::Broker, message, limit)
-            .await;
-        shared.peers.lock().expect("peers lock").insert(node, client);
+        let result = client.call::<_, i16>(Kind::Broker, message, limit).await;
+        shared
+            .peers
+            .lock()
+            .expect("peers lock")
+            .insert(node, client);
         result
     }
 

@@ -226,12 +226,21 @@ pub(super) async fn commit_offsets(
             Some(node) => {
                 let message = crate::cluster::BrokerMessage::CommitGroupOffsets {
                     group_id: pending.group_id.clone(),
-                    offsets: pending.offsets.iter().map(super::peers::wire_offset).collect(),
+                    offsets: pending
+                        .offsets
+                        .iter()
+                        .map(super::peers::wire_offset)
+                        .collect(),
                 };
                 return match kraft.message(node, &message).await {
                     Ok(0) => true,
                     Ok(code) => {
-                        tracing::warn!(group = pending.group_id, coordinator = node, code, "the group's coordinator did not commit the transaction's offsets yet; retrying later");
+                        tracing::warn!(
+                            group = pending.group_id,
+                            coordinator = node,
+                            code,
+                            "the group's coordinator did not commit the transaction's offsets yet; retrying later"
+                        );
                         false
                     }
                     Err(e) => {
@@ -241,7 +250,10 @@ pub(super) async fn commit_offsets(
                 };
             }
             None => {
-                tracing::info!(group = pending.group_id, "the group's coordinator is not available; the transaction's offsets wait");
+                tracing::info!(
+                    group = pending.group_id,
+                    "the group's coordinator is not available; the transaction's offsets wait"
+                );
                 return false;
             }
         }

@@ -179,7 +179,9 @@ async fn hold(
                 protocol_v2: protocol == TxnProtocol::V2,
             };
             match kraft.message(node, &message).await {
-                Ok(code) => Some(ErrorCode::from_code(code).unwrap_or(ErrorCode::UnknownServerError)),
+                Ok(code) => {
+                    Some(ErrorCode::from_code(code).unwrap_or(ErrorCode::UnknownServerError))
+                }
                 Err(e) => {
                     tracing::warn!(coordinator = node, error = %e, "handing a transaction's offsets to its coordinator failed");
                     Some(ErrorCode::CoordinatorNotAvailable)
