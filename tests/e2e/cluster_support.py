@@ -160,7 +160,26 @@ class Cluster:
             wait_until(lambda v=v: self.live_brokers(v) == expected, timeout_s, f"node {v} to list brokers {expected}")
 
     def controller(self, via: int) -> int:
-        return self.metadata(via)["controllerid"]
+        """The active controller (the quorum's leader), from DescribeQuorum."""
+        from kafka_wire import Fields, KafkaConnection
+
+        partition = Fields().i32(0).tagged_fields()
+        topic = Fields().compact_string("__cluster_metadata").compact_array([partition]).tagged_fields()
+
+        def leader():
+            with KafkaConnection(self.node(via).bootstrap) as conn:
+                r = conn.request(55, 0, Fields().compact_array([topic]).tagged_fields())
+                r.skip_tagged_fields()
+                assert r.i16() == 0
+                r.uvarint()
+                r.compact_string()
+                r.uvarint()
+                r.i32()
+                r.i16()
+                found = r.i32()
+            return found if found > 0 else None
+
+        return wait_until(leader, 30, "a quorum leader")
 
     def leaders(self, via: int, topic: str) -> dict[int, int]:
         """Partition -> leader (-1: none), as node `via` says."""

@@ -460,3 +460,87 @@ def test_a_transactions_consumer_offsets_reach_a_group_coordinated_elsewhere(clu
     committed = consumer.committed([TopicPartition(topic_name, p) for p in range(3)], timeout=30)
     consumer.close()
     assert [tp.offset for tp in committed] == [7, 7, 7], committed
+
+
+def test_the_active_controller_dies_during_a_storm_of_acls_and_users(cluster_factory, topic_name):
+    """CreateAcls and SCRAM upserts from several clients while the active controller is
+    killed with -9: every acknowledged ACL and user is on every broker afterwards, once."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    cluster = cluster_factory(3)
+    controller = cluster.controller(1)
+    survivors = [k for k in (1, 2, 3) if k != controller]
+    acls: list[str] = []
+    users: list[str] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def acl_storm(via: int, worker: int):
+        admin = AdminClient({"bootstrap.servers": cluster.node(via).bootstrap})
+        i = 0
+        while not stop.is_set():
+            name = f"{topic_name}-acl-{worker}-{i}"
+            i += 1
+            binding = AclBinding(
+                ResourceType.TOPIC, name, ResourcePatternType.LITERAL, "User:storm", "*", AclOperation.READ, AclPermissionType.ALLOW
+            )
+            try:
+                for f in admin.create_acls([binding], request_timeout=20).values():
+                    f.result(timeout=30)
+            except Exception:  # noqa: BLE001 (an unacknowledged change is allowed to be lost)
+                continue
+            with lock:
+                acls.append(name)
+
+    def user_storm(via: int, worker: int):
+        admin = AdminClient({"bootstrap.servers": cluster.node(via).bootstrap})
+        i = 0
+        while not stop.is_set():
+            user = f"storm-{worker}-{i}"
+            i += 1
+            upsert = UserScramCredentialUpsertion(user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"pw")
+            try:
+                for f in admin.alter_user_scram_credentials([upsert], request_timeout=20).values():
+                    f.result(timeout=30)
+            except Exception:  # noqa: BLE001
+                continue
+            with lock:
+                users.append(user)
+
+    workers = [threading.Thread(target=acl_storm, args=(survivors[w % 2], w)) for w in range(2)]
+    workers += [threading.Thread(target=user_storm, args=(survivors[w % 2], w)) for w in range(2)]
+    for w in workers:
+        w.start()
+    wait_until(lambda: len(acls) >= 5 and len(users) >= 5, 60, "changes before the kill")
+    cluster.node(controller).kill()
+    before = (len(acls), len(users))
+    wait_until(lambda: len(acls) >= before[0] + 5 and len(users) >= before[1] + 5, 60, "changes after the kill")
+    stop.set()
+    for w in workers:
+        w.join(timeout=120)
+    cluster.node(controller).start()
+    cluster.wait_for_brokers({1, 2, 3})
+    any_acl = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY, AclPermissionType.ANY)
+    for k in (1, 2, 3):
+        admin = AdminClient({"bootstrap.servers": cluster.node(k).bootstrap})
+
+        def has_all(admin=admin):
+            names = [b.name for b in admin.describe_acls(any_acl).result(timeout=30)]
+            return set(acls) <= set(names) and len(names) == len(set(names))
+
+        wait_until(has_all, 30, f"node {k} to list every acknowledged ACL once")
+        described = admin.describe_user_scram_credentials(users)
+        for user in users:
+            infos = described[user].result(timeout=30).scram_credential_infos
+            assert len(infos) == 1, (k, user, infos)

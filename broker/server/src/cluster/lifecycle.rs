@@ -78,6 +78,16 @@ async fn register(shared: &Shared, registration: &BrokerRegistration) -> Option<
             tracing::error!(?other, "unexpected answer to a registration");
             None
         }
+        Err(ClusterError::Refused(e))
+            if e.code == ErrorCode::DuplicateBrokerRegistration.code() =>
+        {
+            tracing::error!(
+                node = registration.node_id,
+                error = %e,
+                "another live broker is registered with this node.id: give each broker its own node.id (this one retries until the other is gone)"
+            );
+            None
+        }
         Err(e) => {
             tracing::info!(error = %e, "broker registration failed; retrying");
             None

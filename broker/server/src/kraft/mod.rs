@@ -137,13 +137,6 @@ impl Kraft {
         self.node_id
     }
 
-    /// The active controller's node id, if one is known.
-    pub fn leader_id(&self) -> Option<i32> {
-        let handle = self.handle.try_read().ok()?;
-        let leader = handle.as_ref()?.status().leader_id?;
-        i32::try_from(leader).ok()
-    }
-
     /// The latest applied image.
     pub fn image(&self) -> Arc<MetadataImage> {
         self.image.borrow().clone()

@@ -27,7 +27,11 @@ use super::Ctx;
 const METADATA_TOPIC: &str = "__cluster_metadata";
 
 /// Answers DescribeQuorum.
-pub async fn handle(ctx: &Ctx<'_>, request: &DescribeQuorumRequest) -> DescribeQuorumResponse {
+pub async fn handle(
+    ctx: &Ctx<'_>,
+    request: &DescribeQuorumRequest,
+    version: i16,
+) -> DescribeQuorumResponse {
     let mut response = DescribeQuorumResponse::default();
     if !ctx.auth.cluster(AclOperation::Describe) {
         response.error_code = ResponseError::ClusterAuthorizationFailed.code();
@@ -61,7 +65,21 @@ pub async fn handle(ctx: &Ctx<'_>, request: &DescribeQuorumRequest) -> DescribeQ
             out
         })
         .collect();
-    response.nodes = nodes(ctx);
+    if version >= 2 {
+        response.nodes = nodes(ctx);
+    }
+    if version < 1 {
+        // No timestamps before v1 (the codec refuses a set one).
+        for voter in response
+            .topics
+            .iter_mut()
+            .flat_map(|t| t.partitions.iter_mut())
+            .flat_map(|p| p.current_voters.iter_mut())
+        {
+            voter.last_fetch_timestamp = -1;
+            voter.last_caught_up_timestamp = -1;
+        }
+    }
     response
 }
 

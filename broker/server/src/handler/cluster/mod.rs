@@ -91,13 +91,12 @@ impl Ctx<'_> {
         }
     }
 
-    /// The controller id to tell clients: the active controller (every voter is a broker
-    /// here), or this broker on a single node.
+    /// The controller id to tell clients: this broker. As a KRaft broker answers (a live
+    /// broker, since clients never reach the quorum itself): the admin requests clients send
+    /// to "the controller" come here and are forwarded to the active controller, so a client
+    /// is never stuck on a controller that died. DescribeQuorum names the active controller.
     pub(super) fn controller_id(&self) -> i32 {
-        match self.kraft {
-            Some(kraft) => kraft.leader_id().unwrap_or(-1),
-            None => self.config.node_id,
-        }
+        self.config.node_id
     }
 
     /// Whether a topic of the registry is one the cluster lists (a topic on this disk that
@@ -142,7 +141,7 @@ pub(super) async fn dispatch(
         }
         ApiKey::ElectLeaders => answer.reply(&elect_leaders::handle(ctx, call.request()?, v)),
         ApiKey::DescribeQuorum => {
-            answer.reply(&describe_quorum::handle(ctx, &call.request()?).await)
+            answer.reply(&describe_quorum::handle(ctx, &call.request()?, v).await)
         }
         ApiKey::AlterReplicaLogDirs => {
             answer.reply(&alter_replica_log_dirs::handle(ctx, &call.request()?))
