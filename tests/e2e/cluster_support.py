@@ -110,7 +110,7 @@ class Cluster:
         for k in range(1, size + 1):
             data = root / f"node-{k}"
             subprocess.run(
-                [sluice_bin(), "cluster", "format", "--data-dir", str(data), "--cluster-id", cluster_id, "--node-id", str(k)],
+                [sluice_bin(), "cluster", "format", "--data-dir", str(data), f"--cluster-id={cluster_id}", "--node-id", str(k)],
                 capture_output=True,
                 text=True,
                 check=True,

@@ -579,6 +579,8 @@ def spec_samples(n: FuzzNames, unique: str) -> dict[int, dict]:
         kw.API_LIST_TRANSACTIONS: {"DurationFilter": -1, "TransactionalIdPattern": "fuzz-.*"},
         kw.API_DESCRIBE_TOPIC_PARTITIONS: {"Topics": [{"Name": n.topic}], "ResponsePartitionLimit": 2_000},
         kw.API_LIST_CONFIG_RESOURCES: {"ResourceTypes": [2, 4]},
+        # DescribeQuorum (55): the metadata quorum's one partition.
+        55: {"Topics": [{"TopicName": "__cluster_metadata", "Partitions": [{"PartitionIndex": 0}]}]},
     }
 
 

@@ -59,20 +59,37 @@ impl sluice_group::MemberIdRng for OsRng {
 }
 
 /// 22 random URL-safe characters (`random.rs`; Kafka's cluster ids are 22-character
-/// base64 UUIDs).
+/// base64 UUIDs). Never starting with `-`, as Kafka's `Uuid.randomUuid` avoids it: such an
+/// id given to a command line (`--cluster-id -x...`) reads as a flag.
 pub fn random_id() -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut bytes = [0u8; 22];
-    OsRng::fill(&mut bytes).expect("getrandom(2) failed");
-    bytes
-        .iter()
-        .map(|b| char::from(ALPHABET[usize::from(b & 63)]))
-        .collect()
+    loop {
+        let mut bytes = [0u8; 22];
+        OsRng::fill(&mut bytes).expect("getrandom(2) failed");
+        let id: String = bytes
+            .iter()
+            .map(|b| char::from(ALPHABET[usize::from(b & 63)]))
+            .collect();
+        if !id.starts_with('-') {
+            return id;
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn random_ids_never_start_with_a_dash() {
+        // Regression: a test cluster's `sluice cluster format --cluster-id -...` failed,
+        // the id read as a flag (1 in 64 ids).
+        for _ in 0..2_000 {
+            let id = random_id();
+            assert_eq!(id.len(), 22);
+            assert!(!id.starts_with('-'), "{id}");
+        }
+    }
 
     #[test]
     fn fills_any_length_and_draws_differ() {
