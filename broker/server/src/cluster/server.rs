@@ -41,18 +41,16 @@ pub(crate) struct Dispatch {
     pub broker_messages: Arc<std::sync::OnceLock<BrokerMessages>>,
 }
 
+/// A boxed answer to a broker message.
+pub type BrokerAnswerFuture =
+    std::pin::Pin<Box<dyn std::future::Future<Output = wire::BrokerAnswer> + Send>>;
+
+/// The function that handles broker messages.
+pub type BrokerMessageFn = dyn Fn(wire::BrokerMessage) -> BrokerAnswerFuture + Send + Sync;
+
 /// Handles a message from another broker's services.
 #[derive(Clone)]
-pub struct BrokerMessages(
-    pub  Arc<
-        dyn Fn(
-                wire::BrokerMessage,
-            )
-                -> std::pin::Pin<Box<dyn std::future::Future<Output = wire::BrokerAnswer> + Send>>
-            + Send
-            + Sync,
-    >,
-);
+pub struct BrokerMessages(pub Arc<BrokerMessageFn>);
 
 impl std::fmt::Debug for BrokerMessages {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

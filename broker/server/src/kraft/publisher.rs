@@ -215,21 +215,7 @@ fn reconcile_topics(
         let Some(local) = topics.topic(&topic.name) else {
             continue;
         };
-        for (&index, state) in &topic.partitions {
-            let Some(partition) = usize::try_from(index)
-                .ok()
-                .and_then(|i| local.partitions.get(i))
-            else {
-                continue;
-            };
-            partition.set_placement(Placement {
-                leader: state.leader,
-                leader_epoch: state.leader_epoch,
-                replicas: state.replicas.clone(),
-                isr: state.isr.clone(),
-                here: state.leader == node_id,
-            });
-        }
+        place(&local, topic, node_id);
     }
     let gone: Vec<TopicId> = seen
         .iter()
@@ -241,6 +227,25 @@ fn reconcile_topics(
         if let Some(name) = topics.name_of_id(&Uuid::from_bytes(id.0)) {
             change(topics, TopicChange::TopicDeleted { name });
         }
+    }
+}
+
+/// Each partition's placement, as the image says, on this broker's partitions.
+fn place(local: &crate::topics::Topic, topic: &sluice_cluster::image::TopicImage, node_id: i32) {
+    for (&index, state) in &topic.partitions {
+        let Some(partition) = usize::try_from(index)
+            .ok()
+            .and_then(|i| local.partitions.get(i))
+        else {
+            continue;
+        };
+        partition.set_placement(Placement {
+            leader: state.leader,
+            leader_epoch: state.leader_epoch,
+            replicas: state.replicas.clone(),
+            isr: state.isr.clone(),
+            here: state.leader == node_id,
+        });
     }
 }
 

@@ -153,7 +153,10 @@ pub struct SecurityStore {
 }
 
 /// Commits security records elsewhere (the metadata log): `Err` names why not.
-pub struct RemoteAppend(pub Box<dyn Fn(&[SecurityRecord]) -> Result<(), String> + Send + Sync>);
+pub struct RemoteAppend(pub Box<RemoteAppendFn>);
+
+/// The function behind [`RemoteAppend`].
+pub type RemoteAppendFn = dyn Fn(&[SecurityRecord]) -> Result<(), String> + Send + Sync;
 
 impl std::fmt::Debug for RemoteAppend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

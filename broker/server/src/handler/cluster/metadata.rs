@@ -33,18 +33,7 @@ use crate::topics::Topic;
 /// Answers Metadata.
 pub async fn handle(ctx: &Ctx<'_>, request: MetadataRequest, version: i16) -> MetadataResponse {
     let mut response = MetadataResponse::default();
-    response.brokers = ctx
-        .nodes()
-        .into_iter()
-        .map(|n| {
-            let mut node = MetadataResponseBroker::default();
-            node.node_id = BrokerId(n.node_id);
-            node.host = StrBytes::from_string(n.host);
-            node.port = n.port;
-            node.rack = n.rack.map(StrBytes::from_string);
-            node
-        })
-        .collect();
+    response.brokers = brokers(ctx);
     response.cluster_id = Some(StrBytes::from_string(ctx.cluster_id.to_owned()));
     response.controller_id = BrokerId(ctx.controller_id());
     let asked_operations = (
@@ -115,6 +104,21 @@ pub async fn handle(ctx: &Ctx<'_>, request: MetadataRequest, version: i16) -> Me
         }
     }
     response
+}
+
+/// The brokers to list (`Ctx::nodes`).
+fn brokers(ctx: &Ctx<'_>) -> Vec<MetadataResponseBroker> {
+    ctx.nodes()
+        .into_iter()
+        .map(|n| {
+            let mut node = MetadataResponseBroker::default();
+            node.node_id = BrokerId(n.node_id);
+            node.host = StrBytes::from_string(n.host);
+            node.port = n.port;
+            node.rack = n.rack.map(StrBytes::from_string);
+            node
+        })
+        .collect()
 }
 
 /// KIP-430: the operations the principal may do on the cluster and on each listed topic,

@@ -208,27 +208,7 @@ async fn create_in_cluster(
         };
         for (out, result) in &mut results {
             let Ok(created) = result else { continue };
-            let name = out.name.0.as_str();
-            let answer = match &answers {
-                Err(e) => Err(KafkaError::new(e.code, e.message.clone())),
-                Ok(answers) => answers.iter().find(|(n, _)| n == name).map_or_else(
-                    || {
-                        Err(KafkaError::new(
-                            ResponseError::UnknownServerError,
-                            "the controller did not answer for it",
-                        ))
-                    },
-                    |(_, outcome)| {
-                        outcome.clone().map_err(|e| {
-                            KafkaError::new(
-                                ResponseError::try_from_code(e.code)
-                                    .unwrap_or(ResponseError::UnknownServerError),
-                                e.message,
-                            )
-                        })
-                    },
-                ),
-            };
+            let answer = answer_for(&answers, out.name.0.as_str());
             match answer {
                 Ok((id, _)) => created.id = crate::topics::topic_id::Uuid::from_bytes(id),
                 Err(e) => *result = Err(e),
@@ -246,6 +226,28 @@ async fn create_in_cluster(
             }
         })
         .collect()
+}
+
+/// The controller's answer for topic `name`: its id and assignment, or why not.
+fn answer_for(
+    answers: &Result<Vec<(String, crate::cluster::TopicOutcome)>, KafkaError>,
+    name: &str,
+) -> Result<([u8; 16], Vec<Vec<i32>>), KafkaError> {
+    let answers = answers
+        .as_ref()
+        .map_err(|e| KafkaError::new(e.code, e.message.clone()))?;
+    let (_, outcome) = answers.iter().find(|(n, _)| n == name).ok_or_else(|| {
+        KafkaError::new(
+            ResponseError::UnknownServerError,
+            "the controller did not answer for it",
+        )
+    })?;
+    outcome.clone().map_err(|e| {
+        KafkaError::new(
+            ResponseError::try_from_code(e.code).unwrap_or(ResponseError::UnknownServerError),
+            e.message,
+        )
+    })
 }
 
 /// A topic of a CreateTopics in a cluster, checked as on one broker; its id drawn here.
