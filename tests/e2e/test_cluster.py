@@ -544,3 +544,26 @@ def test_the_active_controller_dies_during_a_storm_of_acls_and_users(cluster_fac
         for user in users:
             infos = described[user].result(timeout=30).scram_credential_infos
             assert len(infos) == 1, (k, user, infos)
+
+
+def test_a_partitioner_plugin_on_a_cluster_keeps_records_on_their_leaders_or_refuses(cluster_factory, tmp_path, topic_name):
+    from confluent_kafka import KafkaError
+    from plugin_support import murmur2_partition, plugin_dir
+
+    plugins = plugin_dir(tmp_path, {"router": "murmur2"})
+    cluster = cluster_factory(3, {"plugin.dir": str(plugins)})
+    cluster.sluice("topic", "create", topic_name, "-p", "3", "-c", "sluice.partitioner=router", via=1)
+    leaders = cluster.leaders(1, topic_name)
+    key = b"key-1"
+    home = murmur2_partition(key, 3)
+    away = next(p for p in range(3) if leaders[p] != leaders[home])
+    outcomes = {}
+    producer = Producer({"bootstrap.servers": cluster.node(2).bootstrap, "retries": 0})
+    for value, partition in ((b"stays", home), (b"elsewhere", away)):
+        producer.produce(
+            topic_name, key=key, value=value, partition=partition, on_delivery=lambda e, m: outcomes.update({m.value(): e})
+        )
+    producer.flush(30)
+    assert outcomes[b"stays"] is None, outcomes
+    refused = outcomes[b"elsewhere"]
+    assert refused is not None and refused.code() == KafkaError.POLICY_VIOLATION, outcomes

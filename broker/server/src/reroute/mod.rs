@@ -15,7 +15,9 @@
 //! - the plugin failed (trap, timeout, memory, broken contract): POLICY_VIOLATION with the
 //!   plugin's error in `error_message` (Produce v8), nothing appended;
 //! - an append to a target partition failed: that append's error (KAFKA_STORAGE_ERROR, ...);
-//!   batches already appended to other partitions stay.
+//!   batches already appended to other partitions stay;
+//! - in a cluster, a record routed to a partition another broker leads: POLICY_VIOLATION
+//!   naming it, nothing appended (forwarding between brokers is not built yet).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -73,6 +75,23 @@ pub(crate) fn append(
         partition_count,
         &records,
     )?;
+    // The client sent to this partition's leader; before anything is appended, every target
+    // must be led here too: in a cluster a record routed to a partition another broker leads
+    // would need forwarding, which is not built yet (and a partial append retried would
+    // duplicate the rest). Refused whole, not retriable, naming the partition.
+    sent_partition.check_leader()?;
+    if let Some((target, leader)) = plan.keys().find_map(|&t| {
+        let placement = topic.partitions.get(t as usize)?.placement()?;
+        (!placement.here).then_some((t, placement.leader))
+    }) {
+        return Err(KafkaError::new(
+            ResponseError::PolicyViolation,
+            format!(
+                "the partitioner plugin routed records of {name}-{index} to {name}-{target}, led by broker {leader}: \
+                 forwarding re-routed records between brokers is not supported yet (nothing was appended)"
+            ),
+        ));
+    }
     let stayed = plan.keys().all(|&t| t == index as u32);
     let mut sent = None;
     let mut appends = Vec::with_capacity(plan.len());
