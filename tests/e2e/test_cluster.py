@@ -567,3 +567,24 @@ def test_a_partitioner_plugin_on_a_cluster_keeps_records_on_their_leaders_or_ref
     assert outcomes[b"stays"] is None, outcomes
     refused = outcomes[b"elsewhere"]
     assert refused is not None and refused.code() == KafkaError.POLICY_VIOLATION, outcomes
+
+
+def test_a_broker_down_past_a_snapshot_catches_up_from_it(cluster_factory, topic_name):
+    """Snapshots every 20 metadata entries (the log purged below them): a broker that misses
+    60 topic creations comes back through a snapshot and then has every topic."""
+    cluster = cluster_factory(3, {"sluice.metadata.snapshot.entries": "20"})
+    cluster.node(3).stop()
+    names = [f"{topic_name}-{i}" for i in range(60)]
+    for name in names:
+        cluster.sluice("topic", "create", name, "-p", "1", via=1)
+    cluster.node(3).start()
+    cluster.wait_for_brokers({1, 2, 3})
+
+    def caught_up():
+        listed = {t["topic"] for t in cluster.metadata(3)["topics"]}
+        return set(names) <= listed
+
+    wait_until(caught_up, 60, "node 3 to list every topic")
+    assert all((cluster.node(3).data_dir / "topics" / n / "topic.json").exists() for n in names)
+    # It came back through the leader's snapshot (the entries it missed were purged).
+    assert "installed a metadata snapshot" in cluster.node(3).log_path.read_text()

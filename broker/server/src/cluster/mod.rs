@@ -97,14 +97,25 @@ pub type MetaRaft<A> = openraft::Raft<MetaTypes, MetadataStateMachine<A>>;
 pub fn raft_config(
     cluster_name: &str,
 ) -> Result<std::sync::Arc<openraft::Config>, openraft::ConfigError> {
+    raft_config_with(cluster_name, limits::SNAPSHOT_AFTER_ENTRIES)
+}
+
+/// [`raft_config`] with a snapshot every `snapshot_after` entries
+/// (`sluice.metadata.snapshot.entries`); the entries kept below a snapshot are
+/// `LOG_ENTRIES_KEPT_AFTER_SNAPSHOT`, or a fifth of `snapshot_after` when that is fewer.
+pub fn raft_config_with(
+    cluster_name: &str,
+    snapshot_after: u64,
+) -> Result<std::sync::Arc<openraft::Config>, openraft::ConfigError> {
     let config = openraft::Config {
         cluster_name: cluster_name.to_owned(),
         heartbeat_interval: limits::HEARTBEAT_INTERVAL_MS,
         election_timeout_min: limits::ELECTION_TIMEOUT_MIN_MS,
         election_timeout_max: limits::ELECTION_TIMEOUT_MAX_MS,
         max_payload_entries: limits::APPEND_ENTRIES_PER_RPC_MAX,
-        snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(limits::SNAPSHOT_AFTER_ENTRIES),
-        max_in_snapshot_log_to_keep: limits::LOG_ENTRIES_KEPT_AFTER_SNAPSHOT,
+        snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(snapshot_after),
+        max_in_snapshot_log_to_keep: limits::LOG_ENTRIES_KEPT_AFTER_SNAPSHOT
+            .min(snapshot_after / 5),
         ..openraft::Config::default()
     };
     Ok(std::sync::Arc::new(config.validate()?))

@@ -36,7 +36,9 @@ use super::network::{CallError, Identity, NetworkFactory, PeerClient};
 use super::ops::{ControllerOp, ControllerReply, OpError};
 use super::server::{self, Dispatch};
 use super::wire::{BrokerAnswer, BrokerMessage, ForwardAnswer, ForwardRefusal, Kind};
-use super::{ControllerNode, MetaLogStore, MetaRaft, MetadataStateMachine, lifecycle, raft_config};
+use super::{
+    ControllerNode, MetaLogStore, MetaRaft, MetadataStateMachine, lifecycle, raft_config_with,
+};
 
 /// The metadata quorum's settings for this node, from the broker's config
 /// (`node.id`, `controller.quorum.voters`, the CONTROLLER listener, `data.dir`).
@@ -60,6 +62,9 @@ pub struct QuorumConfig {
     pub controller: ControllerConfig,
     /// The broker role: register, heartbeat, controlled shutdown. `None`: controller only.
     pub broker: Option<BrokerConfig>,
+    /// A snapshot of the image every this many entries (`sluice.metadata.snapshot.entries`;
+    /// `limits::SNAPSHOT_AFTER_ENTRIES` by default).
+    pub snapshot_after_entries: u64,
 }
 
 /// The broker role's settings.
@@ -150,8 +155,8 @@ impl ClusterService {
             node_id: config.node_id,
             voters: config.voters.clone(),
         };
-        let raft_config =
-            raft_config(&config.cluster_id).map_err(|e| ClusterError::Raft(e.to_string()))?;
+        let raft_config = raft_config_with(&config.cluster_id, config.snapshot_after_entries)
+            .map_err(|e| ClusterError::Raft(e.to_string()))?;
         let network = NetworkFactory::new(identity.clone());
         let raft = MetaRaft::new(config.node_id, raft_config, network, store, sm)
             .await

@@ -107,6 +107,11 @@ broker_keys! {
     /// How often a broker heartbeats to the controller.
     "broker.heartbeat.interval.ms" => broker_heartbeat_interval_ms: i64 = 2_000,
         ms(1..=I32_MAX);
+    /// A snapshot of the metadata image every this many metadata-log entries; the log is
+    /// purged below it (keeping a fifth of this, at most 1,000 entries), so a broker further
+    /// behind catches up from the snapshot.
+    "sluice.metadata.snapshot.entries" => metadata_snapshot_entries: u64 = 5_000,
+        count(10..=10_000_000);
     /// Partitions of `__consumer_offsets` in a cluster: a group's coordinator is the leader
     /// of partition `hash(group) % this` (Kafka's placement). Fixed once the cluster made it.
     "offsets.topic.num.partitions" => offsets_topic_num_partitions: i32 = 50,

@@ -75,6 +75,7 @@ pub fn quorum_config(
             heartbeat_interval_ms: u64::try_from(config.broker_heartbeat_interval_ms)
                 .unwrap_or(u64::MAX),
         }),
+        snapshot_after_entries: config.metadata_snapshot_entries,
     })
 }
 

@@ -97,6 +97,7 @@ async fn start_cluster(n: u64, brokers: bool) -> Vec<Node> {
                 rack: None,
                 heartbeat_interval_ms: 100,
             }),
+            snapshot_after_entries: crate::cluster::limits::SNAPSHOT_AFTER_ENTRIES,
         };
         let handle = ClusterService::start_on(config.clone(), listener)
             .await
@@ -453,6 +454,7 @@ async fn a_config_without_this_node_among_the_voters_is_refused() {
         data_dir: dir.path().to_path_buf(),
         controller: ControllerConfig::default(),
         broker: None,
+        snapshot_after_entries: crate::cluster::limits::SNAPSHOT_AFTER_ENTRIES,
     };
     let refused = ClusterService::start_on(config, listener)
         .await
