@@ -413,16 +413,32 @@ def test_views_and_the_admin_apis_topics_are_the_clusters(cluster_factory, tmp_p
     assert status in (200, 204), text
     for k in (2, 3):
         wait_until(lambda k=k: http(cluster.node(k), "GET", f"/v1/views/{view}")[0] == 404, 10, f"node {k} dropped it")
-    # Not built for clusters yet, and said so: uploads (they would reach one broker) and
-    # materialized transforms.
+    # Not built for clusters yet, and said so: materialized transforms.
     status, text = http(cluster.node(1), "POST", "/v1/transforms", {"name": "t", "source": topic_name, "plugin": "json-filter", "outputs": [topic_name]})
     assert status == 501 and "NOT_IN_A_CLUSTER" in text, text
-    request = urllib.request.Request(cluster.node(1).admin_url + "/v1/plugins/up", data=b"\0asm", method="PUT")
-    try:
-        urllib.request.urlopen(request, timeout=30)
-        raise AssertionError("an upload was taken")
-    except urllib.error.HTTPError as e:
-        assert e.code == 501 and "plugin.dir" in e.read().decode()
+
+
+def test_a_plugin_uploaded_to_one_broker_is_installed_on_every_broker(cluster_factory, topic_name):
+    from plugin_support import built_plugins_dir
+    from test_metrics import http
+
+    cluster = cluster_factory(3)
+    wasm = (built_plugins_dir() / "murmur2.wasm").read_bytes()
+    request = urllib.request.Request(cluster.node(1).admin_url + "/v1/plugins/router", data=wasm, method="PUT")
+    info = json.loads(urllib.request.urlopen(request, timeout=120).read())
+    assert info["kind"] == "partitioner"
+    for k in (2, 3):
+        status, text = http(cluster.node(k), "GET", "/v1/plugins/router")
+        assert status == 200 and json.loads(text)["sha256"] == info["sha256"], (k, text)
+    # A topic bound to it can be made through any broker (each binds its own copy).
+    cluster.sluice("topic", "create", topic_name, "-p", "3", "-c", "sluice.partitioner=router", via=3)
+    assert sorted(cluster.leaders(2, topic_name).values()) == [1, 2, 3]
+    # Deleted through another broker: gone everywhere (after its topic).
+    cluster.sluice("topic", "delete", topic_name, via=1)
+    status, text = http(cluster.node(2), "DELETE", "/v1/plugins/router")
+    assert status in (200, 204), text
+    for k in (1, 3):
+        assert http(cluster.node(k), "GET", "/v1/plugins/router")[0] == 404, k
 
 
 def test_a_transactions_consumer_offsets_reach_a_group_coordinated_elsewhere(cluster_factory, topic_name):

@@ -155,7 +155,7 @@ pub use filter::FilterInstance;
 pub use partitioner::PartitionerInstance;
 pub use plugin_log::{LogLine, LogPage};
 pub use pool::{Filter, Partitioner, Transform, Validator};
-pub use registry::{Install, LoadFailures, PluginInfo, Registry};
+pub use registry::{Install, LoadFailures, PluginInfo, Registry, sha256_hex};
 pub use share::InstanceCounts;
 pub use slot::PluginSlot;
 pub use stats::{CALL_LATENCY_BUCKETS_US, CallErrorKind, PluginStats};

@@ -35,6 +35,12 @@ pub struct PluginInfo {
     pub users: usize,
 }
 
+/// The SHA-256 of `bytes`, lowercase hex (how digests are written here): what a broker sending
+/// an upload to another says of the bytes it sends.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    crate::cache::hex(&sha2::Sha256::digest(bytes))
+}
+
 /// Whether an install may replace a plugin of the same name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Install {

@@ -50,7 +50,7 @@ impl Plugins {
         let watcher = registry.watch()?;
         tracing::info!(dir = %registry.dir().display(), plugins = registry.list().len(), "plugin registry open");
         if config.needs_format() {
-            tracing::warn!(dir = %registry.dir().display(), "in a cluster each broker loads the plugins of its own plugin.dir (uploads through the admin API are refused until they are copied between brokers): give every broker the same files");
+            tracing::warn!(dir = %registry.dir().display(), "in a cluster, files in plugin.dir are this broker's own (uploads through the admin API are copied to every broker): give every broker the same files");
         }
         Ok(Self {
             registry,
@@ -384,5 +384,53 @@ mod tests {
             call_error("t", "partitioner", &trap).code,
             ResponseError::PolicyViolation
         );
+    }
+}
+
+/// Applies another broker's plugin upload or deletion here (a cluster): the bytes are
+/// installed only if their SHA-256 is the sender's, and compiled here. Blocking.
+///
+/// # Errors
+/// The digest differs, or the registry refused (the message says which).
+pub fn apply_remote(
+    plugins: &Plugins,
+    message: crate::cluster::BrokerMessage,
+) -> Result<i16, String> {
+    use crate::cluster::BrokerMessage;
+    match message {
+        BrokerMessage::InstallPlugin {
+            name,
+            sha256,
+            bytes,
+            replace,
+        } => {
+            let mode = if replace {
+                sluice_plugin_host::Install::NewOrReplace
+            } else {
+                sluice_plugin_host::Install::NewOnly
+            };
+            let digest = sluice_plugin_host::sha256_hex(&bytes);
+            if digest != sha256 {
+                return Err(format!(
+                    "plugin {name}: the bytes received hash to {digest}, not {sha256}: not installed"
+                ));
+            }
+            let info = plugins
+                .registry
+                .install_as(&name, &bytes, mode)
+                .map_err(|e| format!("plugin {name}: {e}"))?;
+            tracing::info!(plugin = %name, sha256 = %info.sha256, "installed a plugin uploaded to another broker");
+            Ok(0)
+        }
+        BrokerMessage::RemovePlugin { name, force } => {
+            match plugins.registry.delete(&name, force) {
+                Ok(()) => {
+                    tracing::info!(plugin = %name, "deleted a plugin deleted on another broker");
+                    Ok(0)
+                }
+                Err(e) => Err(format!("plugin {name}: {e}")),
+            }
+        }
+        _ => Err("not a plugin message".to_owned()),
     }
 }

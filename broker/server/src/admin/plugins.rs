@@ -215,12 +215,6 @@ async fn deploy(
     body: Body,
 ) -> Result<Response, ApiError> {
     let path_name = name.clone();
-    // Uploaded here, it would be on this broker only: in a cluster each broker's plugin.dir
-    // holds the plugins until uploads are copied to every broker.
-    ApiError::not_in_a_cluster(
-        &state,
-        "uploading a plugin (give every broker the same files in plugin.dir)",
-    )?;
     // Checked before the body is read: a refused caller cannot make the broker buffer it.
     let mode = install_mode(&state, &caller, &name).inspect_err(|e| {
         audit::refused(
@@ -239,6 +233,7 @@ async fn deploy(
             max_bytes,
         })
     })?;
+    let sent = bytes.clone();
     let outcome = blocking(move || registry.install_as(&name, &bytes, mode)).await?;
     let info = outcome.map_err(|e| {
         let error = registry_error(e);
@@ -256,7 +251,50 @@ async fn deploy(
         &format!("plugin {}", info.name),
         &format!("sha256={} kind={}", info.sha256, info.kind.as_str()),
     );
+    let message = crate::cluster::BrokerMessage::InstallPlugin {
+        name: info.name.clone(),
+        sha256: sluice_plugin_host::sha256_hex(&sent),
+        bytes: sent.to_vec(),
+        replace: mode == Install::NewOrReplace,
+    };
+    to_every_broker(&state, &message, "installed").await?;
     Ok((StatusCode::OK, axum::Json(PluginView::from(info))).into_response())
+}
+
+/// In a cluster, the same change on every other live broker (the bytes verified by their
+/// SHA-256 there, and compiled there): `NOT_ON_EVERY_BROKER` (502) naming the brokers that
+/// failed, the change standing where it was made (upload again to retry).
+async fn to_every_broker(
+    state: &AdminState,
+    message: &crate::cluster::BrokerMessage,
+    what: &str,
+) -> Result<(), ApiError> {
+    let Some(kraft) = state.broker.kraft() else {
+        return Ok(());
+    };
+    let others: Vec<i32> = kraft
+        .image()
+        .brokers()
+        .iter()
+        .filter(|(id, b)| **id != kraft.node_id() && b.is_active())
+        .map(|(id, _)| *id)
+        .collect();
+    let mut failed = Vec::new();
+    for node in others {
+        match kraft.message(node, message).await {
+            Ok(0) => {}
+            Ok(code) => failed.push(format!("broker {node}: error {code}")),
+            Err(e) => failed.push(format!("broker {node}: {e}")),
+        }
+    }
+    if failed.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        StatusCode::BAD_GATEWAY,
+        "NOT_ON_EVERY_BROKER",
+        format!("{what} here, not on every broker: {}", failed.join("; ")),
+    ))
 }
 
 /// ALTER on the plugin replaces it (or makes it new); CREATE on the cluster only makes a
@@ -291,9 +329,14 @@ async fn delete(
     )?;
     let registry = state.broker.plugins.registry.clone();
     let deleted = name.clone();
+    let message = crate::cluster::BrokerMessage::RemovePlugin {
+        name: name.clone(),
+        force: query.force,
+    };
     blocking(move || registry.delete(&name, query.force))
         .await?
         .map_err(registry_error)?;
+    to_every_broker(&state, &message, "deleted").await?;
     audit::done(
         caller.actor(),
         "plugin.delete",

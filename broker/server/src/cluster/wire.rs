@@ -154,6 +154,16 @@ pub enum BrokerMessage {
         group_id: String,
         offsets: Vec<TxnOffset>,
     },
+    /// A plugin uploaded to the sender: install these bytes as `name` here too, if their
+    /// SHA-256 is `sha256` (compiled here); `replace` an existing version, or only make it.
+    InstallPlugin {
+        name: String,
+        sha256: String,
+        bytes: Vec<u8>,
+        replace: bool,
+    },
+    /// A plugin deleted on the sender: delete it here too.
+    RemovePlugin { name: String, force: bool },
 }
 
 /// A broker message's answer: Kafka's error code (0: done), or why it could not be handled.

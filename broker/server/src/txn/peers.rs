@@ -1,8 +1,11 @@
-//! A transaction's consumer offsets between brokers (a cluster): the group's coordinator
+//! Other brokers' messages to this broker's services (a cluster), and first a transaction's
+//! consumer offsets between brokers: the group's coordinator
 //! checks a TxnOffsetCommit's member (KIP-447) and hands the offsets to the transaction's
 //! coordinator, where they wait in the transaction (`hold`); when it commits, the
 //! transaction's coordinator hands them to the group's coordinator (`markers.rs`). Both travel
 //! as [`BrokerMessage`]s on the controller listener, which only this cluster's brokers reach.
+//! A plugin uploaded to one broker is installed on the others the same way
+//! (`crate::plugins::apply_remote`).
 
 use std::sync::Arc;
 
@@ -52,6 +55,14 @@ async fn handle(
                 .await
                 .unwrap_or(ErrorCode::CoordinatorNotAvailable);
             Ok(code.code())
+        }
+        message @ (BrokerMessage::InstallPlugin { .. } | BrokerMessage::RemovePlugin { .. }) => {
+            let broker = Arc::clone(broker);
+            tokio::task::spawn_blocking(move || {
+                crate::plugins::apply_remote(&broker.plugins, message)
+            })
+            .await
+            .map_err(|e| e.to_string())?
         }
         BrokerMessage::CommitGroupOffsets { group_id, offsets } => {
             let pending = PendingOffsets {
