@@ -344,49 +344,6 @@ pub fn call_error(topic: &str, role: &str, e: &CallError) -> KafkaError {
     KafkaError::new(code, format!("topic {topic}: {role} {e}"))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn params_parse_as_comma_separated_pairs() {
-        assert_eq!(
-            parse_params("field=$.customer_id, other=x=y").unwrap(),
-            [
-                ("field".to_owned(), "$.customer_id".to_owned()),
-                ("other".to_owned(), "x=y".to_owned())
-            ]
-        );
-        assert!(parse_params("").unwrap().is_empty());
-        assert!(parse_params("novalue").is_err());
-        assert!(parse_params("=v").is_err());
-    }
-
-    #[test]
-    fn a_busy_partitioner_is_retriable_and_a_failing_one_is_not() {
-        let busy = CallError::Busy {
-            plugin: "murmur2".into(),
-            max: 32,
-            waited_ms: 50,
-        };
-        let e = call_error("t", "partitioner", &busy);
-        assert_eq!(e.code, ResponseError::RequestTimedOut);
-        assert!(
-            e.message.contains("PLUGIN_INSTANCES_PER_PLUGIN_MAX = 32"),
-            "{}",
-            e.message
-        );
-        let trap = CallError::Trap {
-            plugin: "murmur2".into(),
-            message: "unreachable".into(),
-        };
-        assert_eq!(
-            call_error("t", "partitioner", &trap).code,
-            ResponseError::PolicyViolation
-        );
-    }
-}
-
 /// Applies another broker's plugin upload or deletion here (a cluster): the bytes are
 /// installed only if their SHA-256 is the sender's, and compiled here. Blocking.
 ///
@@ -432,5 +389,48 @@ pub fn apply_remote(
             }
         }
         _ => Err("not a plugin message".to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_parse_as_comma_separated_pairs() {
+        assert_eq!(
+            parse_params("field=$.customer_id, other=x=y").unwrap(),
+            [
+                ("field".to_owned(), "$.customer_id".to_owned()),
+                ("other".to_owned(), "x=y".to_owned())
+            ]
+        );
+        assert!(parse_params("").unwrap().is_empty());
+        assert!(parse_params("novalue").is_err());
+        assert!(parse_params("=v").is_err());
+    }
+
+    #[test]
+    fn a_busy_partitioner_is_retriable_and_a_failing_one_is_not() {
+        let busy = CallError::Busy {
+            plugin: "murmur2".into(),
+            max: 32,
+            waited_ms: 50,
+        };
+        let e = call_error("t", "partitioner", &busy);
+        assert_eq!(e.code, ResponseError::RequestTimedOut);
+        assert!(
+            e.message.contains("PLUGIN_INSTANCES_PER_PLUGIN_MAX = 32"),
+            "{}",
+            e.message
+        );
+        let trap = CallError::Trap {
+            plugin: "murmur2".into(),
+            message: "unreachable".into(),
+        };
+        assert_eq!(
+            call_error("t", "partitioner", &trap).code,
+            ResponseError::PolicyViolation
+        );
     }
 }
