@@ -188,8 +188,15 @@ def test_a_single_node_joins_a_quorum_with_its_topics_users_and_records(broker_f
         fetched = conn.fetch(topic_name, 1, 0)
     assert b"kept-1" in fetched.records and b"kept-2" in fetched.records
     after = AdminClient({"bootstrap.servers": joined.bootstrap})  # outlives its futures
-    described = after.describe_user_scram_credentials(["carol"])
-    assert described["carol"].result(timeout=30).scram_credential_infos
+
+    def carol_migrated():
+        # The migration submits topics first, then users: wait for them too.
+        try:
+            return after.describe_user_scram_credentials(["carol"])["carol"].result(timeout=30).scram_credential_infos
+        except Exception:  # noqa: BLE001 (RESOURCE_NOT_FOUND until it is applied)
+            return None
+
+    wait_until(carol_migrated, 30, "carol to be the cluster's")
     assert (joined.data_dir / "__cluster_metadata" / "migrated").exists()
     # A restart leaves it as it is (the migration ran once).
     joined.stop()

@@ -337,6 +337,11 @@ impl TopicRegistry {
         }
     }
 
+    /// Whether changes commit through a cluster's controller (a remote is set).
+    pub fn in_cluster(&self) -> bool {
+        self.remote.get().is_some()
+    }
+
     /// The config topics are created with (`num.partitions` and the topic defaults).
     pub fn config(&self) -> &BrokerConfig {
         &self.config

@@ -182,9 +182,7 @@ async fn lookup_or_create(
     if allow_create && ctx.config.auto_create_topics_enable && !may_create {
         return denied(name);
     }
-    let result = if allow_create && let Some(kraft) = ctx.kraft {
-        auto_create_in_cluster(kraft, ctx.topics, &name).await
-    } else if allow_create {
+    let result = if allow_create {
         let registry = std::sync::Arc::clone(ctx.topics);
         let topic_name = name.clone();
         tokio::task::spawn_blocking(move || registry.auto_create(&topic_name))
@@ -225,58 +223,6 @@ fn placed(
         partition.error_code = ResponseError::LeaderNotAvailable.code();
     }
     partition
-}
-
-/// Auto-creation in a cluster: `num.partitions` partitions, checked here and created by
-/// the controller; answered once this broker has the topic.
-async fn auto_create_in_cluster(
-    kraft: &crate::kraft::Kraft,
-    topics: &std::sync::Arc<crate::topics::TopicRegistry>,
-    name: &str,
-) -> Result<std::sync::Arc<Topic>, KafkaError> {
-    use crate::cluster::{ControllerOp, ControllerReply, TopicSpec};
-    if !topics.config().auto_create_topics_enable {
-        return Err(KafkaError::new(
-            ResponseError::UnknownTopicOrPartition,
-            format!("unknown topic {name:?}"),
-        ));
-    }
-    let partitions = topics.config().num_partitions;
-    topics.validate_new_topic(
-        name,
-        partitions,
-        &crate::topic_config::TopicOverrides::new(),
-    )?;
-    let spec = TopicSpec {
-        name: name.to_owned(),
-        num_partitions: partitions,
-        replication_factor: 1,
-        configs: Vec::new(),
-        topic_id: Some(*crate::topics::topic_id::new_topic_id().as_bytes()),
-        assignments: None,
-    };
-    match kraft.submit(ControllerOp::CreateTopics(vec![spec])).await {
-        Ok(ControllerReply::Topics(answers)) => match answers.into_iter().next() {
-            Some((_, Err(e))) if e.code != ResponseError::TopicAlreadyExists.code() => {
-                Err(KafkaError::new(
-                    ResponseError::try_from_code(e.code)
-                        .unwrap_or(ResponseError::UnknownServerError),
-                    e.message,
-                ))
-            }
-            _ => topics.topic(name).ok_or_else(|| {
-                KafkaError::new(
-                    ResponseError::LeaderNotAvailable,
-                    format!("topic {name:?} is being created"),
-                )
-            }),
-        },
-        Ok(other) => Err(KafkaError::new(
-            ResponseError::UnknownServerError,
-            format!("the controller answered {other:?}"),
-        )),
-        Err(e) => Err(crate::kraft::kafka_error(&e)),
-    }
 }
 
 /// A topic asked for by id alone (v10+): the topic with that id, if the principal may

@@ -29,11 +29,6 @@ pub async fn handle(ctx: &Ctx<'_>, request: CreatePartitionsRequest) -> CreatePa
         .map(|t| t.name.0.to_string())
         .filter(|name| !ctx.auth.topic(AclOperation::Alter, name))
         .collect();
-    if let Some(kraft) = ctx.kraft {
-        let mut response = CreatePartitionsResponse::default();
-        response.results = grow_in_cluster(kraft, ctx.topics, request, &denied).await;
-        return response;
-    }
     let registry = Arc::clone(ctx.topics);
     let results = tokio::task::spawn_blocking(move || grow_all(&registry, request, &denied))
         .await
@@ -44,66 +39,6 @@ pub async fn handle(ctx: &Ctx<'_>, request: CreatePartitionsRequest) -> CreatePa
     let mut response = CreatePartitionsResponse::default();
     response.results = results;
     response
-}
-
-/// In a cluster: each topic is checked here, then grown by the controller (new partitions
-/// placed over the live brokers); answered once this broker has them.
-async fn grow_in_cluster(
-    kraft: &crate::kraft::Kraft,
-    topics: &Arc<TopicRegistry>,
-    request: CreatePartitionsRequest,
-    denied: &BTreeSet<String>,
-) -> Vec<CreatePartitionsTopicResult> {
-    use crate::cluster::ControllerOp;
-    let duplicates = named_twice(request.topics.iter().map(|t| t.name.0.as_str()));
-    let mut results = Vec::with_capacity(request.topics.len());
-    for (i, topic) in request.topics.into_iter().enumerate() {
-        let name = topic.name.0.to_string();
-        let result = match refusal(i, &name, denied, &duplicates) {
-            Some(e) => Err(e),
-            None if topic.assignments.is_some() => Err(KafkaError::new(
-                ResponseError::InvalidReplicaAssignment,
-                "manual replica assignments are not taken by a cluster yet: give the count",
-            )),
-            None => {
-                // The checks of one broker (the topic exists, the count grows, the budget).
-                let registry = Arc::clone(topics);
-                let (checked, count) = (name.clone(), topic.count);
-                let valid = tokio::task::spawn_blocking(move || {
-                    registry
-                        .create_partitions(&checked, count, true)
-                        .map(|_| ())
-                })
-                .await
-                .unwrap_or_else(|e| {
-                    Err(KafkaError::new(
-                        ResponseError::UnknownServerError,
-                        e.to_string(),
-                    ))
-                });
-                match valid {
-                    Err(e) => Err(e),
-                    Ok(()) if request.validate_only => Ok(()),
-                    Ok(()) => kraft
-                        .submit(ControllerOp::CreatePartitions {
-                            name: name.clone(),
-                            count: topic.count,
-                        })
-                        .await
-                        .map(|_| ())
-                        .map_err(|e| crate::kraft::kafka_error(&e)),
-                }
-            }
-        };
-        let mut out = CreatePartitionsTopicResult::default();
-        out.name = topic.name;
-        if let Err(e) = result {
-            out.error_code = e.code.code();
-            out.error_message = Some(StrBytes::from_string(e.message));
-        }
-        results.push(out);
-    }
-    results
 }
 
 fn grow_all(
@@ -139,6 +74,12 @@ fn grow_one(
 ) -> Result<(), KafkaError> {
     let name = topic.name.0.as_str();
     let node_id = topics.config().node_id;
+    if topic.assignments.is_some() && topics.in_cluster() {
+        return Err(KafkaError::new(
+            ResponseError::InvalidReplicaAssignment,
+            "manual replica assignments are not taken by a cluster yet: give the count",
+        ));
+    }
     if let Some(assignments) = &topic.assignments {
         let current = topics.topic(name).map_or(0, |t| t.partitions.len());
         let added = usize::try_from(topic.count)

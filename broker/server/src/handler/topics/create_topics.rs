@@ -47,17 +47,15 @@ pub async fn handle(
         .map(|t| t.name.0.to_string())
         .filter(|name| !ctx.auth.topic(AclOperation::DescribeConfigs, name))
         .collect();
-    let created = if let Some(kraft) = ctx.kraft {
-        create_in_cluster(kraft, ctx.topics, request, &denied).await
-    } else {
-        let registry = Arc::clone(ctx.topics);
-        tokio::task::spawn_blocking(move || create_all(&registry, request, &denied))
-            .await
-            .unwrap_or_else(|e| {
-                tracing::error!(error = %e, "create topics task failed");
-                Vec::new()
-            })
-    };
+    // In a cluster the registry commits each creation through the controller
+    // (`TopicRegistry::commit_decided`): the same path.
+    let registry = Arc::clone(ctx.topics);
+    let created = tokio::task::spawn_blocking(move || create_all(&registry, request, &denied))
+        .await
+        .unwrap_or_else(|e| {
+            tracing::error!(error = %e, "create topics task failed");
+            Vec::new()
+        });
     let mut response = CreateTopicsResponse::default();
     response.topics = created
         .into_iter()
@@ -152,139 +150,6 @@ fn create_all(
         .collect()
 }
 
-/// In a cluster: each topic is checked here (its name, partition count and configs, as on
-/// one broker), then the valid ones go to the controller in one operation, each with a
-/// topic id drawn here so a retry after a controller failover creates it once. The answer
-/// comes once this broker has the topics (read-your-writes).
-async fn create_in_cluster(
-    kraft: &crate::kraft::Kraft,
-    topics: &TopicRegistry,
-    request: CreateTopicsRequest,
-    denied: &BTreeSet<String>,
-) -> Vec<(CreatableTopicResult, Option<Created>)> {
-    use crate::cluster::{ControllerOp, ControllerReply, TopicSpec};
-    let duplicates = named_twice(request.topics.iter().map(|t| t.name.0.as_str()));
-    let mut results: Vec<(CreatableTopicResult, Result<Created, KafkaError>)> = Vec::new();
-    let mut specs = Vec::new();
-    for (i, topic) in request.topics.into_iter().enumerate() {
-        let checked = match refusal(i, topic.name.0.as_str(), denied, &duplicates) {
-            Some(e) => Err(e),
-            None => check_for_cluster(topics, &topic),
-        };
-        if let Ok(created) = &checked
-            && !request.validate_only
-        {
-            specs.push(TopicSpec {
-                name: topic.name.0.to_string(),
-                num_partitions: created.partitions,
-                replication_factor: 1,
-                configs: created
-                    .overrides
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-                topic_id: Some(*created.id.as_bytes()),
-                assignments: None,
-            });
-        }
-        let checked = checked.map(|mut c| {
-            if request.validate_only {
-                c.id = crate::topics::topic_id::Uuid::nil();
-            }
-            c
-        });
-        let mut out = CreatableTopicResult::default();
-        out.name = topic.name;
-        results.push((out, checked));
-    }
-    if !specs.is_empty() {
-        let answers = match kraft.submit(ControllerOp::CreateTopics(specs)).await {
-            Ok(ControllerReply::Topics(answers)) => Ok(answers),
-            Ok(other) => Err(KafkaError::new(
-                ResponseError::UnknownServerError,
-                format!("the controller answered {other:?}"),
-            )),
-            Err(e) => Err(crate::kraft::kafka_error(&e)),
-        };
-        for (out, result) in &mut results {
-            let Ok(created) = result else { continue };
-            let answer = answer_for(&answers, out.name.0.as_str());
-            match answer {
-                Ok((id, _)) => created.id = crate::topics::topic_id::Uuid::from_bytes(id),
-                Err(e) => *result = Err(e),
-            }
-        }
-    }
-    results
-        .into_iter()
-        .map(|(mut out, result)| match result {
-            Ok(created) => (out, Some(created)),
-            Err(e) => {
-                out.error_code = e.code.code();
-                out.error_message = Some(StrBytes::from_string(e.message));
-                (out, None)
-            }
-        })
-        .collect()
-}
-
-/// The controller's answer for topic `name`: its id and assignment, or why not.
-fn answer_for(
-    answers: &Result<Vec<(String, crate::cluster::TopicOutcome)>, KafkaError>,
-    name: &str,
-) -> Result<([u8; 16], Vec<Vec<i32>>), KafkaError> {
-    let answers = answers
-        .as_ref()
-        .map_err(|e| KafkaError::new(e.code, e.message.clone()))?;
-    let (_, outcome) = answers.iter().find(|(n, _)| n == name).ok_or_else(|| {
-        KafkaError::new(
-            ResponseError::UnknownServerError,
-            "the controller did not answer for it",
-        )
-    })?;
-    outcome.clone().map_err(|e| {
-        KafkaError::new(
-            ResponseError::try_from_code(e.code).unwrap_or(ResponseError::UnknownServerError),
-            e.message,
-        )
-    })
-}
-
-/// A topic of a CreateTopics in a cluster, checked as on one broker; its id drawn here.
-/// Replication factor 1 only (replication is issue 37); manual assignments are not taken.
-fn check_for_cluster(
-    topics: &TopicRegistry,
-    topic: &CreatableTopic,
-) -> Result<Created, KafkaError> {
-    if !topic.assignments.is_empty() {
-        return Err(KafkaError::new(
-            ResponseError::InvalidReplicaAssignment,
-            "manual replica assignments are not taken by a cluster yet: give a partition count",
-        ));
-    }
-    if !matches!(topic.replication_factor, -1 | 1) {
-        return Err(KafkaError::new(
-            ResponseError::InvalidReplicationFactor,
-            format!(
-                "replication factor {} needs partition replication, which this build does not have yet: use 1",
-                topic.replication_factor
-            ),
-        ));
-    }
-    let partitions = partition_count(topics, topic)?;
-    let overrides: TopicOverrides = topic
-        .configs
-        .iter()
-        .filter_map(|c| Some((c.name.to_string(), c.value.as_ref()?.to_string())))
-        .collect();
-    topics.validate_new_topic(topic.name.0.as_str(), partitions, &overrides)?;
-    Ok(Created {
-        partitions,
-        overrides,
-        id: crate::topics::topic_id::new_topic_id(),
-    })
-}
-
 /// The names a request lists more than once.
 pub(super) fn named_twice<'a>(names: impl Iterator<Item = &'a str>) -> BTreeSet<String> {
     let mut seen = BTreeSet::new();
@@ -333,12 +198,14 @@ fn create_one(
     let name = topic.name.0.as_str();
     let partitions = partition_count(topics, topic)?;
     if !matches!(topic.replication_factor, -1 | 1) {
+        let why = if topics.in_cluster() {
+            "needs partition replication, which this build does not have yet: use 1"
+        } else {
+            "is impossible on a single broker"
+        };
         return Err(KafkaError::new(
             ResponseError::InvalidReplicationFactor,
-            format!(
-                "replication factor {} is impossible on a single broker",
-                topic.replication_factor
-            ),
+            format!("replication factor {} {why}", topic.replication_factor),
         ));
     }
     let mut overrides = TopicOverrides::new();
@@ -370,6 +237,12 @@ fn partition_count(topics: &TopicRegistry, topic: &CreatableTopic) -> Result<i32
         } else {
             topic.num_partitions
         });
+    }
+    if topics.in_cluster() {
+        return Err(KafkaError::new(
+            ResponseError::InvalidReplicaAssignment,
+            "manual replica assignments are not taken by a cluster yet: give a partition count",
+        ));
     }
     let valid = topic.assignments.iter().enumerate().all(|(i, a)| {
         a.partition_index == i as i32

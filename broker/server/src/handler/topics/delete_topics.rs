@@ -42,11 +42,8 @@ pub async fn handle(
 ) -> DeleteTopicsResponse {
     let registry = Arc::clone(ctx.topics);
     let targets = resolve(ctx, request, version);
-    let results = if let Some(kraft) = ctx.kraft {
-        delete_in_cluster(kraft, targets).await
-    } else {
-        delete_here(registry, targets).await
-    };
+    // In a cluster the registry commits each deletion through the controller.
+    let results = delete_here(registry, targets).await;
     // Committed offsets of a deleted topic go too (Kafka's offset cleanup on deletion), and
     // those of the views removed with it.
     for (out, deleted) in &results {
@@ -227,66 +224,4 @@ async fn delete_here(
         tracing::error!(error = %e, "delete topics task failed");
         Vec::new()
     })
-}
-
-/// In a cluster: the controller deletes them (one operation); the answer comes once this
-/// broker has removed them. The views and transforms that used a topic are removed by
-/// each broker as it applies the deletion.
-async fn delete_in_cluster(
-    kraft: &crate::kraft::Kraft,
-    targets: Vec<Target>,
-) -> Vec<(DeletableTopicResult, Option<TopicDeleted>)> {
-    use crate::cluster::{ControllerOp, ControllerReply};
-    let names: Vec<String> = targets
-        .iter()
-        .filter(|t| t.refused.is_none())
-        .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
-        .collect();
-    let answers = if names.is_empty() {
-        Ok(Vec::new())
-    } else {
-        match kraft.submit(ControllerOp::DeleteTopics(names)).await {
-            Ok(ControllerReply::Deleted(answers)) => Ok(answers),
-            Ok(other) => Err(KafkaError::new(
-                ResponseError::UnknownServerError,
-                format!("the controller answered {other:?}"),
-            )),
-            Err(e) => Err(crate::kraft::kafka_error(&e)),
-        }
-    };
-    targets
-        .into_iter()
-        .map(|target| {
-            let result = match (target.refused, &target.name) {
-                (Some(e), _) => Err(e),
-                (None, Some(name)) => match &answers {
-                    Err(e) => Err(KafkaError::new(e.code, e.message.clone())),
-                    Ok(answers) => match answers.iter().find(|(n, _)| n == name.0.as_str()) {
-                        Some((_, Ok(_))) => Ok(TopicDeleted::default()),
-                        Some((_, Err(e))) => Err(KafkaError::new(
-                            ResponseError::try_from_code(e.code)
-                                .unwrap_or(ResponseError::UnknownServerError),
-                            e.message.clone(),
-                        )),
-                        None => Err(KafkaError::new(
-                            ResponseError::UnknownServerError,
-                            "the controller did not answer for it",
-                        )),
-                    },
-                },
-                (None, None) => unreachable!("a target to delete has a name"),
-            };
-            let mut out = DeletableTopicResult::default();
-            out.name = target.name;
-            out.topic_id = target.id;
-            match result {
-                Ok(deleted) => (out, Some(deleted)),
-                Err(e) => {
-                    out.error_code = e.code.code();
-                    out.error_message = Some(StrBytes::from_string(e.message));
-                    (out, None)
-                }
-            }
-        })
-        .collect()
 }

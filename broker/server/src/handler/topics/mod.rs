@@ -34,8 +34,6 @@ pub(super) struct Ctx<'a> {
     pub topics: &'a Arc<TopicRegistry>,
     pub config: &'a BrokerConfig,
     pub groups: &'a GroupHandle,
-    /// The cluster side, when this broker is in a cluster: changes go to the controller.
-    pub kraft: Option<&'a Arc<crate::kraft::Kraft>>,
 }
 
 /// Answers a topic or config request.
@@ -49,7 +47,6 @@ pub(super) async fn dispatch(
         topics: &conn.broker.topics,
         config: &conn.broker.config,
         groups: &conn.groups,
-        kraft: conn.broker.kraft(),
     };
     let (answer, v, sent) = (call.answer, call.read_as, call.version);
     match call.key {
