@@ -122,6 +122,20 @@ pub struct ListenerAddr {
     pub addr: HostPort,
 }
 
+impl ListenerAddr {
+    /// The address to bind: an IP literal (or `localhost`) and a port, else an error naming
+    /// `listeners`.
+    pub fn bind_addr(&self) -> Result<SocketAddr, ConfigError> {
+        self.addr
+            .socket_addr()
+            .map_err(|reason| ConfigError::BadValue {
+                key: "listeners".into(),
+                value: self.to_string(),
+                reason,
+            })
+    }
+}
+
 impl std::fmt::Display for ListenerAddr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}://{}", self.name, self.addr)
@@ -246,14 +260,7 @@ impl BrokerConfig {
                 continue;
             }
             let protocol = self.listener_protocol(&listener.name)?;
-            let bind = listener
-                .addr
-                .socket_addr()
-                .map_err(|reason| ConfigError::BadValue {
-                    key: "listeners".into(),
-                    value: listener.to_string(),
-                    reason,
-                })?;
+            let bind = listener.bind_addr()?;
             if bind.port() != 0 && specs.iter().any(|s: &ListenerSpec| s.bind == bind) {
                 return Err(ConfigError::Inconsistent(format!(
                     "listeners: two listeners bind {bind}"

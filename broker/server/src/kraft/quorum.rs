@@ -34,15 +34,7 @@ pub fn controller_listener(config: &BrokerConfig) -> Result<SocketAddr, ServerEr
                 config.controller_listener_names.join(",")
             ))
         })?;
-    let addr = listener
-        .addr
-        .socket_addr()
-        .map_err(|reason| ConfigError::BadValue {
-            key: "listeners".into(),
-            value: listener.to_string(),
-            reason,
-        })?;
-    Ok(addr)
+    Ok(listener.bind_addr()?)
 }
 
 /// The [`QuorumConfig`] of this node, registering `listeners` (its client listeners as

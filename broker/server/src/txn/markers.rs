@@ -92,10 +92,7 @@ async fn write_remote(
         );
         return false;
     }
-    let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
-    for tp in partitions {
-        by_topic.entry(&tp.topic).or_default().push(tp.partition);
-    }
+    let by_topic = super::by_topic(partitions);
     let mut marker = WritableTxnMarker::default();
     marker.producer_id = ProducerId(markers.producer_id.0);
     marker.producer_epoch = markers.producer_epoch;

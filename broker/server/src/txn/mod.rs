@@ -336,6 +336,17 @@ impl TxnHandle {
     }
 }
 
+/// Partitions grouped by topic, in topic order (the shape of Kafka's per-topic arrays).
+pub(crate) fn by_topic(
+    partitions: &[sluice_txn::TopicPartition],
+) -> std::collections::BTreeMap<&str, Vec<i32>> {
+    let mut out: std::collections::BTreeMap<&str, Vec<i32>> = std::collections::BTreeMap::new();
+    for tp in partitions {
+        out.entry(tp.topic.as_str()).or_default().push(tp.partition);
+    }
+    out
+}
+
 /// A transaction's offset as the group coordinator takes it.
 pub fn group_offset(offset: &sluice_txn::PendingOffset) -> sluice_group::CommitPartition {
     sluice_group::CommitPartition {

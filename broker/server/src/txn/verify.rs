@@ -112,11 +112,7 @@ async fn ask_remote(
     ask: Vec<TopicPartition>,
     answers: Answers,
 ) -> Option<Result<Vec<sluice_txn::PartitionVerification>, ErrorCode>> {
-    let mut by_topic: std::collections::BTreeMap<&str, Vec<i32>> =
-        std::collections::BTreeMap::new();
-    for tp in &ask {
-        by_topic.entry(&tp.topic).or_default().push(tp.partition);
-    }
+    let by_topic = super::by_topic(&ask);
     let mut txn = AddPartitionsToTxnTransaction::default();
     txn.transactional_id =
         TransactionalId(StrBytes::from_string(producer.transactional_id.clone()));
