@@ -32,7 +32,8 @@
 //! - no topic name maps to two ids (names and ids are one-to-one);
 //! - a request with a stale broker epoch is refused with STALE_BROKER_EPOCH.
 //!
-//! `SLUICE_SIM_SEEDS=n` runs n seeds instead of [`SEEDS`]; `SLUICE_SIM_SEED=s` runs one.
+//! `SLUICE_SIM_SEEDS=n` runs n seeds instead of [`SEEDS`] (from `SLUICE_SIM_FIRST_SEED`, 0 by
+//! default: fresh seeds for a long run); `SLUICE_SIM_SEED=s` runs one.
 //! Deliberate bugs (`crate::mutants`) must each be caught within [`MUTANT_SEEDS`] seeds.
 
 use std::collections::BTreeMap;
@@ -356,7 +357,12 @@ fn seeds() -> std::ops::Range<u64> {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(SEEDS);
-    0..n
+    // Fresh seeds for a long run: `SLUICE_SIM_FIRST_SEED=$RANDOM$RANDOM SLUICE_SIM_SEEDS=5000`.
+    let first: u64 = std::env::var("SLUICE_SIM_FIRST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    first..first.saturating_add(n)
 }
 
 #[test]

@@ -783,3 +783,45 @@ fn txn_offset_commit_v5_adds_its_group() {
         s.c.txn_offset_commit(4, T, pid, epoch, "g", &[offset("a", 0, 6)], V2);
     assert_eq!(fenced, Err(ErrorCode::ProducerFenced));
 }
+
+#[test]
+fn a_cluster_broker_hands_out_ids_only_from_its_own_range() {
+    let config = TxnConfig {
+        producer_id_start: 5 << 32,
+        producer_id_end: (5 << 32) + 2,
+        ..TxnConfig::default()
+    };
+    let mut c = Coordinator::new(config);
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        match c.init_producer_id(0, None, 0, None) {
+            InitOutcome::Done {
+                producer_id,
+                records,
+                ..
+            } => {
+                c.apply(&records);
+                ids.push(Ok(producer_id.0));
+            }
+            InitOutcome::Error(code) => ids.push(Err(code)),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(ids[..2], [Ok(5 << 32), Ok((5 << 32) + 1)]);
+    assert!(ids[2].is_err(), "past the range: {:?}", ids[2]);
+    // The block record never reaches past the range.
+    let mut fresh = Coordinator::new(TxnConfig {
+        producer_id_start: 5 << 32,
+        producer_id_end: (5 << 32) + 2,
+        ..TxnConfig::default()
+    });
+    let InitOutcome::Done { records, .. } = fresh.init_producer_id(0, None, 0, None) else {
+        panic!();
+    };
+    assert_eq!(
+        records,
+        vec![TxnRecord::ProducerIdBlock {
+            next_producer_id: (5 << 32) + 2
+        }]
+    );
+}
