@@ -604,3 +604,36 @@ def test_a_broker_down_past_a_snapshot_catches_up_from_it(cluster_factory, topic
     assert all((cluster.node(3).data_dir / "topics" / n / "topic.json").exists() for n in names)
     # It came back through the leader's snapshot (the entries it missed were purged).
     assert "installed a metadata snapshot" in cluster.node(3).log_path.read_text()
+
+
+def test_a_paused_controller_is_replaced_and_rejoins_without_a_split(cluster_factory, topic_name):
+    """SIGSTOP the active controller (a GC pause, a frozen VM): the others elect a new one
+    and keep taking changes; resumed, the old one follows the new term and every broker
+    ends with the same topics, each created once."""
+    import os
+    import signal as sig
+
+    cluster = cluster_factory(3)
+    old = cluster.controller(1)
+    survivors = [k for k in (1, 2, 3) if k != old]
+    os.kill(cluster.node(old).pid, sig.SIGSTOP)
+    try:
+        names = [f"{topic_name}-{i}" for i in range(5)]
+        for name in names:
+            cluster.sluice("topic", "create", name, "-p", "1", via=survivors[0])
+        assert cluster.controller(survivors[1]) in survivors
+    finally:
+        os.kill(cluster.node(old).pid, sig.SIGCONT)
+    cluster.sluice("topic", "create", f"{topic_name}-after", "-p", "1", via=old)
+    for k in (1, 2, 3):
+        wait_until(
+            lambda k=k: {*names, f"{topic_name}-after"} <= {t["topic"] for t in cluster.metadata(k)["topics"]},
+            30,
+            f"node {k} to list every topic",
+        )
+    ids = {
+        name: {json.loads((cluster.node(k).data_dir / "topics" / name / "topic.json").read_text())["topic_id"] for k in (1, 2, 3)}
+        for name in names
+    }
+    assert all(len(v) == 1 for v in ids.values()), ids
+    assert cluster.controller(old) in (1, 2, 3)

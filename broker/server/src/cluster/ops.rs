@@ -97,6 +97,36 @@ pub enum ControllerOp {
     ElectPreferredLeaders(Vec<(String, i32)>),
 }
 
+impl ControllerOp {
+    /// Whether applying it twice does what applying it once does, so a forward whose
+    /// outcome is unknown may be sent again: a creation with its topic id (the second finds
+    /// it made by this request), a registration (the same incarnation), a heartbeat, the
+    /// whole-set config changes, the security upserts and removals, views, plugins. Not:
+    /// deletions and partition growth (a second answers as if the first had not happened),
+    /// transforms (a new generation), producer-id blocks (a second block).
+    pub fn is_idempotent(&self) -> bool {
+        match self {
+            ControllerOp::CreateTopics(specs) => specs.iter().all(|s| s.topic_id.is_some()),
+            ControllerOp::RegisterBroker(_)
+            | ControllerOp::Heartbeat { .. }
+            | ControllerOp::AlterConfigs { replace: true, .. }
+            | ControllerOp::Security(_)
+            | ControllerOp::PutView { .. }
+            | ControllerOp::PutPlugin(_)
+            | ControllerOp::ElectPreferredLeaders(_) => true,
+            ControllerOp::UnregisterBroker { .. }
+            | ControllerOp::DeleteTopics(_)
+            | ControllerOp::CreatePartitions { .. }
+            | ControllerOp::AlterConfigs { replace: false, .. }
+            | ControllerOp::AllocateProducerIds { .. }
+            | ControllerOp::RemoveView { .. }
+            | ControllerOp::PutTransform { .. }
+            | ControllerOp::RemoveTransform { .. }
+            | ControllerOp::RemovePlugin { .. } => false,
+        }
+    }
+}
+
 /// A refusal by the controller: Kafka's error code and a message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("{}: {message}", ErrorCode::from_code(*.code).map_or("UNKNOWN", ErrorCode::name))]

@@ -30,7 +30,8 @@ use tokio::time::Instant;
 use super::controller_task::{Command, ControllerTask};
 use super::image::{ImageApplier, ImageWatch};
 use super::limits::{
-    CONTROLLER_COMMANDS_MAX, LEADER_TRANSFER_TIMEOUT_MS, SUBMIT_DEADLINE_MS, SUBMIT_RETRY_MS,
+    CONTROLLER_COMMANDS_MAX, LEADER_TRANSFER_TIMEOUT_MS, PEER_RPC_TIMEOUT_MS, SUBMIT_DEADLINE_MS,
+    SUBMIT_RETRY_MS,
 };
 use super::network::{CallError, Identity, NetworkFactory, PeerClient};
 use super::ops::{ControllerOp, ControllerReply, OpError};
@@ -343,7 +344,11 @@ impl Shared {
         let taken = self.peers.lock().expect("peers lock").remove(&leader);
         let mut client = taken
             .unwrap_or_else(|| PeerClient::new(Arc::clone(&self.identity), leader, addr.clone()));
-        let limit = Duration::from_millis(SUBMIT_DEADLINE_MS);
+        // One attempt waits PEER_RPC_TIMEOUT_MS, not the whole deadline: a leader that is
+        // paused (or cut off) keeps the connection open and never answers, and the quorum
+        // elects another meanwhile.
+        let limit = Duration::from_millis(PEER_RPC_TIMEOUT_MS);
+        let idempotent = op.is_idempotent();
         let result = client
             .call::<_, ForwardAnswer>(Kind::Forward, &op, limit)
             .await;
@@ -355,6 +360,9 @@ impl Shared {
             Ok(Ok(answer)) => settle(answer),
             Ok(Err(refusal)) => Err(Attempt::Fail(ClusterError::OutcomeUnknown(refusal))),
             Err(CallError::Unreachable { .. }) => Err(Attempt::Retry),
+            // Whether it was applied is unknown: an operation that does the same applied
+            // twice is sent again (to whichever node leads by then), any other fails so.
+            Err(CallError::Broken { .. }) if idempotent => Err(Attempt::Retry),
             Err(e @ CallError::Broken { .. }) => {
                 Err(Attempt::Fail(ClusterError::OutcomeUnknown(e.to_string())))
             }
