@@ -9,6 +9,7 @@ every broker afterwards, created once.
 
 from __future__ import annotations
 
+import collections
 import json
 import urllib.error
 import urllib.request
@@ -419,17 +420,28 @@ def test_views_and_the_admin_apis_topics_are_the_clusters(cluster_factory, tmp_p
 
 
 def test_a_plugin_uploaded_to_one_broker_is_installed_on_every_broker(cluster_factory, topic_name):
+    """An upload is copied to every live broker and its version recorded in the metadata log;
+    a broker that was down meanwhile fetches it from another when it returns, and a deletion
+    made while it was down is applied when it returns. A file dropped in a broker's
+    plugin.dir is refused, saying how to deploy."""
+    import shutil
     from plugin_support import built_plugins_dir
     from test_metrics import http
 
+    def put(k: int, name: str, wasm: bytes) -> dict:
+        request = urllib.request.Request(cluster.node(k).admin_url + f"/v1/plugins/{name}", data=wasm, method="PUT")
+        return json.loads(urllib.request.urlopen(request, timeout=120).read())
+
+    def sha_on(k: int, name: str) -> str | None:
+        status, text = http(cluster.node(k), "GET", f"/v1/plugins/{name}")
+        return json.loads(text)["sha256"] if status == 200 else None
+
     cluster = cluster_factory(3)
     wasm = (built_plugins_dir() / "murmur2.wasm").read_bytes()
-    request = urllib.request.Request(cluster.node(1).admin_url + "/v1/plugins/router", data=wasm, method="PUT")
-    info = json.loads(urllib.request.urlopen(request, timeout=120).read())
+    info = put(1, "router", wasm)
     assert info["kind"] == "partitioner"
     for k in (2, 3):
-        status, text = http(cluster.node(k), "GET", "/v1/plugins/router")
-        assert status == 200 and json.loads(text)["sha256"] == info["sha256"], (k, text)
+        assert sha_on(k, "router") == info["sha256"], k
     # A topic bound to it can be made through any broker (each binds its own copy).
     cluster.sluice("topic", "create", topic_name, "-p", "3", "-c", "sluice.partitioner=router", via=3)
     assert sorted(cluster.leaders(2, topic_name).values()) == [1, 2, 3]
@@ -438,7 +450,26 @@ def test_a_plugin_uploaded_to_one_broker_is_installed_on_every_broker(cluster_fa
     status, text = http(cluster.node(2), "DELETE", "/v1/plugins/router")
     assert status in (200, 204), text
     for k in (1, 3):
-        assert http(cluster.node(k), "GET", "/v1/plugins/router")[0] == 404, k
+        assert sha_on(k, "router") is None, k
+
+    # Broker 3 down during an upload (2 of 3 store it: committed), back: it fetches it.
+    cluster.node(3).stop()
+    hashed = put(1, "hashed", (built_plugins_dir() / "fnv1a.wasm").read_bytes())
+    assert sha_on(2, "hashed") == hashed["sha256"]
+    # Broker 2 down during a deletion, back: it deletes its copy.
+    cluster.node(2).stop()
+    cluster.node(3).start()
+    wait_until(lambda: sha_on(3, "hashed") == hashed["sha256"], 30, "broker 3 fetched the upload it missed")
+    status, text = http(cluster.node(1), "DELETE", "/v1/plugins/hashed")
+    assert status in (200, 204), text
+    cluster.node(2).start()
+    wait_until(lambda: sha_on(2, "hashed") is None, 30, "broker 2 applied the deletion it missed")
+    assert sha_on(3, "hashed") is None
+
+    # A file dropped in plugin.dir is not loaded in a cluster, and the log says why.
+    shutil.copyfile(built_plugins_dir() / "fnv1a.wasm", cluster.node(1).data_dir / "plugins" / "dropped.wasm")
+    wait_until(lambda: "files changed in plugin.dir are not loaded" in cluster.node(1).log_tail(), 10, "the refusal logged")
+    assert sha_on(1, "dropped") is None
 
 
 def test_a_transactions_consumer_offsets_reach_a_group_coordinated_elsewhere(cluster_factory, topic_name):
@@ -562,27 +593,71 @@ def test_the_active_controller_dies_during_a_storm_of_acls_and_users(cluster_fac
             assert len(infos) == 1, (k, user, infos)
 
 
-def test_a_partitioner_plugin_on_a_cluster_keeps_records_on_their_leaders_or_refuses(cluster_factory, tmp_path, topic_name):
-    from confluent_kafka import KafkaError
-    from plugin_support import murmur2_partition, plugin_dir
+def test_a_plugin_uploaded_to_broker_1_partitions_identically_from_every_client_on_brokers_2_and_3(
+    cluster_factory, topic_name
+):
+    """A partitioner plugin uploaded to broker 1 only, on topics whose partitions brokers 2
+    and 3 lead: each client (librdkafka, kafka-python, Java's console producer) sends each
+    record to the leader of the partition its own key hash picks; that broker runs the plugin
+    and forwards the records it routes to a partition the other broker leads. Every record
+    lands once, on the same partition whichever client sent it."""
+    from confluent_kafka.admin import AdminClient
+    from kafka import KafkaProducer
+    from java_support import java_classpath, run_java
+    from plugin_support import built_plugins_dir, landed
+    from test_polyglot_plugins import orders
 
-    plugins = plugin_dir(tmp_path, {"router": "murmur2"})
-    cluster = cluster_factory(3, {"plugin.dir": str(plugins)})
-    cluster.sluice("topic", "create", topic_name, "-p", "3", "-c", "sluice.partitioner=router", via=1)
-    leaders = cluster.leaders(1, topic_name)
-    key = b"key-1"
-    home = murmur2_partition(key, 3)
-    away = next(p for p in range(3) if leaders[p] != leaders[home])
-    outcomes = {}
-    producer = Producer({"bootstrap.servers": cluster.node(2).bootstrap, "retries": 0})
-    for value, partition in ((b"stays", home), (b"elsewhere", away)):
-        producer.produce(
-            topic_name, key=key, value=value, partition=partition, on_delivery=lambda e, m: outcomes.update({m.value(): e})
-        )
-    producer.flush(30)
-    assert outcomes[b"stays"] is None, outcomes
-    refused = outcomes[b"elsewhere"]
-    assert refused is not None and refused.code() == KafkaError.POLICY_VIOLATION, outcomes
+    cluster = cluster_factory(3)
+    wasm = (built_plugins_dir() / "json-field.wasm").read_bytes()
+    request = urllib.request.Request(cluster.node(1).admin_url + "/v1/plugins/router", data=wasm, method="PUT")
+    assert json.loads(urllib.request.urlopen(request, timeout=120).read())["kind"] == "partitioner"
+    partitions = 6
+    config = {"sluice.partitioner": "router", "sluice.partitioner.params": "field=$.customer"}
+    clients = ("librdkafka", "kafka-python", "java")
+    topics = {c: f"{topic_name}-{c}" for c in clients}
+    admin = AdminClient({"bootstrap.servers": cluster.node(1).bootstrap})
+    on_2_and_3 = [[2 + p % 2] for p in range(partitions)]
+    futures = admin.create_topics([NewTopic(t, num_partitions=partitions, replica_assignment=on_2_and_3, config=config) for t in topics.values()])
+    for f in futures.values():
+        f.result(timeout=30)
+    for t in topics.values():
+        assert cluster.leaders(1, t) == {p: 2 + p % 2 for p in range(partitions)}
+
+    values = [v for v in orders(150) if b"customer" in v]
+    bootstrap = cluster.node(1).bootstrap
+    failed = []
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20})
+    for i, v in enumerate(values):
+        p.produce(topics["librdkafka"], key=f"k{i}".encode(), value=v, on_delivery=lambda e, m: e and failed.append(e))
+    assert p.flush(30) == 0 and not failed, failed
+    kp = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20)
+    sent = [kp.send(topics["kafka-python"], key=f"k{i}".encode(), value=v) for i, v in enumerate(values)]
+    kp.flush(timeout=30)
+    for s in sent:
+        s.get(timeout=30)
+    kp.close()
+    run_java(
+        java_classpath(), "org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", bootstrap,
+        "--topic", topics["java"], "--command-property", "acks=all",
+        "--reader-property", "parse.key=true", "--reader-property", "key.separator=|",
+        stdin="".join(f"k{i}|{v.decode()}\n" for i, v in enumerate(values)),
+    )
+
+    def placement(topic: str) -> dict[bytes, int]:
+        got = landed(bootstrap, topic, partitions)
+        stored = [m.value() for messages in got.values() for m in messages]
+        assert sorted(stored) == sorted(values), f"{topic}: every record once"
+        return {m.value(): p for p, messages in got.items() for m in messages}
+
+    placed = {c: placement(t) for c, t in topics.items()}
+    assert placed["librdkafka"] == placed["kafka-python"] == placed["java"]
+    used = set(placed["java"].values())
+    assert {2 + p % 2 for p in used} == {2, 3}, f"records on both brokers: {used}"
+    # The plugin's placement, not a client's: one customer, one partition.
+    by_customer = collections.defaultdict(set)
+    for v, p in placed["java"].items():
+        by_customer[json.loads(v)["customer"]].add(p)
+    assert all(len(ps) == 1 for ps in by_customer.values()), by_customer
 
 
 def test_a_broker_down_past_a_snapshot_catches_up_from_it(cluster_factory, topic_name):

@@ -8,6 +8,7 @@ Sluice migrated on its first start with nothing lost.
 from __future__ import annotations
 
 import json
+import urllib.request
 import socket
 import subprocess
 
@@ -166,6 +167,12 @@ def test_a_single_node_joins_a_quorum_with_its_topics_users_and_records(broker_f
     for f in admin.alter_user_scram_credentials([upsert]).values():
         assert f.result(timeout=30) is None
     topic_id = json.loads((alone.data_dir / "topics" / topic_name / "topic.json").read_text())["topic_id"]
+    from plugin_support import built_plugins_dir
+    from test_metrics import http
+
+    wasm = (built_plugins_dir() / "murmur2.wasm").read_bytes()
+    put = urllib.request.Request(alone.admin_url + "/v1/plugins/router", data=wasm, method="PUT")
+    sha = json.loads(urllib.request.urlopen(put, timeout=120).read())["sha256"]
     alone.stop()
     data = alone.data_dir
 
@@ -198,7 +205,11 @@ def test_a_single_node_joins_a_quorum_with_its_topics_users_and_records(broker_f
 
     wait_until(carol_migrated, 30, "carol to be the cluster's")
     assert (joined.data_dir / "__cluster_metadata" / "migrated").exists()
+    # Its plugin is the cluster's (recorded by the migration: a restart keeps it loaded).
+    wait_until(lambda: b"router" in urllib.request.urlopen(joined.admin_url + "/v1/plugins", timeout=30).read(), 30, "the plugin")
     # A restart leaves it as it is (the migration ran once).
     joined.stop()
     joined.start()
     wait_until(migrated, 30, "the topic after a restart")
+    status, text = http(joined, "GET", "/v1/plugins/router")
+    assert status == 200 and json.loads(text)["sha256"] == sha, text

@@ -60,6 +60,10 @@ pub struct Registry {
     slots: RwLock<BTreeMap<String, Arc<PluginSlot>>>,
     /// Held by an install from its existence check to its swap (`Registry::install_as`).
     installing: Mutex<()>,
+    /// Set in a cluster ([`Registry::manage_from_cluster`]): the directory watcher no longer
+    /// loads or forgets files, since every broker must run the versions the cluster's
+    /// metadata names.
+    cluster_managed: std::sync::atomic::AtomicBool,
 }
 
 /// Files that failed to load at open; the broker logs them and goes on.
@@ -86,6 +90,7 @@ impl Registry {
             dir,
             slots: RwLock::default(),
             installing: Mutex::default(),
+            cluster_managed: std::sync::atomic::AtomicBool::new(false),
         });
         let mut failures = Vec::new();
         for entry in std::fs::read_dir(&registry.dir).map_err(RegistryError::io(&registry.dir))? {
@@ -327,6 +332,30 @@ impl Registry {
                 dropped: 0,
             },
         })
+    }
+
+    /// From now on plugins change only through [`Registry::install_as`] and
+    /// [`Registry::delete`] (a cluster's broker, whose plugins are the metadata's): a file
+    /// an operator adds, replaces or removes in the directory is refused by the watcher,
+    /// with a log line saying how to deploy instead.
+    pub fn manage_from_cluster(&self) {
+        self.cluster_managed
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub(crate) fn cluster_managed(&self) -> bool {
+        self.cluster_managed
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Waits for an install in progress (its file written, its version not yet swapped in)
+    /// and runs `f`.
+    pub(crate) fn after_installs<T>(&self, f: impl FnOnce() -> T) -> T {
+        let _installing = self
+            .installing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        f()
     }
 
     /// Forget a plugin whose file disappeared (watcher). Handles keep their

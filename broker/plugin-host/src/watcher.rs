@@ -74,6 +74,10 @@ fn apply(registry: &Registry, kind: &EventKind, path: PathBuf) {
     if matches!(kind, EventKind::Access(a) if *a != AccessKind::Close(AccessMode::Write)) {
         return;
     }
+    if registry.cluster_managed() {
+        refuse_in_cluster(registry, &name, &path);
+        return;
+    }
     if !path.exists() {
         tracing::info!(plugin = %name, "plugin file removed");
         registry.forget(&name);
@@ -81,5 +85,27 @@ fn apply(registry: &Registry, kind: &EventKind, path: PathBuf) {
     }
     if let Err(e) = registry.load_file(&path) {
         tracing::warn!(plugin = %name, path = %path.display(), "keeping the working version: {e}");
+    }
+}
+
+/// A cluster's broker: the file is the registry's own write (an install through the admin
+/// API or from another broker), or an operator's change, which is refused: every broker
+/// runs the version the cluster's metadata names.
+fn refuse_in_cluster(registry: &Registry, name: &str, path: &std::path::Path) {
+    let ours = registry.after_installs(|| {
+        let current = registry.version(name).map(|v| v.sha256.clone());
+        let on_disk = std::fs::read(path)
+            .ok()
+            .map(|bytes| crate::sha256_hex(&bytes));
+        current == on_disk
+    });
+    if !ours {
+        tracing::warn!(
+            plugin = %name,
+            path = %path.display(),
+            "in a cluster, files changed in plugin.dir are not loaded or unloaded: every broker runs the plugin versions \
+             the cluster's metadata names; deploy with `sluice plugin deploy` or PUT /v1/plugins/NAME (DELETE to remove) \
+             on any broker"
+        );
     }
 }

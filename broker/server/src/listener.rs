@@ -311,6 +311,7 @@ async fn start_kraft(broker: &Arc<Broker>) -> Result<(), ServerError> {
         socket,
         Arc::clone(&broker.topics),
         Arc::clone(&broker.security),
+        Arc::clone(&broker.plugins.registry),
     )
     .await?;
     broker.set_kraft(kraft);

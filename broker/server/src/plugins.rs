@@ -49,9 +49,6 @@ impl Plugins {
         }
         let watcher = registry.watch()?;
         tracing::info!(dir = %registry.dir().display(), plugins = registry.list().len(), "plugin registry open");
-        if config.needs_format() {
-            tracing::warn!(dir = %registry.dir().display(), "in a cluster, files in plugin.dir are this broker's own (uploads through the admin API are copied to every broker): give every broker the same files");
-        }
         Ok(Self {
             registry,
             _watcher: watcher,
@@ -390,6 +387,33 @@ pub fn apply_remote(
         }
         _ => Err("not a plugin message".to_owned()),
     }
+}
+
+/// Plugin `name`'s component bytes for another broker that lacks the version `sha256` the
+/// metadata image names (`BrokerMessage::FetchPlugin`). Blocking.
+///
+/// # Errors
+/// This broker runs another version (or none), or its file changed or cannot be read.
+pub fn bytes_for_peer(plugins: &Plugins, name: &str, sha256: &str) -> Result<Vec<u8>, String> {
+    let info = plugins
+        .registry
+        .describe(name)
+        .ok_or_else(|| format!("plugin {name} is not installed here"))?;
+    if info.sha256 != sha256 {
+        return Err(format!(
+            "plugin {name} is at {} here, not {sha256}",
+            info.sha256
+        ));
+    }
+    let path = plugins.registry.dir().join(format!("{name}.wasm"));
+    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if sluice_plugin_host::sha256_hex(&bytes) != sha256 {
+        return Err(format!(
+            "{} no longer holds version {sha256}",
+            path.display()
+        ));
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]

@@ -257,20 +257,37 @@ async fn deploy(
         bytes: sent.to_vec(),
         replace: mode == Install::NewOrReplace,
     };
-    to_every_broker(&state, &message, "installed").await?;
+    let stored = to_every_broker(&state, &message, "installed").await;
+    if let Some(kraft) = state.broker.kraft() {
+        // The version record: committed once a majority of the live brokers store it (the
+        // others fetch it from one that does: `kraft::plugins`).
+        let (ok, live, failed) = stored;
+        crate::kraft::plugins::publish(kraft, &info, ok, live)
+            .await
+            .map_err(|e| {
+                ApiError::new(
+                    StatusCode::BAD_GATEWAY,
+                    "NOT_ON_ENOUGH_BROKERS",
+                    format!("installed here; {e}{}", failures(&failed)),
+                )
+            })?;
+        if !failed.is_empty() {
+            tracing::warn!(plugin = %info.name, "committed; the brokers the copy failed on fetch it{}", failures(&failed));
+        }
+    }
     Ok((StatusCode::OK, axum::Json(PluginView::from(info))).into_response())
 }
 
 /// In a cluster, the same change on every other live broker (the bytes verified by their
-/// SHA-256 there, and compiled there): `NOT_ON_EVERY_BROKER` (502) naming the brokers that
-/// failed, the change standing where it was made (upload again to retry).
+/// SHA-256 there, and compiled there): (brokers holding the change, this one included; live
+/// brokers; the failures, naming each broker). `(1, 1, [])` on a single node.
 async fn to_every_broker(
     state: &AdminState,
     message: &crate::cluster::BrokerMessage,
     what: &str,
-) -> Result<(), ApiError> {
+) -> (usize, usize, Vec<String>) {
     let Some(kraft) = state.broker.kraft() else {
-        return Ok(());
+        return (1, 1, Vec::new());
     };
     let others: Vec<i32> = kraft
         .image()
@@ -279,6 +296,7 @@ async fn to_every_broker(
         .filter(|(id, b)| **id != kraft.node_id() && b.is_active())
         .map(|(id, _)| *id)
         .collect();
+    let live = others.len() + 1;
     let mut failed = Vec::new();
     for node in others {
         match kraft.message(node, message).await {
@@ -287,14 +305,18 @@ async fn to_every_broker(
             Err(e) => failed.push(format!("broker {node}: {e}")),
         }
     }
-    if failed.is_empty() {
-        return Ok(());
+    if !failed.is_empty() {
+        tracing::warn!("{what} here, not on every broker{}", failures(&failed));
     }
-    Err(ApiError::new(
-        StatusCode::BAD_GATEWAY,
-        "NOT_ON_EVERY_BROKER",
-        format!("{what} here, not on every broker: {}", failed.join("; ")),
-    ))
+    (live - failed.len(), live, failed)
+}
+
+fn failures(failed: &[String]) -> String {
+    if failed.is_empty() {
+        String::new()
+    } else {
+        format!(" (failed: {})", failed.join("; "))
+    }
 }
 
 /// ALTER on the plugin replaces it (or makes it new); CREATE on the cluster only makes a
@@ -336,7 +358,19 @@ async fn delete(
     blocking(move || registry.delete(&name, query.force))
         .await?
         .map_err(registry_error)?;
-    to_every_broker(&state, &message, "deleted").await?;
+    to_every_broker(&state, &message, "deleted").await;
+    if let Some(kraft) = state.broker.kraft() {
+        // The removal record: a broker that missed the message deletes it from its image.
+        crate::kraft::plugins::unpublish(kraft, &deleted)
+            .await
+            .map_err(|e| {
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "CONTROLLER_NOT_AVAILABLE",
+                    format!("deleted here; the cluster's record of it is not removed yet (delete again): {e}"),
+                )
+            })?;
+    }
     audit::done(
         caller.actor(),
         "plugin.delete",

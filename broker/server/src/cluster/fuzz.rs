@@ -54,5 +54,16 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     if let Ok(body) = wire::encode(&message) {
         out.push(("broker-message".to_owned(), with(7, body)));
     }
+    let routed = wire::BrokerMessage::AppendRouted {
+        topic: "orders".into(),
+        topic_id: [7; 16],
+        partition: 2,
+        leader_epoch: 4,
+        records: sluice_storage::testing::build_value_batch(2, 8, 7, 1_000),
+        durable: true,
+    };
+    if let Ok(body) = wire::encode(&routed) {
+        out.push(("broker-message-routed".to_owned(), with(7, body)));
+    }
     out
 }

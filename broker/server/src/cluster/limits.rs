@@ -78,6 +78,12 @@ pub const HELLO_FRAME_BYTES_MAX: u32 = 4 * 1024;
 /// (plus an entry past it); the rest is headroom for the encoding.
 pub const FRAME_BYTES_MAX: u32 = 2 * LIMITED_READ_BYTES_MAX as u32 + 64 * 1024;
 
+/// Bytes of one broker message's frame body (`BrokerMessage`: a plugin copied to every
+/// broker, up to `plugin.module.bytes.max`'s default of 32 MiB; re-routed records, up to one
+/// Produce request): the reader reserves `FRAME_READ_CHUNK_BYTES` at a time, so a peer
+/// announcing this much costs only what it sends.
+pub const BROKER_FRAME_BYTES_MAX: u32 = 64 * 1024 * 1024;
+
 /// Bytes of a full-snapshot frame's body: the snapshot's data (the framed image, at most
 /// `SNAPSHOT_BYTES_MAX` plus its frame) and its meta.
 pub const SNAPSHOT_FRAME_BYTES_MAX: u32 =

@@ -443,7 +443,9 @@ impl ClusterHandle {
         let mut client = taken
             .unwrap_or_else(|| PeerClient::new(Arc::clone(&shared.identity), node, addr.clone()));
         let limit = Duration::from_millis(SUBMIT_DEADLINE_MS);
-        let result = client.call::<_, i16>(Kind::Broker, message, limit).await;
+        let result = client
+            .call::<_, super::wire::BrokerReply>(Kind::Broker, message, limit)
+            .await;
         shared
             .peers
             .lock()

@@ -17,7 +17,8 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::limits::{
-    FRAME_BYTES_MAX, FRAME_READ_CHUNK_BYTES, HELLO_FRAME_BYTES_MAX, SNAPSHOT_FRAME_BYTES_MAX,
+    BROKER_FRAME_BYTES_MAX, FRAME_BYTES_MAX, FRAME_READ_CHUNK_BYTES, HELLO_FRAME_BYTES_MAX,
+    SNAPSHOT_FRAME_BYTES_MAX,
 };
 use super::ops::{ControllerOp, ControllerReply, OpError};
 use super::types::{SnapshotMeta, Vote};
@@ -57,6 +58,7 @@ impl Kind {
         match self {
             Kind::Hello => (HELLO_FRAME_BYTES_MAX, "HELLO_FRAME_BYTES_MAX"),
             Kind::FullSnapshot => (SNAPSHOT_FRAME_BYTES_MAX, "SNAPSHOT_FRAME_BYTES_MAX"),
+            Kind::Broker => (BROKER_FRAME_BYTES_MAX, "BROKER_FRAME_BYTES_MAX"),
             _ => (FRAME_BYTES_MAX, "FRAME_BYTES_MAX"),
         }
     }
@@ -164,10 +166,34 @@ pub enum BrokerMessage {
     },
     /// A plugin deleted on the sender: delete it here too.
     RemovePlugin { name: String, force: bool },
+    /// Records a topic's partitioner plugin routed, on the sender, to a partition this
+    /// broker leads (`crate::reroute`): append them as they are (the plugin already placed
+    /// them), if this broker leads `partition` of the topic with id `topic_id` at
+    /// `leader_epoch`; with `durable` (acks=all), answer once their group commit is done.
+    AppendRouted {
+        topic: String,
+        topic_id: [u8; 16],
+        partition: i32,
+        leader_epoch: i32,
+        records: Vec<u8>,
+        durable: bool,
+    },
+    /// A broker missing a plugin version the metadata image names asks for its bytes: the
+    /// answer is [`BrokerReply::Plugin`] if this broker has `name` at `sha256`.
+    FetchPlugin { name: String, sha256: String },
 }
 
-/// A broker message's answer: Kafka's error code (0: done), or why it could not be handled.
-pub type BrokerAnswer = Result<i16, String>;
+/// What a broker message is answered with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BrokerReply {
+    /// Kafka's error code (0: done).
+    Code(i16),
+    /// A plugin's component bytes ([`BrokerMessage::FetchPlugin`]).
+    Plugin(Vec<u8>),
+}
+
+/// A broker message's answer, or why it could not be handled.
+pub type BrokerAnswer = Result<BrokerReply, String>;
 
 /// Encodes `value` as a body.
 pub(crate) fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, WireError> {

@@ -1,6 +1,6 @@
 //! A broker's own data into the cluster, once: the first time a data dir starts with
 //! `controller.quorum.voters` (a single-node Sluice joining, or growing into, a cluster), the
-//! topics, views, users, ACLs, quotas and tokens it holds and the cluster does not are
+//! topics, views, plugins, users, ACLs, quotas and tokens it holds and the cluster does not are
 //! submitted to the controller, each topic with its own id and its partitions assigned to this
 //! broker (where their data is), so nothing it served is lost. The marker file
 //! `<data.dir>/__cluster_metadata/migrated` (written through the durable-write path) makes it
@@ -32,14 +32,22 @@ const REGISTERED_WAIT_MS: u64 = 120_000;
 pub(super) struct Local {
     /// Its security records.
     pub security: Vec<SecurityRecord>,
+    /// Its plugins' version records (the other brokers fetch the bytes from here:
+    /// `plugins.rs`).
+    pub plugins: Vec<sluice_cluster::records::PluginVersion>,
 }
 
 impl Local {
-    pub(super) fn read(security: &Security) -> Self {
+    pub(super) fn read(security: &Security, plugins: &sluice_plugin_host::Registry) -> Self {
         Self {
             security: security
                 .store
                 .read(sluice_security::state::SecurityState::snapshot),
+            plugins: plugins
+                .list()
+                .iter()
+                .filter_map(super::plugins::record_of)
+                .collect(),
         }
     }
 }
@@ -147,6 +155,13 @@ fn operations(kraft: &Kraft, topics: &TopicRegistry, local: Local) -> Vec<Contro
                 tracing::warn!(view = %view.spec.name, error = %e, "a view could not be encoded; not migrated")
             }
         }
+    }
+    for plugin in local.plugins {
+        if image.plugins().contains_key(&plugin.name) {
+            continue;
+        }
+        tracing::info!(plugin = %plugin.name, "migrating this broker's plugin into the cluster (the other brokers fetch it from here)");
+        ops.push(ControllerOp::PutPlugin(plugin));
     }
     let theirs = image.security().snapshot();
     let mine: Vec<SecurityRecord> = local

@@ -18,6 +18,9 @@
 //!   are submitted to the controller.
 //! - `peers.rs`: Kafka requests to the other brokers on their inter-broker listener (a
 //!   coordinator's WriteTxnMarkers, a leader's AddPartitionsToTxn verification).
+//! - `plugins.rs`: the image's plugin versions on this broker: uploads committed once a
+//!   majority stores them, versions fetched from another broker when missing here, deletions
+//!   applied; `plugin.dir` changes refused.
 //! - `routing.rs`: where a client goes: the live brokers with their advertised listener,
 //!   and a group's or transactional id's coordinator (Kafka's placement: the leader of
 //!   partition `hash(key) % n` of `__consumer_offsets` / `__transaction_state`, whose
@@ -27,6 +30,7 @@
 
 mod migrate;
 mod peers;
+pub mod plugins;
 mod publisher;
 mod quorum;
 mod routing;
@@ -90,8 +94,9 @@ impl Kraft {
         controller: TcpListener,
         topics: Arc<TopicRegistry>,
         security: Arc<Security>,
+        plugins: Arc<sluice_plugin_host::Registry>,
     ) -> Result<Arc<Self>, ServerError> {
-        let local = migrate::Local::read(&security);
+        let local = migrate::Local::read(&security, &plugins);
         let quorum = quorum_config(config, cluster_id, listeners)?;
         let marker = migrate::marker(&quorum.data_dir);
         let handle = ClusterService::start_on(quorum, controller)
@@ -128,6 +133,7 @@ impl Kraft {
                 .to_owned(),
         });
         remotes(&kraft, &topics, &security);
+        tokio::spawn(plugins::run(Arc::clone(&kraft), plugins, marker.clone()));
         tokio::spawn(migrate::run(Arc::clone(&kraft), topics, local, marker));
         Ok(kraft)
     }
@@ -190,10 +196,54 @@ impl Kraft {
             return Err("the cluster side is shut down".to_owned());
         };
         let node = u64::try_from(node).map_err(|_| format!("no broker {node}"))?;
-        handle
+        match handle
             .message(node, message)
             .await
-            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())??
+        {
+            crate::cluster::BrokerReply::Code(code) => Ok(code),
+            crate::cluster::BrokerReply::Plugin(_) => Err(format!(
+                "broker {node} answered with plugin bytes where a code was expected"
+            )),
+        }
+    }
+
+    /// Plugin `name`'s bytes at `sha256` from broker `node` (checked against the digest here).
+    ///
+    /// # Errors
+    /// The broker is unreachable, does not have that version, or sent other bytes.
+    pub async fn fetch_plugin(
+        &self,
+        node: i32,
+        name: &str,
+        sha256: &str,
+    ) -> Result<Vec<u8>, String> {
+        let handle = self.handle.read().await;
+        let Some(handle) = handle.as_ref() else {
+            return Err("the cluster side is shut down".to_owned());
+        };
+        let peer = u64::try_from(node).map_err(|_| format!("no broker {node}"))?;
+        let message = crate::cluster::BrokerMessage::FetchPlugin {
+            name: name.to_owned(),
+            sha256: sha256.to_owned(),
+        };
+        let bytes = match handle
+            .message(peer, &message)
+            .await
+            .map_err(|e| e.to_string())??
+        {
+            crate::cluster::BrokerReply::Plugin(bytes) => bytes,
+            crate::cluster::BrokerReply::Code(code) => {
+                return Err(format!("broker {node} answered error {code}"));
+            }
+        };
+        let got = sluice_plugin_host::sha256_hex(&bytes);
+        if got != sha256 {
+            return Err(format!(
+                "broker {node} sent bytes hashing to {got}, not {sha256}"
+            ));
+        }
+        Ok(bytes)
     }
 
     /// The quorum as this node sees it (DescribeQuorum); `None` once shut down.
@@ -260,13 +310,14 @@ fn controller_op(change: TopicChange) -> Result<ControllerOp, crate::error::Kafk
             id,
             partitions,
             configs,
+            assignments,
         } => ControllerOp::CreateTopics(vec![crate::cluster::TopicSpec {
             name,
             num_partitions: partitions,
             replication_factor: 1,
             configs: configs.into_iter().collect(),
             topic_id: Some(*id.as_bytes()),
-            assignments: None,
+            assignments,
         }]),
         TopicChange::TopicDeleted { name } => ControllerOp::DeleteTopics(vec![name]),
         TopicChange::ConfigAltered { name, configs } => ControllerOp::AlterConfigs {

@@ -187,6 +187,7 @@ fn reconcile_topics(
                     id: uuid,
                     partitions: count,
                     configs,
+                    assignments: None,
                 },
             ),
             Some(local) => {

@@ -50,6 +50,10 @@ pub enum TopicChange {
         id: topic_id::Uuid,
         partitions: i32,
         configs: TopicOverrides,
+        /// Each partition's replicas as the request gave them (CreateTopics' `assignments`):
+        /// a cluster's controller places the partitions there; a single broker has checked
+        /// they name only itself.
+        assignments: Option<Vec<Vec<i32>>>,
     },
     /// A topic and the views reading it are gone.
     TopicDeleted { name: String },
@@ -170,6 +174,7 @@ impl TopicRegistry {
                 id,
                 partitions,
                 configs,
+                ..
             } => self
                 .apply_created(name, *id, *partitions, configs, commit)
                 .map(Applied::Topic),
@@ -208,6 +213,7 @@ impl TopicRegistry {
                 id,
                 partitions,
                 configs,
+                ..
             } => self.write_topic_file(name, *id, *partitions, configs),
             TopicChange::ConfigAltered { name, configs } => {
                 let topic = self.changeable_topic(name)?;

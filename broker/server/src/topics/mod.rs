@@ -510,6 +510,18 @@ impl TopicRegistry {
         partitions: i32,
         overrides: TopicOverrides,
     ) -> Result<Arc<Topic>, KafkaError> {
+        self.create_topic_assigned(name, partitions, overrides, None)
+    }
+
+    /// [`Self::create_topic`] with each partition's replicas given (CreateTopics'
+    /// `assignments`, checked by the caller on one broker, by the controller in a cluster).
+    pub fn create_topic_assigned(
+        &self,
+        name: &str,
+        partitions: i32,
+        overrides: TopicOverrides,
+        assignments: Option<Vec<Vec<i32>>>,
+    ) -> Result<Arc<Topic>, KafkaError> {
         let admin = self.admin_lock();
         self.validate_new_topic(name, partitions, &overrides)?;
         let change = TopicChange::TopicCreated {
@@ -517,6 +529,7 @@ impl TopicRegistry {
             id: topic_id::new_topic_id(),
             partitions,
             configs: overrides,
+            assignments,
         };
         self.commit_decided(admin, change).map(Applied::into_topic)
     }

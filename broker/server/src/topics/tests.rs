@@ -382,6 +382,7 @@ fn changes_recorded_in_a_log_are_applied_without_writing_topic_files() {
         id,
         partitions: 2,
         configs: TopicOverrides::new(),
+        assignments: None,
     });
     let topic_json = dir.path().join("topics/t/topic.json");
     assert!(!topic_json.exists(), "the log is the record");

@@ -5,7 +5,8 @@
 //! transaction's coordinator hands them to the group's coordinator (`markers.rs`). Both travel
 //! as [`BrokerMessage`]s on the controller listener, which only this cluster's brokers reach.
 //! A plugin uploaded to one broker is installed on the others the same way
-//! (`crate::plugins::apply_remote`).
+//! (`crate::plugins::apply_remote`), and records a partitioner plugin routed to a partition
+//! another broker leads are appended there (`crate::reroute::append_forwarded`).
 
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use sluice_txn::{ErrorCode, PendingOffset, PendingOffsets, TopicPartition, TxnPr
 
 use super::{TxnHandle, TxnProducer};
 use crate::broker::Broker;
-use crate::cluster::{BrokerAnswer, BrokerMessage, BrokerMessages, TxnOffset};
+use crate::cluster::{BrokerAnswer, BrokerMessage, BrokerMessages, BrokerReply, TxnOffset};
 use crate::group::GroupHandle;
 
 /// The handler of other brokers' messages to this broker's coordinators.
@@ -54,7 +55,16 @@ async fn handle(
                 .commit_offsets(txn, group_id, offsets, protocol)
                 .await
                 .unwrap_or(ErrorCode::CoordinatorNotAvailable);
-            Ok(code.code())
+            Ok(BrokerReply::Code(code.code()))
+        }
+        BrokerMessage::FetchPlugin { name, sha256 } => {
+            let broker = Arc::clone(broker);
+            tokio::task::spawn_blocking(move || {
+                crate::plugins::bytes_for_peer(&broker.plugins, &name, &sha256)
+            })
+            .await
+            .map_err(|e| e.to_string())?
+            .map(BrokerReply::Plugin)
         }
         message @ (BrokerMessage::InstallPlugin { .. } | BrokerMessage::RemovePlugin { .. }) => {
             let broker = Arc::clone(broker);
@@ -63,6 +73,27 @@ async fn handle(
             })
             .await
             .map_err(|e| e.to_string())?
+            .map(BrokerReply::Code)
+        }
+        BrokerMessage::AppendRouted {
+            topic,
+            topic_id,
+            partition,
+            leader_epoch,
+            records,
+            durable,
+        } => {
+            let forward = crate::reroute::Forward {
+                topic,
+                topic_id: uuid::Uuid::from_bytes(topic_id),
+                partition,
+                leader: -1,
+                leader_epoch,
+                records: records.into(),
+            };
+            Ok(BrokerReply::Code(
+                crate::reroute::append_forwarded(&broker.topics, forward, durable).await,
+            ))
         }
         BrokerMessage::CommitGroupOffsets { group_id, offsets } => {
             let pending = PendingOffsets {
@@ -70,11 +101,11 @@ async fn handle(
                 offsets: offsets.into_iter().map(pending).collect(),
             };
             let written = super::markers::commit_offsets(broker, groups, &pending).await;
-            Ok(if written {
+            Ok(BrokerReply::Code(if written {
                 0
             } else {
                 ErrorCode::CoordinatorNotAvailable.code()
-            })
+            }))
         }
     }
 }

@@ -75,6 +75,14 @@ pub struct Staged {
     waits: Vec<DurableWait>,
 }
 
+/// Records re-routed to a partition another broker leads, and where the answer for the
+/// partition entry they came from is (topic slot, partition slot).
+struct Forwarded {
+    topic: usize,
+    slot: usize,
+    forward: crate::reroute::Forward,
+}
+
 /// Appends the request's batches (in order with the connection's other requests).
 pub async fn append(
     ctx: &Ctx<'_>,
@@ -133,7 +141,7 @@ pub async fn append(
         Err(e) => return refuse_all(&request, e.code, &e.message),
     };
     let durable = acks == -1 && ctx.config.acks_all_fsync;
-    let (responses, waits) = tokio::task::spawn_blocking(move || {
+    let (mut responses, waits, forwards) = tokio::task::spawn_blocking(move || {
         append_all(
             (&topics, &plugins),
             request,
@@ -146,8 +154,11 @@ pub async fn append(
     .await
     .unwrap_or_else(|e| {
         tracing::error!(error = %e, "produce task failed");
-        (Vec::new(), Vec::new())
+        (Vec::new(), Vec::new(), Vec::new())
     });
+    if !forwards.is_empty() {
+        send_forwards(ctx, &mut responses, forwards, durable).await;
+    }
     Staged {
         acks,
         throttle_ms,
@@ -315,6 +326,66 @@ async fn verify_transactional(
     }))
 }
 
+/// Sends every forward to its partition's leader (side by side) and waits for their
+/// answers; a failed one turns the answer of the entry it came from into its error.
+async fn send_forwards(
+    ctx: &Ctx<'_>,
+    responses: &mut [TopicProduceResponse],
+    forwards: Vec<Forwarded>,
+    durable: bool,
+) {
+    let sends = forwards.into_iter().map(|f| async move {
+        let outcome = forward_one(ctx, &f.forward, durable).await;
+        (f, outcome)
+    });
+    for (f, outcome) in futures_util::future::join_all(sends).await {
+        if let Err(e) = outcome {
+            let response = &mut responses[f.topic].partition_responses[f.slot];
+            *response = partition_response(response.index, Err(e));
+        }
+    }
+}
+
+/// One forward, as a `BrokerMessage::AppendRouted` to the target's leader.
+async fn forward_one(
+    ctx: &Ctx<'_>,
+    f: &crate::reroute::Forward,
+    durable: bool,
+) -> Result<(), KafkaError> {
+    let target = format!("{}-{} (led by broker {})", f.topic, f.partition, f.leader);
+    let Some(kraft) = ctx.kraft else {
+        return Err(KafkaError::new(
+            ResponseError::NotLeaderOrFollower,
+            format!("re-routed records for {target}: not in a cluster"),
+        ));
+    };
+    let message = crate::cluster::BrokerMessage::AppendRouted {
+        topic: f.topic.clone(),
+        topic_id: *f.topic_id.as_bytes(),
+        partition: f.partition,
+        leader_epoch: f.leader_epoch,
+        records: f.records.to_vec(),
+        durable,
+    };
+    let failed = |code: ResponseError, why: String| {
+        KafkaError::new(
+            code,
+            format!(
+                "the partitioner plugin routed records to {target}, which did not take them: {why}"
+            ),
+        )
+    };
+    match kraft.message(f.leader, &message).await {
+        Ok(0) => Ok(()),
+        Ok(code) => {
+            let error =
+                ResponseError::try_from_code(code).unwrap_or(ResponseError::UnknownServerError);
+            Err(failed(error, format!("{error:?}")))
+        }
+        Err(e) => Err(failed(ResponseError::NetworkException, e)),
+    }
+}
+
 impl Staged {
     /// Whether the answer waits for a group commit.
     pub fn waits_for_sync(&self) -> bool {
@@ -379,8 +450,9 @@ fn append_all(
     durable: bool,
     denied: &HashSet<String>,
     mut verified: Option<Verified>,
-) -> (Vec<TopicProduceResponse>, Vec<DurableWait>) {
+) -> (Vec<TopicProduceResponse>, Vec<DurableWait>, Vec<Forwarded>) {
     let mut waits = Vec::new();
+    let mut forwards = Vec::new();
     let topic_data = std::mem::take(&mut request.topic_data);
     drop(request); // its transactional id shares the frame's buffer
     let responses = topic_data
@@ -420,17 +492,24 @@ fn append_all(
                     };
                     let result =
                         append_partition((topics, plugins), &target, version, p, txn.as_ref());
-                    if let (true, Ok((_, appended))) = (durable, &result) {
-                        for (partition, end_offset) in appended {
-                            waits.push(DurableWait {
-                                topic: topic_slot,
-                                slot,
-                                partition: Arc::clone(partition),
-                                end_offset: *end_offset,
-                            });
+                    let result = result.map(|rerouted| {
+                        if durable {
+                            for (partition, end_offset) in rerouted.appends {
+                                waits.push(DurableWait {
+                                    topic: topic_slot,
+                                    slot,
+                                    partition,
+                                    end_offset,
+                                });
+                            }
                         }
-                    }
-                    let result = result.map(|(a, _)| a);
+                        forwards.extend(rerouted.forwards.into_iter().map(|forward| Forwarded {
+                            topic: topic_slot,
+                            slot,
+                            forward,
+                        }));
+                        rerouted.response
+                    });
                     partition_response(index, result)
                 })
                 .collect();
@@ -438,7 +517,7 @@ fn append_all(
             out
         })
         .collect();
-    (responses, waits)
+    (responses, waits, forwards)
 }
 
 /// The verified transaction a partition entry appends under, or its verification's error.
@@ -489,10 +568,9 @@ fn append_partition(
     }
     match topic.and_then(|t| Some((t, t.plugins.partitioner.as_deref()?))) {
         Some((t, tp)) => crate::reroute::append((topics, plugins), t, tp, p.index, p.records),
-        None => append_one(topics, name, p.index, p.records, txn).map(|a| {
-            let appended = vec![(Arc::clone(&a.partition), a.end_offset)];
-            (a, appended)
-        }),
+        None => {
+            append_one(topics, name, p.index, p.records, txn).map(crate::reroute::Rerouted::one)
+        }
     }
 }
 

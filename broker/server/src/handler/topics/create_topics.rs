@@ -222,7 +222,8 @@ fn create_one(
             id: crate::topics::topic_id::Uuid::nil(),
         });
     }
-    let created = topics.create_topic(name, partitions, overrides)?;
+    let created =
+        topics.create_topic_assigned(name, partitions, overrides, assignments(topics, topic))?;
     Ok(Created {
         partitions,
         overrides: created.overrides.clone(),
@@ -238,17 +239,38 @@ fn partition_count(topics: &TopicRegistry, topic: &CreatableTopic) -> Result<i32
             topic.num_partitions
         });
     }
+    let in_order = topic
+        .assignments
+        .iter()
+        .enumerate()
+        .all(|(i, a)| a.partition_index == i as i32);
     if topics.in_cluster() {
-        return Err(KafkaError::new(
-            ResponseError::InvalidReplicaAssignment,
-            "manual replica assignments are not taken by a cluster yet: give a partition count",
-        ));
+        // The controller checks the brokers (registered, none twice); here the shape.
+        if !in_order || topic.num_partitions != -1 {
+            return Err(KafkaError::new(
+                ResponseError::InvalidReplicaAssignment,
+                "assignments must list partitions 0.. in order, with no partition count",
+            ));
+        }
+        if let Some(a) = topic.assignments.iter().find(|a| a.broker_ids.len() != 1) {
+            return Err(KafkaError::new(
+                ResponseError::InvalidReplicationFactor,
+                format!(
+                    "partition {} is assigned {} replicas: replication factor {} needs partition replication, \
+                     which this build does not have yet: assign one broker per partition",
+                    a.partition_index,
+                    a.broker_ids.len(),
+                    a.broker_ids.len()
+                ),
+            ));
+        }
+        return Ok(topic.assignments.len() as i32);
     }
-    let valid = topic.assignments.iter().enumerate().all(|(i, a)| {
-        a.partition_index == i as i32
-            && a.broker_ids.len() == 1
-            && a.broker_ids[0].0 == topics.config().node_id
-    });
+    let valid = in_order
+        && topic
+            .assignments
+            .iter()
+            .all(|a| a.broker_ids.len() == 1 && a.broker_ids[0].0 == topics.config().node_id);
     if !valid || topic.num_partitions != -1 {
         return Err(KafkaError::new(
             ResponseError::InvalidReplicaAssignment,
@@ -259,4 +281,16 @@ fn partition_count(topics: &TopicRegistry, topic: &CreatableTopic) -> Result<i32
         ));
     }
     Ok(topic.assignments.len() as i32)
+}
+
+/// The request's assignments for the controller (a cluster), after [`partition_count`]
+/// checked their shape.
+fn assignments(topics: &TopicRegistry, topic: &CreatableTopic) -> Option<Vec<Vec<i32>>> {
+    (topics.in_cluster() && !topic.assignments.is_empty()).then(|| {
+        topic
+            .assignments
+            .iter()
+            .map(|a| a.broker_ids.iter().map(|b| b.0).collect())
+            .collect()
+    })
 }
