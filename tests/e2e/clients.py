@@ -107,6 +107,9 @@ def consumer(bootstrap: str, **config) -> Consumer:
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,
         "enable.partition.eof": True,
+        # A short long-poll: close() waits for the fetch in flight (librdkafka's default
+        # 500 ms made each helper consumer's close cost about 0.2 s).
+        "fetch.wait.max.ms": 100,
     }
     conf.update(config)
     return Consumer(conf)

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import Broker, sluice_bin, wait_until
 
-NODE_LISTENING_LINE = re.compile(r"^sluice listening kafka=(127\.0\.0\.\d+):(\d+)(?: admin=\S+:(\d+))?\s*$")
+NODE_LISTENING_LINE = re.compile(r"^sluice listening (?:kafka|controller)=(\d+\.\d+\.\d+\.\d+):(\d+)(?: admin=\S+:(\d+))?\s*$")
 
 
 def ports_free_on(hosts: list[str]) -> tuple[int, int]:
@@ -53,13 +53,23 @@ class Node(Broker):
     """One node of a cluster: its listeners come from the settings (PLAINTEXT and
     CONTROLLER on 127.0.0.k), its admin API on 127.0.0.k too."""
 
-    def __init__(self, node_id: int, data_dir: Path, log_path: Path, settings: dict[str, str]):
+    def __init__(
+        self,
+        node_id: int,
+        data_dir: Path,
+        log_path: Path,
+        settings: dict[str, str],
+        host: str | None = None,
+        prefix: list[str] | None = None,
+    ):
         super().__init__(data_dir, log_path, settings, {})
         self.node_id = node_id
-        self.host = f"127.0.0.{node_id}"
+        self.host = host or f"127.0.0.{node_id}"
+        # What the command runs under (`ip netns exec NS`: test_cluster_partitions.py).
+        self.prefix = prefix or []
 
     def command(self) -> list[str]:
-        cmd = [sluice_bin(), "serve", "--data-dir", str(self.data_dir), "--admin-listen", f"{self.host}:0"]
+        cmd = [*self.prefix, sluice_bin(), "serve", "--data-dir", str(self.data_dir), "--admin-listen", f"{self.host}:0"]
         for key, value in self.settings.items():
             cmd += ["--set", f"{key}={value}"]
         return cmd
@@ -97,16 +107,32 @@ class Node(Broker):
 class Cluster:
     """`size` nodes of one cluster (module docs)."""
 
-    def __init__(self, root: Path, size: int, settings: dict[str, str] | None = None):
+    def __init__(
+        self,
+        root: Path,
+        size: int,
+        settings: dict[str, str] | None = None,
+        hosts: list[str] | None = None,
+        prefixes: dict[int, list[str]] | None = None,
+        ports: tuple[int, int] | None = None,
+        voters: int | None = None,
+        controllers: int = 0,
+    ):
+        """Nodes 1..`voters` (all by default) are voters, the first `controllers` of them
+        dedicated controllers (`process.roles=controller`: only a controller listener, no
+        clients, no partitions) and the others `broker,controller`; the rest are broker-only
+        nodes (`process.roles=broker`), which follow the metadata log as learners."""
         self.size = size
-        hosts = [f"127.0.0.{k}" for k in range(1, size + 1)]
-        self.kafka_port, self.controller_port = ports_free_on(hosts)
-        voters = ",".join(f"{k}@127.0.0.{k}:{self.controller_port}" for k in range(1, size + 1))
+        hosts = hosts or [f"127.0.0.{k}" for k in range(1, size + 1)]
+        self.kafka_port, self.controller_port = ports or ports_free_on(hosts)
+        voter_count = voters or size
+        voters = ",".join(f"{k}@{hosts[k - 1]}:{self.controller_port}" for k in range(1, voter_count + 1))
         cluster_id = subprocess.run(
             [sluice_bin(), "cluster", "random-id"], capture_output=True, text=True, check=True
         ).stdout.strip()
         self.cluster_id = cluster_id
         self.nodes: dict[int, Node] = {}
+        self.brokers = set(range(controllers + 1, size + 1))
         for k in range(1, size + 1):
             data = root / f"node-{k}"
             subprocess.run(
@@ -117,19 +143,25 @@ class Cluster:
             )
             node_settings = {
                 "node.id": str(k),
-                "listeners": f"PLAINTEXT://127.0.0.{k}:{self.kafka_port},CONTROLLER://127.0.0.{k}:{self.controller_port}",
+                "listeners": f"PLAINTEXT://{hosts[k - 1]}:{self.kafka_port},CONTROLLER://{hosts[k - 1]}:{self.controller_port}",
                 "controller.quorum.voters": voters,
                 # Faster failure detection than Kafka's 9 s default keeps the suite short.
                 "broker.session.timeout.ms": "3000",
                 "broker.heartbeat.interval.ms": "500",
             }
+            if k > voter_count:
+                node_settings["process.roles"] = "broker"
+            elif k <= controllers:
+                node_settings["process.roles"] = "controller"
+                node_settings["listeners"] = f"CONTROLLER://{hosts[k - 1]}:{self.controller_port}"
             node_settings.update(settings or {})
-            self.nodes[k] = Node(k, data, root / f"node-{k}.log", node_settings)
+            prefix = (prefixes or {}).get(k)
+            self.nodes[k] = Node(k, data, root / f"node-{k}.log", node_settings, hosts[k - 1], prefix)
 
     def start(self) -> "Cluster":
         for node in self.nodes.values():
             node.start()
-        self.wait_for_brokers(set(self.nodes))
+        self.wait_for_brokers(self.brokers)
         return self
 
     def node(self, k: int) -> Node:
@@ -155,7 +187,7 @@ class Cluster:
 
     def wait_for_brokers(self, expected: set[int], via: int | None = None, timeout_s: float = 30.0):
         """Until every running node (or `via`) lists exactly `expected` as its live brokers."""
-        vias = [via] if via is not None else [n.node_id for n in self.running()]
+        vias = [via] if via is not None else [n.node_id for n in self.running() if n.node_id in self.brokers]
         for v in vias:
             wait_until(lambda v=v: self.live_brokers(v) == expected, timeout_s, f"node {v} to list brokers {expected}")
 
@@ -208,8 +240,10 @@ def cluster_factory(tmp_path_factory, request):
     """`start(size, settings)`: a running cluster of `size` nodes; killed at teardown."""
     clusters: list[Cluster] = []
 
-    def start(size: int = 3, settings: dict[str, str] | None = None) -> Cluster:
-        cluster = Cluster(tmp_path_factory.mktemp("cluster"), size, settings)
+    def start(
+        size: int = 3, settings: dict[str, str] | None = None, voters: int | None = None, controllers: int = 0
+    ) -> Cluster:
+        cluster = Cluster(tmp_path_factory.mktemp("cluster"), size, settings, voters=voters, controllers=controllers)
         clusters.append(cluster)
         return cluster.start()
 

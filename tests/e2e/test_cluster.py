@@ -712,3 +712,43 @@ def test_a_paused_controller_is_replaced_and_rejoins_without_a_split(cluster_fac
     }
     assert all(len(v) == 1 for v in ids.values()), ids
     assert cluster.controller(old) in (1, 2, 3)
+
+
+def test_a_broker_only_node_follows_the_log_as_a_learner_and_serves(cluster_factory, topic_name):
+    """Three voters and a fourth node with `process.roles=broker`: it joins the quorum as a
+    learner (never a voter), registers, takes partitions, forwards changes to the active
+    controller, and after a kill -9 and a restart catches up and serves again."""
+    cluster = cluster_factory(4, voters=3)
+    assert cluster.live_brokers(4) == {1, 2, 3, 4}
+    # A change through the learner, read back through it (read-your-writes).
+    cluster.sluice("topic", "create", topic_name, "-p", "6", via=4)
+    assert sorted(set(cluster.leaders(4, topic_name).values())) == [1, 2, 3, 4]
+    produce_all(cluster.node(4).bootstrap, topic_name, 400)
+    assert len(consume_all(cluster.node(4).bootstrap, topic_name, 400, f"{topic_name}-g")) == 400
+    # Never a voter: the quorum's leader is one of 1-3, as every node says.
+    leader = cluster.controller(4)
+    assert leader in (1, 2, 3) and cluster.controller(1) == leader
+    cluster.node(4).kill()
+    cluster.sluice("topic", "create", f"{topic_name}-while-down", "-p", "2", via=1)
+    cluster.node(4).start()
+    cluster.wait_for_brokers({1, 2, 3, 4}, via=4)
+    wait_until(lambda: f"{topic_name}-while-down" in {t["topic"] for t in cluster.metadata(4)["topics"]}, 30, "caught up")
+    assert len(consume_all(cluster.node(4).bootstrap, topic_name, 400, f"{topic_name}-g2")) == 400
+
+
+def test_dedicated_controllers_and_broker_only_nodes(cluster_factory, topic_name):
+    """Kafka's isolated mode: three dedicated controllers (`process.roles=controller`, only a
+    controller listener) and two broker-only nodes. Partitions live on the brokers only;
+    killing the active controller elects another and changes go on."""
+    cluster = cluster_factory(5, voters=3, controllers=3)
+    assert cluster.live_brokers(4) == {4, 5}
+    cluster.sluice("topic", "create", topic_name, "-p", "6", via=4)
+    assert set(cluster.leaders(5, topic_name).values()) == {4, 5}
+    produce_all(cluster.node(5).bootstrap, topic_name, 300)
+    assert len(consume_all(cluster.node(4).bootstrap, topic_name, 300, f"{topic_name}-g")) == 300
+    leader = cluster.controller(4)
+    assert leader in (1, 2, 3)
+    cluster.node(leader).kill()
+    cluster.sluice("topic", "create", f"{topic_name}-after", "-p", "2", via=5)
+    assert cluster.controller(4) in {1, 2, 3} - {leader}
+    assert set(cluster.leaders(4, f"{topic_name}-after").values()) <= {4, 5}

@@ -122,6 +122,17 @@ def test_voters_need_a_formatted_dir_of_the_same_node(kraft_broker_factory):
         ),
         ({"controller.quorum.voters": "1@127.0.0.1:19093,1@127.0.0.2:19093"}, "listed twice"),
         ({"process.roles": "controller"}, "dedicated controller"),
+        (
+            {
+                "node.id": "4",
+                "process.roles": "controller",
+                "controller.quorum.voters": "4@127.0.0.1:19093",
+                "listeners": "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:19093",
+            },
+            "must hold only controller listeners",
+        ),
+        # A broker-only node takes the log at a controller listener of its own.
+        ({"node.id": "4", "process.roles": "broker", "controller.quorum.voters": "1@127.0.0.1:19093"}, "add one to listeners"),
         ({"broker.heartbeat.interval.ms": "10000"}, "broker.session.timeout.ms"),
     ],
 )

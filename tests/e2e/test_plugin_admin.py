@@ -57,7 +57,8 @@ def test_deploy_list_describe_delete_and_hot_swap_through_the_admin_api(broker_f
     create_topic(broker.bootstrap, topic_name, PARTITIONS, {"sluice.partitioner": "router"})
     assert call("GET", f"{api}/router")[1]["users"] == 1
     produce_all(producer(broker.bootstrap), topic_name, [Record(k, b"v1") for k in KEYS], partition=None)
-    assert all(placed(broker.bootstrap, topic_name)[k] == {murmur2_partition(k, PARTITIONS)} for k in KEYS)
+    where = placed(broker.bootstrap, topic_name)
+    assert all(where[k] == {murmur2_partition(k, PARTITIONS)} for k in KEYS)
 
     # Bad uploads are refused and the working version stays.
     status, err = call("PUT", f"{api}/router", b"\x00asm garbage")

@@ -171,6 +171,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .context("starting the runtime")?;
     runtime.block_on(async move {
         let shutdown = shutdown_signal()?;
+        // A dedicated controller (`process.roles=controller`) serves no clients: its line
+        // names its controller listener.
+        let role = if config.process_roles.broker {
+            "kafka"
+        } else {
+            "controller"
+        };
         let mut server = Server::bind(config).await?;
         let addr = server.local_addr();
         let admin = server.bind_admin().await?;
@@ -185,8 +192,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             }
         }
         match admin {
-            Some(admin) => writeln!(stdout, "sluice listening kafka={addr} admin={admin}")?,
-            None => writeln!(stdout, "sluice listening kafka={addr}")?,
+            Some(admin) => writeln!(stdout, "sluice listening {role}={addr} admin={admin}")?,
+            None => writeln!(stdout, "sluice listening {role}={addr}")?,
         }
         stdout.flush()?;
         drop(stdout);

@@ -43,6 +43,8 @@ pub struct Server {
     broker: Arc<Broker>,
     /// The Kafka listener sockets, in `listeners` order; dropped first at shutdown.
     listeners: Vec<BoundListener>,
+    /// The controller listener's address, in a cluster.
+    controller: Option<SocketAddr>,
     /// The TLS config of the SSL listeners (reloaded when its files change).
     tls: Option<Arc<Tls>>,
     /// Flipped to true at shutdown: readers stop, long polls return.
@@ -126,9 +128,11 @@ impl Server {
                 socket,
             });
         }
-        if broker.config.needs_format() {
-            start_kraft(&broker).await?;
-        }
+        let controller = if broker.config.needs_format() {
+            Some(start_kraft(&broker).await?)
+        } else {
+            None
+        };
         let (shutdown_tx, _) = watch::channel(false);
         let admission = Admission::new(&broker.config);
         let background = Background::start(&broker, opened)?;
@@ -143,6 +147,7 @@ impl Server {
         Ok(Self {
             broker,
             listeners,
+            controller,
             tls,
             shutdown_tx,
             admission,
@@ -181,9 +186,17 @@ impl Server {
         Ok(Some(bound))
     }
 
-    /// The address the first listener of `listeners` bound.
+    /// The address the first client listener of `listeners` bound; a dedicated
+    /// controller's (`process.roles=controller`, no client listener): its controller
+    /// listener's.
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener_addrs()[0].1
+        self.listener_addrs()
+            .first()
+            .map(|(_, addr)| *addr)
+            .or(self.controller)
+            .expect(
+                "a broker binds a client listener, a dedicated controller its controller listener",
+            )
     }
 
     /// Every listener's name and bound address, in `listeners` order.
@@ -210,6 +223,7 @@ impl Server {
         let Self {
             broker,
             listeners,
+            controller: _,
             tls,
             shutdown_tx,
             admission,
@@ -283,7 +297,7 @@ impl Server {
 
 /// Binds the controller listener and starts this broker's side of the cluster, registering
 /// the client listeners as they are advertised.
-async fn start_kraft(broker: &Arc<Broker>) -> Result<(), ServerError> {
+async fn start_kraft(broker: &Arc<Broker>) -> Result<SocketAddr, ServerError> {
     let config = &broker.config;
     let addr = crate::kraft::controller_listener(config)?;
     let socket = TcpListener::bind(addr)
@@ -315,7 +329,7 @@ async fn start_kraft(broker: &Arc<Broker>) -> Result<(), ServerError> {
     )
     .await?;
     broker.set_kraft(kraft);
-    Ok(())
+    Ok(addr)
 }
 
 /// Waits for the open connections to finish, at most `SHUTDOWN_GRACE_MS`; then aborts them.

@@ -195,6 +195,16 @@ impl ControllerTask {
 
     async fn decide_and_commit(&mut self, op: ControllerOp) -> ForwardAnswer {
         let image = self.image();
+        if self.controller.is_none() {
+            return Err(self.not_leader());
+        }
+        if let ControllerOp::AddLearner {
+            node_id,
+            controller_addr,
+        } = op
+        {
+            return self.add_learner(node_id, controller_addr, &image).await;
+        }
         let Some((controller, _)) = self.controller.as_mut() else {
             return Err(self.not_leader());
         };
@@ -210,6 +220,69 @@ impl ControllerTask {
             decided.reply
         };
         Ok((reply, index))
+    }
+
+    /// A broker-only node joins the quorum as a learner (openraft's membership change,
+    /// committed before the answer); a voter's id, or a learner already at that address, is
+    /// answered at once.
+    async fn add_learner(
+        &mut self,
+        node_id: i32,
+        controller_addr: String,
+        image: &MetadataImage,
+    ) -> ForwardAnswer {
+        let refused = |message: String| {
+            ForwardRefusal::Refused(super::ops::OpError {
+                code: sluice_kafka::ErrorCode::InvalidRequest.code(),
+                message,
+            })
+        };
+        let Ok(id) = u64::try_from(node_id) else {
+            return Err(refused(format!("node id {node_id} is negative")));
+        };
+        let membership = self
+            .raft
+            .metrics()
+            .borrow_watched()
+            .membership_config
+            .clone();
+        if membership.membership().voter_ids().any(|v| v == id) {
+            return Err(refused(format!(
+                "node {node_id} is a voter of controller.quorum.voters, not a learner"
+            )));
+        }
+        let known = membership
+            .membership()
+            .get_node(&id)
+            .is_some_and(|n| n.controller_addr == controller_addr);
+        if known {
+            return Ok((ControllerReply::Done, image.last_applied_index()));
+        }
+        if membership.membership().learner_ids().count() >= super::limits::LEARNERS_MAX {
+            return Err(refused(format!(
+                "{} learners follow the metadata log (LEARNERS_MAX)",
+                super::limits::LEARNERS_MAX
+            )));
+        }
+        let node = super::types::ControllerNode { controller_addr };
+        let limit = Duration::from_millis(SUBMIT_DEADLINE_MS);
+        match timeout(limit, self.raft.add_learner(id, node, false)).await {
+            Ok(Ok(written)) => {
+                tracing::info!(
+                    node = node_id,
+                    "a broker-only node follows the metadata log as a learner"
+                );
+                Ok((ControllerReply::Done, written.log_id.index))
+            }
+            Ok(Err(e)) if e.forward_to_leader().is_some() => {
+                self.controller = None;
+                Err(self.not_leader())
+            }
+            Ok(Err(e)) => Err(ForwardRefusal::Failed(e.to_string())),
+            Err(_) => Err(ForwardRefusal::Failed(format!(
+                "the learner was not added within SUBMIT_DEADLINE_MS ({SUBMIT_DEADLINE_MS} ms): outcome unknown"
+            ))),
+        }
     }
 
     fn not_leader(&self) -> ForwardRefusal {

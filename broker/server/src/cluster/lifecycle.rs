@@ -32,6 +32,27 @@ pub(crate) async fn run(
         rack: config.rack.clone(),
     };
     let interval = Duration::from_millis(config.heartbeat_interval_ms);
+    if !shared.is_voter() {
+        // A broker-only node follows the metadata log as a learner before it registers.
+        let join = ControllerOp::AddLearner {
+            node_id,
+            controller_addr: shared.controller_addr.clone(),
+        };
+        loop {
+            let step = shared.submit(join.clone());
+            tokio::select! {
+                _ = stop.wait_for(|stop| *stop) => return,
+                joined = step => match joined {
+                    Ok(_) => break,
+                    Err(e) => tracing::info!(error = %e, "joining the metadata quorum as a learner; retrying"),
+                },
+            }
+            tokio::select! {
+                _ = stop.wait_for(|stop| *stop) => return,
+                () = tokio::time::sleep(interval) => {}
+            }
+        }
+    }
     let mut epoch = None;
     loop {
         // A stop interrupts a registration or heartbeat waiting for a leader.

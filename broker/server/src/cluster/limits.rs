@@ -78,6 +78,10 @@ pub const HELLO_FRAME_BYTES_MAX: u32 = 4 * 1024;
 /// (plus an entry past it); the rest is headroom for the encoding.
 pub const FRAME_BYTES_MAX: u32 = 2 * LIMITED_READ_BYTES_MAX as u32 + 64 * 1024;
 
+/// Learners (broker-only nodes) following the metadata log: each is one more replication
+/// stream from the active controller.
+pub const LEARNERS_MAX: usize = 64;
+
 /// Bytes of one broker message's frame body (`BrokerMessage`: a plugin copied to every
 /// broker, up to `plugin.module.bytes.max`'s default of 32 MiB; re-routed records, up to one
 /// Produce request): the reader reserves `FRAME_READ_CHUNK_BYTES` at a time, so a peer

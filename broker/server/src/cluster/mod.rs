@@ -48,9 +48,13 @@
 //!   tests, three nodes over an in-memory network, and the service over real TCP (election,
 //!   forwarding, failover, restart, snapshot catch-up, another cluster refused).
 //!
-//! Not here yet (issue 36): learners (every node is a voter), TLS on the controller
-//! listener, wiring into the broker's startup and config, and the supervisor that rebuilds a
-//! Raft instance after a storage error (openraft treats every storage `io::Error` as fatal).
+//! A node that is not a voter (`process.roles=broker`) follows the log as a Raft learner:
+//! its lifecycle asks the active controller to add it (`ControllerOp::AddLearner`, a
+//! membership change the controller task runs) before it registers, and until it knows a
+//! leader it sends its operations to the voters in turn.
+//!
+//! Not here yet: TLS on the controller listener, and the supervisor that rebuilds a Raft
+//! instance after a storage error (openraft treats every storage `io::Error` as fatal).
 
 pub mod limits;
 

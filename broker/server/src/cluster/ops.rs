@@ -95,6 +95,13 @@ pub enum ControllerOp {
     },
     /// ElectLeaders (preferred): answers [`ControllerReply::Elected`].
     ElectPreferredLeaders(Vec<(String, i32)>),
+    /// A broker that is not a voter (`process.roles=broker`) asks to follow the metadata log
+    /// as a Raft learner, reached at `controller_addr`: a membership change (no metadata
+    /// record), run by the controller task itself. Answers [`ControllerReply::Done`].
+    AddLearner {
+        node_id: i32,
+        controller_addr: String,
+    },
 }
 
 impl ControllerOp {
@@ -113,7 +120,8 @@ impl ControllerOp {
             | ControllerOp::Security(_)
             | ControllerOp::PutView { .. }
             | ControllerOp::PutPlugin(_)
-            | ControllerOp::ElectPreferredLeaders(_) => true,
+            | ControllerOp::ElectPreferredLeaders(_)
+            | ControllerOp::AddLearner { .. } => true,
             ControllerOp::UnregisterBroker { .. }
             | ControllerOp::DeleteTopics(_)
             | ControllerOp::CreatePartitions { .. }
@@ -360,6 +368,12 @@ fn objects(
         ControllerOp::PutPlugin(version) => decided(controller.put_plugin(image, version)?, done),
         ControllerOp::RemovePlugin { name } => {
             decided(controller.remove_plugin(image, &name)?, done)
+        }
+        ControllerOp::AddLearner { .. } => {
+            return Err(OpError {
+                code: ErrorCode::InvalidRequest.code(),
+                message: "a learner is added by the controller task, not decided".to_owned(),
+            });
         }
         other => unreachable!("objects given {other:?}"),
     })

@@ -50,12 +50,15 @@ pub struct QuorumConfig {
     /// The cluster id every node of the quorum shares (hellos and the first entry).
     pub cluster_id: String,
     /// `controller.quorum.voters`: each voter's node id and controller listener address
-    /// (`host:port`, a name resolved at each connection, as Kafka's). This node must be one
-    /// of them (learners are not supported yet). Every node must have the same list: a peer
-    /// whose list differs is refused at its hello.
+    /// (`host:port`, a name resolved at each connection, as Kafka's). A controller is one of
+    /// them; a broker-only node is not, and follows the log as a Raft learner. Every node
+    /// must have the same list: a peer whose list differs is refused at its hello.
     pub voters: BTreeMap<u64, String>,
     /// Where this node's controller listener binds.
     pub listen: SocketAddr,
+    /// Where the other nodes reach this node's controller listener (`host:port`): a
+    /// learner is added to the quorum's membership with it.
+    pub controller_addr: String,
     /// The quorum's directory (`<data.dir>/__cluster_metadata`): `raft/` holds the log and
     /// `quorum-state`, `state-machine/` the snapshot.
     pub data_dir: PathBuf,
@@ -188,6 +191,7 @@ impl ClusterService {
         tasks.push(tokio::spawn(task.run()));
         let shared = Arc::new(Shared {
             node_id: config.node_id,
+            controller_addr: config.controller_addr.clone(),
             identity: Arc::new(identity),
             voters: config.voters.clone(),
             raft,
@@ -226,9 +230,10 @@ fn validate(config: &QuorumConfig) -> Result<(), ClusterError> {
             i32::MAX
         ));
     }
-    if !config.voters.contains_key(&config.node_id) {
+    if !config.voters.contains_key(&config.node_id) && config.broker.is_none() {
         return bad(format!(
-            "node.id {} is not one of controller.quorum.voters {:?} (learners are not supported yet)",
+            "node.id {} is not one of controller.quorum.voters {:?}, and a node that is not a voter \
+             must be a broker (it follows the metadata log as a learner)",
             config.node_id,
             config.voters.keys().collect::<Vec<_>>()
         ));
@@ -275,6 +280,8 @@ async fn initialize(shared: &Shared) -> Result<(), ClusterError> {
 #[derive(Debug)]
 pub(crate) struct Shared {
     node_id: u64,
+    /// Where the other nodes reach this node's controller listener.
+    pub(crate) controller_addr: String,
     identity: Arc<Identity>,
     voters: BTreeMap<u64, String>,
     pub(crate) raft: MetaRaft<ImageApplier>,
@@ -296,13 +303,24 @@ impl Shared {
     /// [`ClusterHandle::submit`].
     pub(crate) async fn submit(&self, op: ControllerOp) -> Result<ControllerReply, ClusterError> {
         let deadline = Instant::now() + Duration::from_millis(SUBMIT_DEADLINE_MS);
+        let mut attempt = 0usize;
         loop {
             let leader = self.raft.metrics().borrow_watched().current_leader;
             let outcome = match leader {
                 Some(id) if id == self.node_id => self.run_here(op.clone()).await,
                 Some(id) => self.forward(id, op.clone()).await,
+                // A learner not yet added knows no leader: it asks the voters in turn (the
+                // leader among them takes it, the others answer NOT_LEADER).
+                None if !self.is_voter() => {
+                    let voter = self.voters.keys().nth(attempt % self.voters.len().max(1));
+                    match voter {
+                        Some(&id) => self.forward(id, op.clone()).await,
+                        None => Err(Attempt::Retry),
+                    }
+                }
                 None => Err(Attempt::Retry),
             };
+            attempt += 1;
             match outcome {
                 Ok((reply, index)) => {
                     self.wait_applied(index, deadline).await?;
@@ -319,6 +337,24 @@ impl Shared {
                 }
             }
         }
+    }
+
+    /// Whether this node is one of `controller.quorum.voters` (else a learner).
+    pub(crate) fn is_voter(&self) -> bool {
+        self.voters.contains_key(&self.node_id)
+    }
+
+    /// Where node `node` is reached: its voter address, or a learner's from the membership.
+    pub(crate) fn address_of(&self, node: u64) -> Option<String> {
+        if let Some(addr) = self.voters.get(&node) {
+            return Some(addr.clone());
+        }
+        let metrics = self.raft.metrics().borrow_watched().clone();
+        metrics
+            .membership_config
+            .membership()
+            .get_node(&node)
+            .map(|n| n.controller_addr.clone())
     }
 
     async fn run_here(&self, op: ControllerOp) -> Result<(ControllerReply, u64), Attempt> {
@@ -432,16 +468,16 @@ impl ClusterHandle {
         message: &BrokerMessage,
     ) -> Result<BrokerAnswer, CallError> {
         let shared = &self.shared;
-        let Some(addr) = shared.voters.get(&node) else {
+        let Some(addr) = shared.address_of(node) else {
             return Err(CallError::Unreachable {
                 target: node,
                 addr: String::new(),
-                reason: "not a voter of this cluster".to_owned(),
+                reason: "neither a voter nor a learner of this cluster".to_owned(),
             });
         };
         let taken = shared.peers.lock().expect("peers lock").remove(&node);
-        let mut client = taken
-            .unwrap_or_else(|| PeerClient::new(Arc::clone(&shared.identity), node, addr.clone()));
+        let mut client =
+            taken.unwrap_or_else(|| PeerClient::new(Arc::clone(&shared.identity), node, addr));
         let limit = Duration::from_millis(SUBMIT_DEADLINE_MS);
         let result = client
             .call::<_, super::wire::BrokerReply>(Kind::Broker, message, limit)

@@ -164,12 +164,11 @@ impl BrokerConfig {
             value,
             reason,
         };
-        if !self.process_roles.broker {
+        if !self.process_roles.broker && self.controller_quorum_voters.is_empty() {
             return Err(bad(
                 "process.roles",
                 self.process_roles.print(),
-                "a dedicated controller (no broker role) is not built yet: use \
-                 broker,controller or broker"
+                "a dedicated controller is a voter of a cluster: set controller.quorum.voters"
                     .into(),
             ));
         }
@@ -184,7 +183,15 @@ impl BrokerConfig {
             .iter()
             .filter(|l| !self.is_controller_listener(&l.name))
             .count();
-        if client_listeners == 0 {
+        if !self.process_roles.broker {
+            if client_listeners > 0 {
+                return Err(ConfigError::Inconsistent(format!(
+                    "process.roles=controller: listeners must hold only controller listeners \
+                     (controller.listener.names: {}), as a dedicated controller serves no clients",
+                    self.controller_listener_names.join(",")
+                )));
+            }
+        } else if client_listeners == 0 {
             return Err(ConfigError::Inconsistent(
                 "listeners has only controller listeners (controller.listener.names): a broker \
                  needs one for clients"
@@ -213,15 +220,19 @@ impl BrokerConfig {
                  controllers are not built yet (run the quorum on a private network)"
             )));
         }
-        if !self.controller_quorum_voters.is_empty() && !self.process_roles.controller {
-            return Err(bad(
-                "process.roles",
-                self.process_roles.print(),
-                "a broker that is not a voter joins the quorum as a learner, which is not \
-                 built yet: give every node broker,controller and list it in \
-                 controller.quorum.voters"
-                    .into(),
-            ));
+        if !self.controller_quorum_voters.is_empty()
+            && !self.process_roles.controller
+            && !self
+                .listeners
+                .iter()
+                .any(|l| self.is_controller_listener(&l.name))
+        {
+            return Err(ConfigError::Inconsistent(format!(
+                "node.id {} is a broker-only node (process.roles=broker): it follows the metadata \
+                 log as a learner, which the controller sends to its controller listener: add one \
+                 to listeners (e.g. CONTROLLER://host:port, named in controller.listener.names)",
+                self.node_id
+            )));
         }
         Ok(())
     }

@@ -28,8 +28,9 @@ pub fn controller_listener(config: &BrokerConfig) -> Result<SocketAddr, ServerEr
         .find(|l| config.is_controller_listener(&l.name))
         .ok_or_else(|| {
             ConfigError::Inconsistent(format!(
-                "node {} is a voter, so listeners needs a controller listener (one of \
-                 controller.listener.names: {})",
+                "node {} is in a cluster, so listeners needs a controller listener (one of \
+                 controller.listener.names: {}; a broker-only node's takes the metadata log \
+                 the controller sends it)",
                 config.node_id,
                 config.controller_listener_names.join(",")
             ))
@@ -52,16 +53,24 @@ pub fn quorum_config(
         .iter()
         .map(|v| (u64::from(v.node_id.unsigned_abs()), v.addr.to_string()))
         .collect();
+    let listen = controller_listener(config)?;
+    let node_id = u64::from(config.node_id.unsigned_abs());
+    let controller_addr = match voters.get(&node_id) {
+        Some(addr) => addr.clone(),
+        None => learner_addr(config, listen)?,
+    };
     Ok(QuorumConfig {
-        node_id: u64::from(config.node_id.unsigned_abs()),
+        node_id,
         cluster_id: cluster_id.to_owned(),
         voters,
-        listen: controller_listener(config)?,
+        listen,
+        controller_addr,
         data_dir: config.data_dir.join(METADATA_DIR),
         controller: ControllerConfig {
             broker_session_timeout_ms: config.broker_session_timeout_ms,
         },
-        broker: Some(BrokerRole {
+        // A dedicated controller (`process.roles=controller`) never registers as a broker.
+        broker: config.process_roles.broker.then(|| BrokerRole {
             listeners,
             rack: config.broker_rack.clone(),
             heartbeat_interval_ms: u64::try_from(config.broker_heartbeat_interval_ms)
@@ -69,6 +78,28 @@ pub fn quorum_config(
         }),
         snapshot_after_entries: config.metadata_snapshot_entries,
     })
+}
+
+/// Where the voters reach a broker-only node's controller listener: its advertised
+/// controller listener, else the one it binds, which must then name a host (not 0.0.0.0).
+fn learner_addr(config: &BrokerConfig, listen: SocketAddr) -> Result<String, ServerError> {
+    let advertised = config
+        .advertised_listeners
+        .iter()
+        .find(|l| config.is_controller_listener(&l.name));
+    if let Some(a) = advertised {
+        return Ok(a.addr.to_string());
+    }
+    if listen.ip().is_unspecified() {
+        return Err(ConfigError::Inconsistent(format!(
+            "node {} is a broker-only node (process.roles=broker): the voters send it the metadata \
+             log at its controller listener, which binds {listen}: give it a host they can reach \
+             (in listeners, or in advertised.listeners)",
+            config.node_id
+        ))
+        .into());
+    }
+    Ok(listen.to_string())
 }
 
 impl From<crate::config::SecurityProtocol> for sluice_cluster::records::SecurityProtocol {

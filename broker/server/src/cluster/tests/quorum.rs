@@ -85,6 +85,7 @@ async fn start_cluster(n: u64, brokers: bool) -> Vec<Node> {
             cluster_id: CLUSTER.to_owned(),
             voters: voters.clone(),
             listen: addrs[&id],
+            controller_addr: addrs[&id].to_string(),
             data_dir: dir.path().join("__cluster_metadata"),
             controller: ControllerConfig::default(),
             broker: brokers.then(|| BrokerConfig {
@@ -451,6 +452,7 @@ async fn a_config_without_this_node_among_the_voters_is_refused() {
         cluster_id: CLUSTER.to_owned(),
         voters: BTreeMap::from([(1, addr.to_string())]),
         listen: addr,
+        controller_addr: addr.to_string(),
         data_dir: dir.path().to_path_buf(),
         controller: ControllerConfig::default(),
         broker: None,

@@ -1,0 +1,185 @@
+"""Network partitions of a real three-broker cluster: each broker runs in its own network
+namespace (`ip netns`), joined to this one by a veth pair (10.213.k.2 in namespace k,
+10.213.k.1 here, this namespace routing between them), so cutting a broker off is taking
+its link down: its TCP connections stall and time out as on a real network (no kill, no
+signal). Root only (the suite runs as root in CI); skipped otherwise.
+
+The trial, Jepsen-style: clients create topics through the majority's brokers while the
+active controller is cut off, and one client inside the cut-off broker's namespace tries to
+create a topic through it. Afterwards every acknowledged creation is on every broker, the
+minority's attempt was never acknowledged (and is on every broker or none), and every
+broker's metadata is the same.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from cluster_support import Cluster
+from conftest import wait_until
+
+SIZE = 3
+SUBNET = "10.213"
+KAFKA_PORT, CONTROLLER_PORT = 19092, 19093
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+
+
+def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(list(args), capture_output=True, text=True, check=check)
+
+
+class Namespaces:
+    """Namespace k with `lo` and a veth pair to this namespace."""
+
+    def __init__(self, size: int):
+        tag = os.getpid() % 10000
+        self.names = {k: f"slp{tag}n{k}" for k in range(1, size + 1)}
+        self.links = {k: f"slp{tag}r{k}" for k in range(1, size + 1)}
+        self.forward = Path("/proc/sys/net/ipv4/ip_forward").read_text().strip()
+
+    def host(self, k: int) -> str:
+        return f"{SUBNET}.{k}.2"
+
+    def create(self) -> None:
+        Path("/proc/sys/net/ipv4/ip_forward").write_text("1\n")
+        for k, ns in self.names.items():
+            peer = f"{self.links[k]}p"
+            sh("ip", "netns", "add", ns)
+            sh("ip", "link", "add", self.links[k], "type", "veth", "peer", "name", peer)
+            sh("ip", "link", "set", peer, "netns", ns)
+            sh("ip", "addr", "add", f"{SUBNET}.{k}.1/24", "dev", self.links[k])
+            sh("ip", "link", "set", self.links[k], "up")
+            inside = ["ip", "netns", "exec", ns]
+            sh(*inside, "ip", "addr", "add", f"{self.host(k)}/24", "dev", peer)
+            sh(*inside, "ip", "link", "set", peer, "up")
+            sh(*inside, "ip", "link", "set", "lo", "up")
+            sh(*inside, "ip", "route", "add", "default", "via", f"{SUBNET}.{k}.1")
+
+    def cut(self, k: int) -> None:
+        sh("ip", "link", "set", self.links[k], "down")
+
+    def heal(self, k: int) -> None:
+        sh("ip", "link", "set", self.links[k], "up")
+        # Taking the link down dropped its address's route: back as it was.
+        sh("ip", "route", "replace", f"{SUBNET}.{k}.0/24", "dev", self.links[k], check=False)
+
+    def prefix(self, k: int) -> list[str]:
+        return ["ip", "netns", "exec", self.names[k]]
+
+    def destroy(self) -> None:
+        for k, ns in self.names.items():
+            sh("ip", "link", "del", self.links[k], check=False)
+            sh("ip", "netns", "del", ns, check=False)
+        Path("/proc/sys/net/ipv4/ip_forward").write_text(self.forward + "\n")
+
+
+@pytest.fixture
+def netns_cluster(tmp_path):
+    # One trial at a time on this machine: the subnet and the ports are fixed.
+    with open("/tmp/sluice-netns.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        spaces = Namespaces(SIZE)
+        spaces.destroy()
+        spaces.create()
+        cluster = None
+        try:
+            cluster = Cluster(
+                tmp_path,
+                SIZE,
+                # The admin API listens on the namespace's address (not loopback): open, on
+                # this private link.
+                {"admin.allow.insecure": "true"},
+                hosts=[spaces.host(k) for k in range(1, SIZE + 1)],
+                prefixes={k: spaces.prefix(k) for k in range(1, SIZE + 1)},
+                ports=(KAFKA_PORT, CONTROLLER_PORT),
+            )
+            cluster.start()
+            yield cluster, spaces
+        finally:
+            if cluster is not None:
+                cluster.kill_all()
+            spaces.destroy()
+
+
+def topics_on(cluster: Cluster, k: int) -> dict[str, tuple]:
+    """Topic name -> its partitions and their leaders, as node k's Metadata says."""
+    try:
+        data = cluster.metadata(k)
+    except AssertionError:  # no answer (cut off, or electing)
+        return {}
+    return {t["topic"]: tuple((p["partition"], p["leader"]) for p in t["partitions"]) for t in data["topics"]}
+
+
+def create_through(bootstrap: str, name: str, timeout_s: float = 15.0) -> bool:
+    """Whether CreateTopics through `bootstrap` was acknowledged."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout_s * 1000)})
+    try:
+        admin.create_topics([NewTopic(name, 1)], request_timeout=timeout_s)[name].result(timeout=timeout_s + 5)
+        return True
+    except Exception:  # noqa: BLE001 (any failure: not acknowledged)
+        return False
+
+
+MINORITY_CLIENT = """
+import sys
+from confluent_kafka.admin import AdminClient, NewTopic
+admin = AdminClient({"bootstrap.servers": sys.argv[1]})
+try:
+    admin.create_topics([NewTopic(sys.argv[2], 1)], request_timeout=15)[sys.argv[2]].result(timeout=25)
+    print("ACKED")
+except Exception as e:
+    print("FAILED", e)
+"""
+
+
+def test_the_active_controller_cut_off_by_a_network_partition(netns_cluster, topic_name):
+    cluster, spaces = netns_cluster
+    leader = cluster.controller(1)
+    majority = [k for k in range(1, SIZE + 1) if k != leader]
+    assert create_through(cluster.node(majority[0]).bootstrap, f"{topic_name}-before")
+
+    spaces.cut(leader)
+    # A client on the cut-off broker's side asks it to create a topic: it cannot commit.
+    minority = subprocess.Popen(
+        [*spaces.prefix(leader), "python3", "-c", MINORITY_CLIENT, cluster.node(leader).bootstrap, f"{topic_name}-minority"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    acked = []
+    deadline = time.monotonic() + 60
+    i = 0
+    while len(acked) < 5 and time.monotonic() < deadline:
+        name = f"{topic_name}-during-{i}"
+        if create_through(cluster.node(majority[i % 2]).bootstrap, name):
+            acked.append(name)
+        i += 1
+    assert len(acked) == 5, f"the majority kept taking changes: {acked}"
+    new_leader = cluster.controller(majority[0])
+    assert new_leader in majority, new_leader
+    minority_out, _ = minority.communicate(timeout=60)
+    assert "ACKED" not in minority_out, f"the cut-off controller acknowledged a change: {minority_out}"
+
+    spaces.heal(leader)
+    expected = {f"{topic_name}-before", *acked}
+
+    def converged():
+        seen = [topics_on(cluster, k) for k in range(1, SIZE + 1)]
+        return all(expected <= set(s) for s in seen) and all(s == seen[0] for s in seen)
+
+    wait_until(converged, 60, "every broker's metadata the same, with every acknowledged topic")
+    # The minority's attempt was never acknowledged: on every broker or none (converged), and
+    # every acknowledged topic has its partition.
+    assert all(topics_on(cluster, 1)[name] for name in expected)
+    # The cut-off node is a follower of the new leader and takes changes again.
+    assert cluster.controller(leader) == cluster.controller(majority[0])
+    assert create_through(cluster.node(leader).bootstrap, f"{topic_name}-after")
+    wait_until(lambda: all(f"{topic_name}-after" in topics_on(cluster, k) for k in range(1, SIZE + 1)), 30, "after")
