@@ -24,13 +24,14 @@ NODE_LISTENING_LINE = re.compile(r"^sluice listening (?:kafka|controller)=(\d+\.
 
 
 def ports_free_on(hosts: list[str]) -> tuple[int, int]:
-    """Two ports free on every host of `hosts` (the Kafka and the controller port)."""
+    """Two ports free on every host of `hosts` (the Kafka and the controller port), and the
+    one after them (an extra listener's)."""
     for _ in range(200):
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             first = probe.getsockname()[1]
-        ports = (first, first + 1)
-        if first + 1 > 65535:
+        ports = (first, first + 1, first + 2)
+        if first + 2 > 65535:
             continue
         sockets = []
         try:
@@ -40,7 +41,7 @@ def ports_free_on(hosts: list[str]) -> tuple[int, int]:
                     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                     s.bind((host, port))
                     sockets.append(s)
-            return ports
+            return ports[0], ports[1]
         except OSError:
             continue
         finally:
@@ -117,6 +118,7 @@ class Cluster:
         ports: tuple[int, int] | None = None,
         voters: int | None = None,
         controllers: int = 0,
+        extra_listener: str | None = None,
     ):
         """Nodes 1..`voters` (all by default) are voters, the first `controllers` of them
         dedicated controllers (`process.roles=controller`: only a controller listener, no
@@ -149,6 +151,10 @@ class Cluster:
                 "broker.session.timeout.ms": "3000",
                 "broker.heartbeat.interval.ms": "500",
             }
+            if extra_listener:
+                # Another client listener on the port after the controller's (e.g. an SSL
+                # inter-broker listener).
+                node_settings["listeners"] += f",{extra_listener}://{hosts[k - 1]}:{self.controller_port + 1}"
             if k > voter_count:
                 node_settings["process.roles"] = "broker"
             elif k <= controllers:
@@ -241,9 +247,20 @@ def cluster_factory(tmp_path_factory, request):
     clusters: list[Cluster] = []
 
     def start(
-        size: int = 3, settings: dict[str, str] | None = None, voters: int | None = None, controllers: int = 0
+        size: int = 3,
+        settings: dict[str, str] | None = None,
+        voters: int | None = None,
+        controllers: int = 0,
+        extra_listener: str | None = None,
     ) -> Cluster:
-        cluster = Cluster(tmp_path_factory.mktemp("cluster"), size, settings, voters=voters, controllers=controllers)
+        cluster = Cluster(
+            tmp_path_factory.mktemp("cluster"),
+            size,
+            settings,
+            voters=voters,
+            controllers=controllers,
+            extra_listener=extra_listener,
+        )
         clusters.append(cluster)
         return cluster.start()
 

@@ -445,9 +445,12 @@ def test_a_plugin_uploaded_to_one_broker_is_installed_on_every_broker(cluster_fa
     # A topic bound to it can be made through any broker (each binds its own copy).
     cluster.sluice("topic", "create", topic_name, "-p", "3", "-c", "sluice.partitioner=router", via=3)
     assert sorted(cluster.leaders(2, topic_name).values()) == [1, 2, 3]
-    # Deleted through another broker: gone everywhere (after its topic).
+    # Deleted through another broker: gone everywhere (after its topic, once broker 2 has
+    # applied the topic's deletion: each broker's metadata follows the log).
     cluster.sluice("topic", "delete", topic_name, via=1)
-    status, text = http(cluster.node(2), "DELETE", "/v1/plugins/router")
+    deleted = []
+    wait_until(lambda: deleted.append(http(cluster.node(2), "DELETE", "/v1/plugins/router")) or deleted[-1][0] != 409, 30, "not in use")
+    status, text = deleted[-1]
     assert status in (200, 204), text
     for k in (1, 3):
         assert sha_on(k, "router") is None, k
@@ -752,3 +755,50 @@ def test_dedicated_controllers_and_broker_only_nodes(cluster_factory, topic_name
     cluster.sluice("topic", "create", f"{topic_name}-after", "-p", "2", via=5)
     assert cluster.controller(4) in {1, 2, 3} - {leader}
     assert set(cluster.leaders(4, f"{topic_name}-after").values()) <= {4, 5}
+
+
+def test_tls_between_brokers_on_the_controller_and_inter_broker_listeners(cluster_factory, tmp_path, topic_name):
+    """The quorum over an SSL controller listener (a client certificate from the cluster's CA
+    required) and an SSL inter-broker listener: transactions spanning the three brokers
+    (WriteTxnMarkers and AddPartitionsToTxn between them) commit; a plaintext peer and one
+    with another CA's certificate are refused at the controller listener."""
+    import socket
+    import ssl
+
+    from tls_support import make_ca, make_leaf
+
+    make_ca(tmp_path, "ca")
+    make_ca(tmp_path, "otherca")
+    make_leaf(tmp_path, "ca", "broker", "/CN=broker", "serverAuth,clientAuth", "IP:127.0.0.1,IP:127.0.0.2,IP:127.0.0.3")
+    make_leaf(tmp_path, "otherca", "stranger", "/CN=stranger", "clientAuth")
+    settings = {
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SSL,CONTROLLER:SSL",
+        "inter.broker.listener.name": "INTERNAL",
+        "ssl.keystore.location": str(tmp_path / "broker.pem"),
+        "ssl.truststore.location": str(tmp_path / "ca.pem"),
+        "allow.everyone.if.no.acl.found": "true",
+    }
+    cluster = cluster_factory(3, settings, extra_listener="INTERNAL")
+    test_transactions_span_brokers_markers_reach_every_leader(lambda _size: cluster, topic_name)
+
+    controller = ("127.0.0.1", cluster.controller_port)
+    with socket.create_connection(controller, timeout=10) as plain:
+        plain.sendall(b"\x00\x00\x00\x00\x10" + b"\x00" * 16)  # a hello frame's shape, in clear
+        plain.settimeout(10)
+        try:
+            answer = plain.recv(64)
+        except (ConnectionResetError, TimeoutError):
+            answer = b""
+        assert not answer or answer[:1] == b"\x15", f"a plaintext peer got an answer: {answer!r}"  # 0x15: a TLS alert
+    stranger = ssl.create_default_context(cafile=str(tmp_path / "ca.pem"))
+    stranger.load_cert_chain(str(tmp_path / "stranger.crt"), str(tmp_path / "stranger.key"))
+    refused = False
+    try:
+        with socket.create_connection(controller, timeout=10) as raw:
+            with stranger.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+                tls.sendall(b"\x00\x00\x00\x00\x10")
+                refused = tls.recv(16) == b""
+    except (ssl.SSLError, ConnectionResetError, OSError):
+        refused = True
+    assert refused, "a peer with another CA's certificate was served"
+    assert "TLS handshake refused" in cluster.node(1).log_tail()

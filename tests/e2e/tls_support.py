@@ -38,12 +38,12 @@ def make_ca(dir: Path, name: str) -> None:
     )  # fmt: skip
 
 
-def make_leaf(dir: Path, ca: str, name: str, subject: str, usage: str) -> None:
+def make_leaf(dir: Path, ca: str, name: str, subject: str, usage: str, san: str = "IP:127.0.0.1,DNS:localhost") -> None:
     """`name.key`, `name.crt` signed by `ca`, and `name.pem` (key + chain, a keystore)."""
     ext = dir / f"{name}.ext"
     ext.write_text(
         "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n"
-        f"extendedKeyUsage={usage}\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n"
+        f"extendedKeyUsage={usage}\nsubjectAltName={san}\n"
     )
     openssl(
         "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",

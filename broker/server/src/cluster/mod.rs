@@ -80,7 +80,8 @@ mod tests;
 
 pub use image::{ImageApplier, ImageWatch};
 pub use log_store::{MetaLogReader, MetaLogStore};
-pub use network::{CallError, Identity, NetworkFactory, PeerClient};
+pub(crate) use network::PeerStream;
+pub use network::{CallError, Identity, NetworkFactory, PeerClient, PeerTls};
 pub use ops::{ControllerOp, ControllerReply, OpError, TopicOutcome, TopicSpec};
 pub use server::BrokerMessages;
 pub use service::{

@@ -33,13 +33,67 @@ use super::state_machine::MetaSnapshot;
 use super::types::{ControllerNode, MetaTypes, Vote};
 use super::wire::{self, Hello, Kind, PROTOCOL_VERSION, SnapshotRequest};
 
-/// Who this node is, as its hellos say.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Who this node is, as its hellos say, and how it speaks to its peers.
+#[derive(Debug, Clone)]
 pub struct Identity {
     pub cluster_id: String,
     pub node_id: u64,
     /// The voters (`controller.quorum.voters`), by node id.
     pub voters: BTreeMap<u64, String>,
+    /// TLS on the controller listener (an SSL controller listener): the server side, which
+    /// requires a client certificate, and the client side peers are dialled with.
+    pub tls: Option<PeerTls>,
+}
+
+/// The rustls configs of TLS between the nodes (`crate::tls::PeerTls` builds them).
+#[derive(Clone)]
+pub struct PeerTls {
+    pub server: Arc<rustls::ServerConfig>,
+    pub client: Arc<rustls::ClientConfig>,
+}
+
+impl std::fmt::Debug for PeerTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PeerTls")
+    }
+}
+
+/// A connection to a peer: plain TCP, or TLS over it.
+pub(crate) trait PeerStream:
+    tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + Sync
+{
+    /// The TCP connection under it.
+    fn tcp(&self) -> &TcpStream;
+    /// Whether unsolicited bytes may arrive (TLS: session tickets, alerts).
+    fn is_tls(&self) -> bool;
+}
+
+impl std::fmt::Debug for dyn PeerStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.is_tls() {
+            "PeerStream(TLS)"
+        } else {
+            "PeerStream(TCP)"
+        })
+    }
+}
+
+impl PeerStream for TcpStream {
+    fn tcp(&self) -> &TcpStream {
+        self
+    }
+    fn is_tls(&self) -> bool {
+        false
+    }
+}
+
+impl PeerStream for tokio_rustls::client::TlsStream<TcpStream> {
+    fn tcp(&self) -> &TcpStream {
+        self.get_ref().0
+    }
+    fn is_tls(&self) -> bool {
+        true
+    }
 }
 
 impl Identity {
@@ -114,7 +168,7 @@ pub struct PeerClient {
     identity: Arc<Identity>,
     target: u64,
     addr: String,
-    stream: Option<TcpStream>,
+    stream: Option<Box<dyn PeerStream>>,
     /// The next reconnect waits this long after a failure (doubling, bounded).
     backoff_ms: u64,
     /// No connection attempt before this instant.
@@ -142,10 +196,10 @@ impl PeerClient {
     }
 
     /// The open connection, or a new one greeted with a hello.
-    async fn connected(&mut self) -> Result<&mut TcpStream, CallError> {
+    async fn connected(&mut self) -> Result<&mut Box<dyn PeerStream>, CallError> {
         // A connection the peer closed meanwhile (its idle timeout, a restart) is replaced
         // before anything is sent on it: a request on it would fail with an unknown outcome.
-        if self.stream.as_ref().is_some_and(|s| !is_open(s)) {
+        if self.stream.as_deref().is_some_and(|s| !is_open(s)) {
             self.stream = None;
         }
         if self.stream.is_none() {
@@ -177,12 +231,33 @@ impl PeerClient {
         Ok(self.stream.as_mut().expect("connected above"))
     }
 
-    /// Connects and exchanges hellos.
-    async fn open(&self) -> Result<TcpStream, String> {
-        let mut stream = TcpStream::connect(&self.addr)
+    /// Connects (and shakes hands with TLS) and exchanges hellos.
+    async fn open(&self) -> Result<Box<dyn PeerStream>, String> {
+        let tcp = TcpStream::connect(&self.addr)
             .await
             .map_err(|e| e.to_string())?;
-        stream.set_nodelay(true).map_err(|e| e.to_string())?;
+        tcp.set_nodelay(true).map_err(|e| e.to_string())?;
+        let mut stream: Box<dyn PeerStream> = match &self.identity.tls {
+            None => Box::new(tcp),
+            Some(tls) => {
+                let host = self
+                    .addr
+                    .rsplit_once(':')
+                    .map_or(self.addr.as_str(), |(h, _)| h)
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .to_owned();
+                let name = rustls_pki_types::ServerName::try_from(host)
+                    .map_err(|e| format!("{}: not a TLS server name: {e}", self.addr))?;
+                let connector = tokio_rustls::TlsConnector::from(Arc::clone(&tls.client));
+                Box::new(
+                    connector
+                        .connect(name, tcp)
+                        .await
+                        .map_err(|e| format!("TLS handshake with {}: {e}", self.addr))?,
+                )
+            }
+        };
         let hello = self.identity.hello();
         let body = wire::encode(&hello).map_err(|e| e.to_string())?;
         wire::write_frame(&mut stream, Kind::Hello, &body)
@@ -271,9 +346,36 @@ impl PeerClient {
 
 /// Whether an idle connection is still open: the peer has sent nothing (between requests
 /// it never does) and not closed it.
-fn is_open(stream: &TcpStream) -> bool {
+fn is_open(stream: &dyn PeerStream) -> bool {
+    // A peek: over TLS the bytes under the stream belong to rustls (a session ticket may be
+    // waiting there), so nothing is consumed.
+    let tcp = stream.tcp();
     let mut byte = [0u8; 1];
-    matches!(stream.try_read(&mut byte), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+    let peeked = tcp.try_io(tokio::io::Interest::READABLE, || {
+        use std::os::fd::AsRawFd;
+        // SAFETY: recv(2) with MSG_PEEK | MSG_DONTWAIT into a valid one-byte buffer on this
+        // socket's descriptor, which outlives the call.
+        let n = unsafe {
+            libc::recv(
+                tcp.as_raw_fd(),
+                byte.as_mut_ptr().cast(),
+                1,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        if n < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(n)
+        }
+    });
+    match peeked {
+        Err(e) => e.kind() == std::io::ErrorKind::WouldBlock,
+        Ok(0) => false,
+        // Unsolicited bytes: TLS records are rustls's to read; in plain TCP nothing is sent
+        // unasked, so the connection is out of step.
+        Ok(_) => stream.is_tls(),
+    }
 }
 
 impl RaftNetworkV2<MetaTypes> for PeerClient {
@@ -379,6 +481,7 @@ mod tests {
             cluster_id: "c".to_owned(),
             node_id,
             voters: BTreeMap::new(),
+            tls: None,
         };
         tokio::spawn(one_answer_per_connection(listener, identity(2)));
         let mut client = PeerClient::new(Arc::new(identity(1)), 2, addr);
@@ -393,7 +496,7 @@ mod tests {
             );
             // The fake peer closes its side once it has answered.
             let closed = async {
-                while client.stream.as_ref().is_some_and(is_open) {
+                while client.stream.as_deref().is_some_and(is_open) {
                     tokio::time::sleep(Duration::from_millis(5)).await;
                 }
             };
@@ -409,6 +512,7 @@ mod tests {
             cluster_id: "c".to_owned(),
             node_id: 1,
             voters: BTreeMap::new(),
+            tls: None,
         };
         let mut client = PeerClient::new(Arc::new(identity), 2, closed_port().await);
         let option = RPCOption::new(Duration::from_secs(1));

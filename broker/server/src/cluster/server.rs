@@ -87,7 +87,17 @@ pub(crate) async fn serve(
         };
         let dispatch = Arc::clone(&dispatch);
         connections.spawn(async move {
-            if let Err(e) = connection(stream, &dispatch).await {
+            let served = match dispatch.identity.tls.clone() {
+                None => connection(stream, &dispatch).await,
+                Some(tls) => match accept_tls(stream, tls).await {
+                    Ok(stream) => connection(stream, &dispatch).await,
+                    Err(e) => {
+                        tracing::warn!(%peer, error = %e, "controller listener: TLS handshake refused");
+                        Ok(())
+                    }
+                },
+            };
+            if let Err(e) = served {
                 tracing::debug!(%peer, error = %e, "controller connection closed");
             }
             drop(permit);
@@ -96,9 +106,29 @@ pub(crate) async fn serve(
     connections.shutdown().await;
 }
 
+/// The TLS handshake of a peer's connection (a client certificate the truststore signed is
+/// required), bounded by `PEER_CONNECT_TIMEOUT_MS`.
+async fn accept_tls(
+    stream: TcpStream,
+    tls: super::network::PeerTls,
+) -> Result<tokio_rustls::server::TlsStream<TcpStream>, String> {
+    stream.set_nodelay(true).map_err(|e| e.to_string())?;
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls.server);
+    let limit = Duration::from_millis(PEER_CONNECT_TIMEOUT_MS);
+    match timeout(limit, acceptor.accept(stream)).await {
+        Ok(accepted) => accepted.map_err(|e| e.to_string()),
+        Err(_) => Err(format!(
+            "no handshake within PEER_CONNECT_TIMEOUT_MS ({PEER_CONNECT_TIMEOUT_MS} ms)"
+        )),
+    }
+}
+
 /// One peer's connection: the hello, then requests until it closes.
-async fn connection(mut stream: TcpStream, dispatch: &Dispatch) -> Result<(), WireError> {
-    stream.set_nodelay(true)?;
+async fn connection<S>(mut stream: S, dispatch: &Dispatch) -> Result<(), WireError>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + TcpOf,
+{
+    stream.tcp_of().set_nodelay(true)?;
     let hello_limit = Duration::from_millis(PEER_CONNECT_TIMEOUT_MS);
     let (_, body) = timeout(hello_limit, wire::read_frame(&mut stream, false))
         .await
@@ -202,4 +232,21 @@ async fn forward(dispatch: &Dispatch, op: wire::ForwardRequest) -> ForwardAnswer
         .await
         .map_err(|_| gone())?;
     rx.await.map_err(|_| gone())?
+}
+
+/// The TCP connection under a served stream.
+trait TcpOf {
+    fn tcp_of(&self) -> &TcpStream;
+}
+
+impl TcpOf for TcpStream {
+    fn tcp_of(&self) -> &TcpStream {
+        self
+    }
+}
+
+impl TcpOf for tokio_rustls::server::TlsStream<TcpStream> {
+    fn tcp_of(&self) -> &TcpStream {
+        self.get_ref().0
+    }
 }

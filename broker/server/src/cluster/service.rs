@@ -59,6 +59,8 @@ pub struct QuorumConfig {
     /// Where the other nodes reach this node's controller listener (`host:port`): a
     /// learner is added to the quorum's membership with it.
     pub controller_addr: String,
+    /// TLS on the controller listener and to the peers' (an SSL controller listener).
+    pub tls: Option<super::network::PeerTls>,
     /// The quorum's directory (`<data.dir>/__cluster_metadata`): `raft/` holds the log and
     /// `quorum-state`, `state-machine/` the snapshot.
     pub data_dir: PathBuf,
@@ -158,6 +160,7 @@ impl ClusterService {
             cluster_id: config.cluster_id.clone(),
             node_id: config.node_id,
             voters: config.voters.clone(),
+            tls: config.tls.clone(),
         };
         let raft_config = raft_config_with(&config.cluster_id, config.snapshot_after_entries)
             .map_err(|e| ClusterError::Raft(e.to_string()))?;

@@ -211,13 +211,17 @@ impl BrokerConfig {
         self.validate_voters()?;
         if let Some(secured) = self.listeners.iter().find(|l| {
             self.is_controller_listener(&l.name)
-                && self
-                    .listener_protocol(&l.name)
-                    .is_ok_and(|p| p != super::SecurityProtocol::Plaintext)
+                && self.listener_protocol(&l.name).is_ok_and(|p| {
+                    !matches!(
+                        p,
+                        super::SecurityProtocol::Plaintext | super::SecurityProtocol::Ssl
+                    )
+                })
         }) {
             return Err(ConfigError::Inconsistent(format!(
-                "controller listener {secured} is not PLAINTEXT: TLS and SASL between \
-                 controllers are not built yet (run the quorum on a private network)"
+                "controller listener {secured} uses SASL: the quorum's nodes authenticate each \
+                 other with TLS client certificates; map it to SSL (with ssl.keystore.location \
+                 and ssl.truststore.location) or PLAINTEXT"
             )));
         }
         if !self.controller_quorum_voters.is_empty()

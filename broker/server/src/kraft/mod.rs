@@ -97,6 +97,15 @@ impl Kraft {
         plugins: Arc<sluice_plugin_host::Registry>,
     ) -> Result<Arc<Self>, ServerError> {
         let local = migrate::Local::read(&security, &plugins);
+        // TLS to the other brokers' SSL inter-broker listeners, when this broker has the
+        // files for it.
+        let peer_tls = match (
+            &config.ssl_keystore_location,
+            &config.ssl_truststore_location,
+        ) {
+            (Some(_), Some(_)) => Some(crate::tls::PeerTls::open(config)?.client),
+            _ => None,
+        };
         let quorum = quorum_config(config, cluster_id, listeners)?;
         let marker = migrate::marker(&quorum.data_dir);
         let handle = ClusterService::start_on(quorum, controller)
@@ -126,7 +135,7 @@ impl Kraft {
                 config.transaction_state_log_num_partitions,
             ),
             stop,
-            peers: peers::Pool::default(),
+            peers: peers::Pool::new(peer_tls),
             inter_broker_listener: config
                 .inter_broker_listener()
                 .unwrap_or("PLAINTEXT")

@@ -6,8 +6,11 @@
 //! request that fails drops its connection, and the caller retries later (markers are
 //! written again until they are all written; a verification answers a retriable error).
 //!
-//! Plain TCP only: an inter-broker listener with TLS or SASL is refused here with a message
-//! saying so (the request fails; the transaction waits).
+//! An SSL inter-broker listener is dialled with TLS: the peer's certificate checked against
+//! `ssl.truststore.location`, this broker's own (`ssl.keystore.location`) presented, so the
+//! peer's authorizer sees the broker's certificate principal (give it CLUSTER_ACTION, or list
+//! it in `super.users`, as in Kafka). A SASL inter-broker listener is refused here with a
+//! message saying so (the request fails; the transaction waits).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -20,6 +23,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::Kraft;
+use crate::cluster::PeerStream;
 
 /// Largest response frame read from another broker, in bytes.
 pub const PEER_RESPONSE_BYTES_MAX: usize = 16 * 1024 * 1024;
@@ -28,10 +32,28 @@ pub const PEER_REQUEST_TIMEOUT_MS: u64 = 10_000;
 /// Idle connections kept, one per broker at most.
 pub const PEER_CONNECTIONS_MAX: usize = 64;
 
+/// An idle connection and the next correlation id on it.
+type Idle = (Box<dyn PeerStream>, i32);
+
+/// A broker's inter-broker address, its host, and the TLS config to dial it with.
+type Dial = (String, String, Option<std::sync::Arc<rustls::ClientConfig>>);
+
 /// The idle connections, by broker address.
 #[derive(Debug, Default)]
 pub(super) struct Pool {
-    idle: std::sync::Mutex<BTreeMap<String, (TcpStream, i32)>>,
+    idle: std::sync::Mutex<BTreeMap<String, Idle>>,
+    /// TLS to SSL inter-broker listeners (with `ssl.keystore.location` and
+    /// `ssl.truststore.location`).
+    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+}
+
+impl Pool {
+    pub(super) fn new(tls: Option<std::sync::Arc<rustls::ClientConfig>>) -> Self {
+        Self {
+            idle: std::sync::Mutex::default(),
+            tls,
+        }
+    }
 }
 
 impl Kraft {
@@ -46,7 +68,7 @@ impl Kraft {
         request: &R,
         version: i16,
     ) -> Result<R::Response, String> {
-        let addr = self.broker_address(node)?;
+        let (addr, host, tls) = self.broker_address(node)?;
         let limit = Duration::from_millis(PEER_REQUEST_TIMEOUT_MS);
         let taken = self
             .peers
@@ -58,7 +80,7 @@ impl Kraft {
             let (mut stream, next) = match taken {
                 Some(idle) => idle,
                 None => (
-                    TcpStream::connect(&addr)
+                    connect(&addr, &host, tls.as_ref())
                         .await
                         .map_err(|e| format!("connecting to broker {node} at {addr}: {e}"))?,
                     1,
@@ -83,8 +105,9 @@ impl Kraft {
         Ok(response)
     }
 
-    /// Broker `node`'s inter-broker listener, as it registered it.
-    fn broker_address(&self, node: i32) -> Result<String, String> {
+    /// Broker `node`'s inter-broker listener, as it registered it: its address, its host,
+    /// and the TLS config to dial it with (an SSL listener).
+    fn broker_address(&self, node: i32) -> Result<Dial, String> {
         let image = self.image();
         let broker = image
             .broker(node)
@@ -97,20 +120,54 @@ impl Kraft {
             .find(|l| l.name == self.inter_broker_listener)
             .or_else(|| broker.registration.listeners.first())
             .ok_or_else(|| format!("broker {node} registered no listener"))?;
-        if listener.security_protocol != SecurityProtocol::Plaintext {
-            return Err(format!(
-                "broker {node}'s inter-broker listener {} is not PLAINTEXT: requests between \
-                 brokers over TLS or SASL are not built yet",
-                listener.name
-            ));
-        }
-        Ok(format!("{}:{}", listener.host, listener.port))
+        let tls = match listener.security_protocol {
+            SecurityProtocol::Plaintext => None,
+            SecurityProtocol::Ssl => Some(self.peers.tls.clone().ok_or_else(|| {
+                format!(
+                    "broker {node}'s inter-broker listener {} is SSL: set ssl.keystore.location and \
+                     ssl.truststore.location here to reach it",
+                    listener.name
+                )
+            })?),
+            _ => {
+                return Err(format!(
+                    "broker {node}'s inter-broker listener {} uses SASL: requests between brokers \
+                     over SASL are not built yet (use an SSL or PLAINTEXT inter-broker listener)",
+                    listener.name
+                ));
+            }
+        };
+        Ok((
+            format!("{}:{}", listener.host, listener.port),
+            listener.host.clone(),
+            tls,
+        ))
     }
+}
+
+/// A connection to a broker: TCP, with TLS over it for an SSL listener.
+async fn connect(
+    addr: &str,
+    host: &str,
+    tls: Option<&std::sync::Arc<rustls::ClientConfig>>,
+) -> Result<Box<dyn PeerStream>, String> {
+    let tcp = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+    tcp.set_nodelay(true).map_err(|e| e.to_string())?;
+    let Some(tls) = tls else {
+        return Ok(Box::new(tcp));
+    };
+    let name = rustls_pki_types::ServerName::try_from(host.to_owned())
+        .map_err(|e| format!("{host}: not a TLS server name: {e}"))?;
+    let stream = tokio_rustls::TlsConnector::from(std::sync::Arc::clone(tls))
+        .connect(name, tcp)
+        .await
+        .map_err(|e| format!("TLS handshake: {e}"))?;
+    Ok(Box::new(stream))
 }
 
 /// One request and its response on `stream`.
 async fn exchange<R: Request>(
-    stream: &mut TcpStream,
+    stream: &mut Box<dyn PeerStream>,
     correlation_id: i32,
     request: &R,
     version: i16,

@@ -59,7 +59,9 @@ pub fn quorum_config(
         Some(addr) => addr.clone(),
         None => learner_addr(config, listen)?,
     };
+    let tls = controller_tls(config)?;
     Ok(QuorumConfig {
+        tls,
         node_id,
         cluster_id: cluster_id.to_owned(),
         voters,
@@ -78,6 +80,25 @@ pub fn quorum_config(
         }),
         snapshot_after_entries: config.metadata_snapshot_entries,
     })
+}
+
+/// TLS between the nodes when the controller listener is SSL (`crate::tls::PeerTls`).
+fn controller_tls(config: &BrokerConfig) -> Result<Option<crate::cluster::PeerTls>, ServerError> {
+    let listener = config
+        .listeners
+        .iter()
+        .find(|l| config.is_controller_listener(&l.name));
+    let Some(listener) = listener else {
+        return Ok(None);
+    };
+    if config.listener_protocol(&listener.name)? != crate::config::SecurityProtocol::Ssl {
+        return Ok(None);
+    }
+    let tls = crate::tls::PeerTls::open(config)?;
+    Ok(Some(crate::cluster::PeerTls {
+        server: tls.server,
+        client: tls.client,
+    }))
 }
 
 /// Where the voters reach a broker-only node's controller listener: its advertised

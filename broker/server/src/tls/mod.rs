@@ -179,6 +179,67 @@ fn build(sources: &Sources) -> Result<Arc<ServerConfig>, ConfigError> {
     Ok(Arc::new(config))
 }
 
+/// TLS between the brokers of a cluster: the controller listener's server side (a client
+/// certificate signed by `ssl.truststore.location` is required, whatever `ssl.client.auth`
+/// says: the quorum has no other authentication) and the client side every broker dials its
+/// peers with (their certificates checked against the same truststore, this broker's own
+/// certificate from `ssl.keystore.location` presented). Built once at start (not reloaded).
+#[derive(Debug, Clone)]
+pub struct PeerTls {
+    pub server: Arc<ServerConfig>,
+    pub client: Arc<rustls::ClientConfig>,
+}
+
+impl PeerTls {
+    /// # Errors
+    /// A key or file missing or unusable, named.
+    pub fn open(config: &BrokerConfig) -> Result<Self, ConfigError> {
+        const KEYSTORE: &str = "ssl.keystore.location";
+        const TRUSTSTORE: &str = "ssl.truststore.location";
+        let keystore = config.ssl_keystore_location.clone().ok_or_else(|| {
+            ConfigError::Inconsistent("TLS between brokers needs ssl.keystore.location".into())
+        })?;
+        let truststore = config.ssl_truststore_location.clone().ok_or_else(|| {
+            ConfigError::Inconsistent(
+                "TLS between brokers needs ssl.truststore.location (the CA that signed every broker's certificate)"
+                    .into(),
+            )
+        })?;
+        let server = build(&Sources {
+            keystore: keystore.clone(),
+            truststore: Some(truststore.clone()),
+            client_auth: ClientAuth::Required,
+        })?;
+        let pem = read(KEYSTORE, &keystore)?;
+        let chain = certificates(KEYSTORE, &keystore, &pem)?;
+        let key = PrivateKeyDer::from_pem_slice(&pem)
+            .map_err(|e| bad(KEYSTORE, &keystore, format!("no usable private key: {e}")))?;
+        let mut roots = rustls::RootCertStore::empty();
+        for ca in certificates(TRUSTSTORE, &truststore, &read(TRUSTSTORE, &truststore)?)? {
+            roots
+                .add(ca)
+                .map_err(|e| bad(TRUSTSTORE, &truststore, format!("not a usable CA: {e}")))?;
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| ConfigError::Inconsistent(format!("TLS: {e}")))?
+            .with_root_certificates(roots)
+            .with_client_auth_cert(chain, key)
+            .map_err(|e| {
+                bad(
+                    KEYSTORE,
+                    &keystore,
+                    format!("the key and certificate do not fit: {e}"),
+                )
+            })?;
+        Ok(Self {
+            server,
+            client: Arc::new(client),
+        })
+    }
+}
+
 /// Watches the directories of the certificate files; rebuilds on change.
 fn watch(
     sources: &Sources,

@@ -86,6 +86,7 @@ async fn start_cluster(n: u64, brokers: bool) -> Vec<Node> {
             voters: voters.clone(),
             listen: addrs[&id],
             controller_addr: addrs[&id].to_string(),
+            tls: None,
             data_dir: dir.path().join("__cluster_metadata"),
             controller: ControllerConfig::default(),
             broker: brokers.then(|| BrokerConfig {
@@ -335,6 +336,7 @@ async fn a_peer_of_another_cluster_or_voter_list_is_refused_at_its_hello() {
     let reason = refusal(Identity {
         cluster_id: "another-cluster".to_owned(),
         node_id: 7,
+        tls: None,
         voters: voters.clone(),
     })
     .await;
@@ -347,6 +349,7 @@ async fn a_peer_of_another_cluster_or_voter_list_is_refused_at_its_hello() {
     let reason = refusal(Identity {
         cluster_id: CLUSTER.to_owned(),
         node_id: 7,
+        tls: None,
         voters: other_voters,
     })
     .await;
@@ -453,6 +456,7 @@ async fn a_config_without_this_node_among_the_voters_is_refused() {
         voters: BTreeMap::from([(1, addr.to_string())]),
         listen: addr,
         controller_addr: addr.to_string(),
+        tls: None,
         data_dir: dir.path().to_path_buf(),
         controller: ControllerConfig::default(),
         broker: None,
