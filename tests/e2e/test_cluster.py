@@ -376,7 +376,7 @@ def test_views_and_the_admin_apis_topics_are_the_clusters(cluster_factory, tmp_p
     from plugin_support import plugin_dir
     from test_metrics import http
 
-    # Each broker's plugin.dir holds the filter (plugins are not copied between brokers yet).
+    # The brokers start with the filter in their plugin.dir: published by their first start.
     plugins = plugin_dir(tmp_path, {"json-filter": "json-filter"})
     cluster = cluster_factory(3, {"plugin.dir": str(plugins)})
     # A topic made through node 2's admin API is the cluster's: spread, listed everywhere.
@@ -414,6 +414,23 @@ def test_views_and_the_admin_apis_topics_are_the_clusters(cluster_factory, tmp_p
     assert status in (200, 204), text
     for k in (2, 3):
         wait_until(lambda k=k: http(cluster.node(k), "GET", f"/v1/views/{view}")[0] == 404, 10, f"node {k} dropped it")
+    # An ephemeral view (`sluice consume --filter`) made through node 3 serves every
+    # partition from its leader (it is made on every broker, and gone from every one after).
+    import subprocess as sp
+
+    from conftest import sluice_bin
+
+    filtered = ["--filter", "json-filter", "--param", "field=$.region", "--param", "op===", "--param", "value=eu"]
+    out = sp.run(
+        [sluice_bin(), "consume", topic_name, "-e", "--output", "json", *filtered,
+         "--brokers", cluster.node(3).bootstrap, "--admin-url", cluster.node(3).admin_url],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert sorted(json.loads(json.loads(line)["value"])["id"] for line in out.stdout.splitlines()) == list(range(0, 60, 3))
+    for k in (1, 2, 3):
+        views = json.loads(http(cluster.node(k), "GET", "/v1/views")[1])["views"]
+        assert not [v for v in views if v.get("ephemeral")], (k, views)
     # Not built for clusters yet, and said so: materialized transforms.
     status, text = http(cluster.node(1), "POST", "/v1/transforms", {"name": "t", "source": topic_name, "plugin": "json-filter", "outputs": [topic_name]})
     assert status == 501 and "NOT_IN_A_CLUSTER" in text, text

@@ -311,6 +311,24 @@ async fn to_every_broker(
     (live - failed.len(), live, failed)
 }
 
+/// [`to_every_broker`], where every live broker must take it: `NOT_ON_EVERY_BROKER` (502)
+/// naming those that did not.
+pub(super) async fn require_every_broker(
+    state: &AdminState,
+    message: &crate::cluster::BrokerMessage,
+    what: &str,
+) -> Result<(), ApiError> {
+    let (_, _, failed) = to_every_broker(state, message, what).await;
+    if failed.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        StatusCode::BAD_GATEWAY,
+        "NOT_ON_EVERY_BROKER",
+        format!("{what} here, not on every broker{}", failures(&failed)),
+    ))
+}
+
 fn failures(failed: &[String]) -> String {
     if failed.is_empty() {
         String::new()

@@ -157,6 +157,10 @@ async fn create(
     (spec.owner, spec.owner_host) = (Some(owner), Some(host));
     let broker = state.broker.clone();
     let (resource, detail) = (format!("view {}", spec.name), view_detail(&spec));
+    let copy = (spec.ephemeral && state.broker.kraft().is_some())
+        .then(|| serde_json::to_vec(&spec))
+        .transpose()
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
     // Binding runs each plugin's `init` (CPU, bounded by plugin.call.timeout.ms).
     let view = blocking(move || broker.topics.create_view(spec))
         .await?
@@ -164,6 +168,12 @@ async fn create(
             audit::refused(caller.actor(), "view.create", &resource, &e.to_string());
         })?;
     audit::done(caller.actor(), "view.create", &resource, &detail);
+    if let Some(spec) = copy {
+        // An ephemeral view is this broker's own, not the cluster's metadata: it is made on
+        // every live broker, where the consumer fetches the partitions each leads.
+        let message = crate::cluster::BrokerMessage::PutEphemeralView { spec };
+        super::plugins::require_every_broker(&state, &message, "the ephemeral view made").await?;
+    }
     Ok((StatusCode::CREATED, axum::Json(show(&state, &view))).into_response())
 }
 
@@ -199,7 +209,15 @@ async fn delete(
     caller.require(&state.broker, &[on(AclOperation::Delete, &name)])?;
     let broker = state.broker.clone();
     let deleting = name.clone();
+    let ephemeral = broker.topics.view(&name).is_some_and(|v| v.spec.ephemeral);
     blocking(move || broker.topics.delete_view(&deleting)).await??;
+    if ephemeral && state.broker.kraft().is_some() {
+        // Best effort: a copy left behind expires once idle.
+        let message = crate::cluster::BrokerMessage::RemoveEphemeralView { name: name.clone() };
+        let _ =
+            super::plugins::require_every_broker(&state, &message, "the ephemeral view deleted")
+                .await;
+    }
     audit::done(
         caller.actor(),
         "view.delete",

@@ -181,6 +181,12 @@ pub enum BrokerMessage {
     /// A broker missing a plugin version the metadata image names asks for its bytes: the
     /// answer is [`BrokerReply::Plugin`] if this broker has `name` at `sha256`.
     FetchPlugin { name: String, sha256: String },
+    /// An ephemeral view (`sluice consume --filter`) made on the sender, which is this
+    /// broker's too (its spec's JSON): the consumer fetches each partition from its leader.
+    /// It expires here as there, once idle.
+    PutEphemeralView { spec: Vec<u8> },
+    /// The ephemeral view is done with (the consumer finished).
+    RemoveEphemeralView { name: String },
 }
 
 /// What a broker message is answered with.

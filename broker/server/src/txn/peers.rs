@@ -57,6 +57,34 @@ async fn handle(
                 .unwrap_or(ErrorCode::CoordinatorNotAvailable);
             Ok(BrokerReply::Code(code.code()))
         }
+        BrokerMessage::CommitGroupOffsets { group_id, offsets } => {
+            let pending = PendingOffsets {
+                group_id,
+                offsets: offsets.into_iter().map(pending).collect(),
+            };
+            let written = super::markers::commit_offsets(broker, groups, &pending).await;
+            Ok(BrokerReply::Code(if written {
+                0
+            } else {
+                ErrorCode::CoordinatorNotAvailable.code()
+            }))
+        }
+        other => services(broker, other).await,
+    }
+}
+
+/// The messages for the broker's other services: plugins, ephemeral views, re-routed
+/// records.
+async fn services(broker: &Arc<Broker>, message: BrokerMessage) -> BrokerAnswer {
+    match message {
+        message @ (BrokerMessage::PutEphemeralView { .. }
+        | BrokerMessage::RemoveEphemeralView { .. }) => {
+            let topics = Arc::clone(&broker.topics);
+            tokio::task::spawn_blocking(move || crate::views::apply_remote(&topics, message))
+                .await
+                .map_err(|e| e.to_string())?
+                .map(BrokerReply::Code)
+        }
         BrokerMessage::FetchPlugin { name, sha256 } => {
             let broker = Arc::clone(broker);
             tokio::task::spawn_blocking(move || {
@@ -95,17 +123,8 @@ async fn handle(
                 crate::reroute::append_forwarded(&broker.topics, forward, durable).await,
             ))
         }
-        BrokerMessage::CommitGroupOffsets { group_id, offsets } => {
-            let pending = PendingOffsets {
-                group_id,
-                offsets: offsets.into_iter().map(pending).collect(),
-            };
-            let written = super::markers::commit_offsets(broker, groups, &pending).await;
-            Ok(BrokerReply::Code(if written {
-                0
-            } else {
-                ErrorCode::CoordinatorNotAvailable.code()
-            }))
+        BrokerMessage::HoldTxnOffsets { .. } | BrokerMessage::CommitGroupOffsets { .. } => {
+            Err("a transaction message reached the services' handler".to_owned())
         }
     }
 }
