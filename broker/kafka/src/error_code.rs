@@ -57,6 +57,9 @@ error_codes! {
     /// The request went to a broker that does not lead the partition, or (AlterPartition)
     /// came from one that does not.
     NotLeaderOrFollower = 6, "NOT_LEADER_OR_FOLLOWER";
+    /// A request that did not complete in time (an acks=all produce whose high watermark
+    /// did not pass its batch within the request's timeout).
+    RequestTimedOut = 7, "REQUEST_TIMED_OUT";
     /// A batch over the partition's `max.message.bytes`.
     MessageTooLarge = 10, "MESSAGE_TOO_LARGE";
     /// An offset commit's metadata string over its limit.
@@ -69,6 +72,12 @@ error_codes! {
     NotCoordinator = 16, "NOT_COORDINATOR";
     /// A topic name that is empty, too long or has characters Kafka refuses.
     InvalidTopicException = 17, "INVALID_TOPIC_EXCEPTION";
+    /// acks=all to a partition whose ISR is smaller than `min.insync.replicas`: refused
+    /// before the append.
+    NotEnoughReplicas = 19, "NOT_ENOUGH_REPLICAS";
+    /// acks=all appended, but the ISR fell below `min.insync.replicas` before it was
+    /// replicated.
+    NotEnoughReplicasAfterAppend = 20, "NOT_ENOUGH_REPLICAS_AFTER_APPEND";
     /// The request's generation is not the group's current one.
     IllegalGeneration = 22, "ILLEGAL_GENERATION";
     /// A member's protocol type or protocols do not match the group's.
@@ -105,6 +114,8 @@ error_codes! {
     PolicyViolation = 44, "POLICY_VIOLATION";
     /// A produced batch's sequence is not the next the partition expects.
     OutOfOrderSequenceNumber = 45, "OUT_OF_ORDER_SEQUENCE_NUMBER";
+    /// A produced batch an idempotent producer sent before (answered with its offset).
+    DuplicateSequenceNumber = 46, "DUPLICATE_SEQUENCE_NUMBER";
     /// A fenced producer epoch (for request versions before KIP-588).
     InvalidProducerEpoch = 47, "INVALID_PRODUCER_EPOCH";
     /// The operation is not legal in the transaction's state.
@@ -139,6 +150,8 @@ error_codes! {
     GroupIdNotFound = 69, "GROUP_ID_NOT_FOUND";
     /// A request whose leader epoch is older than the partition's current one.
     FencedLeaderEpoch = 74, "FENCED_LEADER_EPOCH";
+    /// A request whose leader epoch is newer than the one this replica knows.
+    UnknownLeaderEpoch = 75, "UNKNOWN_LEADER_EPOCH";
     /// A broker's request carries a broker epoch that is not its current registration's.
     StaleBrokerEpoch = 77, "STALE_BROKER_EPOCH";
     /// JoinGroup v4+ first round trip: retry with the returned member id.
