@@ -231,6 +231,43 @@ impl TopicRegistry {
         }
     }
 
+    /// Another broker's ephemeral view (its spec's JSON), made here too (a cluster: the
+    /// consumer fetches each partition from its leader); one of the name already here is
+    /// left as it is. Blocking: binding runs the plugins' `init`.
+    ///
+    /// # Errors
+    /// The spec does not parse or is not ephemeral, or the registry refused it.
+    pub fn put_ephemeral_view(&self, spec: &[u8]) -> Result<(), String> {
+        let spec: crate::views::ViewSpec =
+            serde_json::from_slice(spec).map_err(|e| format!("a view spec: {e}"))?;
+        if !spec.ephemeral {
+            return Err(format!(
+                "view {}: only ephemeral views travel between brokers",
+                spec.name
+            ));
+        }
+        if self.view(&spec.name).is_some() {
+            return Ok(());
+        }
+        let name = spec.name.clone();
+        self.create_view(spec)
+            .map(|_| ())
+            .map_err(|e| format!("view {name}: {}", e.message))
+    }
+
+    /// Another broker's ephemeral view is done with: removed here (if it is here, and
+    /// ephemeral).
+    ///
+    /// # Errors
+    /// The registry refused it.
+    pub fn remove_ephemeral_view(&self, name: &str) -> Result<(), String> {
+        if self.view(name).is_some_and(|v| v.spec.ephemeral) {
+            self.delete_view(name)
+                .map_err(|e| format!("view {name}: {}", e.message))?;
+        }
+        Ok(())
+    }
+
     /// Deletes a view (its file too). Fetches in flight finish on the chain they hold.
     pub fn delete_view(&self, name: &str) -> Result<(), KafkaError> {
         let admin = self.admin_lock();

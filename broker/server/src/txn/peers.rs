@@ -80,10 +80,14 @@ async fn services(broker: &Arc<Broker>, message: BrokerMessage) -> BrokerAnswer 
         message @ (BrokerMessage::PutEphemeralView { .. }
         | BrokerMessage::RemoveEphemeralView { .. }) => {
             let topics = Arc::clone(&broker.topics);
-            tokio::task::spawn_blocking(move || crate::views::apply_remote(&topics, message))
-                .await
-                .map_err(|e| e.to_string())?
-                .map(BrokerReply::Code)
+            tokio::task::spawn_blocking(move || match message {
+                BrokerMessage::PutEphemeralView { spec } => topics.put_ephemeral_view(&spec),
+                BrokerMessage::RemoveEphemeralView { name } => topics.remove_ephemeral_view(&name),
+                _ => Ok(()),
+            })
+            .await
+            .map_err(|e| e.to_string())?
+            .map(|()| BrokerReply::Code(0))
         }
         BrokerMessage::FetchPlugin { name, sha256 } => {
             let broker = Arc::clone(broker);

@@ -16,7 +16,8 @@
 //! The registry of views lives in [`crate::topics::TopicRegistry`] beside the topics (one namespace:
 //! a view cannot share a topic's name). An ephemeral view (`sluice consume --filter`) is not
 //! persisted and is dropped once no fetch has used it for `VIEW_EPHEMERAL_IDLE_MS`; in a
-//! cluster the admin API makes it on every live broker too ([`apply_remote`]).
+//! cluster the admin API makes it on every live broker too
+//! (`TopicRegistry::put_ephemeral_view`).
 
 pub(crate) mod apply;
 
@@ -150,47 +151,6 @@ fn stage_error(view: &str, index: usize, plugin: &str, e: RegistryError) -> Kafk
         other => format!("view {view:?} stage {index} (`{plugin}`): {other}"),
     };
     KafkaError::new(code, message)
-}
-
-/// Another broker's ephemeral view, made or removed here too (a cluster: the consumer
-/// fetches each partition from its leader). Blocking: binding runs the plugins' `init`.
-///
-/// # Errors
-/// The spec does not parse or is not ephemeral, or the registry refused it.
-pub fn apply_remote(
-    topics: &crate::topics::TopicRegistry,
-    message: crate::cluster::BrokerMessage,
-) -> Result<i16, String> {
-    use crate::cluster::BrokerMessage;
-    match message {
-        BrokerMessage::PutEphemeralView { spec } => {
-            let spec: ViewSpec =
-                serde_json::from_slice(&spec).map_err(|e| format!("a view spec: {e}"))?;
-            if !spec.ephemeral {
-                return Err(format!(
-                    "view {}: only ephemeral views travel between brokers",
-                    spec.name
-                ));
-            }
-            if topics.view(&spec.name).is_some() {
-                return Ok(0);
-            }
-            let name = spec.name.clone();
-            topics
-                .create_view(spec)
-                .map(|_| 0)
-                .map_err(|e| format!("view {name}: {}", e.message))
-        }
-        BrokerMessage::RemoveEphemeralView { name } => {
-            if topics.view(&name).is_some_and(|v| v.spec.ephemeral) {
-                topics
-                    .delete_view(&name)
-                    .map_err(|e| format!("view {name}: {}", e.message))?;
-            }
-            Ok(0)
-        }
-        _ => Err("not a view message".to_owned()),
-    }
 }
 
 #[cfg(test)]
