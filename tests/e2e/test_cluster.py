@@ -819,3 +819,25 @@ def test_tls_between_brokers_on_the_controller_and_inter_broker_listeners(cluste
         refused = True
     assert refused, "a peer with another CA's certificate was served"
     assert "TLS handshake refused" in cluster.node(1).log_tail()
+
+
+def test_sasl_between_brokers_on_the_inter_broker_listener(cluster_factory, topic_name):
+    """An inter-broker listener with SASL (SCRAM-SHA-256): each broker logs in to the others
+    with `sasl.mechanism.inter.broker.protocol` and `sasl.jaas.config` (the user made through
+    the cluster), and transactions spanning the brokers commit over it."""
+    from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+    settings = {
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name": "INTERNAL",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-256",
+        "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="broker-secret";',
+        "allow.everyone.if.no.acl.found": "true",
+    }
+    cluster = cluster_factory(3, settings, extra_listener="INTERNAL")
+    admin = AdminClient({"bootstrap.servers": cluster.node(1).bootstrap})
+    upsert = UserScramCredentialUpsertion("broker", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"broker-secret")
+    for f in admin.alter_user_scram_credentials([upsert]).values():
+        assert f.result(timeout=30) is None
+    test_transactions_span_brokers_markers_reach_every_leader(lambda _size: cluster, topic_name)

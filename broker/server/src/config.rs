@@ -23,7 +23,7 @@ pub use keys::{BROKER_KEYS, BrokerConfig, KEYS};
 pub use listener_keys::{
     ClientAuth, KeystoreType, ListenerAddr, ListenerSpec, SecurityProtocol, parse_listener_list,
 };
-pub use security_keys::SaslMechanism;
+pub use security_keys::{SaslMechanism, jaas_credentials};
 pub use table::Key;
 
 /// How a record batch's timestamp is set (`log.message.timestamp.type`): the storage

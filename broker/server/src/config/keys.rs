@@ -100,6 +100,14 @@ broker_keys! {
     /// The listener brokers reach each other on; unset: the first client listener.
     "inter.broker.listener.name" => inter_broker_listener_name: Option<String> = None,
         optional(string());
+    /// The SASL mechanism this broker logs in to other brokers' SASL inter-broker listeners
+    /// with (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).
+    "sasl.mechanism.inter.broker.protocol" => sasl_mechanism_inter_broker_protocol:
+        Option<SaslMechanism> = None,
+        optional(text(security::parse_mechanism, |m| m.name().to_owned()));
+    /// The credentials it logs in with, in Kafka's JAAS form
+    /// (`... required username="broker" password="...";`).
+    sensitive "sasl.jaas.config" => sasl_jaas_config: Option<String> = None, optional(string());
     /// This broker's rack: new topics spread their replicas over racks.
     "broker.rack" => broker_rack: Option<String> = None, optional(string());
     /// A broker not heard from for this long is fenced and its partitions' leadership moves.

@@ -69,6 +69,43 @@ pub(super) fn parse_mechanisms(value: &str) -> Result<Vec<SaslMechanism>, String
     Ok(out)
 }
 
+/// One mechanism by Kafka's name.
+pub(super) fn parse_mechanism(value: &str) -> Result<SaslMechanism, String> {
+    SaslMechanism::from_name(value.trim()).ok_or_else(|| {
+        format!("{value:?} is not a mechanism Sluice speaks (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)")
+    })
+}
+
+/// The `username` and `password` of a JAAS login module line (Kafka's `sasl.jaas.config`:
+/// `org.apache.kafka.common.security.scram.ScramLoginModule required username="u"
+/// password="p";`).
+///
+/// # Errors
+/// Either option is missing or unquoted.
+pub fn jaas_credentials(jaas: &str) -> Result<(String, String), String> {
+    let option = |name: &str| -> Result<String, String> {
+        let mut rest = jaas;
+        while let Some(at) = rest.find(name) {
+            let before = rest[..at].chars().next_back();
+            let after = rest[at + name.len()..].trim_start();
+            rest = &rest[at + name.len()..];
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            let Some(value) = after.strip_prefix('=') else {
+                continue;
+            };
+            let value = value.trim_start();
+            let quoted = value
+                .strip_prefix('"')
+                .and_then(|v| v.find('"').map(|end| v[..end].to_owned()));
+            return quoted.ok_or_else(|| format!("sasl.jaas.config: {name} must be quoted"));
+        }
+        Err(format!("sasl.jaas.config has no {name}=\"...\""))
+    };
+    Ok((option("username")?, option("password")?))
+}
+
 /// The mechanisms in their text form.
 pub(super) fn print_mechanisms(mechanisms: &[SaslMechanism]) -> String {
     let names: Vec<&str> = mechanisms.iter().map(|m| m.name()).collect();
@@ -124,6 +161,13 @@ impl BrokerConfig {
 
     /// Cross-key checks of these keys: a SASL listener needs a mechanism to offer.
     pub(super) fn validate_security_keys(&self) -> Result<(), ConfigError> {
+        if let Some(jaas) = &self.sasl_jaas_config {
+            jaas_credentials(jaas).map_err(|reason| ConfigError::BadValue {
+                key: "sasl.jaas.config".into(),
+                value: "(hidden)".into(),
+                reason,
+            })?;
+        }
         let sasl = self.listeners.iter().find(|l| {
             self.listener_protocol(&l.name).is_ok_and(|p| {
                 matches!(
@@ -211,5 +255,31 @@ mod tests {
         assert!(err.contains("connections.max.reauth.ms"), "{err}");
         let err = config(&[("super.users", "admin")]).unwrap_err();
         assert!(err.contains("super.users"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod jaas_tests {
+    use super::jaas_credentials;
+
+    #[test]
+    fn jaas_lines_give_their_username_and_password() {
+        let line = r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="s3cr=t;";"#;
+        assert_eq!(
+            jaas_credentials(line).unwrap(),
+            ("broker".to_owned(), "s3cr=t;".to_owned())
+        );
+        assert!(
+            jaas_credentials(r#"x required username="u";"#)
+                .unwrap_err()
+                .contains("password")
+        );
+        assert!(
+            jaas_credentials("x required username=u password=\"p\";")
+                .unwrap_err()
+                .contains("quoted")
+        );
+        // `my_username` is not `username`.
+        assert!(jaas_credentials(r#"x required my_username="a" password="p";"#).is_err());
     }
 }

@@ -53,7 +53,14 @@ fn the_table_declares_each_key_topic_key_and_env_name_once() {
         .copied()
         .filter(|k| is_sensitive(k))
         .collect();
-    assert_eq!(secrets, ["delegation.token.secret.key", "admin.token"]);
+    assert_eq!(
+        secrets,
+        [
+            "delegation.token.secret.key",
+            "sasl.jaas.config",
+            "admin.token"
+        ]
+    );
 }
 
 #[test]

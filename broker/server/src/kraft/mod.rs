@@ -135,7 +135,7 @@ impl Kraft {
                 config.transaction_state_log_num_partitions,
             ),
             stop,
-            peers: peers::Pool::new(peer_tls),
+            peers: peers::Pool::new(peer_tls, peer_login(config)),
             inter_broker_listener: config
                 .inter_broker_listener()
                 .unwrap_or("PLAINTEXT")
@@ -309,6 +309,21 @@ fn remotes(kraft: &Arc<Kraft>, topics: &TopicRegistry, security: &Security) {
                 .map(|_| ())
                 .map_err(|e| e.to_string())
         })));
+}
+
+/// The SASL login to other brokers' SASL inter-broker listeners, when configured
+/// (`sasl.mechanism.inter.broker.protocol`, default SCRAM-SHA-512, and `sasl.jaas.config`,
+/// checked at start).
+fn peer_login(config: &BrokerConfig) -> Option<peers::Login> {
+    let jaas = config.sasl_jaas_config.as_deref()?;
+    let (user, password) = crate::config::jaas_credentials(jaas).ok()?;
+    Some(peers::Login {
+        mechanism: config.sasl_mechanism_inter_broker_protocol.unwrap_or(
+            crate::config::SaslMechanism::Scram(sluice_security::scram::ScramMechanism::Sha512),
+        ),
+        user,
+        password,
+    })
 }
 
 /// The controller operation that records a registry change.

@@ -9,8 +9,9 @@
 //! An SSL inter-broker listener is dialled with TLS: the peer's certificate checked against
 //! `ssl.truststore.location`, this broker's own (`ssl.keystore.location`) presented, so the
 //! peer's authorizer sees the broker's certificate principal (give it CLUSTER_ACTION, or list
-//! it in `super.users`, as in Kafka). A SASL inter-broker listener is refused here with a
-//! message saying so (the request fails; the transaction waits).
+//! it in `super.users`, as in Kafka). On a SASL one the connection first logs in
+//! (SaslHandshake v1, SaslAuthenticate v2: PLAIN or SCRAM, `sasl.mechanism.inter.broker.protocol`
+//! and `sasl.jaas.config`); without those keys the request fails, saying which to set.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -35,8 +36,15 @@ pub const PEER_CONNECTIONS_MAX: usize = 64;
 /// An idle connection and the next correlation id on it.
 type Idle = (Box<dyn PeerStream>, i32);
 
-/// A broker's inter-broker address, its host, and the TLS config to dial it with.
-type Dial = (String, String, Option<std::sync::Arc<rustls::ClientConfig>>);
+/// How to reach a broker's inter-broker listener.
+struct Dial {
+    addr: String,
+    host: String,
+    /// TLS (an SSL or SASL_SSL listener).
+    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    /// The SASL login (a SASL_PLAINTEXT or SASL_SSL listener).
+    sasl: Option<Login>,
+}
 
 /// The idle connections, by broker address.
 #[derive(Debug, Default)]
@@ -45,13 +53,34 @@ pub(super) struct Pool {
     /// TLS to SSL inter-broker listeners (with `ssl.keystore.location` and
     /// `ssl.truststore.location`).
     tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    /// The login to SASL inter-broker listeners (`sasl.mechanism.inter.broker.protocol`,
+    /// `sasl.jaas.config`).
+    sasl: Option<Login>,
+}
+
+/// A SASL login: the mechanism, the user and the password (`Debug` leaves it out).
+#[derive(Clone)]
+pub(super) struct Login {
+    pub mechanism: crate::config::SaslMechanism,
+    pub user: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for Login {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Login({} as {})", self.mechanism.name(), self.user)
+    }
 }
 
 impl Pool {
-    pub(super) fn new(tls: Option<std::sync::Arc<rustls::ClientConfig>>) -> Self {
+    pub(super) fn new(
+        tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+        sasl: Option<Login>,
+    ) -> Self {
         Self {
             idle: std::sync::Mutex::default(),
             tls,
+            sasl,
         }
     }
 }
@@ -68,7 +97,8 @@ impl Kraft {
         request: &R,
         version: i16,
     ) -> Result<R::Response, String> {
-        let (addr, host, tls) = self.broker_address(node)?;
+        let dial = self.broker_address(node)?;
+        let addr = dial.addr.clone();
         let limit = Duration::from_millis(PEER_REQUEST_TIMEOUT_MS);
         let taken = self
             .peers
@@ -79,12 +109,9 @@ impl Kraft {
         let call = async {
             let (mut stream, next) = match taken {
                 Some(idle) => idle,
-                None => (
-                    connect(&addr, &host, tls.as_ref())
-                        .await
-                        .map_err(|e| format!("connecting to broker {node} at {addr}: {e}"))?,
-                    1,
-                ),
+                None => connect(&dial, self.node_id)
+                    .await
+                    .map_err(|e| format!("connecting to broker {node} at {addr}: {e}"))?,
             };
             let response = exchange(&mut stream, next, request, version, self.node_id)
                 .await
@@ -120,49 +147,144 @@ impl Kraft {
             .find(|l| l.name == self.inter_broker_listener)
             .or_else(|| broker.registration.listeners.first())
             .ok_or_else(|| format!("broker {node} registered no listener"))?;
-        let tls = match listener.security_protocol {
-            SecurityProtocol::Plaintext => None,
-            SecurityProtocol::Ssl => Some(self.peers.tls.clone().ok_or_else(|| {
-                format!(
-                    "broker {node}'s inter-broker listener {} is SSL: set ssl.keystore.location and \
-                     ssl.truststore.location here to reach it",
-                    listener.name
-                )
-            })?),
-            _ => {
-                return Err(format!(
-                    "broker {node}'s inter-broker listener {} uses SASL: requests between brokers \
-                     over SASL are not built yet (use an SSL or PLAINTEXT inter-broker listener)",
-                    listener.name
-                ));
-            }
+        let (tls, sasl) = match listener.security_protocol {
+            SecurityProtocol::Plaintext => (false, false),
+            SecurityProtocol::Ssl => (true, false),
+            SecurityProtocol::SaslPlaintext => (false, true),
+            SecurityProtocol::SaslSsl => (true, true),
         };
-        Ok((
-            format!("{}:{}", listener.host, listener.port),
-            listener.host.clone(),
+        let tls = tls
+            .then(|| {
+                self.peers.tls.clone().ok_or_else(|| {
+                    format!(
+                        "broker {node}'s inter-broker listener {} uses TLS: set ssl.keystore.location and \
+                         ssl.truststore.location here to reach it",
+                        listener.name
+                    )
+                })
+            })
+            .transpose()?;
+        let sasl = sasl
+            .then(|| {
+                self.peers.sasl.clone().ok_or_else(|| {
+                    format!(
+                        "broker {node}'s inter-broker listener {} uses SASL: set \
+                         sasl.mechanism.inter.broker.protocol and sasl.jaas.config here to log in to it",
+                        listener.name
+                    )
+                })
+            })
+            .transpose()?;
+        Ok(Dial {
+            addr: format!("{}:{}", listener.host, listener.port),
+            host: listener.host.clone(),
             tls,
-        ))
+            sasl,
+        })
     }
 }
 
-/// A connection to a broker: TCP, with TLS over it for an SSL listener.
-async fn connect(
-    addr: &str,
-    host: &str,
-    tls: Option<&std::sync::Arc<rustls::ClientConfig>>,
-) -> Result<Box<dyn PeerStream>, String> {
-    let tcp = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
-    tcp.set_nodelay(true).map_err(|e| e.to_string())?;
-    let Some(tls) = tls else {
-        return Ok(Box::new(tcp));
-    };
-    let name = rustls_pki_types::ServerName::try_from(host.to_owned())
-        .map_err(|e| format!("{host}: not a TLS server name: {e}"))?;
-    let stream = tokio_rustls::TlsConnector::from(std::sync::Arc::clone(tls))
-        .connect(name, tcp)
+/// A connection to a broker (TCP, TLS over it for an SSL listener, then the SASL login for
+/// a SASL one), and the next correlation id on it.
+async fn connect(dial: &Dial, node_id: i32) -> Result<Idle, String> {
+    let tcp = TcpStream::connect(&dial.addr)
         .await
-        .map_err(|e| format!("TLS handshake: {e}"))?;
-    Ok(Box::new(stream))
+        .map_err(|e| e.to_string())?;
+    tcp.set_nodelay(true).map_err(|e| e.to_string())?;
+    let mut stream: Box<dyn PeerStream> = match &dial.tls {
+        None => Box::new(tcp),
+        Some(tls) => {
+            let name = rustls_pki_types::ServerName::try_from(dial.host.clone())
+                .map_err(|e| format!("{}: not a TLS server name: {e}", dial.host))?;
+            Box::new(
+                tokio_rustls::TlsConnector::from(std::sync::Arc::clone(tls))
+                    .connect(name, tcp)
+                    .await
+                    .map_err(|e| format!("TLS handshake: {e}"))?,
+            )
+        }
+    };
+    let mut next = 1;
+    if let Some(login) = &dial.sasl {
+        next = sasl_login(&mut stream, login, node_id).await?;
+    }
+    Ok((stream, next))
+}
+
+/// SaslHandshake v1 and SaslAuthenticate v2 as Kafka's clients send them (PLAIN: one
+/// message; SCRAM: the client-first and client-final messages, the server's signature
+/// checked). Returns the next correlation id.
+async fn sasl_login(
+    stream: &mut Box<dyn PeerStream>,
+    login: &Login,
+    node_id: i32,
+) -> Result<i32, String> {
+    use kafka_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
+    use sluice_security::scram::client::ScramClient;
+
+    let refused = |step: &str, code: i16, message: Option<&StrBytes>| {
+        format!(
+            "SASL {step} refused ({}): {}",
+            kafka_protocol::ResponseError::try_from_code(code)
+                .map_or_else(|| code.to_string(), |e| format!("{e:?}")),
+            message.map_or("", |m| m.as_str())
+        )
+    };
+    let mut handshake = SaslHandshakeRequest::default();
+    handshake.mechanism = StrBytes::from_static_str(login.mechanism.name());
+    let answer = exchange(stream, 1, &handshake, 1, node_id).await?;
+    if answer.error_code != 0 {
+        return Err(refused("handshake", answer.error_code, None));
+    }
+    let authenticate = |bytes: Vec<u8>| {
+        let mut request = SaslAuthenticateRequest::default();
+        request.auth_bytes = bytes.into();
+        request
+    };
+    match login.mechanism {
+        crate::config::SaslMechanism::Plain => {
+            let token = format!("\0{}\0{}", login.user, login.password).into_bytes();
+            let answer = exchange(stream, 2, &authenticate(token), 2, node_id).await?;
+            if answer.error_code != 0 {
+                return Err(refused(
+                    "authentication",
+                    answer.error_code,
+                    answer.error_message.as_ref(),
+                ));
+            }
+            Ok(3)
+        }
+        crate::config::SaslMechanism::Scram(mechanism) => {
+            let mut nonce = [0u8; 24];
+            crate::random::OsRng::fill(&mut nonce).map_err(|e| e.to_string())?;
+            let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+            let mut client = ScramClient::new(mechanism, &login.user, &login.password, &nonce);
+            let first =
+                exchange(stream, 2, &authenticate(client.first_message()), 2, node_id).await?;
+            if first.error_code != 0 {
+                return Err(refused(
+                    "authentication",
+                    first.error_code,
+                    first.error_message.as_ref(),
+                ));
+            }
+            let last = client
+                .final_message(&first.auth_bytes)
+                .map_err(|e| e.to_string())?;
+            let done = exchange(stream, 3, &authenticate(last), 2, node_id).await?;
+            if done.error_code != 0 {
+                return Err(refused(
+                    "authentication",
+                    done.error_code,
+                    done.error_message.as_ref(),
+                ));
+            }
+            client
+                .verify_server_final(&done.auth_bytes)
+                .map_err(|e| e.to_string())?;
+            Ok(4)
+        }
+    }
 }
 
 /// One request and its response on `stream`.
