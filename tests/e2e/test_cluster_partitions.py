@@ -4,11 +4,13 @@ namespace (`ip netns`), joined to this one by a veth pair (10.213.k.2 in namespa
 its link down: its TCP connections stall and time out as on a real network (no kill, no
 signal). Root only (the suite runs as root in CI); skipped otherwise.
 
-The trial, Jepsen-style: clients create topics through the majority's brokers while the
+The trials: (1) Jepsen-style, clients create topics through the majority's brokers while the
 active controller is cut off, and one client inside the cut-off broker's namespace tries to
-create a topic through it. Afterwards every acknowledged creation is on every broker, the
+create a topic through it; afterwards every acknowledged creation is on every broker, the
 minority's attempt was never acknowledged (and is on every broker or none), and every
-broker's metadata is the same.
+broker's metadata is the same. (2) A broker that is not the controller cut off: fenced, its
+partitions leaderless (replication factor 1) while the others serve, then leading them again
+after the heal with every acknowledged record.
 """
 
 from __future__ import annotations
@@ -183,3 +185,45 @@ def test_the_active_controller_cut_off_by_a_network_partition(netns_cluster, top
     assert cluster.controller(leader) == cluster.controller(majority[0])
     assert create_through(cluster.node(leader).bootstrap, f"{topic_name}-after")
     wait_until(lambda: all(f"{topic_name}-after" in topics_on(cluster, k) for k in range(1, SIZE + 1)), 30, "after")
+
+
+def test_a_broker_cut_off_loses_its_partitions_until_the_heal_and_keeps_its_records(netns_cluster, topic_name):
+    """A broker that is not the controller, cut off: the cluster fences it after
+    `broker.session.timeout.ms` and its partitions have no leader (replication factor 1:
+    LEADER_NOT_AVAILABLE, said so), while the others keep serving theirs. After the heal it
+    registers again, leads its partitions again, and every record acknowledged before the cut
+    is there."""
+    from confluent_kafka import Producer
+
+    from clients import consume_partition
+
+    cluster, spaces = netns_cluster
+    leader = cluster.controller(1)
+    victim = next(k for k in range(1, SIZE + 1) if k != leader)
+    other = next(k for k in range(1, SIZE + 1) if k not in (leader, victim))
+    bootstrap = cluster.node(other).bootstrap
+    cluster.sluice("topic", "create", topic_name, "-p", "3", via=other)
+    leaders = cluster.leaders(other, topic_name)
+    assert sorted(leaders.values()) == [1, 2, 3]
+    mine = next(p for p, b in leaders.items() if b == victim)
+    theirs = next(p for p, b in leaders.items() if b == other)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for p in (mine, theirs):
+        for i in range(50):
+            producer.produce(topic_name, partition=p, value=f"{p}-{i}".encode())
+    assert producer.flush(30) == 0
+
+    spaces.cut(victim)
+    wait_until(lambda: cluster.leaders(other, topic_name)[mine] == -1, 30, "the cut-off broker fenced, its partition leaderless")
+    assert cluster.live_brokers(other) == set(range(1, SIZE + 1)) - {victim}
+    # The others' partitions go on taking records.
+    for i in range(50, 100):
+        producer.produce(topic_name, partition=theirs, value=f"{theirs}-{i}".encode())
+    assert producer.flush(30) == 0
+
+    spaces.heal(victim)
+    wait_until(lambda: cluster.leaders(other, topic_name)[mine] == victim, 60, "its partition led by it again")
+    got = consume_partition(bootstrap, topic_name, mine, 50)
+    assert [m.value() for m in got] == [f"{mine}-{i}".encode() for i in range(50)]
+    got = consume_partition(bootstrap, topic_name, theirs, 100)
+    assert [m.value() for m in got] == [f"{theirs}-{i}".encode() for i in range(100)]
