@@ -486,6 +486,17 @@ def test_a_plugin_uploaded_to_one_broker_is_installed_on_every_broker(cluster_fa
     wait_until(lambda: sha_on(2, "hashed") is None, 30, "broker 2 applied the deletion it missed")
     assert sha_on(3, "hashed") is None
 
+    # A new version uploaded to another broker replaces the old one everywhere, and stays
+    # (the image named the old one until the new one's record committed).
+    first = put(1, "swap", (built_plugins_dir() / "murmur2.wasm").read_bytes())
+    second = put(3, "swap", (built_plugins_dir() / "crc32.wasm").read_bytes())
+    assert first["sha256"] != second["sha256"]
+    cluster.sluice("topic", "create", f"{topic_name}-later", "-p", "1", via=2)  # more images
+    for k in (1, 2, 3):
+        wait_until(lambda k=k: sha_on(k, "swap") == second["sha256"], 30, f"broker {k} on the new version")
+    time.sleep(1)
+    assert [sha_on(k, "swap") for k in (1, 2, 3)] == [second["sha256"]] * 3
+
     # A file dropped in plugin.dir is not loaded in a cluster, and the log says why.
     shutil.copyfile(built_plugins_dir() / "fnv1a.wasm", cluster.node(1).data_dir / "plugins" / "dropped.wasm")
     wait_until(lambda: "files changed in plugin.dir are not loaded" in cluster.node(1).log_tail(), 10, "the refusal logged")

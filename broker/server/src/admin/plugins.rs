@@ -257,6 +257,9 @@ async fn deploy(
         bytes: sent.to_vec(),
         replace: mode == Install::NewOrReplace,
     };
+    if let Some(kraft) = state.broker.kraft() {
+        kraft.plugin_installed(&info.name, &info.sha256);
+    }
     let stored = to_every_broker(&state, &message, "installed").await;
     if let Some(kraft) = state.broker.kraft() {
         // The version record: committed once a majority of the live brokers store it (the

@@ -81,6 +81,8 @@ pub struct Kraft {
     peers: peers::Pool,
     /// The listener other brokers are reached on (`inter.broker.listener.name`).
     inter_broker_listener: String,
+    /// Plugin versions installed here whose record is not in the image yet (`plugins.rs`).
+    uncommitted_plugins: plugins::Uncommitted,
 }
 
 impl Kraft {
@@ -140,6 +142,7 @@ impl Kraft {
                 .inter_broker_listener()
                 .unwrap_or("PLAINTEXT")
                 .to_owned(),
+            uncommitted_plugins: plugins::Uncommitted::default(),
         });
         remotes(&kraft, &topics, &security);
         tokio::spawn(plugins::run(Arc::clone(&kraft), plugins, marker.clone()));

@@ -33,6 +33,47 @@ use crate::cluster::ControllerOp;
 /// How often a version this broker could not fetch is tried again.
 pub const PLUGIN_SYNC_RETRY_MS: u64 = 5_000;
 
+/// How long a version installed here (an upload, or another broker's copy) may wait for its
+/// record before the image's version is fetched over it: an upload commits its record after
+/// copying to every broker, so meanwhile the image still names the version it replaces.
+pub const PLUGIN_COMMIT_WAIT_MS: u64 = 60_000;
+
+/// Installed-here versions awaiting their record: name -> (SHA-256, when). Bounded by the
+/// registry's plugins (one entry per name).
+#[derive(Debug, Default)]
+pub(super) struct Uncommitted(std::sync::Mutex<BTreeMap<String, (String, std::time::Instant)>>);
+
+impl Uncommitted {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, (String, std::time::Instant)>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether `name` at `sha256` was installed here within `PLUGIN_COMMIT_WAIT_MS`.
+    fn waiting(&self, name: &str, sha256: &str) -> bool {
+        self.lock().get(name).is_some_and(|(sha, at)| {
+            sha == sha256 && at.elapsed() < Duration::from_millis(PLUGIN_COMMIT_WAIT_MS)
+        })
+    }
+
+    fn settle(&self, name: &str) {
+        self.lock().remove(name);
+    }
+}
+
+impl Kraft {
+    /// A plugin version was installed here (uploaded, or copied from the broker it was
+    /// uploaded to): the sync leaves it alone until its record commits (or
+    /// `PLUGIN_COMMIT_WAIT_MS` passes).
+    pub fn plugin_installed(&self, name: &str, sha256: &str) {
+        self.uncommitted_plugins.lock().insert(
+            name.to_owned(),
+            (sha256.to_owned(), std::time::Instant::now()),
+        );
+    }
+}
+
 /// The version record of an installed plugin.
 pub(super) fn record_of(info: &PluginInfo) -> Option<VersionRecord> {
     let mut sha256 = [0u8; 32];
@@ -189,7 +230,14 @@ async fn sync(
     let mut missing = false;
     for (name, sha256) in &wanted {
         let sha256 = hex(sha256);
-        if registry.describe(name).is_some_and(|i| i.sha256 == sha256) {
+        let here = registry.describe(name).map(|i| i.sha256);
+        if here.as_deref() == Some(sha256.as_str()) {
+            kraft.uncommitted_plugins.settle(name);
+            continue;
+        }
+        if here.is_some_and(|mine| kraft.uncommitted_plugins.waiting(name, &mine)) {
+            // A newer upload, its record not committed yet: not replaced by the old one.
+            missing = true;
             continue;
         }
         if let Err(e) = fetch(kraft, registry, name, &sha256).await {

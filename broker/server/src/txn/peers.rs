@@ -99,13 +99,24 @@ async fn services(broker: &Arc<Broker>, message: BrokerMessage) -> BrokerAnswer 
             .map(BrokerReply::Plugin)
         }
         message @ (BrokerMessage::InstallPlugin { .. } | BrokerMessage::RemovePlugin { .. }) => {
-            let broker = Arc::clone(broker);
-            tokio::task::spawn_blocking(move || {
-                crate::plugins::apply_remote(&broker.plugins, message)
+            let installing = match &message {
+                BrokerMessage::InstallPlugin { name, .. } => Some(name.clone()),
+                _ => None,
+            };
+            let plugins = Arc::clone(broker);
+            let code = tokio::task::spawn_blocking(move || {
+                crate::plugins::apply_remote(&plugins.plugins, message)
             })
             .await
-            .map_err(|e| e.to_string())?
-            .map(BrokerReply::Code)
+            .map_err(|e| e.to_string())??;
+            // Its record commits once the sender has copied it everywhere: until then the
+            // image still names the version it replaces (`kraft::plugins`).
+            if let (Some(name), Some(kraft)) = (installing, broker.kraft())
+                && let Some(info) = broker.plugins.registry.describe(&name)
+            {
+                kraft.plugin_installed(&name, &info.sha256);
+            }
+            Ok(BrokerReply::Code(code))
         }
         BrokerMessage::AppendRouted {
             topic,
