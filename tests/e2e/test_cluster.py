@@ -852,3 +852,32 @@ def test_sasl_between_brokers_on_the_inter_broker_listener(cluster_factory, topi
     for f in admin.alter_user_scram_credentials([upsert]).values():
         assert f.result(timeout=30) is None
     test_transactions_span_brokers_markers_reach_every_leader(lambda _size: cluster, topic_name)
+
+
+def test_a_validator_uploaded_to_one_broker_refuses_bad_records_on_every_leader(cluster_factory, topic_name):
+    """A validator plugin uploaded to broker 3 checks records on every partition's leader: a
+    record it refuses fails its partition with INVALID_RECORD on each of the three brokers,
+    and good records are stored."""
+    from confluent_kafka import KafkaError
+
+    from plugin_support import built_plugins_dir
+
+    cluster = cluster_factory(3)
+    wasm = (built_plugins_dir() / "json-validator.wasm").read_bytes()
+    request = urllib.request.Request(cluster.node(3).admin_url + "/v1/plugins/schema", data=wasm, method="PUT")
+    assert json.loads(urllib.request.urlopen(request, timeout=120).read())["kind"] == "validator"
+    config = {"sluice.validator": "schema", "sluice.validator.params": "required=$.id,types=$.id:number"}
+    cluster.sluice("topic", "create", topic_name, "-p", "3", *[a for k, v in config.items() for a in ("-c", f"{k}={v}")], via=1)
+    assert sorted(cluster.leaders(1, topic_name).values()) == [1, 2, 3]
+    outcomes = {}
+    producer = Producer({"bootstrap.servers": cluster.node(1).bootstrap, "retries": 0, "linger.ms": 0})
+    for p in range(3):
+        for value in (b'{"id": 1}', b'{"id": "one"}'):
+            producer.produce(
+                topic_name, partition=p, value=value, on_delivery=lambda e, m: outcomes.update({(m.partition(), m.value()): e})
+            )
+            producer.flush(30)
+    for p in range(3):
+        assert outcomes[(p, b'{"id": 1}')] is None, outcomes
+        refused = outcomes[(p, b'{"id": "one"}')]
+        assert refused is not None and refused.code() == KafkaError.INVALID_RECORD, (p, refused)
