@@ -881,3 +881,33 @@ def test_a_validator_uploaded_to_one_broker_refuses_bad_records_on_every_leader(
         assert outcomes[(p, b'{"id": 1}')] is None, outcomes
         refused = outcomes[(p, b'{"id": "one"}')]
         assert refused is not None and refused.code() == KafkaError.INVALID_RECORD, (p, refused)
+
+
+def test_a_broker_of_another_cluster_is_refused_and_changes_nothing(cluster_factory, topic_name):
+    """Node 3's data dir formatted for another cluster id, started with the same voters: the
+    others refuse its hello (logged, naming both clusters), it never registers, and the
+    cluster's two voters keep serving changes."""
+    import shutil
+    import subprocess as sp
+
+    from conftest import sluice_bin
+
+    cluster = cluster_factory(3)
+    node = cluster.node(3)
+    node.stop()
+    shutil.rmtree(node.data_dir)
+    other = sp.run([sluice_bin(), "cluster", "random-id"], capture_output=True, text=True, check=True).stdout.strip()
+    sp.run(
+        [sluice_bin(), "cluster", "format", "--data-dir", str(node.data_dir), f"--cluster-id={other}", "--node-id", "3"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    node.start()
+    cluster.sluice("topic", "create", topic_name, "-p", "2", via=1)
+    # Whichever side dials, the hello is refused naming node 3's cluster.
+    refused = (f'node 3 belongs to cluster "{other}"', f'(node 3) to cluster "{other}": refused')
+    wait_until(
+        lambda: any(r in cluster.node(k).log_tail() for k in (1, 2) for r in refused), 30, "the refusal logged"
+    )
+    time.sleep(2)
+    assert cluster.live_brokers(1) == {1, 2}
+    assert topic_name in {t["topic"] for t in cluster.metadata(2)["topics"]}
