@@ -25,7 +25,7 @@
 //!   member's fetching), `group`, `member` (a real consumer-group member: join, heartbeat,
 //!   rejoin) with `assignor` (range, roundrobin), `acl`, `user` (with `user/`), `quota`,
 //!   `cluster`, `plugin` (with `plugin/`: scaffold, the embedded SDK, local test), `view`,
-//!   `transform`.
+//!   `transform`, `debug` (a data dir's files as they are: `dump-log`).
 //! - `datetime`: RFC 3339 times to epoch milliseconds and back; `effective_config`: where
 //!   each key of `sluice serve --print-config` came from.
 
@@ -43,6 +43,7 @@ mod cluster;
 mod common;
 mod consume;
 mod datetime;
+mod debug;
 mod effective_config;
 mod group;
 mod member;
@@ -89,6 +90,8 @@ enum Command {
     Acl(acl::AclArgs),
     /// Client byte-rate quotas: set, remove, list (AlterClientQuotas, DescribeClientQuotas).
     Quota(quota::QuotaArgs),
+    /// A data dir's files as they are: `dump-log` prints a segment's record batches.
+    Debug(debug::DebugArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -136,6 +139,7 @@ fn main() -> anyhow::Result<()> {
         Command::User(args) => user::run(args),
         Command::Acl(args) => acl::run(args),
         Command::Quota(args) => quota::run(args),
+        Command::Debug(args) => debug::run(args),
         Command::Transform(args) => transform::run(args),
         Command::View(args) => {
             // The stage order of `view create` is read from the matches.
