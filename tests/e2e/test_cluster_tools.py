@@ -16,6 +16,7 @@ from kafka_wire import Fields, KafkaConnection
 CLUSTER_AUTHORIZATION_FAILED = 31
 
 QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
+CLUSTER_TOOL = "org.apache.kafka.tools.ClusterTool"
 TOPICS = "org.apache.kafka.tools.TopicCommand"
 
 
@@ -72,3 +73,26 @@ def test_describe_quorum_needs_describe_on_the_cluster(broker_factory):
     assert describe_quorum_v0(closed.bootstrap)[0] == CLUSTER_AUTHORIZATION_FAILED
     # A single node is a quorum of one, led by itself.
     assert describe_quorum_v0(broker_factory().bootstrap) == (0, 0, 0)
+
+
+def test_a_broker_only_node_is_an_observer_until_kafka_cluster_unregisters_it(cluster_factory, classpath):
+    """Three voters and a broker-only node: `kafka-metadata-quorum describe --status` lists it
+    among the observers; once it is stopped for good, `kafka-cluster unregister --id 4`
+    (UnregisterBroker) removes its registration and its place among the learners."""
+    cluster = cluster_factory(4, voters=3)
+    b = cluster.node(1).bootstrap
+
+    def observers() -> list[int]:
+        status = run_java(classpath, QUORUM, "--bootstrap-server", b, "describe", "--status").stdout
+        fields = dict(re.findall(r"^(\w+):\s+(.*)$", status, re.MULTILINE))
+        return sorted(int(i) for i in re.findall(r'"id":\s*(\d+)', fields["CurrentObservers"]))
+
+    assert observers() == [4]
+    cluster.node(4).stop()
+    done = run_java(classpath, CLUSTER_TOOL, "unregister", "--bootstrap-server", b, "--id", "4")
+    assert "unregistered" in done.stdout.lower() or done.returncode == 0, done.stdout
+    assert observers() == []
+    assert 4 not in cluster.live_brokers(1)
+    # An id no broker has: Kafka's error, said by the tool.
+    refused = run_java(classpath, CLUSTER_TOOL, "unregister", "--bootstrap-server", b, "--id", "9", check=False)
+    assert refused.returncode != 0 and "BrokerIdNotRegistered" in (refused.stdout + refused.stderr).replace(" ", ""), refused

@@ -115,6 +115,7 @@ fn decode_body(key: ApiKey, version: i16, mut body: Bytes) -> Result<(), String>
         ApiKey::ElectLeaders => d::<ElectLeadersRequest>(b, version),
         ApiKey::DescribeLogDirs => d::<DescribeLogDirsRequest>(b, version),
         ApiKey::AlterReplicaLogDirs => d::<AlterReplicaLogDirsRequest>(b, version),
+        ApiKey::UnregisterBroker => d::<UnregisterBrokerRequest>(b, version),
         ApiKey::DescribeQuorum => d::<DescribeQuorumRequest>(b, version),
         ApiKey::OffsetForLeaderEpoch => d::<OffsetForLeaderEpochRequest>(b, version),
         ApiKey::AddOffsetsToTxn => d::<AddOffsetsToTxnRequest>(b, version),

@@ -78,6 +78,8 @@ pub const SUPPORTED: &[ApiSupport] = &[
     // KIP-595/KIP-836/KIP-853: the metadata quorum's state (`kafka-metadata-quorum
     // describe`); v1 adds timestamps, v2 (flexible) directory ids and the voters' listeners.
     api(ApiKey::DescribeQuorum, 0, 2),
+    // KIP-631: a broker gone for good leaves the cluster (`kafka-cluster unregister`).
+    api(ApiKey::UnregisterBroker, 0, 0),
     // v4 is flexible; v0-v1 (replica fetchers before KIP-320) are gone from the codec
     // crate and from Kafka 4.0 (KIP-896).
     api(ApiKey::OffsetForLeaderEpoch, 2, 4),

@@ -248,6 +248,21 @@ fn txn_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
     }
 }
 
+fn legacy_alter_configs() -> AlterConfigsRequest {
+    AlterConfigsRequest::default()
+        .with_resources(vec![
+            alter_configs_request::AlterConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(s("orders"))
+                .with_configs(vec![
+                    alter_configs_request::AlterableConfig::default()
+                        .with_name(s("retention.ms"))
+                        .with_value(Some(s("3600000"))),
+                ]),
+        ])
+        .with_validate_only(true)
+}
+
 /// The bodies of the cluster admin requests.
 fn admin_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
     macro_rules! enc {
@@ -299,21 +314,11 @@ fn admin_body(key: ApiKey, version: i16) -> Option<Vec<u8>> {
                 ])
                 .with_timeout_ms(30_000)
         ),
-        ApiKey::AlterConfigs => enc!(
-            AlterConfigsRequest::default()
-                .with_resources(vec![
-                    alter_configs_request::AlterConfigsResource::default()
-                        .with_resource_type(2)
-                        .with_resource_name(s("orders"))
-                        .with_configs(vec![
-                            alter_configs_request::AlterableConfig::default()
-                                .with_name(s("retention.ms"))
-                                .with_value(Some(s("3600000")))
-                        ])
-                ])
-                .with_validate_only(true)
-        ),
+        ApiKey::AlterConfigs => enc!(legacy_alter_configs()),
         ApiKey::AlterReplicaLogDirs => enc!(alter_replica_log_dirs()),
+        ApiKey::UnregisterBroker => {
+            enc!(UnregisterBrokerRequest::default().with_broker_id(BrokerId(4)))
+        }
         ApiKey::DescribeQuorum => enc!(DescribeQuorumRequest::default().with_topics(vec![
                 describe_quorum_request::TopicData::default()
                     .with_topic_name(TopicName(s("__cluster_metadata")))

@@ -208,12 +208,19 @@ impl ControllerTask {
         let Some((controller, _)) = self.controller.as_mut() else {
             return Err(self.not_leader());
         };
+        let unregistered = match &op {
+            ControllerOp::UnregisterBroker { node_id } => u64::try_from(*node_id).ok(),
+            _ => None,
+        };
         let decided =
             ops::run(controller, &image, now_ms(), op).map_err(ForwardRefusal::Refused)?;
         if decided.records.is_empty() {
             return Ok((decided.reply, image.last_applied_index()));
         }
         let index = self.commit(&decided.records).await?;
+        if let Some(node) = unregistered {
+            self.remove_learner(node).await;
+        }
         let reply = if decided.epoch_of_commit {
             ControllerReply::BrokerEpoch(i64::try_from(index).unwrap_or(i64::MAX))
         } else {
@@ -282,6 +289,35 @@ impl ControllerTask {
             Err(_) => Err(ForwardRefusal::Failed(format!(
                 "the learner was not added within SUBMIT_DEADLINE_MS ({SUBMIT_DEADLINE_MS} ms): outcome unknown"
             ))),
+        }
+    }
+
+    /// An unregistered broker-only node leaves the quorum's learners (the controller stops
+    /// sending it the log); logged if it cannot (it stays a learner, harmlessly).
+    async fn remove_learner(&self, node: u64) {
+        let membership = self
+            .raft
+            .metrics()
+            .borrow_watched()
+            .membership_config
+            .clone();
+        if !membership.membership().learner_ids().any(|l| l == node) {
+            return;
+        }
+        let change = openraft::ChangeMembers::RemoveNodes(std::collections::BTreeSet::from([node]));
+        let limit = Duration::from_millis(SUBMIT_DEADLINE_MS);
+        match timeout(limit, self.raft.change_membership(change, false)).await {
+            Ok(Ok(_)) => tracing::info!(
+                node,
+                "an unregistered broker-only node left the quorum's learners"
+            ),
+            Ok(Err(e)) => {
+                tracing::warn!(node, error = %e, "an unregistered learner stays in the membership")
+            }
+            Err(_) => tracing::warn!(
+                node,
+                "removing an unregistered learner did not finish within SUBMIT_DEADLINE_MS"
+            ),
         }
     }
 

@@ -127,7 +127,8 @@ pub struct QuorumStatus {
     pub committed_index: Option<u64>,
     pub applied_index: Option<u64>,
     pub voters: Vec<VoterStatus>,
-    pub learners: Vec<u64>,
+    /// The learners (broker-only nodes), as the voters are described.
+    pub learners: Vec<VoterStatus>,
 }
 
 /// Starts a node of the metadata quorum.
@@ -532,26 +533,24 @@ impl ClusterHandle {
         let membership = m.membership_config.membership();
         let replication = m.replication.clone().unwrap_or_default();
         let heartbeat = m.heartbeat.clone().unwrap_or_default();
-        let voters = membership
-            .voter_ids()
-            .map(|node_id| VoterStatus {
-                node_id,
-                match_index: if node_id == m.id {
-                    m.last_log_index
-                } else {
-                    replication
-                        .get(&node_id)
-                        .cloned()
-                        .flatten()
-                        .map(|l| l.index)
-                },
-                last_ack_ms_ago: heartbeat
+        let status_of = |node_id: u64| VoterStatus {
+            node_id,
+            match_index: if node_id == m.id {
+                m.last_log_index
+            } else {
+                replication
                     .get(&node_id)
                     .cloned()
                     .flatten()
-                    .map(|at| u64::try_from(at.elapsed().as_millis()).unwrap_or(u64::MAX)),
-            })
-            .collect();
+                    .map(|l| l.index)
+            },
+            last_ack_ms_ago: heartbeat
+                .get(&node_id)
+                .cloned()
+                .flatten()
+                .map(|at| u64::try_from(at.elapsed().as_millis()).unwrap_or(u64::MAX)),
+        };
+        let voters = membership.voter_ids().map(status_of).collect();
         QuorumStatus {
             node_id: m.id,
             leader_id: m.current_leader,
@@ -559,7 +558,7 @@ impl ClusterHandle {
             committed_index: m.cluster_committed.map(|l| l.index),
             applied_index: m.last_applied.map(|l| l.index),
             voters,
-            learners: membership.learner_ids().collect(),
+            learners: membership.learner_ids().map(status_of).collect(),
         }
     }
 

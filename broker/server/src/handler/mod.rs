@@ -129,6 +129,7 @@ fn domain(key: ApiKey) -> Option<Domain> {
         | DescribeLogDirs
         | AlterReplicaLogDirs
         | DescribeQuorum
+        | UnregisterBroker
         | ElectLeaders => Domain::Cluster,
         GetTelemetrySubscriptions | PushTelemetry => Domain::Telemetry,
         _ => return None,

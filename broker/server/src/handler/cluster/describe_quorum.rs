@@ -5,7 +5,8 @@
 //! the committed index + 1, and each voter's log end offset the last index the leader knows
 //! it holds + 1 (-1 when unknown: a node that does not lead only knows its own). v1 adds
 //! the last fetch and caught-up times (known to the leader); v2 the voters' controller
-//! listeners (`nodes`). Every node is a voter: there are no observers yet.
+//! listeners (`nodes`). Broker-only nodes (`process.roles=broker`, the quorum's learners) are
+//! its observers.
 //!
 //! A single node (no voters configured) is a quorum of one: itself, leading at epoch 0,
 //! with no metadata log (high watermark -1).
@@ -111,28 +112,26 @@ async fn quorum(ctx: &Ctx<'_>) -> PartitionData {
     out.high_watermark = status.committed_index.map_or(-1, |c| {
         i64::try_from(c).unwrap_or(i64::MAX).saturating_add(1)
     });
-    out.current_voters = status
-        .voters
-        .iter()
-        .map(|v| {
-            let mut state = ReplicaState::default();
-            state.replica_id = id(v.node_id);
-            state.log_end_offset = v.match_index.map_or(-1, |m| {
-                i64::try_from(m).unwrap_or(i64::MAX).saturating_add(1)
-            });
-            let seen = v.last_ack_ms_ago.map_or(-1, |ago| {
-                now.saturating_sub(i64::try_from(ago).unwrap_or(i64::MAX))
-            });
-            let seen = if v.node_id == status.node_id && status.leader_id == Some(v.node_id) {
-                now
-            } else {
-                seen
-            };
-            state.last_fetch_timestamp = seen;
-            state.last_caught_up_timestamp = seen;
-            state
-        })
-        .collect();
+    let replica = |v: &crate::cluster::VoterStatus| {
+        let mut state = ReplicaState::default();
+        state.replica_id = id(v.node_id);
+        state.log_end_offset = v.match_index.map_or(-1, |m| {
+            i64::try_from(m).unwrap_or(i64::MAX).saturating_add(1)
+        });
+        let seen = v.last_ack_ms_ago.map_or(-1, |ago| {
+            now.saturating_sub(i64::try_from(ago).unwrap_or(i64::MAX))
+        });
+        let seen = if v.node_id == status.node_id && status.leader_id == Some(v.node_id) {
+            now
+        } else {
+            seen
+        };
+        state.last_fetch_timestamp = seen;
+        state.last_caught_up_timestamp = seen;
+        state
+    };
+    out.current_voters = status.voters.iter().map(replica).collect();
+    out.observers = status.learners.iter().map(replica).collect();
     out
 }
 

@@ -12,6 +12,7 @@ mod describe_topic_partitions;
 mod elect_leaders;
 mod find_coordinator;
 mod metadata;
+mod unregister_broker;
 
 use kafka_protocol::messages::ApiKey;
 
@@ -145,6 +146,9 @@ pub(super) async fn dispatch(
         }
         ApiKey::AlterReplicaLogDirs => {
             answer.reply(&alter_replica_log_dirs::handle(ctx, &call.request()?))
+        }
+        ApiKey::UnregisterBroker => {
+            answer.reply(&unregister_broker::handle(ctx, &call.request()?).await)
         }
         other => Err(no_handler(other)),
     }
