@@ -102,3 +102,23 @@ def test_reads_and_time_lookups_across_many_segments(broker, topic_name):
         assert tp.offset == -1, tp  # after the newest record: none (Kafka answers -1)
     finally:
         c.close()
+
+
+def test_min_insync_replicas_is_taken_up_to_the_replication_factor(broker, topic_name):
+    """Kafka's `min.insync.replicas` (set on every topic by many deployment scripts): 1 is
+    taken and described; more than the one replica a partition has is INVALID_CONFIG, saying
+    why."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic_name, 1, config={"min.insync.replicas": "1"})])[topic_name].result(30)
+    refused = f"{topic_name}-2"
+    try:
+        admin.create_topics([NewTopic(refused, 1, config={"min.insync.replicas": "2"})])[refused].result(30)
+        raise AssertionError("min.insync.replicas=2 was taken with one replica")
+    except KafkaException as e:
+        assert "above the replication factor" in str(e), e
+    resource = ConfigResource("topic", topic_name)
+    described = admin.describe_configs([resource])[resource].result(30)
+    assert described["min.insync.replicas"].value == "1"

@@ -21,14 +21,20 @@ pub fn topic_keys() -> impl Iterator<Item = (&'static str, Option<&'static str>)
     overrides.chain(OWN_KEYS.iter().map(|&k| (k, None)))
 }
 
-/// The topic keys that override no broker key: the plugin bindings.
+/// The topic keys that override no broker key: Kafka's `min.insync.replicas` (a topic key
+/// only, until replication gives it a broker default) and the plugin bindings.
 pub const OWN_KEYS: &[&str] = &[
+    MIN_INSYNC_REPLICAS_KEY,
     PARTITIONER_KEY,
     PARTITIONER_PARAMS_KEY,
     VALIDATOR_KEY,
     VALIDATOR_PARAMS_KEY,
     VALIDATOR_ON_FAILURE_KEY,
 ];
+
+/// Kafka's topic key: the fewest in-sync replicas an acks=all produce needs, at most the
+/// replication factor ([`MIN_INSYNC_REPLICAS_MET`] until replication).
+pub const MIN_INSYNC_REPLICAS_KEY: &str = "min.insync.replicas";
 
 /// Topic key naming the partitioner plugin of a topic.
 pub const PARTITIONER_KEY: &str = "sluice.partitioner";
@@ -89,11 +95,25 @@ pub fn validate(key: &str, value: &str) -> Result<(), KafkaError> {
         .map_err(|e| invalid(format!("topic config {key}: {e}")))
 }
 
+/// The most in-sync replicas a partition can have: its replication factor, 1 until
+/// replication.
+pub const MIN_INSYNC_REPLICAS_MET: i32 = 1;
+
 /// Syntax checks of the plugin topic keys (`None` for other keys). Whether the plugin
 /// exists and accepts the parameters is checked by `crate::plugins::TopicPlugin::bind`.
 fn validate_plugin_key(key: &str, value: &str) -> Option<Result<(), KafkaError>> {
     let invalid = |msg: String| KafkaError::new(ResponseError::InvalidConfig, msg);
     match key {
+        MIN_INSYNC_REPLICAS_KEY => Some(match value.trim().parse::<i32>() {
+            Ok(n) if (1..=MIN_INSYNC_REPLICAS_MET).contains(&n) => Ok(()),
+            Ok(n) if n > MIN_INSYNC_REPLICAS_MET => Err(invalid(format!(
+                "min.insync.replicas {n} is above the replication factor {MIN_INSYNC_REPLICAS_MET}: every partition \
+                 has one replica until partition replication is built"
+            ))),
+            _ => Err(invalid(format!(
+                "min.insync.replicas must be a whole number of at least 1, not {value:?}"
+            ))),
+        }),
         PARTITIONER_KEY if value.trim().is_empty() => Some(Err(invalid(format!(
             "{PARTITIONER_KEY} must name a partitioner plugin"
         )))),
@@ -272,5 +292,25 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.code, ResponseError::InvalidConfig);
         assert!(validate_plugin_key("retention.ms", "1").is_none());
+    }
+}
+
+#[cfg(test)]
+mod min_insync_tests {
+    use super::validate;
+
+    /// Kafka's key is taken (scripts set it on every topic); what one replica cannot meet
+    /// is refused, naming why.
+    #[test]
+    fn min_insync_replicas_is_a_topic_key_up_to_the_replication_factor() {
+        validate("min.insync.replicas", "1").unwrap();
+        let refused = validate("min.insync.replicas", "2").unwrap_err();
+        assert_eq!(refused.code, kafka_protocol::ResponseError::InvalidConfig);
+        assert!(
+            refused.message.contains("above the replication factor 1"),
+            "{}",
+            refused.message
+        );
+        assert!(validate("min.insync.replicas", "0").is_err());
     }
 }
