@@ -132,11 +132,14 @@ def test_kafka_configs(broker, topic_name, classpath):
     assert len(entries) >= 10 and len(entries) == len(described.splitlines()) - 1, described
     assert entries["retention.ms"] == ("3600000", "DYNAMIC_TOPIC_CONFIG:retention.ms=3600000, DEFAULT_CONFIG:log.retention.ms=604800000")
     assert entries["cleanup.policy"] == ("delete", "DEFAULT_CONFIG:log.cleanup.policy=delete")
-    # Every Kafka entry names its source first; Sluice's own topic keys (sluice.partitioner...)
-    # have no broker-level default, so no synonym.
-    kafka_keys = {name: syn for name, (_, syn) in entries.items() if not name.startswith("sluice.")}
+    # Every Kafka entry names its source first; the topic keys with no broker-level default
+    # (Sluice's own, sluice.partitioner..., and min.insync.replicas until replication) have no
+    # synonym.
+    own = {name for name in entries if name.startswith("sluice.") or name == "min.insync.replicas"}
+    kafka_keys = {name: syn for name, (_, syn) in entries.items() if name not in own}
     assert all(re.match(r"(DYNAMIC_TOPIC_CONFIG|DEFAULT_CONFIG):", syn) for syn in kafka_keys.values()), kafka_keys
-    assert {syn for name, (_, syn) in entries.items() if name.startswith("sluice.")} <= {""}
+    assert {entries[name][1] for name in own} <= {""}
+    assert entries["min.insync.replicas"][0] == "1"
 
     out = tool(classpath, CONFIGS, b, "--alter", *topic, "--add-config", "retention.ms=7200000,cleanup.policy=compact")
     assert f"Completed updating config for topic {topic_name}." in out

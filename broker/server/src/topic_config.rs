@@ -218,7 +218,13 @@ pub fn describe(broker: &BrokerConfig, overrides: &TopicOverrides) -> Vec<Descri
         .map(|(key, broker_key)| DescribedConfig {
             key,
             value: match broker_key {
-                None => overrides.get(key).cloned().unwrap_or_default(),
+                None => overrides.get(key).cloned().unwrap_or_else(|| {
+                    if key == MIN_INSYNC_REPLICAS_KEY {
+                        MIN_INSYNC_REPLICAS_MET.to_string()
+                    } else {
+                        String::new()
+                    }
+                }),
                 Some(broker_key) => effective.get(broker_key).unwrap_or_default(),
             },
             overridden: overrides.contains_key(key),
