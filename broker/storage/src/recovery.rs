@@ -99,7 +99,7 @@ pub(crate) fn recover(
         let bases = list_segments(fs, dir)?;
         segments = load(files, dir, &opening, &bases, false)?;
     }
-    let (segments, log_start_offset) = finish(files, dir, config, segments, checkpoint)?;
+    let (segments, log_start_offset) = finish(files, dir, config, segments, (checkpoint, clean))?;
     Ok(Recovered {
         segments,
         log_start_offset,
@@ -217,19 +217,24 @@ fn remove_segment_files(fs: &dyn Fs, dir: &Path, base: Offset) -> io::Result<()>
 }
 
 /// Seals scanned non-last segments, syncs, creates a first segment if there is none, and
-/// persists the checkpoint with `recovery_point = log end`.
+/// persists the checkpoint with `recovery_point = log end`. After a clean shutdown whose
+/// segments all opened trusted, the directory and the checkpoint are already durable and
+/// say the same: only the marker's removal is written (one fsync per partition at start,
+/// not four).
 fn finish(
     files: &Files,
     dir: &Path,
     config: &LogConfig,
     mut segments: Vec<Segment>,
-    checkpoint: Option<Checkpoint>,
+    (checkpoint, clean): (Option<Checkpoint>, bool),
 ) -> Result<(Vec<Segment>, Offset), StorageError> {
     let fs = files.fs.as_ref();
     let checkpointed_start = checkpoint.map_or(Offset(0), |c| c.log_start_offset);
-    if segments.is_empty() {
+    let created = segments.is_empty();
+    if created {
         segments.push(Segment::create(files, dir, checkpointed_start, config)?);
     }
+    let unchanged = clean && !created && segments.iter().all(|s| !s.needs_sync);
     let last = segments.len() - 1;
     for segment in &mut segments[..last] {
         if segment.needs_sync {
@@ -239,21 +244,20 @@ fn finish(
     for segment in &mut segments {
         segment.flush()?;
     }
-    fs.sync_dir(dir)?;
     let log_end = segments[last].end_offset;
     let mut log_start_offset = checkpointed_start.max(segments[0].base);
     if log_start_offset > log_end {
         tracing::warn!(dir = %dir.display(), %log_start_offset, %log_end, "log start offset past the recovered end; clamping");
         log_start_offset = log_end;
     }
-    checkpoint::write_checkpoint(
-        fs,
-        dir,
-        Checkpoint {
-            log_start_offset,
-            recovery_point: log_end,
-        },
-    )?;
+    let recovered = Checkpoint {
+        log_start_offset,
+        recovery_point: log_end,
+    };
+    if !(unchanged && checkpoint == Some(recovered)) {
+        fs.sync_dir(dir)?;
+        checkpoint::write_checkpoint(fs, dir, recovered)?;
+    }
     checkpoint::remove_clean_shutdown(fs, dir)?;
     Ok((segments, log_start_offset))
 }
