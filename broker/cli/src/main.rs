@@ -168,7 +168,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         return common::write_stdout(effective_config::render(&config, &sources).as_bytes());
     }
     init_logging(args.log_format);
-    raise_fd_limit();
+    // Every connection and partition is a file: the soft limit goes to the hard one (logged).
+    sluice_server::descriptors::raise_nofile_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -242,31 +243,6 @@ fn init_logging(format: LogFormat) {
     match format {
         LogFormat::Human => builder.init(),
         LogFormat::Json => builder.json().init(),
-    }
-}
-
-/// Raises the open-file soft limit to the hard limit: every connection and segment is a file.
-fn raise_fd_limit() {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit only read and write the struct we pass.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
-        {
-            let wanted = libc::rlimit {
-                rlim_cur: limit.rlim_max,
-                rlim_max: limit.rlim_max,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &wanted) != 0 {
-                tracing::warn!(
-                    soft = limit.rlim_cur,
-                    hard = limit.rlim_max,
-                    "could not raise RLIMIT_NOFILE"
-                );
-            }
-        }
     }
 }
 

@@ -134,6 +134,9 @@ pub enum ServerError {
     /// The plugin directory or the wasm engine could not be set up.
     #[error("plugins: {0}")]
     Plugins(#[from] sluice_plugin_host::RegistryError),
+    /// The data dir's partitions do not fit the descriptor limit (`descriptors.rs`).
+    #[error("refusing to start: {0}")]
+    DescriptorBudget(String),
 }
 
 impl ServerError {

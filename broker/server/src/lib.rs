@@ -41,7 +41,9 @@
 //!   lock, and the services it opens. [`clock`]: the one clock everything stamps or ages
 //!   by (the system's, or a test's `ManualClock`); [`data_dir`]: the data dir's lock (one
 //!   process at a time: a broker, or an offline command) and its `meta.json` (`sluice
-//!   cluster format`, the migration of single-node data dirs).
+//!   cluster format`, the migration of single-node data dirs). [`descriptors`]: the
+//!   file-descriptor budget (`RLIMIT_NOFILE` raised at start; partitions, connections, the
+//!   segment file cache and a reserve checked against it at start and at creation).
 //! - [`security`]: the security state (SCRAM credentials, ACLs, client quotas) as records
 //!   in an fsynced log, replayed at start, with the failed-login limiter and the quota
 //!   windows.
@@ -131,6 +133,7 @@ pub mod compacted_log;
 pub mod config;
 pub mod connection;
 pub mod data_dir;
+pub mod descriptors;
 pub mod error;
 mod fence;
 mod files;

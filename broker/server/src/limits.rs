@@ -42,6 +42,26 @@ pub const QUEUED_MAX_REQUEST_BYTES_DEFAULT: u64 = 512 * 1024 * 1024;
 /// (after lowering the key) still opens.
 pub const PARTITIONS_MAX_DEFAULT: u32 = 10_000;
 
+/// Default `sluice.segment.files.open.max`: sealed segments' `.log` files held open at
+/// once, across every partition (the storage `FileCache`; least recently read first out).
+/// Consumers mostly read the active segment, which every partition holds open anyway; this
+/// bounds what catching-up readers of old segments cost, at one `open` per miss.
+pub const SEGMENT_FILES_OPEN_MAX_DEFAULT: u32 = 512;
+
+/// Descriptors the broker holds besides partitions, connections and the segment cache:
+/// listeners and the admin listener, the runtime's epoll and wakers, the data dir lock, the
+/// internal logs (offsets, transactions, cluster metadata, each with its own small segment
+/// cache: `sluice_storage::limits::SEGMENT_FILES_OPEN_PER_LOG_MAX`), plugin and certificate
+/// files read at start or on reload, stdio. Measured at about 60 on an idle broker; the rest
+/// is headroom for files opened briefly (checkpoints, index reservations).
+pub const BROKER_DESCRIPTORS_RESERVED: u64 = 256;
+
+const _: () = assert!(
+    BROKER_DESCRIPTORS_RESERVED
+        >= 4 * sluice_storage::limits::SEGMENT_FILES_OPEN_PER_LOG_MAX as u64,
+    "the internal logs' segment caches fit the reserve"
+);
+
 const _: () = assert!(
     QUEUED_MAX_REQUEST_BYTES_DEFAULT >= SOCKET_REQUEST_MAX_BYTES_DEFAULT as u64,
     "the largest request must fit the broker-wide read budget"

@@ -75,12 +75,15 @@ pub(crate) struct SegmentRef {
     pub end_offset: Offset,
     pub size_bytes: u32,
     pub index_entries: usize,
+    /// The segment file's id (`SegmentLog::id`), to find it again at the swap.
+    pub id: u64,
     pub log: Arc<dyn StorageFile>,
 }
 
 /// Everything `run` needs, taken under the lock by `begin_clean`.
 pub struct CleanPlan {
     fs: Arc<dyn Fs>,
+    cache: Arc<crate::FileCache>,
     dir: PathBuf,
     config: LogConfig,
     generation: u64,
@@ -192,17 +195,25 @@ impl Log {
     pub fn begin_clean(&self, now_ms: i64) -> Option<CleanPlan> {
         self.dirtiness(now_ms)?;
         let end = self.cleanable_end(now_ms);
-        let segments: Vec<SegmentRef> = self.segments[..self.segments.len() - 1]
+        let segments: std::io::Result<Vec<SegmentRef>> = self.segments[..self.segments.len() - 1]
             .iter()
             .filter(|s| s.base < end)
-            .map(|s| SegmentRef {
-                base: s.base,
-                end_offset: s.end_offset,
-                size_bytes: s.size_bytes,
-                index_entries: s.index.len().max(s.time_index.len()),
-                log: Arc::clone(&s.log),
+            .map(|s| {
+                Ok(SegmentRef {
+                    base: s.base,
+                    end_offset: s.end_offset,
+                    size_bytes: s.size_bytes,
+                    index_entries: s.index.len().max(s.time_index.len()),
+                    id: s.log.id(),
+                    log: s.log_file()?,
+                })
             })
             .collect();
+        // Held for the clean, as a reader holds its slice; a file that cannot be opened
+        // now (out of descriptors) leaves the clean to the next tick.
+        let segments = segments
+            .inspect_err(|error| tracing::warn!(dir = %self.dir.display(), %error, "cannot open segments to clean; retrying later"))
+            .ok()?;
         if segments.is_empty() {
             return None;
         }
@@ -215,6 +226,7 @@ impl Log {
             .collect();
         Some(CleanPlan {
             fs: Arc::clone(&self.fs),
+            cache: Arc::clone(&self.cache),
             dir: self.dir.clone(),
             config: self.config.clone(),
             generation: self.generation,
@@ -293,7 +305,7 @@ impl Log {
             .get(at..at + old.len())?
             .iter()
             .zip(old)
-            .all(|(s, o)| Arc::ptr_eq(&s.log, &o.log) && s.size_bytes == o.size_bytes);
+            .all(|(s, o)| s.log.id() == o.id && s.size_bytes == o.size_bytes);
         (same && at + old.len() < self.segments.len()).then_some(at)
     }
 
@@ -311,7 +323,7 @@ impl Log {
             &manifest.old,
         )?;
         checkpoint::remove_swap(self.fs.as_ref(), &self.dir)?;
-        let mut segment = group.segment;
+        let mut segment = group.segment.renamed(&self.files(), &self.dir);
         let end = group.old.last().expect("a group is never empty").end_offset;
         assert!(
             segment.end_offset <= end,

@@ -9,20 +9,32 @@
 //! (or the log closes) the file is trimmed to its entries, which frees the reservation
 //! past them. A sealed index is mapped (read-only) on its first lookup only, as Kafka's lazy
 //! indexes: opening a log maps nothing but its active segment, and a broker with many
-//! segments stays far from `vm.max_map_count`. Over the in-memory twin (`FaultyFs`) there
+//! segments stays far from `vm.max_map_count`. A real index file holds no descriptor: a
+//! mapping keeps the file itself alive, so the descriptor is closed once the file is mapped,
+//! and the rare calls that need one (reserving blocks, fsync, the trim on seal, the first
+//! lookup of a sealed index) open the file by its path for the call. Over the in-memory
+//! twin (`FaultyFs`) there
 //! is nothing to map: entries live in a heap copy and go to the file with `write_at`, after
 //! the same reservations (so the twin's file may be longer than its entries by zeros, as a
 //! real one is, and its faults reach the reservations too).
 
-use crate::io::StorageFile;
+use crate::io::{Fs, StorageFile};
 use crate::limits::INDEX_ALLOCATION_STEP_BYTES;
 use memmap2::{Mmap, MmapMut, MmapOptions};
 use std::io;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 #[derive(Debug)]
 pub(crate) struct EntryFile {
-    file: Arc<dyn StorageFile>,
+    /// The twin's file, kept; `None` for a real file (reopened by `path` when needed).
+    kept: Option<Arc<dyn StorageFile>>,
+    fs: Arc<dyn Fs>,
+    path: PathBuf,
+    /// A real file: mapped, no descriptor held.
+    real: bool,
+    /// A sealed real file's first and last entries, read while it was open.
+    sealed_ends: Option<(Vec<u8>, Vec<u8>)>,
     entry_bytes: usize,
     /// Active real file: the whole (sparse) file, mapped writable.
     map: Option<MmapMut>,
@@ -68,13 +80,15 @@ impl EntryFile {
     /// `capacity_bytes` and maps it, with blocks reserved for the entries kept.
     pub fn open_active(
         file: Arc<dyn StorageFile>,
+        (fs, path): (&Arc<dyn Fs>, &Path),
         entry_bytes: usize,
         entries: usize,
         capacity_bytes: usize,
     ) -> io::Result<Self> {
         let capacity_entries = (capacity_bytes / entry_bytes).max(entries);
         let mut heap = Vec::new();
-        let map = if file.std_file().is_some() {
+        let real = file.std_file().is_some();
+        let map = if real {
             // Sparse: `set_len` reserves no blocks, `reserve` does before each write.
             file.set_len((capacity_entries * entry_bytes) as u64)?;
             map(file.as_ref(), capacity_entries * entry_bytes)?
@@ -85,7 +99,11 @@ impl EntryFile {
             None
         };
         let mut entry_file = EntryFile {
-            file,
+            kept: Some(file),
+            fs: Arc::clone(fs),
+            path: path.to_owned(),
+            real,
+            sealed_ends: None,
             entry_bytes,
             map,
             lazy: OnceLock::new(),
@@ -98,20 +116,46 @@ impl EntryFile {
         // The kept entries were written, so they have blocks; this reserves the rest of
         // their step (nothing at all for an empty index).
         entry_file.reserve(0)?;
+        if real {
+            entry_file.kept = None; // the map keeps the file; the descriptor closes
+        }
         Ok(entry_file)
     }
 
+    /// The file, open: the twin's, or the real one reopened by its path for one call.
+    fn file(&self) -> io::Result<Arc<dyn StorageFile>> {
+        match &self.kept {
+            Some(file) => Ok(Arc::clone(file)),
+            None => self.fs.open(&self.path, false),
+        }
+    }
+
     /// Opens a sealed (trimmed) file: its length is its entries. Maps nothing yet.
-    pub fn open_sealed(file: Arc<dyn StorageFile>, entry_bytes: usize) -> io::Result<Self> {
+    pub fn open_sealed(
+        file: Arc<dyn StorageFile>,
+        (fs, path): (&Arc<dyn Fs>, &Path),
+        entry_bytes: usize,
+    ) -> io::Result<Self> {
         let len = file.len()? as usize;
         let entries = len / entry_bytes;
         let mut heap = Vec::new();
-        if file.std_file().is_none() {
+        let real = file.std_file().is_some();
+        let mut sealed_ends = None;
+        if !real {
             heap = vec![0u8; entries * entry_bytes];
             file.read_at(&mut heap, 0)?;
+        } else if entries > 0 {
+            let (mut first, mut last) = (vec![0u8; entry_bytes], vec![0u8; entry_bytes]);
+            file.read_at(&mut first, 0)?;
+            file.read_at(&mut last, ((entries - 1) * entry_bytes) as u64)?;
+            sealed_ends = Some((first, last));
         }
         Ok(EntryFile {
-            file,
+            kept: (!real).then_some(file),
+            fs: Arc::clone(fs),
+            path: path.to_owned(),
+            real,
+            sealed_ends,
             entry_bytes,
             map: None,
             lazy: OnceLock::new(),
@@ -129,11 +173,12 @@ impl EntryFile {
         if let Some(map) = &self.map {
             return &map[..len];
         }
-        if self.file.std_file().is_none() {
+        if !self.real {
             return &self.heap[..len];
         }
         let mapped = self.lazy.get_or_init(|| {
-            map_read_only(self.file.as_ref(), len).unwrap_or_else(|error| {
+            let file = self.fs.open(&self.path, false);
+            file.and_then(|file| map_read_only(file.as_ref(), len)).unwrap_or_else(|error| {
                 tracing::warn!(%error, "cannot map a sealed index; lookups fall back to scanning");
                 None
             })
@@ -146,16 +191,19 @@ impl EntryFile {
         if self.entries == 0 {
             return Ok(None);
         }
+        if let (None, Some(ends)) = (&self.map, &self.sealed_ends) {
+            return Ok(Some(ends.clone()));
+        }
         let read = |i: usize| -> io::Result<Vec<u8>> {
             let mut entry = vec![0u8; self.entry_bytes];
-            match (&self.map, self.file.std_file()) {
+            match (&self.map, self.real) {
                 (Some(map), _) => {
                     entry.copy_from_slice(&map[i * self.entry_bytes..(i + 1) * self.entry_bytes])
                 }
-                (None, None) => entry
+                (None, false) => entry
                     .copy_from_slice(&self.heap[i * self.entry_bytes..(i + 1) * self.entry_bytes]),
-                (None, Some(_)) => self
-                    .file
+                (None, true) => self
+                    .file()?
                     .read_at(&mut entry, (i * self.entry_bytes) as u64)?,
             }
             Ok(entry)
@@ -196,7 +244,7 @@ impl EntryFile {
         let end = end.min(self.capacity_entries);
         let from = self.reserved_entries * self.entry_bytes;
         let len = end * self.entry_bytes - from;
-        self.file.allocate(from as u64, len as u64)?;
+        self.file()?.allocate(from as u64, len as u64)?;
         self.reserved_entries = end;
         assert!(
             self.reserved_entries >= wanted && self.reserved_entries <= self.capacity_entries,
@@ -222,7 +270,7 @@ impl EntryFile {
         match &mut self.map {
             Some(map) => map[at..at + entry.len()].copy_from_slice(entry),
             None => {
-                self.file.write_at(entry, at as u64)?;
+                self.file()?.write_at(entry, at as u64)?;
                 self.heap.extend_from_slice(entry);
             }
         }
@@ -237,11 +285,23 @@ impl EntryFile {
         self.flush()?;
         self.map = None;
         self.lazy = OnceLock::new();
-        self.file
-            .set_len((self.entries * self.entry_bytes) as u64)?;
+        let file = self.file()?;
+        file.set_len((self.entries * self.entry_bytes) as u64)?;
         self.capacity_entries = self.entries;
         self.reserved_entries = self.entries;
-        self.file.sync()
+        file.sync()?;
+        if self.real && self.entries > 0 {
+            let (mut first, mut last) = (vec![0u8; self.entry_bytes], vec![0u8; self.entry_bytes]);
+            file.read_at(&mut first, 0)?;
+            file.read_at(&mut last, ((self.entries - 1) * self.entry_bytes) as u64)?;
+            self.sealed_ends = Some((first, last));
+        }
+        Ok(())
+    }
+
+    /// The file now lives at `path` (renamed by the cleaner's swap).
+    pub fn renamed(&mut self, path: &Path) {
+        path.clone_into(&mut self.path);
     }
 
     /// Makes the entries durable.
@@ -252,7 +312,7 @@ impl EntryFile {
         if let Some(map) = &self.map {
             map.flush()?;
         }
-        self.file.sync()?;
+        self.file()?.sync()?;
         self.dirty = false;
         Ok(())
     }

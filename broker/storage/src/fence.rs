@@ -105,7 +105,7 @@ impl Log {
     /// files hold (segments, producer state, epochs, cleaner checkpoint); unfences. Returns
     /// the log end. Shared by lifting a fence and by `truncate_to`.
     pub(crate) fn reload_from_disk(&mut self, now_ms: i64) -> Result<Offset, StorageError> {
-        let recovered = recovery::recover(self.fs.as_ref(), &self.dir, &self.config)?;
+        let recovered = recovery::recover(&self.files(), &self.dir, &self.config)?;
         let log_end = recovered
             .segments
             .last()

@@ -68,7 +68,14 @@ impl Log {
             .segments
             .iter()
             .filter(|s| s.needs_sync)
-            .map(|s| (s.base, s.size_bytes, Arc::clone(&s.log)))
+            .map(|s| {
+                let file = s.log.pinned_file();
+                (
+                    s.base,
+                    s.size_bytes,
+                    file.expect("unsynced bytes are held open"),
+                )
+            })
             .collect();
         Some(PendingSync {
             files,
@@ -98,7 +105,7 @@ impl Log {
             if let Some(segment) = self.segments.iter_mut().find(|s| s.base == *base)
                 && segment.size_bytes == *size_bytes
             {
-                segment.needs_sync = false;
+                segment.mark_synced();
             }
         }
         assert!(

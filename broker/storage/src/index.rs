@@ -3,9 +3,10 @@
 //! batch. Both columns strictly increase, so both can be binary-searched.
 
 use crate::entry_file::EntryFile;
-use crate::io::StorageFile;
+use crate::io::{Fs, StorageFile};
 use crate::limits::INDEX_ENTRY_BYTES;
 use std::io;
+use std::path::Path;
 use std::sync::Arc;
 
 const ENTRY: usize = INDEX_ENTRY_BYTES as usize;
@@ -25,17 +26,18 @@ pub(crate) struct OffsetIndex {
 impl OffsetIndex {
     pub fn open_active(
         file: Arc<dyn StorageFile>,
+        at: (&Arc<dyn Fs>, &Path),
         entries: usize,
         capacity_bytes: u32,
     ) -> io::Result<Self> {
         Ok(OffsetIndex {
-            entries: EntryFile::open_active(file, ENTRY, entries, capacity_bytes as usize)?,
+            entries: EntryFile::open_active(file, at, ENTRY, entries, capacity_bytes as usize)?,
         })
     }
 
-    pub fn open_sealed(file: Arc<dyn StorageFile>) -> io::Result<Self> {
+    pub fn open_sealed(file: Arc<dyn StorageFile>, at: (&Arc<dyn Fs>, &Path)) -> io::Result<Self> {
         Ok(OffsetIndex {
-            entries: EntryFile::open_sealed(file, ENTRY)?,
+            entries: EntryFile::open_sealed(file, at, ENTRY)?,
         })
     }
 
@@ -107,6 +109,11 @@ impl OffsetIndex {
             && last.position < log_bytes)
     }
 
+    /// The file now lives at `path`.
+    pub fn renamed(&mut self, path: &Path) {
+        self.entries.renamed(path);
+    }
+
     pub fn seal(&mut self) -> io::Result<()> {
         self.entries.seal()
     }
@@ -144,8 +151,9 @@ mod tests {
     use std::path::Path;
 
     /// Entries (10, 100), (20, 200), (30, 300) over `fs`.
-    fn three_entries(fs: &dyn Fs, path: &Path) -> OffsetIndex {
-        let mut index = OffsetIndex::open_active(fs.open(path, true).unwrap(), 0, 4096).unwrap();
+    fn three_entries(fs: &Arc<dyn Fs>, path: &Path) -> OffsetIndex {
+        let file = fs.open(path, true).unwrap();
+        let mut index = OffsetIndex::open_active(file, (fs, path), 0, 4096).unwrap();
         for i in 1..=3u32 {
             index
                 .push(IndexEntry {
@@ -182,13 +190,14 @@ mod tests {
 
     #[test]
     fn lookups_in_memory_and_after_seal() {
-        let fs = FaultyFs::new();
-        let mut index = three_entries(&fs, Path::new("/p/0.index"));
+        let fs: Arc<dyn Fs> = Arc::new(FaultyFs::new());
+        let path = Path::new("/p/0.index");
+        let mut index = three_entries(&fs, path);
         check_lookups(&index);
         index.seal().unwrap();
         check_lookups(&index);
         let reopened =
-            OffsetIndex::open_sealed(fs.open(Path::new("/p/0.index"), false).unwrap()).unwrap();
+            OffsetIndex::open_sealed(fs.open(path, false).unwrap(), (&fs, path)).unwrap();
         check_lookups(&reopened);
     }
 
@@ -196,7 +205,8 @@ mod tests {
     fn lookups_memory_mapped_sized_then_trimmed() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("0.index");
-        let mut index = three_entries(&RealFs, &path);
+        let fs: Arc<dyn Fs> = Arc::new(RealFs);
+        let mut index = three_entries(&fs, &path);
         assert_eq!(
             std::fs::metadata(&path).unwrap().len(),
             4096,
@@ -209,17 +219,18 @@ mod tests {
             24,
             "trimmed on seal"
         );
-        let reopened = OffsetIndex::open_sealed(RealFs.open(&path, false).unwrap()).unwrap();
+        let reopened =
+            OffsetIndex::open_sealed(fs.open(&path, false).unwrap(), (&fs, &path)).unwrap();
         check_lookups(&reopened);
         assert!(reopened.is_sane(301).unwrap() && !reopened.is_sane(300).unwrap());
     }
 
     #[test]
     fn empty_index_finds_nothing_and_full_index_says_so() {
-        let fs = FaultyFs::new();
+        let fs: Arc<dyn Fs> = Arc::new(FaultyFs::new());
+        let path = Path::new("/p/1.index");
         let mut index =
-            OffsetIndex::open_active(fs.open(Path::new("/p/1.index"), true).unwrap(), 0, 16)
-                .unwrap();
+            OffsetIndex::open_active(fs.open(path, true).unwrap(), (&fs, path), 0, 16).unwrap();
         assert_eq!(index.floor_by_offset(0), None);
         assert_eq!(index.floor_by_position(0), None);
         index

@@ -24,6 +24,9 @@
 //! - `entry_file`, `index`, `time_index`: fixed-size index entries (the active segment's
 //!   mapped writable, sealed ones mapped on first lookup), the sparse offset index and the
 //!   time index.
+//! - [`FileCache`] (`file_cache.rs`): the broker-wide bound on open sealed-segment files;
+//!   a segment's `.log` is held open while active or unsynced, else opened on demand
+//!   through it (indexes hold no descriptor: they are mapped).
 //! - `segment`: one `.log` + `.index` + `.timeindex`: append, lookup, read ranges, seal.
 //! - `producer` (with `producer/`): per-partition producer state (sequences, epochs, open
 //!   and aborted transactions) rebuilt from the partition's batches, and its snapshots.
@@ -68,6 +71,7 @@ mod entry_file;
 pub mod epoch;
 pub mod error;
 mod fence;
+mod file_cache;
 #[cfg(any(test, feature = "fuzz"))]
 pub mod fuzz;
 mod group_sync;
@@ -92,6 +96,7 @@ pub use cleaner::{CleanOutcome, CleanPlan, Cleaned, Dirtiness};
 pub use config::{CleanupPolicy, Durability, LogConfig, TimestampType};
 pub use crc_walk::validate_records;
 pub use error::{AppendError, BatchError, ReadError, StorageError};
+pub use file_cache::FileCache;
 pub use group_sync::PendingSync;
 pub use io::{Fs, RealFs, StorageFile};
 pub use log::{AppendOutcome, Log, ReadSlice};

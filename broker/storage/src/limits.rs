@@ -59,6 +59,17 @@ pub const RECOVERY_POINT_CHECKPOINT_INTERVAL_MS: i64 = 60_000;
 /// Digits of the zero-padded base offset in segment file names (as Kafka: 20).
 pub const SEGMENT_NAME_DIGITS: usize = 20;
 
+/// Open sealed-segment files of a log opened without a shared `FileCache` (`Log::open` and
+/// `Log::open_with`: tests, tools and the broker's internal logs). The broker's partitions
+/// share one cache whose bound is the `sluice.log.open.segments.max` key.
+pub const SEGMENT_FILES_OPEN_PER_LOG_MAX: usize = 16;
+
+/// Descriptors one open partition holds at rest: its active segment's `.log`. Its indexes
+/// are memory-mapped without a descriptor, sealed segments' files live in the `FileCache`,
+/// and checkpoint files are opened only for the write. A sealed segment not yet fsynced
+/// (rolled since the last flush) holds its `.log` too until the next flush.
+pub const DESCRIPTORS_PER_PARTITION: u64 = 1;
+
 const _: () = assert!(BATCH_HEADER_BYTES > BATCH_LOG_OVERHEAD_BYTES);
 const _: () = assert!(SEGMENT_BYTES_MIN >= BATCH_HEADER_BYTES);
 const _: () = assert!(SEGMENT_BYTES_MIN < SEGMENT_BYTES_MAX);

@@ -7,6 +7,7 @@ use crate::checkpoint::{self, Checkpoint, CleanerCheckpoint};
 use crate::config::{Durability, LogConfig, TimestampType};
 use crate::epoch::EpochCache;
 use crate::error::{AppendError, BatchError, ReadError, StorageError};
+use crate::file_cache::{FileCache, Files};
 use crate::io::{Fs, RealFs, StorageFile};
 use crate::offset::Offset;
 use crate::producer::{self, AbortedTxn, Check, Marker, ProducerStateMap};
@@ -21,6 +22,8 @@ use std::sync::Arc;
 #[derive(Debug)]
 pub struct Log {
     pub(crate) fs: Arc<dyn Fs>,
+    /// Opens sealed segments' files on demand, within its bound (shared by the broker).
+    pub(crate) cache: Arc<FileCache>,
     pub(crate) dir: PathBuf,
     pub(crate) config: LogConfig,
     /// Never empty; `segments[i].end_offset == segments[i + 1].base`.
@@ -84,6 +87,8 @@ pub struct AppendOutcome {
 #[derive(Debug, Clone)]
 pub struct ReadSlice {
     file: Arc<dyn StorageFile>,
+    /// The segment file's id (`SegmentLog::id`), stable across cache evictions.
+    segment: u64,
     pub position: u64,
     pub len: u32,
 }
@@ -176,8 +181,25 @@ impl Log {
         config: LogConfig,
         now_ms: i64,
     ) -> Result<Log, StorageError> {
+        let cache = FileCache::new(crate::limits::SEGMENT_FILES_OPEN_PER_LOG_MAX);
+        Log::open_shared(fs, &cache, dir, config, now_ms)
+    }
+
+    /// Like `open_with`, its sealed segments' files opened through `cache` (one per broker,
+    /// so the broker's descriptors stay within the cache's bound plus one per partition).
+    pub fn open_shared(
+        fs: Arc<dyn Fs>,
+        cache: &Arc<FileCache>,
+        dir: &Path,
+        config: LogConfig,
+        now_ms: i64,
+    ) -> Result<Log, StorageError> {
         config.validate()?;
-        let recovered = recovery::recover(fs.as_ref(), dir, &config)?;
+        let files = Files {
+            fs: Arc::clone(&fs),
+            cache: Arc::clone(cache),
+        };
+        let recovered = recovery::recover(&files, dir, &config)?;
         let log_end = recovered
             .segments
             .last()
@@ -205,6 +227,7 @@ impl Log {
             cleaner: recovered.cleaner,
             tombstones_due_ms: None,
             fs,
+            cache: files.cache,
             dir: dir.to_path_buf(),
             config,
             segments: recovered.segments,
@@ -267,6 +290,14 @@ impl Log {
         config.validate()?;
         self.config = config;
         Ok(())
+    }
+
+    /// The filesystem and cache segments are opened with.
+    pub(crate) fn files(&self) -> Files {
+        Files {
+            fs: Arc::clone(&self.fs),
+            cache: Arc::clone(&self.cache),
+        }
     }
 
     pub(crate) fn active(&self) -> &Segment {
@@ -659,7 +690,7 @@ impl Log {
     pub(crate) fn roll(&mut self) -> io::Result<()> {
         let base = self.log_end_offset();
         self.active_mut().seal()?;
-        let segment = Segment::create(self.fs.as_ref(), &self.dir, base, &self.config)?;
+        let segment = Segment::create(&self.files(), &self.dir, base, &self.config)?;
         self.fs.sync_dir(&self.dir)?;
         tracing::debug!(dir = %self.dir.display(), %base, "rolled segment");
         self.segments.push(segment);
@@ -684,7 +715,8 @@ impl Log {
         if from == log_end {
             let active = self.active();
             return Ok(ReadSlice {
-                file: Arc::clone(&active.log),
+                file: active.log_file()?,
+                segment: active.log.id(),
                 position: u64::from(active.size_bytes),
                 len: 0,
             });
@@ -695,7 +727,8 @@ impl Log {
             let from = from.max(segment.base);
             if let Some((position, len)) = segment.read_range(from, max_bytes)? {
                 return Ok(ReadSlice {
-                    file: Arc::clone(&segment.log),
+                    file: segment.log_file()?,
+                    segment: segment.log.id(),
                     position: u64::from(position),
                     len,
                 });
@@ -723,7 +756,7 @@ impl Log {
         // The slice's segment: the one holding `from`, or a later one past a cleaned gap.
         let slice_segment = self.segments[self.segment_index_of(from)..]
             .iter()
-            .position(|s| Arc::ptr_eq(&s.log, &slice.file))
+            .position(|s| s.log.id() == slice.segment)
             .map_or(usize::MAX, |i| i + self.segment_index_of(from));
         let upper_segment = self.segment_index_of(upper);
         if slice_segment > upper_segment {

@@ -10,6 +10,7 @@ use crate::batch::{self, HEADER_BYTES};
 use crate::checkpoint::{self, Checkpoint, CleanerCheckpoint};
 use crate::config::LogConfig;
 use crate::error::StorageError;
+use crate::file_cache::Files;
 use crate::io::{Fs, StorageFile};
 use crate::limits;
 use crate::offset::Offset;
@@ -62,10 +63,11 @@ pub(crate) fn list_segments(fs: &dyn Fs, dir: &Path) -> io::Result<Vec<Offset>> 
 /// Opens every segment of `dir`, recovering what is not trusted. Leaves the log fully
 /// synced, the checkpoint written and the clean-shutdown marker removed.
 pub(crate) fn recover(
-    fs: &dyn Fs,
+    files: &Files,
     dir: &Path,
     config: &LogConfig,
 ) -> Result<Recovered, StorageError> {
+    let fs = files.fs.as_ref();
     if !fs.exists(dir)? {
         // A new partition: its directory entry (and its topic's, if that is new too) must
         // survive a crash like its segments do.
@@ -86,7 +88,7 @@ pub(crate) fn recover(
         checkpoint,
         gaps_below,
     };
-    let mut segments = load(fs, dir, &opening, &bases, clean)?;
+    let mut segments = load(files, dir, &opening, &bases, clean)?;
     let log_end = segments.last().map(|s| s.end_offset);
     if let (Some(marker), Some(end)) = (clean_end, log_end)
         && marker != end
@@ -95,9 +97,9 @@ pub(crate) fn recover(
         tracing::warn!(dir = %dir.display(), %marker, %end, "clean-shutdown marker disagrees with the log; recovering");
         drop(segments);
         let bases = list_segments(fs, dir)?;
-        segments = load(fs, dir, &opening, &bases, false)?;
+        segments = load(files, dir, &opening, &bases, false)?;
     }
-    let (segments, log_start_offset) = finish(fs, dir, config, segments, checkpoint)?;
+    let (segments, log_start_offset) = finish(files, dir, config, segments, (checkpoint, clean))?;
     Ok(Recovered {
         segments,
         log_start_offset,
@@ -145,13 +147,13 @@ struct Opening<'a> {
 
 /// Trusted segments opened, the rest scanned; inconsistent tails deleted.
 fn load(
-    fs: &dyn Fs,
+    files: &Files,
     dir: &Path,
     opening: &Opening<'_>,
     bases: &[Offset],
     clean: bool,
 ) -> Result<Vec<Segment>, StorageError> {
-    let config = opening.config;
+    let (fs, config) = (files.fs.as_ref(), opening.config);
     let recovery_point = if clean {
         Offset(i64::MAX)
     } else {
@@ -179,13 +181,13 @@ fn load(
             None => clean,
         };
         if trusted {
-            if let Some(segment) = Segment::open_trusted(fs, dir, base, config, next)? {
+            if let Some(segment) = Segment::open_trusted(files, dir, base, config, next)? {
                 segments.push(segment);
                 continue;
             }
             tracing::warn!(dir = %dir.display(), segment = %base, "index missing or inconsistent; rebuilding");
         }
-        let (segment, complete) = scan(fs, dir, base, config, opening.gaps_below)?;
+        let (segment, complete) = scan(files, dir, base, config, opening.gaps_below)?;
         segments.push(segment);
         if !complete {
             delete_from(fs, dir, &bases[i + 1..])?;
@@ -215,18 +217,24 @@ fn remove_segment_files(fs: &dyn Fs, dir: &Path, base: Offset) -> io::Result<()>
 }
 
 /// Seals scanned non-last segments, syncs, creates a first segment if there is none, and
-/// persists the checkpoint with `recovery_point = log end`.
+/// persists the checkpoint with `recovery_point = log end`. After a clean shutdown whose
+/// segments all opened trusted, the directory and the checkpoint are already durable and
+/// say the same: only the marker's removal is written (one fsync per partition at start,
+/// not four).
 fn finish(
-    fs: &dyn Fs,
+    files: &Files,
     dir: &Path,
     config: &LogConfig,
     mut segments: Vec<Segment>,
-    checkpoint: Option<Checkpoint>,
+    (checkpoint, clean): (Option<Checkpoint>, bool),
 ) -> Result<(Vec<Segment>, Offset), StorageError> {
+    let fs = files.fs.as_ref();
     let checkpointed_start = checkpoint.map_or(Offset(0), |c| c.log_start_offset);
-    if segments.is_empty() {
-        segments.push(Segment::create(fs, dir, checkpointed_start, config)?);
+    let created = segments.is_empty();
+    if created {
+        segments.push(Segment::create(files, dir, checkpointed_start, config)?);
     }
+    let unchanged = clean && !created && segments.iter().all(|s| !s.needs_sync);
     let last = segments.len() - 1;
     for segment in &mut segments[..last] {
         if segment.needs_sync {
@@ -236,21 +244,20 @@ fn finish(
     for segment in &mut segments {
         segment.flush()?;
     }
-    fs.sync_dir(dir)?;
     let log_end = segments[last].end_offset;
     let mut log_start_offset = checkpointed_start.max(segments[0].base);
     if log_start_offset > log_end {
         tracing::warn!(dir = %dir.display(), %log_start_offset, %log_end, "log start offset past the recovered end; clamping");
         log_start_offset = log_end;
     }
-    checkpoint::write_checkpoint(
-        fs,
-        dir,
-        Checkpoint {
-            log_start_offset,
-            recovery_point: log_end,
-        },
-    )?;
+    let recovered = Checkpoint {
+        log_start_offset,
+        recovery_point: log_end,
+    };
+    if !(unchanged && checkpoint == Some(recovered)) {
+        fs.sync_dir(dir)?;
+        checkpoint::write_checkpoint(fs, dir, recovered)?;
+    }
     checkpoint::remove_clean_shutdown(fs, dir)?;
     Ok((segments, log_start_offset))
 }
@@ -287,14 +294,15 @@ fn stop_reason(
 /// Scans a segment batch by batch, rebuilding its indexes and truncating at the first bad
 /// byte. Returns the segment and whether the whole file was good.
 pub(crate) fn scan(
-    fs: &dyn Fs,
+    files: &Files,
     dir: &Path,
     base: Offset,
     config: &LogConfig,
     gaps_below: Offset,
 ) -> Result<(Segment, bool), StorageError> {
-    let mut segment = Segment::open_for_rebuild(fs, dir, base, config)?;
-    let file_bytes = segment.log.len()?;
+    let mut segment = Segment::open_for_rebuild(files, dir, base, config)?;
+    let log = segment.log_file()?;
+    let file_bytes = log.len()?;
     let mut reader = ChunkReader::new(file_bytes.min(u64::from(limits::SEGMENT_BYTES_MAX)));
     let mut position: u64 = 0;
     let reason = loop {
@@ -322,16 +330,16 @@ fn scan_one(
     position: u64,
     (config, gaps_below): (&LogConfig, Offset),
 ) -> io::Result<Result<u64, String>> {
+    let log = segment.log_file()?; // the segment being scanned is held open
     let header = match reader
-        .get(segment.log.as_ref(), position, HEADER_BYTES)?
+        .get(log.as_ref(), position, HEADER_BYTES)?
         .map(batch::parse_header)
     {
         None => return Ok(Err("partial batch header at the end".to_owned())),
         Some(Err(e)) => return Ok(Err(e.to_string())),
         Some(Ok(header)) => header,
     };
-    let Some(batch_bytes) = reader.get(segment.log.as_ref(), position, header.total_bytes())?
-    else {
+    let Some(batch_bytes) = reader.get(log.as_ref(), position, header.total_bytes())? else {
         return Ok(Err(format!(
             "batch of {} bytes cut off at the end",
             header.total_bytes()

@@ -4,6 +4,7 @@
 
 use crate::batch::{self, BatchHeader, HEADER_BYTES, NO_TIMESTAMP};
 use crate::config::LogConfig;
+use crate::file_cache::{Files, SegmentLog};
 use crate::index::{IndexEntry, OffsetIndex};
 use crate::io::{Fs, StorageFile};
 use crate::limits;
@@ -38,7 +39,10 @@ pub type Decompress<'a> = &'a dyn Fn(batch::Compression, &[u8]) -> io::Result<Op
 #[derive(Debug)]
 pub(crate) struct Segment {
     pub base: Offset,
-    pub log: Arc<dyn StorageFile>,
+    /// Held open while active or unsynced; otherwise opened through the `FileCache`.
+    pub log: SegmentLog,
+    /// Sealed: no more appends (its indexes are trimmed).
+    pub sealed: bool,
     /// Bytes of whole batches; the file is never longer once opened.
     pub size_bytes: u32,
     /// One past the last offset in this segment (== `base` when empty).
@@ -58,45 +62,52 @@ pub(crate) struct Segment {
 impl Segment {
     /// Creates an empty segment (truncating leftovers with the same name).
     pub fn create(
-        fs: &dyn Fs,
+        files: &Files,
         dir: &Path,
         base: Offset,
         config: &LogConfig,
     ) -> io::Result<Segment> {
-        Segment::create_with_suffix(fs, dir, base, config, "")
+        Segment::create_with_suffix(files, dir, base, config, "")
     }
 
     /// Like `create`, each file name ending in `suffix` (the cleaner writes
     /// `<base>.log.cleaned` and its indexes before swapping them in).
     pub fn create_with_suffix(
-        fs: &dyn Fs,
+        files: &Files,
         dir: &Path,
         base: Offset,
         config: &LogConfig,
         suffix: &str,
     ) -> io::Result<Segment> {
-        let open_empty = |ext: &str| -> io::Result<Arc<dyn StorageFile>> {
-            let file = fs.open(&segment_path(dir, base, &format!("{ext}{suffix}")), true)?;
+        let path = |ext: &str| segment_path(dir, base, &format!("{ext}{suffix}"));
+        let open_empty = |path: &Path| -> io::Result<Arc<dyn StorageFile>> {
+            let file = files.fs.open(path, true)?;
             file.set_len(0)?;
             Ok(file)
         };
-        let log = open_empty(LOG_EXT)?;
-        let index =
-            OffsetIndex::open_active(open_empty(INDEX_EXT)?, 0, config.segment_index_bytes)?;
-        let time_index =
-            TimeIndex::open_active(open_empty(TIME_INDEX_EXT)?, 0, config.segment_index_bytes)?;
+        let (log_path, index_path, time_path) =
+            (path(LOG_EXT), path(INDEX_EXT), path(TIME_INDEX_EXT));
+        let log = SegmentLog::pinned(files, &log_path, open_empty(&log_path)?);
+        let index = OffsetIndex::open_active(
+            open_empty(&index_path)?,
+            (&files.fs, &index_path),
+            0,
+            config.segment_index_bytes,
+        )?;
+        let time_index = TimeIndex::open_active(
+            open_empty(&time_path)?,
+            (&files.fs, &time_path),
+            0,
+            config.segment_index_bytes,
+        )?;
         Ok(Segment::new(base, log, index, time_index))
     }
 
-    fn new(
-        base: Offset,
-        log: Arc<dyn StorageFile>,
-        index: OffsetIndex,
-        time_index: TimeIndex,
-    ) -> Segment {
+    fn new(base: Offset, log: SegmentLog, index: OffsetIndex, time_index: TimeIndex) -> Segment {
         Segment {
             base,
             log,
+            sealed: false,
             size_bytes: 0,
             end_offset: base,
             index,
@@ -114,13 +125,15 @@ impl Segment {
     /// check; the caller then rebuilds by scanning. `next_base` is the following segment's
     /// base (`None` for the last segment, which is opened for appending).
     pub fn open_trusted(
-        fs: &dyn Fs,
+        files: &Files,
         dir: &Path,
         base: Offset,
         config: &LogConfig,
         next_base: Option<Offset>,
     ) -> io::Result<Option<Segment>> {
-        let log = fs.open(&segment_path(dir, base, LOG_EXT), false)?;
+        let fs = files.fs.as_ref();
+        let log_path = segment_path(dir, base, LOG_EXT);
+        let log = fs.open(&log_path, false)?;
         let Ok(size_bytes) = u32::try_from(log.len()?) else {
             return Ok(None);
         };
@@ -138,24 +151,69 @@ impl Segment {
         {
             return Ok(None);
         }
+        let (index_at, time_at) = ((&files.fs, &*index_path), (&files.fs, &*time_path));
         let (index, time_index) = if next_base.is_some() {
             (
-                OffsetIndex::open_sealed(index_file)?,
-                TimeIndex::open_sealed(time_file)?,
+                OffsetIndex::open_sealed(index_file, index_at)?,
+                TimeIndex::open_sealed(time_file, time_at)?,
             )
         } else {
             let index_entries = (index_len / u64::from(limits::INDEX_ENTRY_BYTES)) as usize;
             let time_entries = (time_len / u64::from(limits::TIME_INDEX_ENTRY_BYTES)) as usize;
-            let index =
-                OffsetIndex::open_active(index_file, index_entries, config.segment_index_bytes)?;
-            (
-                index,
-                TimeIndex::open_active(time_file, time_entries, config.segment_index_bytes)?,
-            )
+            let index = OffsetIndex::open_active(
+                index_file,
+                index_at,
+                index_entries,
+                config.segment_index_bytes,
+            )?;
+            let time_index = TimeIndex::open_active(
+                time_file,
+                time_at,
+                time_entries,
+                config.segment_index_bytes,
+            )?;
+            (index, time_index)
         };
-        let mut segment = Segment::new(base, log, index, time_index);
+        let mut segment = Segment::new(
+            base,
+            SegmentLog::pinned(files, &log_path, log),
+            index,
+            time_index,
+        );
         segment.size_bytes = size_bytes;
-        Ok(segment.finish_trusted_open(next_base)?.then_some(segment))
+        if !segment.finish_trusted_open(next_base)? {
+            return Ok(None);
+        }
+        if next_base.is_some() {
+            segment.sealed = true;
+            segment.log.unpin(); // a sealed, trusted segment: opened again on its first read
+        }
+        Ok(Some(segment))
+    }
+
+    /// The `.log` file, open (the cache opens a sealed segment's on demand).
+    pub fn log_file(&self) -> io::Result<Arc<dyn StorageFile>> {
+        self.log.file()
+    }
+
+    /// Records a successful fsync of the log's bytes: a sealed segment's file is then
+    /// released to the cache.
+    pub fn mark_synced(&mut self) {
+        self.needs_sync = false;
+        if self.sealed {
+            self.log.unpin();
+        }
+    }
+
+    /// The segment's files now have their final names (a cleaned segment swapped in).
+    pub fn renamed(mut self, files: &Files, dir: &Path) -> Segment {
+        self.log = self
+            .log
+            .renamed(files, &segment_path(dir, self.base, LOG_EXT));
+        self.index.renamed(&segment_path(dir, self.base, INDEX_EXT));
+        self.time_index
+            .renamed(&segment_path(dir, self.base, TIME_INDEX_EXT));
+        self
     }
 
     /// Fills in the end offset and timestamps of a trusted segment; false if inconsistent.
@@ -189,7 +247,7 @@ impl Segment {
         }
         if next_base.is_none() && self.size_bytes > 0 {
             let mut header = [0u8; HEADER_BYTES];
-            self.log.read_at(&mut header, 0)?;
+            self.log_file()?.read_at(&mut header, 0)?;
             self.rolling_base_ms = batch::parse_header(&header)
                 .ok()
                 .map(|h| h.max_timestamp)
@@ -249,7 +307,12 @@ impl Segment {
         self.index.reserve(entries_max)?;
         // One more: the time index keeps a slot for the entry sealing writes.
         self.time_index.reserve(entries_max.saturating_add(1))?;
-        self.log.write_at(batches, u64::from(self.size_bytes))?;
+        assert!(
+            !self.sealed && self.log.is_pinned(),
+            "appends go to the active segment, held open"
+        );
+        self.log_file()?
+            .write_at(batches, u64::from(self.size_bytes))?;
         self.needs_sync = true;
         let mut position = self.size_bytes;
         for item in batch::iter_batches(batches) {
@@ -316,6 +379,11 @@ impl Segment {
     ) -> io::Result<()> {
         let mut chunk = Vec::new(); // grown to what is read: a read at the tail stays small
         let (mut chunk_start, mut chunk_len) = (0u32, 0u32);
+        let log = if position < self.size_bytes {
+            Some(self.log_file()?)
+        } else {
+            None
+        };
         while position < self.size_bytes {
             if position < chunk_start || position + HEADER_BYTES as u32 > chunk_start + chunk_len {
                 chunk_len = (self.size_bytes - position).min(limits::READ_SCAN_CHUNK_BYTES);
@@ -328,7 +396,8 @@ impl Segment {
                 if chunk.len() < chunk_len as usize {
                     chunk.resize(chunk_len as usize, 0);
                 }
-                self.log
+                log.as_ref()
+                    .expect("opened: position < size_bytes")
                     .read_at(&mut chunk[..chunk_len as usize], u64::from(position))?;
                 chunk_start = position;
             }
@@ -398,14 +467,19 @@ impl Segment {
             timestamp_ms: self.max_timestamp_ms,
             relative_offset,
         })?;
-        self.index.seal()
+        self.index.seal()?;
+        self.sealed = true;
+        if !self.needs_sync {
+            self.log.unpin();
+        }
+        Ok(())
     }
 
     /// fsyncs the log's bytes (not the indexes: see `Log::sync_logs`).
     pub fn sync_log(&mut self) -> io::Result<()> {
         if self.needs_sync {
-            self.log.sync()?;
-            self.needs_sync = false;
+            self.log_file()?.sync()?;
+            self.mark_synced();
         }
         Ok(())
     }
@@ -434,21 +508,34 @@ impl Segment {
     /// `size_bytes` starts at 0; the scanner feeds each good batch to `track_batch` and
     /// then calls `finish_rebuild`.
     pub fn open_for_rebuild(
-        fs: &dyn Fs,
+        files: &Files,
         dir: &Path,
         base: Offset,
         config: &LogConfig,
     ) -> io::Result<Segment> {
-        let log = fs.open(&segment_path(dir, base, LOG_EXT), false)?;
-        let open_empty = |ext| -> io::Result<Arc<dyn StorageFile>> {
-            let file = fs.open(&segment_path(dir, base, ext), true)?;
+        let log_path = segment_path(dir, base, LOG_EXT);
+        let log = SegmentLog::pinned(files, &log_path, files.fs.open(&log_path, false)?);
+        let open_empty = |path: &Path| -> io::Result<Arc<dyn StorageFile>> {
+            let file = files.fs.open(path, true)?;
             file.set_len(0)?;
             Ok(file)
         };
-        let index =
-            OffsetIndex::open_active(open_empty(INDEX_EXT)?, 0, config.segment_index_bytes)?;
-        let time_index =
-            TimeIndex::open_active(open_empty(TIME_INDEX_EXT)?, 0, config.segment_index_bytes)?;
+        let (index_path, time_path) = (
+            segment_path(dir, base, INDEX_EXT),
+            segment_path(dir, base, TIME_INDEX_EXT),
+        );
+        let index = OffsetIndex::open_active(
+            open_empty(&index_path)?,
+            (&files.fs, &index_path),
+            0,
+            config.segment_index_bytes,
+        )?;
+        let time_index = TimeIndex::open_active(
+            open_empty(&time_path)?,
+            (&files.fs, &time_path),
+            0,
+            config.segment_index_bytes,
+        )?;
         Ok(Segment::new(base, log, index, time_index))
     }
 
@@ -456,12 +543,12 @@ impl Segment {
     pub fn finish_rebuild(&mut self, valid_bytes: u32, file_bytes: u64) -> io::Result<()> {
         self.size_bytes = valid_bytes;
         if file_bytes != u64::from(valid_bytes) {
-            self.log.set_len(u64::from(valid_bytes))?;
+            self.log_file()?.set_len(u64::from(valid_bytes))?;
         }
         self.needs_sync = true;
         if self.size_bytes > 0 {
             let mut header = [0u8; HEADER_BYTES];
-            self.log.read_at(&mut header, 0)?;
+            self.log_file()?.read_at(&mut header, 0)?;
             self.rolling_base_ms = batch::parse_header(&header)
                 .ok()
                 .map(|h| h.max_timestamp)
@@ -537,7 +624,7 @@ impl Segment {
             return Ok(Some((Offset(whole_batch.0), whole_batch.1)));
         }
         let mut bytes = vec![0u8; header.total_bytes()];
-        self.log.read_at(&mut bytes, u64::from(position))?;
+        self.log_file()?.read_at(&mut bytes, u64::from(position))?;
         let records = match decompress {
             None => bytes.split_off(HEADER_BYTES),
             Some(decompress) => match decompress(compression, &bytes[HEADER_BYTES..])? {
@@ -575,12 +662,15 @@ mod tests {
     #[test]
     fn a_chunk_adds_no_more_index_entries_than_reserved_for() {
         for interval in [0, 1, 60, 61, 62, 128, 500, 4096] {
-            let fs = FaultyFs::new();
+            let files = Files {
+                fs: Arc::new(FaultyFs::new()),
+                cache: crate::FileCache::new(1),
+            };
             let config = LogConfig {
                 index_interval_bytes: interval,
                 ..LogConfig::default()
             };
-            let mut segment = Segment::create(&fs, Path::new("/p"), Offset(0), &config).unwrap();
+            let mut segment = Segment::create(&files, Path::new("/p"), Offset(0), &config).unwrap();
             let mut next = 0i64;
             for chunk_batches in 1..40usize {
                 let mut chunk = Vec::new();

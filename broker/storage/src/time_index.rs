@@ -6,9 +6,10 @@
 
 use crate::entry_file::EntryFile;
 use crate::index::partition_point;
-use crate::io::StorageFile;
+use crate::io::{Fs, StorageFile};
 use crate::limits::TIME_INDEX_ENTRY_BYTES;
 use std::io;
+use std::path::Path;
 use std::sync::Arc;
 
 const ENTRY: usize = TIME_INDEX_ENTRY_BYTES as usize;
@@ -27,17 +28,18 @@ pub(crate) struct TimeIndex {
 impl TimeIndex {
     pub fn open_active(
         file: Arc<dyn StorageFile>,
+        at: (&Arc<dyn Fs>, &Path),
         entries: usize,
         capacity_bytes: u32,
     ) -> io::Result<Self> {
         Ok(TimeIndex {
-            entries: EntryFile::open_active(file, ENTRY, entries, capacity_bytes as usize)?,
+            entries: EntryFile::open_active(file, at, ENTRY, entries, capacity_bytes as usize)?,
         })
     }
 
-    pub fn open_sealed(file: Arc<dyn StorageFile>) -> io::Result<Self> {
+    pub fn open_sealed(file: Arc<dyn StorageFile>, at: (&Arc<dyn Fs>, &Path)) -> io::Result<Self> {
         Ok(TimeIndex {
-            entries: EntryFile::open_sealed(file, ENTRY)?,
+            entries: EntryFile::open_sealed(file, at, ENTRY)?,
         })
     }
 
@@ -83,6 +85,11 @@ impl TimeIndex {
     }
 
     /// Writes the segment's final entry (uses the reserved slot), then trims the file.
+    /// The file now lives at `path`.
+    pub fn renamed(&mut self, path: &Path) {
+        self.entries.renamed(path);
+    }
+
     pub fn seal(&mut self, last: TimeEntry) -> io::Result<()> {
         if !self.entries.is_full() {
             self.push_if_newer(last)?;

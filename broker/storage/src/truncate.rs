@@ -65,9 +65,11 @@ impl Log {
         let (position, batch_starts_there) = self.cut_position(index, offset)?;
         tracing::warn!(dir = %self.dir.display(), %offset, %log_end, segment = %self.segments[index].base, "truncating the log");
         self.lower_checkpoints(index, offset, now_ms)?;
-        let cut = self.segments[index].log.set_len(u64::from(position));
-        cut.and_then(|()| self.segments[index].log.sync())
-            .map_err(|e| self.fence_sync(e))?;
+        let cut = self.segments[index].log_file().and_then(|log| {
+            log.set_len(u64::from(position))?;
+            log.sync()
+        });
+        cut.map_err(|e| self.fence_sync(e))?;
         self.delete_after(index)?;
         if let Err(error) = self.reload_from_disk(now_ms) {
             self.fenced = true;

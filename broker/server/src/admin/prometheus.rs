@@ -78,6 +78,7 @@ fn broker_metrics(out: &mut String, broker: &Broker) {
     );
     quarantine_metrics(out, broker);
     storage_metrics(out, broker);
+    descriptor_metrics(out, broker);
     cleaner_metrics(out, broker);
     family(
         out,
@@ -120,6 +121,47 @@ fn broker_metrics(out: &mut String, broker: &Broker) {
             &api.latency,
         );
     }
+}
+
+/// The descriptor budget (`crate::descriptors`): what is open against what may be.
+fn descriptor_metrics(out: &mut String, broker: &Broker) {
+    let budget = broker.topics.descriptor_budget();
+    let files = broker.topics.segment_files();
+    let gauges = [
+        (
+            "sluice_descriptors_open",
+            "File descriptors this process holds now (/proc/self/fd).",
+            crate::descriptors::open_descriptors(),
+        ),
+        (
+            "sluice_descriptors_limit",
+            "The soft RLIMIT_NOFILE the descriptor budget is checked against.",
+            Some(budget.limit),
+        ),
+        (
+            "sluice_descriptors_partitions_max",
+            "Partitions the descriptor budget fits (after max.connections, sluice.segment.files.open.max and the reserve).",
+            Some(budget.partitions_max()),
+        ),
+        (
+            "sluice_segment_files_open",
+            "Sealed segment files the broker-wide cache holds open (at most sluice.segment.files.open.max).",
+            Some(files.open_files() as u64),
+        ),
+    ];
+    for (name, help, value) in gauges {
+        if let Some(value) = value {
+            family(out, name, "gauge", help);
+            let _ = writeln!(out, "{name} {value}");
+        }
+    }
+    family(
+        out,
+        "sluice_segment_files_opened_total",
+        "counter",
+        "Sealed segment files opened on demand (cache misses).",
+    );
+    let _ = writeln!(out, "sluice_segment_files_opened_total {}", files.opens());
 }
 
 /// The broker-wide counters: connections, TLS, SASL, quotas.

@@ -169,6 +169,10 @@ broker_keys! {
     /// Partitions on this broker; creating more is POLICY_VIOLATION.
     "sluice.partitions.max" => partitions_max: u32 = limits::PARTITIONS_MAX_DEFAULT,
         count(1..=I32_MAX);
+    /// Sealed segments' files held open at once across every partition (opened on demand).
+    "sluice.segment.files.open.max" =>
+        segment_files_open_max: u32 = limits::SEGMENT_FILES_OPEN_MAX_DEFAULT,
+        count(1..=I32_MAX);
 
     // The log: segments, retention, compaction (cleaner_keys.rs), producers, flushing.
     /// Segment file size that triggers a roll.

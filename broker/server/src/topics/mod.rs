@@ -21,19 +21,20 @@
 //! Methods here are synchronous (they do file I/O); async callers use `spawn_blocking`.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
 use kafka_protocol::ResponseError;
 use serde::{Deserialize, Serialize};
 use sluice_plugin_host::Registry;
 use sluice_storage::io::{self as storage_io, RealFs};
-use sluice_storage::{Fs, Log};
+use sluice_storage::{FileCache, Fs, Log};
 use tokio::sync::watch;
 use uuid::Uuid;
 
 use crate::clock::{SharedClock, now_ms};
 use crate::config::BrokerConfig;
+use crate::descriptors::DescriptorBudget;
 use crate::error::{KafkaError, ServerError};
 use crate::files::{remove_dir_logged, remove_stale_temps};
 use crate::limits;
@@ -77,6 +78,11 @@ pub struct TopicRegistry {
     /// Failed topic creations (a full disk fails every auto-creation a client's Metadata
     /// asks for), logged once per interval (`repeated.rs`).
     creation_failures: repeated::RepeatedFailures,
+    /// What the broker may hold open against `RLIMIT_NOFILE` (`crate::descriptors`).
+    descriptors: DescriptorBudget,
+    /// Every partition's sealed segment files, opened on demand within
+    /// `sluice.segment.files.open.max`.
+    segment_files: Arc<FileCache>,
     /// In a cluster, where a decided config change goes instead of this broker's files:
     /// the controller (set by `crate::kraft`; it returns once this broker applied it).
     remote: std::sync::OnceLock<RemoteChange>,
@@ -222,7 +228,11 @@ impl TopicRegistry {
         fs: Arc<dyn Fs>,
         clock: SharedClock,
     ) -> Result<Self, ServerError> {
+        let descriptors = DescriptorBudget::of_process(&config);
+        let segment_files = FileCache::new(config.segment_files_open_max as usize);
         let registry = Self {
+            descriptors,
+            segment_files,
             config,
             plugins,
             fs,
@@ -254,6 +264,19 @@ impl TopicRegistry {
         let dir = self.config.data_dir.join(TOPICS_DIR);
         storage_io::create_dir_durable(&RealFs, &dir)
             .map_err(ServerError::io(format!("creating {}", dir.display())))?;
+        let on_disk = count_partition_dirs(&dir);
+        if let Some(refusal) = self.descriptors.refusal(on_disk) {
+            return Err(ServerError::DescriptorBudget(format!(
+                "the data dir holds {on_disk} partitions: {refusal}"
+            )));
+        }
+        tracing::info!(
+            partitions = on_disk,
+            limit = self.descriptors.limit,
+            needed = self.descriptors.needed(on_disk),
+            partitions_fit = self.descriptors.partitions_max(),
+            "descriptor budget"
+        );
         let entries = std::fs::read_dir(&dir)
             .map_err(ServerError::io(format!("reading {}", dir.display())))?;
         for entry in entries {
@@ -291,8 +314,9 @@ impl TopicRegistry {
         remove_stale_temps(&dir);
         let mut opened = Vec::with_capacity(usize::try_from(partitions).unwrap_or(0));
         for index in 0..partitions {
-            let log = Log::open_with(
+            let log = Log::open_shared(
                 self.fs.clone(),
+                &self.segment_files,
                 &dir.join(index.to_string()),
                 log_config.clone(),
                 self.now_ms(),
@@ -425,11 +449,32 @@ impl TopicRegistry {
             .sum()
     }
 
-    /// Refuses `more` partitions past `sluice.partitions.max` (POLICY_VIOLATION naming it).
+    /// The descriptor budget partitions are checked against.
+    pub fn descriptor_budget(&self) -> DescriptorBudget {
+        self.descriptors
+    }
+
+    /// The cache of sealed segments' open files.
+    pub fn segment_files(&self) -> &FileCache {
+        &self.segment_files
+    }
+
+    /// Refuses `more` partitions past `sluice.partitions.max` or past the descriptor budget
+    /// (POLICY_VIOLATION naming the key, and the descriptor limit).
     pub fn check_partition_budget(&self, more: i32) -> Result<(), KafkaError> {
         let open = self.partition_count();
         let max = u64::from(self.config.partitions_max);
         let more = u64::try_from(more).unwrap_or(0);
+        if let Some(refusal) = self.descriptors.refusal(open + more) {
+            return Err(KafkaError::new(
+                ResponseError::PolicyViolation,
+                format!(
+                    "{more} more partitions would make {} on this broker, past its file \
+                     descriptor budget (sluice.partitions.max is {max}): {refusal}",
+                    open + more
+                ),
+            ));
+        }
         if open + more > max {
             return Err(KafkaError::new(
                 ResponseError::PolicyViolation,
@@ -693,3 +738,21 @@ pub use views::ViewTopic;
 
 #[cfg(test)]
 mod tests;
+
+/// Partition directories (`<topic>/<index>`) under the topics dir, counted without opening
+/// them (the descriptor budget is checked before any is opened).
+fn count_partition_dirs(topics_dir: &Path) -> u64 {
+    let Ok(topics) = std::fs::read_dir(topics_dir) else {
+        return 0;
+    };
+    topics
+        .filter_map(Result::ok)
+        .filter_map(|topic| std::fs::read_dir(topic.path()).ok())
+        .flat_map(|partitions| partitions.filter_map(Result::ok))
+        .filter(|entry| {
+            let name = entry.file_name();
+            let numeric = name.to_str().is_some_and(|n| n.parse::<u32>().is_ok());
+            numeric && entry.file_type().is_ok_and(|t| t.is_dir())
+        })
+        .count() as u64
+}

@@ -76,8 +76,14 @@ impl TopicRegistry {
                 .map_err(|e| failed("removing the stale", &e))?;
         }
         let log_config = topic_config::log_config(&self.config, &topic.overrides);
-        let log = Log::open_with(self.fs.clone(), &dir, log_config, self.now_ms())
-            .map_err(|e| failed("creating", &e))?;
+        let log = Log::open_shared(
+            self.fs.clone(),
+            &self.segment_files,
+            &dir,
+            log_config,
+            self.now_ms(),
+        )
+        .map_err(|e| failed("creating", &e))?;
         Ok(Partition::new(&topic.name, index, log))
     }
 }

@@ -89,7 +89,15 @@ impl TopicRegistry {
     fn open_partition_at_start(&self, topic: &str, index: i32, config: &LogConfig) -> Partition {
         let dir = self.topic_dir(topic).join(index.to_string());
         let opened = probe(self.fs.as_ref(), &dir).and_then(|()| {
-            let open = || Log::open_with(self.fs.clone(), &dir, config.clone(), self.now_ms());
+            let open = || {
+                Log::open_shared(
+                    self.fs.clone(),
+                    &self.segment_files,
+                    &dir,
+                    config.clone(),
+                    self.now_ms(),
+                )
+            };
             match catch_unwind(AssertUnwindSafe(open)) {
                 Ok(Ok(log)) => Ok(log),
                 Ok(Err(e)) => Err(format!("opening {}: {e}", dir.display())),

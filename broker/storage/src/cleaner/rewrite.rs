@@ -275,8 +275,12 @@ impl Rewrite<'_, '_> {
     /// sealed and fsynced.
     fn group(&mut self, old: &[SegmentRef]) -> Result<Segment, StorageError> {
         let plan = self.plan;
+        let files = crate::file_cache::Files {
+            fs: std::sync::Arc::clone(&plan.fs),
+            cache: std::sync::Arc::clone(&plan.cache),
+        };
         let mut segment = Segment::create_with_suffix(
-            plan.fs.as_ref(),
+            &files,
             &plan.dir,
             old[0].base,
             &plan.config,

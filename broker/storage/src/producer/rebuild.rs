@@ -73,7 +73,9 @@ fn replay(
         .total_bytes()
         .clamp(HEADER_BYTES, CONTROL_BATCH_BYTES_MAX);
     let mut bytes = vec![0u8; len];
-    segment.log.read_at(&mut bytes, u64::from(position))?;
+    segment
+        .log_file()?
+        .read_at(&mut bytes, u64::from(position))?;
     match batch::parse_control_record(&bytes)
         .and_then(|(code, epoch)| Marker::from_type_code(code).map(|m| (m, epoch)))
     {
