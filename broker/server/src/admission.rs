@@ -27,16 +27,20 @@ pub struct Admission {
 }
 
 impl Admission {
-    /// The limits of `config`.
-    pub fn new(config: &BrokerConfig) -> Arc<Self> {
+    /// The limits of `config`, with at most `connections_max` connections (the descriptor
+    /// budget's share: `crate::descriptors`).
+    pub fn new(config: &BrokerConfig, connections_max: u64) -> Arc<Self> {
         let queued = usize::try_from(config.queued_max_request_bytes)
             .unwrap_or(usize::MAX)
             .min(Semaphore::MAX_PERMITS);
+        let connections = u32::try_from(connections_max)
+            .unwrap_or(u32::MAX)
+            .min(config.max_connections);
         Arc::new(Self {
-            connections: Arc::new(Semaphore::new(config.max_connections as usize)),
+            connections: Arc::new(Semaphore::new(connections as usize)),
             per_ip: Mutex::new(HashMap::new()),
             // Above max.connections it can never be reached: setting only the total is valid.
-            per_ip_max: config.max_connections_per_ip.min(config.max_connections),
+            per_ip_max: config.max_connections_per_ip.min(connections),
             request_bytes: Arc::new(Semaphore::new(queued)),
         })
     }
@@ -116,7 +120,7 @@ mod tests {
             max_connections_per_ip: 2,
             ..BrokerConfig::default()
         };
-        let admission = Admission::new(&config);
+        let admission = Admission::new(&config, u64::MAX);
         let ip: IpAddr = "127.0.0.1".parse().unwrap();
         let other: IpAddr = "127.0.0.2".parse().unwrap();
         let a = admission.admit_ip(ip).unwrap();

@@ -10,7 +10,9 @@
 //! is created.
 
 use crate::config::BrokerConfig;
-use crate::limits::BROKER_DESCRIPTORS_RESERVED;
+use crate::limits::{
+    BROKER_DESCRIPTORS_RESERVED, CONNECTIONS_SHARE_PERCENT, SEGMENT_FILES_SHARE_PERCENT,
+};
 use sluice_storage::limits::DESCRIPTORS_PER_PARTITION;
 
 /// The budget, computed once at start from the config and the process limit.
@@ -27,11 +29,15 @@ pub struct DescriptorBudget {
 }
 
 impl DescriptorBudget {
-    /// The budget under `limit` descriptors.
+    /// The budget under `limit` descriptors: `max.connections` and
+    /// `sluice.segment.files.open.max`, each at most its share of the limit
+    /// (`CONNECTIONS_SHARE_PERCENT`, `SEGMENT_FILES_SHARE_PERCENT`).
     #[must_use]
     pub fn new(config: &BrokerConfig, limit: u64) -> DescriptorBudget {
-        let connections = u64::from(config.max_connections);
-        let segment_files = u64::from(config.segment_files_open_max);
+        let share = |percent: u64| (limit / 100).saturating_mul(percent).max(1);
+        let connections = u64::from(config.max_connections).min(share(CONNECTIONS_SHARE_PERCENT));
+        let segment_files =
+            u64::from(config.segment_files_open_max).min(share(SEGMENT_FILES_SHARE_PERCENT));
         DescriptorBudget {
             limit,
             fixed: connections + segment_files + BROKER_DESCRIPTORS_RESERVED,
@@ -40,10 +46,23 @@ impl DescriptorBudget {
         }
     }
 
-    /// The budget of this process, its soft limit raised to the hard one first.
+    /// The budget of this process, its soft limit raised to the hard one first; a lowered
+    /// connection or segment-cache bound is logged.
     #[must_use]
     pub fn of_process(config: &BrokerConfig) -> DescriptorBudget {
-        DescriptorBudget::new(config, raise_nofile_limit())
+        let budget = DescriptorBudget::new(config, raise_nofile_limit());
+        if budget.connections < u64::from(config.max_connections)
+            || budget.segment_files < u64::from(config.segment_files_open_max)
+        {
+            tracing::warn!(
+                limit = budget.limit,
+                connections = budget.connections,
+                segment_files = budget.segment_files,
+                "the descriptor limit (ulimit -n) is low: max.connections and sluice.segment.files.open.max are \
+                 lowered to fit it (raise the hard limit to serve more)"
+            );
+        }
+        budget
     }
 
     /// Partitions that fit.
@@ -153,10 +172,14 @@ mod tests {
     }
 
     #[test]
-    fn a_limit_below_the_fixed_part_fits_no_partition() {
+    fn a_low_limit_lowers_the_connections_and_the_cache_and_still_fits_partitions() {
+        // A hard `ulimit -n` of 1,024 with the defaults (10,000 connections, 512 files):
+        // half for connections, a tenth for the cache, the rest for partitions.
         let budget = DescriptorBudget::new(&config(10_000, 512), 1_024);
-        assert_eq!(budget.partitions_max(), 0);
-        assert!(budget.refusal(1).is_some());
+        assert_eq!((budget.connections, budget.segment_files), (500, 100));
+        assert!(budget.partitions_max() >= 100, "{budget:?}");
+        assert!(budget.refusal(budget.partitions_max() + 1).is_some());
+        assert!(budget.needed(budget.partitions_max()) <= 1_024);
         assert_eq!(
             DescriptorBudget::new(&config(1, 1), u64::MAX).refusal(u64::MAX),
             None

@@ -48,6 +48,15 @@ pub const PARTITIONS_MAX_DEFAULT: u32 = 10_000;
 /// bounds what catching-up readers of old segments cost, at one `open` per miss.
 pub const SEGMENT_FILES_OPEN_MAX_DEFAULT: u32 = 512;
 
+/// At most this share (in percent) of the descriptor limit goes to connections, and
+/// [`SEGMENT_FILES_SHARE_PERCENT`] to the segment cache, whatever `max.connections` and
+/// `sluice.segment.files.open.max` say: under a low limit (a hard `ulimit -n` of 1,024 or
+/// 4,096) the defaults (10,000 and 512) would leave no descriptor for a single partition, so
+/// they are lowered to fit (logged at start) and `sluice serve` still just works.
+pub const CONNECTIONS_SHARE_PERCENT: u64 = 50;
+/// See [`CONNECTIONS_SHARE_PERCENT`].
+pub const SEGMENT_FILES_SHARE_PERCENT: u64 = 10;
+
 /// Descriptors the broker holds besides partitions, connections and the segment cache:
 /// listeners and the admin listener, the runtime's epoll and wakers, the data dir lock, the
 /// internal logs (offsets, transactions, cluster metadata, each with its own small segment

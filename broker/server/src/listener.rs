@@ -134,7 +134,10 @@ impl Server {
             None
         };
         let (shutdown_tx, _) = watch::channel(false);
-        let admission = Admission::new(&broker.config);
+        let admission = Admission::new(
+            &broker.config,
+            broker.topics.descriptor_budget().connections,
+        );
         let background = Background::start(&broker, opened)?;
         if let Some(kraft) = broker.kraft() {
             let handler = crate::txn::peers::handler(

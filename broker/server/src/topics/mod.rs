@@ -229,7 +229,8 @@ impl TopicRegistry {
         clock: SharedClock,
     ) -> Result<Self, ServerError> {
         let descriptors = DescriptorBudget::of_process(&config);
-        let segment_files = FileCache::new(config.segment_files_open_max as usize);
+        let segment_files =
+            FileCache::new(usize::try_from(descriptors.segment_files).unwrap_or(usize::MAX));
         let registry = Self {
             descriptors,
             segment_files,
