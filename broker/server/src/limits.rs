@@ -48,6 +48,11 @@ pub const PARTITIONS_MAX_DEFAULT: u32 = 10_000;
 /// bounds what catching-up readers of old segments cost, at one `open` per miss.
 pub const SEGMENT_FILES_OPEN_MAX_DEFAULT: u32 = 512;
 
+/// Threads opening topic dirs at start. Opening a cleanly closed partition is one fsync
+/// (its clean-shutdown marker's removal) and a few small reads; the disk serves many fsyncs
+/// at once, so the start is bounded by fsync latency / this, not by the core count.
+pub const STARTUP_OPEN_THREADS: usize = 16;
+
 /// Descriptors the broker holds besides partitions, connections and the segment cache:
 /// listeners and the admin listener, the runtime's epoll and wakers, the data dir lock, the
 /// internal logs (offsets, transactions, cluster metadata, each with its own small segment
