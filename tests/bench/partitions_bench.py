@@ -85,9 +85,12 @@ def disk_mb(path: Path) -> float:
     return int(out.stdout.split()[0]) / 1e6
 
 
-def stop(proc: subprocess.Popen) -> None:
+def stop(proc: subprocess.Popen) -> float:
+    """SIGTERM; seconds until the broker exited (0)."""
+    t0 = time.monotonic()
     proc.terminate()
-    assert proc.wait(120) == 0, "broker did not exit 0"
+    assert proc.wait(600) == 0, "broker did not exit 0"
+    return time.monotonic() - t0
 
 
 def one_run(partitions: int, connections: int) -> dict[str, float]:
@@ -98,7 +101,7 @@ def one_run(partitions: int, connections: int) -> dict[str, float]:
             created_s = create_all(admin(bootstrap), partitions)
             rss, fds = process_stats(proc.pid)
         finally:
-            stop(proc)
+            shutdown_s = stop(proc)
         t0 = time.monotonic()
         proc, bootstrap, listening_s = start(data, log, connections)
         try:
@@ -114,6 +117,7 @@ def one_run(partitions: int, connections: int) -> dict[str, float]:
         "topics_per_s": partitions / PARTITIONS_PER_TOPIC / created_s,
         "rss_mb_created": rss,
         "fds_created": fds,
+        "shutdown_s": shutdown_s,
         "restart_listening_s": listening_s,
         "restart_serving_s": serving_s,
         "rss_mb_restarted": rss2,

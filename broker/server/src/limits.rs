@@ -57,6 +57,11 @@ pub const CONNECTIONS_SHARE_PERCENT: u64 = 50;
 /// See [`CONNECTIONS_SHARE_PERCENT`].
 pub const SEGMENT_FILES_SHARE_PERCENT: u64 = 10;
 
+/// Threads opening topic dirs at start. Opening a cleanly closed partition is one fsync
+/// (its clean-shutdown marker's removal) and a few small reads; the disk serves many fsyncs
+/// at once, so the start is bounded by fsync latency / this, not by the core count.
+pub const STARTUP_OPEN_THREADS: usize = 16;
+
 /// Descriptors the broker holds besides partitions, connections and the segment cache:
 /// listeners and the admin listener, the runtime's epoll and wakers, the data dir lock, the
 /// internal logs (offsets, transactions, cluster metadata, each with its own small segment

@@ -280,16 +280,11 @@ impl TopicRegistry {
         );
         let entries = std::fs::read_dir(&dir)
             .map_err(ServerError::io(format!("reading {}", dir.display())))?;
-        for entry in entries {
-            let path = entry
-                .map_err(ServerError::io("reading the topics dir"))?
-                .path();
-            // One bad topic never stops the start: it is quarantined (`quarantine.rs`).
-            if let Some(topic) = self.load_topic_dir(&path) {
-                self.topics_write()
-                    .insert(topic.name.clone(), Arc::new(topic));
-            }
-        }
+        let paths = entries
+            .map(|entry| entry.map(|e| e.path()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(ServerError::io("reading the topics dir"))?;
+        self.load_topic_dirs(paths);
         let open = self.partition_count();
         if open > u64::from(self.config.partitions_max) {
             // Startup never fails on the budget: it only refuses new partitions.
@@ -300,6 +295,31 @@ impl TopicRegistry {
             );
         }
         Ok(())
+    }
+
+    /// Opens the topic dirs on `limits::STARTUP_OPEN_THREADS` threads: opening a partition
+    /// is mostly waiting for its one fsync (the clean-shutdown marker's removal), and the
+    /// disk takes many at once. One bad topic never stops the start: it is quarantined
+    /// (`quarantine.rs`).
+    fn load_topic_dirs(&self, paths: Vec<PathBuf>) {
+        let next = Mutex::new(paths.into_iter());
+        let take = || {
+            next.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .next()
+        };
+        std::thread::scope(|scope| {
+            for _ in 0..limits::STARTUP_OPEN_THREADS {
+                scope.spawn(|| {
+                    while let Some(path) = take() {
+                        if let Some(topic) = self.load_topic_dir(&path) {
+                            self.topics_write()
+                                .insert(topic.name.clone(), Arc::new(topic));
+                        }
+                    }
+                });
+            }
+        });
     }
 
     fn open_topic(
@@ -700,16 +720,35 @@ impl TopicRegistry {
         self.clock.now_ms()
     }
 
-    /// Closes every partition (flush + clean-shutdown marker). Used at shutdown; the first
-    /// failure is returned after every partition was tried.
+    /// Closes every partition (flush + clean-shutdown marker) on
+    /// `limits::STARTUP_OPEN_THREADS` threads (each close waits on its fsyncs). Used at
+    /// shutdown; the first failure is returned after every partition was tried.
     pub fn close_all(&self) -> Result<(), ServerError> {
-        let mut first_error = None;
-        for partition in self.partitions() {
-            if let Err(e) = partition.close() {
-                tracing::error!(error = %e, "closing partition failed");
-                first_error.get_or_insert(e);
+        let first_error = Mutex::new(None);
+        let next = Mutex::new(self.partitions().into_iter());
+        let take = || {
+            next.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .next()
+        };
+        std::thread::scope(|scope| {
+            for _ in 0..limits::STARTUP_OPEN_THREADS {
+                scope.spawn(|| {
+                    while let Some(partition) = take() {
+                        if let Err(e) = partition.close() {
+                            tracing::error!(error = %e, "closing partition failed");
+                            let mut first = first_error
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner);
+                            first.get_or_insert(e);
+                        }
+                    }
+                });
             }
-        }
+        });
+        let first_error = first_error
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         first_error.map_or(Ok(()), Err)
     }
 }
