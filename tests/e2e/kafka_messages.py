@@ -581,6 +581,8 @@ def spec_samples(n: FuzzNames, unique: str) -> dict[int, dict]:
         kw.API_LIST_CONFIG_RESOURCES: {"ResourceTypes": [2, 4]},
         # DescribeQuorum (55): the metadata quorum's one partition.
         55: {"Topics": [{"TopicName": "__cluster_metadata", "Partitions": [{"PartitionIndex": 0}]}]},
+        # UnregisterBroker (64): a broker id no cluster here has (a single node: refused).
+        64: {"BrokerId": 9},
     }
 
 
