@@ -80,26 +80,10 @@ impl Segment {
         suffix: &str,
     ) -> io::Result<Segment> {
         let path = |ext: &str| segment_path(dir, base, &format!("{ext}{suffix}"));
-        let open_empty = |path: &Path| -> io::Result<Arc<dyn StorageFile>> {
-            let file = files.fs.open(path, true)?;
-            file.set_len(0)?;
-            Ok(file)
-        };
-        let (log_path, index_path, time_path) =
-            (path(LOG_EXT), path(INDEX_EXT), path(TIME_INDEX_EXT));
-        let log = SegmentLog::pinned(files, &log_path, open_empty(&log_path)?);
-        let index = OffsetIndex::open_active(
-            open_empty(&index_path)?,
-            (&files.fs, &index_path),
-            0,
-            config.segment_index_bytes,
-        )?;
-        let time_index = TimeIndex::open_active(
-            open_empty(&time_path)?,
-            (&files.fs, &time_path),
-            0,
-            config.segment_index_bytes,
-        )?;
+        let log_path = path(LOG_EXT);
+        let log = SegmentLog::pinned(files, &log_path, open_empty(files, &log_path)?);
+        let (index, time_index) =
+            empty_indexes(files, (&path(INDEX_EXT), &path(TIME_INDEX_EXT)), config)?;
         Ok(Segment::new(base, log, index, time_index))
     }
 
@@ -515,26 +499,13 @@ impl Segment {
     ) -> io::Result<Segment> {
         let log_path = segment_path(dir, base, LOG_EXT);
         let log = SegmentLog::pinned(files, &log_path, files.fs.open(&log_path, false)?);
-        let open_empty = |path: &Path| -> io::Result<Arc<dyn StorageFile>> {
-            let file = files.fs.open(path, true)?;
-            file.set_len(0)?;
-            Ok(file)
-        };
-        let (index_path, time_path) = (
-            segment_path(dir, base, INDEX_EXT),
-            segment_path(dir, base, TIME_INDEX_EXT),
-        );
-        let index = OffsetIndex::open_active(
-            open_empty(&index_path)?,
-            (&files.fs, &index_path),
-            0,
-            config.segment_index_bytes,
-        )?;
-        let time_index = TimeIndex::open_active(
-            open_empty(&time_path)?,
-            (&files.fs, &time_path),
-            0,
-            config.segment_index_bytes,
+        let (index, time_index) = empty_indexes(
+            files,
+            (
+                &segment_path(dir, base, INDEX_EXT),
+                &segment_path(dir, base, TIME_INDEX_EXT),
+            ),
+            config,
         )?;
         Ok(Segment::new(base, log, index, time_index))
     }
@@ -649,6 +620,34 @@ impl Segment {
         }
         Ok(Some((Offset(whole_batch.0), whole_batch.1)))
     }
+}
+
+/// `path` opened for writing and emptied (leftovers of the same name truncated).
+fn open_empty(files: &Files, path: &Path) -> io::Result<Arc<dyn StorageFile>> {
+    let file = files.fs.open(path, true)?;
+    file.set_len(0)?;
+    Ok(file)
+}
+
+/// An active segment's offset and time indexes, empty (a new segment's, or a rebuild's).
+fn empty_indexes(
+    files: &Files,
+    (index_path, time_path): (&Path, &Path),
+    config: &LogConfig,
+) -> io::Result<(OffsetIndex, TimeIndex)> {
+    let index = OffsetIndex::open_active(
+        open_empty(files, index_path)?,
+        (&files.fs, index_path),
+        0,
+        config.segment_index_bytes,
+    )?;
+    let time_index = TimeIndex::open_active(
+        open_empty(files, time_path)?,
+        (&files.fs, time_path),
+        0,
+        config.segment_index_bytes,
+    )?;
+    Ok((index, time_index))
 }
 
 #[cfg(test)]

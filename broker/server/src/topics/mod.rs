@@ -302,22 +302,10 @@ impl TopicRegistry {
     /// disk takes many at once. One bad topic never stops the start: it is quarantined
     /// (`quarantine.rs`).
     fn load_topic_dirs(&self, paths: Vec<PathBuf>) {
-        let next = Mutex::new(paths.into_iter());
-        let take = || {
-            next.lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .next()
-        };
-        std::thread::scope(|scope| {
-            for _ in 0..limits::STARTUP_OPEN_THREADS {
-                scope.spawn(|| {
-                    while let Some(path) = take() {
-                        if let Some(topic) = self.load_topic_dir(&path) {
-                            self.topics_write()
-                                .insert(topic.name.clone(), Arc::new(topic));
-                        }
-                    }
-                });
+        on_threads(paths, |path| {
+            if let Some(topic) = self.load_topic_dir(&path) {
+                self.topics_write()
+                    .insert(topic.name.clone(), Arc::new(topic));
             }
         });
     }
@@ -725,25 +713,13 @@ impl TopicRegistry {
     /// shutdown; the first failure is returned after every partition was tried.
     pub fn close_all(&self) -> Result<(), ServerError> {
         let first_error = Mutex::new(None);
-        let next = Mutex::new(self.partitions().into_iter());
-        let take = || {
-            next.lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .next()
-        };
-        std::thread::scope(|scope| {
-            for _ in 0..limits::STARTUP_OPEN_THREADS {
-                scope.spawn(|| {
-                    while let Some(partition) = take() {
-                        if let Err(e) = partition.close() {
-                            tracing::error!(error = %e, "closing partition failed");
-                            let mut first = first_error
-                                .lock()
-                                .unwrap_or_else(std::sync::PoisonError::into_inner);
-                            first.get_or_insert(e);
-                        }
-                    }
-                });
+        on_threads(self.partitions(), |partition| {
+            if let Err(e) = partition.close() {
+                tracing::error!(error = %e, "closing partition failed");
+                first_error
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .get_or_insert(e);
             }
         });
         let first_error = first_error
@@ -751,6 +727,27 @@ impl TopicRegistry {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         first_error.map_or(Ok(()), Err)
     }
+}
+
+/// Runs `work` on each of `items` from `limits::STARTUP_OPEN_THREADS` scoped threads, each
+/// taking the next item when done (the start's opens and the shutdown's closes are mostly
+/// waiting on fsyncs, which the disk serves many at once).
+fn on_threads<T: Send>(items: Vec<T>, work: impl Fn(T) + Sync) {
+    let next = Mutex::new(items.into_iter());
+    let take = || {
+        next.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .next()
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..limits::STARTUP_OPEN_THREADS {
+            scope.spawn(|| {
+                while let Some(item) = take() {
+                    work(item);
+                }
+            });
+        }
+    });
 }
 
 /// Producing to a view: Kafka's answer to producing to an internal topic.
