@@ -89,8 +89,7 @@ def test_a_broker_only_node_is_an_observer_until_kafka_cluster_unregisters_it(cl
 
     assert observers() == [4]
     cluster.node(4).stop()
-    done = run_java(classpath, CLUSTER_TOOL, "unregister", "--bootstrap-server", b, "--id", "4")
-    assert "unregistered" in done.stdout.lower() or done.returncode == 0, done.stdout
+    run_java(classpath, CLUSTER_TOOL, "unregister", "--bootstrap-server", b, "--id", "4")  # exits 0 or raises
     assert observers() == []
     assert 4 not in cluster.live_brokers(1)
     # An id no broker has: Kafka's error, said by the tool.
