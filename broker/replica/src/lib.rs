@@ -53,6 +53,6 @@ mod sim_tests;
 
 pub use log::{Batch, CrashImage, EpochEntry, LogError, ReplicaLog};
 pub use replica::{
-    Acks, Effect, EpochEndOffset, Event, FetchData, FetchRequest, FetchResponse, ProduceAck,
-    ProduceRequest, Replica, ReplicaConfig,
+    Acks, Appended, Effect, EpochEndOffset, Event, FetchData, FetchRequest, FetchResponse,
+    ProduceAck, ProduceRequest, Replica, ReplicaConfig,
 };

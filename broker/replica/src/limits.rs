@@ -20,6 +20,10 @@ pub const PENDING_PRODUCES_MAX: usize = 4096;
 /// server's log is `sluice_storage::Log`, which the model mirrors (see the crate docs).
 pub const LOG_BATCHES_MAX: usize = 1 << 20;
 
+/// Batch headers a server replica keeps of its real log (`ReplicaLog::tail`): enough for
+/// the newest fetches' answers; the bytes and producer state are the storage log's.
+pub const TAIL_BATCHES_KEPT: usize = 64;
+
 /// Batches per producer id the duplicate check looks back over: Kafka's
 /// `ProducerStateEntry.NUM_BATCHES_TO_RETAIN` (an idempotent producer has at most five
 /// requests in flight).

@@ -98,6 +98,14 @@ pub struct ReplicaLog {
     batches: Vec<Batch>,
     epochs: Vec<EpochEntry>,
     durable_offset: i64,
+    /// The log end below the first batch kept: 0 for a whole log (the simulator); in the
+    /// server, which keeps only the newest batches ([`ReplicaLog::tail`]), what lies below
+    /// is known by its end offset and its last batch's epoch only.
+    floor: i64,
+    /// The epoch of the last batch below `floor`, if there is one.
+    floor_epoch: Option<i32>,
+    /// At most this many batches are kept (`None`: every one, the simulator's whole log).
+    keep: Option<usize>,
 }
 
 impl ReplicaLog {
@@ -119,6 +127,27 @@ impl ReplicaLog {
         }
         log.durable_offset = log.log_end_offset();
         Ok(log)
+    }
+
+    /// The server's view of a real log (module docs): its end, durable offset (recovery
+    /// fsynced it), leader-epoch cache and last batch, keeping from now on only the newest
+    /// [`limits::TAIL_BATCHES_KEPT`] batch headers (the bytes, and the producer state, are
+    /// the storage log's).
+    #[must_use]
+    pub fn tail(log_end_offset: i64, epochs: &[EpochEntry], last_batch_epoch: Option<i32>) -> Self {
+        let log_end_offset = log_end_offset.max(0);
+        Self {
+            batches: Vec::new(),
+            epochs: epochs
+                .iter()
+                .filter(|e| e.start_offset <= log_end_offset)
+                .copied()
+                .collect(),
+            durable_offset: log_end_offset,
+            floor: log_end_offset,
+            floor_epoch: last_batch_epoch,
+            keep: Some(limits::TAIL_BATCHES_KEPT),
+        }
     }
 
     /// The batches a crash now would leave, per `image`.
@@ -144,7 +173,9 @@ impl ReplicaLog {
     /// The next offset to assign (LEO).
     #[must_use]
     pub fn log_end_offset(&self) -> i64 {
-        self.batches.last().map_or(0, |b| b.last_offset + 1)
+        self.batches
+            .last()
+            .map_or(self.floor, |b| b.last_offset + 1)
     }
 
     /// Below this offset the log is fsynced.
@@ -174,7 +205,10 @@ impl ReplicaLog {
     /// The leader epoch of the last batch: a follower's `LastFetchedEpoch`.
     #[must_use]
     pub fn last_batch_epoch(&self) -> Option<i32> {
-        self.batches.last().map(|b| b.leader_epoch)
+        self.batches
+            .last()
+            .map(|b| b.leader_epoch)
+            .or(self.floor_epoch)
     }
 
     /// The batch holding `offset`.
@@ -234,13 +268,22 @@ impl ReplicaLog {
                 latest,
             });
         }
-        if self.batches.len() >= limits::LOG_BATCHES_MAX {
+        if self.keep.is_none() && self.batches.len() >= limits::LOG_BATCHES_MAX {
             return Err(LogError::Full);
         }
         if self.latest_epoch() != Some(batch.leader_epoch) {
             self.assign(batch.leader_epoch, batch.base_offset);
         }
         self.batches.push(batch);
+        if let Some(keep) = self.keep
+            && self.batches.len() > keep
+        {
+            let dropped = self.batches.len() - keep;
+            let last_dropped = self.batches[dropped - 1];
+            self.floor = last_dropped.last_offset + 1;
+            self.floor_epoch = Some(last_dropped.leader_epoch);
+            self.batches.drain(..dropped);
+        }
         Ok(())
     }
 
@@ -271,6 +314,17 @@ impl ReplicaLog {
     pub(crate) fn truncate_to(&mut self, offset: i64) -> i64 {
         let keep = self.batches.partition_point(|b| b.last_offset < offset);
         self.batches.truncate(keep);
+        if self.batches.is_empty() && offset < self.floor {
+            // Below the batches kept (the server's tail): the caller truncates at a batch
+            // boundary (an epoch's start) and the storage log says where it really ended.
+            self.floor = offset.max(0);
+            self.floor_epoch = self
+                .epochs
+                .iter()
+                .rev()
+                .find(|e| e.start_offset < self.floor)
+                .map(|e| e.epoch);
+        }
         let leo = self.log_end_offset();
         while self.epochs.last().is_some_and(|e| e.start_offset >= leo) {
             self.epochs.pop();

@@ -141,6 +141,22 @@ pub struct ProduceRequest {
     pub deadline_ms: i64,
 }
 
+/// A produce the server's storage log appended ([`Event::Appended`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    /// The caller's handle for the answer.
+    pub request_id: u64,
+    /// Its acks.
+    pub acks: Acks,
+    /// The batch as appended (its offsets, this leader's epoch); for a duplicate, the
+    /// original's offsets.
+    pub batch: Batch,
+    /// The storage log found it a duplicate of an earlier batch: nothing new was appended.
+    pub duplicate: bool,
+    /// When an unanswered acks=all gives up (REQUEST_TIMED_OUT).
+    pub deadline_ms: i64,
+}
+
 /// A produce's success.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProduceAck {
@@ -213,8 +229,13 @@ pub enum Event {
         /// The partition as the image has it.
         partition: PartitionState,
     },
-    /// A client's produce (at the leader).
+    /// A client's produce (at the leader), appended by the state machine's own log (the
+    /// simulator).
     Produce(ProduceRequest),
+    /// A client's produce that the server's storage log appended (the server: its log
+    /// assigns offsets and keeps producer state); checked first with
+    /// [`Replica::check_produce`].
+    Appended(Appended),
     /// A follower's fetch (at the leader).
     Fetch(FetchRequest),
     /// A leader's answer (at a follower).
@@ -350,6 +371,7 @@ impl Replica {
                 partition,
             } => self.on_metadata(now_ms, broker_epoch, partition),
             Event::Produce(request) => self.on_produce(now_ms, &request),
+            Event::Appended(appended) => self.on_appended(now_ms, &appended),
             Event::Fetch(request) => self.on_fetch(now_ms, &request),
             Event::FetchResponse(response) => self.on_fetch_response(now_ms, response),
             Event::AlterPartitionResponse(result) => self.on_alter_partition_response(result),

@@ -118,6 +118,51 @@ impl EpochCache {
         Ok(())
     }
 
+    /// Kafka's `LeaderEpochFileCache.assign`, for replication: `epoch` begins at `start`
+    /// (a leader's new epoch at its log end, or a follower's first batch of an epoch it
+    /// copies). Nothing changes when the latest entry is that epoch starting at or before
+    /// `start`; otherwise the tail entries of an epoch at or after `epoch`, or starting at or
+    /// after `start`, are dropped first (an epoch this broker began on its own, which the
+    /// cluster's leader epochs override), and the cache is persisted before returning.
+    pub(crate) fn assign(
+        &mut self,
+        fs: &dyn Fs,
+        dir: &Path,
+        epoch: i32,
+        start: Offset,
+    ) -> Result<(), StorageError> {
+        let needed = self
+            .entries
+            .last()
+            .is_none_or(|e| e.epoch != epoch || start < e.start_offset);
+        if !needed || epoch < 0 || start.value() < 0 {
+            return Ok(());
+        }
+        let mut next = self.clone();
+        while next
+            .entries
+            .last()
+            .is_some_and(|e| e.epoch >= epoch || e.start_offset >= start)
+        {
+            next.entries.pop();
+        }
+        next.entries.push(EpochEntry {
+            epoch,
+            start_offset: start,
+        });
+        next.clean = false;
+        let excess = next.entries.len().saturating_sub(LEADER_EPOCH_ENTRIES_MAX);
+        next.entries.drain(..excess);
+        io::write_durable(fs, &dir.join(EPOCH_FILE), &encode(&next.entries))?;
+        *self = next;
+        Ok(())
+    }
+
+    /// Every entry, oldest first.
+    pub(crate) fn entries(&self) -> &[EpochEntry] {
+        &self.entries
+    }
+
     /// Moves entries that begin past `log_end` back to it (their records are gone, their
     /// epochs stay known so none is reused).
     pub(crate) fn truncate_tail(&mut self, log_end: Offset) {

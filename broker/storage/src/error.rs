@@ -135,6 +135,15 @@ pub enum AppendError {
         epoch: i16,
         current: i16,
     },
+    /// A leader's batch that does not continue a follower's log (`Log::append_replicated`):
+    /// the follower fetched from the wrong offset or the leader sent a gap. (CORRUPT_MESSAGE)
+    #[error(
+        "replicated batch at offset {base_offset} does not continue the log end {log_end_offset}"
+    )]
+    NotContiguous {
+        base_offset: i64,
+        log_end_offset: i64,
+    },
     /// A batch that its producer's transaction state does not allow. (INVALID_TXN_STATE)
     #[error("producer {producer_id}: {reason}")]
     InvalidTxnState {
@@ -153,6 +162,7 @@ impl AppendError {
             Self::OutOfOrderSequence { .. } => ErrorCode::OutOfOrderSequenceNumber,
             Self::InvalidProducerEpoch { .. } => ErrorCode::InvalidProducerEpoch,
             Self::InvalidTxnState { .. } => ErrorCode::InvalidTxnState,
+            Self::NotContiguous { .. } => ErrorCode::CorruptMessage,
         }
     }
 }

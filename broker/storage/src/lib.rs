@@ -46,7 +46,8 @@
 //!   fencing after a failed write or fsync and `try_unfence` (probe, cut back to the
 //!   durable offset, reopen from disk); `truncate.rs`: `truncate_to` (remove every record
 //!   at or after an offset, crash-safe: a follower's divergence, the Raft log's
-//!   `truncate_after`).
+//!   `truncate_after`); `replicated.rs`: `append_replicated` (a follower appends its
+//!   leader's batches byte for byte) and `assign_leader_epoch` (the cluster's epochs).
 //! - [`txn_guard`]: KIP-890's verification of a client's transactional batches against
 //!   the coordinator (guards handed out before asking it, dropped by markers), in memory.
 //! - `testing` (feature `testing`): builders of valid batches for tests and benchmarks;
@@ -83,6 +84,7 @@ pub mod offset;
 mod producer;
 pub mod record;
 mod recovery;
+mod replicated;
 mod retention;
 mod segment;
 #[cfg(any(test, feature = "testing"))]
@@ -102,6 +104,7 @@ pub use io::{Fs, RealFs, StorageFile};
 pub use log::{AppendOutcome, Log, ReadSlice};
 pub use offset::Offset;
 pub use producer::{AbortedTxn, Marker, ProducerEntry, ProducerStateMap};
+pub use replicated::ReplicatedAppend;
 pub use retention::TickOutcome;
 pub use segment::Decompress;
 pub use txn_guard::{Admission, TxnAppend, TxnGuard};

@@ -139,13 +139,16 @@ impl ReadSlice {
 
 /// What `write` feeds the producer state.
 #[derive(Debug, Clone, Copy)]
-enum Apply {
+pub(crate) enum Apply {
     /// No batch has a producer id.
     Nothing,
     /// Data batches (some with producer ids).
     Data,
     /// One transaction marker.
     Marker(Marker, i32),
+    /// A leader's batches copied as they are (`replicated.rs`): data batches, and control
+    /// batches whose marker is read from their record.
+    Replicated,
 }
 
 /// What a validated append request holds.
@@ -633,7 +636,7 @@ impl Log {
     /// Writes numbered batches, rolling whenever the next one does not fit.
     /// The producer state takes each chunk's batches as soon as they are written, so a
     /// snapshot taken by a roll in the middle of an append covers every batch below it.
-    fn write(&mut self, batches: &[u8], now_ms: i64, apply: Apply) -> io::Result<()> {
+    pub(crate) fn write(&mut self, batches: &[u8], now_ms: i64, apply: Apply) -> io::Result<()> {
         let mut position = 0;
         while position < batches.len() {
             let first = batch::parse_header(&batches[position..]).expect("validated");
@@ -646,6 +649,18 @@ impl Log {
             self.active_mut().append(chunk, &config, now_ms)?;
             let marker = match apply {
                 Apply::Nothing => {
+                    position = end;
+                    continue;
+                }
+                Apply::Replicated => {
+                    for (header, bytes) in batch::iter_batches(chunk).map_while(Result::ok) {
+                        let marker = header.is_control().then(|| {
+                            batch::parse_control_record(bytes).and_then(|(code, epoch)| {
+                                Marker::from_type_code(code).map(|m| (m, epoch))
+                            })
+                        });
+                        self.producers.apply(&header, marker.flatten());
+                    }
                     position = end;
                     continue;
                 }

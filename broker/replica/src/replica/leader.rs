@@ -24,7 +24,7 @@ use sluice_cluster::image::PartitionState;
 use sluice_kafka::ErrorCode;
 
 use super::{Acks, Effect, EpochEndOffset, FetchData, FetchRequest, FetchResponse, Replica, Role};
-use super::{ProduceAck, ProduceRequest};
+use super::{Appended, ProduceAck, ProduceRequest};
 use crate::limits;
 use crate::log::Batch;
 use crate::mutants::{Mutant, mutant};
@@ -123,24 +123,19 @@ impl Replica {
     /// Appends (or finds the duplicate of) `req`; `Some` when it is answered now.
     fn append_produce(
         &mut self,
-        _now_ms: i64,
+        now_ms: i64,
         req: &ProduceRequest,
     ) -> Result<Option<ProduceAck>, ErrorCode> {
-        let Role::Leader(l) = &self.role else {
-            return Err(ErrorCode::NotLeaderOrFollower);
-        };
+        self.check_produce(req.acks)?;
         if req.records < 1 || req.records > i64::from(i32::MAX) {
             return Err(ErrorCode::CorruptMessage);
         }
-        if req.acks == Acks::All && l.isr.len() < self.config.min_insync_replicas {
-            return Err(ErrorCode::NotEnoughReplicas);
-        }
-        if l.waiting.len() >= limits::PENDING_PRODUCES_MAX {
-            return Err(ErrorCode::RequestTimedOut);
-        }
+        let Role::Leader(l) = &self.role else {
+            return Err(ErrorCode::NotLeaderOrFollower);
+        };
         let epoch = l.epoch;
-        let (base_offset, last_offset) = match self.check_sequence(req)? {
-            Some(dup) => (dup.base_offset, dup.last_offset),
+        let batch = match self.check_sequence(req)? {
+            Some(dup) => dup,
             None => {
                 let base = self.log.log_end_offset();
                 let batch = Batch {
@@ -155,23 +150,90 @@ impl Replica {
                     .append(batch)
                     .map_err(|_| ErrorCode::KafkaStorageError)?;
                 self.effects.push(Effect::Append(vec![batch]));
-                (batch.base_offset, batch.last_offset)
+                batch
             }
         };
-        let ack = ProduceAck {
-            base_offset,
-            leader_epoch: epoch,
+        Ok(self.wait_for(now_ms, req.request_id, req.acks, &batch, req.deadline_ms))
+    }
+
+    /// Before a produce's append (the server's, whose storage log appends): refused when
+    /// this replica does not lead (NOT_LEADER_OR_FOLLOWER), for acks=all while the ISR is
+    /// smaller than `min.insync.replicas` (NOT_ENOUGH_REPLICAS), or when
+    /// `PENDING_PRODUCES_MAX` produces already wait (REQUEST_TIMED_OUT).
+    ///
+    /// # Errors
+    /// The code to answer the produce with.
+    pub fn check_produce(&self, acks: Acks) -> Result<(), ErrorCode> {
+        let Role::Leader(l) = &self.role else {
+            return Err(ErrorCode::NotLeaderOrFollower);
         };
-        if req.acks == Acks::Leader || last_offset < self.high_watermark {
-            return Ok(Some(ack));
+        if acks == Acks::All && l.isr.len() < self.config.min_insync_replicas {
+            return Err(ErrorCode::NotEnoughReplicas);
         }
-        let Role::Leader(l) = &mut self.role else {
-            unreachable!("checked above")
+        if l.waiting.len() >= limits::PENDING_PRODUCES_MAX {
+            return Err(ErrorCode::RequestTimedOut);
+        }
+        Ok(())
+    }
+
+    /// The server's produce after its storage log appended `batch` (or found it a
+    /// duplicate of the batch at those offsets: then `duplicate`): the mirror takes a new
+    /// batch, and the answer is now (acks=1, or the high watermark passed it) or later.
+    pub(super) fn on_appended(&mut self, now_ms: i64, appended: &Appended) {
+        let answer = match self.take_appended(now_ms, appended) {
+            Ok(None) => return,
+            Ok(Some(ack)) => Ok(ack),
+            Err(code) => Err(code),
         };
+        self.effects.push(Effect::ProduceAnswer {
+            request_id: appended.request_id,
+            result: answer,
+        });
+    }
+
+    fn take_appended(
+        &mut self,
+        now_ms: i64,
+        a: &Appended,
+    ) -> Result<Option<ProduceAck>, ErrorCode> {
+        let Role::Leader(l) = &self.role else {
+            return Err(ErrorCode::NotLeaderOrFollower);
+        };
+        if l.waiting.len() >= limits::PENDING_PRODUCES_MAX {
+            return Err(ErrorCode::RequestTimedOut);
+        }
+        if !a.duplicate {
+            self.log
+                .append(a.batch)
+                .map_err(|_| ErrorCode::KafkaStorageError)?;
+        }
+        Ok(self.wait_for(now_ms, a.request_id, a.acks, &a.batch, a.deadline_ms))
+    }
+
+    /// The answer to a produce whose batch is `batch`: now for acks=1 or once the high
+    /// watermark passed it; else it waits (`Some` answers now).
+    fn wait_for(
+        &mut self,
+        _now_ms: i64,
+        request_id: u64,
+        acks: Acks,
+        batch: &Batch,
+        deadline_ms: i64,
+    ) -> Option<ProduceAck> {
+        let Role::Leader(l) = &mut self.role else {
+            unreachable!("checked by the caller")
+        };
+        let ack = ProduceAck {
+            base_offset: batch.base_offset,
+            leader_epoch: l.epoch,
+        };
+        if acks == Acks::Leader || batch.last_offset < self.high_watermark {
+            return Some(ack);
+        }
         l.waiting
-            .insert(req.request_id, (last_offset, req.deadline_ms, ack));
+            .insert(request_id, (batch.last_offset, deadline_ms, ack));
         self.maybe_advance_high_watermark();
-        Ok(None)
+        None
     }
 
     /// An idempotent batch's sequence against the producer's last batches: the duplicate

@@ -286,3 +286,81 @@ fn a_restarted_broker_stays_offline_until_the_image_holds_its_registration() {
         vec![(7, Err(ErrorCode::NotLeaderOrFollower))]
     );
 }
+
+#[test]
+fn a_server_replica_keeps_the_tail_and_answers_what_its_storage_appended() {
+    // The server's view of a real log: 100 records, epoch 0 from offset 0.
+    let epochs = [crate::log::EpochEntry {
+        epoch: 0,
+        start_offset: 0,
+    }];
+    let log = ReplicaLog::tail(100, &epochs, Some(0));
+    let mut r = Replica::new(config(1, 2), TOPIC, 0, log);
+    let effects = r.handle(0, metadata(state(1, 1, &[1, 2, 3])));
+    assert!(effects.contains(&Effect::BeginEpoch {
+        epoch: 1,
+        start_offset: 100
+    }));
+    assert_eq!(r.check_produce(Acks::All), Ok(()));
+    // The storage log appended offsets 100..=101; a duplicate of it answers the same.
+    let appended = |request_id, duplicate| {
+        Event::Appended(Appended {
+            request_id,
+            acks: Acks::All,
+            batch: batch(100, 2, 1),
+            duplicate,
+            deadline_ms: 10_000,
+        })
+    };
+    let effects = r.handle(1, appended(7, false));
+    assert!(answers(&effects).is_empty(), "acks=all waits");
+    assert_eq!(r.log().log_end_offset(), 102);
+    let token = fsync_token(&effects).expect("the leader fsyncs its share");
+    r.handle(2, Event::Fsynced { token });
+    assert!(answers(&r.handle(3, appended(8, true))).is_empty());
+    r.handle(4, fetch(2, 102, Some(1)));
+    let effects = r.handle(5, fetch(3, 102, Some(1)));
+    assert_eq!(answers(&effects), vec![(7, Ok(100)), (8, Ok(100))]);
+    assert_eq!(r.high_watermark(), 102);
+    // A follower fetching from below the tail kept is answered by the storage log (the
+    // server reads the bytes): here only the high watermark and no divergence.
+    let effects = r.handle(6, fetch(2, 50, Some(0)));
+    let response = effects.iter().find_map(|e| match e {
+        Effect::SendFetchResponse { response, .. } => Some(response.clone()),
+        _ => None,
+    });
+    let data = response.unwrap().result.unwrap();
+    assert_eq!(data.diverging_epoch, None);
+    // Not the leader: refused before the append.
+    let mut f = Replica::new(config(2, 2), TOPIC, 0, ReplicaLog::tail(0, &[], None));
+    f.handle(0, metadata(state(1, 1, &[1, 2, 3])));
+    assert_eq!(
+        f.check_produce(Acks::Leader),
+        Err(ErrorCode::NotLeaderOrFollower)
+    );
+}
+
+#[test]
+fn the_tail_log_knows_its_end_and_last_epoch_below_the_batches_kept() {
+    let mut log = ReplicaLog::tail(
+        10,
+        &[crate::log::EpochEntry {
+            epoch: 2,
+            start_offset: 0,
+        }],
+        Some(2),
+    );
+    assert_eq!(log.log_end_offset(), 10);
+    assert_eq!(log.last_batch_epoch(), Some(2));
+    let kept = crate::limits::TAIL_BATCHES_KEPT as i64;
+    for i in 0..kept + 10 {
+        log.append(batch(10 + i, 1, 3)).unwrap();
+    }
+    assert_eq!(log.batches().len() as i64, kept);
+    assert_eq!(log.log_end_offset(), 20 + kept);
+    assert_eq!(log.end_offset_for_epoch(2), Some((2, 10)));
+    // Truncating below every batch kept, to where epoch 3 began: the end and epoch follow.
+    assert_eq!(log.truncate_to(10), 10);
+    assert_eq!(log.last_batch_epoch(), Some(2));
+    assert_eq!(log.end_offset_for_epoch(2), Some((2, 10)));
+}
