@@ -260,13 +260,23 @@ impl ReplicaLog {
                 log_end_offset: leo,
             });
         }
+        // Newer epochs that hold no records (a leadership that appended nothing, or a
+        // broker's own epoch begun at its log end when it opened the log) give way to an
+        // older epoch's batches at this end, as Kafka's `assign` truncates them; an older
+        // epoch after records of a newer one is refused.
         if let Some(latest) = self.latest_epoch()
             && batch.leader_epoch < latest
         {
-            return Err(LogError::EpochBackwards {
-                epoch: batch.leader_epoch,
-                latest,
-            });
+            let newer_hold_records = self
+                .epochs
+                .iter()
+                .any(|e| e.epoch > batch.leader_epoch && e.start_offset < batch.base_offset);
+            if newer_hold_records {
+                return Err(LogError::EpochBackwards {
+                    epoch: batch.leader_epoch,
+                    latest,
+                });
+            }
         }
         if self.keep.is_none() && self.batches.len() >= limits::LOG_BATCHES_MAX {
             return Err(LogError::Full);
@@ -285,6 +295,18 @@ impl ReplicaLog {
             self.batches.drain(..dropped);
         }
         Ok(())
+    }
+
+    /// A tail-only log (the server's) learns that its real log now ends at
+    /// `log_end_offset`, its last batch of `last_batch_epoch`: the batches kept are dropped
+    /// (the storage log has them). No change for a whole log, or an end not past this one.
+    pub(crate) fn observe(&mut self, log_end_offset: i64, last_batch_epoch: Option<i32>) {
+        if self.keep.is_none() || log_end_offset <= self.log_end_offset() {
+            return;
+        }
+        self.batches.clear();
+        self.floor = log_end_offset;
+        self.floor_epoch = last_batch_epoch;
     }
 
     /// A new leader's epoch begins at its log end (Kafka's `maybeAssignEpochStartOffset`).

@@ -383,6 +383,21 @@ impl Replica {
         std::mem::take(&mut self.effects)
     }
 
+    /// A leader's storage log grew by appends the state machine was not told of one by one
+    /// (transaction markers, forwarded records; the server calls this before each event):
+    /// the mirror's end moves to `log_end_offset`, whose last batch has `last_batch_epoch`.
+    /// Ignored unless leading over a tail-only log ([`ReplicaLog::tail`]) that ends below it.
+    pub fn observe_log_end(&mut self, log_end_offset: i64, last_batch_epoch: Option<i32>) {
+        if matches!(self.role, Role::Leader(_)) {
+            self.log.observe(log_end_offset, last_batch_epoch);
+        }
+    }
+
+    /// The topic's `min.insync.replicas` changed (clamped to `1..=REPLICAS_MAX`).
+    pub fn set_min_insync_replicas(&mut self, n: usize) {
+        self.config.min_insync_replicas = n.clamp(1, limits::REPLICAS_MAX);
+    }
+
     /// The log.
     #[must_use]
     pub const fn log(&self) -> &ReplicaLog {

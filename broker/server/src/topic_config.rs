@@ -22,7 +22,7 @@ pub fn topic_keys() -> impl Iterator<Item = (&'static str, Option<&'static str>)
 }
 
 /// The topic keys that override no broker key: Kafka's `min.insync.replicas` (a topic key
-/// only, until replication gives it a broker default) and the plugin bindings.
+/// only here: no broker default yet) and the plugin bindings.
 pub const OWN_KEYS: &[&str] = &[
     MIN_INSYNC_REPLICAS_KEY,
     PARTITIONER_KEY,
@@ -32,8 +32,8 @@ pub const OWN_KEYS: &[&str] = &[
     VALIDATOR_ON_FAILURE_KEY,
 ];
 
-/// Kafka's topic key: the fewest in-sync replicas an acks=all produce needs, at most the
-/// replication factor ([`MIN_INSYNC_REPLICAS_MET`] until replication).
+/// Kafka's topic key: the fewest in-sync replicas an acks=all produce needs (a replicated
+/// partition's high watermark also stands still below it).
 pub const MIN_INSYNC_REPLICAS_KEY: &str = "min.insync.replicas";
 
 /// Topic key naming the partitioner plugin of a topic.
@@ -95,9 +95,19 @@ pub fn validate(key: &str, value: &str) -> Result<(), KafkaError> {
         .map_err(|e| invalid(format!("topic config {key}: {e}")))
 }
 
-/// The most in-sync replicas a partition can have: its replication factor, 1 until
-/// replication.
-pub const MIN_INSYNC_REPLICAS_MET: i32 = 1;
+/// The largest `min.insync.replicas`: the most replicas a partition may have
+/// (`REPLICAS_MAX`). As in Kafka, a value above a topic's replication factor is taken, and
+/// every acks=all produce to it is refused NOT_ENOUGH_REPLICAS.
+pub const MIN_INSYNC_REPLICAS_MAX: i32 = sluice_cluster::limits::REPLICAS_MAX as i32;
+
+/// A topic's `min.insync.replicas` (1 when not set).
+pub fn min_insync_replicas(overrides: &TopicOverrides) -> usize {
+    overrides
+        .get(MIN_INSYNC_REPLICAS_KEY)
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(1)
+        .max(1)
+}
 
 /// Syntax checks of the plugin topic keys (`None` for other keys). Whether the plugin
 /// exists and accepts the parameters is checked by `crate::plugins::TopicPlugin::bind`.
@@ -105,10 +115,9 @@ fn validate_plugin_key(key: &str, value: &str) -> Option<Result<(), KafkaError>>
     let invalid = |msg: String| KafkaError::new(ResponseError::InvalidConfig, msg);
     match key {
         MIN_INSYNC_REPLICAS_KEY => Some(match value.trim().parse::<i32>() {
-            Ok(n) if (1..=MIN_INSYNC_REPLICAS_MET).contains(&n) => Ok(()),
-            Ok(n) if n > MIN_INSYNC_REPLICAS_MET => Err(invalid(format!(
-                "min.insync.replicas {n} is above the replication factor {MIN_INSYNC_REPLICAS_MET}: every partition \
-                 has one replica until partition replication is built"
+            Ok(n) if (1..=MIN_INSYNC_REPLICAS_MAX).contains(&n) => Ok(()),
+            Ok(n) if n > MIN_INSYNC_REPLICAS_MAX => Err(invalid(format!(
+                "min.insync.replicas {n} is above REPLICAS_MAX ({MIN_INSYNC_REPLICAS_MAX}), the most replicas a partition has"
             ))),
             _ => Err(invalid(format!(
                 "min.insync.replicas must be a whole number of at least 1, not {value:?}"
@@ -220,7 +229,7 @@ pub fn describe(broker: &BrokerConfig, overrides: &TopicOverrides) -> Vec<Descri
             value: match broker_key {
                 None => overrides.get(key).cloned().unwrap_or_else(|| {
                     if key == MIN_INSYNC_REPLICAS_KEY {
-                        MIN_INSYNC_REPLICAS_MET.to_string()
+                        "1".to_owned()
                     } else {
                         String::new()
                     }
@@ -308,15 +317,12 @@ mod min_insync_tests {
     /// Kafka's key is taken (scripts set it on every topic); what one replica cannot meet
     /// is refused, naming why.
     #[test]
-    fn min_insync_replicas_is_a_topic_key_up_to_the_replication_factor() {
+    fn min_insync_replicas_is_a_topic_key_up_to_replicas_max() {
         validate("min.insync.replicas", "1").unwrap();
-        let refused = validate("min.insync.replicas", "2").unwrap_err();
+        validate("min.insync.replicas", "2").unwrap();
+        let refused = validate("min.insync.replicas", "33").unwrap_err();
         assert_eq!(refused.code, kafka_protocol::ResponseError::InvalidConfig);
-        assert!(
-            refused.message.contains("above the replication factor 1"),
-            "{}",
-            refused.message
-        );
+        assert!(refused.message.contains("REPLICAS_MAX"), "{}", refused.message);
         assert!(validate("min.insync.replicas", "0").is_err());
     }
 }

@@ -202,7 +202,9 @@ impl Replica {
         if l.waiting.len() >= limits::PENDING_PRODUCES_MAX {
             return Err(ErrorCode::RequestTimedOut);
         }
-        if !a.duplicate {
+        // The server may have shown the mirror this append already
+        // (`Replica::observe_log_end`): then it is below the log end and not appended again.
+        if !a.duplicate && a.batch.base_offset >= self.log.log_end_offset() {
             self.log
                 .append(a.batch)
                 .map_err(|_| ErrorCode::KafkaStorageError)?;

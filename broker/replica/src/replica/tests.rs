@@ -364,3 +364,56 @@ fn the_tail_log_knows_its_end_and_last_epoch_below_the_batches_kept() {
     assert_eq!(log.last_batch_epoch(), Some(2));
     assert_eq!(log.end_offset_for_epoch(2), Some((2, 10)));
 }
+
+/// Found by the three-broker e2e test: a follower whose log ends with an epoch that holds
+/// no records (begun at its log end when it opened the log, or a leadership that appended
+/// nothing) must take its leader's batches of an older epoch at that end (Kafka's `assign`
+/// drops the empty newer epoch); refusing them left the follower fetching the same offset
+/// forever and out of the ISR.
+#[test]
+fn an_empty_newer_epoch_gives_way_to_the_leaders_older_batches() {
+    let epochs = [
+        crate::log::EpochEntry {
+            epoch: 0,
+            start_offset: 0,
+        },
+        crate::log::EpochEntry {
+            epoch: 1,
+            start_offset: 6,
+        },
+    ];
+    let mut f = Replica::new(config(3, 1), TOPIC, 0, ReplicaLog::tail(6, &epochs, Some(0)));
+    let effects = f.handle(0, metadata(state(2, 0, &[2, 3])));
+    let request = effects
+        .iter()
+        .find_map(|e| match e {
+            Effect::SendFetch { request, .. } => Some(*request),
+            _ => None,
+        })
+        .expect("a fetch");
+    assert_eq!(request.fetch_offset, 6);
+    assert_eq!(request.last_fetched_epoch, Some(0));
+    let effects = f.handle(
+        1,
+        Event::FetchResponse(FetchResponse {
+            leader_id: 2,
+            leader_epoch: 0,
+            correlation_id: request.correlation_id,
+            result: Ok(FetchData {
+                high_watermark: 8,
+                diverging_epoch: None,
+                batches: vec![batch(6, 2, 0)],
+            }),
+        }),
+    );
+    assert!(
+        effects.contains(&Effect::Append(vec![batch(6, 2, 0)])),
+        "{effects:?}"
+    );
+    assert_eq!(f.log().log_end_offset(), 8);
+    assert_eq!(f.log().latest_epoch(), Some(0));
+    // An older epoch after records of a newer one is still refused.
+    let mut log = ReplicaLog::new();
+    log.append(batch(0, 1, 2)).unwrap();
+    assert!(log.append(batch(1, 1, 1)).is_err());
+}

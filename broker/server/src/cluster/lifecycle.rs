@@ -25,6 +25,7 @@ pub(crate) async fn run(
 ) {
     let mut incarnation = [0u8; 16];
     crate::random::OsRng::fill(&mut incarnation).expect("getrandom(2) failed");
+    let incarnation = *shared.incarnation.get_or_init(|| incarnation);
     let registration = BrokerRegistration {
         node_id,
         incarnation_id: IncarnationId(incarnation),

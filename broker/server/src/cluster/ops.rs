@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 use sluice_cluster::controller::{
-    BrokerEpoch, ConfigChange, Heartbeat, HeartbeatReply, NewTopic, ProducerIdBlock,
+    BrokerEpoch, ConfigChange, Heartbeat, HeartbeatReply, IsrMember, NewTopic, ProducerIdBlock,
 };
 use sluice_cluster::records::{
     BrokerRegistration, ConfigResource, ConfigResourceType, PluginVersion, TopicId,
@@ -95,6 +95,18 @@ pub enum ControllerOp {
     },
     /// ElectLeaders (preferred): answers [`ControllerReply::Elected`].
     ElectPreferredLeaders(Vec<(String, i32)>),
+    /// AlterPartition (KIP-497): a partition leader's ISR change, compare-and-set on its
+    /// leader epoch and the partition epoch; each new ISR member with the broker epoch the
+    /// leader saw (-1: unknown). Answers [`ControllerReply::Partition`].
+    AlterPartition {
+        broker_id: i32,
+        broker_epoch: i64,
+        topic_id: [u8; 16],
+        partition: i32,
+        leader_epoch: i32,
+        partition_epoch: i32,
+        new_isr: Vec<(i32, i64)>,
+    },
     /// A broker that is not a voter (`process.roles=broker`) asks to follow the metadata log
     /// as a Raft learner, reached at `controller_addr`: a membership change (no metadata
     /// record), run by the controller task itself. Answers [`ControllerReply::Done`].
@@ -130,7 +142,8 @@ impl ControllerOp {
             | ControllerOp::RemoveView { .. }
             | ControllerOp::PutTransform { .. }
             | ControllerOp::RemoveTransform { .. }
-            | ControllerOp::RemovePlugin { .. } => false,
+            | ControllerOp::RemovePlugin { .. }
+            | ControllerOp::AlterPartition { .. } => false,
         }
     }
 }
@@ -180,6 +193,14 @@ pub enum ControllerReply {
     ProducerIds { first: i64, len: i64 },
     /// Per partition, in request order.
     Elected(Vec<Result<(), OpError>>),
+    /// A partition's state after an AlterPartition.
+    Partition {
+        replicas: Vec<i32>,
+        isr: Vec<i32>,
+        leader: i32,
+        leader_epoch: i32,
+        partition_epoch: i32,
+    },
 }
 
 /// What [`run`] decided: the records to commit and the reply, which for a registration
@@ -215,7 +236,8 @@ pub(crate) fn run(
         | ControllerOp::DeleteTopics(_)
         | ControllerOp::CreatePartitions { .. }
         | ControllerOp::AlterConfigs { .. }
-        | ControllerOp::ElectPreferredLeaders(_) => topics(controller, image, op),
+        | ControllerOp::ElectPreferredLeaders(_)
+        | ControllerOp::AlterPartition { .. } => topics(controller, image, op),
         _ => objects(controller, image, op),
     }
 }
@@ -341,6 +363,40 @@ fn topics(
                 )
             },
         ),
+        ControllerOp::AlterPartition {
+            broker_id,
+            broker_epoch,
+            topic_id,
+            partition,
+            leader_epoch,
+            partition_epoch,
+            new_isr,
+        } => {
+            let request = sluice_cluster::controller::AlterPartition {
+                broker_id,
+                broker_epoch,
+                topic_id: TopicId(topic_id),
+                partition,
+                leader_epoch,
+                partition_epoch,
+                new_isr: new_isr
+                    .into_iter()
+                    .map(|(broker_id, broker_epoch)| IsrMember {
+                        broker_id,
+                        broker_epoch,
+                    })
+                    .collect(),
+            };
+            decided(controller.alter_partition(image, &request)?, |p| {
+                ControllerReply::Partition {
+                    replicas: p.replicas,
+                    isr: p.isr,
+                    leader: p.leader,
+                    leader_epoch: p.leader_epoch,
+                    partition_epoch: p.partition_epoch,
+                }
+            })
+        }
         other => unreachable!("topics given {other:?}"),
     })
 }

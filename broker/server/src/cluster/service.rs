@@ -203,6 +203,7 @@ impl ClusterService {
             commands: commands_tx,
             peers: Mutex::new(BTreeMap::new()),
             broker_messages,
+            incarnation: std::sync::OnceLock::new(),
         });
         let mut handle = ClusterHandle {
             shared,
@@ -295,6 +296,8 @@ pub(crate) struct Shared {
     peers: Mutex<BTreeMap<u64, PeerClient>>,
     /// This broker's handler of other brokers' messages (set once its services run).
     broker_messages: Arc<std::sync::OnceLock<server::BrokerMessages>>,
+    /// This process's incarnation id, drawn once by the lifecycle task (a broker).
+    pub(crate) incarnation: std::sync::OnceLock<[u8; 16]>,
 }
 
 /// A refusal of one attempt: retry it, or give up with the error.
@@ -498,6 +501,11 @@ impl ClusterHandle {
     #[must_use]
     pub fn image(&self) -> watch::Receiver<Arc<MetadataImage>> {
         self.shared.image.clone()
+    }
+
+    /// This process's incarnation id once its lifecycle drew it (a broker), else `None`.
+    pub fn incarnation(&self) -> Option<[u8; 16]> {
+        self.shared.incarnation.get().copied()
     }
 
     /// Stops the node as a crash would: no controlled shutdown, no leadership hand-over

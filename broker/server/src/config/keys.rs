@@ -129,6 +129,23 @@ broker_keys! {
     "transaction.state.log.num.partitions" => transaction_state_log_num_partitions: i32 = 50,
         count(1..=limits::PARTITIONS_PER_TOPIC_MAX as i64);
 
+    // Replication (Kafka's keys): kraft/replicas.rs.
+    /// Replicas of a topic created without a replication factor (-1), auto-created topics
+    /// included. Above 1 only in a cluster of at least that many brokers.
+    "default.replication.factor" => default_replication_factor: i16 = 1,
+        count(1..=sluice_cluster::limits::REPLICAS_MAX as i64);
+    /// An in-sync follower that has not caught up with its leader for this long leaves the
+    /// ISR (AlterPartition), and rejoins once caught up.
+    "replica.lag.time.max.ms" => replica_lag_time_max_ms: i64 = 30_000,
+        ms(1..=sluice_replica::limits::REPLICA_LAG_TIME_MAX_MS_MAX);
+    /// How long a leader holds a follower's fetch that finds nothing new.
+    "replica.fetch.wait.max.ms" => replica_fetch_wait_max_ms: i64 = 500, ms(0..=30_000);
+    /// Bytes a follower asks for per partition in one fetch (at least one batch comes).
+    "replica.fetch.max.bytes" => replica_fetch_max_bytes: u32 = 1024 * 1024,
+        bytes(1024..=8 * 1024 * 1024);
+    /// How long a follower waits after a failed fetch before fetching again.
+    "replica.fetch.backoff.ms" => replica_fetch_backoff_ms: i64 = 1_000, ms(0..=60_000);
+
     // Topics and requests.
     /// Topics and partitions live here.
     "data.dir" => data_dir: PathBuf = PathBuf::from("./sluice-data"), path();

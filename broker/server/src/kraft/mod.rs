@@ -21,6 +21,11 @@
 //! - `plugins.rs`: the image's plugin versions on this broker: uploads committed once a
 //!   majority stores them, versions fetched from another broker when missing here, deletions
 //!   applied; `plugin.dir` changes refused.
+//! - `replicas.rs`: this broker's partition replicas (Kafka's `ReplicaManager`): a
+//!   `sluice_replica::Replica` state machine per replica of a replicated partition, fed by
+//!   the images, produces, followers' fetches and fsyncs, its effects carried out on the
+//!   storage log; `replica_fetcher.rs`: one fetcher per leader broker sending followers'
+//!   Kafka Fetch requests (v12, `LastFetchedEpoch`) over `peers.rs`.
 //! - `routing.rs`: where a client goes: the live brokers with their advertised listener,
 //!   and a group's or transactional id's coordinator (Kafka's placement: the leader of
 //!   partition `hash(key) % n` of `__consumer_offsets` / `__transaction_state`, whose
@@ -33,6 +38,8 @@ mod peers;
 pub mod plugins;
 mod publisher;
 mod quorum;
+mod replica_fetcher;
+pub mod replicas;
 mod routing;
 
 use std::sync::Arc;
@@ -83,6 +90,10 @@ pub struct Kraft {
     inter_broker_listener: String,
     /// Plugin versions installed here whose record is not in the image yet (`plugins.rs`).
     uncommitted_plugins: plugins::Uncommitted,
+    /// This broker's partition replicas (`replicas.rs`).
+    replicas: Arc<replicas::ReplicaManager>,
+    /// This process's broker epoch, once an image held its registration.
+    broker_epoch: std::sync::OnceLock<i64>,
 }
 
 impl Kraft {
@@ -116,9 +127,13 @@ impl Kraft {
         let image = handle.image();
         let (published_tx, published) = watch::channel(0);
         let (stop, stopped) = watch::channel(false);
+        let replicas = replicas::ReplicaManager::new(
+            replicas::ReplicaSettings::from_config(config),
+            Arc::clone(&topics),
+        );
         let publisher = tokio::spawn(publisher::run(
             image.clone(),
-            Arc::clone(&topics),
+            (Arc::clone(&topics), Arc::clone(&replicas)),
             Arc::clone(&security),
             config.node_id,
             published_tx,
@@ -143,7 +158,10 @@ impl Kraft {
                 .unwrap_or("PLAINTEXT")
                 .to_owned(),
             uncommitted_plugins: plugins::Uncommitted::default(),
+            replicas,
+            broker_epoch: std::sync::OnceLock::new(),
         });
+        kraft.replicas.start(&kraft);
         remotes(&kraft, &topics, &security);
         tokio::spawn(plugins::run(Arc::clone(&kraft), plugins, marker.clone()));
         tokio::spawn(migrate::run(Arc::clone(&kraft), topics, local, marker));
@@ -153,6 +171,26 @@ impl Kraft {
     /// This broker's node id.
     pub const fn node_id(&self) -> i32 {
         self.node_id
+    }
+
+    /// This broker's partition replicas.
+    pub fn replicas(&self) -> &Arc<replicas::ReplicaManager> {
+        &self.replicas
+    }
+
+    /// This process's broker epoch in `image`: `None` until the image holds the
+    /// registration of this incarnation (KIP-903: what the image says of this node before
+    /// was its previous incarnation's).
+    pub fn broker_epoch(&self, image: &MetadataImage) -> Option<i64> {
+        if let Some(&epoch) = self.broker_epoch.get() {
+            return Some(epoch);
+        }
+        let incarnation = self.handle.try_read().ok()?.as_ref()?.incarnation()?;
+        let broker = image.broker(self.node_id)?;
+        if broker.registration.incarnation_id.0 != incarnation {
+            return None;
+        }
+        Some(*self.broker_epoch.get_or_init(|| broker.broker_epoch))
     }
 
     /// The latest applied image.
@@ -295,11 +333,12 @@ impl Kraft {
 /// from now on (both decide on this broker and commit through the metadata log).
 fn remotes(kraft: &Arc<Kraft>, topics: &TopicRegistry, security: &Security) {
     let weak = Arc::downgrade(kraft);
+    let default_rf = topics.config().default_replication_factor;
     topics.set_remote(crate::topics::RemoteChange(Box::new(move |change| {
         let kraft = weak
             .upgrade()
             .ok_or_else(|| kafka_error(&ClusterError::Shutdown))?;
-        let op = controller_op(change)?;
+        let op = controller_op(change, default_rf)?;
         let reply = block_on_submit(&kraft, op).map_err(|e| kafka_error(&e))?;
         refusal_in(reply).map_or(Ok(()), Err)
     })));
@@ -330,7 +369,12 @@ fn peer_login(config: &BrokerConfig) -> Option<peers::Login> {
 }
 
 /// The controller operation that records a registry change.
-fn controller_op(change: TopicChange) -> Result<ControllerOp, crate::error::KafkaError> {
+/// A topic created without a replication factor (-1) gets `default_rf`
+/// (`default.replication.factor`).
+fn controller_op(
+    change: TopicChange,
+    default_rf: i16,
+) -> Result<ControllerOp, crate::error::KafkaError> {
     Ok(match change {
         TopicChange::TopicCreated {
             name,
@@ -338,10 +382,17 @@ fn controller_op(change: TopicChange) -> Result<ControllerOp, crate::error::Kafk
             partitions,
             configs,
             assignments,
+            replication_factor,
         } => ControllerOp::CreateTopics(vec![crate::cluster::TopicSpec {
             name,
             num_partitions: partitions,
-            replication_factor: 1,
+            replication_factor: match replication_factor {
+                -1 => assignments
+                    .as_ref()
+                    .and_then(|a| a.first())
+                    .map_or(default_rf, |r| i16::try_from(r.len()).unwrap_or(i16::MAX)),
+                rf => rf,
+            },
             configs: configs.into_iter().collect(),
             topic_id: Some(*id.as_bytes()),
             assignments,

@@ -40,7 +40,7 @@ use crate::topics::{Placement, Recorded, TopicChange, TopicRegistry};
 /// Applies every new image to `topics` until `stop`, publishing the applied index.
 pub(super) async fn run(
     mut image: watch::Receiver<Arc<MetadataImage>>,
-    topics: Arc<TopicRegistry>,
+    (topics, replicas): (Arc<TopicRegistry>, Arc<super::replicas::ReplicaManager>),
     security: Arc<Security>,
     node_id: i32,
     published: watch::Sender<u64>,
@@ -57,8 +57,10 @@ pub(super) async fn run(
         warned |= warn;
         let users = Arc::clone(&security);
         let marker = migrated.clone();
+        let replication = Arc::clone(&replicas);
         let applied = tokio::task::spawn_blocking(move || {
             reconcile(&registry, &current, node_id, &mut seen, &marker);
+            replication.apply(&current);
             if current.cluster_id().is_some() {
                 users.store.replace_state(current.security().snapshot());
             }
@@ -188,6 +190,7 @@ fn reconcile_topics(
                     partitions: count,
                     configs,
                     assignments: None,
+                    replication_factor: -1,
                 },
             ),
             Some(local) => {

@@ -54,6 +54,9 @@ pub enum TopicChange {
         /// a cluster's controller places the partitions there; a single broker has checked
         /// they name only itself.
         assignments: Option<Vec<Vec<i32>>>,
+        /// The replication factor asked for (-1: `default.replication.factor`); a cluster's
+        /// controller places that many replicas (a single broker has checked it is 1).
+        replication_factor: i16,
     },
     /// A topic and the views reading it are gone.
     TopicDeleted { name: String },

@@ -90,6 +90,16 @@ pub(crate) fn reopened(partition: &Partition, durable_offset: i64) {
     );
 }
 
+/// Tells waiters a log was truncated (a follower's divergence, run under
+/// [`when_no_sync_runs`]): its durable offset is now `durable_offset`, lower than before, so
+/// a later wait for an offset above it waits for a new fsync.
+pub(crate) fn truncated(partition: &Partition, durable_offset: i64) {
+    partition.sync.durable.send_modify(|d| {
+        d.offset = durable_offset;
+        d.stopped = false;
+    });
+}
+
 /// Waits until every offset below `end_offset` is durable.
 pub async fn wait_durable(partition: &Arc<Partition>, end_offset: i64) -> Result<(), KafkaError> {
     let mut durable = partition.sync.durable.subscribe();

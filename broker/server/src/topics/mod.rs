@@ -564,7 +564,7 @@ impl TopicRegistry {
         partitions: i32,
         overrides: TopicOverrides,
     ) -> Result<Arc<Topic>, KafkaError> {
-        self.create_topic_assigned(name, partitions, overrides, None)
+        self.create_topic_assigned(name, partitions, overrides, None, -1)
     }
 
     /// [`Self::create_topic`] with each partition's replicas given (CreateTopics'
@@ -575,6 +575,7 @@ impl TopicRegistry {
         partitions: i32,
         overrides: TopicOverrides,
         assignments: Option<Vec<Vec<i32>>>,
+        replication_factor: i16,
     ) -> Result<Arc<Topic>, KafkaError> {
         let admin = self.admin_lock();
         self.validate_new_topic(name, partitions, &overrides)?;
@@ -584,6 +585,7 @@ impl TopicRegistry {
             partitions,
             configs: overrides,
             assignments,
+            replication_factor,
         };
         self.commit_decided(admin, change).map(Applied::into_topic)
     }

@@ -36,6 +36,9 @@ pub struct Partition {
     /// Where the partition lives in a cluster, as the metadata image says (set by
     /// `crate::kraft`'s publisher); `None` on a single node, which leads every partition.
     placement: RwLock<Option<Arc<Placement>>>,
+    /// The high watermark of a replicated partition (`crate::kraft`'s replica manager
+    /// sets it), or -1: not replicated, where consumers read to the log end.
+    high_watermark: std::sync::atomic::AtomicI64,
 }
 
 /// A partition's place in the cluster, from the metadata image.
@@ -75,6 +78,7 @@ impl Partition {
             offline: None,
             leader_epoch,
             placement: RwLock::new(None),
+            high_watermark: std::sync::atomic::AtomicI64::new(-1),
         }
     }
 
@@ -92,6 +96,7 @@ impl Partition {
             offline: Some(reason),
             leader_epoch: -1,
             placement: RwLock::new(None),
+            high_watermark: std::sync::atomic::AtomicI64::new(-1),
         }
     }
 
@@ -183,6 +188,33 @@ impl Partition {
             )
         })?;
         Ok(f(log))
+    }
+
+    /// A replicated partition's high watermark (consumers read below it), or `None`: not
+    /// replicated, consumers read to the log end.
+    pub fn high_watermark(&self) -> Option<i64> {
+        let hw = self
+            .high_watermark
+            .load(std::sync::atomic::Ordering::Acquire);
+        (hw >= 0).then_some(hw)
+    }
+
+    /// Sets the high watermark (the replica manager; `None` when the partition is no longer
+    /// replicated here), waking fetches waiting in a long poll when it moves.
+    pub fn set_high_watermark(&self, hw: Option<i64>) {
+        let new = hw.unwrap_or(-1).max(-1);
+        let old = self
+            .high_watermark
+            .swap(new, std::sync::atomic::Ordering::AcqRel);
+        if old != new {
+            self.end_offset.send_modify(|_| {});
+        }
+    }
+
+    /// The offset consumers read up to: the high watermark of a replicated partition, else
+    /// `log_end` (at most `log_end`).
+    pub fn readable_end(&self, log_end: i64) -> i64 {
+        self.high_watermark().map_or(log_end, |hw| hw.min(log_end))
     }
 
     /// Tells waiting fetches that the log end offset moved.

@@ -383,6 +383,7 @@ fn changes_recorded_in_a_log_are_applied_without_writing_topic_files() {
         partitions: 2,
         configs: TopicOverrides::new(),
         assignments: None,
+        replication_factor: -1,
     });
     let topic_json = dir.path().join("topics/t/topic.json");
     assert!(!topic_json.exists(), "the log is the record");

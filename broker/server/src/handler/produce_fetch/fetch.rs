@@ -351,23 +351,29 @@ type LogRead = (
     Option<Vec<AbortedTxn>>,
 );
 
+/// A replicated partition's `hw` bounds the read (consumers read below the high
+/// watermark; the last stable offset is at most it).
 fn read_log(
     log: &sluice_storage::Log,
     fetch_offset: i64,
     budget: u32,
     read_committed: bool,
+    hw: Option<i64>,
 ) -> LogRead {
     let from = Offset(fetch_offset);
-    let lso = log.last_stable_offset();
+    let end = log.log_end_offset();
+    let high_watermark = hw.map_or(end, |hw| Offset(hw.min(end.value())));
+    let lso = log.last_stable_offset().min(high_watermark);
     let slice = match (budget, read_committed) {
         (0, _) => None,
-        (_, false) => Some(log.read(from, budget)),
+        (_, false) if hw.is_none() => Some(log.read(from, budget)),
+        (_, false) => Some(log.read_below(from, budget, high_watermark)),
         (_, true) => Some(log.read_below(from, budget, lso)),
     };
     let aborted = read_committed.then(|| log.aborted_transactions(from, lso));
     (
         slice,
-        log.log_end_offset().value(),
+        high_watermark.value(),
         log.log_start_offset().value(),
         lso.value(),
         aborted,
@@ -402,7 +408,9 @@ fn read_one(
         return out;
     };
     let budget = target.partition_max_bytes.min(remaining);
-    let read = partition.with_log(|log| read_log(log, target.fetch_offset, budget, read_committed));
+    let hw = partition.high_watermark();
+    let read =
+        partition.with_log(|log| read_log(log, target.fetch_offset, budget, read_committed, hw));
     let (slice, end, start, lso, aborted) = match read {
         Ok(r) => r,
         Err(e) => {

@@ -153,7 +153,8 @@ fn lookup(
     ) {
         return out;
     }
-    let found = partition.with_log(|log| find(log, asked.timestamp, read_committed));
+    let hw = partition.high_watermark();
+    let found = partition.with_log(|log| find(log, asked.timestamp, read_committed, hw));
     match found {
         Ok(Ok(Some((offset, ts, epoch)))) => {
             out.offset = offset;
@@ -171,26 +172,35 @@ fn lookup(
 }
 
 /// The offset and timestamp `timestamp` names in `log`, with the leader epoch of the offset.
+/// A replicated partition's `hw` bounds what a consumer may be told (Kafka: latest is the
+/// high watermark, and an offset found by time must be below it).
 fn find(
     log: &sluice_storage::Log,
     timestamp: i64,
     read_committed: bool,
+    hw: Option<i64>,
 ) -> Result<Option<(i64, i64, i32)>, sluice_storage::StorageError> {
     let decompress = Some(&codec::decompress_for_timestamp_lookup as _);
+    let end = log.log_end_offset();
+    let high_watermark = hw.map_or(end, |hw| Offset(hw.min(end.value())));
+    let stable = log.last_stable_offset().min(high_watermark);
     let found = match timestamp {
         EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => Some((log.log_start_offset(), -1)),
         // read_committed (isolation_level 1, v2+): the last stable offset.
-        LATEST_TIMESTAMP if read_committed => Some((log.last_stable_offset(), -1)),
-        LATEST_TIMESTAMP => Some((log.log_end_offset(), -1)),
+        LATEST_TIMESTAMP if read_committed => Some((stable, -1)),
+        LATEST_TIMESTAMP => Some((high_watermark, -1)),
         MAX_TIMESTAMP => log.max_timestamp_with(decompress)?,
         ts => log.offset_for_timestamp_with(ts, decompress)?,
     };
     // Kafka's `allowed`: only earliest and latest may name an offset past what the
     // isolation level lets a consumer read.
     let readable = |offset: Offset| {
-        !read_committed
-            || matches!(timestamp, EARLIEST_TIMESTAMP | LATEST_TIMESTAMP)
-            || offset < log.last_stable_offset()
+        matches!(timestamp, EARLIEST_TIMESTAMP | LATEST_TIMESTAMP)
+            || match (read_committed, hw) {
+                (true, _) => offset < stable,
+                (false, Some(_)) => offset < high_watermark,
+                (false, None) => true,
+            }
     };
     Ok(found
         .filter(|(offset, _)| readable(*offset))

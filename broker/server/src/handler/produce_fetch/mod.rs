@@ -1,7 +1,8 @@
 //! The data path: the APIs that write or read a partition's log (Produce, Fetch,
 //! ListOffsets, OffsetForLeaderEpoch, DeleteRecords), the client byte-rate quotas of Produce
 //! and Fetch (`throttle.rs`), and KIP-110's zstd rules (`kip110.rs`). One `match` over
-//! their API keys.
+//! their API keys. A Fetch that names a broker (`ReplicaId` / `ReplicaState`) is a
+//! follower's (`replica_fetch.rs`).
 
 mod delete_records;
 mod fetch;
@@ -9,6 +10,7 @@ mod kip110;
 mod list_offsets;
 mod offset_for_leader_epoch;
 mod produce;
+mod replica_fetch;
 mod throttle;
 
 use kafka_protocol::messages::{ApiKey, FetchRequest, RequestHeader};
@@ -74,8 +76,13 @@ pub(super) async fn dispatch(
     let response = match call.key {
         ApiKey::Produce => return produce(ctx, call).await,
         ApiKey::Fetch => {
-            let request = call.request()?;
-            fetch_reply(ctx, &call.header, request, v).await?
+            let request: FetchRequest = call.request()?;
+            match replica_fetch::follower_of(&request, v) {
+                Some(follower) => {
+                    answer.reply(&replica_fetch::handle(ctx, request, v, follower).await)?
+                }
+                None => fetch_reply(ctx, &call.header, request, v).await?,
+            }
         }
         ApiKey::ListOffsets => {
             answer.reply(&list_offsets::handle(ctx, call.request()?, v).await)?

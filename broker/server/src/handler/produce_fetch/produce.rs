@@ -73,6 +73,16 @@ pub struct Staged {
     throttle_ms: u32,
     responses: Vec<TopicProduceResponse>,
     waits: Vec<DurableWait>,
+    /// acks=all appends to replicated partitions, waiting for the high watermark.
+    replicated: Vec<ReplicaWait>,
+}
+
+/// An acks=all append to a replicated partition: where its response is, and the answer of
+/// its replica (`crate::kraft::replicas`) once the high watermark passes it.
+struct ReplicaWait {
+    topic: usize,
+    slot: usize,
+    answer: tokio::sync::oneshot::Receiver<Result<sluice_replica::ProduceAck, sluice_kafka::ErrorCode>>,
 }
 
 /// Records re-routed to a partition another broker leads, and where the answer for the
@@ -92,11 +102,13 @@ pub async fn append(
 ) -> Staged {
     let acks = request.acks;
     let (topics, plugins) = (Arc::clone(ctx.topics), Arc::clone(ctx.plugins));
+    let timeout_ms = i64::from(request.timeout_ms);
     let refuse_all = |request: &ProduceRequest, code, message: &str| Staged {
         acks,
         throttle_ms,
         responses: error_for_all(request, code, message),
         waits: Vec::new(),
+        replicated: Vec::new(),
     };
     // Kafka's checks: a transactional id the principal may WRITE for transactional batches
     // (`hasTransactionalRecords`), then WRITE on each topic.
@@ -141,12 +153,19 @@ pub async fn append(
         Err(e) => return refuse_all(&request, e.code, &e.message),
     };
     let durable = acks == -1 && ctx.config.acks_all_fsync;
-    let (mut responses, waits, forwards) = tokio::task::spawn_blocking(move || {
+    let replicas = ctx.kraft.map(|k| Arc::clone(k.replicas()));
+    let (mut responses, waits, forwards, replicated) = tokio::task::spawn_blocking(move || {
+        let replication = replicas.map(|r| Replication {
+            replicas: r,
+            acks,
+            timeout_ms,
+            waits: Vec::new(),
+        });
         append_all(
             (&topics, &plugins),
             request,
             version,
-            durable,
+            (acks, durable, replication),
             &denied,
             verified,
         )
@@ -154,7 +173,7 @@ pub async fn append(
     .await
     .unwrap_or_else(|e| {
         tracing::error!(error = %e, "produce task failed");
-        (Vec::new(), Vec::new(), Vec::new())
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new())
     });
     if !forwards.is_empty() {
         send_forwards(ctx, &mut responses, forwards, durable).await;
@@ -164,7 +183,17 @@ pub async fn append(
         throttle_ms,
         responses,
         waits,
+        replicated,
     }
+}
+
+/// A cluster's replicated partitions, for one produce: checked before each append
+/// (NOT_ENOUGH_REPLICAS) and, for acks=all, waited on after it.
+struct Replication {
+    replicas: Arc<crate::kraft::replicas::ReplicaManager>,
+    acks: i16,
+    timeout_ms: i64,
+    waits: Vec<ReplicaWait>,
 }
 
 /// The first Produce version that names topics by id (KIP-516).
@@ -387,14 +416,16 @@ async fn forward_one(
 }
 
 impl Staged {
-    /// Whether the answer waits for a group commit.
+    /// Whether the answer waits for a group commit or for replication.
     pub fn waits_for_sync(&self) -> bool {
-        !self.waits.is_empty()
+        !self.waits.is_empty() || !self.replicated.is_empty()
     }
 
-    /// Waits for the acks=all partitions to be durable and answers; `None` for acks=0.
+    /// Waits for the acks=all partitions to be durable (and replicated) and answers; `None`
+    /// for acks=0.
     pub async fn finish(mut self) -> Result<Option<ProduceResponse>, FrameError> {
         wait_durable(&mut self.responses, self.waits).await;
+        wait_replicated(&mut self.responses, self.replicated).await;
         let throttle = i32::try_from(self.throttle_ms).unwrap_or(i32::MAX);
         answer(self.acks, self.responses).map(|r| {
             r.map(|mut r| {
@@ -443,14 +474,20 @@ struct DurableWait {
 
 /// Appends every partition's batches (no fsync); with `durable`, also returns what the
 /// group commit must cover before the response goes out.
+#[allow(clippy::type_complexity)]
 fn append_all(
     (topics, plugins): (&TopicRegistry, &Registry),
     mut request: ProduceRequest,
     version: i16,
-    durable: bool,
+    (acks, durable, mut replication): (i16, bool, Option<Replication>),
     denied: &HashSet<String>,
     mut verified: Option<Verified>,
-) -> (Vec<TopicProduceResponse>, Vec<DurableWait>, Vec<Forwarded>) {
+) -> (
+    Vec<TopicProduceResponse>,
+    Vec<DurableWait>,
+    Vec<Forwarded>,
+    Vec<ReplicaWait>,
+) {
     let mut waits = Vec::new();
     let mut forwards = Vec::new();
     let topic_data = std::mem::take(&mut request.topic_data);
@@ -490,11 +527,52 @@ fn append_all(
                         topic: known.as_deref(),
                         compacted,
                     };
+                    if let Some(r) = &replication
+                        && let Err(e) = r.replicas.check_produce(&name, index, r.acks)
+                    {
+                        return partition_response(index, Err(e));
+                    }
+                    let replicated = replication
+                        .as_ref()
+                        .is_some_and(|r| r.replicas.slot(&name, index).is_some());
+                    if let (true, false, Some(t)) = (acks == -1, replicated, known.as_deref()) {
+                        let min = crate::topic_config::min_insync_replicas(&t.overrides);
+                        if min > 1 {
+                            return partition_response(
+                                index,
+                                Err(KafkaError::new(
+                                    ResponseError::NotEnoughReplicas,
+                                    format!(
+                                        "{name}-{index} has one replica and min.insync.replicas = {min}"
+                                    ),
+                                )),
+                            );
+                        }
+                    }
                     let result =
                         append_partition((topics, plugins), &target, version, p, txn.as_ref());
                     let result = result.map(|rerouted| {
-                        if durable {
-                            for (partition, end_offset) in rerouted.appends {
+                        for (partition, end_offset) in rerouted.appends {
+                            let waited = replication.as_mut().and_then(|r| {
+                                let (topic, index) = (&partition.topic, partition.index);
+                                let last = end_offset - 1;
+                                let answer = r.replicas.appended(
+                                    topic,
+                                    index,
+                                    r.acks,
+                                    (last, last),
+                                    false,
+                                    r.timeout_ms,
+                                )?;
+                                (r.acks == -1).then(|| {
+                                    r.waits.push(ReplicaWait {
+                                        topic: topic_slot,
+                                        slot,
+                                        answer,
+                                    });
+                                })
+                            });
+                            if durable && waited.is_none() {
                                 waits.push(DurableWait {
                                     topic: topic_slot,
                                     slot,
@@ -517,7 +595,8 @@ fn append_all(
             out
         })
         .collect();
-    (responses, waits, forwards)
+    let replicated = replication.map(|r| r.waits).unwrap_or_default();
+    (responses, waits, forwards, replicated)
 }
 
 /// The verified transaction a partition entry appends under, or its verification's error.
@@ -585,6 +664,28 @@ async fn wait_durable(responses: &mut [TopicProduceResponse], waits: Vec<Durable
             let response = &mut responses[wait.topic].partition_responses[wait.slot];
             *response = partition_response(response.index, Err(e));
         }
+    }
+}
+
+/// Waits for the replicas' answers of every acks=all append to a replicated partition; a
+/// refused one (NOT_LEADER_OR_FOLLOWER after a lost leadership, REQUEST_TIMED_OUT) turns its
+/// response into the error.
+async fn wait_replicated(responses: &mut [TopicProduceResponse], waits: Vec<ReplicaWait>) {
+    for wait in waits {
+        let code = match wait.answer.await {
+            Ok(Ok(_)) => continue,
+            Ok(Err(code)) => code,
+            Err(_) => sluice_kafka::ErrorCode::NotLeaderOrFollower,
+        };
+        let response = &mut responses[wait.topic].partition_responses[wait.slot];
+        let error = ResponseError::try_from_code(code.code())
+            .unwrap_or(ResponseError::UnknownServerError);
+        let message = format!(
+            "partition {}: not replicated to the in-sync replicas ({})",
+            response.index,
+            code.name()
+        );
+        *response = partition_response(response.index, Err(KafkaError::new(error, message)));
     }
 }
 

@@ -74,6 +74,7 @@ struct Created {
     partitions: i32,
     overrides: TopicOverrides,
     id: crate::topics::topic_id::Uuid,
+    replication_factor: i16,
 }
 
 /// v5+: the topic's partitions, replication factor, configs (sorted by name, as Kafka's
@@ -85,7 +86,7 @@ fn describe_created(
     undescribable: &BTreeSet<String>,
 ) {
     out.num_partitions = created.partitions;
-    out.replication_factor = 1;
+    out.replication_factor = created.replication_factor;
     out.topic_id = created.id;
     if undescribable.contains(out.name.0.as_str()) {
         out.topic_config_error_code = ResponseError::TopicAuthorizationFailed.code();
@@ -197,15 +198,23 @@ fn create_one(
 ) -> Result<Created, KafkaError> {
     let name = topic.name.0.as_str();
     let partitions = partition_count(topics, topic)?;
-    if !matches!(topic.replication_factor, -1 | 1) {
+    // A cluster's controller checks the factor against its live brokers; one broker holds
+    // one replica.
+    let rf = topic.replication_factor;
+    let refused = if topics.in_cluster() {
+        rf == 0 || rf < -1
+    } else {
+        !matches!(rf, -1 | 1)
+    };
+    if refused {
         let why = if topics.in_cluster() {
-            "needs partition replication, which this build does not have yet: use 1"
+            "must be at least 1 (or -1: default.replication.factor)"
         } else {
             "is impossible on a single broker"
         };
         return Err(KafkaError::new(
             ResponseError::InvalidReplicationFactor,
-            format!("replication factor {} {why}", topic.replication_factor),
+            format!("replication factor {rf} {why}"),
         ));
     }
     let mut overrides = TopicOverrides::new();
@@ -214,20 +223,33 @@ fn create_one(
             overrides.insert(config.name.to_string(), value.to_string());
         }
     }
+    let replication_factor = match (rf, topic.assignments.first()) {
+        (_, Some(a)) => i16::try_from(a.broker_ids.len()).unwrap_or(i16::MAX),
+        (-1, None) if topics.in_cluster() => topics.config().default_replication_factor,
+        (-1, None) => 1,
+        (rf, None) => rf,
+    };
     if validate_only {
         topics.validate_new_topic(name, partitions, &overrides)?;
         return Ok(Created {
             partitions,
             overrides,
             id: crate::topics::topic_id::Uuid::nil(),
+            replication_factor,
         });
     }
-    let created =
-        topics.create_topic_assigned(name, partitions, overrides, assignments(topics, topic))?;
+    let created = topics.create_topic_assigned(
+        name,
+        partitions,
+        overrides,
+        assignments(topics, topic),
+        if topic.assignments.is_empty() { rf } else { -1 },
+    )?;
     Ok(Created {
         partitions,
         overrides: created.overrides.clone(),
         id: created.id,
+        replication_factor,
     })
 }
 
@@ -252,15 +274,18 @@ fn partition_count(topics: &TopicRegistry, topic: &CreatableTopic) -> Result<i32
                 "assignments must list partitions 0.. in order, with no partition count",
             ));
         }
-        if let Some(a) = topic.assignments.iter().find(|a| a.broker_ids.len() != 1) {
+        let rf = topic.assignments[0].broker_ids.len();
+        if let Some(a) = topic
+            .assignments
+            .iter()
+            .find(|a| a.broker_ids.is_empty() || a.broker_ids.len() != rf)
+        {
             return Err(KafkaError::new(
-                ResponseError::InvalidReplicationFactor,
+                ResponseError::InvalidReplicaAssignment,
                 format!(
-                    "partition {} is assigned {} replicas: replication factor {} needs partition replication, \
-                     which this build does not have yet: assign one broker per partition",
+                    "partition {} is assigned {} replicas and partition 0 {rf}: every partition needs the same number, at least one",
                     a.partition_index,
                     a.broker_ids.len(),
-                    a.broker_ids.len()
                 ),
             ));
         }
