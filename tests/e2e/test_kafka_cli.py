@@ -133,7 +133,7 @@ def test_kafka_configs(broker, topic_name, classpath):
     assert entries["retention.ms"] == ("3600000", "DYNAMIC_TOPIC_CONFIG:retention.ms=3600000, DEFAULT_CONFIG:log.retention.ms=604800000")
     assert entries["cleanup.policy"] == ("delete", "DEFAULT_CONFIG:log.cleanup.policy=delete")
     # Every Kafka entry names its source first; the topic keys with no broker-level default
-    # (Sluice's own, sluice.partitioner..., and min.insync.replicas until replication) have no
+    # (Sluice's own, sluice.partitioner..., and min.insync.replicas, with no broker key yet) have no
     # synonym.
     own = {name for name in entries if name.startswith("sluice.") or name == "min.insync.replicas"}
     kafka_keys = {name: syn for name, (_, syn) in entries.items() if name not in own}

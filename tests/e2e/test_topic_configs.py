@@ -104,21 +104,29 @@ def test_reads_and_time_lookups_across_many_segments(broker, topic_name):
         c.close()
 
 
-def test_min_insync_replicas_is_taken_up_to_the_replication_factor(broker, topic_name):
-    """Kafka's `min.insync.replicas` (set on every topic by many deployment scripts): 1 is
-    taken and described; more than the one replica a partition has is INVALID_CONFIG, saying
-    why."""
-    from confluent_kafka import KafkaException
+def test_min_insync_replicas_refuses_acks_all_above_the_in_sync_replicas(broker, topic_name):
+    """Kafka's `min.insync.replicas` (set on every topic by many deployment scripts): taken
+    and described up to REPLICAS_MAX; as in Kafka, a value above the one replica a single
+    broker has refuses acks=all produces NOT_ENOUGH_REPLICAS (nothing appended), while acks=1
+    is taken; above REPLICAS_MAX is INVALID_CONFIG, saying why."""
+    from confluent_kafka import KafkaError, KafkaException, Producer
     from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    admin.create_topics([NewTopic(topic_name, 1, config={"min.insync.replicas": "1"})])[topic_name].result(30)
+    admin.create_topics([NewTopic(topic_name, 1, config={"min.insync.replicas": "2"})])[topic_name].result(30)
     refused = f"{topic_name}-2"
     try:
-        admin.create_topics([NewTopic(refused, 1, config={"min.insync.replicas": "2"})])[refused].result(30)
-        raise AssertionError("min.insync.replicas=2 was taken with one replica")
+        admin.create_topics([NewTopic(refused, 1, config={"min.insync.replicas": "33"})])[refused].result(30)
+        raise AssertionError("min.insync.replicas=33 was taken")
     except KafkaException as e:
-        assert "above the replication factor" in str(e), e
+        assert "REPLICAS_MAX" in str(e), e
     resource = ConfigResource("topic", topic_name)
     described = admin.describe_configs([resource])[resource].result(30)
-    assert described["min.insync.replicas"].value == "1"
+    assert described["min.insync.replicas"].value == "2"
+    outcomes: dict[str, object] = {}
+    for acks in ("all", "1"):
+        p = Producer({"bootstrap.servers": broker.bootstrap, "acks": acks, "retries": 0, "message.timeout.ms": 5000})
+        p.produce(topic_name, acks.encode(), partition=0, on_delivery=lambda err, msg, a=acks: outcomes.__setitem__(a, err or msg.offset()))
+        p.flush(30)
+    assert isinstance(outcomes["all"], KafkaError) and outcomes["all"].code() == KafkaError.NOT_ENOUGH_REPLICAS, outcomes
+    assert outcomes["1"] == 0, "acks=1 is taken; the refused acks=all record was never appended"

@@ -56,12 +56,25 @@ pub use topics::{AlterPartition, ConfigChange, IsrMember, NewTopic, TopicResult}
 pub struct ControllerConfig {
     /// `broker.session.timeout.ms`: a broker not heard from for longer is fenced.
     pub broker_session_timeout_ms: i64,
+    /// `auto.leader.rebalance.enable` and `leader.imbalance.check.interval.seconds`: how
+    /// often (ms) leadership moves back to preferred replicas; `None`: never by itself.
+    pub leader_imbalance_check_interval_ms: Option<i64>,
+    /// `leader.imbalance.per.broker.percentage`.
+    pub leader_imbalance_per_broker_percentage: u32,
+    /// The cluster's `unclean.leader.election.enable` (a topic's config overrides it).
+    pub unclean_leader_election: bool,
 }
 
 impl Default for ControllerConfig {
     fn default() -> Self {
         Self {
             broker_session_timeout_ms: limits::DEFAULT_BROKER_SESSION_TIMEOUT_MS,
+            leader_imbalance_check_interval_ms: Some(
+                limits::DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS,
+            ),
+            leader_imbalance_per_broker_percentage:
+                limits::DEFAULT_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE,
+            unclean_leader_election: false,
         }
     }
 }
@@ -81,6 +94,18 @@ impl ControllerConfig {
                  (BROKER_SESSION_TIMEOUT_MS_MIN/MAX)",
                 limits::BROKER_SESSION_TIMEOUT_MS_MIN,
                 limits::BROKER_SESSION_TIMEOUT_MS_MAX
+            ));
+        }
+        if self
+            .leader_imbalance_check_interval_ms
+            .is_some_and(|ms| ms < 1)
+            || self.leader_imbalance_per_broker_percentage > 100
+        {
+            return Err(format!(
+                "leader.imbalance.check.interval.seconds must be positive and \
+                 leader.imbalance.per.broker.percentage at most 100, not {:?} and {}",
+                self.leader_imbalance_check_interval_ms,
+                self.leader_imbalance_per_broker_percentage
             ));
         }
         Ok(())
@@ -129,6 +154,8 @@ pub struct Controller {
     /// Each registered broker's session deadline, in ms: it is fenced by `tick` past it.
     /// Soft state: a new controller starts every broker at `now + timeout`.
     deadlines_ms: BTreeMap<i32, i64>,
+    /// When the next automatic preferred-leader election is due (soft state).
+    next_rebalance_ms: i64,
     /// Topic ids and placement starting points.
     rng: SplitMix64,
 }
@@ -160,6 +187,9 @@ impl Controller {
                 .map(|(&id, _)| (id, deadline))
                 .collect(),
             rng: SplitMix64::new(seed),
+            next_rebalance_ms: config
+                .leader_imbalance_check_interval_ms
+                .map_or(i64::MAX, |ms| now_ms.saturating_add(ms)),
         }
     }
 
@@ -173,13 +203,58 @@ impl Controller {
     /// broker), if ever.
     #[must_use]
     pub fn next_deadline_ms(&self, image: &MetadataImage) -> Option<i64> {
-        image
+        let sessions = image
             .brokers()
             .iter()
             .filter(|(_, b)| !b.fenced)
             .filter_map(|(id, _)| self.deadlines_ms.get(id))
             .min()
-            .copied()
+            .copied();
+        let rebalance = (self.next_rebalance_ms < i64::MAX).then_some(self.next_rebalance_ms);
+        sessions.into_iter().chain(rebalance).min()
+    }
+
+    /// Kafka's automatic preferred-leader election, when due: for each broker with more
+    /// than `leader.imbalance.per.broker.percentage` of its preferred partitions led
+    /// elsewhere, those whose preferred replica is active and in the ISR move back to it.
+    pub(crate) fn rebalance_if_due(
+        &mut self,
+        image: &MetadataImage,
+        now_ms: i64,
+    ) -> Vec<MetadataRecord> {
+        let Some(interval) = self.config.leader_imbalance_check_interval_ms else {
+            return Vec::new();
+        };
+        if now_ms < self.next_rebalance_ms {
+            return Vec::new();
+        }
+        self.next_rebalance_ms = now_ms.saturating_add(interval);
+        let mut preferred: BTreeMap<i32, (usize, Vec<(TopicId, i32)>)> = BTreeMap::new();
+        for (topic_id, topic) in image.topics() {
+            for (&partition, p) in &topic.partitions {
+                let Some(&first) = p.replicas.first() else {
+                    continue;
+                };
+                let entry = preferred.entry(first).or_default();
+                entry.0 += 1;
+                if p.leader != first && p.isr.contains(&first) && image.is_active(first) {
+                    entry.1.push((*topic_id, partition));
+                }
+            }
+        }
+        let percent = u64::from(self.config.leader_imbalance_per_broker_percentage);
+        let mut out = Vec::new();
+        for (broker, (total, movable)) in preferred {
+            let imbalanced = (movable.len() as u64) * 100 > percent * (total as u64);
+            if !imbalanced {
+                continue;
+            }
+            for (topic_id, partition) in movable {
+                let p = &image.topics()[&topic_id].partitions[&partition];
+                out.extend(change(topic_id, partition, p, broker, p.isr.clone()));
+            }
+        }
+        out
     }
 
     fn touch(&mut self, node_id: i32, now_ms: i64) {
@@ -201,6 +276,7 @@ impl Controller {
 /// every acknowledged record).
 fn move_away(
     image: &MetadataImage,
+    config: &ControllerConfig,
     gone: &BTreeSet<i32>,
     avoid: &BTreeSet<i32>,
 ) -> Vec<MetadataRecord> {
@@ -225,7 +301,9 @@ fn move_away(
             } else {
                 p.leader
             };
-            if leader == crate::records::NO_LEADER && mutant(Mutant::UncleanElection) {
+            if leader == crate::records::NO_LEADER
+                && (unclean(image, config, &topic.name) || mutant(Mutant::UncleanElection))
+            {
                 let any = p
                     .replicas
                     .iter()
@@ -242,23 +320,55 @@ fn move_away(
 }
 
 /// Leaders for the partitions without one whose ISR holds `node_id` (it was just
-/// unfenced): a returning broker takes back what only it can lead.
-fn elect_returning(image: &MetadataImage, node_id: i32) -> Vec<MetadataRecord> {
+/// unfenced): a returning broker takes back what only it can lead. With unclean election
+/// (the topic's `unclean.leader.election.enable`), it also takes a leaderless partition it
+/// is only a replica of, as the ISR of its own.
+fn elect_returning(
+    image: &MetadataImage,
+    config: &ControllerConfig,
+    node_id: i32,
+) -> Vec<MetadataRecord> {
     let mut out = Vec::new();
     for (topic_id, topic) in image.topics() {
         for (&partition, p) in &topic.partitions {
-            if p.leader == crate::records::NO_LEADER && p.isr.contains(&node_id) {
+            if p.leader != crate::records::NO_LEADER {
+                continue;
+            }
+            if p.isr.contains(&node_id) {
                 out.extend(change(*topic_id, partition, p, node_id, p.isr.clone()));
+            } else if p.replicas.contains(&node_id)
+                && !p.isr.iter().any(|&id| image.is_active(id))
+                && unclean(image, config, &topic.name)
+            {
+                out.extend(change(*topic_id, partition, p, node_id, vec![node_id]));
             }
         }
     }
     out
 }
 
+/// Whether `topic` takes an unclean election: its `unclean.leader.election.enable`, else
+/// the cluster's.
+fn unclean(image: &MetadataImage, config: &ControllerConfig, topic: &str) -> bool {
+    let resource = crate::records::ConfigResource {
+        resource_type: crate::records::ConfigResourceType::Topic,
+        name: topic.to_owned(),
+    };
+    image
+        .configs()
+        .get(&resource)
+        .and_then(|c| c.get(limits::UNCLEAN_LEADER_ELECTION_KEY))
+        .map_or(config.unclean_leader_election, |v| v.trim() == "true")
+}
+
 /// Every partition brought back to the shape the controller keeps: no inactive leader, no
 /// inactive ISR member (unless it is the last), a leader wherever an active ISR member not
 /// in `avoid` can lead. Nothing, when every decision committed whole.
-fn repair(image: &MetadataImage, avoid: &BTreeSet<i32>) -> Vec<MetadataRecord> {
+fn repair(
+    image: &MetadataImage,
+    config: &ControllerConfig,
+    avoid: &BTreeSet<i32>,
+) -> Vec<MetadataRecord> {
     let mut out = Vec::new();
     for (topic_id, topic) in image.topics() {
         for (&partition, p) in &topic.partitions {
@@ -271,11 +381,21 @@ fn repair(image: &MetadataImage, avoid: &BTreeSet<i32>) -> Vec<MetadataRecord> {
             if isr.is_empty() {
                 isr.clone_from(&p.isr);
             }
-            let leader = if image.is_active(p.leader) {
+            let mut leader = if image.is_active(p.leader) {
                 p.leader
             } else {
                 elect(image, p, &isr, |id| !avoid.contains(&id))
             };
+            if leader == crate::records::NO_LEADER && unclean(image, config, &topic.name) {
+                let any = p
+                    .replicas
+                    .iter()
+                    .copied()
+                    .find(|&id| image.is_active(id) && !avoid.contains(&id));
+                if let Some(id) = any {
+                    (leader, isr) = (id, vec![id]);
+                }
+            }
             out.extend(change(*topic_id, partition, p, leader, isr));
         }
     }

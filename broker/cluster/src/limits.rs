@@ -94,6 +94,21 @@ pub const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
 /// from for longer is fenced.
 pub const DEFAULT_BROKER_SESSION_TIMEOUT_MS: i64 = 9_000;
 
+/// Kafka's `leader.imbalance.check.interval.seconds` default, in milliseconds (5 min): how
+/// often the controller moves leadership back to preferred replicas
+/// (`auto.leader.rebalance.enable`).
+pub const DEFAULT_LEADER_IMBALANCE_CHECK_INTERVAL_MS: i64 = 300_000;
+
+/// Kafka's `leader.imbalance.per.broker.percentage` default: a broker's preferred
+/// partitions are moved back to it once more than this share of them is led elsewhere.
+pub const DEFAULT_LEADER_IMBALANCE_PER_BROKER_PERCENTAGE: u32 = 10;
+
+/// A topic config the controller reads: Kafka's `unclean.leader.election.enable`. When
+/// `true`, a partition whose in-sync replicas are all gone is led by any live replica (its
+/// ISR becomes that replica alone): available again, at the price of the records only the
+/// lost ISR had.
+pub const UNCLEAN_LEADER_ELECTION_KEY: &str = "unclean.leader.election.enable";
+
 /// Bounds on `broker.session.timeout.ms`, in milliseconds: below 100 ms every GC pause
 /// fences; above an hour a dead broker keeps its partitions offline for too long.
 pub const BROKER_SESSION_TIMEOUT_MS_MIN: i64 = 100;

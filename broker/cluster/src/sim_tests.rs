@@ -176,6 +176,9 @@ struct Sim {
 fn config() -> ControllerConfig {
     ControllerConfig {
         broker_session_timeout_ms: SESSION_TIMEOUT_MS,
+        // Preferred leaders come back often, so leadership moves under every other fault.
+        leader_imbalance_check_interval_ms: Some(4 * SESSION_TIMEOUT_MS),
+        ..ControllerConfig::default()
     }
 }
 

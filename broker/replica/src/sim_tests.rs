@@ -181,6 +181,10 @@ impl Sim {
         let fsync = !rng.chance(150);
         let controller_config = ControllerConfig {
             broker_session_timeout_ms: SESSION_TIMEOUT_MS,
+            // Preferred leaders come back often: leadership moves to a caught-up replica
+            // while produces and the other faults go on.
+            leader_imbalance_check_interval_ms: Some(4 * SESSION_TIMEOUT_MS),
+            ..ControllerConfig::default()
         };
         let image = MetadataImage::new();
         let controller = Controller::new(controller_config, &image, 0, rng.next_u64());

@@ -25,6 +25,7 @@ pub fn topic_keys() -> impl Iterator<Item = (&'static str, Option<&'static str>)
 /// only here: no broker default yet) and the plugin bindings.
 pub const OWN_KEYS: &[&str] = &[
     MIN_INSYNC_REPLICAS_KEY,
+    UNCLEAN_LEADER_ELECTION_KEY,
     PARTITIONER_KEY,
     PARTITIONER_PARAMS_KEY,
     VALIDATOR_KEY,
@@ -35,6 +36,11 @@ pub const OWN_KEYS: &[&str] = &[
 /// Kafka's topic key: the fewest in-sync replicas an acks=all produce needs (a replicated
 /// partition's high watermark also stands still below it).
 pub const MIN_INSYNC_REPLICAS_KEY: &str = "min.insync.replicas";
+
+/// Kafka's topic key: a partition whose in-sync replicas are all gone is led by any live
+/// replica (`true`), losing what only they had, or waits for one of them (`false`, the
+/// default). Read by the controller (`sluice_cluster::limits::UNCLEAN_LEADER_ELECTION_KEY`).
+pub const UNCLEAN_LEADER_ELECTION_KEY: &str = sluice_cluster::limits::UNCLEAN_LEADER_ELECTION_KEY;
 
 /// Topic key naming the partitioner plugin of a topic.
 pub const PARTITIONER_KEY: &str = "sluice.partitioner";
@@ -121,6 +127,12 @@ fn validate_plugin_key(key: &str, value: &str) -> Option<Result<(), KafkaError>>
             ))),
             _ => Err(invalid(format!(
                 "min.insync.replicas must be a whole number of at least 1, not {value:?}"
+            ))),
+        }),
+        UNCLEAN_LEADER_ELECTION_KEY => Some(match value.trim() {
+            "true" | "false" => Ok(()),
+            other => Err(invalid(format!(
+                "{UNCLEAN_LEADER_ELECTION_KEY} must be true or false, not {other:?}"
             ))),
         }),
         PARTITIONER_KEY if value.trim().is_empty() => Some(Err(invalid(format!(
@@ -230,6 +242,8 @@ pub fn describe(broker: &BrokerConfig, overrides: &TopicOverrides) -> Vec<Descri
                 None => overrides.get(key).cloned().unwrap_or_else(|| {
                     if key == MIN_INSYNC_REPLICAS_KEY {
                         "1".to_owned()
+                    } else if key == UNCLEAN_LEADER_ELECTION_KEY {
+                        "false".to_owned()
                     } else {
                         String::new()
                     }
@@ -322,7 +336,11 @@ mod min_insync_tests {
         validate("min.insync.replicas", "2").unwrap();
         let refused = validate("min.insync.replicas", "33").unwrap_err();
         assert_eq!(refused.code, kafka_protocol::ResponseError::InvalidConfig);
-        assert!(refused.message.contains("REPLICAS_MAX"), "{}", refused.message);
+        assert!(
+            refused.message.contains("REPLICAS_MAX"),
+            "{}",
+            refused.message
+        );
         assert!(validate("min.insync.replicas", "0").is_err());
     }
 }

@@ -132,3 +132,22 @@ fn the_clusters_epochs_override_one_this_broker_began_on_its_own() {
     follower.truncate_to(Offset(8), 4_000).unwrap();
     assert_eq!(follower.leader_epochs(), vec![(3, 0)]);
 }
+
+#[test]
+fn every_replicated_append_corpus_file_replays_without_a_panic() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fuzz/corpus/replicated_append");
+    let mut taken = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        sluice_storage::fuzz::replicated_append(&bytes);
+        let fs = std::sync::Arc::new(sluice_storage::io::FaultyFs::new());
+        let mut log =
+            Log::open_with(fs, std::path::Path::new("/r/t-0"), LogConfig::default(), 0).unwrap();
+        taken += usize::from(
+            log.append_replicated(&bytes, 0)
+                .is_ok_and(|a| a.batches > 0),
+        );
+    }
+    assert!(taken >= 2, "the committed seeds are taken");
+}

@@ -95,7 +95,12 @@ impl Controller {
                 format!("node {node_id} is registered by another incarnation with a live session"),
             ));
         }
-        let mut records = move_away(image, &BTreeSet::from([node_id]), &self.expired(now_ms));
+        let mut records = move_away(
+            image,
+            &self.config,
+            &BTreeSet::from([node_id]),
+            &self.expired(now_ms),
+        );
         records.push(record);
         self.touch(node_id, now_ms);
         Ok(Decision::new(records, BrokerEpoch::OfCommit))
@@ -128,7 +133,7 @@ impl Controller {
             self.shut_down(image, broker, &avoid)
         } else if hb.want_fence && !broker.fenced {
             let mut records = vec![fence(broker)];
-            records.extend(move_away(image, &node, &avoid));
+            records.extend(move_away(image, &self.config, &node, &avoid));
             Decision::new(records, reply(true, false))
         } else if broker.fenced && !broker.in_controlled_shutdown && is_caught_up && !hb.want_fence
         {
@@ -136,7 +141,7 @@ impl Controller {
                 node_id: hb.node_id,
                 broker_epoch: epoch,
             }];
-            records.extend(elect_returning(image, hb.node_id));
+            records.extend(elect_returning(image, &self.config, hb.node_id));
             Decision::new(records, reply(false, false))
         } else {
             Decision::new(vec![], reply(broker.fenced, false))
@@ -174,11 +179,11 @@ impl Controller {
                 node_id,
                 broker_epoch: broker.broker_epoch,
             }];
-            records.extend(move_away(image, &node, avoid));
+            records.extend(move_away(image, &self.config, &node, avoid));
             return Decision::new(records, reply(false, false));
         }
         // Shutting down already: whatever it still leads moves, and it is fenced.
-        let mut records = move_away(image, &node, avoid);
+        let mut records = move_away(image, &self.config, &node, avoid);
         records.push(fence(broker));
         self.deadlines_ms.remove(&node_id);
         Decision::new(records, reply(true, true))
@@ -206,11 +211,15 @@ impl Controller {
             .filter_map(|id| image.broker(*id))
             .find(|b| !b.fenced)
         else {
-            return repair(image, &expired);
+            let repaired = repair(image, &self.config, &expired);
+            if !repaired.is_empty() {
+                return repaired;
+            }
+            return self.rebalance_if_due(image, now_ms);
         };
         let node = BTreeSet::from([broker.registration.node_id]);
         let mut records = vec![fence(broker)];
-        records.extend(move_away(image, &node, &expired));
+        records.extend(move_away(image, &self.config, &node, &expired));
         records
     }
 
@@ -228,7 +237,12 @@ impl Controller {
         let broker = image
             .broker(node_id)
             .ok_or_else(|| not_registered(node_id))?;
-        let mut records = move_away(image, &BTreeSet::from([node_id]), &self.expired(now_ms));
+        let mut records = move_away(
+            image,
+            &self.config,
+            &BTreeSet::from([node_id]),
+            &self.expired(now_ms),
+        );
         records.push(MetadataRecord::UnregisterBroker {
             node_id,
             broker_epoch: broker.broker_epoch,

@@ -583,3 +583,105 @@ fn manual_assignments_place_partitions_where_asked_as_kafka_checks_them() {
     let leaders: Vec<i32> = placed.partitions.values().map(|p| p.leader).collect();
     assert_eq!(leaders, vec![2, 2, 1]);
 }
+
+#[test]
+fn leadership_returns_to_the_preferred_replica_once_it_is_back_in_the_isr() {
+    let mut h = Harness::new();
+    let interval = 20_000;
+    h.c = Controller::new(
+        ControllerConfig {
+            leader_imbalance_check_interval_ms: Some(interval),
+            ..ControllerConfig::default()
+        },
+        &h.image,
+        0,
+        1,
+    );
+    let mut epochs: BTreeMap<i32, i64> = (1..=3).map(|id| (id, h.start(id, 1, 0))).collect();
+    let id = h.create("t", 1, 3).unwrap();
+    let p = h.image.partition(id, 0).unwrap().clone();
+    let preferred = p.replicas[0];
+    assert_eq!(p.leader, preferred);
+    // The preferred replica goes silent: fenced, leadership moves.
+    for (&node, &epoch) in &epochs {
+        if node != preferred {
+            h.heartbeat(node, epoch, TIMEOUT_MS).unwrap();
+        }
+    }
+    h.tick(TIMEOUT_MS + 1);
+    let moved = h.image.partition(id, 0).unwrap().clone();
+    assert_ne!(moved.leader, preferred);
+    // It returns and its new leader takes it back into the ISR.
+    epochs.insert(preferred, h.start(preferred, 2, TIMEOUT_MS + 2));
+    let mut isr = moved.isr.clone();
+    isr.push(preferred);
+    let alter = AlterPartition {
+        broker_id: moved.leader,
+        broker_epoch: epochs[&moved.leader],
+        topic_id: id,
+        partition: 0,
+        leader_epoch: moved.leader_epoch,
+        partition_epoch: moved.partition_epoch,
+        new_isr: isr
+            .iter()
+            .map(|&broker_id| IsrMember {
+                broker_id,
+                broker_epoch: -1,
+            })
+            .collect(),
+    };
+    let d = h.c.alter_partition(&h.image, &alter).unwrap();
+    h.commit(&d.records);
+    // Before the check interval nothing moves; at it, leadership goes back.
+    for (&node, &epoch) in &epochs {
+        h.heartbeat(node, epoch, interval - 1).unwrap();
+    }
+    h.tick(interval - 1);
+    assert_eq!(h.image.partition(id, 0).unwrap().leader, moved.leader);
+    h.tick(interval + 1);
+    let back = h.image.partition(id, 0).unwrap();
+    assert_eq!(back.leader, preferred);
+    assert!(back.leader_epoch > moved.leader_epoch);
+}
+
+#[test]
+fn unclean_election_only_for_a_topic_that_enables_it() {
+    let mut h = Harness::new();
+    let epochs: BTreeMap<i32, i64> = (1..=2).map(|id| (id, h.start(id, 1, 0))).collect();
+    let mut make = |name: &str, unclean: bool| {
+        let topic = NewTopic {
+            name: name.into(),
+            num_partitions: 1,
+            replication_factor: 2,
+            configs: if unclean {
+                vec![(
+                    crate::limits::UNCLEAN_LEADER_ELECTION_KEY.into(),
+                    "true".into(),
+                )]
+            } else {
+                vec![]
+            },
+            topic_id: None,
+            assignments: Some(vec![vec![1, 2]]),
+        };
+        let d = h.c.create_topics(&h.image, &[topic]);
+        h.commit(&d.records);
+        d.reply[0].result.clone().unwrap().0
+    };
+    let clean = make("clean", false);
+    let unclean = make("unclean", true);
+    // Broker 2 goes first (ISR {1}), then broker 1: no in-sync replica is left.
+    h.heartbeat(1, epochs[&1], TIMEOUT_MS).unwrap();
+    h.tick(TIMEOUT_MS + 1);
+    h.tick(2 * TIMEOUT_MS + 2);
+    for id in [clean, unclean] {
+        let p = h.image.partition(id, 0).unwrap();
+        assert_eq!((p.leader, p.isr.clone()), (NO_LEADER_FOR_TESTS, vec![1]));
+    }
+    // Broker 2 returns: only the topic that enables it takes it as leader (and sole ISR).
+    h.start(2, 2, 2 * TIMEOUT_MS + 3);
+    let p = h.image.partition(unclean, 0).unwrap();
+    assert_eq!((p.leader, p.isr.clone()), (2, vec![2]));
+    let p = h.image.partition(clean, 0).unwrap();
+    assert_eq!((p.leader, p.isr.clone()), (NO_LEADER_FOR_TESTS, vec![1]));
+}

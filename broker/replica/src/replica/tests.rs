@@ -382,7 +382,12 @@ fn an_empty_newer_epoch_gives_way_to_the_leaders_older_batches() {
             start_offset: 6,
         },
     ];
-    let mut f = Replica::new(config(3, 1), TOPIC, 0, ReplicaLog::tail(6, &epochs, Some(0)));
+    let mut f = Replica::new(
+        config(3, 1),
+        TOPIC,
+        0,
+        ReplicaLog::tail(6, &epochs, Some(0)),
+    );
     let effects = f.handle(0, metadata(state(2, 0, &[2, 3])));
     let request = effects
         .iter()

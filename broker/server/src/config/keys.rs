@@ -130,6 +130,18 @@ broker_keys! {
         count(1..=limits::PARTITIONS_PER_TOPIC_MAX as i64);
 
     // Replication (Kafka's keys): kraft/replicas.rs.
+    /// The active controller moves leadership back to each partition's preferred replica
+    /// (the first listed) when it is in the ISR and its broker has more than
+    /// `leader.imbalance.per.broker.percentage` of its preferred partitions led elsewhere,
+    /// every `leader.imbalance.check.interval.seconds`.
+    "auto.leader.rebalance.enable" => auto_leader_rebalance_enable: bool = true, boolean();
+    /// How often that check runs.
+    "leader.imbalance.check.interval.seconds" => leader_imbalance_check_interval_seconds: i64 =
+        300, count(1..=86_400);
+    /// The share of a broker's preferred partitions that may be led elsewhere before they
+    /// move back.
+    "leader.imbalance.per.broker.percentage" => leader_imbalance_per_broker_percentage: u32 =
+        10, count(0..=100);
     /// Replicas of a topic created without a replication factor (-1), auto-created topics
     /// included. Above 1 only in a cluster of at least that many brokers.
     "default.replication.factor" => default_replication_factor: i16 = 1,

@@ -37,6 +37,7 @@ pub fn all() -> Vec<Seed> {
         "gauge-and-sum".to_owned(),
         crate::telemetry::otlp::sample(),
     ));
+    out.extend(replicated());
     out.extend(guest_columns());
     out.extend(plugin_components());
     out
@@ -306,6 +307,30 @@ fn guest_columns() -> Vec<Seed> {
             "guest_columns",
             "transform-output".into(),
             encode(0x33, &output),
+        ),
+    ]
+}
+
+/// A leader's fetch answers as a follower appends them: contiguous batches from offset 0
+/// (plain, an idempotent producer's, a transaction's with its commit marker).
+fn replicated() -> Vec<Seed> {
+    use sluice_storage::batch;
+    use sluice_storage::testing::{build_value_batch, producer_batch};
+    let at = |mut b: Vec<u8>, base: i64| {
+        b[batch::pos::BASE_OFFSET..batch::pos::BASE_OFFSET + 8]
+            .copy_from_slice(&base.to_be_bytes());
+        b
+    };
+    let plain = build_value_batch(2, 16, 7, 1_000);
+    let idempotent = at(producer_batch(7, 0, 0, 3, false), 2);
+    let txn = at(producer_batch(9, 1, 0, 2, true), 5);
+    let marker = at(batch::build_control_batch(9, 1, 1, 4, 2_000), 7);
+    vec![
+        ("replicated_append", "plain".to_owned(), plain.clone()),
+        (
+            "replicated_append",
+            "plain-idempotent-transaction".to_owned(),
+            [plain, idempotent, txn, marker].concat(),
         ),
     ]
 }

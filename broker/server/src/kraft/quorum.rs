@@ -70,6 +70,13 @@ pub fn quorum_config(
         data_dir: config.data_dir.join(METADATA_DIR),
         controller: ControllerConfig {
             broker_session_timeout_ms: config.broker_session_timeout_ms,
+            leader_imbalance_check_interval_ms: config.auto_leader_rebalance_enable.then(|| {
+                config
+                    .leader_imbalance_check_interval_seconds
+                    .saturating_mul(1_000)
+            }),
+            leader_imbalance_per_broker_percentage: config.leader_imbalance_per_broker_percentage,
+            unclean_leader_election: false,
         },
         // A dedicated controller (`process.roles=controller`) never registers as a broker.
         broker: config.process_roles.broker.then(|| BrokerRole {

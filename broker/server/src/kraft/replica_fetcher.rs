@@ -32,9 +32,8 @@ use super::replicas::{ReplicaManager, Slot};
 /// Largest Fetch answer a follower asks a leader for (`max_bytes`), below the inter-broker
 /// client's frame bound (`peers::PEER_RESPONSE_BYTES_MAX`).
 pub const REPLICA_FETCH_RESPONSE_BYTES_MAX: i32 = 10 * 1024 * 1024;
-const _: () = assert!(
-    (REPLICA_FETCH_RESPONSE_BYTES_MAX as usize) < super::peers::PEER_RESPONSE_BYTES_MAX
-);
+const _: () =
+    assert!((REPLICA_FETCH_RESPONSE_BYTES_MAX as usize) < super::peers::PEER_RESPONSE_BYTES_MAX);
 
 /// The Fetch version followers send (the first with `LastFetchedEpoch` and
 /// `DivergingEpoch`, topics named by name).
@@ -93,7 +92,9 @@ async fn run(manager: std::sync::Weak<ReplicaManager>, leader: i32, fetcher: Arc
             fetcher.wake.notified().await;
             continue;
         }
-        let Some(manager) = manager.upgrade() else { return };
+        let Some(manager) = manager.upgrade() else {
+            return;
+        };
         let Some(kraft) = manager.kraft() else { return };
         let settings = *manager.settings();
         let request = kafka_request(settings.node_id, &settings, &batch);
@@ -195,7 +196,11 @@ fn partition_result(
 ) -> (Result<FetchData, ErrorCode>, Option<Bytes>) {
     if p.error_code != 0 {
         let code = ErrorCode::from_code(p.error_code).unwrap_or(ErrorCode::UnknownServerError);
-        tracing::info!(partition = p.partition_index, error = code.name(), "the leader refused a replica fetch");
+        tracing::info!(
+            partition = p.partition_index,
+            error = code.name(),
+            "the leader refused a replica fetch"
+        );
         return (Err(code), None);
     }
     let diverging = (p.diverging_epoch.epoch >= 0).then_some(EpochEndOffset {

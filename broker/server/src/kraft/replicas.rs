@@ -227,10 +227,7 @@ impl ReplicaManager {
             let min_isr = min_insync_replicas(image, &topic.name);
             for (&index, state) in &topic.partitions {
                 if state.replicas.len() > 1 && state.replicas.contains(&me) {
-                    wanted.insert(
-                        (topic.name.clone(), index),
-                        (*id, state.clone(), min_isr),
-                    );
+                    wanted.insert((topic.name.clone(), index), (*id, state.clone(), min_isr));
                 }
             }
         }
@@ -252,9 +249,9 @@ impl ReplicaManager {
             let Some(partition) = self.topics.partition(&key.0, key.1) else {
                 continue;
             };
-            let existing = self.slot(&key.0, key.1).filter(|s| {
-                Arc::ptr_eq(&s.partition, &partition) && s.topic_id == topic_id
-            });
+            let existing = self
+                .slot(&key.0, key.1)
+                .filter(|s| Arc::ptr_eq(&s.partition, &partition) && s.topic_id == topic_id);
             let slot = match existing {
                 Some(slot) => slot,
                 None => match Slot::open(&self.settings, topic_id, &partition, min_isr) {
@@ -445,6 +442,9 @@ impl Slot {
         }
         self.partition
             .set_high_watermark(Some(inner.replica.high_watermark()));
+        if inner.replica.leading_epoch().is_none() {
+            self.partition.set_leader_epoch_start(None);
+        }
     }
 
     fn carry_out(&self, manager: &Arc<ReplicaManager>, inner: &mut Inner, effect: Effect) {
@@ -473,9 +473,15 @@ impl Slot {
                     }
                 }
             }
-            Effect::BeginEpoch { epoch, .. } => {
+            Effect::BeginEpoch {
+                epoch,
+                start_offset,
+            } => {
+                p.set_leader_epoch_start(Some(start_offset));
                 match p.with_log(|log| log.assign_leader_epoch(epoch)) {
-                    Ok(Ok(())) => tracing::info!(topic = %p.topic, partition = p.index, epoch, "leading"),
+                    Ok(Ok(())) => {
+                        tracing::info!(topic = %p.topic, partition = p.index, epoch, "leading")
+                    }
                     Ok(Err(e)) => {
                         tracing::warn!(topic = %p.topic, partition = p.index, epoch, error = %e, "could not record the leader epoch");
                     }
@@ -494,7 +500,9 @@ impl Slot {
                 let key = (p.topic.clone(), p.index);
                 tokio::spawn(async move {
                     let done = group_commit::wait_durable(&slot_partition, up_to).await;
-                    let Some(slot) = manager.slot(&key.0, key.1) else { return };
+                    let Some(slot) = manager.slot(&key.0, key.1) else {
+                        return;
+                    };
                     if !Arc::ptr_eq(&slot.partition, &slot_partition) {
                         return;
                     }
@@ -572,6 +580,7 @@ impl Slot {
             let _ = waiter.send(Err(ErrorCode::NotLeaderOrFollower));
         }
         self.partition.set_high_watermark(None);
+        self.partition.set_leader_epoch_start(None);
     }
 }
 
@@ -595,7 +604,11 @@ fn truncate(p: &Arc<Partition>, offset: i64, now_ms: i64) -> bool {
         let cut = group_commit::when_no_sync_runs(p, || {
             p.with_log(|log| {
                 let cut = log.truncate_to(Offset(offset), now_ms);
-                (cut, log.durable_offset().value(), log.log_end_offset().value())
+                (
+                    cut,
+                    log.durable_offset().value(),
+                    log.log_end_offset().value(),
+                )
             })
         });
         match cut {
@@ -669,7 +682,10 @@ async fn alter_partition(
             partition_epoch,
         }),
         Ok(other) => {
-            tracing::warn!(?other, "the controller answered AlterPartition with something else");
+            tracing::warn!(
+                ?other,
+                "the controller answered AlterPartition with something else"
+            );
             Err(ErrorCode::UnknownServerError)
         }
         Err(e) => {
@@ -681,7 +697,9 @@ async fn alter_partition(
     if let Ok(state) = &result {
         tracing::info!(topic = %key.0, partition = key.1, isr = ?state.isr, partition_epoch = state.partition_epoch, "ISR changed");
     }
-    let Some(slot) = manager.slot(&key.0, key.1) else { return };
+    let Some(slot) = manager.slot(&key.0, key.1) else {
+        return;
+    };
     let _ = tokio::task::spawn_blocking(move || {
         slot.handle(&manager, Event::AlterPartitionResponse(result));
     })
@@ -707,7 +725,8 @@ const fn acks_of(acks: i16) -> Acks {
 
 /// A produce refused by the replica, as the client's error.
 fn refusal(code: ErrorCode, topic: &str, index: i32, isr: &[i32], min: usize) -> KafkaError {
-    let error = ResponseError::try_from_code(code.code()).unwrap_or(ResponseError::UnknownServerError);
+    let error =
+        ResponseError::try_from_code(code.code()).unwrap_or(ResponseError::UnknownServerError);
     let message = match code {
         ErrorCode::NotEnoughReplicas => format!(
             "{topic}-{index}: the in-sync replicas {isr:?} are fewer than min.insync.replicas = {min}"

@@ -39,6 +39,9 @@ pub struct Partition {
     /// The high watermark of a replicated partition (`crate::kraft`'s replica manager
     /// sets it), or -1: not replicated, where consumers read to the log end.
     high_watermark: std::sync::atomic::AtomicI64,
+    /// Where this broker's current leadership of a replicated partition began (its epoch's
+    /// start offset), or -1.
+    epoch_start: std::sync::atomic::AtomicI64,
 }
 
 /// A partition's place in the cluster, from the metadata image.
@@ -79,6 +82,7 @@ impl Partition {
             leader_epoch,
             placement: RwLock::new(None),
             high_watermark: std::sync::atomic::AtomicI64::new(-1),
+            epoch_start: std::sync::atomic::AtomicI64::new(-1),
         }
     }
 
@@ -97,6 +101,7 @@ impl Partition {
             leader_epoch: -1,
             placement: RwLock::new(None),
             high_watermark: std::sync::atomic::AtomicI64::new(-1),
+            epoch_start: std::sync::atomic::AtomicI64::new(-1),
         }
     }
 
@@ -209,6 +214,19 @@ impl Partition {
         if old != new {
             self.end_offset.send_modify(|_| {});
         }
+    }
+
+    /// Where this broker's leadership of a replicated partition began (set by the replica
+    /// manager when it begins an epoch), if it leads one.
+    pub fn leader_epoch_start(&self) -> Option<i64> {
+        let start = self.epoch_start.load(std::sync::atomic::Ordering::Acquire);
+        (start >= 0).then_some(start)
+    }
+
+    /// Records where this broker's leadership began (`None`: it no longer leads).
+    pub fn set_leader_epoch_start(&self, start: Option<i64>) {
+        self.epoch_start
+            .store(start.unwrap_or(-1), std::sync::atomic::Ordering::Release);
     }
 
     /// The offset consumers read up to: the high watermark of a replicated partition, else

@@ -14,6 +14,9 @@
 //! offset pending upload to remote storage: Kafka's `fetchEarliestPendingUploadOffset` without
 //! remote storage). v10's timeout bounds only remote storage reads: there are none. Under read_committed an answer at or past the last stable
 //! offset is none (-1/-1), as Kafka filters every lookup but earliest and latest.
+//! A replicated partition answers latest with its high watermark (and finds by time only
+//! below it); a new leader whose high watermark is still below the start of its epoch
+//! answers OFFSET_NOT_AVAILABLE to all but earliest (KIP-207), and the client retries.
 
 use std::sync::Arc;
 
@@ -154,6 +157,18 @@ fn lookup(
         return out;
     }
     let hw = partition.high_watermark();
+    // KIP-207: a new leader whose high watermark has not reached its epoch's start does not
+    // know yet where the committed log ends.
+    if let (Some(hw), Some(start)) = (hw, partition.leader_epoch_start())
+        && hw < start
+        && !matches!(
+            asked.timestamp,
+            EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP
+        )
+    {
+        out.error_code = ResponseError::OffsetNotAvailable.code();
+        return out;
+    }
     let found = partition.with_log(|log| find(log, asked.timestamp, read_committed, hw));
     match found {
         Ok(Ok(Some((offset, ts, epoch)))) => {

@@ -82,7 +82,8 @@ pub struct Staged {
 struct ReplicaWait {
     topic: usize,
     slot: usize,
-    answer: tokio::sync::oneshot::Receiver<Result<sluice_replica::ProduceAck, sluice_kafka::ErrorCode>>,
+    answer:
+        tokio::sync::oneshot::Receiver<Result<sluice_replica::ProduceAck, sluice_kafka::ErrorCode>>,
 }
 
 /// Records re-routed to a partition another broker leads, and where the answer for the
@@ -678,8 +679,8 @@ async fn wait_replicated(responses: &mut [TopicProduceResponse], waits: Vec<Repl
             Err(_) => sluice_kafka::ErrorCode::NotLeaderOrFollower,
         };
         let response = &mut responses[wait.topic].partition_responses[wait.slot];
-        let error = ResponseError::try_from_code(code.code())
-            .unwrap_or(ResponseError::UnknownServerError);
+        let error =
+            ResponseError::try_from_code(code.code()).unwrap_or(ResponseError::UnknownServerError);
         let message = format!(
             "partition {}: not replicated to the in-sync replicas ({})",
             response.index,

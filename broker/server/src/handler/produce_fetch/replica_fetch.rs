@@ -94,8 +94,7 @@ pub async fn handle(
                     replica_epoch,
                     leader_epoch: p.current_leader_epoch,
                     fetch_offset: p.fetch_offset,
-                    last_fetched_epoch: (p.last_fetched_epoch >= 0)
-                        .then_some(p.last_fetched_epoch),
+                    last_fetched_epoch: (p.last_fetched_epoch >= 0).then_some(p.last_fetched_epoch),
                     correlation_id: 0,
                 };
                 match &replicas {
@@ -167,9 +166,10 @@ async fn serve(
             data.high_watermark,
             data.diverging_epoch.map(|d| (d.epoch, d.end_offset)),
         )),
-        Err(code) => Err(
-            ResponseError::try_from_code(code.code()).unwrap_or(ResponseError::UnknownServerError)
-        ),
+        Err(code) => {
+            Err(ResponseError::try_from_code(code.code())
+                .unwrap_or(ResponseError::UnknownServerError))
+        }
     }
 }
 
