@@ -24,11 +24,11 @@ import signal
 import time
 from pathlib import Path
 
+from cluster_support import cluster_factory  # noqa: F401 (fixture)
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from clients import admin_op
-from cluster_support import cluster_factory  # noqa: F401 (fixture)
 from conftest import wait_until
 
 
@@ -51,7 +51,9 @@ def partitions_of(cluster, via: int, topic: str) -> dict[int, dict]:
     }
 
 
-def produce(bootstrap: str, topic: str, values: list[bytes], acks: str = "all", partition: int | None = None) -> list[tuple[int, int, bytes]]:
+def produce(
+    bootstrap: str, topic: str, values: list[bytes], acks: str = "all", partition: int | None = None
+) -> list[tuple[int, int, bytes]]:
     """Produces `values` (idempotent when acks=all); returns (partition, offset, value) of each
     acknowledged record and raises on any delivery error."""
     conf = {"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5, "message.timeout.ms": 60000}
@@ -83,7 +85,9 @@ def produce(bootstrap: str, topic: str, values: list[bytes], acks: str = "all", 
     return acked
 
 
-def consume_all(bootstrap: str, topic: str, partitions: int, expect: int, timeout_s: float = 60) -> list[tuple[int, int, bytes]]:
+def consume_all(
+    bootstrap: str, topic: str, partitions: int, expect: int, timeout_s: float = 60
+) -> list[tuple[int, int, bytes]]:
     c = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -116,8 +120,10 @@ def segment_bytes(node, topic: str, partition: int) -> bytes:
 def wait_identical(cluster, nodes: list[int], topic: str, partitions: int, timeout_s: float = 60):
     for p in range(partitions):
         wait_until(
-            lambda p=p: len({segment_bytes(cluster.node(n), topic, p) for n in nodes}) == 1
-            and len(segment_bytes(cluster.node(nodes[0]), topic, p)) > 0,
+            lambda p=p: (
+                len({segment_bytes(cluster.node(n), topic, p) for n in nodes}) == 1
+                and len(segment_bytes(cluster.node(nodes[0]), topic, p)) > 0
+            ),
             timeout_s,
             f"partition {p}'s logs to be identical on nodes {nodes}",
         )
@@ -186,7 +192,9 @@ def test_acks_all_needs_min_insync_replicas_and_acks_one_does_not(cluster_factor
         30,
         "the dead follower to leave the ISR",
     )
-    p = Producer({"bootstrap.servers": cluster.node(leader).bootstrap, "acks": "all", "message.timeout.ms": 5000, "retries": 0})
+    p = Producer(
+        {"bootstrap.servers": cluster.node(leader).bootstrap, "acks": "all", "message.timeout.ms": 5000, "retries": 0}
+    )
     errors: list[KafkaError] = []
     p.produce(topic_name, b"refused", partition=0, on_delivery=lambda err, msg: errors.append(err))
     p.flush(30)
@@ -194,7 +202,9 @@ def test_acks_all_needs_min_insync_replicas_and_acks_one_does_not(cluster_factor
     produce(cluster.node(leader).bootstrap, topic_name, [b"acks-one"], acks="1", partition=0)
 
     cluster.node(follower).start()
-    wait_until(lambda: partitions_of(cluster, leader, topic_name)[0]["isr"] == [1, 2, 3], 60, "the ISR to be full again")
+    wait_until(
+        lambda: partitions_of(cluster, leader, topic_name)[0]["isr"] == [1, 2, 3], 60, "the ISR to be full again"
+    )
     produce(cluster.node(leader).bootstrap, topic_name, [b"after"], partition=0)
     values = [v for _, _, v in consume_all(cluster.node(leader).bootstrap, topic_name, 1, 3)]
     assert values == [b"before", b"acks-one", b"after"], "the refused record was never appended"

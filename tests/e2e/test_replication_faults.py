@@ -25,11 +25,11 @@ import signal
 import threading
 import time
 
-from confluent_kafka import Consumer, Producer, TopicPartition
-
 from cluster_support import cluster_factory  # noqa: F401 (fixture)
-from conftest import wait_until
+from confluent_kafka import Consumer, Producer, TopicPartition
 from test_replication import create_replicated, partitions_of, wait_identical
+
+from conftest import wait_until
 
 ROUNDS = int(os.environ.get("SLUICE_REPLICATION_ROUNDS", "6"))
 PARTITIONS = 3

@@ -126,7 +126,14 @@ def test_min_insync_replicas_refuses_acks_all_above_the_in_sync_replicas(broker,
     outcomes: dict[str, object] = {}
     for acks in ("all", "1"):
         p = Producer({"bootstrap.servers": broker.bootstrap, "acks": acks, "retries": 0, "message.timeout.ms": 5000})
-        p.produce(topic_name, acks.encode(), partition=0, on_delivery=lambda err, msg, a=acks: outcomes.__setitem__(a, err or msg.offset()))
+        p.produce(
+            topic_name,
+            acks.encode(),
+            partition=0,
+            on_delivery=lambda err, msg, a=acks: outcomes.__setitem__(a, err or msg.offset()),
+        )
         p.flush(30)
-    assert isinstance(outcomes["all"], KafkaError) and outcomes["all"].code() == KafkaError.NOT_ENOUGH_REPLICAS, outcomes
+    assert isinstance(outcomes["all"], KafkaError) and outcomes["all"].code() == KafkaError.NOT_ENOUGH_REPLICAS, (
+        outcomes
+    )
     assert outcomes["1"] == 0, "acks=1 is taken; the refused acks=all record was never appended"

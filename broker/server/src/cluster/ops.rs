@@ -363,42 +363,53 @@ fn topics(
                 )
             },
         ),
-        ControllerOp::AlterPartition {
-            broker_id,
-            broker_epoch,
-            topic_id,
-            partition,
-            leader_epoch,
-            partition_epoch,
-            new_isr,
-        } => {
-            let request = sluice_cluster::controller::AlterPartition {
-                broker_id,
-                broker_epoch,
-                topic_id: TopicId(topic_id),
-                partition,
-                leader_epoch,
-                partition_epoch,
-                new_isr: new_isr
-                    .into_iter()
-                    .map(|(broker_id, broker_epoch)| IsrMember {
-                        broker_id,
-                        broker_epoch,
-                    })
-                    .collect(),
-            };
-            decided(controller.alter_partition(image, &request)?, |p| {
-                ControllerReply::Partition {
-                    replicas: p.replicas,
-                    isr: p.isr,
-                    leader: p.leader,
-                    leader_epoch: p.leader_epoch,
-                    partition_epoch: p.partition_epoch,
-                }
-            })
-        }
+        op @ ControllerOp::AlterPartition { .. } => alter_partition(controller, image, op)?,
         other => unreachable!("topics given {other:?}"),
     })
+}
+
+/// AlterPartition: the leader's ISR change, decided by the controller's compare-and-set.
+fn alter_partition(
+    controller: &mut Controller,
+    image: &MetadataImage,
+    op: ControllerOp,
+) -> Result<Decided, OpError> {
+    let ControllerOp::AlterPartition {
+        broker_id,
+        broker_epoch,
+        topic_id,
+        partition,
+        leader_epoch,
+        partition_epoch,
+        new_isr,
+    } = op
+    else {
+        unreachable!("alter_partition given {op:?}")
+    };
+    let request = sluice_cluster::controller::AlterPartition {
+        broker_id,
+        broker_epoch,
+        topic_id: TopicId(topic_id),
+        partition,
+        leader_epoch,
+        partition_epoch,
+        new_isr: new_isr
+            .into_iter()
+            .map(|(broker_id, broker_epoch)| IsrMember {
+                broker_id,
+                broker_epoch,
+            })
+            .collect(),
+    };
+    Ok(decided(controller.alter_partition(image, &request)?, |p| {
+        ControllerReply::Partition {
+            replicas: p.replicas,
+            isr: p.isr,
+            leader: p.leader,
+            leader_epoch: p.leader_epoch,
+            partition_epoch: p.partition_epoch,
+        }
+    }))
 }
 
 /// Security, views, transforms and plugins.

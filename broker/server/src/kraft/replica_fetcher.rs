@@ -39,6 +39,9 @@ const _: () =
 /// `DivergingEpoch`, topics named by name).
 pub const REPLICA_FETCH_VERSION: i16 = 12;
 
+/// One partition's answer: the state machine's view, and the records' bytes.
+type PartitionAnswer = (Result<FetchData, ErrorCode>, Option<Bytes>);
+
 /// A fetch waiting for its fetcher: the replica and its request.
 type Waiting = HashMap<(String, i32), (Arc<Slot>, FetchRequest)>;
 
@@ -153,8 +156,7 @@ fn deliver(
     batch: Waiting,
     answer: Result<kafka_protocol::messages::FetchResponse, String>,
 ) {
-    let mut found: HashMap<(String, i32), (Result<FetchData, ErrorCode>, Option<Bytes>)> =
-        HashMap::new();
+    let mut found: HashMap<(String, i32), PartitionAnswer> = HashMap::new();
     let failed = match answer {
         Err(e) => {
             tracing::info!(leader, error = %e, "a replica fetch failed");
@@ -191,9 +193,7 @@ fn deliver(
 }
 
 /// One partition's answer: the state machine's view (batch headers) and the bytes.
-fn partition_result(
-    p: kafka_protocol::messages::fetch_response::PartitionData,
-) -> (Result<FetchData, ErrorCode>, Option<Bytes>) {
+fn partition_result(p: kafka_protocol::messages::fetch_response::PartitionData) -> PartitionAnswer {
     if p.error_code != 0 {
         let code = ErrorCode::from_code(p.error_code).unwrap_or(ErrorCode::UnknownServerError);
         tracing::info!(

@@ -451,28 +451,7 @@ impl Slot {
         let p = &self.partition;
         let now_ms = manager.topics.now_ms();
         match effect {
-            Effect::Append(batches) => {
-                let (Some(bytes), Some(last)) = (inner.fetched.as_ref(), batches.last()) else {
-                    inner.remake = true;
-                    return;
-                };
-                let end = prefix_through(bytes, last.last_offset);
-                let appended = p.with_log(|log| {
-                    log.append_replicated(&bytes[..end], now_ms)
-                        .map(|a| a.log_end_offset.value())
-                });
-                match appended {
-                    Ok(Ok(end)) => p.notify_appended(end),
-                    Ok(Err(e)) => {
-                        tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "appending the leader's batches failed");
-                        inner.remake = true;
-                    }
-                    Err(e) => {
-                        tracing::warn!(topic = %p.topic, partition = p.index, error = %e.message, "appending the leader's batches failed");
-                        inner.remake = true;
-                    }
-                }
-            }
+            Effect::Append(batches) => self.append(inner, &batches, now_ms),
             Effect::BeginEpoch {
                 epoch,
                 start_offset,
@@ -495,30 +474,7 @@ impl Slot {
                     inner.remake = true;
                 }
             }
-            Effect::Fsync { token, up_to } => {
-                let (slot_partition, manager) = (Arc::clone(p), Arc::clone(manager));
-                let key = (p.topic.clone(), p.index);
-                tokio::spawn(async move {
-                    let done = group_commit::wait_durable(&slot_partition, up_to).await;
-                    let Some(slot) = manager.slot(&key.0, key.1) else {
-                        return;
-                    };
-                    if !Arc::ptr_eq(&slot.partition, &slot_partition) {
-                        return;
-                    }
-                    match done {
-                        Ok(()) => {
-                            let _ = tokio::task::spawn_blocking(move || {
-                                slot.handle(&manager, Event::Fsynced { token });
-                            })
-                            .await;
-                        }
-                        Err(e) => {
-                            tracing::warn!(topic = %key.0, partition = key.1, error = %e.message, "a replica's fsync failed");
-                        }
-                    }
-                });
-            }
+            Effect::Fsync { token, up_to } => self.fsync(manager, token, up_to),
             Effect::SendFetch { to, request } => {
                 manager.fetchers.send(manager, to, &self.key(), request);
             }
@@ -534,6 +490,57 @@ impl Slot {
                 }
             }
         }
+    }
+
+    /// A follower's `Append`: the fetched bytes of `batches` as they are.
+    fn append(&self, inner: &mut Inner, batches: &[Batch], now_ms: i64) {
+        let p = &self.partition;
+        let (Some(bytes), Some(last)) = (inner.fetched.as_ref(), batches.last()) else {
+            inner.remake = true;
+            return;
+        };
+        let end = prefix_through(bytes, last.last_offset);
+        let appended = p.with_log(|log| {
+            log.append_replicated(&bytes[..end], now_ms)
+                .map(|a| a.log_end_offset.value())
+        });
+        match appended {
+            Ok(Ok(end)) => p.notify_appended(end),
+            Ok(Err(e)) => {
+                tracing::warn!(topic = %p.topic, partition = p.index, error = %e, "appending the leader's batches failed");
+                inner.remake = true;
+            }
+            Err(e) => {
+                tracing::warn!(topic = %p.topic, partition = p.index, error = %e.message, "appending the leader's batches failed");
+                inner.remake = true;
+            }
+        }
+    }
+
+    /// `Fsync`: the partition's group commit up to `up_to`, then `Fsynced`.
+    fn fsync(&self, manager: &Arc<ReplicaManager>, token: u64, up_to: i64) {
+        let (slot_partition, manager) = (Arc::clone(&self.partition), Arc::clone(manager));
+        let key = self.key();
+        tokio::spawn(async move {
+            let done = group_commit::wait_durable(&slot_partition, up_to).await;
+            let Some(slot) = manager.slot(&key.0, key.1) else {
+                return;
+            };
+            if !Arc::ptr_eq(&slot.partition, &slot_partition) {
+                return;
+            }
+            match done {
+                Ok(()) => {
+                    let _ = tokio::task::spawn_blocking(move || {
+                        slot.handle(&manager, Event::Fsynced { token });
+                    })
+                    .await;
+                }
+                Err(e) => {
+                    tracing::warn!(topic = %key.0, partition = key.1, error = %e.message, "a replica's fsync failed");
+                }
+            }
+        });
     }
 
     fn key(&self) -> Key {

@@ -111,30 +111,12 @@ pub async fn append(
         waits: Vec::new(),
         replicated: Vec::new(),
     };
-    // Kafka's checks: a transactional id the principal may WRITE for transactional batches
-    // (`hasTransactionalRecords`), then WRITE on each topic.
     let transactional_id = request.transactional_id.as_ref().map(|t| t.0.to_string());
     let transactional = has_transactional_batch(&request);
-    if transactional
-        && !transactional_id.as_deref().is_some_and(|id| {
-            ctx.auth
-                .allowed(AclOperation::Write, ResourceType::TransactionalId, id)
-        })
-    {
-        let message = "Transactional Id authorization failed.";
-        return refuse_all(
-            &request,
-            ResponseError::TransactionalIdAuthorizationFailed,
-            message,
-        );
-    }
-    let denied: HashSet<String> = request
-        .topic_data
-        .iter()
-        .map(|t| t.name.0.as_str())
-        .filter(|name| !ctx.auth.topic(AclOperation::Write, name))
-        .map(str::to_owned)
-        .collect();
+    let denied = match authorize(ctx, &request, transactional, transactional_id.as_deref()) {
+        Ok(denied) => denied,
+        Err((code, message)) => return refuse_all(&request, code, message),
+    };
     if !(-1..=1).contains(&acks) {
         return refuse_all(
             &request,
@@ -154,19 +136,19 @@ pub async fn append(
         Err(e) => return refuse_all(&request, e.code, &e.message),
     };
     let durable = acks == -1 && ctx.config.acks_all_fsync;
-    let replicas = ctx.kraft.map(|k| Arc::clone(k.replicas()));
+    let replication = ctx.kraft.map(|k| Replication {
+        replicas: Arc::clone(k.replicas()),
+        acks,
+        timeout_ms,
+        waits: Vec::new(),
+    });
     let (mut responses, waits, forwards, replicated) = tokio::task::spawn_blocking(move || {
-        let replication = replicas.map(|r| Replication {
-            replicas: r,
-            acks,
-            timeout_ms,
-            waits: Vec::new(),
-        });
+        let how = (acks, durable, replication);
         append_all(
             (&topics, &plugins),
             request,
             version,
-            (acks, durable, replication),
+            how,
             &denied,
             verified,
         )
@@ -195,6 +177,34 @@ struct Replication {
     acks: i16,
     timeout_ms: i64,
     waits: Vec<ReplicaWait>,
+}
+
+/// Kafka's checks: a transactional id the principal may WRITE for transactional batches
+/// (`hasTransactionalRecords`; else the whole request is refused), then WRITE on each topic
+/// (the topics it may not write).
+fn authorize(
+    ctx: &Ctx<'_>,
+    request: &ProduceRequest,
+    transactional: bool,
+    transactional_id: Option<&str>,
+) -> Result<HashSet<String>, (ResponseError, &'static str)> {
+    let allowed_id = transactional_id.is_some_and(|id| {
+        ctx.auth
+            .allowed(AclOperation::Write, ResourceType::TransactionalId, id)
+    });
+    if transactional && !allowed_id {
+        return Err((
+            ResponseError::TransactionalIdAuthorizationFailed,
+            "Transactional Id authorization failed.",
+        ));
+    }
+    Ok(request
+        .topic_data
+        .iter()
+        .map(|t| t.name.0.as_str())
+        .filter(|name| !ctx.auth.topic(AclOperation::Write, name))
+        .map(str::to_owned)
+        .collect())
 }
 
 /// The first Produce version that names topics by id (KIP-516).
@@ -528,59 +538,18 @@ fn append_all(
                         topic: known.as_deref(),
                         compacted,
                     };
-                    if let Some(r) = &replication
-                        && let Err(e) = r.replicas.check_produce(&name, index, r.acks)
+                    if let Some(e) =
+                        refused_by_replication(replication.as_ref(), acks, &target, index)
                     {
                         return partition_response(index, Err(e));
-                    }
-                    let replicated = replication
-                        .as_ref()
-                        .is_some_and(|r| r.replicas.slot(&name, index).is_some());
-                    if let (true, false, Some(t)) = (acks == -1, replicated, known.as_deref()) {
-                        let min = crate::topic_config::min_insync_replicas(&t.overrides);
-                        if min > 1 {
-                            return partition_response(
-                                index,
-                                Err(KafkaError::new(
-                                    ResponseError::NotEnoughReplicas,
-                                    format!(
-                                        "{name}-{index} has one replica and min.insync.replicas = {min}"
-                                    ),
-                                )),
-                            );
-                        }
                     }
                     let result =
                         append_partition((topics, plugins), &target, version, p, txn.as_ref());
                     let result = result.map(|rerouted| {
+                        let at = (topic_slot, slot);
                         for (partition, end_offset) in rerouted.appends {
-                            let waited = replication.as_mut().and_then(|r| {
-                                let (topic, index) = (&partition.topic, partition.index);
-                                let last = end_offset - 1;
-                                let answer = r.replicas.appended(
-                                    topic,
-                                    index,
-                                    r.acks,
-                                    (last, last),
-                                    false,
-                                    r.timeout_ms,
-                                )?;
-                                (r.acks == -1).then(|| {
-                                    r.waits.push(ReplicaWait {
-                                        topic: topic_slot,
-                                        slot,
-                                        answer,
-                                    });
-                                })
-                            });
-                            if durable && waited.is_none() {
-                                waits.push(DurableWait {
-                                    topic: topic_slot,
-                                    slot,
-                                    partition,
-                                    end_offset,
-                                });
-                            }
+                            let wait = (partition, end_offset);
+                            wait_after(replication.as_mut(), durable, wait, at, &mut waits);
                         }
                         forwards.extend(rerouted.forwards.into_iter().map(|forward| Forwarded {
                             topic: topic_slot,
@@ -598,6 +567,70 @@ fn append_all(
         .collect();
     let replicated = replication.map(|r| r.waits).unwrap_or_default();
     (responses, waits, forwards, replicated)
+}
+
+/// Before an append: its replica's refusal (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS),
+/// or, for acks=all to a partition with one replica, NOT_ENOUGH_REPLICAS when the topic's
+/// `min.insync.replicas` is above 1 (as Kafka answers).
+fn refused_by_replication(
+    replication: Option<&Replication>,
+    acks: i16,
+    target: &Target<'_>,
+    index: i32,
+) -> Option<KafkaError> {
+    let name = target.name;
+    if let Some(r) = replication {
+        if let Err(e) = r.replicas.check_produce(name, index, r.acks) {
+            return Some(e);
+        }
+        if r.replicas.slot(name, index).is_some() {
+            return None;
+        }
+    }
+    let min = crate::topic_config::min_insync_replicas(&target.topic?.overrides);
+    (acks == -1 && min > 1).then(|| {
+        KafkaError::new(
+            ResponseError::NotEnoughReplicas,
+            format!("{name}-{index} has one replica and min.insync.replicas = {min}"),
+        )
+    })
+}
+
+/// After an append (the partition and its log end after it): acks=all waits for the
+/// replica's answer (a replicated partition) or for the group commit (`durable`).
+fn wait_after(
+    replication: Option<&mut Replication>,
+    durable: bool,
+    (partition, end_offset): (Arc<Partition>, i64),
+    (topic, slot): (usize, usize),
+    waits: &mut Vec<DurableWait>,
+) {
+    let waited = replication.and_then(|r| {
+        let last = end_offset - 1;
+        let answer = r.replicas.appended(
+            &partition.topic,
+            partition.index,
+            r.acks,
+            (last, last),
+            false,
+            r.timeout_ms,
+        )?;
+        (r.acks == -1).then(|| {
+            r.waits.push(ReplicaWait {
+                topic,
+                slot,
+                answer,
+            })
+        })
+    });
+    if durable && waited.is_none() {
+        waits.push(DurableWait {
+            topic,
+            slot,
+            partition,
+            end_offset,
+        });
+    }
 }
 
 /// The verified transaction a partition entry appends under, or its verification's error.

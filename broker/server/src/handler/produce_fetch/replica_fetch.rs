@@ -68,6 +68,52 @@ pub async fn handle(
     version: i16,
     (replica_id, replica_epoch): (i32, i64),
 ) -> FetchResponse {
+    let (names, asked, by_id) = ask(ctx, &request, version, (replica_id, replica_epoch)).await;
+    let max_bytes = u32::try_from(request.max_bytes)
+        .ok()
+        .filter(|&b| b > 0)
+        .map_or(limits::FETCH_RESPONSE_MAX_BYTES, |b| {
+            b.min(limits::FETCH_RESPONSE_MAX_BYTES)
+        });
+    let wait_ms = u64::try_from(request.max_wait_ms)
+        .unwrap_or(0)
+        .min(limits::FETCH_MAX_WAIT_MS_MAX);
+    let deadline = Instant::now() + Duration::from_millis(wait_ms);
+    let mut wakers: Vec<watch::Receiver<i64>> = asked
+        .iter()
+        .filter(|a| a.answer.as_ref().is_ok_and(|(_, d)| d.is_none()))
+        .filter_map(|a| a.partition.as_ref().map(|p| p.subscribe()))
+        .collect();
+    let asked = Arc::new(asked);
+    let mut shutdown = ctx.client.shutdown.clone();
+    loop {
+        let reading = Arc::clone(&asked);
+        let read = tokio::task::spawn_blocking(move || read_all(&reading, max_bytes))
+            .await
+            .unwrap_or_default();
+        let bytes: usize = read.iter().map(|r| r.as_ref().map_or(0, |b| b.len())).sum();
+        let decided = asked
+            .iter()
+            .any(|a| a.answer.as_ref().map_or(true, |(_, d)| d.is_some()));
+        if bytes > 0 || decided || Instant::now() >= deadline || *shutdown.borrow() {
+            return respond(&names, &asked, read, by_id);
+        }
+        tokio::select! {
+            () = any_changed(&mut wakers) => {}
+            () = tokio::time::sleep_until(deadline) => {}
+            _ = shutdown.changed() => {}
+        }
+    }
+}
+
+/// Each asked partition with its replica's answer (in request order), the topics' names and
+/// ids, and whether they are named by id (v13+).
+async fn ask(
+    ctx: &Ctx<'_>,
+    request: &FetchRequest,
+    version: i16,
+    (replica_id, replica_epoch): (i32, i64),
+) -> (Vec<(String, uuid::Uuid)>, Vec<Asked>, bool) {
     let allowed = ctx.auth.cluster(AclOperation::ClusterAction);
     let ids = (version >= TOPIC_IDS_SINCE).then(|| TopicIds::of(ctx.topics));
     let replicas = ctx.kraft.map(|k| Arc::clone(k.replicas()));
@@ -113,41 +159,7 @@ pub async fn handle(
         }
         names.push((name, topic.topic_id));
     }
-    let max_bytes = u32::try_from(request.max_bytes)
-        .ok()
-        .filter(|&b| b > 0)
-        .map_or(limits::FETCH_RESPONSE_MAX_BYTES, |b| {
-            b.min(limits::FETCH_RESPONSE_MAX_BYTES)
-        });
-    let wait_ms = u64::try_from(request.max_wait_ms)
-        .unwrap_or(0)
-        .min(limits::FETCH_MAX_WAIT_MS_MAX);
-    let deadline = Instant::now() + Duration::from_millis(wait_ms);
-    let mut wakers: Vec<watch::Receiver<i64>> = asked
-        .iter()
-        .filter(|a| a.answer.as_ref().is_ok_and(|(_, d)| d.is_none()))
-        .filter_map(|a| a.partition.as_ref().map(|p| p.subscribe()))
-        .collect();
-    let asked = Arc::new(asked);
-    let mut shutdown = ctx.client.shutdown.clone();
-    loop {
-        let reading = Arc::clone(&asked);
-        let read = tokio::task::spawn_blocking(move || read_all(&reading, max_bytes))
-            .await
-            .unwrap_or_default();
-        let bytes: usize = read.iter().map(|r| r.as_ref().map_or(0, |b| b.len())).sum();
-        let decided = asked
-            .iter()
-            .any(|a| a.answer.as_ref().map_or(true, |(_, d)| d.is_some()));
-        if bytes > 0 || decided || Instant::now() >= deadline || *shutdown.borrow() {
-            return respond(&names, &asked, read, ids.is_some());
-        }
-        tokio::select! {
-            () = any_changed(&mut wakers) => {}
-            () = tokio::time::sleep_until(deadline) => {}
-            _ = shutdown.changed() => {}
-        }
-    }
+    (names, asked, ids.is_some())
 }
 
 /// The replica's answer for one partition: its high watermark and diverging epoch.
