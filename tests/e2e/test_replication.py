@@ -227,3 +227,28 @@ def test_consumers_read_only_below_the_high_watermark(cluster_factory, topic_nam
         os.kill(cluster.node(follower).proc.pid, signal.SIGCONT)
     values = [v for _, _, v in consume_all(cluster.node(leader).bootstrap, topic_name, 1, 2)]
     assert values == [b"replicated", b"not-yet"]
+
+
+def test_a_follower_that_stops_fetching_leaves_the_isr_and_rejoins(cluster_factory, topic_name):
+    """ISR shrink by lag alone (the follower's broker stays registered: its session outlives
+    the pause), through AlterPartition: acks=all goes on with the other two at
+    min.insync.replicas=2, and the follower rejoins once it has caught up."""
+    cluster = cluster_factory(3, {"replica.lag.time.max.ms": "2000", "broker.session.timeout.ms": "60000"})
+    create_replicated(cluster.node(1).bootstrap, topic_name, 1, 3, {"min.insync.replicas": "2"})
+    wait_until(lambda: partitions_of(cluster, 1, topic_name)[0]["isr"] == [1, 2, 3], 30, "a full ISR")
+    leader = partitions_of(cluster, 1, topic_name)[0]["leader"]
+    follower = next(n for n in (1, 2, 3) if n != leader)
+    others = sorted(n for n in (1, 2, 3) if n != follower)
+    os.kill(cluster.node(follower).proc.pid, signal.SIGSTOP)
+    try:
+        wait_until(
+            lambda: partitions_of(cluster, leader, topic_name)[0]["isr"] == others,
+            30,
+            "the stopped follower to leave the ISR",
+        )
+        assert cluster.live_brokers(leader) == {1, 2, 3}, "its broker is still registered"
+        produce(cluster.node(leader).bootstrap, topic_name, [b"while-out"], partition=0)
+    finally:
+        os.kill(cluster.node(follower).proc.pid, signal.SIGCONT)
+    wait_until(lambda: partitions_of(cluster, leader, topic_name)[0]["isr"] == [1, 2, 3], 30, "the follower to rejoin")
+    wait_identical(cluster, [1, 2, 3], topic_name, 1)
