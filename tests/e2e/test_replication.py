@@ -252,3 +252,54 @@ def test_a_follower_that_stops_fetching_leaves_the_isr_and_rejoins(cluster_facto
         os.kill(cluster.node(follower).proc.pid, signal.SIGCONT)
     wait_until(lambda: partitions_of(cluster, leader, topic_name)[0]["isr"] == [1, 2, 3], 30, "the follower to rejoin")
     wait_identical(cluster, [1, 2, 3], topic_name, 1)
+
+
+def tagged(r) -> dict[int, bytes]:
+    """A tagged-field section: tag -> its bytes."""
+    out = {}
+    for _ in range(r.uvarint()):
+        tag = r.uvarint()
+        out[tag] = r.take(r.uvarint())
+    return out
+
+
+def test_a_refused_produce_names_the_leader_and_its_endpoint(cluster_factory, topic_name):
+    """KIP-951: Produce v10+ to a broker that does not lead the partition is refused
+    NOT_LEADER_OR_FOLLOWER with the current leader and leader epoch, and the leader's endpoint
+    on the client's listener, so a client moves without a Metadata round trip."""
+    import struct
+
+    import kafka_wire as kw
+
+    cluster = cluster_factory(3)
+    create_replicated(cluster.node(1).bootstrap, topic_name, 1, 3)
+    wait_until(lambda: partitions_of(cluster, 1, topic_name)[0]["isr"] == [1, 2, 3], 30, "a full ISR")
+    leader = partitions_of(cluster, 1, topic_name)[0]["leader"]
+    other = next(n for n in (1, 2, 3) if n != leader)
+    batch = kw.record_batch([b"hint"])
+    with kw.KafkaConnection(cluster.node(other).bootstrap) as conn:
+        r = conn.request(0, 10, kw.produce_body(10, {topic_name: [(0, batch)]}))
+        r.skip_tagged_fields()
+        [(name, [(index, error, hint)])] = r.compact_array(
+            lambda t: (
+                t.compact_string(),
+                t.compact_array(
+                    lambda p: (
+                        p.i32(),
+                        p.i16(),
+                        (p.i64(), p.i64(), p.i64(), p.compact_array(lambda e: None), p.compact_string(), tagged(p))[-1],
+                    )
+                ),
+                t.skip_tagged_fields(),
+            )[:2]
+        )
+        r.i32()  # throttle
+        top = tagged(r)
+    assert (name, index, error) == (topic_name, 0, 6), (name, index, error)
+    leader_id, leader_epoch = struct.unpack(">ii", hint[0][:8])
+    assert leader_id == leader and leader_epoch >= 0
+    endpoints = kw._Reader(top[0]).compact_array(
+        lambda e: (e.i32(), e.compact_string(), e.i32(), e.compact_string(), e.skip_tagged_fields())[:3]
+    )
+    host, port = cluster.node(leader).bootstrap.rsplit(":", 1)
+    assert endpoints == [(leader, host, int(port))], endpoints

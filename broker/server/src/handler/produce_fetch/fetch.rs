@@ -1,6 +1,10 @@
 //! Fetch v4-v11: whole stored batches from each requested offset, as file ranges (sent with
 //! sendfile by the connection writer). Long poll: when fewer than `min_bytes` are ready the
 //! request waits, woken by appends to its partitions (watch channels), until `max_wait_ms`.
+//! A replicated partition is read below its high watermark. A partition refused
+//! NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names its current leader (v12+) and v16+
+//! responses carry those leaders' endpoints (KIP-951, `leader_hint.rs`). A follower's fetch
+//! is `replica_fetch.rs`.
 //! Sessionless (session_id 0); no preferred read replica. A partition listed twice gets
 //! INVALID_REQUEST in every entry and is not read (the copies would each do the work).
 //!
@@ -58,6 +62,9 @@ struct Target {
     /// the partition more than once, TOPIC_AUTHORIZATION_FAILED without READ on the topic
     /// (on the view, for a view).
     refused: Option<ResponseError>,
+    /// KIP-951: the current leader and epoch, named when refused for not leading (or a
+    /// fenced epoch).
+    leader_hint: Option<(i32, i32)>,
 }
 
 /// Answers Fetch.
@@ -102,6 +109,7 @@ pub async fn handle(ctx: &Ctx<'_>, mut request: FetchRequest, version: i16) -> F
             };
         };
         if bytes >= min_bytes || errors || Instant::now() >= deadline || *shutdown.borrow() {
+            let output = with_endpoints(ctx, output, version);
             return with_ids(output, ids.as_deref());
         }
         drop(output);
@@ -114,6 +122,32 @@ pub async fn handle(ctx: &Ctx<'_>, mut request: FetchRequest, version: i16) -> F
         drop(parked);
         targets = recheck_views(ctx, targets);
     }
+}
+
+/// The first Fetch version whose response carries the hinted leaders' endpoints (KIP-951).
+const NODE_ENDPOINTS_SINCE: i16 = 16;
+
+/// v16+: the endpoints of the leaders the refused partitions name (`leader_hint.rs`).
+fn with_endpoints(ctx: &Ctx<'_>, mut output: FetchOutput, version: i16) -> FetchOutput {
+    if version < NODE_ENDPOINTS_SINCE {
+        return output;
+    }
+    let leaders: std::collections::BTreeSet<i32> = output
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().filter_map(|p| p.current_leader))
+        .map(|(leader, _)| leader)
+        .collect();
+    output.node_endpoints = super::leader_hint::endpoints(ctx, &leaders)
+        .into_iter()
+        .map(|e| fetch_response::NodeEndpoint {
+            node_id: e.node_id,
+            host: e.host,
+            port: e.port,
+            rack: e.rack,
+        })
+        .collect();
+    output
 }
 
 /// The first Fetch version that names topics by id instead of by name.
@@ -183,6 +217,7 @@ fn recheck_views(
         partition: None,
         view: None,
         refused: Some(ResponseError::TopicAuthorizationFailed),
+        leader_hint: None,
         ..t.clone()
     };
     targets
@@ -240,6 +275,12 @@ fn resolve(ctx: &Ctx<'_>, topics: Vec<FetchTopic>) -> Arc<[(String, Vec<Target>)
                         (found.check_leader().err().map(|e| e.code))
                             .or_else(|| found.check_leader_epoch(p.current_leader_epoch).err())
                     });
+                    let leader_hint = match refused {
+                        Some(
+                            ResponseError::NotLeaderOrFollower | ResponseError::FencedLeaderEpoch,
+                        ) => partition.as_deref().and_then(super::leader_hint::leader_of),
+                        _ => None,
+                    };
                     if let Some(view) = &view {
                         // An ephemeral view stays while fetched, even at the end of the log.
                         view.touch(ctx.clock.now_ms());
@@ -252,6 +293,7 @@ fn resolve(ctx: &Ctx<'_>, topics: Vec<FetchTopic>) -> Arc<[(String, Vec<Target>)
                         view,
                         registry: Arc::clone(ctx.plugins),
                         refused,
+                        leader_hint,
                     }
                 })
                 .collect();
@@ -401,6 +443,7 @@ fn read_one(
     };
     if let Some(error) = target.refused {
         out.error_code = error.code();
+        out.current_leader = target.leader_hint;
         return out;
     }
     let Some(partition) = &target.partition else {

@@ -7,6 +7,7 @@
 mod delete_records;
 mod fetch;
 mod kip110;
+mod leader_hint;
 mod list_offsets;
 mod offset_for_leader_epoch;
 mod produce;

@@ -25,8 +25,9 @@
 //! transactional batches of two producers in one request fail it whole
 //! (INVALID_PRODUCER_ID_MAPPING), as Kafka's `handleProduceAppend` does. The storage engine
 //! appends a transactional batch only under the verification's guard
-//! (`Log::append_produced`). v9 is flexible; v10 (KIP-951) may carry the new leader's
-//! endpoint in NOT_LEADER_OR_FOLLOWER (one broker: never); v11 answers
+//! (`Log::append_produced`). v9 is flexible; v10 (KIP-951): a partition refused
+//! NOT_LEADER_OR_FOLLOWER names its current leader and epoch, and the response carries that
+//! leader's endpoint (`leader_hint.rs`; a cluster only); v11 answers
 //! TRANSACTION_ABORTABLE (KIP-890); v12 is the transaction protocol v2 (KIP-890 part 2):
 //! the partitions of a transactional batch are added to the producer's transaction rather
 //! than verified (`crate::txn::verify::Answers::AddPartition`); v13 names topics by id
@@ -75,6 +76,8 @@ pub struct Staged {
     waits: Vec<DurableWait>,
     /// acks=all appends to replicated partitions, waiting for the high watermark.
     replicated: Vec<ReplicaWait>,
+    /// v10+ (KIP-951): the endpoints of the leaders named in refused partitions.
+    node_endpoints: Vec<kafka_protocol::messages::produce_response::NodeEndpoint>,
 }
 
 /// An acks=all append to a replicated partition: where its response is, and the answer of
@@ -110,6 +113,7 @@ pub async fn append(
         responses: error_for_all(request, code, message),
         waits: Vec::new(),
         replicated: Vec::new(),
+        node_endpoints: Vec::new(),
     };
     let transactional_id = request.transactional_id.as_ref().map(|t| t.0.to_string());
     let transactional = has_transactional_batch(&request);
@@ -161,13 +165,61 @@ pub async fn append(
     if !forwards.is_empty() {
         send_forwards(ctx, &mut responses, forwards, durable).await;
     }
+    let node_endpoints = leader_hints(ctx, &mut responses, version);
     Staged {
         acks,
         throttle_ms,
         responses,
         waits,
         replicated,
+        node_endpoints,
     }
+}
+
+/// The first Produce version with KIP-951's leader hints.
+const LEADER_HINTS_SINCE: i16 = 10;
+
+/// KIP-951 (`leader_hint.rs`): each partition refused NOT_LEADER_OR_FOLLOWER names its
+/// current leader; returns those leaders' endpoints.
+fn leader_hints(
+    ctx: &Ctx<'_>,
+    responses: &mut [TopicProduceResponse],
+    version: i16,
+) -> Vec<kafka_protocol::messages::produce_response::NodeEndpoint> {
+    use kafka_protocol::messages::BrokerId;
+    use kafka_protocol::messages::produce_response::{LeaderIdAndEpoch, NodeEndpoint};
+    if version < LEADER_HINTS_SINCE || ctx.kraft.is_none() {
+        return Vec::new();
+    }
+    let mut leaders = BTreeSet::new();
+    for topic in responses.iter_mut() {
+        for p in &mut topic.partition_responses {
+            if p.error_code != ResponseError::NotLeaderOrFollower.code() {
+                continue;
+            }
+            let partition = ctx.topics.partition(topic.name.0.as_str(), p.index);
+            if let Some((leader, epoch)) =
+                partition.as_deref().and_then(super::leader_hint::leader_of)
+            {
+                let mut hint = LeaderIdAndEpoch::default();
+                hint.leader_id = BrokerId(leader);
+                hint.leader_epoch = epoch;
+                p.current_leader = hint;
+                leaders.insert(leader);
+            }
+        }
+    }
+    super::leader_hint::endpoints(ctx, &leaders)
+        .into_iter()
+        .map(|e| {
+            let mut n = NodeEndpoint::default();
+            n.node_id = BrokerId(e.node_id);
+            n.host = StrBytes::from_string(e.host);
+            n.port = e.port;
+            n.rack = e.rack.map(StrBytes::from_string);
+            n
+        })
+        .collect()
 }
 
 /// A cluster's replicated partitions, for one produce: checked before each append
@@ -438,9 +490,11 @@ impl Staged {
         wait_durable(&mut self.responses, self.waits).await;
         wait_replicated(&mut self.responses, self.replicated).await;
         let throttle = i32::try_from(self.throttle_ms).unwrap_or(i32::MAX);
+        let endpoints = self.node_endpoints;
         answer(self.acks, self.responses).map(|r| {
             r.map(|mut r| {
                 r.throttle_time_ms = throttle;
+                r.node_endpoints = endpoints;
                 r
             })
         })
