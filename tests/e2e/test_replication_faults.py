@@ -13,7 +13,7 @@ partition from the beginning through one broker. The checker (an oracle over the
   extra (a write whose answer was lost may still have landed, as in any Kafka);
 - the three brokers' logs of each partition end up byte-for-byte equal.
 
-`SLUICE_REPLICATION_ROUNDS` (default 6) nemesis rounds per trial; the seed of each trial is
+`SLUICE_REPLICATION_ROUNDS` (default 4) nemesis rounds per trial; the seed of each trial is
 printed and `SLUICE_REPLICATION_SEED` replays one.
 """
 
@@ -31,7 +31,7 @@ from test_replication import create_replicated, partitions_of, wait_identical
 
 from conftest import wait_until
 
-ROUNDS = int(os.environ.get("SLUICE_REPLICATION_ROUNDS", "6"))
+ROUNDS = int(os.environ.get("SLUICE_REPLICATION_ROUNDS", "4"))
 PARTITIONS = 3
 
 

@@ -64,7 +64,7 @@ use crate::error::KafkaError;
 use crate::topics::{Partition, TopicRegistry, group_commit};
 
 /// How often every replica's timer runs, in milliseconds.
-pub const REPLICA_TICK_MS: u64 = 50;
+pub const REPLICA_TICK_MS: u64 = 200;
 /// How many times a truncation waits for a running group fsync to end (each
 /// [`TRUNCATE_WAIT_STEP_MS`]) before the slot is made again from the log.
 const TRUNCATE_WAITS_MAX: u32 = 200;
@@ -421,7 +421,8 @@ impl Slot {
     /// allowed: an effect may write the log.
     pub(super) fn handle(&self, manager: &Arc<ReplicaManager>, event: Event) {
         let mut inner = lock(&self.inner);
-        if inner.replica.leading_epoch().is_some() {
+        // A tick needs no fresh log end (it only checks time), so it takes no log lock.
+        if inner.replica.leading_epoch().is_some() && event != Event::Tick {
             let seen = self.partition.with_log(|log| {
                 let end = log.log_end_offset().value();
                 let epoch = (end > log.log_start_offset().value())

@@ -107,7 +107,8 @@ pub async fn handle(
 }
 
 /// Each asked partition with its replica's answer (in request order), the topics' names and
-/// ids, and whether they are named by id (v13+).
+/// ids, and whether they are named by id (v13+). The replicas answer on the blocking pool,
+/// all partitions in one hand-off.
 async fn ask(
     ctx: &Ctx<'_>,
     request: &FetchRequest,
@@ -116,9 +117,9 @@ async fn ask(
 ) -> (Vec<(String, uuid::Uuid)>, Vec<Asked>, bool) {
     let allowed = ctx.auth.cluster(AclOperation::ClusterAction);
     let ids = (version >= TOPIC_IDS_SINCE).then(|| TopicIds::of(ctx.topics));
-    let replicas = ctx.kraft.map(|k| Arc::clone(k.replicas()));
     let mut names = Vec::with_capacity(request.topics.len());
     let mut asked = Vec::new();
+    let mut followers = Vec::new();
     for (t, topic) in request.topics.iter().enumerate() {
         let name = match &ids {
             Some(ids) => ids.name(&topic.topic_id).unwrap_or_default(),
@@ -135,18 +136,21 @@ async fn ask(
                     ResponseError::UnknownTopicOrPartition
                 })
             } else {
-                let follower = sluice_replica::FetchRequest {
-                    replica_id,
-                    replica_epoch,
-                    leader_epoch: p.current_leader_epoch,
-                    fetch_offset: p.fetch_offset,
-                    last_fetched_epoch: (p.last_fetched_epoch >= 0).then_some(p.last_fetched_epoch),
-                    correlation_id: 0,
-                };
-                match &replicas {
-                    None => Err(ResponseError::NotLeaderOrFollower),
-                    Some(r) => serve(r, &name, p.partition, follower).await,
-                }
+                followers.push((
+                    asked.len(),
+                    name.clone(),
+                    p.partition,
+                    sluice_replica::FetchRequest {
+                        replica_id,
+                        replica_epoch,
+                        leader_epoch: p.current_leader_epoch,
+                        fetch_offset: p.fetch_offset,
+                        last_fetched_epoch: (p.last_fetched_epoch >= 0)
+                            .then_some(p.last_fetched_epoch),
+                        correlation_id: 0,
+                    },
+                ));
+                Err(ResponseError::NotLeaderOrFollower)
             };
             asked.push(Asked {
                 topic: t,
@@ -159,21 +163,32 @@ async fn ask(
         }
         names.push((name, topic.topic_id));
     }
+    if let Some(replicas) = ctx.kraft.map(|k| Arc::clone(k.replicas())) {
+        let answers = tokio::task::spawn_blocking(move || {
+            followers
+                .into_iter()
+                .map(|(slot, name, index, follower)| {
+                    (slot, serve(&replicas, &name, index, follower))
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap_or_default();
+        for (slot, answer) in answers {
+            asked[slot].answer = answer;
+        }
+    }
     (names, asked, ids.is_some())
 }
 
 /// The replica's answer for one partition: its high watermark and diverging epoch.
-async fn serve(
+fn serve(
     replicas: &Arc<crate::kraft::replicas::ReplicaManager>,
     topic: &str,
     index: i32,
     follower: sluice_replica::FetchRequest,
 ) -> Result<(i64, Option<(i32, i64)>), ResponseError> {
-    let (replicas, topic) = (Arc::clone(replicas), topic.to_owned());
-    let answer = tokio::task::spawn_blocking(move || replicas.serve_fetch(&topic, index, follower))
-        .await
-        .map_err(|_| ResponseError::UnknownServerError)?;
-    match answer {
+    match replicas.serve_fetch(topic, index, follower) {
         Ok(data) => Ok((
             data.high_watermark,
             data.diverging_epoch.map(|d| (d.epoch, d.end_offset)),
