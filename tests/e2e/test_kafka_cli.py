@@ -133,13 +133,8 @@ def test_kafka_configs(broker, topic_name, classpath):
     assert entries["retention.ms"] == ("3600000", "DYNAMIC_TOPIC_CONFIG:retention.ms=3600000, DEFAULT_CONFIG:log.retention.ms=604800000")
     assert entries["cleanup.policy"] == ("delete", "DEFAULT_CONFIG:log.cleanup.policy=delete")
     # Every Kafka entry names its source first; the topic keys with no broker-level default
-    # (Sluice's own, sluice.partitioner..., and min.insync.replicas and
-    # unclean.leader.election.enable, with no broker key yet) have no synonym.
-    own = {
-        name
-        for name in entries
-        if name.startswith("sluice.") or name in ("min.insync.replicas", "unclean.leader.election.enable")
-    }
+    # (Sluice's own: sluice.partitioner...) have no synonym.
+    own = {name for name in entries if name.startswith("sluice.")}
     kafka_keys = {name: syn for name, (_, syn) in entries.items() if name not in own}
     assert all(re.match(r"(DYNAMIC_TOPIC_CONFIG|DEFAULT_CONFIG):", syn) for syn in kafka_keys.values()), kafka_keys
     assert {entries[name][1] for name in own} <= {""}

@@ -21,11 +21,8 @@ pub fn topic_keys() -> impl Iterator<Item = (&'static str, Option<&'static str>)
     overrides.chain(OWN_KEYS.iter().map(|&k| (k, None)))
 }
 
-/// The topic keys that override no broker key: Kafka's `min.insync.replicas` (a topic key
-/// only here: no broker default yet) and the plugin bindings.
+/// The topic keys that override no broker key: the plugin bindings.
 pub const OWN_KEYS: &[&str] = &[
-    MIN_INSYNC_REPLICAS_KEY,
-    UNCLEAN_LEADER_ELECTION_KEY,
     PARTITIONER_KEY,
     PARTITIONER_PARAMS_KEY,
     VALIDATOR_KEY,
@@ -101,17 +98,12 @@ pub fn validate(key: &str, value: &str) -> Result<(), KafkaError> {
         .map_err(|e| invalid(format!("topic config {key}: {e}")))
 }
 
-/// The largest `min.insync.replicas`: the most replicas a partition may have
-/// (`REPLICAS_MAX`). As in Kafka, a value above a topic's replication factor is taken, and
-/// every acks=all produce to it is refused NOT_ENOUGH_REPLICAS.
-pub const MIN_INSYNC_REPLICAS_MAX: i32 = sluice_cluster::limits::REPLICAS_MAX as i32;
-
-/// A topic's `min.insync.replicas` (1 when not set).
-pub fn min_insync_replicas(overrides: &TopicOverrides) -> usize {
+/// A topic's `min.insync.replicas`: its override, else the broker's.
+pub fn min_insync_replicas(broker: &BrokerConfig, overrides: &TopicOverrides) -> usize {
     overrides
         .get(MIN_INSYNC_REPLICAS_KEY)
         .and_then(|v| v.trim().parse::<usize>().ok())
-        .unwrap_or(1)
+        .unwrap_or(broker.min_insync_replicas as usize)
         .max(1)
 }
 
@@ -120,21 +112,6 @@ pub fn min_insync_replicas(overrides: &TopicOverrides) -> usize {
 fn validate_plugin_key(key: &str, value: &str) -> Option<Result<(), KafkaError>> {
     let invalid = |msg: String| KafkaError::new(ResponseError::InvalidConfig, msg);
     match key {
-        MIN_INSYNC_REPLICAS_KEY => Some(match value.trim().parse::<i32>() {
-            Ok(n) if (1..=MIN_INSYNC_REPLICAS_MAX).contains(&n) => Ok(()),
-            Ok(n) if n > MIN_INSYNC_REPLICAS_MAX => Err(invalid(format!(
-                "min.insync.replicas {n} is above REPLICAS_MAX ({MIN_INSYNC_REPLICAS_MAX}), the most replicas a partition has"
-            ))),
-            _ => Err(invalid(format!(
-                "min.insync.replicas must be a whole number of at least 1, not {value:?}"
-            ))),
-        }),
-        UNCLEAN_LEADER_ELECTION_KEY => Some(match value.trim() {
-            "true" | "false" => Ok(()),
-            other => Err(invalid(format!(
-                "{UNCLEAN_LEADER_ELECTION_KEY} must be true or false, not {other:?}"
-            ))),
-        }),
         PARTITIONER_KEY if value.trim().is_empty() => Some(Err(invalid(format!(
             "{PARTITIONER_KEY} must name a partitioner plugin"
         )))),
@@ -239,15 +216,7 @@ pub fn describe(broker: &BrokerConfig, overrides: &TopicOverrides) -> Vec<Descri
         .map(|(key, broker_key)| DescribedConfig {
             key,
             value: match broker_key {
-                None => overrides.get(key).cloned().unwrap_or_else(|| {
-                    if key == MIN_INSYNC_REPLICAS_KEY {
-                        "1".to_owned()
-                    } else if key == UNCLEAN_LEADER_ELECTION_KEY {
-                        "false".to_owned()
-                    } else {
-                        String::new()
-                    }
-                }),
+                None => overrides.get(key).cloned().unwrap_or_else(|| String::new()),
                 Some(broker_key) => effective.get(broker_key).unwrap_or_default(),
             },
             overridden: overrides.contains_key(key),
@@ -337,10 +306,12 @@ mod min_insync_tests {
         let refused = validate("min.insync.replicas", "33").unwrap_err();
         assert_eq!(refused.code, kafka_protocol::ResponseError::InvalidConfig);
         assert!(
-            refused.message.contains("REPLICAS_MAX"),
+            refused.message.contains("min.insync.replicas"),
             "{}",
             refused.message
         );
         assert!(validate("min.insync.replicas", "0").is_err());
+        assert!(validate("unclean.leader.election.enable", "maybe").is_err());
+        validate("unclean.leader.election.enable", "true").unwrap();
     }
 }

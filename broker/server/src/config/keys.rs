@@ -150,6 +150,14 @@ broker_keys! {
     /// ISR (AlterPartition), and rejoins once caught up.
     "replica.lag.time.max.ms" => replica_lag_time_max_ms: i64 = 30_000,
         ms(1..=sluice_replica::limits::REPLICA_LAG_TIME_MAX_MS_MAX);
+    /// The fewest in-sync replicas an acks=all produce needs (else NOT_ENOUGH_REPLICAS); a
+    /// replicated partition's high watermark stands still below it.
+    "min.insync.replicas" => min_insync_replicas: u32 = 1,
+        count(1..=sluice_cluster::limits::REPLICAS_MAX as i64), topic "min.insync.replicas";
+    /// A partition whose in-sync replicas are all gone is led by any live replica (`true`),
+    /// or waits for one of them (`false`).
+    "unclean.leader.election.enable" => unclean_leader_election_enable: bool = false,
+        boolean(), topic "unclean.leader.election.enable";
     /// How long a leader holds a follower's fetch that finds nothing new.
     "replica.fetch.wait.max.ms" => replica_fetch_wait_max_ms: i64 = 500, ms(0..=30_000);
     /// Bytes a follower asks for per partition in one fetch (at least one batch comes).

@@ -76,7 +76,7 @@ pub fn quorum_config(
                     .saturating_mul(1_000)
             }),
             leader_imbalance_per_broker_percentage: config.leader_imbalance_per_broker_percentage,
-            unclean_leader_election: false,
+            unclean_leader_election: config.unclean_leader_election_enable,
         },
         // A dedicated controller (`process.roles=controller`) never registers as a broker.
         broker: config.process_roles.broker.then(|| BrokerRole {

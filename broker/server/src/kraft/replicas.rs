@@ -79,6 +79,8 @@ pub struct ReplicaSettings {
     pub fetch_max_bytes: u32,
     pub fetch_backoff_ms: i64,
     pub acks_all_fsync: bool,
+    /// The broker's `min.insync.replicas` (a topic's overrides it).
+    pub min_insync_replicas: usize,
 }
 
 impl ReplicaSettings {
@@ -90,6 +92,7 @@ impl ReplicaSettings {
             fetch_max_bytes: config.replica_fetch_max_bytes,
             fetch_backoff_ms: config.replica_fetch_backoff_ms,
             acks_all_fsync: config.acks_all_fsync,
+            min_insync_replicas: config.min_insync_replicas as usize,
         }
     }
 
@@ -224,7 +227,8 @@ impl ReplicaManager {
             if super::publisher::is_internal(&topic.name) {
                 continue;
             }
-            let min_isr = min_insync_replicas(image, &topic.name);
+            let min_isr =
+                min_insync_replicas(image, &topic.name, self.settings.min_insync_replicas);
             for (&index, state) in &topic.partitions {
                 if state.replicas.len() > 1 && state.replicas.contains(&me) {
                     wanted.insert((topic.name.clone(), index), (*id, state.clone(), min_isr));
@@ -715,7 +719,7 @@ async fn alter_partition(
 }
 
 /// The topic's `min.insync.replicas` (1 when not set).
-fn min_insync_replicas(image: &MetadataImage, topic: &str) -> usize {
+fn min_insync_replicas(image: &MetadataImage, topic: &str, default: usize) -> usize {
     let resource = ConfigResource {
         resource_type: ConfigResourceType::Topic,
         name: topic.to_owned(),
@@ -723,7 +727,9 @@ fn min_insync_replicas(image: &MetadataImage, topic: &str) -> usize {
     image
         .configs()
         .get(&resource)
-        .map_or(1, crate::topic_config::min_insync_replicas)
+        .and_then(|c| c.get(crate::topic_config::MIN_INSYNC_REPLICAS_KEY))
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(default)
         .clamp(1, sluice_replica::limits::REPLICAS_MAX)
 }
 

@@ -592,9 +592,12 @@ fn append_all(
                         topic: known.as_deref(),
                         compacted,
                     };
-                    if let Some(e) =
-                        refused_by_replication(replication.as_ref(), acks, &target, index)
-                    {
+                    if let Some(e) = refused_by_replication(
+                        (replication.as_ref(), topics.config()),
+                        acks,
+                        &target,
+                        index,
+                    ) {
                         return partition_response(index, Err(e));
                     }
                     let result =
@@ -627,7 +630,7 @@ fn append_all(
 /// or, for acks=all to a partition with one replica, NOT_ENOUGH_REPLICAS when the topic's
 /// `min.insync.replicas` is above 1 (as Kafka answers).
 fn refused_by_replication(
-    replication: Option<&Replication>,
+    (replication, broker): (Option<&Replication>, &crate::config::BrokerConfig),
     acks: i16,
     target: &Target<'_>,
     index: i32,
@@ -641,7 +644,7 @@ fn refused_by_replication(
             return None;
         }
     }
-    let min = crate::topic_config::min_insync_replicas(&target.topic?.overrides);
+    let min = crate::topic_config::min_insync_replicas(broker, &target.topic?.overrides);
     (acks == -1 && min > 1).then(|| {
         KafkaError::new(
             ResponseError::NotEnoughReplicas,
