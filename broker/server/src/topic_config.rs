@@ -216,7 +216,7 @@ pub fn describe(broker: &BrokerConfig, overrides: &TopicOverrides) -> Vec<Descri
         .map(|(key, broker_key)| DescribedConfig {
             key,
             value: match broker_key {
-                None => overrides.get(key).cloned().unwrap_or_else(|| String::new()),
+                None => overrides.get(key).cloned().unwrap_or_default(),
                 Some(broker_key) => effective.get(broker_key).unwrap_or_default(),
             },
             overridden: overrides.contains_key(key),
