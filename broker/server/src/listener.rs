@@ -140,10 +140,17 @@ impl Server {
         );
         let background = Background::start(&broker, opened)?;
         if let Some(kraft) = broker.kraft() {
-            let handler = crate::txn::peers::handler(
+            let coordinators = crate::txn::peers::handler(
                 Arc::clone(&broker),
                 background.txns().clone(),
                 background.groups().clone(),
+            );
+            let handler = crate::transforms::remote::handler(
+                Arc::clone(&broker),
+                background.txns().clone(),
+                background.groups().clone(),
+                background.transforms().clone(),
+                coordinators,
             );
             kraft.serve_messages(handler).await;
         }
