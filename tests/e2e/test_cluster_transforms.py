@@ -18,14 +18,14 @@ from __future__ import annotations
 import json
 import urllib.request
 
+from cluster_support import cluster_factory  # noqa: F401 (fixture)
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from plugin_support import built_plugins_dir, murmur2_partition
+from test_metrics import http
 from test_transforms import SPLIT, check_exactly_once, order_value, source_values
 
-from cluster_support import cluster_factory  # noqa: F401 (fixture)
 from conftest import wait_until
-from test_metrics import http
 
 DEADLINE_S = 180.0
 
@@ -33,14 +33,18 @@ DEADLINE_S = 180.0
 def create(bootstrap: str, name: str, assignment: list[list[int]]) -> None:
     """A topic with one partition on each listed broker, in order."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(name, num_partitions=len(assignment), replica_assignment=assignment)], operation_timeout=30)
+    futures = admin.create_topics(
+        [NewTopic(name, num_partitions=len(assignment), replica_assignment=assignment)], operation_timeout=30
+    )
     futures[name].result(60)
 
 
 def produce(bootstrap: str, ids: list[int]) -> None:
     """Orders `ids`, keyed by customer and placed by murmur2 (Java's partitioner), so a
     customer's orders are in one source partition and keep their order through the transform."""
-    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5, "partitioner": "murmur2_random"})
+    p = Producer(
+        {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5, "partitioner": "murmur2_random"}
+    )
     for i in ids:
         p.produce("orders", key=f"customer-{i % 101}".encode(), value=order_value(i))
     assert p.flush(60) == 0
@@ -63,7 +67,7 @@ def caught_up(node, name: str, partitions: int) -> dict:
     return wait_until(done, DEADLINE_S, f"transform {name} to catch up through node {node.node_id}", interval_s=0.2)
 
 
-def test_a_transform_runs_on_the_source_leaders_exactly_once_across_kill_9(cluster_factory):
+def test_a_transform_runs_on_the_source_leaders_exactly_once_across_kill_9(cluster_factory):  # noqa: F811
     cluster = cluster_factory(3)
     bootstrap = cluster.node(1).bootstrap
     wasm = (built_plugins_dir() / "split-transform.wasm").read_bytes()
@@ -73,7 +77,13 @@ def test_a_transform_runs_on_the_source_leaders_exactly_once_across_kill_9(clust
     create(bootstrap, "orders-eu", [[2], [3], [1]])
     create(bootstrap, "orders-us", [[3], [1], [2]])
     create(bootstrap, "orders-dlq", [[2]])
-    body = {"name": "orders-split", "source": "orders", "plugin": "split-transform", "outputs": ["orders-eu", "orders-us", "orders-dlq"], "params": SPLIT}
+    body = {
+        "name": "orders-split",
+        "source": "orders",
+        "plugin": "split-transform",
+        "outputs": ["orders-eu", "orders-us", "orders-dlq"],
+        "params": SPLIT,
+    }
     status, text = http(cluster.node(1), "POST", "/v1/transforms", body)
     assert status == 201, text
     produce(bootstrap, list(range(600)))
@@ -113,7 +123,13 @@ def test_a_transform_runs_on_the_source_leaders_exactly_once_across_kill_9(clust
     # A transform whose source is on brokers 1 and 2 only, driven through broker 3.
     create(bootstrap, "mini-in", [[1], [2]])
     create(bootstrap, "mini-out", [[3]])
-    mini = {"name": "mini", "source": "mini-in", "plugin": "split-transform", "outputs": ["mini-out"], "params": {"field": "$.region", "value": "eu"}}
+    mini = {
+        "name": "mini",
+        "source": "mini-in",
+        "plugin": "split-transform",
+        "outputs": ["mini-out"],
+        "params": {"field": "$.region", "value": "eu"},
+    }
     status, text = http(cluster.node(3), "POST", "/v1/transforms", mini)
     assert status == 201, text
     p = Producer({"bootstrap.servers": bootstrap})
@@ -124,7 +140,11 @@ def test_a_transform_runs_on_the_source_leaders_exactly_once_across_kill_9(clust
     assert [(p["broker"], p["position"]) for p in t["partitions"]] == [(1, 20), (2, 20)], t["partitions"]
     status, text = http(cluster.node(3), "POST", "/v1/transforms/mini/pause")
     assert status == 200, text
-    wait_until(lambda: all(p["state"] == "paused" for p in describe(cluster.node(1), "mini")["partitions"]), 30, "paused everywhere")
+    wait_until(
+        lambda: all(p["state"] == "paused" for p in describe(cluster.node(1), "mini")["partitions"]),
+        30,
+        "paused everywhere",
+    )
     status, text = http(cluster.node(3), "POST", "/v1/transforms/mini/resume")
     assert status == 200, text
     caught_up(cluster.node(2), "mini", 2)
@@ -132,7 +152,9 @@ def test_a_transform_runs_on_the_source_leaders_exactly_once_across_kill_9(clust
     status, text = http(cluster.node(2), "DELETE", "/v1/transforms/mini")
     assert status == 200, text
     for k in (1, 2, 3):
-        wait_until(lambda k=k: http(cluster.node(k), "GET", "/v1/transforms/mini")[0] == 404, 30, f"node {k} dropped it")
+        wait_until(
+            lambda k=k: http(cluster.node(k), "GET", "/v1/transforms/mini")[0] == 404, 30, f"node {k} dropped it"
+        )
     # A name taken is refused through any broker.
     status, text = http(cluster.node(2), "POST", "/v1/transforms", body)
     assert status == 409 and "TOPIC_ALREADY_EXISTS" in text, text

@@ -1,25 +1,32 @@
 //! Materialized transforms (docs/transforms.md): a source topic read inside the broker, every
 //! record run through a WebAssembly transform (or filter) plugin, and the output appended
 //! to 1 to 8 output topics **exactly once**: each source partition's runner commits its
-//! output and its source position in one transaction of the broker's own transaction
-//! coordinator.
+//! output and its source position in one transaction of its transactional id's coordinator.
 //!
 //! # Layout
 //! - this file: [`TransformService`], what the admin API and the listener hold: deploy,
 //!   list, describe, pause, resume, restart, delete; the spec files.
+//! - `cluster.rs`: the service in a cluster: the metadata image's specs applied on every
+//!   broker, and `describe` gathering every broker's runners.
+//! - `placement.rs`: which runners run here (the source partitions this broker leads), and
+//!   the merge of every broker's reports.
 //! - `runner.rs`: one task per source partition carrying out the effects of its state
 //!   machine (`sluice_transform::Runner`, which decides everything).
 //! - `process.rs`: the blocking steps: reading the source read_committed, calling the plugin.
-//! - `producer.rs`: the transaction steps against `TxnHandle` and `append_one`.
+//! - `producer.rs`: the transaction steps, and `remote.rs`, where they go: the transactional
+//!   id's coordinator, each output partition's leader, the group's coordinator (in-process,
+//!   or another broker's by message); `peers.rs`: the other side of those messages.
 //! - `record.rs`: the records the machine moves.
+//! - `report.rs`: what `describe` and `/metrics` show.
 //! - `rights.rs`: what a running transform may still do: its source still the topic it was
 //!   deployed on, its outputs there, its owner's rights (checked before each read and append).
 //!
-//! Durable state: the spec, `<data.dir>/transforms/<name>.json` (written through the one
-//! durable-write path; every write goes through `persist.rs`, so a replicated metadata log can
-//! carry it later); the source positions, as the committed offsets of the group
-//! `__sluice_transform/<name>` in the offsets log; producer ids and open transactions in the
-//! transaction log. Counters are memory only.
+//! Durable state: the spec, `<data.dir>/transforms/<name>.json` on a single node (written
+//! through the one durable-write path, `persist`), or in a cluster a record of the metadata
+//! log (`PutTransform` / `RemoveTransform`: every broker rebuilds its transforms from the
+//! log); the source positions, as the committed offsets of the group
+//! `__sluice_transform/<name>` at its coordinator; producer ids and open transactions in the
+//! transaction log of each transactional id's coordinator. Counters are memory only.
 //!
 //! A transform acts for its owner (the spec's `principal`, from `principal_host`): its runners
 //! stop, `unauthorized`, when the owner loses a right it needs and resume by themselves when it
@@ -31,11 +38,12 @@
 //! outside a transaction of the runner's own transactional id.
 
 mod cluster;
+mod peers;
 mod placement;
 mod process;
 mod producer;
 mod record;
-pub mod remote;
+mod remote;
 mod report;
 mod rights;
 mod runner;
@@ -58,6 +66,7 @@ use crate::group::GroupHandle;
 use crate::txn::TxnHandle;
 
 use cluster::{source_gone_from, warn_unmigrated};
+pub use peers::handler;
 use runner::{Command, Control, RunnerCtx, Shared};
 
 pub use report::{ErrorReport, PartitionReport, TransformReport, WaitReport};
@@ -290,29 +299,7 @@ impl TransformService {
             )));
         }
         let source = topic(broker, &request.source, "source")?;
-        let mut spec = TransformSpec {
-            name: request.name,
-            source: request.source,
-            plugin: request.plugin,
-            params: request.params.into_iter().collect(),
-            outputs: request.outputs,
-            dead_letter_topic: request.dead_letter_topic,
-            on_error: request.on_error,
-            partitioning: request.partitioning,
-            commit_interval_ms: request
-                .commit_interval_ms
-                .unwrap_or(limits::TRANSFORM_COMMIT_INTERVAL_MS_DEFAULT),
-            from_offset: request.from_offset,
-            start_offsets: Vec::new(),
-            paused: request.paused,
-            generation: 0,
-            partitioner: request.partitioner,
-            partitioner_params: request.partitioner_params.into_iter().collect(),
-            principal,
-            principal_host: Some(host),
-            source_topic_id: Some(source.id.to_string()),
-            created_ms: broker.now_ms(),
-        };
+        let mut spec = new_spec(request, (principal, host), &source, broker.now_ms());
         spec.start_offsets = remote::start_offsets(broker, &source, spec.from_offset).await?;
         spec.check()
             .map_err(|e| KafkaError::new(ResponseError::InvalidRequest, e.to_string()))?;
@@ -780,6 +767,39 @@ async fn stop_runner_by(name: &str, mut runner: RunnerHandle, deadline: tokio::t
     {
         tracing::warn!(transform = %name, partition = runner.shared.partition, "runner did not stop in time; abandoning it");
         runner.task.abort();
+    }
+}
+
+/// The spec of a deploy `request` by `owner` (principal, host) over `source`, made `now_ms`,
+/// its start offsets not resolved yet.
+fn new_spec(
+    request: DeployRequest,
+    (principal, host): (String, String),
+    source: &crate::topics::Topic,
+    now_ms: i64,
+) -> TransformSpec {
+    TransformSpec {
+        name: request.name,
+        source: request.source,
+        plugin: request.plugin,
+        params: request.params.into_iter().collect(),
+        outputs: request.outputs,
+        dead_letter_topic: request.dead_letter_topic,
+        on_error: request.on_error,
+        partitioning: request.partitioning,
+        commit_interval_ms: request
+            .commit_interval_ms
+            .unwrap_or(limits::TRANSFORM_COMMIT_INTERVAL_MS_DEFAULT),
+        from_offset: request.from_offset,
+        start_offsets: Vec::new(),
+        paused: request.paused,
+        generation: 0,
+        partitioner: request.partitioner,
+        partitioner_params: request.partitioner_params.into_iter().collect(),
+        principal,
+        principal_host: Some(host),
+        source_topic_id: Some(source.id.to_string()),
+        created_ms: now_ms,
     }
 }
 

@@ -18,9 +18,9 @@
 //! The coordinator writes the COMMIT or ABORT markers on every output leader
 //! (WriteTxnMarkers) and hands the position to the group's coordinator when the transaction
 //! commits, as for any client's transaction. On a single node, or when the coordinator or
-//! leader is this broker, the same steps run in-process. [`handler`] serves the other
-//! brokers' messages; deploy and describe ask the leaders for start offsets and runner
-//! state ([`start_offsets`], `TransformReports`).
+//! leader is this broker, the same steps run in-process; `peers.rs` serves the other
+//! brokers' messages. Deploy and restart ask the leaders for start offsets
+//! ([`start_offsets`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -28,21 +28,17 @@ use std::sync::Arc;
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 use sluice_storage::{Offset, TxnAppend};
-use sluice_transform::{FromOffset, limits};
+use sluice_transform::FromOffset;
 use sluice_txn::{ErrorCode, PendingOffset, TopicPartition, TxnProtocol};
 
 use crate::broker::Broker;
-use crate::cluster::{
-    BrokerAnswer, BrokerMessage, BrokerMessages, BrokerReply, TransformTxnStep, TxnOffset,
-};
+use crate::cluster::{BrokerMessage, BrokerReply, TransformTxnStep, TxnOffset};
 use crate::error::KafkaError;
 use crate::group::GroupHandle;
 use crate::kraft::{CoordinatorKind, Kraft};
 use crate::topics::append::append_one;
-use crate::topics::{Partition, Topic, group_commit};
+use crate::topics::{Partition, Topic};
 use crate::txn::{TxnHandle, TxnProducer, verify};
-
-use super::TransformService;
 
 /// Where a coordinator is: this broker, or another one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,7 +81,7 @@ pub(super) enum TxnAnswer {
 
 /// Carries out `step` of `transactional_id` at this broker's coordinator; `None` when it is
 /// stopping.
-async fn txn_step_here(
+pub(super) async fn txn_step_here(
     txns: &TxnHandle,
     transactional_id: String,
     step: TransformTxnStep,
@@ -143,24 +139,7 @@ async fn txn_step_here(
             producer_id,
             producer_epoch,
             partitions,
-        } => {
-            let partitions = partitions
-                .into_iter()
-                .map(|(topic, partition)| TopicPartition { topic, partition })
-                .collect();
-            match txns
-                .verify_partitions(txn(producer_id, producer_epoch), partitions)
-                .await?
-            {
-                Ok(verified) => TxnAnswer::Verified(
-                    verified
-                        .into_iter()
-                        .map(|v| (v.tp.topic, v.tp.partition, v.error.code()))
-                        .collect(),
-                ),
-                Err(code) => TxnAnswer::Code(code),
-            }
-        }
+        } => verify_here(txns, txn(producer_id, producer_epoch), partitions).await?,
         TransformTxnStep::End {
             producer_id,
             producer_epoch,
@@ -173,6 +152,27 @@ async fn txn_step_here(
                 .await?;
             TxnAnswer::Code(ended.error)
         }
+    })
+}
+
+/// KIP-890's verification of a transform's output partitions at this coordinator.
+async fn verify_here(
+    txns: &TxnHandle,
+    producer: TxnProducer,
+    partitions: Vec<(String, i32)>,
+) -> Option<TxnAnswer> {
+    let partitions = partitions
+        .into_iter()
+        .map(|(topic, partition)| TopicPartition { topic, partition })
+        .collect();
+    Some(match txns.verify_partitions(producer, partitions).await? {
+        Ok(verified) => TxnAnswer::Verified(
+            verified
+                .into_iter()
+                .map(|v| (v.tp.topic, v.tp.partition, v.error.code()))
+                .collect(),
+        ),
+        Err(code) => TxnAnswer::Code(code),
     })
 }
 
@@ -231,7 +231,7 @@ fn verifier<'a>(broker: &'a Broker, transactional_id: &str) -> Option<(&'a Kraft
 /// after verifying the transaction with its coordinator (KIP-890: a transaction that ended
 /// meanwhile, a timeout's abort, is not reopened). Answers the partition and its log end
 /// after the batch.
-async fn append_here(
+pub(super) async fn append_here(
     broker: &Arc<Broker>,
     txns: &TxnHandle,
     producer: &TxnProducer,
@@ -395,7 +395,7 @@ pub(super) async fn fetch_position(
 }
 
 /// The position at this broker's group coordinator.
-async fn position_here(
+pub(super) async fn position_here(
     groups: &GroupHandle,
     group_id: String,
     topic: String,
@@ -442,7 +442,7 @@ pub(super) async fn delete_group(
     }
 }
 
-async fn delete_group_here(groups: &GroupHandle, group_id: String) -> i16 {
+pub(super) async fn delete_group_here(groups: &GroupHandle, group_id: String) -> i16 {
     match groups.delete_groups(vec![group_id]).await.as_deref() {
         Some([(_, sluice_group::ErrorCode::None | sluice_group::ErrorCode::GroupIdNotFound)]) => 0,
         Some([(_, code)]) => code.code(),
@@ -553,217 +553,6 @@ pub(super) fn start_offset_here(
         }
     })?
 }
-
-/// Serves the other brokers' transform messages; every other message goes to `next`.
-pub fn handler(
-    broker: Arc<Broker>,
-    txns: TxnHandle,
-    groups: GroupHandle,
-    service: TransformService,
-    next: BrokerMessages,
-) -> BrokerMessages {
-    BrokerMessages(Arc::new(move |message| {
-        let is_ours = matches!(
-            message,
-            BrokerMessage::TransformTxn { .. }
-                | BrokerMessage::AppendTransformed { .. }
-                | BrokerMessage::FetchTransformPosition { .. }
-                | BrokerMessage::DeleteTransformGroup { .. }
-                | BrokerMessage::TransformStartOffsets { .. }
-                | BrokerMessage::TransformReports { .. }
-        );
-        if !is_ours {
-            return (next.0)(message);
-        }
-        let (broker, txns, groups, service) = (
-            broker.clone(),
-            txns.clone(),
-            groups.clone(),
-            service.clone(),
-        );
-        Box::pin(async move { serve(&broker, &txns, &groups, &service, message).await })
-    }))
-}
-
-/// Whether this broker coordinates `key` now (a peer's map may be a step behind).
-fn coordinates(broker: &Broker, kind: CoordinatorKind, key: &str) -> bool {
-    broker.kraft().is_some_and(|k| k.coordinates(kind, key))
-}
-
-/// Refuses an id or group that is not a transform's: these messages are the runners' only.
-fn reserved(id: &str) -> Result<(), String> {
-    if sluice_transform::spec::is_reserved(id) {
-        Ok(())
-    } else {
-        Err(format!(
-            "{id:?} is not a transform's: transform messages carry only __sluice_transform/ ids"
-        ))
-    }
-}
-
-async fn serve(
-    broker: &Arc<Broker>,
-    txns: &TxnHandle,
-    groups: &GroupHandle,
-    service: &TransformService,
-    message: BrokerMessage,
-) -> BrokerAnswer {
-    let not_coordinator = BrokerReply::Code(ErrorCode::NotCoordinator.code());
-    match message {
-        BrokerMessage::TransformTxn {
-            transactional_id,
-            step,
-        } => {
-            reserved(&transactional_id)?;
-            if let TransformTxnStep::AddPartitions { partitions, .. }
-            | TransformTxnStep::Verify { partitions, .. } = &step
-                && partitions.len() > limits::TRANSFORM_TXN_PARTITIONS_MAX
-            {
-                return Err(format!(
-                    "{} partitions in one AddPartitions, over TRANSFORM_TXN_PARTITIONS_MAX ({})",
-                    partitions.len(),
-                    limits::TRANSFORM_TXN_PARTITIONS_MAX
-                ));
-            }
-            if !coordinates(broker, CoordinatorKind::Transaction, &transactional_id) {
-                return Ok(not_coordinator);
-            }
-            Ok(match txn_step_here(txns, transactional_id, step).await {
-                Some(TxnAnswer::Producer {
-                    producer_id,
-                    producer_epoch,
-                }) => BrokerReply::Producer {
-                    producer_id,
-                    producer_epoch,
-                },
-                Some(TxnAnswer::Code(code)) => BrokerReply::Code(code.code()),
-                Some(TxnAnswer::Verified(verified)) => BrokerReply::Verified(verified),
-                None => BrokerReply::Code(ErrorCode::CoordinatorNotAvailable.code()),
-            })
-        }
-        BrokerMessage::AppendTransformed {
-            topic,
-            topic_id,
-            partition,
-            transactional_id,
-            producer_id,
-            producer_epoch,
-            records,
-            durable,
-        } => {
-            reserved(&transactional_id)?;
-            let producer = TxnProducer {
-                transactional_id,
-                producer_id,
-                producer_epoch,
-            };
-            let known = broker
-                .topics
-                .topic(&topic)
-                .is_some_and(|t| *t.id.as_bytes() == topic_id);
-            if !known {
-                return Ok(BrokerReply::Code(
-                    ResponseError::UnknownTopicOrPartition.code(),
-                ));
-            }
-            let appended =
-                append_here(broker, txns, &producer, (&topic, partition), records.into()).await;
-            let code = match appended {
-                Ok((output, end_offset)) if durable => {
-                    group_commit::wait_durable(&output, end_offset)
-                        .await
-                        .map_or_else(|e| e.code.code(), |()| 0)
-                }
-                Ok(_) => 0,
-                Err(e) => {
-                    tracing::debug!(%topic, partition, code = ?e.code, "a transform's output batch refused: {}", e.message);
-                    e.code.code()
-                }
-            };
-            Ok(BrokerReply::Code(code))
-        }
-        BrokerMessage::FetchTransformPosition {
-            group_id,
-            topic,
-            partition,
-        } => {
-            reserved(&group_id)?;
-            if !coordinates(broker, CoordinatorKind::Group, &group_id) {
-                return Ok(not_coordinator);
-            }
-            Ok(
-                match position_here(groups, group_id, topic, partition).await {
-                    Ok(offsets) => BrokerReply::Offsets(offsets),
-                    Err(code) => BrokerReply::Code(code.code()),
-                },
-            )
-        }
-        BrokerMessage::DeleteTransformGroup { group_id } => {
-            reserved(&group_id)?;
-            if !coordinates(broker, CoordinatorKind::Group, &group_id) {
-                return Ok(not_coordinator);
-            }
-            Ok(BrokerReply::Code(delete_group_here(groups, group_id).await))
-        }
-        BrokerMessage::TransformStartOffsets {
-            topic,
-            partitions,
-            from,
-        } => {
-            if partitions.len() > limits::TRANSFORM_SOURCE_PARTITIONS_MAX {
-                return Err(format!(
-                    "{} partitions asked, over TRANSFORM_SOURCE_PARTITIONS_MAX ({})",
-                    partitions.len(),
-                    limits::TRANSFORM_SOURCE_PARTITIONS_MAX
-                ));
-            }
-            let from = FromOffset::parse(&from).map_err(|e| e.to_string())?;
-            let broker = broker.clone();
-            tokio::task::spawn_blocking(move || {
-                partitions
-                    .into_iter()
-                    .map(|index| {
-                        let partition = broker
-                            .topics
-                            .partition(&topic, index)
-                            .ok_or_else(|| format!("unknown partition {topic}-{index}"))?;
-                        partition.check_leader().map_err(|e| e.message)?;
-                        let offset = start_offset_here(&partition, from).map_err(|e| e.message)?;
-                        Ok(TxnOffset {
-                            topic: topic.clone(),
-                            partition: index,
-                            offset,
-                            leader_epoch: -1,
-                            metadata: None,
-                        })
-                    })
-                    .collect::<Result<Vec<_>, String>>()
-                    .map(BrokerReply::Offsets)
-            })
-            .await
-            .map_err(|e| e.to_string())?
-        }
-        BrokerMessage::TransformReports { name } => {
-            let reports = service.local_reports(name.as_deref()).await;
-            let json = serde_json::to_vec(&reports).map_err(|e| e.to_string())?;
-            if json.len() > TRANSFORM_REPORTS_BYTES_MAX {
-                return Err(format!(
-                    "the transform reports of this broker take {} bytes, over TRANSFORM_REPORTS_BYTES_MAX ({TRANSFORM_REPORTS_BYTES_MAX}): describe one transform",
-                    json.len()
-                ));
-            }
-            Ok(BrokerReply::Json(json))
-        }
-        other => Err(format!("not a transform message: {other:?}")),
-    }
-}
-
-/// Largest answer to `TransformReports`, in bytes: below the broker frame bound, so a
-/// broker with many runners says so instead of failing the frame.
-pub const TRANSFORM_REPORTS_BYTES_MAX: usize = 32 * 1024 * 1024;
-
-const _: () =
-    assert!(TRANSFORM_REPORTS_BYTES_MAX < crate::cluster::limits::BROKER_FRAME_BYTES_MAX as usize);
 
 /// An offset of the wire as a transaction keeps it.
 fn pending(o: TxnOffset) -> PendingOffset {
