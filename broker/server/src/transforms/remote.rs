@@ -418,7 +418,19 @@ pub(super) async fn position_here(
         .collect())
 }
 
-/// Drops `group_id` at its coordinator (a group that does not exist is dropped already).
+/// How long dropping a transform's group waits for its coordinator to be ready: a group
+/// coordinator placed a moment ago (the first transform) or moving (a broker returning)
+/// answers NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS until every broker applied the
+/// placement.
+const GROUP_COORDINATOR_WAIT_MS: u64 = 5_000;
+
+/// The pause between two tries within `GROUP_COORDINATOR_WAIT_MS`.
+const GROUP_COORDINATOR_RETRY_MS: u64 = 100;
+
+const _: () = assert!(GROUP_COORDINATOR_RETRY_MS < GROUP_COORDINATOR_WAIT_MS);
+
+/// Drops `group_id` at its coordinator (a group that does not exist is dropped already),
+/// waiting up to `GROUP_COORDINATOR_WAIT_MS` for a coordinator that is not ready.
 ///
 /// # Errors
 /// The coordinator is stopping or unreachable, or refused.
@@ -427,19 +439,44 @@ pub(super) async fn delete_group(
     groups: &GroupHandle,
     group_id: &str,
 ) -> Result<(), String> {
-    let code = match route(broker, CoordinatorKind::Group, group_id).await? {
-        Route::Here => delete_group_here(groups, group_id.to_owned()).await,
-        Route::Broker(node) => {
-            let message = BrokerMessage::DeleteTransformGroup {
-                group_id: group_id.to_owned(),
-            };
-            kraft(broker)?.message(node, &message).await?
+    let deadline =
+        tokio::time::Instant::now() + std::time::Duration::from_millis(GROUP_COORDINATOR_WAIT_MS);
+    loop {
+        let code = delete_group_once(broker, groups, group_id).await?;
+        let not_ready = [
+            ErrorCode::NotCoordinator,
+            ErrorCode::CoordinatorLoadInProgress,
+            ErrorCode::CoordinatorNotAvailable,
+        ]
+        .iter()
+        .any(|c| c.code() == code);
+        match code {
+            0 => return Ok(()),
+            _ if not_ready && tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(GROUP_COORDINATOR_RETRY_MS))
+                    .await;
+            }
+            code => return Err(format!("dropping {group_id}: {}", code_name(code))),
         }
-    };
-    match code {
-        0 => Ok(()),
-        code => Err(format!("dropping {group_id}: {}", code_name(code))),
     }
+}
+
+async fn delete_group_once(
+    broker: &Broker,
+    groups: &GroupHandle,
+    group_id: &str,
+) -> Result<i16, String> {
+    Ok(
+        match route(broker, CoordinatorKind::Group, group_id).await? {
+            Route::Here => delete_group_here(groups, group_id.to_owned()).await,
+            Route::Broker(node) => {
+                let message = BrokerMessage::DeleteTransformGroup {
+                    group_id: group_id.to_owned(),
+                };
+                kraft(broker)?.message(node, &message).await?
+            }
+        },
+    )
 }
 
 pub(super) async fn delete_group_here(groups: &GroupHandle, group_id: String) -> i16 {
