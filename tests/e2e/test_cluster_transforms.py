@@ -9,8 +9,9 @@ readers finding every order exactly once in the right output; each partition's r
 leader (`describe` from any broker); the broker running two of the runners killed with -9
 in the middle of a stream, records produced meanwhile to the partitions that stay up, the
 broker restarted, and still every record exactly once; a transform whose source lives on
-brokers 1 and 2 described, paused and resumed through broker 3, which runs none of its
-runners; the transform deleted through one broker and gone from all.
+brokers 1 and 2 described, paused, resumed and restarted from an offset through broker 3,
+which runs none of its runners, and described with `sluice transform`; the transform deleted
+through one broker and gone from all.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from plugin_support import built_plugins_dir, murmur2_partition
 from test_metrics import http
 from test_transforms import SPLIT, check_exactly_once, order_value, source_values
+from transform_support import cli, read_all
 
 from conftest import wait_until
 
@@ -148,6 +150,20 @@ def test_a_transform_runs_on_the_source_leaders_exactly_once_across_kill_9(clust
     status, text = http(cluster.node(3), "POST", "/v1/transforms/mini/resume")
     assert status == 200, text
     caught_up(cluster.node(2), "mini", 2)
+    # Restarted through broker 3 from offset 10: resolved on each partition's leader, the
+    # runners on brokers 1 and 2 replay 10 records each in a new generation.
+    status, text = http(cluster.node(3), "POST", "/v1/transforms/mini/restart", {"from_offset": "10"})
+    assert status == 200, text
+    assert json.loads(text)["start_offsets"] == [10, 10], text
+    t = caught_up(cluster.node(1), "mini", 2)
+    assert t["generation"] == 1 and [p["position"] for p in t["partitions"]] == [20, 20], t
+    assert len(read_all(bootstrap, "mini-out", 1)) == 60
+    # The CLI, pointed at broker 3's admin API, shows every partition of both transforms.
+    run = cli(cluster.node(3), "describe", "orders-split", "--output", "json")
+    assert run.returncode == 0, run.stderr
+    assert sorted(p["broker"] for p in json.loads(run.stdout)["partitions"]) == [1, 1, 2, 2, 3, 3]
+    run = cli(cluster.node(3), "list")
+    assert run.returncode == 0 and "orders-split" in run.stdout and "mini" in run.stdout, run.stdout + run.stderr
     # Deleted through broker 2: gone from every broker, and its runners stop.
     status, text = http(cluster.node(2), "DELETE", "/v1/transforms/mini")
     assert status == 200, text
