@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use sluice_transform::{Finish, FromOffset, TransformSpec};
+use sluice_transform::{Finish, TransformSpec};
 
 use super::report::partition_report;
 use super::runner::Control;
@@ -133,38 +133,12 @@ impl TransformService {
             .iter()
             .map(|(&node, all)| (node, all.get(&report.name).cloned().unwrap_or_default()))
             .collect();
-        let spec = self.spec_of(&report);
-        report.partitions = placement::merge(&spec, &leaders, &by_node);
+        report.partitions = placement::merge(&report.outputs, &leaders, &by_node);
         let (state, reason, lag) = placement::summarize(report.paused, &report.partitions);
         report.state = state;
         report.reason = reason;
         report.lag = lag;
         report
-    }
-
-    /// The fields of a spec `placement::merge` reads, from its report.
-    pub(super) fn spec_of(&self, report: &TransformReport) -> TransformSpec {
-        TransformSpec {
-            name: report.name.clone(),
-            source: report.source.clone(),
-            plugin: report.plugin.clone(),
-            params: Vec::new(),
-            outputs: report.outputs.clone(),
-            dead_letter_topic: report.dead_letter_topic.clone(),
-            on_error: report.on_error,
-            partitioning: report.partitioning,
-            commit_interval_ms: report.commit_interval_ms,
-            from_offset: FromOffset::Earliest,
-            start_offsets: report.start_offsets.clone(),
-            paused: report.paused,
-            generation: report.generation,
-            partitioner: None,
-            partitioner_params: Vec::new(),
-            principal: report.principal.clone(),
-            principal_host: None,
-            source_topic_id: None,
-            created_ms: report.created_ms,
-        }
     }
 
     /// Makes this broker's transforms the image's (a cluster): a transform the image no
@@ -273,4 +247,33 @@ pub(super) fn warn_unmigrated(dir: &std::path::Path) -> Result<(), ServerError> 
         tracing::warn!(dir = %dir.display(), files, "transform spec files are not read in a cluster (the metadata log holds the transforms): deploy them again");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> TransformSpec {
+        serde_json::from_value(serde_json::json!({
+            "name": "t", "source": "in", "plugin": "p", "params": [], "outputs": ["out"],
+            "dead_letter_topic": null, "on_error": "stop", "partitioning": "key",
+            "commit_interval_ms": 100, "from_offset": "earliest", "start_offsets": [0],
+            "paused": false, "generation": 0, "principal": "User:admin", "created_ms": 0
+        }))
+        .expect("a spec")
+    }
+
+    #[test]
+    fn a_pause_is_applied_in_place_and_anything_else_restarts() {
+        let old = spec();
+        let mut paused = old.clone();
+        paused.paused = true;
+        assert!(only_paused_differs(&old, &paused));
+        let mut restarted = paused.clone();
+        restarted.generation = 1;
+        assert!(!only_paused_differs(&old, &restarted));
+        let mut redeployed = old.clone();
+        redeployed.outputs = vec!["other".to_owned()];
+        assert!(!only_paused_differs(&old, &redeployed));
+    }
 }

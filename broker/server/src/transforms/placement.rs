@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use sluice_transform::{State, TransformSpec};
+use sluice_transform::State;
 
 use super::{PartitionReport, UNAUTHORIZED};
 use crate::broker::Broker;
@@ -70,7 +70,7 @@ pub fn plan(led_here: &[bool], running: &BTreeSet<u32>) -> Plan {
 /// reports of its runners); a partition without one is `unavailable` (its leader is down or
 /// did not answer) or `starting` (its leader answered but runs no runner yet).
 pub fn merge(
-    spec: &TransformSpec,
+    outputs: &[String],
     leaders: &[Option<i32>],
     answers: &BTreeMap<i32, Vec<PartitionReport>>,
 ) -> Vec<PartitionReport> {
@@ -87,15 +87,15 @@ pub fn merge(
                     broker: *leader,
                     ..report.clone()
                 },
-                (None, Some(_)) => placeholder(spec, partition, State::Starting.as_str()),
-                (None, None) => placeholder(spec, partition, UNAVAILABLE),
+                (None, Some(_)) => placeholder(outputs, partition, State::Starting.as_str()),
+                (None, None) => placeholder(outputs, partition, UNAVAILABLE),
             }
         })
         .collect()
 }
 
 /// A partition no runner reported on.
-fn placeholder(spec: &TransformSpec, partition: u32, state: &str) -> PartitionReport {
+fn placeholder(outputs: &[String], partition: u32, state: &str) -> PartitionReport {
     PartitionReport {
         partition,
         broker: None,
@@ -106,7 +106,7 @@ fn placeholder(spec: &TransformSpec, partition: u32, state: &str) -> PartitionRe
         log_end_offset: -1,
         lag: 0,
         records_in: 0,
-        records_out: spec.outputs.iter().map(|o| (o.clone(), 0)).collect(),
+        records_out: outputs.iter().map(|o| (o.clone(), 0)).collect(),
         records_skipped: 0,
         records_dead_lettered: 0,
         records_lost_to_retention: 0,
@@ -152,21 +152,15 @@ mod tests {
     use super::*;
     use crate::transforms::ErrorReport;
 
-    fn spec() -> TransformSpec {
-        serde_json::from_value(serde_json::json!({
-            "name": "t", "source": "in", "plugin": "p", "params": [], "outputs": ["out"],
-            "dead_letter_topic": null, "on_error": "stop", "partitioning": "key",
-            "commit_interval_ms": 100, "from_offset": "earliest", "start_offsets": [0, 0, 0],
-            "paused": false, "generation": 0, "principal": "User:admin", "created_ms": 0
-        }))
-        .expect("a spec")
+    fn outputs() -> Vec<String> {
+        vec!["out".to_owned()]
     }
 
     fn report(partition: u32, state: &str, lag: i64) -> PartitionReport {
         PartitionReport {
             state: state.to_owned(),
             lag,
-            ..placeholder(&spec(), partition, state)
+            ..placeholder(&outputs(), partition, state)
         }
     }
 
@@ -192,7 +186,7 @@ mod tests {
             (2, vec![report(1, "failed", 4)]),
             (3, vec![]),
         ]);
-        let merged = merge(&spec(), &[Some(1), Some(2), Some(3), None], &answers);
+        let merged = merge(&outputs(), &[Some(1), Some(2), Some(3), None], &answers);
         let states: Vec<&str> = merged.iter().map(|p| p.state.as_str()).collect();
         assert_eq!(states, ["running", "failed", "starting", UNAVAILABLE]);
         assert_eq!(
@@ -206,7 +200,7 @@ mod tests {
             [0, 1, 2, 3]
         );
         // A leader that did not answer leaves its partition unavailable.
-        let merged = merge(&spec(), &[Some(4)], &answers);
+        let merged = merge(&outputs(), &[Some(4)], &answers);
         assert_eq!(merged[0].state, UNAVAILABLE);
     }
 
