@@ -8,7 +8,8 @@ a source spread on all three brokers; confluent-kafka producing orders, read_com
 readers finding every order exactly once in the right output; each partition's runner on its
 leader (`describe` from any broker); the broker running two of the runners killed with -9
 in the middle of a stream, records produced meanwhile to the partitions that stay up, the
-broker restarted, and still every record exactly once; a transform whose source lives on
+broker restarted, and still every record exactly once; another broker stopped gracefully
+mid-stream, its runners committing before it leaves, and back; a transform whose source lives on
 brokers 1 and 2 described, paused, resumed and restarted from an offset through broker 3,
 which runs none of its runners, and described with `sluice transform`; the transform deleted
 through one broker and gone from all.
@@ -17,6 +18,7 @@ through one broker and gone from all.
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
 
 from cluster_support import cluster_factory  # noqa: F401 (fixture)
@@ -121,6 +123,24 @@ def test_a_transform_runs_on_the_source_leaders_exactly_once_across_kill_9(clust
     values = source_values(bootstrap)
     assert len(values) == 1200 + len(meanwhile), len(values)
     check_exactly_once(cluster.node(2).bootstrap, values)
+
+    # Broker 2 stopped gracefully mid-stream: its runners commit through the other brokers
+    # before it leaves the quorum (none abandoned), and it takes over again on its return.
+    produce(bootstrap, list(range(1800, 2100)))
+    started = time.monotonic()
+    cluster.node(2).stop()
+    assert time.monotonic() - started < 9, "the runners did not commit in time"
+    log = cluster.node(2).log_path.read_text()
+    stopping = log[log.rindex("SIGTERM: shutting down") :].splitlines()
+    unfinished = [line for line in stopping if "transforms::runner" in line and "shut down" in line]
+    assert not unfinished and "did not stop in time" not in log, unfinished
+    cluster.node(2).start()
+    cluster.wait_for_brokers({1, 2, 3})
+    wait_until(lambda: -1 not in cluster.leaders(1, "orders").values(), 30, "node 2 to lead again")
+    caught_up(cluster.node(3), "orders-split", 6)
+    values = source_values(bootstrap)
+    assert len(values) == 1500 + len(meanwhile), len(values)
+    check_exactly_once(bootstrap, values)
 
     # A transform whose source is on brokers 1 and 2 only, driven through broker 3.
     create(bootstrap, "mini-in", [[1], [2]])

@@ -272,6 +272,9 @@ impl Server {
         shutdown_tx.send_replace(true);
         wait_for_connections(&mut connections).await;
         if let Some(kraft) = broker.kraft() {
+            // The runners commit through other brokers' coordinators and leaders: they stop
+            // while this broker still reaches them.
+            background.transforms().stop().await;
             kraft.shutdown().await;
         }
         background.stop_log_work().await;
