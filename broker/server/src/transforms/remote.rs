@@ -534,9 +534,7 @@ pub(super) async fn start_offsets(
                 ),
             )
         };
-        let answer = kraft(broker)
-            .map_err(failed)?
-            .ask(node, &message)
+        let answer = ask_patiently(kraft(broker).map_err(failed)?, node, &message)
             .await
             .map_err(failed)?;
         let BrokerReply::Offsets(answered) = answer else {
@@ -569,6 +567,33 @@ pub(super) async fn start_offsets(
         ));
     }
     Ok(offsets)
+}
+
+/// How long a deploy or restart waits for a source partition's leader to resolve its start
+/// offset: a topic created a moment ago may not be applied on its leader yet.
+const START_OFFSETS_WAIT_MS: u64 = 5_000;
+
+/// The pause between two tries within `START_OFFSETS_WAIT_MS`.
+const START_OFFSETS_RETRY_MS: u64 = 100;
+
+const _: () = assert!(START_OFFSETS_RETRY_MS < START_OFFSETS_WAIT_MS);
+
+/// `message` to broker `node`, asked again for up to `START_OFFSETS_WAIT_MS` while it fails.
+async fn ask_patiently(
+    kraft: &Kraft,
+    node: i32,
+    message: &BrokerMessage,
+) -> Result<BrokerReply, String> {
+    let deadline =
+        tokio::time::Instant::now() + std::time::Duration::from_millis(START_OFFSETS_WAIT_MS);
+    loop {
+        match kraft.ask(node, message).await {
+            Err(_) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(START_OFFSETS_RETRY_MS)).await;
+            }
+            answer => return answer,
+        }
+    }
 }
 
 /// One partition's start offset for `from`, from its log here.
