@@ -264,6 +264,36 @@ mod tests {
     }
 
     #[test]
+    fn a_source_is_gone_when_the_image_lost_its_name_or_gave_it_another_topic() {
+        use sluice_cluster::records::{MetadataRecord, TopicId};
+        let id = [7; 16];
+        let mut spec = spec();
+        spec.source_topic_id = Some(uuid::Uuid::from_bytes(id).to_string());
+        let mut image = sluice_cluster::MetadataImage::new();
+        assert!(source_gone_from(&image, &spec), "no topic of the name");
+        let created = |topic_id| MetadataRecord::Topic {
+            name: "in".into(),
+            topic_id: TopicId(topic_id),
+        };
+        image.apply(1, &created(id)).expect("applied");
+        assert!(
+            !source_gone_from(&image, &spec),
+            "the topic it was deployed on"
+        );
+        let removed = MetadataRecord::RemoveTopic {
+            topic_id: TopicId(id),
+        };
+        image.apply(2, &removed).expect("applied");
+        image.apply(3, &created([8; 16])).expect("applied");
+        assert!(source_gone_from(&image, &spec), "another topic of the name");
+        spec.source_topic_id = None;
+        assert!(
+            !source_gone_from(&image, &spec),
+            "an unbound spec is not judged by id"
+        );
+    }
+
+    #[test]
     fn a_pause_is_applied_in_place_and_anything_else_restarts() {
         let old = spec();
         let mut paused = old.clone();
