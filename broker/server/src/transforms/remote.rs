@@ -1,4 +1,4 @@
-//! Transforms across brokers: where a runner's requests go, and the other side of them.
+//! Transforms across brokers: where a runner's requests go (the other side is `peers.rs`).
 //!
 //! A runner runs on the broker that leads its source partition (`placement.rs`). What it
 //! asks of others goes where Kafka would send it, by Sluice's own messages on the controller
