@@ -431,9 +431,6 @@ def test_views_and_the_admin_apis_topics_are_the_clusters(cluster_factory, tmp_p
     for k in (1, 2, 3):
         views = json.loads(http(cluster.node(k), "GET", "/v1/views")[1])["views"]
         assert not [v for v in views if v.get("ephemeral")], (k, views)
-    # Not built for clusters yet, and said so: materialized transforms.
-    status, text = http(cluster.node(1), "POST", "/v1/transforms", {"name": "t", "source": topic_name, "plugin": "json-filter", "outputs": [topic_name]})
-    assert status == 501 and "NOT_IN_A_CLUSTER" in text, text
 
 
 def test_a_plugin_uploaded_to_one_broker_is_installed_on_every_broker(cluster_factory, topic_name):

@@ -289,10 +289,15 @@ fn describe_text(t: &Value) -> String {
     if let Some(why) = t["reason"].as_str() {
         out.push_str(&format!("reason: {why}\n"));
     }
-    out.push_str(
-        "PARTITION  STATE        POSITION  LSO       LAG       IN        OUT       TXNS   ERROR\n",
-    );
-    for p in t["partitions"].as_array().into_iter().flatten() {
+    // In a cluster each partition names the broker running it.
+    let partitions = t["partitions"].as_array().map_or(&[][..], Vec::as_slice);
+    let cluster = partitions.iter().any(|p| p.get("broker").is_some());
+    out.push_str(if cluster {
+        "PARTITION  BROKER  STATE        POSITION  LSO       LAG       IN        OUT       TXNS   ERROR\n"
+    } else {
+        "PARTITION  STATE        POSITION  LSO       LAG       IN        OUT       TXNS   ERROR\n"
+    });
+    for p in partitions {
         let out_records: u64 = p["records_out"]
             .as_object()
             .into_iter()
@@ -300,8 +305,16 @@ fn describe_text(t: &Value) -> String {
             .filter_map(|(_, n)| n.as_u64())
             .sum();
         let error = p["last_error"]["message"].as_str().unwrap_or("");
+        let broker = if cluster {
+            format!(
+                "{:<7} ",
+                p.get("broker").map_or_else(|| "-".to_owned(), text)
+            )
+        } else {
+            String::new()
+        };
         out.push_str(&format!(
-            "{:<10} {:<12} {:<9} {:<9} {:<9} {:<9} {:<9} {:<6} {}\n",
+            "{:<10} {broker}{:<12} {:<9} {:<9} {:<9} {:<9} {:<9} {:<6} {}\n",
             text(&p["partition"]),
             text(&p["state"]),
             text(&p["position"]),
@@ -327,6 +340,32 @@ fn text(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cluster_names_the_broker_running_each_partition() {
+        let partition = |index: u32, broker: Option<i32>, state: &str| {
+            let mut p = serde_json::json!({
+                "partition": index, "state": state, "position": 12,
+                "last_stable_offset": 12, "lag": 0, "records_in": 3, "records_out": {},
+                "transactions": 1, "last_error": null, "waiting_on_transaction": null,
+            });
+            if let Some(broker) = broker {
+                p["broker"] = serde_json::json!(broker);
+            }
+            p
+        };
+        let t = |partitions: Vec<Value>| serde_json::json!({"name": "t", "partitions": partitions});
+        let text = describe_text(&t(vec![
+            partition(0, Some(3), "running"),
+            partition(1, None, "unavailable"),
+        ]));
+        assert!(text.contains("PARTITION  BROKER  STATE"), "{text}");
+        assert!(text.contains("\n0          3       running"), "{text}");
+        assert!(text.contains("\n1          -       unavailable"), "{text}");
+        let single = describe_text(&t(vec![partition(0, None, "running")]));
+        assert!(single.contains("PARTITION  STATE"), "{single}");
+        assert!(single.contains("\n0          running"), "{single}");
+    }
 
     #[test]
     fn a_partition_waiting_on_an_open_transaction_says_so() {

@@ -12,7 +12,8 @@
 //!    tokens removed from the security log).
 //!
 //! Stopped in this order, after the listener has stopped accepting, flipped the shutdown
-//! flag and waited for its connections:
+//! flag and waited for its connections (in a cluster the transforms service stops then,
+//! before the broker leaves the quorum: its runners commit through other brokers):
 //! 1. the log work, which ends by itself once the flag flips ([`Background::stop_log_work`]
 //!    waits for it: a cleaning round or a tick in progress finishes first);
 //! 2. (the listener stops the admin API here: it reads the coordinators)

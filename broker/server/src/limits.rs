@@ -394,3 +394,10 @@ pub const QUORUM_VOTERS_MAX: usize = 9;
 /// `n * this .. (n + 1) * this`): 2^32, so every node id (up to 2^31 - 1) has a range within
 /// the 63-bit id space and no two brokers ever hand out the same id.
 pub const PRODUCER_IDS_PER_NODE: i64 = 1 << 32;
+
+/// Largest answer a broker gives another's `describe` or `list` of materialized transforms
+/// (its runners' partition reports, JSON), in bytes: below the broker message frame bound
+/// (`BROKER_FRAME_BYTES_MAX`, 64 MiB), so a broker with very many runners says so, naming
+/// this, instead of failing the frame (checked in `transforms/peers.rs`). 100 transforms of 10,000 partitions at ~600 bytes a
+/// report would pass it: describe one transform then.
+pub const TRANSFORM_REPORTS_BYTES_MAX: usize = 32 * 1024 * 1024;

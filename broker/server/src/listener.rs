@@ -139,14 +139,7 @@ impl Server {
             broker.topics.descriptor_budget().connections,
         );
         let background = Background::start(&broker, opened)?;
-        if let Some(kraft) = broker.kraft() {
-            let handler = crate::txn::peers::handler(
-                Arc::clone(&broker),
-                background.txns().clone(),
-                background.groups().clone(),
-            );
-            kraft.serve_messages(handler).await;
-        }
+        serve_peer_messages(&broker, &background).await;
         Ok(Self {
             broker,
             listeners,
@@ -279,6 +272,9 @@ impl Server {
         shutdown_tx.send_replace(true);
         wait_for_connections(&mut connections).await;
         if let Some(kraft) = broker.kraft() {
+            // The runners commit through other brokers' coordinators and leaders: they stop
+            // while this broker still reaches them.
+            background.transforms().stop().await;
             kraft.shutdown().await;
         }
         background.stop_log_work().await;
@@ -296,6 +292,27 @@ impl Server {
         tracing::info!("shutdown complete");
         Ok(())
     }
+}
+
+/// In a cluster, other brokers' messages go to the transforms, then the coordinators and
+/// the other services, from now on.
+async fn serve_peer_messages(broker: &Arc<Broker>, background: &Background) {
+    let Some(kraft) = broker.kraft() else {
+        return;
+    };
+    let coordinators = crate::txn::peers::handler(
+        Arc::clone(broker),
+        background.txns().clone(),
+        background.groups().clone(),
+    );
+    let handler = crate::transforms::handler(
+        Arc::clone(broker),
+        background.txns().clone(),
+        background.groups().clone(),
+        background.transforms().clone(),
+        coordinators,
+    );
+    kraft.serve_messages(handler).await;
 }
 
 /// Binds the controller listener and starts this broker's side of the cluster, registering

@@ -184,20 +184,6 @@ impl ApiError {
     fn unavailable(message: impl Into<String>) -> Self {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE", message)
     }
-
-    /// Refused because this broker is in a cluster and `what` is not built for clusters yet.
-    fn not_in_a_cluster(state: &AdminState, what: &str) -> Result<(), Self> {
-        if state.broker.kraft().is_none() {
-            return Ok(());
-        }
-        Err(Self::new(
-            StatusCode::NOT_IMPLEMENTED,
-            "NOT_IN_A_CLUSTER",
-            format!(
-                "{what} is not supported by a cluster of brokers in this build (docs/cluster.md)"
-            ),
-        ))
-    }
 }
 
 impl From<KafkaError> for ApiError {

@@ -760,7 +760,7 @@ fn transform_lines(t: &crate::transforms::TransformReport, lines: &mut [String; 
         for (output, n) in &p.records_out {
             *out_by_output.entry(output).or_default() += n;
         }
-        *by_state.entry(p.state).or_default() += 1;
+        *by_state.entry(p.state.as_str()).or_default() += 1;
         let counts = [
             p.records_skipped,
             p.records_dead_lettered,

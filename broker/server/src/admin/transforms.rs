@@ -41,7 +41,7 @@ fn on(operation: AclOperation, name: &str) -> (AclOperation, ResourceType, &str)
 async fn list(State(state): State<AdminState>, Extension(caller): Extension<Caller>) -> Response {
     let transforms: Vec<TransformReport> = state
         .transforms
-        .list()
+        .list_everywhere()
         .await
         .into_iter()
         .filter(|t| caller.may(&state.broker, on(AclOperation::Describe, &t.name)))
@@ -69,7 +69,6 @@ async fn deploy(
             "{e}: expected {{\"name\": \"...\", \"source\": \"<topic>\", \"plugin\": \"...\", \"outputs\": [\"<topic>\", ...], \"params\": {{\"k\": \"v\"}}, \"from_offset\": \"earliest\" | \"latest\" | \"<offset>\" | \"<epoch ms>ms\", \"on_error\": \"stop\" | \"skip\" | \"dead-letter\", \"dead_letter_topic\": \"<topic>\", \"partitioning\": \"key\" | \"source\", \"partitioner\": \"<partitioner plugin>\", \"partitioner_params\": {{}}, \"commit_interval_ms\": 100, \"paused\": false}}"
         ))
     })?;
-    ApiError::not_in_a_cluster(&state, "a materialized transform")?;
     require_deploy(&state, &caller, &request)?;
     let (principal, host) = caller.owner(&state.broker)?;
     let resource = format!("transform {}", request.name);

@@ -65,5 +65,29 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     if let Ok(body) = wire::encode(&routed) {
         out.push(("broker-message-routed".to_owned(), with(7, body)));
     }
+    let step = wire::BrokerMessage::TransformTxn {
+        transactional_id: "__sluice_transform/orders-split/0".into(),
+        step: wire::TransformTxnStep::AddPartitions {
+            producer_id: 4_294_967_296,
+            producer_epoch: 3,
+            partitions: vec![("orders-eu".into(), 1), ("orders-us".into(), 0)],
+        },
+    };
+    if let Ok(body) = wire::encode(&step) {
+        out.push(("broker-message-transform-txn".to_owned(), with(7, body)));
+    }
+    let output = wire::BrokerMessage::AppendTransformed {
+        topic: "orders-eu".into(),
+        topic_id: [9; 16],
+        partition: 1,
+        transactional_id: "__sluice_transform/orders-split/0".into(),
+        producer_id: 4_294_967_296,
+        producer_epoch: 3,
+        records: sluice_storage::testing::build_value_batch(2, 8, 7, 1_000),
+        durable: true,
+    };
+    if let Ok(body) = wire::encode(&output) {
+        out.push(("broker-message-transformed".to_owned(), with(7, body)));
+    }
     out
 }

@@ -93,7 +93,10 @@ pub use types::{
     ApplyResponse, ControllerNode, Entry, LogId, Membership, MetaTypes, MetadataApply,
     MetadataPayload, PayloadTooLarge, RestoreError, Vote,
 };
-pub use wire::{BrokerAnswer, BrokerMessage, BrokerReply, Kind as FrameKind, TxnOffset, WireError};
+pub use wire::{
+    BrokerAnswer, BrokerMessage, BrokerReply, Kind as FrameKind, TransformTxnStep, TxnOffset,
+    WireError,
+};
 
 /// A Raft instance of the metadata quorum over the image `A`.
 pub type MetaRaft<A> = openraft::Raft<MetaTypes, MetadataStateMachine<A>>;

@@ -187,6 +187,80 @@ pub enum BrokerMessage {
     PutEphemeralView { spec: Vec<u8> },
     /// The ephemeral view is done with (the consumer finished).
     RemoveEphemeralView { name: String },
+    /// A materialized transform's runner (it runs where its source partition is led) asks
+    /// its transactional id's coordinator, this broker, to carry out `step`
+    /// (`crate::transforms::remote`). Only `__sluice_transform/` ids.
+    TransformTxn {
+        transactional_id: String,
+        step: TransformTxnStep,
+    },
+    /// A runner's transactional output batch for a partition this broker leads: verified
+    /// with the transaction's coordinator (KIP-890) and appended with the producer's claim;
+    /// with `durable`, answered once it is on disk.
+    AppendTransformed {
+        topic: String,
+        topic_id: [u8; 16],
+        partition: i32,
+        transactional_id: String,
+        producer_id: i64,
+        producer_epoch: i16,
+        records: Vec<u8>,
+        durable: bool,
+    },
+    /// A runner's committed position in its transform's group, which this broker
+    /// coordinates: answered [`BrokerReply::Offsets`] (none, or the one offset).
+    FetchTransformPosition {
+        group_id: String,
+        topic: String,
+        partition: i32,
+    },
+    /// A transform's group is dropped (delete, restart) by its coordinator, this broker.
+    DeleteTransformGroup { group_id: String },
+    /// The start offsets of `partitions` of `topic` (which this broker leads) for a
+    /// transform's `from_offset` (`earliest`, `latest`, `N`, `Nms`): [`BrokerReply::Offsets`].
+    TransformStartOffsets {
+        topic: String,
+        partitions: Vec<i32>,
+        from: String,
+    },
+    /// The state of the transform runners on this broker (of `name`, or of every
+    /// transform): [`BrokerReply::Json`], a map of transform name to partition reports.
+    TransformReports { name: Option<String> },
+}
+
+/// One transaction step of a transform runner at its coordinator
+/// ([`BrokerMessage::TransformTxn`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TransformTxnStep {
+    /// InitProducerId: answered [`BrokerReply::Producer`] or a code.
+    Init { timeout_ms: i32 },
+    /// AddPartitionsToTxn.
+    AddPartitions {
+        producer_id: i64,
+        producer_epoch: i16,
+        partitions: Vec<(String, i32)>,
+    },
+    /// AddOffsetsToTxn then TxnOffsetCommit of the source position.
+    CommitOffsets {
+        producer_id: i64,
+        producer_epoch: i16,
+        group_id: String,
+        offsets: Vec<TxnOffset>,
+    },
+    /// KIP-890's verification by an output partition's leader (AddPartitionsToTxn's
+    /// `verify_only`, which the Kafka listener refuses for these reserved ids): answered
+    /// [`BrokerReply::Verified`] or a code.
+    Verify {
+        producer_id: i64,
+        producer_epoch: i16,
+        partitions: Vec<(String, i32)>,
+    },
+    /// EndTxn (commit or abort).
+    End {
+        producer_id: i64,
+        producer_epoch: i16,
+        commit: bool,
+    },
 }
 
 /// What a broker message is answered with.
@@ -196,6 +270,19 @@ pub enum BrokerReply {
     Code(i16),
     /// A plugin's component bytes ([`BrokerMessage::FetchPlugin`]).
     Plugin(Vec<u8>),
+    /// A transactional producer's id and epoch ([`TransformTxnStep::Init`]).
+    Producer {
+        producer_id: i64,
+        producer_epoch: i16,
+    },
+    /// Offsets ([`BrokerMessage::FetchTransformPosition`],
+    /// [`BrokerMessage::TransformStartOffsets`]).
+    Offsets(Vec<TxnOffset>),
+    /// A JSON document ([`BrokerMessage::TransformReports`]).
+    Json(Vec<u8>),
+    /// Each partition's verification: topic, partition, error code
+    /// ([`TransformTxnStep::Verify`]).
+    Verified(Vec<(String, i32, i16)>),
 }
 
 /// A broker message's answer, or why it could not be handled.

@@ -252,10 +252,37 @@ impl Kraft {
             .map_err(|e| e.to_string())??
         {
             crate::cluster::BrokerReply::Code(code) => Ok(code),
-            crate::cluster::BrokerReply::Plugin(_) => Err(format!(
-                "broker {node} answered with plugin bytes where a code was expected"
+            _ => Err(format!(
+                "broker {node} answered with a document where a code was expected"
             )),
         }
+    }
+
+    /// Sends `message` to broker `node`'s services and returns its whole answer.
+    ///
+    /// # Errors
+    /// As [`Kraft::message`].
+    pub async fn ask(
+        &self,
+        node: i32,
+        message: &crate::cluster::BrokerMessage,
+    ) -> Result<crate::cluster::BrokerReply, String> {
+        let handle = self.handle.read().await;
+        let Some(handle) = handle.as_ref() else {
+            return Err("the cluster side is shut down".to_owned());
+        };
+        let peer = u64::try_from(node).map_err(|_| format!("no broker {node}"))?;
+        handle
+            .message(peer, message)
+            .await
+            .map_err(|e| format!("broker {node}: {e}"))?
+            .map_err(|e| format!("broker {node}: {e}"))
+    }
+
+    /// The index of each image the publisher has applied to the topic registry (partition
+    /// placements included), as it changes.
+    pub fn published(&self) -> watch::Receiver<u64> {
+        self.published.clone()
     }
 
     /// Plugin `name`'s bytes at `sha256` from broker `node` (checked against the digest here).
@@ -286,6 +313,7 @@ impl Kraft {
             crate::cluster::BrokerReply::Code(code) => {
                 return Err(format!("broker {node} answered error {code}"));
             }
+            _ => return Err(format!("broker {node} answered without plugin bytes")),
         };
         let got = sluice_plugin_host::sha256_hex(&bytes);
         if got != sha256 {

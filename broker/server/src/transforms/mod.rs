@@ -1,25 +1,32 @@
 //! Materialized transforms (docs/transforms.md): a source topic read inside the broker, every
 //! record run through a WebAssembly transform (or filter) plugin, and the output appended
 //! to 1 to 8 output topics **exactly once**: each source partition's runner commits its
-//! output and its source position in one transaction of the broker's own transaction
-//! coordinator.
+//! output and its source position in one transaction of its transactional id's coordinator.
 //!
 //! # Layout
 //! - this file: [`TransformService`], what the admin API and the listener hold: deploy,
 //!   list, describe, pause, resume, restart, delete; the spec files.
+//! - `cluster.rs`: the service in a cluster: the metadata image's specs applied on every
+//!   broker, and `describe` gathering every broker's runners.
+//! - `placement.rs`: which runners run here (the source partitions this broker leads), and
+//!   the merge of every broker's reports.
 //! - `runner.rs`: one task per source partition carrying out the effects of its state
 //!   machine (`sluice_transform::Runner`, which decides everything).
 //! - `process.rs`: the blocking steps: reading the source read_committed, calling the plugin.
-//! - `producer.rs`: the transaction steps against `TxnHandle` and `append_one`.
+//! - `producer.rs`: the transaction steps, and `remote.rs`, where they go: the transactional
+//!   id's coordinator, each output partition's leader, the group's coordinator (in-process,
+//!   or another broker's by message); `peers.rs`: the other side of those messages.
 //! - `record.rs`: the records the machine moves.
+//! - `report.rs`: what `describe` and `/metrics` show.
 //! - `rights.rs`: what a running transform may still do: its source still the topic it was
 //!   deployed on, its outputs there, its owner's rights (checked before each read and append).
 //!
-//! Durable state: the spec, `<data.dir>/transforms/<name>.json` (written through the one
-//! durable-write path; every write goes through `persist.rs`, so a replicated metadata log can
-//! carry it later); the source positions, as the committed offsets of the group
-//! `__sluice_transform/<name>` in the offsets log; producer ids and open transactions in the
-//! transaction log. Counters are memory only.
+//! Durable state: the spec, `<data.dir>/transforms/<name>.json` on a single node (written
+//! through the one durable-write path, `persist`), or in a cluster a record of the metadata
+//! log (`PutTransform` / `RemoveTransform`: every broker rebuilds its transforms from the
+//! log); the source positions, as the committed offsets of the group
+//! `__sluice_transform/<name>` at its coordinator; producer ids and open transactions in the
+//! transaction log of each transactional id's coordinator. Counters are memory only.
 //!
 //! A transform acts for its owner (the spec's `principal`, from `principal_host`): its runners
 //! stop, `unauthorized`, when the owner loses a right it needs and resume by themselves when it
@@ -30,9 +37,14 @@
 //! only together with the source position that produced it; nothing here commits an offset
 //! outside a transaction of the runner's own transactional id.
 
+mod cluster;
+mod peers;
+mod placement;
 mod process;
 mod producer;
 mod record;
+mod remote;
+mod report;
 mod rights;
 mod runner;
 
@@ -42,8 +54,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_protocol::ResponseError;
-use serde::{Deserialize, Serialize};
-use sluice_storage::Offset;
+use serde::Deserialize;
 use sluice_transform::{Finish, FromOffset, OnError, Partitioning, State, TransformSpec, limits};
 use tokio::sync::{Mutex, Semaphore, watch};
 use tokio::task::JoinHandle;
@@ -54,7 +65,12 @@ use crate::files::{remove_file_logged, remove_stale_temps, write_durable};
 use crate::group::GroupHandle;
 use crate::txn::TxnHandle;
 
+use cluster::{source_gone_from, warn_unmigrated};
+pub use peers::handler;
 use runner::{Command, Control, RunnerCtx, Shared};
+
+pub use report::{ErrorReport, PartitionReport, TransformReport, WaitReport};
+use report::{UNAUTHORIZED, partition_report};
 
 // A transform's transactions write its outputs' partitions, at most what one transaction of
 // the coordinator may hold.
@@ -127,13 +143,39 @@ struct Inner {
 #[derive(Debug)]
 struct Running {
     spec: Arc<TransformSpec>,
+    /// The transform's command (run, pause), which every runner is given; a runner's own
+    /// stop (its source partition is led elsewhere now) goes to it alone.
+    command: Control,
+    /// The runners on this broker, by source partition: every partition on a single node;
+    /// in a cluster, the partitions this broker leads (`placement.rs`).
+    runners: BTreeMap<u32, RunnerHandle>,
+}
+
+/// One runner: its status, its commands, its task.
+#[derive(Debug)]
+struct RunnerHandle {
+    shared: Arc<Shared>,
     control: watch::Sender<Command>,
-    runners: Vec<(Arc<Shared>, JoinHandle<()>)>,
+    task: JoinHandle<()>,
+}
+
+impl Running {
+    /// Sends `control` to every runner (and to the runners started later).
+    fn send(&mut self, control: Control) {
+        if !matches!(control, Control::Stop(_)) {
+            self.command = control;
+        }
+        for runner in self.runners.values() {
+            runner::send(&runner.control, control);
+        }
+    }
 }
 
 impl TransformService {
-    /// Loads the persisted transforms and starts their runners (after the coordinators, so
-    /// a runner's InitProducerId finds the transaction log replayed).
+    /// Loads the transforms and starts their runners (after the coordinators, so a runner's
+    /// InitProducerId finds the transaction log replayed): on a single node from the spec
+    /// files; in a cluster from the metadata image, which every broker applies
+    /// ([`TransformService::apply_image`]), starting the runners of the partitions it leads.
     ///
     /// # Errors
     /// The transforms directory cannot be created or read.
@@ -156,26 +198,12 @@ impl TransformService {
         sluice_storage::io::create_dir_durable(&sluice_storage::RealFs, &dir)
             .map_err(ServerError::io(format!("creating {}", dir.display())))?;
         remove_stale_temps(&dir);
-        let entries = std::fs::read_dir(&dir)
-            .map_err(ServerError::io(format!("reading {}", dir.display())))?;
-        let mut loaded = BTreeMap::new();
-        for entry in entries {
-            let path = entry
-                .map_err(ServerError::io("reading the transforms dir"))?
-                .path();
-            if path.extension().is_none_or(|e| e != "json") {
-                continue;
-            }
-            match load(&path) {
-                Ok(spec) => {
-                    let spec = record_source_id(&broker, spec);
-                    tracing::info!(transform = %spec.name, source = %spec.source, "loaded transform");
-                    let running = service.start(Arc::new(spec));
-                    loaded.insert(running.spec.name.clone(), running);
-                }
-                Err(e) => tracing::error!(path = %path.display(), "transform not loaded: {e}"),
-            }
-        }
+        let loaded = if broker.kraft().is_some() {
+            warn_unmigrated(&dir)?;
+            BTreeMap::new()
+        } else {
+            service.load(&dir)?
+        };
         *service
             .inner
             .transforms
@@ -190,6 +218,32 @@ impl TransformService {
         Ok(service)
     }
 
+    /// The spec files of a single node, each transform started.
+    fn load(&self, dir: &std::path::Path) -> Result<BTreeMap<String, Running>, ServerError> {
+        let broker = &self.inner.broker;
+        let entries = std::fs::read_dir(dir)
+            .map_err(ServerError::io(format!("reading {}", dir.display())))?;
+        let mut loaded = BTreeMap::new();
+        for entry in entries {
+            let path = entry
+                .map_err(ServerError::io("reading the transforms dir"))?
+                .path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            match load(&path) {
+                Ok(spec) => {
+                    let spec = record_source_id(broker, spec);
+                    tracing::info!(transform = %spec.name, source = %spec.source, "loaded transform");
+                    let running = self.start(Arc::new(spec));
+                    loaded.insert(running.spec.name.clone(), running);
+                }
+                Err(e) => tracing::error!(path = %path.display(), "transform not loaded: {e}"),
+            }
+        }
+        Ok(loaded)
+    }
+
     /// Stops every runner: each commits its open transaction first (bounded by `STOP_GRACE`).
     pub async fn stop(&self) {
         let grower = self
@@ -202,8 +256,8 @@ impl TransformService {
             grower.abort();
         }
         let mut transforms = self.inner.transforms.lock().await;
-        for running in transforms.values() {
-            runner::send(&running.control, Control::Stop(Finish::Commit));
+        for running in transforms.values_mut() {
+            running.send(Control::Stop(Finish::Commit));
         }
         for (_, running) in std::mem::take(&mut *transforms) {
             stop_runners(running).await;
@@ -212,7 +266,7 @@ impl TransformService {
 
     /// Deploys a transform for `principal`, who asks from `host` (the owner it acts for):
     /// checks it against the broker (topics, plugin, bounds), resolves its start offsets,
-    /// persists it and starts its runners.
+    /// records it (the spec file, or the metadata log in a cluster) and starts its runners.
     ///
     /// # Errors
     /// What is wrong, as Kafka's code and a message naming it.
@@ -224,43 +278,29 @@ impl TransformService {
     ) -> Result<TransformReport, KafkaError> {
         let mut transforms = self.inner.transforms.lock().await;
         let broker = &self.inner.broker;
-        if transforms.contains_key(&request.name) {
+        // In a cluster the image is the list (this broker's map may be a step behind).
+        let (exists, count) = match broker.kraft().map(|k| k.image()) {
+            Some(image) => (
+                image.transforms().contains_key(&request.name),
+                image.transforms().len(),
+            ),
+            None => (transforms.contains_key(&request.name), transforms.len()),
+        };
+        if exists {
             return Err(KafkaError::new(
                 ResponseError::TopicAlreadyExists,
                 format!("a transform named {:?} exists already", request.name),
             ));
         }
-        if transforms.len() >= limits::TRANSFORMS_MAX {
+        if count >= limits::TRANSFORMS_MAX {
             return Err(policy(format!(
                 "TRANSFORMS_MAX ({}) transforms exist already",
                 limits::TRANSFORMS_MAX
             )));
         }
         let source = topic(broker, &request.source, "source")?;
-        let mut spec = TransformSpec {
-            name: request.name,
-            source: request.source,
-            plugin: request.plugin,
-            params: request.params.into_iter().collect(),
-            outputs: request.outputs,
-            dead_letter_topic: request.dead_letter_topic,
-            on_error: request.on_error,
-            partitioning: request.partitioning,
-            commit_interval_ms: request
-                .commit_interval_ms
-                .unwrap_or(limits::TRANSFORM_COMMIT_INTERVAL_MS_DEFAULT),
-            from_offset: request.from_offset,
-            start_offsets: Vec::new(),
-            paused: request.paused,
-            generation: 0,
-            partitioner: request.partitioner,
-            partitioner_params: request.partitioner_params.into_iter().collect(),
-            principal,
-            principal_host: Some(host),
-            source_topic_id: Some(source.id.to_string()),
-            created_ms: broker.now_ms(),
-        };
-        spec.start_offsets = start_offsets(&source, spec.from_offset)?;
+        let mut spec = new_spec(request, (principal, host), &source, broker.now_ms());
+        spec.start_offsets = remote::start_offsets(broker, &source, spec.from_offset).await?;
         spec.check()
             .map_err(|e| KafkaError::new(ResponseError::InvalidRequest, e.to_string()))?;
         let existing: Vec<&TransformSpec> = transforms.values().map(|r| &*r.spec).collect();
@@ -281,51 +321,77 @@ impl TransformService {
                     format!("deploy check: {e}"),
                 )
             })??;
-        persist(broker, &spec)?;
+        if broker.kraft().is_some() {
+            // Positions an earlier transform of the name may have left behind (a runner on
+            // another broker committing while it was deleted) are not this one's.
+            self.forget_positions(&spec).await?;
+        }
+        self.record(&spec).await?;
         tracing::info!(transform = %spec.name, source = %spec.source, outputs = ?spec.outputs, plugin = %spec.plugin, "deployed transform");
-        let running = self.start(Arc::new(spec));
-        let report = self.report(&running);
-        transforms.insert(running.spec.name.clone(), running);
-        Ok(report)
+        let name = spec.name.clone();
+        if broker.kraft().is_some() {
+            self.apply_image(&mut transforms).await;
+        } else {
+            let running = self.start(Arc::new(spec));
+            transforms.insert(name.clone(), running);
+        }
+        let report = transforms.get(&name).map(|r| self.report(r));
+        drop(transforms);
+        match report {
+            Some(report) => Ok(self.everywhere(report).await),
+            None => Err(unknown(&name)),
+        }
     }
 
-    /// Every transform, by name.
+    /// Every transform on this broker, by name, with the partitions it runs here (all of
+    /// them on a single node): what `/metrics` shows of this broker.
     pub async fn list(&self) -> Vec<TransformReport> {
         let transforms = self.inner.transforms.lock().await;
         transforms.values().map(|r| self.report(r)).collect()
     }
 
-    /// One transform.
+    /// One transform, with every partition (in a cluster, from the brokers running them).
     ///
     /// # Errors
     /// UNKNOWN_TOPIC_OR_PARTITION for an unknown name.
     pub async fn describe(&self, name: &str) -> Result<TransformReport, KafkaError> {
-        let transforms = self.inner.transforms.lock().await;
-        transforms
-            .get(name)
-            .map(|r| self.report(r))
-            .ok_or_else(|| unknown(name))
+        let report = {
+            let transforms = self.inner.transforms.lock().await;
+            transforms
+                .get(name)
+                .map(|r| self.report(r))
+                .ok_or_else(|| unknown(name))?
+        };
+        Ok(self.everywhere(report).await)
     }
 
     /// Pauses (`true`) or resumes a transform; kept across restarts.
     ///
     /// # Errors
-    /// Unknown name; the spec cannot be written.
+    /// Unknown name; the spec cannot be recorded.
     pub async fn set_paused(
         &self,
         name: &str,
         paused: bool,
     ) -> Result<TransformReport, KafkaError> {
         let mut transforms = self.inner.transforms.lock().await;
-        let running = transforms.get_mut(name).ok_or_else(|| unknown(name))?;
+        let running = transforms.get(name).ok_or_else(|| unknown(name))?;
         let mut spec = (*running.spec).clone();
         spec.paused = paused;
-        persist(&self.inner.broker, &spec)?;
-        running.spec = Arc::new(spec);
-        let control = if paused { Control::Pause } else { Control::Run };
-        runner::send(&running.control, control);
+        self.record(&spec).await?;
+        if self.inner.broker.kraft().is_some() {
+            self.apply_image(&mut transforms).await;
+        } else if let Some(running) = transforms.get_mut(name) {
+            running.spec = Arc::new(spec);
+            running.send(if paused { Control::Pause } else { Control::Run });
+        }
         tracing::info!(transform = name, paused, "transform paused or resumed");
-        Ok(self.report(running))
+        let report = transforms
+            .get(name)
+            .map(|r| self.report(r))
+            .ok_or_else(|| unknown(name))?;
+        drop(transforms);
+        Ok(self.everywhere(report).await)
     }
 
     /// Restarts a transform from `from` (resolved per partition now): its runners commit and
@@ -333,27 +399,34 @@ impl TransformService {
     /// output already written stays (a replay writes the records again).
     ///
     /// # Errors
-    /// Unknown name; an offset that cannot be resolved; the spec cannot be written.
+    /// Unknown name; an offset that cannot be resolved; the spec cannot be recorded.
     pub async fn restart(
         &self,
         name: &str,
         from: FromOffset,
     ) -> Result<TransformReport, KafkaError> {
         let mut transforms = self.inner.transforms.lock().await;
-        let running = transforms.remove(name).ok_or_else(|| unknown(name))?;
         let broker = &self.inner.broker;
-        let mut spec = (*running.spec).clone();
-        runner::send(&running.control, Control::Stop(Finish::Commit));
-        stop_runners(running).await;
+        let in_cluster = broker.kraft().is_some();
+        let mut spec = (*transforms.get(name).ok_or_else(|| unknown(name))?.spec).clone();
+        if !in_cluster && let Some(mut running) = transforms.remove(name) {
+            running.send(Control::Stop(Finish::Commit));
+            stop_runners(running).await;
+        }
         let result = async {
             let source = topic(broker, &spec.source, "source")?;
-            spec.start_offsets = start_offsets(&source, from)?;
+            spec.start_offsets = remote::start_offsets(broker, &source, from).await?;
             spec.from_offset = from;
             spec.generation += 1;
-            // The spec file is the one commit point: once it holds the new generation, the
-            // runners ignore positions committed before it (`position_is_current`), so a
-            // crash before the group's offsets are dropped cannot resume the old positions.
-            persist(broker, &spec)?;
+            // The recorded spec is the one commit point: once it holds the new generation,
+            // the runners ignore positions committed before it (`position_is_current`), so
+            // a crash before the group's offsets are dropped cannot resume the old positions.
+            self.record(&spec).await?;
+            if in_cluster {
+                // This broker's runners stop (committing) and start again at once; the other
+                // brokers' do when they apply the record.
+                self.apply_image(&mut transforms).await;
+            }
             if let Err(e) = self.forget_positions(&spec).await {
                 tracing::warn!(
                     transform = name,
@@ -365,22 +438,55 @@ impl TransformService {
         }
         .await;
         tracing::info!(transform = name, from = %from, generation = spec.generation, "transform restarted");
-        let running = self.start(Arc::new(spec));
-        let report = self.report(&running);
-        transforms.insert(name.to_owned(), running);
-        result.map(|()| report)
+        if !in_cluster {
+            let running = self.start(Arc::new(spec));
+            transforms.insert(name.to_owned(), running);
+        }
+        let report = transforms
+            .get(name)
+            .map(|r| self.report(r))
+            .ok_or_else(|| unknown(name))?;
+        drop(transforms);
+        result?;
+        Ok(self.everywhere(report).await)
     }
 
     /// Deletes a transform: its runners abort their open transaction and stop; the spec and
     /// the group's positions are removed. Output topics stay.
     ///
     /// # Errors
-    /// Unknown name.
+    /// Unknown name; in a cluster, the controller's refusal.
     pub async fn delete(&self, name: &str) -> Result<(), KafkaError> {
         let mut transforms = self.inner.transforms.lock().await;
-        let running = transforms.remove(name).ok_or_else(|| unknown(name))?;
+        let broker = &self.inner.broker;
+        if let Some(kraft) = broker.kraft() {
+            let spec = transforms
+                .get(name)
+                .map(|r| r.spec.clone())
+                .ok_or_else(|| unknown(name))?;
+            let op = crate::cluster::ControllerOp::RemoveTransform {
+                name: name.to_owned(),
+            };
+            kraft
+                .submit(op)
+                .await
+                .map_err(|e| crate::kraft::kafka_error(&e))?;
+            // Runners here abort now; the other brokers' when they apply the removal.
+            self.apply_image(&mut transforms).await;
+            if let Err(e) = self.forget_positions(&spec).await {
+                tracing::warn!(
+                    transform = name,
+                    "its positions stay in {} (a deploy of the name drops them): {}",
+                    spec.group_id(),
+                    e.message
+                );
+            }
+            tracing::info!(transform = name, "deleted transform");
+            return Ok(());
+        }
+        let mut running = transforms.remove(name).ok_or_else(|| unknown(name))?;
         let spec = running.spec.clone();
-        runner::send(&running.control, Control::Stop(Finish::Abort));
+        running.send(Control::Stop(Finish::Abort));
         stop_runners(running).await;
         if let Err(e) = self.forget_positions(&spec).await {
             // Nothing removed: the transform runs on from its positions; delete again.
@@ -388,30 +494,68 @@ impl TransformService {
             transforms.insert(name.to_owned(), running);
             return Err(e);
         }
-        remove_file_logged(&spec_file(&self.inner.broker, name));
-        self.inner.broker.topics.forget_transform_topics(name);
+        remove_file_logged(&spec_file(broker, name));
+        broker.topics.forget_transform_topics(name);
         tracing::info!(transform = name, "deleted transform");
         Ok(())
     }
 
-    /// Removes the transforms whose source topic is gone (`rights::source_gone`): their
-    /// runners abort and stop, then the spec (the commit point) and the group's positions
-    /// go. The deletion of the topic wrote their audit lines; this carries it out.
+    /// Records a spec: its file on a single node; in a cluster the metadata log
+    /// (`PutTransform`), answered once this broker's image holds it.
+    async fn record(&self, spec: &TransformSpec) -> Result<(), KafkaError> {
+        let broker = &self.inner.broker;
+        let Some(kraft) = broker.kraft() else {
+            return persist(broker, spec);
+        };
+        let json = serde_json::to_vec(spec).map_err(|e| {
+            KafkaError::new(
+                ResponseError::UnknownServerError,
+                format!("encoding transform {:?}: {e}", spec.name),
+            )
+        })?;
+        let op = crate::cluster::ControllerOp::PutTransform {
+            name: spec.name.clone(),
+            spec: json,
+        };
+        kraft
+            .submit(op)
+            .await
+            .map(|_| ())
+            .map_err(|e| crate::kraft::kafka_error(&e))
+    }
+
+    /// Removes the transforms whose source topic is gone (`rights::source_gone`; in a
+    /// cluster, gone from the image): their runners abort and stop, then the spec (the
+    /// commit point) and the group's positions go. The deletion of the topic wrote their
+    /// audit lines; this carries it out.
     async fn remove_orphans(&self, transforms: &mut BTreeMap<String, Running>) {
         let broker = &self.inner.broker;
+        let image = broker.kraft().map(|k| k.image());
         let orphans: Vec<String> = transforms
             .values()
-            .filter(|r| rights::source_gone(broker, &r.spec))
+            .filter(|r| match &image {
+                Some(image) => source_gone_from(image, &r.spec),
+                None => rights::source_gone(broker, &r.spec),
+            })
             .map(|r| r.spec.name.clone())
             .collect();
         for name in orphans {
-            let Some(running) = transforms.remove(&name) else {
+            let Some(mut running) = transforms.remove(&name) else {
                 continue;
             };
             let spec = running.spec.clone();
-            runner::send(&running.control, Control::Stop(Finish::Abort));
+            running.send(Control::Stop(Finish::Abort));
             stop_runners(running).await;
-            remove_file_logged(&spec_file(broker, &name));
+            match broker.kraft() {
+                None => remove_file_logged(&spec_file(broker, &name)),
+                Some(kraft) => {
+                    // Every broker notices; the first removal wins, the others find it gone.
+                    let op = crate::cluster::ControllerOp::RemoveTransform { name: name.clone() };
+                    if let Err(e) = kraft.submit(op).await {
+                        tracing::debug!(transform = %name, "removing it from the cluster: {e}");
+                    }
+                }
+            }
             broker.topics.forget_transform_topics(&name);
             if let Err(e) = self.forget_positions(&spec).await {
                 tracing::warn!(transform = %name, "its positions stay in {} (never read again): {}", spec.group_id(), e.message);
@@ -420,21 +564,19 @@ impl TransformService {
         }
     }
 
-    /// Drops the committed positions of the transform's group.
+    /// Drops the committed positions of the transform's group (at its coordinator).
     async fn forget_positions(&self, spec: &TransformSpec) -> Result<(), KafkaError> {
-        let answer = self.inner.groups.delete_groups(vec![spec.group_id()]).await;
-        match answer.as_deref() {
-            Some(
-                [(_, sluice_group::ErrorCode::None | sluice_group::ErrorCode::GroupIdNotFound)],
-            ) => Ok(()),
-            other => Err(KafkaError::new(
-                ResponseError::CoordinatorNotAvailable,
-                format!("dropping the positions of {}: {other:?}", spec.group_id()),
-            )),
-        }
+        remote::delete_group(&self.inner.broker, &self.inner.groups, &spec.group_id())
+            .await
+            .map_err(|e| {
+                KafkaError::new(
+                    ResponseError::CoordinatorNotAvailable,
+                    format!("dropping the positions of {}: {e}", spec.group_id()),
+                )
+            })
     }
 
-    /// Starts one runner per source partition (noting the topics it uses with the broker).
+    /// Starts the transform's runners (noting the topics it uses with the broker).
     fn start(&self, spec: Arc<TransformSpec>) -> Running {
         let inner = &self.inner;
         let written: Vec<&str> = spec
@@ -447,39 +589,53 @@ impl TransformService {
             .broker
             .topics
             .note_transform_topics(&spec.name, &spec.source, &written);
-        let initial = if spec.paused {
+        let command = if spec.paused {
             Control::Pause
         } else {
             Control::Run
         };
-        let (control, _) = watch::channel(Command::first(initial));
         let mut running = Running {
             spec,
-            control,
-            runners: Vec::new(),
+            command,
+            runners: BTreeMap::new(),
         };
-        self.grow(&mut running);
+        self.place(&mut running);
         running
     }
 
-    /// Starts a runner for every source partition that has none (all at start; later, the
-    /// partitions CreatePartitions added, which start at their log start offset).
-    fn grow(&self, running: &mut Running) {
+    /// Starts a runner for every source partition led here that has none (all of them at
+    /// start on a single node; later, the partitions CreatePartitions added, which start at
+    /// their log start offset, and those whose leadership came here), and stops, committing,
+    /// the runners of partitions led elsewhere now (`placement.rs`).
+    fn place(&self, running: &mut Running) {
         let inner = &self.inner;
-        let spec = &running.spec;
+        let spec = running.spec.clone();
         let partitions = inner
             .broker
             .topics
             .topic(&spec.source)
             .map_or(spec.start_offsets.len(), |t| t.partitions.len());
+        let led_here: Vec<bool> = (0..partitions)
+            .map(|p| placement::runs_here(&inner.broker, &spec.source, p))
+            .collect();
+        let has: std::collections::BTreeSet<u32> = running.runners.keys().copied().collect();
+        let plan = placement::plan(&led_here, &has);
+        for partition in plan.stop {
+            if let Some(runner) = running.runners.remove(&partition) {
+                tracing::info!(transform = %spec.name, partition, "source partition led elsewhere now: its runner commits and stops");
+                runner::send(&runner.control, Control::Stop(Finish::Commit));
+                let name = spec.name.clone();
+                tokio::spawn(async move { stop_runner(&name, runner).await });
+            }
+        }
         let txn_timeout_ms = i32::try_from(limits::txn_timeout_ms(
             spec.commit_interval_ms,
             i64::try_from(inner.broker.config.plugin_call_timeout_ms).unwrap_or(i64::MAX),
         ))
         .unwrap_or(i32::MAX);
-        for p in running.runners.len()..partitions {
-            let partition = u32::try_from(p).unwrap_or(u32::MAX);
+        for partition in plan.start {
             let shared = Arc::new(Shared::new(partition));
+            let (control, receiver) = watch::channel(Command::first(running.command));
             let ctx = RunnerCtx {
                 broker: inner.broker.clone(),
                 txns: inner.txns.clone(),
@@ -487,28 +643,52 @@ impl TransformService {
                 spec: spec.clone(),
                 partition,
                 shared: shared.clone(),
-                control: running.control.subscribe(),
+                control: receiver,
                 calls: inner.calls.clone(),
                 txn_timeout_ms,
             };
-            running
-                .runners
-                .push((shared, tokio::spawn(runner::run(ctx))));
+            let task = tokio::spawn(runner::run(ctx));
+            running.runners.insert(
+                partition,
+                RunnerHandle {
+                    shared,
+                    control,
+                    task,
+                },
+            );
         }
     }
 
-    /// Every `PARTITIONS_CHECK_INTERVAL`, removes the transforms whose source was deleted
-    /// and starts runners for source partitions added since.
+    /// Every `PARTITIONS_CHECK_INTERVAL` (and in a cluster after every image this broker
+    /// applies): the image's transforms here, the transforms whose source was deleted
+    /// removed, and runners placed where their source partitions are led.
     fn spawn_grower(&self) -> JoinHandle<()> {
         let service = self.clone();
+        let mut published = service.inner.broker.kraft().map(|k| k.published());
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(PARTITIONS_CHECK_INTERVAL);
+            let mut applied = None;
             loop {
-                tick.tick().await;
+                match published.as_mut() {
+                    Some(published) => tokio::select! {
+                        _ = tick.tick() => {}
+                        changed = published.changed() => if changed.is_err() { return },
+                    },
+                    None => {
+                        tick.tick().await;
+                    }
+                }
                 let mut transforms = service.inner.transforms.lock().await;
+                if let Some(published) = published.as_mut() {
+                    let index = *published.borrow_and_update();
+                    if applied != Some(index) {
+                        service.apply_image(&mut transforms).await;
+                        applied = Some(index);
+                    }
+                }
                 service.remove_orphans(&mut transforms).await;
                 for running in transforms.values_mut() {
-                    service.grow(running);
+                    service.place(running);
                 }
             }
         })
@@ -519,8 +699,8 @@ impl TransformService {
         let spec = &running.spec;
         let partitions: Vec<PartitionReport> = running
             .runners
-            .iter()
-            .map(|(shared, _)| partition_report(broker, spec, shared))
+            .values()
+            .map(|r| partition_report(broker, spec, &r.shared))
             .collect();
         let lag = partitions.iter().map(|p| p.lag).sum();
         let failed = partitions
@@ -529,7 +709,10 @@ impl TransformService {
         let (state, reason) = if spec.paused {
             ("paused", None)
         } else if partitions.iter().any(|p| p.state == UNAUTHORIZED) {
-            let why = running.runners.iter().find_map(|(s, _)| s.unauthorized());
+            let why = running
+                .runners
+                .values()
+                .find_map(|r| r.shared.unauthorized());
             (UNAUTHORIZED, why)
         } else if let Some(failed) = failed {
             let why = failed.last_error.as_ref().map(|e| e.message.clone());
@@ -567,211 +750,56 @@ impl TransformService {
 /// Waits for a transform's runners to end (they were told to stop).
 async fn stop_runners(running: Running) {
     let deadline = tokio::time::Instant::now() + STOP_GRACE;
-    for (shared, mut task) in running.runners {
-        if tokio::time::timeout_at(deadline, &mut task).await.is_err() {
-            tracing::warn!(transform = %running.spec.name, partition = shared.partition, "runner did not stop in time; abandoning it");
-            task.abort();
-        }
+    for (_, runner) in running.runners {
+        stop_runner_by(&running.spec.name, runner, deadline).await;
     }
 }
 
-/// A transform as the API shows it.
-#[derive(Debug, Clone, Serialize)]
-pub struct TransformReport {
-    pub name: String,
-    pub source: String,
-    pub plugin: String,
-    pub params: BTreeMap<String, String>,
-    pub outputs: Vec<String>,
-    pub dead_letter_topic: Option<String>,
-    pub on_error: OnError,
-    pub partitioning: Partitioning,
-    /// The partitioner plugin placing every output record, if any.
-    pub partitioner: Option<String>,
-    pub partitioner_params: BTreeMap<String, String>,
-    pub commit_interval_ms: i64,
-    pub from_offset: String,
-    pub start_offsets: Vec<i64>,
-    pub paused: bool,
-    pub generation: u32,
-    pub principal: String,
-    pub created_ms: i64,
-    /// The group holding the source positions (`sluice group describe` shows its lag too).
-    pub group: String,
-    /// `running`, `paused`, `unauthorized` (the owner lacks a right: `reason` names it) or
-    /// `failed` (any partition failed).
-    pub state: &'static str,
-    /// Why the transform is `unauthorized` or `failed`: a partition's last error.
-    pub reason: Option<String>,
-    /// Records of the source not yet through the transform, over every partition.
-    pub lag: i64,
-    pub partitions: Vec<PartitionReport>,
+/// Waits for one runner to end (it was told to stop), at most `STOP_GRACE`.
+async fn stop_runner(name: &str, runner: RunnerHandle) {
+    stop_runner_by(name, runner, tokio::time::Instant::now() + STOP_GRACE).await;
 }
 
-/// One source partition of a transform.
-#[derive(Debug, Clone, Serialize)]
-pub struct PartitionReport {
-    pub partition: u32,
-    pub state: &'static str,
-    /// The committed source position, -1 before the runner read it.
-    pub position: i64,
-    pub log_start_offset: i64,
-    pub last_stable_offset: i64,
-    pub log_end_offset: i64,
-    /// Records below the source's last stable offset not yet committed through the
-    /// transform: what a read_committed consumer of the source would call lag.
-    pub lag: i64,
-    pub records_in: u64,
-    pub records_out: BTreeMap<String, u64>,
-    pub records_skipped: u64,
-    pub records_dead_lettered: u64,
-    pub records_lost_to_retention: u64,
-    pub transactions: u64,
-    pub aborts: u64,
-    pub last_commit_ms: Option<i64>,
-    pub producer_id: i64,
-    pub producer_epoch: i16,
-    pub plugin_sha256: String,
-    pub last_error: Option<ErrorReport>,
-    /// The open transaction in the source that the runner waits on: everything below the
-    /// last stable offset is through, and records above it wait for the transaction's
-    /// marker (`lag` does not count them). `None` when the runner is not held back.
-    pub waiting_on_transaction: Option<WaitReport>,
-}
-
-/// An open transaction holding a runner back (`sluice_transform::Held`, while it still
-/// holds the source's last stable offset).
-#[derive(Debug, Clone, Serialize)]
-pub struct WaitReport {
-    /// The producer whose transaction is open.
-    pub producer_id: i64,
-    /// Its first offset: the source's last stable offset.
-    pub since_offset: i64,
-    /// When the runner began waiting on it, ms since the Unix epoch.
-    pub since_ms: i64,
-    /// How long it has waited, in milliseconds.
-    pub waiting_ms: i64,
-    /// Records after its first offset, held back until its marker.
-    pub records_held: i64,
-}
-
-/// The last error of a partition.
-#[derive(Debug, Clone, Serialize)]
-pub struct ErrorReport {
-    pub kind: &'static str,
-    pub message: String,
-    pub offset: Option<i64>,
-    pub at_ms: i64,
-}
-
-/// The state of a partition whose owner lacks a right it needs (`rights::may_run`).
-const UNAUTHORIZED: &str = "unauthorized";
-
-/// A partition's state: the machine's, or `unauthorized` while the owner lacks a right (the
-/// machine then fails, or commits what it holds first).
-fn partition_state(state: State, unauthorized: bool) -> &'static str {
-    match state {
-        State::Paused | State::Stopped => state.as_str(),
-        _ if unauthorized => UNAUTHORIZED,
-        _ => state.as_str(),
+async fn stop_runner_by(name: &str, mut runner: RunnerHandle, deadline: tokio::time::Instant) {
+    if tokio::time::timeout_at(deadline, &mut runner.task)
+        .await
+        .is_err()
+    {
+        tracing::warn!(transform = %name, partition = runner.shared.partition, "runner did not stop in time; abandoning it");
+        runner.task.abort();
     }
 }
 
-/// A source partition's log start, last stable and log end offsets (-1 each if it is gone).
-fn source_offsets(broker: &Broker, topic: &str, index: i32) -> (i64, i64, i64) {
-    broker
-        .topics
-        .partition(topic, index)
-        .and_then(|p| {
-            p.with_log(|log| {
-                (
-                    log.log_start_offset().value(),
-                    log.last_stable_offset().value(),
-                    log.log_end_offset().value(),
-                )
-            })
-            .ok()
-        })
-        .unwrap_or((-1, -1, -1))
-}
-
-fn partition_report(broker: &Broker, spec: &TransformSpec, shared: &Shared) -> PartitionReport {
-    let status = shared.status();
-    let unauthorized = shared.unauthorized().is_some();
-    let index = i32::try_from(shared.partition).unwrap_or(i32::MAX);
-    let (start, lso, end) = source_offsets(broker, &spec.source, index);
-    let committed_at_start = *shared
-        .committed_at_start
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let position = status.position.or(committed_at_start).unwrap_or(-1);
-    let from = status
-        .position
-        .or(committed_at_start)
-        .or_else(|| spec.start_offset(shared.partition))
-        .unwrap_or(start);
-    let producer = status.producer;
-    let running = status.state == State::Running;
-    let waiting_on_transaction = status
-        .held
-        .filter(|h| running && h.first_offset == lso && lso < end)
-        .map(|h| WaitReport {
-            producer_id: h.producer_id,
-            since_offset: h.first_offset,
-            since_ms: h.since_ms,
-            waiting_ms: broker.now_ms().saturating_sub(h.since_ms).max(0),
-            records_held: end - lso,
-        });
-    PartitionReport {
-        partition: shared.partition,
-        state: partition_state(status.state, unauthorized),
-        position,
-        log_start_offset: start,
-        last_stable_offset: lso,
-        log_end_offset: end,
-        lag: (lso - from.max(start)).max(0),
-        records_in: status.records_in,
-        records_out: spec
-            .outputs
-            .iter()
-            .cloned()
-            .zip(
-                status
-                    .records_out
-                    .iter()
-                    .copied()
-                    .chain(std::iter::repeat(0)),
-            )
-            .collect(),
-        records_skipped: status.records_skipped,
-        records_dead_lettered: status.records_dead_lettered,
-        records_lost_to_retention: status.records_lost_to_retention,
-        transactions: status.transactions,
-        aborts: status.aborts,
-        last_commit_ms: status.last_commit_ms,
-        producer_id: producer.map_or(-1, |p| p.producer_id),
-        producer_epoch: producer.map_or(-1, |p| p.producer_epoch),
-        plugin_sha256: shared
-            .plugin_sha256
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone(),
-        last_error: status.last_error.map(|e| ErrorReport {
-            kind: e.kind,
-            message: e.message,
-            offset: e.offset,
-            at_ms: e.at_ms,
-        }),
-        waiting_on_transaction,
-    }
-}
-
-/// Whether the report shows every partition caught up (for tests and tools).
-impl TransformReport {
-    pub fn running(&self) -> bool {
-        self.partitions
-            .iter()
-            .all(|p| p.state == State::Running.as_str())
+/// The spec of a deploy `request` by `owner` (principal, host) over `source`, made `now_ms`,
+/// its start offsets not resolved yet.
+fn new_spec(
+    request: DeployRequest,
+    (principal, host): (String, String),
+    source: &crate::topics::Topic,
+    now_ms: i64,
+) -> TransformSpec {
+    TransformSpec {
+        name: request.name,
+        source: request.source,
+        plugin: request.plugin,
+        params: request.params.into_iter().collect(),
+        outputs: request.outputs,
+        dead_letter_topic: request.dead_letter_topic,
+        on_error: request.on_error,
+        partitioning: request.partitioning,
+        commit_interval_ms: request
+            .commit_interval_ms
+            .unwrap_or(limits::TRANSFORM_COMMIT_INTERVAL_MS_DEFAULT),
+        from_offset: request.from_offset,
+        start_offsets: Vec::new(),
+        paused: request.paused,
+        generation: 0,
+        partitioner: request.partitioner,
+        partitioner_params: request.partitioner_params.into_iter().collect(),
+        principal,
+        principal_host: Some(host),
+        source_topic_id: Some(source.id.to_string()),
+        created_ms: now_ms,
     }
 }
 
@@ -853,34 +881,6 @@ fn check_against_broker(broker: &Broker, spec: &TransformSpec) -> Result<(), Kaf
         ));
     }
     Ok(())
-}
-
-/// Each source partition's start offset for `from`, resolved now.
-fn start_offsets(source: &crate::topics::Topic, from: FromOffset) -> Result<Vec<i64>, KafkaError> {
-    source
-        .partitions
-        .iter()
-        .map(|p| {
-            p.with_log(|log| {
-                let start = log.log_start_offset().value();
-                let end = log.log_end_offset().value();
-                match from {
-                    FromOffset::Earliest => Ok(start),
-                    FromOffset::Latest => Ok(end),
-                    FromOffset::Offset(o) => Ok(o.clamp(start, end)),
-                    FromOffset::Timestamp(ms) => log
-                        .offset_for_timestamp_with(
-                            ms,
-                            Some(&crate::codec::decompress_for_timestamp_lookup),
-                        )
-                        .map(|found| found.map_or(end, |(o, _): (Offset, i64)| o.value()))
-                        .map_err(|e| {
-                            KafkaError::new(ResponseError::KafkaStorageError, e.to_string())
-                        }),
-                }
-            })?
-        })
-        .collect()
 }
 
 fn spec_file(broker: &Broker, name: &str) -> PathBuf {

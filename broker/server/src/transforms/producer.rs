@@ -1,25 +1,28 @@
-//! The transaction steps of a runner, done against the broker's own transaction coordinator
-//! ([`TxnHandle`]) and partitions (`append_one`): what a Kafka Streams task does over the
-//! wire (InitProducerId, AddPartitionsToTxn, Produce, AddOffsetsToTxn, TxnOffsetCommit,
-//! EndTxn; each output partition's first append of a transaction verified with the
-//! coordinator, KIP-890), with no record crossing a socket. The runner's machine decides the order, the
-//! sequences and when to commit; these only carry a step out and classify its failure.
+//! The transaction steps of a runner, done against its transactional id's coordinator and
+//! its output partitions' leaders (`remote.rs`: in-process when they are this broker, by
+//! message when another broker of a cluster): what a Kafka Streams task does over the wire
+//! (InitProducerId, AddPartitionsToTxn, Produce, AddOffsetsToTxn, TxnOffsetCommit, EndTxn;
+//! each output partition's first append of a transaction verified with the coordinator,
+//! KIP-890). The runner's machine decides the order, the sequences and when to commit; these
+//! only carry a step out and classify its failure.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use kafka_protocol::ResponseError;
 use sluice_plugin_host::RecordView;
-use sluice_storage::{Compression, TxnAppend, TxnGuard};
+use sluice_storage::Compression;
 use sluice_transform::{Producer, StepError, StepErrorKind};
-use sluice_txn::{ErrorCode, PendingOffset, TopicPartition, TxnProtocol};
+use sluice_txn::ErrorCode;
 
 use crate::broker::Broker;
+use crate::cluster::{TransformTxnStep, TxnOffset};
 use crate::error::KafkaError;
 use crate::records::{self, ProducerFields};
-use crate::topics::append::append_one;
 use crate::topics::{Partition, group_commit};
-use crate::txn::{TxnHandle, TxnProducer, verify};
+use crate::txn::{TxnHandle, TxnProducer};
+
+use super::remote::{self, Appended, TxnAnswer};
 
 /// A failed append (or its verification) as a step result.
 fn append_failed(topic: &str, partition: i32, e: &KafkaError) -> StepError {
@@ -64,10 +67,6 @@ fn retriable(message: impl Into<String>) -> StepError {
     }
 }
 
-fn stopping() -> StepError {
-    retriable("the transaction coordinator is stopping")
-}
-
 impl TxnSteps {
     pub fn new(
         broker: Arc<Broker>,
@@ -110,20 +109,48 @@ impl TxnSteps {
         })
     }
 
+    /// `step` at the coordinator, wherever it is; a coordinator that cannot be reached is
+    /// a retriable failure of `name`.
+    async fn at_coordinator(
+        &self,
+        step: TransformTxnStep,
+        name: &str,
+    ) -> Result<TxnAnswer, StepError> {
+        remote::txn_step(&self.broker, &self.txns, &self.transactional_id, step)
+            .await
+            .map_err(|e| retriable(format!("{name} for {}: {e}", self.transactional_id)))
+    }
+
+    /// A step answered with a code.
+    async fn coded(&self, step: TransformTxnStep, name: &str) -> Result<(), StepError> {
+        match self.at_coordinator(step, name).await? {
+            TxnAnswer::Code(code) => self.check(code, name),
+            other => Err(retriable(format!(
+                "{name} for {}: answered {other:?}",
+                self.transactional_id
+            ))),
+        }
+    }
+
     /// InitProducerId: fences earlier incarnations and aborts (or finishes) their transaction.
     pub async fn init(&mut self) -> Result<Producer, StepError> {
         self.appended.clear();
-        let answer = self
-            .txns
-            .init_producer_id(Some(self.transactional_id.clone()), self.timeout_ms, None)
-            .await
-            .ok_or_else(stopping)?;
-        match answer {
-            Ok((producer_id, producer_epoch)) => Ok(Producer {
+        let step = TransformTxnStep::Init {
+            timeout_ms: self.timeout_ms,
+        };
+        match self.at_coordinator(step, "InitProducerId").await? {
+            TxnAnswer::Producer {
+                producer_id,
+                producer_epoch,
+            } => Ok(Producer {
                 producer_id,
                 producer_epoch,
             }),
-            Err(code) => Err(self.check(code, "InitProducerId").unwrap_err()),
+            TxnAnswer::Code(code) => Err(self
+                .check(code, "InitProducerId")
+                .err()
+                .unwrap_or_else(|| retriable("InitProducerId answered no producer"))),
+            TxnAnswer::Verified(_) => Err(retriable("InitProducerId answered out of turn")),
         }
     }
 
@@ -133,21 +160,18 @@ impl TxnSteps {
         producer: Producer,
         partitions: Vec<(String, i32)>,
     ) -> Result<(), StepError> {
-        let partitions = partitions
-            .into_iter()
-            .map(|(topic, partition)| TopicPartition { topic, partition })
-            .collect();
-        let code = self
-            .txns
-            .add_partitions(self.txn(producer), partitions)
-            .await
-            .ok_or_else(stopping)?;
-        self.check(code, "AddPartitionsToTxn")
+        let step = TransformTxnStep::AddPartitions {
+            producer_id: producer.producer_id,
+            producer_epoch: producer.producer_epoch,
+            partitions,
+        };
+        self.coded(step, "AddPartitionsToTxn").await
     }
 
-    /// Appends `records` as one transactional batch at `base_sequence` to `topic`-`partition`,
-    /// verified with the coordinator first as a client's transactional produce is (KIP-890:
-    /// a transaction that ended meanwhile, a timeout's abort, is not reopened).
+    /// Appends `records` as one transactional batch at `base_sequence` to `topic`-`partition`
+    /// where it is led, verified with the coordinator first as a client's transactional
+    /// produce is (KIP-890: a transaction that ended meanwhile, a timeout's abort, is not
+    /// reopened).
     pub async fn append(
         &mut self,
         producer: Producer,
@@ -164,65 +188,26 @@ impl TxnSteps {
         };
         let bytes = records::encode_produced(records, fields, codec)
             .map_err(|e| retriable(format!("encoding output for {topic}-{partition}: {e}")))?;
-        let guard = self.verify(producer, (topic, partition)).await?;
-        let broker = self.broker.clone();
-        let owned = topic.to_owned();
-        let txn = self.txn(producer);
-        let appended = tokio::task::spawn_blocking(move || {
-            let claim = TxnAppend {
-                transactional_id: &txn.transactional_id,
-                producer_id: txn.producer_id,
-                producer_epoch: txn.producer_epoch,
-                guard,
-            };
-            append_one(
-                &broker.topics,
-                &owned,
-                partition,
-                Some(bytes.into()),
-                Some(&claim),
-            )
-            .map(|a| (a.partition, a.end_offset))
-        })
-        .await
-        .map_err(|e| retriable(format!("append task: {e}")))?;
+        // Another broker's leader answers once the batch is durable there (under
+        // `sluice.acks.all.fsync`); one appended here is waited for at the commit.
+        let durable = self.broker.config.acks_all_fsync;
+        let appended = remote::append(
+            &self.broker,
+            &self.txns,
+            &self.txn(producer),
+            (topic, partition),
+            bytes.into(),
+            durable,
+        )
+        .await;
         match appended {
-            Ok((output, end_offset)) => {
+            Ok(Appended::Here(output, end_offset)) => {
                 self.appended
                     .insert((topic.to_owned(), partition), (output, end_offset));
                 Ok(())
             }
+            Ok(Appended::Elsewhere) => Ok(()),
             Err(e) => Err(append_failed(topic, partition, &e)),
-        }
-    }
-
-    /// KIP-890's verification of one output partition (`crate::txn::verify`): the guard to
-    /// append with, `None` when the partition knows the transaction already.
-    async fn verify(
-        &self,
-        producer: Producer,
-        (topic, partition): (&str, i32),
-    ) -> Result<Option<TxnGuard>, StepError> {
-        let Some(output) = self.broker.topics.partition(topic, partition) else {
-            return Ok(None); // the append answers UNKNOWN_TOPIC_OR_PARTITION
-        };
-        let tp = TopicPartition {
-            topic: topic.to_owned(),
-            partition,
-        };
-        let verdicts = verify::verify(
-            &self.txns,
-            &self.txn(producer),
-            vec![(tp, output)],
-            verify::Answers::Before11,
-            // Transforms run on a single node only (refused in a cluster).
-            None,
-        )
-        .await;
-        match verdicts.into_iter().next() {
-            Some(Ok(guard)) => Ok(guard),
-            Some(Err(e)) => Err(append_failed(topic, partition, &e)),
-            None => Err(retriable("the transaction verification task failed")),
         }
     }
 
@@ -236,33 +221,20 @@ impl TxnSteps {
         position: i64,
         generation: u32,
     ) -> Result<(), StepError> {
-        let txn = self.txn(producer);
-        let code = self
-            .txns
-            .add_offsets(txn.clone(), self.group.clone())
-            .await
-            .ok_or_else(stopping)?;
-        self.check(code, "AddOffsetsToTxn")?;
-        let offset = PendingOffset {
-            tp: TopicPartition {
-                topic: source.to_owned(),
-                partition,
-            },
-            committed_offset: position,
+        let offset = TxnOffset {
+            topic: source.to_owned(),
+            partition,
+            offset: position,
             leader_epoch: -1,
             metadata: Some(sluice_transform::spec::position_metadata(generation)),
         };
-        let code = self
-            .txns
-            .commit_offsets(
-                txn.clone(),
-                self.group.clone(),
-                vec![offset],
-                TxnProtocol::V1,
-            )
-            .await
-            .ok_or_else(stopping)?;
-        self.check(code, "TxnOffsetCommit")?;
+        let step = TransformTxnStep::CommitOffsets {
+            producer_id: producer.producer_id,
+            producer_epoch: producer.producer_epoch,
+            group_id: self.group.clone(),
+            offsets: vec![offset],
+        };
+        self.coded(step, "TxnOffsetCommit").await?;
         // As an acks=all producer waits: the output is durable before the commit decision
         // is (under `sluice.acks.all.fsync`), so a power loss cannot commit a position past
         // output the disk lost.
@@ -273,22 +245,24 @@ impl TxnSteps {
                     .map_err(|e| retriable(format!("syncing {topic}-{index}: {}", e.message)))?;
             }
         }
-        // The runner speaks the transaction protocol v1: its epoch changes only when a new
-        // runner fences it (InitProducerId), never per transaction.
-        let ended = self.txns.end_txn(txn, true, TxnProtocol::V1).await;
-        self.check(ended.ok_or_else(stopping)?.error, "EndTxn(commit)")?;
+        self.coded(self.end(producer, true), "EndTxn(commit)")
+            .await?;
         self.appended.clear();
         Ok(())
+    }
+
+    fn end(&self, producer: Producer, commit: bool) -> TransformTxnStep {
+        TransformTxnStep::End {
+            producer_id: producer.producer_id,
+            producer_epoch: producer.producer_epoch,
+            commit,
+        }
     }
 
     /// Aborts the open transaction: its output stays invisible to read_committed consumers
     /// and the position does not move.
     pub async fn abort(&mut self, producer: Producer) -> Result<(), StepError> {
         self.appended.clear();
-        let ended = self
-            .txns
-            .end_txn(self.txn(producer), false, TxnProtocol::V1)
-            .await;
-        self.check(ended.ok_or_else(stopping)?.error, "EndTxn(abort)")
+        self.coded(self.end(producer, false), "EndTxn(abort)").await
     }
 }

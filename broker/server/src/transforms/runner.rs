@@ -513,28 +513,24 @@ impl Driver {
         spec: &TransformSpec,
         index: i32,
     ) -> Result<Position, StepError> {
-        let tp = sluice_group::TopicPartition {
-            topic: spec.source.clone(),
-            partition: index,
-        };
-        let fetched = self
-            .ctx
-            .groups
-            .fetch_offsets(spec.group_id(), None, Some(vec![tp]))
-            .await
-            .ok_or_else(|| retriable("the group coordinator is stopping"))?
-            .map_err(|e| {
-                retriable(format!(
-                    "fetching the position of {}-{index}: {e:?}",
-                    spec.source
-                ))
-            })?;
+        // At the group's coordinator, wherever it is in a cluster.
+        let fetched = super::remote::fetch_position(
+            &self.ctx.broker,
+            &self.ctx.groups,
+            &spec.group_id(),
+            (&spec.source, index),
+        )
+        .await
+        .map_err(|e| {
+            retriable(format!(
+                "fetching the position of {}-{index}: {e}",
+                spec.source
+            ))
+        })?;
         // A position an earlier generation committed (before a `restart`) is not ours.
         let committed = fetched
-            .first()
-            .filter(|f| position_is_current(&f.metadata, spec.generation))
-            .map(|f| f.offset)
-            .filter(|&o| o >= 0);
+            .filter(|(_, metadata)| position_is_current(metadata, spec.generation))
+            .map(|(offset, _)| offset);
         let log_start_offset = self
             .ctx
             .broker

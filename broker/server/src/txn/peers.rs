@@ -141,6 +141,15 @@ async fn services(broker: &Arc<Broker>, message: BrokerMessage) -> BrokerAnswer 
         BrokerMessage::HoldTxnOffsets { .. } | BrokerMessage::CommitGroupOffsets { .. } => {
             Err("a transaction message reached the services' handler".to_owned())
         }
+        // Taken by `crate::transforms::remote`'s handler before this one.
+        BrokerMessage::TransformTxn { .. }
+        | BrokerMessage::AppendTransformed { .. }
+        | BrokerMessage::FetchTransformPosition { .. }
+        | BrokerMessage::DeleteTransformGroup { .. }
+        | BrokerMessage::TransformStartOffsets { .. }
+        | BrokerMessage::TransformReports { .. } => {
+            Err("a transform message reached the coordinators' handler".to_owned())
+        }
     }
 }
 

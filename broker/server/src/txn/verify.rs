@@ -112,6 +112,13 @@ async fn ask_remote(
     ask: Vec<TopicPartition>,
     answers: Answers,
 ) -> Option<Result<Vec<sluice_txn::PartitionVerification>, ErrorCode>> {
+    // A materialized transform's output batch: its reserved id is refused on the Kafka
+    // listener, so the leader asks by Sluice's own message (`crate::transforms::remote`).
+    if answers != Answers::AddPartition
+        && sluice_transform::spec::is_reserved(&producer.transactional_id)
+    {
+        return ask_remote_for_transform(kraft, node, producer, ask).await;
+    }
     let by_topic = super::by_topic(&ask);
     let mut txn = AddPartitionsToTxnTransaction::default();
     txn.transactional_id =
@@ -166,6 +173,50 @@ async fn ask_remote(
         return Some(Err(refused.error));
     }
     Some(Ok(verified))
+}
+
+/// [`ask_remote`] for a transform's transactional id: `TransformTxnStep::Verify` on the
+/// controller listener.
+async fn ask_remote_for_transform(
+    kraft: &Kraft,
+    node: i32,
+    producer: &TxnProducer,
+    ask: Vec<TopicPartition>,
+) -> Option<Result<Vec<sluice_txn::PartitionVerification>, ErrorCode>> {
+    use crate::cluster::{BrokerMessage, BrokerReply, TransformTxnStep};
+    let message = BrokerMessage::TransformTxn {
+        transactional_id: producer.transactional_id.clone(),
+        step: TransformTxnStep::Verify {
+            producer_id: producer.producer_id,
+            producer_epoch: producer.producer_epoch,
+            partitions: ask.into_iter().map(|tp| (tp.topic, tp.partition)).collect(),
+        },
+    };
+    let code = |c: i16| ErrorCode::from_code(c).unwrap_or(ErrorCode::UnknownServerError);
+    match kraft.ask(node, &message).await {
+        Ok(BrokerReply::Verified(verified)) => Some(Ok(verified
+            .into_iter()
+            .map(
+                |(topic, partition, error)| sluice_txn::PartitionVerification {
+                    tp: TopicPartition { topic, partition },
+                    error: code(error),
+                },
+            )
+            .collect())),
+        Ok(BrokerReply::Code(c)) => Some(Err(code(c))),
+        Ok(other) => {
+            tracing::warn!(
+                coordinator = node,
+                ?other,
+                "a transform's verification answered out of turn"
+            );
+            None
+        }
+        Err(e) => {
+            tracing::warn!(coordinator = node, error = %e, "verifying a transform's output batch with its coordinator failed");
+            None
+        }
+    }
 }
 
 /// The AddPartitionsToTxn version a leader asks a remote coordinator with (KIP-890's, which
