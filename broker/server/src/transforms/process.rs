@@ -38,7 +38,8 @@ pub enum Plugin {
 }
 
 /// Reads the source partition from `from`: whole batches, at most `TRANSFORM_READ_BYTES_MAX`
-/// (at least one batch), below its last stable offset; with nothing there, `Held` when an
+/// (at least one batch), below its last stable offset (and a replicated partition's high
+/// watermark); with nothing there, `Held` when an
 /// open transaction at the last stable offset holds records back. Blocking (positional
 /// reads).
 ///
@@ -50,9 +51,14 @@ pub fn read(
     partition: &Partition,
     from: i64,
 ) -> Result<(ReadResult<Rec>, Option<Compression>), StepError> {
+    // A replicated source is read below its high watermark too: a record a failover could
+    // take back never reaches an output.
+    let hw = partition.high_watermark();
     let read = partition
         .with_log(|log| {
-            let lso = log.last_stable_offset();
+            let lso = hw.map_or(log.last_stable_offset(), |hw| {
+                log.last_stable_offset().min(Offset(hw))
+            });
             let start = log.log_start_offset().value();
             if from < start {
                 return Err(start);

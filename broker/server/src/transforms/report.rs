@@ -122,11 +122,14 @@ fn source_offsets(broker: &Broker, topic: &str, index: i32) -> (i64, i64, i64) {
         .topics
         .partition(topic, index)
         .and_then(|p| {
+            let hw = p.high_watermark();
             p.with_log(|log| {
+                let end = log.log_end_offset().value();
+                let stable = log.last_stable_offset().value();
                 (
                     log.log_start_offset().value(),
-                    log.last_stable_offset().value(),
-                    log.log_end_offset().value(),
+                    hw.map_or(stable, |hw| stable.min(hw)),
+                    hw.map_or(end, |hw| end.min(hw)),
                 )
             })
             .ok()
