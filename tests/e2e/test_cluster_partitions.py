@@ -10,7 +10,9 @@ create a topic through it; afterwards every acknowledged creation is on every br
 minority's attempt was never acknowledged (and is on every broker or none), and every
 broker's metadata is the same. (2) A broker that is not the controller cut off: fenced, its
 partitions leaderless (replication factor 1) while the others serve, then leading them again
-after the heal with every acknowledged record.
+after the heal with every acknowledged record. (3) The leader of a replicated partition
+(replication factor 3) cut off: never acknowledges an acks=all write from its side, is
+replaced, and truncates what only it had after the heal.
 """
 
 from __future__ import annotations
@@ -151,7 +153,14 @@ def test_the_active_controller_cut_off_by_a_network_partition(netns_cluster, top
     spaces.cut(leader)
     # A client on the cut-off broker's side asks it to create a topic: it cannot commit.
     minority = subprocess.Popen(
-        [*spaces.prefix(leader), "python3", "-c", MINORITY_CLIENT, cluster.node(leader).bootstrap, f"{topic_name}-minority"],
+        [
+            *spaces.prefix(leader),
+            "python3",
+            "-c",
+            MINORITY_CLIENT,
+            cluster.node(leader).bootstrap,
+            f"{topic_name}-minority",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -214,7 +223,11 @@ def test_a_broker_cut_off_loses_its_partitions_until_the_heal_and_keeps_its_reco
     assert producer.flush(30) == 0
 
     spaces.cut(victim)
-    wait_until(lambda: cluster.leaders(other, topic_name)[mine] == -1, 30, "the cut-off broker fenced, its partition leaderless")
+    wait_until(
+        lambda: cluster.leaders(other, topic_name)[mine] == -1,
+        30,
+        "the cut-off broker fenced, its partition leaderless",
+    )
     assert cluster.live_brokers(other) == set(range(1, SIZE + 1)) - {victim}
     # The others' partitions go on taking records.
     for i in range(50, 100):
@@ -227,3 +240,74 @@ def test_a_broker_cut_off_loses_its_partitions_until_the_heal_and_keeps_its_reco
     assert [m.value() for m in got] == [f"{mine}-{i}".encode() for i in range(50)]
     got = consume_partition(bootstrap, topic_name, theirs, 100)
     assert [m.value() for m in got] == [f"{theirs}-{i}".encode() for i in range(100)]
+
+
+MINORITY_PRODUCER = """
+import sys
+from confluent_kafka import Producer
+p = Producer({"bootstrap.servers": sys.argv[1], "acks": "all", "message.timeout.ms": 15000, "retries": 0})
+out = []
+p.produce(sys.argv[2], value=b"minority", partition=0, on_delivery=lambda err, msg: out.append(err))
+p.flush(30)
+print("ACKED" if out and out[0] is None else f"FAILED {out}")
+"""
+
+
+def test_a_replicated_leader_cut_off_never_acknowledges_and_truncates_after_the_heal(netns_cluster, topic_name):
+    """Replication factor 3, min.insync.replicas 2: the leader of a partition cut off by a
+    network partition (its process running, its link down). Its followers stop fetching and it
+    cannot reach the controller to shrink the ISR, so a producer on its side of the partition is
+    never acknowledged at acks=all; the majority fences it, another ISR member leads with a new
+    epoch and takes acks=all writes. After the heal the old leader follows, truncating what only
+    it had: the minority's write is nowhere, every acknowledged write is everywhere, byte for
+    byte."""
+    from confluent_kafka import Producer
+
+    from clients import consume_partition
+    from test_replication import create_replicated, partitions_of, wait_identical
+
+    cluster, spaces = netns_cluster
+    controller = cluster.controller(1)
+    create_replicated(cluster.node(controller).bootstrap, topic_name, 1, 3, {"min.insync.replicas": "2"})
+    wait_until(lambda: partitions_of(cluster, controller, topic_name)[0]["isr"] == [1, 2, 3], 30, "a full ISR")
+    producer = Producer({"bootstrap.servers": cluster.node(controller).bootstrap, "acks": "all"})
+    for i in range(20):
+        producer.produce(topic_name, partition=0, value=f"before-{i}".encode())
+    assert producer.flush(30) == 0
+    leader_before = partitions_of(cluster, controller, topic_name)[0]["leader"]
+    spaces.cut(leader_before)
+    minority = subprocess.Popen(
+        [
+            *spaces.prefix(leader_before),
+            "python3",
+            "-c",
+            MINORITY_PRODUCER,
+            cluster.node(leader_before).bootstrap,
+            topic_name,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    majority = [k for k in range(1, SIZE + 1) if k != leader_before]
+    wait_until(
+        lambda: partitions_of(cluster, majority[0], topic_name)[0]["leader"] in majority,
+        60,
+        "a majority replica to lead",
+    )
+    after = Producer({"bootstrap.servers": cluster.node(majority[0]).bootstrap, "acks": "all"})
+    for i in range(20):
+        after.produce(topic_name, partition=0, value=f"during-{i}".encode())
+    assert after.flush(60) == 0
+    out, _ = minority.communicate(timeout=90)
+    assert "ACKED" not in out, f"the cut-off leader acknowledged an acks=all write: {out}"
+
+    spaces.heal(leader_before)
+    wait_until(
+        lambda: partitions_of(cluster, majority[0], topic_name)[0]["isr"] == [1, 2, 3],
+        90,
+        "the old leader back in sync",
+    )
+    wait_identical(cluster, [1, 2, 3], topic_name, 1)
+    got = [m.value() for m in consume_partition(cluster.node(majority[0]).bootstrap, topic_name, 0, 40)]
+    assert got == [f"before-{i}".encode() for i in range(20)] + [f"during-{i}".encode() for i in range(20)], got

@@ -211,17 +211,19 @@ def test_acks_all_needs_min_insync_replicas_and_acks_one_does_not(cluster_factor
 
 
 def test_consumers_read_only_below_the_high_watermark(cluster_factory, topic_name):
-    cluster = cluster_factory(2, {"replica.lag.time.max.ms": "60000", "broker.session.timeout.ms": "60000"})
+    cluster = cluster_factory(3, {"replica.lag.time.max.ms": "60000", "broker.session.timeout.ms": "60000"})
     create_replicated(cluster.node(1).bootstrap, topic_name, 1, 2)
-    wait_until(lambda: partitions_of(cluster, 1, topic_name)[0]["isr"] == [1, 2], 30, "a full ISR")
+    wait_until(lambda: len(partitions_of(cluster, 1, topic_name)[0]["isr"]) == 2, 30, "a full ISR")
     produce(cluster.node(1).bootstrap, topic_name, [b"replicated"], partition=0)
-    leader = partitions_of(cluster, 1, topic_name)[0]["leader"]
-    follower = 3 - leader
+    p = partitions_of(cluster, 1, topic_name)[0]
+    leader = p["leader"]
+    follower = next(n for n in p["replicas"] if n != leader)
     os.kill(cluster.node(follower).proc.pid, signal.SIGSTOP)
     try:
         produce(cluster.node(leader).bootstrap, topic_name, [b"not-yet"], acks="1", partition=0)
-        time.sleep(1)
-        values = [v for _, _, v in consume_all(cluster.node(leader).bootstrap, topic_name, 1, 2, timeout_s=3)]
+        # The consumer waits for two records and gets one: the other is above the high
+        # watermark while the only follower is stopped.
+        values = [v for _, _, v in consume_all(cluster.node(leader).bootstrap, topic_name, 1, 2, timeout_s=10)]
         assert values == [b"replicated"], "a record only the leader has is not served"
     finally:
         os.kill(cluster.node(follower).proc.pid, signal.SIGCONT)
@@ -303,3 +305,66 @@ def test_a_refused_produce_names_the_leader_and_its_endpoint(cluster_factory, to
     )
     host, port = cluster.node(leader).bootstrap.rsplit(":", 1)
     assert endpoints == [(leader, host, int(port))], endpoints
+
+
+def replica_fetch_errors(bootstrap: str, topic: str, replica_id: int, leader_epoch: int) -> tuple[int, list[int]]:
+    """A follower's Fetch v12 (ReplicaId `replica_id`) of partition 0 at `leader_epoch`: the
+    top-level error and each partition's."""
+    import kafka_wire as kw
+
+    part = kw.Fields().i32(0).i32(leader_epoch).i64(0).i32(-1).i64(-1).i32(1 << 20).tagged_fields()
+    body = (
+        kw.Fields()
+        .i32(replica_id)
+        .i32(0)
+        .i32(1)
+        .i32(1 << 20)
+        .i8(0)
+        .i32(0)
+        .i32(-1)
+        .compact_array([kw.Fields().compact_string(topic).compact_array([part]).tagged_fields()])
+        .compact_array([])
+        .compact_string("")
+        .tagged_fields()
+    )
+    with kw.KafkaConnection(bootstrap) as conn:
+        r = conn.request(1, 12, body)
+        r.skip_tagged_fields()
+        r.i32()  # throttle
+        error = r.i16()
+        r.i32()  # session
+
+        def partition(p):
+            index, code = p.i32(), p.i16()
+            p.i64(), p.i64(), p.i64()
+            p.compact_array(lambda a: (a.i64(), a.i64(), a.skip_tagged_fields()))
+            p.i32()
+            p.compact_bytes()
+            p.skip_tagged_fields()
+            return index, code
+
+        topics = r.compact_array(lambda t: (t.compact_string(), t.compact_array(partition), t.skip_tagged_fields())[1])
+    return error, [code for parts in topics for _, code in parts]
+
+
+def test_bad_replication_requests_get_a_clear_error(cluster_factory, topic_name):
+    """More replicas than live brokers is INVALID_REPLICATION_FACTOR; a follower fetch from a
+    broker that is not a replica is NOT_LEADER_OR_FOLLOWER, at an epoch the leader never had
+    UNKNOWN_LEADER_EPOCH; produce goes on."""
+    from confluent_kafka.admin import NewTopic
+
+    cluster = cluster_factory(3)
+    too_many = admin_op(
+        cluster.node(1).bootstrap, "create_topics", [NewTopic(f"{topic_name}-4", 1, 4)], operation_timeout=30
+    )
+    assert too_many[f"{topic_name}-4"].code() == KafkaError.INVALID_REPLICATION_FACTOR, too_many
+    create_replicated(cluster.node(1).bootstrap, topic_name, 1, 2)
+    wait_until(lambda: len(partitions_of(cluster, 1, topic_name)[0]["isr"]) == 2, 30, "a full ISR")
+    p = partitions_of(cluster, 1, topic_name)[0]
+    leader = cluster.node(p["leader"]).bootstrap
+    outsider = next(n for n in (1, 2, 3) if n not in p["replicas"])
+    follower = next(n for n in p["replicas"] if n != p["leader"])
+    assert replica_fetch_errors(leader, topic_name, outsider, 0) == (0, [6]), "NOT_LEADER_OR_FOLLOWER"
+    assert replica_fetch_errors(leader, topic_name, follower, 999) == (0, [75]), "UNKNOWN_LEADER_EPOCH"
+    produce(cluster.node(1).bootstrap, topic_name, [b"one"], partition=0)
+    assert len(segment_bytes(cluster.node(p["leader"]), topic_name, 0)) > 0

@@ -1,16 +1,22 @@
 """A Jepsen-style trial of replication: three brokers, a replicated topic
 (`replication.factor` 3, `min.insync.replicas` 2), an idempotent acks=all producer writing
-unique values without pause, and a nemesis that, round after round, kills a broker with
-SIGKILL (the leader of some partition first), pauses one with SIGSTOP past its session
-timeout, or both, then brings it back. At the end the faults stop and a consumer reads every
-partition from the beginning through one broker. The checker (an oracle over the history):
+unique values without pause, a consumer polling the whole time, and a nemesis that, round
+after round, does one of: SIGKILL a partition leader, a follower, the active controller, two
+brokers at once, or all three at once (each restarted after a while); or SIGSTOP a leader
+past its session timeout (then SIGCONT: it was replaced, and truncates what only it had). At
+the end the faults stop and a consumer reads every partition from the beginning. The checker
+(an oracle over the history):
 
-- every value acknowledged is read, at the partition and offset its acknowledgement gave
-  (nothing acknowledged is lost, nothing moves);
-- no value is read twice (the idempotent producer's retries across failovers are
+- lost writes: every value acknowledged is read, at the partition and offset its
+  acknowledgement gave (nothing acknowledged is lost, nothing moves);
+- duplicates: no value is read twice (the idempotent producer's retries across failovers are
   deduplicated);
-- every value read was sent (nothing invented), and at most the unacknowledged ones are
-  extra (a write whose answer was lost may still have landed, as in any Kafka);
+- nothing invented: every value read was sent; at most the unacknowledged ones are extra (a
+  write whose answer was lost may still have landed, as in any Kafka);
+- the polls: within each partition the concurrent consumer's offsets only grow, it skips no
+  offset the final log holds, and every record it read is the final log's record at that
+  offset (no consumer ever read a record that later disappeared: reads stay below the high
+  watermark);
 - the three brokers' logs of each partition end up byte-for-byte equal.
 
 `SLUICE_REPLICATION_ROUNDS` (default 4) nemesis rounds per trial; the seed of each trial is
@@ -54,6 +60,7 @@ def produce_until(bootstrap: str, topic: str, history: History, stop: threading.
             "linger.ms": 2,
             "message.timeout.ms": 120000,
             "request.timeout.ms": 10000,
+            "log_level": 0,
         }
     )
 
@@ -80,6 +87,46 @@ def produce_until(bootstrap: str, topic: str, history: History, stop: threading.
         if n % 50 == 0:
             time.sleep(0.01)
     p.flush(180)
+
+
+def poll_until(bootstrap: str, topic: str, polled: list[tuple[int, int, bytes]], stop: threading.Event):
+    """A consumer polling from the beginning until `stop`, recording what it read in order."""
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"poller-{time.monotonic_ns()}",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 100,
+            "topic.metadata.refresh.interval.ms": 1000,
+            "log_level": 0,
+        }
+    )
+    c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    try:
+        while not stop.is_set():
+            m = c.poll(0.2)
+            if m is not None and not m.error():
+                polled.append((m.partition(), m.offset(), m.value()))
+    finally:
+        c.close()
+
+
+def check_polls(polled: list[tuple[int, int, bytes]], final: dict[tuple[int, int], bytes], seed: int):
+    """Offsets only grow per partition, no offset of the final log is skipped, and every
+    record read is the final log's record at that offset."""
+    last: dict[int, int] = {}
+    for partition, offset, value in polled:
+        previous = last.get(partition)
+        assert previous is None or offset > previous, (
+            f"partition {partition}: poll went from {previous} to {offset} (seed {seed})"
+        )
+        if previous is not None:
+            skipped = [o for o in range(previous + 1, offset) if (partition, o) in final]
+            assert not skipped, f"partition {partition}: the consumer skipped offsets {skipped[:5]} (seed {seed})"
+        assert final.get((partition, offset)) == value, (
+            f"partition {partition} offset {offset}: read {value!r}, the log has {final.get((partition, offset))!r} (seed {seed})"
+        )
+        last[partition] = offset
 
 
 def read_everything(bootstrap: str, topic: str, expect_at_least: int) -> list[tuple[int, int, bytes]]:
@@ -131,24 +178,41 @@ def test_nothing_acknowledged_is_lost_through_kills_and_pauses(cluster_factory, 
     stop = threading.Event()
     producer = threading.Thread(target=produce_until, args=(bootstrap, topic_name, history, stop), daemon=True)
     producer.start()
+    polled: list[tuple[int, int, bytes]] = []
+    poller = threading.Thread(target=poll_until, args=(bootstrap, topic_name, polled, stop), daemon=True)
+    poller.start()
     try:
         for round_no in range(ROUNDS):
             time.sleep(rng.uniform(1.0, 3.0))
-            live = [k for k in (1, 2, 3) if cluster.node(k).is_running()]
-            leaders = partitions_of(cluster, live[0], topic_name)
-            victim = rng.choice([p["leader"] for p in leaders.values() if p["leader"] in live] or live)
-            fault = rng.choice(["kill", "kill", "pause"])
-            print(f"round {round_no}: {fault} node {victim}")
-            node = cluster.node(victim)
-            if fault == "kill":
-                node.kill()
-                time.sleep(rng.uniform(3.5, 6.0))
-                node.start()
+            leaders = partitions_of(cluster, 1 if cluster.node(1).is_running() else 2, topic_name)
+            leader = rng.choice([p["leader"] for p in leaders.values() if p["leader"] > 0] or [1])
+            fault = rng.choice(["leader", "follower", "controller", "two", "all", "pause"])
+            if fault == "leader":
+                victims = [leader]
+            elif fault == "follower":
+                victims = [rng.choice([k for k in (1, 2, 3) if k != leader])]
+            elif fault == "controller":
+                victims = [cluster.controller(via=leader)]
+            elif fault == "two":
+                victims = [leader, rng.choice([k for k in (1, 2, 3) if k != leader])]
+            elif fault == "all":
+                victims = [1, 2, 3]
             else:
-                os.kill(node.proc.pid, signal.SIGSTOP)
+                victims = [leader]
+            print(f"round {round_no}: {fault} {victims}")
+            if fault == "pause":
+                pid = cluster.node(leader).proc.pid
+                os.kill(pid, signal.SIGSTOP)
                 time.sleep(rng.uniform(3.5, 6.0))
-                os.kill(node.proc.pid, signal.SIGCONT)
-            survivor = next(k for k in (1, 2, 3) if k != victim)
+                os.kill(pid, signal.SIGCONT)
+            else:
+                for k in victims:
+                    cluster.node(k).kill()
+                time.sleep(rng.uniform(3.5, 6.0))
+                for k in victims:
+                    cluster.node(k).start()
+            victim = victims[0]
+            survivor = next((k for k in (1, 2, 3) if k != victim), 1)
             cluster.wait_for_brokers({1, 2, 3}, via=survivor, timeout_s=60)
             wait_until(
                 lambda s=survivor: all(p["isr"] == [1, 2, 3] for p in partitions_of(cluster, s, topic_name).values()),
@@ -158,6 +222,7 @@ def test_nothing_acknowledged_is_lost_through_kills_and_pauses(cluster_factory, 
     finally:
         stop.set()
         producer.join(240)
+        poller.join(60)
     assert not producer.is_alive(), "the producer did not finish"
     acked, sent = dict(history.acked), set(history.sent)
     assert len(acked) > 1000, f"too few acknowledged writes to judge: {len(acked)}"
@@ -172,5 +237,9 @@ def test_nothing_acknowledged_is_lost_through_kills_and_pauses(cluster_factory, 
     assert not moved, f"acknowledged values read elsewhere (seed {seed}): {moved[:10]}"
     invented = [v for v in at if v not in sent]
     assert not invented, f"values never sent: {invented[:10]}"
-    print(f"{len(acked)} acknowledged, {len(at) - len(acked)} unacknowledged landed, {len(history.failed)} failed")
+    check_polls(polled, {(p, o): v for p, o, v in seen}, seed)
+    print(
+        f"{len(acked)} acknowledged, {len(at) - len(acked)} unacknowledged landed, "
+        f"{len(history.failed)} failed, {len(polled)} polled while faults ran"
+    )
     wait_identical(cluster, [1, 2, 3], topic_name, PARTITIONS, timeout_s=60)
