@@ -316,18 +316,23 @@ impl ReplicaLog {
         }
     }
 
+    /// The storage log's rule (`sluice_storage`'s `EpochCache::assign`): newer entries, or
+    /// ones starting at or after `start_offset`, give way; `epoch` begins there unless the
+    /// latest entry left is `epoch` itself.
     fn assign(&mut self, epoch: i32, start_offset: i64) {
         while self
             .epochs
             .last()
-            .is_some_and(|e| e.epoch >= epoch || e.start_offset >= start_offset)
+            .is_some_and(|e| e.epoch > epoch || e.start_offset >= start_offset)
         {
             self.epochs.pop();
         }
-        self.epochs.push(EpochEntry {
-            epoch,
-            start_offset,
-        });
+        if self.epochs.last().map(|e| e.epoch) != Some(epoch) {
+            self.epochs.push(EpochEntry {
+                epoch,
+                start_offset,
+            });
+        }
     }
 
     /// Removes every batch at or above `offset` (a batch holding it goes whole), the epoch

@@ -121,9 +121,12 @@ impl EpochCache {
     /// Kafka's `LeaderEpochFileCache.assign`, for replication: `epoch` begins at `start`
     /// (a leader's new epoch at its log end, or a follower's first batch of an epoch it
     /// copies). Nothing changes when the latest entry is that epoch starting at or before
-    /// `start`; otherwise the tail entries of an epoch at or after `epoch`, or starting at or
-    /// after `start`, are dropped first (an epoch this broker began on its own, which the
-    /// cluster's leader epochs override), and the cache is persisted before returning.
+    /// `start`; otherwise the tail entries of a newer epoch, or starting at or after `start`,
+    /// are dropped first (an epoch this broker began on its own at its log end, or a
+    /// leadership that appended nothing: the cluster's epochs override them), and `epoch`
+    /// begins at `start` unless the latest entry left is `epoch` itself (it goes on). The
+    /// cache is persisted before returning. (Kafka also drops an entry of `epoch` itself
+    /// there, losing where it began; keeping it answers OffsetForLeaderEpoch exactly.)
     pub(crate) fn assign(
         &mut self,
         fs: &dyn Fs,
@@ -142,14 +145,16 @@ impl EpochCache {
         while next
             .entries
             .last()
-            .is_some_and(|e| e.epoch >= epoch || e.start_offset >= start)
+            .is_some_and(|e| e.epoch > epoch || e.start_offset >= start)
         {
             next.entries.pop();
         }
-        next.entries.push(EpochEntry {
-            epoch,
-            start_offset: start,
-        });
+        if next.entries.last().map(|e| e.epoch) != Some(epoch) {
+            next.entries.push(EpochEntry {
+                epoch,
+                start_offset: start,
+            });
+        }
         next.clean = false;
         let excess = next.entries.len().saturating_sub(LEADER_EPOCH_ENTRIES_MAX);
         next.entries.drain(..excess);

@@ -4,9 +4,9 @@
 //! `Log::append_replicated` keeps every batch as the leader wrote it: its offsets, its
 //! `partitionLeaderEpoch`, its timestamps (no LogAppendTime rewrite), its producer fields.
 //! Each batch is checked (its CRC, and that it starts where the log or the batch before it
-//! ends, a follower's log being the leader's prefix); a batch of a newer epoch than the
-//! cache's latest assigns that epoch at its base offset first (`EpochCache::assign`,
-//! persisted before the batch is written). Producer state is rebuilt from the batches as
+//! ends, a follower's log being the leader's prefix); a batch of another epoch than the
+//! cache's latest assigns that epoch at its base offset first (`EpochCache::assign`, Kafka's
+//! rules: newer entries it contradicts go; persisted before the batch is written). Producer state is rebuilt from the batches as
 //! recovery rebuilds it: sequences and epochs from data batches, transactions ended by the
 //! control batches' markers. Nothing is fsynced here: the replica fsyncs (`Log::flush`)
 //! before it reports the offsets to its leader.
@@ -60,8 +60,12 @@ impl Log {
                     log_end_offset: expected,
                 });
             }
+            // Kafka's `maybeAssignEpochStartOffset`: every batch of another epoch than the
+            // latest assigns it; `EpochCache::assign` drops newer entries it contradicts (an
+            // epoch this broker began on its own at its log end, or a leadership that
+            // appended nothing), which would otherwise answer OffsetForLeaderEpoch wrongly.
             let latest = epochs.last().map_or(self.epochs.current(), |e| e.0);
-            if header.partition_leader_epoch > latest || latest < 0 {
+            if header.partition_leader_epoch != latest {
                 epochs.push((header.partition_leader_epoch, header.base_offset));
             }
             expected = header.last_offset() + 1;

@@ -151,3 +151,26 @@ fn every_replicated_append_corpus_file_replays_without_a_panic() {
     }
     assert!(taken >= 2, "the committed seeds are taken");
 }
+
+/// Found by the replication trial (a consumer sent back thousands of offsets by
+/// OffsetForLeaderEpoch): a restarted follower's own epoch, begun at its log end when it
+/// opened the log, newer than the leader's batches it then copied, stayed in its cache; once
+/// it led, it answered the end of the leader's epoch as that stale entry's start.
+#[test]
+fn a_newer_epoch_begun_here_gives_way_to_the_leaders_older_batches() {
+    let (ldir, fdir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let leader = leader(ldir.path());
+    let bytes = all_bytes(&leader);
+    let mut follower = Log::open(fdir.path(), LogConfig::default(), 0).unwrap();
+    let first = split_after(&bytes, 2);
+    follower.append_replicated(&bytes[..first], 1_000).unwrap();
+    // The follower restarts: opening the log begins epoch 4 at its end, with no records.
+    follower.flush().unwrap();
+    drop(follower);
+    let mut follower = Log::open(fdir.path(), LogConfig::default(), 2_000).unwrap();
+    follower.begin_next_leader_epoch().unwrap();
+    assert_eq!(follower.leader_epoch(), 4);
+    follower.append_replicated(&bytes[first..], 3_000).unwrap();
+    assert_eq!(follower.leader_epochs(), leader.leader_epochs());
+    assert_eq!(follower.end_offset_for_leader_epoch(3), (3, 8));
+}
