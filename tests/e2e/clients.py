@@ -47,7 +47,7 @@ def admin_op(bootstrap: str, op: str, *args, **kwargs) -> dict:
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int = 1, config: dict[str, str] | None = None):
-    new = NewTopic(topic, num_partitions=partitions, replication_factor=1, config=config or {})
+    new = NewTopic(topic, num_partitions=partitions, replication_factor=-1, config=config or {})
     result = admin_op(bootstrap, "create_topics", [new], operation_timeout=30, request_timeout=30)
     assert result == {topic: None}, f"create_topics {topic}: {result}"
 

@@ -1,4 +1,5 @@
-"""The client matrix against a three-broker cluster, bootstrapping from one broker only:
+"""The client matrix against a three-broker cluster whose topics are replicated to all
+three brokers (`default.replication.factor` 3), bootstrapping from one broker only:
 each client's codec round trip (byte-exact records, every codec stored as sent, read from
 each partition's leader) and its consumer-group scenario (members split the partitions,
 hand them over at the committed offsets), with the topics spread over the three brokers so
@@ -54,7 +55,10 @@ class ClusterBroker:
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    cluster = Cluster(tmp_path_factory.mktemp("cluster"), 3).start()
+    # Every topic the scenarios create is replicated to all three brokers (the broker's
+    # default replication factor), so each client also runs against replicated partitions.
+    replicated = {"default.replication.factor": "3"}
+    cluster = Cluster(tmp_path_factory.mktemp("cluster"), 3, replicated).start()
     yield ClusterBroker(cluster)
     cluster.kill_all()
 
