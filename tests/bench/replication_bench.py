@@ -4,7 +4,7 @@ min.insync.replicas=2 against one broker, for Sluice and for Apache Kafka 4.4.0,
 machine in the same run, with the same client and the same loads.
 
     tests/bench/replication_bench.py                         RUNS=3 RECORDS=2000000, every target
-    RUNS=1 RECORDS=200000 LAT_RECORDS=5000 tests/bench/replication_bench.py     a smoke run
+    RUNS=1 RECORDS=200000 LAT_SECONDS=1 tests/bench/replication_bench.py       a smoke run
     TARGETS=sluice-1,sluice-3 tests/bench/replication_bench.py                  Sluice only
 
 Targets (each started fresh, in its own temp dir, for every run, and stopped after it):
@@ -25,8 +25,9 @@ untimed warm-up (WARMUP_RECORDS produced acks=1 and acks=all and consumed, for t
   produce acks=1    RECORDS records, linger.ms=5
   produce acks=all  RECORDS records, linger.ms=5
   consume           the acks=1 topic from the beginning (assign, no group)
-  latency           LAT_RECORDS records acks=all at LAT_RATE msg/s, linger.ms=0, every
-                    delivery's latency (-l): p50/p99
+  latency           for each rate of LAT_RATES, LAT_SECONDS of records acks=all at that
+                    rate, linger.ms=0 (one record per request), every delivery's latency
+                    (-l): p50/p99; a load not done in 3 x LAT_SECONDS + 30 s "did not keep up"
 Broker CPU per record: utime+stime from /proc/PID/stat of every broker process of the
 target (all threads; for Kafka the whole JVM), before and after each load.
 
@@ -35,7 +36,7 @@ sleeps, at most LOAD_WAIT_S in all), and records the load seen before every targ
 Targets rotate from run to run. Prints the per-run rows, then medians and ratios (three
 nodes / one node of the same broker and mode; Sluice / Kafka at the same node count).
 
-Env: RUNS(3) RECORDS(2000000) LAT_RECORDS(50000) LAT_RATE(5000) WARMUP_RECORDS(300000)
+Env: RUNS(3) RECORDS(1000000) LAT_RATES(1000,5000 msg/s) LAT_SECONDS(5) WARMUP_RECORDS(100000)
      TARGETS(sluice-1,sluice-3,kafka-1,kafka-3,sluice-1-nofsync,sluice-3-nofsync)
      LOAD_MAX(1.5) LOAD_WAIT_S(900) KAFKA_HEAP(-Xmx1g -Xms1g) SLUICE_BIN(target/release/sluice)
      PEERS_DIR(~/.cache/sluice-peers: Kafka's jars and rdkafka_performance) RDKPERF OUT
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import math
 import os
 import re
 import shutil
@@ -72,10 +74,10 @@ JAVA = os.environ.get("KAFKA_JAVA") or "/usr/lib/jvm/java-17-openjdk-amd64/bin/j
 KAFKA_HEAP = os.environ.get("KAFKA_HEAP", "-Xmx1g -Xms1g").split()
 
 RUNS = int(os.environ.get("RUNS", "3"))
-RECORDS = int(os.environ.get("RECORDS", "2000000"))
-LAT_RECORDS = int(os.environ.get("LAT_RECORDS", "50000"))
-LAT_RATE = int(os.environ.get("LAT_RATE", "5000"))
-WARMUP_RECORDS = int(os.environ.get("WARMUP_RECORDS", "300000"))
+RECORDS = int(os.environ.get("RECORDS", "1000000"))
+LAT_RATES = [int(r) for r in os.environ.get("LAT_RATES", "1000,5000").split(",")]
+LAT_SECONDS = int(os.environ.get("LAT_SECONDS", "5"))
+WARMUP_RECORDS = int(os.environ.get("WARMUP_RECORDS", "100000"))
 TARGETS = os.environ.get("TARGETS", "sluice-1,sluice-3,kafka-1,kafka-3,sluice-1-nofsync,sluice-3-nofsync").split(",")
 LOAD_MAX = float(os.environ.get("LOAD_MAX", "1.5"))
 LOAD_WAIT_S = int(os.environ.get("LOAD_WAIT_S", "900"))
@@ -86,8 +88,10 @@ CLIENT_TIMEOUT_S = 600
 # A Kafka node that has not started in this long will not.
 KAFKA_START_TIMEOUT_S = 120
 STOP_TIMEOUT_S = 20
+# A fixed-rate load takes LAT_SECONDS when the broker keeps up.
+LAT_TIMEOUT_S = 3 * LAT_SECONDS + 30
 
-LOADS = ["produce acks=1", "produce acks=all", "consume", "latency"]
+LOADS = ["produce acks=1", "produce acks=all", "consume"] + [f"latency {rate}/s" for rate in LAT_RATES]
 
 # Every process this script starts, stopped at exit whatever happens.
 STARTED: list[subprocess.Popen] = []
@@ -258,7 +262,7 @@ class KafkaNodes(Target):
             if admin is None and all("Kafka Server started" in p.read_text(errors="replace") for p in self.logs):
                 admin = AdminClient({"bootstrap.servers": self.bootstrap})
             try:
-                if admin and len(admin.list_topics(timeout=5).brokers) == size:
+                if admin is not None and len(admin.list_topics(timeout=5).brokers) == size:
                     return
             except Exception:  # not answering yet
                 pass
@@ -320,13 +324,26 @@ def create_topic(target: Target, topic: str):
     raise AssertionError(f"{topic}: no leader with a full ISR in 60 s")
 
 
-def rdkperf(target: Target, args: list[str], records: int, lat_file: Path | None = None) -> dict:
+def rdkperf(target: Target, args: list[str], records: int, lat_file: Path | None = None, rate: int = 0) -> dict:
     """One rdkafka_performance run: msgs/s, broker CPU us/record, and p50/p99 ms if lat_file."""
     cmd = [RDKPERF, "-b", target.bootstrap, "-p", "0", "-i", "1000", "-c", str(records), *args]
     if lat_file:
         cmd += ["-l", "-A", str(lat_file)]
-    before = cpu_s(target.pids)
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=CLIENT_TIMEOUT_S)
+    before, started = cpu_s(target.pids), time.monotonic()
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=LAT_TIMEOUT_S if lat_file else CLIENT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        if not lat_file:
+            raise
+        # The broker does not keep up with the fixed rate: no latency, only what it did.
+        after, elapsed = cpu_s(target.pids), time.monotonic() - started
+        log(f"latency load: not done in {LAT_TIMEOUT_S} s, the broker does not keep up with {rate}/s")
+        return {
+            "msgs_per_s": 0.0,
+            "cpu_us": (after - before) * 1e6 / (rate * elapsed),
+            "p50_ms": math.inf,
+            "p99_ms": math.inf,
+        }
     after = cpu_s(target.pids)
     out = done.stdout
     if "-P" in args:
@@ -353,8 +370,9 @@ def produce(topic: str, acks: str, linger_ms: int, extra=()) -> list[str]:
 
 def measure(target: Target, tag: str, root: Path) -> dict[str, dict]:
     topics = {name: f"{tag}-{name}" for name in ("warm", "acks1", "acksall", "lat")}
-    for topic in topics.values():
-        create_topic(target, topic)
+    for topic in [*topics.values(), *(f"{topics['lat']}-{rate}" for rate in LAT_RATES)]:
+        if topic != topics["lat"]:
+            create_topic(target, topic)
     if WARMUP_RECORDS:
         for acks in ("1", "-1"):
             rdkperf(target, produce(topics["warm"], acks, 5), WARMUP_RECORDS)
@@ -363,27 +381,34 @@ def measure(target: Target, tag: str, root: Path) -> dict[str, dict]:
         "produce acks=1": rdkperf(target, produce(topics["acks1"], "1", 5), RECORDS),
         "produce acks=all": rdkperf(target, produce(topics["acksall"], "-1", 5), RECORDS),
         "consume": rdkperf(target, ["-C", "-t", topics["acks1"], "-o", "beginning"], RECORDS),
-        "latency": rdkperf(
-            target,
-            produce(topics["lat"], "-1", 0, ["-r", str(LAT_RATE)]),
-            LAT_RECORDS,
-            root / "latency.us",
-        ),
+        **{
+            f"latency {rate}/s": rdkperf(
+                target,
+                produce(f"{topics['lat']}-{rate}", "-1", 0, ["-r", str(rate)]),
+                rate * LAT_SECONDS,
+                root / "latency.us",
+                rate,
+            )
+            for rate in LAT_RATES
+        },
     }
 
 
 def one_run(target: str, run: int) -> dict[str, dict]:
     with tempfile.TemporaryDirectory(prefix=f"replication-bench-{target}-") as tmp:
         root = Path(tmp)
-        started = start(target, root)
+        started = None
         try:
+            started = start(target, root)
             return measure(started, f"r{run}", root)
         except BaseException:
             for path in sorted(root.glob("*.log")):
                 shutil.copy(path, OUT / f"r{run}-{target}-{path.name}")
             raise
         finally:
-            started.stop()
+            if started is not None:
+                started.stop()
+            stop_all()
             time.sleep(2)  # let the previous target's writeback and deletions settle
 
 
@@ -391,11 +416,13 @@ def one_run(target: str, run: int) -> dict[str, dict]:
 
 
 def fmt(x: float | None, digits: int = 0) -> str:
+    if x is not None and math.isinf(x):
+        return "did not keep up"
     return "" if x is None else f"{x:,.{digits}f}"
 
 
 def ratio(a: float | None, b: float | None) -> str:
-    return "" if a is None or not b else f"{a / b:.2f}x"
+    return "" if a is None or not b or math.isinf(a) or math.isinf(b) else f"{a / b:.2f}x"
 
 
 def report(results: dict[str, list[dict]]):
@@ -413,12 +440,18 @@ def report(results: dict[str, list[dict]]):
         ("produce acks=1 msgs/s", "produce acks=1", "msgs_per_s", 0),
         ("produce acks=all msgs/s", "produce acks=all", "msgs_per_s", 0),
         ("consume msgs/s", "consume", "msgs_per_s", 0),
-        (f"acks=all p50 ms at {LAT_RATE:,}/s", "latency", "p50_ms", 2),
-        (f"acks=all p99 ms at {LAT_RATE:,}/s", "latency", "p99_ms", 2),
+        *[
+            row
+            for rate in LAT_RATES
+            for row in (
+                (f"acks=all p50 ms at {rate:,}/s", f"latency {rate}/s", "p50_ms", 2),
+                (f"acks=all p99 ms at {rate:,}/s", f"latency {rate}/s", "p99_ms", 2),
+            )
+        ],
         ("CPU us/record produce acks=1", "produce acks=1", "cpu_us", 3),
         ("CPU us/record produce acks=all", "produce acks=all", "cpu_us", 3),
         ("CPU us/record consume", "consume", "cpu_us", 3),
-        (f"CPU us/record acks=all at {LAT_RATE:,}/s", "latency", "cpu_us", 1),
+        *[(f"CPU us/record acks=all at {rate:,}/s", f"latency {rate}/s", "cpu_us", 1) for rate in LAT_RATES],
     ]
     for suffix, title in modes:
         s1, s3 = f"sluice-1{suffix}", f"sluice-3{suffix}"
@@ -449,7 +482,7 @@ def main():
     for tool in (os.environ["SLUICE_BIN"], RDKPERF, JAVA):
         assert os.access(tool, os.X_OK), f"missing {tool}"
     log(
-        f"RUNS={RUNS} RECORDS={RECORDS} LAT_RECORDS={LAT_RECORDS} LAT_RATE={LAT_RATE} WARMUP_RECORDS={WARMUP_RECORDS} "
+        f"RUNS={RUNS} RECORDS={RECORDS} LAT_RATES={LAT_RATES} LAT_SECONDS={LAT_SECONDS} WARMUP_RECORDS={WARMUP_RECORDS} "
         f"TARGETS={','.join(TARGETS)} sluice={os.environ['SLUICE_BIN']} kafka heap={' '.join(KAFKA_HEAP)} out={OUT}"
     )
     results: dict[str, list[dict]] = {t: [] for t in TARGETS}
