@@ -6,6 +6,7 @@ machine in the same run, with the same client and the same loads.
     tests/bench/replication_bench.py                         RUNS=3 RECORDS=2000000, every target
     RUNS=1 RECORDS=200000 LAT_SECONDS=1 tests/bench/replication_bench.py       a smoke run
     TARGETS=sluice-1,sluice-3 tests/bench/replication_bench.py                  Sluice only
+    tests/bench/replication_bench.py --report OUT/runs.jsonl...                 the tables again
 
 Targets (each started fresh, in its own temp dir, for every run, and stopped after it):
   sluice-1          one `sluice serve`, its defaults (acks=all answered after an fsync)
@@ -39,6 +40,7 @@ nodes / one node of the same broker and mode; Sluice / Kafka at the same node co
 Env: RUNS(3) RECORDS(1000000) LAT_RATES(1000,5000 msg/s) LAT_SECONDS(5) WARMUP_RECORDS(100000)
      TARGETS(sluice-1,sluice-3,kafka-1,kafka-3,sluice-1-nofsync,sluice-3-nofsync)
      LOAD_MAX(1.5) LOAD_WAIT_S(900) KAFKA_HEAP(-Xmx1g -Xms1g) SLUICE_BIN(target/release/sluice)
+     SLUICE_SETS(KEY=VALUE,... for every Sluice node)
      PEERS_DIR(~/.cache/sluice-peers: Kafka's jars and rdkafka_performance) RDKPERF OUT
 """
 
@@ -79,6 +81,11 @@ LAT_RATES = [int(r) for r in os.environ.get("LAT_RATES", "1000,5000").split(",")
 LAT_SECONDS = int(os.environ.get("LAT_SECONDS", "5"))
 WARMUP_RECORDS = int(os.environ.get("WARMUP_RECORDS", "100000"))
 TARGETS = os.environ.get("TARGETS", "sluice-1,sluice-3,kafka-1,kafka-3,sluice-1-nofsync,sluice-3-nofsync").split(",")
+# A fixed-rate load whose median rate (rdkafka_performance's, start-up included) is below
+# this share of the offered rate did not keep up: its latencies are a growing queue's.
+KEPT_UP = 0.6
+# KEY=VALUE,... for every Sluice node (an experiment: e.g. replica.fetch.wait.max.ms=10).
+SLUICE_SETS = [kv for kv in os.environ.get("SLUICE_SETS", "").split(",") if kv]
 LOAD_MAX = float(os.environ.get("LOAD_MAX", "1.5"))
 LOAD_WAIT_S = int(os.environ.get("LOAD_WAIT_S", "900"))
 OUT = Path(os.environ.get("OUT") or tempfile.mkdtemp(prefix="replication-bench-"))
@@ -281,7 +288,9 @@ class KafkaNodes(Target):
 
 
 def start(target: str, root: Path) -> Target:
-    settings = {"sluice.acks.all.fsync": "false"} if target.endswith("-nofsync") else {}
+    settings = dict(kv.split("=", 1) for kv in SLUICE_SETS)
+    if target.endswith("-nofsync"):
+        settings["sluice.acks.all.fsync"] = "false"
     if target.startswith("sluice-1"):
         return SluiceOne(root, settings)
     if target.startswith("sluice-3"):
@@ -351,7 +360,8 @@ def rdkperf(target: Target, args: list[str], records: int, lat_file: Path | None
         ok = line and f" {records} delivered" in line and " 0 failed" in line
     else:
         line = next((x for x in reversed(out.splitlines()) if "messages (" in x and "consumed" in x), None)
-        ok = line and line.startswith(f"% {records} messages")
+        # it stops at the end of the batch that reaches `records`
+        ok = line and int(line.split()[1]) >= records
     assert ok, f"{' '.join(cmd)}: {line or out[-2000:]}{done.stderr[-2000:]}"
     result = {
         "msgs_per_s": float(re.search(r" ([0-9]+) msgs/s", line).group(1)),
@@ -433,7 +443,11 @@ def report(results: dict[str, list[dict]]):
     }
 
     def get(t, load, key):
-        return med.get(t, {}).get(load, {}).get(key)
+        value = med.get(t, {}).get(load, {}).get(key)
+        rate = re.fullmatch(r"latency (\d+)/s", load)
+        if value is not None and rate and key != "cpu_us" and med[t][load]["msgs_per_s"] < KEPT_UP * int(rate.group(1)):
+            return math.inf  # the latency of a queue that grows: not the broker's answer time
+        return value
 
     modes = [("", "fsync on (Sluice's default)"), ("-nofsync", "sluice.acks.all.fsync=false")]
     rows = [
@@ -457,7 +471,8 @@ def report(results: dict[str, list[dict]]):
         s1, s3 = f"sluice-1{suffix}", f"sluice-3{suffix}"
         if s1 not in med and s3 not in med:
             continue
-        print(f"\nSluice {title}; Kafka its defaults (no fsync). Medians of {RUNS} runs.\n")
+        runs = max(len(results.get(t, [])) for t in (s1, s3, "kafka-1", "kafka-3"))
+        print(f"\nSluice {title}; Kafka its defaults (no fsync). Medians of {runs} runs.\n")
         print(
             "| load | Sluice 1 broker | Sluice 3 (RF3) | 3 / 1 | Kafka 1 broker | Kafka 3 (RF3) | 3 / 1 | Sluice / Kafka, 1 | Sluice / Kafka, 3 |"
         )
@@ -508,5 +523,18 @@ def main():
     report(results)
 
 
+def report_from(paths: list[str]):
+    """The tables again from runs.jsonl files (of runs finished separately)."""
+    results: dict[str, list[dict]] = {}
+    for path in paths:
+        for line in Path(path).read_text().splitlines():
+            row = json.loads(line)
+            results.setdefault(row["target"], []).append({load: row[load] for load in LOADS})
+    report(results)
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--report"]:
+        report_from(sys.argv[2:])
+    else:
+        main()
