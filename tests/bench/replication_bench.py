@@ -3,7 +3,7 @@
 min.insync.replicas=2 against one broker, for Sluice and for Apache Kafka 4.4.0, on the same
 machine in the same run, with the same client and the same loads.
 
-    tests/bench/replication_bench.py                         RUNS=3 RECORDS=2000000, every target
+    tests/bench/replication_bench.py                         RUNS=3 RECORDS=1000000, every target
     RUNS=1 RECORDS=200000 LAT_SECONDS=1 tests/bench/replication_bench.py       a smoke run
     TARGETS=sluice-1,sluice-3 tests/bench/replication_bench.py                  Sluice only
     tests/bench/replication_bench.py --report OUT/runs.jsonl...                 the tables again
@@ -34,8 +34,10 @@ target (all threads; for Kafka the whole JVM), before and after each load.
 
 Before each run the script waits until the 1-minute load average is below LOAD_MAX (60 s
 sleeps, at most LOAD_WAIT_S in all), and records the load seen before every target.
-Targets rotate from run to run. Prints the per-run rows, then medians and ratios (three
-nodes / one node of the same broker and mode; Sluice / Kafka at the same node count).
+Targets rotate from run to run. Logs each run's row (stderr; all rows in OUT/runs.jsonl),
+then prints medians and ratios (three nodes / one node of the same broker and mode; Sluice
+/ Kafka at the same node count). A fixed-rate load whose median rate is below KEPT_UP of
+the offered rate shows "did not keep up" instead of latencies.
 
 Env: RUNS(3) RECORDS(1000000) LAT_RATES(1000,5000 msg/s) LAT_SECONDS(5) WARMUP_RECORDS(100000)
      TARGETS(sluice-1,sluice-3,kafka-1,kafka-3,sluice-1-nofsync,sluice-3-nofsync)
