@@ -2,7 +2,8 @@
 //! listener (`inter.broker.listener.name`, as each registered it): what a transaction
 //! coordinator sends a partition leader (WriteTxnMarkers) and a partition leader its
 //! transaction's coordinator (AddPartitionsToTxn v5, KIP-890's verification), as Kafka's
-//! brokers do. One idle connection per broker is kept (`PEER_CONNECTIONS_MAX` in all); a
+//! brokers do. Up to `PEER_IDLE_PER_BROKER_MAX` idle connections per broker are kept
+//! (`PEER_CONNECTIONS_MAX` in all: a follower's fetcher has several fetches in flight); a
 //! request that fails drops its connection, and the caller retries later (markers are
 //! written again until they are all written; a verification answers a retriable error).
 //!
@@ -30,8 +31,11 @@ use crate::cluster::PeerStream;
 pub const PEER_RESPONSE_BYTES_MAX: usize = 16 * 1024 * 1024;
 /// How long one request to another broker may take, connection included.
 pub const PEER_REQUEST_TIMEOUT_MS: u64 = 10_000;
-/// Idle connections kept, one per broker at most.
+/// Idle connections kept, in all.
 pub const PEER_CONNECTIONS_MAX: usize = 64;
+/// Idle connections kept per broker (a fetcher's fetches in flight each use one:
+/// `replica_fetcher::REPLICA_FETCHES_IN_FLIGHT_MAX`).
+pub const PEER_IDLE_PER_BROKER_MAX: usize = 4;
 
 /// An idle connection and the next correlation id on it.
 type Idle = (Box<dyn PeerStream>, i32);
@@ -49,7 +53,7 @@ struct Dial {
 /// The idle connections, by broker address.
 #[derive(Debug, Default)]
 pub(super) struct Pool {
-    idle: std::sync::Mutex<BTreeMap<String, Idle>>,
+    idle: std::sync::Mutex<BTreeMap<String, Vec<Idle>>>,
     /// TLS to SSL inter-broker listeners (with `ssl.keystore.location` and
     /// `ssl.truststore.location`).
     tls: Option<std::sync::Arc<rustls::ClientConfig>>,
@@ -105,7 +109,8 @@ impl Kraft {
             .idle
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&addr);
+            .get_mut(&addr)
+            .and_then(Vec::pop);
         let call = async {
             let (mut stream, next) = match taken {
                 Some(idle) => idle,
@@ -126,8 +131,10 @@ impl Kraft {
             .idle
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if idle.len() < PEER_CONNECTIONS_MAX {
-            idle.insert(addr, (stream, next));
+        let kept: usize = idle.values().map(Vec::len).sum();
+        let here = idle.entry(addr).or_default();
+        if kept < PEER_CONNECTIONS_MAX && here.len() < PEER_IDLE_PER_BROKER_MAX {
+            here.push((stream, next));
         }
         Ok(response)
     }

@@ -9,8 +9,11 @@
 //! A failed request answers every partition in it REQUEST_TIMED_OUT (each replica backs
 //! off `replica.fetch.backoff.ms`).
 //!
-//! Sessionless (session id 0, epoch -1: a full fetch each time); KIP-227's incremental
-//! sessions would shrink the requests of brokers with many partitions.
+//! Up to [`REPLICA_FETCHES_IN_FLIGHT_MAX`] fetches are in flight to one leader: a partition
+//! that becomes ready while a fetch of idle partitions is held by the leader goes out at
+//! once instead of waiting behind it. Sessionless (session id 0, epoch -1: a full fetch each
+//! time); KIP-227's incremental sessions would shrink the requests of brokers with many
+//! partitions.
 //!
 //! Bounds: one waiting fetch per replica (a replica sends its next only after its last was
 //! answered or timed out), so a fetcher's queue holds at most the partitions this broker
@@ -87,28 +90,53 @@ impl Fetchers {
     }
 }
 
+/// Fetches one fetcher may have in flight to its leader at once. A fetch the leader holds
+/// (nothing new for its partitions, up to `replica.fetch.wait.max.ms`) must not hold back a
+/// partition that became ready meanwhile (its fsync done, or a new leadership): that
+/// partition goes out at once in a fetch of its own. Each partition has one fetch in flight
+/// at most, so the fetches in flight carry different partitions.
+pub const REPLICA_FETCHES_IN_FLIGHT_MAX: usize = 4;
+const _: () = assert!(REPLICA_FETCHES_IN_FLIGHT_MAX <= super::peers::PEER_IDLE_PER_BROKER_MAX);
+
+/// A fetch in flight: its partitions and the leader's answer.
+type Flight = (
+    Waiting,
+    Result<kafka_protocol::messages::FetchResponse, String>,
+);
+
 /// The fetcher of broker `leader`: until the manager is gone.
 async fn run(manager: std::sync::Weak<ReplicaManager>, leader: i32, fetcher: Arc<Fetcher>) {
+    let mut in_flight: tokio::task::JoinSet<Flight> = tokio::task::JoinSet::new();
     loop {
-        let batch: Waiting = std::mem::take(&mut *lock(&fetcher.waiting));
-        if batch.is_empty() {
-            fetcher.wake.notified().await;
-            continue;
+        if in_flight.len() < REPLICA_FETCHES_IN_FLIGHT_MAX {
+            let batch: Waiting = std::mem::take(&mut *lock(&fetcher.waiting));
+            if !batch.is_empty() {
+                let Some(manager) = manager.upgrade() else {
+                    return;
+                };
+                let Some(kraft) = manager.kraft() else { return };
+                let settings = *manager.settings();
+                let request = kafka_request(settings.node_id, &settings, &batch);
+                in_flight.spawn(async move {
+                    let answer = kraft
+                        .call_broker(leader, &request, REPLICA_FETCH_VERSION)
+                        .await;
+                    (batch, answer)
+                });
+                continue;
+            }
         }
-        let Some(manager) = manager.upgrade() else {
-            return;
-        };
-        let Some(kraft) = manager.kraft() else { return };
-        let settings = *manager.settings();
-        let request = kafka_request(settings.node_id, &settings, &batch);
-        let answer = kraft
-            .call_broker(leader, &request, REPLICA_FETCH_VERSION)
-            .await;
-        let manager2 = Arc::clone(&manager);
-        let _ = tokio::task::spawn_blocking(move || {
-            deliver(&manager2, leader, batch, answer);
-        })
-        .await;
+        tokio::select! {
+            () = fetcher.wake.notified() => {}
+            Some(done) = in_flight.join_next(), if !in_flight.is_empty() => {
+                let Ok((batch, answer)) = done else { continue };
+                let Some(manager) = manager.upgrade() else { return };
+                let _ = tokio::task::spawn_blocking(move || {
+                    deliver(&manager, leader, batch, answer);
+                })
+                .await;
+            }
+        }
     }
 }
 
