@@ -19,7 +19,7 @@ the end the faults stop and a consumer reads every partition from the beginning.
   watermark);
 - the three brokers' logs of each partition end up byte-for-byte equal.
 
-`SLUICE_REPLICATION_ROUNDS` (default 4) nemesis rounds per trial; the seed of each trial is
+`SLUICE_REPLICATION_ROUNDS` (default 3) nemesis rounds per trial; the seed of each trial is
 printed and `SLUICE_REPLICATION_SEED` replays one.
 """
 
@@ -37,7 +37,7 @@ from test_replication import create_replicated, partitions_of, wait_identical
 
 from conftest import wait_until
 
-ROUNDS = int(os.environ.get("SLUICE_REPLICATION_ROUNDS", "4"))
+ROUNDS = int(os.environ.get("SLUICE_REPLICATION_ROUNDS", "3"))
 PARTITIONS = 3
 
 
