@@ -224,9 +224,17 @@ def test_configs_acls_and_users_change_through_any_broker(cluster_factory, topic
     upsert = UserScramCredentialUpsertion("alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"alice-pw")
     for f in admins[1].alter_user_scram_credentials([upsert]).values():
         assert f.result(timeout=30) is None
+    # Node 1 answered once it applied the change (read-your-writes); the others apply it
+    # from the metadata log a moment later.
+    def credentials(k):
+        try:
+            desc = admins[k].describe_user_scram_credentials(["alice"])["alice"].result(timeout=30)
+        except Exception:  # noqa: BLE001 (not applied there yet: RESOURCE_NOT_FOUND)
+            return None
+        return [(c.mechanism, c.iterations) for c in desc.scram_credential_infos]
+
     for k in (1, 2, 3):
-        desc = admins[k].describe_user_scram_credentials(["alice"])["alice"].result(timeout=30)
-        assert [(c.mechanism, c.iterations) for c in desc.scram_credential_infos] == [(ScramMechanism.SCRAM_SHA_256, 4096)]
+        wait_until(lambda k=k: credentials(k) == [(ScramMechanism.SCRAM_SHA_256, 4096)], 15, f"node {k}'s user")
     # An ACL made on node 3 is described, and enforced, on node 1.
     binding = AclBinding(
         ResourceType.TOPIC, topic_name, ResourcePatternType.LITERAL, "User:alice", "*", AclOperation.READ, AclPermissionType.ALLOW
@@ -235,7 +243,11 @@ def test_configs_acls_and_users_change_through_any_broker(cluster_factory, topic
         assert f.result(timeout=30) is None
     any_acl = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY, AclPermissionType.ANY)
     for k in (1, 2, 3):
-        assert [str(b) for b in admins[k].describe_acls(any_acl).result(timeout=30)] == [str(binding)]
+        wait_until(
+            lambda k=k: [str(b) for b in admins[k].describe_acls(any_acl).result(timeout=30)] == [str(binding)],
+            15,
+            f"node {k}'s ACLs",
+        )
     # The topic now has an ACL: the anonymous principal may no longer describe it.
     meta = cluster.metadata(1, topic_name)
     [t] = [t for t in meta["topics"] if t["topic"] == topic_name]
