@@ -111,6 +111,12 @@ impl EpochCache {
             epoch,
             start_offset: start,
         });
+        self.persist(fs, dir, next)
+    }
+
+    /// Makes `next` the cache, at most `LEADER_EPOCH_ENTRIES_MAX` entries (the oldest go),
+    /// once written durably.
+    fn persist(&mut self, fs: &dyn Fs, dir: &Path, mut next: Self) -> Result<(), StorageError> {
         let excess = next.entries.len().saturating_sub(LEADER_EPOCH_ENTRIES_MAX);
         next.entries.drain(..excess);
         io::write_durable(fs, &dir.join(EPOCH_FILE), &encode(&next.entries))?;
@@ -156,11 +162,7 @@ impl EpochCache {
             });
         }
         next.clean = false;
-        let excess = next.entries.len().saturating_sub(LEADER_EPOCH_ENTRIES_MAX);
-        next.entries.drain(..excess);
-        io::write_durable(fs, &dir.join(EPOCH_FILE), &encode(&next.entries))?;
-        *self = next;
-        Ok(())
+        self.persist(fs, dir, next)
     }
 
     /// Every entry, oldest first.

@@ -134,6 +134,21 @@ pub struct TxnOffset {
     pub metadata: Option<String>,
 }
 
+/// An offset on the wire as a transaction keeps it.
+impl From<TxnOffset> for sluice_txn::PendingOffset {
+    fn from(o: TxnOffset) -> Self {
+        Self {
+            tp: sluice_txn::TopicPartition {
+                topic: o.topic,
+                partition: o.partition,
+            },
+            committed_offset: o.offset,
+            leader_epoch: o.leader_epoch,
+            metadata: o.metadata,
+        }
+    }
+}
+
 /// What one broker's services ask of another's, on the controller listener (only brokers of
 /// this cluster, after their hello, reach it): a transaction's consumer offsets, which wait in
 /// the transaction's coordinator, travel from the group's coordinator and back.

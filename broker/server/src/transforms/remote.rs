@@ -129,7 +129,7 @@ pub(super) async fn txn_step_here(
             if added != ErrorCode::None {
                 return Some(TxnAnswer::Code(added));
             }
-            let offsets = offsets.into_iter().map(pending).collect();
+            let offsets = offsets.into_iter().map(PendingOffset::from).collect();
             TxnAnswer::Code(
                 txns.commit_offsets(producer, group_id, offsets, TxnProtocol::V1)
                     .await?,
@@ -614,17 +614,4 @@ pub(super) fn start_offset_here(
                 .map_err(|e| KafkaError::new(ResponseError::KafkaStorageError, e.to_string())),
         }
     })?
-}
-
-/// An offset of the wire as a transaction keeps it.
-fn pending(o: TxnOffset) -> PendingOffset {
-    PendingOffset {
-        tp: TopicPartition {
-            topic: o.topic,
-            partition: o.partition,
-        },
-        committed_offset: o.offset,
-        leader_epoch: o.leader_epoch,
-        metadata: o.metadata,
-    }
 }

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use sluice_txn::{ErrorCode, PendingOffset, PendingOffsets, TopicPartition, TxnProtocol};
+use sluice_txn::{ErrorCode, PendingOffset, PendingOffsets, TxnProtocol};
 
 use super::{TxnHandle, TxnProducer};
 use crate::broker::Broker;
@@ -50,7 +50,7 @@ async fn handle(
             } else {
                 TxnProtocol::V1
             };
-            let offsets = offsets.into_iter().map(pending).collect();
+            let offsets = offsets.into_iter().map(PendingOffset::from).collect();
             let code = txns
                 .commit_offsets(txn, group_id, offsets, protocol)
                 .await
@@ -60,7 +60,7 @@ async fn handle(
         BrokerMessage::CommitGroupOffsets { group_id, offsets } => {
             let pending = PendingOffsets {
                 group_id,
-                offsets: offsets.into_iter().map(pending).collect(),
+                offsets: offsets.into_iter().map(PendingOffset::from).collect(),
             };
             let written = super::markers::commit_offsets(broker, groups, &pending).await;
             Ok(BrokerReply::Code(if written {
@@ -150,19 +150,6 @@ async fn services(broker: &Arc<Broker>, message: BrokerMessage) -> BrokerAnswer 
         | BrokerMessage::TransformReports { .. } => {
             Err("a transform message reached the coordinators' handler".to_owned())
         }
-    }
-}
-
-/// An offset on the wire as the transaction keeps it.
-fn pending(o: TxnOffset) -> PendingOffset {
-    PendingOffset {
-        tp: TopicPartition {
-            topic: o.topic,
-            partition: o.partition,
-        },
-        committed_offset: o.offset,
-        leader_epoch: o.leader_epoch,
-        metadata: o.metadata,
     }
 }
 
