@@ -37,6 +37,18 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     if let Ok(body) = wire::encode(&super::ControllerOp::DeleteTopics(vec!["orders".into()])) {
         out.push(("forwarded-op".to_owned(), with(4, body)));
     }
+    let alter = super::ControllerOp::AlterPartition {
+        broker_id: 1,
+        broker_epoch: 7,
+        topic_id: [3; 16],
+        partition: 0,
+        leader_epoch: 2,
+        partition_epoch: 5,
+        new_isr: vec![(1, 7), (2, -1)],
+    };
+    if let Ok(body) = wire::encode(&alter) {
+        out.push(("forwarded-alter-partition".to_owned(), with(4, body)));
+    }
     out.push((
         "quorum-state".to_owned(),
         with(6, quorum_state::QuorumState::default().encode()),
